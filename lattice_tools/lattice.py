@@ -1,0 +1,368 @@
+"""The word-lattice hub type.
+
+Every reader produces a :class:`Lattice` and every algorithm consumes one (and returns a new one:
+nothing here mutates).  The representation is a set of parallel numpy arrays, one entry per arc,
+so that algorithms can be vectorized over arcs.
+
+Conventions
+-----------
+* **States** are numbered ``0 .. num_states-1`` in topological order: every arc has
+  ``src < dst``.  This both proves the lattice acyclic and lets forward/backward passes run as
+  one sweep over arcs sorted by ``src`` (arcs are stored sorted by ``(src, dst)``, stable).
+  The start state is ``0``.
+* **Weights are costs** (negative natural-log probabilities), kept separately as
+  ``graph_cost`` (LM + pronunciation + transition; Kaldi's "graph cost", k2's ``-lm_scores``,
+  HTK ``-l``) and ``acoustic_cost`` (Kaldi's acoustic cost, HTK ``-a``).  The combined cost of an
+  arc under scales is ``lm_scale * graph_cost + acoustic_scale * acoustic_cost +
+  word_penalty * [word != 0]`` (see :meth:`Lattice.arc_costs`).
+* **Final weights** are per-state ``final_graph_cost`` / ``final_acoustic_cost``; ``inf`` means
+  the state is not final.
+* **Times** are integer frames, ``t0`` (inclusive) to ``t1`` (exclusive); seconds are
+  ``frames * frame_shift``.  ``-1`` means unknown (OpenFst text without times).  In a word-aligned
+  lattice an arc spans its whole word; in a frame-level lattice (k2, Kaldi raw) an emitting arc
+  spans one frame and an input-epsilon arc spans zero frames.
+* **Labels**: ``word`` is the output (word) id, 0 = epsilon; ``ilabel`` is the input label
+  (token or transition id for frame-level lattices; equal to ``word`` for word lattices).
+  ``symbols`` maps word ids to strings (Kaldi/k2 ``words.txt``).
+* ``word_aligned`` says whether each arc with a word carries that whole word with its time span
+  (SLF, Kaldi CompactLattice) -- as opposed to frame-level lattices, which need
+  :func:`lattice_tools.alternatives.word_align` first.
+* ``attrs`` holds extra per-arc numpy arrays that readers or converters want to keep
+  (e.g. k2 ``tokens``; a pocketsphinx link posterior ``p``), each of length ``num_arcs``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .errors import LatticeError
+from .symbols import SymbolTable
+
+INF = float("inf")
+
+_ARC_ARRAYS = ("src", "dst", "word", "ilabel", "t0", "t1", "graph_cost", "acoustic_cost")
+
+
+@dataclass(frozen=True, eq=False)
+class Lattice:
+    """An immutable, acyclic, weighted word lattice (see the module docstring for conventions).
+
+    Build one with :meth:`Lattice.from_arcs` (which sorts states topologically and validates);
+    the plain constructor expects arrays that already follow the conventions and validates them.
+    """
+
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    word: np.ndarray
+    ilabel: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    graph_cost: np.ndarray
+    acoustic_cost: np.ndarray
+    final_graph_cost: np.ndarray
+    final_acoustic_cost: np.ndarray
+    symbols: SymbolTable
+    frame_shift: float = 0.01
+    key: str = ""
+    word_aligned: bool = True
+    attrs: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self):
+        conv = {"src": np.int32, "dst": np.int32, "word": np.int32, "ilabel": np.int32, "t0": np.int32,
+                "t1": np.int32, "graph_cost": np.float64, "acoustic_cost": np.float64,
+                "final_graph_cost": np.float64, "final_acoustic_cost": np.float64}
+        for name, dtype in conv.items():
+            arr = np.ascontiguousarray(getattr(self, name), dtype=dtype)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+        attrs = {}
+        for name, arr in dict(self.attrs).items():
+            arr = np.array(arr, copy=True)
+            arr.setflags(write=False)
+            attrs[name] = arr
+        object.__setattr__(self, "attrs", attrs)
+        self.validate()
+
+    # ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_arcs(cls, *, src, dst, word, symbols: SymbolTable, final_graph_cost, final_acoustic_cost=None,
+                  num_states: int | None = None, start: int = 0, ilabel=None, t0=None, t1=None,
+                  graph_cost=None, acoustic_cost=None, frame_shift: float = 0.01, key: str = "",
+                  word_aligned: bool = True, attrs: Mapping[str, Sequence] | None = None,
+                  return_maps: bool = False):
+        """Build a lattice from arcs in any state numbering.
+
+        States are renumbered in topological order with ``start`` first; states not reachable
+        from ``start`` are dropped along with their arcs.  A cycle raises :class:`LatticeError`.
+        Final costs are given per input state (``inf`` = not final).  With ``return_maps=True``
+        also returns ``(state_map, arc_map)``: new id of each input state (-1 if dropped) and
+        the input index of each output arc.
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n_arcs = len(src)
+        final_graph_cost = np.asarray(final_graph_cost, dtype=np.float64)
+        if num_states is None:
+            num_states = len(final_graph_cost)
+        if len(final_graph_cost) != num_states:
+            raise LatticeError(f"final_graph_cost has {len(final_graph_cost)} entries, expected {num_states}")
+        final_acoustic_cost = (np.zeros(num_states) if final_acoustic_cost is None
+                               else np.asarray(final_acoustic_cost, dtype=np.float64))
+        final_acoustic_cost = np.where(np.isinf(final_graph_cost), INF, final_acoustic_cost)
+
+        def arr(x, default, dtype):
+            return np.full(n_arcs, default, dtype=dtype) if x is None else np.asarray(x, dtype=dtype)
+
+        word = arr(word, 0, np.int64)
+        ilabel = word.copy() if ilabel is None else np.asarray(ilabel, dtype=np.int64)
+        t0 = arr(t0, -1, np.int64)
+        t1 = arr(t1, -1, np.int64)
+        graph_cost = arr(graph_cost, 0.0, np.float64)
+        acoustic_cost = arr(acoustic_cost, 0.0, np.float64)
+        attrs = {k: np.asarray(v) for k, v in (attrs or {}).items()}
+        for name, a in [("dst", dst), ("word", word), ("ilabel", ilabel), ("t0", t0), ("t1", t1),
+                        ("graph_cost", graph_cost), ("acoustic_cost", acoustic_cost), *attrs.items()]:
+            if len(a) != n_arcs:
+                raise LatticeError(f"arc array {name!r} has {len(a)} entries, expected {n_arcs}", key=key or None)
+        if num_states == 0:
+            raise LatticeError("lattice has no states", key=key or None)
+        if n_arcs and (src.min() < 0 or dst.min() < 0 or src.max() >= num_states or dst.max() >= num_states):
+            raise LatticeError(f"arc state id outside 0..{num_states - 1}", key=key or None)
+        if not 0 <= start < num_states:
+            raise LatticeError(f"start state {start} outside 0..{num_states - 1}", key=key or None)
+
+        order = topological_order(num_states, src, dst, start, key=key)
+        state_map = np.full(num_states, -1, dtype=np.int64)
+        state_map[order] = np.arange(len(order))
+        keep = (state_map[src] >= 0) & (state_map[dst] >= 0)
+        arc_idx = np.nonzero(keep)[0]
+        new_src = state_map[src[arc_idx]]
+        new_dst = state_map[dst[arc_idx]]
+        perm = np.lexsort((new_dst, new_src))
+        arc_idx = arc_idx[perm]
+        lat = cls(num_states=len(order), src=state_map[src[arc_idx]], dst=state_map[dst[arc_idx]],
+                  word=word[arc_idx], ilabel=ilabel[arc_idx], t0=t0[arc_idx], t1=t1[arc_idx],
+                  graph_cost=graph_cost[arc_idx], acoustic_cost=acoustic_cost[arc_idx],
+                  final_graph_cost=final_graph_cost[order], final_acoustic_cost=final_acoustic_cost[order],
+                  symbols=symbols, frame_shift=frame_shift, key=key, word_aligned=word_aligned,
+                  attrs={k: v[arc_idx] for k, v in attrs.items()})
+        if return_maps:
+            return lat, state_map, arc_idx
+        return lat
+
+    def validate(self) -> None:
+        """Check array shapes, the topological numbering, and finite, non-NaN weights."""
+        key = self.key or None
+        n = len(self.src)
+        for name in _ARC_ARRAYS:
+            if getattr(self, name).shape != (n,):
+                raise LatticeError(f"arc array {name!r} has shape {getattr(self, name).shape}, expected ({n},)", key=key)
+        for name, a in self.attrs.items():
+            if len(a) != n:
+                raise LatticeError(f"arc attribute {name!r} has {len(a)} entries, expected {n}", key=key)
+        if self.num_states < 1:
+            raise LatticeError("lattice has no states", key=key)
+        for name in ("final_graph_cost", "final_acoustic_cost"):
+            if getattr(self, name).shape != (self.num_states,):
+                raise LatticeError(f"{name} has shape {getattr(self, name).shape}, expected ({self.num_states},)", key=key)
+        if n:
+            if self.src.min() < 0 or self.dst.max() >= self.num_states:
+                raise LatticeError("arc state id out of range", key=key)
+            if np.any(self.src >= self.dst):
+                bad = int(np.nonzero(self.src >= self.dst)[0][0])
+                raise LatticeError(f"arc {bad} ({self.src[bad]}->{self.dst[bad]}) breaks topological order "
+                                   "(self-loop or cycle); build with Lattice.from_arcs", key=key)
+            if np.any(np.diff(self.src) < 0):
+                raise LatticeError("arcs are not sorted by source state", key=key)
+            for name in ("graph_cost", "acoustic_cost"):
+                a = getattr(self, name)
+                if not np.all(np.isfinite(a)):
+                    bad = int(np.nonzero(~np.isfinite(a))[0][0])
+                    raise LatticeError(f"arc {bad} has a non-finite {name} ({a[bad]})", key=key)
+            if self.word.min() < 0:
+                raise LatticeError("negative word id", key=key)
+        for name in ("final_graph_cost", "final_acoustic_cost"):
+            a = getattr(self, name)
+            if np.any(np.isnan(a)) or np.any(a == -INF):
+                raise LatticeError(f"{name} has NaN or -inf", key=key)
+        if not np.any(np.isfinite(self.final_graph_cost)):
+            raise LatticeError("lattice has no final state", key=key)
+        if self.frame_shift <= 0:
+            raise LatticeError(f"frame_shift must be positive, got {self.frame_shift}", key=key)
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def num_arcs(self) -> int:
+        return len(self.src)
+
+    @property
+    def start(self) -> int:
+        return 0
+
+    @property
+    def is_final(self) -> np.ndarray:
+        return np.isfinite(self.final_graph_cost)
+
+    @property
+    def final_states(self) -> np.ndarray:
+        return np.nonzero(self.is_final)[0]
+
+    @property
+    def num_frames(self) -> int:
+        """Largest end frame of any arc (0 if no times are known)."""
+        return int(max(self.t1.max(initial=0), 0))
+
+    @property
+    def duration(self) -> float:
+        return self.num_frames * self.frame_shift
+
+    @property
+    def has_times(self) -> bool:
+        return bool(self.num_arcs == 0 or (self.t0.min() >= 0 and self.t1.min() >= 0))
+
+    def words(self, arcs=None) -> list[str]:
+        """The word strings of the given arcs (default: all), epsilon arcs skipped."""
+        ids = self.word if arcs is None else self.word[np.asarray(arcs, dtype=np.int64)]
+        return [self.symbols.word(i) for i in ids if i != 0]
+
+    def arc_costs(self, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> np.ndarray:
+        """Combined cost of each arc: ``lm_scale*graph + acoustic_scale*acoustic + word_penalty*[word>0]``."""
+        cost = lm_scale * self.graph_cost + acoustic_scale * self.acoustic_cost
+        if word_penalty:
+            cost = cost + word_penalty * (self.word > 0)
+        return cost
+
+    def final_costs(self, acoustic_scale: float = 1.0, lm_scale: float = 1.0) -> np.ndarray:
+        """Combined final cost of each state (``inf`` where not final)."""
+        with np.errstate(invalid="ignore"):
+            cost = lm_scale * self.final_graph_cost + acoustic_scale * self.final_acoustic_cost
+        return np.where(self.is_final, cost, INF)
+
+    def replace(self, **changes) -> "Lattice":
+        """A copy with some fields replaced (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def with_key(self, key: str) -> "Lattice":
+        return self.replace(key=key)
+
+    def with_symbols(self, symbols: SymbolTable) -> "Lattice":
+        return self.replace(symbols=symbols)
+
+    def subset_arcs(self, keep: np.ndarray) -> "Lattice":
+        """A copy with only the arcs where ``keep`` is true, then trimmed to states that are both
+        reachable from the start and co-reachable to a final state (see :func:`connect`)."""
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.num_arcs,):
+            raise LatticeError(f"keep mask has shape {keep.shape}, expected ({self.num_arcs},)", key=self.key or None)
+        sub = self._select(np.nonzero(keep)[0])
+        return connect(sub)
+
+    def _select(self, arc_idx: np.ndarray) -> "Lattice":
+        arc_idx = np.asarray(arc_idx, dtype=np.int64)
+        return Lattice(num_states=self.num_states, src=self.src[arc_idx], dst=self.dst[arc_idx],
+                       word=self.word[arc_idx], ilabel=self.ilabel[arc_idx], t0=self.t0[arc_idx],
+                       t1=self.t1[arc_idx], graph_cost=self.graph_cost[arc_idx],
+                       acoustic_cost=self.acoustic_cost[arc_idx], final_graph_cost=self.final_graph_cost,
+                       final_acoustic_cost=self.final_acoustic_cost, symbols=self.symbols,
+                       frame_shift=self.frame_shift, key=self.key, word_aligned=self.word_aligned,
+                       attrs={k: v[arc_idx] for k, v in self.attrs.items()})
+
+    def out_arc_offsets(self) -> np.ndarray:
+        """CSR offsets: arcs leaving state ``s`` are ``offsets[s]:offsets[s+1]``."""
+        return np.searchsorted(self.src, np.arange(self.num_states + 1)).astype(np.int64)
+
+    def equals(self, other: "Lattice", atol: float = 0.0) -> bool:
+        """Structural equality (same numbering, arcs, labels, times; weights within ``atol``)."""
+        if not isinstance(other, Lattice) or self.num_states != other.num_states or self.num_arcs != other.num_arcs:
+            return False
+        for name in ("src", "dst", "word", "ilabel", "t0", "t1"):
+            if not np.array_equal(getattr(self, name), getattr(other, name)):
+                return False
+        for name in ("graph_cost", "acoustic_cost", "final_graph_cost", "final_acoustic_cost"):
+            a, b = getattr(self, name), getattr(other, name)
+            if not np.array_equal(np.isinf(a), np.isinf(b)):
+                return False
+            fin = np.isfinite(a)
+            if not np.allclose(a[fin], b[fin], atol=atol, rtol=0):
+                return False
+        return self.symbols == other.symbols and self.frame_shift == other.frame_shift
+
+    def __repr__(self) -> str:
+        return (f"Lattice(key={self.key!r}, states={self.num_states}, arcs={self.num_arcs}, "
+                f"frames={self.num_frames}, word_aligned={self.word_aligned})")
+
+
+def topological_order(num_states: int, src: np.ndarray, dst: np.ndarray, start: int = 0, key: str = "") -> np.ndarray:
+    """States reachable from ``start`` in topological order (Kahn's algorithm; start first).
+
+    Raises :class:`LatticeError` naming a state on a cycle if the reachable part is cyclic.
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    # Reachability first, so unreachable cycles do not matter.
+    order_by_src = np.argsort(src, kind="stable")
+    offsets = np.searchsorted(src[order_by_src], np.arange(num_states + 1))
+    succ = dst[order_by_src]
+    reach = np.zeros(num_states, dtype=bool)
+    reach[start] = True
+    stack = [start]
+    while stack:
+        s = stack.pop()
+        for d in succ[offsets[s]:offsets[s + 1]]:
+            if not reach[d]:
+                reach[d] = True
+                stack.append(int(d))
+    live = reach[src]
+    indeg = np.bincount(dst[live], minlength=num_states)
+    if indeg[start] != 0:
+        raise LatticeError(f"the start state {start} is on a cycle", key=key or None)
+    order = np.empty(int(reach.sum()), dtype=np.int64)
+    n = 0
+    stack = [start]
+    while stack:
+        s = stack.pop()
+        order[n] = s
+        n += 1
+        for d in succ[offsets[s]:offsets[s + 1]]:
+            indeg[d] -= 1
+            if indeg[d] == 0:
+                stack.append(int(d))
+    if n != len(order):
+        on_cycle = np.nonzero(reach & (indeg > 0))[0]
+        raise LatticeError(f"lattice has a cycle (through state {int(on_cycle[0])}); lattices must be acyclic",
+                           key=key or None)
+    return order
+
+
+def connect(lat: Lattice) -> Lattice:
+    """Keep only states that are reachable from the start and can reach a final state."""
+    n = lat.num_states
+    fwd = np.zeros(n, dtype=bool)
+    fwd[0] = True
+    # States are topologically numbered and arcs sorted by src: one forward sweep suffices.
+    src, dst = lat.src, lat.dst
+    for i in range(lat.num_arcs):
+        if fwd[src[i]]:
+            fwd[dst[i]] = True
+    bwd = lat.is_final.copy()
+    for i in range(lat.num_arcs - 1, -1, -1):
+        if bwd[dst[i]]:
+            bwd[src[i]] = True
+    live = fwd & bwd
+    if not live[0]:
+        raise LatticeError("lattice has no complete path from the start to a final state", key=lat.key or None)
+    if live.all() and bool(np.all(live[src] & live[dst])):
+        return lat
+    keep_arc = live[src] & live[dst]
+    new_id = np.cumsum(live) - 1
+    idx = np.nonzero(keep_arc)[0]
+    return Lattice(num_states=int(live.sum()), src=new_id[src[idx]], dst=new_id[dst[idx]], word=lat.word[idx],
+                   ilabel=lat.ilabel[idx], t0=lat.t0[idx], t1=lat.t1[idx], graph_cost=lat.graph_cost[idx],
+                   acoustic_cost=lat.acoustic_cost[idx], final_graph_cost=lat.final_graph_cost[live],
+                   final_acoustic_cost=lat.final_acoustic_cost[live], symbols=lat.symbols,
+                   frame_shift=lat.frame_shift, key=lat.key, word_aligned=lat.word_aligned,
+                   attrs={k: v[idx] for k, v in lat.attrs.items()})

@@ -1,0 +1,97 @@
+"""Frozen, additive error counts: the result hub type of every scorer."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class ErrorCounts:
+    """Word (or character) error counts, as sclite reports them.
+
+    ``ref_words`` is sclite's ``#Wrd``: the number of reference words the alignment counted
+    (with ``-D`` an optional reference word matched or deleted still counts, and a parenthesised
+    hypothesis word with nothing against it adds one).  In plain Levenshtein mode it is simply the
+    reference length.  ``correct + substitutions + deletions == ref_words`` always holds.
+
+    Counts add with ``+`` and ``sum(...)`` (start value :data:`ErrorCounts.zero`).
+    """
+
+    correct: int = 0
+    substitutions: int = 0
+    deletions: int = 0
+    insertions: int = 0
+    ref_words: int = 0
+    segments: int = 0
+    segment_errors: int = 0
+    optional_correct: int = 0      # matches of optional (parenthesised) words, included in ``correct``
+    optional_deleted: int = 0      # optional reference words left out of the hypothesis (cost 0 with -D)
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if not isinstance(v, int) or isinstance(v, bool):
+                object.__setattr__(self, f.name, int(v))
+            if getattr(self, f.name) < 0:
+                raise ValueError(f"ErrorCounts.{f.name} must be >= 0, got {v}")
+
+    def __add__(self, other: "ErrorCounts") -> "ErrorCounts":
+        if not isinstance(other, ErrorCounts):
+            return NotImplemented
+        return ErrorCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def __radd__(self, other):
+        if other == 0:  # so that built-in sum() works without a start value
+            return self
+        return NotImplemented
+
+    @staticmethod
+    def sum(items: Iterable["ErrorCounts"]) -> "ErrorCounts":
+        total = ErrorCounts()
+        for c in items:
+            total = total + c
+        return total
+
+    @property
+    def errors(self) -> int:
+        return self.substitutions + self.deletions + self.insertions
+
+    @property
+    def hyp_words(self) -> int:
+        return self.correct + self.substitutions + self.insertions
+
+    @property
+    def wer(self) -> float:
+        """Error rate in [0, inf): errors / ref_words (eq. 1 of seed 001, as a fraction)."""
+        if self.ref_words == 0:
+            return 0.0 if self.errors == 0 else float("inf")
+        return self.errors / self.ref_words
+
+    @property
+    def precision(self) -> float:
+        """C / (C + S + I) (seed 001 eq. 2); 1.0 when nothing was hypothesized."""
+        d = self.correct + self.substitutions + self.insertions
+        return self.correct / d if d else 1.0
+
+    @property
+    def recall(self) -> float:
+        """C / (C + S + D) (seed 001 eq. 3); 1.0 when the reference is empty."""
+        d = self.correct + self.substitutions + self.deletions
+        return self.correct / d if d else 1.0
+
+    def kaldi_line(self, label: str = "%WER") -> str:
+        """Kaldi's ``compute-wer`` line: ``%WER 12.34 [ e / n, i ins, d del, s sub ]``."""
+        return (f"{label} {100 * self.wer:.2f} [ {self.errors} / {self.ref_words}, {self.insertions} ins, "
+                f"{self.deletions} del, {self.substitutions} sub ]")
+
+    def as_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d.update(errors=self.errors, wer=self.wer, precision=self.precision, recall=self.recall)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ErrorCounts":
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+ErrorCounts.zero = ErrorCounts()  # type: ignore[attr-defined]
