@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sausage": ("alternatives:sausage_command", "Confusion networks (word-level alternatives) as alt-CTM."),
     "phrases": ("alternatives:phrases_command", "Phrase alternatives (seed 001 section 3.4) as alt-CTM."),
     "score": ("score:score_command", "Score a CTM/alt-CTM/trn against an STM/trn reference exactly like sclite."),
-    "filter": ("score:filter_command", "Apply a NIST GLM to STM/CTM/trn/text exactly like csrfilt.sh."),
+    "filter": ("filter:filter_command", "Apply a NIST GLM to STM/CTM/trn/text exactly like csrfilt.sh."),
     "ladder": ("score:ladder_command", "WER under successive scoring configurations (seed 001 Table 1)."),
     "oracle": ("oracle:oracle_command", "Exact oracle WER of 1-best, N-best, sausage, phrase or whole lattices."),
     "study": ("oracle:study_command", "Lattice density vs oracle error study (seed 001 Tables 3-6, plots)."),
@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "metrics": ("metrics:metrics_command", "CER, script fidelity, code-switching, NE-WER, punctuation-aware metrics."),
     "leaderboard": ("metrics:leaderboard_command", "Bootstrap CIs and paired tests over systems and languages."),
     "demo": ("demo:demo_command", "Run the whole pipeline on the bundled real speech."),
+    "split-list": ("recipe:split_list_command", "Split a list file into contiguous job chunks (recipes)."),
+    "merge": ("recipe:merge_command", "Concatenate job outputs in order, or merge statistics JSON (recipes)."),
 }
 
 

@@ -1,0 +1,639 @@
+"""Exact oracle error of a whole hypothesis network (lattice or alternatives) against a reference network.
+
+The oracle is the path through the hypothesis network whose alignment against *some* path through
+the reference network has the lowest total cost.  It is computed exactly -- never sampled -- by one
+shortest-path dynamic programme over the product ``hypothesis states x reference states``:
+
+* ``(q, r) -> (q', r')`` along a hypothesis arc ``q->q'`` and a reference arc ``r->r'``:
+  correct or substitution (cost of the word pair);
+* ``(q, r) -> (q', r)`` along a hypothesis arc alone: insertion (epsilon arcs of a lattice cost 0);
+* ``(q, r) -> (q, r')`` along a reference arc alone: deletion (an optional word with ``-D``
+  and the NULL word ``@`` of a GLM alternation have their own, smaller costs).
+
+Semiring: tropical (min, +) over integer costs, so ties are exact.  Two cost models are provided
+(:data:`SCLITE_COSTS`, :data:`LEVENSHTEIN_COSTS`): sclite's ``wwd_WORD`` weights (correct 0,
+insertion/deletion 3, optional deletion 2, substitution 4, ``@`` skipped 0.001, a word against ``@``
+1), scaled by 1000 to integers; and plain Levenshtein (1/1/1, optional deletions and ``@`` free),
+whose cost *is* the number of errors.
+
+Unlike Kaldi's ``lattice-oracle`` or k2's Levenshtein graphs the reference side is a network, so
+GLM alternations ``{ I'M / I AM }``, ``@`` and optionally deletable words are handled exactly.
+
+Vectorization: hypothesis states are processed level by level (level = longest arc distance from
+the start); all states of a level depend only on earlier levels, so one level is a handful of
+numpy operations over ``(arcs of the level) x (reference states)``.  Deletions inside one
+hypothesis state are a shortest-path closure over the (small, acyclic) reference network, done as
+one vectorized update per reference arc in topological order.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import LatticeError, LatticeToolsError
+from ..scoring.counts import ErrorCounts
+
+BIG = np.int64(1) << 60  # "infinite" integer cost; sums of two stay far from overflow
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Integer edit costs of one scoring convention (see the module docstring).
+
+    ``null_skip``: inserting or deleting the NULL word ``@``; ``null_pair``: a word against ``@``
+    (or ``@`` against ``@``).  ``opt_del``: deleting an optionally deletable reference word.
+    ``scale``: divide a total by it to get the convention's own units (sclite: 1000).
+    """
+
+    name: str
+    sub: int
+    ins: int
+    dele: int
+    opt_del: int
+    null_skip: int
+    null_pair: int
+    scale: int = 1
+
+
+SCLITE_COSTS = CostModel("sclite", sub=4000, ins=3000, dele=3000, opt_del=2000, null_skip=1, null_pair=1000, scale=1000)
+LEVENSHTEIN_COSTS = CostModel("levenshtein", sub=1, ins=1, dele=1, opt_del=0, null_skip=0, null_pair=1, scale=1)
+
+
+def cost_model(mode: str | CostModel) -> CostModel:
+    """``"sclite"`` or ``"levenshtein"`` (or a :class:`CostModel`) -> :class:`CostModel`."""
+    if isinstance(mode, CostModel):
+        return mode
+    if mode == "sclite":
+        return SCLITE_COSTS
+    if mode in ("levenshtein", "plain"):
+        return LEVENSHTEIN_COSTS
+    raise LatticeToolsError(f"unknown oracle mode {mode!r}; expected 'sclite' or 'levenshtein'")
+
+
+# ----------------------------------------------------------------------------------------------
+# Word classes
+# ----------------------------------------------------------------------------------------------
+_NONWORDS = {"", "<eps>", "!null", "!sent_start", "!sent_end", "<s>", "</s>", "<sil>", "sil", "<silence>"}
+
+
+def is_nonword(word: str) -> bool:
+    """Default test for lattice labels that are not words (scored as epsilon, never as insertions).
+
+    Epsilon and HTK/pocketsphinx/Kaldi fillers: ``!NULL``, ``<s>``, ``</s>``, ``<sil>``, ``SIL``,
+    any ``<...>`` tag except ``<unk>``, ``[NOISE]``-style brackets and ``++GARBAGE++`` markers.
+    ``<unk>`` is a word (it is an error against any reference word).
+    """
+    w = word.lower()
+    if w in _NONWORDS:
+        return True
+    if len(w) >= 2 and ((w[0] == "<" and w[-1] == ">" and w != "<unk>") or (w[0] == "[" and w[-1] == "]")
+                        or (w.startswith("++") and w.endswith("++")) or (w.startswith("+") and w.endswith("+"))):
+        return True
+    return False
+
+
+# ----------------------------------------------------------------------------------------------
+# Graphs (internal, array form)
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RefGraph:
+    """A reference word network in array form: states ``0..n-1`` topological, start 0, final n-1.
+
+    ``words[e]`` is the (case-folded unless ``case_sensitive``) word of arc ``e`` or ``None`` for ``@``.
+    ``shown[e]`` is the word as written (for alignments).
+    """
+
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    words: tuple
+    shown: tuple
+    optional: np.ndarray
+    fragment: np.ndarray
+
+    @property
+    def num_arcs(self) -> int:
+        return len(self.src)
+
+
+def _fold(word: str, case_sensitive: bool) -> str:
+    return word if case_sensitive else word.casefold()
+
+
+def ref_graph(reference, *, case_sensitive: bool = False) -> RefGraph:
+    """Convert a reference to :class:`RefGraph`.
+
+    Accepts a :class:`RefGraph`; a scorer ``WordNetwork`` (anything with ``num_states`` and
+    ``arcs`` whose items have ``src, dst, word, optional, fragment`` as attributes or as a tuple);
+    a transcript string (parsed with :func:`lattice_tools.scoring.network.parse_transcript` when
+    that module is present: alternations, ``@``, ``(optional)`` words, ``frag-`` fragments); or a
+    sequence of words (a linear network; ``(w)`` marks an optional word).
+    """
+    if isinstance(reference, RefGraph):
+        return reference
+    if isinstance(reference, str):
+        try:
+            from ..scoring.network import parse_transcript  # written in parallel; optional until it lands
+        except ImportError:
+            parse_transcript = None
+        if parse_transcript is not None:
+            return ref_graph(parse_transcript(reference), case_sensitive=case_sensitive)
+        reference = reference.split()
+    if hasattr(reference, "arcs"):
+        src, dst, words, shown, opt, frag = [], [], [], [], [], []
+        for arc in reference.arcs:
+            if isinstance(arc, tuple):
+                s, d, w = arc[0], arc[1], arc[2]
+                o = bool(arc[3]) if len(arc) > 3 else False
+                f = bool(arc[4]) if len(arc) > 4 else False
+            else:
+                s, d, w = arc.src, arc.dst, arc.word
+                o, f = bool(getattr(arc, "optional", False)), bool(getattr(arc, "fragment", False))
+            if w is not None and w == "@":
+                w = None
+            src.append(int(s)); dst.append(int(d)); opt.append(o); frag.append(f)
+            shown.append(w)
+            words.append(None if w is None else _fold(w, case_sensitive))
+        n = int(getattr(reference, "num_states", (max(dst) + 1) if dst else 1))
+        return _make_ref(n, src, dst, words, shown, opt, frag)
+    # A plain word sequence.
+    words, shown, opt = [], [], []
+    for w in reference:
+        w = str(w)
+        o = len(w) > 2 and w[0] == "(" and w[-1] == ")"
+        if o:
+            w = w[1:-1]
+        words.append(None if w == "@" else _fold(w, case_sensitive))
+        shown.append(None if w == "@" else w)
+        opt.append(o)
+    n = len(words) + 1
+    return _make_ref(n, list(range(len(words))), list(range(1, len(words) + 1)), words, shown, opt,
+                     [False] * len(words))
+
+
+def _make_ref(n, src, dst, words, shown, opt, frag) -> RefGraph:
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if len(src) and (np.any(src >= dst) or src.min() < 0 or dst.max() >= n):
+        raise LatticeToolsError("reference network must be numbered topologically (every arc src < dst) "
+                                f"with states 0..{n - 1}")
+    order = np.argsort(src, kind="stable")  # sorted by src; among equals the listed order is kept
+    return RefGraph(num_states=n, src=src[order], dst=dst[order], words=tuple(words[i] for i in order),
+                    shown=tuple(shown[i] for i in order), optional=np.asarray(opt, dtype=bool)[order],
+                    fragment=np.asarray(frag, dtype=bool)[order])
+
+
+@dataclass(frozen=True)
+class HypGraph:
+    """A hypothesis network in array form (states topological, start 0, arcs sorted by src).
+
+    ``label[a]`` indexes ``labels``; label kinds: 0 epsilon (free), 1 word, 2 NULL ``@``.
+    ``start``/``duration`` are per-arc seconds (NaN unknown); ``arc_id`` maps back to the source
+    (lattice arc index, or ``(slot, alternative, word)`` flattened by the caller).
+    """
+
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    label: np.ndarray
+    labels: tuple          # folded strings used for matching (None for eps / @)
+    shown: tuple           # as written
+    kind: np.ndarray       # per label
+    final: np.ndarray      # bool per state
+    start: np.ndarray
+    duration: np.ndarray
+
+
+def hyp_graph_from_lattice(lat, *, nonword: Callable[[str], bool] = is_nonword,
+                           case_sensitive: bool = False) -> HypGraph:
+    """A :class:`~lattice_tools.lattice.Lattice` as a hypothesis network (word ids -> labels).
+
+    Frame-level lattices (k2, Kaldi raw) are fine as they are: arcs without words are epsilon.
+    Times are ``t0 .. t1`` frames of the word arc (for frame-level lattices: of the arc that
+    carries the word, i.e. not the word's full span -- word-align first if exact times matter).
+    """
+    ids = np.asarray(lat.word, dtype=np.int64)
+    uniq, inv = np.unique(ids, return_inverse=True)
+    labels, shown, kinds = [], [], []
+    for wid in uniq.tolist():
+        w = "" if wid == 0 else lat.symbols.word(wid)
+        if wid == 0 or nonword(w):
+            labels.append(None); shown.append(None); kinds.append(0)
+        elif w == "@":
+            labels.append(None); shown.append("@"); kinds.append(2)
+        else:
+            labels.append(_fold(w, case_sensitive)); shown.append(w); kinds.append(1)
+    fs = float(lat.frame_shift)
+    t0 = np.asarray(lat.t0, dtype=np.float64)
+    t1 = np.asarray(lat.t1, dtype=np.float64)
+    start = np.where(t0 >= 0, t0 * fs, np.nan)
+    duration = np.where((t0 >= 0) & (t1 >= 0), (t1 - t0) * fs, np.nan)
+    return HypGraph(num_states=int(lat.num_states), src=np.asarray(lat.src, dtype=np.int64),
+                    dst=np.asarray(lat.dst, dtype=np.int64), label=inv.astype(np.int64), labels=tuple(labels),
+                    shown=tuple(shown), kind=np.asarray(kinds, dtype=np.int8), final=np.asarray(lat.is_final),
+                    start=start, duration=duration)
+
+
+def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: bool = True,
+                                nonword: Callable[[str], bool] = is_nonword,
+                                case_sensitive: bool = False) -> HypGraph:
+    """An :class:`~lattice_tools.alternatives.network.Alternatives` as a hypothesis network.
+
+    Slot ``i`` spans states ``s_i -> s_{i+1}``; every alternative (the first ``n`` of each slot) is
+    a chain of word arcs between them.  An empty alternative becomes the NULL word ``@`` when
+    ``null_for_empty`` (this is how sclite reads an empty branch of an ALT block, and ``@`` has
+    sclite's own costs) or an epsilon arc otherwise.  Every path through the network is one choice
+    of alternative per slot, so the network oracle is the best joint choice.
+    """
+    src, dst, lab, starts, durs = [], [], [], [], []
+    label_index: dict = {}
+    labels, shown, kinds = [], [], []
+
+    def label_of(word):
+        if word is None:
+            key = ("@",) if null_for_empty else ("",)
+        elif nonword(word):
+            key = ("",)
+        elif word == "@":
+            key = ("@",)
+        else:
+            key = ("w", _fold(word, case_sensitive))
+        idx = label_index.get(key)
+        if idx is None:
+            idx = label_index[key] = len(labels)
+            if key[0] == "w":
+                labels.append(key[1]); shown.append(word); kinds.append(1)
+            elif key[0] == "@":
+                labels.append(None); shown.append("@"); kinds.append(2)
+            else:
+                labels.append(None); shown.append(None); kinds.append(0)
+        return idx
+
+    num_states = 1
+    cur = 0
+    for slot in alts.slots:
+        nxt_fresh = []  # chain arcs, their end state resolved once the slot's end state is known
+        for alt in (slot.alternatives if n is None else slot.alternatives[:n]):
+            words = alt.words
+            if not words:
+                nxt_fresh.append((cur, None, label_of(None), math.nan, math.nan))
+                continue
+            prev = cur
+            for j, w in enumerate(words):
+                last = j == len(words) - 1
+                if last:
+                    nxt_fresh.append((prev, None, label_of(w), alt.starts[j], alt.durations[j]))
+                else:
+                    s = num_states
+                    num_states += 1
+                    nxt_fresh.append((prev, s, label_of(w), alt.starts[j], alt.durations[j]))
+                    prev = s
+        end = num_states
+        num_states += 1
+        for s, d, l, t, du in nxt_fresh:
+            src.append(s); dst.append(end if d is None else d); lab.append(l); starts.append(t); durs.append(du)
+        cur = end
+    final = np.zeros(num_states, dtype=bool)
+    final[cur] = True
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    # States are numbered topologically already: a slot's start < its chain states < its end.
+    perm = np.lexsort((dst, src))
+    return HypGraph(num_states=num_states, src=src[perm], dst=dst[perm], label=np.asarray(lab, dtype=np.int64)[perm],
+                    labels=tuple(labels), shown=tuple(shown), kind=np.asarray(kinds, dtype=np.int8), final=final,
+                    start=np.asarray(starts, dtype=np.float64)[perm], duration=np.asarray(durs, dtype=np.float64)[perm])
+
+
+def hyp_graph_from_words(words: Sequence[str], *, nonword: Callable[[str], bool] = is_nonword,
+                         case_sensitive: bool = False) -> HypGraph:
+    """A single word sequence as a (linear) hypothesis network."""
+    from ..alternatives.network import Alternative, Alternatives, Slot
+
+    alts = Alternatives(key="", slots=(Slot(0.0, 0.0, (Alternative(tuple(words)),)),), kind="1best")
+    return hyp_graph_from_alternatives(alts, null_for_empty=False, nonword=nonword, case_sensitive=case_sensitive)
+
+
+# ----------------------------------------------------------------------------------------------
+# Result types
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AlignedPair:
+    """One step of the oracle alignment: ``op`` is ``C``, ``S``, ``D``, ``I`` (or ``N`` for a
+    NULL ``@`` skipped, which is no error).  ``ref``/``hyp`` are the words as written (None where
+    absent); ``start``/``duration`` the hypothesis word's time (NaN unknown); ``hyp_arc`` the index
+    of the hypothesis arc (-1 for deletions)."""
+
+    op: str
+    ref: str | None
+    hyp: str | None
+    start: float = math.nan
+    duration: float = math.nan
+    hyp_arc: int = -1
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    """The oracle path of one utterance.
+
+    ``counts``: C/S/D/I and #Wrd of the oracle alignment (``segments=1``, ``segment_errors`` 0/1).
+    ``cost``: its total cost in the mode's units (sclite weights or errors).  ``words``/``starts``/
+    ``durations``: the oracle word sequence with times.  ``alignment``: the :class:`AlignedPair` steps.
+    """
+
+    key: str
+    mode: str
+    counts: ErrorCounts
+    cost: float
+    words: tuple
+    starts: tuple
+    durations: tuple
+    alignment: tuple = field(repr=False, default=())
+
+
+# ----------------------------------------------------------------------------------------------
+# The dynamic programme
+# ----------------------------------------------------------------------------------------------
+def _levels(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Longest-path depth of every state (arcs sorted by src, states topological)."""
+    level = np.zeros(num_states, dtype=np.int64)
+    if len(src) == 0:
+        return level
+    # Vectorized relaxation per source-state block would still need a sequential order; a plain
+    # loop over Python ints is ~10 ms per 100k arcs, negligible next to the DP itself.
+    lv = [0] * num_states
+    for s, d in zip(src.tolist(), dst.tolist()):
+        v = lv[s] + 1
+        if v > lv[d]:
+            lv[d] = v
+    level[:] = lv
+    return level
+
+
+def _pair_costs(hyp: HypGraph, ref: RefGraph, costs: CostModel) -> tuple[np.ndarray, np.ndarray]:
+    """``pair[h, e]``: cost of hypothesis label ``h`` against reference arc ``e``; ``op[h, e]``:
+    0 correct, 1 substitution, 2 word vs @ (insertion), 3 @ vs word (deletion), 4 @ vs @."""
+    H, E = len(hyp.labels), ref.num_arcs
+    pair = np.full((H, E), BIG, dtype=np.int64)
+    op = np.full((H, E), -1, dtype=np.int8)
+    kinds = hyp.kind
+    word_rows = np.nonzero(kinds == 1)[0]
+    null_rows = np.nonzero(kinds == 2)[0]
+    ref_is_null = np.array([w is None for w in ref.words], dtype=bool)
+    ref_word_cols = np.nonzero(~ref_is_null)[0]
+    ref_null_cols = np.nonzero(ref_is_null)[0]
+    if len(word_rows):
+        pair[np.ix_(word_rows, ref_word_cols)] = costs.sub
+        op[np.ix_(word_rows, ref_word_cols)] = 1
+        pair[np.ix_(word_rows, ref_null_cols)] = costs.null_pair
+        op[np.ix_(word_rows, ref_null_cols)] = 2
+        row_of = {hyp.labels[h]: h for h in word_rows.tolist()}
+        for e in ref_word_cols.tolist():
+            w = ref.words[e]
+            h = row_of.get(w)
+            if h is not None:
+                pair[h, e] = 0
+                op[h, e] = 0
+            if ref.fragment[e]:
+                for h2 in word_rows.tolist():
+                    if _fragment_match(w, hyp.labels[h2]):
+                        pair[h2, e] = 0
+                        op[h2, e] = 0
+    if len(null_rows):
+        pair[np.ix_(null_rows, ref_word_cols)] = costs.null_pair
+        op[np.ix_(null_rows, ref_word_cols)] = 3
+        pair[np.ix_(null_rows, ref_null_cols)] = costs.null_pair
+        op[np.ix_(null_rows, ref_null_cols)] = 4
+    return pair, op
+
+
+def _fragment_match(frag: str, word: str) -> bool:
+    """sclite ``-F``: ``pla-`` matches any word starting ``pla``, ``-tion`` any word ending ``tion``."""
+    if len(frag) > 1 and frag.endswith("-"):
+        return word.startswith(frag[:-1])
+    if len(frag) > 1 and frag.startswith("-"):
+        return word.endswith(frag[1:])
+    return frag == word
+
+
+def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", key: str = "",
+                 case_sensitive: bool = False) -> OracleResult:
+    """Exact oracle of a hypothesis network against a reference network (see module docstring).
+
+    Args:
+      hyp: a :class:`HypGraph` (:func:`hyp_graph_from_lattice`, :func:`hyp_graph_from_alternatives`).
+      reference: anything :func:`ref_graph` accepts.
+      mode: ``"sclite"`` (sclite weights; the oracle is what sclite would pick from an ALT network)
+        or ``"levenshtein"`` (fewest errors).
+    Returns:
+      :class:`OracleResult`.  Among equal-cost paths, earlier hypothesis arcs, insertions before
+      matches, and first-listed reference alternatives win (deterministic, not sclite's exact
+      tie order; counts of tied paths can differ only in sclite mode).
+    Caveats:
+      Memory is ``O(num_hyp_states x num_ref_states)`` for back-pointers.
+    """
+    costs = cost_model(mode)
+    ref = ref_graph(reference, case_sensitive=case_sensitive)
+    R, E = ref.num_states, ref.num_arcs
+    Q = hyp.num_states
+    if Q == 0 or not hyp.final.any():
+        raise LatticeError("hypothesis network has no final state", key=key or None)
+    pair, pair_op = _pair_costs(hyp, ref, costs)
+    kind = hyp.kind
+    ins_by_label = np.where(kind == 0, 0, np.where(kind == 2, costs.null_skip, costs.ins)).astype(np.int64)
+    ref_is_null = np.array([w is None for w in ref.words], dtype=bool)
+    del_by_arc = np.where(ref_is_null, costs.null_skip, np.where(ref.optional, costs.opt_del, costs.dele)).astype(np.int64)
+
+    # Per hypothesis state: best cost at every reference state (after the deletion closure), and
+    # back-pointers: the deletion arc taken into (q, r) (-1 none); else the hypothesis arc and the
+    # reference arc it was paired with (-1 = insertion, r unchanged).
+    D = np.full((Q, R), BIG, dtype=np.int64)
+    bp_del = np.full((Q, R), -1, dtype=np.int32)
+    bp_arc = np.full((Q, R), -1, dtype=np.int64)
+    bp_ref = np.full((Q, R), -1, dtype=np.int32)
+
+    ref_src, ref_dst = ref.src, ref.dst
+    # Reference arcs grouped by destination (stable: listed order kept), for a segmented min.
+    by_dst = np.argsort(ref_dst, kind="stable")
+    dst_sorted = ref_dst[by_dst]
+    dst_starts = np.flatnonzero(np.r_[True, dst_sorted[1:] != dst_sorted[:-1]]) if E else np.zeros(0, np.int64)
+    dst_cols = dst_sorted[dst_starts] if E else np.zeros(0, np.int64)
+
+    def closure(block: np.ndarray, bdel: np.ndarray) -> None:
+        """In-place deletion closure over the reference network (rows = hypothesis states)."""
+        for e in range(E):  # arcs sorted by src, states topological: src column is final when used
+            cand = block[:, ref_src[e]] + del_by_arc[e]
+            col = ref_dst[e]
+            better = cand < block[:, col]
+            if better.any():
+                block[better, col] = cand[better]
+                bdel[better, col] = e
+
+    row0 = np.full((1, R), BIG, dtype=np.int64)
+    row0[0, 0] = 0
+    bd0 = np.full((1, R), -1, dtype=np.int32)
+    closure(row0, bd0)
+    D[0], bp_del[0] = row0[0], bd0[0]
+
+    level = _levels(Q, hyp.src, hyp.dst)
+    arc_level = level[hyp.dst]
+    arc_order = np.lexsort((np.arange(len(hyp.src)), hyp.dst, arc_level))  # by level, then dst, then arc id
+    lv_sorted = arc_level[arc_order]
+    bounds = np.flatnonzero(np.r_[True, lv_sorted[1:] != lv_sorted[:-1], True]) if len(arc_order) else [0]
+    for b in range(len(bounds) - 1):
+        arcs = arc_order[bounds[b]:bounds[b + 1]]
+        A = len(arcs)
+        srcs = hyp.src[arcs]
+        labs = hyp.label[arcs]
+        Dsrc = D[srcs]                                   # (A, R)
+        cand = Dsrc + ins_by_label[labs][:, None]        # insertion: reference state unchanged
+        cand_ref = np.full((A, R), -1, dtype=np.int32)
+        if E:
+            pc = Dsrc[:, ref_src] + pair[labs]           # (A, E)
+            pc = pc[:, by_dst]
+            mins = np.minimum.reduceat(pc, dst_starts, axis=1)          # (A, U)
+            # first reference arc (listed order) achieving the minimum
+            U = len(dst_starts)
+            group = np.repeat(np.arange(U), np.diff(np.r_[dst_starts, E]))
+            hit = pc == mins[:, group]
+            first = np.where(hit, np.arange(E)[None, :], E)
+            arg = by_dst[np.minimum.reduceat(first, dst_starts, axis=1)]  # (A, U) reference arc ids
+            cur = cand[:, dst_cols]
+            better = mins < cur
+            cand[:, dst_cols] = np.where(better, mins, cur)
+            cand_ref[:, dst_cols] = np.where(better, arg, cand_ref[:, dst_cols])
+        # Segmented min over the arcs entering the same hypothesis state.
+        dsts = hyp.dst[arcs]
+        starts = np.flatnonzero(np.r_[True, dsts[1:] != dsts[:-1]])
+        states = dsts[starts]
+        best = np.minimum.reduceat(cand, starts, axis=0)                 # (S, R)
+        seg = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, A]))
+        hit = cand == best[seg]
+        first = np.where(hit, np.arange(A)[:, None], A)
+        which = np.minimum.reduceat(first, starts, axis=0)               # (S, R) row index into arcs
+        which = np.minimum(which, A - 1)
+        cols = np.arange(R)[None, :]
+        block = best.copy()
+        bdel = np.full(block.shape, -1, dtype=np.int32)
+        closure(block, bdel)
+        D[states] = block
+        bp_del[states] = bdel
+        bp_arc[states] = arcs[which]
+        bp_ref[states] = cand_ref[which, cols]
+
+    finals = np.nonzero(hyp.final)[0]
+    end_costs = D[finals, R - 1]
+    k = int(np.argmin(end_costs))
+    total = int(end_costs[k])
+    if total >= BIG:
+        raise LatticeError("no complete path through the hypothesis network", key=key or None)
+    return _traceback(hyp, ref, D, bp_del, bp_arc, bp_ref, pair_op, int(finals[k]), total, costs, key)
+
+
+def _traceback(hyp, ref, D, bp_del, bp_arc, bp_ref, pair_op, q, total, costs, key) -> OracleResult:
+    steps: list[AlignedPair] = []
+    r = ref.num_states - 1
+    while q != 0 or r != 0:
+        e = int(bp_del[q, r])
+        if e >= 0:  # deletion of reference arc e, hypothesis state unchanged
+            if ref.words[e] is None:
+                steps.append(AlignedPair("N", "@", None))
+            else:
+                steps.append(AlignedPair("D", ref.shown[e], None, optional=bool(ref.optional[e])))
+            r = int(ref.src[e])
+            continue
+        a = int(bp_arc[q, r])
+        if a < 0:
+            raise AssertionError(f"oracle traceback broke at ({q}, {r})")  # pragma: no cover
+        lab = int(hyp.label[a])
+        t, du = float(hyp.start[a]), float(hyp.duration[a])
+        e = int(bp_ref[q, r])
+        hk = int(hyp.kind[lab])
+        if e < 0:
+            if hk == 1:
+                steps.append(AlignedPair("I", None, hyp.shown[lab], t, du, a))
+            elif hk == 2:
+                steps.append(AlignedPair("N", None, "@", t, du, a))
+            # epsilon: nothing to record
+        else:
+            o = int(pair_op[lab, e])
+            opt = bool(ref.optional[e])
+            if o == 0:
+                steps.append(AlignedPair("C", ref.shown[e], hyp.shown[lab], t, du, a, opt))
+            elif o == 1:
+                steps.append(AlignedPair("S", ref.shown[e], hyp.shown[lab], t, du, a, opt))
+            elif o == 2:
+                steps.append(AlignedPair("I", "@", hyp.shown[lab], t, du, a))
+            elif o == 3:
+                steps.append(AlignedPair("D", ref.shown[e], "@", t, du, a, opt))
+            else:
+                steps.append(AlignedPair("N", "@", "@", t, du, a))
+            r = int(ref.src[e])
+        q = int(hyp.src[a])
+    steps.reverse()
+    counts = counts_of_alignment(steps, costs)
+    words = tuple(s.hyp for s in steps if s.hyp is not None and s.hyp != "@")
+    starts = tuple(s.start for s in steps if s.hyp is not None and s.hyp != "@")
+    durs = tuple(s.duration for s in steps if s.hyp is not None and s.hyp != "@")
+    return OracleResult(key=key, mode=costs.name, counts=counts, cost=total / costs.scale, words=words,
+                        starts=starts, durations=durs, alignment=tuple(steps))
+
+
+def counts_of_alignment(steps: Iterable[AlignedPair], costs: CostModel = SCLITE_COSTS) -> ErrorCounts:
+    """C/S/D/I and #Wrd of an alignment.  An optional reference word that is deleted counts as
+    correct (sclite ``-D``: it is in #Wrd and is no error); ``@`` steps count nothing."""
+    c = s = d = i = oc = od = 0
+    for st in steps:
+        if st.op == "C":
+            c += 1
+            oc += st.optional
+        elif st.op == "S":
+            s += 1
+        elif st.op == "D":
+            if st.optional:
+                c += 1
+                od += 1
+            else:
+                d += 1
+        elif st.op == "I":
+            i += 1
+    return ErrorCounts(correct=c, substitutions=s, deletions=d, insertions=i, ref_words=c + s + d, segments=1,
+                       segment_errors=int(s + d + i > 0), optional_correct=oc, optional_deleted=od)
+
+
+# ----------------------------------------------------------------------------------------------
+# Public entry points
+# ----------------------------------------------------------------------------------------------
+def lattice_oracle(lat, reference, *, mode: str | CostModel = "sclite", nonword: Callable[[str], bool] = is_nonword,
+                   case_sensitive: bool = False) -> OracleResult:
+    """Exact full-lattice oracle: the lattice path with the lowest alignment cost against ``reference``.
+
+    Args:
+      lat: a :class:`~lattice_tools.lattice.Lattice` (word-aligned or frame-level: arcs whose word
+        is 0 or a filler per ``nonword`` are epsilon).  Arc weights are ignored: every path counts.
+      reference: a reference network or transcript (see :func:`ref_graph`).
+      mode: ``"sclite"`` or ``"levenshtein"``.
+    Returns:
+      :class:`OracleResult` with the oracle words and times (seconds, from the word arcs).
+    """
+    hyp = hyp_graph_from_lattice(lat, nonword=nonword, case_sensitive=case_sensitive)
+    return oracle_graph(hyp, reference, mode=mode, key=lat.key, case_sensitive=case_sensitive)
+
+
+def alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | CostModel = "sclite",
+                        nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False) -> OracleResult:
+    """Oracle over an :class:`~lattice_tools.alternatives.network.Alternatives` (N-best, sausage,
+    phrase or 1-best): the best choice of one alternative per slot jointly with the alignment --
+    what sclite computes for an alt-CTM.  ``n`` keeps the first ``n`` alternatives of every slot."""
+    hyp = hyp_graph_from_alternatives(alts, n=n, null_for_empty=True, nonword=nonword, case_sensitive=case_sensitive)
+    return oracle_graph(hyp, reference, mode=mode, key=alts.key, case_sensitive=case_sensitive)
+
+
+def sequence_oracle(words: Sequence[str], reference, *, mode: str | CostModel = "sclite",
+                    case_sensitive: bool = False) -> OracleResult:
+    """Align one word sequence against a reference network (the alignment of a 1-best)."""
+    return oracle_graph(hyp_graph_from_words(words, case_sensitive=case_sensitive), reference, mode=mode,
+                        case_sensitive=case_sensitive)

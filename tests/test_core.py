@@ -1,0 +1,122 @@
+"""The hub types themselves: Lattice construction/validation, SymbolTable, ErrorCounts, Alternatives."""
+import math
+
+import numpy as np
+import pytest
+
+from lattice_tools import Alternative, Alternatives, ErrorCounts, Lattice, Slot, SymbolTable
+from lattice_tools.alternatives.network import depth_statistics
+from lattice_tools.errors import FormatError, LatticeError, SymbolError
+from lattice_tools.io.common import atomic_write, read_text_lines
+from lattice_tools.lattice import connect
+
+INF = math.inf
+SYMS = SymbolTable.from_words(["a", "b", "c"])
+
+
+def small(**kw):
+    args = dict(src=[2, 0, 0, 1], dst=[1, 2, 2, 3], word=[1, 2, 1, 3], symbols=SYMS,
+                final_graph_cost=[INF, INF, INF, 0.5], t0=[5, 0, 0, 9], t1=[9, 5, 5, 12],
+                graph_cost=[1, 2, 3, 4], acoustic_cost=[0.5, 0, 0, 1])
+    args.update(kw)
+    return Lattice.from_arcs(**args)
+
+
+def test_from_arcs_sorts_topologically_and_keeps_arc_data():
+    lat, smap, amap = small(return_maps=True)
+    assert lat.num_states == 4 and lat.num_arcs == 4
+    assert np.all(lat.src < lat.dst)
+    assert list(smap) == [0, 2, 1, 3]
+    # every output arc carries the data of the input arc it came from
+    assert list(lat.graph_cost) == [[1, 2, 3, 4][i] for i in amap]
+    assert lat.words(np.arange(4)) == [SYMS.word(w) for w in lat.word]
+    assert lat.final_states.tolist() == [3]
+    assert lat.duration == pytest.approx(0.12)
+
+
+def test_arrays_are_read_only():
+    lat = small()
+    with pytest.raises(ValueError):
+        lat.graph_cost[0] = 7.0
+
+
+def test_cycle_and_bad_input_are_rejected():
+    with pytest.raises(LatticeError, match="cycle"):
+        Lattice.from_arcs(src=[0, 1, 2], dst=[1, 2, 1], word=[1, 1, 1], symbols=SYMS, final_graph_cost=[INF, INF, 0])
+    with pytest.raises(LatticeError, match="non-finite"):
+        small(graph_cost=[1, float("nan"), 3, 4])
+    with pytest.raises(LatticeError, match="no final"):
+        small(final_graph_cost=[INF] * 4)
+    with pytest.raises(LatticeError, match="expected 4"):
+        small(word=[1, 2, 3])
+
+
+def test_unreachable_states_dropped_and_connect_trims_dead_ends():
+    lat = Lattice.from_arcs(src=[0, 0, 3], dst=[1, 2, 1], word=[1, 2, 3], symbols=SYMS,
+                            final_graph_cost=[INF, 0, INF, INF])
+    assert lat.num_states == 3 and lat.num_arcs == 2      # state 3 unreachable
+    trimmed = connect(lat)                                 # state reached by 'b' is a dead end
+    assert trimmed.num_arcs == 1 and trimmed.words() == ["a"]
+    assert lat.num_arcs == 2                               # input untouched
+
+
+def test_arc_costs_scales_and_penalty():
+    lat = small()
+    c = lat.arc_costs(acoustic_scale=0.1, lm_scale=2.0, word_penalty=0.5)
+    assert np.allclose(c, 2.0 * lat.graph_cost + 0.1 * lat.acoustic_cost + 0.5)
+
+
+def test_symbol_table_roundtrip(tmp_path):
+    p = tmp_path / "words.txt"
+    SYMS.write(str(p))
+    assert SymbolTable.read(str(p)) == SYMS
+    assert SYMS.id("b") == 2 and SYMS.word(0) == "<eps>"
+    with pytest.raises(SymbolError):
+        SYMS.id("zzz")
+    p.write_text("a 1\nb\n")
+    with pytest.raises(FormatError, match=r"words.txt:2"):
+        SymbolTable.read(str(p))
+
+
+def test_error_counts_are_frozen_and_additive():
+    a = ErrorCounts(correct=8, substitutions=1, deletions=1, insertions=2, ref_words=10)
+    b = ErrorCounts(correct=5, substitutions=0, deletions=0, insertions=0, ref_words=5)
+    total = sum([a, b])
+    assert total == a + b == ErrorCounts.sum([a, b])
+    assert total.wer == pytest.approx(4 / 15)
+    assert a.precision == pytest.approx(8 / 11) and a.recall == pytest.approx(8 / 10)
+    assert a.kaldi_line() == "%WER 40.00 [ 4 / 10, 2 ins, 1 del, 1 sub ]"
+    with pytest.raises(Exception):
+        a.correct = 3
+
+
+def test_alternatives_and_depth_statistics():
+    slot1 = Slot(0.0, 1.0, (Alternative(("a", "b"), posterior=0.7), Alternative((), posterior=0.3)))
+    slot2 = Slot(1.0, 2.0, (Alternative(("c",), starts=(1.2,), durations=(0.3,)),))
+    alts = Alternatives("utt1", (slot1, slot2), kind="phrase")
+    assert alts.one_best() == ["a", "b", "c"] and alts.depths == [2, 1]
+    moved = alts.with_location("rec", "A", 10.0)
+    assert moved.slots[1].alternatives[0].starts == (11.2,) and alts.slots[1].alternatives[0].starts == (1.2,)
+    assert alts.truncated(1).depths == [1, 1]
+    st = depth_statistics(list(range(1, 11)))
+    assert st == {"blocks": 10, "N_max": 10, "N_.9": 9, "N_.5": 5}
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    out = tmp_path / "x.txt"
+    with pytest.raises(RuntimeError):
+        with atomic_write(str(out)) as f:
+            f.write("partial")
+            raise RuntimeError("boom")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    with atomic_write(str(tmp_path / "y.txt.gz")) as f:
+        f.write("hello\n")
+    assert list(read_text_lines(str(tmp_path / "y.txt.gz"))) == [(1, "hello")]
+
+
+def test_truncated_gzip_names_file(tmp_path):
+    import gzip
+    p = tmp_path / "t.gz"
+    p.write_bytes(gzip.compress(b"line one\nline two\n" * 100)[:40])
+    with pytest.raises(FormatError, match="t.gz"):
+        list(read_text_lines(str(p)))
