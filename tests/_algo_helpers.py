@@ -73,3 +73,30 @@ def enumerate_paths(lat: Lattice, costs: np.ndarray, final_costs: np.ndarray):
 
     visit(0, [], 0.0)
     return paths
+
+
+def reference_forward_backward(lat: Lattice, log_semiring: bool = True, **scales):
+    """Per-arc pure-Python forward/backward scores (arcs sorted by src, states topological)."""
+    score = (-lat.arc_costs(**scales)).tolist()
+    final = (-lat.final_costs(acoustic_scale=scales.get("acoustic_scale", 1.0),
+                              lm_scale=scales.get("lm_scale", 1.0))).tolist()
+    src, dst = lat.src.tolist(), lat.dst.tolist()
+    neg = -math.inf
+
+    def plus(a, b):
+        if not log_semiring:
+            return max(a, b)
+        if a == neg:
+            return b
+        if b == neg:
+            return a
+        return max(a, b) + math.log1p(math.exp(-abs(a - b)))
+
+    alpha = [neg] * lat.num_states
+    alpha[0] = 0.0
+    for a in range(len(src)):
+        alpha[dst[a]] = plus(alpha[dst[a]], alpha[src[a]] + score[a])
+    beta = list(final)
+    for a in range(len(src) - 1, -1, -1):
+        beta[src[a]] = plus(beta[src[a]], beta[dst[a]] + score[a])
+    return np.array(alpha), np.array(beta)

@@ -27,29 +27,29 @@ _CACHE: "weakref.WeakKeyDictionary[Lattice, Schedule]" = weakref.WeakKeyDictiona
 class Schedule:
     """Precomputed, level-ordered views of a lattice's arcs.
 
-    ``pos`` renumbers states so that levels are contiguous (``pos[state]``; ``order[pos] = state``).
+    ``pos`` renumbers states so that levels are contiguous (``pos[state]``; ``order[pos] = state``);
+    inside a level, states that have outgoing arcs or are final come first.
     Forward (arcs grouped by destination): ``fwd_arcs`` lists arc indices sorted by
-    ``pos[dst]`` (stable, so ties keep arc order); for level ``L`` the states ``pos``
-    ``fwd_state_bounds[L]:fwd_state_bounds[L+1]`` receive the arcs
-    ``fwd_arc_bounds[L]:fwd_arc_bounds[L+1]``, with ``fwd_seg_starts[L]`` the reduceat offsets.
-    Backward (arcs grouped by source): ``bwd_arcs`` sorted by ``pos[src]``; for level ``L`` the
-    states ``bwd_states[L]`` (positions of the states of level ``L`` that have outgoing arcs) get
-    the arcs ``bwd_arc_bounds[L]:bwd_arc_bounds[L+1]`` with reduceat offsets ``bwd_seg_starts[L]``.
+    ``pos[dst]`` (stable, so ties keep arc order) and ``fwd_src_pos`` their source positions.
+    ``fwd_levels`` holds, for each level >= 1, ``(a0, a1, s0, s1, seg_starts)``: the states at
+    positions ``s0:s1`` receive the arcs ``a0:a1`` and ``seg_starts`` are the reduceat offsets.
+    Backward (arcs grouped by source): real arcs plus one pseudo-arc per final state (index
+    ``num_arcs + j`` for the j-th final state, into position ``num_states``, whose backward score
+    is 0), sorted by source position into ``bwd_arcs``; ``bwd_levels`` holds, for each level from
+    the last one down, ``(a0, a1, s0, s1, seg_starts)`` with ``s0:s1`` the states of that level
+    having any outgoing (pseudo-)arc.
     """
 
     num_levels: int
     pos: np.ndarray
     order: np.ndarray
+    final_states: np.ndarray
     fwd_arcs: np.ndarray
     fwd_src_pos: np.ndarray
-    fwd_arc_bounds: list
-    fwd_state_bounds: list
-    fwd_seg_starts: list
+    fwd_levels: list
     bwd_arcs: np.ndarray
     bwd_dst_pos: np.ndarray
-    bwd_arc_bounds: list
-    bwd_states: list
-    bwd_seg_starts: list
+    bwd_levels: list
 
 
 def state_levels(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -61,23 +61,28 @@ def state_levels(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarra
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     offsets = np.searchsorted(src, np.arange(num_states + 1))
+    out_len = np.diff(offsets)
     indeg = np.bincount(dst, minlength=num_states)
     level = np.zeros(num_states, dtype=np.int64)
+    last_seen = np.empty(num_states, dtype=np.int64)
     frontier = np.nonzero(indeg == 0)[0]
     current = 0
     while frontier.size:
         level[frontier] = current
-        starts = offsets[frontier]
-        lens = offsets[frontier + 1] - starts
-        total = int(lens.sum())
+        lens = out_len[frontier]
+        ends = np.cumsum(lens)
+        total = int(ends[-1])
         if total == 0:
             break
         # Concatenate the out-arc ranges of all frontier states without a Python loop.
-        ends = np.cumsum(lens)
-        arc_idx = np.arange(total) + np.repeat(starts - (ends - lens), lens)
-        targets, counts = np.unique(dst[arc_idx], return_counts=True)
-        indeg[targets] -= counts
-        frontier = targets[indeg[targets] == 0]
+        targets = dst[np.repeat(offsets[frontier] - (ends - lens), lens) + np.arange(total)]
+        np.subtract.at(indeg, targets, 1)
+        ready = targets[indeg[targets] == 0]
+        # A state reached by several frontier arcs appears several times: keep one copy
+        # (cheaper than np.unique, which sorts).
+        idx = np.arange(ready.size)
+        last_seen[ready] = idx
+        frontier = ready[last_seen[ready] == idx]
         current += 1
     return level
 
@@ -98,36 +103,44 @@ def _build(lat: Lattice) -> Schedule:
     src = lat.src.astype(np.int64)
     dst = lat.dst.astype(np.int64)
     level = state_levels(n, src, dst)
-    num_levels = int(level.max()) + 1 if n else 0
-    order = np.argsort(level, kind="stable")
+    num_levels = int(level.max()) + 1
+    final_states = np.nonzero(lat.is_final)[0]
+    has_succ = np.bincount(src, minlength=n) > 0
+    has_succ[final_states] = True
+    # Level-major positions; within a level the states with successors first (so the backward
+    # pass assigns a contiguous slice), then by state id.
+    order = np.lexsort((~has_succ, level))
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
-    state_bounds = np.searchsorted(level[order], np.arange(num_levels + 1)).tolist()
+    state_bounds = np.searchsorted(level[order], np.arange(num_levels + 1))
+    succ_counts = np.add.reduceat(has_succ[order].astype(np.int64), state_bounds[:-1]) if n else np.zeros(0, int)
 
     # Forward: arcs grouped by destination position.  Every state of level >= 1 has at least
     # one incoming arc, so the reduceat segments of a level cover its states exactly.
     fwd_arcs = np.argsort(pos[dst], kind="stable")
     fwd_dst_pos = pos[dst[fwd_arcs]]
     fwd_src_pos = pos[src[fwd_arcs]]
-    first_arc_of_pos = np.searchsorted(fwd_dst_pos, np.arange(n + 1))
-    fwd_arc_bounds = [int(first_arc_of_pos[b]) for b in state_bounds]
-    fwd_seg_starts = [first_arc_of_pos[state_bounds[L]:state_bounds[L + 1]] - fwd_arc_bounds[L]
-                      for L in range(num_levels)]
+    first_in = np.searchsorted(fwd_dst_pos, np.arange(n + 1))
+    fwd_levels = []
+    for L in range(1, num_levels):
+        s0, s1 = int(state_bounds[L]), int(state_bounds[L + 1])
+        a0, a1 = int(first_in[s0]), int(first_in[s1])
+        fwd_levels.append((a0, a1, s0, s1, first_in[s0:s1] - a0))
 
-    # Backward: arcs grouped by source position; only states with outgoing arcs get a segment.
-    bwd_arcs = np.argsort(pos[src], kind="stable")
-    bwd_src_pos = pos[src[bwd_arcs]]
-    bwd_dst_pos = pos[dst[bwd_arcs]]
-    first_out_of_pos = np.searchsorted(bwd_src_pos, np.arange(n + 1))
-    has_out = first_out_of_pos[1:] > first_out_of_pos[:-1]
-    bwd_arc_bounds = [int(first_out_of_pos[b]) for b in state_bounds]
-    bwd_states, bwd_seg_starts = [], []
-    for L in range(num_levels):
-        s0, s1 = state_bounds[L], state_bounds[L + 1]
-        with_out = s0 + np.nonzero(has_out[s0:s1])[0]
-        bwd_states.append(with_out)
-        bwd_seg_starts.append(first_out_of_pos[with_out] - bwd_arc_bounds[L])
-    return Schedule(num_levels=num_levels, pos=pos, order=order, fwd_arcs=fwd_arcs, fwd_src_pos=fwd_src_pos,
-                    fwd_arc_bounds=fwd_arc_bounds, fwd_state_bounds=state_bounds, fwd_seg_starts=fwd_seg_starts,
-                    bwd_arcs=bwd_arcs, bwd_dst_pos=bwd_dst_pos, bwd_arc_bounds=bwd_arc_bounds,
-                    bwd_states=bwd_states, bwd_seg_starts=bwd_seg_starts)
+    # Backward: real arcs and final pseudo-arcs grouped by source position.
+    ext_src_pos = np.concatenate([pos[src], pos[final_states]])
+    ext_dst_pos = np.concatenate([pos[dst], np.full(len(final_states), n, dtype=np.int64)])
+    bwd_arcs = np.argsort(ext_src_pos, kind="stable")
+    bwd_src_pos = ext_src_pos[bwd_arcs]
+    bwd_dst_pos = ext_dst_pos[bwd_arcs]
+    first_out = np.searchsorted(bwd_src_pos, np.arange(n + 1))
+    bwd_levels = []
+    for L in range(num_levels - 1, -1, -1):
+        s0 = int(state_bounds[L])
+        s1 = s0 + int(succ_counts[L])
+        if s1 > s0:
+            a0, a1 = int(first_out[s0]), int(first_out[s1])
+            bwd_levels.append((a0, a1, s0, s1, first_out[s0:s1] - a0))
+    return Schedule(num_levels=num_levels, pos=pos, order=order, final_states=final_states, fwd_arcs=fwd_arcs,
+                    fwd_src_pos=fwd_src_pos, fwd_levels=fwd_levels, bwd_arcs=bwd_arcs, bwd_dst_pos=bwd_dst_pos,
+                    bwd_levels=bwd_levels)

@@ -269,8 +269,13 @@ def flatten_nested_block(block: CtmAltBlock, *, max_alternatives: int = 10000) -
     return CtmAltBlock(block.file, block.channel, tuple(out), block.lineno)
 
 
-def _format_value(value: float | None, time_format: str) -> str:
-    return "*" if value is None else time_format % value
+def _format_value(value: float | None, time_format: str | None) -> str:
+    if value is None:
+        return "*"
+    if time_format is None:  # shortest text that reads back as the same float
+        from .stm import _format_time
+        return _format_time(value)
+    return time_format % value
 
 
 def format_ctm_word(w: CtmWord, time_format: str = "%.2f", conf_format: str = "%.3f") -> str:

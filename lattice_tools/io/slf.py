@@ -47,6 +47,7 @@ _ALIASES = {"NODE": "I", "LINK": "J", "TIME": "t", "WORD": "W", "START": "S", "E
             "acoustic": "a", "language": "l", "NODES": "N", "LINKS": "L", "var": "v"}
 _HEADER_FLOATS = ("lmscale", "wdpenalty", "acscale", "prscale", "base", "ngscale", "VERSION")
 _PRON_VARIANT = re.compile(r"\(\d+\)$")
+_QUOTED = re.compile(r"""=(['"])[^\n]*?\1(?=[ \t]|$)""", re.M)
 
 
 @dataclass(frozen=True)
@@ -117,13 +118,12 @@ def _split_fields(line: str, path: str, lineno: int) -> dict[str, str]:
             raise FormatError(f"expected name=value, got {line[i:sp]!r}", path=path, line=lineno)
         name = line[i:eq]
         j = eq + 1
-        if j < n and line[j] in "'\"":
-            q = line[j]
-            end = line.find(q, j + 1)
-            if end < 0:
-                raise FormatError(f"unterminated quote in field {name!r}", path=path, line=lineno)
-            value = line[j + 1:end]
-            i = end + 1
+        close = line.find(line[j], j + 1) if j < n and line[j] in "'\"" else -1
+        if close > 0 and (close + 1 == n or line[close + 1] in " \t"):
+            # HTK quoting ('it''s'-style words with spaces); an unmatched leading quote, as in
+            # pocketsphinx's unquoted "'em", is taken literally.
+            value = line[j + 1:close]
+            i = close + 1
         else:
             end = min([p for p in (line.find(" ", j), line.find("\t", j)) if p >= 0], default=n)
             value = line[j:end]
@@ -167,53 +167,64 @@ def _blocks(lines: list[str]) -> list[_Block]:
     return [b for b in blocks if any(l.strip() and not l.startswith("#") for l in b.lines)] or blocks[:1]
 
 
-_FIELD_RE_CACHE: dict[str, re.Pattern] = {}
+_NODE_FIELDS = {"I": "I", "NODE": "I", "t": "t", "TIME": "t", "W": "W", "WORD": "W", "v": "v", "var": "v"}
+_LINK_FIELDS = {"J": "J", "LINK": "J", "S": "S", "START": "S", "E": "E", "END": "E", "W": "W", "WORD": "W",
+                "a": "a", "acoustic": "a", "l": "l", "language": "l", "r": "r", "p": "p"}
 
 
-def _field_re(names: tuple[str, ...]) -> re.Pattern:
-    key = "|".join(names)
-    pat = _FIELD_RE_CACHE.get(key)
-    if pat is None:
-        pat = re.compile(r"(?:^|[ \t])(?:%s)=(\S*)" % key, re.M)
-        _FIELD_RE_CACHE[key] = pat
-    return pat
-
-
-def _fast_fields(text: str, n: int, names: tuple[str, ...]):
-    """All values of one field over ``n`` lines joined in ``text``, or None if absent everywhere;
-    raises ValueError when some lines lack it (the caller then re-parses line by line)."""
-    vals = _field_re(names).findall(text)
-    if not vals:
-        return None
-    if len(vals) != n:
-        raise ValueError(names[0])
-    return vals
+def _uniform_columns(lines: list[str], names: dict) -> dict[str, list[str]]:
+    """Values of each known field, assuming every line has the same fields in the same order
+    (true of every SLF writer we know); ValueError otherwise (the caller then parses line by line)."""
+    n = len(lines)
+    if n == 0:
+        return {}
+    tokens = "\n".join(lines).split()
+    if len(tokens) % n:
+        raise ValueError("ragged lines")
+    k = len(tokens) // n
+    out = {}
+    for j, tok in enumerate(tokens[:k]):
+        name, eq, _ = tok.partition("=")
+        if not eq:
+            raise ValueError("no =")
+        prefix = name + "="
+        col = tokens[j::k]
+        if not all(t.startswith(prefix) for t in col):
+            raise ValueError("field order differs")
+        key = names.get(name)
+        if key is None:
+            continue  # fields we do not use (e.g. d= alignments, s= node semantics)
+        if key in out:
+            raise ValueError("duplicate field")
+        cut = len(prefix)
+        out[key] = [t[cut:] for t in col]
+    return out
 
 
 def _parse_body_fast(node_lines: list[str], link_lines: list[str]):
     """Vectorized parse of node and link lines; ValueError on anything unusual."""
-    ntext = "\n".join(node_lines)
-    ltext = "\n".join(link_lines)
-    if "='" in ntext or '="' in ntext or "='" in ltext or '="' in ltext:
-        raise ValueError("quoted values")
+    for lines in (node_lines, link_lines):
+        t = "\n".join(lines[:1000])  # quoting, if any, shows up early; the full check is below
+        if ("='" in t or '="' in t) and _QUOTED.search(t):
+            raise ValueError("quoted values")
     nn, nl = len(node_lines), len(link_lines)
-    node = {}
-    for key, names in (("I", ("I", "NODE")), ("t", ("t", "TIME")), ("W", ("W", "WORD")), ("v", ("v", "var"))):
-        node[key] = _fast_fields(ntext, nn, names) if nn else None
-    link = {}
-    for key, names in (("J", ("J", "LINK")), ("S", ("S", "START")), ("E", ("E", "END")), ("W", ("W", "WORD")),
-                       ("a", ("a", "acoustic")), ("l", ("l", "language")), ("r", ("r",)), ("p", ("p",))):
-        link[key] = _fast_fields(ltext, nl, names) if nl else None
-    if nn and node["I"] is None or nl and (link["S"] is None or link["E"] is None):
+    node = _uniform_columns(node_lines, _NODE_FIELDS)
+    link = _uniform_columns(link_lines, _LINK_FIELDS)
+    if (nn and "I" not in node) or (nl and ("S" not in link or "E" not in link)):
         raise ValueError("missing ids")
+    for col in (node.get("W"), link.get("W")):
+        if col and any(w[:1] in ("'", '"') and len(w) > 1 and w[-1] == w[0] for w in col):
+            raise ValueError("quoted values")
     out_nodes = {"I": np.array(node["I"], dtype=np.int64) if nn else np.zeros(0, np.int64),
-                 "t": None if node["t"] is None else np.array(node["t"], dtype=np.float64),
-                 "W": node["W"], "v": node["v"]}
+                 "t": np.array(node["t"], dtype=np.float64) if "t" in node else None,
+                 "W": node.get("W"), "v": node.get("v")}
     out_links = {"S": np.array(link["S"], dtype=np.int64) if nl else np.zeros(0, np.int64),
                  "E": np.array(link["E"], dtype=np.int64) if nl else np.zeros(0, np.int64),
-                 "W": link["W"]}
+                 "W": link.get("W")}
+    if nl:
+        np.array(link["J"], dtype=np.int64)  # J= must be an integer too
     for k in ("a", "l", "r", "p"):
-        out_links[k] = None if link[k] is None else np.array(link[k], dtype=np.float64)
+        out_links[k] = np.array(link[k], dtype=np.float64) if k in link else None
         if out_links[k] is not None and np.isnan(out_links[k]).any():
             raise ValueError("nan")
     if out_nodes["t"] is not None and np.isnan(out_nodes["t"]).any():
@@ -412,6 +423,10 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
             raise FormatError(f"{name}={v} is not a node (0..{n_nodes - 1})", path=path, line=header_line[name])
         return v
 
+    if n_links and np.any(src == dst):
+        bad = int(np.nonzero(src == dst)[0][0])
+        raise FormatError(f"link {src[bad]}->{dst[bad]} is a self-loop (SLF lattices are acyclic)",
+                          path=path, line=link_items[bad][0])
     start = _node_param("start")
     end = _node_param("end")
     if start is None:
@@ -429,10 +444,6 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
         has_out = np.zeros(n_nodes, bool)
         has_out[src] = True
         final[~has_out] = 0.0
-    if n_links and np.any(src == dst):
-        bad = int(np.nonzero(src == dst)[0][0])
-        raise FormatError(f"link {src[bad]}->{dst[bad]} is a self-loop (SLF lattices are acyclic)",
-                          path=path, line=link_items[bad][0])
     attrs = {}
     for k in ("p", "r"):
         if links[k] is not None:
@@ -494,6 +505,9 @@ def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: floa
         raise FormatError("empty file: expected an SLF lattice", path=name, line=1)
     for i, block in enumerate(blocks):
         lat, hdr = _build(block, name, symbols, frame_shift, variant, fillers, extend_symbols)
+        if symbols is not None or len(blocks) > 1:
+            # later lattices of the file extend the same table, so ids agree across lattices
+            symbols = lat.symbols
         if not lat.key and key:
             lat = lat.with_key(key if len(blocks) == 1 else f"{key}-{i}")
         yield (lat, hdr) if with_header else lat

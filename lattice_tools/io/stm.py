@@ -122,8 +122,12 @@ def read_stm(path, encoding: str = "utf-8") -> Stm:
 
 
 def _format_time(value: float) -> str:
-    text = f"{value:.3f}".rstrip("0")
-    return text + "0" if text.endswith(".") else text
+    """Shortest text that reads back as ``value`` (no exponent notation)."""
+    text = repr(float(value))
+    if "e" in text or "E" in text:
+        text = f"{value:.9f}".rstrip("0")
+        text = text + "0" if text.endswith(".") else text
+    return text
 
 
 def format_stm_segment(seg: StmSegment) -> str:
@@ -164,3 +168,30 @@ def write_stm(path, stm_or_segments: Stm | Iterable[StmSegment], encoding: str =
             out.write(format_stm_segment(seg) + "\n")
         for line in by_index.get(len(segments), ()):
             out.write(line + "\n")
+
+
+def tokenize_transcript(text: str) -> list[str]:
+    """Split a raw STM/trn transcript into sclite tokens.
+
+    Returns words, optional words as written (``(uh)``), and the alternation marks ``{``, ``/``
+    and ``}`` as separate tokens (also when glued to words, as GLM output writes them:
+    ``{I'M / I AM}``).  ``@`` (the empty alternative) is kept as a token.  A ``/`` outside braces
+    is part of a word.  Raises nothing; balance is checked by the consumer (see
+    :func:`lattice_tools.scoring.glm_filter.expand_alternation`).
+    """
+    tokens: list[str] = []
+    depth = 0
+    for raw in text.split():
+        word = ""
+        for ch in raw:
+            if ch == "{" or ch == "}" or (ch == "/" and depth > 0):
+                if word:
+                    tokens.append(word)
+                    word = ""
+                tokens.append(ch)
+                depth += 1 if ch == "{" else -1 if ch == "}" else 0
+            else:
+                word += ch
+        if word:
+            tokens.append(word)
+    return tokens

@@ -41,11 +41,17 @@ class ScriptTagger:
             for s in expected_scripts(lang):
                 self._by_script.setdefault(s, lang)
 
+        self._memo: dict[str, str | None] = {}
+
     def __call__(self, token: str) -> str | None:
+        tag = self._memo.get(token, 0)
+        if tag != 0:
+            return tag
         s = dominant_script(token)
-        if s is None:
-            return None
-        return self._by_script.get(s, self.other)
+        tag = None if s is None else self._by_script.get(s, self.other)
+        if len(self._memo) < 1_000_000:   # tokens repeat (Zipf): memoize, bounded
+            self._memo[token] = tag
+        return tag
 
 
 def language_pair(pair: str) -> list[str]:

@@ -112,9 +112,12 @@ class BasicTextNormalizer:
 # ----------------------------------------------------------------------------------------------
 # Mark-preserving normalizers
 
+_PUNCT_OR_SYMBOL = regex.compile(r"[\p{P}\p{S}]")
+
+
 def _strip_punct_keep_marks(s: str) -> str:
     # Punctuation (P*) and symbols (S*) become spaces; marks (M*) and letters/digits stay.
-    return "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in s)
+    return _PUNCT_OR_SYMBOL.sub(" ", s)
 
 
 class PlainNormalizer:

@@ -58,7 +58,7 @@ class CostModel:
     scale: int = 1
 
 
-SCLITE_COSTS = CostModel("sclite", sub=4000, ins=3000, dele=3000, opt_del=2000, null_skip=1, null_pair=1000, scale=1000)
+SCLITE_COSTS = CostModel("sclite", sub=4000, ins=3000, dele=3000, opt_del=2000, null_skip=1, null_pair=10**9, scale=1000)
 LEVENSHTEIN_COSTS = CostModel("levenshtein", sub=1, ins=1, dele=1, opt_del=0, null_skip=0, null_pair=1, scale=1)
 
 
@@ -79,20 +79,28 @@ def cost_model(mode: str | CostModel) -> CostModel:
 _NONWORDS = {"", "<eps>", "!null", "!sent_start", "!sent_end", "<s>", "</s>", "<sil>", "sil", "<silence>"}
 
 
-def is_nonword(word: str) -> bool:
-    """Default test for lattice labels that are not words (scored as epsilon, never as insertions).
-
-    Epsilon and HTK/pocketsphinx/Kaldi fillers: ``!NULL``, ``<s>``, ``</s>``, ``<sil>``, ``SIL``,
-    any ``<...>`` tag except ``<unk>``, ``[NOISE]``-style brackets and ``++GARBAGE++`` markers.
-    ``<unk>`` is a word (it is an error against any reference word).
-    """
+def _own_is_nonword(word: str) -> bool:
     w = word.lower()
     if w in _NONWORDS:
         return True
-    if len(w) >= 2 and ((w[0] == "<" and w[-1] == ">" and w != "<unk>") or (w[0] == "[" and w[-1] == "]")
-                        or (w.startswith("++") and w.endswith("++")) or (w.startswith("+") and w.endswith("+"))):
-        return True
-    return False
+    return len(w) >= 2 and ((w[0] == "<" and w[-1] == ">" and w != "<unk>") or (w[0] == "[" and w[-1] == "]")
+                            or (w.startswith("++") and w.endswith("++")))
+
+
+def is_nonword(word: str) -> bool:
+    """Default test for lattice labels that are not words (scored as epsilon, never as insertions).
+
+    The same rule the alternatives algorithms use (:func:`lattice_tools.alternatives._common.is_silence`:
+    ``<eps>``, ``!NULL``, ``<s>``, ``</s>``, ``<sil>``, ``[NOISE]``, ``++LAUGH++``, ``#0`` ...),
+    so that a lattice and the N-best/phrase alternatives made from it contain the same words;
+    plus any ``<...>`` tag other than ``<unk>``.  ``<unk>`` is a word (an error against any
+    reference word).
+    """
+    try:
+        from ..alternatives._common import is_silence
+    except ImportError:  # pragma: no cover - the alternatives package is part of the toolkit
+        return _own_is_nonword(word)
+    return is_silence(word) or _own_is_nonword(word)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -113,6 +121,7 @@ class RefGraph:
     shown: tuple
     optional: np.ndarray
     fragment: np.ndarray
+    rank: np.ndarray  # position of each arc in the listed (text) order: first-listed wins ties
 
     @property
     def num_arcs(self) -> int:
@@ -120,58 +129,57 @@ class RefGraph:
 
 
 def _fold(word: str, case_sensitive: bool) -> str:
-    return word if case_sensitive else word.casefold()
+    # str.lower, not casefold: the scorer (lattice_tools.scoring.network) folds with lower().
+    return word if case_sensitive else word.lower()
 
 
-def ref_graph(reference, *, case_sensitive: bool = False) -> RefGraph:
+def ref_graph(reference, *, case_sensitive: bool = False, optional_deletable: bool = True,
+              fragments: bool = False) -> RefGraph:
     """Convert a reference to :class:`RefGraph`.
 
-    Accepts a :class:`RefGraph`; a scorer ``WordNetwork`` (anything with ``num_states`` and
-    ``arcs`` whose items have ``src, dst, word, optional, fragment`` as attributes or as a tuple);
-    a transcript string (parsed with :func:`lattice_tools.scoring.network.parse_transcript` when
-    that module is present: alternations, ``@``, ``(optional)`` words, ``frag-`` fragments); or a
-    sequence of words (a linear network; ``(w)`` marks an optional word).
+    Accepts a :class:`RefGraph`; a scorer :class:`~lattice_tools.scoring.network.WordNetwork`
+    (arrays ``src, dst, words, optional, fragment``; arcs in text order); a transcript string
+    (parsed with :func:`lattice_tools.scoring.network.parse_transcript`: alternations, ``@``,
+    ``(optional)`` words, ``frag-`` fragments); or a sequence of words (a linear network; ``(w)``
+    marks an optional word, ``@`` the null word).
+
+    ``optional_deletable`` is sclite's ``-D`` (parenthesised words may be deleted at the reduced
+    cost and count as correct); without it they are ordinary words.  ``fragments`` is ``-F``.
     """
     if isinstance(reference, RefGraph):
         return reference
     if isinstance(reference, str):
         try:
-            from ..scoring.network import parse_transcript  # written in parallel; optional until it lands
-        except ImportError:
+            from ..scoring.network import parse_transcript
+        except ImportError:  # pragma: no cover - the scorer is part of the package
             parse_transcript = None
         if parse_transcript is not None:
-            return ref_graph(parse_transcript(reference), case_sensitive=case_sensitive)
+            return ref_graph(parse_transcript(reference, case_sensitive=case_sensitive), case_sensitive=case_sensitive,
+                             optional_deletable=optional_deletable, fragments=fragments)
         reference = reference.split()
-    if hasattr(reference, "arcs"):
-        src, dst, words, shown, opt, frag = [], [], [], [], [], []
-        for arc in reference.arcs:
-            if isinstance(arc, tuple):
-                s, d, w = arc[0], arc[1], arc[2]
-                o = bool(arc[3]) if len(arc) > 3 else False
-                f = bool(arc[4]) if len(arc) > 4 else False
-            else:
-                s, d, w = arc.src, arc.dst, arc.word
-                o, f = bool(getattr(arc, "optional", False)), bool(getattr(arc, "fragment", False))
-            if w is not None and w == "@":
-                w = None
-            src.append(int(s)); dst.append(int(d)); opt.append(o); frag.append(f)
-            shown.append(w)
-            words.append(None if w is None else _fold(w, case_sensitive))
-        n = int(getattr(reference, "num_states", (max(dst) + 1) if dst else 1))
-        return _make_ref(n, src, dst, words, shown, opt, frag)
-    # A plain word sequence.
+    if hasattr(reference, "words") and hasattr(reference, "src") and hasattr(reference, "dst"):
+        words = [None if (w is None or w == "@") else _fold(str(w), case_sensitive) for w in reference.words]
+        shown = [None if (w is None or w == "@") else str(w) for w in reference.words]
+        opt = np.asarray(getattr(reference, "optional", np.zeros(len(words), bool)), dtype=bool)
+        if not optional_deletable:
+            # Without -D sclite keeps the parentheses: "(uh)" is a word that matches nothing but "(uh)".
+            words = [f"({w})" if o and w is not None else w for w, o in zip(words, opt)]
+            shown = [f"({w})" if o and w is not None else w for w, o in zip(shown, opt)]
+            opt = np.zeros(len(words), dtype=bool)
+        frag = np.asarray(getattr(reference, "fragment", np.zeros(len(words), bool)), dtype=bool) & fragments
+        return _make_ref(int(reference.num_states), reference.src, reference.dst, words, shown, opt, frag)
     words, shown, opt = [], [], []
     for w in reference:
         w = str(w)
-        o = len(w) > 2 and w[0] == "(" and w[-1] == ")"
+        o = len(w) > 2 and w[0] == "(" and w[-1] == ")" and optional_deletable
         if o:
             w = w[1:-1]
         words.append(None if w == "@" else _fold(w, case_sensitive))
         shown.append(None if w == "@" else w)
         opt.append(o)
     n = len(words) + 1
-    return _make_ref(n, list(range(len(words))), list(range(1, len(words) + 1)), words, shown, opt,
-                     [False] * len(words))
+    frag = [fragments and w is not None and len(w) > 1 and (w.startswith("-") or w.endswith("-")) for w in words]
+    return _make_ref(n, list(range(len(words))), list(range(1, len(words) + 1)), words, shown, opt, frag)
 
 
 def _make_ref(n, src, dst, words, shown, opt, frag) -> RefGraph:
@@ -180,10 +188,12 @@ def _make_ref(n, src, dst, words, shown, opt, frag) -> RefGraph:
     if len(src) and (np.any(src >= dst) or src.min() < 0 or dst.max() >= n):
         raise LatticeToolsError("reference network must be numbered topologically (every arc src < dst) "
                                 f"with states 0..{n - 1}")
-    order = np.argsort(src, kind="stable")  # sorted by src; among equals the listed order is kept
+    order = np.argsort(src, kind="stable")  # sorted by src; ``rank`` keeps the listed (text) order
+    rank = np.empty(len(src), dtype=np.int64)
+    rank[:] = order
     return RefGraph(num_states=n, src=src[order], dst=dst[order], words=tuple(words[i] for i in order),
                     shown=tuple(shown[i] for i in order), optional=np.asarray(opt, dtype=bool)[order],
-                    fragment=np.asarray(frag, dtype=bool)[order])
+                    fragment=np.asarray(frag, dtype=bool)[order], rank=rank)
 
 
 @dataclass(frozen=True)
@@ -205,6 +215,7 @@ class HypGraph:
     final: np.ndarray      # bool per state
     start: np.ndarray
     duration: np.ndarray
+    rank: np.ndarray | None = None  # listed order of each arc (alternatives: first listed wins ties)
 
 
 def hyp_graph_from_lattice(lat, *, nonword: Callable[[str], bool] = is_nonword,
@@ -304,7 +315,36 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
     perm = np.lexsort((dst, src))
     return HypGraph(num_states=num_states, src=src[perm], dst=dst[perm], label=np.asarray(lab, dtype=np.int64)[perm],
                     labels=tuple(labels), shown=tuple(shown), kind=np.asarray(kinds, dtype=np.int8), final=final,
-                    start=np.asarray(starts, dtype=np.float64)[perm], duration=np.asarray(durs, dtype=np.float64)[perm])
+                    start=np.asarray(starts, dtype=np.float64)[perm], duration=np.asarray(durs, dtype=np.float64)[perm],
+                    rank=perm)
+
+
+def hyp_graph_from_network(net, *, case_sensitive: bool = False) -> HypGraph:
+    """A scorer :class:`~lattice_tools.scoring.network.WordNetwork` (e.g. the hypothesis network of
+    a run of alt-CTM items, :func:`lattice_tools.scoring.network.from_ctm_items`) as a hypothesis
+    network; ``None`` words are the NULL word ``@``."""
+    label_index: dict = {}
+    labels, shown, kinds, lab = [], [], [], []
+    for w in net.words:
+        key = ("@",) if (w is None or w == "@") else ("w", _fold(str(w), case_sensitive))
+        idx = label_index.get(key)
+        if idx is None:
+            idx = label_index[key] = len(labels)
+            labels.append(None if key[0] == "@" else key[1])
+            shown.append("@" if key[0] == "@" else str(w))
+            kinds.append(2 if key[0] == "@" else 1)
+        lab.append(idx)
+    src = np.asarray(net.src, dtype=np.int64)
+    dst = np.asarray(net.dst, dtype=np.int64)
+    perm = np.lexsort((np.arange(len(src)), src))
+    final = np.zeros(int(net.num_states), dtype=bool)
+    final[-1] = True
+    start = np.asarray(getattr(net, "start", np.full(len(src), np.nan)), dtype=np.float64)
+    dur = np.asarray(getattr(net, "duration", np.full(len(src), np.nan)), dtype=np.float64)
+    return HypGraph(num_states=int(net.num_states), src=src[perm], dst=dst[perm],
+                    label=np.asarray(lab, dtype=np.int64)[perm], labels=tuple(labels), shown=tuple(shown),
+                    kind=np.asarray(kinds, dtype=np.int8), final=final, start=start[perm], duration=dur[perm],
+                    rank=perm)
 
 
 def hyp_graph_from_words(words: Sequence[str], *, nonword: Callable[[str], bool] = is_nonword,
@@ -420,7 +460,8 @@ def _fragment_match(frag: str, word: str) -> bool:
 
 
 def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", key: str = "",
-                 case_sensitive: bool = False) -> OracleResult:
+                 case_sensitive: bool = False, optional_deletable: bool = True,
+                 fragments: bool = False) -> OracleResult:
     """Exact oracle of a hypothesis network against a reference network (see module docstring).
 
     Args:
@@ -436,7 +477,8 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
       Memory is ``O(num_hyp_states x num_ref_states)`` for back-pointers.
     """
     costs = cost_model(mode)
-    ref = ref_graph(reference, case_sensitive=case_sensitive)
+    ref = ref_graph(reference, case_sensitive=case_sensitive, optional_deletable=optional_deletable,
+                    fragments=fragments)
     R, E = ref.num_states, ref.num_arcs
     Q = hyp.num_states
     if Q == 0 or not hyp.final.any():
@@ -457,13 +499,40 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
 
     ref_src, ref_dst = ref.src, ref.dst
     # Reference arcs grouped by destination (stable: listed order kept), for a segmented min.
-    by_dst = np.argsort(ref_dst, kind="stable")
+    by_dst = np.lexsort((ref.rank, ref_dst))
     dst_sorted = ref_dst[by_dst]
-    dst_starts = np.flatnonzero(np.r_[True, dst_sorted[1:] != dst_sorted[:-1]]) if E else np.zeros(0, np.int64)
+    dst_starts = np.flatnonzero(np.concatenate(([True], dst_sorted[1:] != dst_sorted[:-1]))) if E else np.zeros(0, np.int64)
     dst_cols = dst_sorted[dst_starts] if E else np.zeros(0, np.int64)
 
+    # All-pairs cheapest deletion paths inside the reference network (it is small and acyclic):
+    # del_star[r, r'] and the last arc of that path, del_last[r, r'] (-1 when r == r').
+    del_star = np.full((R, R), BIG, dtype=np.int64)
+    np.fill_diagonal(del_star, 0)
+    del_last = np.full((R, R), -1, dtype=np.int32)
+    for e in range(E):  # arcs sorted by src: column src(e) is final when it is used
+        c = del_star[:, ref_src[e]] + del_by_arc[e]
+        better = c < del_star[:, ref_dst[e]]
+        del_star[better, ref_dst[e]] = c[better]
+        del_last[better, ref_dst[e]] = e
+    matrix_chunk = max(1, (1 << 22) // max(1, R * R))
+
     def closure(block: np.ndarray, bdel: np.ndarray) -> None:
-        """In-place deletion closure over the reference network (rows = hypothesis states)."""
+        """In-place deletion closure over the reference network (rows = hypothesis states).
+
+        Records in ``bdel`` the last deletion arc into each reference state (-1: none).  Either a
+        dense min-plus product with ``del_star`` (S x R x R; cheap for short references) or one
+        vectorized update per reference arc in topological order (long references)."""
+        S = block.shape[0]
+        if S * R * R <= E * (S + 2000) * 4:
+            for lo in range(0, S, matrix_chunk):
+                sub = block[lo:lo + matrix_chunk]
+                tot = sub[:, :, None] + del_star[None, :, :]          # (s, r_from, r_to)
+                frm = np.argmin(tot, axis=1)                           # first (lowest) r_from wins ties
+                new = np.take_along_axis(tot, frm[:, None, :], axis=1)[:, 0, :]
+                moved = new < sub
+                block[lo:lo + matrix_chunk] = np.where(moved, new, sub)
+                bdel[lo:lo + matrix_chunk] = np.where(moved, del_last[frm, np.arange(R)[None, :]], -1)
+            return
         for e in range(E):  # arcs sorted by src, states topological: src column is final when used
             cand = block[:, ref_src[e]] + del_by_arc[e]
             col = ref_dst[e]
@@ -480,9 +549,10 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
 
     level = _levels(Q, hyp.src, hyp.dst)
     arc_level = level[hyp.dst]
-    arc_order = np.lexsort((np.arange(len(hyp.src)), hyp.dst, arc_level))  # by level, then dst, then arc id
+    rank = np.arange(len(hyp.src)) if hyp.rank is None else hyp.rank
+    arc_order = np.lexsort((rank, hyp.dst, arc_level))  # by level, then dst, then listed order
     lv_sorted = arc_level[arc_order]
-    bounds = np.flatnonzero(np.r_[True, lv_sorted[1:] != lv_sorted[:-1], True]) if len(arc_order) else [0]
+    bounds = np.flatnonzero(np.concatenate(([True], lv_sorted[1:] != lv_sorted[:-1], [True]))) if len(arc_order) else [0]
     for b in range(len(bounds) - 1):
         arcs = arc_order[bounds[b]:bounds[b + 1]]
         A = len(arcs)
@@ -497,7 +567,7 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
             mins = np.minimum.reduceat(pc, dst_starts, axis=1)          # (A, U)
             # first reference arc (listed order) achieving the minimum
             U = len(dst_starts)
-            group = np.repeat(np.arange(U), np.diff(np.r_[dst_starts, E]))
+            group = np.repeat(np.arange(U), np.diff(np.append(dst_starts, E)))
             hit = pc == mins[:, group]
             first = np.where(hit, np.arange(E)[None, :], E)
             arg = by_dst[np.minimum.reduceat(first, dst_starts, axis=1)]  # (A, U) reference arc ids
@@ -507,10 +577,10 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
             cand_ref[:, dst_cols] = np.where(better, arg, cand_ref[:, dst_cols])
         # Segmented min over the arcs entering the same hypothesis state.
         dsts = hyp.dst[arcs]
-        starts = np.flatnonzero(np.r_[True, dsts[1:] != dsts[:-1]])
+        starts = np.flatnonzero(np.concatenate(([True], dsts[1:] != dsts[:-1])))
         states = dsts[starts]
         best = np.minimum.reduceat(cand, starts, axis=0)                 # (S, R)
-        seg = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, A]))
+        seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, A)))
         hit = cand == best[seg]
         first = np.where(hit, np.arange(A)[:, None], A)
         which = np.minimum.reduceat(first, starts, axis=0)               # (S, R) row index into arcs
@@ -605,10 +675,75 @@ def counts_of_alignment(steps: Iterable[AlignedPair], costs: CostModel = SCLITE_
 
 
 # ----------------------------------------------------------------------------------------------
+# sclite tie rules: the scorer's own network alignment on the chosen network
+# ----------------------------------------------------------------------------------------------
+def _scorer_network(reference, case_sensitive: bool):
+    """The reference as a scorer WordNetwork, or None when it is only available as a RefGraph."""
+    from ..scoring.network import WordNetwork, linear_network, parse_transcript
+
+    if isinstance(reference, WordNetwork):
+        return reference
+    if isinstance(reference, str):
+        return parse_transcript(reference, case_sensitive=case_sensitive)
+    if isinstance(reference, (list, tuple)):
+        return linear_network([str(w) for w in reference], case_sensitive=case_sensitive)
+    return None
+
+
+def _with_sclite_ties(result: OracleResult, ref_net, hyp_net, optional_deletable: bool, fragments: bool,
+                      shown_words: Sequence[str] | None = None) -> OracleResult:
+    """Counts, words and alignment of ``hyp_net`` against ``ref_net`` by the scorer's re-implementation
+    of sclite's ``net_dp`` (its tie rules: first-listed alternative, substitution before deletion
+    before insertion).  The optimal cost is the same as the exact DP's (checked in the tests); only
+    the choice among equal-cost alignments -- and hence C/S/D/I -- can differ."""
+    from ..scoring.align import AlignOptions, align_networks
+
+    a = align_networks(ref_net, hyp_net, AlignOptions(mode="sclite", optional_deletable=optional_deletable,
+                                                       fragments=fragments))
+    steps = []
+    for p in a.pairs:
+        t = du = math.nan
+        if p.hyp_arc >= 0:
+            t = float(hyp_net.start[p.hyp_arc])
+            du = float(hyp_net.duration[p.hyp_arc])
+        hyp = p.hyp if (shown_words is None or p.hyp_arc < 0) else shown_words[p.hyp_arc]
+        steps.append(AlignedPair(p.op, p.ref, hyp, t, du, int(p.hyp_arc)))
+    words = tuple(st.hyp for st in steps if st.hyp is not None and st.hyp != "@")
+    starts = tuple(st.start for st in steps if st.hyp is not None and st.hyp != "@")
+    durs = tuple(st.duration for st in steps if st.hyp is not None and st.hyp != "@")
+    counts = a.counts
+    if counts.segments == 0:
+        counts = counts + ErrorCounts(segments=1, segment_errors=int(counts.errors > 0))
+    return OracleResult(key=result.key, mode=result.mode, counts=counts, cost=result.cost, words=words,
+                        starts=starts, durations=durs, alignment=tuple(steps))
+
+
+def _alternatives_network(alts, n: int | None, case_sensitive: bool):
+    """An Alternatives as the scorer's hypothesis WordNetwork (what sclite builds from its alt-CTM)."""
+    from ..io.ctm import CtmAltBlock, CtmWord
+    from ..scoring.network import from_ctm_items
+
+    items = []
+    for slot in alts.slots:
+        chosen = slot.alternatives if n is None else slot.alternatives[:n]
+        seqs = []
+        for alt in chosen:
+            seqs.append(tuple(CtmWord(alts.file, alts.channel, None if math.isnan(t) else t,
+                                      None if math.isnan(d) else d, w)
+                              for w, t, d in zip(alt.words, alt.starts, alt.durations)))
+        if len(seqs) == 1:
+            items.extend(seqs[0])
+        else:
+            items.append(CtmAltBlock(alts.file, alts.channel, tuple(seqs)))
+    return from_ctm_items(items, case_sensitive=case_sensitive)
+
+
+# ----------------------------------------------------------------------------------------------
 # Public entry points
 # ----------------------------------------------------------------------------------------------
 def lattice_oracle(lat, reference, *, mode: str | CostModel = "sclite", nonword: Callable[[str], bool] = is_nonword,
-                   case_sensitive: bool = False) -> OracleResult:
+                   case_sensitive: bool = False, optional_deletable: bool = True,
+                   fragments: bool = False, sclite_ties: bool = True) -> OracleResult:
     """Exact full-lattice oracle: the lattice path with the lowest alignment cost against ``reference``.
 
     Args:
@@ -616,24 +751,49 @@ def lattice_oracle(lat, reference, *, mode: str | CostModel = "sclite", nonword:
         is 0 or a filler per ``nonword`` are epsilon).  Arc weights are ignored: every path counts.
       reference: a reference network or transcript (see :func:`ref_graph`).
       mode: ``"sclite"`` or ``"levenshtein"``.
+      sclite_ties: in sclite mode, report the counts the scorer (sclite's tie rules) gives for the
+        oracle word sequence -- "what scoring the oracle path says".  The cost is unchanged.
     Returns:
       :class:`OracleResult` with the oracle words and times (seconds, from the word arcs).
     """
     hyp = hyp_graph_from_lattice(lat, nonword=nonword, case_sensitive=case_sensitive)
-    return oracle_graph(hyp, reference, mode=mode, key=lat.key, case_sensitive=case_sensitive)
+    res = oracle_graph(hyp, reference, mode=mode, key=lat.key, case_sensitive=case_sensitive,
+                       optional_deletable=optional_deletable, fragments=fragments)
+    if sclite_ties and cost_model(mode).name == "sclite":
+        ref_net = _scorer_network(reference, case_sensitive)
+        if ref_net is not None:
+            from ..scoring.network import linear_network
+            hyp_net = linear_network(list(res.words), starts=list(res.starts), durations=list(res.durations),
+                                     case_sensitive=case_sensitive)
+            res = _with_sclite_ties(res, ref_net, hyp_net, optional_deletable, fragments, shown_words=res.words)
+    return res
 
 
 def alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | CostModel = "sclite",
-                        nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False) -> OracleResult:
+                        nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False,
+                        optional_deletable: bool = True, fragments: bool = False,
+                        sclite_ties: bool = True) -> OracleResult:
     """Oracle over an :class:`~lattice_tools.alternatives.network.Alternatives` (N-best, sausage,
     phrase or 1-best): the best choice of one alternative per slot jointly with the alignment --
-    what sclite computes for an alt-CTM.  ``n`` keeps the first ``n`` alternatives of every slot."""
+    what sclite computes for an alt-CTM.  ``n`` keeps the first ``n`` alternatives of every slot.
+
+    In sclite mode with ``sclite_ties`` the counts and the chosen alternatives are those of the
+    scorer's sclite-exact network alignment (same optimal cost as the exact DP, sclite's choice
+    among ties), so they equal what Debian sclite reports for the alt-CTM of ``alts``."""
     hyp = hyp_graph_from_alternatives(alts, n=n, null_for_empty=True, nonword=nonword, case_sensitive=case_sensitive)
-    return oracle_graph(hyp, reference, mode=mode, key=alts.key, case_sensitive=case_sensitive)
+    res = oracle_graph(hyp, reference, mode=mode, key=alts.key, case_sensitive=case_sensitive,
+                       optional_deletable=optional_deletable, fragments=fragments)
+    if sclite_ties and cost_model(mode).name == "sclite":
+        ref_net = _scorer_network(reference, case_sensitive)
+        if ref_net is not None:
+            res = _with_sclite_ties(res, ref_net, _alternatives_network(alts, n, case_sensitive),
+                                    optional_deletable, fragments)
+    return res
 
 
 def sequence_oracle(words: Sequence[str], reference, *, mode: str | CostModel = "sclite",
-                    case_sensitive: bool = False) -> OracleResult:
+                    case_sensitive: bool = False, optional_deletable: bool = True,
+                    fragments: bool = False) -> OracleResult:
     """Align one word sequence against a reference network (the alignment of a 1-best)."""
     return oracle_graph(hyp_graph_from_words(words, case_sensitive=case_sensitive), reference, mode=mode,
-                        case_sensitive=case_sensitive)
+                        case_sensitive=case_sensitive, optional_deletable=optional_deletable, fragments=fragments)

@@ -1,0 +1,84 @@
+"""Benchmark: parse a large real SLF lattice and compute arc posteriors.
+
+Concatenates the bundled LibriVox clips with sox (~25 s of speech), decodes them with pocketsphinx
+using wide beams into one large lattice (100k+ links), then times
+
+* ``read_slf`` (vectorized parse),
+* the line-by-line parser it falls back to for precise error messages (the "peer": what a
+  straightforward SLF reader costs),
+* ``arc_posteriors`` (log-semiring forward-backward) and ``total_log_prob``.
+
+Run:  nice python bench/bench_slf.py [--beam 1e-80] [--keep DIR]
+Target: parse + posteriors < 0.5 s.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def best_of(fn, repeat=5):
+    best = float("inf")
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--beam", type=float, default=1e-80)
+    ap.add_argument("--wbeam", type=float, default=1e-60)
+    ap.add_argument("--pbeam", type=float, default=1e-80)
+    ap.add_argument("--keep", default=None, help="directory to keep the audio and lattice in")
+    args = ap.parse_args(argv)
+
+    from lattice_tools.algorithms import arc_posteriors, total_log_prob
+    from lattice_tools.decode.pocketsphinx import bundled_audio, decode_audio
+    from lattice_tools.io.slf import _parse_body_slow, read_slf
+
+    if shutil.which("sox") is None:
+        sys.exit("bench_slf.py needs the sox program to concatenate the clips")
+    work = args.keep or tempfile.mkdtemp(prefix="bench_slf.")
+    os.makedirs(work, exist_ok=True)
+    wav = os.path.join(work, "librivox_all.wav")
+    clips = bundled_audio("librivox")
+    cmd = ["sox", *clips, wav]
+    print("$", " ".join(os.path.relpath(c) if os.path.exists(c) else c for c in cmd))
+    subprocess.run(cmd, check=True)
+    t = time.perf_counter()
+    decode_audio([wav], out_dir=work, beam=args.beam, wbeam=args.wbeam, pbeam=args.pbeam, progress=False)
+    print(f"decode (pocketsphinx, beam={args.beam:g} wbeam={args.wbeam:g} pbeam={args.pbeam:g}): "
+          f"{time.perf_counter() - t:.1f} s")
+    slf = os.path.join(work, "librivox_all.lat")
+    with open(slf) as f:
+        text = f.read()
+    lines = text.split("\n")
+    n_links = sum(1 for line in lines if line.startswith("J="))
+    print(f"lattice: {slf}  {os.path.getsize(slf) / 1e6:.1f} MB, {n_links} links")
+
+    t_parse, lat = best_of(lambda: read_slf(slf))
+    nodes = [(i + 1, s) for i, s in enumerate(lines) if s.startswith("I=")]
+    links = [(i + 1, s) for i, s in enumerate(lines) if s.startswith("J=")]
+    t_slow, _ = best_of(lambda: _parse_body_slow(nodes, links, slf), repeat=2)
+    t_post, post = best_of(lambda: arc_posteriors(lat))
+    t_total, total = best_of(lambda: total_log_prob(lat))
+    print(f"states={lat.num_states} arcs={lat.num_arcs} duration={lat.duration:.2f} s  log-likelihood={total:.3f}")
+    print(f"read_slf (vectorized parse + Lattice build): {t_parse * 1e3:8.1f} ms")
+    print(f"line-by-line field parse only (peer):        {t_slow * 1e3:8.1f} ms   ratio {t_slow / t_parse:5.2f}x")
+    print(f"arc_posteriors:                              {t_post * 1e3:8.1f} ms")
+    print(f"total_log_prob:                              {t_total * 1e3:8.1f} ms")
+    print(f"parse + posteriors:                          {(t_parse + t_post) * 1e3:8.1f} ms   (target < 500 ms)")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

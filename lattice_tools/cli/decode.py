@@ -1,0 +1,35 @@
+"""``lattice-tools decode``: a thin wrapper over :func:`lattice_tools.decode.pocketsphinx.decode_audio`."""
+from __future__ import annotations
+
+import click
+
+
+@click.command("decode")
+@click.argument("audio", nargs=-1)
+@click.option("--out-dir", required=True, type=click.Path(file_okay=False), help="Directory for <key>.lat SLF files.")
+@click.option("--ctm", type=click.Path(dir_okay=False), default=None, help="Write the 1-best words here (CTM).")
+@click.option("--model", type=click.Path(file_okay=False), default=None, help="Acoustic model dir (default: bundled en-us).")
+@click.option("--lm", type=click.Path(dir_okay=False), default=None, help="Language model (default: bundled en-us).")
+@click.option("--dict", "dictionary", type=click.Path(dir_okay=False), default=None, help="Pronunciation dictionary.")
+@click.option("--beam", type=float, default=None, help="HMM beam (smaller = wider, e.g. 1e-80).")
+@click.option("--wbeam", type=float, default=None, help="Word-exit beam.")
+@click.option("--pbeam", type=float, default=None, help="Phone-transition beam.")
+@click.option("--lw", type=float, default=None, help="Language weight.")
+@click.option("--fwdflat/--no-fwdflat", default=None, help="Run the flat-lexicon second pass.")
+@click.option("--bestpath/--no-bestpath", default=None, help="Run the lattice best-path pass.")
+@click.option("--maxhmmpf", type=int, default=None, help="Max active HMMs per frame.")
+@click.option("--channel", default="A", show_default=True, help="CTM channel field.")
+def decode_command(audio, out_dir, ctm, model, lm, dictionary, beam, wbeam, pbeam, lw, fwdflat, bestpath,
+                   maxhmmpf, channel):
+    """Decode 16 kHz audio (WAV; other formats/rates via sox) with pocketsphinx into one SLF lattice
+    per file and a 1-best CTM.  AUDIO: files or a directory (default: the bundled LibriVox clips)."""
+    from ..decode.pocketsphinx import decode_audio
+
+    paths = None
+    if audio:
+        paths = list(audio) if len(audio) > 1 else audio[0]
+    lats = decode_audio(paths, out_dir=out_dir, ctm=ctm, model=model, lm=lm, dictionary=dictionary, beam=beam,
+                        wbeam=wbeam, pbeam=pbeam, lw=lw, fwdflat=fwdflat, bestpath=bestpath, maxhmmpf=maxhmmpf,
+                        channel=channel)
+    arcs = sum(lat.num_arcs for lat in lats)
+    click.echo(f"decoded {len(lats)} file(s), {arcs} arcs -> {out_dir}" + (f", {ctm}" if ctm else ""), err=True)

@@ -1,0 +1,104 @@
+"""``lattice-tools metrics`` and ``lattice-tools leaderboard``: thin wrappers over
+:func:`lattice_tools.metrics.commands.metrics` / :func:`~lattice_tools.metrics.commands.leaderboard`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import LatticeToolsError
+
+
+def _pairs(values, what):
+    out = []
+    for v in values:
+        if "=" not in v:
+            raise LatticeToolsError(f"{what} must be NAME=PATH, got {v!r}")
+        name, path = v.split("=", 1)
+        if not name or not path:
+            raise LatticeToolsError(f"{what} must be NAME=PATH, got {v!r}")
+        out.append((name, path))
+    return out
+
+
+def _ks(value):
+    out = []
+    for p in value.split(","):
+        p = p.strip()
+        if p in ("all", "inf", ""):
+            out.append(None)
+        else:
+            try:
+                k = int(p)
+            except ValueError:
+                raise LatticeToolsError(f"--ks takes integers or 'all', got {p!r}") from None
+            if k < 1:
+                raise LatticeToolsError(f"--ks values must be >= 1, got {k}")
+            out.append(k)
+    return tuple(out)
+
+
+_common = [
+    click.option("--annotations", "-a", type=click.Path(dir_okay=False), default=None,
+                 help="Per-utterance lang/entities/cs annotations (JSON, JSON lines or TSV; see docs/metrics.md)."),
+    click.option("--format", "fmt", type=click.Choice(["auto", "text", "trn"]), default="auto", show_default=True,
+                 help="Transcript format: 'id words...' (text) or 'words... (id)' (trn)."),
+    click.option("--normalizer", type=click.Choice(["auto", "none", "plain", "indic", "whisper-basic"]),
+                 default="auto", show_default=True,
+                 help="Text normalization before WER/CER (auto: indic-nlp for Indic languages, plain otherwise)."),
+    click.option("--lang", default=None, help="Language of utterances without an annotation (e.g. hi, en)."),
+    click.option("--orthography/--no-orthography", default=True, show_default=True,
+                 help="Seed-004 punctuation and capitalisation metrics on the raw text."),
+    click.option("--resamples", type=click.IntRange(0), default=10_000, show_default=True,
+                 help="Bootstrap resamples (0: no intervals)."),
+    click.option("--seed", type=int, default=42, show_default=True, help="Bootstrap random seed."),
+    click.option("--ci-method", type=click.Choice(["percentile", "normal"]), default="percentile", show_default=True,
+                 help="percentile interval, or mean ± 1.96 sd (Kaldi/kaldialign)."),
+]
+
+
+def _apply(options):
+    def deco(f):
+        for o in reversed(options):
+            f = o(f)
+        return f
+    return deco
+
+
+@click.command("metrics")
+@click.argument("ref", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("hyp", type=click.Path(dir_okay=False, allow_dash=True))
+@_apply(_common)
+@click.option("--output", "-o", default="-", show_default=True, help="JSON summary.")
+@click.option("--per-utterance", default=None, help="Per-utterance results as JSON lines.")
+@click.option("--alternatives", "alternatives", multiple=True, metavar="LABEL=ALTCTM",
+              help="Alternatives (alt-CTM) of this system: oracle metrics and alternative coverage. Repeatable.")
+@click.option("--ks", default="1,2,5,10,all", show_default=True, help="Depths k for alternative coverage.")
+def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method, output,
+                    per_utterance, alternatives, ks):
+    """CER beside WER, script fidelity, code-switching, NE-WER/NE-FNR and punctuation/capitalisation
+    metrics of one system (HYP) against REF, with bootstrap CIs."""
+    from ..metrics.commands import metrics
+
+    metrics(ref, hyp, annotations=annotations, output=output, per_utterance=per_utterance, fmt=fmt,
+            normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
+            ci_method=ci_method, alternatives=_pairs(alternatives, "--alternatives"), ks=_ks(ks),
+            progress=sys.stderr.isatty())
+
+
+@click.command("leaderboard")
+@click.argument("ref", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--system", "-s", "systems", multiple=True, required=True, metavar="NAME=PATH",
+              help="A system's hypotheses (repeat for every system).")
+@_apply(_common)
+@click.option("--output", "-o", default="-", show_default=True, help="JSON report.")
+@click.option("--markdown", "-m", default=None, help="Markdown report.")
+def leaderboard_command(ref, systems, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method,
+                        output, markdown):
+    """Leaderboard over several systems and languages: per-language metrics with bootstrap CIs,
+    coverage and failure taxonomy, composite rating and paired bootstrap tests."""
+    from ..metrics.commands import leaderboard
+
+    leaderboard(ref, _pairs(systems, "--system"), annotations=annotations, markdown=markdown, output=output,
+                fmt=fmt, normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
+                ci_method=ci_method, progress=sys.stderr.isatty())

@@ -1,0 +1,893 @@
+"""Kaldi lattice archives: rspecifiers/wspecifiers, text and binary ``Lattice`` / ``CompactLattice``.
+
+Formats (as written by Kaldi's ``LatticeHolder`` / ``CompactLatticeHolder``, ``src/lat/kaldi-lattice.cc``):
+
+* **Archive framing**: ``key`` + one space, then the object.  Lattice holders write *no* ``\\0B``
+  binary marker (unlike matrices): a binary object starts directly with the OpenFst magic number
+  (first byte ``\\xd6``), a text object starts with a newline.  (We also accept a stray ``\\0B``.)
+* **Text**: OpenFst text lines, then one empty line.  ``Lattice`` (transducer):
+  ``src dst ilabel olabel graph,acoustic`` and finals ``state graph,acoustic``.  ``CompactLattice``
+  (acceptor): ``src dst word graph,acoustic,tid_tid_...`` and finals ``state graph,acoustic,tids``.
+  A weight equal to One is omitted by OpenFst's printer (``src dst word`` / ``state``).  As in
+  Kaldi's ``LatticeReader::ReadText``, the type is inferred from the columns.
+* **Binary**: an OpenFst ``FstHeader`` (int32 magic 2125659606, string fst type ``vector``,
+  string arc type ``lattice4`` / ``compactlattice44`` (float) or ``lattice8`` /
+  ``compactlattice84`` (double), int32 version, int32 flags, uint64 properties, int64 start,
+  int64 #states, int64 #arcs) followed, per state, by the final weight, an int64 arc count and
+  the arcs (int32 ilabel, int32 olabel, weight, int32 nextstate).  ``LatticeWeight`` = two
+  floats (graph, acoustic); ``CompactLatticeWeight`` = a LatticeWeight, an int32 length and that
+  many int32 transition ids.  Arc type ``standard`` (tropical, one float: read as a graph cost)
+  is accepted too, so archives of Kaldi ``VectorFst`` objects load as well.
+
+Hub conversion:
+
+* ``Lattice`` (frame level, ilabel = transition id) -> ``word_aligned=False``; each arc with a
+  non-zero ilabel spans one frame; frames are accumulated along paths (every path must reach a
+  state at the same frame, which holds for Kaldi lattices; otherwise LatticeError).
+* ``CompactLattice`` -> ``word_aligned=True``; an arc spans ``len(tids)`` frames; the tid strings
+  are kept in ``lat.attrs["tids"]`` (object array of int32 arrays).  A final weight with a
+  non-empty tid string becomes an epsilon arc to a new final state carrying the final costs
+  and tids, so times and totals are preserved.
+* Writing a word-aligned lattice as CompactLattice uses ``attrs["tids"]`` when present; otherwise
+  the durations are written as ``t1 - t0`` copies of ``placeholder_tid`` (default 1) -- only the
+  *length* of those strings is meaningful (times), not the ids.  Document this when you hand such
+  lattices to Kaldi tools that interpret transition ids (e.g. ``lattice-align-words``).
+
+Specifiers: ``ark:``, ``scp:``, with options (``t``, ``b``, ``s``, ``cs``, ``o``, ``p``, ``f``,
+``nf``, ...) as in ``ark,t:`` / ``ark,s,cs:``; ``ark,scp:a.ark,a.scp`` when writing.  Paths may be
+``-`` (stdin/stdout), plain or ``.gz`` files (gzip detected by magic bytes), or the pipes
+``gunzip -c F |`` / ``gzip -cd F |`` / ``zcat F |`` (read with Python's gzip -- no shell is ever
+run) and ``| gzip -c > F`` for writing.  Any other pipe raises FormatError.
+"""
+from __future__ import annotations
+
+import gzip
+import math
+import os
+import re
+import struct
+import sys
+import zlib
+from dataclasses import dataclass, field
+from typing import IO, Iterable, Iterator
+
+import numpy as np
+
+from ..errors import FormatError, LatticeError, MismatchError, SymbolError
+from ..lattice import Lattice
+from ..symbols import SymbolTable
+from .common import atomic_write, open_binary_input
+
+FST_MAGIC = 2125659606
+_MAGIC_BYTES = struct.pack("<i", FST_MAGIC)
+_READ_OPTIONS = {"o", "no", "s", "ns", "cs", "ncs", "p", "np", "t", "b", "bg"}
+_WRITE_OPTIONS = {"t", "b", "f", "nf", "p", "np"}
+
+# arc type -> (kind, float size)
+_ARC_TYPES = {"lattice4": ("lattice", 4), "lattice8": ("lattice", 8), "compactlattice44": ("compact", 4),
+              "compactlattice84": ("compact", 8), "standard": ("standard", 4)}
+
+
+# ----------------------------------------------------------------------------------------------
+# specifiers
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Specifier:
+    """A parsed Kaldi rspecifier / wspecifier."""
+
+    kind: str  # "ark", "scp" or "ark,scp"
+    options: frozenset
+    path: str  # file path, "-" or a decoded gzip pipe target
+    gzip_pipe: bool = False
+    scp_path: str | None = None  # for "ark,scp:" wspecifiers
+
+    @property
+    def text(self) -> bool:
+        return "t" in self.options
+
+
+_GUNZIP = re.compile(r"^\s*(?:gunzip\s+-c|gzip\s+-(?:cd|dc)|zcat)\s+(\S+)\s*\|\s*$")
+_GZIP_OUT = re.compile(r"^\s*\|\s*gzip\s+-c\s*>\s*(\S+)\s*$")
+
+
+def parse_specifier(spec: str, write: bool = False) -> Specifier:
+    """Parse ``ark[,opts]:path`` / ``scp[,opts]:path`` / ``ark,scp[,opts]:ark_path,scp_path``."""
+    spec = str(spec)
+    if ":" not in spec:
+        raise FormatError(f"not a Kaldi {'w' if write else 'r'}specifier (expected 'ark:...' or 'scp:...'): {spec!r}")
+    head, _, path = spec.partition(":")
+    parts = [p.strip() for p in head.split(",") if p.strip()]
+    kinds = [p for p in parts if p in ("ark", "scp")]
+    opts = frozenset(p for p in parts if p not in ("ark", "scp"))
+    allowed = _WRITE_OPTIONS if write else _READ_OPTIONS
+    bad = sorted(opts - allowed)
+    if bad:
+        raise FormatError(f"unknown option(s) {','.join(bad)} in {'w' if write else 'r'}specifier {spec!r}")
+    if kinds == ["ark"] or kinds == ["scp"]:
+        kind = kinds[0]
+    elif write and kinds == ["ark", "scp"]:
+        kind = "ark,scp"
+    else:
+        raise FormatError(f"specifier {spec!r} must start with 'ark' or 'scp'" + (" (or 'ark,scp')" if write else ""))
+    scp_path = None
+    if kind == "ark,scp":
+        if "," not in path:
+            raise FormatError(f"'ark,scp:' needs two paths 'ark_path,scp_path': {spec!r}")
+        path, scp_path = path.split(",", 1)
+    path = path.strip()
+    gz = False
+    if "|" in path:
+        m = (_GZIP_OUT if write else _GUNZIP).match(path)
+        if not m:
+            raise FormatError(f"unsupported pipe in {spec!r}: only '{'| gzip -c > F' if write else 'gunzip -c F |'}' "
+                              "is understood (no shell commands are run)")
+        path, gz = m.group(1), True
+    if not path:
+        raise FormatError(f"empty path in specifier {spec!r}")
+    return Specifier(kind, opts, path, gz, scp_path)
+
+
+# ----------------------------------------------------------------------------------------------
+# a small buffered byte reader (peek / exact reads / lines) over any binary stream
+# ----------------------------------------------------------------------------------------------
+class _Reader:
+    def __init__(self, f: IO[bytes], name: str):
+        self.f, self.name = f, name
+        self.buf = b""
+        self.pos = 0
+        self.offset = 0  # absolute offset of buf[0]
+        self.lineno = 1
+
+    def _fill(self, n: int) -> bool:
+        while len(self.buf) - self.pos < n:
+            try:
+                chunk = self.f.read(max(1 << 20, n))
+            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                raise FormatError(f"truncated or corrupt gzip data ({exc})", path=self.name) from None
+            if not chunk:
+                return False
+            self.offset += self.pos
+            self.buf = self.buf[self.pos:] + chunk
+            self.pos = 0
+        return True
+
+    def tell(self) -> int:
+        return self.offset + self.pos
+
+    def peek(self, n: int = 1) -> bytes:
+        self._fill(n)
+        return self.buf[self.pos:self.pos + n]
+
+    def read(self, n: int, what: str, key: str | None) -> bytes:
+        if not self._fill(n):
+            raise FormatError(f"unexpected end of file reading {what} (byte {self.tell()})", path=self.name, key=key)
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def readline(self) -> bytes | None:
+        while True:
+            i = self.buf.find(b"\n", self.pos)
+            if i >= 0:
+                line = self.buf[self.pos:i]
+                self.pos = i + 1
+                self.lineno += 1
+                return line
+            if not self._fill(len(self.buf) - self.pos + 1):
+                if self.pos < len(self.buf):
+                    line = self.buf[self.pos:]
+                    self.pos = len(self.buf)
+                    return line
+                return None
+
+    def skip_whitespace(self) -> None:
+        while True:
+            c = self.peek(1)
+            if not c or not c.isspace():
+                return
+            if c == b"\n":
+                self.lineno += 1
+            self.pos += 1
+
+    def read_token(self) -> bytes:
+        out = bytearray()
+        while True:
+            c = self.peek(1)
+            if not c or c.isspace():
+                return bytes(out)
+            out += c
+            self.pos += 1
+
+
+# ----------------------------------------------------------------------------------------------
+# raw FST (Kaldi's view) and parsing
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class RawFst:
+    """A Kaldi lattice exactly as stored (state ids as in the file)."""
+
+    kind: str  # "lattice", "compact" or "standard"
+    start: int
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    ilabel: np.ndarray
+    olabel: np.ndarray
+    w1: np.ndarray  # graph cost
+    w2: np.ndarray  # acoustic cost
+    final_w1: np.ndarray
+    final_w2: np.ndarray
+    strings: list | None = None  # compact: per-arc tid arrays
+    final_strings: dict = field(default_factory=dict)  # compact: state -> tid array (non-empty only)
+
+
+def _parse_float(s: str):
+    x = float(s)  # accepts inf / Infinity / -inf
+    if math.isnan(x):
+        raise ValueError("nan")
+    return x
+
+
+def _parse_weight(s: str, compact: bool):
+    """Parse ``g,a`` (LatticeWeight) or ``g,a,t1_t2`` (CompactLatticeWeight); ValueError if bad."""
+    parts = s.split(",")
+    if compact:
+        if len(parts) not in (2, 3):
+            raise ValueError(s)
+        tids = parts[2] if len(parts) == 3 else ""
+        ids = np.array([int(x) for x in tids.split("_")], dtype=np.int32) if tids else np.zeros(0, np.int32)
+        return _parse_float(parts[0]), _parse_float(parts[1]), ids
+    if len(parts) != 2:
+        raise ValueError(s)
+    return _parse_float(parts[0]), _parse_float(parts[1]), None
+
+
+def _is_int(s: str) -> bool:
+    return s.lstrip("-").isdigit()
+
+
+def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lattice_type: str = "auto") -> RawFst:
+    """Parse the text lines of one Kaldi lattice (``(lineno, line)`` pairs, no terminating blank line)."""
+    rows = []
+    for lineno, line in lines:
+        cols = line.split()
+        if not cols:
+            continue
+        if len(cols) > 5:
+            raise FormatError(f"expected at most 5 columns (src dst ilabel olabel weight), got {len(cols)}",
+                              path=name, line=lineno, key=key)
+        rows.append((lineno, cols))
+    if not rows:
+        raise FormatError("empty lattice (no lines before the terminating blank line)", path=name,
+                          line=lines[0][0] if lines else None, key=key)
+    kind = None if lattice_type == "auto" else lattice_type
+    if kind is None:
+        votes = {}
+        for lineno, cols in rows:
+            v = None
+            if len(cols) == 3:
+                v = "compact"
+            elif len(cols) == 5:
+                v = "lattice"
+            elif len(cols) == 4:
+                v = "compact" if "," in cols[3] else "lattice"
+            elif len(cols) == 2 and cols[1].count(",") == 2:
+                v = "compact"
+            if v is not None:
+                if votes and v not in votes:
+                    raise FormatError(f"line looks like a Kaldi {v} line but earlier lines (line {next(iter(votes.values()))}) "
+                                      f"look like a {next(iter(votes))}", path=name, line=lineno, key=key)
+                votes.setdefault(v, lineno)
+        kind = next(iter(votes), "compact")
+    compact = kind == "compact"
+    src, dst, il, ol, w1, w2, strings = [], [], [], [], [], [], []
+    finals: dict[int, tuple] = {}
+    start = None
+    for lineno, cols in rows:
+        try:
+            s = int(cols[0])
+        except ValueError:
+            raise FormatError(f"state id {cols[0]!r} is not an integer", path=name, line=lineno, key=key) from None
+        if s < 0:
+            raise FormatError(f"negative state id {s}", path=name, line=lineno, key=key)
+        if start is None:
+            start = s
+        n = len(cols)
+        try:
+            if n <= 2:
+                wt = (0.0, 0.0, np.zeros(0, np.int32) if compact else None) if n == 1 else _parse_weight(cols[1], compact)
+                if s in finals:
+                    raise FormatError(f"state {s} has two final weights", path=name, line=lineno, key=key)
+                finals[s] = wt
+                continue
+            if compact:
+                if n not in (3, 4):
+                    raise ValueError("columns")
+                d, lab = int(cols[1]), int(cols[2])
+                wt = (0.0, 0.0, np.zeros(0, np.int32)) if n == 3 else _parse_weight(cols[3], True)
+                ilab = olab = lab
+            else:
+                if n not in (4, 5):
+                    raise ValueError("columns")
+                d, ilab, olab = int(cols[1]), int(cols[2]), int(cols[3])
+                wt = (0.0, 0.0, None) if n == 4 else _parse_weight(cols[4], False)
+        except ValueError:
+            want = ("'src dst word [graph,acoustic,tids]' or 'state [graph,acoustic,tids]'" if compact else
+                    "'src dst ilabel olabel [graph,acoustic]' or 'state [graph,acoustic]'")
+            raise FormatError(f"bad Kaldi {kind} line {' '.join(cols)!r}: expected {want} (numbers, no NaN)",
+                              path=name, line=lineno, key=key) from None
+        if d < 0:
+            raise FormatError(f"negative state id {d}", path=name, line=lineno, key=key)
+        if math.isinf(wt[0]) or math.isinf(wt[1]):
+            raise FormatError("arc weight is infinite (Zero); arcs must have finite weights", path=name, line=lineno, key=key)
+        src.append(s)
+        dst.append(d)
+        il.append(ilab)
+        ol.append(olab)
+        w1.append(wt[0])
+        w2.append(wt[1])
+        strings.append(wt[2])
+    num_states = max([start] + src + dst + list(finals)) + 1
+    fw1 = np.full(num_states, np.inf)
+    fw2 = np.full(num_states, np.inf)
+    final_strings = {}
+    for s, (a, b, tids) in finals.items():
+        if math.isinf(a) or math.isinf(b):
+            continue  # Zero final weight = not final
+        fw1[s], fw2[s] = a, b
+        if tids is not None and len(tids):
+            final_strings[s] = tids
+    return RawFst(kind, start, num_states, np.array(src, np.int64), np.array(dst, np.int64),
+                  np.array(il, np.int64), np.array(ol, np.int64), np.array(w1, np.float64), np.array(w2, np.float64),
+                  fw1, fw2, strings if compact else None, final_strings)
+
+
+def _read_string(r: _Reader, key) -> str:
+    (n,) = struct.unpack("<i", r.read(4, "FST header string length", key))
+    if not 0 <= n <= 256:
+        raise FormatError(f"corrupt FST header (string length {n}) at byte {r.tell() - 4}", path=r.name, key=key)
+    return r.read(n, "FST header string", key).decode("latin-1")
+
+
+def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
+    """Read one OpenFst binary ``vector`` FST of a lattice arc type from the reader."""
+    at = r.tell()
+    (magic,) = struct.unpack("<i", r.read(4, "FST magic number", key))
+    if magic != FST_MAGIC:
+        raise FormatError(f"bad FST magic number {magic} at byte {at} (expected {FST_MAGIC})", path=r.name, key=key)
+    fst_type = _read_string(r, key)
+    arc_type = _read_string(r, key)
+    if fst_type != "vector":
+        raise FormatError(f"FST type {fst_type!r} is not supported (only 'vector', as Kaldi writes)", path=r.name, key=key)
+    if arc_type not in _ARC_TYPES:
+        raise FormatError(f"arc type {arc_type!r} is not a Kaldi lattice type (expected one of "
+                          f"{', '.join(_ARC_TYPES)})", path=r.name, key=key)
+    kind, fsize = _ARC_TYPES[arc_type]
+    version, flags, _props, start, num_states, _num_arcs = struct.unpack("<iiQqqq", r.read(40, "FST header", key))
+    if flags & 3:
+        raise FormatError("FSTs with embedded symbol tables are not supported", path=r.name, key=key)
+    if num_states < 0:
+        raise FormatError("FST header has an unknown number of states (stream-written FST); not supported",
+                          path=r.name, key=key)
+    ff = "f" if fsize == 4 else "d"
+    nw = 1 if kind == "standard" else 2
+    wfmt = "<" + ff * nw
+    wsize = struct.calcsize(wfmt)
+    fw1 = np.full(num_states, np.inf)
+    fw2 = np.full(num_states, np.inf)
+    final_strings = {}
+    srcs, dsts, ils, ols, w1s, w2s = [], [], [], [], [], []
+    strings = [] if kind == "compact" else None
+    if kind != "compact":
+        arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4")] + [(f"w{i}", "<" + ff + str(fsize)) for i in range(nw)]
+                             + [("ns", "<i4")])
+    for s in range(num_states):
+        w = struct.unpack(wfmt, r.read(wsize, f"final weight of state {s}", key))
+        if kind == "compact":
+            (n,) = struct.unpack("<i", r.read(4, f"final string of state {s}", key))
+            if n < 0:
+                raise FormatError(f"negative string length at state {s}", path=r.name, key=key)
+            tids = np.frombuffer(r.read(4 * n, f"final string of state {s}", key), dtype="<i4").astype(np.int32)
+        if not math.isinf(w[0]):
+            fw1[s] = w[0]
+            fw2[s] = w[1] if nw == 2 else 0.0
+            if kind == "compact" and n:
+                final_strings[s] = tids
+        (narcs,) = struct.unpack("<q", r.read(8, f"arc count of state {s}", key))
+        if narcs < 0:
+            raise FormatError(f"negative arc count at state {s}", path=r.name, key=key)
+        if kind != "compact":
+            a = np.frombuffer(r.read(narcs * arc_dtype.itemsize, f"arcs of state {s}", key), dtype=arc_dtype)
+            srcs.append(np.full(narcs, s, np.int64))
+            dsts.append(a["ns"].astype(np.int64))
+            ils.append(a["il"].astype(np.int64))
+            ols.append(a["ol"].astype(np.int64))
+            w1s.append(a["w0"].astype(np.float64))
+            w2s.append(a["w1"].astype(np.float64) if nw == 2 else np.zeros(narcs))
+        else:
+            head = struct.Struct("<ii" + ff + ff + "i")
+            for _ in range(narcs):
+                il, ol, g, ac, n = head.unpack(r.read(head.size, f"arc of state {s}", key))
+                if n < 0:
+                    raise FormatError(f"negative string length in an arc of state {s}", path=r.name, key=key)
+                tids = np.frombuffer(r.read(4 * n, f"arc of state {s}", key), dtype="<i4").astype(np.int32)
+                (ns,) = struct.unpack("<i", r.read(4, f"arc of state {s}", key))
+                srcs.append(np.array([s]))
+                dsts.append(np.array([ns]))
+                ils.append(np.array([il]))
+                ols.append(np.array([ol]))
+                w1s.append(np.array([g]))
+                w2s.append(np.array([ac]))
+                strings.append(tids)
+    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+    raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
+                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2, strings, final_strings)
+    for name in ("w1", "w2"):
+        arr = getattr(raw, name)
+        if not np.all(np.isfinite(arr)):
+            raise FormatError("arc with a non-finite weight (NaN or Zero)", path=r.name, key=key)
+    if np.isnan(fw1).any() or np.isnan(fw2).any():
+        raise FormatError("NaN final weight", path=r.name, key=key)
+    if len(raw.dst) and (raw.dst.min() < 0 or raw.dst.max() >= num_states):
+        raise FormatError(f"arc to state {raw.dst.max()} outside 0..{num_states - 1}", path=r.name, key=key)
+    if num_states and not 0 <= start < num_states:
+        raise FormatError(f"start state {start} outside 0..{num_states - 1}", path=r.name, key=key)
+    return raw
+
+
+def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
+    """Read one lattice (text or binary, detected as Kaldi does) from the reader's position."""
+    c = r.peek(2)
+    if c == b"\0B":
+        r.read(2, "binary marker", key)
+        c = r.peek(2)
+    if not c:
+        raise FormatError("unexpected end of file: expected a lattice", path=r.name, key=key)
+    if c[:1] == _MAGIC_BYTES[:1]:
+        raw = read_binary_fst(r, key)
+    elif c[:1].isspace():
+        # text: rest of the key line, then lines up to an empty line
+        while r.peek(1) in (b" ", b"\t", b"\r"):
+            r.pos += 1
+        if r.peek(1) != b"\n":
+            raise FormatError("expected a newline after the key of a text lattice", path=r.name, line=r.lineno, key=key)
+        r.readline()
+        lines = []
+        while True:
+            lineno = r.lineno
+            line = r.readline()
+            if line is None:
+                break
+            try:
+                s = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise FormatError("not valid text (binary data in a text lattice?)", path=r.name, line=lineno, key=key) from None
+            if not s.strip():
+                break
+            lines.append((lineno, s))
+        raw = parse_text_fst(lines, r.name, key, lattice_type)
+        return raw
+    else:
+        raise FormatError(f"does not look like a lattice (neither text nor OpenFst binary) at byte {r.tell()}",
+                          path=r.name, line=r.lineno, key=key)
+    if lattice_type != "auto" and raw.kind != lattice_type and raw.kind != "standard":
+        raise FormatError(f"expected a Kaldi {lattice_type} but the archive holds a {raw.kind}", path=r.name, key=key)
+    return raw
+
+
+def _open_input(path: str, gz_pipe: bool) -> IO[bytes]:
+    f = open_binary_input(path)
+    if gz_pipe and not isinstance(f, gzip.GzipFile):
+        raise FormatError("'gunzip -c' pipe on a file that is not gzip-compressed", path=path)
+    return f
+
+
+def iter_archive_raw(path: str, *, gz_pipe: bool = False, lattice_type: str = "auto") -> Iterator[tuple[str, RawFst]]:
+    """Yield ``(key, RawFst)`` from a Kaldi archive, one object at a time."""
+    f = _open_input(path, gz_pipe)
+    try:
+        r = _Reader(f, path)
+        seen = set()
+        while True:
+            r.skip_whitespace()
+            if not r.peek(1):
+                return
+            line_of_key = r.lineno
+            tok = r.read_token()
+            try:
+                key = tok.decode("utf-8")
+            except UnicodeDecodeError:
+                raise FormatError(f"archive key is not valid text at byte {r.tell()}", path=path) from None
+            if key in seen:
+                raise MismatchError(f"duplicate key {key!r} in archive", path=path, line=line_of_key, key=key)
+            seen.add(key)
+            c = r.peek(1)
+            if c in (b" ", b"\t"):
+                r.pos += 1
+            elif c != b"\n":
+                raise FormatError(f"expected a space after key {key!r}", path=path, line=line_of_key, key=key)
+            yield key, _read_object(r, key, lattice_type)
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
+    from .common import read_text_lines
+
+    seen = set()
+    for lineno, line in read_text_lines(path):
+        if not line.strip():
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            raise FormatError("expected 'key rxfilename'", path=path, line=lineno)
+        key, target = parts[0], parts[1].strip()
+        if key in seen:
+            raise MismatchError(f"duplicate key {key!r} in script file", path=path, line=lineno, key=key)
+        seen.add(key)
+        if target.endswith("]"):
+            raise FormatError("range specifiers '[...]' are not supported", path=path, line=lineno, key=key)
+        offset = None
+        m = re.match(r"^(.*):(\d+)$", target)
+        if m and not os.path.exists(target):
+            target, offset = m.group(1), int(m.group(2))
+        gz = False
+        if "|" in target:
+            m2 = _GUNZIP.match(target)
+            if not m2:
+                raise FormatError(f"unsupported pipe {target!r} (only 'gunzip -c F |')", path=path, line=lineno, key=key)
+            target, gz = m2.group(1), True
+        if not os.path.exists(target):
+            raise FormatError(f"file {target!r} does not exist", path=path, line=lineno, key=key)
+        f = _open_input(target, gz)
+        try:
+            if offset is not None:
+                if isinstance(f, gzip.GzipFile):
+                    f.read(offset)
+                else:
+                    f.seek(offset)
+            r = _Reader(f, target)
+            c = r.peek(1)
+            if c and c[:1].isspace():
+                raw = _read_object(r, key, lattice_type)
+            elif c == _MAGIC_BYTES[:1] or r.peek(2) == b"\0B":
+                raw = _read_object(r, key, lattice_type)
+            else:
+                # a whole file holding "key lattice" is not Kaldi's convention; a text FST file is
+                lines = []
+                while True:
+                    ln = r.lineno
+                    line2 = r.readline()
+                    if line2 is None or not line2.strip():
+                        break
+                    lines.append((ln, line2.decode("utf-8", "replace")))
+                raw = parse_text_fst(lines, target, key, lattice_type)
+        finally:
+            f.close()
+        yield key, raw
+
+
+def iter_raw(spec: str, lattice_type: str = "auto") -> Iterator[tuple[str, RawFst]]:
+    """Yield ``(key, RawFst)`` for an rspecifier."""
+    sp = parse_specifier(spec)
+    if sp.kind == "ark":
+        yield from iter_archive_raw(sp.path, gz_pipe=sp.gzip_pipe, lattice_type=lattice_type)
+    else:
+        yield from _iter_scp(sp.path, lattice_type)
+
+
+# ----------------------------------------------------------------------------------------------
+# RawFst <-> hub Lattice
+# ----------------------------------------------------------------------------------------------
+def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: str) -> SymbolTable:
+    uniq = np.unique(ids[ids != 0]) if len(ids) else ids
+    if symbols is None:
+        return SymbolTable({str(int(i)): int(i) for i in uniq})
+    missing = [int(i) for i in uniq if int(i) not in symbols]
+    if missing:
+        raise SymbolError(f"word id {missing[0]} is not in the symbol table", path=name, key=key)
+    return symbols
+
+
+def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, frame_shift: float = 0.01,
+                   name: str | None = None) -> Lattice:
+    """Convert a Kaldi lattice to the hub type (see the module docstring for the conventions)."""
+    if raw.num_states == 0:
+        raise LatticeError("empty lattice (no states)", path=name, key=key)
+    if len(raw.ilabel) and (raw.ilabel.min() < 0 or raw.olabel.min() < 0):
+        raise FormatError("negative label", path=name, key=key)
+    src, dst = raw.src, raw.dst
+    n = raw.num_states
+    fw1, fw2 = raw.final_w1, raw.final_w2
+    attrs = {}
+    if raw.kind == "compact":
+        strings = list(raw.strings)
+        if raw.final_strings:
+            # Final tid strings become epsilon arcs into a new final state (keeps times + totals).
+            extra = sorted(raw.final_strings)
+            new_final = n
+            src = np.concatenate([src, np.array(extra, np.int64)])
+            dst = np.concatenate([dst, np.full(len(extra), new_final, np.int64)])
+            zeros = np.zeros(len(extra), np.int64)
+            ilab = np.concatenate([raw.ilabel, zeros])
+            olab = np.concatenate([raw.olabel, zeros])
+            w1 = np.concatenate([raw.w1, fw1[extra]])
+            w2 = np.concatenate([raw.w2, fw2[extra]])
+            strings += [raw.final_strings[s] for s in extra]
+            fw1 = np.append(fw1.copy(), 0.0)
+            fw2 = np.append(fw2.copy(), 0.0)
+            fw1[extra] = np.inf
+            fw2[extra] = np.inf
+            n += 1
+        else:
+            ilab, olab, w1, w2 = raw.ilabel, raw.olabel, raw.w1, raw.w2
+        dur = np.fromiter((len(t) for t in strings), dtype=np.int64, count=len(strings))
+        tids = np.empty(len(strings), dtype=object)
+        for i, t in enumerate(strings):
+            tids[i] = t
+        attrs["tids"] = tids
+        word = olab
+        word_aligned = True
+    else:
+        ilab, olab, w1, w2 = raw.ilabel, raw.olabel, raw.w1, raw.w2
+        dur = (ilab != 0).astype(np.int64)
+        word = olab
+        word_aligned = False
+    syms = _symbols_for(word, symbols, key, name)
+    try:
+        lat = Lattice.from_arcs(src=src, dst=dst, word=word, ilabel=ilab, symbols=syms, final_graph_cost=fw1,
+                                final_acoustic_cost=fw2, num_states=n, start=raw.start, graph_cost=w1,
+                                acoustic_cost=w2, frame_shift=frame_shift, key=key, word_aligned=word_aligned,
+                                attrs={**attrs, "_dur": dur})
+    except LatticeError as exc:
+        raise LatticeError(exc.message, path=name, key=key) from None
+    # Frames: accumulate durations in topological order; all paths must agree.
+    d = lat.attrs["_dur"].astype(np.int64)
+    attrs_out = {k: v for k, v in lat.attrs.items() if k != "_dur"}
+    lat = lat.replace(attrs=attrs_out)
+    frame = _accumulate_frames(lat, d)
+    if frame is None:
+        if raw.kind != "compact":
+            raise LatticeError("paths reach a state at different frames; a frame-level Kaldi lattice must be "
+                               "time-synchronous", path=name, key=key)
+        # Determinized CompactLattices need not be time-synchronous (tid strings are not aligned
+        # to words): split each state into one copy per arrival frame, which keeps every path.
+        return _expand_by_frame(lat, d)
+    t0 = frame[lat.src]
+    return lat.replace(t0=t0, t1=t0 + d)
+
+
+def _accumulate_frames(lat: Lattice, dur: np.ndarray) -> np.ndarray | None:
+    """Frame of each state (start = 0) or None if two paths reach a state at different frames."""
+    fr = [-1] * lat.num_states
+    fr[0] = 0
+    s_arr, d_arr, dl = lat.src.tolist(), lat.dst.tolist(), dur.tolist()
+    for i in range(lat.num_arcs):
+        t = fr[s_arr[i]] + dl[i]
+        prev = fr[d_arr[i]]
+        if prev < 0:
+            fr[d_arr[i]] = t
+        elif prev != t:
+            return None
+    return np.array(fr, np.int64)
+
+
+def _expand_by_frame(lat: Lattice, dur: np.ndarray) -> Lattice:
+    """An equivalent lattice whose states are (state, frame) pairs, so every arc has exact times."""
+    offsets = lat.out_arc_offsets().tolist()
+    dst, dl = lat.dst.tolist(), dur.tolist()
+    copies: list[dict] = [dict() for _ in range(lat.num_states)]
+    copies[0][0] = 0
+    orig = [0]
+    new_src, new_dst, arc_idx, t0 = [], [], [], []
+    for s in range(lat.num_states):  # topological order
+        for f, sid in copies[s].items():
+            for a in range(offsets[s], offsets[s + 1]):
+                fd = f + dl[a]
+                did = copies[dst[a]].get(fd)
+                if did is None:
+                    did = len(orig)
+                    copies[dst[a]][fd] = did
+                    orig.append(dst[a])
+                new_src.append(sid)
+                new_dst.append(did)
+                arc_idx.append(a)
+                t0.append(f)
+    idx = np.array(arc_idx, np.int64)
+    orig_arr = np.array(orig, np.int64)
+    t0a = np.array(t0, np.int64)
+    return Lattice.from_arcs(src=new_src, dst=new_dst, word=lat.word[idx], ilabel=lat.ilabel[idx], symbols=lat.symbols,
+                             final_graph_cost=lat.final_graph_cost[orig_arr],
+                             final_acoustic_cost=lat.final_acoustic_cost[orig_arr], num_states=len(orig),
+                             t0=t0a, t1=t0a + dur[idx], graph_cost=lat.graph_cost[idx],
+                             acoustic_cost=lat.acoustic_cost[idx], frame_shift=lat.frame_shift, key=lat.key,
+                             word_aligned=lat.word_aligned, attrs={k: v[idx] for k, v in lat.attrs.items()})
+
+
+def _state_frames(lat: Lattice) -> np.ndarray | None:
+    if not lat.has_times or lat.num_arcs == 0:
+        return None
+    fr = np.full(lat.num_states, -1, np.int64)
+    fr[0] = 0
+    dur = (lat.t1 - lat.t0).tolist()
+    s_arr, d_arr, t0 = lat.src.tolist(), lat.dst.tolist(), lat.t0.tolist()
+    f = fr.tolist()
+    for i in range(lat.num_arcs):
+        if f[s_arr[i]] != t0[i]:
+            raise LatticeError(f"arc {i} starts at frame {t0[i]} but its source state is at frame {f[s_arr[i]]} "
+                               "(Kaldi lattices count frames from 0 along every path)", key=lat.key or None)
+        t = t0[i] + dur[i]
+        if f[d_arr[i]] < 0:
+            f[d_arr[i]] = t
+        elif f[d_arr[i]] != t:
+            raise LatticeError(f"paths reach state {d_arr[i]} at frames {f[d_arr[i]]} and {t}", key=lat.key or None)
+    return np.array(f, np.int64)
+
+
+def lattice_to_raw(lat: Lattice, lattice_type: str = "auto", placeholder_tid: int = 1) -> RawFst:
+    """Convert a hub lattice to Kaldi's representation.
+
+    ``lattice_type``: ``"compact"`` (word-aligned: labels = words, tid strings carry durations),
+    ``"lattice"`` (ilabel = ``lat.ilabel``, olabel = word; times are implicit in the arcs), or
+    ``"auto"`` (compact iff ``lat.word_aligned``).
+    """
+    kind = lattice_type if lattice_type != "auto" else ("compact" if lat.word_aligned else "lattice")
+    if kind not in ("compact", "lattice"):
+        raise ValueError(f"lattice_type must be 'auto', 'compact' or 'lattice', not {lattice_type!r}")
+    raw = RawFst(kind, 0, lat.num_states, lat.src.astype(np.int64), lat.dst.astype(np.int64),
+                 lat.ilabel.astype(np.int64), lat.word.astype(np.int64), lat.graph_cost.copy(),
+                 lat.acoustic_cost.copy(), lat.final_graph_cost.copy(), lat.final_acoustic_cost.copy())
+    if kind == "compact":
+        raw.ilabel = raw.olabel.copy()
+        tids = lat.attrs.get("tids")
+        strings = []
+        if lat.has_times and lat.num_arcs:
+            _state_frames(lat)  # consistency check
+            dur = lat.t1 - lat.t0
+            for i in range(lat.num_arcs):
+                t = tids[i] if tids is not None else None
+                if t is not None and len(t) == dur[i]:
+                    strings.append(np.asarray(t, np.int32))
+                else:
+                    strings.append(np.full(int(dur[i]), placeholder_tid, np.int32))
+        else:
+            strings = [np.zeros(0, np.int32) for _ in range(lat.num_arcs)]
+        raw.strings = strings
+    return raw
+
+
+# ----------------------------------------------------------------------------------------------
+# writing
+# ----------------------------------------------------------------------------------------------
+def _ffmt(x: float) -> str:
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return repr(float(x))
+
+
+def format_text_fst(raw: RawFst) -> str:
+    """Kaldi text form of one lattice (without the key, without the terminating blank line)."""
+    out = []
+    order = np.argsort(raw.src, kind="stable")
+    compact = raw.kind == "compact"
+    # OpenFst prints states in order starting with the start state (start = 0 here).
+    for i in order.tolist():
+        w = f"{_ffmt(raw.w1[i])},{_ffmt(raw.w2[i])}"
+        if compact:
+            t = raw.strings[i]
+            out.append(f"{raw.src[i]}\t{raw.dst[i]}\t{raw.olabel[i]}\t{w},{'_'.join(map(str, t.tolist()))}")
+        else:
+            out.append(f"{raw.src[i]}\t{raw.dst[i]}\t{raw.ilabel[i]}\t{raw.olabel[i]}\t{w}")
+    for s in np.nonzero(np.isfinite(raw.final_w1))[0].tolist():
+        w = f"{_ffmt(raw.final_w1[s])},{_ffmt(raw.final_w2[s])}"
+        if compact:
+            t = raw.final_strings.get(s)
+            w += "," + ("" if t is None else "_".join(map(str, t.tolist())))
+        out.append(f"{s}\t{w}")
+    return "\n".join(out) + "\n"
+
+
+def format_binary_fst(raw: RawFst, double: bool = False) -> bytes:
+    """OpenFst binary ``vector`` FST of arc type lattice4/compactlattice44 (or the 8-byte forms)."""
+    ff = "d" if double else "f"
+    arc_type = ("compactlattice8" if double else "compactlattice4") + "4" if raw.kind == "compact" else \
+        ("lattice8" if double else "lattice4")
+    parts = [struct.pack("<i", FST_MAGIC)]
+    for s in ("vector", arc_type):
+        b = s.encode()
+        parts.append(struct.pack("<i", len(b)) + b)
+    # version 2 (VectorFst), no flags, properties = kExpanded|kMutable (nothing else claimed)
+    parts.append(struct.pack("<iiQqqq", 2, 0, 3, 0, raw.num_states, len(raw.src)))
+    order = np.argsort(raw.src, kind="stable")
+    offsets = np.searchsorted(raw.src[order], np.arange(raw.num_states + 1))
+    inf = float("inf")
+    if raw.kind != "compact":
+        arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4"), ("g", "<" + ff), ("a", "<" + ff), ("ns", "<i4")])
+        arcs = np.zeros(len(order), dtype=arc_dtype)
+        arcs["il"] = raw.ilabel[order]
+        arcs["ol"] = raw.olabel[order]
+        arcs["g"] = raw.w1[order]
+        arcs["a"] = raw.w2[order]
+        arcs["ns"] = raw.dst[order]
+    wfmt = struct.Struct("<" + ff + ff)
+    for s in range(raw.num_states):
+        fin = np.isfinite(raw.final_w1[s])
+        parts.append(wfmt.pack(raw.final_w1[s], raw.final_w2[s]) if fin else wfmt.pack(inf, inf))
+        if raw.kind == "compact":
+            t = raw.final_strings.get(s) if fin else None
+            t = np.zeros(0, np.int32) if t is None else np.asarray(t, "<i4")
+            parts.append(struct.pack("<i", len(t)) + t.astype("<i4").tobytes())
+        a, b = offsets[s], offsets[s + 1]
+        parts.append(struct.pack("<q", b - a))
+        if raw.kind != "compact":
+            parts.append(arcs[a:b].tobytes())
+        else:
+            for i in order[a:b].tolist():
+                t = np.asarray(raw.strings[i], "<i4")
+                parts.append(struct.pack("<ii" + ff + ff + "i", raw.olabel[i], raw.olabel[i], raw.w1[i], raw.w2[i], len(t))
+                             + t.tobytes() + struct.pack("<i", raw.dst[i]))
+    return b"".join(parts)
+
+
+def write_kaldi_lattices(lattices: Iterable[Lattice], wspecifier: str, *, lattice_type: str = "auto",
+                         placeholder_tid: int = 1, double: bool = False) -> int:
+    """Write lattices to a Kaldi archive (``ark:``, ``ark,t:``, ``ark,scp:A,S``).
+
+    Each lattice's ``key`` is its archive key (must be non-empty, without whitespace, unique).
+    Binary unless the ``t`` option is given.  Returns the number of lattices written.  The
+    archive is written atomically (temporary file + rename); ``-`` writes to stdout.
+    """
+    sp = parse_specifier(wspecifier, write=True)
+    if sp.kind == "scp":
+        raise FormatError(f"cannot write to an 'scp:' wspecifier alone; use 'ark,scp:ark,scp' ({wspecifier!r})")
+    binary = not sp.text
+    compress = sp.gzip_pipe or sp.path.endswith(".gz")
+    if sp.scp_path and (compress or sp.path == "-"):
+        raise FormatError("'ark,scp:' needs a plain archive file (byte offsets), not gzip or stdout")
+    seen = set()
+    count = 0
+    scp_lines = []
+    with atomic_write(sp.path, "wb", compress=compress) as f:
+        pos = 0
+        for lat in lattices:
+            key = lat.key
+            if not key or any(c.isspace() for c in key):
+                raise LatticeError(f"archive key {key!r} is empty or contains whitespace", key=key or None)
+            if key in seen:
+                raise MismatchError(f"duplicate key {key!r}", key=key)
+            seen.add(key)
+            raw = lattice_to_raw(lat, lattice_type, placeholder_tid)
+            head = (key + " ").encode()
+            body = format_binary_fst(raw, double) if binary else ("\n" + format_text_fst(raw) + "\n").encode()
+            f.write(head)
+            scp_lines.append(f"{key} {sp.path}:{pos + len(head)}\n")
+            f.write(body)
+            pos += len(head) + len(body)
+            count += 1
+    if sp.scp_path:
+        with atomic_write(sp.scp_path) as g:
+            g.writelines(scp_lines)
+    return count
+
+
+def read_kaldi_lattices(rspecifier: str, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
+                        lattice_type: str = "auto") -> Iterator[Lattice]:
+    """Read lattices from a Kaldi rspecifier, one utterance at a time.
+
+    Args:
+      rspecifier: e.g. ``ark:lat.1.ark``, ``ark,t:-``, ``scp:lat.scp``, ``ark:gunzip -c lat.1.gz |``.
+      symbols: ``words.txt`` table; ids not in it raise SymbolError.  ``None``: numeric symbols
+        (the word of id 17 is ``"17"``).
+      frame_shift: seconds per frame of the hub lattices.
+      lattice_type: ``"auto"`` (as stored), ``"lattice"`` or ``"compact"`` (error if different).
+    Yields:
+      hub :class:`Lattice` objects with ``key`` = archive key (see module docstring for the
+      conversion).  Duplicate keys raise MismatchError.
+    """
+    sp = parse_specifier(rspecifier)
+    name = sp.path
+    for key, raw in iter_raw(rspecifier, lattice_type):
+        yield raw_to_lattice(raw, key, symbols, frame_shift, name=name)

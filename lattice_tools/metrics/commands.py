@@ -1,0 +1,146 @@
+"""Public functions behind ``lattice-tools metrics`` and ``lattice-tools leaderboard``.
+
+Each takes exactly the parameters of its command and writes its outputs with ``atomic_write``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Sequence
+
+from ..errors import LatticeToolsError, MismatchError
+from ..io.common import atomic_write
+from .evaluate import EvalConfig, _normalizer_for, by_language, composite_of, evaluate_system, summarize
+from .io import check_keys, read_annotations, read_transcripts
+
+DEFAULT_KS = (1, 2, 5, 10, None)
+
+
+def _config(normalizer, lang, orthography) -> EvalConfig:
+    return EvalConfig(normalizer=normalizer, default_lang=lang, orthography=orthography)
+
+
+def load_alternatives(path: str):
+    """Read an alt-CTM into ``{key: Alternatives}`` with the toolkit's alt-CTM reader.
+
+    The key is the CTM file id (one ``Alternatives`` per file/channel), which must be the
+    utterance id of the reference transcript."""
+    try:
+        from ..io import altctm  # written by the alternatives engineer
+    except ImportError:
+        raise LatticeToolsError("reading alt-CTM files needs lattice_tools.io.altctm, which is not available "
+                                "in this installation", path=path) from None
+    reader = getattr(altctm, "read_alternatives_ctm", None)
+    if reader is None:
+        raise LatticeToolsError("lattice_tools.io.altctm has no read_alternatives_ctm()", path=path)
+    items = reader(path)
+    if isinstance(items, dict):
+        items = items.values()
+    return {a.key: a for a in items}
+
+
+def _normalized_network(alts, norm):
+    from ..alternatives.network import Alternative, Slot
+
+    slots = []
+    for s in alts.slots:
+        new = tuple(Alternative(tuple(norm(" ".join(a.words)).split()), posterior=a.posterior) for a in s.alternatives)
+        slots.append(Slot(s.start, s.end, new))
+    return replace(alts, slots=tuple(slots))
+
+
+def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-", per_utterance: str | None = None,
+            fmt: str = "auto", normalizer: str = "auto", lang: str | None = None, orthography: bool = True,
+            resamples: int = 10_000, seed: int = 42, ci_method: str = "percentile",
+            alternatives: Sequence[tuple[str, str]] = (), ks: Sequence[int | None] = DEFAULT_KS,
+            progress: bool = False) -> dict:
+    """Score one system: JSON summary (all + per language, CIs, composite; with ``alternatives``
+    also the oracle summary and the alternative-coverage rows per representation) to ``output``,
+    per-utterance JSON lines to ``per_utterance``.  Returns the summary."""
+    refs = read_transcripts(ref, fmt)
+    hyps = read_transcripts(hyp, fmt)
+    check_keys(refs, hyps, hyp)
+    anns = read_annotations(annotations) if annotations else {}
+    config = _config(normalizer, lang, orthography)
+    results = evaluate_system(refs, hyps, anns, config, progress=progress)
+    summary = {"all": summarize(results, resamples=resamples, seed=seed, ci_method=ci_method)}
+    summary["languages"] = {lg: summarize(g, resamples=resamples, seed=seed, ci_method=ci_method)
+                            for lg, g in sorted(by_language(results).items())}
+    summary["composite"] = composite_of(summary["all"]["metrics"])
+    if alternatives:
+        summary["alternatives"] = _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed,
+                                                        ci_method)
+    with atomic_write(output) as f:
+        json.dump(summary, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    if per_utterance:
+        with atomic_write(per_utterance) as f:
+            for r in results:
+                f.write(json.dumps(r.as_dict(), ensure_ascii=False) + "\n")
+    return summary
+
+
+def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed, ci_method):
+    from .alternatives import alternative_coverage, oracle_path
+    from .entities import entity_units
+    from .script import SPACELESS_LANGUAGES
+    from .text import normalize_language_code
+
+    cache: dict = {}
+    out = {}
+    for label, path in alternatives:
+        nets_raw = load_alternatives(path)
+        unknown = [k for k in nets_raw if k not in refs]
+        if unknown:
+            raise MismatchError(f"{len(unknown)} alternative keys are not reference ids, e.g. {unknown[0]!r}", path=path)
+        nets, ref_units, ents, spaceless, one_best = {}, {}, {}, {}, {}
+        for key, net in nets_raw.items():
+            ann = anns.get(key)
+            lg = (ann.lang if ann else None) or config.default_lang
+            norm = _normalizer_for(config, lg, cache)
+            nets[key] = _normalized_network(net, norm)
+            ref_units[key] = norm(refs[key]).split()
+            sp = bool(lg) and normalize_language_code(lg) in SPACELESS_LANGUAGES
+            spaceless[key] = sp
+            if key in hyps:
+                one_best[key] = norm(hyps[key]).split()
+            if ann and ann.entities:
+                ents[key] = [entity_units(norm(e), sp) for e in ann.entities]
+        rows = alternative_coverage(label, ref_units, nets, ks, ents, one_best, spaceless)
+        oracle_hyps = {k: " ".join(oracle_path(ref_units[k], nets[k], None)[1]) for k in nets}
+        oracle_results = evaluate_system({k: refs[k] for k in nets}, oracle_hyps, anns,
+                                         replace(config, orthography=False))
+        out[label] = {"coverage": [r.as_dict() for r in rows],
+                      "oracle": summarize(oracle_results, resamples=resamples, seed=seed, ci_method=ci_method)}
+    return out
+
+
+def leaderboard(ref: str, systems: Sequence[tuple[str, str]], annotations: str | None = None,
+                markdown: str | None = None, output: str = "-", fmt: str = "auto", normalizer: str = "auto",
+                lang: str | None = None, orthography: bool = True, resamples: int = 10_000, seed: int = 42,
+                ci_method: str = "percentile", progress: bool = False) -> dict:
+    """Score several systems against one reference; JSON report to ``output``, Markdown to
+    ``markdown``.  Returns the report."""
+    from .leaderboard import build_leaderboard, render_markdown
+
+    if len(systems) < 1:
+        raise LatticeToolsError("leaderboard needs at least one --system NAME=PATH")
+    names = [n for n, _ in systems]
+    if len(set(names)) != len(names):
+        raise LatticeToolsError(f"system names must be unique, got {names}")
+    refs = read_transcripts(ref, fmt)
+    anns = read_annotations(annotations) if annotations else {}
+    config = _config(normalizer, lang, orthography)
+    results = {}
+    for name, path in systems:
+        hyps = read_transcripts(path, fmt)
+        check_keys(refs, hyps, path)
+        results[name] = evaluate_system(refs, hyps, anns, config, progress=progress)
+    report = build_leaderboard(results, resamples=resamples, seed=seed, ci_method=ci_method)
+    with atomic_write(output) as f:
+        json.dump(report, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    if markdown:
+        with atomic_write(markdown) as f:
+            f.write(render_markdown(report))
+    return report

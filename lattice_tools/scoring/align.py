@@ -1,0 +1,558 @@
+"""Network-vs-network alignment with sclite's weights and tie rules (and a plain Levenshtein mode).
+
+Semiring / recursion (the one of sclite's ``net_dp.c``, re-implemented, vectorized):
+cells are *pairs of arcs* ``(a, b)`` -- ``a`` an arc of the reference network, ``b`` an arc of the
+hypothesis network, each network having an extra null "head" arc 0 before its start state.  The
+cell value is the minimal cost of aligning a reference path ending with ``a`` against a hypothesis
+path ending with ``b``::
+
+    ins(a,b) = min_{b' in pred(b)} D[a][b']  + w(-, b)
+    del(a,b) = min_{a' in pred(a)} D[a'][b]  + w(a, -)
+    sub(a,b) = min_{a' in pred(a), b' in pred(b)} D[a'][b'] + w(a, b)
+    D[a][b]  = sub if sub <= del and sub <= ins  else  del if del < ins  else ins
+
+``pred(x)`` are the in-arcs of the source state of ``x`` in arc (text) order; every ``min`` keeps
+the *first* minimum (``first-listed alternative wins``); the final cell is the first minimum over
+(in-arcs of the reference final state) x (in-arcs of the hypothesis final state), reference-major.
+Costs are IEEE float32 as in sclite, so ties (and near ties from the 0.001 of ``@``) break exactly
+as they do there.
+
+sclite weights (``wwd_WORD``; verified against Debian sclite, see tests/test_sclite_crosscheck.py):
+
+=============================  ======  =====================================================
+event                          cost    counted as
+=============================  ======  =====================================================
+correct                        0       C
+substitution                   4       S  (also ``@`` against a word)
+``@`` against ``@``            1       nothing
+insertion / deletion           3       I / D
+insertion/deletion of ``@``    0.001   nothing
+optional word left out (-D)    2       C (and ``#Wrd`` + 1), on either side
+=============================  ======  =====================================================
+
+Note sclite prefers a *substitution* on exact cost ties (the first test above), then a deletion
+over an insertion only when strictly cheaper -- not "ins/del beats sub".
+
+Levenshtein mode: correct 0, substitution 1, insertion/deletion 1, ``@`` 0 (the edit distance of
+kaldialign/jiwer); optional words are plain words unless ``optional_deletable`` (then cost 0).
+Its tie rule is Kaldi's (``compute-wer``/kaldialign): a substitution only when strictly cheaper
+than both insertion and deletion, then deletion when strictly cheaper than insertion -- so the
+S/D/I breakdown equals kaldialign's, not only the total.
+
+Word equality: exact string equality of the case-folded words; an optional word compares by its
+inner text with ``-D`` and as ``(word)`` without it; with ``-F`` a fragment ``pla-`` matches any word
+starting with ``pla`` and ``-ing`` any word ending with ``ing`` (sclite's ``equal_WORD2``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .counts import ErrorCounts
+from .network import WordNetwork, linear_network
+
+F32 = np.float32
+_BIG = F32(999999999.9)
+
+# sclite costs
+SCLITE_COSTS = dict(sub=F32(4.0), insdel=F32(3.0), null=F32(0.001), optdel=F32(2.0), nullsub=F32(1.0))
+LEVENSHTEIN_COSTS = dict(sub=F32(1.0), insdel=F32(1.0), null=F32(0.0), optdel=F32(0.0), nullsub=F32(0.0))
+
+OP_SUB, OP_DEL, OP_INS = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class AlignedPair:
+    """One column of an alignment.  ``op`` is ``C``, ``S``, ``D`` or ``I``; ``ref``/``hyp`` are the
+    words as sclite prints them (``(word)`` for optional words, ``None`` for the empty side);
+    ``ref_arc``/``hyp_arc`` index the networks' arcs (-1 for the empty side)."""
+
+    op: str
+    ref: str | None
+    hyp: str | None
+    ref_arc: int = -1
+    hyp_arc: int = -1
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Result of aligning one reference network with one hypothesis network."""
+
+    pairs: tuple
+    counts: ErrorCounts
+    cost: float
+
+
+@dataclass(frozen=True)
+class AlignOptions:
+    """``mode``: ``"sclite"`` or ``"levenshtein"``; ``optional_deletable`` is sclite ``-D``;
+    ``fragments`` is sclite ``-F``."""
+
+    mode: str = "sclite"
+    optional_deletable: bool = False
+    fragments: bool = False
+
+    def __post_init__(self):
+        if self.mode not in ("sclite", "levenshtein"):
+            raise ValueError(f"mode must be 'sclite' or 'levenshtein', not {self.mode!r}")
+
+    @property
+    def costs(self):
+        return SCLITE_COSTS if self.mode == "sclite" else LEVENSHTEIN_COSTS
+
+
+# ----------------------------------------------------------------------------------------------
+# per-arc attributes under the scoring options
+def _arc_keys(net: WordNetwork, opts: AlignOptions):
+    """(compare string or None for '@', optionally-deletable flag, sclite fragment flag) per arc."""
+    keys, optdel, frag = [], [], []
+    for i, w in enumerate(net.words):
+        if w is None:
+            keys.append(None)
+            optdel.append(False)
+            frag.append(False)
+            continue
+        opt = bool(net.optional[i])
+        if opt and opts.optional_deletable:
+            keys.append(w)
+            optdel.append(True)
+            frag.append(opts.fragments and len(w) >= 1 and w.endswith("-"))
+        elif opt:
+            keys.append(f"({w})")
+            optdel.append(False)
+            frag.append(False)
+        else:
+            keys.append(w)
+            optdel.append(False)
+            frag.append(opts.fragments and len(w) > 0 and (w.startswith("-") or w.endswith("-")))
+    return keys, optdel, frag
+
+
+def words_equal(it1: str, frag1: bool, it2: str, frag2: bool) -> bool:
+    """sclite's ``equal_WORD2`` (fragment-aware equality) on compare strings."""
+    if frag1 or frag2:
+        l1, l2 = len(it1), len(it2)
+        if it1[:1] == "-" and l1 > 1:
+            if l2 < l1 - 1:
+                return False
+            return it1[1:] == it2[l2 - (l1 - 1):]
+        if it1[-1:] == "-" and l1 > 1:
+            return it1[:l1 - 1] == it2[:l1 - 1]
+        if it2[:1] == "-" and l2 > 1:
+            if l1 < l2 - 1:
+                return False
+            return it1[l1 - (l2 - 1):] == it2[1:]
+        if it2[-1:] == "-" and l2 > 1:
+            return it1[:l2 - 1] == it2[:l2 - 1]
+    return it1 == it2
+
+
+def _display(net: WordNetwork, i: int) -> str:
+    w = net.words[i]
+    if w is None:
+        return "@"
+    return f"({w})" if net.optional[i] else w
+
+
+# ----------------------------------------------------------------------------------------------
+# Straightforward transcription of the recursion (per cell, Python).  Used by the tests as an
+# independent second implementation of the vectorized engine below.
+def align_reference(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions = AlignOptions()) -> Alignment:
+    """Slow, obviously-correct version of :func:`align_networks` (same result, cell by cell)."""
+    c = options.costs
+    rk, ro, rf = _arc_keys(ref, options)
+    hk, ho, hf = _arc_keys(hyp, options)
+    NA, NB = ref.num_arcs + 1, hyp.num_arcs + 1
+    rin, hin = ref.in_arcs(), hyp.in_arcs()
+
+    def preds(net_in, src_arr, k):
+        s = int(src_arr[k - 1])
+        return [0] if s == 0 else [x + 1 for x in net_in[s]]
+
+    def wdel(a):
+        if rk[a - 1] is None:
+            return c["null"]
+        return c["optdel"] if ro[a - 1] else c["insdel"]
+
+    def wins(b):
+        if hk[b - 1] is None:
+            return c["null"]
+        return c["optdel"] if ho[b - 1] else c["insdel"]
+
+    def wsub(a, b):
+        x, y = rk[a - 1], hk[b - 1]
+        if x is None and y is None:
+            return c["nullsub"]
+        if x is not None and y is not None and words_equal(x, rf[a - 1], y, hf[b - 1]):
+            return F32(0.0)
+        return c["sub"]
+
+    D = np.zeros((NA, NB), dtype=np.float32)
+    BA = np.full((NA, NB), -1, dtype=np.int64)
+    BB = np.full((NA, NB), -1, dtype=np.int64)
+    order_a = sorted(range(1, NA), key=lambda k: 0)  # arcs are in topological order already
+    for b in range(1, NB):
+        best, bi = _BIG, -1
+        for bp in preds(hin, hyp.src, b):
+            if D[0, bp] < best:
+                best, bi = D[0, bp], bp
+        D[0, b] = F32(best + wins(b))
+        BA[0, b], BB[0, b] = 0, bi
+    for a in order_a:
+        best, ai = _BIG, -1
+        for ap in preds(rin, ref.src, a):
+            if D[ap, 0] < best:
+                best, ai = D[ap, 0], ap
+        D[a, 0] = F32(best + wdel(a))
+        BA[a, 0], BB[a, 0] = ai, 0
+    for a in order_a:
+        pa = preds(rin, ref.src, a)
+        for b in range(1, NB):
+            pb = preds(hin, hyp.src, b)
+            ins, ib = _BIG, -1
+            for bp in pb:
+                if D[a, bp] < ins:
+                    ins, ib = D[a, bp], bp
+            dl, ia = _BIG, -1
+            for ap in pa:
+                if D[ap, b] < dl:
+                    dl, ia = D[ap, b], ap
+            sb, sa2, sb2 = _BIG, -1, -1
+            for ap in pa:
+                for bp in pb:
+                    if D[ap, bp] < sb:
+                        sb, sa2, sb2 = D[ap, bp], ap, bp
+            sb = F32(sb + wsub(a, b))
+            dl = F32(dl + wdel(a))
+            ins = F32(ins + wins(b))
+            if (sb < dl and sb < ins) if options.mode == "levenshtein" else (sb <= dl and sb <= ins):
+                D[a, b], BA[a, b], BB[a, b] = sb, sa2, sb2
+            elif dl < ins:
+                D[a, b], BA[a, b], BB[a, b] = dl, ia, b
+            else:
+                D[a, b], BA[a, b], BB[a, b] = ins, a, ib
+    fa = [0] if ref.num_arcs == 0 else [x + 1 for x in rin[ref.final]]
+    fb = [0] if hyp.num_arcs == 0 else [x + 1 for x in hin[hyp.final]]
+    best, ea, eb = F32(999999.9), -1, -1
+    for a in fa:
+        for b in fb:
+            if best > D[a, b]:
+                best, ea, eb = D[a, b], a, b
+    return _extract(ref, hyp, options, rk, ro, rf, hk, ho, hf, BA, BB, ea, eb, float(best))
+
+
+def _extract(ref, hyp, options, rk, ro, rf, hk, ho, hf, BA, BB, a, b, cost, back=None):
+    """Back-trace from cell (a, b) following sclite's ``extract_NET_ALIGN_result``."""
+    pairs = []
+    if back is None:
+        def back(x, y):
+            return int(BA[x, y]), int(BB[x, y])
+    while a > 0 or b > 0:
+        pa, pb = back(a, b)
+        if a == pa:  # insertion
+            j = b - 1
+            if hk[j] is not None:
+                if ho[j]:
+                    pairs.append(AlignedPair("C", "", _display(hyp, j), -1, j))
+                else:
+                    pairs.append(AlignedPair("I", None, _display(hyp, j), -1, j))
+        elif b == pb:  # deletion
+            i = a - 1
+            if rk[i] is not None:
+                if ro[i]:
+                    pairs.append(AlignedPair("C", _display(ref, i), "", i, -1))
+                else:
+                    pairs.append(AlignedPair("D", _display(ref, i), None, i, -1))
+        else:
+            i, j = a - 1, b - 1
+            if not (rk[i] is None and hk[j] is None):
+                x, y = rk[i], hk[j]
+                same = x is not None and y is not None and words_equal(x, rf[i], y, hf[j])
+                pairs.append(AlignedPair("C" if same else "S", _display(ref, i), _display(hyp, j), i, j))
+        a, b = pa, pb
+    pairs.reverse()
+    return Alignment(tuple(pairs), _count(pairs, ref, hyp), cost)
+
+
+def _count(pairs, ref, hyp) -> ErrorCounts:
+    c = s = d = n_ins = oc = od = 0
+    for p in pairs:
+        if p.op == "C":
+            c += 1
+            if p.hyp == "" or p.ref == "":
+                od += 1 if p.hyp == "" else 0
+                oc += 1 if p.ref == "" else 0
+            elif p.ref_arc >= 0 and ref.optional[p.ref_arc]:
+                oc += 1
+        elif p.op == "S":
+            s += 1
+        elif p.op == "D":
+            d += 1
+        else:
+            n_ins += 1
+    err = s + d + n_ins
+    return ErrorCounts(correct=c, substitutions=s, deletions=d, insertions=n_ins, ref_words=c + s + d,
+                       segments=1, segment_errors=1 if err else 0, optional_correct=oc, optional_deleted=od)
+
+
+# ----------------------------------------------------------------------------------------------
+# Vectorized engine: many alignment problems at once, processed in wavefronts of equal
+# level(a) + level(b) (every dependency of a cell has a strictly smaller sum).
+class _Side:
+    """Concatenated per-arc data of one side (reference or hypothesis) of a batch of problems."""
+
+    def __init__(self, nets: Sequence[WordNetwork], opts: AlignOptions, is_ref: bool, vocab: dict):
+        c = opts.costs
+        n_arcs = np.fromiter((n.num_arcs + 1 for n in nets), dtype=np.int64, count=len(nets))
+        self.n = n_arcs
+        self.off = np.zeros(len(nets) + 1, dtype=np.int64)
+        np.cumsum(n_arcs, out=self.off[1:])
+        total = int(self.off[-1])
+        self.level = np.zeros(total, dtype=np.int64)
+        self.pred_cnt = np.ones(total, dtype=np.int64)
+        self.pred_cnt[self.off[:-1]] = 0
+        pred_lists = []
+        self.cost1 = np.zeros(total, dtype=np.float32)  # insertion (hyp) or deletion (ref) cost
+        self.word_id = np.full(total, -1, dtype=np.int64)  # -1: '@' (or head)
+        self.frag = np.zeros(total, dtype=bool)
+        self.optdel = np.zeros(total, dtype=bool)
+        self.keys: list = []
+        self.final_arcs: list[list[int]] = []
+        self.any_frag = False
+        for p, net in enumerate(nets):
+            keys, optdel, frag = _arc_keys(net, opts)
+            base = int(self.off[p])
+            m = net.num_arcs
+            self.keys.append(keys)
+            if m == 0:
+                pred_lists.append(np.zeros(0, dtype=np.int64))
+                self.final_arcs.append([0])
+                continue
+            src = net.src.astype(np.int64)
+            linear = net.is_linear()
+            if linear:
+                self.level[base + 1: base + m + 1] = np.arange(1, m + 1)
+                pred_lists.append(np.arange(0, m, dtype=np.int64))
+                self.final_arcs.append([m])
+            else:
+                inl = net.in_arcs()
+                cnt = np.fromiter((1 if s == 0 else len(inl[s]) for s in src.tolist()), dtype=np.int64, count=m)
+                self.pred_cnt[base + 1: base + m + 1] = cnt
+                plist = []
+                state_level = np.zeros(net.num_states, dtype=np.int64)
+                lv = np.zeros(m, dtype=np.int64)
+                # arcs sorted by source state give a topological processing order
+                for k in np.argsort(src, kind="stable").tolist():
+                    s = src[k]
+                    lv[k] = state_level[s] + 1
+                    d = int(net.dst[k])
+                    if lv[k] > state_level[d]:
+                        state_level[d] = lv[k]
+                for k in range(m):
+                    s = int(src[k])
+                    plist.extend([0] if s == 0 else [x + 1 for x in inl[s]])
+                self.level[base + 1: base + m + 1] = lv
+                pred_lists.append(np.asarray(plist, dtype=np.int64))
+                self.final_arcs.append([x + 1 for x in inl[net.final]])
+            ids = np.fromiter((-1 if k is None else vocab.setdefault(k, len(vocab)) for k in keys),
+                              dtype=np.int64, count=m)
+            self.word_id[base + 1: base + m + 1] = ids
+            od = np.asarray(optdel, dtype=bool)
+            fr = np.asarray(frag, dtype=bool)
+            self.optdel[base + 1: base + m + 1] = od
+            self.frag[base + 1: base + m + 1] = fr
+            self.any_frag |= bool(fr.any())
+            cost = np.where(ids < 0, c["null"], np.where(od, c["optdel"], c["insdel"])).astype(np.float32)
+            self.cost1[base + 1: base + m + 1] = cost
+        self.pred_ptr = np.zeros(total, dtype=np.int64)
+        np.cumsum(self.pred_cnt[:-1], out=self.pred_ptr[1:])
+        self.pred_list = np.concatenate(pred_lists) if pred_lists else np.zeros(0, dtype=np.int64)
+
+
+def _segmented_first_min(vals: np.ndarray, counts: np.ndarray):
+    """For consecutive segments of ``vals`` (lengths ``counts``, all >= 1): the minimum and the
+    position (into ``vals``) of its first occurrence."""
+    if len(vals) == len(counts):
+        return vals, np.arange(len(vals))
+    starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    mins = np.minimum.reduceat(vals, starts)
+    hit = np.flatnonzero(vals == np.repeat(mins, counts))
+    first = hit[np.searchsorted(hit, starts)]
+    return mins, first
+
+
+def _expand(counts: np.ndarray):
+    """(owner index, rank within owner) for ``counts[i]`` repetitions of each owner ``i``."""
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(counts)), counts)
+    starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    rank = np.arange(total) - np.repeat(starts, counts)
+    return owner, rank
+
+
+def align_batch(refs: Sequence[WordNetwork], hyps: Sequence[WordNetwork],
+                options: AlignOptions = AlignOptions(), *, max_cells: int = 3_000_000) -> list[Alignment]:
+    """Align ``refs[i]`` with ``hyps[i]`` for every i (see the module docstring for the recursion).
+
+    Problems are grouped into batches of at most ``max_cells`` DP cells (a single larger problem is
+    run alone) and each batch is computed in ``max(level sum)`` vectorized wavefront steps, so the
+    Python overhead does not grow with the number of segments.
+
+    Returns:
+      one :class:`Alignment` per pair, in input order.
+    """
+    if len(refs) != len(hyps):
+        raise ValueError("refs and hyps must have the same length")
+    out: list = [None] * len(refs)
+    sizes = [(r.num_arcs + 1) * (h.num_arcs + 1) for r, h in zip(refs, hyps)]
+    batch: list[int] = []
+    acc = 0
+    for i, sz in enumerate(sizes):
+        if batch and acc + sz > max_cells:
+            _run_batch([refs[k] for k in batch], [hyps[k] for k in batch], options, batch, out)
+            batch, acc = [], 0
+        batch.append(i)
+        acc += sz
+    if batch:
+        _run_batch([refs[k] for k in batch], [hyps[k] for k in batch], options, batch, out)
+    return out
+
+
+def align_networks(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions = AlignOptions()) -> Alignment:
+    """Align one reference network with one hypothesis network (sclite's DP).  See module doc."""
+    return align_batch([ref], [hyp], options)[0]
+
+
+def align_words(ref: Sequence[str], hyp: Sequence[str], options: AlignOptions = AlignOptions()) -> Alignment:
+    """Align two word sequences (no alternations); ``(word)`` is optional, ``@`` null."""
+    return align_networks(linear_network(ref), linear_network(hyp), options)
+
+
+def _run_batch(refs, hyps, opts: AlignOptions, index: list[int], out: list) -> None:
+    c = opts.costs
+    vocab: dict = {}
+    A = _Side(refs, opts, True, vocab)
+    B = _Side(hyps, opts, False, vocab)
+    P = len(refs)
+    NA, NB = A.n, B.n
+    cell_off = np.zeros(P + 1, dtype=np.int64)
+    np.cumsum(NA * NB, out=cell_off[1:])
+    total = int(cell_off[-1])
+    # enumerate all cells with their problem, a, b (local) and wavefront key
+    prob = np.repeat(np.arange(P), NA * NB)
+    local = np.arange(total) - cell_off[prob]
+    nbp = NB[prob]
+    a_loc = local // nbp
+    b_loc = local - a_loc * nbp
+    ga = A.off[prob] + a_loc
+    gb = B.off[prob] + b_loc
+    key = A.level[ga] + B.level[gb]
+    order = np.argsort(key, kind="stable")
+    bounds = np.searchsorted(key[order], np.arange(int(key.max()) + 2))
+    V = np.empty(total, dtype=np.float32)
+    BA = np.empty(total, dtype=np.int64)   # back-pointer a (local)
+    BB = np.empty(total, dtype=np.int64)   # back-pointer b (local)
+    V[cell_off[:-1]] = 0.0
+    BA[cell_off[:-1]] = -1
+    BB[cell_off[:-1]] = -1
+    for k in range(1, len(bounds) - 1):
+        cells = order[bounds[k]:bounds[k + 1]]
+        if len(cells) == 0:
+            continue
+        pc, al, bl = prob[cells], a_loc[cells], b_loc[cells]
+        gac, gbc = ga[cells], gb[cells]
+        base, nbc = cell_off[pc], NB[pc]
+        margin_a0 = al == 0
+        margin_b0 = bl == 0
+        inner = ~(margin_a0 | margin_b0)
+        # --- insertion candidates (all cells with b >= 1)
+        sel = np.flatnonzero(~margin_b0)
+        ins_val = np.full(len(cells), np.inf, dtype=np.float32)
+        ins_b = np.zeros(len(cells), dtype=np.int64)
+        if len(sel):
+            cnt = B.pred_cnt[gbc[sel]]
+            own, rank = _expand(cnt)
+            bprime = B.pred_list[B.pred_ptr[gbc[sel]][own] + rank]
+            vals = V[base[sel][own] + al[sel][own] * nbc[sel][own] + bprime]
+            mins, first = _segmented_first_min(vals, cnt)
+            ins_val[sel] = mins + B.cost1[gbc[sel]]
+            ins_b[sel] = bprime[first]
+        # --- deletion candidates (all cells with a >= 1)
+        sel = np.flatnonzero(~margin_a0)
+        del_val = np.full(len(cells), np.inf, dtype=np.float32)
+        del_a = np.zeros(len(cells), dtype=np.int64)
+        if len(sel):
+            cnt = A.pred_cnt[gac[sel]]
+            own, rank = _expand(cnt)
+            aprime = A.pred_list[A.pred_ptr[gac[sel]][own] + rank]
+            vals = V[base[sel][own] + aprime * nbc[sel][own] + bl[sel][own]]
+            mins, first = _segmented_first_min(vals, cnt)
+            del_val[sel] = mins + A.cost1[gac[sel]]
+            del_a[sel] = aprime[first]
+        # --- substitution candidates (inner cells), pairs a'-major
+        sel = np.flatnonzero(inner)
+        sub_val = np.full(len(cells), np.inf, dtype=np.float32)
+        sub_a = np.zeros(len(cells), dtype=np.int64)
+        sub_b = np.zeros(len(cells), dtype=np.int64)
+        if len(sel):
+            ca = A.pred_cnt[gac[sel]]
+            cb = B.pred_cnt[gbc[sel]]
+            cnt = ca * cb
+            own, rank = _expand(cnt)
+            cbo = cb[own]
+            ia = rank // cbo
+            ib = rank - ia * cbo
+            aprime = A.pred_list[A.pred_ptr[gac[sel]][own] + ia]
+            bprime = B.pred_list[B.pred_ptr[gbc[sel]][own] + ib]
+            vals = V[base[sel][own] + aprime * nbc[sel][own] + bprime]
+            mins, first = _segmented_first_min(vals, cnt)
+            wa, wb = A.word_id[gac[sel]], B.word_id[gbc[sel]]
+            both_null = (wa < 0) & (wb < 0)
+            same = (wa == wb) & (wa >= 0)
+            if A.any_frag or B.any_frag:
+                fr = np.flatnonzero((A.frag[gac[sel]] | B.frag[gbc[sel]]) & (wa >= 0) & (wb >= 0) & ~same)
+                for j in fr.tolist():
+                    p = int(pc[sel[j]])
+                    i1, i2 = int(al[sel[j]]) - 1, int(bl[sel[j]]) - 1
+                    same[j] = words_equal(A.keys[p][i1], bool(A.frag[gac[sel[j]]]),
+                                          B.keys[p][i2], bool(B.frag[gbc[sel[j]]]))
+            w = np.where(both_null, c["nullsub"], np.where(same, F32(0.0), c["sub"])).astype(np.float32)
+            sub_val[sel] = mins + w
+            sub_a[sel] = aprime[first]
+            sub_b[sel] = bprime[first]
+        # --- decision, sclite order: sub if <= both, else del if strictly < ins, else ins
+        if opts.mode == "levenshtein":  # Kaldi's rule: a substitution only when strictly cheaper
+            choose_sub = inner & (sub_val < del_val) & (sub_val < ins_val)
+        else:
+            choose_sub = inner & (sub_val <= del_val) & (sub_val <= ins_val)
+        choose_del = ~choose_sub & (margin_b0 | (~margin_a0 & (del_val < ins_val)))
+        choose_ins = ~choose_sub & ~choose_del
+        V[cells] = np.where(choose_sub, sub_val, np.where(choose_del, del_val, ins_val))
+        BA[cells] = np.where(choose_sub, sub_a, np.where(choose_del, del_a, al))
+        BB[cells] = np.where(choose_sub, sub_b, np.where(choose_del, bl, ins_b))
+    for p in range(P):
+        ref, hyp = refs[p], hyps[p]
+        base, nb = int(cell_off[p]), int(NB[p])
+        best, ea, eb = F32(999999.9), -1, -1
+        for a in A.final_arcs[p]:
+            for b in B.final_arcs[p]:
+                v = V[base + a * nb + b]
+                if best > v:
+                    best, ea, eb = v, a, b
+        rk, hk = A.keys[p], B.keys[p]
+        oa, ob = int(A.off[p]), int(B.off[p])
+        ro = A.optdel[oa + 1: oa + 1 + ref.num_arcs].tolist()
+        rf = A.frag[oa + 1: oa + 1 + ref.num_arcs].tolist()
+        ho = B.optdel[ob + 1: ob + 1 + hyp.num_arcs].tolist()
+        hf = B.frag[ob + 1: ob + 1 + hyp.num_arcs].tolist()
+
+        def back(x, y, base=base, nb=nb):
+            i = base + x * nb + y
+            return int(BA[i]), int(BB[i])
+
+        out[index[p]] = _extract(ref, hyp, opts, rk, ro, rf, hk, ho, hf, None, None, ea, eb, float(best),
+                                 back=back)

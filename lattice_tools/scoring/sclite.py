@@ -1,0 +1,382 @@
+"""sclite-exact scoring of STM/CTM and trn/trn inputs.
+
+:func:`score_stm_ctm` reproduces ``sclite -r ref.stm stm -h hyp.ctm ctm [-D] [-F] [-s] [-m ...]``
+and :func:`score_trn` reproduces ``sclite -r ref.trn trn -h hyp.trn trn -i spu_id|wsj|sp``:
+the same segment assignment of CTM words, the same networks, the same DP and tie rules
+(:mod:`lattice_tools.scoring.align`), hence the same counts and alignments.
+
+Segment assignment (sclite's ``segment_hyp_for_utt``, checked against Debian sclite): per file and
+channel, CTM items (a whole ALT block counting as one item whose midpoint is the *largest* midpoint
+``start + duration/2`` of its words) are handed out in time order: the current STM segment takes
+items while their midpoint is ``< end`` of the segment -- so words before a segment or in a gap
+go to the next segment -- and the last segment of the file/channel takes everything left.
+Segments marked ``IGNORE_TIME_SEGMENT_IN_SCORING`` take their words and are not scored.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import MismatchError
+from .align import AlignOptions, Alignment, align_batch
+from .counts import ErrorCounts
+from .network import IGNORE_TAGS, from_ctm_items, lower_case, parse_transcript
+
+
+@dataclass(frozen=True)
+class SegmentScore:
+    """One scored segment (STM segment or trn utterance)."""
+
+    id: str
+    speaker: str
+    file: str
+    channel: str
+    start: float | None
+    end: float | None
+    ref_text: str
+    alignment: Alignment
+    labels: str | None = None      # STM labels as sclite prints them, e.g. ``<o,f0,male>``
+
+    @property
+    def counts(self) -> ErrorCounts:
+        return self.alignment.counts
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """Per-segment alignments, per-speaker and overall counts (speakers in order of appearance)."""
+
+    segments: tuple
+    speakers: "OrderedDict[str, ErrorCounts]"
+    total: ErrorCounts
+    ref_name: str = ""
+    hyp_name: str = ""
+    warnings: tuple = ()
+    options: dict = field(default_factory=dict)
+
+
+def _f32(x: float) -> float:
+    """sclite reads STM times with ``TEXT_atof`` into a C float: compare with that rounding."""
+    return float(np.float32(x))
+
+
+def _fold(s: str, case_sensitive: bool, language: str | None = None) -> str:
+    return s if case_sensitive else lower_case(s, language)
+
+
+def _is_ignore(text: str) -> bool:
+    up = text.upper()
+    return any(t in up for t in IGNORE_TAGS)
+
+
+def _block_times(block) -> list:
+    """(start, duration) of every word line of an ALT block, the ``@`` lines included: the CTM
+    reader turns ``@`` into an empty alternative, but sclite still uses its times to place the
+    block, so they are recovered from the block's source lines when available."""
+    times = [((w.start or 0.0), (w.duration or 0.0)) for alt in block.alternatives for w in alt]
+    for line in block.raw or ():
+        parts = line.split()
+        if len(parts) >= 5 and parts[4] == "@":
+            try:
+                times.append((float(parts[2]), float(parts[3])))
+            except ValueError:
+                pass
+    return times
+
+
+def _item_mid(item) -> float:
+    """Midpoint sclite uses to place a CTM item: a word's ``t1 + dur/2``; for an ALT block the
+    largest midpoint of its words (0 when it has none)."""
+    from ..io.ctm import CtmAltBlock
+
+    if isinstance(item, CtmAltBlock):
+        mid = 0.0
+        for t1, dur in _block_times(item):
+            m = t1 + dur / 2.0
+            if m > mid:
+                mid = m
+        return mid
+    return (item.start or 0.0) + (item.duration or 0.0) / 2.0
+
+
+def _sort_items(items: list) -> list:
+    """Stable sort by start time; an item without any time keeps its place (it takes the time of
+    the item before it)."""
+    from ..io.ctm import CtmAltBlock
+
+    keys, last = [], float("-inf")
+    for it in items:
+        if isinstance(it, CtmAltBlock):
+            times = _block_times(it)
+            t = min(t1 for t1, _ in times) if times else None
+        else:
+            t = it.start
+        if t is None:
+            t = last
+        keys.append(t)
+        last = t
+    order = sorted(range(len(items)), key=keys.__getitem__)
+    return [items[i] for i in order]
+
+
+def _item_t1(item) -> float:
+    from ..io.ctm import CtmAltBlock
+
+    if isinstance(item, CtmAltBlock):
+        times = _block_times(item)
+        return min(t1 for t1, _ in times) if times else 0.0
+    return item.start or 0.0
+
+
+def _item_span(item):
+    """(t1, t2) of an item's words (for ``-m``); for blocks the per-word spans."""
+    from ..io.ctm import CtmAltBlock
+
+    if isinstance(item, CtmAltBlock):
+        return [(t1, t1 + dur) for t1, dur in _block_times(item)]
+    t1 = item.start or 0.0
+    return [(t1, t1 + (item.duration or 0.0))]
+
+
+def merge_single_segment(segments: Sequence, case_sensitive: bool = False, case_language: str | None = None):
+    """Seed 001 section 2.4: one segment per file/channel/speaker spanning all its segments, text
+    concatenated in time order.  ``IGNORE_TIME_SEGMENT_IN_SCORING`` segments are kept as they are
+    (their words are removed before scoring by :func:`score_stm_ctm`)."""
+    from ..io.stm import StmSegment
+
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    ignored = []
+    for seg in segments:
+        if _is_ignore(seg.text):
+            ignored.append(seg)
+            continue
+        key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language),
+               _fold(seg.speaker, case_sensitive, case_language))
+        groups.setdefault(key, []).append(seg)
+    out = []
+    for key, segs in groups.items():
+        segs = sorted(segs, key=lambda s: s.start)
+        text = " ".join(s.text.strip() for s in segs if s.text.strip())
+        first = segs[0]
+        out.append(StmSegment(first.file, first.channel, first.speaker, min(s.start for s in segs),
+                              max(s.end for s in segs), first.labels, text, first.lineno))
+    return out, ignored
+
+
+def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False, fragments: bool = False,
+                  case_sensitive: bool = False, mode: str = "sclite", single_segment: bool = False,
+                  allow_missing: bool = False, reduce: Sequence[str] = (), case_language: str | None = None,
+                  ref_name: str = "", hyp_name: str = "") -> ScoreResult:
+    """Score CTM items (words and ALT blocks) against an STM, exactly as sclite does.
+
+    Args:
+      stm: an :class:`~lattice_tools.io.stm.Stm` or a sequence of ``StmSegment``.
+      ctm_items: ``CtmWord``/``CtmAltBlock`` items (any order: they are sorted stably by file,
+        channel and start time, which is what sclite needs its input to be).
+      optional_deletable: sclite ``-D``; fragments: sclite ``-F``; case_sensitive: sclite ``-s``.
+      mode: ``"sclite"`` weights or ``"levenshtein"`` (1/1/1).
+      single_segment: merge each file/channel/speaker's segments into one (seed 001 section 2.4);
+        hypothesis words inside ``IGNORE_TIME_SEGMENT_IN_SCORING`` spans are dropped first.
+      allow_missing: a CTM file/channel absent from the STM is ignored with a warning, an STM
+        file/channel without CTM words is scored as all deletions (what sclite does, test16_*);
+        otherwise both raise MismatchError.
+      case_language: how case is folded (:func:`~lattice_tools.scoring.network.lower_case`):
+        None = ASCII only, sclite's default; ``"turkish"`` = sclite ``-e utf-8 babel_turkish``, ...
+      reduce: sclite ``-m``: ``"ref"`` drops reference segments outside the span of the
+        hypothesis words of their file/channel, ``"hyp"`` drops hypothesis words outside the span
+        of the (kept) reference segments.
+    Returns:
+      :class:`ScoreResult`.
+    Raises:
+      MismatchError as described above.
+    """
+    from ..io.ctm import CtmAltBlock
+
+    segments = list(getattr(stm, "segments", stm))
+    if ref_name == "":
+        ref_name = str(getattr(stm, "path", "") or "")
+    if hyp_name == "":
+        hyp_name = str(getattr(ctm_items, "path", "") or "")
+    reduce = tuple(reduce)
+    for r in reduce:
+        if r not in ("ref", "hyp"):
+            raise ValueError(f"reduce items must be 'ref' or 'hyp', not {r!r}")
+    warnings: list[str] = []
+
+    # --- group the STM by file/channel (sclite folds the whole line's case unless -s)
+    chan_segs: "OrderedDict[tuple, list]" = OrderedDict()
+    ignored_spans: dict = {}
+    if single_segment:
+        merged, ignored = merge_single_segment(segments, case_sensitive, case_language)
+        for seg in ignored:
+            key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language))
+            ignored_spans.setdefault(key, []).append((seg.start, seg.end))
+        segments = merged
+    for seg in segments:
+        key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language))
+        chan_segs.setdefault(key, []).append(seg)
+    for key in chan_segs:
+        chan_segs[key].sort(key=lambda s: s.start)
+
+    chan_items: "OrderedDict[tuple, list]" = OrderedDict()
+    for item in ctm_items:
+        key = (_fold(item.file, case_sensitive, case_language), _fold(item.channel, case_sensitive, case_language))
+        chan_items.setdefault(key, []).append(item)
+    for key in chan_items:
+        chan_items[key] = _sort_items(chan_items[key])
+
+    extra = [k for k in chan_items if k not in chan_segs]
+    missing = [k for k in chan_segs if k not in chan_items]
+    if extra:
+        msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
+        if not allow_missing:
+            raise MismatchError(msg + " (use allow_missing to ignore them)", path=hyp_name or None)
+        warnings.append(msg + " (ignored)")
+    if missing:
+        msg = "STM file/channel without CTM words: " + ", ".join(f"{f} {c}" for f, c in missing)
+        if not allow_missing:
+            raise MismatchError(msg + " (use allow_missing to score them as deletions)", path=ref_name or None)
+        warnings.append(msg + " (scored as deletions)")
+
+    jobs = []  # (segment, items)
+    for key, segs in chan_segs.items():
+        items = chan_items.get(key, [])
+        if key in ignored_spans:
+            spans = ignored_spans[key]
+            items = [it for it in items if not any(s <= _item_mid(it) < e for s, e in spans)]
+        keep = [True] * len(segs)
+        if "ref" in reduce and items:
+            h_t1 = _item_t1(items[0])
+            last = items[-1]
+            h_t2 = max(t2 for _, t2 in _item_span(last)) if _item_span(last) else 0.0
+            for i, seg in enumerate(segs):
+                if h_t1 >= _f32(seg.end) or h_t2 <= _f32(seg.start):
+                    keep[i] = False
+        if "hyp" in reduce:
+            kept = [s for s, k in zip(segs, keep) if k]
+            if kept:
+                # sclite keeps these bounds in C floats
+                bt = _f32(min(_f32(s.start) for s in kept))
+                et = _f32(max(_f32(s.end) for s in kept))
+                new_items = []
+                for it in items:
+                    if isinstance(it, CtmAltBlock):
+                        usable = any(not (t1 > et or t2 < bt) for t1, t2 in _item_span(it))
+                        if usable:
+                            new_items.append(it)
+                    else:
+                        (t1, t2), = _item_span(it)
+                        if not (t1 > et or t2 < bt):
+                            new_items.append(it)
+                items = new_items
+        pos = 0
+        n_items = len(items)
+        for i, seg in enumerate(segs):
+            if not keep[i]:
+                continue
+            if i == len(segs) - 1:
+                take = n_items
+            else:
+                take = pos
+                seg_end = _f32(seg.end)
+                while take < n_items and _item_mid(items[take]) < seg_end:
+                    take += 1
+            seg_items = items[pos:take]
+            pos = take
+            if _is_ignore(seg.text):
+                continue
+            jobs.append((seg, seg_items))
+
+    refs = [parse_transcript(seg.text, case_sensitive=case_sensitive, language=case_language,
+                             where=f"{ref_name}:{seg.lineno}" if ref_name else None) for seg, _ in jobs]
+    hyps = [from_ctm_items(items, case_sensitive=case_sensitive, language=case_language) for _, items in jobs]
+    options = AlignOptions(mode=mode, optional_deletable=optional_deletable, fragments=fragments)
+    alignments = align_batch(refs, hyps, options)
+
+    scored = []
+    per_speaker: "OrderedDict[str, list]" = OrderedDict()
+    for (seg, _), ali in zip(jobs, alignments):
+        spk = _fold(seg.speaker, case_sensitive, case_language)
+        n = len(per_speaker.setdefault(spk, []))
+        per_speaker[spk].append(ali.counts)
+        scored.append(SegmentScore(f"({spk}-{n:03d})", spk, _fold(seg.file, case_sensitive, case_language),
+                                   _fold(seg.channel, case_sensitive, case_language), seg.start, seg.end, seg.text, ali,
+                                   None if not seg.labels else _fold(f"<{seg.labels}>", case_sensitive, case_language)))
+    speakers = OrderedDict((k, ErrorCounts.sum(v)) for k, v in per_speaker.items())
+    return ScoreResult(tuple(scored), speakers, ErrorCounts.sum(speakers.values()), ref_name, hyp_name,
+                       tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
+                                             case_sensitive=case_sensitive, mode=mode,
+                                             single_segment=single_segment, case_language=case_language))
+
+
+def trn_speaker(utt_id: str, id_type: str = "spu_id") -> str:
+    """sclite's speaker of a trn utterance id: ``spu_id``/``swb``/``rm``: the part before the first
+    ``-`` (or, without ``-``, the first ``_``); ``wsj``/``atis``: the first three characters;
+    ``sp``: the whole id."""
+    if id_type in ("spu_id", "swb", "rm"):
+        for sep in ("-", "_"):
+            k = utt_id.find(sep)
+            if k >= 0:
+                return utt_id[:k]
+        raise MismatchError(f"expected '-' or '_' in utterance id {utt_id!r} to find its speaker ({id_type})")
+    if id_type in ("wsj", "atis"):
+        return utt_id[:3]
+    if id_type == "sp":
+        return utt_id
+    raise ValueError(f"unknown id_type {id_type!r} (spu_id, wsj, atis, swb, rm, sp)")
+
+
+def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: bool = False,
+              fragments: bool = False, case_sensitive: bool = False, mode: str = "sclite",
+              id_type: str = "spu_id", allow_missing: bool = False, case_language: str | None = None,
+              ref_name: str = "", hyp_name: str = "") -> ScoreResult:
+    """Score trn hypotheses against trn references, exactly as ``sclite ... trn -i <id_type>``.
+
+    Utterances are matched by id (case folded unless ``case_sensitive``); they are scored in
+    hypothesis order, speakers come from the ids (:func:`trn_speaker`).  A hypothesis id without
+    reference raises MismatchError (sclite exits); a reference without hypothesis raises
+    MismatchError unless ``allow_missing`` (then it is skipped, as sclite does).  Both sides may
+    contain alternations, optional words and ``@``.
+    """
+    ref_utts = list(ref_utts)
+    hyp_utts = list(hyp_utts)
+    refs: dict = {}
+    for u in ref_utts:
+        refs[_fold(u.utt_id, case_sensitive, case_language)] = u
+    jobs = []
+    seen = set()
+    for u in hyp_utts:
+        uid = _fold(u.utt_id, case_sensitive, case_language)
+        if uid not in refs:
+            raise MismatchError(f"no reference transcript for utterance '{u.utt_id}'", path=hyp_name or None,
+                                line=u.lineno or None)
+        seen.add(uid)
+        jobs.append((uid, refs[uid], u))
+    missing = [u.utt_id for k, u in refs.items() if k not in seen]
+    warnings = []
+    if missing:
+        msg = f"{len(missing)} reference utterance(s) without hypothesis, e.g. '{missing[0]}'"
+        if not allow_missing:
+            raise MismatchError(msg + " (use allow_missing to skip them)", path=ref_name or None)
+        warnings.append(msg + " (skipped, as sclite does)")
+    rnets = [parse_transcript(r.text, case_sensitive=case_sensitive, language=case_language,
+                              where=f"{ref_name}:{r.lineno}" if ref_name else None) for _, r, _ in jobs]
+    hnets = [parse_transcript(h.text, case_sensitive=case_sensitive, language=case_language,
+                              where=f"{hyp_name}:{h.lineno}" if hyp_name else None) for _, _, h in jobs]
+    options = AlignOptions(mode=mode, optional_deletable=optional_deletable, fragments=fragments)
+    alignments = align_batch(rnets, hnets, options)
+    scored = []
+    per_speaker: "OrderedDict[str, list]" = OrderedDict()
+    for (uid, r, h), ali in zip(jobs, alignments):
+        spk = trn_speaker(uid, id_type)
+        per_speaker.setdefault(spk, []).append(ali.counts)
+        scored.append(SegmentScore(f"({uid})", spk, "", "", None, None, r.text, ali))
+    speakers = OrderedDict((k, ErrorCounts.sum(v)) for k, v in per_speaker.items())
+    return ScoreResult(tuple(scored), speakers, ErrorCounts.sum(speakers.values()), ref_name, hyp_name,
+                       tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
+                                             case_sensitive=case_sensitive, mode=mode, id_type=id_type,
+                                             case_language=case_language))

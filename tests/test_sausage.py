@@ -1,0 +1,63 @@
+"""Confusion networks (Xu et al. 2011 MBR recursion)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from _alt_helpers import SYMS, lattice_strategy, ps_lattice
+from lattice_tools.alternatives.sausage import sausage
+from lattice_tools.lattice import Lattice
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(0.01, 1.0), min_size=1, max_size=3), min_size=1, max_size=5), st.integers(0, 2 ** 16))
+def test_sausage_shaped_lattice_is_recovered_exactly(bins, seed):
+    """A lattice that already is a confusion network: bins = positions, posteriors = arc posteriors."""
+    rng = np.random.default_rng(seed)
+    src, dst, word, cost, want = [], [], [], [], []
+    for k, weights in enumerate(bins):
+        p = np.asarray(weights) / sum(weights)
+        words = rng.choice([1, 2, 3, 4], size=len(p), replace=False)
+        for w, pw in zip(words, p):
+            src.append(k); dst.append(k + 1); word.append(int(w)); cost.append(-math.log(pw))
+        want.append({SYMS.word(int(w)): float(pw) for w, pw in zip(words, p)})
+    n = len(bins) + 1
+    lat = Lattice.from_arcs(src=src, dst=dst, word=word, symbols=SYMS, final_graph_cost=[math.inf] * (n - 1) + [0.0],
+                            graph_cost=cost, t0=[10 * s for s in src], t1=[10 * d for d in dst])
+    sa = sausage(lat)
+    assert len(sa.slots) == len(bins)
+    for slot, w, k in zip(sa.slots, want, range(len(bins))):
+        got = {a.words[0]: a.posterior for a in slot.alternatives if a.words}
+        assert got.keys() == w.keys()
+        for word_, p in w.items():
+            assert got[word_] == pytest.approx(p, abs=1e-4)  # Kaldi's tie-break delta is 1e-5 per arc
+        assert slot.start == pytest.approx(k * 0.1) and slot.end == pytest.approx((k + 1) * 0.1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(lattice_strategy(), st.integers(1, 3))
+def test_bins_sum_to_one_and_depth_cut(lat, n):
+    full = sausage(lat)
+    for slot in full.slots:
+        assert sum(a.posterior for a in slot.alternatives) == pytest.approx(1.0, abs=1e-6)
+        post = [a.posterior for a in slot.alternatives]
+        assert post == sorted(post, reverse=True)
+    cut = sausage(lat, n)
+    assert all(s.depth <= n for s in cut.slots)
+
+
+def test_real_lattice():
+    lat = ps_lattice()
+    sa = sausage(lat, acoustic_scale=0.1)
+    assert len(sa.slots) >= 5
+    for slot in sa.slots:
+        assert sum(a.posterior for a in slot.alternatives) == pytest.approx(1.0, abs=1e-6)
+        assert slot.start <= slot.end
+    starts = [s.start for s in sa.slots]
+    assert starts == sorted(starts)
+    one_best = sa.one_best()
+    assert one_best and all(w for w in one_best)
+    assert sa.meta["risk"] >= 0

@@ -1,0 +1,107 @@
+"""Cross-check against Debian sclite on randomly generated inputs: identical counts and identical
+.pra alignments (STM/CTM with alternations, nested alternations, @, optional words, fragments, ALT
+blocks with empty alternatives, several files/channels, words in gaps; trn with networks on both
+sides).  A modest number of cases runs by default; the slow-marked test runs many more."""
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+
+import pytest
+
+from _scoring_helpers import SCLITE, parse_pra, random_case, random_ref_text, run_sclite
+from lattice_tools.io.ctm import read_ctm
+from lattice_tools.io.stm import read_stm
+from lattice_tools.io.trn import read_trn
+from lattice_tools.scoring.reports import alignment_lines
+from lattice_tools.scoring.sclite import score_stm_ctm, score_trn
+
+pytestmark = pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
+
+FLAGS = ([], ["-D"], ["-F", "-D"], ["-F"])
+
+
+def _check(result, expected_rows, pra_path):
+    t = result.total
+    assert expected_rows["Sum"][:2] == [t.segments, t.ref_words]
+    blocks = {b["id"]: b for b in parse_pra(pra_path)}
+    assert len(blocks) == len(result.segments)
+    for seg in result.segments:
+        b = blocks[seg.id]
+        c = seg.counts
+        assert b["Scores:"] == f"Scores: (#C #S #D #I) {c.correct} {c.substitutions} {c.deletions} {c.insertions}"
+        assert [b[k] for k in ("REF:", "HYP:", "Eval:") if k in b] == alignment_lines(seg.alignment), seg.id
+
+
+def _stm_ctm_case(seed, flags, tmp):
+    rng = random.Random(seed)
+    stm, ctm = random_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 5))
+    if not ctm:
+        return  # sclite refuses an empty CTM
+    with open(os.path.join(tmp, "r.stm"), "w") as f:
+        f.write("\n".join(stm) + "\n")
+    with open(os.path.join(tmp, "h.ctm"), "w") as f:
+        f.write("\n".join(ctm) + "\n")
+    chans_stm = {tuple(x.split()[:2]) for x in stm}
+    chans_ctm = {tuple(x.split()[:2]) for x in ctm}
+    if chans_ctm - chans_stm:
+        return
+    expected, pra = run_sclite(os.path.join(tmp, "r.stm"), "stm", os.path.join(tmp, "h.ctm"), "ctm", flags, tmp)
+    result = score_stm_ctm(read_stm(os.path.join(tmp, "r.stm")), read_ctm(os.path.join(tmp, "h.ctm")),
+                           optional_deletable="-D" in flags, fragments="-F" in flags, allow_missing=True)
+    _check(result, expected, pra)
+
+
+def _trn_case(seed, flags, tmp):
+    rng = random.Random(seed)
+    refs, hyps = [], []
+    for i in range(rng.randint(1, 8)):
+        uid = f"s{rng.randint(0, 2)}-{i:03d}"
+        refs.append(f"{random_ref_text(rng, rng.randint(0, 8))} ({uid})")
+        hyps.append(f"{random_ref_text(rng, rng.randint(0, 8), p_alt=0.1)} ({uid})")
+    for name, lines in (("r.trn", refs), ("h.trn", hyps)):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    expected, pra = run_sclite(os.path.join(tmp, "r.trn"), "trn", os.path.join(tmp, "h.trn"), "trn",
+                               ["-i", "spu_id", *flags], tmp)
+    result = score_trn(read_trn(os.path.join(tmp, "r.trn")), read_trn(os.path.join(tmp, "h.trn")),
+                       optional_deletable="-D" in flags, fragments="-F" in flags)
+    _check(result, expected, pra)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_stm_ctm_equals_sclite(seed):
+    with tempfile.TemporaryDirectory() as tmp:
+        _stm_ctm_case(seed, FLAGS[seed % len(FLAGS)], tmp)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_trn_equals_sclite(seed):
+    with tempfile.TemporaryDirectory() as tmp:
+        _trn_case(seed, FLAGS[seed % len(FLAGS)], tmp)
+
+
+@pytest.mark.slow
+def test_many_random_cases_equal_sclite():
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(1000, 1400):
+            for flags in FLAGS:
+                _stm_ctm_case(seed, flags, tmp)
+                _trn_case(seed, flags, tmp)
+
+
+def test_unsorted_input_scores_like_sorted():
+    rng = random.Random(7)
+    stm, ctm = random_case(rng, n_files=2, n_segs=4, alt_blocks=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for name, lines in (("r.stm", stm), ("h.ctm", ctm), ("rs.stm", rng.sample(stm, len(stm))),
+                            ("hs.ctm", rng.sample(ctm, len(ctm)))):
+            paths[name] = os.path.join(tmp, name)
+            with open(paths[name], "w") as f:
+                f.write("\n".join(lines) + "\n")
+        a = score_stm_ctm(read_stm(paths["r.stm"]), read_ctm(paths["h.ctm"]), allow_missing=True)
+        b = score_stm_ctm(read_stm(paths["rs.stm"]), read_ctm(paths["hs.ctm"]), allow_missing=True)
+        assert a.total == b.total
+        assert dict(a.speakers) == dict(b.speakers)
