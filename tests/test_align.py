@@ -76,9 +76,12 @@ def test_fragment_equality():
 
 
 def test_substitution_wins_cost_ties():
-    # ref "a b", hyp "c": sub(a,c)+del(b) = 7 = del(a)+sub(b,c): sclite keeps the substitution
-    # found at the earliest cell, so 'a' is substituted and 'b' deleted.
+    # ref "a b", hyp "c": del(a)+sub(b,c) = 7 = sub(a,c)+del(b).  In the last cell (b, c) the
+    # substitution (3 + 4) ties the deletion (4 + 3) and sclite takes the substitution.
     ali = align_words(["a", "b"], ["c"])
+    assert _ops(ali) == [("D", "a", None), ("S", "b", "c")]
+    # Levenshtein mode uses Kaldi's rule instead (substitution only when strictly cheaper)
+    ali = align_words(["a", "b"], ["c"], AlignOptions(mode="levenshtein"))
     assert _ops(ali) == [("S", "a", "c"), ("D", "b", None)]
 
 

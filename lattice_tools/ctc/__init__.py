@@ -1,0 +1,21 @@
+"""CTC decoding graphs and lattice decoding of CTC log-probabilities (see ``docs/k2-and-ctc.md``).
+
+:func:`build_graph` (H∘L∘G with kaldifst, or with k2), :func:`decode_ctc` (Kaldi
+``LatticeSimpleDecoder`` or k2 ``intersect_dense_pruned``) and :func:`read_logprobs`.
+Imported lazily so that ``import lattice_tools.ctc`` loads neither kaldifst nor torch.
+"""
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {"build_graph": "graph", "prepare_lang": "graph", "decode_ctc": "decode", "load_graph": "decode",
+         "read_logprobs": "logprobs", "iter_logprobs": "logprobs"}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -152,18 +152,24 @@ class _Block:
     lines: list
 
 
+_BODY = ("I=", "J=", "NODE=", "LINK=")
+
+
 def _blocks(lines: list[str]) -> list[_Block]:
     """Split a file's lines into lattices: a header line after node/link lines starts a new one."""
-    blocks: list[_Block] = []
-    cur_start, seen_body = 0, False
-    for idx, line in enumerate(lines):
-        c = line[:1]
-        if c in ("I", "J", "N", "L") and (line.startswith(("I=", "J=", "NODE=", "LINK="))):
-            seen_body = True
-        elif c and c != "#" and not line.isspace() and seen_body and not line.startswith(("N=", "NODES=")):
-            blocks.append(_Block(cur_start, lines[cur_start:idx]))
-            cur_start, seen_body = idx, False
-    blocks.append(_Block(cur_start, lines[cur_start:]))
+    # Header candidates: non-empty lines that are neither comments nor node/link lines.  They are
+    # few, so only the gaps between consecutive candidates need looking at.
+    cands = [i for i, line in enumerate(lines) if line and line[0] not in "#IJNL"]
+    cands += [i for i, line in enumerate(lines) if line[:1] in ("N", "L", "I", "J")
+              and not line.startswith(_BODY) and not line.startswith(("N=", "NODES=", "L=", "LINKS="))]
+    cands.sort()
+    starts = [0]
+    prev = -1
+    for h in cands:
+        if h - prev > 1 and h > starts[-1] and any(lines[x].startswith(_BODY) for x in range(max(prev, starts[-1]) + 1, h)):
+            starts.append(h)
+        prev = h
+    blocks = [_Block(a, lines[a:b]) for a, b in zip(starts, starts[1:] + [len(lines)])]
     return [b for b in blocks if any(l.strip() and not l.startswith("#") for l in b.lines)] or blocks[:1]
 
 
@@ -189,14 +195,14 @@ def _uniform_columns(lines: list[str], names: dict) -> dict[str, list[str]]:
             raise ValueError("no =")
         prefix = name + "="
         col = tokens[j::k]
-        if not all(t.startswith(prefix) for t in col):
+        cut = len(prefix)
+        if {t[:cut] for t in col} != {prefix}:
             raise ValueError("field order differs")
         key = names.get(name)
         if key is None:
             continue  # fields we do not use (e.g. d= alignments, s= node semantics)
         if key in out:
             raise ValueError("duplicate field")
-        cut = len(prefix)
         out[key] = [t[cut:] for t in col]
     return out
 
@@ -295,19 +301,13 @@ def _clean_word(word: str, variant: str) -> str:
 
 def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: float, variant: str,
            fillers: frozenset, extend_symbols: bool) -> tuple[Lattice, SlfHeader]:
-    header_items, node_items, link_items = [], [], []
     counts_line = None
-    for off, line in enumerate(block.lines):
-        lineno = block.start + off + 1
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        if s.startswith(("J=", "LINK=")):
-            link_items.append((lineno, s))
-        elif s.startswith(("I=", "NODE=")):
-            node_items.append((lineno, s))
-        else:
-            header_items.append((lineno, s))
+    base = block.start + 1
+    lines = block.lines
+    link_items = [(base + i, line) for i, line in enumerate(lines) if line.startswith(("J=", "LINK="))]
+    node_items = [(base + i, line) for i, line in enumerate(lines) if line.startswith(("I=", "NODE="))]
+    header_items = [(base + i, line.strip()) for i, line in enumerate(lines)
+                    if line.strip() and not line.startswith(("J=", "LINK=", "I=", "NODE=", "#"))]
     header: dict[str, str] = {}
     header_line: dict[str, int] = {}
     for lineno, s in header_items:
@@ -499,7 +499,11 @@ def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: floa
             if base.endswith(ext):
                 base = base[: -len(ext)]
         key = os.path.splitext(base)[0]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
+    if any(line[:1] in (" ", "\t") for line in lines):
+        lines = [line.strip() for line in lines]
     blocks = _blocks(lines)
     if not text.strip():
         raise FormatError("empty file: expected an SLF lattice", path=name, line=1)
