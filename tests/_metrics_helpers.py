@@ -45,3 +45,11 @@ def brute_edit_distance(a, b) -> int:
 def brute_substring_distance(entity, hyp) -> int:
     """Minimum edit distance between ``entity`` and any contiguous span of ``hyp``."""
     return min(brute_edit_distance(entity, hyp[s:e]) for s in range(len(hyp) + 1) for e in range(s, len(hyp) + 1))
+
+
+def require_metrics_extras():
+    """Skip a test module when the ``metrics`` extra is not installed (CI installs it)."""
+    import pytest
+
+    for module in ("regex", "indicnlp", "metaphone", "Stemmer", "jiwer"):
+        pytest.importorskip(module, reason="needs the metrics extra: pip install 'lattice-tools[metrics]'")

@@ -15,6 +15,8 @@ import struct
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lattice_tools.algorithms import best_path, total_log_prob
 from lattice_tools.ctc._fst import fst_to_arrays
@@ -65,6 +67,24 @@ def test_disambiguation_symbols_match_icefall_fixture(fx):
     dis, max_d = add_disambig_symbols(lex)
     assert max_d == 2
     assert dis == read_lexicon(fx / "lexicon_disambig.txt")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("ABCDEFG"), st.lists(st.sampled_from("xyz"), min_size=1, max_size=4)),
+                min_size=1, max_size=12))
+def test_disambiguated_lexicon_is_prefix_free(entries):
+    lex = [(f"{w}{i}", tuple(p)) for i, (w, p) in enumerate(entries)]
+    dis, max_d = add_disambig_symbols(lex)
+    prons = [p for _, p in dis]
+    assert len(set(prons)) == len(prons)  # homophones are told apart
+    for a in prons:
+        for b in prons:
+            assert a == b or b[:len(a)] != a  # no pronunciation is a prefix of another
+    for (w, p), (w2, q) in zip(lex, dis):  # only #k suffixes were added, and only where needed
+        assert w == w2 and q[:len(p)] == p and all(t.startswith("#") for t in q[len(p):]) and len(q) - len(p) <= 1
+    needed = {p for _, p in lex if sum(p == o for _, o in lex) > 1 or any(o[:len(p)] == p and o != p for _, o in lex)}
+    assert {p for (_, p), (_, q) in zip(lex, dis) if q != p} == needed
+    assert max_d == max([int(q[-1][1:]) for _, q in dis if q[-1].startswith("#")] + [0])
 
 
 def test_build_graph_writes_icefall_tables(fx, graph_dir):
@@ -474,3 +494,9 @@ def test_k2_backend_without_k2_is_a_clear_error(fx, monkeypatch, tmp_path):
         decode_ctc(fx / "HLG.pt", fx / "nnet_output.pt", backend="k2", words=fx / "words.txt")
     with pytest.raises(MissingDependencyError, match="k2"):
         build_graph(fx / "tokens.txt", fx / "lexicon.txt", out=tmp_path / "g", backend="k2")
+    from lattice_tools.interop.k2 import from_k2, to_k2
+
+    with pytest.raises(MissingDependencyError, match="docs/k2-and-ctc.md"):
+        from_k2(object())
+    with pytest.raises(MissingDependencyError, match="k2"):
+        to_k2([])

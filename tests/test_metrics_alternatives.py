@@ -1,4 +1,8 @@
 """Oracle paths and entity containment over alternatives, against brute-force path enumeration."""
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
 import random
 
 from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
@@ -55,3 +59,24 @@ def test_spaceless_containment_spans_words():
     assert not network_contains(_sausage(["南", "北"], ["京大"], ["学"]), list("北京大学"), 1, spaceless=True)
     assert network_contains(_sausage(["南", "北"], ["京大"], ["学"]), list("北京大学"), 2, spaceless=True)
     assert not network_contains(_sausage(["南"], ["京大"], ["学"]), list("北京大学"), None, spaceless=True)
+
+
+def test_oracle_properties_hypothesis():
+    from hypothesis import given, settings, strategies as st
+
+    words = st.sampled_from("abc")
+    alt = st.lists(words, max_size=3).map(lambda ws: Alternative(tuple(ws)))
+    slot = st.lists(alt, min_size=1, max_size=3)
+    nets = st.lists(slot, min_size=1, max_size=4).map(
+        lambda ss: Alternatives("u", [Slot(float(i), float(i + 1), s) for i, s in enumerate(ss)]))
+
+    @settings(max_examples=150, deadline=None)
+    @given(nets, st.lists(words, max_size=6))
+    def check(net, ref):
+        errs = [oracle_path(ref, net, k)[0] for k in (1, 2, 3)]
+        # deeper alternatives never hurt; depth 1 is the 1-best
+        assert errs[0] >= errs[1] >= errs[2]
+        assert errs[0] == brute_edit_distance(ref, net.one_best())
+        assert oracle_path(ref, net, None)[0] == errs[2]          # max depth here is 3
+
+    check()

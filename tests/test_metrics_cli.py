@@ -1,4 +1,8 @@
 """`lattice-tools metrics` / `leaderboard` end to end, input formats and error messages."""
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
 import json
 
 import pytest
@@ -44,7 +48,9 @@ def test_leaderboard_command(files):
     rep = json.loads(out.read_text())
     assert rep["systems"]["B"]["all"]["coverage"] == 0.75
     assert rep["systems"]["B"]["languages"]["ml"]["taxonomy"]["no_output"] == 1
-    assert {t["language"] for t in rep["paired_tests"]["wer"]} == {"all", "en", "hi"}
+    # the code-switched utterance is its own group (seed 002 Table 3's "Hi-En CS" column)
+    assert {t["language"] for t in rep["paired_tests"]["wer"]} == {"all", "en", "hi", "hin-eng"}
+    assert rep["systems"]["A"]["languages"]["hin-eng"]["wer_by_cmi"]["mid"]["utterances"] == 1
     text = md.read_text()
     assert "## Composite" in text and "| B |" in text and "Paired bootstrap" in text
 
@@ -101,12 +107,22 @@ def test_metrics_with_alternatives(files):
     write_alternatives_ctm(str(alt), nets)
     out = files / "alt.json"
     r = CliRunner().invoke(main, ["metrics", str(ref), str(hyp), "-a", str(ann), "--resamples", "0",
-                                  "--alternatives", f"sausage={alt}", "--ks", "1,2,all", "-o", str(out)])
+                                  "--alternatives", f"sausage={alt}", "--ks", "1,2,all", "-o", str(out),
+                                  "--coverage-plot", str(files / "cov.png")])
     assert r.exit_code == 0, r.output
     s = json.loads(out.read_text())
     cov = {row["k"]: row for row in s["alternatives"]["sausage"]["coverage"]}
     assert cov[1]["errors_1best"] == 3 and cov[1]["errors_oracle"] == 3
     assert cov[2]["errors_oracle"] == 1 and cov[None]["error_recovery"] == 1.0
     assert cov[2]["entities_recovered"] == 0 and cov[None]["entity_recovery"] == 1.0
+    assert (files / "cov.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     oracle = s["alternatives"]["sausage"]["oracle"]
     assert oracle["metrics"]["wer"]["value"] == 0.0 and oracle["metrics"]["ne_fnr"]["value"] == 0.0
+
+
+def test_unknown_language_names_the_utterance(files):
+    ann = files / "badlang.json"
+    ann.write_text(json.dumps({"u1": {"lang": "xx-unknown"}}))
+    r = CliRunner().invoke(main, ["metrics", str(files / "ref.txt"), str(files / "a.txt"), "-a", str(ann),
+                                  "--resamples", "0"])
+    assert r.exit_code == 2 and "[u1]" in r.output and "no expected script" in r.output

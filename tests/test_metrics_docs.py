@@ -1,4 +1,8 @@
 """Every ```python block of docs/metrics.md runs and prints exactly its ``# -> ...`` lines."""
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
 import contextlib
 import io
 import pathlib

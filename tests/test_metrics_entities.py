@@ -1,4 +1,8 @@
 """NE-WER (fuzzy, tolerance ceil(n/2)-1) and NE-FNR (exact) on hand-built cases and brute force."""
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
 import random
 
 import pytest
@@ -72,3 +76,16 @@ def test_spaceless_languages_use_characters():
 def test_indic_entity():
     total, results = score_entities(["राम प्रसाद"], "कल राम प्रसाद आए")
     assert results[0].exact and total.ne_wer == 0.0
+
+
+@pytest.mark.parametrize("entity,hyp,exact,errors", [
+    ("চেন্নাই এক্সপ্রেস", "আমি চেন্নাই এক্সপ্রেস দেখেছি", True, 0),          # Bengali, exact
+    ("চেন্নাই এক্সপ্রেস", "আমি চেন্নাই এক্সপ্রেছ দেখেছি", False, 2),        # 2 words, tolerance 0: missed
+    ("சென்னை மத்திய ரயில் நிலையம்", "நான் சென்னை மத்திய ரயில் நிலயம் போனேன்", False, 1),  # Tamil, 4 words, tol 1
+    ("തിരുവനന്തപുരം", "ഞാൻ തിരുവനന്തപുരം പോയി", True, 0),                  # Malayalam, 1 word
+    ("തിരുവനന്തപുരം", "ഞാൻ തിരുവനന്തപുറം പോയി", False, 1),                 # 1 word, tolerance 0: deleted
+])
+def test_indic_entities(entity, hyp, exact, errors):
+    total, results = score_entities([entity], hyp)
+    assert results[0].exact is exact
+    assert total.counts.errors == errors

@@ -1,7 +1,11 @@
 """Seed 004: lexer, non-destructive normalizers, extended Levenshtein costs, classes, SER/F1."""
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
 import pytest
 
-from lattice_tools.metrics.punctuation import (classify, extended_align, f1, lex, orthographic_counts,
+from lattice_tools.metrics.punctuation import (classify, extended_align, f1, lex,
                                                score_orthography, ser, tokenize)
 
 
@@ -188,3 +192,14 @@ def test_substitution_cost_table():
     assert list(_sub_costs(lex("word")[0], vals, low, punct)) == [SUB_WORD, SUB_CROSS, SUB_CASE, 0]
     assert list(_sub_costs(lex(".")[0], vals, low, punct)) == [SUB_CROSS, SUB_PUNCT, SUB_CROSS, SUB_CROSS]
     assert (SUB_WORD, SUB_CASE, SUB_PUNCT, SUB_CROSS) == (2, 1, 1, 4)
+
+
+def test_indic_words_keep_their_marks_and_danda_is_punctuation():
+    toks = lex("किताब पढ़ो। தமிழ் മലയാളം")
+    assert [(t.kind, t.raw) for t in toks] == [("word", "किताब"), ("word", "पढ़ो"), ("punct", "।"),
+                                               ("word", "தமிழ்"), ("word", "മലയാളം")]
+    c, route = score_orthography("मैं किताब पढ़ रहा हूँ।", "मैं कीताब पढ रहा हूँ")
+    assert (c.words.substitutions, c.words.ref_words) == (2, 5)
+    assert c.punctuation.deletions == 1
+    # "no." at a sentence end is not the abbreviation of "number"
+    assert [t.value for t in tokenize("I said no.")] == ["I", "said", "no", "."]

@@ -1,4 +1,8 @@
 """Script Fidelity Rate, collapse, taxonomy, CMI, switch points and composite on hand-built cases."""
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
 import pytest
 
 from lattice_tools.errors import LatticeToolsError

@@ -1,4 +1,8 @@
 """Bootstrap CIs and paired tests against kaldialign's bootstrap_wer_ci (Kaldi compute-wer-bootci)."""
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
 import random
 
 import kaldialign

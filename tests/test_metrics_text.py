@@ -1,4 +1,8 @@
 """Text units, normalizers and plain Levenshtein counts against jiwer and kaldialign."""
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
 import jiwer
 import kaldialign
 import pytest
@@ -86,3 +90,10 @@ def test_align_pairs_cover_both_sides():
     assert [r for r, _ in pairs if r is not None] == ["a", "b", "c"]
     assert [h for _, h in pairs if h is not None] == ["a", "x", "c", "d"]
     assert align([], ["a"]) == [(None, "a")]
+
+
+def test_error_counts_split_equals_alignment_split():
+    from lattice_tools.metrics.levenshtein import counts_from_alignment
+
+    for ref, hyp in random_pairs(500, seed=9):
+        assert error_counts(ref, hyp) == counts_from_alignment(align(ref, hyp))

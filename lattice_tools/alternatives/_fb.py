@@ -36,7 +36,9 @@ def _segment_reduce(values: np.ndarray, seg_starts: np.ndarray, log: bool) -> np
     m = np.minimum.reduceat(values, seg_starts)
     if not log:
         return m
-    seg_len = np.diff(np.append(seg_starts, len(values)))
+    seg_len = np.empty(len(seg_starts), dtype=np.int64)
+    seg_len[:-1] = np.diff(seg_starts)
+    seg_len[-1] = len(values) - seg_starts[-1]
     rep = np.repeat(m, seg_len)
     with np.errstate(invalid="ignore", over="ignore"):
         ex = np.exp(-(values - rep))

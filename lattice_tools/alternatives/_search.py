@@ -1,20 +1,21 @@
 """Exact best-first enumeration of distinct word sequences (internal engine).
 
-This is a lazy log-semiring determinization explored best-first.  A search node is a word prefix
-``w`` together with the weighted set of automaton states it reaches: ``mass[s]`` = total cost
-(``-ln`` of the summed probability) of all paths that read exactly ``w`` (epsilons free) and end
-in ``s`` with a word arc (or at an initial state).  Its priority is the cost of *all* paths that
-start with ``w``::
+A lazy log-semiring determinization explored best-first.  A search node is a word prefix ``w``
+with cost ``g(w)``, the total cost (``-ln`` of the summed probability) of all paths reading exactly
+``w``, and the *determinized state* it reaches: the epsilon-closed set of automaton states with
+residual costs ``r[s]`` (so that the mass of the prefix ending in ``s`` is ``g(w) + r[s]``).
+Determinized states are interned (residuals compared to 1e-9), so their closures and transitions
+are computed once however many prefixes reach them.  A node's priority is the cost of *all*
+paths that start with ``w``::
 
-    priority(w) = (+)_s mass[s] (x) beta[s]          (log semiring)
+    priority(w) = g(w) + h(D),   h(D) = (+)_s r[s] (x) beta[s]       (log semiring)
 
-where ``beta`` is the log-semiring backward cost.  Expanding a node takes its epsilon closure and
-creates one child per next word plus one *end* node whose cost is the exact total cost of the
-sequence ``w`` itself.  Every child costs at least as much as its parent (a subset of the parent's
-paths), so end nodes leave the priority queue in exact order of their total probability: the
-first ``n`` end nodes popped are the ``n`` most probable distinct sequences, with exact scores.
-Alongside the log mass each state keeps the best single path (tropical) that realizes the prefix,
-so each sequence comes with the arcs of its best path (for word times).
+with ``beta`` the log-semiring backward cost.  Expanding a node creates one child per next word
+and one *end* node whose cost is the exact total cost of ``w`` itself.  A child's paths are a
+subset of its parent's, so priorities never decrease along the tree and end nodes leave the queue
+in exact order of their total probability: the first ``n`` end nodes are the ``n`` most probable
+distinct sequences, with exact scores.  The best single path realizing each output sequence (for
+word times) is then found by a Viterbi pass restricted to the trie of the output sequences.
 """
 from __future__ import annotations
 
@@ -52,101 +53,179 @@ def _path_tuple(link) -> tuple:
     return tuple(reversed(out))
 
 
-def best_first_sequences(init, out_eps, out_word, exit_cost, beta, n, *, max_pops=2_000_000, key=None):
+def best_first_sequences(init, out_eps, out_word, exit_cost, beta, n, *, max_pops=2_000_000, key=None,
+                         track_best=True, resolution=1e-9):
     """The ``n`` (``None`` = all) most probable distinct label sequences, best first.
 
     Args:
       init: dict ``state -> (log_cost, best_cost)``: initial weights (log and tropical).
-      out_eps: mapping ``state -> [(dst, cost, arc), ...]`` of epsilon arcs.
-      out_word: mapping ``state -> [(label, dst, cost, arc), ...]`` of labelled arcs.
-      exit_cost: mapping ``state -> (log_cost, best_cost)`` of final/exit weights (missing = not final).
-      beta: mapping/array ``state -> log backward cost`` (exit included); used as the exact
-        log-semiring bound of a prefix, so it must be exact (or a lower bound on the cost).
+      out_eps: dict ``state -> [(dst, cost, arc), ...]`` of epsilon arcs.
+      out_word: dict ``state -> [(label, dst, cost, arc), ...]`` of labelled arcs.
+      exit_cost: dict ``state -> (log_cost, best_cost)`` of final/exit weights (missing = not final).
+      beta: mapping/list ``state -> log backward cost`` (exit included) for every state reached by
+        a labelled arc: the exact bound of a prefix (a lower bound on costs also works).
       n: number of sequences wanted (None for all).
       max_pops: budget on popped search nodes; exceeding it raises BudgetExceededError.
+      track_best: also find each sequence's best single path (``best_cost``, ``best_arcs``).
 
     Returns:
-      list of :class:`SequenceResult`, most probable first (ties: first found first).
+      list of :class:`SequenceResult`, most probable first.
 
     Caveats: states must be topologically numbered (``src < dst`` for every arc) so that an
     epsilon closure is one sweep in increasing state order.
     """
-    results: list[SequenceResult] = []
-    heap: list = []
-    counter = 0
-    # A node: (priority, counter, is_end, labels, payload); payload is the subset (dict) for
-    # prefix nodes and (cost, best_cost, best_link) for end nodes.
-    root = {s: (lc, bc, None) for s, (lc, bc) in init.items() if lc < INF}
+    results: list = []
+    root = {s: lc for s, (lc, _) in init.items() if lc < INF}
     if not root:
         return results
-    heapq.heappush(heap, (0.0, counter, False, (), root))
-    pops = 0
-    empty_eps: list = []
-    while heap:
-        prio, _, is_end, labels, payload = heapq.heappop(heap)
-        pops += 1
-        if pops > max_pops:
-            raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes "
-                                      f"after {len(results)} sequences; lower N or prune the lattice", key=key)
-        if is_end:
-            cost, best_cost, link = payload
-            results.append(SequenceResult(labels, cost, best_cost, _path_tuple(link)))
-            if n is not None and len(results) >= n:
-                break
-            continue
-        # Epsilon closure, in increasing (topological) state order.
-        closure = dict(payload)
+    det_keys: dict = {}
+    det_subsets: list = []  # pre-closure residuals of each determinized state
+    det_h: list = []
+    det_expansion: list = []  # None until expanded: (final cost, [(label, next id, arc cost)])
+
+    def intern(subset: dict) -> int:
+        k = tuple(sorted((s, round(r / resolution)) for s, r in subset.items()))
+        j = det_keys.get(k)
+        if j is None:
+            j = det_keys[k] = len(det_subsets)
+            det_subsets.append(subset)
+            h = INF
+            for s, r in subset.items():
+                h = log_add(h, r + beta[s])
+            det_h.append(h)
+            det_expansion.append(None)
+        return j
+
+    def expand(j: int):
+        closure = dict(det_subsets[j])
         pending = list(closure)
         heapq.heapify(pending)
         queued = set(pending)
         while pending:
             s = heapq.heappop(pending)
-            eps = out_eps.get(s, empty_eps) if isinstance(out_eps, dict) else out_eps[s]
+            eps = out_eps.get(s)
             if not eps:
                 continue
-            lc, bc, link = closure[s]
-            for d, c, a in eps:
+            r = closure[s]
+            for d, c, _ in eps:
                 old = closure.get(d)
-                if old is None:
-                    closure[d] = (lc + c, bc + c, (a, link))
-                else:
-                    nb = bc + c
-                    closure[d] = (log_add(old[0], lc + c), nb, (a, link)) if nb < old[1] else \
-                        (log_add(old[0], lc + c), old[1], old[2])
+                closure[d] = r + c if old is None else log_add(old, r + c)
                 if d not in queued:
                     queued.add(d)
                     heapq.heappush(pending, d)
-        # End node: the sequence `labels` itself.
-        end_lc, end_bc, end_link = INF, INF, None
-        children: dict = {}
-        for s, (lc, bc, link) in closure.items():
+        fin = INF
+        trans: dict = {}
+        for s, r in closure.items():
             ex = exit_cost.get(s)
             if ex is not None:
-                end_lc = log_add(end_lc, lc + ex[0])
-                if bc + ex[1] < end_bc:
-                    end_bc, end_link = bc + ex[1], link
-            words = out_word.get(s) if isinstance(out_word, dict) else out_word[s]
+                fin = log_add(fin, r + ex[0])
+            words = out_word.get(s)
             if not words:
                 continue
-            for w, d, c, a in words:
-                sub = children.get(w)
-                if sub is None:
-                    children[w] = sub = {}
-                old = sub.get(d)
-                if old is None:
-                    sub[d] = (lc + c, bc + c, (a, link))
-                else:
-                    nb = bc + c
-                    sub[d] = (log_add(old[0], lc + c), nb, (a, link)) if nb < old[1] else \
-                        (log_add(old[0], lc + c), old[1], old[2])
-        if end_lc < INF:
+            for w, d, c, _ in words:
+                t = trans.get(w)
+                if t is None:
+                    trans[w] = t = {}
+                old = t.get(d)
+                t[d] = r + c if old is None else log_add(old, r + c)
+        out = []
+        for w, t in trans.items():
+            wsum = INF
+            for v in t.values():
+                wsum = log_add(wsum, v)
+            if wsum < INF:
+                out.append((w, intern({d: v - wsum for d, v in t.items()}), wsum))
+        det_expansion[j] = (fin, out)
+        det_subsets[j] = None  # no longer needed
+        return det_expansion[j]
+
+    j0 = intern(root)
+    heap = [(det_h[j0], 0, j0, 0.0, None)]  # (priority, tie, det id (-1 = end node), g, labels link)
+    counter = 0
+    pops = 0
+    found: list = []
+    while heap:
+        prio, _, j, g, link = heapq.heappop(heap)
+        pops += 1
+        if pops > max_pops:
+            raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes "
+                                      f"after {len(found)} sequences; lower N or prune the lattice", key=key)
+        if j < 0:
+            found.append((_labels(link), prio))
+            if n is not None and len(found) >= n:
+                break
+            continue
+        exp = det_expansion[j]
+        if exp is None:
+            exp = expand(j)
+        fin, trans = exp
+        if fin < INF:
             counter += 1
-            heapq.heappush(heap, (end_lc, counter, True, labels, (end_lc, end_bc, end_link)))
-        for w, sub in children.items():
-            p = INF
-            for d, (lc, _, _) in sub.items():
-                p = log_add(p, lc + beta[d])
-            if p < INF:
-                counter += 1
-                heapq.heappush(heap, (p, counter, False, labels + (w,), sub))
-    return results
+            heapq.heappush(heap, (g + fin, counter, -1, g + fin, link))
+        for w, nj, c in trans:
+            gc = g + c
+            counter += 1
+            heapq.heappush(heap, (gc + det_h[nj], counter, nj, gc, (w, link)))
+    if not track_best:
+        return [SequenceResult(lab, cost, math.nan, ()) for lab, cost in found]
+    best = _best_paths(init, out_eps, out_word, exit_cost, [lab for lab, _ in found])
+    return [SequenceResult(lab, cost, *best[lab]) for lab, cost in found]
+
+
+def _labels(link) -> tuple:
+    out = []
+    while link is not None:
+        out.append(link[0])
+        link = link[1]
+    return tuple(reversed(out))
+
+
+def _best_paths(init, out_eps, out_word, exit_cost, sequences) -> dict:
+    """Best single path (cost, arcs) reading each of ``sequences`` (Viterbi over their trie)."""
+    trie: dict = {}
+    for seq in sequences:
+        node = trie
+        for w in seq:
+            node = node.setdefault(w, {})
+        node[None] = seq
+    result: dict = {}
+    stack = [(trie, {s: (bc, None) for s, (lc, bc) in init.items() if lc < INF})]
+    while stack:
+        node, subset = stack.pop()
+        closure = dict(subset)
+        pending = list(closure)
+        heapq.heapify(pending)
+        queued = set(pending)
+        while pending:
+            s = heapq.heappop(pending)
+            eps = out_eps.get(s)
+            if not eps:
+                continue
+            bc, link = closure[s]
+            for d, c, a in eps:
+                old = closure.get(d)
+                if old is None or bc + c < old[0]:
+                    closure[d] = (bc + c, (a, link))
+                if d not in queued:
+                    queued.add(d)
+                    heapq.heappush(pending, d)
+        if None in node:
+            best, best_link = INF, None
+            for s, (bc, link) in closure.items():
+                ex = exit_cost.get(s)
+                if ex is not None and bc + ex[1] < best:
+                    best, best_link = bc + ex[1], link
+            result[node[None]] = (best, _path_tuple(best_link))
+        nexts = {w: {} for w in node if w is not None}
+        if not nexts:
+            continue
+        for s, (bc, link) in closure.items():
+            for lab, d, c, a in out_word.get(s, ()):
+                nxt = nexts.get(lab)
+                if nxt is not None:
+                    old = nxt.get(d)
+                    if old is None or bc + c < old[0]:
+                        nxt[d] = (bc + c, (a, link))
+        for w, nxt in nexts.items():
+            stack.append((node[w], nxt))
+    return result

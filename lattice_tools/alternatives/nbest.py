@@ -17,22 +17,33 @@ from typing import Iterable
 import numpy as np
 
 from ..lattice import Lattice
-from ._common import adjacency, prepare, seconds
+from ._common import prepare, seconds
 from ._fb import ForwardBackward
-from ._search import best_first_sequences
+from ._fastsearch import search_arrays
 from .network import Alternative, Alternatives, Slot
 
 
-def alternative_from_path(lat: Lattice, labels: np.ndarray, arcs: Iterable[int], posterior: float) -> Alternative:
+def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: float, _cache: dict | None = None
+                          ) -> Alternative:
     """An :class:`Alternative` whose words and times are those of the lattice path ``arcs``
-    (silence arcs skipped); every word's confidence is the alternative's ``posterior``."""
+    (silence arcs skipped); every word's confidence is the alternative's ``posterior``.
+    ``_cache`` (a dict kept by the caller for one lattice) avoids re-converting arrays."""
+    if _cache is None:
+        _cache = {}
+    if not _cache:
+        _cache["labels"] = np.asarray(labels).tolist()
+        _cache["word"] = lat.word.tolist()
+        _cache["t0"] = lat.t0.tolist()
+        _cache["t1"] = lat.t1.tolist()
+    lab, wid, t0s, t1s = _cache["labels"], _cache["word"], _cache["t0"], _cache["t1"]
     words, starts, durs = [], [], []
     fs = lat.frame_shift
+    sym = lat.symbols.word
     for a in arcs:
-        if labels[a] == 0:
+        if lab[a] == 0:
             continue
-        words.append(lat.symbols.word(int(lat.word[a])))
-        t0, t1 = int(lat.t0[a]), int(lat.t1[a])
+        words.append(sym(wid[a]))
+        t0, t1 = t0s[a], t1s[a]
         starts.append(seconds(t0, fs))
         durs.append(math.nan if t0 < 0 or t1 < 0 else round((t1 - t0) * fs, 6))
     return Alternative(tuple(words), tuple(starts), tuple(durs), posterior, (posterior,) * len(words))
@@ -46,10 +57,10 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     cost and arcs), the log-semiring total cost of the lattice, and the per-arc labels used."""
     labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
     fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
-    out_eps, out_word = adjacency(lat.src, lat.dst, labels, cost)
-    exits = {int(s): (float(final[s]), float(final[s])) for s in np.flatnonzero(np.isfinite(final))}
-    results = best_first_sequences({0: (0.0, 0.0)}, out_eps, out_word, exits, fb.beta, n,
-                                   max_pops=max_pops, key=lat.key or None)
+    fin = np.flatnonzero(np.isfinite(final))
+    results = search_arrays(lat.num_states, lat.src, lat.dst, labels, cost, np.arange(lat.num_arcs), np.array([0]),
+                            np.array([0.0]), np.array([0.0]), fin, final[fin], final[fin], fb.beta, n,
+                            max_pops=max_pops, key=lat.key or None)
     return results, fb.total, labels
 
 
@@ -73,7 +84,8 @@ def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale:
     results, total, labels = nbest_sequences(lat, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                                              word_penalty=word_penalty, silence_words=silence_words,
                                              max_pops=max_pops)
-    alts = tuple(alternative_from_path(lat, labels, r.best_arcs, math.exp(-(r.cost - total))) for r in results)
+    cache: dict = {}
+    alts = tuple(alternative_from_path(lat, labels, r.best_arcs, math.exp(-(r.cost - total)), cache) for r in results)
     end = lat.duration if lat.has_times else math.nan
     if not alts:  # pragma: no cover - a valid lattice always has a sequence
         alts = (Alternative((), posterior=1.0),)

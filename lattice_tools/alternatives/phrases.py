@@ -47,9 +47,9 @@ import numpy as np
 
 from ..errors import LatticeError
 from ..lattice import Lattice
-from ._common import adjacency, prepare
+from ._common import prepare
 from ._fb import INF, ForwardBackward, _segment_reduce, log_add
-from ._search import best_first_sequences
+from ._fastsearch import search_arrays
 from .network import Alternative, Alternatives, Slot
 from .nbest import alternative_from_path
 
@@ -180,24 +180,22 @@ class PhraseDecomposition:
         st_k, st_v, e_log, e_vit = self._exits
         ent_order = np.argsort(ent_k, kind="stable")
         ent_off = np.searchsorted(ent_k[ent_order], np.arange(K + 1))
-        ex_off = np.searchsorted(st_k, np.arange(K + 1))  # pairs are sorted by (v, k): re-sort by k
         ex_order = np.argsort(st_k, kind="stable")
         ex_off = np.searchsorted(st_k[ex_order], np.arange(K + 1))
         arc_order = np.argsort(self.phrase, kind="stable")
         arc_off = np.searchsorted(self.phrase[arc_order], np.arange(K + 1))
-        beta = self.fb.beta.tolist()
+        beta = self.fb.beta
         lat = self.lat
         for k in range(K):
             ei = ent_order[ent_off[k]:ent_off[k + 1]]
-            init = {u: (lc, bc) for u, lc, bc in zip(ent_u[ei].tolist(), a_log[ei].tolist(), a_vit[ei].tolist())
-                    if lc < INF}
             xi = ex_order[ex_off[k]:ex_off[k + 1]]
-            exits = {v: (lc, bc) for v, lc, bc in zip(st_v[xi].tolist(), e_log[xi].tolist(), e_vit[xi].tolist())
-                     if lc < INF}
             ai = arc_order[arc_off[k]:arc_off[k + 1]]
-            out_eps, out_word = adjacency(lat.src[ai], lat.dst[ai], self.labels[ai], self.cost[ai], ai)
-            yield k, best_first_sequences(init, out_eps, out_word, exits, beta, n, max_pops=max_pops,
-                                          key=lat.key or None)
+            gsrc, gdst = lat.src[ai].astype(np.int64), lat.dst[ai].astype(np.int64)
+            states = np.unique(np.r_[ent_u[ei], st_v[xi], gsrc, gdst])
+            loc = lambda g: np.searchsorted(states, g)  # noqa: E731 - global -> local state ids
+            yield k, search_arrays(len(states), loc(gsrc), loc(gdst), self.labels[ai], self.cost[ai], ai,
+                                   loc(ent_u[ei]), a_log[ei], a_vit[ei], loc(st_v[xi]), e_log[xi], e_vit[xi],
+                                   beta[states], n, max_pops=max_pops, key=lat.key or None)
 
 
 def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, acoustic_scale: float = 1.0,
@@ -218,8 +216,9 @@ def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, ac
                               word_penalty=word_penalty, silence_words=silence_words)
     fs = lat.frame_shift
     slots = []
+    cache: dict = {}
     for k, results in dec.search(n, max_pops=max_pops):
-        alts = tuple(alternative_from_path(lat, dec.labels, r.best_arcs, math.exp(-(r.cost - dec.total)))
+        alts = tuple(alternative_from_path(lat, dec.labels, r.best_arcs, math.exp(-(r.cost - dec.total)), cache)
                      for r in results)
         if not alts or all(a.is_empty for a in alts):
             continue

@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo:demo_command", "Run the whole pipeline on the bundled real speech."),
     "split-list": ("recipe:split_list_command", "Split a list file into contiguous job chunks (recipes)."),
     "merge": ("recipe:merge_command", "Concatenate job outputs in order, or merge statistics JSON (recipes)."),
+    "with-list": ("recipe:with_list_command", "Run a command with the items of a list file as arguments (recipes)."),
+    "convert-ctm": ("recipe:convert_ctm_command", "Map a CTM/alt-CTM from utterances to recording file/channel ids (recipes)."),
 }
 
 

@@ -74,8 +74,9 @@ def _apply(options):
 @click.option("--alternatives", "alternatives", multiple=True, metavar="LABEL=ALTCTM",
               help="Alternatives (alt-CTM) of this system: oracle metrics and alternative coverage. Repeatable.")
 @click.option("--ks", default="1,2,5,10,all", show_default=True, help="Depths k for alternative coverage.")
+@click.option("--coverage-plot", default=None, help="Alternative-coverage figure (.png/.pdf/.svg).")
 def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method, output,
-                    per_utterance, alternatives, ks):
+                    per_utterance, alternatives, ks, coverage_plot):
     """CER beside WER, script fidelity, code-switching, NE-WER/NE-FNR and punctuation/capitalisation
     metrics of one system (HYP) against REF, with bootstrap CIs."""
     from ..metrics.commands import metrics
@@ -83,7 +84,7 @@ def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, r
     metrics(ref, hyp, annotations=annotations, output=output, per_utterance=per_utterance, fmt=fmt,
             normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
             ci_method=ci_method, alternatives=_pairs(alternatives, "--alternatives"), ks=_ks(ks),
-            progress=sys.stderr.isatty())
+            coverage_plot=coverage_plot, progress=sys.stderr.isatty())
 
 
 @click.command("leaderboard")

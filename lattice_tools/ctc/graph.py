@@ -385,11 +385,12 @@ def _k2_text(a: FstArrays) -> str:
     if a.start != 0:
         raise LatticeToolsError("k2 graphs need start state 0")
     final_state = a.num_states
-    lines = [f"{s} {d} {i} {o} {-w!r}" for s, d, i, o, w in
-             zip(a.src.tolist(), a.dst.tolist(), a.ilabel.tolist(), a.olabel.tolist(), a.weight.tolist())]
-    lines += [f"{s} {final_state} -1 -1 {-float(a.final[s])!r}" for s in np.nonzero(np.isfinite(a.final))[0]]
-    lines.append(str(final_state))
-    return "\n".join(lines)
+    rows = [(s, f"{s} {d} {i} {o} {-w + 0.0!r}") for s, d, i, o, w in
+            zip(a.src.tolist(), a.dst.tolist(), a.ilabel.tolist(), a.olabel.tolist(), a.weight.tolist())]
+    rows += [(int(s), f"{s} {final_state} -1 -1 {-float(a.final[s]) + 0.0!r}")
+             for s in np.nonzero(np.isfinite(a.final))[0]]
+    rows.sort(key=lambda r: r[0])  # stable: a state's final arc follows its other arcs (icefall's order)
+    return "\n".join([r[1] for r in rows] + [str(final_state)])
 
 
 def _openfst_text(a: FstArrays) -> str:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
+from itertools import repeat
 import os
 import re
 from dataclasses import dataclass, field
@@ -146,17 +148,35 @@ def _num(value: str, name: str, path: str, lineno: int, kind=float):
     return x
 
 
-@dataclass
 class _Block:
-    start: int  # index of the first line of this lattice in the file's line list
-    lines: list
+    """One lattice of a file: its text and the 0-based index of its first line in the file."""
+
+    def __init__(self, start: int, lines: list | None = None, text: str | None = None):
+        self.start = start
+        self._lines = lines
+        self.text = text if text is not None else "\n".join(lines)
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            lines = self.text.split("\n")
+            if self.text[:1] in (" ", "\t") or "\n " in self.text or "\n\t" in self.text:
+                lines = [line.strip() for line in lines]
+            self._lines = lines
+        return self._lines
 
 
 _BODY = ("I=", "J=", "NODE=", "LINK=")
 
 
-def _blocks(lines: list[str]) -> list[_Block]:
-    """Split a file's lines into lattices: a header line after node/link lines starts a new one."""
+def _blocks(text: str) -> list[_Block]:
+    """Split a file into lattices: a header line after node/link lines starts a new one."""
+    def count(field):
+        return text.count("\n" + field) + text.startswith(field)
+
+    if max(count("VERSION="), count("UTTERANCE="), count("N="), count("NODES=")) <= 1:
+        return [_Block(0, text=text)]  # one lattice (the common case): no need to look at every line
+    lines = _Block(0, text=text).lines
     # Header candidates: non-empty lines that are neither comments nor node/link lines.  They are
     # few, so only the gaps between consecutive candidates need looking at.
     cands = [i for i, line in enumerate(lines) if line and line[0] not in "#IJNL"]
@@ -196,7 +216,7 @@ def _uniform_columns(lines: list[str], names: dict) -> dict[str, list[str]]:
         prefix = name + "="
         col = tokens[j::k]
         cut = len(prefix)
-        if {t[:cut] for t in col} != {prefix}:
+        if not all(map(str.startswith, col, repeat(prefix))):
             raise ValueError("field order differs")
         key = names.get(name)
         if key is None:
@@ -221,21 +241,203 @@ def _parse_body_fast(node_lines: list[str], link_lines: list[str]):
     for col in (node.get("W"), link.get("W")):
         if col and any(w[:1] in ("'", '"') and len(w) > 1 and w[-1] == w[0] for w in col):
             raise ValueError("quoted values")
-    out_nodes = {"I": np.array(node["I"], dtype=np.int64) if nn else np.zeros(0, np.int64),
-                 "t": np.array(node["t"], dtype=np.float64) if "t" in node else None,
+    # map(int/float) parses in C and is several times faster than numpy's string conversion
+    ints = lambda col: np.array(list(map(int, col)), dtype=np.int64) if col else np.zeros(0, np.int64)  # noqa: E731
+    floats = lambda col: np.array(list(map(float, col)), dtype=np.float64)  # noqa: E731
+    out_nodes = {"I": ints(node.get("I")), "t": floats(node["t"]) if "t" in node else None,
                  "W": node.get("W"), "v": node.get("v")}
-    out_links = {"S": np.array(link["S"], dtype=np.int64) if nl else np.zeros(0, np.int64),
-                 "E": np.array(link["E"], dtype=np.int64) if nl else np.zeros(0, np.int64),
-                 "W": link.get("W")}
+    out_links = {"S": ints(link.get("S")), "E": ints(link.get("E")), "W": link.get("W")}
     if nl:
-        np.array(link["J"], dtype=np.int64)  # J= must be an integer too
+        ints(link["J"])  # J= must be an integer too
     for k in ("a", "l", "r", "p"):
-        out_links[k] = np.array(link[k], dtype=np.float64) if k in link else None
+        out_links[k] = floats(link[k]) if k in link else None
         if out_links[k] is not None and np.isnan(out_links[k]).any():
             raise ValueError("nan")
     if out_nodes["t"] is not None and np.isnan(out_nodes["t"]).any():
         raise ValueError("nan")
     return out_nodes, out_links
+
+
+_NUMERIC_FIELDS = frozenset(b"ItJSEalrpv")
+_INTEGER_FIELDS = frozenset(b"IJSEv")
+
+
+def _digits_to_int(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Parse the unsigned decimal integers ``buf[start:end]`` (vectorized); ValueError unless
+    every span is 1-15 digits."""
+    length = end - start
+    if len(length) and (length.min() < 1 or length.max() > 15):
+        raise ValueError("integer length")
+    value = np.zeros(len(start), dtype=np.int64)
+    for j in range(int(length.max()) if len(length) else 0):
+        has = length > j
+        digit = buf[np.where(has, end - 1 - j, 0)].astype(np.int64) - 48
+        if np.any(has & ((digit < 0) | (digit > 9))):
+            raise ValueError("not a digit")
+        value += np.where(has, digit, 0) * (10 ** j)
+    return value.astype(np.float64)
+_WS = (9, 10, 13, 32)
+
+
+def _uniform_numpy(sub: np.ndarray, n: int) -> dict:
+    """Parse ``n`` consecutive lines (bytes ``sub``) whose fields all have one-letter names in the
+    same order.  Numbers are parsed in C by ``np.fromstring``; ValueError if anything is unusual."""
+    eq = np.flatnonzero(sub == 61)  # '='
+    if n == 0 or len(eq) == 0 or len(eq) % n:
+        raise ValueError("field count")
+    k = len(eq) // n
+    if eq[0] != 1:
+        raise ValueError("line start")
+    before = sub[eq[1:] - 2]
+    if not np.all((before == 32) | (before == 9) | (before == 10)):
+        raise ValueError("multi-letter field names or '=' inside a value")
+    names = sub[eq - 1].reshape(n, k)
+    if not np.all(names == names[0]):
+        raise ValueError("field order differs between lines")
+    letters = names[0].tolist()
+    if len(set(letters)) != k:
+        raise ValueError("duplicate field")
+    ws = np.flatnonzero((sub == 32) | (sub == 9) | (sub == 10) | (sub == 13))
+    ws = np.append(ws, len(sub))
+    vstart = eq + 1
+    vend = ws[np.searchsorted(ws, vstart)]
+    vstart, vend = vstart.reshape(n, k), vend.reshape(n, k)
+    integers = [j for j, c in enumerate(letters) if c in _INTEGER_FIELDS]
+    numeric = [j for j, c in enumerate(letters) if c in _NUMERIC_FIELDS and c not in _INTEGER_FIELDS]
+    strings = [j for j, c in enumerate(letters) if c not in _NUMERIC_FIELDS]
+    out = {}
+    for j in integers:
+        out[chr(letters[j])] = _digits_to_int(sub, vstart[:, j], vend[:, j])
+    blank = sub.copy()
+    blank[eq] = 32
+    blank[eq - 1] = 32
+    if strings or integers:
+        a = vstart[:, strings + integers].ravel()
+        b = vend[:, strings + integers].ravel()
+        d = np.bincount(a, minlength=len(sub) + 1)[: len(sub) + 1] - np.bincount(b, minlength=len(sub) + 1)[: len(sub) + 1]
+        blank[np.cumsum(d)[: len(sub)] > 0] = 32
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            nums = np.fromstring(blank.tobytes().decode("latin-1"), dtype=np.float64, sep=" ")
+        except (DeprecationWarning, ValueError):
+            raise ValueError("unparsable number") from None
+    if len(nums) != n * len(numeric) or np.isnan(nums).any():
+        raise ValueError("number count")
+    nums = nums.reshape(n, len(numeric))
+    for col, j in enumerate(numeric):
+        out[chr(letters[j])] = nums[:, col]
+    if strings:
+        raw = sub.tobytes()
+        for j in strings:
+            vals = [raw[x:y] for x, y in zip(vstart[:, j].tolist(), vend[:, j].tolist())]
+            try:
+                vals = [v.decode("utf-8") for v in vals]
+            except UnicodeDecodeError:
+                raise ValueError("utf-8") from None
+            out[chr(letters[j])] = vals
+    return out
+
+
+def _numpy_body(block: "_Block", base: int):
+    """Fast path of the SLF parser: header lines in Python, node and link lines with numpy.
+
+    Needs node lines and link lines each to be contiguous with uniform one-letter fields (every
+    SLF writer we know does that); raises ValueError otherwise and the caller parses line by line.
+    """
+    data = block.text.encode("utf-8")
+    buf = np.frombuffer(data, np.uint8)
+    if len(buf) == 0:
+        raise ValueError("empty")
+    nl = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([0], nl + 1))
+    ends = np.concatenate((nl, [len(buf)]))
+    c0 = np.zeros(len(starts), np.uint8)
+    c1 = np.zeros(len(starts), np.uint8)
+    ok0 = starts < len(buf)
+    ok1 = starts + 1 < len(buf)
+    c0[ok0] = buf[starts[ok0]]
+    c1[ok1] = buf[starts[ok1] + 1]
+    if np.any((c0 == 32) | (c0 == 9)):
+        raise ValueError("indented lines")
+    is_node = (c0 == 73) & (c1 == 61)  # "I="
+    is_link = (c0 == 74) & (c1 == 61)  # "J="
+    other = np.flatnonzero(~is_node & ~is_link & (ends > starts) & (c0 != 35))  # not '#', not empty
+    header_items = []
+    for i in other.tolist():
+        line = data[starts[i]:ends[i]].decode("utf-8").strip()
+        if line.startswith(("NODE=", "LINK=")):
+            raise ValueError("long field names")
+        if line:
+            header_items.append((base + i, line))
+    parsed = []
+    for mask in (is_node, is_link):
+        idx = np.flatnonzero(mask)
+        if len(idx) == 0:
+            parsed.append({})
+            continue
+        if idx[-1] - idx[0] + 1 != len(idx):
+            raise ValueError("not contiguous")
+        parsed.append(_uniform_numpy(buf[starts[idx[0]]:ends[idx[-1]]], len(idx)))
+    node, link = parsed
+    n_nodes, n_links = int(is_node.sum()), int(is_link.sum())
+    for col in (node.get("W"), link.get("W")):
+        if col and any(w[:1] in ("'", '"') and len(w) > 1 and w[-1] == w[0] for w in col):
+            raise ValueError("quoted values")
+
+    def ints(x):
+        if x is None:
+            return np.zeros(0, np.int64)
+        if not np.all(x == np.rint(x)):
+            raise ValueError("not an integer")
+        return x.astype(np.int64)
+
+    if (n_nodes and "I" not in node) or (n_links and ("S" not in link or "E" not in link or "J" not in link)):
+        raise ValueError("missing ids")
+    ints(link.get("J"))
+    nodes = {"I": ints(node.get("I")), "t": node.get("t"), "W": node.get("W"), "v": node.get("v")}
+    links = {"S": ints(link.get("S")), "E": ints(link.get("E")), "W": link.get("W")}
+    for k in ("a", "l", "r", "p"):
+        links[k] = link.get(k)
+    node_items = _Items(block, base, ("I=", "NODE="), count=n_nodes)
+    link_items = _Items(block, base, ("J=", "LINK="), count=n_links)
+    return header_items, node_items, link_items, (nodes, links)
+
+
+class _Items:
+    """The node (or link) lines of a lattice; their line numbers are computed only when an error
+    message needs one."""
+
+    def __init__(self, lines, base: int, prefixes: tuple, count: int | None = None):
+        # ``lines`` is a list, or a _Block whose lines are split only if an error needs them
+        self._src, self._base, self._prefixes = lines, base, prefixes
+        self._count = count
+        self._text_lines = None
+        self._numbers = None
+
+    @property
+    def _lines(self):
+        return self._src.lines if isinstance(self._src, _Block) else self._src
+
+    @property
+    def text_lines(self) -> list[str]:
+        if self._text_lines is None:
+            self._text_lines = [line for line in self._lines if line.startswith(self._prefixes)]
+        return self._text_lines
+
+    def __len__(self) -> int:
+        return self._count if self._count is not None else len(self.text_lines)
+
+    def numbers(self) -> list[int]:
+        if self._numbers is None:
+            self._numbers = [self._base + i for i, line in enumerate(self._lines) if line.startswith(self._prefixes)]
+        return self._numbers
+
+    def __getitem__(self, i):
+        return self.numbers()[i], self.text_lines[i]
+
+    def __iter__(self):
+        return iter(zip(self.numbers(), self.text_lines))
 
 
 def _parse_body_slow(node_items, link_items, path):
@@ -303,11 +505,18 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
            fillers: frozenset, extend_symbols: bool) -> tuple[Lattice, SlfHeader]:
     counts_line = None
     base = block.start + 1
-    lines = block.lines
-    link_items = [(base + i, line) for i, line in enumerate(lines) if line.startswith(("J=", "LINK="))]
-    node_items = [(base + i, line) for i, line in enumerate(lines) if line.startswith(("I=", "NODE="))]
-    header_items = [(base + i, line.strip()) for i, line in enumerate(lines)
-                    if line.strip() and not line.startswith(("J=", "LINK=", "I=", "NODE=", "#"))]
+    try:
+        header_items, node_items, link_items, parsed = _numpy_body(block, base)
+    except ValueError:
+        lines = block.lines
+        link_items = _Items(lines, base, ("J=", "LINK="))
+        node_items = _Items(lines, base, ("I=", "NODE="))
+        header_items = [(base + i, line.strip()) for i, line in enumerate(lines)
+                        if line and line[0] not in "IJ#" and line.strip()]
+        header_items += [(base + i, line) for i, line in enumerate(lines[:200])
+                         if line[:1] in ("I", "J") and not line.startswith(_BODY)]
+        header_items.sort()
+        parsed = None
     header: dict[str, str] = {}
     header_line: dict[str, int] = {}
     for lineno, s in header_items:
@@ -337,10 +546,13 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
                 raise FormatError(f"header says {k}={want} but the lattice has {have} "
                                   f"{'node' if k == 'N' else 'link'} lines", path=path, line=header_line[k])
 
-    try:
-        nodes, links = _parse_body_fast([s for _, s in node_items], [s for _, s in link_items])
-    except ValueError:
-        nodes, links = _parse_body_slow(node_items, link_items, path)
+    if parsed is not None:
+        nodes, links = parsed
+    else:
+        try:
+            nodes, links = _parse_body_fast(node_items.text_lines, link_items.text_lines)
+        except ValueError:
+            nodes, links = _parse_body_slow(node_items, link_items, path)
 
     # node ids: 0..N-1, any order, no duplicates
     ids = nodes["I"]
@@ -370,35 +582,37 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
         node_time = nodes["t"][order]
     node_word = None if nodes["W"] is None else [nodes["W"][i] for i in order]
 
-    # Choose each link's word.
+    # Choose each link's word: map the (few) distinct strings to ids, then index with numpy.
     if links["W"] is not None:
-        link_words = links["W"]
+        strings = links["W"]
+        uniq_list = list(dict.fromkeys(strings))
+        pos_of = {w: i for i, w in enumerate(uniq_list)}
+        link_string = np.fromiter(map(pos_of.__getitem__, strings), dtype=np.int64, count=n_links)
     elif node_word is not None:
-        pick = src if variant == "pocketsphinx" else dst
-        link_words = [node_word[i] for i in pick]
+        uniq_list = list(dict.fromkeys(node_word))
+        pos_of = {w: i for i, w in enumerate(uniq_list)}
+        node_string = np.fromiter(map(pos_of.__getitem__, node_word), dtype=np.int64, count=len(node_word))
+        link_string = node_string[src if variant == "pocketsphinx" else dst]
     else:
         raise FormatError("no words: neither links (W=) nor nodes carry words", path=path,
                           line=(link_items or node_items)[0][0])
-    uniq = {}
-    for w in link_words:
-        if w not in uniq:
-            uniq[w] = _clean_word(w, variant)
+    cleaned = [_clean_word(w, variant) for w in uniq_list]
     if symbols is None:
-        symbols = SymbolTable.from_words(sorted({c for c in uniq.values() if c not in fillers}))
+        symbols = SymbolTable.from_words(sorted({c for c in cleaned if c not in fillers}))
     elif extend_symbols:
-        symbols = symbols.with_words(sorted({c for c in uniq.values() if c not in fillers and c not in symbols}))
-    word_id = {}
-    for w, c in uniq.items():
+        symbols = symbols.with_words(sorted({c for c in cleaned if c not in fillers and c not in symbols}))
+    string_id = np.zeros(len(uniq_list), dtype=np.int64)
+    for i, c in enumerate(cleaned):
         if c in fillers:
-            word_id[w] = 0
-        else:
-            wid = symbols.get_id(c)
-            if wid is None:
-                pos = link_words.index(w)
-                line = link_items[pos][0] if links["W"] is not None else None
-                raise FormatError(f"word {c!r} is not in the symbol table", path=path, line=line)
-            word_id[w] = wid
-    word = np.fromiter((word_id[w] for w in link_words), dtype=np.int64, count=n_links)
+            continue
+        wid = symbols.get_id(c)
+        if wid is None:
+            line = None
+            if links["W"] is not None:
+                line = link_items[int(np.argmax(link_string == i))][0]
+            raise FormatError(f"word {c!r} is not in the symbol table", path=path, line=line)
+        string_id[i] = wid
+    word = string_id[link_string]
 
     # Times (frames).
     if node_time is not None:
@@ -501,10 +715,7 @@ def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: floa
         key = os.path.splitext(base)[0]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    if any(line[:1] in (" ", "\t") for line in lines):
-        lines = [line.strip() for line in lines]
-    blocks = _blocks(lines)
+    blocks = _blocks(text)
     if not text.strip():
         raise FormatError("empty file: expected an SLF lattice", path=name, line=1)
     for i, block in enumerate(blocks):

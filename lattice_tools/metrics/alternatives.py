@@ -158,3 +158,37 @@ def alternative_coverage(representation: str, refs: dict[str, Sequence[str]], ne
         rec = sum(network_contains(networks[u], ent, k, sp) for u, ent, sp in missed)
         rows.append(CoverageRow(representation, k, e1, eo, len(missed), rec))
     return rows
+
+
+def plot_coverage(rows: Sequence[CoverageRow], path: str) -> None:
+    """The alternative-coverage figure: recovered share of 1-best word errors (left) and of
+    missed entities (right) against depth ``k`` (``all`` = every alternative), one line per
+    representation.  Format from the extension of ``path`` (png, pdf, svg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..io.common import atomic_write
+
+    ks = sorted({r.k for r in rows}, key=lambda k: (k is None, k or 0))
+    labels = ["all" if k is None else str(k) for k in ks]
+    reps = list(dict.fromkeys(r.representation for r in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    for ax, attr, title in ((axes[0], "error_recovery", "1-best word errors recovered"),
+                            (axes[1], "entity_recovery", "missed entities recovered")):
+        for rep in reps:
+            by_k = {r.k: getattr(r, attr) for r in rows if r.representation == rep}
+            xs = [i for i, k in enumerate(ks) if by_k.get(k) is not None]
+            ax.plot(xs, [100 * by_k[ks[i]] for i in xs], marker="o", label=rep)
+        ax.set_xticks(range(len(ks)), labels)
+        ax.set_xlabel("top-k alternatives")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("%")
+    axes[0].legend()
+    fig.tight_layout()
+    fmt = str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else "png"
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format=fmt)
+    plt.close(fig)

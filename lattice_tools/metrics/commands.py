@@ -53,10 +53,11 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
             fmt: str = "auto", normalizer: str = "auto", lang: str | None = None, orthography: bool = True,
             resamples: int = 10_000, seed: int = 42, ci_method: str = "percentile",
             alternatives: Sequence[tuple[str, str]] = (), ks: Sequence[int | None] = DEFAULT_KS,
-            progress: bool = False) -> dict:
+            coverage_plot: str | None = None, progress: bool = False) -> dict:
     """Score one system: JSON summary (all + per language, CIs, composite; with ``alternatives``
     also the oracle summary and the alternative-coverage rows per representation) to ``output``,
-    per-utterance JSON lines to ``per_utterance``.  Returns the summary."""
+    per-utterance JSON lines to ``per_utterance``, the alternative-coverage figure to
+    ``coverage_plot`` (png/pdf/svg).  Returns the summary."""
     refs = read_transcripts(ref, fmt)
     hyps = read_transcripts(hyp, fmt)
     check_keys(refs, hyps, hyp)
@@ -70,6 +71,11 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
     if alternatives:
         summary["alternatives"] = _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed,
                                                         ci_method)
+        if coverage_plot:
+            from .alternatives import CoverageRow, plot_coverage
+            rows = [CoverageRow(**{k: v for k, v in row.items() if k in CoverageRow.__dataclass_fields__})
+                    for sec in summary["alternatives"].values() for row in sec["coverage"]]
+            plot_coverage(rows, coverage_plot)
     with atomic_write(output) as f:
         json.dump(summary, f, ensure_ascii=False, indent=1)
         f.write("\n")

@@ -23,6 +23,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..errors import LatticeToolsError
 from ..scoring.counts import ErrorCounts
 from .codeswitch import (CMI_BUCKETS, ScriptTagger, SwitchPointCounts, cmi_bucket, code_mixing_index,
                          composite, language_pair, switch_point_counts)
@@ -103,6 +104,15 @@ def _normalizer_for(config: EvalConfig, lang: str | None, cache: dict):
 def evaluate_utterance(key: str, ref_text: str, hyp_text: str | None, annotation: Annotation | None = None,
                        config: EvalConfig = EvalConfig(), _cache: dict | None = None) -> UtteranceResult:
     """All 1-best metrics of one utterance (see module docstring)."""
+    try:
+        return _evaluate_utterance(key, ref_text, hyp_text, annotation, config, _cache)
+    except LatticeToolsError as exc:
+        if exc.key is None:   # say which utterance (e.g. an unknown language code)
+            raise type(exc)(exc.message, path=exc.path, line=exc.line, key=key) from None
+        raise
+
+
+def _evaluate_utterance(key, ref_text, hyp_text, annotation, config, _cache):
     cache = {} if _cache is None else _cache
     ann = annotation or Annotation()
     lang = ann.lang or config.default_lang
@@ -285,7 +295,9 @@ def composite_of(metrics: dict) -> dict:
 
 
 def by_language(results: Sequence[UtteranceResult]) -> dict[str, list[UtteranceResult]]:
+    """Group results by language; code-switched utterances form the group of their pair
+    (``hin-eng``), as the separate "Hi-En CS" column of seed 002 Table 3.  No language: ``-``."""
     groups: dict[str, list[UtteranceResult]] = {}
     for r in results:
-        groups.setdefault(r.lang or "-", []).append(r)
+        groups.setdefault(r.cs or r.lang or "-", []).append(r)
     return groups

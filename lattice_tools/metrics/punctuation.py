@@ -6,8 +6,8 @@ Levenshtein with compound words and variable costs) -> route with classified sub
 
 **Tokens** (:class:`Token`) keep their raw text, a comparison ``value``, the non-word characters
 around them (``prefix``/``suffix``: spaces, quotes, dashes, brackets) and the tuple of
-normalizations that changed them.  Kinds: ``word``, ``number``, ``punct`` (exactly the seed's set
-P = ``. , ! ? ; :``), ``symbol`` (% and currency signs), ``annotation`` (``[..]``, ``<..>``, ``(..)``).
+normalizations that changed them.  Kinds: ``word``, ``number``, ``punct`` (the seed's set
+P = ``. , ! ? ; :``, plus the danda ``।`` and double danda ``॥`` for Indic scripts), ``symbol`` (% and currency signs), ``annotation`` (``[..]``, ``<..>``, ``(..)``).
 
 **Costs** (seed eq. 2-3; kept doubled internally so they are integers):
 insertion/deletion 0.5 for punctuation, 1 otherwise; substitution 2 between a punctuation and a
@@ -34,9 +34,8 @@ inside of the other), ``stem`` (equal Porter stems, PyStemmer's ``porter``), ``h
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Callable, Sequence
@@ -44,9 +43,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import require
+
+regex = require("regex", "metrics")
 from ..scoring.counts import ErrorCounts
 
-PUNCTUATION = frozenset(".,!?;:")
+# The seed's set P, plus the Indic danda and double danda (sentence marks of Brahmi scripts).
+PUNCTUATION = frozenset(".,!?;:।॥")
 CURRENCY = {"$": "dollars", "€": "euros", "£": "pounds", "¥": "yen", "₹": "rupees", "¢": "cents"}
 SYMBOLS = frozenset(CURRENCY) | {"%", "&", "+", "=", "@", "#", "/"}
 ABBREVIATIONS = {
@@ -54,7 +56,7 @@ ABBREVIATIONS = {
     "capt": "captain", "gov": "governor", "ald": "alderman", "gen": "general", "sen": "senator",
     "rep": "representative", "pres": "president", "rev": "reverend", "hon": "honorable", "asst": "assistant",
     "assoc": "associate", "lt": "lieutenant", "col": "colonel", "jr": "junior", "sr": "senior", "esq": "esquire",
-    "etc": "et cetera", "vs": "versus", "approx": "approximately", "dept": "department", "no": "number",
+    "etc": "et cetera", "vs": "versus", "approx": "approximately", "dept": "department",
 }
 CONTRACTIONS = {
     "won't": "will not", "can't": "can not", "let's": "let us", "ain't": "aint", "y'all": "you all",
@@ -67,15 +69,16 @@ SUFFIX_CONTRACTIONS = (("n't", " not"), ("'re", " are"), ("'ll", " will"), ("'ve
                        ("'d", " would"))
 INTERJECTIONS = frozenset({"hmm", "mm", "mhm", "mmm", "uh", "um"})
 
-_TOKEN_RE = re.compile(
+# ``regex``'s \w includes Mark characters (Indic vowel signs, viramas, nuktas); ``re``'s does not.
+_TOKEN_RE = regex.compile(
     r"(?P<annotation>\[[^\]]*\]|<[^>]*>|\([^)]*\))"
     r"|(?P<abbrev>(?:[^\W\d_]\.){2,}|(?:" + "|".join(sorted(ABBREVIATIONS, key=len, reverse=True))
     + r")\.(?=\s|$))"
     r"|(?P<number>\d+(?:[.,]\d+)*(?:st|nd|rd|th|s)?(?![\w]))"
     r"|(?P<word>[\w](?:[\w]|['’\-](?=\w))*)"
-    r"|(?P<punct>[.,!?;:])"
+    r"|(?P<punct>[.,!?;:।॥])"
     r"|(?P<symbol>[%$€£¥₹¢&+=@#/])",
-    re.IGNORECASE | re.UNICODE,
+    regex.IGNORECASE | regex.UNICODE | regex.VERSION0,
 )
 
 
@@ -91,7 +94,7 @@ class Token:
 
     @property
     def is_punct(self) -> bool:
-        return self.kind == "punct"
+        return self.kind == "punct"  # the lexer makes punct tokens of PUNCTUATION only
 
     def normalized(self, name: str, **changes) -> "Token":
         return replace(self, normalizations=self.normalizations + (name,), **changes)

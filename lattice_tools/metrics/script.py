@@ -22,10 +22,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
-import regex
-
-from ..errors import LatticeToolsError
+from ..errors import LatticeToolsError, require
 from .text import normalize_language_code
+
+regex = require("regex", "metrics")
 
 # Scripts looked up explicitly; any other letter falls back to the first word of its Unicode name.
 _SCRIPTS = (
@@ -97,9 +97,9 @@ SPACELESS_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "my", "km", "bo"})
 
 
 def expected_scripts(lang: str) -> frozenset[str]:
-    """Expected script set of a language; Latin for languages not in :data:`LANGUAGE_SCRIPTS`
-    only if they are 2/3-letter codes of Latin-script languages is *not* guessed: unknown
-    languages raise, so that a typo cannot silently score everything as collapse."""
+    """Expected script set of a language (:data:`LANGUAGE_SCRIPTS`, or Latin for the listed
+    Latin-script languages).  Unknown languages raise: a typo must not silently score every
+    utterance as a script collapse."""
     code = normalize_language_code(lang)
     if code in LANGUAGE_SCRIPTS:
         return LANGUAGE_SCRIPTS[code]

@@ -25,9 +25,9 @@ import unicodedata
 from functools import lru_cache
 from typing import Callable
 
-import regex
-
 from ..errors import LatticeToolsError, require
+
+regex = require("regex", "metrics")  # grapheme clusters (\X) and Unicode properties
 
 _GRAPHEME = regex.compile(r"\X", regex.UNICODE)
 _WS = re.compile(r"\s+")
@@ -136,9 +136,9 @@ class PlainNormalizer:
         return _WS.sub(" ", s).strip()
 
 
-# ISO 639-1 codes indic-nlp-library's IndicNormalizerFactory knows.
-INDIC_NLP_LANGUAGES = frozenset({"hi", "mr", "ne", "sa", "kK", "kok", "bn", "as", "pa", "gu", "or", "ta", "te",
-                                 "kn", "ml", "si", "sd", "ur", "mai", "bho", "brx", "sat"})
+# Languages whose script indic-nlp-library 0.92's IndicNormalizerFactory normalizes (checked: ur
+# needs urduhack, sd is mapped to Devanagari although usually written in Arabic -> both left out).
+INDIC_NLP_LANGUAGES = frozenset({"hi", "mr", "ne", "sa", "bn", "as", "pa", "gu", "or", "ta", "te", "kn", "ml", "si"})
 
 
 class IndicNormalizer:

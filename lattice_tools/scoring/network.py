@@ -159,6 +159,11 @@ class _Builder:
         n = self.num_states
         src = np.asarray(self.src, dtype=np.int64)
         dst = np.asarray(self.dst, dtype=np.int64)
+        m = len(self.src)
+        if first == 0 and last == n - 1 and m == n - 1 and (
+                m == 0 or (np.array_equal(src, np.arange(m)) and np.array_equal(dst, np.arange(1, m + 1)))):
+            # a chain built in order is already topologically numbered
+            return self._make(src.astype(np.int32), dst.astype(np.int32), n, ignore)
         # Kahn's algorithm; ties by creation order so that linear text stays 0,1,2,...
         indeg = np.zeros(n, dtype=np.int64)
         np.add.at(indeg, dst, 1)
@@ -182,10 +187,14 @@ class _Builder:
             raise AssertionError("word network is not a connected DAG with one final state")
         new_id = np.empty(n, dtype=np.int64)
         new_id[np.asarray(order, dtype=np.int64)] = np.arange(n)
+        return self._make(new_id[src].astype(np.int32) if len(src) else np.zeros(0, np.int32),
+                          new_id[dst].astype(np.int32) if len(dst) else np.zeros(0, np.int32), n, ignore)
+
+    def _make(self, src, dst, n, ignore):
         return WordNetwork(
             num_states=n,
-            src=new_id[src].astype(np.int32) if len(src) else np.zeros(0, np.int32),
-            dst=new_id[dst].astype(np.int32) if len(dst) else np.zeros(0, np.int32),
+            src=src,
+            dst=dst,
             words=tuple(self.words),
             optional=np.asarray(self.optional, dtype=bool),
             fragment=np.asarray(self.fragment, dtype=bool),
@@ -199,7 +208,7 @@ class _Builder:
 def _clean_token(token: str, case_sensitive: bool, language: str | None = None) -> tuple:
     """sclite's treatment of one word token: tags after unescaped ';' dropped, '\\;' unescaped,
     a trailing '*' dropped, case folded; returns (word or None, optional, fragment)."""
-    text = _TAG_SPLIT.split(token, 1)[0].replace("\\;", ";")
+    text = _TAG_SPLIT.split(token, 1)[0].replace("\\;", ";") if ";" in token else token
     if len(text) > 1 and text.endswith("*"):
         text = text[:-1]
     if not case_sensitive:

@@ -380,3 +380,64 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
                        tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
                                              case_sensitive=case_sensitive, mode=mode, id_type=id_type,
                                              case_language=case_language))
+
+
+def _detect_format(path: str, explicit: str | None, allowed: tuple, what: str) -> str:
+    if explicit:
+        if explicit not in allowed:
+            raise ValueError(f"{what} format must be one of {allowed}, not {explicit!r}")
+        return explicit
+    name = str(path).lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for fmt in allowed:
+        if name.endswith("." + fmt):
+            return fmt
+    return "trn"
+
+
+def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str | None = None,
+                hyp_format: str | None = None, optional_deletable: bool = False, fragments: bool = False,
+                case_sensitive: bool = False, mode: str = "sclite", single_segment: bool = False,
+                allow_missing: bool = False, reduce: Sequence[str] = (), id_type: str = "spu_id",
+                case_language: str | None = None) -> ScoreResult:
+    """Read, GLM-filter and score files (what ``lattice-tools score`` does).
+
+    Args:
+      ref: an STM (``.stm``) or trn file; hyp: a CTM (``.ctm``, with or without ALT blocks) or trn
+        file.  Formats come from the extension unless ``ref_format``/``hyp_format`` is given.
+      glms: GLM files applied in order to both sides, exactly like ``csrfilt.sh`` (see
+        :mod:`lattice_tools.scoring.glm_filter`).
+      the other arguments: as :func:`score_stm_ctm` / :func:`score_trn`.
+    Raises:
+      FormatError for unreadable inputs, MismatchError for inputs that do not correspond.
+    """
+    from ..errors import FormatError
+    from ..io.ctm import read_ctm
+    from ..io.stm import read_stm
+    from ..io.trn import read_trn
+
+    rfmt = _detect_format(ref, ref_format, ("stm", "trn", "ctm"), "reference")
+    hfmt = _detect_format(hyp, hyp_format, ("ctm", "trn"), "hypothesis")
+    if rfmt == "ctm":
+        raise FormatError("a CTM reference is not supported (expected an STM or trn reference)", path=ref)
+    if rfmt == "stm" and hfmt != "ctm":
+        raise FormatError("an STM reference needs a CTM hypothesis (got trn)", path=hyp)
+    if rfmt == "trn" and hfmt != "trn":
+        raise FormatError("a trn reference needs a trn hypothesis (got ctm)", path=hyp)
+    ref_obj = read_stm(ref) if rfmt == "stm" else read_trn(ref)
+    hyp_obj = read_ctm(hyp) if hfmt == "ctm" else read_trn(hyp)
+    if glms:
+        from .glm_filter import apply_glm
+
+        for g in glms:
+            ref_obj = apply_glm(g, ref_obj, fmt=rfmt, purpose="ref")
+            hyp_obj = apply_glm(g, hyp_obj, fmt=hfmt, purpose="hyp")
+    common = dict(optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
+                  mode=mode, allow_missing=allow_missing, case_language=case_language, ref_name=str(ref),
+                  hyp_name=str(hyp))
+    if rfmt == "stm":
+        return score_stm_ctm(ref_obj, hyp_obj, single_segment=single_segment, reduce=reduce, **common)
+    if single_segment or reduce:
+        raise ValueError("single_segment and reduce apply to STM/CTM scoring only")
+    return score_trn(ref_obj, hyp_obj, id_type=id_type, **common)

@@ -1,0 +1,138 @@
+"""Benchmark ``lattice-tools score`` against Debian sclite, whole process, on synthetic data.
+
+Cases (generated, deterministic):
+  1. 2,000 STM segments / 20k words, 1-best CTM;
+  2. 200k words (20,000 segments), 1-best CTM;
+  3. 2,000 segments, each hypothesis a 100-alternative ALT block (10 words per alternative).
+
+For each case both tools run as separate processes (``/usr/bin/time -v`` when available, else
+``resource`` of the child) and the script prints wall time, peak RSS, the time ratio, and whether the
+Sum counts (#Snt #Wrd Corr Sub Del Ins Err S.Err) are identical.
+
+Usage: python bench/bench_score.py [--cases 1,2,3] [--workdir DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+VOCAB = [f"w{i}" for i in range(500)] + ["uh", "um", "the", "a", "i", "it's"]
+SCLITE = shutil.which("sclite") or "/usr/lib/sctk/bin/sclite"
+
+
+def make_case(workdir: str, n_segments: int, words_per_seg: int, nbest: int = 0, seed: int = 0):
+    rng = random.Random(seed)
+    stm_lines, ctm_lines = [], []
+    segs_per_file = 100
+    for s in range(n_segments):
+        f, k = divmod(s, segs_per_file)
+        fid = f"file{f:04d}"
+        start = 10.0 * k
+        ref = [rng.choice(VOCAB) for _ in range(words_per_seg)]
+        stm_lines.append(f"{fid} A spk{f:04d} {start:.2f} {start + 9.5:.2f} <o,f0,male> {' '.join(ref)}")
+
+        def noisy():
+            hyp = []
+            for w in ref:
+                r = rng.random()
+                if r < 0.05:
+                    continue
+                hyp.append(rng.choice(VOCAB) if r < 0.12 else w)
+                if rng.random() < 0.03:
+                    hyp.append(rng.choice(VOCAB))
+            return hyp or [rng.choice(VOCAB)]
+
+        if nbest:
+            ctm_lines.append(f"{fid} A * * <ALT_BEGIN>")
+            for a in range(nbest):
+                hyp = noisy()
+                step = 9.0 / len(hyp)
+                for j, w in enumerate(hyp):
+                    ctm_lines.append(f"{fid} A {start + 0.2 + j * step:.2f} {step * 0.9:.2f} {w}")
+                ctm_lines.append(f"{fid} A * * " + ("<ALT>" if a < nbest - 1 else "<ALT_END>"))
+        else:
+            hyp = noisy()
+            step = 9.0 / len(hyp)
+            for j, w in enumerate(hyp):
+                ctm_lines.append(f"{fid} A {start + 0.2 + j * step:.2f} {step * 0.9:.2f} {w}")
+    stm = os.path.join(workdir, "ref.stm")
+    ctm = os.path.join(workdir, "hyp.ctm")
+    with open(stm, "w") as f:
+        f.write("\n".join(stm_lines) + "\n")
+    with open(ctm, "w") as f:
+        f.write("\n".join(ctm_lines) + "\n")
+    return stm, ctm
+
+
+def timed(cmd):
+    """Run ``cmd``; return (wall seconds, peak RSS in MB, stdout)."""
+    if os.path.exists("/usr/bin/time"):
+        full = ["/usr/bin/time", "-v", *cmd]
+        t0 = time.perf_counter()
+        p = subprocess.run(full, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+        rss = int(m.group(1)) / 1024 if m else float("nan")
+    else:
+        t0 = time.perf_counter()
+        p = subprocess.run(["python", "-c",
+                            "import resource,subprocess,sys;subprocess.run(sys.argv[1:]);"
+                            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)",
+                            *cmd], capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        rss = int(p.stderr.strip().splitlines()[-1]) / 1024
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed: {p.stderr[-2000:]}")
+    return wall, rss, p.stdout
+
+
+def sclite_counts(workdir):
+    with open(os.path.join(workdir, "sc.raw")) as f:
+        for line in f:
+            if "| Sum" in line:
+                cells = line.strip().strip("|").split("|")
+                return [int(x) for x in (cells[1].split() + cells[2].split())]
+    raise RuntimeError("no Sum row in sclite output")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", default="1,2,3")
+    ap.add_argument("--workdir", default=None)
+    args = ap.parse_args()
+    cases = {
+        "1": ("2,000 segments / 20k words", dict(n_segments=2000, words_per_seg=10)),
+        "2": ("200k words (20,000 segments)", dict(n_segments=20000, words_per_seg=10)),
+        "3": ("2,000 segments x 100-best ALT block", dict(n_segments=2000, words_per_seg=10, nbest=100)),
+    }
+    exe = [sys.executable, "-m", "lattice_tools.cli"]
+    print(f"{'case':40s} {'tool':14s} {'wall s':>8s} {'peak MB':>8s} {'ratio':>7s}  counts")
+    for key in args.cases.split(","):
+        label, kw = cases[key]
+        work = args.workdir or tempfile.mkdtemp(prefix="bench_score.")
+        stm, ctm = make_case(work, **kw)
+        t_s, m_s, _ = timed([SCLITE, "-r", stm, "stm", "-h", ctm, "ctm", "-o", "rsum", "-O", work, "-n", "sc",
+                             "-f", "0"])
+        sc = sclite_counts(work)
+        t_o, m_o, out = timed([*exe, "score", "-r", stm, "-h", ctm, "--json"])
+        o = json.loads(out)["overall"]
+        ours = [o[k] for k in ("segments", "ref_words", "correct", "substitutions", "deletions", "insertions",
+                               "errors", "segment_errors")]
+        same = "identical" if ours == sc else f"DIFFER ours={ours} sclite={sc}"
+        print(f"{label:40s} {'sclite':14s} {t_s:8.2f} {m_s:8.1f} {'':>7s}  {sc}")
+        print(f"{'':40s} {'lattice-tools':14s} {t_o:8.2f} {m_o:8.1f} {t_o / t_s:7.2f}  {same}")
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

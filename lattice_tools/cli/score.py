@@ -1,0 +1,87 @@
+"""``lattice-tools score`` and ``lattice-tools ladder``: thin wrappers over
+:func:`lattice_tools.scoring.sclite.score_files` and :func:`lattice_tools.scoring.ladder.run_ladder`."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+# '-h' is the hypothesis here (as in sclite), so help is only '--help'.
+_CTX = {"help_option_names": ["--help"]}
+
+
+@click.command("score", context_settings=_CTX)
+@click.option("-r", "--ref", "ref", required=True, help="Reference: STM (.stm) or trn file.")
+@click.option("-h", "--hyp", "hyp", required=True, help="Hypothesis: CTM (.ctm, ALT blocks allowed) or trn file.")
+@click.option("--glm", "glms", multiple=True, help="GLM applied to both sides like csrfilt.sh (repeatable, in order).")
+@click.option("--ref-format", type=click.Choice(["stm", "trn"]), default=None, help="Override the extension.")
+@click.option("--hyp-format", type=click.Choice(["ctm", "trn"]), default=None, help="Override the extension.")
+@click.option("-D", "optional_deletable", is_flag=True, help="Optional (parenthesised) words are deletable (sclite -D).")
+@click.option("-F", "fragments", is_flag=True, help="Fragments 'pla-'/'-ing' match (sclite -F).")
+@click.option("-s", "--case-sensitive", "case_sensitive", is_flag=True, help="Case-sensitive comparison (sclite -s).")
+@click.option("--case-language", default=None,
+              help="Case folding: ascii (default, like sclite), unicode, turkish, vietnamese, ukrainian.")
+@click.option("--single-segment", is_flag=True, help="Merge each speaker/channel's STM segments into one.")
+@click.option("--mode", type=click.Choice(["sclite", "levenshtein"]), default="sclite", show_default=True)
+@click.option("--allow-missing", is_flag=True, help="Tolerate files/channels/utterances missing on one side.")
+@click.option("-m", "--reduce", "reduce", multiple=True, type=click.Choice(["ref", "hyp"]),
+              help="sclite -m: drop ref segments / hyp words outside the other side's span.")
+@click.option("--id-type", default="spu_id", show_default=True, help="trn speaker ids: spu_id, wsj, sp, ...")
+@click.option("-o", "--out-dir", default=None, help="Write <name>.sys/.raw/.pra/.json into this directory.")
+@click.option("--name", default=None, help="Base name of the report files (default: hypothesis file name).")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the table.")
+def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fragments, case_sensitive,
+                  case_language, single_segment, mode, allow_missing, reduce, id_type, out_dir, name, as_json):
+    """Score a CTM/alt-CTM/trn against an STM/trn reference exactly like NIST sclite."""
+    from ..scoring.reports import json_report, sys_report, write_reports
+    from ..scoring.sclite import score_files
+
+    result = score_files(ref, hyp, glms=glms, ref_format=ref_format, hyp_format=hyp_format,
+                         optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
+                         mode=mode, single_segment=single_segment, allow_missing=allow_missing, reduce=reduce,
+                         id_type=id_type, case_language=case_language)
+    for w in result.warnings:
+        click.echo(f"lattice-tools: warning: {w}", err=True)
+    if out_dir:
+        write_reports(result, out_dir, name)
+    if as_json:
+        click.echo(json.dumps(json_report(result), indent=2, sort_keys=True))
+    else:
+        click.echo(sys_report(result), nl=False)
+        click.echo(result.total.kaldi_line())
+
+
+@click.command("ladder", context_settings=_CTX)
+@click.option("-r", "--ref", "ref", required=True, help="Reference STM.")
+@click.option("-h", "--hyp", "hyps", required=True, multiple=True, help="System CTM (repeatable; NAME=PATH to label).")
+@click.option("--glm", "glms", multiple=True, required=True,
+              help="GLMs: the first is the base GLM, each further one is added in turn (repeatable).")
+@click.option("--corrected-stm", default=None, help="Corrected reference STM (seed 001 'STM with corrections').")
+@click.option("--reference-segmentation", "ref_seg_hyps", multiple=True,
+              help="NAME=PATH CTM of a system run on the reference segmentation (last row).")
+@click.option("-o", "--out", "out", default=None, help="Write the Markdown table here ('-' = stdout, default).")
+@click.option("--json", "json_out", default=None, help="Write the JSON results here.")
+def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out):
+    """WER under successive scoring configurations (seed 001 Table 1)."""
+    from ..io.common import atomic_write
+    from ..scoring.ladder import ladder_markdown, run_ladder
+
+    def parse(items):
+        out_list = []
+        for h in items:
+            label, sep, path = h.partition("=")
+            out_list.append((label, path) if sep else (h.rsplit("/", 1)[-1], h))
+        return out_list
+
+    result = run_ladder(ref, parse(hyps), list(glms), corrected_stm=corrected_stm,
+                        reference_segmentation=dict(parse(ref_seg_hyps)))
+    table = ladder_markdown(result)
+    if out and out != "-":
+        with atomic_write(out) as f:
+            f.write(table)
+    else:
+        click.echo(table, nl=False)
+    if json_out:
+        with atomic_write(json_out) as f:
+            f.write(json.dumps(result, indent=2) + "\n")
