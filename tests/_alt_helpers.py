@@ -120,7 +120,7 @@ def pocketsphinx_slf(wav_name: str, tmpdir: str) -> str:
 
 
 def read_slf_lattice(path: str, key: str = "") -> Lattice:
-    """The toolkit's SLF reader; if it rejects the file (it currently refuses pocketsphinx words
+    """The toolkit's SLF reader; if it rejects the file (older versions refused pocketsphinx words
     that begin with a quote, e.g. ``'em``), a minimal pocketsphinx-dialect parser: words on nodes,
     link ``S -> E`` carries node ``S``'s word from ``t[S]`` to ``t[E]``, ``a=`` acoustic."""
     from lattice_tools.errors import FormatError

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from _alt_helpers import DATA, ps_lattice, _PS_DIR  # noqa: F401
+from _alt_helpers import DATA, ps_lattice
 import _alt_helpers
 from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
 from lattice_tools.alternatives.nbest import nbest
@@ -109,10 +109,7 @@ def test_cli_commands(tmp_path):
     from lattice_tools.cli import main
 
     lat = ps_lattice()
-    src = os.path.join(_alt_helpers._PS_DIR, CLIP + ".slf")
-    # the shared SLF reader currently rejects pocketsphinx words starting with a quote ('em)
-    slf = tmp_path / f"{CLIP}.slf"
-    slf.write_text(re.sub(r"W='", "W=", open(src).read()))
+    slf = os.path.join(_alt_helpers._PS_DIR, CLIP + ".slf")
     seg = tmp_path / "segments"
     seg.write_text(f"{CLIP} rec1 10.0 {10 + lat.duration:.2f}\n")
     runner = CliRunner()
@@ -131,3 +128,17 @@ def test_cli_commands(tmp_path):
     bad.write_text("x y z\n")
     res = runner.invoke(main, ["nbest", str(slf), "--ctm", str(tmp_path / "z.ctm"), "--segments", str(bad)])
     assert res.exit_code == 2 and "badseg:1" in res.output
+
+
+def test_cli_k2_lattices_through_shared_reader(tmp_path, shared_dir):
+    """Frame-level k2 lattices are word-aligned on the way (icefall times: SEE starts at frame 4)."""
+    from lattice_tools.cli import main
+
+    k2 = shared_dir / "k2-fixtures"
+    out = tmp_path / "k2.ctm"
+    res = CliRunner().invoke(main, ["nbest", str(k2 / "hlg_lattice.pt"), "-n", "1", "--symbols", str(k2 / "words.txt"),
+                                    "--ctm", str(out)])
+    assert res.exit_code == 0, res.output
+    lines = [ln.split() for ln in out.read_text().splitlines()]
+    assert [ln[4] for ln in lines if ln[0] == "0"] == ["SEE", "THE", "RED", "SAND"]
+    assert float(lines[0][2]) == pytest.approx(4 * 0.04)

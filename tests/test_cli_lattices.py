@@ -15,7 +15,6 @@ from lattice_tools.cli import main
 from lattice_tools.cli.lattices import convert_lattices, lattice_info
 from lattice_tools.io import guess_format, read_lattices, write_lattices
 from lattice_tools.errors import FormatError, MismatchError
-from lattice_tools.symbols import SymbolTable
 
 
 @pytest.fixture(scope="module")

@@ -118,3 +118,11 @@ def test_wider_beams_give_denser_lattices(decoded, tmp_path):
     wide = decode_audio([audio], out_dir=str(tmp_path / "w"), beam=1e-80, wbeam=1e-60, pbeam=1e-80,
                         progress=False)[0]
     assert wide.num_arcs > narrow.num_arcs
+
+
+def test_lattices_share_one_word_table(decoded):
+    lats = decoded["lattices"]
+    last = lats[-1].symbols
+    for lat in lats:
+        for word, idx in lat.symbols:
+            assert last.id(word) == idx

@@ -72,3 +72,24 @@ def test_budget_and_bad_semiring():
     from lattice_tools.errors import LatticeError
     with pytest.raises(LatticeError):
         determinize(lat, "max")
+
+
+def test_tropical_against_openfst_determinize():
+    """OpenFst (via kaldifst) rmepsilon + determinize in the tropical semiring: same best cost for
+    each of the 200 best sequences."""
+    import kaldifst
+
+    lat = ps_lattice()
+    labels, cost, final = prepare(lat, acoustic_scale=0.1)
+    fst = to_kaldifst(lat.num_states, lat.src, lat.dst, labels, cost, final, fresh_states=False)
+    kaldifst.rmepsilon(fst)
+    ref = fst_nbest(kaldifst.determinize(fst, delta=1e-6), 200)
+    det = determinize(lat, "tropical", acoustic_scale=0.1)
+    dl, dc, df = prepare(det)
+    mine = dict(fst_nbest(to_kaldifst(det.num_states, det.src, det.dst, dl, dc, df, fresh_states=False), 200))
+    cutoff = ref[-1][1]
+    for seq, c in ref:
+        if seq in mine:
+            assert mine[seq] == pytest.approx(c, abs=1e-4)
+        else:
+            assert c >= cutoff - 1e-4

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import io
 import os
 
 import numpy as np
@@ -284,3 +283,31 @@ def test_duplicate_keys_unknown_ids_truncation(tmp_path):
     with pytest.raises(MismatchError, match="duplicate"):
         write_kaldi_lattices([lat, lat], f"ark:{tmp_path}/w.ark")
     assert not os.path.exists(f"{tmp_path}/w.ark")  # atomic: nothing left behind
+
+
+@pytest.mark.parametrize("spec", ["ark:", "ark,t:"])
+def test_corrupted_archives_raise_only_lattice_tools_errors(tmp_path, spec):
+    """Random byte damage and truncation: always a LatticeToolsError (never a crash or a huge malloc)."""
+    import random
+
+    from lattice_tools.errors import LatticeToolsError
+
+    good = tmp_path / "good.ark"
+    write_kaldi_lattices([small_word_lattice("a"), small_word_lattice("b")], f"{spec}{good}")
+    data = good.read_bytes()
+    rng = random.Random(7)
+    bad = tmp_path / "bad.ark"
+    outcomes = {"ok": 0, "error": 0}
+    for _ in range(300):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            b = b[: rng.randrange(len(b))]
+        bad.write_bytes(bytes(b))
+        try:
+            list(read_kaldi_lattices(f"{spec}{bad}", small_word_lattice().symbols))
+            outcomes["ok"] += 1
+        except LatticeToolsError:
+            outcomes["error"] += 1
+    assert outcomes["error"] > 50

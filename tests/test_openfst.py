@@ -1,7 +1,6 @@
 """OpenFst text format: acceptors, transducers, weights, symbol tables, round trips, kaldifst parity."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from _io_helpers import canonical_arcs, small_word_lattice, total_log_prob_reference, word_sequences

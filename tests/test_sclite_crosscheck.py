@@ -105,3 +105,43 @@ def test_unsorted_input_scores_like_sorted():
         b = score_stm_ctm(read_stm(paths["rs.stm"]), read_ctm(paths["hs.ctm"]), allow_missing=True)
         assert a.total == b.total
         assert dict(a.speakers) == dict(b.speakers)
+
+
+def test_single_segment_equals_sclite_on_merged_stm():
+    """--single-segment == sclite on an STM whose segments were merged per file/channel/speaker
+    (merged here with independent code: one line spanning first start .. last end)."""
+    rng = random.Random(21)
+    stm, ctm = random_case(rng, n_files=2, n_segs=5, alt_blocks=True)
+    groups = {}
+    for line in stm:
+        f, ch, spk, t1, t2, lab, *words = line.split(" ")
+        g = groups.setdefault((f, ch, spk), [float(t1), float(t2), lab, []])
+        g[0], g[1] = min(g[0], float(t1)), max(g[1], float(t2))
+        g[3].extend(words)
+    merged = [f"{f} {ch} {spk} {t1:.2f} {t2:.2f} {lab} {' '.join(w)}".rstrip()
+              for (f, ch, spk), (t1, t2, lab, w) in groups.items()]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, lines in (("r.stm", stm), ("m.stm", merged), ("h.ctm", ctm)):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write("\n".join(lines) + "\n")
+        for flags in ([], ["-D"]):
+            expected, pra = run_sclite(os.path.join(tmp, "m.stm"), "stm", os.path.join(tmp, "h.ctm"), "ctm", flags, tmp)
+            ours = score_stm_ctm(read_stm(os.path.join(tmp, "r.stm")), read_ctm(os.path.join(tmp, "h.ctm")),
+                                 optional_deletable="-D" in flags, single_segment=True)
+            _check(ours, expected, pra)
+            assert ours.total.segments == len(merged)
+
+
+def test_mismatch_errors_name_the_inputs():
+    from lattice_tools.errors import MismatchError
+    from lattice_tools.io.ctm import parse_ctm_lines
+    from lattice_tools.io.stm import parse_stm_line
+
+    stm = [parse_stm_line("f1 A s1 0.0 5.0 a b c", "r.stm", 1)]
+    extra = parse_ctm_lines([(1, "f1 A 0.5 0.2 a"), (2, "f2 A 0.5 0.2 b")], "h.ctm")
+    with pytest.raises(MismatchError, match="f2 a"):
+        score_stm_ctm(stm, extra, hyp_name="h.ctm")
+    res = score_stm_ctm(stm, extra, allow_missing=True)
+    assert res.total.correct == 1 and res.warnings
+    with pytest.raises(MismatchError, match="without CTM"):
+        score_stm_ctm(stm + [parse_stm_line("f3 A s3 0.0 5.0 x", "r.stm", 2)], extra[:1])

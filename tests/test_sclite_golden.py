@@ -84,3 +84,73 @@ def test_reports_render_baseline_numbers():
     assert ours == sys_rows  # every speaker row, Sum/Avg (percentages as sclite rounds them)
     pra = pra_report(result)
     assert "id: (2347-a-000)" in pra and "Labels: <o,wa>" in pra
+
+
+def test_cli_score_matches_baseline_and_writes_reports(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+
+    runner = CliRunner()
+    res = runner.invoke(main, ["score", "-r", os.path.join(SCTK_DATA, "tests.ref"), "-h",
+                               os.path.join(SCTK_DATA, "tests.hyp"), "-D", "-F", "-o", str(tmp_path), "--name", "t7"])
+    assert res.exit_code == 0, res.output
+    assert "%WER 45.49 [ 121 / 266, 33 ins, 13 del, 75 sub ]" in res.output
+    data = json.loads((tmp_path / "t7.json").read_text())
+    assert data["overall"]["errors"] == 121 and data["speakers"]["od1"]["ref_words"] == 21
+    ours = {b["id"]: b for b in parse_pra(str(tmp_path / "t7.pra"))}
+    base = {b["id"]: b for b in parse_pra(os.path.join(BASE, "test7.pra"))}
+    assert ours == base
+    assert parse_summary(str(tmp_path / "t7.raw")) == parse_summary(os.path.join(BASE, "test7.raw"))
+    # STM/CTM with -m, and a bad combination exits 2 with one line naming the file
+    res = runner.invoke(main, ["score", "-r", os.path.join(SCTK_DATA, "lvc_refr.stm"), "-h",
+                               os.path.join(SCTK_DATA, "lvc_hypr.ctm"), "-m", "ref", "-m", "hyp", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["overall"]["errors"] == 310
+    res = runner.invoke(main, ["score", "-r", os.path.join(SCTK_DATA, "lvc_ref.stm"), "-h",
+                               os.path.join(SCTK_DATA, "tests.hyp")])
+    assert res.exit_code == 2 and "tests.hyp" in res.output and "Traceback" not in res.output
+
+
+def _title(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    for i, line in enumerate(lines):
+        if line.strip().startswith(","):
+            return lines[i + 1].strip().strip("|").strip()
+    return ""
+
+
+def _norm(text):
+    return [line.rstrip() for line in text.rstrip("\n").split("\n")]
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=[c.name for c in GOLDEN_CASES])
+def test_summary_tables_equal_baseline_text(case):
+    """Our .sys and .raw tables are sclite's, character for character (trailing blanks aside)."""
+    import dataclasses
+
+    result = _score(case)
+    for kind, raw in (("sys", False), ("raw", True)):
+        path = os.path.join(BASE, f"{case.name}.{kind}")
+        if not os.path.exists(path):
+            continue
+        named = dataclasses.replace(result, hyp_name=_title(path))
+        with open(path, encoding="utf-8", errors="replace") as f:
+            expected = f.read()
+        assert _norm(sys_report(named, raw=raw)) == _norm(expected)
+
+
+@pytest.mark.parametrize("case", [c for c in GOLDEN_CASES if os.path.exists(os.path.join(BASE, c.name + ".pra"))],
+                         ids=[c.name for c in GOLDEN_CASES if os.path.exists(os.path.join(BASE, c.name + ".pra"))])
+def test_pra_file_equals_baseline_byte_for_byte(case):
+    import dataclasses
+
+    path = os.path.join(BASE, case.name + ".pra")
+    with open(path, "rb") as f:
+        expected = f.read().decode("utf-8", errors="replace")
+    name = next(line.split(":", 1)[1].strip() for line in expected.split("\n") if line.startswith("System name:"))
+    result = dataclasses.replace(_score(case), hyp_name=name)
+    assert pra_report(result) == expected

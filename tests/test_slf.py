@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from _io_helpers import (canonical_arcs, decoded_pocketsphinx, small_word_lattice, total_log_prob_reference,
                          word_sequences)
 from lattice_tools.errors import FormatError
-from lattice_tools.io.slf import (SlfHeader, _parse_body_fast, _parse_body_slow, format_slf, iter_slf, read_slf,
-                                  write_slf)
+from lattice_tools.io.slf import (_Block, _numpy_body, _parse_body_fast, _parse_body_slow, format_slf, iter_slf,
+                                  read_slf, write_slf)
 from lattice_tools.lattice import Lattice
 from lattice_tools.symbols import SymbolTable
 
@@ -132,18 +132,32 @@ def test_real_pocketsphinx_lattices(decoded):
         assert "!NULL" not in lat.words() and "<s>" not in lat.words()
 
 
-def test_fast_and_slow_parsers_agree_on_real_lattice(decoded):
+def test_numpy_token_and_line_parsers_agree_on_real_lattice(decoded):
     path = os.path.join(decoded["dir"], decoded["lattices"][-1].key + ".lat")
     with open(path) as f:
-        lines = f.read().splitlines()
+        text = f.read()
+    lines = text.split("\n")
     nodes = [(i + 1, s) for i, s in enumerate(lines) if s.startswith("I=")]
     links = [(i + 1, s) for i, s in enumerate(lines) if s.startswith("J=")]
+    _, _, _, (vn, vl) = _numpy_body(_Block(0, text=text), 1)
     fn, fl = _parse_body_fast([s for _, s in nodes], [s for _, s in links])
     sn, sl = _parse_body_slow(nodes, links, path)
-    assert np.array_equal(fn["I"], sn["I"]) and np.allclose(fn["t"], sn["t"]) and fn["W"] == sn["W"]
-    for k in ("S", "E", "a", "p"):
-        assert np.array_equal(fl[k], sl[k])
-    assert fl["l"] is None and sl["l"] is None
+    for other_n, other_l in ((fn, fl), (vn, vl)):
+        assert np.array_equal(other_n["I"], sn["I"]) and np.allclose(other_n["t"], sn["t"])
+        assert other_n["W"] == sn["W"]
+        for k in ("S", "E", "a", "p"):
+            assert np.array_equal(other_l[k], sl[k])
+        assert other_l["l"] is None and sl["l"] is None
+
+
+def test_numpy_parser_falls_back_on_unusual_layouts():
+    # fields in a different order on one line, long field names, indentation: same lattice
+    base = read_slf(GOOD)
+    variants = [GOOD.replace("J=1 S=1 E=2 W=b a=-2", "J=1 E=2 S=1 a=-2 W=b"),
+                GOOD.replace("J=1 S=1 E=2 W=b a=-2", "LINK=1 START=1 END=2 WORD=b acoustic=-2"),
+                GOOD.replace("\nJ=", "\n  J=")]
+    for text in variants:
+        assert canonical_arcs(read_slf(text)) == canonical_arcs(base)
 
 
 def test_round_trip_real_lattices_preserves_words_times_scores_posteriors(decoded, tmp_path):
@@ -265,3 +279,28 @@ def test_given_symbols_are_used_and_extended():
     syms = SymbolTable({"b": 7})
     lat = read_slf(GOOD, symbols=syms)
     assert lat.symbols.id("b") == 7 and lat.symbols.id("a") == 8 and lat.words() == ["a", "b"]
+
+
+def test_corrupted_slf_raises_only_lattice_tools_errors(tmp_path, decoded):
+    import random
+
+    from lattice_tools.errors import LatticeToolsError
+
+    path = os.path.join(decoded["dir"], decoded["lattices"][0].key + ".lat")
+    data = open(path, "rb").read()
+    rng = random.Random(3)
+    alphabet = b"0123456789=. \n\tIJSEWatlp-!#x'\"e"
+    bad = tmp_path / "bad.lat"
+    errors = 0
+    for _ in range(150):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 5)):
+            b[rng.randrange(len(b))] = rng.choice(alphabet)
+        if rng.random() < 0.2:
+            b = b[: rng.randrange(len(b))]
+        bad.write_bytes(bytes(b))
+        try:
+            list(iter_slf(str(bad)))
+        except LatticeToolsError:
+            errors += 1
+    assert errors > 20

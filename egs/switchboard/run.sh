@@ -3,9 +3,11 @@
 # as a Kaldi-style recipe.  See README.md here for what each stage needs and writes.
 #
 #   ./run.sh --corpus /path/with/LDC2002S09+LDC2002T43 [--stage N] [--stop-stage N] [--nj N] [--cmd CMD]
-#            [--lattices audio|kaldi:DECODE_DIR|icefall:DIR] [--words words.txt]
-#            [--corrected-stm S --corrected-glm G] [--rt03-glm G] [--rt04f-glm G]
-#            [--system-ctms "asr1.ctm asr2.ctm"] [--exp exp]
+#            [--exp exp] [--stm-source ldc|lhotse] [--lattices audio|kaldi:DECODE_DIR|icefall:DIR]
+#            [--words words.txt] [--corrected-stm S --corrected-glm G] [--rt03-glm G] [--rt04f-glm G]
+#            [--system-ctms "NAME=asr1.ctm ..."] [--nbest-depths "2 10 100 1000"] [--study-ns "1 2 10"]
+# Stages: 0 data, 1 lattices, 2 alternatives (alt-CTM), 3 scoring (ladder + alt-CTM oracle WER),
+#         4 oracle study + plots.  A finished stage is skipped on rerun (delete its .done to redo).
 set -euo pipefail
 cd "$(dirname "$0")"
 recipes=../../recipes
@@ -19,6 +21,7 @@ nj=2
 cmd="$recipes/utils/local_run.sh"
 lattices=audio
 words=""
+lattice_frame_shift=""
 stm_source=ldc
 corrected_stm=""
 corrected_glm=""
@@ -29,75 +32,131 @@ system_ctms=""
 . conf/decode.conf
 help_message="$(sed -n '2,10p' "$0")"
 . "$recipes/utils/parse_options.sh"
+[ $# -eq 0 ] || { echo "$0: unexpected arguments: $*" 1>&2; echo "$help_message" 1>&2; exit 1; }
 [ -n "$data" ] || data=$exp/data
-[ -n "$corpus" ] || { echo "$0: --corpus is required (the folder holding LDC2002S09 and LDC2002T43)" 1>&2; exit 1; }
 mkdir -p "$exp"
 
 if [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
   echo "== stage 0: data (STM, GLMs, segments) from $corpus"
-  extra=()
-  [ -n "$rt03_glm" ] && extra+=(--extra-glm "$rt03_glm")
-  [ -n "$rt04f_glm" ] && extra+=(--extra-glm "$rt04f_glm")
-  [ -n "$corrected_stm" ] && extra+=(--corrected-stm "$corrected_stm")
-  [ -n "$corrected_glm" ] && extra+=(--corrected-glm "$corrected_glm")
-  python3 local/prepare_data.py --stm-source "$stm_source" "${extra[@]}" "$corpus" "$data"
+  [ -n "$corpus" ] || { echo "$0: --corpus is required (the folder holding LDC2002S09 and LDC2002T43)" 1>&2; exit 1; }
+  if [ -f "$data/.done" ]; then
+    echo "$0: $data is done, skipping"
+  else
+    extra=()
+    [ -n "$rt03_glm" ] && extra+=(--extra-glm "$rt03_glm")
+    [ -n "$rt04f_glm" ] && extra+=(--extra-glm "$rt04f_glm")
+    [ -n "$corrected_stm" ] && extra+=(--corrected-stm "$corrected_stm")
+    [ -n "$corrected_glm" ] && extra+=(--corrected-glm "$corrected_glm")
+    python3 local/prepare_data.py --stm-source "$stm_source" "${extra[@]}" "$corpus" "$data"
+    touch "$data/.done"
+  fi
 fi
 
+lat=$exp/lattices
 if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
   echo "== stage 1: lattices ($lattices)"
-  mkdir -p "$exp/lattices"
-  case "$lattices" in
-    audio)
-      python3 local/extract_segments.py "$data" "$exp/wav"
-      # shellcheck disable=SC2086
-      "$recipes/decode_audio.sh" --nj "$nj" --cmd "$cmd" --decode-opts "$decode_opts" "$exp/wav/wav.list" "$exp/decode"
-      cp "$exp/decode/lattices.list" "$exp/lattices/lattices.list"
-      cp "$exp/decode/1best.ctm" "$exp/lattices/1best.ctm"
-      ;;
-    kaldi:*)
-      dir=${lattices#kaldi:}
-      ls "$dir"/lat.*.gz > /dev/null || { echo "$0: no lat.*.gz in $dir" 1>&2; exit 1; }
-      for f in $(ls "$dir"/lat.*.gz | sort -V); do echo "ark:gunzip -c $f|"; done > "$exp/lattices/lattices.list"
-      ;;
-    icefall:*)
-      dir=${lattices#icefall:}
-      find "$dir" -name '*.pt' | LC_ALL=C sort > "$exp/lattices/lattices.list"
-      ;;
-    *) echo "$0: --lattices must be audio, kaldi:DIR or icefall:DIR" 1>&2; exit 1 ;;
-  esac
+  [ -f "$data/.done" ] || { echo "$0: run stage 0 first ($data/.done is missing)" 1>&2; exit 1; }
+  if [ -f "$lat/.done" ]; then
+    echo "$0: $lat is done, skipping"
+  else
+    convert_opts=(--to slf)
+    [ -n "$words" ] && convert_opts+=(--words "$words")
+    [ -n "$lattice_frame_shift" ] && convert_opts+=(--frame-shift "$lattice_frame_shift")
+    case "$lattices" in
+      audio)
+        python3 local/extract_segments.py "$data" "$exp/wav"
+        "$recipes/decode_audio.sh" --nj "$nj" --cmd "$cmd" --decode-opts "$decode_opts" "$exp/wav/wav.list" "$lat"
+        ;;
+      kaldi:*)
+        # A Kaldi decode dir (lat.1.gz .. lat.N.gz, keys = utterance ids of data/segments): one conversion
+        # job per archive into SLF files, so every later stage reads one format.
+        src=${lattices#kaldi:}
+        n=$(find "$src" -maxdepth 1 -name 'lat.*.gz' | wc -l)
+        [ "$n" -gt 0 ] || { echo "$0: no lat.*.gz in $src" 1>&2; exit 1; }
+        [ -f "$src/num_jobs" ] && [ "$(cat "$src/num_jobs")" != "$n" ] && {
+          echo "$0: $src/num_jobs says $(cat "$src/num_jobs") but there are $n lat.*.gz" 1>&2; exit 1; }
+        [ -n "$words" ] || echo "$0: warning: no --words given; Kaldi word ids will be used as words" 1>&2
+        rm -rf "$lat"; mkdir -p "$lat/lat" "$lat/log"
+        $cmd --max-jobs-run "$nj" JOB=1:"$n" "$lat/log/convert.JOB.log" \
+          lattice-tools convert "${convert_opts[@]}" "ark:gunzip -c $src/lat.JOB.gz|" "$lat/lat"
+        find "$lat/lat" -name '*.lat' | LC_ALL=C sort > "$lat/lattices.list"
+        ;;
+      icefall:*)
+        # k2 lattices saved by icefall (torch.save(lattice.as_dict()) per batch, *.pt).
+        src=${lattices#icefall:}
+        find "$src" -name '*.pt' | LC_ALL=C sort > "$exp/pt.list"
+        [ -s "$exp/pt.list" ] || { echo "$0: no *.pt under $src" 1>&2; exit 1; }
+        rm -rf "$lat"; mkdir -p "$lat/lat" "$lat/log" "$lat/split"
+        n=$(lattice-tools split-list --chunk-size 1 "$exp/pt.list" "$lat/split/pt.JOB.list" | wc -l)
+        $cmd --max-jobs-run "$nj" JOB=1:"$n" "$lat/log/convert.JOB.log" \
+          lattice-tools with-list "$lat/split/pt.JOB.list" lattice-tools convert --from k2 "${convert_opts[@]}" "$lat/lat"
+        find "$lat/lat" -name '*.lat' | LC_ALL=C sort > "$lat/lattices.list"
+        ;;
+      *) echo "$0: --lattices must be audio, kaldi:DIR or icefall:DIR" 1>&2; exit 1 ;;
+    esac
+    touch "$lat/.done"
+  fi
 fi
-
-alt_opts="--segments $data/segments --reco2file-and-channel $data/reco2file_and_channel"
-[ -n "$words" ] && alt_opts="$alt_opts --words $words"
 
 if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
   echo "== stage 2: alternatives (N-best, sausages, phrases) as alt-CTM"
-  "$recipes/make_alternatives.sh" --nj "$nj" --cmd "$cmd" --kinds nbest --depths "$nbest_depths" \
-    --extra-opts "$alt_opts" "$exp/lattices/lattices.list" "$exp/alternatives"
-  "$recipes/make_alternatives.sh" --nj "$nj" --cmd "$cmd" --kinds sausage --depths "$sausage_depths" \
-    --extra-opts "$alt_opts" "$exp/lattices/lattices.list" "$exp/alternatives"
-  "$recipes/make_alternatives.sh" --nj "$nj" --cmd "$cmd" --kinds phrases --depths "$phrase_depths" \
-    --posterior-threshold "$posterior_threshold" --extra-opts "$alt_opts" "$exp/lattices/lattices.list" "$exp/alternatives"
+  [ -f "$lat/.done" ] || { echo "$0: run stage 1 first ($lat/.done is missing)" 1>&2; exit 1; }
+  common=(--nj "$nj" --cmd "$cmd" --segments "$data/segments" --reco2file-and-channel "$data/reco2file_and_channel"
+          --extra-opts "$alt_opts")
+  "$recipes/make_alternatives.sh" "${common[@]}" --stop-stage 0 "$lat/lattices.list" "$exp/alternatives"
+  "$recipes/make_alternatives.sh" "${common[@]}" --stage 1 --kinds nbest --depths "$nbest_depths" \
+    "$lat/lattices.list" "$exp/alternatives"
+  "$recipes/make_alternatives.sh" "${common[@]}" --stage 1 --kinds sausage --depths "$sausage_depths" \
+    "$lat/lattices.list" "$exp/alternatives"
+  "$recipes/make_alternatives.sh" "${common[@]}" --stage 1 --kinds phrases --depths "$phrase_depths" \
+    --posterior-threshold "$posterior_threshold" "$lat/lattices.list" "$exp/alternatives"
 fi
 
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
-  echo "== stage 3: scoring ladder (seed 001 Table 1 structure)"
-  ctms=$system_ctms
-  [ -f "$exp/lattices/1best.ctm" ] && ctms="$ctms $exp/lattices/1best.ctm"
-  [ -n "${ctms// }" ] || { echo "$0: stage 3 needs --system-ctms (or stage 1 with --lattices audio)" 1>&2; exit 1; }
-  glm_opts=()
-  while read -r g; do glm_opts+=(--glm "$g"); done < "$data/glms"
-  corr=()
-  [ -n "$corrected_stm" ] && corr+=(--corrected-stm "$corrected_stm")
-  [ -n "$corrected_glm" ] && corr+=(--corrected-glm "$corrected_glm")
-  # shellcheck disable=SC2086
-  lattice-tools ladder -r "$data/stm" "${glm_opts[@]}" "${corr[@]}" -o "$exp/ladder" $ctms
-  echo "ladder: $exp/ladder/ladder.md"
+  echo "== stage 3: scoring ladder (seed 001 Table 1 structure) and oracle WER of every alt-CTM"
+  glms=(); while read -r g; do glms+=("$g"); done < "$data/glms"
+  hyps=()
+  for s in $system_ctms; do hyps+=(-h "$s"); done
+  if [ -f "$lat/1best.ctm" ]; then
+    # the decoder's 1-best, from utterance ids and times to the STM's file/channel and absolute times
+    [ -f "$exp/1best.ctm" ] || lattice-tools convert-ctm --segments "$data/segments" \
+      --reco2file-and-channel "$data/reco2file_and_channel" "$lat/1best.ctm" "$exp/1best.ctm"
+    hyps+=(-h "pocketsphinx=$exp/1best.ctm")
+  fi
+  if [ ${#hyps[@]} -gt 0 ]; then
+    if [ -f "$exp/ladder/.done" ]; then
+      echo "$0: $exp/ladder is done, skipping"
+    else
+      glm_opts=(); for g in "${glms[@]}"; do glm_opts+=(--glm "$g"); done
+      corr=(); [ -n "$corrected_stm" ] && corr+=(--corrected-stm "$corrected_stm")
+      mkdir -p "$exp/ladder"
+      lattice-tools ladder -r "$data/stm" "${hyps[@]}" "${glm_opts[@]}" "${corr[@]}" \
+        -o "$exp/ladder/ladder.md" --json "$exp/ladder/ladder.json"
+      touch "$exp/ladder/.done"
+    fi
+    cat "$exp/ladder/ladder.md"
+  else
+    echo "$0: no system CTM (--system-ctms, or --lattices audio): skipping the ladder"
+  fi
+  # The oracle WER of each alt-CTM as sclite scores it (STM and all GLMs, optional deletions).
+  for d in "$exp"/alternatives/*.n*/; do
+    d=${d%/}; [ -f "$d/.done" ] || continue
+    "$recipes/score_ctm.sh" --glm "${glms[*]}" "$data/stm" "$d/alt.ctm.gz" "$exp/scores/$(basename "$d")" > /dev/null
+  done
+  if ls "$exp"/scores/*/wer > /dev/null 2>&1; then
+    for f in "$exp"/scores/*/wer; do echo "$(basename "$(dirname "$f")") $(cat "$f")"; done > "$exp/scores/.summary.tmp"
+    # replaced only when it changes, so a rerun of a finished stage modifies nothing
+    if cmp -s "$exp/scores/.summary.tmp" "$exp/scores/summary.txt"; then rm "$exp/scores/.summary.tmp"
+    else mv "$exp/scores/.summary.tmp" "$exp/scores/summary.txt"; fi
+    cat "$exp/scores/summary.txt"
+  fi
 fi
 
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
   echo "== stage 4: oracle study (seed 001 Tables 3-6 structure) and plots"
-  "$recipes/oracle_study.sh" --ns "1 2 10 100 1000" --study-opts "$alt_opts" \
-    "$data/stm" "$exp/study" "main=$exp/lattices/lattices.list"
+  [ -f "$lat/.done" ] || { echo "$0: run stage 1 first ($lat/.done is missing)" 1>&2; exit 1; }
+  # References keyed by utterance id (data/text) match the per-utterance lattices (reference segmentation).
+  "$recipes/oracle_study.sh" --ns "$study_ns" --prune-thresholds "$study_prune_thresholds" --study-opts "$study_opts" \
+    "$data/text" "$exp/study" "main=$lat/lat"
   echo "study: $exp/study"
 fi

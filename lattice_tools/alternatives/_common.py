@@ -64,7 +64,7 @@ def prepare(lat: Lattice, acoustic_scale: float = 1.0, lm_scale: float = 1.0, wo
 
 
 def adjacency(src, dst, labels, cost, arc_ids=None):
-    """Per-state Python adjacency lists for :func:`best_first_sequences`: ``(out_eps, out_word)``
+    """Per-state Python adjacency lists ``(out_eps, out_word)``
     dicts keyed by source state (arc ids default to the arc index)."""
     out_eps: dict = {}
     out_word: dict = {}

@@ -1,8 +1,7 @@
-"""Vectorized version of the exact best-first sequence search (internal engine).
-
-Same algorithm and results as :func:`lattice_tools.alternatives._search.best_first_sequences`
-(a lazily explored log-semiring determinization, searched best-first with the exact
-log-semiring backward bound), with the per-state work done by numpy:
+"""The exact best-first sequence search (internal engine; the algorithm is described in
+:mod:`lattice_tools.alternatives._search`): a lazily explored log-semiring determinization,
+searched best-first with the exact log-semiring backward bound, with the per-state work done by
+numpy:
 
 * epsilons are removed once up front: every state gets the list of *word arcs reachable through
   epsilon paths* with the log and tropical cost of those paths, and its closed exit weight;
@@ -72,37 +71,46 @@ class _Closed:
             eps_out: dict = {}
             for s, d, c in zip(es, ed, ec):
                 eps_out.setdefault(s, []).append((d, c))
-            wlist = wa.tolist()
-            closed: dict = {}  # state -> {arc: (lc, bc)} for states with epsilon arcs
+            closed: dict = {}  # state -> (arcs, log costs, best costs) for states with epsilon arcs
             x_lc_l, x_bc_l = x_lc.tolist(), x_bc.tolist()
-            cost_l = cost.tolist()
+
+            def rows(state):
+                got = closed.get(state)
+                if got is not None:
+                    return got
+                a = wa[w_off[state]:w_off[state + 1]]
+                return a, cost[a], cost[a]
+
             for s in sorted(eps_out, reverse=True):
-                acc = {a: (cost_l[a], cost_l[a]) for a in wlist[w_off[s]:w_off[s + 1]]}
+                parts = [rows(s)]
                 xl, xb = x_lc_l[s], x_bc_l[s]
                 for d, c in eps_out[s]:
                     xl = log_add(xl, c + x_lc_l[d])
                     xb = min(xb, c + x_bc_l[d])
-                    sub = closed.get(d)
-                    items = sub.items() if sub is not None else ((a, (cost_l[a], cost_l[a]))
-                                                                 for a in wlist[w_off[d]:w_off[d + 1]])
-                    for a, (lc, bc) in items:
-                        old = acc.get(a)
-                        acc[a] = (c + lc, c + bc) if old is None else (log_add(old[0], c + lc), min(old[1], c + bc))
-                closed[s] = acc
+                    a, lc, bc = rows(d)
+                    parts.append((a, lc + c, bc + c))
+                arcs_ = np.concatenate([p_[0] for p_ in parts])
+                lcs = np.concatenate([p_[1] for p_ in parts])
+                bcs = np.concatenate([p_[2] for p_ in parts])
+                if len(arcs_):
+                    order = np.argsort(arcs_, kind="stable")
+                    arcs_s = arcs_[order]
+                    seg = _starts(arcs_s)
+                    closed[s] = (arcs_s[seg], _segment_reduce(lcs[order], seg, True),
+                                 np.minimum.reduceat(bcs[order], seg))
+                else:
+                    closed[s] = (arcs_, lcs, bcs)
                 x_lc_l[s], x_bc_l[s] = xl, xb
             x_lc, x_bc = np.array(x_lc_l), np.array(x_bc_l)
-            rows_s, rows_a, rows_l, rows_b = [], [], [], []
-            for s_, acc in closed.items():
-                for a, (lc, bc) in acc.items():
-                    rows_s.append(s_); rows_a.append(a); rows_l.append(lc); rows_b.append(bc)
             plain = np.ones(m, dtype=bool)
             plain[list(closed)] = False
             idx, rep = _gather(w_off, np.flatnonzero(plain))
             pa = wa[idx]
-            rs = np.concatenate([np.asarray(rows_s, dtype=np.int64), ws[idx]])
-            arcs_ = np.concatenate([np.asarray(rows_a, dtype=np.int64), pa])
-            lcs = np.concatenate([np.asarray(rows_l, dtype=np.float64), cost[pa]])
-            bcs = np.concatenate([np.asarray(rows_b, dtype=np.float64), cost[pa]])
+            cs = list(closed)
+            rs = np.concatenate([np.repeat(np.array(cs, dtype=np.int64), [len(closed[c][0]) for c in cs]), ws[idx]])
+            arcs_ = np.concatenate([closed[c][0] for c in cs] + [pa])
+            lcs = np.concatenate([closed[c][1] for c in cs] + [cost[pa]])
+            bcs = np.concatenate([closed[c][2] for c in cs] + [cost[pa]])
             order = np.argsort(rs, kind="stable")
             rs = rs[order]
             self.w_arc, self.w_lc, self.w_bc = arcs_[order], lcs[order], bcs[order]
@@ -131,7 +139,9 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
       exit_states, exit_lc, exit_bc: final states with log and tropical final costs.
       beta: per-state log-semiring backward cost (exit included) of every state that a labelled
         arc enters -- the exact bound of the search.
-      n, max_pops, key, track_best: as in :func:`~lattice_tools.alternatives._search.best_first_sequences`.
+      n: number of sequences wanted (None = all).
+      max_pops: budget on popped search nodes (BudgetExceededError past it).
+      track_best: also find each sequence's best single path (``best_cost``, ``best_arcs``).
 
     Returns: list of :class:`SequenceResult`, most probable first.
     """
@@ -248,45 +258,72 @@ def _labels(link) -> tuple:
 
 
 def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
-    """Best single path (cost, word-arc ids) reading each sequence: tropical pass over their trie."""
-    trie: dict = {}
-    for seq in sequences:
-        node = trie
-        for w in seq:
-            node = node.setdefault(w, {})
-        node[None] = seq
-    links: list = []  # (arc id, parent link index)
+    """Best single path (cost, word-arc ids) reading each sequence: a tropical Viterbi pass over
+    the trie of the sequences, vectorized over all trie nodes of one depth at a time."""
     result: dict = {}
-    stack = [(trie, root_s, root_b, np.full(len(root_s), -1, dtype=np.int64))]
-    m = cl.m
-    while stack:
-        node, S, B, L = stack.pop()
-        if None in node:
-            tot = B + cl.x_bc[S]
-            i = int(np.argmin(tot))
-            path = []
-            li = int(L[i])
-            while li >= 0:
-                path.append(links[li][0])
-                li = links[li][1]
-            result[node[None]] = (float(tot[i]), tuple(reversed(path)))
-        words = [w for w in node if w is not None]
-        if not words:
-            continue
-        idx, rep = _gather(cl.w_off, S)
-        if not len(idx):
-            continue
-        lab = cl.w_lab[idx]
-        for w in words:
-            sel = np.flatnonzero(lab == w)
-            ii = idx[sel]
-            v = B[rep[sel]] + cl.w_bc[ii]
-            d = cl.w_dst[ii]
-            order = np.lexsort((v, d))
-            d_sorted = d[order]
-            first = order[_starts(d_sorted)]
-            base = len(links)
-            parents = L[rep[sel][first]].tolist()
-            links.extend(zip(cl.w_id[ii[first]].tolist(), parents))
-            stack.append((node[w], d[first], v[first], np.arange(base, base + len(first), dtype=np.int64)))
+    if not sequences:
+        return result
+    # trie: node ids, children keyed by parent * V + label
+    V = int(max((max(seq) for seq in sequences if seq), default=0)) + 1
+    child_of: dict = {}
+    end_seq = [-1]
+    for q, seq in enumerate(sequences):
+        node = 0
+        for w in seq:
+            k = node * V + w
+            nxt = child_of.get(k)
+            if nxt is None:
+                nxt = child_of[k] = len(end_seq)
+                end_seq.append(-1)
+            node = nxt
+        end_seq[node] = q
+    end_arr = np.array(end_seq, dtype=np.int64)
+    keys = np.array(sorted(child_of), dtype=np.int64)
+    kids = np.array([child_of[k] for k in keys.tolist()], dtype=np.int64)
+    link_arc: list = []
+    link_parent: list = []
+    n_links = 0
+    node = np.zeros(len(root_s), dtype=np.int64)
+    state, bc, link = root_s, root_b, np.full(len(root_s), -1, dtype=np.int64)
+    best_cost = np.full(len(sequences), INF)
+    best_link = np.full(len(sequences), -1, dtype=np.int64)
+    while len(node):
+        seq = end_arr[node]
+        fin = np.flatnonzero(seq >= 0)
+        if len(fin):
+            tot = bc[fin] + cl.x_bc[state[fin]]
+            order = np.lexsort((tot, seq[fin]))
+            first = order[_starts(seq[fin][order])]
+            q = seq[fin][first]
+            best_cost[q] = tot[first]
+            best_link[q] = link[fin][first]
+        idx, rep = _gather(cl.w_off, state)
+        if not len(idx) or not len(keys):
+            break
+        ck = node[rep] * V + cl.w_lab[idx]
+        pos = np.minimum(np.searchsorted(keys, ck), len(keys) - 1)
+        ok = np.flatnonzero(keys[pos] == ck)
+        if not len(ok):
+            break
+        child = kids[pos[ok]]
+        ii = idx[ok]
+        d = cl.w_dst[ii]
+        v = bc[rep[ok]] + cl.w_bc[ii]
+        order = np.lexsort((v, d, child))
+        gk = child[order] * cl.m + d[order]
+        first = order[_starts(gk)]
+        link_arc.append(cl.w_id[ii[first]])
+        link_parent.append(link[rep[ok][first]])
+        node, state, bc = child[first], d[first], v[first]
+        link = np.arange(n_links, n_links + len(first), dtype=np.int64)
+        n_links += len(first)
+    arcs_all = np.concatenate(link_arc).tolist() if link_arc else []
+    parents_all = np.concatenate(link_parent).tolist() if link_parent else []
+    for q, seq in enumerate(sequences):
+        path = []
+        li = int(best_link[q])
+        while li >= 0:
+            path.append(arcs_all[li])
+            li = parents_all[li]
+        result[seq] = (float(best_cost[q]), tuple(reversed(path)))
     return result

@@ -17,7 +17,7 @@ from typing import Iterable
 import numpy as np
 
 from ..lattice import Lattice
-from ._common import prepare, seconds
+from ._common import prepare
 from ._fb import ForwardBackward
 from ._fastsearch import search_arrays
 from .network import Alternative, Alternatives, Slot
@@ -31,21 +31,19 @@ def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: 
     if _cache is None:
         _cache = {}
     if not _cache:
+        fs = lat.frame_shift
+        known = (lat.t0 >= 0) & (lat.t1 >= 0)
         _cache["labels"] = np.asarray(labels).tolist()
-        _cache["word"] = lat.word.tolist()
-        _cache["t0"] = lat.t0.tolist()
-        _cache["t1"] = lat.t1.tolist()
-    lab, wid, t0s, t1s = _cache["labels"], _cache["word"], _cache["t0"], _cache["t1"]
-    words, starts, durs = [], [], []
-    fs = lat.frame_shift
-    sym = lat.symbols.word
-    for a in arcs:
-        if lab[a] == 0:
-            continue
-        words.append(sym(wid[a]))
-        t0, t1 = t0s[a], t1s[a]
-        starts.append(seconds(t0, fs))
-        durs.append(math.nan if t0 < 0 or t1 < 0 else round((t1 - t0) * fs, 6))
+        uniq, inv = np.unique(lat.word, return_inverse=True)
+        names = [lat.symbols.word(int(w)) if w else "" for w in uniq.tolist()]
+        _cache["word"] = [names[i] for i in inv.tolist()]
+        _cache["start"] = np.where(lat.t0 >= 0, np.round(lat.t0 * fs, 6), np.nan).tolist()
+        _cache["dur"] = np.where(known, np.round((lat.t1 - lat.t0) * fs, 6), np.nan).tolist()
+    lab, wid, st, du = _cache["labels"], _cache["word"], _cache["start"], _cache["dur"]
+    arcs = [a for a in arcs if lab[a] != 0]
+    words = [wid[a] for a in arcs]
+    starts = [st[a] for a in arcs]
+    durs = [du[a] for a in arcs]
     return Alternative(tuple(words), tuple(starts), tuple(durs), posterior, (posterior,) * len(words))
 
 

@@ -50,7 +50,7 @@ from ..lattice import Lattice
 from ._common import prepare
 from ._fb import INF, ForwardBackward, _segment_reduce, log_add
 from ._fastsearch import search_arrays
-from .network import Alternative, Alternatives, Slot
+from .network import Alternatives, Slot
 from .nbest import alternative_from_path
 
 

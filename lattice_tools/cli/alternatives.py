@@ -37,7 +37,7 @@ def read_segments(path: str) -> dict[str, tuple[str, str, float]]:
     return out
 
 
-def iter_lattices(specs: Iterable[str], format: str | None = None) -> Iterator:
+def iter_lattices(specs: Iterable[str], format: str | None = None, symbols: str | None = None) -> Iterator:
     """Lattices from files/archives, through the shared reader when it is available."""
     try:
         from ..io import read_lattices  # type: ignore[attr-defined]
@@ -45,16 +45,16 @@ def iter_lattices(specs: Iterable[str], format: str | None = None) -> Iterator:
         read_lattices = None
     for spec in specs:
         if read_lattices is not None:
-            yield from read_lattices(spec, format=format)
+            yield from read_lattices(spec, format=format, symbols=symbols)
         else:  # pragma: no cover - until the shared reader lands: SLF only
             from ..io.slf import iter_slf
-            yield from iter_slf(spec)
+            yield from iter_slf(spec, symbols)
 
 
 def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm: str, *, stats: str | None = None,
                           segments: str | None = None, posterior_threshold: float = 0.1, acoustic_scale: float = 1.0,
                           lm_scale: float = 1.0, word_penalty: float = 0.0, format: str | None = None,
-                          progress: bool | None = None) -> dict:
+                          symbols: str | None = None, progress: bool | None = None) -> dict:
     """Compute ``kind`` (``nbest``/``sausage``/``phrases``) alternatives of every lattice, write them as
     an alt-CTM cut to depth ``n`` (None = all) and return (and optionally write) the statistics."""
     from tqdm import tqdm
@@ -82,7 +82,7 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
         raise ValueError(f"unknown kind {kind!r}")
     disable = (not sys.stderr.isatty()) if progress is None else not progress
     with AlternativesCtmWriter(ctm, n) as writer:
-        for lat in tqdm(iter_lattices(lattices, format), desc=kind, unit="lat", disable=disable, file=sys.stderr):
+        for lat in tqdm(iter_lattices(lattices, format, symbols), desc=kind, unit="lat", disable=disable, file=sys.stderr):
             if isinstance(lat, tuple):  # readers returning (lattice, header)
                 lat = lat[0]
             alts = compute(lat)
@@ -110,6 +110,8 @@ def _depth(value: str) -> int | None:
 
 def _options(f):
     f = click.option("--format", "format", default=None, help="Lattice format (default: from the file name).")(f)
+    f = click.option("--symbols", default=None, type=click.Path(dir_okay=False),
+                     help="words.txt mapping the word ids of Kaldi/OpenFst/k2 lattices.")(f)
     f = click.option("--segments", type=click.Path(dir_okay=False), default=None,
                      help="Kaldi segments file 'utt file start end' (default: file = utterance, channel 1, offset 0).")(f)
     f = click.option("--stats", type=click.Path(dir_okay=False), default=None,
@@ -125,32 +127,33 @@ def _options(f):
     return f
 
 
-def _run(kind, lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty, **extra):
+def _run(kind, lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty, **extra):
     result = make_alternatives_ctm(lattices, kind, _depth(n), ctm, stats=stats, segments=segments, format=format,
+                                   symbols=symbols,
                                    acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty, **extra)
     click.echo(json.dumps(result, sort_keys=True), err=True)
 
 
 @click.command("nbest")
 @_options
-def nbest_command(lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty):
+def nbest_command(lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty):
     """Exact N-best lists (utterance-level alternatives) of LATTICES as alt-CTM."""
-    _run("nbest", lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty)
+    _run("nbest", lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty)
 
 
 @click.command("sausage")
 @_options
-def sausage_command(lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty):
+def sausage_command(lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty):
     """Confusion networks (word-level alternatives, Xu et al. 2011 MBR) of LATTICES as alt-CTM."""
-    _run("sausage", lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty)
+    _run("sausage", lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty)
 
 
 @click.command("phrases")
 @_options
 @click.option("--posterior-threshold", type=float, default=0.1, show_default=True,
               help="Phrase boundaries are times not crossed by a word arc with at least this posterior.")
-def phrases_command(lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty,
+def phrases_command(lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty,
                     posterior_threshold):
     """Phrase alternatives (seed 001 section 3.4) of LATTICES as alt-CTM."""
-    _run("phrases", lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty,
+    _run("phrases", lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty,
          posterior_threshold=posterior_threshold)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import click
 import numpy as np

@@ -22,10 +22,11 @@ import shutil
 import subprocess
 import tempfile
 import wave
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from ..errors import FormatError, MismatchError, MissingDependencyError
 from ..lattice import Lattice
+from ..symbols import SymbolTable
 
 SAMPLE_RATE = 16000
 _VARIANT = re.compile(r"\(\d+\)$")
@@ -114,7 +115,8 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
       config: any other pocketsphinx options (name without the leading dash).
       progress: show a progress bar (default: when stderr is a terminal).
     Returns:
-      The lattices (pocketsphinx SLF variant read back with :func:`read_slf`), in input order.
+      The lattices (pocketsphinx SLF variant read back with :func:`read_slf`), in input order,
+      sharing one word table (the last lattice's ``symbols`` holds every word).
     Raises:
       FormatError for unreadable audio, MismatchError for two inputs with the same key.
     """
@@ -147,6 +149,7 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
     os.makedirs(out_dir, exist_ok=True)
     lattices: list[Lattice] = []
     ctm_words: list = []
+    symbols = SymbolTable()
     bar = tqdm(list(zip(keys, paths)), desc="decode", unit="utt", disable=(None if progress is None else not progress))
     for key, path in bar:
         audio = load_audio(path)
@@ -169,7 +172,10 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        lattices.append(read_slf(out_path, frame_shift=1.0 / frate, key=key))
+        # one growing word table for all files, so a word has the same id in every lattice
+        lat = read_slf(out_path, symbols=symbols, frame_shift=1.0 / frate, key=key)
+        symbols = lat.symbols
+        lattices.append(lat)
         for word, sf, ef, prob in segs:
             if is_filler(word):
                 continue

@@ -57,7 +57,7 @@ def _slf_files(directory: str) -> list[str]:
         if base.lower().endswith(_SLF_EXT) and os.path.isfile(os.path.join(directory, name)):
             files.append(os.path.join(directory, name))
     if not files:
-        raise FormatError(f"directory has no SLF files (*.slf, *.lat, *.htk, optionally .gz)", path=directory)
+        raise FormatError("directory has no SLF files (*.slf, *.lat, *.htk, optionally .gz)", path=directory)
     return files
 
 

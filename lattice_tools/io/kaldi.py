@@ -141,7 +141,8 @@ class _Reader:
     def _fill(self, n: int) -> bool:
         while len(self.buf) - self.pos < n:
             try:
-                chunk = self.f.read(max(1 << 20, n))
+                # bounded chunks: a corrupt length field must not allocate gigabytes before EOF
+                chunk = self.f.read(min(max(1 << 20, n - (len(self.buf) - self.pos)), 1 << 24))
             except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
                 raise FormatError(f"truncated or corrupt gzip data ({exc})", path=self.name) from None
             if not chunk:
@@ -242,10 +243,6 @@ def _parse_weight(s: str, compact: bool):
     return _parse_float(parts[0]), _parse_float(parts[1]), None
 
 
-def _is_int(s: str) -> bool:
-    return s.lstrip("-").isdigit()
-
-
 def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lattice_type: str = "auto") -> RawFst:
     """Parse the text lines of one Kaldi lattice (``(lineno, line)`` pairs, no terminating blank line)."""
     rows = []
@@ -328,6 +325,11 @@ def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lat
         w2.append(wt[1])
         strings.append(wt[2])
     num_states = max([start] + src + dst + list(finals)) + 1
+    if num_states > max(4 * len(rows), 1 << 20):
+        big = max([start] + src + dst + list(finals))
+        line = next((n for n, c in rows if str(big) in c[:2]), None)
+        raise FormatError(f"state id {big} is implausibly large for a lattice of {len(rows)} lines",
+                          path=name, line=line, key=key)
     fw1 = np.full(num_states, np.inf)
     fw2 = np.full(num_states, np.inf)
     final_strings = {}
@@ -369,12 +371,15 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     if num_states < 0:
         raise FormatError("FST header has an unknown number of states (stream-written FST); not supported",
                           path=r.name, key=key)
+    if num_states >= 1 << 31:
+        raise FormatError(f"corrupt FST header ({num_states} states)", path=r.name, key=key)
     ff = "f" if fsize == 4 else "d"
     nw = 1 if kind == "standard" else 2
     wfmt = "<" + ff * nw
     wsize = struct.calcsize(wfmt)
-    fw1 = np.full(num_states, np.inf)
-    fw2 = np.full(num_states, np.inf)
+    # Lists, not arrays of num_states: a corrupt count then fails at end of file, not in malloc.
+    fw1: list[float] = []
+    fw2: list[float] = []
     final_strings = {}
     srcs, dsts, ils, ols, w1s, w2s = [], [], [], [], [], []
     strings = [] if kind == "compact" else None
@@ -385,17 +390,20 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
         w = struct.unpack(wfmt, r.read(wsize, f"final weight of state {s}", key))
         if kind == "compact":
             (n,) = struct.unpack("<i", r.read(4, f"final string of state {s}", key))
-            if n < 0:
-                raise FormatError(f"negative string length at state {s}", path=r.name, key=key)
+            if not 0 <= n < 1 << 24:
+                raise FormatError(f"corrupt string length {n} at state {s}", path=r.name, key=key)
             tids = np.frombuffer(r.read(4 * n, f"final string of state {s}", key), dtype="<i4").astype(np.int32)
         if not math.isinf(w[0]):
-            fw1[s] = w[0]
-            fw2[s] = w[1] if nw == 2 else 0.0
+            fw1.append(w[0])
+            fw2.append(w[1] if nw == 2 else 0.0)
             if kind == "compact" and n:
                 final_strings[s] = tids
+        else:
+            fw1.append(math.inf)
+            fw2.append(math.inf)
         (narcs,) = struct.unpack("<q", r.read(8, f"arc count of state {s}", key))
-        if narcs < 0:
-            raise FormatError(f"negative arc count at state {s}", path=r.name, key=key)
+        if not 0 <= narcs < 1 << 31:
+            raise FormatError(f"corrupt arc count {narcs} at state {s}", path=r.name, key=key)
         if kind != "compact":
             a = np.frombuffer(r.read(narcs * arc_dtype.itemsize, f"arcs of state {s}", key), dtype=arc_dtype)
             srcs.append(np.full(narcs, s, np.int64))
@@ -408,8 +416,8 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
             head = struct.Struct("<ii" + ff + ff + "i")
             for _ in range(narcs):
                 il, ol, g, ac, n = head.unpack(r.read(head.size, f"arc of state {s}", key))
-                if n < 0:
-                    raise FormatError(f"negative string length in an arc of state {s}", path=r.name, key=key)
+                if not 0 <= n < 1 << 24:
+                    raise FormatError(f"corrupt string length {n} in an arc of state {s}", path=r.name, key=key)
                 tids = np.frombuffer(r.read(4 * n, f"arc of state {s}", key), dtype="<i4").astype(np.int32)
                 (ns,) = struct.unpack("<i", r.read(4, f"arc of state {s}", key))
                 srcs.append(np.array([s]))
@@ -420,6 +428,7 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
                 w2s.append(np.array([ac]))
                 strings.append(tids)
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+    fw1, fw2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
     raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
                  cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2, strings, final_strings)
     for name in ("w1", "w2"):
@@ -761,10 +770,15 @@ def lattice_to_raw(lat: Lattice, lattice_type: str = "auto", placeholder_tid: in
 # writing
 # ----------------------------------------------------------------------------------------------
 def _ffmt(x: float) -> str:
+    """Shortest text that reads back to exactly ``x`` (float32 text for float32 values, as read
+    from binary archives, so they print like Kaldi's ``36.657368`` rather than 17 digits)."""
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
     if x == int(x) and abs(x) < 1e15:
         return str(int(x))
+    f32 = np.float32(x)
+    if float(f32) == x:  # a float32 value (binary archives): float32 shortest text, as Kaldi reads it back
+        return str(f32)
     return repr(float(x))
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Iterable
-
 import numpy as np
 
 from ..errors import FormatError, LatticeError, SymbolError
@@ -151,6 +149,8 @@ def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: Sym
     else:
         ilabel, _ = to_ids(ilab, isymbols, "input")
     n_states = max([start] + src + dst + list(finals)) + 1
+    if n_states > max(4 * len(rows), 1 << 20):
+        raise FormatError(f"state id {n_states - 1} is implausibly large for {len(rows)} lines", path=path)
     fg = np.full(n_states, np.inf)
     fa = np.full(n_states, np.inf)
     for s, (x, y) in finals.items():

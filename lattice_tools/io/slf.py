@@ -32,11 +32,11 @@ from itertools import repeat
 import os
 import re
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..errors import FormatError, LatticeError, LatticeToolsError
+from ..errors import FormatError, LatticeError
 from ..lattice import Lattice
 from ..symbols import SymbolTable
 from .common import atomic_write, open_binary_input
@@ -443,11 +443,11 @@ class _Items:
 def _parse_body_slow(node_items, link_items, path):
     """Line-by-line parse with precise errors (file:line); same output as the fast parse."""
     nodes = {"I": [], "t": [], "W": [], "v": []}
-    has_t = has_w = has_v = None
+    has_t = has_w = None
     for lineno, line in node_items:
         f = _split_fields(line, path, lineno)
         nodes["I"].append(_num(f["I"], "I", path, lineno, int))
-        for key, flag_name in (("t", "t"), ("W", "W"), ("v", "v")):
+        for key in ("t", "W", "v"):
             present = key in f
             if key == "t":
                 has_t = present if has_t is None else has_t
@@ -557,6 +557,9 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
     # node ids: 0..N-1, any order, no duplicates
     ids = nodes["I"]
     n_nodes = len(ids) if len(ids) else int(max(links["S"].max(initial=-1), links["E"].max(initial=-1))) + 1
+    if not len(ids) and n_nodes > 2 * len(link_items) + 1:
+        raise FormatError(f"no node lines and link node ids up to {n_nodes - 1} for {len(link_items)} links",
+                          path=path, line=link_items[0][0] if len(link_items) else None)
     if len(ids):
         bad = np.nonzero((ids < 0) | (ids >= len(ids)))[0]
         if len(bad):

@@ -266,7 +266,7 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
     def label_of(word):
         if word is None:
             key = ("@",) if null_for_empty else ("",)
-        elif nonword(word):
+        elif word == "" or nonword(word):
             key = ("",)
         elif word == "@":
             key = ("@",)
@@ -287,10 +287,13 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
     cur = 0
     for slot in alts.slots:
         nxt_fresh = []  # chain arcs, their end state resolved once the slot's end state is known
-        for alt in (slot.alternatives if n is None else slot.alternatives[:n]):
+        chosen = slot.alternatives if n is None else slot.alternatives[:n]
+        for alt in chosen:
             words = alt.words
             if not words:
-                nxt_fresh.append((cur, None, label_of(None), math.nan, math.nan))
+                # An empty branch of an ALT block is sclite's '@'; a slot whose only alternative
+                # is empty writes nothing at all (plain CTM words), so it is a free epsilon.
+                nxt_fresh.append((cur, None, label_of(None) if len(chosen) > 1 else label_of(""), math.nan, math.nan))
                 continue
             prev = cur
             for j, w in enumerate(words):
@@ -771,15 +774,33 @@ def lattice_oracle(lat, reference, *, mode: str | CostModel = "sclite", nonword:
 
 def alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | CostModel = "sclite",
                         nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False,
-                        optional_deletable: bool = True, fragments: bool = False,
-                        sclite_ties: bool = True) -> OracleResult:
+                        optional_deletable: bool = True, fragments: bool = False) -> OracleResult:
     """Oracle over an :class:`~lattice_tools.alternatives.network.Alternatives` (N-best, sausage,
     phrase or 1-best): the best choice of one alternative per slot jointly with the alignment --
     what sclite computes for an alt-CTM.  ``n`` keeps the first ``n`` alternatives of every slot.
 
-    In sclite mode with ``sclite_ties`` the counts and the chosen alternatives are those of the
-    scorer's sclite-exact network alignment (same optimal cost as the exact DP, sclite's choice
-    among ties), so they equal what Debian sclite reports for the alt-CTM of ``alts``."""
+    In sclite mode the counts and the chosen alternatives are those of the scorer's sclite-exact
+    network alignment (same optimal cost as the exact DP, sclite's choice among ties), so they
+    equal what Debian sclite reports for the alt-CTM of ``alts`` (tested on random files).
+    N-best lists against linear references take the batched fast path
+    (:func:`lattice_tools.oracle.batch.alternatives_oracle_many`), which gives the same result.
+    """
+    if n is not None:
+        alts = alts.truncated(n)
+    if fragments:
+        return network_alternatives_oracle(alts, reference, mode=mode, nonword=nonword, case_sensitive=case_sensitive,
+                                           optional_deletable=optional_deletable, fragments=fragments)
+    from .batch import alternatives_oracle_many
+
+    return alternatives_oracle_many([alts], [reference], mode=mode, optional_deletable=optional_deletable,
+                                    case_sensitive=case_sensitive, nonword=nonword)[0]
+
+
+def network_alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | CostModel = "sclite",
+                                nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False,
+                                optional_deletable: bool = True, fragments: bool = False,
+                                sclite_ties: bool = True) -> OracleResult:
+    """:func:`alternatives_oracle` by the network DP alone (any number of multi-alternative slots)."""
     hyp = hyp_graph_from_alternatives(alts, n=n, null_for_empty=True, nonword=nonword, case_sensitive=case_sensitive)
     res = oracle_graph(hyp, reference, mode=mode, key=alts.key, case_sensitive=case_sensitive,
                        optional_deletable=optional_deletable, fragments=fragments)

@@ -170,16 +170,13 @@ def _filtered_copy(path: str, glm: str, fmt: str) -> str:
     import os
     import tempfile
 
-    try:
-        from ..scoring import filter as filt  # written in parallel by the scoring engineer
-    except ImportError:
-        filt = None
-    fn = getattr(filt, "filter_file", None) if filt is not None else None
-    if fn is None:
-        raise MissingDependencyError("GLM filtering needs lattice_tools.scoring.filter.filter_file")
-    fd, tmp = tempfile.mkstemp(suffix="." + fmt)
+    from ..scoring.glm_filter import filter_file
+
+    if fmt not in ("stm", "trn"):
+        raise LatticeToolsError(f"a GLM can be applied to stm or trn references, not {fmt!r}", path=path)
+    fd, tmp = tempfile.mkstemp(prefix="lattice-tools-ref.", suffix="." + fmt)
     os.close(fd)
-    fn(path, tmp, glm=glm, fmt=fmt)
+    filter_file(glm, path, tmp, fmt)
     return tmp
 
 
@@ -228,16 +225,28 @@ def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_d
         else:
             target = min(segs, key=lambda i: min(abs(stm.segments[i].start - mid), abs(stm.segments[i].end - mid)))
         assigned[target].append(item)
-    out = []
+    from .batch import alternatives_oracle_many
+
+    alts_list, refs = [], []
     for i, seg in enumerate(stm.segments):
         if seg.is_ignore_time_segment:
             continue
-        ref = parse_transcript(seg.text, case_sensitive=case_sensitive)
+        slots = []
+        for item in assigned[i]:
+            if isinstance(item, CtmAltBlock):
+                alts = tuple(Alternative(tuple(w.word for w in alt),
+                                         tuple(math.nan if w.start is None else w.start for w in alt),
+                                         tuple(math.nan if w.duration is None else w.duration for w in alt))
+                             for alt in item.alternatives)
+                slots.append(Slot(item.start or 0.0, item.end or 0.0, alts))
+            else:
+                t = math.nan if item.start is None else item.start
+                d = math.nan if item.duration is None else item.duration
+                slots.append(Slot(item.start or 0.0, item.end or 0.0, (Alternative((item.word,), (t,), (d,)),)))
         key = f"{seg.file}-{seg.channel}-{seg.start:.2f}"
-        net = from_ctm_items(assigned[i], case_sensitive=case_sensitive)
-        res = oracle_graph(hyp_graph_from_network(net, case_sensitive=case_sensitive), ref, mode=mode, key=key,
-                           case_sensitive=case_sensitive, optional_deletable=optional_deletable)
-        if mode == "sclite":
-            res = _with_sclite_ties(res, ref, net, optional_deletable, False)
-        out.append(res)
+        alts_list.append(Alternatives(key, tuple(slots), kind="ctm", file=seg.file, channel=seg.channel))
+        refs.append(parse_transcript(seg.text, case_sensitive=case_sensitive))
+    # CTM words are scored as written: no filler is dropped (sclite would count it too).
+    out = alternatives_oracle_many(alts_list, refs, mode=mode, optional_deletable=optional_deletable,
+                                   case_sensitive=case_sensitive, nonword=lambda w: False)
     return out

@@ -192,8 +192,10 @@ def align_reference(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions = 
     D = np.zeros((NA, NB), dtype=np.float32)
     BA = np.full((NA, NB), -1, dtype=np.int64)
     BB = np.full((NA, NB), -1, dtype=np.int64)
-    order_a = sorted(range(1, NA), key=lambda k: 0)  # arcs are in topological order already
-    for b in range(1, NB):
+    # arcs sorted by source state are in topological order (states are topologically numbered)
+    order_a = sorted(range(1, NA), key=lambda k: int(ref.src[k - 1]))
+    order_b = sorted(range(1, NB), key=lambda k: int(hyp.src[k - 1]))
+    for b in order_b:
         best, bi = _BIG, -1
         for bp in preds(hin, hyp.src, b):
             if D[0, bp] < best:
@@ -209,7 +211,7 @@ def align_reference(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions = 
         BA[a, 0], BB[a, 0] = ai, 0
     for a in order_a:
         pa = preds(rin, ref.src, a)
-        for b in range(1, NB):
+        for b in order_b:
             pb = preds(hin, hyp.src, b)
             ins, ib = _BIG, -1
             for bp in pb:
@@ -301,74 +303,95 @@ def _count(pairs, ref, hyp) -> ErrorCounts:
 # Vectorized engine: many alignment problems at once, processed in wavefronts of equal
 # level(a) + level(b) (every dependency of a cell has a strictly smaller sum).
 class _Side:
-    """Concatenated per-arc data of one side (reference or hypothesis) of a batch of problems."""
+    """Concatenated per-arc data of one side (reference or hypothesis) of a batch of problems.
+    Arc ``k`` of problem ``p`` (``k = 0`` the head arc, ``k = i + 1`` the network's arc ``i``) is
+    global arc ``off[p] + k``; predecessor lists hold local arc numbers."""
 
-    def __init__(self, nets: Sequence[WordNetwork], opts: AlignOptions, is_ref: bool, vocab: dict):
+    def __init__(self, nets: Sequence[WordNetwork], opts: AlignOptions, vocab: dict):
         c = opts.costs
-        n_arcs = np.fromiter((n.num_arcs + 1 for n in nets), dtype=np.int64, count=len(nets))
-        self.n = n_arcs
-        self.off = np.zeros(len(nets) + 1, dtype=np.int64)
-        np.cumsum(n_arcs, out=self.off[1:])
+        P = len(nets)
+        self.n = np.fromiter((n.num_arcs + 1 for n in nets), dtype=np.int64, count=P)
+        self.off = np.zeros(P + 1, dtype=np.int64)
+        np.cumsum(self.n, out=self.off[1:])
         total = int(self.off[-1])
-        self.level = np.zeros(total, dtype=np.int64)
-        self.pred_cnt = np.ones(total, dtype=np.int64)
-        self.pred_cnt[self.off[:-1]] = 0
-        pred_lists = []
-        self.cost1 = np.zeros(total, dtype=np.float32)  # insertion (hyp) or deletion (ref) cost
-        self.word_id = np.full(total, -1, dtype=np.int64)  # -1: '@' (or head)
-        self.frag = np.zeros(total, dtype=bool)
-        self.optdel = np.zeros(total, dtype=bool)
         self.keys: list = []
-        self.final_arcs: list[list[int]] = []
-        self.any_frag = False
+        self.final_arcs: list = []
+        flat_keys: list = []
+        flat_optdel: list = []
+        flat_frag: list = []
+        special = []  # (problem, src, dst, num_states) of networks that are not chains
         for p, net in enumerate(nets):
             keys, optdel, frag = _arc_keys(net, opts)
-            base = int(self.off[p])
-            m = net.num_arcs
             self.keys.append(keys)
+            m = net.num_arcs
+            flat_keys.append(None)
+            flat_keys.extend(keys)
+            flat_optdel.append(False)
+            flat_optdel.extend(optdel)
+            flat_frag.append(False)
+            flat_frag.extend(frag)
             if m == 0:
-                pred_lists.append(np.zeros(0, dtype=np.int64))
                 self.final_arcs.append([0])
-                continue
-            src = net.src.astype(np.int64)
-            linear = net.is_linear()
-            if linear:
-                self.level[base + 1: base + m + 1] = np.arange(1, m + 1)
-                pred_lists.append(np.arange(0, m, dtype=np.int64))
+            elif net.is_linear():
                 self.final_arcs.append([m])
             else:
-                inl = net.in_arcs()
-                cnt = np.fromiter((1 if s == 0 else len(inl[s]) for s in src.tolist()), dtype=np.int64, count=m)
-                self.pred_cnt[base + 1: base + m + 1] = cnt
-                plist = []
-                state_level = np.zeros(net.num_states, dtype=np.int64)
-                lv = np.zeros(m, dtype=np.int64)
-                # arcs sorted by source state give a topological processing order
-                for k in np.argsort(src, kind="stable").tolist():
-                    s = src[k]
-                    lv[k] = state_level[s] + 1
-                    d = int(net.dst[k])
-                    if lv[k] > state_level[d]:
-                        state_level[d] = lv[k]
-                for k in range(m):
-                    s = int(src[k])
-                    plist.extend([0] if s == 0 else [x + 1 for x in inl[s]])
-                self.level[base + 1: base + m + 1] = lv
-                pred_lists.append(np.asarray(plist, dtype=np.int64))
-                self.final_arcs.append([x + 1 for x in inl[net.final]])
-            ids = np.fromiter((-1 if k is None else vocab.setdefault(k, len(vocab)) for k in keys),
-                              dtype=np.int64, count=m)
-            self.word_id[base + 1: base + m + 1] = ids
-            od = np.asarray(optdel, dtype=bool)
-            fr = np.asarray(frag, dtype=bool)
-            self.optdel[base + 1: base + m + 1] = od
-            self.frag[base + 1: base + m + 1] = fr
-            self.any_frag |= bool(fr.any())
-            cost = np.where(ids < 0, c["null"], np.where(od, c["optdel"], c["insdel"])).astype(np.float32)
-            self.cost1[base + 1: base + m + 1] = cost
+                self.final_arcs.append(None)
+                special.append(p)
+        get = vocab.setdefault
+        self.word_id = np.fromiter((-1 if k is None else get(k, len(vocab)) for k in flat_keys), dtype=np.int64,
+                                   count=total)
+        self.optdel = np.fromiter(flat_optdel, dtype=bool, count=total)
+        self.frag = np.fromiter(flat_frag, dtype=bool, count=total)
+        self.any_frag = bool(self.frag.any())
+        head = np.zeros(total, dtype=bool)
+        head[self.off[:-1]] = True
+        cost = np.where(self.word_id < 0, c["null"], np.where(self.optdel, c["optdel"], c["insdel"]))
+        self.cost1 = np.where(head, F32(0.0), cost).astype(np.float32)
+        # chains: arc k has level k and the single predecessor k - 1
+        local = np.arange(total, dtype=np.int64) - np.repeat(self.off[:-1], self.n)
+        self.level = local.copy()
+        self.pred_cnt = np.where(head, 0, 1).astype(np.int64)
+        pieces = {}
+        for p in special:
+            net = nets[p]
+            m = net.num_arcs
+            src = net.src.astype(np.int64)
+            dst = net.dst.astype(np.int64)
+            S = net.num_states
+            indeg = np.bincount(dst, minlength=S)
+            in_order = np.argsort(dst, kind="stable")      # in-arcs of each state in text order
+            in_ptr = np.zeros(S + 1, dtype=np.int64)
+            np.cumsum(indeg, out=in_ptr[1:])
+            cnt = np.where(src == 0, 1, indeg[src])
+            own, rank = _expand(cnt)
+            so = src[own]
+            plist = np.where(so == 0, 0, in_order[np.minimum(in_ptr[so] + rank, m - 1)] + 1)
+            # longest-path level of every state (fixpoint; as many rounds as the depth)
+            state_level = np.zeros(S, dtype=np.int64)
+            while True:
+                new = np.zeros(S, dtype=np.int64)
+                np.maximum.at(new, dst, state_level[src] + 1)
+                if np.array_equal(new, state_level):
+                    break
+                state_level = new
+            base = int(self.off[p])
+            self.level[base + 1: base + m + 1] = state_level[src] + 1
+            self.pred_cnt[base + 1: base + m + 1] = cnt
+            pieces[p] = plist
+            fin = S - 1
+            self.final_arcs[p] = (in_order[in_ptr[fin]:in_ptr[fin + 1]] + 1).tolist()
         self.pred_ptr = np.zeros(total, dtype=np.int64)
         np.cumsum(self.pred_cnt[:-1], out=self.pred_ptr[1:])
-        self.pred_list = np.concatenate(pred_lists) if pred_lists else np.zeros(0, dtype=np.int64)
+        n_pred = int(self.pred_cnt.sum())
+        self.pred_list = np.zeros(n_pred, dtype=np.int64)
+        has = self.pred_cnt > 0
+        self.pred_list[self.pred_ptr[has]] = local[has] - 1     # right for chains, overwritten below
+        for p, plist in pieces.items():
+            start = int(self.pred_ptr[int(self.off[p]) + 1])
+            self.pred_list[start:start + len(plist)] = plist
+        # first predecessor (the only one for most arcs)
+        safe = np.minimum(self.pred_ptr, max(n_pred - 1, 0))
+        self.first_pred = self.pred_list[safe] if n_pred else np.zeros(total, np.int64)
 
 
 def _segmented_first_min(vals: np.ndarray, counts: np.ndarray):
@@ -387,6 +410,8 @@ def _segmented_first_min(vals: np.ndarray, counts: np.ndarray):
 def _expand(counts: np.ndarray):
     """(owner index, rank within owner) for ``counts[i]`` repetitions of each owner ``i``."""
     total = int(counts.sum())
+    if total == len(counts):
+        return np.arange(total), np.zeros(total, dtype=np.int64)
     owner = np.repeat(np.arange(len(counts)), counts)
     starts = np.zeros(len(counts), dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
@@ -395,7 +420,7 @@ def _expand(counts: np.ndarray):
 
 
 def align_batch(refs: Sequence[WordNetwork], hyps: Sequence[WordNetwork],
-                options: AlignOptions = AlignOptions(), *, max_cells: int = 3_000_000) -> list[Alignment]:
+                options: AlignOptions = AlignOptions(), *, max_cells: int = 1_000_000) -> list[Alignment]:
     """Align ``refs[i]`` with ``hyps[i]`` for every i (see the module docstring for the recursion).
 
     Problems are grouped into batches of at most ``max_cells`` DP cells (a single larger problem is
@@ -432,108 +457,98 @@ def align_words(ref: Sequence[str], hyp: Sequence[str], options: AlignOptions = 
     return align_networks(linear_network(ref), linear_network(hyp), options)
 
 
+def _sub_weights(A, B, gac, gbc, c, P_keys):
+    """Substitution cost per cell (float32): 0 correct, 1 '@' vs '@', else the substitution cost;
+    fragment-aware equality is evaluated in Python only for cells involving a fragment."""
+    wa, wb = A.word_id[gac], B.word_id[gbc]
+    both_null = (wa < 0) & (wb < 0)
+    same = (wa == wb) & (wa >= 0)
+    if A.any_frag or B.any_frag:
+        fr = np.flatnonzero((A.frag[gac] | B.frag[gbc]) & (wa >= 0) & (wb >= 0) & ~same)
+        for j in fr.tolist():
+            same[j] = P_keys(int(gac[j]), int(gbc[j]))
+    return np.where(both_null, c["nullsub"], np.where(same, F32(0.0), c["sub"])).astype(np.float32)
+
+
 def _run_batch(refs, hyps, opts: AlignOptions, index: list[int], out: list) -> None:
     c = opts.costs
+    strict = opts.mode == "levenshtein"
     vocab: dict = {}
-    A = _Side(refs, opts, True, vocab)
-    B = _Side(hyps, opts, False, vocab)
+    A = _Side(refs, opts, vocab)
+    B = _Side(hyps, opts, vocab)
     P = len(refs)
     NA, NB = A.n, B.n
+    sizes = NA * NB
     cell_off = np.zeros(P + 1, dtype=np.int64)
-    np.cumsum(NA * NB, out=cell_off[1:])
+    np.cumsum(sizes, out=cell_off[1:])
     total = int(cell_off[-1])
-    # enumerate all cells with their problem, a, b (local) and wavefront key
-    prob = np.repeat(np.arange(P), NA * NB)
-    local = np.arange(total) - cell_off[prob]
+    # every cell (a, b) of every problem, flat index cell_off[p] + a * NB[p] + b
+    prob = np.repeat(np.arange(P, dtype=np.int64), sizes)
+    cell = np.arange(total, dtype=np.int64)
     nbp = NB[prob]
+    local = cell - cell_off[prob]
     a_loc = local // nbp
     b_loc = local - a_loc * nbp
-    ga = A.off[prob] + a_loc
-    gb = B.off[prob] + b_loc
-    key = A.level[ga] + B.level[gb]
+    del local
+    gA = A.off[prob] + a_loc
+    gB = B.off[prob] + b_loc
+    # the arc of problem p with local number k is global arc off[p] + k
+    a_first = A.first_pred[gA]
+    b_first = B.first_pred[gB]
+    simple = (A.pred_cnt[gA] <= 1) & (B.pred_cnt[gB] <= 1)
+    key = A.level[gA] + B.level[gB]
+    if total and key.max() < 65536:
+        key = key.astype(np.uint16)  # numpy's stable sort is a radix sort for 16-bit keys
     order = np.argsort(key, kind="stable")
-    bounds = np.searchsorted(key[order], np.arange(int(key.max()) + 2))
-    V = np.empty(total, dtype=np.float32)
-    BA = np.empty(total, dtype=np.int64)   # back-pointer a (local)
-    BB = np.empty(total, dtype=np.int64)   # back-pointer b (local)
+    bounds = np.searchsorted(key[order], np.arange(int(key.max()) + 2)) if total else np.zeros(2, np.int64)
+    del key
+    cost_del = A.cost1[gA]
+    cost_ins = B.cost1[gB]
+    V = np.full(total, np.inf, dtype=np.float32)
+    BA = np.full(total, -1, dtype=np.int64)   # back-pointer: local a of the previous cell
+    BB = np.full(total, -1, dtype=np.int64)   # back-pointer: local b of the previous cell
     V[cell_off[:-1]] = 0.0
-    BA[cell_off[:-1]] = -1
-    BB[cell_off[:-1]] = -1
+
+    def frag_equal(ga_, gb_):
+        p = int(np.searchsorted(A.off, ga_, side="right") - 1)
+        i1, i2 = ga_ - int(A.off[p]) - 1, gb_ - int(B.off[p]) - 1
+        return words_equal(A.keys[p][i1], bool(A.frag[ga_]), B.keys[p][i2], bool(B.frag[gb_]))
+
+    inf = np.float32(np.inf)
     for k in range(1, len(bounds) - 1):
         cells = order[bounds[k]:bounds[k + 1]]
         if len(cells) == 0:
             continue
-        pc, al, bl = prob[cells], a_loc[cells], b_loc[cells]
-        gac, gbc = ga[cells], gb[cells]
-        base, nbc = cell_off[pc], NB[pc]
-        margin_a0 = al == 0
-        margin_b0 = bl == 0
-        inner = ~(margin_a0 | margin_b0)
-        # --- insertion candidates (all cells with b >= 1)
-        sel = np.flatnonzero(~margin_b0)
-        ins_val = np.full(len(cells), np.inf, dtype=np.float32)
-        ins_b = np.zeros(len(cells), dtype=np.int64)
-        if len(sel):
-            cnt = B.pred_cnt[gbc[sel]]
-            own, rank = _expand(cnt)
-            bprime = B.pred_list[B.pred_ptr[gbc[sel]][own] + rank]
-            vals = V[base[sel][own] + al[sel][own] * nbc[sel][own] + bprime]
-            mins, first = _segmented_first_min(vals, cnt)
-            ins_val[sel] = mins + B.cost1[gbc[sel]]
-            ins_b[sel] = bprime[first]
-        # --- deletion candidates (all cells with a >= 1)
-        sel = np.flatnonzero(~margin_a0)
-        del_val = np.full(len(cells), np.inf, dtype=np.float32)
-        del_a = np.zeros(len(cells), dtype=np.int64)
-        if len(sel):
-            cnt = A.pred_cnt[gac[sel]]
-            own, rank = _expand(cnt)
-            aprime = A.pred_list[A.pred_ptr[gac[sel]][own] + rank]
-            vals = V[base[sel][own] + aprime * nbc[sel][own] + bl[sel][own]]
-            mins, first = _segmented_first_min(vals, cnt)
-            del_val[sel] = mins + A.cost1[gac[sel]]
-            del_a[sel] = aprime[first]
-        # --- substitution candidates (inner cells), pairs a'-major
-        sel = np.flatnonzero(inner)
-        sub_val = np.full(len(cells), np.inf, dtype=np.float32)
-        sub_a = np.zeros(len(cells), dtype=np.int64)
-        sub_b = np.zeros(len(cells), dtype=np.int64)
-        if len(sel):
-            ca = A.pred_cnt[gac[sel]]
-            cb = B.pred_cnt[gbc[sel]]
-            cnt = ca * cb
-            own, rank = _expand(cnt)
-            cbo = cb[own]
-            ia = rank // cbo
-            ib = rank - ia * cbo
-            aprime = A.pred_list[A.pred_ptr[gac[sel]][own] + ia]
-            bprime = B.pred_list[B.pred_ptr[gbc[sel]][own] + ib]
-            vals = V[base[sel][own] + aprime * nbc[sel][own] + bprime]
-            mins, first = _segmented_first_min(vals, cnt)
-            wa, wb = A.word_id[gac[sel]], B.word_id[gbc[sel]]
-            both_null = (wa < 0) & (wb < 0)
-            same = (wa == wb) & (wa >= 0)
-            if A.any_frag or B.any_frag:
-                fr = np.flatnonzero((A.frag[gac[sel]] | B.frag[gbc[sel]]) & (wa >= 0) & (wb >= 0) & ~same)
-                for j in fr.tolist():
-                    p = int(pc[sel[j]])
-                    i1, i2 = int(al[sel[j]]) - 1, int(bl[sel[j]]) - 1
-                    same[j] = words_equal(A.keys[p][i1], bool(A.frag[gac[sel[j]]]),
-                                          B.keys[p][i2], bool(B.frag[gbc[sel[j]]]))
-            w = np.where(both_null, c["nullsub"], np.where(same, F32(0.0), c["sub"])).astype(np.float32)
-            sub_val[sel] = mins + w
-            sub_a[sel] = aprime[first]
-            sub_b[sel] = bprime[first]
-        # --- decision, sclite order: sub if <= both, else del if strictly < ins, else ins
-        if opts.mode == "levenshtein":  # Kaldi's rule: a substitution only when strictly cheaper
-            choose_sub = inner & (sub_val < del_val) & (sub_val < ins_val)
-        else:
-            choose_sub = inner & (sub_val <= del_val) & (sub_val <= ins_val)
-        choose_del = ~choose_sub & (margin_b0 | (~margin_a0 & (del_val < ins_val)))
-        choose_ins = ~choose_sub & ~choose_del
-        V[cells] = np.where(choose_sub, sub_val, np.where(choose_del, del_val, ins_val))
-        BA[cells] = np.where(choose_sub, sub_a, np.where(choose_del, del_a, al))
-        BB[cells] = np.where(choose_sub, sub_b, np.where(choose_del, bl, ins_b))
+        sm = simple[cells]
+        # ---- cells whose arcs have one predecessor each: direct gathers
+        cs = cells[sm] if not sm.all() else cells
+        if len(cs):
+            al, bl = a_loc[cs], b_loc[cs]
+            nb = nbp[cs]
+            af, bf = a_first[cs], b_first[cs]
+            has_a, has_b = al > 0, bl > 0
+            p_ins = np.where(has_b, cs - bl + bf, cs)
+            p_del = np.where(has_a, cs + (af - al) * nb, cs)
+            p_sub = np.where(has_a & has_b, p_del - bl + bf, cs)
+            ins = np.where(has_b, V[p_ins] + cost_ins[cs], inf)
+            dl = np.where(has_a, V[p_del] + cost_del[cs], inf)
+            both = has_a & has_b
+            sub = np.full(len(cs), inf, dtype=np.float32)
+            if both.any():
+                j = np.flatnonzero(both)
+                sub[j] = V[p_sub[j]] + _sub_weights(A, B, gA[cs[j]], gB[cs[j]], c, frag_equal)
+            if strict:
+                choose_sub = (sub < dl) & (sub < ins)
+            else:
+                choose_sub = (sub <= dl) & (sub <= ins)
+            choose_del = ~choose_sub & (dl < ins)
+            V[cs] = np.where(choose_sub, sub, np.where(choose_del, dl, ins))
+            BA[cs] = np.where(choose_sub | choose_del, af, al)
+            BB[cs] = np.where(choose_del, bl, bf)
+        if sm.all():
+            continue
+        _complex_cells(cells[~sm], A, B, V, BA, BB, a_loc, b_loc, nbp, gA, gB, cost_ins, cost_del, c, strict,
+                       frag_equal)
     for p in range(P):
         ref, hyp = refs[p], hyps[p]
         base, nb = int(cell_off[p]), int(NB[p])
@@ -543,7 +558,6 @@ def _run_batch(refs, hyps, opts: AlignOptions, index: list[int], out: list) -> N
                 v = V[base + a * nb + b]
                 if best > v:
                     best, ea, eb = v, a, b
-        rk, hk = A.keys[p], B.keys[p]
         oa, ob = int(A.off[p]), int(B.off[p])
         ro = A.optdel[oa + 1: oa + 1 + ref.num_arcs].tolist()
         rf = A.frag[oa + 1: oa + 1 + ref.num_arcs].tolist()
@@ -554,5 +568,65 @@ def _run_batch(refs, hyps, opts: AlignOptions, index: list[int], out: list) -> N
             i = base + x * nb + y
             return int(BA[i]), int(BB[i])
 
-        out[index[p]] = _extract(ref, hyp, opts, rk, ro, rf, hk, ho, hf, None, None, ea, eb, float(best),
-                                 back=back)
+        out[index[p]] = _extract(ref, hyp, opts, A.keys[p], ro, rf, B.keys[p], ho, hf, None, None, ea, eb,
+                                 float(best), back=back)
+
+
+def _complex_cells(cells, A, B, V, BA, BB, a_loc, b_loc, nbp, gA, gB, cost_ins, cost_del, c, strict, frag_equal):
+    """Cells where an arc has several predecessors (alternations, ALT blocks): candidate lists
+    expanded in predecessor order, first minimum kept (sclite's strict ``<`` scan)."""
+    n = len(cells)
+    al, bl, nb = a_loc[cells], b_loc[cells], nbp[cells]
+    gac, gbc = gA[cells], gB[cells]
+    has_a, has_b = al > 0, bl > 0
+    inf = np.float32(np.inf)
+    ins_val = np.full(n, inf, dtype=np.float32)
+    ins_b = np.zeros(n, dtype=np.int64)
+    sel = np.flatnonzero(has_b)
+    if len(sel):
+        cnt = B.pred_cnt[gbc[sel]]
+        own, rank = _expand(cnt)
+        bprime = B.pred_list[B.pred_ptr[gbc[sel]][own] + rank]
+        vals = V[cells[sel][own] - bl[sel][own] + bprime]
+        mins, first = _segmented_first_min(vals, cnt)
+        ins_val[sel] = mins + cost_ins[cells[sel]]
+        ins_b[sel] = bprime[first]
+    del_val = np.full(n, inf, dtype=np.float32)
+    del_a = np.zeros(n, dtype=np.int64)
+    sel = np.flatnonzero(has_a)
+    if len(sel):
+        cnt = A.pred_cnt[gac[sel]]
+        own, rank = _expand(cnt)
+        aprime = A.pred_list[A.pred_ptr[gac[sel]][own] + rank]
+        vals = V[cells[sel][own] + (aprime - al[sel][own]) * nb[sel][own]]
+        mins, first = _segmented_first_min(vals, cnt)
+        del_val[sel] = mins + cost_del[cells[sel]]
+        del_a[sel] = aprime[first]
+    sub_val = np.full(n, inf, dtype=np.float32)
+    sub_a = np.zeros(n, dtype=np.int64)
+    sub_b = np.zeros(n, dtype=np.int64)
+    sel = np.flatnonzero(has_a & has_b)
+    if len(sel):
+        ca = A.pred_cnt[gac[sel]]
+        cb = B.pred_cnt[gbc[sel]]
+        cnt = ca * cb
+        own, rank = _expand(cnt)
+        cbo = cb[own]
+        ia = rank // cbo
+        ib = rank - ia * cbo
+        aprime = A.pred_list[A.pred_ptr[gac[sel]][own] + ia]
+        bprime = B.pred_list[B.pred_ptr[gbc[sel]][own] + ib]
+        co = cells[sel][own]
+        vals = V[co + (aprime - al[sel][own]) * nb[sel][own] - bl[sel][own] + bprime]
+        mins, first = _segmented_first_min(vals, cnt)
+        sub_val[sel] = mins + _sub_weights(A, B, gac[sel], gbc[sel], c, frag_equal)
+        sub_a[sel] = aprime[first]
+        sub_b[sel] = bprime[first]
+    if strict:
+        choose_sub = (sub_val < del_val) & (sub_val < ins_val)
+    else:
+        choose_sub = (sub_val <= del_val) & (sub_val <= ins_val)
+    choose_del = ~choose_sub & (del_val < ins_val)
+    V[cells] = np.where(choose_sub, sub_val, np.where(choose_del, del_val, ins_val))
+    BA[cells] = np.where(choose_sub, sub_a, np.where(choose_del, del_a, al))
+    BB[cells] = np.where(choose_sub, sub_b, np.where(choose_del, bl, ins_b))

@@ -23,7 +23,6 @@ GLM filtering is :mod:`lattice_tools.scoring.glm_filter` (csrfilt-exact); scorin
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import replace
 from typing import Sequence
 

@@ -21,6 +21,7 @@ Conventions (they matter for sclite's tie rules, see :mod:`lattice_tools.scoring
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -81,6 +82,7 @@ class WordNetwork:
     confidence: np.ndarray
     ignore: bool = False
     _in_arcs: list | None = field(default=None, repr=False, compare=False)
+    _linear: bool | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_arcs(self) -> int:
@@ -100,7 +102,13 @@ class WordNetwork:
         return self._in_arcs
 
     def is_linear(self) -> bool:
-        return bool(np.all(self.src == np.arange(self.num_arcs)) and np.all(self.dst == self.src + 1))
+        """True for a chain ``0 -> 1 -> ... -> n``.  Cached."""
+        if self._linear is None:
+            m = self.num_arcs
+            lin = self.num_states == m + 1 and bool(np.array_equal(self.src, np.arange(m))) and bool(
+                np.array_equal(self.dst, np.arange(1, m + 1)))
+            object.__setattr__(self, "_linear", lin)
+        return self._linear
 
     def paths(self, limit: int = 100000) -> list[tuple]:
         """All word sequences (``@`` removed) from start to final; for tests on small networks."""
@@ -159,10 +167,8 @@ class _Builder:
         n = self.num_states
         src = np.asarray(self.src, dtype=np.int64)
         dst = np.asarray(self.dst, dtype=np.int64)
-        m = len(self.src)
-        if first == 0 and last == n - 1 and m == n - 1 and (
-                m == 0 or (np.array_equal(src, np.arange(m)) and np.array_equal(dst, np.arange(1, m + 1)))):
-            # a chain built in order is already topologically numbered
+        if first == 0 and last == n - 1 and (len(src) == 0 or bool(np.all(src < dst))):
+            # already topologically numbered (chains and CTM networks are built that way)
             return self._make(src.astype(np.int32), dst.astype(np.int32), n, ignore)
         # Kahn's algorithm; ties by creation order so that linear text stays 0,1,2,...
         indeg = np.zeros(n, dtype=np.int64)
@@ -205,6 +211,7 @@ class _Builder:
         )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _clean_token(token: str, case_sensitive: bool, language: str | None = None) -> tuple:
     """sclite's treatment of one word token: tags after unescaped ';' dropped, '\\;' unescaped,
     a trailing '*' dropped, case folded; returns (word or None, optional, fragment)."""
@@ -223,6 +230,8 @@ def _clean_token(token: str, case_sensitive: bool, language: str | None = None) 
 
 def _tokenize(text: str, where: str) -> list:
     """Split transcript text into word tokens and alternation tokens (lists of alternative texts)."""
+    if "{" not in text and "}" not in text:
+        return text.split()
     tokens: list = []
     i, n = 0, len(text)
     while i < n:
@@ -356,27 +365,53 @@ def from_ctm_items(items: Iterable, *, case_sensitive: bool = False, language: s
 
     b = _Builder()
     first = cur = b.new_state()
+    # plain lists and local names: this loop runs once per CTM word (millions for N-best CTMs)
+    src, dst, words, optional, fragment = b.src, b.dst, b.words, b.optional, b.fragment
+    starts, durations, confidences = b.start, b.duration, b.confidence
+    nan = np.nan
+    n_states = 1
 
     def add_word(w, u, v):
         text, opt, frag = _clean_token(w.word, case_sensitive, language)
-        conf = w.confidence if w.confidence is not None else np.nan
-        b.add(u, v, text, opt, frag, w.start, w.duration, conf)
+        src.append(u)
+        dst.append(v)
+        words.append(text)
+        optional.append(opt)
+        fragment.append(frag)
+        starts.append(nan if w.start is None else w.start)
+        durations.append(nan if w.duration is None else w.duration)
+        confidences.append(nan if w.confidence is None else w.confidence)
 
     for item in items:
-        nxt = b.new_state()
         if isinstance(item, CtmAltBlock):
+            # number the states inside the block before the state after it (topological order)
+            inner = 0
+            for alt in item.alternatives:
+                if len(alt) > 1:
+                    inner += len(alt) - 1
+            nxt_inner = n_states
+            nxt = n_states + inner
+            n_states = nxt + 1
             for alt in item.alternatives:
                 if len(alt) == 0:
                     b.add(cur, nxt, None)
                     continue
                 u = cur
+                last = len(alt) - 1
                 for k, w in enumerate(alt):
-                    v = nxt if k == len(alt) - 1 else b.new_state()
+                    if k == last:
+                        v = nxt
+                    else:
+                        v = nxt_inner
+                        nxt_inner += 1
                     add_word(w, u, v)
                     u = v
         else:
+            nxt = n_states
+            n_states += 1
             add_word(item, cur, nxt)
         cur = nxt
+    b.num_states = n_states
     return b.finish(first, cur)
 
 

@@ -6,7 +6,8 @@
   (``# Snt # Wrd | Corr Sub Del Ins Err S.Err``);
 - :func:`pra_report` -- sclite's ``.pra`` per-segment alignments (``REF:``/``HYP:``/``Eval:``
   lines, errors upper-cased, ``*`` for the empty side), block for block like sclite's;
-- :func:`json_report` -- counts, WER, precision and recall per speaker and overall;
+- :func:`json_report` -- counts, WER, precision and recall per speaker and overall (and sclite's
+  NCE of the CTM confidences when the CTM has them);
 - :func:`write_reports` writes ``<name>.sys``, ``.raw``, ``.pra`` and ``.json`` into a directory.
 """
 from __future__ import annotations
@@ -24,6 +25,13 @@ def kaldi_line(counts: ErrorCounts, label: str = "%WER") -> str:
     return counts.kaldi_line(label)
 
 
+def _f_round(x: float, p: int) -> float:
+    """sclite's ``F_ROUND``: round half away from zero before printing (printf alone would round
+    half to even: sclite prints a mean of 15.25 as 15.3)."""
+    scale = 10.0 ** p
+    return float(int(x * scale + (0.5 if x > 0 else -0.5))) / scale
+
+
 def _pct(x: int, n: int) -> float:
     return 100.0 * x / n if n else 0.0
 
@@ -37,46 +45,95 @@ def _row_values(c: ErrorCounts, raw: bool):
 
 
 def sys_report(result, raw: bool = False) -> str:
-    """sclite-style summary table (``raw=False``: ``.sys`` percentages, ``raw=True``: ``.raw``)."""
+    """sclite-style summary table (``raw=False``: ``.sys`` percentages, ``raw=True``: ``.raw`` counts),
+    laid out like sclite's: one row per speaker, ``Sum/Avg`` (``Sum`` for counts) and, for
+    percentages, ``Mean``/``S.D.``/``Median`` over speakers; an ``NCE`` column when the CTM had
+    confidences."""
     names = list(result.speakers)
-    spk_w = max([len(s) for s in names] + [len("Sum/Avg") if not raw else len("Sum"), 6])
-    fnum = (lambda v: f"{v:6d}") if raw else (lambda v: f"{v:6.1f}")
+    w = max([len(x) for x in names] + [4 if raw else 6])
+    with_nce = result.nce is not None
     title = result.hyp_name or "hypothesis"
 
-    def line(label, snt, wrd, vals, snt_fmt="{:5d}", wrd_fmt="{:6d}"):
-        cells = " ".join(fnum(v) if not isinstance(v, str) else v for v in vals)
-        return f"| {label:<{spk_w}} | {snt_fmt.format(snt)} {wrd_fmt.format(wrd)} | {cells[1:] if cells.startswith(' ') else cells} |"
+    def label_cell(label, center=False):
+        if center:  # sclite centres with the odd space on the right
+            left = (w + 2 - len(label)) // 2
+            text = " " * left + label + " " * (w + 2 - len(label) - left)
+        else:
+            text = f" {label:<{w}} "
+        return text[:w + 2] if len(text) > w + 2 else text
 
-    header = f"| {'SPKR':<{spk_w}} | # Snt # Wrd | Corr    Sub    Del    Ins    Err  S.Err |"
+    def values_cell(vals, fractional, mark=""):
+        if raw and not fractional:
+            return f"{int(vals[0]):5d}" + "".join(f"{int(v):7d}" for v in vals[1:]) + " "
+        if mark == "*":  # no reference words: counts instead of percentages (S.Err stays a percentage)
+            return (f"{int(vals[0]):5d}*" + "".join(f"{int(v):6d}*" for v in vals[1:-1]) +
+                    f"{_f_round(vals[-1], 1):6.1f} ")
+        vals = [_f_round(v, 1) for v in vals]
+        if mark == "+":  # speakers without reference words left out of the statistic
+            return f"{vals[0]:5.1f}+" + "".join(f"{v:6.1f}+" for v in vals[1:-1]) + f"{vals[-1]:6.1f} "
+        return f"{vals[0]:5.1f}" + "".join(f"{v:7.1f}" for v in vals[1:]) + " "
+
+    def row(label, snt, wrd, vals, nce=None, center=False, fractional=False, mark=""):
+        if fractional:
+            counts = f"{_f_round(snt, 1):5.1f}{_f_round(wrd, 1):7.1f} "
+        else:
+            counts = f"{snt:5d}{wrd:7d} "
+        text = "|" + label_cell(label, center) + "|" + counts + "|" + values_cell(vals, fractional, mark) + "|"
+        if with_nce:
+            text += (f" {_f_round(nce, 3):6.3f} " if nce is not None else " " * 8) + "|"
+        return text
+
+    header = "|" + label_cell("SPKR") + "| # Snt # Wrd | Corr    Sub    Del    Ins    Err  S.Err |"
+    if with_nce:
+        header += "  NCE   |"
     width = len(header)
-    rule = "|" + "-" * (spk_w + 2) + "+" + "-" * 13 + "+" + "-" * (width - spk_w - 19) + "|"
+    rule = "|" + "-" * (w + 2) + "+" + "-" * 13 + "+" + "-" * 41 + ("+" + "-" * 8 if with_nce else "") + "|"
     dbl = "|" + "=" * (width - 2) + "|"
-    out = [",".rjust(1) + "-" * (width - 2) + ".", "|" + title.center(width - 2) + "|",
-           "|" + "-" * (width - 2) + "|", header, rule]
-    for i, s in enumerate(names):
-        c = result.speakers[s]
-        out.append(line(s, c.segments, c.ref_words, _row_values(c, raw)))
+    left = (width - 2 - len(title)) // 2  # odd space on the right, as sclite
+    title_line = "|" + " " * left + title + " " * (width - 2 - len(title) - left) + "|"
+    out = ["," + "-" * (width - 2) + ".", title_line, "|" + "-" * (width - 2) + "|",
+           header, rule]
+    empty = [x for x in names if result.speakers[x].ref_words == 0] if not raw else []
+    for i, name in enumerate(names):
+        c = result.speakers[name]
+        if name in empty:
+            vals = [c.correct, c.substitutions, c.deletions, c.insertions, c.errors,
+                    _pct(c.segment_errors, c.segments)]
+            out.append(row(name, c.segments, c.ref_words, vals, result.speaker_nce.get(name), mark="*"))
+        else:
+            out.append(row(name, c.segments, c.ref_words, _row_values(c, raw), result.speaker_nce.get(name)))
         if i < len(names) - 1:
             out.append(rule)
     out.append(dbl)
     tot = result.total
-    out.append(line("Sum" if raw else "Sum/Avg", tot.segments, tot.ref_words, _row_values(tot, raw)))
+    out.append(row("Sum" if raw else "Sum/Avg", tot.segments, tot.ref_words, _row_values(tot, raw), result.nce))
     out.append(dbl)
-    if names and not raw:
-        per = [result.speakers[s] for s in names]
-        cols = list(zip(*[_row_values(c, False) for c in per]))
+    if names:
+        per = [result.speakers[x] for x in names]
+        kept = [result.speakers[x] for x in names if x not in empty] or per
+        cols = list(zip(*[_row_values(c, raw) for c in kept]))
+        serr = [_row_values(c, raw)[-1] for c in per]
         snt = [c.segments for c in per]
         wrd = [c.ref_words for c in per]
+        nces = [result.speaker_nce.get(x, 0.0) for x in names]
 
         def sd(xs):
             return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
-        for label, fn in (("Mean", statistics.mean), ("S.D.", sd), ("Median", statistics.median)):
-            vals = [fn(list(col)) for col in cols]
-            out.append(line(label.center(spk_w), fn(snt), fn(wrd), vals, "{:5.1f}", "{:6.1f}"))
+        for label, fn in ((" Mean ", statistics.mean), (" S.D. ", sd), ("Median", statistics.median)):
+            vals = [fn(list(col)) for col in cols[:-1]] + [fn(serr)]
+            out.append(row(label, fn(snt), fn(wrd), vals, fn(nces) if with_nce else None, center=True,
+                           fractional=True, mark="+" if empty else ""))
     out.append("`" + "-" * (width - 2) + "'")
     head = "SYSTEM SUMMARY PERCENTAGES by SPEAKER"
-    return "\n".join([head.center(width + 14), ""] + ["       " + x for x in out]) + "\n"
+    # sclite centres the title and the table on an 80-column page
+    pad = " " * max(0, (80 - width) // 2)
+    text = "\n".join(["", "", "", " " * ((80 - len(head)) // 2) + head, ""] + [pad + x for x in out]) + "\n"
+    if empty:
+        text += ("\n* No Reference words for this/these speaker(s).  Word counts supplied\n  rather than percents.\n"
+                 "# No Reference words for this/these speaker(s).  NCE not computable.\n"
+                 "+ Speaker(s) with no reference data is ignored\n")
+    return text
 
 
 def _column(p, language=None):
@@ -145,6 +202,7 @@ def pra_report(result) -> str:
             out.append(f"Scores: (#C #S #D #I) {c.correct} {c.substitutions} {c.deletions} {c.insertions}")
             out.extend(alignment_lines(seg.alignment, result.options.get("case_language")))
             out.append("")
+    out.append("")
     return "\n".join(out) + "\n"
 
 
@@ -158,7 +216,7 @@ def _metrics(c: ErrorCounts) -> dict:
 
 def json_report(result) -> dict:
     """Counts, WER, precision, recall per speaker and overall (JSON-serializable)."""
-    return {
+    out = {
         "ref": result.ref_name,
         "hyp": result.hyp_name,
         "options": dict(result.options),
@@ -166,6 +224,11 @@ def json_report(result) -> dict:
         "speakers": {s: _metrics(c) for s, c in result.speakers.items()},
         "warnings": list(result.warnings),
     }
+    if result.nce is not None:  # confidences present: sclite's normalized cross-entropy
+        out["overall"]["nce"] = result.nce
+        for s, v in result.speaker_nce.items():
+            out["speakers"][s]["nce"] = v
+    return out
 
 
 def write_reports(result, out_dir: str, name: str | None = None) -> dict:

@@ -14,6 +14,7 @@ Segments marked ``IGNORE_TIME_SEGMENT_IN_SCORING`` take their words and are not 
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -57,6 +58,34 @@ class ScoreResult:
     hyp_name: str = ""
     warnings: tuple = ()
     options: dict = field(default_factory=dict)
+    nce: float | None = None                               # sclite's normalized cross-entropy of the
+    speaker_nce: dict = field(default_factory=dict)        # CTM confidences (None: no confidences)
+
+
+def normalized_cross_entropy(pairs_with_conf: list, counts: ErrorCounts) -> float:
+    """sclite's NCE of hypothesis confidences: ``(H(C) + sum_correct log2 p + sum_wrong log2(1-p)) / H(C)``
+    with ``H(C) = -(n log2 pc + (N-n) log2(1-pc))``, ``n`` correct and ``N`` hypothesis words, ``pc = n/N``;
+    confidences are clipped to [1e-7, 1 - 1e-7].  ``pairs_with_conf``: (op, confidence) of every
+    aligned pair that has a hypothesis word.  0 when there are none (as sclite prints)."""
+    if not pairs_with_conf:
+        return 0.0
+    s = 0.0
+    for op, conf in pairs_with_conf:
+        conf = min(max(conf, 0.0000001), 0.9999999)
+        s += math.log2(conf) if op == "C" else math.log2(1.0 - conf)
+    n, wrong = counts.correct, counts.substitutions + counts.insertions
+    pc = n / (n + wrong)
+    h = -((n * math.log2(pc) if n else 0.0) + (wrong * math.log2(1.0 - pc) if wrong else 0.0))
+    return (h + s) / h if h else float("nan")
+
+
+_COUNT_FIELDS = ("correct", "substitutions", "deletions", "insertions", "ref_words", "segments", "segment_errors",
+                 "optional_correct", "optional_deleted")
+
+
+def _sum_counts(counts: list) -> ErrorCounts:
+    """ErrorCounts.sum without one intermediate object per term (many segments)."""
+    return ErrorCounts(**{f: sum(getattr(c, f) for c in counts) for f in _COUNT_FIELDS})
 
 
 def _f32(x: float) -> float:
@@ -64,6 +93,7 @@ def _f32(x: float) -> float:
     return float(np.float32(x))
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _fold(s: str, case_sensitive: bool, language: str | None = None) -> str:
     return s if case_sensitive else lower_case(s, language)
 
@@ -79,6 +109,8 @@ def _block_times(block) -> list:
     block, so they are recovered from the block's source lines when available."""
     times = [((w.start or 0.0), (w.duration or 0.0)) for alt in block.alternatives for w in alt]
     for line in block.raw or ():
+        if "@" not in line:
+            continue
         parts = line.split()
         if len(parts) >= 5 and parts[4] == "@":
             try:
@@ -275,6 +307,7 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
                 items = new_items
         pos = 0
         n_items = len(items)
+        mids = [_item_mid(it) for it in items]
         for i, seg in enumerate(segs):
             if not keep[i]:
                 continue
@@ -283,7 +316,7 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
             else:
                 take = pos
                 seg_end = _f32(seg.end)
-                while take < n_items and _item_mid(items[take]) < seg_end:
+                while take < n_items and mids[take] < seg_end:
                     take += 1
             seg_items = items[pos:take]
             pos = take
@@ -299,18 +332,31 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
 
     scored = []
     per_speaker: "OrderedDict[str, list]" = OrderedDict()
-    for (seg, _), ali in zip(jobs, alignments):
+    # sclite reports NCE when the CTM carries confidences
+    has_conf = bool(hyps) and all(
+        not np.isnan(h.confidence).any() for h in hyps if h.num_arcs) and any(h.num_arcs for h in hyps)
+    conf_pairs: "OrderedDict[str, list]" = OrderedDict()
+    for (seg, _), ali, hnet in zip(jobs, alignments, hyps):
         spk = _fold(seg.speaker, case_sensitive, case_language)
         n = len(per_speaker.setdefault(spk, []))
         per_speaker[spk].append(ali.counts)
+        if has_conf:
+            conf_pairs.setdefault(spk, []).extend(
+                (p.op, float(hnet.confidence[p.hyp_arc])) for p in ali.pairs if p.hyp_arc >= 0)
         scored.append(SegmentScore(f"({spk}-{n:03d})", spk, _fold(seg.file, case_sensitive, case_language),
                                    _fold(seg.channel, case_sensitive, case_language), seg.start, seg.end, seg.text, ali,
                                    None if not seg.labels else _fold(f"<{seg.labels}>", case_sensitive, case_language)))
-    speakers = OrderedDict((k, ErrorCounts.sum(v)) for k, v in per_speaker.items())
-    return ScoreResult(tuple(scored), speakers, ErrorCounts.sum(speakers.values()), ref_name, hyp_name,
+    speakers = OrderedDict((k, _sum_counts(v)) for k, v in per_speaker.items())
+    total = _sum_counts(list(speakers.values()))
+    nce, speaker_nce = None, {}
+    if has_conf:
+        speaker_nce = {k: normalized_cross_entropy(conf_pairs.get(k, []), c) for k, c in speakers.items()}
+        nce = normalized_cross_entropy([x for v in conf_pairs.values() for x in v], total)
+    return ScoreResult(tuple(scored), speakers, total, ref_name, hyp_name,
                        tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
                                              case_sensitive=case_sensitive, mode=mode,
-                                             single_segment=single_segment, case_language=case_language))
+                                             single_segment=single_segment, case_language=case_language),
+                       nce, speaker_nce)
 
 
 def trn_speaker(utt_id: str, id_type: str = "spu_id") -> str:
@@ -375,8 +421,8 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
         spk = trn_speaker(uid, id_type)
         per_speaker.setdefault(spk, []).append(ali.counts)
         scored.append(SegmentScore(f"({uid})", spk, "", "", None, None, r.text, ali))
-    speakers = OrderedDict((k, ErrorCounts.sum(v)) for k, v in per_speaker.items())
-    return ScoreResult(tuple(scored), speakers, ErrorCounts.sum(speakers.values()), ref_name, hyp_name,
+    speakers = OrderedDict((k, _sum_counts(v)) for k, v in per_speaker.items())
+    return ScoreResult(tuple(scored), speakers, _sum_counts(list(speakers.values())), ref_name, hyp_name,
                        tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
                                              case_sensitive=case_sensitive, mode=mode, id_type=id_type,
                                              case_language=case_language))

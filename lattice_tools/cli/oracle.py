@@ -1,0 +1,94 @@
+"""``lattice-tools oracle`` and ``lattice-tools study``: thin wrappers over
+:func:`lattice_tools.oracle.report.oracle_wer` and :func:`lattice_tools.oracle.study.run_study`."""
+from __future__ import annotations
+
+import json
+
+import click
+
+
+def _n_option(value):
+    if value is None:
+        return None
+    if str(value).lower() in ("inf", "all", "0"):
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected a positive integer or 'inf', got {value!r}") from None
+    if n < 1:
+        raise click.BadParameter(f"expected a positive integer or 'inf', got {value!r}")
+    return n
+
+
+@click.command("oracle")
+@click.argument("inputs")
+@click.option("-r", "--ref", "reference", required=True, help="Reference: STM (.stm), trn (.trn) or 'key words' text.")
+@click.option("--glm", default=None, help="GLM applied to the reference like csrfilt.sh (alternations, ...).")
+@click.option("-D", "optional_deletable", is_flag=True, help="Optional (parenthesised) words are deletable (sclite -D).")
+@click.option("--mode", type=click.Choice(["sclite", "levenshtein"]), default="sclite", show_default=True,
+              help="sclite weights and tie rules, or plain Levenshtein (fewest errors).")
+@click.option("--representation", type=click.Choice(["lattice", "1best", "nbest", "sausage", "phrase"]),
+              default="lattice", show_default=True, help="What to take the oracle over (lattice inputs).")
+@click.option("-n", "n", default=None, help="Depth N of N-best/sausage/phrase (default/inf: all).")
+@click.option("--posterior-threshold", default=0.1, show_default=True, type=float, help="Phrase boundary threshold.")
+@click.option("--acoustic-scale", default=1.0, show_default=True, type=float)
+@click.option("--lm-scale", default=1.0, show_default=True, type=float)
+@click.option("--word-penalty", default=0.0, show_default=True, type=float)
+@click.option("--bootstrap", "bootstrap", default=0, show_default=True, type=int,
+              help="Utterance-bootstrap replications for a 95% interval (0: none).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
+@click.option("--json", "json_out", default=None, help="Also write the report (per-utterance counts) as JSON.")
+def oracle_command(inputs, reference, glm, optional_deletable, mode, representation, n, posterior_threshold,
+                   acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out):
+    """Exact oracle WER of INPUTS (lattices: SLF dir/file, ark:, .pt ...; or an alt-CTM file)."""
+    from ..oracle.report import format_report, oracle_wer
+
+    report = oracle_wer(inputs, reference, glm=glm, optional_deletable=optional_deletable, mode=mode,
+                        representation=representation, n=_n_option(n), posterior_threshold=posterior_threshold,
+                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                        bootstrap=bootstrap, seed=seed, json_out=json_out)
+    click.echo(format_report(report))
+
+
+@click.command("study")
+@click.argument("lattice_sets", nargs=-1, required=True)
+@click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or 'key words' text file.")
+@click.option("-o", "--out-dir", required=True, help="Output directory (tables, plots, per-cell cache).")
+@click.option("-n", "ns", default="1,2,10,100,1000,10000", show_default=True, help="Comma-separated depths N.")
+@click.option("--representations", default="nbest,sausage,phrase,lattice", show_default=True,
+              help="Comma-separated: nbest, sausage, phrase, lattice (the 1-best is always added).")
+@click.option("--prune", "prune_thresholds", default="0", show_default=True,
+              help="Comma-separated posterior-pruning thresholds (each is one density).")
+@click.option("--no-infinity", is_flag=True, help="Do not add N=inf.")
+@click.option("-D", "optional_deletable", is_flag=True, help="Optional (parenthesised) words are deletable (sclite -D).")
+@click.option("--mode", type=click.Choice(["sclite", "levenshtein"]), default="sclite", show_default=True)
+@click.option("--posterior-threshold", default=0.1, show_default=True, type=float, help="Phrase boundary threshold.")
+@click.option("--acoustic-scale", default=1.0, show_default=True, type=float)
+@click.option("--lm-scale", default=1.0, show_default=True, type=float)
+@click.option("--bootstrap", default=1000, show_default=True, type=int, help="Bootstrap replications (0: none).")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--no-plots", is_flag=True)
+def study_command(lattice_sets, reference, out_dir, ns, representations, prune_thresholds, no_infinity,
+                  optional_deletable, mode, posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots):
+    """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
+    from ..oracle.study import run_study
+
+    sets = {}
+    for item in lattice_sets:
+        name, _, spec = item.partition("=") if "=" in item else (item, "", item)
+        sets[name] = spec
+    try:
+        n_list = [int(x) for x in ns.split(",") if x.strip()]
+        thresholds = [float(x) for x in prune_thresholds.split(",") if x.strip()]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    result = run_study(sets, reference, ns=n_list, representations=[r.strip() for r in representations.split(",")],
+                       prune_thresholds=thresholds, out_dir=out_dir, mode=mode, optional_deletable=optional_deletable,
+                       include_infinity=not no_infinity, posterior_threshold=posterior_threshold,
+                       acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
+                       plots=not no_plots)
+    held = sum(i["holds"] for i in result.invariants)
+    click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
+    for k, v in result.files.items():
+        click.echo(f"{k}: {v}")

@@ -1,0 +1,137 @@
+"""The density-vs-oracle study on real speech (small scale), the bootstrap, and the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from lattice_tools.scoring.counts import ErrorCounts
+
+CLIPS = ("sense_and_sensibility_01_austen_64kb-0880", "sense_and_sensibility_01_austen_64kb-0930")
+
+
+@pytest.fixture(scope="module")
+def real_lattices(tmp_path_factory, data_dir):
+    """Two bundled LibriVox clips decoded by pocketsphinx at its default beams (~3 s each)."""
+    decode = pytest.importorskip("lattice_tools.decode.pocketsphinx")
+    out = tmp_path_factory.mktemp("lat")
+    wavs = [str(data_dir / "librivox" / f"{c}.wav") for c in CLIPS]
+    lats = decode.decode_audio(wavs, out_dir=str(out), progress=False)
+    return lats, str(data_dir / "librivox" / "transcription.trn")
+
+
+def test_study_on_real_speech(real_lattices, tmp_path):
+    from lattice_tools.oracle.study import run_study
+
+    lats, trn = real_lattices
+    kw = dict(ns=(1, 2, 10), representations=("nbest", "sausage", "phrase", "lattice"), prune_thresholds=(0.0, 0.01),
+              out_dir=str(tmp_path / "study"), bootstrap=100, seed=1, progress=False)
+    res = run_study({"ps": lats}, trn, **kw)
+    # 2 densities x (1best + nbest 1,2,10,inf + sausage 1,2,10,inf + phrase 1,2,10,inf + lattice)
+    assert len(res.rows) == 2 * 14
+    for f in ("markdown", "csv", "json", "plot_n", "plot_mb"):
+        assert os.path.getsize(res.files[f]) > 0
+    bad = [i for i in res.invariants if not i["holds"]]
+    assert not bad and len(res.invariants) >= 2 * 12
+    rows = {(r["density"], r["representation"], r["N"]): r for r in res.rows if "wer" in r}
+    for density in ("ps", "ps@0.01"):
+        lat = rows[(density, "lattice", "inf")]
+        assert lat["wer"] <= rows[(density, "1best", "1")]["wer"]
+        assert lat["wer_low"] <= lat["wer"] <= lat["wer_high"]
+        if (density, "phrase", "inf") in rows:   # eq. 6: phrases at N=inf contain every lattice path
+            # (integer part: skipping an empty phrase alternative '@' costs 0.001 in sclite)
+            assert int(rows[(density, "phrase", "inf")]["cost"]) <= int(lat["cost"])
+        for rep in ("nbest", "sausage", "phrase"):
+            assert rows[(density, rep, "2")]["N_max"] <= 2
+            assert rows[(density, rep, "2")]["MB"] > 0
+    # pruning only removes paths: the oracle cannot improve
+    assert rows[("ps@0.01", "lattice", "inf")]["cost"] >= rows[("ps", "lattice", "inf")]["cost"]
+    # resumable: a rerun recomputes nothing and gives the same rows
+    cells = sorted(os.listdir(tmp_path / "study" / "cells" / "ps"))
+    mtimes = {c: os.path.getmtime(tmp_path / "study" / "cells" / "ps" / c) for c in cells}
+    res2 = run_study({"ps": "/nonexistent-never-read"}, trn, **kw)
+    assert [r["wer"] for r in res2.rows if "wer" in r] == [r["wer"] for r in res.rows if "wer" in r]
+    assert mtimes == {c: os.path.getmtime(tmp_path / "study" / "cells" / "ps" / c) for c in cells}
+
+
+@pytest.mark.sclite
+def test_study_altctm_cells_equal_debian_sclite(real_lattices, tmp_path):
+    """The study's alt-CTM of each representation, scored by Debian sclite against an STM made
+    from the trn, gives the study's own C/S/D/I (one recording per utterance, as written)."""
+    from conftest import SCLITE
+    from _oracle_helpers import run_sclite
+
+    from lattice_tools.io.trn import read_trn
+    from lattice_tools.oracle.study import run_study
+
+    if SCLITE is None:
+        pytest.skip("Debian sclite is not installed")
+    lats, trn = real_lattices
+    out = tmp_path / "study"
+    res = run_study({"ps": lats}, trn, ns=(1, 5), representations=("nbest", "sausage", "phrase"),
+                    include_infinity=False, out_dir=str(out), bootstrap=0, plots=False, progress=False)
+    keys = {l.key for l in lats}
+    stm = [f"{u.utt_id} A spk 0.00 100.00 {u.text}" for u in read_trn(trn) if u.utt_id in keys]
+    (tmp_path / "ref.stm").write_text("\n".join(sorted(stm)) + "\n")
+    checked = 0
+    for r in res.rows:
+        ctm_gz = out / "altctm" / "ps" / f"{r['representation']}-{r['N']}.ctm.gz"
+        import gzip
+        lines = gzip.decompress(ctm_gz.read_bytes()).decode().splitlines()
+        # sclite wants the CTM sorted by file (it is written per utterance in key order)
+        (tmp_path / "h.ctm").write_text("\n".join(lines) + "\n")
+        want = run_sclite(SCLITE, str(tmp_path / "ref.stm"), str(tmp_path / "h.ctm"))
+        assert (r["ref_words"], r["C"], r["S"], r["D"], r["I"]) == want, r["representation"] + r["N"]
+        checked += 1
+    assert checked == 7
+
+
+def test_bootstrap_is_reproducible_and_paired():
+    from lattice_tools.oracle.bootstrap import bootstrap_systems, bootstrap_wer, resample_indices
+
+    rng = np.random.default_rng(0)
+    a = [ErrorCounts(correct=int(c), substitutions=int(s), ref_words=int(c + s)) for c, s in
+         zip(rng.integers(5, 20, 50), rng.integers(0, 5, 50))]
+    iv1 = bootstrap_wer(a, replications=500, seed=3)["wer"]
+    iv2 = bootstrap_wer(a, replications=500, seed=3)["wer"]
+    assert iv1 == iv2 and iv1.low < iv1.value < iv1.high
+    total = ErrorCounts.sum(a)
+    assert iv1.value == pytest.approx(total.wer)
+    # independent re-computation of the percentile interval with a plain loop
+    idx = resample_indices(len(a), 500, 3)
+    wers = [sum(a[i].errors for i in row) / sum(a[i].ref_words for i in row) for row in idx]
+    assert (iv1.low, iv1.high) == pytest.approx(tuple(np.quantile(wers, [0.025, 0.975])))
+    # paired: a system identical to another gets an identical interval
+    both = bootstrap_systems({"x": a, "y": list(a)}, replications=200, seed=5)
+    assert both["x"]["wer"] == both["y"]["wer"]
+
+
+def test_cli_oracle_and_study(real_lattices, tmp_path):
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+
+    lats, trn = real_lattices
+    slf_dir = os.path.dirname(os.path.dirname(str(tmp_path))) if False else None
+    from lattice_tools.io.slf import write_slf
+    d = tmp_path / "lats"
+    d.mkdir()
+    for lat in lats:
+        write_slf(lat, str(d / f"{lat.key}.lat"))
+    runner = CliRunner()
+    r = runner.invoke(main, ["oracle", str(d), "-r", trn, "--json", str(tmp_path / "o.json"), "--bootstrap", "50"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads((tmp_path / "o.json").read_text())
+    assert "%WER" in r.output and len(rep["utterances"]) == 2 and "intervals" in rep
+    r = runner.invoke(main, ["oracle", str(d), "-r", trn, "--representation", "nbest", "-n", "3",
+                             "--mode", "levenshtein"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, ["oracle", str(d), "-r", str(tmp_path / "missing.trn")])
+    assert r.exit_code == 2 and "missing.trn" in r.output
+    r = runner.invoke(main, ["study", f"ps={d}", "-r", trn, "-o", str(tmp_path / "st"), "-n", "1,2",
+                             "--representations", "nbest,lattice", "--bootstrap", "20", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    assert "invariants" in r.output and (tmp_path / "st" / "study.md").exists()
