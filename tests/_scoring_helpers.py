@@ -9,7 +9,13 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
-SCTK_DATA = "/work/shared/sctk/sclite-testdata"
+from pathlib import Path
+
+# same search as tests/conftest.py: shared/ beside the clone, $LATTICE_TOOLS_SHARED, /work/shared
+_REPO = Path(__file__).resolve().parent.parent
+SHARED = next((p for p in (_REPO.parent / "shared", Path(os.environ.get("LATTICE_TOOLS_SHARED", "/nonexistent")),
+                           Path("/work/shared")) if p.is_dir()), _REPO.parent / "shared")
+SCTK_DATA = str(SHARED / "sctk" / "sclite-testdata")
 BASE = os.path.join(SCTK_DATA, "base")
 SCLITE = shutil.which("sclite") or ("/usr/lib/sctk/bin/sclite" if os.path.exists("/usr/lib/sctk/bin/sclite")
                                     else None)

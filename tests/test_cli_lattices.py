@@ -61,7 +61,8 @@ def test_convert_slf_kaldi_text_binary_and_back(decoded, tmp_path):
     original = {lat.key: lat for lat in read_lattices(decoded["dir"])}
     back = list(read_lattices(str(tmp_path / "slf")))
     assert sorted(original) == sorted(lat.key for lat in back)
-    f32 = lambda x: float(np.float32(x))  # noqa: E731  (the binary archive stores float32 costs)
+    # the binary archive stores float32 costs, the text archive a decimal form of them
+    f32 = lambda x: float(np.format_float_positional(np.float32(x), precision=5, unique=False, fractional=False))  # noqa: E731
     for lat in back:
         a = sorted((w, t0, t1, f32(g), f32(ac)) for w, t0, t1, g, ac in canonical_arcs(original[lat.key], 9))
         b = sorted((w, t0, t1, f32(g), f32(ac)) for w, t0, t1, g, ac in canonical_arcs(lat, 9))

@@ -11,10 +11,10 @@ import tempfile
 import pytest
 from click.testing import CliRunner
 
-from _scoring_helpers import SCLITE, SCTK_DATA, parse_summary
+from _scoring_helpers import SCLITE, SCTK_DATA, SHARED, parse_summary
 
-GLM = "/work/shared/sctk/glm/en20030506.glm"
-EXAMPLE_GLM = "/work/shared/sctk/csrfilt-testdata/example.glm"
+GLM = str(SHARED / "sctk" / "glm" / "en20030506.glm")
+EXAMPLE_GLM = str(SHARED / "sctk" / "csrfilt-testdata" / "example.glm")
 STM = os.path.join(SCTK_DATA, "lvc_ref.stm")
 CTM = os.path.join(SCTK_DATA, "lvc_hyp.ctm")
 SCTK_BIN = os.path.dirname(SCLITE) if SCLITE else None

@@ -145,3 +145,21 @@ def test_mismatch_errors_name_the_inputs():
     assert res.total.correct == 1 and res.warnings
     with pytest.raises(MismatchError, match="without CTM"):
         score_stm_ctm(stm + [parse_stm_line("f3 A s3 0.0 5.0 x", "r.stm", 2)], extra[:1])
+
+
+def test_empty_alternative_without_at_is_a_documented_sclite_divergence():
+    """sclite drops the first word after an '<ALT>' that directly follows '<ALT_BEGIN>'; we score
+    the block as written (x is correct) and warn.  With '@' both agree."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stm = os.path.join(tmp, "r.stm")
+        with open(stm, "w") as f:
+            f.write("f A s 0.00 10.00 x y\n")
+        for body, ours_del, sclite_del in (("f A * * <ALT>\n", 0, 1), ("f A 1.00 0.50 @\nf A * * <ALT>\n", 0, 0)):
+            ctm = os.path.join(tmp, "h.ctm")
+            with open(ctm, "w") as f:
+                f.write("f A * * <ALT_BEGIN>\n" + body + "f A 1.00 0.50 x\nf A * * <ALT_END>\nf A 2.00 0.50 y\n")
+            expected, _ = run_sclite(stm, "stm", ctm, "ctm", [], tmp)
+            assert expected["Sum"][1] == 2 and expected["Sum"][2] == 100.0 * (2 - sclite_del) / 2
+            res = score_stm_ctm(read_stm(stm), read_ctm(ctm))
+            assert res.total.deletions == ours_del
+            assert bool(res.warnings) == (sclite_del == 1)

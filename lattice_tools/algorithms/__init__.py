@@ -4,7 +4,8 @@ Every function takes a :class:`lattice_tools.lattice.Lattice` and returns numpy 
 lattice; none modifies its input.  See ``docs/algorithms.md`` for semirings and conventions.
 """
 from .prune import lattice_depth, prune
+from .reweight import weights_from_posteriors
 from .scores import arc_posteriors, backward_scores, best_path, forward_scores, total_log_prob
 
 __all__ = ["forward_scores", "backward_scores", "total_log_prob", "arc_posteriors", "best_path", "prune",
-           "lattice_depth"]
+           "lattice_depth", "weights_from_posteriors"]

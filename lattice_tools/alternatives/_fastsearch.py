@@ -44,6 +44,19 @@ def _starts(sorted_keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(flags)
 
 
+def _seg_logsum(values: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """Log-semiring sum of cost segments starting at ``seg`` (callers silence numpy warnings
+    once around the whole search instead of per call)."""
+    m = np.minimum.reduceat(values, seg)
+    lens = np.empty(len(seg), dtype=np.int64)
+    lens[:-1] = seg[1:] - seg[:-1]
+    lens[-1] = len(values) - seg[-1]
+    ex = np.exp(m.repeat(lens) - values)
+    out = m - np.log(np.add.reduceat(ex, seg))
+    out[m == INF] = INF
+    return out
+
+
 def _logsum(values: np.ndarray) -> float:
     if not len(values):
         return INF
@@ -191,17 +204,17 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
             order = np.argsort(k2, kind="stable")
             k2s = k2[order]
             seg = _starts(k2s)
-            val = _segment_reduce(v[order], seg, True)
+            val = _seg_logsum(v[order], seg)
             uk = k2s[seg]
             ulab, ud = uk // m, uk % m
             lseg = _starts(ulab)
-            wsum = _segment_reduce(val, lseg, True)
+            wsum = _seg_logsum(val, lseg)
             ends = np.empty(len(lseg) + 1, dtype=np.int64)
             ends[:-1] = lseg
             ends[-1] = len(ulab)
             lens = np.diff(ends)
             resid = val - np.repeat(wsum, lens)
-            hval = _segment_reduce(resid + beta[ud], lseg, True)
+            hval = _seg_logsum(resid + beta[ud], lseg)
             bounds = ends.tolist()
             labs = ulab[lseg].tolist()
             ws = wsum.tolist()
@@ -215,6 +228,18 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
         det_sets[j] = None
         return det_exp[j]
 
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        found = _best_first(intern, expand, det_h, det_exp, root_s, root_r, n, max_pops, key)
+    seqs = [(_labels(link), cost_) for link, cost_ in found]
+    if not track_best:
+        return [SequenceResult(lab_, c, math.nan, ()) for lab_, c in seqs]
+    with np.errstate(invalid="ignore", over="ignore"):
+        best = _best_paths(cl, root_s, np.asarray(init_bc, dtype=np.float64)[keep][o], [s for s, _ in seqs])
+    return [SequenceResult(lab_, c, *best[lab_]) for lab_, c in seqs]
+
+
+def _best_first(intern, expand, det_h, det_exp, root_s, root_r, n, max_pops, key) -> list:
+    """The best-first loop: ``[(labels link, cost)]`` of the first ``n`` end nodes popped."""
     j0 = intern(root_s, root_r, 0.0)
     heap = [(0.0, 0, j0, 0.0, None)]
     counter = 0
@@ -242,11 +267,7 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
             gc = g + c
             counter += 1
             heapq.heappush(heap, (gc + det_h[nj], counter, nj, gc, (w, link)))
-    seqs = [(_labels(link), cost_) for link, cost_ in found]
-    if not track_best:
-        return [SequenceResult(lab_, c, math.nan, ()) for lab_, c in seqs]
-    best = _best_paths(cl, root_s, np.asarray(init_bc, dtype=np.float64)[keep][o], [s for s, _ in seqs])
-    return [SequenceResult(lab_, c, *best[lab_]) for lab_, c in seqs]
+    return found
 
 
 def _labels(link) -> tuple:
@@ -259,12 +280,12 @@ def _labels(link) -> tuple:
 
 def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
     """Best single path (cost, word-arc ids) reading each sequence: a tropical Viterbi pass over
-    the trie of the sequences, vectorized over all trie nodes of one depth at a time."""
+    the trie of the sequences, vectorized over all trie nodes of one depth at a time.  Closed word
+    arcs are indexed by ``(state, label)`` so that only arcs matching a trie child are touched."""
     result: dict = {}
     if not sequences:
         return result
-    # trie: node ids, children keyed by parent * V + label
-    V = int(max((max(seq) for seq in sequences if seq), default=0)) + 1
+    V = int(cl.w_lab.max(initial=0)) + 1
     child_of: dict = {}
     end_seq = [-1]
     for q, seq in enumerate(sequences):
@@ -278,8 +299,18 @@ def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
             node = nxt
         end_seq[node] = q
     end_arr = np.array(end_seq, dtype=np.int64)
-    keys = np.array(sorted(child_of), dtype=np.int64)
-    kids = np.array([child_of[k] for k in keys.tolist()], dtype=np.int64)
+    n_nodes = len(end_seq)
+    ck = np.fromiter(child_of.keys(), dtype=np.int64, count=len(child_of))
+    cid = np.fromiter(child_of.values(), dtype=np.int64, count=len(child_of))
+    o = np.argsort(ck, kind="stable")
+    ck, cid = ck[o], cid[o]
+    ch_parent, ch_label = ck // V, ck % V
+    ch_off = np.searchsorted(ch_parent, np.arange(n_nodes + 1))
+    # closed word arcs sorted by (state, label)
+    row_state = np.repeat(np.arange(cl.m, dtype=np.int64), np.diff(cl.w_off))
+    sl_key = row_state * V + cl.w_lab
+    sl_order = np.argsort(sl_key, kind="stable")
+    sl_sorted = sl_key[sl_order]
     link_arc: list = []
     link_parent: list = []
     n_links = 0
@@ -297,23 +328,26 @@ def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
             q = seq[fin][first]
             best_cost[q] = tot[first]
             best_link[q] = link[fin][first]
-        idx, rep = _gather(cl.w_off, state)
-        if not len(idx) or not len(keys):
+        cidx, prow = _gather(ch_off, node)  # (row, child) pairs
+        if not len(cidx):
             break
-        ck = node[rep] * V + cl.w_lab[idx]
-        pos = np.minimum(np.searchsorted(keys, ck), len(keys) - 1)
-        ok = np.flatnonzero(keys[pos] == ck)
-        if not len(ok):
+        key = state[prow] * V + ch_label[cidx]
+        lo = np.searchsorted(sl_sorted, key, side="left")
+        hi = np.searchsorted(sl_sorted, key, side="right")
+        cnt = hi - lo
+        total = int(cnt.sum())
+        if not total:
             break
-        child = kids[pos[ok]]
-        ii = idx[ok]
-        d = cl.w_dst[ii]
-        v = bc[rep[ok]] + cl.w_bc[ii]
+        pair = np.repeat(np.arange(len(key)), cnt)
+        pos = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt - lo, cnt)
+        arcs = sl_order[pos]
+        child = cid[cidx[pair]]
+        d = cl.w_dst[arcs]
+        v = bc[prow[pair]] + cl.w_bc[arcs]
         order = np.lexsort((v, d, child))
-        gk = child[order] * cl.m + d[order]
-        first = order[_starts(gk)]
-        link_arc.append(cl.w_id[ii[first]])
-        link_parent.append(link[rep[ok][first]])
+        first = order[_starts(child[order] * cl.m + d[order])]
+        link_arc.append(cl.w_id[arcs[first]])
+        link_parent.append(link[prow[pair[first]]])
         node, state, bc = child[first], d[first], v[first]
         link = np.arange(n_links, n_links + len(first), dtype=np.int64)
         n_links += len(first)
@@ -325,5 +359,6 @@ def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
         while li >= 0:
             path.append(arcs_all[li])
             li = parents_all[li]
-        result[seq] = (float(best_cost[q]), tuple(reversed(path)))
+        path.reverse()
+        result[seq] = (float(best_cost[q]), tuple(path))
     return result

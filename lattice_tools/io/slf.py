@@ -686,7 +686,7 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
 
 def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
              variant: str = "auto", fillers: Iterable[str] = DEFAULT_FILLERS, extend_symbols: bool = True,
-             with_header: bool = False, key: str | None = None) -> Iterator:
+             with_header: bool = False, key: str | None = None, weights: str = "auto") -> Iterator:
     """Yield every lattice in an SLF file (one file may hold several, each with its own header).
 
     Args:
@@ -700,10 +700,19 @@ def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: floa
       with_header: yield ``(Lattice, SlfHeader)`` pairs instead of lattices.
       key: utterance key for lattices without ``UTTERANCE=`` (default: the file name without
         extensions).
+      weights: ``"raw"`` keeps the file's scores (``a=``, ``l=``) as costs; ``"posterior"`` replaces
+        them by weights whose arc posteriors equal the links' ``p=`` values
+        (:func:`lattice_tools.algorithms.weights_from_posteriors`; raw costs kept in ``attrs``);
+        ``"auto"`` (default) is ``"posterior"`` for pocketsphinx lattices, whose links carry the
+        decoder's posteriors but no LM score ``l=`` (acoustic scores alone do not describe the
+        decoder's distribution), and ``"raw"`` otherwise.
     Caveats:
       A lattice without ``end=`` gets every node without outgoing links as final (cost 0); without
-      ``start=`` the unique node without incoming links is the start.
+      ``start=`` the unique node without incoming links is the start.  With posterior weights,
+      links with ``p=0`` are dropped.
     """
+    if weights not in ("auto", "raw", "posterior"):
+        raise ValueError(f"weights must be 'auto', 'raw' or 'posterior', not {weights!r}")
     if variant not in ("auto", "htk", "pocketsphinx"):
         raise ValueError(f"variant must be 'auto', 'htk' or 'pocketsphinx', not {variant!r}")
     text, name = _load_text(path_or_text)
@@ -728,12 +737,19 @@ def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: floa
             symbols = lat.symbols
         if not lat.key and key:
             lat = lat.with_key(key if len(blocks) == 1 else f"{key}-{i}")
+        use_post = weights == "posterior" or (weights == "auto" and variant == "pocketsphinx")
+        if use_post:
+            if "p" not in lat.attrs:
+                raise FormatError("weights='posterior' needs link posteriors p= in the SLF file", path=name)
+            from ..algorithms.reweight import weights_from_posteriors
+
+            lat = weights_from_posteriors(lat, lat.attrs["p"])
         yield (lat, hdr) if with_header else lat
 
 
 def read_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
              variant: str = "auto", fillers: Iterable[str] = DEFAULT_FILLERS, extend_symbols: bool = True,
-             with_header: bool = False, key: str | None = None):
+             with_header: bool = False, key: str | None = None, weights: str = "auto"):
     """Read one SLF lattice (see :func:`iter_slf` for the arguments).
 
     Returns a word-aligned :class:`Lattice` (or ``(Lattice, SlfHeader)`` with ``with_header``).
@@ -741,7 +757,7 @@ def read_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: floa
     lattices (use :func:`iter_slf` for those).
     """
     it = iter_slf(path_or_text, symbols, frame_shift, variant=variant, fillers=fillers,
-                  extend_symbols=extend_symbols, with_header=True, key=key)
+                  extend_symbols=extend_symbols, with_header=True, key=key, weights=weights)
     first = next(it)
     try:
         next(it)

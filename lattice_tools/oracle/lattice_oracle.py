@@ -36,7 +36,9 @@ import numpy as np
 from ..errors import LatticeError, LatticeToolsError
 from ..scoring.counts import ErrorCounts
 
-BIG = np.int64(1) << 60  # "infinite" integer cost; sums of two stay far from overflow
+# "Infinite" integer cost.  2^40 leaves room to pack (cost, index) pairs into one int64 key
+# (cost * 2^20 + index) for single-pass arg-minimums; real totals stay far below it.
+BIG = np.int64(1) << 40
 
 
 @dataclass(frozen=True)
@@ -556,6 +558,28 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
     arc_order = np.lexsort((rank, hyp.dst, arc_level))  # by level, then dst, then listed order
     lv_sorted = arc_level[arc_order]
     bounds = np.flatnonzero(np.concatenate(([True], lv_sorted[1:] != lv_sorted[:-1], [True]))) if len(arc_order) else [0]
+    # A single chain (plain transcript) is the common reference: arc e goes e -> e+1, so pairing
+    # is a column shift and the deletion closure a running minimum (no segmented reductions).
+    linear = bool(E == R - 1 and np.array_equal(ref_src, np.arange(E)) and np.array_equal(ref_dst, ref_src + 1))
+    if linear:
+        cum_del = np.concatenate(([0], np.cumsum(del_by_arc))).astype(np.int64)     # (R,)
+        rev_r = (R - 1 - np.arange(R)).astype(np.int64)
+
+        def closure(block: np.ndarray, bdel: np.ndarray) -> None:  # noqa: F811 - linear variant
+            # D'[r'] = min_{r <= r'} D[r] + cum[r'] - cum[r]; key ties to the largest r (fewest deletions)
+            key = (np.minimum(block, BIG) - cum_del) * R + rev_r
+            acc = np.minimum.accumulate(key, axis=1)
+            frm = (R - 1) - (acc % R)
+            block[:] = acc // R + cum_del
+            moved = frm < np.arange(R)
+            bdel[:] = np.where(moved, np.arange(R) - 1, -1)
+
+        block0 = np.full((1, R), BIG, dtype=np.int64)
+        block0[0, 0] = 0
+        bd0 = np.full((1, R), -1, dtype=np.int32)
+        closure(block0, bd0)
+        D[0], bp_del[0] = block0[0], bd0[0]
+
     for b in range(len(bounds) - 1):
         arcs = arc_order[bounds[b]:bounds[b + 1]]
         A = len(arcs)
@@ -564,32 +588,33 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
         Dsrc = D[srcs]                                   # (A, R)
         cand = Dsrc + ins_by_label[labs][:, None]        # insertion: reference state unchanged
         cand_ref = np.full((A, R), -1, dtype=np.int32)
-        if E:
+        if E and linear:
+            pc = Dsrc[:, :-1] + pair[labs]               # (A, E): pair with arc e = r -> r+1
+            better = pc < cand[:, 1:]
+            cand[:, 1:] = np.where(better, pc, cand[:, 1:])
+            cand_ref[:, 1:] = np.where(better, np.arange(E, dtype=np.int32)[None, :], -1)
+        elif E:
             pc = Dsrc[:, ref_src] + pair[labs]           # (A, E)
-            pc = pc[:, by_dst]
-            mins = np.minimum.reduceat(pc, dst_starts, axis=1)          # (A, U)
-            # first reference arc (listed order) achieving the minimum
-            U = len(dst_starts)
-            group = np.repeat(np.arange(U), np.diff(np.append(dst_starts, E)))
-            hit = pc == mins[:, group]
-            first = np.where(hit, np.arange(E)[None, :], E)
-            arg = by_dst[np.minimum.reduceat(first, dst_starts, axis=1)]  # (A, U) reference arc ids
+            pc = np.minimum(pc[:, by_dst], BIG)
+            # first reference arc (listed order) achieving the minimum, in one packed reduction
+            key = pc * (E + 1) + np.arange(E)[None, :]
+            kmin = np.minimum.reduceat(key, dst_starts, axis=1)          # (A, U)
+            mins = kmin // (E + 1)
+            arg = by_dst[kmin % (E + 1)]                                  # (A, U) reference arc ids
             cur = cand[:, dst_cols]
             better = mins < cur
             cand[:, dst_cols] = np.where(better, mins, cur)
             cand_ref[:, dst_cols] = np.where(better, arg, cand_ref[:, dst_cols])
-        # Segmented min over the arcs entering the same hypothesis state.
+        # Segmented min over the arcs entering the same hypothesis state; ties -> first arc in
+        # (listed) order, packed as cost * (A + 1) + position in one reduction.
         dsts = hyp.dst[arcs]
         starts = np.flatnonzero(np.concatenate(([True], dsts[1:] != dsts[:-1])))
         states = dsts[starts]
-        best = np.minimum.reduceat(cand, starts, axis=0)                 # (S, R)
-        seg = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, A)))
-        hit = cand == best[seg]
-        first = np.where(hit, np.arange(A)[:, None], A)
-        which = np.minimum.reduceat(first, starts, axis=0)               # (S, R) row index into arcs
-        which = np.minimum(which, A - 1)
+        key = np.minimum(cand, BIG) * (A + 1) + np.arange(A, dtype=np.int64)[:, None]
+        kmin = np.minimum.reduceat(key, starts, axis=0)                  # (S, R)
+        block = kmin // (A + 1)
+        which = kmin % (A + 1)                                           # (S, R) row index into arcs
         cols = np.arange(R)[None, :]
-        block = best.copy()
         bdel = np.full(block.shape, -1, dtype=np.int32)
         closure(block, bdel)
         D[states] = block

@@ -107,6 +107,9 @@ class AlignOptions:
 # per-arc attributes under the scoring options
 def _arc_keys(net: WordNetwork, opts: AlignOptions):
     """(compare string or None for '@', optionally-deletable flag, sclite fragment flag) per arc."""
+    if not opts.fragments and not net.optional.any():  # the common case: the words themselves
+        no = [False] * net.num_arcs
+        return list(net.words), no, no
     keys, optdel, frag = [], [], []
     for i, w in enumerate(net.words):
         if w is None:
@@ -471,6 +474,10 @@ def _sub_weights(A, B, gac, gbc, c, P_keys):
 
 
 def _run_batch(refs, hyps, opts: AlignOptions, index: list[int], out: list) -> None:
+    """One batch.  Cells are stored in wavefront order (key = level(a) + level(b), then category),
+    so each wavefront is a contiguous slice: reading its predecessors is a gather, writing it a
+    slice assignment.  Categories: 0 inner cell whose arcs have one predecessor each, 1 first row
+    (a = 0), 2 first column (b = 0), 3 cells with several predecessors (alternations)."""
     c = opts.costs
     strict = opts.mode == "levenshtein"
     vocab: dict = {}
@@ -482,101 +489,122 @@ def _run_batch(refs, hyps, opts: AlignOptions, index: list[int], out: list) -> N
     cell_off = np.zeros(P + 1, dtype=np.int64)
     np.cumsum(sizes, out=cell_off[1:])
     total = int(cell_off[-1])
-    # every cell (a, b) of every problem, flat index cell_off[p] + a * NB[p] + b
+    # every cell (a, b) of every problem has the id cell_off[p] + a * NB[p] + b
     prob = np.repeat(np.arange(P, dtype=np.int64), sizes)
     cell = np.arange(total, dtype=np.int64)
     nbp = NB[prob]
-    local = cell - cell_off[prob]
-    a_loc = local // nbp
-    b_loc = local - a_loc * nbp
-    del local
+    a_loc = cell - cell_off[prob]
+    b_loc = a_loc % nbp
+    a_loc //= nbp
     gA = A.off[prob] + a_loc
     gB = B.off[prob] + b_loc
-    # the arc of problem p with local number k is global arc off[p] + k
-    a_first = A.first_pred[gA]
-    b_first = B.first_pred[gB]
-    simple = (A.pred_cnt[gA] <= 1) & (B.pred_cnt[gB] <= 1)
-    key = A.level[gA] + B.level[gB]
-    if total and key.max() < 65536:
-        key = key.astype(np.uint16)  # numpy's stable sort is a radix sort for 16-bit keys
-    order = np.argsort(key, kind="stable")
-    bounds = np.searchsorted(key[order], np.arange(int(key.max()) + 2)) if total else np.zeros(2, np.int64)
-    del key
-    cost_del = A.cost1[gA]
-    cost_ins = B.cost1[gB]
-    V = np.full(total, np.inf, dtype=np.float32)
-    BA = np.full(total, -1, dtype=np.int64)   # back-pointer: local a of the previous cell
-    BB = np.full(total, -1, dtype=np.int64)   # back-pointer: local b of the previous cell
-    V[cell_off[:-1]] = 0.0
+    del prob
+    complex_ = (A.pred_cnt[gA] > 1) | (B.pred_cnt[gB] > 1)
+    cat = np.where(complex_, 3, np.where(a_loc == 0, 1, np.where(b_loc == 0, 2, 0))).astype(np.int64)
+    sortkey = (A.level[gA] + B.level[gB]) * 4 + cat
+    del cat
+    if total and sortkey.max() < 65536:
+        sortkey = sortkey.astype(np.uint16)  # numpy's stable sort is a radix sort for 16-bit keys
+    order = np.argsort(sortkey, kind="stable")
+    n_keys = int(sortkey.max()) // 4 + 1 if total else 1
+    bounds = np.searchsorted(sortkey[order], np.arange(4 * n_keys + 1))
+    del sortkey
+    pos_of = np.empty(total, dtype=np.int64)
+    pos_of[order] = np.arange(total, dtype=np.int64)
+    # per position: predecessor positions of the three moves (only where the move exists)
+    ao, bo, no = a_loc[order], b_loc[order], nbp[order]
+    a1 = A.first_pred[gA[order]]
+    b1 = B.first_pred[gB[order]]
+    has_a, has_b = ao > 0, bo > 0
+    p_ins = pos_of[np.where(has_b, order - bo + b1, order)]
+    p_del = pos_of[np.where(has_a, order + (a1 - ao) * no, order)]
+    p_sub = pos_of[np.where(has_a & has_b, order + (a1 - ao) * no - bo + b1, order)]
+    del a1, b1, has_a, has_b, no
+    cost_ins = B.cost1[gB[order]]
+    cost_del = A.cost1[gA[order]]
 
     def frag_equal(ga_, gb_):
         p = int(np.searchsorted(A.off, ga_, side="right") - 1)
         i1, i2 = ga_ - int(A.off[p]) - 1, gb_ - int(B.off[p]) - 1
         return words_equal(A.keys[p][i1], bool(A.frag[ga_]), B.keys[p][i2], bool(B.frag[gb_]))
 
-    inf = np.float32(np.inf)
-    for k in range(1, len(bounds) - 1):
-        cells = order[bounds[k]:bounds[k + 1]]
-        if len(cells) == 0:
-            continue
-        sm = simple[cells]
-        # ---- cells whose arcs have one predecessor each: direct gathers
-        cs = cells[sm] if not sm.all() else cells
-        if len(cs):
-            al, bl = a_loc[cs], b_loc[cs]
-            nb = nbp[cs]
-            af, bf = a_first[cs], b_first[cs]
-            has_a, has_b = al > 0, bl > 0
-            p_ins = np.where(has_b, cs - bl + bf, cs)
-            p_del = np.where(has_a, cs + (af - al) * nb, cs)
-            p_sub = np.where(has_a & has_b, p_del - bl + bf, cs)
-            ins = np.where(has_b, V[p_ins] + cost_ins[cs], inf)
-            dl = np.where(has_a, V[p_del] + cost_del[cs], inf)
-            both = has_a & has_b
-            sub = np.full(len(cs), inf, dtype=np.float32)
-            if both.any():
-                j = np.flatnonzero(both)
-                sub[j] = V[p_sub[j]] + _sub_weights(A, B, gA[cs[j]], gB[cs[j]], c, frag_equal)
+    inner = (ao > 0) & (bo > 0)
+    w_sub = np.full(total, np.inf, dtype=np.float32)
+    if inner.any():
+        j = np.flatnonzero(inner)
+        w_sub[j] = _sub_weights(A, B, gA[order[j]], gB[order[j]], c, frag_equal)
+    del inner
+    V = np.full(total, np.inf, dtype=np.float32)
+    code = np.zeros(total, dtype=np.int8)          # 0 sub, 1 del, 2 ins, 3 stored back-pointer
+    V[pos_of[cell_off[:-1]]] = 0.0
+    BA = BB = None
+    for k in range(1, n_keys):
+        lo, hi = int(bounds[4 * k]), int(bounds[4 * k + 1])          # category 0
+        if hi > lo:
+            ins = V[p_ins[lo:hi]] + cost_ins[lo:hi]
+            dl = V[p_del[lo:hi]] + cost_del[lo:hi]
+            sub = V[p_sub[lo:hi]] + w_sub[lo:hi]
             if strict:
-                choose_sub = (sub < dl) & (sub < ins)
+                cs = (sub < dl) & (sub < ins)
             else:
-                choose_sub = (sub <= dl) & (sub <= ins)
-            choose_del = ~choose_sub & (dl < ins)
-            V[cs] = np.where(choose_sub, sub, np.where(choose_del, dl, ins))
-            BA[cs] = np.where(choose_sub | choose_del, af, al)
-            BB[cs] = np.where(choose_del, bl, bf)
-        if sm.all():
-            continue
-        _complex_cells(cells[~sm], A, B, V, BA, BB, a_loc, b_loc, nbp, gA, gB, cost_ins, cost_del, c, strict,
-                       frag_equal)
+                cs = (sub <= dl) & (sub <= ins)
+            cd = ~cs & (dl < ins)
+            V[lo:hi] = np.where(cs, sub, np.where(cd, dl, ins))
+            code[lo:hi] = np.where(cs, 0, np.where(cd, 1, 2))
+        lo, hi = hi, int(bounds[4 * k + 2])                          # category 1: first row
+        if hi > lo:
+            V[lo:hi] = V[p_ins[lo:hi]] + cost_ins[lo:hi]
+            code[lo:hi] = 2
+        lo, hi = hi, int(bounds[4 * k + 3])                          # category 2: first column
+        if hi > lo:
+            V[lo:hi] = V[p_del[lo:hi]] + cost_del[lo:hi]
+            code[lo:hi] = 1
+        lo, hi = hi, int(bounds[4 * k + 4])                          # category 3: several predecessors
+        if hi > lo:
+            if BA is None:
+                BA = np.full(total, -1, dtype=np.int64)
+                BB = np.full(total, -1, dtype=np.int64)
+            _complex_cells(lo, hi, order, pos_of, A, B, V, BA, BB, ao, bo, nbp, gA, gB, cost_ins, cost_del,
+                           w_sub, strict)
+            code[lo:hi] = 3
     for p in range(P):
         ref, hyp = refs[p], hyps[p]
         base, nb = int(cell_off[p]), int(NB[p])
+        oa, ob = int(A.off[p]), int(B.off[p])
         best, ea, eb = F32(999999.9), -1, -1
         for a in A.final_arcs[p]:
             for b in B.final_arcs[p]:
-                v = V[base + a * nb + b]
+                v = V[pos_of[base + a * nb + b]]
                 if best > v:
                     best, ea, eb = v, a, b
-        oa, ob = int(A.off[p]), int(B.off[p])
         ro = A.optdel[oa + 1: oa + 1 + ref.num_arcs].tolist()
         rf = A.frag[oa + 1: oa + 1 + ref.num_arcs].tolist()
         ho = B.optdel[ob + 1: ob + 1 + hyp.num_arcs].tolist()
         hf = B.frag[ob + 1: ob + 1 + hyp.num_arcs].tolist()
 
-        def back(x, y, base=base, nb=nb):
-            i = base + x * nb + y
-            return int(BA[i]), int(BB[i])
+        def back(x, y, base=base, nb=nb, oa=oa, ob=ob):
+            i = int(pos_of[base + x * nb + y])
+            op = code[i]
+            if op == 3:
+                return int(BA[i]), int(BB[i])
+            if op == 0:
+                return int(A.first_pred[oa + x]), int(B.first_pred[ob + y])
+            if op == 1:
+                return int(A.first_pred[oa + x]), y
+            return x, int(B.first_pred[ob + y])
 
         out[index[p]] = _extract(ref, hyp, opts, A.keys[p], ro, rf, B.keys[p], ho, hf, None, None, ea, eb,
                                  float(best), back=back)
 
 
-def _complex_cells(cells, A, B, V, BA, BB, a_loc, b_loc, nbp, gA, gB, cost_ins, cost_del, c, strict, frag_equal):
-    """Cells where an arc has several predecessors (alternations, ALT blocks): candidate lists
-    expanded in predecessor order, first minimum kept (sclite's strict ``<`` scan)."""
-    n = len(cells)
-    al, bl, nb = a_loc[cells], b_loc[cells], nbp[cells]
+def _complex_cells(lo, hi, order, pos_of, A, B, V, BA, BB, ao, bo, nbp, gA, gB, cost_ins, cost_del, w_sub,
+                   strict):
+    """Positions ``lo:hi`` (cells where an arc has several predecessors: alternations, ALT blocks):
+    candidate lists expanded in predecessor order, first minimum kept (sclite's strict ``<`` scan)."""
+    n = hi - lo
+    cells = order[lo:hi]
+    al, bl = ao[lo:hi], bo[lo:hi]
+    nb = nbp[cells]
     gac, gbc = gA[cells], gB[cells]
     has_a, has_b = al > 0, bl > 0
     inf = np.float32(np.inf)
@@ -587,9 +615,9 @@ def _complex_cells(cells, A, B, V, BA, BB, a_loc, b_loc, nbp, gA, gB, cost_ins, 
         cnt = B.pred_cnt[gbc[sel]]
         own, rank = _expand(cnt)
         bprime = B.pred_list[B.pred_ptr[gbc[sel]][own] + rank]
-        vals = V[cells[sel][own] - bl[sel][own] + bprime]
+        vals = V[pos_of[cells[sel][own] - bl[sel][own] + bprime]]
         mins, first = _segmented_first_min(vals, cnt)
-        ins_val[sel] = mins + cost_ins[cells[sel]]
+        ins_val[sel] = mins + cost_ins[lo:hi][sel]
         ins_b[sel] = bprime[first]
     del_val = np.full(n, inf, dtype=np.float32)
     del_a = np.zeros(n, dtype=np.int64)
@@ -598,9 +626,9 @@ def _complex_cells(cells, A, B, V, BA, BB, a_loc, b_loc, nbp, gA, gB, cost_ins, 
         cnt = A.pred_cnt[gac[sel]]
         own, rank = _expand(cnt)
         aprime = A.pred_list[A.pred_ptr[gac[sel]][own] + rank]
-        vals = V[cells[sel][own] + (aprime - al[sel][own]) * nb[sel][own]]
+        vals = V[pos_of[cells[sel][own] + (aprime - al[sel][own]) * nb[sel][own]]]
         mins, first = _segmented_first_min(vals, cnt)
-        del_val[sel] = mins + cost_del[cells[sel]]
+        del_val[sel] = mins + cost_del[lo:hi][sel]
         del_a[sel] = aprime[first]
     sub_val = np.full(n, inf, dtype=np.float32)
     sub_a = np.zeros(n, dtype=np.int64)
@@ -617,9 +645,9 @@ def _complex_cells(cells, A, B, V, BA, BB, a_loc, b_loc, nbp, gA, gB, cost_ins, 
         aprime = A.pred_list[A.pred_ptr[gac[sel]][own] + ia]
         bprime = B.pred_list[B.pred_ptr[gbc[sel]][own] + ib]
         co = cells[sel][own]
-        vals = V[co + (aprime - al[sel][own]) * nb[sel][own] - bl[sel][own] + bprime]
+        vals = V[pos_of[co + (aprime - al[sel][own]) * nb[sel][own] - bl[sel][own] + bprime]]
         mins, first = _segmented_first_min(vals, cnt)
-        sub_val[sel] = mins + _sub_weights(A, B, gac[sel], gbc[sel], c, frag_equal)
+        sub_val[sel] = mins + w_sub[lo:hi][sel]
         sub_a[sel] = aprime[first]
         sub_b[sel] = bprime[first]
     if strict:
@@ -627,6 +655,6 @@ def _complex_cells(cells, A, B, V, BA, BB, a_loc, b_loc, nbp, gA, gB, cost_ins, 
     else:
         choose_sub = (sub_val <= del_val) & (sub_val <= ins_val)
     choose_del = ~choose_sub & (del_val < ins_val)
-    V[cells] = np.where(choose_sub, sub_val, np.where(choose_del, del_val, ins_val))
-    BA[cells] = np.where(choose_sub, sub_a, np.where(choose_del, del_a, al))
-    BB[cells] = np.where(choose_sub, sub_b, np.where(choose_del, bl, ins_b))
+    V[lo:hi] = np.where(choose_sub, sub_val, np.where(choose_del, del_val, ins_val))
+    BA[lo:hi] = np.where(choose_sub, sub_a, np.where(choose_del, del_a, al))
+    BB[lo:hi] = np.where(choose_sub, sub_b, np.where(choose_del, bl, ins_b))

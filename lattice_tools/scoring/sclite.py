@@ -120,6 +120,22 @@ def _block_times(block) -> list:
     return times
 
 
+def _sclite_drops_a_word(block) -> bool:
+    """True when a block's source has an empty alternative written as nothing (``<ALT>`` right after
+    ``<ALT_BEGIN>`` or ``<ALT>``, not as ``@``) followed by another alternative: sclite's
+    ``Network_create_from_WTOKE`` then silently skips the first word of that next alternative
+    (checked with Debian sclite).  We score the block as written and warn."""
+    tags = []
+    for line in block.raw or ():
+        parts = line.split()
+        if len(parts) >= 5:
+            tags.append(parts[4] if parts[4] in ("<ALT_BEGIN>", "<ALT>", "<ALT_END>") else "w")
+    for prev, cur, nxt in zip(tags, tags[1:], tags[2:]):
+        if prev in ("<ALT_BEGIN>", "<ALT>") and cur == "<ALT>" and nxt == "w":
+            return True
+    return False
+
+
 def _item_mid(item) -> float:
     """Midpoint sclite uses to place a CTM item: a word's ``t1 + dur/2``; for an ALT block the
     largest midpoint of its words (0 when it has none)."""
@@ -261,6 +277,12 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
     for key in chan_items:
         chan_items[key] = _sort_items(chan_items[key])
 
+    odd = [it for its in chan_items.values() for it in its
+           if isinstance(it, CtmAltBlock) and _sclite_drops_a_word(it)]
+    if odd:
+        warnings.append(f"{len(odd)} ALT block(s) (first at line {odd[0].lineno}) have an empty alternative "
+                        "written without '@' before another alternative; sclite would drop that "
+                        "alternative's first word, they are scored as written")
     extra = [k for k in chan_items if k not in chan_segs]
     missing = [k for k in chan_segs if k not in chan_items]
     if extra:

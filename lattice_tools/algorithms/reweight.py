@@ -1,0 +1,75 @@
+"""Lattice weights from given arc posteriors (for decoders that publish posteriors, not LM scores)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import LatticeError
+from ..lattice import Lattice
+
+
+def weights_from_posteriors(lat: Lattice, posteriors, *, min_posterior: float = 0.0,
+                            zero_floor: float = 1e-10) -> Lattice:
+    """A copy of ``lat`` whose weights make its arc posteriors equal ``posteriors``.
+
+    pocketsphinx writes SLF links with the acoustic score ``a=`` and the link posterior ``p=`` that it
+    computed with its language model, but no LM score ``l=``: the acoustic scores alone do not
+    describe the decoder's distribution.  Given consistent arc posteriors ``g`` (probability flow:
+    at every state the flow in equals the flow out plus the flow that ends there), the Markov chain
+    that leaves state ``s`` by arc ``e`` with probability ``g(e) / F(s)`` -- ``F(s)`` being the
+    flow out of ``s``, ending included -- has exactly these arc posteriors and total probability 1.
+
+    Semiring: log.  The new weights are put in ``graph_cost`` (``-ln(g(e)/F(src))``); the
+    ``acoustic_cost`` becomes 0 and the original acoustic and graph costs are kept in
+    ``attrs['orig_acoustic_cost']``/``attrs['orig_graph_cost']``.  Arcs with posterior
+    ``<= min_posterior`` (and always those with posterior 0, which no probable path uses) are
+    removed first.  Final weights: ``-ln(phi(s)/F(s))`` with ``phi(s)`` = inflow - outflow at a
+    final state (at least a tiny positive value, so that rounding in the file never makes a final
+    state unusable).
+
+    Caveats: posteriors printed with few digits are slightly inconsistent; the chain still has
+    total probability 1 and its posteriors equal the given ones to within that rounding.  When
+    removing the zero-posterior arcs would leave no complete path (pocketsphinx sometimes writes
+    ``p=0`` on links of its only path), they are kept instead with the posterior ``zero_floor``.
+    """
+    try:
+        return _reweight(lat, posteriors, min_posterior, None)
+    except LatticeError as exc:
+        if "no complete path" not in str(exc):
+            raise
+        return _reweight(lat, posteriors, min_posterior, zero_floor)
+
+
+def _reweight(lat: Lattice, posteriors, min_posterior: float, floor: float | None) -> Lattice:
+    g = np.asarray(posteriors, dtype=np.float64)
+    if g.shape != (lat.num_arcs,):
+        raise LatticeError(f"expected {lat.num_arcs} posteriors, got shape {g.shape}", key=lat.key or None)
+    if np.any(~np.isfinite(g)) or np.any(g < 0):
+        raise LatticeError("posteriors must be finite and >= 0", key=lat.key or None)
+    if floor is not None:
+        g = np.maximum(g, floor)
+    keep = g > max(min_posterior, 0.0)
+    sub = lat._select(np.nonzero(keep)[0])
+    g = g[keep]
+    n = sub.num_states
+    inflow = np.bincount(sub.dst, weights=g, minlength=n)
+    outflow = np.bincount(sub.src, weights=g, minlength=n)
+    inflow[0] = max(inflow[0], 1.0) if n else 0.0   # the start state receives all the flow
+    ends = np.where(sub.is_final, np.maximum(inflow - outflow, 0.0), 0.0)
+    # a final state with no measurable ending flow but no way out still has to end somewhere
+    tiny = 1e-12
+    ends = np.where(sub.is_final & (ends <= 0) & (outflow <= 0), tiny, ends)
+    total_out = outflow + ends
+    with np.errstate(divide="ignore"):
+        arc_cost = -np.log(g / total_out[sub.src])
+        final_cost = np.where(ends > 0, -np.log(np.where(ends > 0, ends, 1.0) / np.where(total_out > 0, total_out, 1.0)),
+                              np.inf)
+    attrs = dict(sub.attrs)
+    attrs["orig_graph_cost"] = sub.graph_cost
+    attrs["orig_acoustic_cost"] = sub.acoustic_cost
+    from ..lattice import connect
+
+    out = Lattice(num_states=n, src=sub.src, dst=sub.dst, word=sub.word, ilabel=sub.ilabel, t0=sub.t0, t1=sub.t1,
+                  graph_cost=arc_cost, acoustic_cost=np.zeros(sub.num_arcs), final_graph_cost=final_cost,
+                  final_acoustic_cost=np.where(np.isfinite(final_cost), 0.0, np.inf), symbols=sub.symbols,
+                  frame_shift=sub.frame_shift, key=sub.key, word_aligned=sub.word_aligned, attrs=attrs)
+    return connect(out)
