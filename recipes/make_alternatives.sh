@@ -47,13 +47,16 @@ convert_opts=()
 [ -n "$reco2file_and_channel" ] && convert_opts+=(--reco2file-and-channel "$reco2file_and_channel")
 
 if [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
-  lattice-tools split-list --nj "$nj" "$list" "$dir/split$nj/lattices.JOB.list" > /dev/null
+  # (re)split only when the list changed since the last split (Kaldi's split_data.sh rule)
+  if [ ! -f "$dir/split$nj/.done" ] || [ "$list" -nt "$dir/split$nj/.done" ]; then
+    rm -f "$dir/split$nj/.done"
+    lattice-tools split-list --nj "$nj" "$list" "$dir/split$nj/lattices.JOB.list" > /dev/null
+    touch "$dir/split$nj/.done"
+  fi
 fi
 
 if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
-  for j in $(seq "$nj"); do
-    [ -f "$dir/split$nj/lattices.$j.list" ] || { echo "$0: $dir/split$nj is missing; run stage 0" 1>&2; exit 1; }
-  done
+  [ -f "$dir/split$nj/.done" ] || { echo "$0: $dir/split$nj is missing; run stage 0" 1>&2; exit 1; }
   for kind in $kinds; do
     case "$kind" in
       nbest|sausage) kind_opts="" ;;

@@ -161,10 +161,17 @@ def test_stage1_from_a_kaldi_decode_dir(exp, tmp_path):
     kdir.mkdir()
     lats = (exp / "lattices" / "lattices.list").read_text().split()
     words = kdir / "words.txt"
-    # one symbol table for both archives (Kaldi ids must agree across the jobs of a decode dir)
-    run(["lattice-tools", "convert", *lats, f"ark:| gzip -c > {tmp_path}/all.gz", "--write-words", words])
-    run(["lattice-tools", "convert", *lats[:4], f"ark:| gzip -c > {kdir}/lat.1.gz", "--words", words])
-    run(["lattice-tools", "convert", *lats[4:], f"ark:| gzip -c > {kdir}/lat.2.gz", "--words", words])
+    # one symbol table for both archives (Kaldi ids must agree across the jobs of a decode dir); SLF
+    # inputs are given as directories, whose lattices share one growing table
+    halves = []
+    for i, part in enumerate((lats[:4], lats[4:]), 1):
+        (tmp_path / f"half{i}").mkdir()
+        for p in part:
+            (tmp_path / f"half{i}" / Path(p).name).symlink_to(p)
+        halves.append(tmp_path / f"half{i}")
+    run(["lattice-tools", "convert", Path(lats[0]).parent, f"ark:| gzip -c > {tmp_path}/all.gz", "--write-words", words])
+    for i, half in enumerate(halves, 1):
+        run(["lattice-tools", "convert", half, f"ark:| gzip -c > {kdir}/lat.{i}.gz", "--words", words])
     (kdir / "num_jobs").write_text("2\n")
     exp2 = tmp_path / "exp"
     proc = run([RUN, "--exp", exp2, "--data", exp / "data", "--stage", "1", "--stop-stage", "2", "--nj", "2",

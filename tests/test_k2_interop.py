@@ -253,6 +253,32 @@ def test_levenshtein_oracle_matches_k2(fx):
             assert ours.cost == k2_dist
 
 
+def test_levenshtein_oracle_matches_k2_on_fixture_lattices(fx, expected):
+    from lattice_tools.oracle.lattice_oracle import lattice_oracle
+
+    rng = np.random.default_rng(9)
+    cases = _fixture_hub_and_k2(fx)[1:3]  # hlg utterances 1 and 2 (32 and 17 sequences)
+    for (hub, fsa, _), spoken in zip(cases, ["A RED SEED", "THE DEAN"]):
+        seqs = sorted(_k2_sequence_scores(fsa))
+        vocab = [hub.symbols.word(i) for i in range(1, 18)]
+        refs = [spoken.split()] + [list(rng.choice(vocab, size=int(rng.integers(1, 5)))) for _ in range(4)]
+        for ref in refs:
+            ref_ids = [hub.symbols.id(w) for w in ref]
+            ali = k2.levenshtein_alignment(refs=k2.levenshtein_graph([ref_ids]),
+                                           hyps=k2.levenshtein_graph([list(x) for x in seqs]),
+                                           hyp_to_ref_map=torch.zeros(len(seqs), dtype=torch.int32),
+                                           sorted_match_ref=True)
+            k2_dist = min(round(-float(x)) for x in ali.get_tot_scores(use_double_scores=True, log_semiring=False))
+            assert lattice_oracle(hub, ref, mode="levenshtein").cost == k2_dist
+    # utterance 0: k2's recorded distances of its top-5 sequences against the spoken words
+    from lattice_tools.oracle.lattice_oracle import sequence_oracle
+
+    lev = expected["hlg_lattice.pt"]["utterances"][0]["levenshtein"]
+    top5 = expected["hlg_lattice.pt"]["utterances"][0]["nbest"]["entries"]
+    got = [sequence_oracle(e["symbols"], "SEE THE RED SAND".split(), mode="levenshtein").cost for e in top5]
+    assert got == lev["distances"] == [0, 1, 2, 1, 2]
+
+
 # ---------------------------------------------------------------------------------------------
 # Graph building and decoding with k2
 # ---------------------------------------------------------------------------------------------

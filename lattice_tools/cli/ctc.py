@@ -55,11 +55,20 @@ def build_graph_command(tokens, lexicon, words, lm, lm_order, out, backend, sil_
 def decode_ctc_command(graph, logprobs, lengths, out, out_format, backend, beam, lattice_beam, max_active,
                        min_active, words, frame_shift, word_align):
     """Decode CTC log-probabilities into lattices (Kaldi LatticeSimpleDecoder or k2 intersect_dense_pruned)."""
-    from ..ctc.decode import decode_ctc
+    from ..ctc.decode import iter_decode_ctc
     from ..io import write_lattices
 
-    lats = decode_ctc(graph, logprobs, backend=backend, beam=beam, lattice_beam=lattice_beam,
-                      max_active=max_active, min_active=min_active, words=words, frame_shift=frame_shift,
-                      lengths=lengths, word_align=word_align, progress=sys.stderr.isatty())
-    n = write_lattices(lats, out, format=out_format)
-    click.echo(f"decoded {n} utterance(s), {sum(lat.num_arcs for lat in lats)} arcs -> {out}", err=True)
+    arcs = 0
+
+    def counted(lats):
+        nonlocal arcs
+        for lat in lats:
+            arcs += lat.num_arcs
+            yield lat
+
+    # Streamed: one utterance in memory at a time (the writers take iterables).
+    lats = iter_decode_ctc(graph, logprobs, backend=backend, beam=beam, lattice_beam=lattice_beam,
+                           max_active=max_active, min_active=min_active, words=words, frame_shift=frame_shift,
+                           lengths=lengths, word_align=word_align, progress=sys.stderr.isatty())
+    n = write_lattices(counted(lats), out, format=out_format)
+    click.echo(f"decoded {n} utterance(s), {arcs} arcs -> {out}", err=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {"build_graph": "graph", "prepare_lang": "graph", "decode_ctc": "decode", "load_graph": "decode",
+_LAZY = {"build_graph": "graph", "prepare_lang": "graph", "decode_ctc": "decode", "iter_decode_ctc": "decode", "load_graph": "decode",
          "read_logprobs": "logprobs", "iter_logprobs": "logprobs"}
 
 __all__ = list(_LAZY)

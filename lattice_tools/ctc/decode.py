@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterator
 
 import numpy as np
 
@@ -155,6 +155,18 @@ def decode_ctc(graph, logprobs, *, backend: str = "kaldi", beam: float = 20.0, l
       One :class:`Lattice` per utterance, in input order, keyed by the utterance key.
       An utterance for which the decoder finds no complete path raises :class:`LatticeError`.
     """
+    return list(iter_decode_ctc(graph, logprobs, backend=backend, beam=beam, lattice_beam=lattice_beam,
+                                max_active=max_active, min_active=min_active, words=words, frame_shift=frame_shift,
+                                lengths=lengths, keys=keys, word_align=word_align, progress=progress))
+
+
+def iter_decode_ctc(graph, logprobs, *, backend: str = "kaldi", beam: float = 20.0, lattice_beam: float = 8.0,
+                    max_active: int | None = None, min_active: int | None = None, words=None,
+                    frame_shift: float = 0.04, lengths=None, keys=None, word_align: bool = True,
+                    progress: bool = False) -> Iterator[Lattice]:
+    """:func:`decode_ctc` as a generator: one lattice at a time (Kaldi archives of log-probs are
+    read one matrix at a time), so memory does not grow with the number of utterances.
+    The graph is loaded and the arguments are checked before the first utterance."""
     if backend not in BACKENDS:
         raise LatticeToolsError(f"unknown decoding backend {backend!r}; expected 'kaldi' or 'k2'")
     if backend == "kaldi" and (max_active is not None or min_active is not None):
@@ -168,7 +180,10 @@ def decode_ctc(graph, logprobs, *, backend: str = "kaldi", beam: float = 20.0, l
         from tqdm import tqdm
 
         items = tqdm(items, desc="decode-ctc", unit="utt")
-    out = []
+    return _decode_items(g, items, backend, beam, lattice_beam, max_active, min_active, frame_shift, word_align)
+
+
+def _decode_items(g, items, backend, beam, lattice_beam, max_active, min_active, frame_shift, word_align):
     for key, lp in items:
         if lp.shape[1] < g.num_tokens:
             raise MismatchError(f"log-probabilities have {lp.shape[1]} columns but the graph uses token ids up to "
@@ -182,8 +197,7 @@ def decode_ctc(graph, logprobs, *, backend: str = "kaldi", beam: float = 20.0, l
             from ..alternatives.word_align import word_align as _word_align
 
             lat = _word_align(lat)
-        out.append(lat)
-    return out
+        yield lat
 
 
 def _as_items(logprobs, lengths, keys):

@@ -293,7 +293,9 @@ def _read_arpa(path: str, words: SymbolTable, max_order: int) -> FstArrays:
 
     with tempfile.TemporaryDirectory() as tmp:
         wpath = os.path.join(tmp, "words.txt")
-        words.write(wpath)
+        # arpa2fst needs <s> and </s> in the table; with a disambiguation symbol it turns both into
+        # epsilons, so ids appended here never reach the graph.
+        words.with_words(["<s>", "</s>"]).write(wpath)
         fst_path = os.path.join(tmp, "G.fst")
         try:
             kaldilm.arpa2fst(input_arpa=path, output_fst=fst_path, disambig_symbol="#0",

@@ -29,7 +29,6 @@ import numpy as np
 
 from ..errors import FormatError, LatticeToolsError, MissingDependencyError, require
 from ..lattice import Lattice
-from ..symbols import SymbolTable
 
 
 def _k2():
