@@ -39,13 +39,16 @@ def make_case(workdir: str, n_segments: int, words_per_seg: int, nbest: int = 0,
         ref = [rng.choice(VOCAB) for _ in range(words_per_seg)]
         stm_lines.append(f"{fid} A spk{f:04d} {start:.2f} {start + 9.5:.2f} <o,f0,male> {' '.join(ref)}")
 
+        # N-best alternatives are noisier, so that the best one is rarely perfect
+        p_del, p_sub = (0.12, 0.35) if nbest else (0.05, 0.12)
+
         def noisy():
             hyp = []
             for w in ref:
                 r = rng.random()
-                if r < 0.05:
+                if r < p_del:
                     continue
-                hyp.append(rng.choice(VOCAB) if r < 0.12 else w)
+                hyp.append(rng.choice(VOCAB) if r < p_sub else w)
                 if rng.random() < 0.03:
                     hyp.append(rng.choice(VOCAB))
             return hyp or [rng.choice(VOCAB)]

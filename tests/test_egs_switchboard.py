@@ -104,6 +104,28 @@ def test_alt_ctms_use_the_stm_ids_and_times(exp):
                 assert any(a - 0.011 <= start and end <= b + 0.011 for a, b in segs[(f[0], f[1])]), (ctm, line)
 
 
+def test_alt_ctm_items_are_in_time_order(exp):
+    """sclite (and ``lattice-tools score``) sort CTM items by start time within a recording side; an
+    item written out of order is scored at another place than its slot, so the score of the alt-CTM
+    is no longer the oracle of the representation it was written from."""
+    from lattice_tools.io.ctm import CtmWord, read_ctm
+
+    for ctm in sorted((exp / "alternatives").glob("*/alt.ctm.gz")):
+        last: dict = {}
+        out_of_order = []
+        for item in read_ctm(str(ctm)):
+            words = [item] if isinstance(item, CtmWord) else [w for alt in item.alternatives for w in alt]
+            starts = [w.start for w in words if w.start is not None]
+            if not starts:
+                continue
+            side, start = (words[0].file, words[0].channel), min(starts)
+            if start < last.get(side, -1.0) - 1e-9:
+                out_of_order.append((side, last[side], start))
+            last[side] = max(last.get(side, -1.0), start)
+        assert not out_of_order, f"{ctm.parent.name}: {len(out_of_order)} items start before the previous one: " \
+                                 f"{out_of_order[:3]}"
+
+
 def test_oracle_invariants(exp):
     study = json.loads((exp / "study" / "study.json").read_text())
     assert study["invariants"] and all(inv["holds"] for inv in study["invariants"]), study["invariants"]
@@ -189,3 +211,38 @@ def test_stage1_from_a_kaldi_decode_dir(exp, tmp_path):
     for d in ("nbest.n1", "sausage.n2"):
         text = gzip.decompress((exp2 / "alternatives" / d / "alt.ctm.gz").read_bytes()).decode()
         assert text and {line.split()[0] for line in text.splitlines()} <= {"sw_4390", "sw_4484"}
+
+
+def test_stage1_from_icefall_pt_files(exp, tmp_path):
+    """icefall lattices (torch.save(lattice.as_dict())), written with `lattice-tools convert --to k2`:
+    three single-utterance files named <utt>.pt and one batch of five with its .keys file."""
+    lats = (exp / "lattices" / "lattices.list").read_text().split()
+    src = tmp_path / "icefall"
+    src.mkdir()
+    words = src / "words.txt"
+    run(["lattice-tools", "convert", Path(lats[0]).parent, tmp_path / "all.pt", "--write-words", words])
+    for p in lats[:3]:
+        run(["lattice-tools", "convert", p, src / (Path(p).stem + ".pt"), "--words", words])
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    for p in lats[3:]:
+        (batch / Path(p).name).symlink_to(p)
+    run(["lattice-tools", "convert", batch, src / "batch-0.pt", "--words", words])
+    (src / "batch-0.pt.keys").write_text("".join(Path(p).stem + "\n" for p in lats[3:]))
+    exp2 = tmp_path / "exp"
+    run([RUN, "--exp", exp2, "--data", exp / "data", "--stage", "1", "--stop-stage", "1", "--nj", "2",
+         "--lattices", f"icefall:{src}", "--words", words])
+    got = (exp2 / "lattices" / "lattices.list").read_text().split()
+    assert [Path(p).name for p in got] == [Path(p).name for p in lats]
+    assert len(list((exp2 / "lattices" / "log").glob("convert.*.log"))) == 4  # one job per .pt file
+    best = lambda specs: [(r["key"], r["best_path"])  # noqa: E731
+                          for r in json.loads(run(["lattice-tools", "info", "--json", *specs]).stdout)["lattices"]]
+    assert best(got) == best(lats)
+    # a batch without its .keys file cannot be named: the stage fails and says why
+    (src / "batch-0.pt.keys").unlink()
+    proc = run([RUN, "--exp", tmp_path / "exp3", "--data", exp / "data", "--stage", "1", "--stop-stage", "1",
+                "--lattices", f"icefall:{src}", "--words", words], check=False)
+    assert proc.returncode != 0
+    logs = "".join(p.read_text() for p in (tmp_path / "exp3" / "lattices" / "log").glob("convert.*.log"))
+    assert "5 lattices but no batch-0.pt.keys naming their utterances" in logs
+    assert not (tmp_path / "exp3" / "lattices" / ".done").exists()

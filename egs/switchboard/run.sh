@@ -82,14 +82,18 @@ if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
         find "$lat/lat" -name '*.lat' | LC_ALL=C sort > "$lat/lattices.list"
         ;;
       icefall:*)
-        # k2 lattices saved by icefall (torch.save(lattice.as_dict()) per batch, *.pt).
+        # k2 lattices saved by icefall (torch.save(lattice.as_dict()), *.pt): one <utt>.pt per utterance, or a
+        # batch with <file>.pt.keys listing its utterance ids (local/icefall_to_slf.py), read without k2.
         src=${lattices#icefall:}
-        find "$src" -name '*.pt' | LC_ALL=C sort > "$exp/pt.list"
-        [ -s "$exp/pt.list" ] || { echo "$0: no *.pt under $src" 1>&2; exit 1; }
         rm -rf "$lat"; mkdir -p "$lat/lat" "$lat/log" "$lat/split"
-        n=$(lattice-tools split-list --chunk-size 1 "$exp/pt.list" "$lat/split/pt.JOB.list" | wc -l)
+        find "$src" -name '*.pt' | LC_ALL=C sort > "$lat/pt.list"
+        [ -s "$lat/pt.list" ] || { echo "$0: no *.pt under $src" 1>&2; exit 1; }
+        n=$(lattice-tools split-list --chunk-size 1 "$lat/pt.list" "$lat/split/pt.JOB.list" | wc -l)
+        icefall_opts=()
+        [ -n "$words" ] && icefall_opts+=(--words "$words")
+        [ -n "$lattice_frame_shift" ] && icefall_opts+=(--frame-shift "$lattice_frame_shift")
         $cmd --max-jobs-run "$nj" JOB=1:"$n" "$lat/log/convert.JOB.log" \
-          lattice-tools with-list "$lat/split/pt.JOB.list" lattice-tools convert --from k2 "${convert_opts[@]}" "$lat/lat"
+          python3 local/icefall_to_slf.py "${icefall_opts[@]}" "$lat/split/pt.JOB.list" "$lat/lat"
         find "$lat/lat" -name '*.lat' | LC_ALL=C sort > "$lat/lattices.list"
         ;;
       *) echo "$0: --lattices must be audio, kaldi:DIR or icefall:DIR" 1>&2; exit 1 ;;

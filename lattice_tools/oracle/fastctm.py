@@ -58,7 +58,7 @@ def read_scoring_ctm(path: str) -> dict:
             raise FormatError(f"expected '<file> <channel> <start> <duration> <word> [<confidence>]', got {n} fields",
                               path=path, line=lineno)
         word = parts[4]
-        side = (parts[0], parts[1].lower())
+        side = (parts[0], parts[1])
         if block is not None and side != block[0]:
             raise FormatError(f"expected file/channel {block[0][0]} {block[0][1]} inside the ALT block opened on "
                               f"line {block[2]}, got {parts[0]} {parts[1]}", path=path, line=lineno)
@@ -91,10 +91,21 @@ def read_scoring_ctm(path: str) -> dict:
                     ("b", lo if lo != math.inf else _NAN, hi if hi != -math.inf else _NAN, alts, block[2]))
                 block = None
             continue
-        start = _num(parts[2], "start time", path, lineno)
-        dur = _num(parts[3], "duration", path, lineno)
-        if n == 6:
-            _num(parts[5], "confidence", path, lineno)
+        # float() inline (the hot loop of big files); _num only to build the error message
+        try:
+            p2, p3 = parts[2], parts[3]
+            start = _NAN if p2 == "*" else float(p2)
+            dur = _NAN if p3 == "*" else float(p3)
+            if n == 6:
+                float(parts[5])
+        except ValueError:
+            _num(parts[2], "start time", path, lineno)
+            _num(parts[3], "duration", path, lineno)
+            if n == 6 and parts[5] != "*":
+                _num(parts[5], "confidence", path, lineno)
+            raise FormatError("expected a number for the confidence, got '*'", path=path, line=lineno) from None
+        if start - start != 0 and start == start or dur - dur != 0 and dur == dur:  # +-inf
+            raise FormatError("expected finite times", path=path, line=lineno)
         if block is not None:
             block[1][-1].append((start, dur, word))
         else:
@@ -103,4 +114,7 @@ def read_scoring_ctm(path: str) -> dict:
             sides.setdefault(side, []).append(("w", start, dur, word, lineno))
     if block is not None:
         raise FormatError(f"end of file inside the ALT block opened on line {block[2]} (expected <ALT_END>)", path=path)
-    return sides
+    merged: dict = {}
+    for (f, ch), items in sides.items():  # sclite compares channels case-insensitively
+        merged.setdefault((f, ch.lower()), []).extend(items)
+    return merged

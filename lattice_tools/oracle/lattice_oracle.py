@@ -567,8 +567,8 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
 
         def closure(block: np.ndarray, bdel: np.ndarray) -> None:  # noqa: F811 - linear variant
             # D'[r'] = min_{r <= r'} D[r] + cum[r'] - cum[r]; key ties to the largest r (fewest deletions)
-            key = (np.minimum(block, BIG) - cum_del) * R + rev_r
-            acc = np.minimum.accumulate(key, axis=1)
+            packed = (np.minimum(block, BIG) - cum_del) * R + rev_r
+            acc = np.minimum.accumulate(packed, axis=1)
             frm = (R - 1) - (acc % R)
             block[:] = acc // R + cum_del
             moved = frm < np.arange(R)
@@ -597,8 +597,8 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
             pc = Dsrc[:, ref_src] + pair[labs]           # (A, E)
             pc = np.minimum(pc[:, by_dst], BIG)
             # first reference arc (listed order) achieving the minimum, in one packed reduction
-            key = pc * (E + 1) + np.arange(E)[None, :]
-            kmin = np.minimum.reduceat(key, dst_starts, axis=1)          # (A, U)
+            packed = pc * (E + 1) + np.arange(E)[None, :]
+            kmin = np.minimum.reduceat(packed, dst_starts, axis=1)          # (A, U)
             mins = kmin // (E + 1)
             arg = by_dst[kmin % (E + 1)]                                  # (A, U) reference arc ids
             cur = cand[:, dst_cols]
@@ -610,8 +610,8 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
         dsts = hyp.dst[arcs]
         starts = np.flatnonzero(np.concatenate(([True], dsts[1:] != dsts[:-1])))
         states = dsts[starts]
-        key = np.minimum(cand, BIG) * (A + 1) + np.arange(A, dtype=np.int64)[:, None]
-        kmin = np.minimum.reduceat(key, starts, axis=0)                  # (S, R)
+        packed = np.minimum(cand, BIG) * (A + 1) + np.arange(A, dtype=np.int64)[:, None]
+        kmin = np.minimum.reduceat(packed, starts, axis=0)                  # (S, R)
         block = kmin // (A + 1)
         which = kmin % (A + 1)                                           # (S, R) row index into arcs
         cols = np.arange(R)[None, :]

@@ -243,12 +243,6 @@ def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_d
                     segs, key=lambda i: min(abs(stm.segments[i].start - mid), abs(stm.segments[i].end - mid)))
             assigned[target].append(item)
 
-    def fold(w):
-        return w if case_sensitive else w.lower()
-
-    def plain_ok(w):  # words the fast path takes literally (no tags, '*', optional or '@' marks)
-        return not (";" in w or "*" in w or "(" in w or w == "@")
-
     def to_ctm(seg, item):
         if item[0] == "w":
             return CtmWord(seg.file, seg.channel, None if item[1] != item[1] else item[1],
@@ -268,13 +262,19 @@ def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_d
         lin = _linear_reference(ref_graph(ref_net, case_sensitive=case_sensitive,
                                           optional_deletable=optional_deletable))
         blocks = [k for k, it in enumerate(items) if it[0] == "b"]
-        ok = lin is not None and len(blocks) <= 1 and all(
-            plain_ok(it[3]) if it[0] == "w" else all(plain_ok(w) for alt in it[3] for _, _, w in alt) for it in items)
+        ok = lin is not None and len(blocks) <= 1
         if ok:
             k = blocks[0] if blocks else len(items)
-            pre = [fold(it[3]) for it in items[:k]]
-            post = [fold(it[3]) for it in items[k + 1:]]
-            seqs = [pre + ([fold(w) for _, _, w in alt] or ["@"]) + post for alt in items[k][3]] if blocks else [pre]
+            pre = [it[3] for it in items[:k]]
+            post = [it[3] for it in items[k + 1:]]
+            seqs = [pre + ([w for _, _, w in alt] or ["@"]) + post for alt in items[k][3]] if blocks else [pre]
+            # One pass over the segment's text decides whether every word can be taken literally
+            # (no ';' tags, trailing '*' or '(optional)' marks: those need the scorer's tokenizer).
+            flat = " ".join(" ".join(q) for q in seqs)
+            ok = not (";" in flat or "*" in flat or "(" in flat)
+            if ok and not case_sensitive and flat != flat.lower():
+                seqs = [[w.lower() for w in q] for q in seqs]
+        if ok:
             lin_refs.append(lin[0])
             lin_opt.append(lin[1])
             for q in seqs:

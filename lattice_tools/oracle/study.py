@@ -134,7 +134,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
       references: ``{key: transcript}`` or a path (stm/trn/text, see :func:`load_references`);
         keys must match the lattice keys (per-utterance lattices, reference segmentation).
       ns: depths N to request; ``include_infinity`` adds N=inf (every alternative) for sausage
-        and phrase, and for N-best when the search budget ``inf_max_pops`` allows it (else the
+        and phrase and N-best, each when the search budget ``inf_max_pops`` allows it (else the
         cell is recorded as skipped); ``max_pops`` bounds the finite-N searches.
       prune_thresholds: posterior-pruning thresholds; each (set, threshold) is one density.
       mode: ``"sclite"`` (sclite weights and tie rules, as for an alt-CTM) or ``"levenshtein"``.
@@ -234,7 +234,8 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
         _write_json(_cell_path(out_dir, density, rep, None), cell)
         return
     ns = [n for _, n in todo]
-    if rep == "nbest" and None in ns and len(ns) > 1:
+    if None in ns and len(ns) > 1:
+        # N=inf may exceed the search budget: compute the finite depths on their own first
         finite = [(rep, n) for n in ns if n is not None]
         _compute_cells(rep, finite, lats, references, density, set_name, thr, out_dir, scales, opts,
                        posterior_threshold, max_pops, inf_max_pops)
@@ -245,11 +246,10 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
     try:
         for l in lats:
             kw = {}
-            if rep == "nbest":
+            if rep in ("nbest", "phrase"):
                 kw["max_pops"] = inf_max_pops if deepest is None else max_pops
             if rep == "phrase":
                 kw["posterior_threshold"] = posterior_threshold
-                kw["max_pops"] = max_pops
             alts_list.append(make_alternatives(l, rep, deepest, **scales, **kw))
     except BudgetExceededError as exc:
         if deepest is not None:
