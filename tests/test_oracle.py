@@ -27,7 +27,7 @@ def test_lattice_oracle_equals_brute_force(seed, n_states, extra, ref_len, mode)
     costs = SCLITE_COSTS if mode == "sclite" else LEVENSHTEIN_COSTS
     paths = enumerate_paths(lat)
     best = min(network_align_cost(p, net.num_states, arcs, cost) for p in paths)
-    res = lattice_oracle(lat, net, mode=mode)
+    res = lattice_oracle(lat, net, mode=mode, optional_deletable=True)
     assert round(res.cost * costs.scale) == best
     # The reported path is a real lattice path whose own alignment cost is the optimum.
     assert tuple(w.lower() for w in res.words) in {tuple(p) for p in paths}
@@ -77,7 +77,7 @@ def test_k2_lattice_oracle(shared_dir):
     for lat, utt in zip(lats, exp["files"]["hlg_lattice.pt"]["utterances"]):
         spoken = utt["spoken_words"].split() if isinstance(utt["spoken_words"], str) else utt["spoken_words"]
         res = lattice_oracle(lat, spoken, mode="levenshtein")
-        assert res.counts.errors == 0
+        assert res.key == lat.key and res.counts.errors == 0
         assert [w.upper() for w in res.words] == [w.upper() for w in spoken]
         # against a reference that is not in the lattice: at least one error, never more than the 1-best's
         best = utt["best_path"]["symbols"]
@@ -88,10 +88,10 @@ def test_k2_lattice_oracle(shared_dir):
 
 def test_sclite_semantics_alternations_optional_null():
     ref = "{ i'm / i am } going (uh) { to / @ } town"
-    r = sequence_oracle("i am going town".split(), ref)
+    r = sequence_oracle("i am going town".split(), ref, optional_deletable=True)
     assert (r.counts.correct, r.counts.errors, r.counts.ref_words) == (5, 0, 5)  # (uh) optionally deleted
     assert r.counts.optional_deleted == 1
-    r = sequence_oracle("i'm going to town".split(), ref)
+    r = sequence_oracle("i'm going to town".split(), ref, optional_deletable=True)
     assert (r.counts.correct, r.counts.errors, r.counts.ref_words) == (5, 0, 5)
     # without -D sclite keeps the parentheses: "(uh)" only matches "(uh)"
     r = sequence_oracle("i'm going uh town".split(), ref, optional_deletable=False)
@@ -206,3 +206,31 @@ def test_alternatives_written_as_altctm_score_like_sclite(tmp_path):
     got = ErrorCounts.sum(alternatives_oracle(a, line.split(None, 5)[5], optional_deletable=False).counts
                           for a, line in zip(alts_list, stm_lines))
     assert (got.ref_words, got.correct, got.substitutions, got.deletions, got.insertions) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), mode=st.sampled_from(["sclite", "levenshtein"]), D=st.booleans())
+def test_batched_nbest_path_equals_network_dp(seed, mode, D):
+    """The vectorized N-best path (linear references, one multi-alternative slot) gives the network
+    DP's optimal cost and -- in sclite mode, where both use sclite's tie rules -- the same counts."""
+    from lattice_tools.oracle.batch import alternatives_oracle_many
+    from lattice_tools.oracle.lattice_oracle import network_alternatives_oracle
+
+    rng = np.random.default_rng(seed)
+    V = list("abcdef")
+    alts_list, refs = [], []
+    for u in range(8):
+        def alt(m):
+            return Alternative(tuple(V[int(rng.integers(0, 6))] for _ in range(m)))
+        pre = [Slot(0, 1, (alt(1),)) for _ in range(int(rng.integers(0, 3)))]
+        blk = Slot(1, 2, tuple(alt(int(rng.integers(0, 5))) for _ in range(int(rng.integers(1, 7)))))
+        post = [Slot(2, 3, (alt(1),)) for _ in range(int(rng.integers(0, 3)))]
+        alts_list.append(Alternatives(f"u{u}", tuple(pre + [blk] + post), kind="nbest"))
+        refs.append(" ".join(f"({w})" if rng.random() < 0.2 else w
+                             for w in (V[int(rng.integers(0, 6))] for _ in range(int(rng.integers(0, 6))))))
+    many = alternatives_oracle_many(alts_list, refs, mode=mode, optional_deletable=D)
+    for a, r, m in zip(alts_list, refs, many):
+        net = network_alternatives_oracle(a, r, mode=mode, optional_deletable=D)
+        assert m.key == a.key and m.cost == pytest.approx(net.cost)
+        if mode == "sclite":
+            assert m.counts == net.counts

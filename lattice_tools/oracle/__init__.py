@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import importlib
 
+# Eager: the function ``lattice_oracle`` shares its name with its submodule; importing it here
+# binds the package attribute to the function (a lazy import would leave the module there).
+from .lattice_oracle import (LEVENSHTEIN_COSTS, SCLITE_COSTS, AlignedPair, OracleResult,  # noqa: E402
+                             alternatives_oracle, lattice_oracle, oracle_graph, sequence_oracle)
+
 _EXPORTS = {
     "lattice_oracle": "lattice_oracle", "alternatives_oracle": "lattice_oracle", "sequence_oracle": "lattice_oracle",
     "oracle_graph": "lattice_oracle", "OracleResult": "lattice_oracle", "AlignedPair": "lattice_oracle",
@@ -24,7 +29,7 @@ _EXPORTS = {
     "run_study": "study", "StudyResult": "study", "oracle_wer": "report",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(set(_EXPORTS))
 
 
 def __getattr__(name):

@@ -165,7 +165,7 @@ def _candidates(alts, nonword, case_sensitive: bool, max_candidates: int):
     return [pre + words(a) + post for a in alts.slots[k].alternatives], k
 
 
-def alternatives_oracle_many(alts_list, references, *, mode: str = "sclite", optional_deletable: bool = True,
+def alternatives_oracle_many(alts_list, references, *, mode: str = "sclite", optional_deletable: bool = False,
                              case_sensitive: bool = False, nonword=None, max_candidates: int = 100000):
     """:func:`~lattice_tools.oracle.lattice_oracle.alternatives_oracle` for many utterances at once.
 

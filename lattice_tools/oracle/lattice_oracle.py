@@ -135,7 +135,7 @@ def _fold(word: str, case_sensitive: bool) -> str:
     return word if case_sensitive else word.lower()
 
 
-def ref_graph(reference, *, case_sensitive: bool = False, optional_deletable: bool = True,
+def ref_graph(reference, *, case_sensitive: bool = False, optional_deletable: bool = False,
               fragments: bool = False) -> RefGraph:
     """Convert a reference to :class:`RefGraph`.
 
@@ -465,7 +465,7 @@ def _fragment_match(frag: str, word: str) -> bool:
 
 
 def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", key: str = "",
-                 case_sensitive: bool = False, optional_deletable: bool = True,
+                 case_sensitive: bool = False, optional_deletable: bool = False,
                  fragments: bool = False) -> OracleResult:
     """Exact oracle of a hypothesis network against a reference network (see module docstring).
 
@@ -770,7 +770,7 @@ def _alternatives_network(alts, n: int | None, case_sensitive: bool):
 # Public entry points
 # ----------------------------------------------------------------------------------------------
 def lattice_oracle(lat, reference, *, mode: str | CostModel = "sclite", nonword: Callable[[str], bool] = is_nonword,
-                   case_sensitive: bool = False, optional_deletable: bool = True,
+                   case_sensitive: bool = False, optional_deletable: bool = False,
                    fragments: bool = False, sclite_ties: bool = True) -> OracleResult:
     """Exact full-lattice oracle: the lattice path with the lowest alignment cost against ``reference``.
 
@@ -799,7 +799,7 @@ def lattice_oracle(lat, reference, *, mode: str | CostModel = "sclite", nonword:
 
 def alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | CostModel = "sclite",
                         nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False,
-                        optional_deletable: bool = True, fragments: bool = False) -> OracleResult:
+                        optional_deletable: bool = False, fragments: bool = False) -> OracleResult:
     """Oracle over an :class:`~lattice_tools.alternatives.network.Alternatives` (N-best, sausage,
     phrase or 1-best): the best choice of one alternative per slot jointly with the alignment --
     what sclite computes for an alt-CTM.  ``n`` keeps the first ``n`` alternatives of every slot.
@@ -823,7 +823,7 @@ def alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | Co
 
 def network_alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | CostModel = "sclite",
                                 nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False,
-                                optional_deletable: bool = True, fragments: bool = False,
+                                optional_deletable: bool = False, fragments: bool = False,
                                 sclite_ties: bool = True) -> OracleResult:
     """:func:`alternatives_oracle` by the network DP alone (any number of multi-alternative slots)."""
     hyp = hyp_graph_from_alternatives(alts, n=n, null_for_empty=True, nonword=nonword, case_sensitive=case_sensitive)
@@ -838,7 +838,7 @@ def network_alternatives_oracle(alts, reference, *, n: int | None = None, mode: 
 
 
 def sequence_oracle(words: Sequence[str], reference, *, mode: str | CostModel = "sclite",
-                    case_sensitive: bool = False, optional_deletable: bool = True,
+                    case_sensitive: bool = False, optional_deletable: bool = False,
                     fragments: bool = False) -> OracleResult:
     """Align one word sequence against a reference network (the alignment of a 1-best)."""
     return oracle_graph(hyp_graph_from_words(words, case_sensitive=case_sensitive), reference, mode=mode,

@@ -100,7 +100,7 @@ class UtteranceOracle:
 
 def utterance_oracle(lat, reference, representation: str, n: int | None = None, *, mode: str = "sclite",
                      posterior_threshold: float = 0.1, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
-                     word_penalty: float = 0.0, optional_deletable: bool = True, alternatives=None,
+                     word_penalty: float = 0.0, optional_deletable: bool = False, alternatives=None,
                      **kwargs) -> UtteranceOracle:
     """Oracle of one lattice under one representation.  ``alternatives`` may be given to reuse an
     already computed (deeper) :class:`Alternatives`; it is cut to ``n`` per slot."""
@@ -190,7 +190,7 @@ def match_references(keys: Iterable[str], references: Mapping[str, object], *, w
 # ----------------------------------------------------------------------------------------------
 # alt-CTM against STM (what sclite scores)
 # ----------------------------------------------------------------------------------------------
-def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_deletable: bool = True,
+def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_deletable: bool = False,
                case_sensitive: bool = False) -> list[OracleResult]:
     """Oracle of an (alt-)CTM file against an STM, one result per STM segment (sclite's unit).
 

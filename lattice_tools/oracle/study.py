@@ -121,7 +121,7 @@ def _write_json(path: str, obj) -> None:
 
 def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = DEFAULT_NS,
               representations: Sequence[str] = DEFAULT_REPRESENTATIONS, prune_thresholds: Sequence[float] = (0.0,),
-              out_dir: str, mode: str = "sclite", optional_deletable: bool = True, include_infinity: bool = True,
+              out_dir: str, mode: str = "sclite", optional_deletable: bool = False, include_infinity: bool = True,
               posterior_threshold: float = 0.1, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
               word_penalty: float = 0.0, bootstrap: int = 1000, seed: int = 0, max_pops: int = 2_000_000,
               inf_max_pops: int = 200_000, plots: bool = True, progress: bool | None = None) -> StudyResult:

@@ -29,6 +29,10 @@ def _f_round(x: float, p: int) -> float:
     """sclite's ``F_ROUND``: round half away from zero before printing (printf alone would round
     half to even: sclite prints a mean of 15.25 as 15.3)."""
     scale = 10.0 ** p
+    if not math.isfinite(x):
+        # sclite's C cast of NaN/inf to int gives INT_MIN on x86: e.g. an NCE with all words
+        # correct (zero entropy) prints as -2147483.648; print what sclite prints.
+        return float(-2147483648) / scale
     return float(int(x * scale + (0.5 if x > 0 else -0.5))) / scale
 
 
@@ -118,6 +122,8 @@ def sys_report(result, raw: bool = False) -> str:
         nces = [result.speaker_nce.get(x, 0.0) for x in names]
 
         def sd(xs):
+            if any(isinstance(x, float) and not math.isfinite(x) for x in xs):
+                return math.nan  # an undefined NCE (zero entropy) makes its summary undefined too
             return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
         for label, fn in ((" Mean ", statistics.mean), (" S.D. ", sd), ("Median", statistics.median)):
