@@ -52,3 +52,11 @@ def tree_digest(root: Path, pattern: str = "**/*", exclude=("log", "split")) -> 
 
 def mtimes(root: Path) -> dict:
     return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(Path(root).rglob("*")) if p.is_file()}
+
+
+def sclite_binary() -> str | None:
+    """NIST sclite (Debian sctk installs it under /usr/lib/sctk/bin)."""
+    found = shutil.which("sclite")
+    if found:
+        return found
+    return "/usr/lib/sctk/bin/sclite" if os.path.exists("/usr/lib/sctk/bin/sclite") else None

@@ -126,3 +126,15 @@ def test_lattices_share_one_word_table(decoded):
     for lat in lats:
         for word, idx in lat.symbols:
             assert last.id(word) == idx
+
+
+def test_each_file_decodes_independently_of_the_others(tmp_path):
+    """pocketsphinx adapts state across utterances; with independent=True (default) a file's lattice
+    depends only on its own audio, so recipes give the same result for any job split."""
+    from lattice_tools.decode.pocketsphinx import bundled_audio, decode_audio
+
+    clips = bundled_audio("cards")[:2]
+    decode_audio(clips, out_dir=str(tmp_path / "both"))
+    decode_audio(clips[1:], out_dir=str(tmp_path / "alone"))
+    name = os.path.splitext(os.path.basename(clips[1]))[0] + ".lat"
+    assert (tmp_path / "both" / name).read_bytes() == (tmp_path / "alone" / name).read_bytes()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -183,7 +182,7 @@ def test_alternatives_written_as_altctm_score_like_sclite(tmp_path):
     altctm = pytest.importorskip("lattice_tools.io.altctm")
     rng = np.random.default_rng(7)
     words = ["a", "b", "c", "d", "e"]
-    alts_list, stm_lines, want_total = [], [], []
+    alts_list, stm_lines = [], []
     for u in range(12):
         slots = []
         t = 10.0 * u + 0.5

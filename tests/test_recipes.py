@@ -370,6 +370,21 @@ def test_killed_stage_leaves_nothing_trusted(decoded, alternatives_nj1, tmp_path
     assert tree_digest(out / "phrases.n2") == tree_digest(alternatives_nj1 / "phrases.n2")
 
 
+def test_convert_ctm_equals_placing_alternatives_in_their_recordings(decoded, tmp_path):
+    """Independent reference: the alternatives commands' own --segments placement (Alternatives.with_location
+    on the numbers) must equal converting their utterance-level alt-CTM afterwards (on the text)."""
+    seg = tmp_path / "segments"
+    seg.write_text("001 recA 1.25 5.00\n002 recA 7.33 9.00\n003 recB 0.07 3.00\n")
+    lats = (decoded / "nj2" / "lattices.list").read_text().split()
+    for kind in ("sausage", "phrases"):
+        placed, plain, converted = (tmp_path / f"{kind}.{x}.ctm" for x in ("placed", "plain", "converted"))
+        run(["lattice-tools", kind, "-n", "3", "--segments", seg, "--ctm", placed, *lats])
+        run(["lattice-tools", kind, "-n", "3", "--ctm", plain, *lats])
+        run(["lattice-tools", "convert-ctm", "--segments", seg, plain, converted])
+        assert converted.read_bytes() == placed.read_bytes()
+        assert placed.read_text().count("\n") > 20
+
+
 def test_score_ctm_script(decoded, alternatives_nj1, tmp_path):
     # an STM for the three clips from their trn reference (file = utterance id, times from 0)
     refs = {}

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -115,7 +114,6 @@ def test_cli_oracle_and_study(real_lattices, tmp_path):
     from lattice_tools.cli import main
 
     lats, trn = real_lattices
-    slf_dir = os.path.dirname(os.path.dirname(str(tmp_path))) if False else None
     from lattice_tools.io.slf import write_slf
     d = tmp_path / "lats"
     d.mkdir()
@@ -135,3 +133,21 @@ def test_cli_oracle_and_study(real_lattices, tmp_path):
                              "--representations", "nbest,lattice", "--bootstrap", "20", "--no-plots"])
     assert r.exit_code == 0, r.output
     assert "invariants" in r.output and (tmp_path / "st" / "study.md").exists()
+
+
+def test_glm_alternations_reach_the_oracle(tmp_path):
+    """--glm: a GLM alternation in the reference becomes a branch the oracle may take."""
+    from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
+    from lattice_tools.oracle.batch import alternatives_oracle_many
+    from lattice_tools.oracle.representations import load_references
+
+    (tmp_path / "t.glm").write_text(
+        ';; test\n* name "t.glm"\n* desc "test"\n* copy_no_hit = \'T\'\n'
+        "I'M => {I'M / I AM} / [ ] __ [ ]\n")
+    (tmp_path / "r.trn").write_text("i'm going home (u1)\n")
+    plain = load_references(str(tmp_path / "r.trn"))
+    glm = load_references(str(tmp_path / "r.trn"), glm=str(tmp_path / "t.glm"))
+    assert "{" in glm["u1"] and "{" not in plain["u1"]
+    hyp = Alternatives("u1", (Slot(0, 1, (Alternative(("i", "am", "going", "home")),)),), kind="1best")
+    without, with_glm = alternatives_oracle_many([hyp, hyp], [plain["u1"], glm["u1"]])
+    assert without.counts.errors == 2 and with_glm.counts.errors == 0

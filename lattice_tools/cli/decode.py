@@ -19,8 +19,11 @@ import click
 @click.option("--bestpath/--no-bestpath", default=None, help="Run the lattice best-path pass.")
 @click.option("--maxhmmpf", type=int, default=None, help="Max active HMMs per frame.")
 @click.option("--channel", default="A", show_default=True, help="CTM channel field.")
+@click.option("--independent/--reuse-decoder", default=True, show_default=True,
+              help="Fresh decoder per file (outputs independent of file order) or one decoder for all (faster).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 def decode_command(audio, out_dir, ctm, model, lm, dictionary, beam, wbeam, pbeam, lw, fwdflat, bestpath,
-                   maxhmmpf, channel):
+                   maxhmmpf, channel, independent, progress):
     """Decode 16 kHz audio (WAV; other formats/rates via sox) with pocketsphinx into one SLF lattice
     per file and a 1-best CTM.  AUDIO: files or a directory (default: the bundled LibriVox clips)."""
     from ..decode.pocketsphinx import decode_audio
@@ -30,6 +33,6 @@ def decode_command(audio, out_dir, ctm, model, lm, dictionary, beam, wbeam, pbea
         paths = list(audio) if len(audio) > 1 else audio[0]
     lats = decode_audio(paths, out_dir=out_dir, ctm=ctm, model=model, lm=lm, dictionary=dictionary, beam=beam,
                         wbeam=wbeam, pbeam=pbeam, lw=lw, fwdflat=fwdflat, bestpath=bestpath, maxhmmpf=maxhmmpf,
-                        channel=channel)
+                        channel=channel, independent=independent, progress=progress)
     arcs = sum(lat.num_arcs for lat in lats)
     click.echo(f"decoded {len(lats)} file(s), {arcs} arcs -> {out_dir}" + (f", {ctm}" if ctm else ""), err=True)

@@ -2,8 +2,6 @@
 :func:`lattice_tools.oracle.report.oracle_wer` and :func:`lattice_tools.oracle.study.run_study`."""
 from __future__ import annotations
 
-import json
-
 import click
 
 

@@ -19,7 +19,7 @@ bootstrap CI (:mod:`lattice_tools.metrics.stats`).  Failure taxonomy (seed 002 s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -169,14 +169,29 @@ def _evaluate_utterance(key, ref_text, hyp_text, annotation, config, _cache):
 
 def evaluate_system(refs: dict[str, str], hyps: dict[str, str], annotations: dict[str, Annotation] | None = None,
                     config: EvalConfig = EvalConfig(), progress: bool = False) -> list[UtteranceResult]:
-    """Score every reference utterance; ids missing from ``hyps`` are not covered."""
+    """Score every reference utterance; ids missing from ``hyps`` are not covered.
+
+    Runs the batched fast path (:mod:`lattice_tools.metrics.fast`), which equals
+    :func:`evaluate_system_reference` result for result."""
+    from .fast import evaluate_many
+
+    annotations = annotations or {}
+    keys = list(refs)
+    if not progress:
+        return evaluate_many(refs, hyps, annotations, config, keys)
+    from tqdm import tqdm
+    with tqdm(total=len(keys), desc="metrics", unit="utt", leave=False) as bar:
+        return evaluate_many(refs, hyps, annotations, config, keys, bar)
+
+
+def evaluate_system_reference(refs: dict[str, str], hyps: dict[str, str],
+                              annotations: dict[str, Annotation] | None = None,
+                              config: EvalConfig = EvalConfig()) -> list[UtteranceResult]:
+    """:func:`evaluate_system` one :func:`evaluate_utterance` at a time: the reference the batched
+    fast path (:mod:`lattice_tools.metrics.fast`) is tested against."""
     annotations = annotations or {}
     cache: dict = {}
-    keys: Iterable[str] = refs
-    if progress:
-        from tqdm import tqdm
-        keys = tqdm(list(refs), desc="metrics", unit="utt", leave=False)
-    return [evaluate_utterance(k, refs[k], hyps.get(k), annotations.get(k), config, cache) for k in keys]
+    return [evaluate_utterance(k, refs[k], hyps.get(k), annotations.get(k), config, cache) for k in refs]
 
 
 # ----------------------------------------------------------------------------------------------

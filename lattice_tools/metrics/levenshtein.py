@@ -15,6 +15,28 @@ from ..scoring.counts import ErrorCounts
 
 EPS = "\x00<eps>"
 
+_ZERO_COUNTS = dict(ErrorCounts().__dict__)
+
+
+def make_counts(correct: int, substitutions: int, deletions: int, insertions: int, segments: int = 1,
+                segment_errors: int | None = None) -> ErrorCounts:
+    """``ErrorCounts(correct=.., substitutions=.., deletions=.., insertions=.., ref_words=C+S+D,
+    segments=.., segment_errors=..)`` (default: one segment, in error iff S+D+I > 0), built without
+    ``__post_init__``'s per-field validation, which costs ~4 us, more than aligning a short
+    utterance.  Only for values that are non-negative ints by construction (the callers' counters);
+    the result compares and hashes equal to the constructor's."""
+    obj = object.__new__(ErrorCounts)
+    d = obj.__dict__
+    d.update(_ZERO_COUNTS)
+    d["correct"] = correct
+    d["substitutions"] = substitutions
+    d["deletions"] = deletions
+    d["insertions"] = insertions
+    d["ref_words"] = correct + substitutions + deletions
+    d["segments"] = segments
+    d["segment_errors"] = int(substitutions + deletions + insertions > 0) if segment_errors is None else segment_errors
+    return obj
+
 
 def align(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[str | None, str | None]]:
     """Minimum-edit-distance alignment as ``(ref_unit | None, hyp_unit | None)`` pairs."""

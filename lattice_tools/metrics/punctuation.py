@@ -46,6 +46,7 @@ from ..errors import require
 
 regex = require("regex", "metrics")
 from ..scoring.counts import ErrorCounts
+from .levenshtein import make_counts
 
 # The seed's set P, plus the Indic danda and double danda (sentence marks of Brahmi scripts).
 PUNCTUATION = frozenset(".,!?;:।॥")
@@ -109,12 +110,19 @@ def lex(text: str) -> list[Token]:
     """
     matches = list(_TOKEN_RE.finditer(text))
     tokens: list[Token] = []
+    new = object.__new__
     for k, m in enumerate(matches):
         end = matches[k + 1].start() if k + 1 < len(matches) else len(text)
         kind = m.lastgroup
         raw = m.group()
-        tokens.append(Token("word" if kind == "abbrev" else kind, raw, raw,
-                            prefix=text[:m.start()] if k == 0 else "", suffix=text[m.end():end], start=m.start()))
+        s0 = m.start()
+        # Token(kind, raw, raw, prefix, suffix, (), start) without the frozen dataclass __init__
+        # (seven object.__setattr__ calls; lexing is the hot loop of the orthographic metrics)
+        t = new(Token)
+        t.__dict__.update(kind="word" if kind == "abbrev" else kind, raw=raw, value=raw,
+                          prefix=text[:s0] if k == 0 else "", suffix=text[m.end():end], normalizations=(),
+                          start=s0)
+        tokens.append(t)
     return tokens
 
 
@@ -145,31 +153,35 @@ def remove_interjections(tokens):
     return [t for t in tokens if not (t.kind == "word" and t.value.lower() in INTERJECTIONS)]
 
 
+@lru_cache(maxsize=65536)
+def _contraction_expansion(value: str) -> str | None:
+    """Expanded text of a word value, None when it is no contraction (a function of the value
+    alone, so cached)."""
+    low = value.lower().replace("’", "'")
+    if low in CONTRACTIONS:
+        return _match_case(value, CONTRACTIONS[low])
+    for suf, rep in SUFFIX_CONTRACTIONS:
+        if low.endswith(suf) and len(low) > len(suf):
+            return value[:len(value) - len(suf)] + rep
+    return None
+
+
 def expand_contractions(tokens):
     out = []
     for t in tokens:
-        if t.kind != "word":
+        text = _contraction_expansion(t.value) if t.kind == "word" else None
+        if text is None:
             out.append(t)
-            continue
-        low = t.value.lower().replace("’", "'")
-        if low in CONTRACTIONS:
-            out.extend(_split(t, "contraction", _match_case(t.value, CONTRACTIONS[low])))
-            continue
-        for suf, rep in SUFFIX_CONTRACTIONS:
-            if low.endswith(suf) and len(low) > len(suf):
-                head = t.value[:len(t.value) - len(suf)]
-                out.extend(_split(t, "contraction", head + rep))
-                break
         else:
-            out.append(t)
+            out.extend(_split(t, "contraction", text))
     return out
 
 
 def expand_abbreviations(tokens):
     out = []
     for t in tokens:
-        key = t.value.lower().rstrip(".")
-        if t.kind == "word" and t.value.endswith(".") and key in ABBREVIATIONS:
+        if t.kind == "word" and t.value.endswith(".") and t.value.lower().rstrip(".") in ABBREVIATIONS:
+            key = t.value.lower().rstrip(".")
             out.extend(_split(t, "abbreviation", _match_case(t.value, ABBREVIATIONS[key])))
         else:
             out.append(t)
@@ -195,6 +207,7 @@ _EXTRA_DIACRITICS = {"œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O", "æ": "ae", "
                      "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "th", "ł": "l", "Ł": "L"}
 
 
+@lru_cache(maxsize=65536)
 def _strip_latin_diacritics(s: str) -> str:
     # Only Latin letters lose their marks: Indic vowel signs are Mark characters too and must stay.
     out = []
@@ -262,6 +275,17 @@ def _parse_number_words(words: Sequence[str]) -> tuple[int, int] | None:
     return total + current, used
 
 
+@lru_cache(maxsize=65536)
+def _may_start_number(word: str) -> bool:
+    """Whether :func:`_parse_number_words` accepts ``word`` as its first word (its first iteration
+    with ``seen`` false: a tens-ones compound, a one or a tens word)."""
+    w = word.lower().replace("-", " ")
+    parts = w.split()
+    if len(parts) == 2 and parts[0] in _TENS and parts[1] in _ONES and 0 < _ONES[parts[1]] < 10:
+        return True
+    return w in _ONES or w in _TENS
+
+
 def normalize_numbers(tokens):
     """Spelled-out English cardinals -> digits (``two thousand`` -> ``2000``), commas removed from
     digit groups, currency/percent symbols spelled out after the number (``$20`` -> ``20 dollars``,
@@ -271,6 +295,11 @@ def normalize_numbers(tokens):
     n = len(tokens)
     while k < n:
         t = tokens[k]
+        if t.kind == "word" and not _may_start_number(t.value):
+            # _parse_number_words would return None on its first word: skip building the run
+            out.append(t)
+            k += 1
+            continue
         if t.kind == "word":
             run = []
             j = k
@@ -349,14 +378,24 @@ class RouteElement:
 
 
 def _compound_key(t: Token) -> str:
-    return t.value.replace("-", "").replace(" ", "")
+    return _value_key(t.value)
+
+
+@lru_cache(maxsize=65536)
+def _value_key(value: str) -> str:
+    return value.replace("-", "").replace(" ", "")
+
+
+@lru_cache(maxsize=65536)
+def _proper_suffixes(key: str) -> tuple[str, ...]:
+    return tuple(key[s:] for s in range(1, len(key)))
 
 
 def _compounds(ref: Sequence[Token], hyp: Sequence[Token], K: int | None):
     """All compound matches as ``{(i, j): [(x, y), ...]}`` with ``i``/``j`` the end positions."""
     out: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    rk = [_compound_key(t) if t.kind in ("word", "number") else None for t in ref]
-    hk = [_compound_key(t) if t.kind in ("word", "number") else None for t in hyp]
+    rk = [_value_key(t.value) if t.kind in ("word", "number") else None for t in ref]
+    hk = [_value_key(t.value) if t.kind in ("word", "number") else None for t in hyp]
     # A compound ending at (i, j) needs one last token to be a suffix of the other (equal keys with
     # different values: hyphenation).  Index keys by value, look up every suffix: O(characters).
     def index(keys):
@@ -376,14 +415,14 @@ def _compounds(ref: Sequence[Token], hyp: Sequence[Token], K: int | None):
             for j in hyp_by_key.get(a, ()):
                 if ref[i].value != hyp[j].value:
                     out.setdefault((i + 1, j + 1), []).append((1, 1))
-            for s in range(1, len(a)):
-                for j in hyp_by_key.get(a[s:], ()):
-                    candidates.add((i, j))
+            for suffix in _proper_suffixes(a):
+                if suffix in hyp_by_key:
+                    candidates.update((i, j) for j in hyp_by_key[suffix])
     for j, b in enumerate(hk):
         if b:
-            for s in range(1, len(b)):
-                for i in ref_by_key.get(b[s:], ()):
-                    candidates.add((i, j))
+            for suffix in _proper_suffixes(b):
+                if suffix in ref_by_key:
+                    candidates.update((i, j) for i in ref_by_key[suffix])
     limit = K if K is not None else 1 << 30
     for i, j in sorted(candidates):
         a = rk[i]
@@ -645,6 +684,194 @@ def score_orthography(ref_text: str, hyp_text: str, normalizers: Sequence[str] =
     hyp = tokenize(hyp_text, normalizers)
     cost, route = extended_align(ref, hyp, K)
     return orthographic_counts(route, cost, ref, hyp), route
+
+
+def score_orthography_many(ref_texts: Sequence[str], hyp_texts: Sequence[str],
+                           normalizers: Sequence[str] = DEFAULT_NORMALIZERS,
+                           K: int | None = None) -> list[OrthographicCounts]:
+    """``[score_orthography(r, h, normalizers, K)[0] for r, h in zip(ref_texts, hyp_texts)]``, fast.
+
+    The extended-Levenshtein DP of :func:`extended_align` runs for a whole batch of utterances at
+    once (padded ``(B, n+1, m+1)`` numpy arrays; a cell only depends on cells above and to its
+    left, so padding never reaches a real cell), with token values interned to integers so the
+    substitution costs are one broadcast comparison.  The backtrace (same preferences) then
+    counts directly, without route objects.  Utterances are batched by size so that padding
+    stays small and a batch holds at most :data:`BATCH_CELLS` DP cells.
+    """
+    pairs = [(tokenize(r, normalizers), tokenize(h, normalizers)) for r, h in zip(ref_texts, hyp_texts)]
+    out: list = [None] * len(pairs)
+    order = sorted(range(len(pairs)), key=lambda u: (len(pairs[u][0]), len(pairs[u][1])))
+    start = 0
+    while start < len(order):
+        # grow the batch while the padded DP stays within BATCH_CELLS
+        end, max_m = start, 0
+        while end < len(order):
+            u = order[end]
+            n, m = len(pairs[u][0]), len(pairs[u][1])
+            if end > start and (end - start + 1) * (n + 1) * (max(max_m, m) + 1) > BATCH_CELLS:
+                break
+            max_m = max(max_m, m)
+            end += 1
+        batch = order[start:end]
+        for u, counts in zip(batch, _align_and_count([pairs[u] for u in batch], K)):
+            out[u] = counts
+        start = end
+    return out
+
+
+BATCH_CELLS = 2_000_000
+
+
+def _align_and_count(batch, K):
+    """:func:`extended_align` + :func:`orthographic_counts` of a batch of token-list pairs."""
+    B = len(batch)
+    N = max(len(r) for r, _ in batch)
+    M = max(len(h) for _, h in batch)
+    value_id: dict[str, int] = {}
+    lower_id: dict[str, int] = {}
+    rv = np.full((B, N), -1, dtype=np.int64)
+    rl = np.full((B, N), -1, dtype=np.int64)
+    rp = np.zeros((B, N), dtype=bool)
+    hv = np.full((B, M), -2, dtype=np.int64)
+    hl = np.full((B, M), -2, dtype=np.int64)
+    hp = np.zeros((B, M), dtype=bool)
+    comp_rows: dict[int, list] = {}
+    comps_of = []
+    for b, (ref, hyp) in enumerate(batch):
+        for toks, v, low, pun in ((ref, rv, rl, rp), (hyp, hv, hl, hp)):
+            k = len(toks)
+            if k:
+                vals = [t.value for t in toks]
+                v[b, :k] = [value_id.setdefault(x, len(value_id)) for x in vals]
+                low[b, :k] = [lower_id.setdefault(x.lower(), len(lower_id)) for x in vals]
+                pun[b, :k] = [t.kind == "punct" for t in toks]
+        comps = _compounds(ref, hyp, K) if ref and hyp else {}
+        comps_of.append(comps)
+        for (i, j), xys in comps.items():
+            for x, y in xys:
+                comp_rows.setdefault(i, []).append((b, j, x, y))
+    # substitution costs of every (ref, hyp) token pair: _sub_costs, broadcast
+    rpb, hpb = rp[:, :, None], hp[:, None, :]
+    S = np.where(rpb, np.where(hpb, SUB_PUNCT, SUB_CROSS),
+                 np.where(hpb, SUB_CROSS, np.where(rl[:, :, None] == hl[:, None, :], SUB_CASE, SUB_WORD)))
+    S = np.where(rv[:, :, None] == hv[:, None, :], 0, S)
+    ins = np.where(hp, INS_DEL_PUNCT, INS_DEL)
+    cins = np.zeros((B, M + 1), dtype=np.int64)
+    np.cumsum(ins, axis=1, out=cins[:, 1:])
+    dels = np.where(rp, INS_DEL_PUNCT, INS_DEL)
+    D = np.empty((B, N + 1, M + 1), dtype=np.int64)
+    D[:, 0] = cins
+    for i in range(1, N + 1):
+        t = D[:, i - 1] + dels[:, i - 1, None]
+        np.minimum(t[:, 1:], D[:, i - 1, :-1] + S[:, i - 1], out=t[:, 1:])
+        rows = comp_rows.get(i)
+        if rows:
+            bb, jj, xx, yy = (np.array(c, dtype=np.int64) for c in zip(*rows))
+            np.minimum.at(t, (bb, jj), D[bb, i - xx, jj - yy])
+        D[:, i] = cins + np.minimum.accumulate(t - cins, axis=1)
+    out = []
+    for b, (ref, hyp) in enumerate(batch):
+        n, m = len(ref), len(hyp)
+        out.append(_count_route(ref, hyp, D[b, :n + 1, :m + 1].tolist(), S[b, :n, :m].tolist(), comps_of[b]))
+    return out
+
+
+@lru_cache(maxsize=65536)
+def _classify_values(a_kind: str, a_value: str, b_kind: str, b_value: str) -> str:
+    return classify(Token(a_kind, a_value, a_value), Token(b_kind, b_value, b_value))
+
+
+@lru_cache(maxsize=65536)
+def _capitalised(value: str) -> bool:
+    return any(c.isupper() for c in value)
+
+
+def _count_route(ref, hyp, D, S, comps) -> OrthographicCounts:
+    """:func:`orthographic_counts` of :func:`extended_align`'s route, read off the DP table ``D``
+    (lists) with the same backtrace preferences: ok, compound, substitution, deletion, insertion."""
+    wc = ws = wd = wi = pc = ps = pd = pi = kc = ks = kd = ki = 0
+    classes: dict[str, int] = {}
+    i, j = len(ref), len(hyp)
+    while i > 0 or j > 0:
+        cur = D[i][j]
+        if i > 0 and j > 0:
+            sc = S[i - 1][j - 1]
+            if sc == 0 and D[i - 1][j - 1] == cur:
+                a = ref[i - 1]
+                if a.kind == "punct":
+                    pc += 1
+                else:
+                    wc += 1
+                    ca, cb = _capitalised(a.value), _capitalised(hyp[j - 1].value)
+                    if ca and cb:
+                        kc += 1       # equal values
+                    elif ca:
+                        kd += 1
+                    elif cb:
+                        ki += 1
+                i, j = i - 1, j - 1
+                continue
+        else:
+            sc = None
+        xys = comps.get((i, j))
+        if xys:
+            for x, y in xys:
+                if D[i - x][j - y] == cur:
+                    wc += x
+                    classes["compound"] = classes.get("compound", 0) + 1
+                    i, j = i - x, j - y
+                    break
+            else:
+                xys = None
+            if xys:
+                continue
+        if sc is not None and D[i - 1][j - 1] + sc == cur:
+            a, b = ref[i - 1], hyp[j - 1]
+            cls = _classify_values(a.kind, a.value, b.kind, b.value)
+            classes[cls] = classes.get(cls, 0) + 1
+            ap, bp = a.kind == "punct", b.kind == "punct"
+            if ap and bp:
+                ps += 1
+            elif ap:
+                pd += 1
+                wi += 1
+            elif bp:
+                wd += 1
+                pi += 1
+            elif cls == "capitalisation":
+                wc += 1
+                ca, cb = _capitalised(a.value), _capitalised(b.value)
+                if ca and cb:
+                    if a.value == b.value:
+                        kc += 1
+                    else:
+                        ks += 1
+                elif ca:
+                    kd += 1
+                elif cb:
+                    ki += 1
+            else:
+                ws += 1
+            i, j = i - 1, j - 1
+        elif i > 0 and D[i - 1][j] + (INS_DEL_PUNCT if ref[i - 1].kind == "punct" else INS_DEL) == cur:
+            if ref[i - 1].kind == "punct":
+                pd += 1
+            else:
+                wd += 1
+            i -= 1
+        else:
+            if hyp[j - 1].kind == "punct":
+                pi += 1
+            else:
+                wi += 1
+            j -= 1
+    norms: dict[str, int] = {}
+    for toks in (ref, hyp):
+        for t in toks:
+            for nm in t.normalizations:
+                norms[nm] = norms.get(nm, 0) + 1
+    return OrthographicCounts(make_counts(wc, ws, wd, wi), make_counts(pc, ps, pd, pi), make_counts(kc, ks, kd, ki),
+                              tuple(sorted(classes.items())), tuple(sorted(norms.items())), D[-1][-1] / 2.0)
 
 
 def render_route(route: Sequence[RouteElement]) -> str:

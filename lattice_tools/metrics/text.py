@@ -128,12 +128,17 @@ class PlainNormalizer:
         self.remove_punctuation = remove_punctuation
 
     def __call__(self, s: str) -> str:
+        return _WS.sub(" ", self._character_steps(s)).strip()
+
+    def _character_steps(self, s: str) -> str:
+        # Every step before the whitespace collapse maps characters (or short runs of non-newline
+        # characters) independently of their neighbours across a newline: see normalize_many.
         s = unicodedata.normalize("NFC", s)
         if self.lowercase:
             s = s.lower()
         if self.remove_punctuation:
             s = _strip_punct_keep_marks(s)
-        return _WS.sub(" ", s).strip()
+        return s
 
 
 # Languages whose script indic-nlp-library 0.92's IndicNormalizerFactory normalizes (checked: ur
@@ -162,9 +167,14 @@ class IndicNormalizer:
             self._indic = factory.get_normalizer(code, remove_nuktas=remove_nuktas)
 
     def __call__(self, s: str) -> str:
+        return _WS.sub(" ", self._character_steps(s)).strip()
+
+    def _character_steps(self, s: str) -> str:
+        # indic-nlp-library's normalizers are str.replace calls and regexes of one or two
+        # characters that never match a newline (checked for 0.92): safe for normalize_many.
         if self._indic is not None:
             s = self._indic.normalize(s)
-        return self._plain(s)
+        return self._plain._character_steps(s)
 
 
 _LANG_ALIASES = {
@@ -189,10 +199,44 @@ def normalize_language_code(lang: str) -> str:
     return _LANG_ALIASES.get(primary, primary)
 
 
+class WhitespaceNormalizer:
+    """Whitespace collapsed and stripped, nothing else (``normalizer='none'``)."""
+
+    def __call__(self, s: str) -> str:
+        return _WS.sub(" ", s).strip()
+
+    def _character_steps(self, s: str) -> str:
+        return s
+
+
+_BATCHABLE = (WhitespaceNormalizer, PlainNormalizer, IndicNormalizer)
+
+
+def normalize_many(normalizer: Normalizer, texts: list[str]) -> list[str]:
+    """``[normalizer(t) for t in texts]``, in one pass over the joined texts when that is exact.
+
+    For the built-in mark-preserving normalizers (exact types :class:`WhitespaceNormalizer`,
+    :class:`PlainNormalizer`, :class:`IndicNormalizer`) every step before the whitespace collapse
+    is local to characters that are not newlines: NFC never composes across a newline (a starter
+    that composes with nothing), ``str.lower``'s final-sigma context stops at it (neither cased nor
+    case-ignorable), and the replacements/regexes never match it.  So the texts are joined with
+    newlines, transformed once and split again; a text that itself contains a newline (or any other
+    normalizer) takes the per-text path.  Same output, ~10x fewer Python calls.
+    """
+    joined = "\n".join(texts)
+    if type(normalizer) not in _BATCHABLE or len(texts) < 2 or joined.count("\n") != len(texts) - 1:
+        return [normalizer(t) for t in texts]
+    pieces = normalizer._character_steps(joined).split("\n")
+    if len(pieces) != len(texts):   # cannot happen for the types above; stay exact regardless
+        return [normalizer(t) for t in texts]
+    sub = _WS.sub
+    return [sub(" ", p).strip() for p in pieces]
+
+
 def make_normalizer(name: str, lang: str | None = None) -> Normalizer:
     """A normalizer by name: ``none``, ``plain``, ``indic`` (needs ``lang``), ``whisper-basic``."""
     if name == "none":
-        return lambda s: _WS.sub(" ", s).strip()
+        return WhitespaceNormalizer()
     if name == "plain":
         return PlainNormalizer()
     if name == "indic":

@@ -16,7 +16,7 @@ import importlib
 
 # Eager: the function ``lattice_oracle`` shares its name with its submodule; importing it here
 # binds the package attribute to the function (a lazy import would leave the module there).
-from .lattice_oracle import (LEVENSHTEIN_COSTS, SCLITE_COSTS, AlignedPair, OracleResult,  # noqa: E402
+from .lattice_oracle import (LEVENSHTEIN_COSTS, SCLITE_COSTS, AlignedPair, OracleResult,  # noqa: E402,F401
                              alternatives_oracle, lattice_oracle, oracle_graph, sequence_oracle)
 
 _EXPORTS = {

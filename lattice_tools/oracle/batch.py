@@ -11,8 +11,11 @@ with the within-column deletion chain done as a cumulative minimum::
 
 Costs are the integer costs of :mod:`lattice_tools.oracle.lattice_oracle` (sclite weights x1000,
 or Levenshtein), so the minimum over a block's alternatives is exactly the network oracle's cost.
-sclite picks, among equal-cost alternatives of a block, the first listed (its DP keeps the first
-minimum), which :func:`first_best` reproduces.
+Which of several equal-cost alternatives sclite reports is *not* simply the first listed
+(measured: its arc-pair DP breaks ties cell by cell); :func:`alternatives_oracle_many` therefore
+cuts the block to its minimum-cost alternatives and lets the scorer's sclite-exact DP choose --
+dropping strictly worse parallel branches cannot change that choice.  In Levenshtein mode the
+first listed minimum (:func:`first_best`) is reported.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .lattice_oracle import BIG, CostModel, cost_model
+from .lattice_oracle import CostModel, cost_model
 
 # int32 halves the memory traffic of the batch; a sentinel of 2^30 is far above any real total
 # (sclite costs are x1000: 4000 per word) and two of them still fit.

@@ -12,9 +12,11 @@ shortest-path dynamic programme over the product ``hypothesis states x reference
 
 Semiring: tropical (min, +) over integer costs, so ties are exact.  Two cost models are provided
 (:data:`SCLITE_COSTS`, :data:`LEVENSHTEIN_COSTS`): sclite's ``wwd_WORD`` weights (correct 0,
-insertion/deletion 3, optional deletion 2, substitution 4, ``@`` skipped 0.001, a word against ``@``
-1), scaled by 1000 to integers; and plain Levenshtein (1/1/1, optional deletions and ``@`` free),
-whose cost *is* the number of errors.
+insertion/deletion 3, optional deletion 2, substitution 4, ``@`` skipped 0.001), scaled by 1000 to
+integers; and plain Levenshtein (1/1/1, optional deletions and ``@`` free), whose cost *is* the
+number of errors.  ``wwd_WORD`` also prices a word against ``@`` at 1, but sclite's network DP
+never makes that pair (measured against Debian sclite: it skips the ``@`` even at a higher total),
+so neither model allows it.
 
 Unlike Kaldi's ``lattice-oracle`` or k2's Levenshtein graphs the reference side is a network, so
 GLM alternations ``{ I'M / I AM }``, ``@`` and optionally deletable words are handled exactly.
@@ -22,8 +24,10 @@ GLM alternations ``{ I'M / I AM }``, ``@`` and optionally deletable words are ha
 Vectorization: hypothesis states are processed level by level (level = longest arc distance from
 the start); all states of a level depend only on earlier levels, so one level is a handful of
 numpy operations over ``(arcs of the level) x (reference states)``.  Deletions inside one
-hypothesis state are a shortest-path closure over the (small, acyclic) reference network, done as
-one vectorized update per reference arc in topological order.
+hypothesis state are a shortest-path closure over the (small, acyclic) reference network: a
+running minimum for a linear reference, else a min-plus product with the all-pairs deletion
+costs (short references) or one vectorized update per reference arc (long ones).  Arg-minimums
+pack ``cost * k + index`` into one int64 so that a single reduction gives value and position.
 """
 from __future__ import annotations
 
@@ -46,7 +50,8 @@ class CostModel:
     """Integer edit costs of one scoring convention (see the module docstring).
 
     ``null_skip``: inserting or deleting the NULL word ``@``; ``null_pair``: a word against ``@``
-    (or ``@`` against ``@``).  ``opt_del``: deleting an optionally deletable reference word.
+    (or ``@`` against ``@``), ``None`` = never paired.  ``opt_del``: deleting an optionally
+    deletable reference word.
     ``scale``: divide a total by it to get the convention's own units (sclite: 1000).
     """
 
@@ -56,12 +61,12 @@ class CostModel:
     dele: int
     opt_del: int
     null_skip: int
-    null_pair: int
+    null_pair: int | None
     scale: int = 1
 
 
-SCLITE_COSTS = CostModel("sclite", sub=4000, ins=3000, dele=3000, opt_del=2000, null_skip=1, null_pair=10**9, scale=1000)
-LEVENSHTEIN_COSTS = CostModel("levenshtein", sub=1, ins=1, dele=1, opt_del=0, null_skip=0, null_pair=1, scale=1)
+SCLITE_COSTS = CostModel("sclite", sub=4000, ins=3000, dele=3000, opt_del=2000, null_skip=1, null_pair=None, scale=1000)
+LEVENSHTEIN_COSTS = CostModel("levenshtein", sub=1, ins=1, dele=1, opt_del=0, null_skip=0, null_pair=None, scale=1)
 
 
 def cost_model(mode: str | CostModel) -> CostModel:
@@ -430,10 +435,11 @@ def _pair_costs(hyp: HypGraph, ref: RefGraph, costs: CostModel) -> tuple[np.ndar
     ref_is_null = np.array([w is None for w in ref.words], dtype=bool)
     ref_word_cols = np.nonzero(~ref_is_null)[0]
     ref_null_cols = np.nonzero(ref_is_null)[0]
+    null_pair = BIG if costs.null_pair is None else costs.null_pair
     if len(word_rows):
         pair[np.ix_(word_rows, ref_word_cols)] = costs.sub
         op[np.ix_(word_rows, ref_word_cols)] = 1
-        pair[np.ix_(word_rows, ref_null_cols)] = costs.null_pair
+        pair[np.ix_(word_rows, ref_null_cols)] = null_pair
         op[np.ix_(word_rows, ref_null_cols)] = 2
         row_of = {hyp.labels[h]: h for h in word_rows.tolist()}
         for e in ref_word_cols.tolist():
@@ -448,9 +454,9 @@ def _pair_costs(hyp: HypGraph, ref: RefGraph, costs: CostModel) -> tuple[np.ndar
                         pair[h2, e] = 0
                         op[h2, e] = 0
     if len(null_rows):
-        pair[np.ix_(null_rows, ref_word_cols)] = costs.null_pair
+        pair[np.ix_(null_rows, ref_word_cols)] = null_pair
         op[np.ix_(null_rows, ref_word_cols)] = 3
-        pair[np.ix_(null_rows, ref_null_cols)] = costs.null_pair
+        pair[np.ix_(null_rows, ref_null_cols)] = null_pair
         op[np.ix_(null_rows, ref_null_cols)] = 4
     return pair, op
 

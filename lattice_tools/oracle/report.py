@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import json
-import math
 import os
-from typing import Sequence
 
 from ..errors import LatticeToolsError
 from ..io.common import atomic_write

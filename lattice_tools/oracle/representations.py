@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from ..alternatives.network import Alternative, Alternatives, Slot, depth_statistics
+from ..alternatives.network import Alternative, Alternatives, Slot
 from ..errors import LatticeToolsError, MismatchError, MissingDependencyError
 from ..scoring.counts import ErrorCounts
-from .lattice_oracle import (OracleResult, _with_sclite_ties, alternatives_oracle, hyp_graph_from_network, is_nonword,
-                             lattice_oracle, oracle_graph)
+from .lattice_oracle import OracleResult, alternatives_oracle, is_nonword, lattice_oracle
 
 REPRESENTATIONS = ("1best", "nbest", "sausage", "phrase", "lattice")
 

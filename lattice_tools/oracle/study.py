@@ -36,9 +36,8 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
-import numpy as np
 
 from ..alternatives.network import depth_statistics
 from ..errors import BudgetExceededError, LatticeError, LatticeToolsError

@@ -76,13 +76,51 @@ class AlignedPair:
     hyp_arc: int = -1
 
 
-@dataclass(frozen=True)
 class Alignment:
-    """Result of aligning one reference network with one hypothesis network."""
+    """Result of aligning one reference network with one hypothesis network: ``pairs`` (a tuple of
+    :class:`AlignedPair`), ``counts`` (:class:`ErrorCounts`), ``cost`` (the DP cost).
 
-    pairs: tuple
-    counts: ErrorCounts
-    cost: float
+    Immutable.  :meth:`deferred` builds one whose pairs are materialized on first access (the fast
+    scorer counts errors without building millions of pair objects nobody reads)."""
+
+    __slots__ = ("_pairs", "_make", "counts", "cost")
+
+    def __init__(self, pairs, counts: ErrorCounts, cost: float):
+        object.__setattr__(self, "_pairs", tuple(pairs))
+        object.__setattr__(self, "_make", None)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "cost", cost)
+
+    @classmethod
+    def deferred(cls, make_pairs, counts: ErrorCounts, cost: float) -> "Alignment":
+        """``make_pairs()`` returns the pairs tuple when first needed."""
+        self = cls.__new__(cls)
+        object.__setattr__(self, "_pairs", None)
+        object.__setattr__(self, "_make", make_pairs)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "cost", cost)
+        return self
+
+    @property
+    def pairs(self) -> tuple:
+        if self._pairs is None:
+            object.__setattr__(self, "_pairs", tuple(self._make()))
+            object.__setattr__(self, "_make", None)
+        return self._pairs
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Alignment is immutable (cannot set {name!r})")
+
+    def __eq__(self, other):
+        if not isinstance(other, Alignment):
+            return NotImplemented
+        return (self.pairs, self.counts, self.cost) == (other.pairs, other.counts, other.cost)
+
+    def __hash__(self):
+        return hash((self.pairs, self.counts, self.cost))
+
+    def __repr__(self):
+        return f"Alignment(pairs={self.pairs!r}, counts={self.counts!r}, cost={self.cost!r})"
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,16 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
     for r in reduce:
         if r not in ("ref", "hyp"):
             raise ValueError(f"reduce items must be 'ref' or 'hyp', not {r!r}")
+    if _fast_path_applies(segments, fragments, single_segment, reduce):
+        from ._fast_score import items_from_objects
+
+        if not isinstance(ctm_items, (list, tuple)):
+            ctm_items = list(ctm_items)
+        hyp = items_from_objects(ctm_items, functools.partial(_fold, case_sensitive=case_sensitive,
+                                                              language=case_language))
+        return _score_hyp_items(segments, hyp, optional_deletable=optional_deletable,
+                                case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
+                                case_language=case_language, ref_name=ref_name, hyp_name=hyp_name)
     warnings: list[str] = []
 
     # --- group the STM by file/channel (sclite folds the whole line's case unless -s)
@@ -381,6 +391,107 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
                        nce, speaker_nce)
 
 
+def _fast_path_applies(segments, fragments, single_segment, reduce) -> bool:
+    """The chain-reference engine (:mod:`._fast_score`) covers everything but ``-F``,
+    ``single_segment``, ``reduce`` and references with alternations."""
+    if fragments or single_segment or reduce:
+        return False
+    return not any("{" in seg.text or "}" in seg.text for seg in segments)
+
+
+def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode, allow_missing, case_language,
+                     ref_name, hyp_name) -> ScoreResult:
+    """:func:`score_stm_ctm` on :class:`~._fast_score.HypItems` with chain references (same
+    assignment of items to segments, warnings and errors as the general code above)."""
+    from ._fast_score import score_chain_jobs, sorted_item_order
+
+    warnings: list[str] = []
+    chan_segs: "OrderedDict[tuple, list]" = OrderedDict()
+    for seg in segments:
+        key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language))
+        chan_segs.setdefault(key, []).append(seg)
+    for key in chan_segs:
+        chan_segs[key].sort(key=lambda s: s.start)
+    chan_order = dict(zip(hyp.chans, sorted_item_order(hyp)))
+    if hyp.drops_word.any():
+        first = next(int(hyp.lineno[idx[hyp.drops_word[idx]][0]]) for idx in chan_order.values()
+                     if hyp.drops_word[idx].any())
+        n_odd = int(hyp.drops_word.sum())
+        warnings.append(f"{n_odd} ALT block(s) (first at line {first}) have an empty alternative "
+                        "written without '@' before another alternative; sclite would drop that "
+                        "alternative's first word, they are scored as written")
+    extra = [k for k in chan_order if k not in chan_segs]
+    missing = [k for k in chan_segs if k not in chan_order]
+    if extra:
+        msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
+        if not allow_missing:
+            raise MismatchError(msg + " (use allow_missing to ignore them)", path=hyp_name or None)
+        warnings.append(msg + " (ignored)")
+    if missing:
+        msg = "STM file/channel without CTM words: " + ", ".join(f"{f} {c}" for f, c in missing)
+        if not allow_missing:
+            raise MismatchError(msg + " (use allow_missing to score them as deletions)", path=ref_name or None)
+        warnings.append(msg + " (scored as deletions)")
+
+    empty = np.zeros(0, np.int64)
+    job_segs, job_items = [], []
+    for key, segs in chan_segs.items():
+        items = chan_order.get(key, empty)
+        mids = hyp.mid[items].tolist()
+        n_items = len(mids)
+        pos = 0
+        last = len(segs) - 1
+        for i, seg in enumerate(segs):
+            if i == last:
+                take = n_items
+            else:
+                take = pos
+                seg_end = _f32(seg.end)
+                while take < n_items and mids[take] < seg_end:
+                    take += 1
+            seg_items = items[pos:take]
+            pos = take
+            if _is_ignore(seg.text):
+                continue
+            job_segs.append(seg)
+            job_items.append(seg_items)
+    ref_tokens = [seg.text.split() for seg in job_segs]
+    alignments, conf, n_arcs = score_chain_jobs(ref_tokens, job_items, hyp, optional_deletable=optional_deletable,
+                                                case_sensitive=case_sensitive, language=case_language, mode=mode)
+    scored = []
+    per_speaker: "OrderedDict[str, list]" = OrderedDict()
+    spk_of_job = []
+    for seg, ali in zip(job_segs, alignments):
+        spk = _fold(seg.speaker, case_sensitive, case_language)
+        spk_of_job.append(spk)
+        lst = per_speaker.setdefault(spk, [])
+        n = len(lst)
+        lst.append(ali.counts)
+        scored.append(SegmentScore(f"({spk}-{n:03d})", spk, _fold(seg.file, case_sensitive, case_language),
+                                   _fold(seg.channel, case_sensitive, case_language), seg.start, seg.end, seg.text, ali,
+                                   None if not seg.labels else _fold(f"<{seg.labels}>", case_sensitive, case_language)))
+    speakers = OrderedDict((k, _sum_counts(v)) for k, v in per_speaker.items())
+    total = _sum_counts(list(speakers.values()))
+    nce, speaker_nce = None, {}
+    if conf is not None and job_segs:
+        kind, conf_of_pair, bounds = conf
+        kind_l, conf_l, bounds_l = kind.tolist(), conf_of_pair.tolist(), bounds.tolist()
+        conf_pairs: "OrderedDict[str, list]" = OrderedDict()
+        for j, spk in enumerate(spk_of_job):
+            lst = conf_pairs.setdefault(spk, [])
+            for k in range(bounds_l[j], bounds_l[j + 1]):
+                t = kind_l[k]
+                if t in (0, 1, 4, 5):
+                    lst.append(("C" if t in (0, 4) else "S", conf_l[k]))
+        speaker_nce = {k: normalized_cross_entropy(conf_pairs.get(k, []), c) for k, c in speakers.items()}
+        nce = normalized_cross_entropy([x for v in conf_pairs.values() for x in v], total)
+    return ScoreResult(tuple(scored), speakers, total, ref_name, hyp_name,
+                       tuple(warnings), dict(optional_deletable=optional_deletable, fragments=False,
+                                             case_sensitive=case_sensitive, mode=mode,
+                                             single_segment=False, case_language=case_language),
+                       nce, speaker_nce)
+
+
 def trn_speaker(utt_id: str, id_type: str = "spu_id") -> str:
     """sclite's speaker of a trn utterance id: ``spu_id``/``swb``/``rm``: the part before the first
     ``-`` (or, without ``-``, the first ``_``); ``wsj``/``atis``: the first three characters;
@@ -494,6 +605,16 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     if rfmt == "trn" and hfmt != "trn":
         raise FormatError("a trn reference needs a trn hypothesis (got ctm)", path=hyp)
     ref_obj = read_stm(ref) if rfmt == "stm" else read_trn(ref)
+    if rfmt == "stm" and not glms and _fast_path_applies(list(ref_obj.segments), fragments, single_segment, reduce):
+        # columnar CTM reading (no object per line); None when the file needs the exact reader
+        from ._fast_ctm import read_ctm_columns
+
+        hyp_items = read_ctm_columns(hyp, functools.partial(_fold, case_sensitive=case_sensitive,
+                                                            language=case_language))
+        if hyp_items is not None:
+            return _score_hyp_items(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
+                                    case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
+                                    case_language=case_language, ref_name=str(ref), hyp_name=str(hyp))
     hyp_obj = read_ctm(hyp) if hfmt == "ctm" else read_trn(hyp)
     if glms:
         from .glm_filter import apply_glm

@@ -1,0 +1,386 @@
+"""Columnar CTM reader for the fast scorer: a CTM file straight to :class:`~._fast_score.HypItems`.
+
+Equivalent to ``items_from_objects(read_ctm(path))`` (tests/test_fast_score.py checks it) but
+without one Python object per line: the file is tokenized with numpy on its bytes, word texts are
+interned through a hash of their bytes (collisions are detected, not assumed away), and numbers of
+the usual form ``[-]digits[.digits]`` are converted exactly (integer mantissa / power of ten: both
+exact doubles, so the quotient is the correctly rounded value, as ``float()`` gives).
+
+Anything unusual returns None and the caller uses :func:`lattice_tools.io.ctm.read_ctm`, which
+reads the file line by line and raises the precise error (file, line, what was expected):
+malformed lines, nested blocks, comments inside blocks, stray tags, '@' misplaced, file/channel
+changes inside a block, unusual white space or numbers, stdin.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+
+import numpy as np
+
+from ._fast_score import HypItems
+
+_UNICODE_SPACE = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_T_WORD, _T_BEGIN, _T_SEP, _T_END, _T_AT = 0, 1, 2, 3, 4
+_P1 = np.uint64(0x9E3779B97F4A7C15)
+_P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+_MASK = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], np.uint64)
+
+
+def _packed(u64, starts, lens, n_chunks):
+    """Token bytes as little-endian uint64 chunks, zero-padded: ``uint64 [n_chunks, n]``.
+    ``u64`` is an unaligned (byte-strided) uint64 view of the padded buffer, so one gather reads
+    8 bytes."""
+    out = np.empty((n_chunks, len(starts)), np.uint64)
+    for c in range(n_chunks):
+        rem = np.clip(lens - 8 * c, 0, 8)
+        out[c] = u64[starts + 8 * c] & _MASK[rem]
+    return out
+
+
+def _intern(buf, u64, starts, lens, encoding):
+    """(id per token, list of distinct texts) or None (too long, collision, undecodable)."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, np.int64), []
+    maxlen = int(lens.max())
+    if maxlen > 128:
+        return None
+    rows = _packed(u64, starts, lens, (maxlen + 7) // 8)
+    # runs of equal tokens (file and channel columns) are interned once
+    change = np.ones(n, bool)
+    if n > 1:
+        np.any(rows[:, 1:] != rows[:, :-1], axis=0, out=change[1:])
+    heads = np.flatnonzero(change)
+    hrows = rows[:, heads]
+    if hrows.shape[0] == 1:
+        h = hrows[0]                                          # the bytes themselves: no collision possible
+    else:
+        h = np.full(len(heads), 0x51ED270B27A4C3D1, np.uint64)
+        with np.errstate(over="ignore"):
+            for k in range(hrows.shape[0]):
+                h = (h ^ hrows[k]) * _P1
+                h ^= h >> np.uint64(29)
+                h *= _P2
+    _uniq, inv = np.unique(h, return_inverse=True)
+    inv = inv.reshape(-1)
+    first = np.empty(len(_uniq), np.int64)
+    first[inv] = np.arange(len(inv))                          # some occurrence of each distinct token
+    if hrows.shape[0] > 1 and not np.array_equal(hrows[:, first[inv]], hrows):
+        return None                                           # hash collision: let the exact reader do it
+    texts = []
+    try:
+        for i in heads[first].tolist():
+            s = int(starts[i])
+            texts.append(bytes(buf[s:s + int(lens[i])]).decode(encoding))
+    except UnicodeDecodeError:
+        return None
+    return inv[np.cumsum(change) - 1], texts
+
+
+def _numbers(u64, starts, lens):
+    """float64 per token; NaN for '*'; None when a token is not ``[-]digits[.digits]`` of at most
+    8 characters (then the exact reader decides).  Byte classes come from lookup tables, one
+    vectorized step per character position."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, np.float64)
+    if int(lens.max()) > 8 or int(lens.min()) < 1:
+        return None
+    v = u64[starts] & _MASK[lens]
+    planes = np.ascontiguousarray(v.view(np.uint8).reshape(n, 8).T)   # byte k of every token (0 beyond)
+    mant = np.zeros(n, np.int64)
+    frac = np.zeros(n, np.int8)
+    n_dig = np.zeros(n, np.int8)
+    seen_dot = np.zeros(n, bool)
+    two_dots = np.zeros(n, bool)
+    bad = np.zeros(n, bool)
+    cls0 = _CLS0[planes[0]]
+    neg, star = cls0 == 4, cls0 == 5
+    for k in range(int(lens.max())):
+        c = planes[k]
+        cls = cls0 if k == 0 else _CLS[c]
+        dig = cls == 1
+        mant *= _MUL[c]
+        mant += _VAL[c]
+        n_dig += dig
+        frac += dig & seen_dot
+        dot = cls == 2
+        two_dots |= dot & seen_dot
+        seen_dot |= dot
+        bad |= cls == 0
+    # one digit at least (at most 8: the mantissa is exact); a dot needs digits on both sides
+    ok = star | (~bad & ~two_dots & (n_dig >= 1) & (~seen_dot | (frac >= 1) & (n_dig > frac)))
+    if not ok.all():
+        return None
+    value = mant / _POW10[frac]
+    value[neg] *= -1.0
+    value[star] = np.nan
+    return value
+
+
+# byte classes: 1 digit, 2 '.', 3 end of token (zero padding), 4 '-' and 5 '*' (first byte only), 0 other
+_CLS = np.zeros(256, np.int8)
+_CLS[48:58] = 1
+_CLS[46] = 2
+_CLS[0] = 3
+_CLS0 = _CLS.copy()
+_CLS0[45] = 4
+_CLS0[42] = 5
+_MUL = np.ones(256, np.int64)
+_MUL[48:58] = 10
+_VAL = np.zeros(256, np.int64)
+_VAL[48:58] = np.arange(10)
+_POW10 = np.array([10.0 ** k for k in range(16)])
+
+
+def _tokens(buf, n_bytes):
+    """(start, length) positions (int32 when the file allows) of every white-space separated
+    token, chunk by chunk so that the temporaries stay small."""
+    itype = np.int32 if n_bytes < (1 << 31) - 1 else np.int64
+    starts, lens = [], []
+    step = 1 << 22
+    pos = 0
+    while pos < n_bytes:
+        stop = min(pos + step, n_bytes)
+        if stop < n_bytes:                                    # cut after a newline
+            nl = np.flatnonzero(buf[stop:min(stop + 65536, n_bytes)] == 10)
+            if len(nl) == 0:
+                return None
+            stop = stop + int(nl[0]) + 1
+        ws = buf[pos:stop] <= 32
+        t = np.flatnonzero(ws[1:] != ws[:-1]).astype(itype)
+        t += 1
+        if not ws[0]:
+            t = np.r_[itype(0), t]
+        # every chunk ends with '\n', so transitions pair up as (start, end)
+        st = t[0::2]
+        lens.append(t[1::2] - st)
+        starts.append(st + itype(pos))
+        pos = stop
+    if not starts:
+        return np.zeros(0, itype), np.zeros(0, itype)
+    return np.concatenate(starts), np.concatenate(lens)
+
+
+def read_ctm_columns(path, fold, encoding: str = "utf-8"):
+    """:class:`HypItems` of a CTM file, or None when the file needs the exact reader.
+
+    ``fold(text)`` case-folds file and channel names as the scorer does."""
+    path = str(path)
+    if path == "-":
+        return None
+    if encoding.replace("-", "").lower() not in ("utf8", "ascii"):
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+            f.seek(0)
+            if head == b"\x1f\x8b":
+                data = bytearray(gzip.decompress(f.read()))
+                n_bytes = len(data)
+                data.extend(b"\n" + bytes(136))
+            else:
+                size = os.fstat(f.fileno()).st_size
+                data = bytearray(size + 137)                  # room for '\n' and unaligned 8-byte reads
+                n_bytes = f.readinto(memoryview(data)[:size])
+                if n_bytes != size:
+                    return None
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return None
+    if n_bytes and data[n_bytes - 1] != 10:
+        data[n_bytes] = 10
+        n_bytes += 1
+    body = memoryview(data)[:n_bytes]
+    buf = np.frombuffer(data, np.uint8)
+    # white space exactly as str.split() sees it and lines exactly as the text reader splits them:
+    # no control character but tab, newline and CR (CR only in CRLF), no Unicode space
+    n_ctrl = int(np.count_nonzero(buf[:n_bytes] < 32))
+    n_nl = data.count(b"\n", 0, n_bytes)
+    n_tab = data.count(b"\t", 0, n_bytes) if data.find(b"\t", 0, n_bytes) >= 0 else 0
+    n_cr = data.count(b"\r", 0, n_bytes) if data.find(b"\r", 0, n_bytes) >= 0 else 0
+    if n_ctrl != n_nl + n_tab + n_cr or (n_cr and n_cr != data.count(b"\r\n", 0, n_bytes)):
+        return None
+    if not data.isascii():                                    # (the zero padding is ASCII)
+        try:
+            if _UNICODE_SPACE.search(bytes(body).decode(encoding)):
+                return None
+        except UnicodeDecodeError:
+            return None
+    del body
+    u64 = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    tok = _tokens(buf, n_bytes)
+    if tok is None:
+        return None
+    tok_start, tok_len = tok
+    if len(tok_start) > 1 and tok_start[0] == 0 and np.all(np.diff(tok_start) == tok_len[:-1] + 1):
+        # canonical layout (single separators, no blank line): a token ends its line when '\n' follows
+        line_last = np.flatnonzero(buf[tok_start + tok_len] == 10)
+        line_tok0 = np.r_[0, line_last[:-1] + 1]
+        line_ntok = line_last + 1 - line_tok0
+    else:
+        nl = np.flatnonzero(buf[:n_bytes] == 10)
+        line_tok0 = np.searchsorted(tok_start, np.r_[0, nl[:-1] + 1])
+        line_ntok = np.diff(np.r_[line_tok0, len(tok_start)])
+    has = line_ntok > 0
+    first_tok = line_tok0[has]
+    comment = (tok_len[first_tok] >= 2) & (buf[tok_start[first_tok]] == 59) & (buf[tok_start[first_tok] + 1] == 59)
+    lines = np.flatnonzero(has)[~comment]                     # data lines (0-based)
+    comment_lines = np.flatnonzero(has)[comment]
+    ntok = line_ntok[lines]
+    if not np.all((ntok == 5) | (ntok == 6)):
+        return None
+    line_tok0_lines = line_tok0[lines]
+    del line_tok0, line_ntok, has, first_tok, comment
+    t0 = line_tok0_lines
+
+    def field(k):
+        return tok_start[t0 + k], tok_len[t0 + k]
+
+    # file + channel interned together (one key per distinct pair); the line arrays are freed as
+    # soon as possible (2M-line files)
+    fc = _intern_pair(buf, u64, *field(0), *field(1), encoding)
+    if fc is None:
+        return None
+    fc_id, fc_texts = fc
+    wi = _intern(buf, u64, *field(4), encoding)
+    if wi is None:
+        return None
+    word_id, vocab = wi
+    # times and confidences of every data line
+    start = _numbers(u64, *field(2))
+    dur = _numbers(u64, *field(3)) if start is not None else None
+    if start is None or dur is None:
+        return None
+    conf = np.full(len(lines), np.nan)
+    six = np.flatnonzero(ntok == 6)
+    if len(six):
+        c6 = _numbers(u64, tok_start[t0[six] + 5], tok_len[t0[six] + 5])
+        if c6 is None or np.isnan(c6).any():
+            return None
+        conf[six] = c6
+    del tok_start, tok_len, t0, ntok, six, u64
+    tag_of_vocab = np.full(len(vocab), _T_WORD, np.int8)
+    for i, w in enumerate(vocab):
+        tag_of_vocab[i] = {"<ALT_BEGIN>": _T_BEGIN, "<ALT>": _T_SEP, "<ALT_END>": _T_END, "@": _T_AT}.get(w, _T_WORD)
+    typ = tag_of_vocab[word_id]
+    # block structure: no nesting, no stray tags, same file/channel inside, no comment inside
+    is_begin, is_end = typ == _T_BEGIN, typ == _T_END
+    depth_after = np.cumsum(is_begin.astype(np.int8) - is_end.astype(np.int8), dtype=np.int32)
+    if (depth_after.size and (depth_after.min() < 0 or depth_after.max() > 1 or depth_after[-1] != 0)):
+        return None
+    inside = (depth_after - is_begin + is_end) == 1           # tag lines and words after <ALT_BEGIN>
+    del depth_after
+    if np.any((typ == _T_SEP) & ~inside) or np.any((typ == _T_AT) & ~inside):
+        return None
+    begin_rows = np.flatnonzero(is_begin)
+    in_block = inside | is_begin
+    if len(begin_rows):
+        block_of = np.cumsum(is_begin, dtype=np.int32) - 1    # block of every line inside one
+        if np.any(in_block & (fc_id != fc_id[begin_rows[np.maximum(block_of, 0)]])):
+            return None
+        del block_of
+    if len(comment_lines) and len(begin_rows):
+        end_rows = np.flatnonzero(is_end)
+        bl = lines[begin_rows]
+        el = lines[end_rows]
+        k = np.searchsorted(bl, comment_lines, side="right") - 1
+        if np.any((k >= 0) & (comment_lines < el[np.maximum(k, 0)])):
+            return None
+    lineno = lines + 1
+    # alternatives start at plain words, <ALT_BEGIN> and <ALT>; items at plain words and <ALT_BEGIN>
+    plain = (typ == _T_WORD) & ~inside
+    alt_start = np.flatnonzero(plain | is_begin | (typ == _T_SEP))
+    item_start = np.flatnonzero(plain | is_begin)
+    n_items = len(item_start)
+    block_word = (typ == _T_WORD) & inside
+    at_line = (typ == _T_AT) & inside
+    member = plain | block_word | at_line
+    rows_m = np.flatnonzero(member)
+    alt_of = np.searchsorted(alt_start, rows_m, side="right") - 1
+    n_words_alt = np.bincount(alt_of[~at_line[rows_m]], minlength=len(alt_start))
+    n_at_alt = np.bincount(alt_of[at_line[rows_m]], minlength=len(alt_start))
+    if np.any((n_at_alt > 0) & ((n_at_alt + n_words_alt) != 1)):
+        return None                                           # '@' must be alone in its alternative
+    alt_len = np.maximum(n_words_alt, 1)
+    alt_item = np.searchsorted(item_start, alt_start, side="right") - 1
+    n_alts = np.bincount(alt_item, minlength=n_items)
+    alt0 = np.zeros(n_items, np.int64)
+    np.cumsum(n_alts[:-1], out=alt0[1:])
+    # arcs: words of alternatives in order, one null arc per empty alternative
+    word_rows = np.flatnonzero(plain | block_word)
+    w_alt = np.searchsorted(alt_start, word_rows, side="right") - 1
+    empty_alts = np.flatnonzero(n_words_alt == 0)
+    if len(empty_alts):
+        order = np.argsort(np.concatenate([w_alt, empty_alts]), kind="stable")
+        arc_word = np.concatenate([word_id[word_rows], np.full(len(empty_alts), -1, np.int64)])[order]
+        arc_conf = np.concatenate([conf[word_rows], np.full(len(empty_alts), np.nan)])[order]
+    else:                                                     # words are already in alternative order
+        arc_word = word_id[word_rows]
+        arc_conf = conf[word_rows]
+    alt_arc0 = np.zeros(len(alt_start), np.int64)
+    np.cumsum(alt_len[:-1], out=alt_arc0[1:])
+    # item times (sclite._item_mid/_sort_items/_block_times)
+    item_is_block = is_begin[item_start]
+    t_sort = np.full(n_items, np.nan)
+    mid = np.zeros(n_items)
+    pw = item_start[~item_is_block]
+    pi = np.flatnonzero(~item_is_block)
+    t_sort[pi] = start[pw]
+    mid[pi] = np.nan_to_num(start[pw], nan=0.0) + np.nan_to_num(dur[pw], nan=0.0) / 2.0
+    # block time lines: its words (None -> 0.0) and its '@' lines whose times are both numbers
+    bw = np.flatnonzero(block_word | (at_line & ~np.isnan(start) & ~np.isnan(dur)))
+    if len(bw):
+        b_item = np.searchsorted(item_start, bw, side="right") - 1
+        t1 = np.nan_to_num(start[bw], nan=0.0)
+        m = t1 + np.nan_to_num(dur[bw], nan=0.0) / 2.0
+        tmin = np.full(n_items, np.inf)
+        np.minimum.at(tmin, b_item, t1)
+        mmax = np.zeros(n_items)
+        np.maximum.at(mmax, b_item, m)
+        blk = np.flatnonzero(item_is_block)
+        t_sort[blk] = np.where(np.isinf(tmin[blk]), np.nan, tmin[blk])
+        mid[blk] = mmax[blk]
+    # sclite drops a word after an empty alternative written as nothing (sclite._sclite_drops_a_word)
+    drops = np.zeros(n_items, bool)
+    tags = typ[in_block]
+    rows_b = np.flatnonzero(in_block)
+    if len(tags) >= 3:
+        hit = np.flatnonzero(((tags[:-2] == _T_BEGIN) | (tags[:-2] == _T_SEP)) & (tags[1:-1] == _T_SEP)
+                             & ((tags[2:] == _T_WORD) | (tags[2:] == _T_AT))) + 1
+        if len(hit):
+            drops[np.searchsorted(item_start, rows_b[hit], side="right") - 1] = True
+    # channel keys, folded, numbered in order of first appearance
+    folded = [(fold(f), fold(c)) for f, c in fc_texts]
+    key_ids: dict = {}
+    fc_key = np.fromiter((key_ids.setdefault(k, len(key_ids)) for k in folded), np.int64, count=len(folded))
+    item_key = fc_key[fc_id[item_start]] if n_items else np.zeros(0, np.int64)
+    if n_items:
+        uk, first = np.unique(item_key, return_index=True)
+        rank = np.empty(len(key_ids), np.int64)
+        by_first = uk[np.argsort(first)]
+        rank[by_first] = np.arange(len(by_first))
+        inv_keys = list(key_ids)
+        chans = [inv_keys[k] for k in by_first.tolist()]
+        item_chan = rank[item_key]
+    else:
+        chans, item_chan = [], np.zeros(0, np.int64)
+    return HypItems(chans, item_chan, t_sort, mid, lineno[item_start], n_alts, alt0, drops, alt_len,
+                    alt_arc0, arc_word, arc_conf, vocab)
+
+
+def _intern_pair(buf, u64, fs, fl, cs, cl, encoding):
+    """Intern (file, channel) pairs: (id per line, list of (file, channel) texts)."""
+    a = _intern(buf, u64, fs, fl, encoding)
+    b = _intern(buf, u64, cs, cl, encoding)
+    if a is None or b is None:
+        return None
+    fa, ta = a
+    fb, tb = b
+    combo = fa * max(len(tb), 1) + fb
+    uc, inv = np.unique(combo, return_inverse=True)
+    texts = [(ta[int(x) // max(len(tb), 1)], tb[int(x) % max(len(tb), 1)]) for x in uc.tolist()]
+    return inv.reshape(-1), texts
