@@ -6,10 +6,12 @@ Cases (generated, deterministic):
   3. 2,000 segments, each hypothesis a 100-alternative ALT block (10 words per alternative).
 
 For each case both tools run as separate processes (``/usr/bin/time -v`` when available, else
-``resource`` of the child) and the script prints wall time, peak RSS, the time ratio, and whether the
-Sum counts (#Snt #Wrd Corr Sub Del Ins Err S.Err) are identical.
+``resource`` of the child) and the script prints wall time, CPU time (user + system), peak RSS, the
+wall-time and CPU-time ratios (ours / sclite), and whether the Sum counts (#Snt #Wrd Corr Sub Del
+Ins Err S.Err) are identical.  Each tool runs ``--repeat`` times (alternating) and the fastest run
+is reported: on a shared machine wall times vary a lot, CPU times much less.
 
-Usage: python bench/bench_score.py [--cases 1,2,3] [--workdir DIR]
+Usage: python bench/bench_score.py [--cases 1,2,3] [--workdir DIR] [--repeat N]
 """
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ def make_case(workdir: str, n_segments: int, words_per_seg: int, nbest: int = 0,
 
 
 def timed(cmd):
-    """Run ``cmd``; return (wall seconds, peak RSS in MB, stdout)."""
+    """Run ``cmd``; return (wall seconds, CPU seconds (user + system), peak RSS in MB, stdout)."""
     if os.path.exists("/usr/bin/time"):
         full = ["/usr/bin/time", "-v", *cmd]
         t0 = time.perf_counter()
@@ -84,17 +86,20 @@ def timed(cmd):
         wall = time.perf_counter() - t0
         m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
         rss = int(m.group(1)) / 1024 if m else float("nan")
+        cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", p.stderr))
     else:
         t0 = time.perf_counter()
         p = subprocess.run(["python", "-c",
                             "import resource,subprocess,sys;subprocess.run(sys.argv[1:]);"
-                            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)",
+                            "r=resource.getrusage(resource.RUSAGE_CHILDREN);"
+                            "print(r.ru_utime + r.ru_stime, r.ru_maxrss, file=sys.stderr)",
                             *cmd], capture_output=True, text=True)
         wall = time.perf_counter() - t0
-        rss = int(p.stderr.strip().splitlines()[-1]) / 1024
+        cpu_s, rss_s = p.stderr.strip().splitlines()[-1].split()
+        cpu, rss = float(cpu_s), int(rss_s) / 1024
     if p.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed: {p.stderr[-2000:]}")
-    return wall, rss, p.stdout
+    return wall, cpu, rss, p.stdout
 
 
 def sclite_counts(workdir):
@@ -110,6 +115,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="1,2,3")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per tool; the fastest (wall) is reported")
     args = ap.parse_args()
     cases = {
         "1": ("2,000 segments / 20k words", dict(n_segments=2000, words_per_seg=10)),
@@ -117,21 +123,27 @@ def main():
         "3": ("2,000 segments x 100-best ALT block", dict(n_segments=2000, words_per_seg=10, nbest=100)),
     }
     exe = [sys.executable, "-m", "lattice_tools.cli"]
-    print(f"{'case':40s} {'tool':14s} {'wall s':>8s} {'peak MB':>8s} {'ratio':>7s}  counts")
+    print(f"{'case':40s} {'tool':14s} {'wall s':>8s} {'cpu s':>8s} {'peak MB':>8s} {'wall r':>7s} {'cpu r':>7s}"
+          f" {'mem r':>7s}  counts")
     for key in args.cases.split(","):
         label, kw = cases[key]
         work = args.workdir or tempfile.mkdtemp(prefix="bench_score.")
         stm, ctm = make_case(work, **kw)
-        t_s, m_s, _ = timed([SCLITE, "-r", stm, "stm", "-h", ctm, "ctm", "-o", "rsum", "-O", work, "-n", "sc",
-                             "-f", "0"])
+        runs_s, runs_o = [], []
+        for _ in range(max(args.repeat, 1)):
+            runs_s.append(timed([SCLITE, "-r", stm, "stm", "-h", ctm, "ctm", "-o", "rsum", "-O", work, "-n", "sc",
+                                 "-f", "0"]))
+            runs_o.append(timed([*exe, "score", "-r", stm, "-h", ctm, "--json"]))
+        t_s, c_s, m_s, _ = min(runs_s)
+        t_o, c_o, m_o, out = min(runs_o)
         sc = sclite_counts(work)
-        t_o, m_o, out = timed([*exe, "score", "-r", stm, "-h", ctm, "--json"])
         o = json.loads(out)["overall"]
         ours = [o[k] for k in ("segments", "ref_words", "correct", "substitutions", "deletions", "insertions",
                                "errors", "segment_errors")]
         same = "identical" if ours == sc else f"DIFFER ours={ours} sclite={sc}"
-        print(f"{label:40s} {'sclite':14s} {t_s:8.2f} {m_s:8.1f} {'':>7s}  {sc}")
-        print(f"{'':40s} {'lattice-tools':14s} {t_o:8.2f} {m_o:8.1f} {t_o / t_s:7.2f}  {same}")
+        print(f"{label:40s} {'sclite':14s} {t_s:8.2f} {c_s:8.2f} {m_s:8.1f} {'':>7s} {'':>7s} {'':>7s}  {sc}")
+        print(f"{'':40s} {'lattice-tools':14s} {t_o:8.2f} {c_o:8.2f} {m_o:8.1f} {t_o / t_s:7.3f} {c_o / c_s:7.3f}"
+              f" {m_o / m_s:7.3f}  {same}", flush=True)
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
 

@@ -58,6 +58,10 @@ def test_fast_path_equals_general_engine(seed, monkeypatch):
     stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 6),
                                  conf=rng.random() < 0.4, stars=rng.random() < 0.3, shuffle=rng.random() < 0.2)
     opts = OPTION_SETS[seed % len(OPTION_SETS)]
+    if seed % 2:
+        # tiny chunks: jobs are scored in several groups of similar reference length
+        import lattice_tools.scoring._fast_score as fast_mod
+        monkeypatch.setattr(fast_mod, "MAX_CELLS", 40)
     with tempfile.TemporaryDirectory() as tmp:
         rp, hp = _write(tmp, stm, ctm)
         ref, hyp = read_stm(rp), read_ctm(hp)
@@ -133,6 +137,10 @@ def _decorate(rng, ctm):
             out.append("   ")
         if rng.random() < 0.1:
             line = line.replace(" ", "  \t", 1)
+        parts = line.split()
+        if len(parts) >= 5 and not parts[4].startswith("<") and parts[4] != "@" and rng.random() < 0.2:
+            parts[4] += "_a_long_word_" + str(rng.randint(0, 3))      # tokens longer than 8 bytes
+            line = " ".join(parts)
         out.append(line)
         if "<ALT_BEGIN>" in line and rng.random() < 0.1:
             out.append(line.replace("<ALT_BEGIN>", "<ALT>"))      # empty alternative written as nothing
@@ -151,6 +159,10 @@ def test_columnar_reader_equals_object_reader(seed, monkeypatch):
     stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 6),
                                  conf=rng.random() < 0.4, stars=rng.random() < 0.3, shuffle=rng.random() < 0.2)
     ctm = _decorate(rng, ctm)
+    if seed % 4 == 1:                                             # long file names
+        stm = [line.replace("f", "file_with_a_long_name_", 1) for line in stm]
+        ctm = [line if line.startswith(";;") or not line.strip() else line.replace("f", "file_with_a_long_name_", 1)
+               for line in ctm]
     with tempfile.TemporaryDirectory() as tmp:
         rp, hp = _write(tmp, stm, ctm)
         if seed % 5 == 0:
@@ -207,3 +219,97 @@ def test_columnar_reader_defers_unusual_input_to_exact_reader(text, tmp_path):
     except FormatError as exc:
         got = ("error", str(exc))
     assert got == expected
+
+
+def test_unique_inverse_equals_numpy_unique():
+    import numpy as np
+    from lattice_tools.scoring._fast_ctm import _unique_inverse
+
+    rng = np.random.default_rng(0)
+    common = rng.integers(0, 1 << 62, 300, dtype=np.uint64)
+    keys = common[rng.integers(0, 300, 200_000)]
+    keys[rng.integers(0, len(keys), 50)] = rng.integers(0, 1 << 62, 50, dtype=np.uint64)  # rare: missed by the sample
+    uniq, inv = _unique_inverse(keys)
+    u2, i2 = np.unique(keys, return_inverse=True)
+    assert np.array_equal(uniq, u2) and np.array_equal(inv, i2.reshape(-1))
+
+
+def test_number_parser_equals_float(tmp_path):
+    import numpy as np
+    from lattice_tools.scoring._fast_ctm import _numbers
+
+    rng = random.Random(3)
+    toks = [f"{rng.uniform(-999, 9999):.{rng.randint(0, 4)}f}"[:8].rstrip(".") for _ in range(20000)]
+    toks += ["0", "-0", "007", "12345678", "0.000001", "*", "-1.5", "99999.99"]
+    data = bytearray(" ".join(toks).encode() + bytes(16))
+    lens = np.array([len(t) for t in toks])
+    starts = np.r_[0, np.cumsum(lens[:-1] + 1)]
+    u64 = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    got = _numbers(u64, starts, lens)
+    want = [float("nan") if t == "*" else float(t) for t in toks]
+    assert np.array_equal(got, np.array(want), equal_nan=True)
+    assert all(np.signbit(g) == np.signbit(w) for g, w in zip(got.tolist(), want) if w == 0)
+    for bad in ["1e5", "+1", ".5", "5.", "1.2.3", "--1", "1-", "nan", "inf", "0x1"]:
+        d = bytearray(bad.encode() + bytes(16))
+        u = np.ndarray(shape=(len(d) - 7,), dtype="<u8", buffer=d, strides=(1,))
+        assert _numbers(u, np.array([0]), np.array([len(bad)])) is None, bad
+
+
+def test_large_ctm_with_rare_words_and_chunks(tmp_path, monkeypatch):
+    """A CTM big enough for the sampled vocabulary search and several DP chunks, scored through
+    score_files (columnar path) and through the general engine on objects."""
+    rng = random.Random(11)
+    vocab = [f"w{i}" for i in range(300)]
+    stm, ctm = [], []
+    for s in range(800):
+        f, k = divmod(s, 100)
+        start = 10.0 * k
+        ref = [rng.choice(vocab) for _ in range(rng.randint(0, 14))]
+        stm.append(f"file{f} A spk{f} {start:.2f} {start + 9.5:.2f} {' '.join(ref)}")
+        hyp = [w if rng.random() < 0.8 else rng.choice(vocab + [f"rare{s}"]) for w in ref]
+        if rng.random() < 0.3:
+            ctm.append(f"file{f} A * * <ALT_BEGIN>")
+            for a in range(3):
+                for j, w in enumerate(hyp[a:]):
+                    ctm.append(f"file{f} A {start + 0.3 * j:.2f} 0.25 {w}")
+                ctm.append(f"file{f} A * * " + ("<ALT>" if a < 2 else "<ALT_END>"))
+        else:
+            for j, w in enumerate(hyp):
+                ctm.append(f"file{f} A {start + 0.3 * j:.2f} 0.25 {w}")
+    rp, hp = _write(str(tmp_path), stm, ctm)
+    import lattice_tools.scoring._fast_score as fast_mod
+    from lattice_tools.scoring.sclite import score_files
+    import lattice_tools.scoring._fast_ctm as ctm_mod
+    monkeypatch.setattr(fast_mod, "MAX_CELLS", 5000)
+    monkeypatch.setattr(ctm_mod, "_SAMPLE_MIN", 64)
+    fast = score_files(rp, hp)
+    slow = _general(monkeypatch, read_stm(rp), read_ctm(hp), ref_name=rp, hyp_name=hp)
+    _same(fast, slow)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
+def test_many_chain_cases_equal_sclite():
+    """400 more random chain-reference cases (1-best words and ALT blocks) through the columnar
+    reader and the fast scorer, against Debian sclite with and without -D."""
+    from lattice_tools.scoring.sclite import score_files
+
+    for seed in range(20000, 20400):
+        rng = random.Random(seed)
+        stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 6))
+        if not ctm:
+            continue                                              # sclite rejects an empty CTM
+        flags = [[], ["-D"]][seed % 2]
+        with tempfile.TemporaryDirectory() as tmp:
+            rp, hp = _write(tmp, stm, ctm)
+            rows, pra = run_sclite(rp, "stm", hp, "ctm", flags, workdir=tmp)
+            res = score_files(rp, hp, optional_deletable="-D" in flags, allow_missing=True)
+            t = res.total
+            assert rows["Sum"][:2] == [t.segments, t.ref_words], seed
+            blocks = {b["id"]: b for b in parse_pra(pra)}
+            assert len(blocks) == len(res.segments), seed
+            for seg in res.segments:
+                b = blocks[seg.id]
+                c = seg.counts
+                assert b["Scores:"] == f"Scores: (#C #S #D #I) {c.correct} {c.substitutions} {c.deletions} {c.insertions}"
+                assert [b[k] for k in ("REF:", "HYP:", "Eval:") if k in b] == alignment_lines(seg.alignment), seed

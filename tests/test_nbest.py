@@ -30,6 +30,10 @@ def test_equals_brute_force(lat, n):
         assert tuple(int(labels[a]) for a in r.best_arcs if labels[a]) == r.labels
         best = min(c for arcs, c in paths if tuple(int(labels[a]) for a in arcs if labels[a]) == r.labels)
         assert r.best_cost == pytest.approx(best, abs=1e-9)
+    # n=None runs the other strategy (whole log-determinization + exact best-completion bound)
+    everything, _, _ = nbest_sequences(lat, None)
+    assert [r.cost for r in everything] == pytest.approx(ranked, abs=1e-9)
+    assert all(bf[r.labels] == pytest.approx(r.cost, abs=1e-9) for r in everything)
     alts = nbest(lat, None)
     assert sum(a.posterior for a in alts.slots[0].alternatives) == pytest.approx(1.0, abs=1e-9)
 

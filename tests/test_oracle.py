@@ -233,3 +233,36 @@ def test_batched_nbest_path_equals_network_dp(seed, mode, D):
         assert m.key == a.key and m.cost == pytest.approx(net.cost)
         if mode == "sclite":
             assert m.counts == net.counts
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), D=st.booleans())
+def test_cutting_large_networks_to_optimal_branches_keeps_sclite_choice(seed, D):
+    """Large alternatives networks are cut to the branches on some optimal path before the
+    sclite-exact scorer picks among ties: same counts as scoring the whole network."""
+    import sys
+
+    import lattice_tools.oracle  # noqa: F401
+    lo = sys.modules["lattice_tools.oracle.lattice_oracle"]
+    rng = np.random.default_rng(seed)
+    V = list("abcde")
+    slots = []
+    for k in range(int(rng.integers(1, 5))):
+        m = int(rng.integers(1, 5))
+        slots.append(Slot(k, k + 1, tuple(Alternative(tuple(V[int(rng.integers(0, 5))]
+                                                            for _ in range(int(rng.integers(0 if m > 1 else 1, 4)))))
+                                          for _ in range(m))))
+    alts = Alternatives("u", tuple(slots), kind="phrase")
+    ref = " ".join(f"({w})" if rng.random() < 0.2 else w
+                   for w in (V[int(rng.integers(0, 5))] for _ in range(int(rng.integers(0, 7)))))
+    if rng.random() < 0.3:
+        ref = "{ a b / c / @ } " + ref
+    saved = lo._SCORER_DIRECT_ARCS
+    try:
+        lo._SCORER_DIRECT_ARCS = 10**9
+        whole = lo.network_alternatives_oracle(alts, ref, optional_deletable=D)
+        lo._SCORER_DIRECT_ARCS = 0
+        cut = lo.network_alternatives_oracle(alts, ref, optional_deletable=D)
+    finally:
+        lo._SCORER_DIRECT_ARCS = saved
+    assert cut.counts == whole.counts and cut.cost == pytest.approx(whole.cost)

@@ -141,7 +141,7 @@ class _Closed:
 
 def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc, init_bc, exit_states,
                   exit_lc, exit_bc, beta, n, *, max_pops=2_000_000, key=None, track_best=True,
-                  resolution=1e-9):
+                  resolution=1e-9, determinize_first=False, max_states=1_000_000, lazy_pops=50_000):
     """Exact ``n`` best distinct label sequences (``None`` = all) of an acyclic automaton.
 
     Args:
@@ -155,6 +155,13 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
       n: number of sequences wanted (None = all).
       max_pops: budget on popped search nodes (BudgetExceededError past it).
       track_best: also find each sequence's best single path (``best_cost``, ``best_arcs``).
+      determinize_first: skip the lazy search: build the whole log-determinized automaton (at
+        most ``max_states`` states, else BudgetExceededError) and search it with the *exact*
+        tropical bound (the best completion in the determinized automaton), so that every pop is
+        on the way to an output.  Long utterances need this: there the log-sum bound of the lazy
+        search is loose (probability spread over very many sequences).  Without it, the lazy
+        search runs first with ``lazy_pops + 20 n`` pops and falls back to this when they run
+        out (and always for ``n=None``).
 
     Returns: list of :class:`SequenceResult`, most probable first.
     """
@@ -229,7 +236,19 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
         return det_exp[j]
 
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        found = _best_first(intern, expand, det_h, det_exp, root_s, root_r, n, max_pops, key)
+        found = None
+        if not determinize_first and n is not None:
+            # lazy search with the log-sum bound; if that bound proves too loose (probability
+            # spread over very many sequences), fall back to the exact bound below, reusing
+            # every determinized state built so far
+            try:
+                found = _best_first(intern, expand, det_h, det_exp, root_s, root_r, n,
+                                    min(max_pops, lazy_pops + 20 * n), key)
+            except BudgetExceededError:
+                found = None
+        if found is None:
+            bound = _exact_bounds(intern(root_s, root_r, 0.0), expand, det_exp, max_states, key)
+            found = _best_first(intern, expand, bound, det_exp, root_s, root_r, n, max_pops, key)
     seqs = [(_labels(link), cost_) for link, cost_ in found]
     if not track_best:
         return [SequenceResult(lab_, c, math.nan, ()) for lab_, c in seqs]
@@ -238,35 +257,93 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
     return [SequenceResult(lab_, c, *best[lab_]) for lab_, c in seqs]
 
 
+def _exact_bounds(j0, expand, det_exp, max_states, key) -> list:
+    """Expand every determinized state reachable from ``j0``; return for each the cost of its best
+    completion (tropical shortest distance to the end in the determinized automaton)."""
+    order: list = []
+    visited: set = set()
+    stack = [(j0, False)]
+    while stack:  # iterative DFS (a state is visited when popped); post-order = reverse topological
+        j, done = stack.pop()
+        if done:
+            order.append(j)
+            continue
+        if j in visited:
+            continue
+        visited.add(j)
+        if len(visited) > max_states:
+            raise BudgetExceededError(f"log-determinization exceeded {max_states} states", key=key)
+        stack.append((j, True))
+        exp = det_exp[j] if det_exp[j] is not None else expand(j)
+        for _, nj, _ in exp[1]:
+            if nj not in visited:
+                stack.append((nj, False))
+    best = [INF] * len(det_exp)
+    for j in order:
+        fin, trans = det_exp[j]
+        b = fin
+        for _, nj, c in trans:
+            if c + best[nj] < b:
+                b = c + best[nj]
+        best[j] = b
+    return best
+
+
 def _best_first(intern, expand, det_h, det_exp, root_s, root_r, n, max_pops, key) -> list:
-    """The best-first loop: ``[(labels link, cost)]`` of the first ``n`` end nodes popped."""
+    """The best-first loop: ``[(labels link, cost)]`` of the first ``n`` end nodes popped.
+
+    Lazy successor enumeration: each determinized state's outgoing choices (its end weight and its
+    transitions) are sorted once by their bound ``c + h(next)``; a heap entry is "choice ``i`` of
+    state ``j`` after prefix cost ``g``", and popping it pushes only choice ``i + 1`` and the first
+    choice of the next state.  Entries still leave the heap in nondecreasing bound order (choices
+    are sorted and a state's first choice is no better than its log-sum bound), so the output is
+    the same as pushing every child, with two pushes per pop.
+    """
+    sorted_choices: dict = {}
+
+    def choices(j):
+        items = sorted_choices.get(j)
+        if items is None:  # sort once: (bound, label or -1 for the end, next state, arc cost)
+            exp = det_exp[j]
+            if exp is None:
+                exp = expand(j)
+            fin, trans = exp
+            items = [(c + det_h[nj], w, nj, c) for w, nj, c in trans]
+            if fin < INF:
+                items.append((fin, -1, -1, fin))
+            items.sort()
+            sorted_choices[j] = items
+        return items
+
     j0 = intern(root_s, root_r, 0.0)
-    heap = [(0.0, 0, j0, 0.0, None)]
+    heap: list = []
     counter = 0
+    first = choices(j0)
+    if first:
+        heap.append((first[0][0], 0, j0, 0, 0.0, None))
     pops = 0
     found: list = []
     while heap:
-        prio, _, j, g, link = heapq.heappop(heap)
+        prio, _, j, i, g, link = heapq.heappop(heap)
         pops += 1
         if pops > max_pops:
             raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes "
                                       f"after {len(found)} sequences; lower N or prune the lattice", key=key)
-        if j < 0:
-            found.append((link, prio))
+        items = choices(j)
+        if i + 1 < len(items):
+            counter += 1
+            heapq.heappush(heap, (g + items[i + 1][0], counter, j, i + 1, g, link))
+        bound, w, nj, c = items[i]
+        if w < 0:
+            found.append((link, g + c))
             if n is not None and len(found) >= n:
                 break
             continue
-        exp = det_exp[j]
-        if exp is None:
-            exp = expand(j)
-        fin, trans = exp
-        if fin < INF:
-            counter += 1
-            heapq.heappush(heap, (g + fin, counter, -1, g + fin, link))
-        for w, nj, c in trans:
+        nxt = choices(nj)
+        if nxt:
             gc = g + c
             counter += 1
-            heapq.heappush(heap, (gc + det_h[nj], counter, nj, gc, (w, link)))
+            heapq.heappush(heap, (gc + nxt[0][0], counter, nj, 0, gc, (w, link)))
     return found
 
 

@@ -4,7 +4,10 @@ Algorithm: best-first search over word prefixes, i.e. a lazily explored log-semi
 determinization of the lattice (see :mod:`lattice_tools.alternatives._search`).  The priority of a
 prefix is the exact total probability of all paths that start with it (forward mass of the prefix
 times the log-semiring backward score), an admissible bound for every completion, so sequences
-come out in exact order of their total posterior ``P(W) = sum over paths with words W / Z``.  Not
+come out in exact order of their total posterior ``P(W) = sum over paths with words W / Z``.
+When that bound is too loose (long utterances spread their probability over astronomically many
+sequences) the search falls back to log-determinizing the whole lattice (``max_states`` budget)
+and searching it with the exact best-completion bound.  Not
 sampled, not an approximation: equal to enumerating every path and summing by word sequence
 (tests check this against brute force and against kaldifst ``shortest_path(n)`` on the
 log-determinized lattice).
@@ -49,7 +52,7 @@ def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: 
 
 def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
                     word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
-                    max_pops: int = 2_000_000):
+                    max_pops: int = 2_000_000, max_states: int = 1_000_000):
     """``(results, total_cost, labels)``: the exact ``n`` best distinct sequences as
     :class:`~lattice_tools.alternatives._search.SequenceResult` (word ids, log cost, best-path
     cost and arcs), the log-semiring total cost of the lattice, and the per-arc labels used."""
@@ -58,13 +61,13 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     fin = np.flatnonzero(np.isfinite(final))
     results = search_arrays(lat.num_states, lat.src, lat.dst, labels, cost, np.arange(lat.num_arcs), np.array([0]),
                             np.array([0.0]), np.array([0.0]), fin, final[fin], final[fin], fb.beta, n,
-                            max_pops=max_pops, key=lat.key or None)
+                            max_pops=max_pops, key=lat.key or None, max_states=max_states)
     return results, fb.total, labels
 
 
 def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
           word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
-          max_pops: int = 2_000_000) -> Alternatives:
+          max_pops: int = 2_000_000, max_states: int = 1_000_000) -> Alternatives:
     """Exact N-best list of ``lat`` as an :class:`Alternatives` with one slot (``kind="nbest"``).
 
     Semiring: log.  Each alternative's ``posterior`` is the total probability of all lattice
@@ -81,7 +84,7 @@ def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale:
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     results, total, labels = nbest_sequences(lat, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                                              word_penalty=word_penalty, silence_words=silence_words,
-                                             max_pops=max_pops)
+                                             max_pops=max_pops, max_states=max_states)
     cache: dict = {}
     alts = tuple(alternative_from_path(lat, labels, r.best_arcs, math.exp(-(r.cost - total)), cache) for r in results)
     end = lat.duration if lat.has_times else math.nan

@@ -29,7 +29,7 @@ from .codeswitch import (CMI_BUCKETS, ScriptTagger, SwitchPointCounts, cmi_bucke
                          composite, language_pair, switch_point_counts)
 from .entities import EntityCounts, score_entities
 from .io import Annotation
-from .levenshtein import align, counts_from_alignment, error_counts
+from .levenshtein import align, counts_from_alignment, error_counts, sum_counts
 from .script import SPACELESS_LANGUAGES, ScriptFidelity, script_fidelity
 from .text import INDIC_NLP_LANGUAGES, graphemes, make_normalizer, normalize_language_code
 
@@ -261,8 +261,8 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
     out["metrics"] = metrics
     # counts behind WER / CER
     if covered:
-        out["word_counts"] = ErrorCounts.sum(r.word for r in covered).as_dict()
-        out["char_counts"] = ErrorCounts.sum(r.char for r in covered).as_dict()
+        out["word_counts"] = sum_counts(r.word for r in covered).as_dict()
+        out["char_counts"] = sum_counts(r.char for r in covered).as_dict()
     # cross-script confusion: characters and dominant script per utterance
     chars: dict[str, int] = {}
     dom: dict[str, int] = {}
@@ -280,7 +280,7 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
     for name, lo, hi in CMI_BUCKETS:
         sel = [r for r in covered if r.cs is not None and r.cmi is not None and lo <= r.cmi < hi]
         if sel:
-            c = ErrorCounts.sum(r.word for r in sel)
+            c = sum_counts(r.word for r in sel)
             buckets[name] = {"wer": c.wer, "utterances": len(sel), "ref_words": c.ref_words}
     if buckets:
         out["wer_by_cmi"] = buckets

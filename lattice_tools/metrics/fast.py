@@ -64,6 +64,7 @@ class UnitTables:
         self.grapheme_id: dict[str, int] = {}
         self._word_chars: dict[str, tuple[int, ...] | bool] = {}   # False: not decomposable
         self._word_scripts: dict[str, tuple[tuple[str, int], ...]] = {}
+        self.orthography_tokens: dict = {}    # punctuation.tokenize_for_counts's word cache
 
     def words(self, tokens: Sequence[str]) -> list[int]:
         get = self.word_id.get
@@ -118,13 +119,19 @@ def _word_script_counts(word: str) -> tuple[tuple[str, int], ...]:
 
 def _script_fidelity(counts: dict[str, int], exp: frozenset, threshold: float) -> ScriptFidelity:
     # script.script_fidelity on precomputed counts (same expressions, same tie-breaking)
-    n_exp = sum(v for k, v in counts.items() if k in exp)
-    n_all = sum(counts.values())
-    dominant = None
-    if counts:
-        dominant = min(counts, key=lambda k: (-counts[k], k not in exp, k))
+    n_exp = n_all = 0
+    for k, v in counts.items():
+        n_all += v
+        if k in exp:
+            n_exp += v
+    if len(counts) == 1:           # the common case: one script, trivially dominant and sorted
+        items = tuple(counts.items())
+        dominant = items[0][0]
+    else:
+        items = tuple(sorted(counts.items()))
+        dominant = min(counts, key=lambda k: (-counts[k], k not in exp, k)) if counts else None
     collapse = bool(n_all) and (n_exp / n_all) < threshold and dominant not in exp
-    return ScriptFidelity(n_exp, n_all, tuple(sorted(counts.items())), dominant, collapse)
+    return ScriptFidelity(n_exp, n_all, items, dominant, collapse)
 
 
 def _tags(tagger, tokens: Sequence[str]) -> list:
@@ -143,7 +150,7 @@ def _word_alignment(ref_ids: list[int], hyp_ids: list[int]):
         return pairs, make_counts(0, 0, n, m)
     pairs = _kaldialign.align(ref_ids, hyp_ids, EPS_ID, False)
     ln = len(pairs)
-    correct = sum(1 for r, h in pairs if r == h)
+    correct = [r == h for r, h in pairs].count(True)
     insertions, deletions = ln - n, ln - m
     return pairs, make_counts(correct, n - deletions - correct, deletions, insertions)
 
@@ -228,7 +235,8 @@ def evaluate_fast(refs: dict[str, str], hyps: dict[str, str], annotations: dict[
         from .punctuation import DEFAULT_NORMALIZERS, score_orthography_many
         covered = [u for u in range(n) if raw_hyps[u] is not None]
         counts = score_orthography_many([refs[keys[u]] for u in covered], [raw_hyps[u] for u in covered],
-                                        config.orthography_normalizers or DEFAULT_NORMALIZERS)
+                                        config.orthography_normalizers or DEFAULT_NORMALIZERS,
+                                        cache=tables.orthography_tokens)
         for u, c in zip(covered, counts):
             ortho[u] = c
 

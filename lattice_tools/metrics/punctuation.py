@@ -358,6 +358,45 @@ def tokenize(text: str, normalizers: Sequence[str] = DEFAULT_NORMALIZERS) -> lis
     return tokens
 
 
+# Normalizers that map each token to tokens on its own (no neighbour is read).
+TOKEN_LOCAL_NORMALIZERS = frozenset({"annotations", "interjections", "abbreviations", "contractions", "spelling",
+                                     "diacritics"})
+# Text that may not be lexed word by word: an annotation can span whitespace, and these four
+# characters are whitespace to str.split but not to the regex's \s (abbreviation lookahead).
+_NOT_WORDWISE = regex.compile(r"[\[<(\x1c-\x1f]")
+
+
+def tokenize_for_counts(text: str, normalizers: Sequence[str], cache: dict) -> list[Token]:
+    r""":func:`tokenize` up to the ``prefix``/``suffix``/``start`` fields, which no count reads.
+
+    Lexing decomposes over whitespace-separated words when the text has no annotation bracket:
+    no other token pattern matches whitespace, and each lookahead (``\s|$``, ``(?!\w)``,
+    ``(?=\w)``) sees the same answer at a word's end as before the following whitespace.  The
+    leading token-local normalizers then also apply word by word, so the tokens of a word are
+    cached (words repeat) and only the remaining normalizers (numbers: runs of words) see the
+    whole text.  Cached tokens carry the word-local ``prefix``/``suffix``/``start``.
+    """
+    if _NOT_WORDWISE.search(text):
+        return tokenize(text, normalizers)
+    k = 0
+    while k < len(normalizers) and normalizers[k] in TOKEN_LOCAL_NORMALIZERS:
+        k += 1
+    local, rest = tuple(normalizers[:k]), normalizers[k:]
+    tokens: list[Token] = []
+    get = cache.get
+    for w in text.split():
+        toks = get((local, w))
+        if toks is None:
+            toks = lex(w)
+            for name in local:
+                toks = NORMALIZERS[name](toks)
+            toks = cache[(local, w)] = tuple(toks)
+        tokens.extend(toks)
+    for name in rest:
+        tokens = NORMALIZERS[name](tokens)
+    return tokens
+
+
 # ----------------------------------------------------------------------------------------------
 # Extended Levenshtein distance
 
@@ -688,8 +727,11 @@ def score_orthography(ref_text: str, hyp_text: str, normalizers: Sequence[str] =
 
 def score_orthography_many(ref_texts: Sequence[str], hyp_texts: Sequence[str],
                            normalizers: Sequence[str] = DEFAULT_NORMALIZERS,
-                           K: int | None = None) -> list[OrthographicCounts]:
+                           K: int | None = None, cache: dict | None = None) -> list[OrthographicCounts]:
     """``[score_orthography(r, h, normalizers, K)[0] for r, h in zip(ref_texts, hyp_texts)]``, fast.
+
+    Tokens come from :func:`tokenize_for_counts` (word-level cache: pass the same ``cache`` dict
+    to successive calls over one corpus).
 
     The extended-Levenshtein DP of :func:`extended_align` runs for a whole batch of utterances at
     once (padded ``(B, n+1, m+1)`` numpy arrays; a cell only depends on cells above and to its
@@ -698,7 +740,10 @@ def score_orthography_many(ref_texts: Sequence[str], hyp_texts: Sequence[str],
     counts directly, without route objects.  Utterances are batched by size so that padding
     stays small and a batch holds at most :data:`BATCH_CELLS` DP cells.
     """
-    pairs = [(tokenize(r, normalizers), tokenize(h, normalizers)) for r, h in zip(ref_texts, hyp_texts)]
+    cache = {} if cache is None else cache
+    normalizers = tuple(normalizers)
+    pairs = [(tokenize_for_counts(r, normalizers, cache), tokenize_for_counts(h, normalizers, cache))
+             for r, h in zip(ref_texts, hyp_texts)]
     out: list = [None] * len(pairs)
     order = sorted(range(len(pairs)), key=lambda u: (len(pairs[u][0]), len(pairs[u][1])))
     start = 0
@@ -719,7 +764,7 @@ def score_orthography_many(ref_texts: Sequence[str], hyp_texts: Sequence[str],
     return out
 
 
-BATCH_CELLS = 2_000_000
+BATCH_CELLS = 200_000   # bounds padding and memory (~10 MB of temporaries); larger is not faster
 
 
 def _align_and_count(batch, K):
@@ -729,22 +774,28 @@ def _align_and_count(batch, K):
     M = max(len(h) for _, h in batch)
     value_id: dict[str, int] = {}
     lower_id: dict[str, int] = {}
-    rv = np.full((B, N), -1, dtype=np.int64)
-    rl = np.full((B, N), -1, dtype=np.int64)
-    rp = np.zeros((B, N), dtype=bool)
-    hv = np.full((B, M), -2, dtype=np.int64)
-    hl = np.full((B, M), -2, dtype=np.int64)
-    hp = np.zeros((B, M), dtype=bool)
+
+    def padded(side: int, width: int, pad: int):
+        # value ids, lower-cased value ids and punctuation flags of one side, (B, width) arrays
+        # filled in one scatter each (padding never meets a real cell, see score_orthography_many)
+        lengths = [len(pair[side]) for pair in batch]
+        flat = [t for pair in batch for t in pair[side]]
+        vals = [t.value for t in flat]
+        rows = np.repeat(np.arange(B), lengths)
+        cols = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        v = np.full((B, width), pad, dtype=np.int64)
+        low = np.full((B, width), pad, dtype=np.int64)
+        pun = np.zeros((B, width), dtype=bool)
+        v[rows, cols] = [value_id.setdefault(x, len(value_id)) for x in vals]
+        low[rows, cols] = [lower_id.setdefault(x.lower(), len(lower_id)) for x in vals]
+        pun[rows, cols] = [t.kind == "punct" for t in flat]
+        return v, low, pun
+
+    rv, rl, rp = padded(0, N, -1)
+    hv, hl, hp = padded(1, M, -2)
     comp_rows: dict[int, list] = {}
     comps_of = []
     for b, (ref, hyp) in enumerate(batch):
-        for toks, v, low, pun in ((ref, rv, rl, rp), (hyp, hv, hl, hp)):
-            k = len(toks)
-            if k:
-                vals = [t.value for t in toks]
-                v[b, :k] = [value_id.setdefault(x, len(value_id)) for x in vals]
-                low[b, :k] = [lower_id.setdefault(x.lower(), len(lower_id)) for x in vals]
-                pun[b, :k] = [t.kind == "punct" for t in toks]
         comps = _compounds(ref, hyp, K) if ref and hyp else {}
         comps_of.append(comps)
         for (i, j), xys in comps.items():
@@ -772,6 +823,7 @@ def _align_and_count(batch, K):
     out = []
     for b, (ref, hyp) in enumerate(batch):
         n, m = len(ref), len(hyp)
+        # nested lists of the real cells: the backtrace reads single cells, much cheaper from lists
         out.append(_count_route(ref, hyp, D[b, :n + 1, :m + 1].tolist(), S[b, :n, :m].tolist(), comps_of[b]))
     return out
 
@@ -802,13 +854,8 @@ def _count_route(ref, hyp, D, S, comps) -> OrthographicCounts:
                     pc += 1
                 else:
                     wc += 1
-                    ca, cb = _capitalised(a.value), _capitalised(hyp[j - 1].value)
-                    if ca and cb:
-                        kc += 1       # equal values
-                    elif ca:
-                        kd += 1
-                    elif cb:
-                        ki += 1
+                    if _capitalised(a.value):
+                        kc += 1       # equal values: both capitalised alike, or neither
                 i, j = i - 1, j - 1
                 continue
         else:
@@ -871,7 +918,8 @@ def _count_route(ref, hyp, D, S, comps) -> OrthographicCounts:
             for nm in t.normalizations:
                 norms[nm] = norms.get(nm, 0) + 1
     return OrthographicCounts(make_counts(wc, ws, wd, wi), make_counts(pc, ps, pd, pi), make_counts(kc, ks, kd, ki),
-                              tuple(sorted(classes.items())), tuple(sorted(norms.items())), D[-1][-1] / 2.0)
+                              tuple(sorted(classes.items())), tuple(sorted(norms.items())),
+                              D[len(ref)][len(hyp)] / 2.0)
 
 
 def render_route(route: Sequence[RouteElement]) -> str:

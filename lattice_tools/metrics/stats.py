@@ -30,7 +30,8 @@ def _replicate_weights(n: int, resamples: int, rng: np.random.Generator, block: 
     done = 0
     while done < resamples:
         k = min(block, resamples - done)
-        idx = rng.integers(0, n, size=(k, n)) + (np.arange(k) * n)[:, None]
+        idx = rng.integers(0, n, size=(k, n))
+        idx += (np.arange(k) * n)[:, None]     # row r counts into bins [r*n, (r+1)*n)
         yield np.bincount(idx.ravel(), minlength=k * n).reshape(k, n).astype(np.float64)
         done += k
 

@@ -229,8 +229,9 @@ def normalize_many(normalizer: Normalizer, texts: list[str]) -> list[str]:
     pieces = normalizer._character_steps(joined).split("\n")
     if len(pieces) != len(texts):   # cannot happen for the types above; stay exact regardless
         return [normalizer(t) for t in texts]
-    sub = _WS.sub
-    return [sub(" ", p).strip() for p in pieces]
+    # " ".join(p.split()) == _WS.sub(" ", p).strip(): re's \s and str.split use the same
+    # whitespace predicate (Py_UNICODE_ISSPACE)
+    return [" ".join(p.split()) for p in pieces]
 
 
 def make_normalizer(name: str, lang: str | None = None) -> Normalizer:

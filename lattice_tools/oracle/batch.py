@@ -238,7 +238,8 @@ def alternatives_oracle_many(alts_list, references, *, mode: str = "sclite", opt
                 pos += len(seqs)
                 us.append(u)
                 ref_nets.append(_scorer_network(refs[u], case_sensitive))
-                hyp_nets.append(_alternatives_network(alts, None, case_sensitive))
+                # a block cut to its empty branch stays a block: sclite's '@' costs 0.001
+                hyp_nets.append(_alternatives_network(alts, None, case_sensitive, blocks={k} if k is not None else None))
             aligned = align_batch(ref_nets, hyp_nets, AlignOptions("sclite", optional_deletable=optional_deletable))
             for u, a in zip(us, aligned):
                 counts = a.counts if a.counts.segments else a.counts + ErrorCounts(segments=1,

@@ -223,6 +223,7 @@ class HypGraph:
     start: np.ndarray
     duration: np.ndarray
     rank: np.ndarray | None = None  # listed order of each arc (alternatives: first listed wins ties)
+    origin: np.ndarray | None = None  # alternatives: (slot index << 24) | alternative index, per arc
 
 
 def hyp_graph_from_lattice(lat, *, nonword: Callable[[str], bool] = is_nonword,
@@ -266,7 +267,7 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
     sclite's own costs) or an epsilon arc otherwise.  Every path through the network is one choice
     of alternative per slot, so the network oracle is the best joint choice.
     """
-    src, dst, lab, starts, durs = [], [], [], [], []
+    src, dst, lab, starts, durs, origin = [], [], [], [], [], []
     label_index: dict = {}
     labels, shown, kinds = [], [], []
 
@@ -292,30 +293,33 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
 
     num_states = 1
     cur = 0
-    for slot in alts.slots:
+    for si, slot in enumerate(alts.slots):
         nxt_fresh = []  # chain arcs, their end state resolved once the slot's end state is known
         chosen = slot.alternatives if n is None else slot.alternatives[:n]
-        for alt in chosen:
+        for ai, alt in enumerate(chosen):
+            tag = (si << 24) | ai
             words = alt.words
             if not words:
                 # An empty branch of an ALT block is sclite's '@'; a slot whose only alternative
                 # is empty writes nothing at all (plain CTM words), so it is a free epsilon.
-                nxt_fresh.append((cur, None, label_of(None) if len(chosen) > 1 else label_of(""), math.nan, math.nan))
+                nxt_fresh.append((cur, None, label_of(None) if len(chosen) > 1 else label_of(""), math.nan, math.nan,
+                                  tag))
                 continue
             prev = cur
             for j, w in enumerate(words):
                 last = j == len(words) - 1
                 if last:
-                    nxt_fresh.append((prev, None, label_of(w), alt.starts[j], alt.durations[j]))
+                    nxt_fresh.append((prev, None, label_of(w), alt.starts[j], alt.durations[j], tag))
                 else:
                     s = num_states
                     num_states += 1
-                    nxt_fresh.append((prev, s, label_of(w), alt.starts[j], alt.durations[j]))
+                    nxt_fresh.append((prev, s, label_of(w), alt.starts[j], alt.durations[j], tag))
                     prev = s
         end = num_states
         num_states += 1
-        for s, d, l, t, du in nxt_fresh:
+        for s, d, l, t, du, tag in nxt_fresh:
             src.append(s); dst.append(end if d is None else d); lab.append(l); starts.append(t); durs.append(du)
+            origin.append(tag)
         cur = end
     final = np.zeros(num_states, dtype=bool)
     final[cur] = True
@@ -326,7 +330,7 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
     return HypGraph(num_states=num_states, src=src[perm], dst=dst[perm], label=np.asarray(lab, dtype=np.int64)[perm],
                     labels=tuple(labels), shown=tuple(shown), kind=np.asarray(kinds, dtype=np.int8), final=final,
                     start=np.asarray(starts, dtype=np.float64)[perm], duration=np.asarray(durs, dtype=np.float64)[perm],
-                    rank=perm)
+                    rank=perm, origin=np.asarray(origin, dtype=np.int64)[perm])
 
 
 def hyp_graph_from_network(net, *, case_sensitive: bool = False) -> HypGraph:
@@ -472,7 +476,7 @@ def _fragment_match(frag: str, word: str) -> bool:
 
 def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", key: str = "",
                  case_sensitive: bool = False, optional_deletable: bool = False,
-                 fragments: bool = False) -> OracleResult:
+                 fragments: bool = False, _tables: bool = False):
     """Exact oracle of a hypothesis network against a reference network (see module docstring).
 
     Args:
@@ -634,7 +638,52 @@ def oracle_graph(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", 
     total = int(end_costs[k])
     if total >= BIG:
         raise LatticeError("no complete path through the hypothesis network", key=key or None)
-    return _traceback(hyp, ref, D, bp_del, bp_arc, bp_ref, pair_op, int(finals[k]), total, costs, key)
+    res = _traceback(hyp, ref, D, bp_del, bp_arc, bp_ref, pair_op, int(finals[k]), total, costs, key)
+    if _tables:
+        return res, D, ref, pair, ins_by_label
+    return res
+
+
+def optimal_arcs(hyp: HypGraph, reference, *, mode: str | CostModel = "sclite", case_sensitive: bool = False,
+                 optional_deletable: bool = False, fragments: bool = False) -> tuple[OracleResult, np.ndarray]:
+    """The oracle and a mask of the hypothesis arcs that lie on *some* optimal path.
+
+    Forward costs ``F[q, r]`` come from :func:`oracle_graph`; backward costs ``B[q, r]`` from the
+    same DP on both networks reversed.  Arc ``q -> q'`` is on an optimal path iff
+    ``min_r F[q, r] + ins + B[q', r]`` or ``min_e F[q, src e] + pair(e) + B[q', dst e]`` equals the
+    optimum.  Needs a single final hypothesis state (true for alternatives networks).
+    """
+    costs = cost_model(mode)
+    opts = dict(mode=costs, case_sensitive=case_sensitive, optional_deletable=optional_deletable, fragments=fragments)
+    res, F, ref, pair, ins = oracle_graph(hyp, reference, _tables=True, **opts)
+    finals = np.nonzero(hyp.final)[0]
+    Q, R = hyp.num_states, ref.num_states
+    if len(finals) != 1 or finals[0] != Q - 1:
+        raise LatticeError("optimal_arcs needs the last state to be the only final state")
+    rev_hyp = HypGraph(num_states=Q, src=Q - 1 - hyp.dst, dst=Q - 1 - hyp.src, label=hyp.label, labels=hyp.labels,
+                       shown=hyp.shown, kind=hyp.kind, final=np.eye(1, Q, Q - 1, dtype=bool)[0],
+                       start=hyp.start, duration=hyp.duration, rank=None, origin=None)
+    perm = np.lexsort((rev_hyp.dst, rev_hyp.src))
+    rev_hyp = HypGraph(num_states=Q, src=rev_hyp.src[perm], dst=rev_hyp.dst[perm], label=hyp.label[perm],
+                       labels=hyp.labels, shown=hyp.shown, kind=hyp.kind, final=rev_hyp.final,
+                       start=hyp.start[perm], duration=hyp.duration[perm])
+    rev_ref = RefGraph(num_states=R, src=R - 1 - ref.dst, dst=R - 1 - ref.src, words=ref.words, shown=ref.shown,
+                       optional=ref.optional, fragment=ref.fragment, rank=ref.rank)
+    rev_ref = _make_ref(R, rev_ref.src, rev_ref.dst, list(ref.words), list(ref.shown), ref.optional, ref.fragment)
+    _, Brev, _, _, _ = oracle_graph(rev_hyp, rev_ref, _tables=True, **opts)
+    B = Brev[::-1, ::-1]
+    total = round(res.cost * costs.scale)
+    mask = np.zeros(len(hyp.src), dtype=bool)
+    chunk = max(1, (1 << 22) // max(1, R + ref.num_arcs))
+    for lo in range(0, len(hyp.src), chunk):
+        a = np.arange(lo, min(lo + chunk, len(hyp.src)))
+        fs, bd, lab = F[hyp.src[a]], B[hyp.dst[a]], hyp.label[a]
+        best = (fs + bd).min(axis=1) + ins[lab]
+        if ref.num_arcs:
+            via = (fs[:, ref.src] + pair[lab] + bd[:, ref.dst]).min(axis=1)
+            best = np.minimum(best, via)
+        mask[a] = best == total
+    return res, mask
 
 
 def _traceback(hyp, ref, D, bp_del, bp_arc, bp_ref, pair_op, q, total, costs, key) -> OracleResult:
@@ -752,20 +801,22 @@ def _with_sclite_ties(result: OracleResult, ref_net, hyp_net, optional_deletable
                         starts=starts, durations=durs, alignment=tuple(steps))
 
 
-def _alternatives_network(alts, n: int | None, case_sensitive: bool):
-    """An Alternatives as the scorer's hypothesis WordNetwork (what sclite builds from its alt-CTM)."""
+def _alternatives_network(alts, n: int | None, case_sensitive: bool, blocks: set | None = None):
+    """An Alternatives as the scorer's hypothesis WordNetwork (what sclite builds from its alt-CTM).
+    ``blocks``: slot indices written as an ALT block even with one alternative (a multi-alternative
+    slot cut down to its empty branch must stay sclite's ``@``, which costs 0.001)."""
     from ..io.ctm import CtmAltBlock, CtmWord
     from ..scoring.network import from_ctm_items
 
     items = []
-    for slot in alts.slots:
+    for si, slot in enumerate(alts.slots):
         chosen = slot.alternatives if n is None else slot.alternatives[:n]
         seqs = []
         for alt in chosen:
             seqs.append(tuple(CtmWord(alts.file, alts.channel, None if math.isnan(t) else t,
                                       None if math.isnan(d) else d, w)
                               for w, t, d in zip(alt.words, alt.starts, alt.durations)))
-        if len(seqs) == 1:
+        if len(seqs) == 1 and not (blocks and si in blocks and not seqs[0]):
             items.extend(seqs[0])
         else:
             items.append(CtmAltBlock(alts.file, alts.channel, tuple(seqs)))
@@ -831,16 +882,47 @@ def network_alternatives_oracle(alts, reference, *, n: int | None = None, mode: 
                                 nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False,
                                 optional_deletable: bool = False, fragments: bool = False,
                                 sclite_ties: bool = True) -> OracleResult:
-    """:func:`alternatives_oracle` by the network DP alone (any number of multi-alternative slots)."""
-    hyp = hyp_graph_from_alternatives(alts, n=n, null_for_empty=True, nonword=nonword, case_sensitive=case_sensitive)
-    res = oracle_graph(hyp, reference, mode=mode, key=alts.key, case_sensitive=case_sensitive,
-                       optional_deletable=optional_deletable, fragments=fragments)
-    if sclite_ties and cost_model(mode).name == "sclite":
-        ref_net = _scorer_network(reference, case_sensitive)
-        if ref_net is not None:
-            res = _with_sclite_ties(res, ref_net, _alternatives_network(alts, n, case_sensitive),
-                                    optional_deletable, fragments)
-    return res
+    """:func:`alternatives_oracle` by the network DP alone (any number of multi-alternative slots).
+
+    In sclite mode the scorer's sclite-exact DP makes the final choice among equal-cost paths.  On
+    a large network it runs on the network cut to the alternatives that lie on some optimal path
+    (:func:`optimal_arcs`): a branch on no optimal path never wins a cell of the chosen alignment,
+    so removing it cannot change sclite's choice, and the scorer then sees a handful of branches.
+    """
+    if n is not None:
+        alts = alts.truncated(n)
+    hyp = hyp_graph_from_alternatives(alts, null_for_empty=True, nonword=nonword, case_sensitive=case_sensitive)
+    opts = dict(mode=mode, case_sensitive=case_sensitive, optional_deletable=optional_deletable, fragments=fragments)
+    ref_net = _scorer_network(reference, case_sensitive) if sclite_ties and cost_model(mode).name == "sclite" else None
+    if ref_net is None:
+        return oracle_graph(hyp, reference, key=alts.key, **opts)
+    if len(hyp.src) <= _SCORER_DIRECT_ARCS:
+        res = oracle_graph(hyp, reference, key=alts.key, **opts)
+        return _with_sclite_ties(res, ref_net, _alternatives_network(alts, None, case_sensitive),
+                                 optional_deletable, fragments)
+    res, on_opt = optimal_arcs(hyp, reference, **opts)
+    res = OracleResult(alts.key, res.mode, res.counts, res.cost, res.words, res.starts, res.durations, res.alignment)
+    # an alternative is kept when every one of its arcs is on an optimal path
+    tags = hyp.origin
+    bad = np.unique(tags[~on_opt])
+    keep_tags = np.setdiff1d(np.unique(tags), bad)
+    keep: dict = {}
+    for t in keep_tags.tolist():
+        keep.setdefault(t >> 24, set()).add(t & ((1 << 24) - 1))
+    from dataclasses import replace as dc_replace
+
+    slots = []
+    for si, slot in enumerate(alts.slots):
+        chosen = tuple(a for ai, a in enumerate(slot.alternatives) if ai in keep.get(si, ()))
+        slots.append(dc_replace(slot, alternatives=chosen or slot.alternatives))
+    reduced = dc_replace(alts, slots=tuple(slots))
+    multi = {si for si, slot in enumerate(alts.slots) if slot.depth > 1}
+    return _with_sclite_ties(res, ref_net, _alternatives_network(reduced, None, case_sensitive, blocks=multi),
+                             optional_deletable, fragments)
+
+
+# Networks up to this many arcs go to the scorer whole; larger ones are cut to their optimal branches.
+_SCORER_DIRECT_ARCS = 2000
 
 
 def sequence_oracle(words: Sequence[str], reference, *, mode: str | CostModel = "sclite",

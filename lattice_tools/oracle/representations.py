@@ -311,7 +311,8 @@ def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_d
                 tied = [alt for alt, v in zip(items[k][3], cc.tolist()) if v == best]
                 block = ("b", items[k][1], items[k][2], tied, items[k][4])
                 ctm_items = [to_ctm(seg, it) for it in items[:k]] + \
-                    ([to_ctm(seg, block)] if len(tied) > 1 else [to_ctm(seg, ("w", a, b, w, 0)) for a, b, w in tied[0]]) + \
+                    ([to_ctm(seg, block)] if (len(tied) > 1 or not tied[0])
+                     else [to_ctm(seg, ("w", a, b, w, 0)) for a, b, w in tied[0]]) + \
                     [to_ctm(seg, it) for it in items[k + 1:]]
                 chosen = hyps[lo + int(np.argmin(cc))]
             ref_nets.append(ref_net)

@@ -41,7 +41,7 @@ def _packed(u64, starts, lens, n_chunks):
     return out
 
 
-def _intern(buf, u64, starts, lens, encoding):
+def _intern(buf, u64, starts, lens, encoding, runs=True):
     """(id per token, list of distinct texts) or None (too long, collision, undecodable)."""
     n = len(starts)
     if n == 0:
@@ -52,10 +52,16 @@ def _intern(buf, u64, starts, lens, encoding):
     rows = _packed(u64, starts, lens, (maxlen + 7) // 8)
     # runs of equal tokens (file and channel columns) are interned once
     change = np.ones(n, bool)
-    if n > 1:
+    if n > 1 and runs:
         np.any(rows[:, 1:] != rows[:, :-1], axis=0, out=change[1:])
-    heads = np.flatnonzero(change)
-    hrows = rows[:, heads]
+    n_heads = int(np.count_nonzero(change))
+    if n_heads > n // 4:                                      # few runs (word column): no compression
+        change = None
+        heads = np.arange(n)
+        hrows = rows
+    else:
+        heads = np.flatnonzero(change)
+        hrows = rows[:, heads]
     if hrows.shape[0] == 1:
         h = hrows[0]                                          # the bytes themselves: no collision possible
     else:
@@ -65,9 +71,15 @@ def _intern(buf, u64, starts, lens, encoding):
                 h = (h ^ hrows[k]) * _P1
                 h ^= h >> np.uint64(29)
                 h *= _P2
-    _uniq, inv = np.unique(h, return_inverse=True)
-    inv = inv.reshape(-1)
-    first = np.empty(len(_uniq), np.int64)
+    uniq, inv = _unique_inverse(h)
+    if hrows.shape[0] == 1:                                   # the keys are the bytes: decode them
+        try:
+            texts = [int(u).to_bytes(8, "little").rstrip(b"\0").decode(encoding) for u in uniq.tolist()]
+        except UnicodeDecodeError:
+            return None
+        inv = inv.astype(np.int32)
+        return (inv if change is None else inv[np.cumsum(change) - 1]), texts
+    first = np.empty(len(uniq), np.int64)
     first[inv] = np.arange(len(inv))                          # some occurrence of each distinct token
     if hrows.shape[0] > 1 and not np.array_equal(hrows[:, first[inv]], hrows):
         return None                                           # hash collision: let the exact reader do it
@@ -78,7 +90,29 @@ def _intern(buf, u64, starts, lens, encoding):
             texts.append(bytes(buf[s:s + int(lens[i])]).decode(encoding))
     except UnicodeDecodeError:
         return None
-    return inv[np.cumsum(change) - 1], texts
+    inv = inv.astype(np.int32)
+    return (inv if change is None else inv[np.cumsum(change) - 1]), texts
+
+
+_SAMPLE_MIN = 1 << 16
+
+
+def _unique_inverse(keys):
+    """``np.unique(keys, return_inverse=True)`` for long arrays over a small vocabulary: the
+    distinct values of a sample are sorted and every key is found by binary search (no sort of
+    the whole array); keys the sample missed are added in a second round."""
+    n = len(keys)
+    if n < _SAMPLE_MIN:
+        uniq, inv = np.unique(keys, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    uniq = np.unique(keys[::max(n // 8192, 1)])
+    pos = np.searchsorted(uniq, keys)
+    np.minimum(pos, len(uniq) - 1, out=pos)
+    miss = uniq[pos] != keys
+    if miss.any():
+        uniq = np.union1d(uniq, keys[miss])
+        pos = np.searchsorted(uniq, keys)
+    return uniq, pos
 
 
 def _numbers(u64, starts, lens):
@@ -166,6 +200,11 @@ def _tokens(buf, n_bytes):
     return np.concatenate(starts), np.concatenate(lens)
 
 
+def _field(tok_start, tok_len, t0, k):
+    """(start, length) of field ``k`` of every line whose first token is ``t0``."""
+    return tok_start[t0 + k], tok_len[t0 + k]
+
+
 def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     """:class:`HypItems` of a CTM file, or None when the file needs the exact reader.
 
@@ -237,22 +276,28 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     del line_tok0, line_ntok, has, first_tok, comment
     t0 = line_tok0_lines
 
-    def field(k):
-        return tok_start[t0 + k], tok_len[t0 + k]
-
     # file + channel interned together (one key per distinct pair); the line arrays are freed as
     # soon as possible (2M-line files)
-    fc = _intern_pair(buf, u64, *field(0), *field(1), encoding)
+    f_start = tok_start[t0]
+    c_start, c_len = _field(tok_start, tok_len, t0, 1)
+    fc = _intern(buf, u64, f_start, c_start + c_len - f_start, encoding)   # "file<space>channel" spans
     if fc is None:
         return None
-    fc_id, fc_texts = fc
-    wi = _intern(buf, u64, *field(4), encoding)
+    span_id, fc_spans = fc
+    pair_ids: dict = {}                                       # the same pair may have several spans
+    pair_of_span = np.fromiter((pair_ids.setdefault(tuple(x.split()), len(pair_ids)) for x in fc_spans),
+                               np.int64, count=len(fc_spans))
+    fc_id = pair_of_span[span_id]
+    fc_texts = list(pair_ids)
+    del span_id
+    del f_start, c_start, c_len
+    wi = _intern(buf, u64, *_field(tok_start, tok_len, t0, 4), encoding, runs=False)
     if wi is None:
         return None
     word_id, vocab = wi
     # times and confidences of every data line
-    start = _numbers(u64, *field(2))
-    dur = _numbers(u64, *field(3)) if start is not None else None
+    start = _numbers(u64, *_field(tok_start, tok_len, t0, 2))
+    dur = _numbers(u64, *_field(tok_start, tok_len, t0, 3)) if start is not None else None
     if start is None or dur is None:
         return None
     conf = np.full(len(lines), np.nan)
@@ -262,7 +307,9 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
         if c6 is None or np.isnan(c6).any():
             return None
         conf[six] = c6
-    del tok_start, tok_len, t0, ntok, six, u64
+    del tok_start, tok_len, t0, ntok, six, u64, buf, data      # the file's bytes are no longer needed
+    word_id = word_id.astype(np.int32)
+    fc_id = fc_id.astype(np.int32)
     tag_of_vocab = np.full(len(vocab), _T_WORD, np.int8)
     for i, w in enumerate(vocab):
         tag_of_vocab[i] = {"<ALT_BEGIN>": _T_BEGIN, "<ALT>": _T_SEP, "<ALT_END>": _T_END, "@": _T_AT}.get(w, _T_WORD)
@@ -290,7 +337,6 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
         k = np.searchsorted(bl, comment_lines, side="right") - 1
         if np.any((k >= 0) & (comment_lines < el[np.maximum(k, 0)])):
             return None
-    lineno = lines + 1
     # alternatives start at plain words, <ALT_BEGIN> and <ALT>; items at plain words and <ALT_BEGIN>
     plain = (typ == _T_WORD) & ~inside
     alt_start = np.flatnonzero(plain | is_begin | (typ == _T_SEP))
@@ -305,6 +351,7 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     n_at_alt = np.bincount(alt_of[at_line[rows_m]], minlength=len(alt_start))
     if np.any((n_at_alt > 0) & ((n_at_alt + n_words_alt) != 1)):
         return None                                           # '@' must be alone in its alternative
+    del rows_m, alt_of, member
     alt_len = np.maximum(n_words_alt, 1)
     alt_item = np.searchsorted(item_start, alt_start, side="right") - 1
     n_alts = np.bincount(alt_item, minlength=n_items)
@@ -321,6 +368,7 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     else:                                                     # words are already in alternative order
         arc_word = word_id[word_rows]
         arc_conf = conf[word_rows]
+    del word_rows, w_alt, conf, word_id
     alt_arc0 = np.zeros(len(alt_start), np.int64)
     np.cumsum(alt_len[:-1], out=alt_arc0[1:])
     # item times (sclite._item_mid/_sort_items/_block_times)
@@ -334,24 +382,21 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     # block time lines: its words (None -> 0.0) and its '@' lines whose times are both numbers
     bw = np.flatnonzero(block_word | (at_line & ~np.isnan(start) & ~np.isnan(dur)))
     if len(bw):
-        b_item = np.searchsorted(item_start, bw, side="right") - 1
+        b_item = np.searchsorted(item_start, bw, side="right") - 1     # non-decreasing
         t1 = np.nan_to_num(start[bw], nan=0.0)
         m = t1 + np.nan_to_num(dur[bw], nan=0.0) / 2.0
-        tmin = np.full(n_items, np.inf)
-        np.minimum.at(tmin, b_item, t1)
-        mmax = np.zeros(n_items)
-        np.maximum.at(mmax, b_item, m)
-        blk = np.flatnonzero(item_is_block)
-        t_sort[blk] = np.where(np.isinf(tmin[blk]), np.nan, tmin[blk])
-        mid[blk] = mmax[blk]
+        seg = np.flatnonzero(np.r_[True, b_item[1:] != b_item[:-1]])
+        owners = b_item[seg]
+        t_sort[owners] = np.minimum.reduceat(t1, seg)
+        mid[owners] = np.maximum(np.maximum.reduceat(m, seg), 0.0)
     # sclite drops a word after an empty alternative written as nothing (sclite._sclite_drops_a_word)
     drops = np.zeros(n_items, bool)
     tags = typ[in_block]
-    rows_b = np.flatnonzero(in_block)
     if len(tags) >= 3:
         hit = np.flatnonzero(((tags[:-2] == _T_BEGIN) | (tags[:-2] == _T_SEP)) & (tags[1:-1] == _T_SEP)
                              & ((tags[2:] == _T_WORD) | (tags[2:] == _T_AT))) + 1
         if len(hit):
+            rows_b = np.flatnonzero(in_block)
             drops[np.searchsorted(item_start, rows_b[hit], side="right") - 1] = True
     # channel keys, folded, numbered in order of first appearance
     folded = [(fold(f), fold(c)) for f, c in fc_texts]
@@ -368,19 +413,5 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
         item_chan = rank[item_key]
     else:
         chans, item_chan = [], np.zeros(0, np.int64)
-    return HypItems(chans, item_chan, t_sort, mid, lineno[item_start], n_alts, alt0, drops, alt_len,
+    return HypItems(chans, item_chan, t_sort, mid, lines[item_start] + 1, n_alts, alt0, drops, alt_len,
                     alt_arc0, arc_word, arc_conf, vocab)
-
-
-def _intern_pair(buf, u64, fs, fl, cs, cl, encoding):
-    """Intern (file, channel) pairs: (id per line, list of (file, channel) texts)."""
-    a = _intern(buf, u64, fs, fl, encoding)
-    b = _intern(buf, u64, cs, cl, encoding)
-    if a is None or b is None:
-        return None
-    fa, ta = a
-    fb, tb = b
-    combo = fa * max(len(tb), 1) + fb
-    uc, inv = np.unique(combo, return_inverse=True)
-    texts = [(ta[int(x) // max(len(tb), 1)], tb[int(x) % max(len(tb), 1)]) for x in uc.tolist()]
-    return inv.reshape(-1), texts

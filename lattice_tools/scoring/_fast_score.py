@@ -15,11 +15,20 @@ with ``s = src(b)``, ``pick`` sclite's tie rule and float32 sums, exactly as the
 The hypothesis network of a CTM is a series of items (a word; an ALT block = parallel chains), so
 its arcs are processed level by level (level = longest path from the start to ``src(b)``) with the
 whole column ``D[:, b]`` of every arc of that level -- across all segments and all alternatives of
-all ALT blocks -- advanced together as a ``[ref_len, n_arcs]`` float32 array: one numpy step per
-reference position.  ``M_s`` of a block's exit state is a running minimum of the key
-``float32 bits << 32 | alternative rank`` (costs are non-negative, so their bit patterns order like
-the floats), i.e. the first listed alternative wins exact ties, as in sclite.  The back-trace runs
-for all segments at once; alignment pairs are materialized only when asked for.
+all ALT blocks -- advanced together as a ``[ref_len, n_arcs]`` float32 array.  Whatever the tie
+rule, the value ``D[a][b]`` is the minimum of the three candidates, so only the deletion chain runs
+row by row (three numpy operations per reference position); the choices (back-pointers, where the
+tie rule matters) are then decided on whole matrices from the very same float32 sums.  ``M_s`` of a
+block's exit state is a running minimum of the key ``cost bits << 32 | alternative rank`` (costs
+are non-negative, so float32 bit patterns order like the floats), i.e. the first listed alternative
+wins exact ties, as in sclite.  When every cost of a chunk is an integer (no ``@`` arc in sclite
+mode; always in Levenshtein mode) the sums are done in int16 instead: exact in both types, so the
+choices are identical.  Jobs are processed in chunks of similar reference length (bounded memory,
+little padding); the back-trace runs for all segments of a chunk at once and alignment pairs are
+materialized only when asked for.
+
+Caveat: the columns of the DP are ``ref_len + 1`` long, so a chunk's memory is about ten bytes per
+(reference position x hypothesis arc); :data:`MAX_CELLS` bounds a chunk.
 
 Inputs are :class:`HypItems`, columns of CTM items built either from ``CtmWord``/``CtmAltBlock``
 objects (:func:`items_from_objects`) or straight from a CTM file
@@ -27,8 +36,8 @@ objects (:func:`items_from_objects`) or straight from a CTM file
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-from dataclasses import dataclass
+import contextlib
+import sys
 
 import numpy as np
 
@@ -36,12 +45,10 @@ from .align import SCLITE_COSTS, LEVENSHTEIN_COSTS, AlignedPair, Alignment
 from .counts import ErrorCounts
 from .network import _clean_token
 
-F32 = np.float32
 OP_SUB, OP_DEL, OP_INS = 0, 1, 2
 _START, _ARC, _MULTI = 0, 1, 2
 
 
-@dataclass
 class HypItems:
     """Columns of CTM items in input order.
 
@@ -53,19 +60,50 @@ class HypItems:
     null arc), ``alt_arc0`` (its first arc).  Per arc: ``arc_word`` (index into ``vocab``, the raw
     CTM word texts; -1 = the null arc of an empty alternative) and ``arc_conf`` (NaN = none)."""
 
-    chans: list
-    chan: np.ndarray
-    t_sort: np.ndarray
-    mid: np.ndarray
-    lineno: np.ndarray
-    n_alts: np.ndarray
-    alt0: np.ndarray
-    drops_word: np.ndarray
-    alt_len: np.ndarray
-    alt_arc0: np.ndarray
-    arc_word: np.ndarray
-    arc_conf: np.ndarray
-    vocab: list
+    __slots__ = ("chans", "chan", "t_sort", "mid", "lineno", "n_alts", "alt0", "drops_word", "alt_len", "alt_arc0",
+                 "arc_word", "arc_conf", "vocab")
+
+    def __init__(self, chans, chan, t_sort, mid, lineno, n_alts, alt0, drops_word, alt_len, alt_arc0, arc_word,
+                 arc_conf, vocab):
+        # (a plain class, not a dataclass: no code generation at import, which every CLI run pays)
+        self.chans, self.chan, self.t_sort, self.mid, self.lineno = chans, chan, t_sort, mid, lineno
+        self.n_alts, self.alt0, self.drops_word, self.alt_len, self.alt_arc0 = n_alts, alt0, drops_word, alt_len, alt_arc0
+        self.arc_word, self.arc_conf, self.vocab = arc_word, arc_conf, vocab
+
+
+@contextlib.contextmanager
+def heap_reuse(enable: bool = True):
+    """Keep freed heap memory for reuse while scoring a large input (glibc only; elsewhere a no-op).
+
+    The columnar reader and the DP allocate and free hundreds of arrays of tens of MB.  glibc
+    serves each of them with a fresh ``mmap`` and unmaps it on free, so every array costs one page
+    fault per 4 KB (measured: 0.6-1.4 s of system time on a 2M-line CTM, more than the DP itself).
+    Within this context large blocks come from the heap (``M_MMAP_THRESHOLD`` 32 MB) and freed
+    memory is not trimmed; on exit glibc's default thresholds are set again and the heap is
+    trimmed, so the process does not keep the memory (the thresholds stay fixed at their default
+    values: glibc stops adjusting them dynamically once they have been set)."""
+    libc = None
+    if enable and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            if not hasattr(libc, "mallopt") or not hasattr(libc, "malloc_trim"):
+                libc = None
+        except OSError:
+            libc = None
+    if libc is not None:
+        libc.mallopt(-3, 32 << 20)       # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 1 << 30)        # M_TRIM_THRESHOLD
+        libc.mallopt(-2, 64 << 20)       # M_TOP_PAD
+    try:
+        yield
+    finally:
+        if libc is not None:
+            libc.mallopt(-3, 128 << 10)  # glibc's defaults
+            libc.mallopt(-1, 128 << 10)
+            libc.mallopt(-2, 0)
+            libc.malloc_trim(0)
 
 
 def items_from_objects(ctm_items, fold) -> HypItems:
@@ -168,13 +206,81 @@ def _key_of(word, optional, optional_deletable):
     return word, False
 
 
+MAX_CELLS = 1 << 22     # DP cells per chunk of jobs (memory: about 10 bytes per cell)
+
+
+def _job_arcs(job_items: list, hyp: HypItems) -> np.ndarray:
+    """Number of hypothesis arcs of every job."""
+    n = np.zeros(len(job_items), np.int64)
+    if not job_items:
+        return n
+    items = np.concatenate(job_items).astype(np.int64, copy=False)
+    if not len(items):
+        return n
+    alts = _ranges(hyp.alt0[items], hyp.n_alts[items])
+    per_item = np.bincount(np.repeat(np.arange(len(items)), hyp.n_alts[items]), hyp.alt_len[alts],
+                           minlength=len(items)).astype(np.int64)
+    owner = np.repeat(np.arange(len(job_items)), [len(x) for x in job_items])
+    return np.bincount(owner, per_item, minlength=len(job_items)).astype(np.int64)
+
+
 def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, optional_deletable: bool,
-                     case_sensitive: bool, language, mode: str):
+                     case_sensitive: bool, language, mode: str, max_cells: int | None = None):
     """Align every job (chain reference tokens, hypothesis item indices in scoring order).
 
-    Returns (alignments, per-job hypothesis confidences or None): one lazy
-    :class:`~lattice_tools.scoring.align.Alignment` per job, equal to what the general engine gives.
+    Jobs are processed in chunks of similar reference length holding about ``max_cells`` DP cells
+    (bounded memory, little padding).
+
+    Returns:
+      (alignments, confidences, counts): one lazy :class:`~lattice_tools.scoring.align.Alignment` per
+      job, equal to what the general engine gives; and, when every hypothesis arc of every job has
+      a confidence, per job the list of (op, confidence) of its aligned hypothesis words (for
+      sclite's NCE), else None; ``counts[j]`` the :class:`ErrorCounts` fields of job ``j``.
     """
+    if max_cells is None:
+        max_cells = MAX_CELLS
+    n_jobs = len(ref_tokens)
+    n_arcs = _job_arcs(job_items, hyp)
+    ref_len = np.fromiter((len(t) for t in ref_tokens), np.int64, count=n_jobs)
+    # confidences are reported only when every scored hypothesis arc has one
+    with_conf = bool(n_arcs.sum()) and _all_arcs_have_conf(job_items, hyp)
+    order = np.argsort(ref_len, kind="stable")
+    alignments: list = [None] * n_jobs
+    confs: list | None = [None] * n_jobs if with_conf else None
+    counts = np.zeros((n_jobs, len(_FIELDS)), np.int64)
+    start = 0
+    while start < n_jobs:
+        stop, cells = start, 0
+        while stop < n_jobs:
+            j = int(order[stop])
+            c = (int(ref_len[j]) + 1) * (int(n_arcs[j]) + 1)
+            if stop > start and cells + c > max_cells:
+                break
+            cells += c
+            stop += 1
+        chunk = order[start:stop].tolist()
+        alis, conf, matrix = _score_chunk([ref_tokens[j] for j in chunk], [job_items[j] for j in chunk], hyp,
+                                  optional_deletable=optional_deletable, case_sensitive=case_sensitive,
+                                  language=language, mode=mode, with_conf=with_conf)
+        counts[chunk] = matrix
+        for k, j in enumerate(chunk):
+            alignments[j] = alis[k]
+            if confs is not None:
+                confs[j] = conf[k]
+        start = stop
+    return alignments, confs, counts
+
+
+def _all_arcs_have_conf(job_items, hyp) -> bool:
+    items = np.concatenate(job_items).astype(np.int64, copy=False)
+    alts = _ranges(hyp.alt0[items], hyp.n_alts[items])
+    arcs = _ranges(hyp.alt_arc0[alts], hyp.alt_len[alts])
+    return not np.isnan(hyp.arc_conf[arcs]).any()
+
+
+def _score_chunk(ref_tokens: list, job_items: list, hyp: HypItems, *, optional_deletable: bool,
+                 case_sensitive: bool, language, mode: str, with_conf: bool):
+    """:func:`score_chain_jobs` on one chunk of jobs."""
     costs = _Costs(mode)
     n_jobs = len(ref_tokens)
     key_ids: dict = {}
@@ -194,22 +300,25 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
 
     # --- references: key ids, optdel/optional flags, displays
     ref_len = np.fromiter((len(t) for t in ref_tokens), np.int64, count=n_jobs)
-    ref_key_l, ref_od_l, ref_opt_l, ref_disp = [], [], [], []
-    for toks in ref_tokens:
-        disp = []
-        for tok in toks:
-            text, opt, _frag = _clean_token(tok, case_sensitive, language)
-            key, od = _key_of(text, opt, optional_deletable)
-            ref_key_l.append(-1 if key is None else key_ids.setdefault(key, len(key_ids)))
-            ref_od_l.append(od)
-            ref_opt_l.append(opt and text is not None)
-            disp.append("@" if text is None else (f"({text})" if opt else text))
-        ref_disp.append(disp)
+    flat = [tok for toks in ref_tokens for tok in toks]
+    distinct = {tok: i for i, tok in enumerate(dict.fromkeys(flat))}   # each distinct token cleaned once
+    d_key = np.empty(len(distinct), np.int64)
+    d_od = np.zeros(len(distinct), bool)
+    d_opt = np.zeros(len(distinct), bool)
+    d_disp = []
+    for tok, i in distinct.items():
+        text, opt, _frag = _clean_token(tok, case_sensitive, language)
+        key, od = _key_of(text, opt, optional_deletable)
+        d_key[i] = -1 if key is None else key_ids.setdefault(key, len(key_ids))
+        d_od[i] = od
+        d_opt[i] = opt and text is not None
+        d_disp.append("@" if text is None else (f"({text})" if opt else text))
+    tok_id = np.fromiter(map(distinct.__getitem__, flat), np.int64, count=len(flat))
+    ref_key, ref_od, ref_opt = d_key[tok_id], d_od[tok_id], d_opt[tok_id]
     ref_off = np.zeros(n_jobs + 1, np.int64)
     np.cumsum(ref_len, out=ref_off[1:])
-    ref_key = np.asarray(ref_key_l, np.int64)
-    ref_od = np.asarray(ref_od_l, bool)
-    ref_opt = np.asarray(ref_opt_l, bool)
+    ref_off_l = ref_off.tolist()
+    tok_id_l = tok_id.tolist()
 
     # --- hypothesis arcs of every job, in the order from_ctm_items numbers them
     job_n_items = np.fromiter((len(x) for x in job_items), np.int64, count=n_jobs)
@@ -287,75 +396,102 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
     NA = int(ref_len.max()) + 1 if n_jobs else 1
     col_start, col_arc, col_multi = 0, n_jobs, n_jobs + n_arcs
     n_cols = n_jobs + n_arcs + n_multi
-    C = np.empty((NA, n_cols), np.float32)
+    # Integer costs (no '@' arc in sclite mode; always in Levenshtein mode) are computed in int16:
+    # the sums are exact in both types, so the choices are the same, at half the memory traffic.
+    max_level = int(arc_level.max()) + 1 if n_arcs else 0
+    integral = costs.strict or not (bool((ref_key < 0).any()) or bool((arc_key < 0).any()))
+    VT = np.int16 if integral and 4 * (NA + max_level + 2) < 30000 else np.float32
+    C = np.empty((NA, n_cols), VT)
     code = np.zeros((NA, max(n_arcs, 1)), np.int8)          # (one dummy column when no arcs)
     # reference rows (padded rows: a word that matches nothing, deletion cost insdel)
     rows = np.arange(1, NA)[:, None]
     valid = rows <= ref_len[None, :]
     ridx = np.minimum(ref_off[:-1][None, :] + rows - 1, max(len(ref_key) - 1, 0))
-    RW = np.full((NA, n_jobs), -2, np.int64)
-    WD = np.full((NA, n_jobs), costs.insdel, np.float32)
+    # key ids: reference '@' -1, padding -2, hypothesis '@' -3 (so that equality means "same word")
+    RW = np.full((NA, n_jobs), -2, np.int32)
+    WD = np.full((NA, n_jobs), costs.insdel, VT)
     if len(ref_key):
         RW[1:] = np.where(valid, ref_key[ridx], -2)
         WD[1:] = np.where(valid, np.where(ref_key[ridx] < 0, costs.null,
                                           np.where(ref_od[ridx], costs.optdel, costs.insdel)), costs.insdel)
+    ref_has_null = bool((RW == -1).any())
+    uniform_wd = bool((WD[1:] == costs.insdel).all())
     # head columns: deletions of the reference prefix, accumulated in float32
     C[0, :n_jobs] = 0.0
     for a in range(1, NA):
         C[a, :n_jobs] = C[a - 1, :n_jobs] + WD[a]
+    # arc columns are laid out level by level, so a level's results are one contiguous slice
+    # (16-bit keys: numpy's stable sort is then a radix sort)
+    lvl_order = np.argsort(arc_level.astype(np.int16) if max_level < (1 << 15) else arc_level, kind="stable")
+    lvl_bounds = np.searchsorted(arc_level[lvl_order], np.arange(max_level + 1))
+    pos_of_arc = np.empty(n_arcs, np.int64)
+    pos_of_arc[lvl_order] = np.arange(n_arcs)
     col_of = np.where(prov_kind == _START, col_start + prov_ref,
-                      np.where(prov_kind == _ARC, col_arc + prov_ref, col_multi + prov_ref))
-    arc_wins = np.where(arc_key < 0, costs.null, np.where(arc_od, costs.optdel, costs.insdel)).astype(np.float32)
+                      np.where(prov_kind == _ARC, col_arc + pos_of_arc[np.minimum(prov_ref, max(n_arcs - 1, 0))],
+                               col_multi + prov_ref))[lvl_order]
+    arc_wins = np.where(arc_key < 0, costs.null, np.where(arc_od, costs.optdel, costs.insdel)).astype(VT)
+    lv_wins = arc_wins[lvl_order]
+    lv_job = arc_job[lvl_order]
+    lv_key = np.where(arc_key < 0, -3, arc_key).astype(np.int32)[lvl_order]
+    lv_multi = np.where(into_multi, multi_of_item[arc_item], -1)[lvl_order]
+    lv_rank = arc_rank[lvl_order]
     mkey = np.full((n_multi, NA), np.iinfo(np.int64).max, np.int64)
     marg = np.zeros((NA, n_multi), np.int64)                  # winning rank per row
-    max_level = int(arc_level.max()) + 1 if n_arcs else 0
-    lvl_order = np.argsort(arc_level, kind="stable")
-    lvl_bounds = np.searchsorted(arc_level[lvl_order], np.arange(max_level + 1))
     m_order = np.argsort(multi_level, kind="stable")
     m_bounds = np.searchsorted(multi_level[m_order], np.arange(max_level + 2))
-    sub_c, null_c = costs.sub, costs.nullsub
+    sub_c, null_c, zero, insdel_v = VT(costs.sub), VT(costs.nullsub), VT(0), VT(costs.insdel)
     for L in range(max_level + 1):
-        ms = m_order[m_bounds[L]:m_bounds[L + 1]] if L < len(m_bounds) - 1 else m_order[:0]
+        ms = m_order[m_bounds[L]:m_bounds[L + 1]]
         if len(ms):                                           # exit states complete at this level
             k = mkey[ms].T                                    # [NA, n]
-            C[:, col_multi + ms] = (k >> 32).astype(np.uint32).view(np.float32)
+            C[:, col_multi + ms] = (k >> 32).astype(VT) if VT is np.int16 else \
+                (k >> 32).astype(np.uint32).view(np.float32)
             marg[:, ms] = k & 0xFFFFFFFF
         if L == max_level:
             break
-        idx = lvl_order[lvl_bounds[L]:lvl_bounds[L + 1]]
-        if not len(idx):
+        lo, hi = int(lvl_bounds[L]), int(lvl_bounds[L + 1])
+        if hi == lo:
             continue
-        M = C[:, col_of[idx]]
-        jobs = arc_job[idx]
-        hk = arc_key[idx]
-        wins = arc_wins[idx]
+        M = C[:, col_of[lo:hi]]
+        jobs = lv_job[lo:hi]
+        hk = lv_key[lo:hi]
+        wins = lv_wins[lo:hi]
         RWj = RW[:, jobs]
-        WDj = WD[:, jobs]
-        same = (RWj == hk[None, :]) & (hk >= 0)[None, :]
-        both_null = (RWj == -1) & (hk == -1)[None, :]
-        WS = np.where(both_null, null_c, np.where(same, F32(0.0), sub_c)).astype(np.float32)
-        D = np.empty((NA, len(idx)), np.float32)
-        K = np.empty((NA, len(idx)), np.int8)
-        D[0] = M[0] + wins
-        K[0] = OP_INS
+        WS = np.where(RWj == hk[None, :], zero, sub_c)
+        if ref_has_null:
+            WS[(RWj == -1) & (hk == -3)[None, :]] = null_c
+        # Whatever the tie rule, the chosen value is the minimum of the three candidates, so only
+        # the deletion chain runs row by row; the choices (back-pointers) are decided afterwards on
+        # whole matrices from the very same float32 sums.
+        INS = M + wins[None, :]
+        SUB = M[:-1]
+        SUB += WS[1:]
+        D = C[:, col_arc + lo:col_arc + hi]
+        T = np.empty((NA - 1, hi - lo), VT)                   # min(deletion, insertion) per row
+        D[0] = INS[0]
+        WDj = None if uniform_wd else WD[:, jobs]
         for a in range(1, NA):
-            sub = M[a - 1] + WS[a]
-            ins = M[a] + wins
-            dl = D[a - 1] + WDj[a]
-            if costs.strict:
-                cs = (sub < dl) & (sub < ins)
-            else:
-                cs = (sub <= dl) & (sub <= ins)
-            cd = ~cs & (dl < ins)
-            D[a] = np.where(cs, sub, np.where(cd, dl, ins))
-            K[a] = np.where(cs, OP_SUB, np.where(cd, OP_DEL, OP_INS))
-        C[:, col_arc + idx] = D
-        code[:, idx] = K
-        im = into_multi[idx]
-        if im.any():
-            sel = np.flatnonzero(im)
-            keys = (D[:, sel].view(np.uint32).astype(np.int64) << 32) | arc_rank[idx[sel]][None, :]
-            np.minimum.at(mkey, multi_of_item[arc_item[idx[sel]]], keys.T)
+            t = T[a - 1]
+            np.add(D[a - 1], insdel_v if uniform_wd else WDj[a], out=t)
+            np.minimum(t, INS[a], out=t)
+            np.minimum(t, SUB[a - 1], out=D[a])
+        INS1 = INS[1:]
+        cs = (SUB < T) if costs.strict else (SUB <= T)
+        K = code[:, lo:hi]
+        K[0] = OP_INS
+        K1 = K[1:]
+        np.subtract(OP_INS, T < INS1, out=K1, casting="unsafe")      # deletion only when strictly cheaper
+        np.multiply(K1, ~cs, out=K1)                                  # substitution (OP_SUB == 0)
+        sel = np.flatnonzero(lv_multi[lo:hi] >= 0)
+        if len(sel):
+            bits = D[:, sel].astype(np.int64) if VT is np.int16 else D[:, sel].view(np.uint32).astype(np.int64)
+            keys = (bits << 32) | lv_rank[lo + sel][None, :]
+            # arcs of one level entering the same exit state are adjacent (arc order within a level)
+            ids = lv_multi[lo + sel]
+            heads = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+            red = np.minimum.reduceat(keys, heads, axis=1).T
+            uid = ids[heads]
+            mkey[uid] = np.minimum(mkey[uid], red)
 
     # --- back-trace of all jobs at once
     def resolve(kind, ref, row):
@@ -369,13 +505,13 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
 
     a = ref_len.copy()
     b = resolve(fin_kind, fin_ref, a)
-    best = C[a, np.where(b >= 0, col_arc + b, np.arange(n_jobs))]
+    best = C[a, np.where(b >= 0, col_arc + pos_of_arc[np.maximum(b, 0)] if n_arcs else 0, np.arange(n_jobs))]
     steps_job, steps_op, steps_a, steps_b = [], [], [], []
     active = np.flatnonzero((a > 0) | (b >= 0))
     while len(active):
         aa, bb = a[active], b[active]
         head = bb < 0
-        op = np.where(head, OP_DEL, code[aa, np.maximum(bb, 0)])
+        op = np.where(head, OP_DEL, code[aa, pos_of_arc[np.maximum(bb, 0)] if n_arcs else 0])
         steps_job.append(active)
         steps_op.append(op)
         steps_a.append(aa - 1)
@@ -437,7 +573,8 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
     bounds_l = p_bounds.tolist()
 
     def make_pairs(j):
-        disp = ref_disp[j]
+        r0 = ref_off_l[j]
+        disp = [d_disp[t] for t in tok_id_l[r0:ref_off_l[j + 1]]]
         out = []
         for k in range(bounds_l[j], bounds_l[j + 1]):
             t = kind_l[k]
@@ -454,6 +591,8 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
         return tuple(out)
 
     err = n_s + n_d + n_i
+    matrix = np.stack([n_c, n_s, n_d, n_i, n_c + n_s + n_d, np.ones(n_jobs, np.int64), (err > 0).astype(np.int64),
+                       n_oc, n_od], axis=1)
     cols = [x.tolist() for x in (n_c, n_s, n_d, n_i, n_c + n_s + n_d, (err > 0).astype(np.int64), n_oc, n_od)]
     best_l = best.astype(np.float64).tolist()
     alignments = []
@@ -467,10 +606,13 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
                                optional_deleted=cols[7][j])
         alignments.append(Alignment.deferred(_Deferred(make_pairs, j), counts, best_l[j]))
     conf = None
-    if n_arcs and not np.isnan(arc_conf).any():
-        conf_of_pair = np.where(p_b >= 0, arc_conf[np.maximum(s_b[order], 0)], np.nan)
-        conf = (kind, conf_of_pair, p_bounds)
-    return alignments, conf, n_arcs
+    if with_conf:
+        has_hyp = (kind == 0) | (kind == 1) | (kind == 4) | (kind == 5)
+        conf_l = np.where(has_hyp, arc_conf[np.maximum(s_b[order], 0)] if n_arcs else np.nan, np.nan).tolist()
+        op_l = np.where((kind == 0) | (kind == 4), "C", "S").tolist()
+        hh = has_hyp.tolist()
+        conf = [[(op_l[k], conf_l[k]) for k in range(bounds_l[j], bounds_l[j + 1]) if hh[k]] for j in range(n_jobs)]
+    return alignments, conf, matrix
 
 
 _FIELDS = ("correct", "substitutions", "deletions", "insertions", "ref_words", "segments", "segment_errors",
@@ -485,14 +627,3 @@ class _Deferred:
 
     def __call__(self):
         return self.make(self.j)
-
-
-def sum_counts_by(keys: list, alignments: list) -> "OrderedDict":
-    """Per key (in order of first appearance) the sum of the alignments' counts."""
-    groups: "OrderedDict" = OrderedDict()
-    for k, ali in zip(keys, alignments):
-        groups.setdefault(k, []).append(ali.counts)
-    out = OrderedDict()
-    for k, cs in groups.items():
-        out[k] = ErrorCounts(**{f: sum(getattr(c, f) for c in cs) for f in _FIELDS})
-    return out

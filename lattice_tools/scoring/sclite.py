@@ -100,7 +100,7 @@ def _fold(s: str, case_sensitive: bool, language: str | None = None) -> str:
 
 def _is_ignore(text: str) -> bool:
     up = text.upper()
-    return any(t in up for t in IGNORE_TAGS)
+    return "IGNORE" in up and any(t in up for t in IGNORE_TAGS)
 
 
 def _block_times(block) -> list:
@@ -437,18 +437,25 @@ def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode,
     job_segs, job_items = [], []
     for key, segs in chan_segs.items():
         items = chan_order.get(key, empty)
-        mids = hyp.mid[items].tolist()
-        n_items = len(mids)
-        pos = 0
-        last = len(segs) - 1
-        for i, seg in enumerate(segs):
-            if i == last:
-                take = n_items
-            else:
-                take = pos
+        mids_a = hyp.mid[items]
+        n_items = len(mids_a)
+        if n_items < 2 or bool(np.all(mids_a[1:] >= mids_a[:-1])):
+            # midpoints in order (the usual case): each segment takes up to the first midpoint >= its end
+            ends = np.array([seg.end for seg in segs], np.float32).astype(np.float64)
+            takes = np.maximum.accumulate(np.searchsorted(mids_a, ends, side="left"))
+            takes[-1] = n_items
+            takes = takes.tolist()
+        else:
+            mids = mids_a.tolist()
+            takes, take = [], 0
+            for seg in segs[:-1]:
                 seg_end = _f32(seg.end)
                 while take < n_items and mids[take] < seg_end:
                     take += 1
+                takes.append(take)
+            takes.append(n_items)
+        pos = 0
+        for seg, take in zip(segs, takes):
             seg_items = items[pos:take]
             pos = take
             if _is_ignore(seg.text):
@@ -456,33 +463,37 @@ def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode,
             job_segs.append(seg)
             job_items.append(seg_items)
     ref_tokens = [seg.text.split() for seg in job_segs]
-    alignments, conf, n_arcs = score_chain_jobs(ref_tokens, job_items, hyp, optional_deletable=optional_deletable,
+    alignments, conf, counts = score_chain_jobs(ref_tokens, job_items, hyp, optional_deletable=optional_deletable,
                                                 case_sensitive=case_sensitive, language=case_language, mode=mode)
     scored = []
-    per_speaker: "OrderedDict[str, list]" = OrderedDict()
+    n_of_speaker: dict = {}
     spk_of_job = []
+    new = SegmentScore.__new__
     for seg, ali in zip(job_segs, alignments):
         spk = _fold(seg.speaker, case_sensitive, case_language)
         spk_of_job.append(spk)
-        lst = per_speaker.setdefault(spk, [])
-        n = len(lst)
-        lst.append(ali.counts)
-        scored.append(SegmentScore(f"({spk}-{n:03d})", spk, _fold(seg.file, case_sensitive, case_language),
-                                   _fold(seg.channel, case_sensitive, case_language), seg.start, seg.end, seg.text, ali,
-                                   None if not seg.labels else _fold(f"<{seg.labels}>", case_sensitive, case_language)))
-    speakers = OrderedDict((k, _sum_counts(v)) for k, v in per_speaker.items())
-    total = _sum_counts(list(speakers.values()))
+        n = n_of_speaker.get(spk, 0)
+        n_of_speaker[spk] = n + 1
+        # (the frozen dataclass's __init__ without its per-field object.__setattr__: 20k segments)
+        score = new(SegmentScore)
+        score.__dict__.update(id=f"({spk}-{n:03d})", speaker=spk, file=_fold(seg.file, case_sensitive, case_language),
+                              channel=_fold(seg.channel, case_sensitive, case_language), start=seg.start,
+                              end=seg.end, ref_text=seg.text, alignment=ali,
+                              labels=None if not seg.labels else _fold(f"<{seg.labels}>", case_sensitive,
+                                                                         case_language))
+        scored.append(score)
+    # per-speaker sums (speakers in order of first appearance) on the counts matrix
+    spk_index = {k: i for i, k in enumerate(n_of_speaker)}
+    codes = np.fromiter(map(spk_index.__getitem__, spk_of_job), np.int64, count=len(spk_of_job))
+    sums = np.zeros((len(spk_index), counts.shape[1]), np.int64)
+    np.add.at(sums, codes, counts)
+    speakers = OrderedDict((k, ErrorCounts(*sums[i].tolist())) for k, i in spk_index.items())
+    total = ErrorCounts(*sums.sum(axis=0).tolist()) if len(spk_index) else _sum_counts([])
     nce, speaker_nce = None, {}
     if conf is not None and job_segs:
-        kind, conf_of_pair, bounds = conf
-        kind_l, conf_l, bounds_l = kind.tolist(), conf_of_pair.tolist(), bounds.tolist()
         conf_pairs: "OrderedDict[str, list]" = OrderedDict()
-        for j, spk in enumerate(spk_of_job):
-            lst = conf_pairs.setdefault(spk, [])
-            for k in range(bounds_l[j], bounds_l[j + 1]):
-                t = kind_l[k]
-                if t in (0, 1, 4, 5):
-                    lst.append(("C" if t in (0, 4) else "S", conf_l[k]))
+        for spk, pairs in zip(spk_of_job, conf):
+            conf_pairs.setdefault(spk, []).extend(pairs)
         speaker_nce = {k: normalized_cross_entropy(conf_pairs.get(k, []), c) for k, c in speakers.items()}
         nce = normalized_cross_entropy([x for v in conf_pairs.values() for x in v], total)
     return ScoreResult(tuple(scored), speakers, total, ref_name, hyp_name,
@@ -607,14 +618,22 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     ref_obj = read_stm(ref) if rfmt == "stm" else read_trn(ref)
     if rfmt == "stm" and not glms and _fast_path_applies(list(ref_obj.segments), fragments, single_segment, reduce):
         # columnar CTM reading (no object per line); None when the file needs the exact reader
-        from ._fast_ctm import read_ctm_columns
+        import os
 
-        hyp_items = read_ctm_columns(hyp, functools.partial(_fold, case_sensitive=case_sensitive,
-                                                            language=case_language))
-        if hyp_items is not None:
-            return _score_hyp_items(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
-                                    case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
-                                    case_language=case_language, ref_name=str(ref), hyp_name=str(hyp))
+        from ._fast_ctm import read_ctm_columns
+        from ._fast_score import heap_reuse
+
+        try:
+            big = os.path.getsize(hyp) > (16 << 20)
+        except OSError:
+            big = False
+        with heap_reuse(big):
+            hyp_items = read_ctm_columns(hyp, functools.partial(_fold, case_sensitive=case_sensitive,
+                                                                language=case_language))
+            if hyp_items is not None:
+                return _score_hyp_items(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
+                                        case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
+                                        case_language=case_language, ref_name=str(ref), hyp_name=str(hyp))
     hyp_obj = read_ctm(hyp) if hfmt == "ctm" else read_trn(hyp)
     if glms:
         from .glm_filter import apply_glm
