@@ -47,3 +47,30 @@ def random_chain_case(rng: random.Random, n_files=2, n_segs=4, max_words=6, conf
     if shuffle:
         rng.shuffle(stm)
     return stm, ctm
+
+
+def random_sausage_case(rng: random.Random, n_segs=3, max_words=6):
+    """(stm_lines, ctm_lines) of one file/channel written slot by slot like a confusion-network
+    CTM: alternatives may start before the previous slot's words, empty alternatives are '@'
+    with '*' times (sclite keeps such blocks in file order)."""
+    stm, ctm = [], []
+    t = 0.0
+    for _s in range(n_segs):
+        start = round(t + 0.2, 2)
+        end = round(start + 3.0, 2)
+        ref = [rng.choice(VOCAB[:8]) for _ in range(rng.randint(0, max_words))]
+        stm.append(f"f0 A spk {start:.2f} {end:.2f} <o,f0,male> {' '.join(ref)}")
+        tm = start + 0.1
+        for _k in range(rng.randint(0, max_words + 1)):
+            ctm.append("f0 A * * <ALT_BEGIN>")
+            n_alt = rng.randint(1, 3)
+            for a in range(n_alt):
+                if rng.random() < 0.3:
+                    ctm.append("f0 A * * @")
+                else:
+                    st = max(start, tm + rng.uniform(-0.6, 0.2))
+                    ctm.append(f"f0 A {st:.2f} 0.10 {rng.choice(VOCAB[:8])}")
+                ctm.append("f0 A * * " + ("<ALT>" if a < n_alt - 1 else "<ALT_END>"))
+            tm += 0.3
+        t = end
+    return stm, ctm

@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 import lattice_tools.scoring.sclite as sclite_mod
-from _fastscore_helpers import random_chain_case
+from _fastscore_helpers import random_chain_case, random_sausage_case
 from _scoring_helpers import SCLITE, parse_pra, run_sclite
 from lattice_tools.io.ctm import read_ctm
 from lattice_tools.io.stm import read_stm
@@ -118,7 +118,7 @@ def _items_equal(a, b):
     assert [a.vocab[i] if i >= 0 else None for i in a.arc_word.tolist()] == \
         [b.vocab[i] if i >= 0 else None for i in b.arc_word.tolist()]
     for f in ("chan", "t_sort", "mid", "lineno", "n_alts", "alt0", "drops_word", "alt_len", "alt_arc0",
-              "arc_conf"):
+              "arc_conf", "is_block"):
         x, y = getattr(a, f), getattr(b, f)
         assert x.shape == y.shape, f
         assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), f
@@ -313,3 +313,34 @@ def test_many_chain_cases_equal_sclite():
                 c = seg.counts
                 assert b["Scores:"] == f"Scores: (#C #S #D #I) {c.correct} {c.substitutions} {c.deletions} {c.insertions}"
                 assert [b[k] for k in ("REF:", "HYP:", "Eval:") if k in b] == alignment_lines(seg.alignment), seed
+
+
+@pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
+@pytest.mark.parametrize("seed", range(30))
+def test_sausage_ctm_in_file_order_equals_sclite(seed, monkeypatch):
+    """Blocks whose alternatives start before the previous slot: scored in file order like sclite
+    (columnar reader, object path and general engine alike)."""
+    from lattice_tools.scoring.sclite import score_files
+
+    rng = random.Random(7000 + seed)
+    stm, ctm = random_sausage_case(rng, n_segs=rng.randint(1, 4))
+    if not ctm:
+        return
+    flags = [[], ["-D"]][seed % 2]
+    with tempfile.TemporaryDirectory() as tmp:
+        rp, hp = _write(tmp, stm, ctm)
+        rows, pra = run_sclite(rp, "stm", hp, "ctm", flags, workdir=tmp)
+        kw = dict(optional_deletable="-D" in flags, allow_missing=True)
+        via_file = score_files(rp, hp, **kw)
+        via_objects = score_stm_ctm(read_stm(rp), read_ctm(hp), **kw)
+        general = _general(monkeypatch, read_stm(rp), read_ctm(hp), ref_name=rp, hyp_name=hp, **kw)
+        blocks = {b["id"]: b for b in parse_pra(pra)}
+    _same(via_file, general)
+    _same(via_objects, general)
+    assert rows["Sum"][:2] == [via_file.total.segments, via_file.total.ref_words]
+    assert len(blocks) == len(via_file.segments)
+    for seg in via_file.segments:
+        b = blocks[seg.id]
+        c = seg.counts
+        assert b["Scores:"] == f"Scores: (#C #S #D #I) {c.correct} {c.substitutions} {c.deletions} {c.insertions}"
+        assert [b[k] for k in ("REF:", "HYP:", "Eval:") if k in b] == alignment_lines(seg.alignment), seg.id

@@ -242,7 +242,7 @@ def test_cutting_large_networks_to_optimal_branches_keeps_sclite_choice(seed, D)
     sclite-exact scorer picks among ties: same counts as scoring the whole network."""
     import sys
 
-    import lattice_tools.oracle  # noqa: F401
+    import lattice_tools.oracle  # noqa: F401 - registers the submodule in sys.modules
     lo = sys.modules["lattice_tools.oracle.lattice_oracle"]
     rng = np.random.default_rng(seed)
     V = list("abcde")

@@ -62,7 +62,8 @@ def oracle_wer(inputs: str, reference: str, *, glm: str | None = None, optional_
             alts = read_alternatives_ctm(str(inputs))
             keys = [a.file for a in alts]
             match_references(keys, refs, what="CTM file")
-            results = alternatives_oracle_many(alts, [refs[k] for k in keys], **opts)
+            # CTM words are scored as written (no filler removal), as sclite would
+            results = alternatives_oracle_many(alts, [refs[k] for k in keys], nonword=lambda w: False, **opts)
             what = "alt-CTM"
         else:
             from ..io import read_lattices

@@ -414,4 +414,4 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     else:
         chans, item_chan = [], np.zeros(0, np.int64)
     return HypItems(chans, item_chan, t_sort, mid, lines[item_start] + 1, n_alts, alt0, drops, alt_len,
-                    alt_arc0, arc_word, arc_conf, vocab)
+                    alt_arc0, arc_word, arc_conf, vocab, item_is_block)

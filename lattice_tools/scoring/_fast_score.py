@@ -55,20 +55,21 @@ class HypItems:
     Per item: ``chan`` (index into ``chans``, the (file, channel) keys already case folded),
     ``t_sort`` (time the items are sorted by; NaN = none, takes the previous item's), ``mid``
     (midpoint sclite places the item with), ``lineno``, ``n_alts`` (1 for a plain word), ``alt0``
-    (index of its first alternative), ``drops_word`` (sclite-divergent empty alternative).
+    (index of its first alternative), ``drops_word`` (sclite-divergent empty alternative),
+    ``is_block`` (an ALT block, not a plain word).
     Per alternative (items' alternatives in order): ``alt_len`` (>= 1; an empty alternative is one
     null arc), ``alt_arc0`` (its first arc).  Per arc: ``arc_word`` (index into ``vocab``, the raw
     CTM word texts; -1 = the null arc of an empty alternative) and ``arc_conf`` (NaN = none)."""
 
     __slots__ = ("chans", "chan", "t_sort", "mid", "lineno", "n_alts", "alt0", "drops_word", "alt_len", "alt_arc0",
-                 "arc_word", "arc_conf", "vocab")
+                 "arc_word", "arc_conf", "vocab", "is_block")
 
     def __init__(self, chans, chan, t_sort, mid, lineno, n_alts, alt0, drops_word, alt_len, alt_arc0, arc_word,
-                 arc_conf, vocab):
+                 arc_conf, vocab, is_block):
         # (a plain class, not a dataclass: no code generation at import, which every CLI run pays)
         self.chans, self.chan, self.t_sort, self.mid, self.lineno = chans, chan, t_sort, mid, lineno
         self.n_alts, self.alt0, self.drops_word, self.alt_len, self.alt_arc0 = n_alts, alt0, drops_word, alt_len, alt_arc0
-        self.arc_word, self.arc_conf, self.vocab = arc_word, arc_conf, vocab
+        self.arc_word, self.arc_conf, self.vocab, self.is_block = arc_word, arc_conf, vocab, is_block
 
 
 @contextlib.contextmanager
@@ -112,7 +113,7 @@ def items_from_objects(ctm_items, fold) -> HypItems:
     from .sclite import _block_times, _item_mid, _sclite_drops_a_word
 
     chan_ids: dict = {}
-    chan, t_sort, mid, lineno, n_alts, alt0, drops = [], [], [], [], [], [], []
+    chan, t_sort, mid, lineno, n_alts, alt0, drops, is_block = [], [], [], [], [], [], [], []
     alt_len, alt_arc0, arc_word, arc_conf = [], [], [], []
     vocab_ids: dict = {}
     nan = float("nan")
@@ -121,7 +122,8 @@ def items_from_objects(ctm_items, fold) -> HypItems:
         chan.append(chan_ids.setdefault(key, len(chan_ids)))
         lineno.append(item.lineno)
         alt0.append(len(alt_len))
-        if isinstance(item, CtmAltBlock):
+        is_block.append(isinstance(item, CtmAltBlock))
+        if is_block[-1]:
             times = _block_times(item)
             t_sort.append(min(t1 for t1, _ in times) if times else nan)
             mid.append(_item_mid(item))
@@ -151,7 +153,7 @@ def items_from_objects(ctm_items, fold) -> HypItems:
                     np.asarray(mid, np.float64), np.asarray(lineno, np.int64), np.asarray(n_alts, np.int64),
                     np.asarray(alt0, np.int64), np.asarray(drops, bool), np.asarray(alt_len, np.int64),
                     np.asarray(alt_arc0, np.int64), np.asarray(arc_word, np.int64),
-                    np.asarray(arc_conf, np.float64), list(vocab_ids))
+                    np.asarray(arc_conf, np.float64), list(vocab_ids), np.asarray(is_block, bool))
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -166,7 +168,8 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def sorted_item_order(hyp: HypItems) -> list:
     """Per channel (in order of first appearance): its items, stably sorted by time, an item
-    without time taking the time of the item before it (``sclite._sort_items``)."""
+    without time taking the time of the item before it; in file order when the channel has an
+    ALT block (``sclite._sort_items``)."""
     n = len(hyp.chan)
     out = []
     if n == 0:
@@ -175,6 +178,9 @@ def sorted_item_order(hyp: HypItems) -> list:
     bounds = np.searchsorted(hyp.chan[by_chan], np.arange(len(hyp.chans) + 1))
     for c in range(len(hyp.chans)):
         idx = by_chan[bounds[c]:bounds[c + 1]]
+        if hyp.is_block[idx].any():
+            out.append(idx)
+            continue
         t = hyp.t_sort[idx]
         if np.isnan(t).any():
             t = t.copy()

@@ -153,9 +153,15 @@ def _item_mid(item) -> float:
 
 def _sort_items(items: list) -> list:
     """Stable sort by start time; an item without any time keeps its place (it takes the time of
-    the item before it)."""
+    the item before it).
+
+    A file/channel with ALT blocks keeps its file order, as sclite always does (checked with Debian
+    sclite): a block's place cannot be told from its words' times -- in a sausage, an alternative
+    often starts before the previous slot's words, and empty alternatives have no time."""
     from ..io.ctm import CtmAltBlock
 
+    if any(isinstance(it, CtmAltBlock) for it in items):
+        return list(items)
     keys, last = [], float("-inf")
     for it in items:
         if isinstance(it, CtmAltBlock):
@@ -223,8 +229,9 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
 
     Args:
       stm: an :class:`~lattice_tools.io.stm.Stm` or a sequence of ``StmSegment``.
-      ctm_items: ``CtmWord``/``CtmAltBlock`` items (any order: they are sorted stably by file,
-        channel and start time, which is what sclite needs its input to be).
+      ctm_items: ``CtmWord``/``CtmAltBlock`` items (any order: they are grouped by file and
+        channel and, within a file/channel without ALT blocks, sorted stably by start time, which
+        is what sclite needs its input to be; with ALT blocks the file order is kept, as sclite does).
       optional_deletable: sclite ``-D``; fragments: sclite ``-F``; case_sensitive: sclite ``-s``.
       mode: ``"sclite"`` weights or ``"levenshtein"`` (1/1/1).
       single_segment: merge each file/channel/speaker's segments into one (seed 001 section 2.4);
