@@ -29,7 +29,8 @@ import _kaldialign
 
 from ..errors import LatticeToolsError
 from ..scoring.counts import ErrorCounts
-from .codeswitch import ScriptTagger, SwitchPointCounts, code_mixing_index, language_pair, match_with_tolerance, switch_points
+from .codeswitch import (ScriptTagger, SwitchPointCounts, code_mixing_index, language_pair, match_with_tolerance,
+                         switch_points)
 from .entities import EntityCounts, _contains, entity_units, fuzzy_tolerance, score_entity
 from .io import Annotation
 from .levenshtein import make_counts
@@ -37,7 +38,8 @@ from .script import SPACELESS_LANGUAGES, INHERITED, ScriptFidelity, char_script,
 from .text import _GRAPHEME, graphemes, normalize_language_code, normalize_many
 
 EPS_ID = -1          # kaldialign's epsilon in integer alignments (interned ids are >= 0)
-CHUNK = 2048         # utterances per batch: bounds memory of the orthographic DP and of a re-run
+CHUNK = 2048         # utterances per batch: bounds the per-chunk lists and the work of a re-run
+
 
 def _attaches_across_space(first: str, last: str) -> bool:
     # A grapheme cluster crosses the whitespace before a word when its first character extends
