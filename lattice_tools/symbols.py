@@ -47,15 +47,16 @@ class SymbolTable:
     @classmethod
     def read(cls, path: str) -> "SymbolTable":
         """Read a ``words.txt``: one ``symbol id`` per line (whitespace separated)."""
+        from .io.common import read_text_lines
+
         pairs = []
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
-                    raise FormatError("expected 'symbol id' (two fields, integer id)", path=path, line=lineno)
-                pairs.append((parts[0], int(parts[1])))
+        for lineno, line in read_text_lines(str(path)):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+                raise FormatError("expected 'symbol id' (two fields, integer id)", path=str(path), line=lineno)
+            pairs.append((parts[0], int(parts[1])))
         return cls(pairs)
 
     def write(self, path: str) -> None:

@@ -63,6 +63,11 @@ class LazyGroup(click.Group):
         except LatticeToolsError as exc:
             click.echo(f"lattice-tools: error: {exc}", err=True)
             ctx.exit(2)
+        except OSError as exc:
+            # A file that cannot be opened, read or written is bad input, not a bug: one line, exit 2.
+            where = exc.filename if exc.filename is not None else ""
+            click.echo(f"lattice-tools: error: {where}{': ' if where else ''}{exc.strerror or exc}", err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:  # pragma: no cover
             click.echo("lattice-tools: interrupted", err=True)
             ctx.exit(130)
