@@ -177,6 +177,10 @@ def test_columnar_reader_equals_object_reader(seed, monkeypatch):
         cols = read_ctm_columns(hp, fold)
         assert cols is not None
         _items_equal(cols, items_from_objects(read_ctm(hp), fold))
+        import lattice_tools.scoring._fast_ctm as ctm_mod
+        with monkeypatch.context() as m:                          # many small tokenization chunks
+            m.setattr(ctm_mod, "_CHUNK_BYTES", 97)
+            _items_equal(read_ctm_columns(hp, fold), cols)
         via_file = score_files(rp, hp, allow_missing=True, case_sensitive=cs)
         via_objects = _general(monkeypatch, read_stm(rp), read_ctm(hp), allow_missing=True, case_sensitive=cs,
                                ref_name=rp, hyp_name=hp)
@@ -196,6 +200,7 @@ BAD_CTMS = [
     "f A * * <ALT_BEGIN>\nf A 0.1 0.2 @\nf A 0.1 0.2 w\nf A * * <ALT_END>",  # '@' with a word
     "f A 1e-1 0.2 w",                                           # valid, unusual number: exact reader
     "f A 0.1 0.2 w\rf A 0.3 0.2 x",                             # lone CR
+    "f A 0.1 0.2 " + "x" * 300,                                 # valid, very long word: exact reader
 ]
 
 

@@ -171,12 +171,24 @@ _VAL[48:58] = np.arange(10)
 _POW10 = np.array([10.0 ** k for k in range(16)])
 
 
+_CHUNK_BYTES = 1 << 22
+
+
 def _tokens(buf, n_bytes):
-    """(start, length) positions (int32 when the file allows) of every white-space separated
-    token, chunk by chunk so that the temporaries stay small."""
+    """Tokenize chunk by chunk (so that no temporary spans the whole file: under some kernels each
+    fresh page costs a fault of several microseconds).
+
+    Returns None for a token longer than 255 bytes or a line longer than 64 KB, else
+    ``(start, length, n_ctrl, line_last)``: token starts (int32 when the file allows), lengths
+    (uint8), the number of bytes below 32, and -- when the layout is canonical (every separator a
+    single byte, no blank line, no leading white space) -- the index of the last token of every
+    line, else None."""
     itype = np.int32 if n_bytes < (1 << 31) - 1 else np.int64
-    starts, lens = [], []
-    step = 1 << 22
+    starts, lens, lasts = [], [], []
+    n_ctrl = 0
+    canonical = True
+    n_tok = 0
+    step = _CHUNK_BYTES
     pos = 0
     while pos < n_bytes:
         stop = min(pos + step, n_bytes)
@@ -185,24 +197,36 @@ def _tokens(buf, n_bytes):
             if len(nl) == 0:
                 return None
             stop = stop + int(nl[0]) + 1
-        ws = buf[pos:stop] <= 32
+        chunk = buf[pos:stop]
+        n_ctrl += int(np.count_nonzero(chunk < 32))
+        ws = chunk <= 32
         t = np.flatnonzero(ws[1:] != ws[:-1]).astype(itype)
         t += 1
         if not ws[0]:
             t = np.r_[itype(0), t]
         # every chunk ends with '\n', so transitions pair up as (start, end)
-        st = t[0::2]
-        lens.append(t[1::2] - st)
+        st, en = t[0::2], t[1::2]
+        ln = en - st
+        if len(ln) and int(ln.max()) > 255:
+            return None
+        if canonical:
+            canonical = (len(st) > 0 and int(st[0]) == 0 and int(en[-1]) == len(chunk) - 1
+                         and bool(np.all(st[1:] == en[:-1] + 1)))
+            if canonical:
+                lasts.append(np.flatnonzero(chunk[en] == 10) + n_tok)
+        lens.append(ln.astype(np.uint8))
         starts.append(st + itype(pos))
+        n_tok += len(st)
         pos = stop
     if not starts:
-        return np.zeros(0, itype), np.zeros(0, itype)
-    return np.concatenate(starts), np.concatenate(lens)
+        return np.zeros(0, itype), np.zeros(0, np.uint8), n_ctrl, None
+    return (np.concatenate(starts), np.concatenate(lens), n_ctrl,
+            np.concatenate(lasts) if canonical and n_tok else None)
 
 
 def _field(tok_start, tok_len, t0, k):
     """(start, length) of field ``k`` of every line whose first token is ``t0``."""
-    return tok_start[t0 + k], tok_len[t0 + k]
+    return tok_start[t0 + k], tok_len[t0 + k].astype(np.int32)
 
 
 def read_ctm_columns(path, fold, encoding: str = "utf-8"):
@@ -237,7 +261,10 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     buf = np.frombuffer(data, np.uint8)
     # white space exactly as str.split() sees it and lines exactly as the text reader splits them:
     # no control character but tab, newline and CR (CR only in CRLF), no Unicode space
-    n_ctrl = int(np.count_nonzero(buf[:n_bytes] < 32))
+    tok = _tokens(buf, n_bytes)
+    if tok is None:
+        return None
+    tok_start, tok_len, n_ctrl, line_last = tok
     n_nl = data.count(b"\n", 0, n_bytes)
     n_tab = data.count(b"\t", 0, n_bytes) if data.find(b"\t", 0, n_bytes) >= 0 else 0
     n_cr = data.count(b"\r", 0, n_bytes) if data.find(b"\r", 0, n_bytes) >= 0 else 0
@@ -251,13 +278,8 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
             return None
     del body
     u64 = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
-    tok = _tokens(buf, n_bytes)
-    if tok is None:
-        return None
-    tok_start, tok_len = tok
-    if len(tok_start) > 1 and tok_start[0] == 0 and np.all(np.diff(tok_start) == tok_len[:-1] + 1):
+    if line_last is not None:
         # canonical layout (single separators, no blank line): a token ends its line when '\n' follows
-        line_last = np.flatnonzero(buf[tok_start + tok_len] == 10)
         line_tok0 = np.r_[0, line_last[:-1] + 1]
         line_ntok = line_last + 1 - line_tok0
     else:
@@ -303,7 +325,7 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     conf = np.full(len(lines), np.nan)
     six = np.flatnonzero(ntok == 6)
     if len(six):
-        c6 = _numbers(u64, tok_start[t0[six] + 5], tok_len[t0[six] + 5])
+        c6 = _numbers(u64, tok_start[t0[six] + 5], tok_len[t0[six] + 5].astype(np.int32))
         if c6 is None or np.isnan(c6).any():
             return None
         conf[six] = c6
