@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-import numpy as np
 
 from ..alternatives.network import Alternative, Alternatives, Slot
 from ..errors import LatticeToolsError, MismatchError, MissingDependencyError
@@ -191,158 +190,31 @@ def match_references(keys: Iterable[str], references: Mapping[str, object], *, w
 # ----------------------------------------------------------------------------------------------
 def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_deletable: bool = False,
                case_sensitive: bool = False) -> list[OracleResult]:
-    """Oracle of an (alt-)CTM file against an STM, one result per STM segment (sclite's unit).
+    """Oracle of an (alt-)CTM file against an STM, one result per scored STM segment.
 
-    Each CTM item (word or ALT block) is assigned to the segment of its ``file``/``channel`` that
-    contains its time midpoint, else to the nearest one (module docstring).  Per segment, the
-    best joint choice of alternatives is found exactly; in ``sclite`` mode the counts are those of
-    sclite's own DP and tie rules (the scorer's re-implementation run on the segment's network cut
-    to its minimum-cost alternatives), i.e. what Debian sclite reports for the same files.
+    This is exactly what sclite computes for an alt-CTM, so it *is* the scorer
+    (:func:`lattice_tools.scoring.sclite.score_files`): the same assignment of CTM items to STM
+    segments (time midpoint; gap words to the next segment; leftovers to the last; ALT-block
+    channels in file order), the same network DP that picks, per segment, the best joint choice of
+    alternatives with sclite's costs and tie rules (``mode="sclite"``) or with 1/1/1 costs
+    (``mode="levenshtein"``), and its batched fast path for large files.  CTM files or channels
+    missing from the STM are skipped, as sclite does.
 
-    Fast path: a segment with at most one ALT block and a reference without alternations is
-    scored by the batched edit distance of :mod:`lattice_tools.oracle.batch` over all its
-    candidate sequences; other segments use the network DP.  The file is read with the lean
-    :func:`lattice_tools.oracle.fastctm.read_scoring_ctm`.
+    Returns one :class:`OracleResult` per segment (``counts`` with ``segments=1``; ``cost`` in the
+    mode's units; ``words`` the chosen hypothesis words; no times; ``alignment`` left empty --
+    the scorer's own alignment pairs are in its ``.pra`` report).
     """
-    import bisect
+    from ..scoring.sclite import score_files
 
-    from ..io.ctm import CtmAltBlock, CtmWord
-    from ..io.stm import read_stm
-    from ..scoring.network import from_ctm_items, parse_transcript
-    from .batch import alternatives_oracle_many, linear_costs, _linear_reference
-    from .fastctm import read_scoring_ctm
-    from .lattice_oracle import cost_model, ref_graph
-
-    costs = cost_model(mode)
-    stm = read_stm(stm_path)
-    sides = read_scoring_ctm(ctm_path)
-    by_side: dict = {}
-    for i, seg in enumerate(stm.segments):
-        by_side.setdefault((seg.file, seg.channel.lower()), []).append(i)
-    assigned: dict = {i: [] for i in range(len(stm.segments))}
-    for side, items in sides.items():
-        segs = by_side.get(side)
-        if not segs:
-            continue  # sclite ignores CTM sides that are not in the STM (it warns)
-        segs = sorted(segs, key=lambda i: stm.segments[i].start)
-        starts = [stm.segments[i].start for i in segs]
-        for item in items:
-            s = item[1]
-            e = (item[1] + item[2]) if item[0] == "w" else item[2]
-            if s != s:
-                continue
-            mid = (s + (e if e == e else s)) / 2
-            k = bisect.bisect_right(starts, mid) - 1
-            target = None
-            if k >= 0 and stm.segments[segs[k]].start <= mid < stm.segments[segs[k]].end:
-                target = segs[k]
-            else:
-                inside = [i for i in segs if stm.segments[i].start <= mid < stm.segments[i].end]
-                target = inside[0] if inside else min(
-                    segs, key=lambda i: min(abs(stm.segments[i].start - mid), abs(stm.segments[i].end - mid)))
-            assigned[target].append(item)
-
-    def to_ctm(seg, item):
-        if item[0] == "w":
-            return CtmWord(seg.file, seg.channel, None if item[1] != item[1] else item[1],
-                           None if item[2] != item[2] else item[2], item[3], lineno=item[4])
-        return CtmAltBlock(seg.file, seg.channel, tuple(tuple(CtmWord(seg.file, seg.channel,
-                                                                      None if a != a else a, None if b != b else b, w)
-                                                              for a, b, w in alt) for alt in item[3]), item[4])
-
-    kept = [i for i, seg in enumerate(stm.segments) if not seg.is_ignore_time_segment]
-    out: dict = {}
-    fast, lin_refs, lin_opt, hyps, owner = [], [], [], [], []
-    slow_alts, slow_refs, slow_idx = [], [], []
-    for i in kept:
-        seg = stm.segments[i]
-        items = assigned[i]
-        ref_net = parse_transcript(seg.text, case_sensitive=case_sensitive)
-        lin = _linear_reference(ref_graph(ref_net, case_sensitive=case_sensitive,
-                                          optional_deletable=optional_deletable))
-        blocks = [k for k, it in enumerate(items) if it[0] == "b"]
-        ok = lin is not None and len(blocks) <= 1
-        if ok:
-            k = blocks[0] if blocks else len(items)
-            pre = [it[3] for it in items[:k]]
-            post = [it[3] for it in items[k + 1:]]
-            seqs = [pre + ([w for _, _, w in alt] or ["@"]) + post for alt in items[k][3]] if blocks else [pre]
-            # One pass over the segment's text decides whether every word can be taken literally
-            # (no ';' tags, trailing '*' or '(optional)' marks: those need the scorer's tokenizer).
-            flat = " ".join(" ".join(q) for q in seqs)
-            ok = not (";" in flat or "*" in flat or "(" in flat)
-            if ok and not case_sensitive and flat != flat.lower():
-                seqs = [[w.lower() for w in q] for q in seqs]
-        if ok:
-            lin_refs.append(lin[0])
-            lin_opt.append(lin[1])
-            for q in seqs:
-                hyps.append(q)
-                owner.append(len(lin_refs) - 1)
-            fast.append((i, ref_net, k if blocks else None, len(seqs)))
-        else:
-            slot_list = []
-            for it in items:
-                if it[0] == "w":
-                    slot_list.append(Slot(it[1], it[1], (Alternative((it[3],), (it[1],), (it[2],)),)))
-                else:
-                    alts = tuple(Alternative(tuple(w for _, _, w in alt), tuple(a for a, _, _ in alt),
-                                             tuple(b for _, b, _ in alt)) for alt in it[3])
-                    slot_list.append(Slot(it[1], it[2], alts))
-            slow_alts.append(Alternatives(f"{seg.file}-{seg.channel}-{seg.start:.2f}", tuple(slot_list), kind="ctm",
-                                          file=seg.file, channel=seg.channel))
-            slow_refs.append(ref_net)
-            slow_idx.append(i)
-    if fast:
-        c = linear_costs(lin_refs, lin_opt, hyps, owner, mode=costs)
-        owner_arr = np.asarray(owner)
-        bounds = np.flatnonzero(np.concatenate(([True], owner_arr[1:] != owner_arr[:-1], [True])))
-        ref_nets, hyp_nets, info = [], [], []
-        for (i, ref_net, k, nseq), lo, hi in zip(fast, bounds[:-1], bounds[1:]):
-            seg = stm.segments[i]
-            cc = c[lo:hi]
-            best = int(cc.min())
-            items = assigned[i]
-            if k is None:
-                ctm_items = [to_ctm(seg, it) for it in items]
-                chosen = hyps[lo]
-            else:
-                # sclite's choice among equal-cost alternatives: its DP on the block cut to them
-                tied = [alt for alt, v in zip(items[k][3], cc.tolist()) if v == best]
-                block = ("b", items[k][1], items[k][2], tied, items[k][4])
-                ctm_items = [to_ctm(seg, it) for it in items[:k]] + \
-                    ([to_ctm(seg, block)] if (len(tied) > 1 or not tied[0])
-                     else [to_ctm(seg, ("w", a, b, w, 0)) for a, b, w in tied[0]]) + \
-                    [to_ctm(seg, it) for it in items[k + 1:]]
-                chosen = hyps[lo + int(np.argmin(cc))]
-            ref_nets.append(ref_net)
-            hyp_nets.append(from_ctm_items(ctm_items, case_sensitive=case_sensitive))
-            info.append((i, best, chosen))
-        if costs.name == "sclite":
-            from ..scoring.align import AlignOptions, align_batch
-
-            aligned = align_batch(ref_nets, hyp_nets, AlignOptions("sclite", optional_deletable=optional_deletable))
-            for (i, best, _), a in zip(info, aligned):
-                seg = stm.segments[i]
-                counts = a.counts if a.counts.segments else a.counts + ErrorCounts(
-                    segments=1, segment_errors=int(a.counts.errors > 0))
-                words = tuple(p.hyp for p in a.pairs if p.hyp is not None and p.hyp != "@")
-                out[i] = OracleResult(key=f"{seg.file}-{seg.channel}-{seg.start:.2f}", mode=costs.name, counts=counts,
-                                      cost=best / costs.scale, words=words, starts=(), durations=())
-        else:
-            from .lattice_oracle import sequence_oracle
-
-            for (i, best, chosen), ref_net in zip(info, ref_nets):
-                seg = stm.segments[i]
-                r = sequence_oracle([w for w in chosen if w != "@"], ref_net, mode=costs, case_sensitive=True,
-                                    optional_deletable=optional_deletable)
-                out[i] = OracleResult(key=f"{seg.file}-{seg.channel}-{seg.start:.2f}", mode=costs.name,
-                                      counts=r.counts, cost=best, words=r.words, starts=(), durations=(),
-                                      alignment=r.alignment)
-    if slow_alts:
-        # CTM words are scored as written: no filler is dropped (sclite would count it too).
-        res = alternatives_oracle_many(slow_alts, slow_refs, mode=mode, optional_deletable=optional_deletable,
-                                       case_sensitive=case_sensitive, nonword=lambda w: False)
-        for i, r in zip(slow_idx, res):
-            out[i] = r
-    return [out[i] for i in kept]
+    result = score_files(str(stm_path), str(ctm_path), ref_format="stm", hyp_format="ctm", mode=mode,
+                         optional_deletable=optional_deletable, case_sensitive=case_sensitive, allow_missing=True)
+    out = []
+    for seg in result.segments:
+        a = seg.alignment
+        counts = a.counts if a.counts.segments else a.counts + ErrorCounts(
+            segments=1, segment_errors=int(a.counts.errors > 0))
+        words = tuple(p.hyp for p in a.pairs if p.hyp is not None and p.hyp != "@")
+        start = -1.0 if seg.start is None else seg.start
+        out.append(OracleResult(key=f"{seg.file}-{seg.channel}-{start:.2f}", mode=mode, counts=counts,
+                                cost=float(a.cost), words=words, starts=(), durations=()))
+    return out
