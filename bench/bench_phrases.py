@@ -12,7 +12,12 @@ Usage::
     nice python bench/bench_phrases.py [--workdir /tmp/bench_phrases] [--theta 0.1] [--n 1000]
 
 Prints the timings (wall and CPU: the machine is shared, CPU time is the stable figure) and the
-speed-up ratio (naive / ours, CPU time).
+speed-up ratio (naive / ours, CPU time).  Measured (decoding takes a few minutes, then cached):
+
+    big lattice: 138343 links, 8766 nodes, 31.5 s audio; phrases(N=1000, theta=0.1): 2.384 s wall,
+      2.383 s CPU (best of 3), 80 phrases, 34849 alternatives, N_max 1000
+    mid lattice: 32507 links, 84 phrases; CPU time: ours 0.489 s, naive masked kaldifst 29.1 s,
+      ratio 59.4x; max |cost difference| 3.59e-05, phrases with different alternatives: 0
 """
 from __future__ import annotations
 
@@ -35,9 +40,9 @@ CLIPS = ["0870", "0880", "0890", "0920", "0930", "0870"]
 
 
 # pocketsphinx beams: MID gives a ~36k-link lattice on the 31.5 s concatenation; BIG also opens the
-# fwdflat beams (what controls pocketsphinx's lattice density most) for the ~140k-link lattice.
+# fwdflat word beam (what controls pocketsphinx's lattice density most: 1e-40 gave 540k links).
 MID = dict(beam=1e-80, wbeam=1e-60, pbeam=1e-80, lpbeam=1e-60, lponlybeam=1e-60)
-BIG = dict(MID, fwdflatbeam=1e-80, fwdflatwbeam=1e-60)
+BIG = dict(MID, fwdflatwbeam=1e-34)
 
 
 def decode(wav: str, slf: str, beams: dict) -> None:

@@ -189,7 +189,7 @@ def match_references(keys: Iterable[str], references: Mapping[str, object], *, w
 # alt-CTM against STM (what sclite scores)
 # ----------------------------------------------------------------------------------------------
 def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_deletable: bool = False,
-               case_sensitive: bool = False) -> list[OracleResult]:
+               case_sensitive: bool = False, with_words: bool = True) -> list[OracleResult]:
     """Oracle of an (alt-)CTM file against an STM, one result per scored STM segment.
 
     This is exactly what sclite computes for an alt-CTM, so it *is* the scorer
@@ -201,8 +201,9 @@ def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_d
     missing from the STM are skipped, as sclite does.
 
     Returns one :class:`OracleResult` per segment (``counts`` with ``segments=1``; ``cost`` in the
-    mode's units; ``words`` the chosen hypothesis words; no times; ``alignment`` left empty --
-    the scorer's own alignment pairs are in its ``.pra`` report).
+    mode's units; ``words`` the chosen hypothesis words (``()`` with ``with_words=False``, which
+    skips building the alignment pairs: counts only, as ``sclite -o sum``); no times; ``alignment``
+    left empty -- the scorer's own alignment pairs are in its ``.pra`` report).
     """
     from ..scoring.sclite import score_files
 
@@ -213,7 +214,7 @@ def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_d
         a = seg.alignment
         counts = a.counts if a.counts.segments else a.counts + ErrorCounts(
             segments=1, segment_errors=int(a.counts.errors > 0))
-        words = tuple(p.hyp for p in a.pairs if p.hyp is not None and p.hyp != "@")
+        words = tuple(p.hyp for p in a.pairs if p.hyp is not None and p.hyp != "@") if with_words else ()
         start = -1.0 if seg.start is None else seg.start
         out.append(OracleResult(key=f"{seg.file}-{seg.channel}-{start:.2f}", mode=mode, counts=counts,
                                 cost=float(a.cost), words=words, starts=(), durations=()))
