@@ -38,7 +38,8 @@ def test_exact_phrase_distribution_and_eq6(lat, theta):
             assert c == pytest.approx(bf[k][seq], abs=1e-9)
         assert sum(math.exp(dec.total - r.cost) for r in res) == pytest.approx(1.0, abs=1e-9)
         costs = [r.cost for r in res]
-        assert costs == sorted(costs)
+        # most probable first (equal up to float rounding: costs are sums in different orders)
+        assert all(a <= b + 1e-9 for a, b in zip(costs, costs[1:]))
         alts.append(set(got))
     # eq. 6: every lattice path is a concatenation of one alternative per phrase
     products = {tuple(itertools.chain(*combo)) for combo in itertools.product(*alts)}

@@ -1,29 +1,28 @@
 """Alternatives from lattices: word alignment, determinization, exact N-best, sausages, phrase
 alternatives (seed 001 section 3).  See ``docs/alternatives.md``.
 
-Public functions (imported lazily so that ``import lattice_tools.alternatives`` stays cheap):
-:func:`word_align`, :func:`determinize`, :func:`nbest`, :func:`sausage`, :func:`phrases`, and
-:func:`write_alternatives_ctm` (from :mod:`lattice_tools.io.altctm`).
+Public functions: :func:`word_align`, :func:`determinize`, :func:`nbest`, :func:`sausage`,
+:func:`phrases`, and :func:`write_alternatives_ctm` (from :mod:`lattice_tools.io.altctm`).
 """
 from __future__ import annotations
 
-import importlib
-
 from .network import Alternative, Alternatives, Slot, depth_statistics
 
-_LAZY = {
-    "word_align": "word_align", "determinize": "determinize", "nbest": "nbest", "nbest_sequences": "nbest",
-    "sausage": "sausage", "phrases": "phrases", "PhraseDecomposition": "phrases",
-}
+# The functions are imported eagerly: each lives in a submodule of the same name, and a lazy
+# attribute would be shadowed by the submodule as soon as anything imported it.
+from .determinize import determinize  # noqa: E402
+from .nbest import nbest, nbest_sequences  # noqa: E402
+from .phrases import PhraseDecomposition, phrases  # noqa: E402
+from .sausage import sausage  # noqa: E402
+from .word_align import word_align  # noqa: E402
 
-__all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", *_LAZY]
+__all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", "word_align",
+           "determinize", "nbest", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]
 
 
 def __getattr__(name):
+    # io.altctm imports this package, so its writer is re-exported lazily
     if name == "write_alternatives_ctm":
         from ..io.altctm import write_alternatives_ctm
         return write_alternatives_ctm
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -105,7 +105,10 @@ class AlternativesCtmWriter:
         st = depth_statistics(self._depths)
         return {"N": self.n if self.n is not None else "inf", **st,
                 "alt_blocks": sum(1 for d in self._depths if d > 1), "utterances": self._utts,
-                "bytes": self._bytes, "gzip_bytes": self._gz_bytes, "MB": round(self._gz_bytes / 1e6, 6)}
+                "bytes": self._bytes, "gzip_bytes": self._gz_bytes, "MB": round(self._gz_bytes / 1e6, 6),
+                # per-slot depths, in output order: lets per-job statistics be merged exactly
+                # (N_.9 and N_.5 are percentiles, which cannot be combined from summaries)
+                "depths": list(self._depths)}
 
 
 def write_alternatives_ctm(path: str, alternatives: Iterable[Alternatives], n: int | None = None, *,

@@ -9,10 +9,11 @@ alternative per slot together with the alignment -- exactly what sclite computes
 Segmentation rule (seed 001 scores with the reference segmentation): lattices are per utterance
 and references are per utterance; a lattice is matched to its reference by key (trn utterance id,
 or STM ``file`` -- all segments of that file and its first channel, in time order, make one
-reference).  Alternatives therefore never cross a reference segment boundary.  For an alt-CTM
-scored against a multi-segment STM, every CTM item (word or whole ALT block) goes to the segment
-that contains its midpoint; items outside every segment go to the nearest segment (where they
-can only be insertions).  An ALT block is never split.
+reference).  Alternatives therefore never cross a reference segment boundary.  An alt-CTM scored
+against a multi-segment STM is placed exactly as sclite places it (:func:`ctm_oracle` is the
+scorer): every CTM item (word or whole ALT block, never split) goes to the segment that contains
+its midpoint, items in a gap go to the next segment and the last segment of a file/channel takes
+what is left.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Callable, Iterable, Mapping
 
 
 from ..alternatives.network import Alternative, Alternatives, Slot
-from ..errors import LatticeToolsError, MismatchError, MissingDependencyError
+from ..errors import LatticeToolsError, MismatchError
 from ..scoring.counts import ErrorCounts
 from .lattice_oracle import OracleResult, alternatives_oracle, is_nonword, lattice_oracle
 
@@ -62,22 +63,14 @@ def make_alternatives(lat, representation: str, n: int | None, *, posterior_thre
     scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if representation == "1best":
         return one_best(lat, **scales)
+    from .. import alternatives
+
     if representation == "nbest":
-        from ..alternatives.nbest import nbest
-        return nbest(lat, n, **scales, **kwargs)
+        return alternatives.nbest(lat, n, **scales, **kwargs)
     if representation == "phrase":
-        from ..alternatives.phrases import phrases
-        return phrases(lat, n, posterior_threshold, **scales, **kwargs)
+        return alternatives.phrases(lat, n, posterior_threshold, **scales, **kwargs)
     if representation == "sausage":
-        try:
-            from ..alternatives import sausage as sausage_module
-        except ImportError:
-            sausage_module = None
-        fn = getattr(sausage_module, "sausage", None) if sausage_module is not None else None
-        if fn is None:
-            raise MissingDependencyError("sausage (confusion network) construction is not available "
-                                         "(lattice_tools.alternatives.sausage)")
-        return fn(lat, n, **scales, **kwargs)
+        return alternatives.sausage(lat, n, **scales, **kwargs)
     raise LatticeToolsError(f"unknown representation {representation!r}; expected one of {', '.join(REPRESENTATIONS)}")
 
 
