@@ -44,9 +44,35 @@ def _starts(sorted_keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(flags)
 
 
+def _argsort_stable_keys(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for non-negative int64 keys, computed with the (much
+    faster) unstable sort on the unique composite key ``keys * n + index`` when it fits in int64."""
+    n = len(keys)
+    if n and int(keys.max()) < (1 << 62) // max(n, 1):
+        return np.argsort(keys * n + np.arange(n, dtype=np.int64))
+    return np.argsort(keys, kind="stable")
+
+
+def _first_min_per_group(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Index of the smallest value of each group of equal ``keys`` (earliest index among ties),
+    groups in increasing key order: the same as ``o = np.lexsort((values, keys));
+    o[_starts(keys[o])]`` without the multi-key sort."""
+    order = _argsort_stable_keys(keys)
+    seg = _starts(keys[order])
+    vs = values[order]
+    mins = np.minimum.reduceat(vs, seg)
+    lens = np.diff(np.append(seg, len(vs)))
+    rep = np.repeat(mins, lens)
+    hit = np.flatnonzero((vs == rep) | np.isnan(rep))  # lexsort sorts NaN last: a NaN-min group is all NaN
+    return order[hit[_starts(np.searchsorted(seg, hit, side="right"))]]
+
+
 def _seg_logsum(values: np.ndarray, seg: np.ndarray) -> np.ndarray:
     """Log-semiring sum of cost segments starting at ``seg`` (callers silence numpy warnings
     once around the whole search instead of per call)."""
+    if len(seg) == len(values):
+        # all segments are singletons: m - log(exp(m - m)) is exactly m (exp(0) = 1, log(1) = 0)
+        return values.copy()
     m = np.minimum.reduceat(values, seg)
     lens = np.empty(len(seg), dtype=np.int64)
     lens[:-1] = seg[1:] - seg[:-1]
@@ -196,19 +222,33 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
             det_exp.append(None)
         return j
 
-    w_off, w_lab, w_dst, w_lc = cl.w_off, cl.w_lab, cl.w_dst, cl.w_lc
+    w_off, w_lc, x_lc = cl.w_off, cl.w_lc, cl.x_lc
+    # per-expansion numpy call overhead dominates (median 32 gathered arcs), so everything that
+    # depends only on the closed arcs is computed once: row lengths, (label, dst) keys, aranges
+    w_cnt = np.diff(w_off)
+    w_key = cl.w_lab * m + cl.w_dst
+    ramp = np.arange(max(len(w_lc), m) + 1, dtype=np.int64)
 
     def expand(j):
         S, R = det_sets[j]
-        fin = _logsum(R + cl.x_lc[S])
-        idx, rep = _gather(w_off, S)
+        fin = _logsum(R + x_lc[S])
+        cnt = w_cnt[S]
+        total = int(cnt.sum())
         out = []
-        if len(idx):
+        if total:
+            # the rows of S concatenated (what _gather(w_off, S) returns)
+            if total < len(ramp) and len(S) < len(ramp):
+                ramp_s, ramp_t = ramp[:len(S)], ramp[:total]
+            else:  # only if S repeats a state
+                ramp_s, ramp_t = np.arange(len(S)), np.arange(total)
+            rep = np.repeat(ramp_s, cnt)
+            idx = np.repeat(w_off[S] - (np.cumsum(cnt) - cnt), cnt) + ramp_t
             v = R[rep] + w_lc[idx]
-            lab_ = w_lab[idx]
-            d = w_dst[idx]
-            k2 = lab_ * m + d
-            order = np.argsort(k2, kind="stable")
+            k2 = w_key[idx]
+            if int(k2.max()) < (1 << 62) // total:  # the stable order, via a unique composite key
+                order = np.argsort(k2 * total + ramp_t)
+            else:
+                order = np.argsort(k2, kind="stable")
             k2s = k2[order]
             seg = _starts(k2s)
             val = _seg_logsum(v[order], seg)
@@ -226,11 +266,22 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
             labs = ulab[lseg].tolist()
             ws = wsum.tolist()
             hs = hval.tolist()
+            # intern every successor with one rounding pass and byte slices (the same keys as
+            # intern(): the int64 bytes of the states and of the rounded residuals)
+            ud_bytes = ud.tobytes()
+            rq_bytes = np.rint(resid / resolution).astype(np.int64).tobytes()
             for i, w in enumerate(labs):
                 if ws[i] == INF:
                     continue
                 a, b = bounds[i], bounds[i + 1]
-                out.append((w, intern(ud[a:b], resid[a:b], hs[i]), ws[i]))
+                k = (ud_bytes[8 * a:8 * b], rq_bytes[8 * a:8 * b])
+                nj = det_keys.get(k)
+                if nj is None:
+                    nj = det_keys[k] = len(det_sets)
+                    det_sets.append((ud[a:b], resid[a:b]))
+                    det_h.append(hs[i])
+                    det_exp.append(None)
+                out.append((w, nj, ws[i]))
         det_exp[j] = (fin, out)
         det_sets[j] = None
         return det_exp[j]
@@ -400,8 +451,7 @@ def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
         fin = np.flatnonzero(seq >= 0)
         if len(fin):
             tot = bc[fin] + cl.x_bc[state[fin]]
-            order = np.lexsort((tot, seq[fin]))
-            first = order[_starts(seq[fin][order])]
+            first = _first_min_per_group(seq[fin], tot)
             q = seq[fin][first]
             best_cost[q] = tot[first]
             best_link[q] = link[fin][first]
@@ -421,21 +471,34 @@ def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
         child = cid[cidx[pair]]
         d = cl.w_dst[arcs]
         v = bc[prow[pair]] + cl.w_bc[arcs]
-        order = np.lexsort((v, d, child))
-        first = order[_starts(child[order] * cl.m + d[order])]
+        first = _first_min_per_group(child * cl.m + d, v)
         link_arc.append(cl.w_id[arcs[first]])
         link_parent.append(link[prow[pair[first]]])
         node, state, bc = child[first], d[first], v[first]
         link = np.arange(n_links, n_links + len(first), dtype=np.int64)
         n_links += len(first)
-    arcs_all = np.concatenate(link_arc).tolist() if link_arc else []
-    parents_all = np.concatenate(link_parent).tolist() if link_parent else []
+    # trace every sequence's best path back at once: one numpy step per trie depth; column c of
+    # ``steps`` holds the arc taken c steps before the end (-1 once the root is reached)
+    if link_arc:
+        arcs_np, parents_np = np.concatenate(link_arc), np.concatenate(link_parent)
+        li = best_link.copy()
+        steps = []
+        while True:
+            live = li >= 0
+            if not live.any():
+                break
+            steps.append(np.where(live, arcs_np[np.maximum(li, 0)], -1))
+            li = np.where(live, parents_np[np.maximum(li, 0)], -1)
+    else:
+        steps = []
+    if steps:
+        mat = np.stack(steps[::-1], axis=1)  # paths right-aligned, -1 padding on the left
+        lengths = (mat >= 0).sum(axis=1).tolist()
+        rows = mat.tolist()
+        width = mat.shape[1]
+    else:
+        lengths, rows, width = [0] * len(sequences), [[]] * len(sequences), 0
+    costs = best_cost.tolist()
     for q, seq in enumerate(sequences):
-        path = []
-        li = int(best_link[q])
-        while li >= 0:
-            path.append(arcs_all[li])
-            li = parents_all[li]
-        path.reverse()
-        result[seq] = (float(best_cost[q]), tuple(path))
+        result[seq] = (costs[q], tuple(rows[q][width - lengths[q]:]))
     return result
