@@ -49,6 +49,22 @@ def _intern(buf, u64, starts, lens, encoding, runs=True):
     maxlen = int(lens.max())
     if maxlen > 128:
         return None
+    if maxlen > 8 and not runs:
+        # tokens of at most 8 bytes (most words) are keyed by their bytes -- exact, one uint64,
+        # nothing to check -- and only the longer ones are hashed; the two vocabularies cannot
+        # share a text (different byte lengths)
+        short = lens <= 8
+        n_short = int(np.count_nonzero(short))
+        if n_short and n_short < n:
+            long_ = ~short
+            got_s = _intern(buf, u64, starts[short], lens[short], encoding, runs=False)
+            got_l = _intern(buf, u64, starts[long_], lens[long_], encoding, runs=False)
+            if got_s is None or got_l is None:
+                return None
+            ids = np.empty(n, np.int32)
+            ids[short] = got_s[0]
+            ids[long_] = got_l[0] + len(got_s[1])
+            return ids, got_s[1] + got_l[1]
     rows = _packed(u64, starts, lens, (maxlen + 7) // 8)
     # runs of equal tokens (file and channel columns) are interned once
     change = np.ones(n, bool)
@@ -115,59 +131,100 @@ def _unique_inverse(keys):
     return uniq, pos
 
 
+_NUM_CHUNK = 1 << 15
+
+
 def _numbers(u64, starts, lens):
-    """float64 per token; NaN for '*'; None when a token is not ``[-]digits[.digits]`` of at most
-    8 characters (then the exact reader decides).  Byte classes come from lookup tables, one
-    vectorized step per character position."""
+    """float64 per token; NaN for '*'; None when a token is not ``*`` or ``[-]digits[.digits]`` of
+    at most 8 characters.  Works in chunks of tokens whose temporaries stay in the CPU cache (the
+    parse is a few dozen passes over its arrays: memory-bound on whole-file arrays)."""
+    n = len(starts)
+    if n <= _NUM_CHUNK:
+        return _numbers_chunk(u64, starts, lens)
+    out = np.empty(n, np.float64)
+    for a in range(0, n, _NUM_CHUNK):
+        part = _numbers_chunk(u64, starts[a:a + _NUM_CHUNK], lens[a:a + _NUM_CHUNK])
+        if part is None:
+            return None
+        out[a:a + _NUM_CHUNK] = part
+    return out
+
+
+def _numbers_chunk(u64, starts, lens):
+    """float64 per token; NaN for '*'; None when a token is not ``*`` or ``[-]digits[.digits]`` of
+    at most 8 characters (then the exact reader decides).
+
+    SWAR on the token's 8 bytes held in one uint64 (little-endian: first character in the lowest
+    byte), about twenty whole-array operations whatever the token length: the '-' is shifted out,
+    the first '.' is found with the zero-byte trick and cut out, the digits are right-aligned
+    behind '0' padding, checked to be ASCII digits, and combined pairwise (2, 4, 8 digits) into
+    the integer mantissa (at most 8 digits: exact), divided by a power of ten (exact double ->
+    correctly rounded quotient, as ``float()`` gives)."""
     n = len(starts)
     if n == 0:
         return np.zeros(0, np.float64)
     if int(lens.max()) > 8 or int(lens.min()) < 1:
         return None
-    v = u64[starts] & _MASK[lens]
-    planes = np.ascontiguousarray(v.view(np.uint8).reshape(n, 8).T)   # byte k of every token (0 beyond)
-    mant = np.zeros(n, np.int64)
-    frac = np.zeros(n, np.int8)
-    n_dig = np.zeros(n, np.int8)
-    seen_dot = np.zeros(n, bool)
-    two_dots = np.zeros(n, bool)
-    bad = np.zeros(n, bool)
-    cls0 = _CLS0[planes[0]]
-    neg, star = cls0 == 4, cls0 == 5
-    for k in range(int(lens.max())):
-        c = planes[k]
-        cls = cls0 if k == 0 else _CLS[c]
-        dig = cls == 1
-        mant *= _MUL[c]
-        mant += _VAL[c]
-        n_dig += dig
-        frac += dig & seen_dot
-        dot = cls == 2
-        two_dots |= dot & seen_dot
-        seen_dot |= dot
-        bad |= cls == 0
-    # one digit at least (at most 8: the mantissa is exact); a dot needs digits on both sides
-    ok = star | (~bad & ~two_dots & (n_dig >= 1) & (~seen_dot | (frac >= 1) & (n_dig > frac)))
+    length = lens.astype(np.int64)
+    v = u64[starts]
+    v &= _MASK[length]
+    first = (v & np.uint64(0xFF)).astype(np.uint8)
+    star = first == 42
+    star &= length == 1
+    neg = first == 45
+    v >>= neg.astype(np.uint64) << np.uint64(3)               # '-' shifted out
+    length -= neg
+    with np.errstate(over="ignore"):
+        x = v ^ _B(0x2E)                                      # '.' bytes become 0 (padding: 0x2E)
+        zero = x - _B(0x01)
+        zero &= ~x
+        zero &= _B(0x80)                                      # lowest set bit: the first '.' (exact)
+        zero &= -zero                                         # (two's complement: lowest bit only)
+    has_dot = zero != 0
+    # frexp of 2**(8p+7) is (0.5, 8p+8): p = position of the first '.', 0 without one
+    dot = np.frexp(zero.astype(np.float64))[1].astype(np.int64)
+    dot >>= 3
+    dot -= has_dot
+    frac = np.where(has_dot, length - 1 - dot, 0)
+    n_dig = length - has_dot
+    # a dot needs digits on both sides; at least one digit
+    ok = (n_dig >= 1) & (~has_dot | ((dot >= 1) & (frac >= 1)))
+    dot_c = np.minimum(dot, 6).astype(np.uint64)
+    dot_c <<= np.uint64(3)
+    cut = v >> (dot_c + np.uint64(8))
+    cut <<= dot_c
+    cut |= v & _MASK[dot_c >> np.uint64(3)]
+    v = np.where(has_dot, cut, v)
+    pad = (8 - np.clip(n_dig, 1, 8)).astype(np.uint64)
+    w = v << (pad << np.uint64(3))
+    w |= _B(0x30) & _MASK[pad]
+    with np.errstate(over="ignore"):
+        ok &= ((w & _B(0xF0)) == _B(0x30)) & (((w + _B(0x06)) & _B(0xF0)) == _B(0x30))
+    ok |= star
     if not ok.all():
         return None
-    value = mant / _POW10[frac]
+    with np.errstate(over="ignore"):
+        w -= _B(0x30)
+        w &= _B(0x0F)
+        w *= np.uint64(2561)
+        w >>= np.uint64(8)
+        w &= np.uint64(0x00FF00FF00FF00FF)
+        w *= np.uint64(6553601)
+        w >>= np.uint64(16)
+        w &= np.uint64(0x0000FFFF0000FFFF)
+        w *= np.uint64(42949672960001)
+        w >>= np.uint64(32)
+    value = w.astype(np.float64) / _POW10[frac]
     value[neg] *= -1.0
     value[star] = np.nan
     return value
 
 
-# byte classes: 1 digit, 2 '.', 3 end of token (zero padding), 4 '-' and 5 '*' (first byte only), 0 other
-_CLS = np.zeros(256, np.int8)
-_CLS[48:58] = 1
-_CLS[46] = 2
-_CLS[0] = 3
-_CLS0 = _CLS.copy()
-_CLS0[45] = 4
-_CLS0[42] = 5
-_MUL = np.ones(256, np.int64)
-_MUL[48:58] = 10
-_VAL = np.zeros(256, np.int64)
-_VAL[48:58] = np.arange(10)
+def _B(byte):
+    """``byte`` repeated in all 8 bytes of a uint64."""
+    return np.uint64(byte * 0x0101010101010101)
+
+
 _POW10 = np.array([10.0 ** k for k in range(16)])
 
 
@@ -198,8 +255,28 @@ def _tokens(buf, n_bytes):
                 return None
             stop = stop + int(nl[0]) + 1
         chunk = buf[pos:stop]
-        n_ctrl += int(np.count_nonzero(chunk < 32))
         ws = chunk <= 32
+        if canonical and not ws[0]:
+            # canonical layout: tokens lie between single separator bytes (one pass for the
+            # separators instead of two for the token boundaries)
+            sep = np.flatnonzero(ws).astype(itype)           # ends with the chunk's final '\n'
+            if len(sep) < 2 or bool(np.all(np.diff(sep) > 1)):
+                sep_byte = chunk[sep]
+                n_ctrl += len(sep) - int(np.count_nonzero(sep_byte == 32))   # bytes < 32 are separators
+                st = np.empty(len(sep), itype)
+                st[0] = 0
+                np.add(sep[:-1], 1, out=st[1:])
+                ln = sep - st
+                if int(ln.max()) > 255:
+                    return None
+                lasts.append(np.flatnonzero(sep_byte == 10) + n_tok)
+                lens.append(ln.astype(np.uint8))
+                st += itype(pos)
+                starts.append(st)
+                n_tok += len(st)
+                pos = stop
+                continue
+        n_ctrl += int(np.count_nonzero(chunk < 32))
         t = np.flatnonzero(ws[1:] != ws[:-1]).astype(itype)
         t += 1
         if not ws[0]:
@@ -265,7 +342,8 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     if tok is None:
         return None
     tok_start, tok_len, n_ctrl, line_last = tok
-    n_nl = data.count(b"\n", 0, n_bytes)
+    # (canonical layout: every '\n' follows the last token of its line)
+    n_nl = len(line_last) if line_last is not None else data.count(b"\n", 0, n_bytes)
     n_tab = data.count(b"\t", 0, n_bytes) if data.find(b"\t", 0, n_bytes) >= 0 else 0
     n_cr = data.count(b"\r", 0, n_bytes) if data.find(b"\r", 0, n_bytes) >= 0 else 0
     if n_ctrl != n_nl + n_tab + n_cr or (n_cr and n_cr != data.count(b"\r\n", 0, n_bytes)):
@@ -361,27 +439,36 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
             return None
     # alternatives start at plain words, <ALT_BEGIN> and <ALT>; items at plain words and <ALT_BEGIN>
     plain = (typ == _T_WORD) & ~inside
-    alt_start = np.flatnonzero(plain | is_begin | (typ == _T_SEP))
-    item_start = np.flatnonzero(plain | is_begin)
+    alt_mask = plain | is_begin | (typ == _T_SEP)
+    item_mask = plain | is_begin
+    alt_start = np.flatnonzero(alt_mask)
+    item_start = np.flatnonzero(item_mask)
+    # alternative / item of every row: a running count of starts (what searchsorted(starts, row,
+    # 'right') - 1 gives, in one linear pass)
+    alt_of_row = np.cumsum(alt_mask, dtype=np.int32)
+    alt_of_row -= 1
+    item_of_row = np.cumsum(item_mask, dtype=np.int32)
+    item_of_row -= 1
+    del alt_mask, item_mask
     n_items = len(item_start)
     block_word = (typ == _T_WORD) & inside
     at_line = (typ == _T_AT) & inside
     member = plain | block_word | at_line
     rows_m = np.flatnonzero(member)
-    alt_of = np.searchsorted(alt_start, rows_m, side="right") - 1
+    alt_of = alt_of_row[rows_m]
     n_words_alt = np.bincount(alt_of[~at_line[rows_m]], minlength=len(alt_start))
     n_at_alt = np.bincount(alt_of[at_line[rows_m]], minlength=len(alt_start))
     if np.any((n_at_alt > 0) & ((n_at_alt + n_words_alt) != 1)):
         return None                                           # '@' must be alone in its alternative
     del rows_m, alt_of, member
     alt_len = np.maximum(n_words_alt, 1)
-    alt_item = np.searchsorted(item_start, alt_start, side="right") - 1
+    alt_item = item_of_row[alt_start].astype(np.int64)
     n_alts = np.bincount(alt_item, minlength=n_items)
     alt0 = np.zeros(n_items, np.int64)
     np.cumsum(n_alts[:-1], out=alt0[1:])
     # arcs: words of alternatives in order, one null arc per empty alternative
     word_rows = np.flatnonzero(plain | block_word)
-    w_alt = np.searchsorted(alt_start, word_rows, side="right") - 1
+    w_alt = alt_of_row[word_rows].astype(np.int64)
     empty_alts = np.flatnonzero(n_words_alt == 0)
     if len(empty_alts):
         order = np.argsort(np.concatenate([w_alt, empty_alts]), kind="stable")
@@ -404,7 +491,7 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     # block time lines: its words (None -> 0.0) and its '@' lines whose times are both numbers
     bw = np.flatnonzero(block_word | (at_line & ~np.isnan(start) & ~np.isnan(dur)))
     if len(bw):
-        b_item = np.searchsorted(item_start, bw, side="right") - 1     # non-decreasing
+        b_item = item_of_row[bw]                                 # non-decreasing
         t1 = np.nan_to_num(start[bw], nan=0.0)
         m = t1 + np.nan_to_num(dur[bw], nan=0.0) / 2.0
         seg = np.flatnonzero(np.r_[True, b_item[1:] != b_item[:-1]])
