@@ -221,6 +221,24 @@ def merge_single_segment(segments: Sequence, case_sensitive: bool = False, case_
     return out, ignored
 
 
+
+def _check_channels(hyp_chans, ref_chans, allow_missing: bool, hyp_name: str, ref_name: str, warnings: list) -> None:
+    """CTM file/channels missing from the STM, or STM file/channels without CTM words, are an error
+    unless ``allow_missing`` (then they are ignored / scored as deletions, as sclite does, with a
+    warning)."""
+    extra = [k for k in hyp_chans if k not in ref_chans]
+    missing = [k for k in ref_chans if k not in hyp_chans]
+    if extra:
+        msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
+        if not allow_missing:
+            raise MismatchError(msg + " (use allow_missing to ignore them)", path=hyp_name or None)
+        warnings.append(msg + " (ignored)")
+    if missing:
+        msg = "STM file/channel without CTM words: " + ", ".join(f"{f} {c}" for f, c in missing)
+        if not allow_missing:
+            raise MismatchError(msg + " (use allow_missing to score them as deletions)", path=ref_name or None)
+        warnings.append(msg + " (scored as deletions)")
+
 def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False, fragments: bool = False,
                   case_sensitive: bool = False, mode: str = "sclite", single_segment: bool = False,
                   allow_missing: bool = False, reduce: Sequence[str] = (), case_language: str | None = None,
@@ -300,18 +318,7 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
         warnings.append(f"{len(odd)} ALT block(s) (first at line {odd[0].lineno}) have an empty alternative "
                         "written without '@' before another alternative; sclite would drop that "
                         "alternative's first word, they are scored as written")
-    extra = [k for k in chan_items if k not in chan_segs]
-    missing = [k for k in chan_segs if k not in chan_items]
-    if extra:
-        msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
-        if not allow_missing:
-            raise MismatchError(msg + " (use allow_missing to ignore them)", path=hyp_name or None)
-        warnings.append(msg + " (ignored)")
-    if missing:
-        msg = "STM file/channel without CTM words: " + ", ".join(f"{f} {c}" for f, c in missing)
-        if not allow_missing:
-            raise MismatchError(msg + " (use allow_missing to score them as deletions)", path=ref_name or None)
-        warnings.append(msg + " (scored as deletions)")
+    _check_channels(chan_items, chan_segs, allow_missing, hyp_name, ref_name, warnings)
 
     jobs = []  # (segment, items)
     for key, segs in chan_segs.items():
@@ -427,18 +434,7 @@ def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode,
         warnings.append(f"{n_odd} ALT block(s) (first at line {first}) have an empty alternative "
                         "written without '@' before another alternative; sclite would drop that "
                         "alternative's first word, they are scored as written")
-    extra = [k for k in chan_order if k not in chan_segs]
-    missing = [k for k in chan_segs if k not in chan_order]
-    if extra:
-        msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
-        if not allow_missing:
-            raise MismatchError(msg + " (use allow_missing to ignore them)", path=hyp_name or None)
-        warnings.append(msg + " (ignored)")
-    if missing:
-        msg = "STM file/channel without CTM words: " + ", ".join(f"{f} {c}" for f, c in missing)
-        if not allow_missing:
-            raise MismatchError(msg + " (use allow_missing to score them as deletions)", path=ref_name or None)
-        warnings.append(msg + " (scored as deletions)")
+    _check_channels(chan_order, chan_segs, allow_missing, hyp_name, ref_name, warnings)
 
     empty = np.zeros(0, np.int64)
     job_segs, job_items = [], []
