@@ -29,6 +29,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,19 +50,15 @@ BIG = dict(MID, fwdflatwbeam=1e-34)
 
 
 def decode(wav: str, slf: str, beams: dict) -> None:
-    from pocketsphinx import Decoder
+    """Decode ``wav`` with pocketsphinx (``beams``: its options) into the SLF file ``slf``."""
+    from lattice_tools.decode.pocketsphinx import decode_audio
 
     if os.path.exists(slf):
         return
-    dec = Decoder(lw=6.5, **beams)
-    with open(wav, "rb") as f:
-        f.read(44)
-        raw = f.read()
-    dec.start_utt()
-    dec.process_raw(raw, full_utt=True)
-    dec.end_utt()
-    dec.hyp()
-    dec.get_lattice().write_htk(slf)
+    named = {k: beams[k] for k in ("beam", "wbeam", "pbeam") if k in beams}
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(slf))) as tmp:
+        decode_audio([wav], out_dir=tmp, lw=6.5, **named, config={k: v for k, v in beams.items() if k not in named})
+        os.replace(os.path.join(tmp, os.path.splitext(os.path.basename(wav))[0] + ".lat"), slf)
 
 
 def main():

@@ -100,22 +100,13 @@ def brute_force_sequences(lat: Lattice, labels, cost, final):
 
 @functools.lru_cache(maxsize=None)
 def pocketsphinx_slf(wav_name: str, tmpdir: str) -> str:
-    """Decode a bundled clip with pocketsphinx and write its SLF lattice; returns the path."""
-    from pocketsphinx import Decoder
+    """Decode a bundled clip with pocketsphinx (wide beams) into an SLF lattice; returns the path."""
+    from lattice_tools.decode.pocketsphinx import decode_audio
 
-    path = os.path.join(tmpdir, Path(wav_name).stem + ".slf")
-    if os.path.exists(path):
-        return path
-    wav = DATA / "librivox" / wav_name
-    dec = Decoder(lw=6.5, beam=1e-60, wbeam=1e-40, pbeam=1e-60, lpbeam=1e-40, lponlybeam=1e-40)
-    with open(wav, "rb") as f:
-        f.read(44)
-        raw = f.read()
-    dec.start_utt()
-    dec.process_raw(raw, full_utt=True)
-    dec.end_utt()
-    dec.hyp()
-    dec.get_lattice().write_htk(path)
+    path = os.path.join(tmpdir, Path(wav_name).stem + ".lat")
+    if not os.path.exists(path):
+        decode_audio([str(DATA / "librivox" / wav_name)], out_dir=tmpdir, lw=6.5, beam=1e-60, wbeam=1e-40,
+                     pbeam=1e-60, config={"lpbeam": 1e-40, "lponlybeam": 1e-40})
     return path
 
 

@@ -109,7 +109,7 @@ def test_cli_commands(tmp_path):
     from lattice_tools.cli import main
 
     lat = ps_lattice()
-    slf = os.path.join(_alt_helpers._PS_DIR, CLIP + ".slf")
+    slf = os.path.join(_alt_helpers._PS_DIR, CLIP + ".lat")
     seg = tmp_path / "segments"
     seg.write_text(f"{CLIP} rec1 10.0 {10 + lat.duration:.2f}\n")
     runner = CliRunner()
