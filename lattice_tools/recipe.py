@@ -195,8 +195,8 @@ def merge_json_stats(parts: Sequence[str], out: str, measure: str | None = None)
     else:
         for k in _PERCENTILES:
             merged[k] = None
-        merged["note"] = ("N_.9/N_.5 need the per-slot 'depths' list in each job's statistics JSON, "
-                          "which this version of the alternatives commands does not write")
+        merged["note"] = ("N_.9/N_.5 need the per-slot 'depths' list in each job's statistics JSON "
+                          "(written by lattice-tools nbest|sausage|phrases --stats)")
     if measure is not None:
         merged.update(measure_ctm(measure))
     elif "gzip_bytes" in merged:
@@ -205,43 +205,6 @@ def merge_json_stats(parts: Sequence[str], out: str, measure: str | None = None)
         json.dump(merged, f, indent=1, sort_keys=True)
         f.write("\n")
     return merged
-
-
-def _read_segments(path: str) -> dict[str, tuple[str, float]]:
-    """Kaldi ``segments`` (``utt recording start end``) -> ``{utt: (recording, start)}``."""
-    out: dict[str, tuple[str, float]] = {}
-    for lineno, line in read_text_lines(path):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 4:
-            raise FormatError(f"expected 'utterance recording start end', got {len(fields)} fields", path=path,
-                              line=lineno)
-        try:
-            start = float(fields[2])
-            float(fields[3])
-        except ValueError:
-            raise FormatError(f"start/end must be numbers, got {fields[2]!r} {fields[3]!r}", path=path,
-                              line=lineno) from None
-        if fields[0] in out:
-            raise FormatError(f"utterance {fields[0]!r} listed twice", path=path, line=lineno)
-        out[fields[0]] = (fields[1], start)
-    return out
-
-
-def _read_reco2file_and_channel(path: str) -> dict[str, tuple[str, str]]:
-    """Kaldi ``reco2file_and_channel`` (``recording file channel``) -> ``{recording: (file, channel)}``."""
-    out: dict[str, tuple[str, str]] = {}
-    for lineno, line in read_text_lines(path):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 3:
-            raise FormatError(f"expected 'recording file channel', got {len(fields)} fields", path=path, line=lineno)
-        if fields[0] in out:
-            raise FormatError(f"recording {fields[0]!r} listed twice", path=path, line=lineno)
-        out[fields[0]] = (fields[1], fields[2])
-    return out
 
 
 def _shift_time(field: str, offset: float) -> str:
@@ -271,8 +234,10 @@ def convert_ctm(ctm: str, out: str, *, segments: str | None = None, reco2file_an
       MismatchError naming the CTM line whose utterance/recording the mappings lack;
       FormatError for lines with fewer than 5 fields.
     """
-    seg = _read_segments(segments) if segments else None
-    r2fc = _read_reco2file_and_channel(reco2file_and_channel) if reco2file_and_channel else None
+    from .io.kaldi_data import read_reco2file_and_channel, read_segments
+
+    seg = {u: (reco, start) for u, (reco, start, _end) in read_segments(segments).items()} if segments else None
+    r2fc = read_reco2file_and_channel(reco2file_and_channel) if reco2file_and_channel else None
     written = 0
     with atomic_write(out) as dst:
         for lineno, line in read_text_lines(ctm):

@@ -11,44 +11,23 @@ from typing import Iterable, Iterator
 
 import click
 
-from ..errors import FormatError, MismatchError
-from ..io.common import atomic_write, read_text_lines
+from ..errors import MismatchError
+from ..io.common import atomic_write
 
 
 def read_segments(path: str) -> dict[str, tuple[str, str, float]]:
-    """Kaldi ``segments``: ``utt file start end`` -> ``{utt: (file, channel "1", start)}``."""
-    out = {}
-    for lineno, line in read_text_lines(path):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 4:
-            raise FormatError(f"expected 'utterance file start end', got {len(fields)} fields", path=path, line=lineno)
-        try:
-            start, end = float(fields[2]), float(fields[3])
-        except ValueError:
-            raise FormatError(f"start/end must be numbers, got {fields[2]!r} {fields[3]!r}", path=path,
-                              line=lineno) from None
-        if end < start and end != -1:
-            raise FormatError(f"segment ends ({end}) before it starts ({start})", path=path, line=lineno)
-        if fields[0] in out:
-            raise FormatError(f"utterance {fields[0]!r} listed twice", path=path, line=lineno)
-        out[fields[0]] = (fields[1], "1", start)
-    return out
+    """Kaldi ``segments`` -> ``{utt: (file, channel "1", start)}`` (the recording id is the CTM file)."""
+    from ..io.kaldi_data import read_segments as read_kaldi_segments
+
+    return {utt: (reco, "1", start) for utt, (reco, start, _end) in read_kaldi_segments(path).items()}
 
 
 def iter_lattices(specs: Iterable[str], format: str | None = None, symbols: str | None = None) -> Iterator:
-    """Lattices from files/archives, through the shared reader when it is available."""
-    try:
-        from ..io import read_lattices  # type: ignore[attr-defined]
-    except ImportError:
-        read_lattices = None
+    """Lattices from files/archives (any format :func:`lattice_tools.io.read_lattices` reads)."""
+    from ..io import read_lattices
+
     for spec in specs:
-        if read_lattices is not None:
-            yield from read_lattices(spec, format=format, symbols=symbols)
-        else:  # pragma: no cover - until the shared reader lands: SLF only
-            from ..io.slf import iter_slf
-            yield from iter_slf(spec, symbols)
+        yield from read_lattices(spec, format=format, symbols=symbols)
 
 
 def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm: str, *, stats: str | None = None,
