@@ -123,6 +123,11 @@ def main():
         "3": ("2,000 segments x 100-best ALT block", dict(n_segments=2000, words_per_seg=10, nbest=100)),
     }
     exe = [sys.executable, "-m", "lattice_tools.cli"]
+    # An installed package has its bytecode compiled (pip does it); an editable checkout run with
+    # PYTHONDONTWRITEBYTECODE=1 (as on some CI machines) would recompile every module in every run.
+    import lattice_tools
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(lattice_tools.__file__)],
+                   check=True, stdout=subprocess.DEVNULL)
     print(f"{'case':40s} {'tool':14s} {'wall s':>8s} {'cpu s':>8s} {'peak MB':>8s} {'wall r':>7s} {'cpu r':>7s}"
           f" {'mem r':>7s}  counts")
     for key in args.cases.split(","):

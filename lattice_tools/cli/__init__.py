@@ -8,11 +8,17 @@ never pays for importing torch or pocketsphinx.  Errors of type
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
-import click
+# No command does dense linear algebra, and OpenBLAS starting its thread pool costs about 60 ms of
+# CPU per process (more than sclite needs to score 20k words); the user's setting wins.
+if "numpy" not in sys.modules:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from ..errors import LatticeToolsError
+import click  # noqa: E402
+
+from ..errors import LatticeToolsError  # noqa: E402
 
 # command name -> "module:attribute" (module relative to lattice_tools.cli)
 # The one-line help is kept here so that `lattice-tools --help` imports no command module.

@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 
+from .._threads import thread_call, thread_map
 from ._fast_score import HypItems
 
 _UNICODE_SPACE = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
@@ -114,21 +115,53 @@ _SAMPLE_MIN = 1 << 16
 
 
 def _unique_inverse(keys):
-    """``np.unique(keys, return_inverse=True)`` for long arrays over a small vocabulary: the
-    distinct values of a sample are sorted and every key is found by binary search (no sort of
-    the whole array); keys the sample missed are added in a second round."""
+    """``np.unique(keys, return_inverse=True)`` for long arrays over a small vocabulary, without a
+    sort of the whole array: the distinct values of a sample are sorted, and every key is found
+    through a small hash table of them (:func:`_find_sorted`); keys the sample missed are added in
+    a second round.  Same result as ``np.unique``: ``uniq`` sorted, ``uniq[inv] == keys``."""
     n = len(keys)
     if n < _SAMPLE_MIN:
         uniq, inv = np.unique(keys, return_inverse=True)
         return uniq, inv.reshape(-1)
     uniq = np.unique(keys[::max(n // 8192, 1)])
-    pos = np.searchsorted(uniq, keys)
-    np.minimum(pos, len(uniq) - 1, out=pos)
-    miss = uniq[pos] != keys
+    pos = _find_sorted(uniq, keys)
+    miss = pos < 0
     if miss.any():
         uniq = np.union1d(uniq, keys[miss])
-        pos = np.searchsorted(uniq, keys)
+        pos = _find_sorted(uniq, keys)
     return uniq, pos
+
+
+_HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _find_sorted(uniq, keys):
+    """Index of every key in the sorted array ``uniq``, -1 when absent.
+
+    Multiplicative hashing into a table of at least 8x ``len(uniq)`` slots, where the first of
+    the distinct values claiming a slot keeps it: most keys are found with one multiply, one shift
+    and two gathers; the few whose slot another value holds (or that are absent) fall back to a
+    binary search.  (``np.searchsorted`` alone costs about forty nanoseconds per key.)"""
+    v = len(uniq)
+    if v == 0:
+        return np.full(len(keys), -1, np.int64)
+    bits = max(int(v - 1).bit_length() + 3, 8)
+    shift = np.uint64(64 - bits)
+    slot_u = (uniq * _HASH_MULT) >> shift                    # (uint64 products wrap: intended)
+    slot_set, first = np.unique(slot_u, return_index=True)
+    table_key = np.zeros(1 << bits, np.uint64)
+    table_idx = np.full(1 << bits, -1, np.int64)
+    table_key[slot_set] = uniq[first]
+    table_idx[slot_set] = first
+    slot = keys * _HASH_MULT
+    slot >>= shift
+    pos = table_idx[slot]
+    rest = np.flatnonzero((table_key[slot] != keys) | (pos < 0))
+    if len(rest):
+        k = keys[rest]
+        p = np.minimum(np.searchsorted(uniq, k), v - 1)
+        pos[rest] = np.where(uniq[p] == k, p, -1)
+    return pos
 
 
 _NUM_CHUNK = 1 << 15
@@ -229,11 +262,12 @@ _POW10 = np.array([10.0 ** k for k in range(16)])
 
 
 _CHUNK_BYTES = 1 << 22
+_THREAD_MIN_LINES = 1 << 16          # smaller files are parsed in one thread (no pool to start)
 
 
 def _tokens(buf, n_bytes):
     """Tokenize chunk by chunk (so that no temporary spans the whole file: under some kernels each
-    fresh page costs a fault of several microseconds).
+    fresh page costs a fault of several microseconds); chunks are tokenized concurrently.
 
     Returns None for a token longer than 255 bytes or a line longer than 64 KB, else
     ``(start, length, n_ctrl, line_last)``: token starts (int32 when the file allows), lengths
@@ -241,68 +275,78 @@ def _tokens(buf, n_bytes):
     single byte, no blank line, no leading white space) -- the index of the last token of every
     line, else None."""
     itype = np.int32 if n_bytes < (1 << 31) - 1 else np.int64
-    starts, lens, lasts = [], [], []
-    n_ctrl = 0
-    canonical = True
-    n_tok = 0
-    step = _CHUNK_BYTES
-    pos = 0
-    while pos < n_bytes:
-        stop = min(pos + step, n_bytes)
-        if stop < n_bytes:                                    # cut after a newline
-            nl = np.flatnonzero(buf[stop:min(stop + 65536, n_bytes)] == 10)
-            if len(nl) == 0:
+    bounds = [0]
+    while bounds[-1] < n_bytes:                               # chunks end after a newline
+        stop = min(bounds[-1] + _CHUNK_BYTES, n_bytes)
+        if stop < n_bytes:
+            nl = buf[stop:min(stop + 65536, n_bytes)].tobytes().find(b"\n")
+            if nl < 0:
                 return None
-            stop = stop + int(nl[0]) + 1
-        chunk = buf[pos:stop]
-        ws = chunk <= 32
-        if canonical and not ws[0]:
-            # canonical layout: tokens lie between single separator bytes (one pass for the
-            # separators instead of two for the token boundaries)
-            sep = np.flatnonzero(ws).astype(itype)           # ends with the chunk's final '\n'
-            if len(sep) < 2 or bool(np.all(np.diff(sep) > 1)):
-                sep_byte = chunk[sep]
-                n_ctrl += len(sep) - int(np.count_nonzero(sep_byte == 32))   # bytes < 32 are separators
-                st = np.empty(len(sep), itype)
-                st[0] = 0
-                np.add(sep[:-1], 1, out=st[1:])
-                ln = sep - st
-                if int(ln.max()) > 255:
-                    return None
-                lasts.append(np.flatnonzero(sep_byte == 10) + n_tok)
-                lens.append(ln.astype(np.uint8))
-                st += itype(pos)
-                starts.append(st)
-                n_tok += len(st)
-                pos = stop
-                continue
-        n_ctrl += int(np.count_nonzero(chunk < 32))
-        t = np.flatnonzero(ws[1:] != ws[:-1]).astype(itype)
-        t += 1
-        if not ws[0]:
-            t = np.r_[itype(0), t]
-        # every chunk ends with '\n', so transitions pair up as (start, end)
-        st, en = t[0::2], t[1::2]
-        ln = en - st
-        if len(ln) and int(ln.max()) > 255:
-            return None
+            stop += nl + 1
+        bounds.append(stop)
+    parts = thread_map(lambda k: _chunk_tokens(buf[bounds[k]:bounds[k + 1]], itype), range(len(bounds) - 1))
+    if any(p is None for p in parts):
+        return None
+    if not parts:
+        return np.zeros(0, itype), np.zeros(0, np.uint8), 0, None
+    canonical = all(p[3] is not None for p in parts)
+    starts, lasts = [], []
+    n_tok = 0
+    for (st, _ln, _nc, last), pos in zip(parts, bounds):
+        st += itype(pos)
+        starts.append(st)
         if canonical:
-            canonical = (len(st) > 0 and int(st[0]) == 0 and int(en[-1]) == len(chunk) - 1
-                         and bool(np.all(st[1:] == en[:-1] + 1)))
-            if canonical:
-                lasts.append(np.flatnonzero(chunk[en] == 10) + n_tok)
-        lens.append(ln.astype(np.uint8))
-        starts.append(st + itype(pos))
+            lasts.append(last + n_tok)
         n_tok += len(st)
-        pos = stop
-    if not starts:
-        return np.zeros(0, itype), np.zeros(0, np.uint8), n_ctrl, None
-    return (np.concatenate(starts), np.concatenate(lens), n_ctrl,
+    return (np.concatenate(starts), np.concatenate([p[1] for p in parts]), sum(p[2] for p in parts),
             np.concatenate(lasts) if canonical and n_tok else None)
 
 
+def _chunk_tokens(chunk, itype):
+    """(starts within the chunk, lengths, bytes below 32, last token of every line or None when
+    the layout is not canonical) of one chunk ending with '\n'; None for a token over 255 bytes."""
+    ws = chunk <= 32
+    if not ws[0]:
+        # canonical layout: tokens lie between single separator bytes (one pass for the
+        # separators instead of two for the token boundaries)
+        sep = np.flatnonzero(ws).astype(itype)               # ends with the chunk's final '\n'
+        if len(sep) < 2 or bool(np.all(np.diff(sep) > 1)):
+            sep_byte = chunk[sep]
+            n_ctrl = len(sep) - int(np.count_nonzero(sep_byte == 32))   # bytes < 32 are separators
+            st = np.empty(len(sep), itype)
+            st[0] = 0
+            np.add(sep[:-1], 1, out=st[1:])
+            ln = sep - st
+            if int(ln.max()) > 255:
+                return None
+            return st, ln.astype(np.uint8), n_ctrl, np.flatnonzero(sep_byte == 10)
+    n_ctrl = int(np.count_nonzero(chunk < 32))
+    t = np.flatnonzero(ws[1:] != ws[:-1]).astype(itype)
+    t += 1
+    if not ws[0]:
+        t = np.r_[itype(0), t]
+    # the chunk ends with '\n', so transitions pair up as (start, end)
+    st, en = t[0::2], t[1::2]
+    ln = en - st
+    if len(ln) and int(ln.max()) > 255:
+        return None
+    canonical = (len(st) > 0 and int(st[0]) == 0 and int(en[-1]) == len(chunk) - 1
+                 and bool(np.all(st[1:] == en[:-1] + 1)))
+    return st, ln.astype(np.uint8), n_ctrl, (np.flatnonzero(chunk[en] == 10) if canonical else None)
+
+
+class _EveryLine:
+    """Every line of the file has ``width`` tokens: field k of line i is token ``width * i + k``."""
+
+    def __init__(self, width):
+        self.width = width
+
+
 def _field(tok_start, tok_len, t0, k):
-    """(start, length) of field ``k`` of every line whose first token is ``t0``."""
+    """(start, length) of field ``k`` of every line whose first token is ``t0`` (or of every line
+    when ``t0`` is an :class:`_EveryLine`: strided views, no gather)."""
+    if isinstance(t0, _EveryLine):
+        return tok_start[k::t0.width], tok_len[k::t0.width].astype(np.int32)
     return tok_start[t0 + k], tok_len[t0 + k].astype(np.int32)
 
 
@@ -356,52 +400,77 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
             return None
     del body
     u64 = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
-    if line_last is not None:
-        # canonical layout (single separators, no blank line): a token ends its line when '\n' follows
-        line_tok0 = np.r_[0, line_last[:-1] + 1]
-        line_ntok = line_last + 1 - line_tok0
-    else:
-        nl = np.flatnonzero(buf[:n_bytes] == 10)
-        line_tok0 = np.searchsorted(tok_start, np.r_[0, nl[:-1] + 1])
-        line_ntok = np.diff(np.r_[line_tok0, len(tok_start)])
-    has = line_ntok > 0
-    first_tok = line_tok0[has]
-    comment = (tok_len[first_tok] >= 2) & (buf[tok_start[first_tok]] == 59) & (buf[tok_start[first_tok] + 1] == 59)
-    lines = np.flatnonzero(has)[~comment]                     # data lines (0-based)
-    comment_lines = np.flatnonzero(has)[comment]
-    ntok = line_ntok[lines]
-    if not np.all((ntok == 5) | (ntok == 6)):
-        return None
-    line_tok0_lines = line_tok0[lines]
-    del line_tok0, line_ntok, has, first_tok, comment
-    t0 = line_tok0_lines
+    n_tok = len(tok_start)
+    t0 = None
+    if line_last is not None and n_tok:
+        # the usual file: canonical and every line five (or six) tokens.  Field k of every line is
+        # then a strided view of the token arrays (no gather); only comment lines remain to be found.
+        width = int(line_last[0]) + 1
+        if (width in (5, 6) and n_tok % width == 0
+                and np.array_equal(line_last, np.arange(width - 1, n_tok, width, dtype=line_last.dtype))):
+            first = tok_start[0::width]
+            semi = buf[first] == 59
+            if not semi.any() or not (semi & (tok_len[0::width] >= 2) & (buf[first + 1] == 59)).any():
+                lines = np.arange(n_tok // width)
+                comment_lines = lines[:0]
+                t0 = _EveryLine(width)
+                ntok = None
+            del first, semi
+    if t0 is None:
+        if line_last is not None:
+            # canonical layout (single separators, no blank line): a token ends its line when '\n' follows
+            line_tok0 = np.r_[0, line_last[:-1] + 1]
+            line_ntok = line_last + 1 - line_tok0
+        else:
+            nl = np.flatnonzero(buf[:n_bytes] == 10)
+            line_tok0 = np.searchsorted(tok_start, np.r_[0, nl[:-1] + 1])
+            line_ntok = np.diff(np.r_[line_tok0, len(tok_start)])
+        has = line_ntok > 0
+        first_tok = line_tok0[has]
+        comment = (tok_len[first_tok] >= 2) & (buf[tok_start[first_tok]] == 59) & (buf[tok_start[first_tok] + 1] == 59)
+        lines = np.flatnonzero(has)[~comment]                 # data lines (0-based)
+        comment_lines = np.flatnonzero(has)[comment]
+        ntok = line_ntok[lines]
+        if not np.all((ntok == 5) | (ntok == 6)):
+            return None
+        t0 = line_tok0[lines]
+        del line_tok0, line_ntok, has, first_tok, comment
 
-    # file + channel interned together (one key per distinct pair); the line arrays are freed as
-    # soon as possible (2M-line files)
-    f_start = tok_start[t0]
-    c_start, c_len = _field(tok_start, tok_len, t0, 1)
-    fc = _intern(buf, u64, f_start, c_start + c_len - f_start, encoding)   # "file<space>channel" spans
-    if fc is None:
+    # The columns are independent: file + channel (interned together, one key per distinct pair),
+    # words, start times and durations are parsed concurrently (numpy releases the GIL).
+    def file_channel():
+        f_start = _field(tok_start, tok_len, t0, 0)[0]
+        c_start, c_len = _field(tok_start, tok_len, t0, 1)
+        fc = _intern(buf, u64, f_start, c_start + c_len - f_start, encoding)   # "file<space>channel" spans
+        if fc is None:
+            return None
+        span_id, fc_spans = fc
+        pair_ids: dict = {}                                   # the same pair may have several spans
+        pair_of_span = np.fromiter((pair_ids.setdefault(tuple(x.split()), len(pair_ids)) for x in fc_spans),
+                                   np.int64, count=len(fc_spans))
+        return pair_of_span[span_id], list(pair_ids)
+
+    got = thread_call(file_channel,
+                      lambda: _intern(buf, u64, *_field(tok_start, tok_len, t0, 4), encoding, runs=False),
+                      lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 2)),
+                      lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 3)),
+                      workers=None if len(lines) >= _THREAD_MIN_LINES else 1)
+    if any(x is None for x in got):
         return None
-    span_id, fc_spans = fc
-    pair_ids: dict = {}                                       # the same pair may have several spans
-    pair_of_span = np.fromiter((pair_ids.setdefault(tuple(x.split()), len(pair_ids)) for x in fc_spans),
-                               np.int64, count=len(fc_spans))
-    fc_id = pair_of_span[span_id]
-    fc_texts = list(pair_ids)
-    del span_id
-    del f_start, c_start, c_len
-    wi = _intern(buf, u64, *_field(tok_start, tok_len, t0, 4), encoding, runs=False)
-    if wi is None:
-        return None
-    word_id, vocab = wi
+    (fc_id, fc_texts), (word_id, vocab), start, dur = got
+    del got
     # times and confidences of every data line
-    start = _numbers(u64, *_field(tok_start, tok_len, t0, 2))
-    dur = _numbers(u64, *_field(tok_start, tok_len, t0, 3)) if start is not None else None
-    if start is None or dur is None:
-        return None
-    conf = np.full(len(lines), np.nan)
-    six = np.flatnonzero(ntok == 6)
+    six = ()
+    if isinstance(t0, _EveryLine):
+        if t0.width == 6:
+            conf = _numbers(u64, *_field(tok_start, tok_len, t0, 5))
+            if conf is None or np.isnan(conf).any():
+                return None
+        else:
+            conf = np.full(len(lines), np.nan)
+    else:
+        conf = np.full(len(lines), np.nan)
+        six = np.flatnonzero(ntok == 6)
     if len(six):
         c6 = _numbers(u64, tok_start[t0[six] + 5], tok_len[t0[six] + 5].astype(np.int32))
         if c6 is None or np.isnan(c6).any():

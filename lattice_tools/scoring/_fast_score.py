@@ -44,6 +44,7 @@ import numpy as np
 from .align import SCLITE_COSTS, LEVENSHTEIN_COSTS, AlignedPair, Alignment
 from .counts import ErrorCounts
 from .network import _clean_token
+from .._threads import num_threads, thread_map
 
 OP_SUB, OP_DEL, OP_INS = 0, 1, 2
 _START, _ARC, _MULTI = 0, 1, 2
@@ -94,6 +95,7 @@ def heap_reuse(enable: bool = True):
         except OSError:
             libc = None
     if libc is not None:
+        libc.mallopt(-8, 1)              # M_ARENA_MAX: the worker threads share this one heap too
         libc.mallopt(-3, 32 << 20)       # M_MMAP_THRESHOLD
         libc.mallopt(-1, 1 << 30)        # M_TRIM_THRESHOLD
         libc.mallopt(-2, 64 << 20)       # M_TOP_PAD
@@ -101,7 +103,8 @@ def heap_reuse(enable: bool = True):
         yield
     finally:
         if libc is not None:
-            libc.mallopt(-3, 128 << 10)  # glibc's defaults
+            libc.mallopt(-8, 0)          # glibc's defaults
+            libc.mallopt(-3, 128 << 10)
             libc.mallopt(-1, 128 << 10)
             libc.mallopt(-2, 0)
             libc.malloc_trim(0)
@@ -213,6 +216,7 @@ def _key_of(word, optional, optional_deletable):
 
 
 MAX_CELLS = 1 << 22     # DP cells per chunk of jobs (memory: about 10 bytes per cell)
+MIN_THREAD_CELLS = 1 << 19   # smallest chunk worth a thread of its own
 
 
 def _job_arcs(job_items: list, hyp: HypItems) -> np.ndarray:
@@ -254,26 +258,38 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
     alignments: list = [None] * n_jobs
     confs: list | None = [None] * n_jobs if with_conf else None
     counts = np.zeros((n_jobs, len(_FIELDS)), np.int64)
+    workers = num_threads()
+    job_cells = (ref_len + 1) * (n_arcs + 1)
+    if workers > 1:
+        # enough chunks to keep every thread busy, but not so small that the per-level Python
+        # overhead of a chunk dominates
+        total = int(job_cells.sum())
+        max_cells = min(max_cells, max(-(-total // (2 * workers)), MIN_THREAD_CELLS))
+    chunks = []
     start = 0
     while start < n_jobs:
         stop, cells = start, 0
         while stop < n_jobs:
-            j = int(order[stop])
-            c = (int(ref_len[j]) + 1) * (int(n_arcs[j]) + 1)
+            c = int(job_cells[order[stop]])
             if stop > start and cells + c > max_cells:
                 break
             cells += c
             stop += 1
-        chunk = order[start:stop].tolist()
-        alis, conf, matrix = _score_chunk([ref_tokens[j] for j in chunk], [job_items[j] for j in chunk], hyp,
-                                  optional_deletable=optional_deletable, case_sensitive=case_sensitive,
-                                  language=language, mode=mode, with_conf=with_conf)
+        chunks.append(order[start:stop].tolist())
+        start = stop
+
+    def run(chunk):
+        return _score_chunk([ref_tokens[j] for j in chunk], [job_items[j] for j in chunk], hyp,
+                            optional_deletable=optional_deletable, case_sensitive=case_sensitive,
+                            language=language, mode=mode, with_conf=with_conf)
+
+    # chunks are independent; they are combined in a fixed order whatever the thread count
+    for chunk, (alis, conf, matrix) in zip(chunks, thread_map(run, chunks, workers)):
         counts[chunk] = matrix
         for k, j in enumerate(chunk):
             alignments[j] = alis[k]
             if confs is not None:
                 confs[j] = conf[k]
-        start = stop
     return alignments, confs, counts
 
 
@@ -414,7 +430,8 @@ def _score_chunk(ref_tokens: list, job_items: list, hyp: HypItems, *, optional_d
     valid = rows <= ref_len[None, :]
     ridx = np.minimum(ref_off[:-1][None, :] + rows - 1, max(len(ref_key) - 1, 0))
     # key ids: reference '@' -1, padding -2, hypothesis '@' -3 (so that equality means "same word")
-    RW = np.full((NA, n_jobs), -2, np.int32)
+    KT = np.int16 if len(key_ids) < 32000 else np.int32     # key ids (and -1, -2, -3)
+    RW = np.full((NA, n_jobs), -2, KT)
     WD = np.full((NA, n_jobs), costs.insdel, VT)
     if len(ref_key):
         RW[1:] = np.where(valid, ref_key[ridx], -2)
@@ -438,7 +455,7 @@ def _score_chunk(ref_tokens: list, job_items: list, hyp: HypItems, *, optional_d
     arc_wins = np.where(arc_key < 0, costs.null, np.where(arc_od, costs.optdel, costs.insdel)).astype(VT)
     lv_wins = arc_wins[lvl_order]
     lv_job = arc_job[lvl_order]
-    lv_key = np.where(arc_key < 0, -3, arc_key).astype(np.int32)[lvl_order]
+    lv_key = np.where(arc_key < 0, -3, arc_key).astype(KT)[lvl_order]
     lv_multi = np.where(into_multi, multi_of_item[arc_item], -1)[lvl_order]
     lv_rank = arc_rank[lvl_order]
     mkey = np.full((n_multi, NA), np.iinfo(np.int64).max, np.int64)
@@ -446,6 +463,7 @@ def _score_chunk(ref_tokens: list, job_items: list, hyp: HypItems, *, optional_d
     m_order = np.argsort(multi_level, kind="stable")
     m_bounds = np.searchsorted(multi_level[m_order], np.arange(max_level + 2))
     sub_c, null_c, zero, insdel_v = VT(costs.sub), VT(costs.nullsub), VT(0), VT(costs.insdel)
+    RW1 = RW[1:]
     for L in range(max_level + 1):
         ms = m_order[m_bounds[L]:m_bounds[L + 1]]
         if len(ms):                                           # exit states complete at this level
@@ -458,20 +476,23 @@ def _score_chunk(ref_tokens: list, job_items: list, hyp: HypItems, *, optional_d
         lo, hi = int(lvl_bounds[L]), int(lvl_bounds[L + 1])
         if hi == lo:
             continue
-        M = C[:, col_of[lo:hi]]
+        M = np.take(C, col_of[lo:hi], axis=1)                 # C-ordered (C[:, idx] is not)
         jobs = lv_job[lo:hi]
         hk = lv_key[lo:hi]
         wins = lv_wins[lo:hi]
-        RWj = RW[:, jobs]
-        WS = np.where(RWj == hk[None, :], zero, sub_c)
-        if ref_has_null:
-            WS[(RWj == -1) & (hk == -3)[None, :]] = null_c
         # Whatever the tie rule, the chosen value is the minimum of the three candidates, so only
         # the deletion chain runs row by row; the choices (back-pointers) are decided afterwards on
         # whole matrices from the very same float32 sums.
         INS = M + wins[None, :]
         SUB = M[:-1]
-        SUB += WS[1:]
+        RWj = np.take(RW1, jobs, axis=1)                     # (take: C-ordered and faster)
+        if ref_has_null:
+            WS = np.where(RWj == hk[None, :], zero, sub_c)
+            WS[(RWj == -1) & (hk == -3)[None, :]] = null_c
+            SUB += WS
+        else:
+            # a match costs 0 (the value stays M exactly), anything else is a substitution
+            np.add(SUB, sub_c, out=SUB, where=RWj != hk[None, :])
         D = C[:, col_arc + lo:col_arc + hi]
         T = np.empty((NA - 1, hi - lo), VT)                   # min(deletion, insertion) per row
         D[0] = INS[0]
