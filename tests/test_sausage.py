@@ -61,3 +61,33 @@ def test_real_lattice():
     one_best = sa.one_best()
     assert one_best and all(w for w in one_best)
     assert sa.meta["risk"] >= 0
+
+
+def _with_reference_passes(monkeypatch, fn):
+    import importlib
+
+    mod = importlib.import_module("lattice_tools.alternatives.sausage")
+    with monkeypatch.context() as m:
+        m.setattr(mod._MBR, "acc_stats", mod._MBR.acc_stats_reference)
+        return fn()
+
+
+@settings(max_examples=60, deadline=None)
+@given(lattice_strategy())
+def test_batched_passes_equal_arc_by_arc_reference(lat):
+    """The batched forward/backward passes do the reference's floating-point operations in the
+    reference's order: the confusion networks are identical, not just close."""
+    import pytest as _pytest
+
+    mp = _pytest.MonkeyPatch()
+    try:
+        want = _with_reference_passes(mp, lambda: sausage(lat))
+    finally:
+        mp.undo()
+    assert sausage(lat) == want
+
+
+def test_batched_passes_equal_reference_on_real_lattice(monkeypatch):
+    lat = ps_lattice()
+    want = _with_reference_passes(monkeypatch, lambda: sausage(lat, acoustic_scale=0.1))
+    assert sausage(lat, acoustic_scale=0.1) == want

