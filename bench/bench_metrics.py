@@ -2,11 +2,21 @@
 
 Baselines: kaldialign.edit_distance per utterance (C++ plain WER) and jiwer.process_words on the
 whole corpus.  Measured: lattice_tools.metrics.evaluate_system (WER + CER + SFR + CMI/switch points
-+ NE; with and without the seed-004 orthographic alignment) and a 10,000-resample bootstrap CI.
++ NE; with and without the seed-004 orthographic alignment), the seed-004 alignment alone
+(punctuation.score_orthography_many on the raw texts) and a 10,000-resample bootstrap CI.
 
-    nice python bench/bench_metrics.py [--utterances 10000] [--repeats 3]
+    nice python bench/bench_metrics.py [--utterances 10000] [--repeats 3] [--reference]
 
-Each row is the best of ``--repeats`` runs (wall clock).
+Each row is the best of ``--repeats`` runs, wall clock and CPU (process) time.  Measured on the
+shared 2-core machine (2026-11-26, two alternating runs each plus one more "after" run, CPU-time
+ratios; plain WER 0.09 s; "before" = this script run on the tree of commit e860256):
+
+    task                                   before (e860256)   after
+    metrics (WER,CER,SFR,CMI,SP,NE)         x5.4-5.7           x3.5-3.7
+      + seed-004 orthographic alignment     x12.4-12.8         x4.6-4.9
+    seed-004 alignment alone                x6.1-6.2           x1.2-1.3
+
+(docs/metrics.md, "Speed", has the table and where the time goes.)
 """
 from __future__ import annotations
 
@@ -19,6 +29,7 @@ import kaldialign
 
 from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system, evaluate_system_reference, summarize
 from lattice_tools.metrics.io import Annotation
+from lattice_tools.metrics.punctuation import score_orthography_many
 
 HI = "मेरा नाम राम है और मैं दिल्ली में रहता हूँ आज मौसम बहुत अच्छा था कल बारिश होगी".split()
 EN = "office meeting phone computer train market".split()
@@ -79,6 +90,8 @@ def main():
     rows.append(("metrics (WER,CER,SFR,CMI,SP,NE)", t_core))
     rows.append(("  + seed-004 orthographic alignment",
                  timed(lambda: evaluate_system(refs, hyps, anns, EvalConfig(orthography=True)))[0]))
+    rows.append(("seed-004 alignment alone", timed(
+        lambda: score_orthography_many([refs[k] for k in keys], [hyps[k] for k in keys]))[0]))
     if args.reference:
         rows.append(("reference path: metrics", timed(
             lambda: evaluate_system_reference(refs, hyps, anns, EvalConfig(orthography=False)))[0]))

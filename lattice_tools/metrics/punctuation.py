@@ -46,7 +46,6 @@ from ..errors import require
 
 regex = require("regex", "metrics")
 from ..scoring.counts import ErrorCounts
-from .levenshtein import make_counts
 
 # The seed's set P, plus the Indic danda and double danda (sentence marks of Brahmi scripts).
 PUNCTUATION = frozenset(".,!?;:।॥")
@@ -730,102 +729,19 @@ def score_orthography_many(ref_texts: Sequence[str], hyp_texts: Sequence[str],
                            K: int | None = None, cache: dict | None = None) -> list[OrthographicCounts]:
     """``[score_orthography(r, h, normalizers, K)[0] for r, h in zip(ref_texts, hyp_texts)]``, fast.
 
-    Tokens come from :func:`tokenize_for_counts` (word-level cache: pass the same ``cache`` dict
-    to successive calls over one corpus).
-
-    The extended-Levenshtein DP of :func:`extended_align` runs for a whole batch of utterances at
-    once (padded ``(B, n+1, m+1)`` numpy arrays; a cell only depends on cells above and to its
-    left, so padding never reaches a real cell), with token values interned to integers so the
-    substitution costs are one broadcast comparison.  The backtrace (same preferences) then
-    counts directly, without route objects.  Utterances are batched by size so that padding
-    stays small and a batch holds at most :data:`BATCH_CELLS` DP cells.
+    Runs :mod:`lattice_tools.metrics.orthography_batch`: tokens interned to integers (lexing and
+    the token-local normalizers once per distinct word; pass the same ``cache`` dict to
+    successive calls over one corpus), the extended-Levenshtein DP of :func:`extended_align` and
+    its backtrace for a whole batch of utterances at once in numpy, counts read off the backtrace
+    events.  Utterances are batched by size so that padding stays small and a batch holds at
+    most :data:`BATCH_CELLS` DP cells.
     """
-    cache = {} if cache is None else cache
-    normalizers = tuple(normalizers)
-    pairs = [(tokenize_for_counts(r, normalizers, cache), tokenize_for_counts(h, normalizers, cache))
-             for r, h in zip(ref_texts, hyp_texts)]
-    out: list = [None] * len(pairs)
-    order = sorted(range(len(pairs)), key=lambda u: (len(pairs[u][0]), len(pairs[u][1])))
-    start = 0
-    while start < len(order):
-        # grow the batch while the padded DP stays within BATCH_CELLS
-        end, max_m = start, 0
-        while end < len(order):
-            u = order[end]
-            n, m = len(pairs[u][0]), len(pairs[u][1])
-            if end > start and (end - start + 1) * (n + 1) * (max(max_m, m) + 1) > BATCH_CELLS:
-                break
-            max_m = max(max_m, m)
-            end += 1
-        batch = order[start:end]
-        for u, counts in zip(batch, _align_and_count([pairs[u] for u in batch], K)):
-            out[u] = counts
-        start = end
-    return out
+    from .orthography_batch import score_many
+
+    return score_many(ref_texts, hyp_texts, normalizers, K, {} if cache is None else cache, BATCH_CELLS)
 
 
-BATCH_CELLS = 200_000   # bounds padding and memory (~10 MB of temporaries); larger is not faster
-
-
-def _align_and_count(batch, K):
-    """:func:`extended_align` + :func:`orthographic_counts` of a batch of token-list pairs."""
-    B = len(batch)
-    N = max(len(r) for r, _ in batch)
-    M = max(len(h) for _, h in batch)
-    value_id: dict[str, int] = {}
-    lower_id: dict[str, int] = {}
-
-    def padded(side: int, width: int, pad: int):
-        # value ids, lower-cased value ids and punctuation flags of one side, (B, width) arrays
-        # filled in one scatter each (padding never meets a real cell, see score_orthography_many)
-        lengths = [len(pair[side]) for pair in batch]
-        flat = [t for pair in batch for t in pair[side]]
-        vals = [t.value for t in flat]
-        rows = np.repeat(np.arange(B), lengths)
-        cols = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        v = np.full((B, width), pad, dtype=np.int64)
-        low = np.full((B, width), pad, dtype=np.int64)
-        pun = np.zeros((B, width), dtype=bool)
-        v[rows, cols] = [value_id.setdefault(x, len(value_id)) for x in vals]
-        low[rows, cols] = [lower_id.setdefault(x.lower(), len(lower_id)) for x in vals]
-        pun[rows, cols] = [t.kind == "punct" for t in flat]
-        return v, low, pun
-
-    rv, rl, rp = padded(0, N, -1)
-    hv, hl, hp = padded(1, M, -2)
-    comp_rows: dict[int, list] = {}
-    comps_of = []
-    for b, (ref, hyp) in enumerate(batch):
-        comps = _compounds(ref, hyp, K) if ref and hyp else {}
-        comps_of.append(comps)
-        for (i, j), xys in comps.items():
-            for x, y in xys:
-                comp_rows.setdefault(i, []).append((b, j, x, y))
-    # substitution costs of every (ref, hyp) token pair: _sub_costs, broadcast
-    rpb, hpb = rp[:, :, None], hp[:, None, :]
-    S = np.where(rpb, np.where(hpb, SUB_PUNCT, SUB_CROSS),
-                 np.where(hpb, SUB_CROSS, np.where(rl[:, :, None] == hl[:, None, :], SUB_CASE, SUB_WORD)))
-    S = np.where(rv[:, :, None] == hv[:, None, :], 0, S)
-    ins = np.where(hp, INS_DEL_PUNCT, INS_DEL)
-    cins = np.zeros((B, M + 1), dtype=np.int64)
-    np.cumsum(ins, axis=1, out=cins[:, 1:])
-    dels = np.where(rp, INS_DEL_PUNCT, INS_DEL)
-    D = np.empty((B, N + 1, M + 1), dtype=np.int64)
-    D[:, 0] = cins
-    for i in range(1, N + 1):
-        t = D[:, i - 1] + dels[:, i - 1, None]
-        np.minimum(t[:, 1:], D[:, i - 1, :-1] + S[:, i - 1], out=t[:, 1:])
-        rows = comp_rows.get(i)
-        if rows:
-            bb, jj, xx, yy = (np.array(c, dtype=np.int64) for c in zip(*rows))
-            np.minimum.at(t, (bb, jj), D[bb, i - xx, jj - yy])
-        D[:, i] = cins + np.minimum.accumulate(t - cins, axis=1)
-    out = []
-    for b, (ref, hyp) in enumerate(batch):
-        n, m = len(ref), len(hyp)
-        # nested lists of the real cells: the backtrace reads single cells, much cheaper from lists
-        out.append(_count_route(ref, hyp, D[b, :n + 1, :m + 1].tolist(), S[b, :n, :m].tolist(), comps_of[b]))
-    return out
+BATCH_CELLS = 200_000   # bounds padding and memory (~10 MB of temporaries)
 
 
 @lru_cache(maxsize=65536)
@@ -836,90 +752,6 @@ def _classify_values(a_kind: str, a_value: str, b_kind: str, b_value: str) -> st
 @lru_cache(maxsize=65536)
 def _capitalised(value: str) -> bool:
     return any(c.isupper() for c in value)
-
-
-def _count_route(ref, hyp, D, S, comps) -> OrthographicCounts:
-    """:func:`orthographic_counts` of :func:`extended_align`'s route, read off the DP table ``D``
-    (lists) with the same backtrace preferences: ok, compound, substitution, deletion, insertion."""
-    wc = ws = wd = wi = pc = ps = pd = pi = kc = ks = kd = ki = 0
-    classes: dict[str, int] = {}
-    i, j = len(ref), len(hyp)
-    while i > 0 or j > 0:
-        cur = D[i][j]
-        if i > 0 and j > 0:
-            sc = S[i - 1][j - 1]
-            if sc == 0 and D[i - 1][j - 1] == cur:
-                a = ref[i - 1]
-                if a.kind == "punct":
-                    pc += 1
-                else:
-                    wc += 1
-                    if _capitalised(a.value):
-                        kc += 1       # equal values: both capitalised alike, or neither
-                i, j = i - 1, j - 1
-                continue
-        else:
-            sc = None
-        xys = comps.get((i, j))
-        if xys:
-            for x, y in xys:
-                if D[i - x][j - y] == cur:
-                    wc += x
-                    classes["compound"] = classes.get("compound", 0) + 1
-                    i, j = i - x, j - y
-                    break
-            else:
-                xys = None
-            if xys:
-                continue
-        if sc is not None and D[i - 1][j - 1] + sc == cur:
-            a, b = ref[i - 1], hyp[j - 1]
-            cls = _classify_values(a.kind, a.value, b.kind, b.value)
-            classes[cls] = classes.get(cls, 0) + 1
-            ap, bp = a.kind == "punct", b.kind == "punct"
-            if ap and bp:
-                ps += 1
-            elif ap:
-                pd += 1
-                wi += 1
-            elif bp:
-                wd += 1
-                pi += 1
-            elif cls == "capitalisation":
-                wc += 1
-                ca, cb = _capitalised(a.value), _capitalised(b.value)
-                if ca and cb:
-                    if a.value == b.value:
-                        kc += 1
-                    else:
-                        ks += 1
-                elif ca:
-                    kd += 1
-                elif cb:
-                    ki += 1
-            else:
-                ws += 1
-            i, j = i - 1, j - 1
-        elif i > 0 and D[i - 1][j] + (INS_DEL_PUNCT if ref[i - 1].kind == "punct" else INS_DEL) == cur:
-            if ref[i - 1].kind == "punct":
-                pd += 1
-            else:
-                wd += 1
-            i -= 1
-        else:
-            if hyp[j - 1].kind == "punct":
-                pi += 1
-            else:
-                wi += 1
-            j -= 1
-    norms: dict[str, int] = {}
-    for toks in (ref, hyp):
-        for t in toks:
-            for nm in t.normalizations:
-                norms[nm] = norms.get(nm, 0) + 1
-    return OrthographicCounts(make_counts(wc, ws, wd, wi), make_counts(pc, ps, pd, pi), make_counts(kc, ks, kd, ki),
-                              tuple(sorted(classes.items())), tuple(sorted(norms.items())),
-                              D[len(ref)][len(hyp)] / 2.0)
 
 
 def render_route(route: Sequence[RouteElement]) -> str:

@@ -1,0 +1,38 @@
+"""Helpers shared by the batched fast paths: growable per-id attribute arrays (for the corpus-wide
+interning tables) and shared count objects."""
+from __future__ import annotations
+
+import numpy as np
+
+from .levenshtein import make_counts
+
+
+class _Column:
+    """A per-id attribute: appended to as a Python list, read as a numpy array (synced lazily)."""
+
+    def __init__(self, dtype):
+        self.items: list = []
+        self.dtype = dtype
+        self._array = np.zeros(0, dtype=dtype)
+
+    def array(self) -> np.ndarray:
+        if len(self._array) != len(self.items):
+            tail = np.array(self.items[len(self._array):], dtype=self.dtype)
+            self._array = np.concatenate([self._array, tail])
+        return self._array
+
+
+def shared_counts(c, s, d, i) -> list:
+    """``[make_counts(c[u], s[u], d[u], i[u]) for u in ...]`` with one (frozen, shared) object per
+    distinct row: a handful of small count tuples repeat across utterances."""
+    n = len(c)
+    if not n:
+        return []
+    cols = np.stack([c, s, d, i]).astype(np.int64)
+    base = int(cols.max()) + 1
+    code = ((cols[0] * base + cols[1]) * base + cols[2]) * base + cols[3]
+    if base ** 4 >= 1 << 62:          # cannot overflow for any real utterance; be exact anyway
+        return [make_counts(*row) for row in cols.T.tolist()]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    objs = [make_counts(*row) for row in cols[:, first].T.tolist()]
+    return [objs[k] for k in inverse.tolist()]

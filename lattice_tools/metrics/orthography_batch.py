@@ -1,0 +1,674 @@
+"""Batched seed-004 scoring: :func:`punctuation.score_orthography_many`'s engine.
+
+Computes, for a list of (reference, hypothesis) texts, exactly the
+:class:`~lattice_tools.metrics.punctuation.OrthographicCounts` that
+:func:`~lattice_tools.metrics.punctuation.score_orthography` (the per-pair reference
+implementation: :func:`tokenize`, :func:`extended_align`, :func:`orthographic_counts`) computes for
+each pair -- the tests compare both on random inputs -- with almost no Python per token or per
+DP cell:
+
+* **Tokens as integers.**  A token is interned once per corpus by what the counts read of it
+  (``kind``, ``value``, ``normalizations``); per token id the vocabulary keeps the value id, the
+  lower-cased value id, punctuation and capitalisation flags, the compound key id and the ids of
+  the key's proper suffixes.  A whitespace-separated word is lexed and run through the leading
+  token-local normalizers once per corpus (as in :func:`punctuation.tokenize_for_counts`, same
+  validity condition) and stored as a slice of token ids, so tokenizing a text is one dictionary
+  look-up per word and one numpy gather per call (all texts are split in one ``str.split``).
+  ``numbers`` is the one default normalizer that reads neighbouring words; a text runs it (on
+  Token objects) only when one of its tokens is not *number-inert* (:func:`_number_inert`:
+  ``normalize_numbers`` is the identity on a token list whose tokens are all inert).
+* **DP over a batch.**  :func:`extended_align`'s recursion (doubled integer costs) runs for a
+  batch of similar-length utterances as one numpy row recursion over padded ``(n+1, m+1, B)``
+  arrays (utterance axis last: each step is one vector operation over the batch; int16 while the
+  costs fit); a cell depends only on cells above and to its left, so padding never reaches a real
+  cell.  The recursion runs on ``E = D - C`` (``C`` = cumulative insertion costs of the
+  hypothesis prefix), which turns a row's insertion chain into a plain prefix minimum.
+  Substitution costs are broadcast comparisons of the id arrays.
+* **Compounds only where they can occur.**  :func:`punctuation._compounds` returns matches only
+  when some reference and hypothesis key are equal with different values, or one key is a proper
+  suffix of the other; both are tested for the whole batch with array operations (key ids vs the
+  interned suffix ids of the other side), and the exact compound search runs only on the
+  utterances that pass (a superset test, so nothing is missed).
+* **Backtrace over a call.**  The tables of all batches are kept (flattened) and all utterances
+  walk back at once, one numpy step per route element, with :func:`extended_align`'s
+  preferences (ok, compound, substitution, deletion, insertion); compound moves (rare) are taken
+  in Python.  Route elements are recorded as token-id events and turned into the twelve counters
+  and the class counts with ``bincount``; substitution classes are classified once per distinct
+  (reference, hypothesis) token pair.  A call holds at most :data:`CALL_UTTERANCES` utterances'
+  tables (longer calls are split).
+
+Semiring: tropical (min, +) over integer costs; ties are broken by the backtrace order above,
+exactly as in the reference.
+"""
+from __future__ import annotations
+
+from itertools import chain
+from typing import Sequence
+
+import numpy as np
+
+from . import punctuation as P
+from ._columns import _Column, shared_counts
+
+_VOCAB_KEY = ("orthography_batch.Vocabulary",)
+
+
+def _number_inert(t: P.Token) -> bool:
+    """Whether ``t`` is *number-inert*: :func:`punctuation.normalize_numbers` only changes or
+    consumes a word that may start a spelled-out number (and the words of a run that starts with
+    one), a number with a comma, a currency or percent symbol (and the number after a currency
+    symbol).  So a token list whose tokens are all inert is returned unchanged (a single inert
+    token next to a non-inert one may still change: ``$ 20``)."""
+    if t.kind == "word":
+        return not P._may_start_number(t.value)
+    if t.kind == "number":
+        return "," not in t.value
+    if t.kind == "symbol":
+        return t.value != "%" and t.value not in P.CURRENCY
+    return True
+
+
+class Vocabulary:
+    """Corpus-wide interning of tokens, values, compound keys and lexed words."""
+
+    def __init__(self):
+        self.token_id: dict[tuple, int] = {}
+        self.tokens: list[P.Token] = []           # token id -> a Token with that kind/value/normalizations
+        self.value_id: dict[str, int] = {}
+        self.lower_id: dict[str, int] = {}
+        self.key_id: dict[str, int] = {}          # compound keys and their proper suffixes
+        self.t_value = _Column(np.int64)
+        self.t_lower = _Column(np.int64)
+        self.t_punct = _Column(bool)
+        self.t_cap = _Column(bool)
+        self.t_key = _Column(np.int64)            # -1: not a word/number (no compound)
+        self.t_norm = _Column(bool)               # has normalizations
+        self.t_suffix_start = _Column(np.int64)   # slice of suffix_ids: ids of the key's proper suffixes
+        self.t_suffix_len = _Column(np.int64)
+        self.suffix_ids = _Column(np.int64)
+        self.suffix_owner = _Column(np.int64)     # token id of each suffix_ids entry
+        self.key_value: dict[int, int] = {}       # key id -> value id of its first token
+        self.multi_keys: set[int] = set()         # key ids of tokens with different values
+        self.words: dict[tuple, dict[str, int]] = {}   # local normalizers -> word -> word id
+        self.w_tokens: list[tuple] = []                # word id -> its tokens (for normalize_numbers)
+        self.w_start = _Column(np.int64)               # slice of w_tids
+        self.w_len = _Column(np.int64)
+        self.w_inert = _Column(bool)
+        self.w_tids = _Column(np.int64)
+        self.pair_class: dict[tuple[int, int], int] = {}
+        self.class_tuples: dict[int, tuple] = {}      # class id << 32 | count -> ((name, count),)
+        self.class_names: list[str] = []
+        self.class_id: dict[str, int] = {}
+
+    def intern(self, t: P.Token) -> int:
+        k = (t.kind, t.value, t.normalizations)
+        tid = self.token_id.get(k)
+        if tid is not None:
+            return tid
+        tid = self.token_id[k] = len(self.tokens)
+        value = t.value
+        self.tokens.append(P.Token(t.kind, value, value, normalizations=t.normalizations))
+        self.t_value.items.append(self.value_id.setdefault(value, len(self.value_id)))
+        low = value.lower()
+        self.t_lower.items.append(self.lower_id.setdefault(low, len(self.lower_id)))
+        self.t_punct.items.append(t.kind == "punct")
+        self.t_cap.items.append(P._capitalised(value))
+        self.t_norm.items.append(bool(t.normalizations))
+        key = P._value_key(value) if t.kind in ("word", "number") else ""
+        kid = self.key_id
+        self.t_suffix_start.items.append(len(self.suffix_ids.items))
+        if key:   # _compounds ignores empty keys
+            k = kid.setdefault(key, len(kid))
+            self.t_key.items.append(k)
+            if self.key_value.setdefault(k, self.t_value.items[-1]) != self.t_value.items[-1]:
+                self.multi_keys.add(k)
+            sufs = [kid.setdefault(s, len(kid)) for s in P._proper_suffixes(key)]
+            self.suffix_ids.items.extend(sufs)
+            self.suffix_owner.items.extend([tid] * len(sufs))
+            self.t_suffix_len.items.append(len(sufs))
+        else:
+            self.t_key.items.append(-1)
+            self.t_suffix_len.items.append(0)
+        return tid
+
+    def compound_filters(self):
+        """``(live, multi)``: per token id (plus a False sentinel for the padding id -1) whether
+        some proper suffix of its key is the key of a token; per key id (plus a sentinel for -1)
+        whether tokens with that key have different values."""
+        V, T = len(self.key_id), len(self.tokens)
+        is_token_key = np.zeros(V, dtype=bool)
+        is_token_key[list(self.key_value)] = True
+        suffix_ids = self.suffix_ids.array()
+        live = np.zeros(T + 1, dtype=bool)
+        if len(suffix_ids):
+            live[self.suffix_owner.array()[is_token_key[suffix_ids]]] = True
+        multi = np.zeros(V + 1, dtype=bool)
+        multi[list(self.multi_keys)] = True
+        return live, multi
+
+    def word_table(self, local: tuple) -> dict[str, int]:
+        table = self.words.get(local)
+        if table is None:
+            table = self.words[local] = {_SEPARATOR: self._separator_id()}
+        return table
+
+    def _separator_id(self) -> int:
+        # word id 0: the text separator of tokenize_ids, no tokens, number-inert
+        if not self.w_tokens:
+            self.w_tokens.append(())
+            self.w_start.items.append(0)
+            self.w_len.items.append(0)
+            self.w_inert.items.append(True)
+        return 0
+
+    def word(self, local: tuple, table: dict, w: str) -> int:
+        toks = P.lex(w)
+        for name in local:
+            toks = P.NORMALIZERS[name](toks)
+        wid = table[w] = len(self.w_tokens)
+        self.w_tokens.append(tuple(toks))
+        self.w_start.items.append(len(self.w_tids.items))
+        self.w_len.items.append(len(toks))
+        self.w_inert.items.append(all(_number_inert(t) for t in toks))
+        self.w_tids.items.extend(self.intern(t) for t in toks)
+        return wid
+
+    def class_index(self, name: str) -> int:
+        c = self.class_id.get(name)
+        if c is None:
+            c = self.class_id[name] = len(self.class_names)
+            self.class_names.append(name)
+        return c
+
+    def classify(self, r: int, h: int) -> int:
+        c = self.pair_class.get((r, h))
+        if c is None:
+            a, b = self.tokens[r], self.tokens[h]
+            c = self.pair_class[(r, h)] = self.class_index(P._classify_values(a.kind, a.value, b.kind, b.value))
+        return c
+
+
+# Texts are split in one call, joined by a NUL word: word id 0 in every word table, with no
+# tokens.  NUL is not whitespace to str.split, so each text splits as on its own and the NUL
+# words are exactly the text boundaries; a text that contains NUL itself is lexed whole instead.
+# (Splitting non-ASCII text is several times faster in one call than in 20,000.)
+_SEPARATOR = "\x00"
+_JOINER = " \x00 "
+_NOT_WORDWISE_CHARS = "[<(\x1c\x1d\x1e\x1f"     # punctuation._NOT_WORDWISE, spelled out (str.__contains__ is fast)
+_NOT_WORDWISE_OR_NUL = P.regex.compile(P._NOT_WORDWISE.pattern[:-1] + "\x00]")
+
+
+def tokenize_ids(texts: Sequence[str], normalizers: tuple, vocab: Vocabulary, token_cache: dict):
+    """Token ids of every text after :func:`punctuation.tokenize`: ``(flat ids, offsets)`` with
+    text ``k``'s ids at ``flat[offsets[k]:offsets[k+1]]``.  Equal, as (kind, value,
+    normalizations) sequences, to ``tokenize(text, normalizers)`` (the prefix/suffix/start fields
+    are not kept: no count reads them)."""
+    k = 0
+    while k < len(normalizers) and normalizers[k] in P.TOKEN_LOCAL_NORMALIZERS:
+        k += 1
+    local, rest = normalizers[:k], normalizers[k:]
+    n = len(texts)
+    if rest not in ((), ("numbers",)):
+        # other orders: the word cache of tokenize_for_counts, then intern
+        ids = [[vocab.intern(t) for t in P.tokenize_for_counts(x, normalizers, token_cache)] for x in texts]
+        lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        return np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(offsets[-1])), offsets
+    table = vocab.word_table(local)
+    # texts the per-word path does not cover: annotation brackets or the regex's extra
+    # whitespace (lex the whole text, as tokenize_for_counts does) and NUL (see _SEPARATOR)
+    joined = _JOINER.join(texts)
+    whole: set[int] = set()
+    if joined.count(_SEPARATOR) != max(n - 1, 0) or any(c in joined for c in _NOT_WORDWISE_CHARS):
+        whole = {u for u, x in enumerate(texts) if _NOT_WORDWISE_OR_NUL.search(x)}
+        joined = _JOINER.join("" if u in whole else x for u, x in enumerate(texts))
+    words = joined.split()
+    wids = list(map(table.get, words))
+    if None in wids:     # words seen for the first time: add them (in order), look up again
+        for w in dict.fromkeys(words):
+            if w not in table:
+                vocab.word(local, table, w)
+        wids = list(map(table.get, words))
+    wids = np.array(wids, dtype=np.int64)
+    w_len, w_start = vocab.w_len.array(), vocab.w_start.array()
+    lens_w = w_len[wids]
+    text_of_word = np.cumsum(wids == 0)        # the separators: word id 0
+    lens = np.bincount(text_of_word, weights=lens_w, minlength=n).astype(np.int64)
+    # gather the words' token-id slices (CSR): token p of word q is w_tids[w_start[q] + p]
+    total = int(lens_w.sum())
+    starts = np.repeat(w_start[wids] - (np.cumsum(lens_w) - lens_w), lens_w)
+    flat = vocab.w_tids.array()[starts + np.arange(total)]
+    redo = whole
+    if rest:   # "numbers": texts with a word it may change run it on their tokens
+        not_inert = np.bincount(text_of_word, weights=~vocab.w_inert.array()[wids], minlength=n)
+        redo = whole.union(np.flatnonzero(not_inert).tolist())
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    if not redo:
+        return flat, offsets
+    pieces, new_lens = [], lens.copy()
+    word_edges = np.concatenate(([-1], np.flatnonzero(wids == 0), [len(wids)]))
+    prev = 0
+    for u in sorted(redo):
+        if u in whole:
+            toks = P.tokenize(texts[u], normalizers)
+        else:
+            q = wids[word_edges[u] + 1:word_edges[u + 1]].tolist()
+            toks = P.normalize_numbers(list(chain.from_iterable(vocab.w_tokens[x] for x in q)))
+        pieces.append(flat[offsets[prev]:offsets[u]])
+        pieces.append(np.array([vocab.intern(t) for t in toks], dtype=np.int64))
+        new_lens[u] = len(toks)
+        prev = u + 1
+    pieces.append(flat[offsets[prev]:])
+    np.cumsum(new_lens, out=offsets[1:])
+    return np.concatenate(pieces), offsets
+
+
+CALL_UTTERANCES = 4096    # utterances whose tables are held at once (~20 MB at 20 tokens each)
+
+
+def score_many(ref_texts: Sequence[str], hyp_texts: Sequence[str], normalizers: Sequence[str], K: int | None,
+               cache: dict, batch_cells: int) -> list:
+    """See :func:`punctuation.score_orthography_many`."""
+    vocab = cache.get(_VOCAB_KEY)
+    if vocab is None:
+        vocab = cache[_VOCAB_KEY] = Vocabulary()
+    normalizers = tuple(normalizers)
+    n = len(ref_texts)
+    if len(hyp_texts) != n:
+        raise ValueError(f"{n} reference texts but {len(hyp_texts)} hypothesis texts")
+    if not n:
+        return []
+    if n > CALL_UTTERANCES:
+        # the DP tables of one call are kept until its backtrace: bound them (memory)
+        out = []
+        for s in range(0, n, CALL_UTTERANCES):
+            out += score_many(ref_texts[s:s + CALL_UTTERANCES], hyp_texts[s:s + CALL_UTTERANCES], normalizers, K,
+                              cache, batch_cells)
+        return out
+    flat, offsets = tokenize_ids(list(ref_texts) + list(hyp_texts), normalizers, vocab, cache)
+    tables = _Tables(n, vocab, flat, offsets, K)
+    nr, nh = tables.nr, tables.nh
+    order = np.lexsort((nh, nr))           # by reference length, then hypothesis length
+    nr_l, nh_l, order_l = nr.tolist(), nh.tolist(), order.tolist()
+    start = 0
+    while start < n:
+        # grow the batch while the padded DP stays within batch_cells
+        end, max_m = start, 0
+        while end < n:
+            u = order_l[end]
+            nn, m = nr_l[u], nh_l[u]
+            if end > start and (end - start + 1) * (nn + 1) * (max(max_m, m) + 1) > batch_cells:
+                break
+            max_m = max(max_m, m)
+            end += 1
+        tables.add_batch(order[start:end])
+        start = end
+    return tables.counts()
+
+
+def _padded(flat, first, lengths, width):
+    """(B, width) token ids of the batch's texts (first token at ``flat[first[b]]``), -1 padded."""
+    B = len(lengths)
+    ids = np.full((B, width), -1, dtype=np.int64)
+    total = int(lengths.sum())
+    if total:
+        rows = np.repeat(np.arange(B), lengths)
+        cols = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        ids[rows, cols] = flat[np.repeat(first, lengths) + cols]
+    return ids
+
+
+# Costs as int16 (S, ins/del) and DP values as int16 while they fit: a route costs at most
+# INS_DEL per token (delete everything, insert everything), so int16 holds any utterance pair of
+# fewer than 16,000 tokens; longer batches use int32.  Halves the memory traffic of the DP.
+_I16 = np.int16
+_INT16_LIMIT = int(np.iinfo(np.int16).max)
+INS_DEL, INS_DEL_PUNCT = _I16(P.INS_DEL), _I16(P.INS_DEL_PUNCT)
+SUB_WORD, SUB_CASE, SUB_PUNCT, SUB_CROSS = _I16(P.SUB_WORD), _I16(P.SUB_CASE), _I16(P.SUB_PUNCT), _I16(P.SUB_CROSS)
+
+
+def _prefix_min(t: np.ndarray) -> None:
+    """In place, ``t[k] = min(t[:k+1])`` along axis 0, in log2(len(t)) vector steps (Hillis-Steele
+    doubling: ufuncs read overlapping in/out operands as if copied first).  Several times faster
+    here than ``np.minimum.accumulate``, whose loop along axis 0 is scalar."""
+    s, n = 1, len(t)
+    while s < n:
+        np.minimum(t[s:], t[:-s], out=t[s:])
+        s *= 2
+
+
+class _Tables:
+    """DP tables of all batches of one call, flattened and concatenated, so that the backtrace
+    walks every utterance of the call at once (a few numpy calls per route step, not per
+    utterance).
+
+    A batch's arrays put the utterance axis last -- ``D[i, j, b]``, ``S[i-1, j-1, b]``,
+    ``dels[i-1, b]`` -- so that each step of the row recursion (the prefix minimum over ``j``)
+    is one vector operation over the batch.  Per utterance ``u``: cell (i, j) of its DP is
+    ``D[d_base[u] + i*d_row[u] + j*col[u]]``, the substitution cost of tokens (i-1, j-1) is
+    ``S[s_base[u] + (i-1)*s_row[u] + (j-1)*col[u]]``, the deletion cost of reference token i-1
+    is ``dels[del_base[u] + (i-1)*col[u]]`` (``col`` = the batch size)."""
+
+    def __init__(self, n, vocab: Vocabulary, flat, offsets, K):
+        self.n, self.vocab, self.flat, self.offsets, self.K = n, vocab, flat, offsets, K
+        lens = np.diff(offsets)
+        self.nr, self.nh = lens[:n], lens[n:]
+        self.filters = vocab.compound_filters()
+        # per-token attributes with a sentinel at the end, which the padding id -1 reads
+        self.t_value, self.t_lower, self.t_punct, self.t_key = (np.append(c.array(), pad) for c, pad in (
+            (vocab.t_value, -1), (vocab.t_lower, -1), (vocab.t_punct, False), (vocab.t_key, -1)))
+        self.D: list = []
+        self.S: list = []
+        self.dels: list = []
+        self.sizes = [0, 0, 0]
+        for name in ("d_base", "d_row", "s_base", "s_row", "del_base", "col", "cost"):
+            setattr(self, name, np.zeros(n, dtype=np.int64))
+        self.comps: dict[int, dict] = {}        # utterance -> punctuation._compounds(...)
+        self.comp_cells: list = []              # global D indices of cells with compound matches
+
+    def add_batch(self, batch):
+        B = len(batch)
+        n, flat, offsets = self.n, self.flat, self.offsets
+        nr, nh = self.nr[batch], self.nh[batch]
+        N, M = int(nr.max()), int(nh.max())
+        # widths >= 1 so that the clipped indices of the backtrace stay inside the arrays
+        Wr, Wh = max(N, 1), max(M, 1)
+        R = _padded(flat, offsets[batch], nr, Wr)
+        H = _padded(flat, offsets[n + batch], nh, Wh)
+        comps_of = _batch_compounds(batch, R, H, nr, nh, self.t_key[R], self.t_key[H], self.vocab, self.filters,
+                                    self.K)
+        R, H = R.T, H.T                               # (Wr, B), (Wh, B)
+        rp, hp = self.t_punct[R], self.t_punct[H]
+        # substitution costs of every (ref, hyp) token pair (punctuation._sub_costs, broadcast)
+        S = np.where(self.t_lower[R][:, None, :] == self.t_lower[H][None, :, :], SUB_CASE, SUB_WORD)
+        if rp.any() or hp.any():
+            rpb, hpb = rp[:, None, :], hp[None, :, :]
+            S = np.where(rpb, np.where(hpb, SUB_PUNCT, SUB_CROSS), np.where(hpb, SUB_CROSS, S))
+        S[self.t_value[R][:, None, :] == self.t_value[H][None, :, :]] = 0
+
+        comp_rows: dict[int, list] = {}
+        for b, comps in comps_of.items():
+            for (i, j), xys in comps.items():
+                for x, y in xys:
+                    comp_rows.setdefault(i, []).append((b, j, x, y))
+
+        # The recursion on E = D - C, C[j] the cost of inserting hyp tokens 1..j: the row's
+        # insertion chain D[i][j] = C[j] + min_{k<=j}(T[k] - C[k]) becomes a plain prefix
+        # minimum, and the diagonal move absorbs the insertion cost of its column into S.
+        ins = np.where(hp, INS_DEL_PUNCT, INS_DEL)[:M]           # (M, B)
+        dtype = np.int16 if P.INS_DEL * (N + M) + P.SUB_CROSS < _INT16_LIMIT else np.int32
+        cins = np.zeros((M + 1, B), dtype=dtype)
+        np.cumsum(ins, axis=0, out=cins[1:])
+        S_minus_ins = S[:, :M] - ins[None]
+        dels = np.where(rp, INS_DEL_PUNCT, INS_DEL)              # (Wr, B)
+        E = np.empty((N + 1, M + 1, B), dtype=dtype)
+        E[0] = 0
+        minimum = np.minimum
+        for i in range(1, N + 1):
+            prev, t = E[i - 1], E[i]
+            np.add(prev, dels[i - 1], out=t)
+            minimum(t[1:], prev[:-1] + S_minus_ins[i - 1], out=t[1:])
+            rows = comp_rows.get(i)
+            if rows:
+                bb, jj, xx, yy = (np.array(c, dtype=np.int64) for c in zip(*rows))
+                np.minimum.at(t, (jj, bb), E[i - xx, jj - yy, bb] + cins[jj - yy, bb] - cins[jj, bb])
+            _prefix_min(t)
+        E += cins
+        D = E
+
+        d0, s0, del0 = self.sizes
+        b_idx = np.arange(B)
+        self.d_base[batch] = d0 + b_idx
+        self.d_row[batch] = (M + 1) * B
+        self.s_base[batch] = s0 + b_idx
+        self.s_row[batch] = Wh * B
+        self.del_base[batch] = del0 + b_idx
+        self.col[batch] = B
+        self.cost[batch] = D[nr, nh, b_idx]
+        for b, comps in comps_of.items():
+            self.comps[int(batch[b])] = comps
+            self.comp_cells.extend(d0 + (i * (M + 1) + j) * B + b for i, j in comps)
+        self.D.append(D.ravel())
+        self.S.append(S.ravel())
+        self.dels.append(dels.ravel())
+        self.sizes = [d0 + D.size, s0 + S.size, del0 + dels.size]
+
+    def counts(self) -> list:
+        """:func:`punctuation.orthographic_counts` of every utterance's :func:`extended_align`
+        route, all utterances walking back together (same preferences: ok, compound,
+        substitution, deletion, insertion)."""
+        n = self.n
+        Df, Sf, delf = (np.concatenate(x) for x in (self.D, self.S, self.dels))
+        self.D = self.S = self.dels = None
+        has_comp = None
+        if self.comp_cells:
+            has_comp = np.zeros(len(Df), dtype=bool)
+            has_comp[self.comp_cells] = True
+        comp_words = np.zeros(n, dtype=np.int64)
+        comp_count = np.zeros(n, dtype=np.int64)
+        steps: list[tuple] = []                    # (utterance, i, j, op) per route element
+        a = np.flatnonzero((self.nr > 0) | (self.nh > 0))
+        i, j = self.nr[a], self.nh[a]
+        d_base, d_row, s_base, s_row, del_base, col = (
+            x[a] for x in (self.d_base, self.d_row, self.s_base, self.s_row, self.del_base, self.col))
+        # (clip: the cells left of column 0 / above row 0 are never used, masked by j > 0 /
+        # i > 0, but their indices must stay in range)
+        while len(a):
+            lin = d_base + i * d_row + j * col
+            cur = Df[lin]
+            diag = (i > 0) & (j > 0)
+            dg = Df.take(lin - d_row - col, mode="clip")
+            sc = Sf.take(s_base + (i - 1) * s_row + (j - 1) * col, mode="clip")
+            ok = diag & (sc == 0) & (dg == cur)
+            rest = ~ok
+            comp_moves = ()
+            if has_comp is not None:
+                cand = np.flatnonzero(rest & has_comp[lin])
+                if len(cand):
+                    comp_moves = []
+                    for q in cand.tolist():
+                        u, ii, jj = int(a[q]), int(i[q]), int(j[q])
+                        base, row, c = int(d_base[q]), int(d_row[q]), int(col[q])
+                        for x, y in self.comps[u][(ii, jj)]:
+                            if Df[base + (ii - x) * row + (jj - y) * c] == cur[q]:
+                                comp_words[u] += x
+                                comp_count[u] += 1
+                                comp_moves.append((q, x, y))
+                                rest[q] = False
+                                break
+            sub = rest & diag & (dg + sc == cur)
+            rest &= ~sub
+            up = Df.take(lin - d_row, mode="clip") + delf.take(del_base + (i - 1) * col, mode="clip")
+            dl = rest & (i > 0) & (up == cur)
+            ins = rest & ~dl
+            op = np.full(len(a), 3, dtype=np.int8)   # 0 ok, 1 sub, 2 del, 3 ins, 4 compound
+            op[dl] = 2
+            op[sub] = 1
+            op[ok] = 0
+            di = (ok | sub | dl).astype(np.int64)
+            dj = (ok | sub | ins).astype(np.int64)
+            for q, x, y in comp_moves:
+                op[q], di[q], dj[q] = 4, x, y
+            steps.append((a, i, j, op))
+            i, j = i - di, j - dj
+            live = (i > 0) | (j > 0)
+            if not live.all():
+                a, i, j, d_base, d_row, s_base, s_row, del_base, col = (
+                    x[live] for x in (a, i, j, d_base, d_row, s_base, s_row, del_base, col))
+        return self._route_counts(steps, comp_words, comp_count)
+
+    def _route_counts(self, steps, comp_words, comp_count) -> list:
+        n, vocab, flat, offsets = self.n, self.vocab, self.flat, self.offsets
+        # events only carry real token ids (>= 0) where they are read
+        t_punct, t_cap, t_value = vocab.t_punct.array(), vocab.t_cap.array(), vocab.t_value.array()
+        if steps:
+            A, I, J, OP = (np.concatenate(x) for x in zip(*steps))
+        else:
+            A = I = J = OP = np.zeros(0, dtype=np.int64)
+        rt = flat.take(offsets[A] + (I - 1), mode="clip")
+        ht = flat.take(offsets[n + A] + (J - 1), mode="clip")
+
+        def count(bs, mask=None):
+            return np.bincount(bs if mask is None else bs[mask], minlength=n)
+
+        sel = OP == 0
+        ok_b, ok_r = A[sel], rt[sel]
+        okp = t_punct[ok_r]
+        pc = count(ok_b, okp)
+        wc = count(ok_b, ~okp) + comp_words
+        kc = count(ok_b, ~okp & t_cap[ok_r])     # equal values: both capitalised alike, or neither
+
+        sel = OP == 1
+        sub_b, sub_r, sub_h = A[sel], rt[sel], ht[sel]
+        cls = np.zeros(len(sub_b), dtype=np.int64)
+        if len(sub_b):
+            T = len(vocab.tokens)
+            codes, inverse = np.unique(sub_r * T + sub_h, return_inverse=True)
+            cls = np.array([vocab.classify(c // T, c % T) for c in codes.tolist()], dtype=np.int64)[inverse]
+        ap, bp = t_punct[sub_r], t_punct[sub_h]
+        cap_cls = vocab.class_id.get("capitalisation", -1)
+        words_both = ~ap & ~bp
+        case = words_both & (cls == cap_cls)
+        ca, cb = t_cap[sub_r], t_cap[sub_h]
+        ps = count(sub_b, ap & bp)
+        pd = count(sub_b, ap & ~bp)
+        wi = count(sub_b, ap & ~bp)
+        wd = count(sub_b, ~ap & bp)
+        pi = count(sub_b, ~ap & bp)
+        wc += count(sub_b, case)
+        ws = count(sub_b, words_both & ~case)
+        kc += count(sub_b, case & ca & cb & (t_value[sub_r] == t_value[sub_h]))
+        ks = count(sub_b, case & ca & cb & (t_value[sub_r] != t_value[sub_h]))
+        kd = count(sub_b, case & ca & ~cb)
+        ki = count(sub_b, case & ~ca & cb)
+
+        sel = OP == 2
+        del_b, del_r = A[sel], rt[sel]
+        dp = t_punct[del_r]
+        pd += count(del_b, dp)
+        wd += count(del_b, ~dp)
+        sel = OP == 3
+        ins_b, ins_h = A[sel], ht[sel]
+        ip = t_punct[ins_h]
+        pi += count(ins_b, ip)
+        wi += count(ins_b, ~ip)
+
+        # substitution classes (+ compounds) per utterance, sorted by name: class ids ranked by
+        # name, so that the sorted (utterance, rank) codes list each utterance's classes in order
+        if comp_count.any():
+            vocab.class_index("compound")
+        names = vocab.class_names
+        n_cls = len(names)
+        rank = np.argsort(np.argsort(np.array(names, dtype=object))) if n_cls else np.zeros(0, dtype=np.int64)
+        by_rank = sorted(names)
+        cb = [sub_b * n_cls + rank[cls]] if len(sub_b) else []
+        if comp_count.any():
+            cu = np.flatnonzero(comp_count)
+            cb.append(np.repeat(cu * n_cls + rank[vocab.class_index("compound")], comp_count[cu]))
+        classes: list = [()] * n
+        if cb:
+            codes, num = np.unique(np.concatenate(cb), return_counts=True)
+            utt, r = np.divmod(codes, n_cls)
+            starts = np.flatnonzero(np.diff(utt, prepend=-1))
+            sizes = np.diff(np.append(starts, len(utt)))
+            # utterances with one class (most): one shared tuple per (class, count)
+            one = starts[sizes == 1]
+            memo = vocab.class_tuples
+            class_of_rank = np.argsort(rank)      # rank -> class id (stable across calls)
+            for u, key in zip(utt[one].tolist(), (class_of_rank[r[one]] * (1 << 32) + num[one]).tolist()):
+                t = memo.get(key)
+                if t is None:
+                    t = memo[key] = ((names[key >> 32], key & 0xFFFFFFFF),)
+                classes[u] = t
+            for k0, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
+                classes[int(utt[k0])] = tuple((by_rank[x], v) for x, v in zip(r[k0:k0 + size].tolist(),
+                                                                              num[k0:k0 + size].tolist()))
+
+        norm_rows = self._normalization_rows()
+        costs = (self.cost / 2.0).tolist()
+        words, punct, caps = (shared_counts(*x) for x in ((wc, ws, wd, wi), (pc, ps, pd, pi), (kc, ks, kd, ki)))
+        new = object.__new__
+        OC = P.OrthographicCounts
+        out = []
+        append = out.append
+        for w, p, k, c, nm, cost in zip(words, punct, caps, classes, norm_rows, costs):
+            o = new(OC)
+            d = o.__dict__
+            d["words"] = w
+            d["punctuation"] = p
+            d["capitalisation"] = k
+            d["classes"] = c
+            d["normalizations"] = nm
+            d["cost"] = cost
+            append(o)
+        return out
+
+    def _normalization_rows(self) -> list:
+        """Per utterance, sorted ``(normalization, count)`` over its reference and hypothesis tokens."""
+        n, flat, offsets, vocab = self.n, self.flat, self.offsets, self.vocab
+        rows: list = [()] * n
+        pos = np.flatnonzero(vocab.t_norm.array()[flat]) if len(flat) else np.zeros(0, dtype=np.int64)
+        if not len(pos):
+            return rows
+        text = np.searchsorted(offsets, pos, side="right") - 1
+        marked: dict[int, list] = {}
+        for u, t in zip((text % n).tolist(), flat[pos].tolist()):
+            marked.setdefault(u, []).append(t)
+        tokens = vocab.tokens
+        for u, tids in marked.items():
+            d: dict[str, int] = {}
+            for t in tids:
+                for nm in tokens[t].normalizations:
+                    d[nm] = d.get(nm, 0) + 1
+            rows[u] = tuple(sorted(d.items()))
+        return rows
+
+
+def _batch_compounds(batch, R, H, nr, nh, rk, hk, vocab: Vocabulary, filters, K) -> dict:
+    """``{b: punctuation._compounds(ref_b, hyp_b, K)}`` for the utterances where it can be
+    non-empty; the others have no compound.
+
+    ``_compounds`` finds a match only at a pair of word/number tokens whose keys are equal with
+    different values (then the key has two values in the vocabulary: ``multi``) or one key a
+    proper suffix of the other (then the longer token has a suffix that is some token's key:
+    ``live``).  Both are tested as (utterance, key id) codes of one side against the other
+    side's keys: a superset of the utterances with matches."""
+    live, multi = filters
+    B = len(batch)
+    V = len(vocab.key_id) + 1
+    rkv, hkv = rk >= 0, hk >= 0
+    codes_of = {}
+    for name, keys, valid in (("ref", rk, rkv), ("hyp", hk, hkv)):
+        bs, qs = np.nonzero(valid)
+        codes_of[name] = bs * V + keys[bs, qs]
+    flagged = np.zeros(B, dtype=bool)
+    # equal keys (symmetric: the reference side suffices)
+    m = rkv & multi[rk]
+    if m.any():
+        bs, qs = np.nonzero(m)
+        flagged[bs[np.isin(bs * V + rk[bs, qs], codes_of["hyp"])]] = True
+    t_suffix_start, t_suffix_len, suffix_ids = (vocab.t_suffix_start.array(), vocab.t_suffix_len.array(),
+                                                vocab.suffix_ids.array())
+    for ids, valid, other in ((R, rkv, codes_of["hyp"]), (H, hkv, codes_of["ref"])):
+        m = valid & live[ids]
+        if not m.any():
+            continue
+        bs, qs = np.nonzero(m)
+        tids = ids[bs, qs]
+        cnt = t_suffix_len[tids]
+        total = int(cnt.sum())
+        pos = np.repeat(t_suffix_start[tids] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+        owner = np.repeat(bs, cnt)
+        flagged[owner[np.isin(owner * V + suffix_ids[pos], other)]] = True
+    flagged &= (nr > 0) & (nh > 0)
+    out = {}
+    tokens = vocab.tokens
+    for b in np.flatnonzero(flagged).tolist():
+        ref = [tokens[t] for t in R[b, :nr[b]].tolist()]
+        hyp = [tokens[t] for t in H[b, :nh[b]].tolist()]
+        comps = P._compounds(ref, hyp, K)
+        if comps:
+            out[b] = comps
+    return out
