@@ -89,3 +89,10 @@ def test_indic_entities(entity, hyp, exact, errors):
     total, results = score_entities([entity], hyp)
     assert results[0].exact is exact
     assert total.counts.errors == errors
+
+
+def test_trailing_nul_characters_are_compared_exactly():
+    # numpy's fixed-width strings drop trailing NULs; the match must not ("a\0" is not "a")
+    assert best_substring_match(["a\0"], ["x", "a\0", "y"]) == (0, 1, 2)
+    assert best_substring_match(["a\0"], ["x", "a", "y"])[0] == 1
+    assert best_substring_match(["a"], ["x", "a\0"])[0] == 1

@@ -44,12 +44,16 @@ def best_substring_match(entity: Sequence[str], hyp: Sequence[str]) -> tuple[int
         return 0, 0, 0
     if m == 0:
         return n, 0, 0
-    hyp_arr = np.array(hyp, dtype=object)
+    # compare integer ids, not strings through numpy: numpy turns a str into a fixed-width
+    # string, which drops trailing NUL characters ("a\0" would equal "a")
+    ids: dict = {}
+    hyp_arr = np.fromiter((ids.setdefault(h, len(ids)) for h in hyp), np.int64, count=m)
+    entity_ids = [ids.get(e, -1) for e in entity]
     ar = np.arange(m + 1)
     cost = np.zeros(m + 1, dtype=np.int64)          # row 0: free start anywhere
     start = ar.copy()                               # start index of the span ending in each cell
     for i in range(1, n + 1):
-        sub = (hyp_arr != entity[i - 1]).astype(np.int64)
+        sub = (hyp_arr != entity_ids[i - 1]).astype(np.int64)
         diag = np.empty(m + 1, dtype=np.int64)
         diag[0] = np.iinfo(np.int64).max // 4
         diag[1:] = cost[:-1] + sub
