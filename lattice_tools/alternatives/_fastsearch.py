@@ -4,9 +4,18 @@ searched best-first with the exact log-semiring backward bound, with the per-sta
 numpy:
 
 * epsilons are removed once up front: every state gets the list of *word arcs reachable through
-  epsilon paths* with the log and tropical cost of those paths, and its closed exit weight;
+  epsilon paths* with the log and tropical cost of those paths, and its closed exit weight
+  (computed for all states of one epsilon-depth level at a time);
 * a determinized state is a pair of arrays (states, residual costs); its expansion gathers the
-  closed word arcs of all its states at once and reduces them by ``(word, destination)``.
+  closed word arcs of all its states at once and reduces them by ``(word, destination)``, grouped
+  with numpy's radix sort on keys made small by renumbering the automaton's words densely;
+* the best single path of each output sequence (for word times) is a Viterbi pass over the trie
+  of the outputs, whose per-step "cheapest candidate per (trie node, state)" is a dense
+  scatter-minimum instead of a sort.
+
+Every one of these keeps the arithmetic of the plain per-state formulation (segmented numpy
+reductions do not depend on what else is in the array), so the results are bitwise those of
+expanding one state at a time (tests/test_phrases_fast.py).
 """
 from __future__ import annotations
 
@@ -41,7 +50,7 @@ def _starts(sorted_keys: np.ndarray) -> np.ndarray:
     if len(flags):
         flags[0] = True
         np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=flags[1:])
-    return np.flatnonzero(flags)
+    return flags.nonzero()[0]
 
 
 def _argsort_stable_keys(keys: np.ndarray) -> np.ndarray:
@@ -50,6 +59,42 @@ def _argsort_stable_keys(keys: np.ndarray) -> np.ndarray:
     n = len(keys)
     if n and int(keys.max()) < (1 << 62) // max(n, 1):
         return np.argsort(keys * n + np.arange(n, dtype=np.int64))
+    return np.argsort(keys, kind="stable")
+
+
+#: Keys below this span are sorted with one 16-bit radix pass; below 2**32, with two passes once
+#: an expansion gathers at least RADIX_MIN_TOTAL arcs (fewer: a composite-key quicksort is faster).
+RADIX16_SPAN = 1 << 16
+RADIX32_SPAN = 1 << 32
+RADIX_MIN_TOTAL = 512
+
+
+def _radix_halves(keys: np.ndarray, span: int):
+    """``(low, high)`` uint16 halves of non-negative ``keys < span`` for :func:`_stable_order`
+    (``high`` is None when one half suffices; both None when the keys need more than 32 bits)."""
+    if span <= RADIX16_SPAN:
+        return keys.astype(np.uint16), None
+    if span <= RADIX32_SPAN:
+        return (keys & 0xFFFF).astype(np.uint16), (keys >> 16).astype(np.uint16)
+    return None, None
+
+
+def _stable_order(keys: np.ndarray, idx: np.ndarray, low: np.ndarray | None, high: np.ndarray | None,
+                  ramp: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for ``keys = table[idx]`` (non-negative int64), given
+    the table's radix halves (:func:`_radix_halves`) and ``ramp = arange(len(keys))``.
+
+    numpy's stable sort of 16-bit integers is a radix sort (linear time); two stable passes, low
+    half then high half, sort 32-bit keys.  Otherwise the keys made unique with their index
+    (``key * n + i``) are sorted with the faster unstable sort, which gives the same order."""
+    total = len(keys)
+    if low is not None and high is None:
+        return np.argsort(low[idx], kind="stable")
+    if low is not None and total >= RADIX_MIN_TOTAL:
+        o1 = np.argsort(low[idx], kind="stable")
+        return o1[np.argsort(high[idx[o1]], kind="stable")]
+    if int(keys.max()) < (1 << 62) // total:
+        return np.argsort(keys * total + ramp)
     return np.argsort(keys, kind="stable")
 
 
@@ -67,16 +112,37 @@ def _first_min_per_group(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     return order[hit[_starts(np.searchsorted(seg, hit, side="right"))]]
 
 
-def _seg_logsum(values: np.ndarray, seg: np.ndarray) -> np.ndarray:
-    """Log-semiring sum of cost segments starting at ``seg`` (callers silence numpy warnings
-    once around the whole search instead of per call)."""
+def _first_min_per_cell(cells: np.ndarray, values: np.ndarray, num_cells: int) -> np.ndarray:
+    """:func:`_first_min_per_group` for keys that are small integers (``0 <= cells < num_cells``):
+    the same indices (groups in increasing key order, the earliest index among equal minima; a
+    group whose minimum is NaN gives its earliest index), found with two scatter-minimum passes
+    over a dense table instead of a sort (linear time; ~5x faster on millions of candidates)."""
+    n = len(cells)
+    # ufunc.at takes a ~25x slower generic path unless the dtypes are numpy's canonical instances
+    # (arrays that went through pickle, for one, are not): views fix that for free
+    cells, values = cells.view(np.int64), values.view(np.float64)
+    table = np.full(num_cells, INF)
+    with np.errstate(invalid="ignore"):
+        np.minimum.at(table, cells, values)  # propagates NaN like np.minimum.reduceat
+    best = table[cells]
+    hit = np.flatnonzero((values == best) | np.isnan(best))
+    first = np.full(num_cells, n, dtype=np.int64)
+    np.minimum.at(first, cells[hit], hit)
+    return first[first < n]
+
+
+def _seg_logsum(values: np.ndarray, seg: np.ndarray, lens: np.ndarray | None = None) -> np.ndarray:
+    """Log-semiring sum of cost segments starting at ``seg`` (``lens``: their lengths, if the
+    caller has them; callers silence numpy warnings once around the whole search instead of per
+    call)."""
     if len(seg) == len(values):
         # all segments are singletons: m - log(exp(m - m)) is exactly m (exp(0) = 1, log(1) = 0)
         return values.copy()
     m = np.minimum.reduceat(values, seg)
-    lens = np.empty(len(seg), dtype=np.int64)
-    lens[:-1] = seg[1:] - seg[:-1]
-    lens[-1] = len(values) - seg[-1]
+    if lens is None:
+        lens = np.empty(len(seg), dtype=np.int64)
+        lens[:-1] = seg[1:] - seg[:-1]
+        lens[-1] = len(values) - seg[-1]
     ex = np.exp(m.repeat(lens) - values)
     out = m - np.log(np.add.reduceat(ex, seg))
     out[m == INF] = INF
@@ -110,50 +176,77 @@ class _Closed:
             eps_out: dict = {}
             for s, d, c in zip(es, ed, ec):
                 eps_out.setdefault(s, []).append((d, c))
-            closed: dict = {}  # state -> (arcs, log costs, best costs) for states with epsilon arcs
             x_lc_l, x_bc_l = x_lc.tolist(), x_bc.tolist()
-
-            def rows(state):
-                got = closed.get(state)
-                if got is not None:
-                    return got
-                a = wa[w_off[state]:w_off[state + 1]]
-                return a, cost[a], cost[a]
-
+            # exit weights: scalar updates in reverse topological order; and each epsilon
+            # state's level (1 + the highest level among its epsilon successors)
+            level: dict = {}
             for s in sorted(eps_out, reverse=True):
-                parts = [rows(s)]
                 xl, xb = x_lc_l[s], x_bc_l[s]
+                lv = 0
                 for d, c in eps_out[s]:
                     xl = log_add(xl, c + x_lc_l[d])
                     xb = min(xb, c + x_bc_l[d])
-                    a, lc, bc = rows(d)
-                    parts.append((a, lc + c, bc + c))
-                arcs_ = np.concatenate([p_[0] for p_ in parts])
-                lcs = np.concatenate([p_[1] for p_ in parts])
-                bcs = np.concatenate([p_[2] for p_ in parts])
-                if len(arcs_):
-                    order = np.argsort(arcs_, kind="stable")
-                    arcs_s = arcs_[order]
-                    seg = _starts(arcs_s)
-                    closed[s] = (arcs_s[seg], _segment_reduce(lcs[order], seg, True),
-                                 np.minimum.reduceat(bcs[order], seg))
-                else:
-                    closed[s] = (arcs_, lcs, bcs)
+                    if d in level and level[d] >= lv:
+                        lv = level[d] + 1
                 x_lc_l[s], x_bc_l[s] = xl, xb
+                level[s] = lv
             x_lc, x_bc = np.array(x_lc_l), np.array(x_bc_l)
-            plain = np.ones(m, dtype=bool)
-            plain[list(closed)] = False
-            idx, rep = _gather(w_off, np.flatnonzero(plain))
-            pa = wa[idx]
-            cs = list(closed)
-            rs = np.concatenate([np.repeat(np.array(cs, dtype=np.int64), [len(closed[c][0]) for c in cs]), ws[idx]])
-            arcs_ = np.concatenate([closed[c][0] for c in cs] + [pa])
-            lcs = np.concatenate([closed[c][1] for c in cs] + [cost[pa]])
-            bcs = np.concatenate([closed[c][2] for c in cs] + [cost[pa]])
-            order = np.argsort(rs, kind="stable")
-            rs = rs[order]
-            self.w_arc, self.w_lc, self.w_bc = arcs_[order], lcs[order], bcs[order]
-            self.w_off = np.searchsorted(rs, np.arange(m + 1))
+            # closed rows, one level at a time (all states of a level in one batch of numpy
+            # calls): a state's row is its own word arcs followed by the rows of its epsilon
+            # successors (cost added), reduced per arc -- log sum, and minimum -- in that order.
+            # Segments reduce independently, so the numbers are those of one state at a time.
+            store_arc, store_lc, store_bc = [wa], [cost[wa]], [cost[wa]]
+            row_lo = w_off[:-1].copy()
+            row_len = np.diff(w_off)
+            stored = len(wa)
+            by_level: dict = {}
+            for s_, lv in level.items():
+                by_level.setdefault(lv, []).append(s_)
+            for lv in sorted(by_level):
+                level_states = sorted(by_level[lv])
+                # the pieces of each state's row, in order: (owner, source state, added cost, own?)
+                pieces = []
+                for r, s_ in enumerate(level_states):
+                    pieces.append((r, s_, 0.0, True))
+                    pieces.extend((r, d, c, False) for d, c in eps_out[s_])
+                owners, sources, adds, own = zip(*pieces)
+                level_states = np.array(level_states, dtype=np.int64)
+                sources = np.array(sources, dtype=np.int64)
+                cnt = row_len[sources]
+                total = int(cnt.sum())
+                arc_all = np.concatenate(store_arc) if len(store_arc) > 1 else store_arc[0]
+                lc_all = np.concatenate(store_lc) if len(store_lc) > 1 else store_lc[0]
+                bc_all = np.concatenate(store_bc) if len(store_bc) > 1 else store_bc[0]
+                store_arc, store_lc, store_bc = [arc_all], [lc_all], [bc_all]
+                pos = np.repeat(row_lo[sources] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+                add = np.repeat(np.array(adds), cnt)
+                is_own = np.repeat(np.array(own), cnt)
+                arcs_ = arc_all[pos]
+                lcs = np.where(is_own, lc_all[pos], lc_all[pos] + add)
+                bcs = np.where(is_own, bc_all[pos], bc_all[pos] + add)
+                owner = np.repeat(np.array(owners, dtype=np.int64), cnt)
+                n_out = np.zeros(len(level_states), dtype=np.int64)
+                if total:
+                    key = owner * (int(arcs_.max()) + 1) + arcs_
+                    order = np.argsort(key, kind="stable")
+                    ks = key[order]
+                    seg = _starts(ks)
+                    new_arc = arcs_[order][seg]
+                    new_lc = _segment_reduce(lcs[order], seg, True)
+                    new_bc = np.minimum.reduceat(bcs[order], seg)
+                    new_owner = owner[order][seg]
+                    n_out = np.bincount(new_owner, minlength=len(level_states))
+                    store_arc.append(new_arc), store_lc.append(new_lc), store_bc.append(new_bc)
+                row_lo[level_states] = stored + np.cumsum(n_out) - n_out
+                row_len[level_states] = n_out
+                stored += int(n_out.sum())
+            arc_all = np.concatenate(store_arc)
+            cnt = row_len
+            idx = np.repeat(row_lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
+            self.w_arc = arc_all[idx]
+            self.w_lc = np.concatenate(store_lc)[idx]
+            self.w_bc = np.concatenate(store_bc)[idx]
+            self.w_off = np.r_[0, np.cumsum(cnt)]
         else:
             self.w_arc = wa
             self.w_lc = cost[wa]
@@ -223,10 +316,15 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
         return j
 
     w_off, w_lc, x_lc = cl.w_off, cl.w_lc, cl.x_lc
-    # per-expansion numpy call overhead dominates (median 32 gathered arcs), so everything that
-    # depends only on the closed arcs is computed once: row lengths, (label, dst) keys, aranges
+    # per-expansion numpy call overhead matters (median 32 gathered arcs), so everything that
+    # depends only on the closed arcs is computed once: row lengths, (label, dst) keys, aranges.
+    # Keys use the automaton's labels renumbered densely (order-preserving), so that they often
+    # fit in 16 or 32 bits and the stable grouping sort can be numpy's radix sort (O(n); the
+    # big expansions, up to ~10^5 gathered arcs, dominate the run time).
     w_cnt = np.diff(w_off)
-    w_key = cl.w_lab * m + cl.w_dst
+    lab_values = np.unique(cl.w_lab)
+    w_key = np.searchsorted(lab_values, cl.w_lab).astype(np.int64) * m + cl.w_dst
+    w_key16, w_key_hi = _radix_halves(w_key, len(lab_values) * m)
     ramp = np.arange(max(len(w_lc), m) + 1, dtype=np.int64)
 
     def expand(j):
@@ -237,51 +335,43 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
         out = []
         if total:
             # the rows of S concatenated (what _gather(w_off, S) returns)
-            if total < len(ramp) and len(S) < len(ramp):
-                ramp_s, ramp_t = ramp[:len(S)], ramp[:total]
-            else:  # only if S repeats a state
-                ramp_s, ramp_t = np.arange(len(S)), np.arange(total)
-            rep = np.repeat(ramp_s, cnt)
+            ramp_t = ramp[:total] if total < len(ramp) else np.arange(total)
             idx = np.repeat(w_off[S] - (np.cumsum(cnt) - cnt), cnt) + ramp_t
-            v = R[rep] + w_lc[idx]
+            v = np.repeat(R, cnt) + w_lc[idx]
             k2 = w_key[idx]
-            if int(k2.max()) < (1 << 62) // total:  # the stable order, via a unique composite key
-                order = np.argsort(k2 * total + ramp_t)
-            else:
-                order = np.argsort(k2, kind="stable")
+            order = _stable_order(k2, idx, w_key16, w_key_hi, ramp_t)
             k2s = k2[order]
             seg = _starts(k2s)
             val = _seg_logsum(v[order], seg)
             uk = k2s[seg]
             ulab, ud = uk // m, uk % m
             lseg = _starts(ulab)
-            wsum = _seg_logsum(val, lseg)
             ends = np.empty(len(lseg) + 1, dtype=np.int64)
             ends[:-1] = lseg
             ends[-1] = len(ulab)
-            lens = np.diff(ends)
-            resid = val - np.repeat(wsum, lens)
-            hval = _seg_logsum(resid + beta[ud], lseg)
-            bounds = ends.tolist()
-            labs = ulab[lseg].tolist()
-            ws = wsum.tolist()
-            hs = hval.tolist()
+            lens = ends[1:] - lseg
+            wsum = _seg_logsum(val, lseg, lens)
+            resid = val - wsum.repeat(lens)
+            hval = _seg_logsum(resid + beta[ud], lseg, lens)
+            ends8 = (ends * 8).tolist()  # byte offsets of each successor's slice
             # intern every successor with one rounding pass and byte slices (the same keys as
             # intern(): the int64 bytes of the states and of the rounded residuals)
             ud_bytes = ud.tobytes()
             rq_bytes = np.rint(resid / resolution).astype(np.int64).tobytes()
-            for i, w in enumerate(labs):
-                if ws[i] == INF:
+            for w, wsi, hsi, a8, b8 in zip(lab_values[ulab[lseg]].tolist(), wsum.tolist(), hval.tolist(),
+                                           ends8, ends8[1:]):
+                if wsi == INF:
                     continue
-                a, b = bounds[i], bounds[i + 1]
-                k = (ud_bytes[8 * a:8 * b], rq_bytes[8 * a:8 * b])
+                k = (ud_bytes[a8:b8], rq_bytes[a8:b8])
                 nj = det_keys.get(k)
                 if nj is None:
                     nj = det_keys[k] = len(det_sets)
-                    det_sets.append((ud[a:b], resid[a:b]))
-                    det_h.append(hs[i])
+                    det_sets.append((ud[a8 >> 3:b8 >> 3], resid[a8 >> 3:b8 >> 3]))
+                    det_h.append(hsi)
                     det_exp.append(None)
-                out.append((w, nj, ws[i]))
+                    out.append((wsi + hsi, w, nj, wsi))
+                else:
+                    out.append((wsi + det_h[nj], w, nj, wsi))
         det_exp[j] = (fin, out)
         det_sets[j] = None
         return det_exp[j]
@@ -293,7 +383,7 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
             # spread over very many sequences), fall back to the exact bound below, reusing
             # every determinized state built so far
             try:
-                found = _best_first(intern, expand, det_h, det_exp, root_s, root_r, n,
+                found = _best_first(intern, expand, None, det_exp, root_s, root_r, n,
                                     min(max_pops, lazy_pops + 20 * n), key)
             except BudgetExceededError:
                 found = None
@@ -326,22 +416,25 @@ def _exact_bounds(j0, expand, det_exp, max_states, key) -> list:
             raise BudgetExceededError(f"log-determinization exceeded {max_states} states", key=key)
         stack.append((j, True))
         exp = det_exp[j] if det_exp[j] is not None else expand(j)
-        for _, nj, _ in exp[1]:
+        for _, _, nj, _ in exp[1]:
             if nj not in visited:
                 stack.append((nj, False))
     best = [INF] * len(det_exp)
     for j in order:
         fin, trans = det_exp[j]
         b = fin
-        for _, nj, c in trans:
+        for _, _, nj, c in trans:
             if c + best[nj] < b:
                 b = c + best[nj]
         best[j] = b
     return best
 
 
-def _best_first(intern, expand, det_h, det_exp, root_s, root_r, n, max_pops, key) -> list:
+def _best_first(intern, expand, h, det_exp, root_s, root_r, n, max_pops, key) -> list:
     """The best-first loop: ``[(labels link, cost)]`` of the first ``n`` end nodes popped.
+
+    ``h``: per determinized state, the bound of its completions; ``None`` for the log-sum bound
+    that each expansion already added to its transitions ``(c + h(next), label, next, c)``.
 
     Lazy successor enumeration: each determinized state's outgoing choices (its end weight and its
     transitions) are sorted once by their bound ``c + h(next)``; a heap entry is "choice ``i`` of
@@ -359,7 +452,7 @@ def _best_first(intern, expand, det_h, det_exp, root_s, root_r, n, max_pops, key
             if exp is None:
                 exp = expand(j)
             fin, trans = exp
-            items = [(c + det_h[nj], w, nj, c) for w, nj, c in trans]
+            items = list(trans) if h is None else [(c + h[nj], w, nj, c) for _, w, nj, c in trans]
             if fin < INF:
                 items.append((fin, -1, -1, fin))
             items.sort()
@@ -409,13 +502,16 @@ def _labels(link) -> tuple:
 def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
     """Best single path (cost, word-arc ids) reading each sequence: a tropical Viterbi pass over
     the trie of the sequences, vectorized over all trie nodes of one depth at a time.  Closed word
-    arcs are indexed by ``(state, label)`` so that only arcs matching a trie child are touched."""
+    arcs are indexed by ``(state, label)`` (a dense table over the automaton's states and its
+    labels) so that only arcs matching a trie child are touched; the best candidate of each
+    ``(trie node, state)`` is the cheapest, the earliest one among equal costs."""
     result: dict = {}
     if not sequences:
         return result
     V = int(cl.w_lab.max(initial=0)) + 1
     child_of: dict = {}
     end_seq = [-1]
+    node_depth = [0]
     for q, seq in enumerate(sequences):
         node = 0
         for w in seq:
@@ -424,21 +520,37 @@ def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
             if nxt is None:
                 nxt = child_of[k] = len(end_seq)
                 end_seq.append(-1)
+                node_depth.append(node_depth[node] + 1)
             node = nxt
         end_seq[node] = q
     end_arr = np.array(end_seq, dtype=np.int64)
     n_nodes = len(end_seq)
+    # rank of every trie node among the nodes of its depth, in node-id order: the dense index
+    # of a node within one depth step (monotone, so cell order is (node, state) order)
+    depth = np.array(node_depth, dtype=np.int64)
+    by_depth = _argsort_stable_keys(depth)
+    depth_start = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
+    depth_rank = np.empty(n_nodes, dtype=np.int64)
+    depth_rank[by_depth] = np.arange(n_nodes) - depth_start[depth[by_depth]]
     ck = np.fromiter(child_of.keys(), dtype=np.int64, count=len(child_of))
     cid = np.fromiter(child_of.values(), dtype=np.int64, count=len(child_of))
     o = np.argsort(ck, kind="stable")
     ck, cid = ck[o], cid[o]
     ch_parent, ch_label = ck // V, ck % V
     ch_off = np.searchsorted(ch_parent, np.arange(n_nodes + 1))
-    # closed word arcs sorted by (state, label)
+    # closed word arcs sorted by (state, label); labels renumbered densely (order-preserving)
+    # so that arc range of any (state, label) is two table look-ups
+    labels = np.unique(cl.w_lab)
+    L = len(labels)
     row_state = np.repeat(np.arange(cl.m, dtype=np.int64), np.diff(cl.w_off))
-    sl_key = row_state * V + cl.w_lab
-    sl_order = np.argsort(sl_key, kind="stable")
-    sl_sorted = sl_key[sl_order]
+    sl_key = row_state * L + np.searchsorted(labels, cl.w_lab)
+    arange = np.arange(len(sl_key), dtype=np.int64)
+    sl_order = _stable_order(sl_key, arange, *_radix_halves(sl_key, cl.m * L), arange)
+    sl_dst, sl_bc, sl_id = cl.w_dst[sl_order], cl.w_bc[sl_order], cl.w_id[sl_order]
+    sl_count = np.bincount(sl_key, minlength=cl.m * L)
+    sl_start = np.cumsum(sl_count) - sl_count
+    pos_l = np.minimum(np.searchsorted(labels, ch_label), max(L - 1, 0))
+    ch_label_c = np.where(labels[pos_l] == ch_label, pos_l, -1) if L else np.full(len(ch_label), -1)
     link_arc: list = []
     link_parent: list = []
     n_links = 0
@@ -451,30 +563,33 @@ def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
         fin = np.flatnonzero(seq >= 0)
         if len(fin):
             tot = bc[fin] + cl.x_bc[state[fin]]
-            first = _first_min_per_group(seq[fin], tot)
+            first = _first_min_per_cell(seq[fin], tot, len(sequences))
             q = seq[fin][first]
             best_cost[q] = tot[first]
             best_link[q] = link[fin][first]
         cidx, prow = _gather(ch_off, node)  # (row, child) pairs
         if not len(cidx):
             break
-        key = state[prow] * V + ch_label[cidx]
-        lo = np.searchsorted(sl_sorted, key, side="left")
-        hi = np.searchsorted(sl_sorted, key, side="right")
-        cnt = hi - lo
+        lab_c = ch_label_c[cidx]
+        key = state[prow] * L + lab_c
+        cnt = np.where(lab_c >= 0, sl_count[np.maximum(key, 0)], 0)
+        lo = sl_start[np.maximum(key, 0)]
         total = int(cnt.sum())
         if not total:
             break
+        # per (row, child) query first, then per candidate arc (a query's arcs are contiguous
+        # in the (state, label) order)
+        q_child = cid[cidx]
+        q_rank = depth_rank[q_child]
         pair = np.repeat(np.arange(len(key)), cnt)
         pos = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt - lo, cnt)
-        arcs = sl_order[pos]
-        child = cid[cidx[pair]]
-        d = cl.w_dst[arcs]
-        v = bc[prow[pair]] + cl.w_bc[arcs]
-        first = _first_min_per_group(child * cl.m + d, v)
-        link_arc.append(cl.w_id[arcs[first]])
-        link_parent.append(link[prow[pair[first]]])
-        node, state, bc = child[first], d[first], v[first]
+        d = sl_dst[pos]
+        v = bc[prow].repeat(cnt) + sl_bc[pos]
+        first = _first_min_per_cell(q_rank.repeat(cnt) * cl.m + d, v, (int(q_rank.max()) + 1) * cl.m)
+        pf = pair[first]
+        link_arc.append(sl_id[pos[first]])
+        link_parent.append(link[prow[pf]])
+        node, state, bc = q_child[pf], d[first], v[first]
         link = np.arange(n_links, n_links + len(first), dtype=np.int64)
         n_links += len(first)
     # trace every sequence's best path back at once: one numpy step per trie depth; column c of

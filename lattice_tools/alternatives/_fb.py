@@ -31,14 +31,17 @@ def state_blocks(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarra
     return np.asarray(bounds, dtype=np.int64)
 
 
-def _segment_reduce(values: np.ndarray, seg_starts: np.ndarray, log: bool) -> np.ndarray:
-    """Semiring sum of ``values`` over segments starting at ``seg_starts`` (sorted, non-empty)."""
+def _segment_reduce(values: np.ndarray, seg_starts: np.ndarray, log: bool, seg_len: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """Semiring sum of ``values`` over segments starting at ``seg_starts`` (sorted, non-empty);
+    ``seg_len`` (their lengths) may be given when already known."""
     m = np.minimum.reduceat(values, seg_starts)
     if not log:
         return m
-    seg_len = np.empty(len(seg_starts), dtype=np.int64)
-    seg_len[:-1] = np.diff(seg_starts)
-    seg_len[-1] = len(values) - seg_starts[-1]
+    if seg_len is None:
+        seg_len = np.empty(len(seg_starts), dtype=np.int64)
+        seg_len[:-1] = np.diff(seg_starts)
+        seg_len[-1] = len(values) - seg_starts[-1]
     rep = np.repeat(m, seg_len)
     with np.errstate(invalid="ignore", over="ignore"):
         ex = np.exp(-(values - rep))
@@ -48,6 +51,42 @@ def _segment_reduce(values: np.ndarray, seg_starts: np.ndarray, log: bool) -> np
         out = m - np.log(s)
     out[~np.isfinite(m)] = INF
     return out
+
+
+def _run_starts(keys: np.ndarray) -> np.ndarray:
+    """Start index of each run of equal values (``keys`` non-empty)."""
+    flags = np.empty(len(keys), dtype=bool)
+    flags[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=flags[1:])
+    return np.flatnonzero(flags)
+
+
+class BlockPlan:
+    """The per-block index work of the forward and backward passes over one graph, done once so
+    that several passes (e.g. log and tropical) share it.  For each block: the slice of in-arcs
+    (forward, arcs ordered by destination) or out-arcs (backward), the segment starts and
+    lengths of the reduction, and the states it writes."""
+
+    def __init__(self, num_states, src, dst, blocks=None):
+        self.blocks = state_blocks(num_states, src, dst) if blocks is None else blocks
+        order = np.argsort(dst, kind="stable")
+        dst_sorted = dst[order]
+        self.fwd_arcs = order
+        self.fwd_src = src[order]
+        self.fwd = self._segments(dst_sorted, np.searchsorted(dst_sorted, self.blocks))
+        self.bwd = self._segments(src, np.searchsorted(src, self.blocks))
+
+    @staticmethod
+    def _segments(keys, offs):
+        out = []
+        for i in range(len(offs) - 1):
+            lo, hi = int(offs[i]), int(offs[i + 1])
+            if lo == hi:
+                continue
+            seg = _run_starts(keys[lo:hi])
+            seg_len = np.diff(np.append(seg, hi - lo))
+            out.append((lo, hi, seg, seg_len, keys[lo:hi][seg]))
+        return out
 
 
 def log_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -72,12 +111,14 @@ class ForwardBackward:
     state, final cost included), ``total`` (``beta[0]`` or the (+) over starts).
     """
 
-    def __init__(self, num_states, src, dst, cost, final_cost, *, log=True, start_cost=None, blocks=None):
+    def __init__(self, num_states, src, dst, cost, final_cost, *, log=True, start_cost=None, blocks=None,
+                 plan: BlockPlan | None = None):
         self.num_states = num_states
         self.src, self.dst, self.cost = src, dst, np.asarray(cost, dtype=np.float64)
         self.final_cost = np.asarray(final_cost, dtype=np.float64)
         self.log = log
-        self.blocks = state_blocks(num_states, src, dst) if blocks is None else blocks
+        self.plan = plan if plan is not None else BlockPlan(num_states, src, dst, blocks)
+        self.blocks = self.plan.blocks
         if start_cost is None:
             start_cost = np.full(num_states, INF)
             start_cost[0] = 0.0
@@ -89,35 +130,19 @@ class ForwardBackward:
 
     def _forward(self, start_cost):
         alpha = start_cost.copy()
-        order = np.argsort(self.dst, kind="stable")
-        dst_sorted = self.dst[order]
-        offs = np.searchsorted(dst_sorted, self.blocks)
-        for i in range(len(self.blocks) - 1):
-            lo, hi = offs[i], offs[i + 1]
-            if lo == hi:
-                continue
-            idx = order[lo:hi]
-            vals = alpha[self.src[idx]] + self.cost[idx]
-            d = dst_sorted[lo:hi]
-            seg = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
-            red = _segment_reduce(vals, seg, self.log)
-            tgt = d[seg]
-            alpha[tgt] = log_add(alpha[tgt], red) if self.log else np.minimum(alpha[tgt], red)
+        plan, log = self.plan, self.log
+        src_sorted, cost_sorted = plan.fwd_src, self.cost[plan.fwd_arcs]
+        for lo, hi, seg, seg_len, tgt in plan.fwd:
+            red = _segment_reduce(alpha[src_sorted[lo:hi]] + cost_sorted[lo:hi], seg, log, seg_len)
+            alpha[tgt] = log_add(alpha[tgt], red) if log else np.minimum(alpha[tgt], red)
         return alpha
 
     def _backward(self):
         beta = self.final_cost.copy()
-        offs = np.searchsorted(self.src, self.blocks)
-        for i in range(len(self.blocks) - 2, -1, -1):
-            lo, hi = offs[i], offs[i + 1]
-            if lo == hi:
-                continue
-            vals = self.cost[lo:hi] + beta[self.dst[lo:hi]]
-            s = self.src[lo:hi]
-            seg = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
-            red = _segment_reduce(vals, seg, self.log)
-            tgt = s[seg]
-            beta[tgt] = log_add(beta[tgt], red) if self.log else np.minimum(beta[tgt], red)
+        cost, dst, log = self.cost, self.dst, self.log
+        for lo, hi, seg, seg_len, tgt in reversed(self.plan.bwd):
+            red = _segment_reduce(cost[lo:hi] + beta[dst[lo:hi]], seg, log, seg_len)
+            beta[tgt] = log_add(beta[tgt], red) if log else np.minimum(beta[tgt], red)
         return beta
 
     def arc_posteriors(self) -> np.ndarray:

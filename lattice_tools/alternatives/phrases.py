@@ -50,7 +50,7 @@ from ..lattice import Lattice
 from ._common import prepare
 from ._fb import INF, ForwardBackward, _segment_reduce, log_add
 from ._fastsearch import search_arrays
-from .network import Alternatives, Slot
+from .network import Alternative, Alternatives, Slot
 from .nbest import alternative_from_path
 
 
@@ -120,7 +120,7 @@ class PhraseDecomposition:
         labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
         self.labels, self.cost, self.final = labels, cost, final
         fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
-        vit = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=False, blocks=fb.blocks)
+        vit = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=False, plan=fb.plan)
         self.fb, self.total = fb, fb.total
         self.posteriors = fb.arc_posteriors()
         self.cuts = phrase_cuts(lat, self.posteriors, labels, posterior_threshold)
@@ -198,6 +198,40 @@ class PhraseDecomposition:
                                    beta[states], n, max_pops=max_pops, key=lat.key or None)
 
 
+class _AlternativeMaker:
+    """``make(arcs, posterior)``: the :class:`Alternative` of
+    :func:`~lattice_tools.alternatives.nbest.alternative_from_path` (words and times of the path's
+    non-silence arcs, every confidence = the posterior), built without re-validating fields that
+    are already normalized here (tuples of Python floats), which is most of the cost of tens of
+    thousands of small objects.  Falls back to the ordinary constructor if ``Alternative`` ever
+    stops being a plain (``__dict__``) dataclass with these fields."""
+
+    _FIELDS = ("words", "starts", "durations", "posterior", "confidences")
+
+    def __init__(self, lat: Lattice, labels):
+        self.cache: dict = {}
+        self.lat, self.labels = lat, labels
+        alternative_from_path(lat, labels, (), 1.0, self.cache)  # fills the per-arc lists
+        fields = getattr(Alternative, "__dataclass_fields__", {})
+        self.fast = tuple(fields) == self._FIELDS and not hasattr(Alternative, "__slots__")
+        c = self.cache
+        # per arc: (word, start, duration), None for silence (skipped, as alternative_from_path does)
+        self.per_arc = [None if lab == 0 else (w, st, du)
+                        for lab, w, st, du in zip(c["labels"], c["word"], c["start"], c["dur"])]
+
+    def __call__(self, arcs, posterior: float) -> Alternative:
+        if not self.fast:
+            return alternative_from_path(self.lat, self.labels, arcs, posterior, self.cache)
+        rows = [self.per_arc[a] for a in arcs]
+        if None in rows:
+            rows = [r for r in rows if r is not None]
+        words, starts, durs = zip(*rows) if rows else ((), (), ())
+        alt = object.__new__(Alternative)
+        alt.__dict__.update(words=words, starts=starts, durations=durs, posterior=posterior,
+                            confidences=(posterior,) * len(words))
+        return alt
+
+
 def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, acoustic_scale: float = 1.0,
             lm_scale: float = 1.0, word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
             max_pops: int = 2_000_000) -> Alternatives:
@@ -216,10 +250,10 @@ def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, ac
                               word_penalty=word_penalty, silence_words=silence_words)
     fs = lat.frame_shift
     slots = []
-    cache: dict = {}
+    make = _AlternativeMaker(lat, dec.labels)
+    total = dec.total
     for k, results in dec.search(n, max_pops=max_pops):
-        alts = tuple(alternative_from_path(lat, dec.labels, r.best_arcs, math.exp(-(r.cost - dec.total)), cache)
-                     for r in results)
+        alts = tuple([make(r.best_arcs, math.exp(-(r.cost - total))) for r in results])
         if not alts or all(a.is_empty for a in alts):
             continue
         b0, b1 = dec.phrase_span(k)

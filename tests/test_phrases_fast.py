@@ -1,0 +1,169 @@
+"""The speed-ups of the phrase search (issue 4) change no output: each fast path is checked against
+the plain numpy operation it replaces, and the whole search is run with every sort path forced."""
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from _alt_helpers import chained_lattice_strategy, lattice_strategy, log_add, ps_lattice
+from lattice_tools.alternatives import _fastsearch
+from lattice_tools.alternatives._fastsearch import (_Closed, _first_min_per_cell, _first_min_per_group, _radix_halves,
+                                                    _stable_order)
+from lattice_tools.alternatives._fb import BlockPlan, ForwardBackward
+from lattice_tools.alternatives.nbest import alternative_from_path
+from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker, phrases
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3000), st.sampled_from([7, 1 << 16, 70_000, 1 << 32, 1 << 40]), st.integers(0, 2 ** 32))
+def test_stable_order_is_stable_argsort(n, span, seed):
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, span, size=max(n // 3, 1), dtype=np.int64)
+    if seed % 2:
+        table[: len(table) // 2] = table[0]  # many ties
+    idx = rng.integers(0, len(table), size=n)
+    keys = table[idx]
+    low, high = _radix_halves(table, span)
+    got = _stable_order(keys, idx, low, high, np.arange(n, dtype=np.int64))
+    np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 2000), st.integers(1, 50), st.integers(0, 2 ** 32), st.booleans())
+def test_first_min_per_cell_is_first_min_per_group(n, cells, seed, pickled):
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, cells, size=n).astype(np.int64)
+    values = np.round(rng.normal(size=n), 1)  # rounding makes equal minima common
+    values[rng.random(n) < 0.05] = math.inf
+    values[rng.random(n) < 0.02] = math.nan
+    if pickled:  # non-canonical dtype instances: the slow-path trigger of ufunc.at
+        keys, values = pickle.loads(pickle.dumps((keys, values)))
+    np.testing.assert_array_equal(_first_min_per_cell(keys, values, cells), _first_min_per_group(keys, values))
+
+
+@settings(max_examples=60, deadline=None)
+@given(chained_lattice_strategy())
+def test_shared_block_plan_is_bitwise_identical(lat):
+    cost = lat.arc_costs(1.0, 1.0, 0.0)
+    final = lat.final_costs(1.0, 1.0)
+    plan = BlockPlan(lat.num_states, lat.src, lat.dst)
+    for log in (True, False):
+        alone = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=log)
+        shared = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=log, plan=plan)
+        np.testing.assert_array_equal(alone.alpha, shared.alpha)
+        np.testing.assert_array_equal(alone.beta, shared.beta)
+        assert alone.total == shared.total
+        # independent reference: a scalar pass in topological order
+        alpha = [math.inf] * lat.num_states
+        alpha[0] = 0.0
+        for s, d, c in sorted(zip(lat.src.tolist(), lat.dst.tolist(), cost.tolist())):
+            v = alpha[s] + c
+            if log:
+                lo, hi = min(alpha[d], v), max(alpha[d], v)
+                alpha[d] = lo if hi == math.inf else lo - math.log1p(math.exp(lo - hi))
+            else:
+                alpha[d] = min(alpha[d], v)
+        np.testing.assert_allclose(shared.alpha, alpha, rtol=1e-12, atol=1e-9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lattice_strategy(max_states=9, max_arcs=22))
+def test_closed_rows_equal_epsilon_path_enumeration(lat):
+    """The level-batched epsilon closure: every state's closed word arcs (log sum and best cost
+    over the epsilon paths leading to them) and closed exit weights, against enumerating the
+    epsilon paths one by one."""
+    labels = lat.word.astype(np.int64) % 3  # ~1/3 of the arcs become epsilons
+    cost = lat.arc_costs(1.0, 1.0, 0.0)
+    final = lat.final_costs(1.0, 1.0)
+    m = lat.num_states
+    cl = _Closed(m, lat.src.astype(np.int64), lat.dst.astype(np.int64), labels, cost,
+                 np.arange(lat.num_arcs, dtype=np.int64) + 1000, final.copy(), final.copy())
+    out = {s: [] for s in range(m)}
+    for a, (s, d) in enumerate(zip(lat.src.tolist(), lat.dst.tolist())):
+        out[s].append((a, d))
+
+    def eps_paths(s, acc=0.0):  # (end state, cost) of every epsilon path from s, the empty one first
+        yield s, acc
+        for a, d in out[s]:
+            if labels[a] == 0:
+                yield from eps_paths(d, acc + cost[a])
+
+    for s in range(m):
+        want: dict = {}
+        x_log, x_best = math.inf, math.inf
+        for t, c in eps_paths(s):
+            x_log, x_best = log_add(x_log, c + final[t]), min(x_best, c + final[t])
+            for a, _ in out[t]:
+                if labels[a]:
+                    lc, bc = want.get(a, (math.inf, math.inf))
+                    want[a] = (log_add(lc, c + cost[a]), min(bc, c + cost[a]))
+        row = slice(cl.w_off[s], cl.w_off[s + 1])
+        got = {int(a): (lc, bc) for a, lc, bc in zip(cl.w_arc[row], cl.w_lc[row], cl.w_bc[row])}
+        assert list(cl.w_arc[row]) == sorted(got)  # one entry per arc, in arc order
+        assert set(got) == set(want)
+        for a, (lc, bc) in want.items():
+            # (sums associate differently: equal to rounding)
+            assert got[a] == pytest.approx((lc, bc), rel=1e-12, abs=1e-12)
+            assert cl.w_id[row][list(got).index(a)] == a + 1000 and cl.w_dst[row][list(got).index(a)] == lat.dst[a]
+        assert (cl.x_lc[s], cl.x_bc[s]) == pytest.approx((x_log, x_best), rel=1e-12, abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def real_lattice():
+    return ps_lattice()
+
+
+def _signature(alts):
+    return [(s.start, s.end, [(a.words, a.starts, a.durations, a.posterior, a.confidences) for a in s.alternatives])
+            for s in alts.slots]
+
+
+def test_alternative_maker_equals_alternative_from_path(real_lattice):
+    dec = PhraseDecomposition(real_lattice, 0.1, acoustic_scale=0.1)
+    make = _AlternativeMaker(real_lattice, dec.labels)
+    assert make.fast
+    cache: dict = {}
+    checked = 0
+    for _, results in dec.search(50):
+        for r in results:
+            post = math.exp(-(r.cost - dec.total))
+            fast = make(r.best_arcs, post)
+            slow = alternative_from_path(real_lattice, dec.labels, r.best_arcs, post, cache)
+            assert fast == slow and repr(fast) == repr(slow) and hash(fast.words) == hash(slow.words)
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("force", ["composite", "two_pass", "stable"])
+def test_every_sort_path_gives_identical_phrases(real_lattice, monkeypatch, force):
+    """The grouping sort of an expansion has four implementations chosen by key span and size;
+    forcing each one on a real lattice must give bitwise the same alternatives."""
+    reference = _signature(phrases(real_lattice, 200, 0.1, acoustic_scale=0.1))
+    if force == "composite":  # no radix halves: composite-key quicksort
+        monkeypatch.setattr(_fastsearch, "RADIX16_SPAN", 0)
+        monkeypatch.setattr(_fastsearch, "RADIX32_SPAN", 0)
+    elif force == "two_pass":  # two 16-bit radix passes for every expansion
+        monkeypatch.setattr(_fastsearch, "RADIX16_SPAN", 0)
+        monkeypatch.setattr(_fastsearch, "RADIX_MIN_TOTAL", 0)
+    else:  # plain stable argsort (the composite key made to look too large)
+        monkeypatch.setattr(_fastsearch, "RADIX16_SPAN", 0)
+        monkeypatch.setattr(_fastsearch, "RADIX32_SPAN", 0)
+        real_stable = _fastsearch._stable_order
+
+        def no_composite(keys, idx, low, high, ramp):
+            return real_stable(keys + (1 << 61), idx, low, high, ramp)
+
+        monkeypatch.setattr(_fastsearch, "_stable_order", no_composite)
+    assert _signature(phrases(real_lattice, 200, 0.1, acoustic_scale=0.1)) == reference
+
+
+def test_dense_best_paths_equal_sorted_best_paths(real_lattice, monkeypatch):
+    """Best single paths (word times) found with the dense scatter-minimum equal those found with
+    the sort-based first-minimum it replaced."""
+    reference = _signature(phrases(real_lattice, 300, 0.1, acoustic_scale=0.1))
+    monkeypatch.setattr(_fastsearch, "_first_min_per_cell", lambda cells, values, n: _first_min_per_group(cells, values))
+    assert _signature(phrases(real_lattice, 300, 0.1, acoustic_scale=0.1)) == reference
