@@ -27,6 +27,7 @@ whose ``format`` is not ``NIST1`` (the only format rfilter1 can apply).
 """
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass, field, replace
 
@@ -240,6 +241,10 @@ def parse_glm_bytes(data: bytes, path: str = "<string>", *, encoding: str = "utf
             linenos.append(number)
             line_section.append(section)
     stream = b"".join(kept)
+    try:
+        ascii_identity = codecs.lookup(encoding).name in ("utf-8", "ascii", "iso8859-1")
+    except LookupError:
+        ascii_identity = False  # _decode reports the unknown encoding as before
     # Map each fgets chunk back to its physical line number.
     header = {"name": "", "desc": "", "format": "NIST1", "max_nrules": DEFAULT_MAX_NRULES,
               "copy_no_hit": True, "case_sensitive": True}
@@ -294,14 +299,17 @@ def parse_glm_bytes(data: bytes, path: str = "<string>", *, encoding: str = "utf
         if len(rules) >= header["max_nrules"]:
             raise FormatError(f"more rules than max_nrules = {header['max_nrules']} (raise it in the header "
                               "with * max_nrules = 'N')", path=path, line=lineno)
-        try:
-            rule = replace(rule, lhs=_decode(rule.lhs, encoding), rhs=_decode(rule.rhs, encoding),
-                           left_context=_decode(rule.left_context, encoding),
-                           right_context=_decode(rule.right_context, encoding),
-                           text=_decode(rule.text, encoding))
-        except UnicodeDecodeError as exc:
-            raise FormatError(f"rule text is not valid {encoding} ({exc.reason}); note that rfilter1 splits "
-                              f"lines longer than {RFILTER1_LINE_BYTES} bytes", path=path, line=lineno) from None
+        # decoding ASCII text with an ASCII-compatible codec changes nothing (skipped for speed)
+        if not (ascii_identity and line.isascii()):
+            try:
+                rule = replace(rule, lhs=_decode(rule.lhs, encoding), rhs=_decode(rule.rhs, encoding),
+                               left_context=_decode(rule.left_context, encoding),
+                               right_context=_decode(rule.right_context, encoding),
+                               text=_decode(rule.text, encoding))
+            except UnicodeDecodeError as exc:
+                raise FormatError(f"rule text is not valid {encoding} ({exc.reason}); note that rfilter1 "
+                                  f"splits lines longer than {RFILTER1_LINE_BYTES} bytes", path=path,
+                                  line=lineno) from None
         rules.append(rule)
     if comment_flag is None:
         comment_flag = ""

@@ -27,6 +27,7 @@ the public entry points.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Iterable, Sequence
@@ -377,7 +378,7 @@ def _ctm_alternations(line: str, path: str, nested: str = "csrfilt", max_alterna
 
 def csrfilt_text(text: str, glm: Glm | CompiledGlm, fmt: str = "trn", *, delete_hyphens: bool = False,
                  upcase: bool = True, extended_ascii: bool = False, path: str = "<input>",
-                 ctm_nested: str = "csrfilt", max_alternatives: int = 10000) -> str:
+                 ctm_nested: str = "csrfilt", max_alternatives: int = 10000, fast: bool = True) -> str:
     """Filter ``text`` (latin-1 code points standing for bytes) exactly like
     ``csrfilt.sh [-dh] [-s] [-e] -i fmt GLM < text``.
 
@@ -391,6 +392,18 @@ def csrfilt_text(text: str, glm: Glm | CompiledGlm, fmt: str = "trn", *, delete_
     if fmt not in FORMATS:
         raise LatticeToolsError(f"input format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     compiled = glm if isinstance(glm, CompiledGlm) else CompiledGlm(glm)
+    if fast:
+        return _csrfilt_text_fast(text, compiled, fmt, delete_hyphens, upcase, extended_ascii, path,
+                                  ctm_nested, max_alternatives)
+    return _csrfilt_text_reference(text, compiled, fmt, delete_hyphens, upcase, extended_ascii, path,
+                                   ctm_nested, max_alternatives)
+
+
+def _csrfilt_text_reference(text: str, compiled: CompiledGlm, fmt: str, delete_hyphens: bool, upcase: bool,
+                            extended_ascii: bool, path: str, ctm_nested: str, max_alternatives: int) -> str:
+    """The straightforward transcription of csrfilt.sh, stage by stage over the whole text (each
+    stage a flat-map over lines, as csrfilt's pipe of Perl/C filters).  Kept as the oracle of
+    :func:`_csrfilt_text_fast` (``csrfilt_text(..., fast=False)``)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -466,6 +479,283 @@ def csrfilt_text(text: str, glm: Glm | CompiledGlm, fmt: str = "trn", *, delete_
     return "".join(_final_normalize(line) for line in _resplit(out))
 
 
+# A CTM record in its common shape: 5 or 6 fields separated by blanks/tabs only, first field not
+# starting with ';' (no comment, no ';' line for the final clean-up), no brace outside the word
+# (csrfilt's CTM post-processor spaces out braces on the whole line).  The fields are runs of
+# characters that are neither ASCII blanks nor the latin-1 code points Python's str.split() also
+# takes for blanks (\x1c-\x1f, \x85, \xa0), so Perl's split, awk-mode split and str.split()
+# all cut such a line at the same places.  The word itself only goes through the transcript
+# pipeline (any non-blank characters; its filtered form is checked again).
+_CTM_FIELD = r"[^\s\x1c-\x1f\x85\xa0{}]+"
+_CTM_SIMPLE = re.compile(rf"[ \t]*([^\s\x1c-\x1f\x85\xa0{{}};][^\s\x1c-\x1f\x85\xa0{{}}]*)[ \t]+({_CTM_FIELD})"
+                         rf"[ \t]+({_CTM_FIELD})[ \t]+({_CTM_FIELD})[ \t]+(\S+)"
+                         rf"(?:[ \t]+([0-9.-]+))?[ \t]*", _A)
+# A filtered CTM word that stays one plain word: no blank of any kind, no brace, no '/'.
+_CTM_PLAIN_WORD = re.compile(r"[^\s\x1c-\x1f\x85\xa0{}/]+", _A)
+
+
+def _split_record_general(line: str, number: int, fmt: str, path: str) -> tuple[str, str]:
+    """Steps 0 and 1 of :func:`_csrfilt_text_reference` on one line (without its newline):
+    ``(rest of the record, transcript)``, both newline-terminated."""
+    if line.startswith(";;"):
+        return line + "\n", "\n"
+    if not line or "\t" in line or "  " in line or line.startswith(" ") or line.endswith(" "):
+        orig = _WS_RUN.sub(" ", _add_edge_spaces(line + "\n"))
+    else:  # no run of blanks to collapse
+        orig = " " + line + " \n"
+    body = _chomp(orig)
+    if fmt == "ctm":
+        fields = _perl_split_ws(orig)
+        word = fields.pop(5) if len(fields) > 5 else ""
+        return " ".join(fields) + "\n", word + "\n"
+    if fmt == "stm":
+        m = _STM_WITH_LABEL.match(body) or _STM_PLAIN.match(body)
+        if not m:
+            raise FormatError("expected an STM record '<file> <channel> <speaker> <start> <end> ...' "
+                              "(csrfilt: Parse of stm line failed)", path=path, line=number)
+        return m.group(1) + "\n", m.group(2) + "\n"
+    if fmt == "trn":
+        m = _TRN.match(body)
+        if not m:
+            raise FormatError("expected a trn record ending with '(utterance-id)' "
+                              "(csrfilt: Parse of trn line failed)", path=path, line=number)
+        return m.group(2) + "\n", m.group(1) + "\n"
+    return "\n", orig
+
+
+class _LinePipeline:
+    """Step 3 of csrfilt (upper-casing, rfilter1, ``-dh``, propagation of optional deletions,
+    edge clean-up) as a function of one transcript line, memoized per distinct line.
+
+    Every stage reads one line and writes text that is cut into lines again; as long as each
+    stage writes exactly one newline-terminated line for each line it reads, the whole pipeline
+    is a per-line map, and a line's result depends on nothing else (CompiledGlm.apply keeps no
+    state between calls).  ``__call__`` returns None for a line where some stage breaks that
+    (e.g. rfilter1 with ``copy_no_hit = F`` drops the newline): the caller then runs the
+    reference pipeline over the whole text instead.
+    """
+
+    def __init__(self, compiled: CompiledGlm, delete_hyphens: bool, upcase: bool, extended_ascii: bool):
+        self.compiled = compiled
+        self.delete_hyphens = delete_hyphens
+        self.upcase = upcase
+        self.extended_ascii = extended_ascii
+        self.memo: dict[str, str | None] = {}
+        piecewise = _PiecewiseApply(compiled)
+        self.apply = piecewise if piecewise.usable else compiled.apply
+
+    def __call__(self, line: str) -> str | None:
+        try:
+            return self.memo[line]
+        except KeyError:
+            pass
+        result = self.memo[line] = self._run(line)
+        return result
+
+    @staticmethod
+    def _one_line(s: str) -> bool:
+        return s.endswith("\n") and s.count("\n") == 1
+
+    def _run(self, line: str) -> str | None:
+        one = self._one_line
+        if self.upcase:
+            line = _perl_upper(line, self.extended_ascii)
+        line = _add_edge_spaces(line.replace("(", "( ").replace(")", " )"))
+        line = self.apply(line)
+        if not one(line):
+            return None
+        if self.delete_hyphens:
+            line = _HYPHEN.sub(r"\1 ", line)
+            if not one(line):
+                return None
+        parens = "(" in line or ")" in line
+        if parens:  # without parentheses these stages cannot match
+            line = _propagate_opt_del(line)
+            if not one(line):
+                return None
+        # _strip_one_edge_space on a line ending with its only newline
+        if line.startswith(" "):
+            line = line[1:]
+        if line.endswith(" \n"):
+            line = line[:-2] + "\n"
+        if parens:
+            line = _SPACE_CLOSE.sub(")", _OPEN_SPACE.sub("(", line))
+        return line if one(line) else None
+
+
+class _PiecewiseApply:
+    """``CompiledGlm.apply`` computed blank-separated piece by piece, memoized per piece.
+
+    Call a rule *spanning* when its left-hand side contains a space, or a context contains a
+    space and is not exactly ``" "``.  No other rule can match over a space: its left-hand side
+    has none, and a context without spaces must lie inside the piece (it would have to contain
+    the space otherwise), while a ``" "`` context only asks whether the piece has a space
+    before/after it.  So on a line where no spanning rule's left-hand side occurs (then no
+    spanning rule matches anywhere, and rfilter1 runs as if they did not exist), spaces are
+    never rewritten (``copy_no_hit = T``: copied) and each piece is rewritten on its own,
+    knowing only whether a space precedes and follows it.  Lines where a spanning left-hand
+    side occurs get the full ``apply``.  Needs ``copy_no_hit = T`` (else spaces are dropped
+    and :meth:`usable` is False).
+    """
+
+    def __init__(self, compiled: CompiledGlm):
+        self.compiled = compiled
+        self.usable = compiled.copy_no_hit and compiled.first_chars is not None
+        self.spanning = self._spanning_pattern(compiled)
+        self.edge_memo: dict[tuple[str, bool, bool], str] = {}
+        self.middle: dict[str, str] = {}  # pieces with a space on both sides
+
+    @staticmethod
+    def _spanning_pattern(compiled: CompiledGlm):
+        """A regex finding the (folded) left-hand sides of the spanning rules, or None; kept on
+        the CompiledGlm (which the GLM cache keeps too)."""
+        try:
+            return compiled._spanning_pattern
+        except AttributeError:
+            pass
+        glm = compiled.glm
+        spanning = []
+        for rule in glm.rules:
+            lhs = _to_bytes_text(rule.lhs, glm.encoding)
+            if not lhs:
+                continue  # never fires
+            if " " in lhs or any(" " in c and c != " " for c in (rule.left_context, rule.right_context)):
+                spanning.append(compiled._fold(lhs))
+        pattern = re.compile("|".join(re.escape(x) for x in sorted(set(spanning)))) if spanning else None
+        compiled._spanning_pattern = pattern
+        return pattern
+
+    def _piece(self, piece: str, before: bool, after: bool) -> str:
+        padded = (" " if before else "") + piece + (" " if after else "")
+        text = self.compiled.apply(padded)
+        # the pad spaces are never part of a match and are copied through
+        return text[1 if before else 0:len(text) - 1 if after else len(text)]
+
+    def _middle(self, piece: str) -> str:
+        text = self.middle[piece] = self._piece(piece, True, True)
+        return text
+
+    def _edge(self, piece: str, before: bool, after: bool) -> str:
+        key = (piece, before, after)
+        text = self.edge_memo.get(key)
+        if text is None:
+            text = self.edge_memo[key] = self._piece(piece, before, after)
+        return text
+
+    def __call__(self, line: str) -> str:
+        if self.spanning is not None and self.spanning.search(self.compiled._fold(line)):
+            return self.compiled.apply(line)
+        pieces = line.split(" ")
+        if len(pieces) == 1:
+            return self._edge(line, False, False)
+        middle = self.middle
+        out = [middle[p] if p in middle else self._middle(p) for p in pieces[1:-1]]
+        return " ".join([self._edge(pieces[0], False, True)] + out + [self._edge(pieces[-1], True, False)])
+
+
+def _csrfilt_text_fast(text: str, compiled: CompiledGlm, fmt: str, delete_hyphens: bool, upcase: bool,
+                       extended_ascii: bool, path: str, ctm_nested: str, max_alternatives: int) -> str:
+    """:func:`_csrfilt_text_reference` with the same output and errors, faster.
+
+    The reference runs csrfilt's stages one after the other over the whole text.  All of them
+    are per-line maps as long as no stage eats or adds a newline, so here each record goes
+    through all steps at once: the transcript pipeline and the optional-deletion check are
+    memoized per distinct transcript (a CTM repeats few words), and CTM records of the common
+    shape (5 or 6 plain fields, the filtered word still one plain word) are written directly.
+    Anything else takes the reference's per-record code; a transcript some stage would merge
+    with the next line (only a GLM with ``copy_no_hit = F`` or a rule writing ``(`` at the end)
+    sends the whole text through the reference.  The phases keep the reference's order (all
+    records split, then all checked, then filtered), so the first error raised is the same.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    n = len(lines)
+    # Steps 0 and 1.  simple[i] = (file, channel, start, duration, conf or None) for CTM records
+    # of the common shape (their rest of record is rebuilt only if needed).
+    rest: list[str | None] = [None] * n
+    txt: list[str] = [""] * n
+    simple: list[tuple | None] = [None] * n
+    ctm_match = _CTM_SIMPLE.fullmatch if fmt == "ctm" else None
+    for i, line in enumerate(lines):
+        if ctm_match is not None:
+            m = ctm_match(line)
+            if m is not None:
+                file, chan, start, dur, word, conf = m.groups()
+                simple[i] = (file, chan, start, dur, conf)
+                txt[i] = word + "\n"
+                continue
+        rest[i], txt[i] = _split_record_general(line, i + 1, fmt, path)
+    # Step 2: optional-deletion tags must be well formed (only lines with a parenthesis can fail).
+    bad = []
+    checked: dict[str, str | None] = {}
+    for number, line in enumerate(txt, 1):
+        if "(" not in line and ")" not in line:
+            continue
+        try:
+            report = checked[line]
+        except KeyError:
+            report = checked[line] = _invalid_opt_del(_validation_form(line))
+        if report is not None:
+            bad.append((number, report))
+    if bad:
+        raise OptionalDeletionError(
+            "cannot filter text with illegally formatted optional deletion tags (csrfilt refuses too); "
+            "unbalanced or nested parentheses on line(s) " + ", ".join(str(k) for k, _ in bad[:20])
+            + (" ..." if len(bad) > 20 else ""), [r for _, r in bad], path=path, line=bad[0][0])
+    # Step 3.
+    pipeline = _LinePipeline(compiled, delete_hyphens, upcase, extended_ascii)
+    filtered = [pipeline(line) for line in txt]
+    if None in filtered:
+        return _csrfilt_text_reference(text, compiled, fmt, delete_hyphens, upcase, extended_ascii, path,
+                                       ctm_nested, max_alternatives)
+    # Step 4 and the final clean-up.
+    out: list[str] = []
+    for i in range(n):
+        flt = filtered[i]
+        shape = simple[i]
+        if shape is not None:
+            word = flt[:-1]
+            file, chan, start, dur, conf = shape
+            if _CTM_PLAIN_WORD.fullmatch(word):
+                if conf is None:
+                    out.append(f"{file} {chan} {start} {dur} {word}\n")
+                else:
+                    begin, share = _perl_num(start), _perl_num(dur) / 1
+                    out.append(f"{file} {chan} {begin + share * 0:.3f} {share:.3f} {word} {conf}\n")
+                continue
+            rest_i = " ".join(["", file, chan, start, dur] + ([] if conf is None else [conf])) + "\n"
+        else:
+            rest_i = rest[i]
+        if fmt == "ctm":
+            word = _chomp(flt)
+            if word != "":
+                rest_i = " ".join(_perl_splice_insert(_perl_split_ws(rest_i), 5, word)) + "\n"
+            chunk = _ctm_alternations(rest_i, path, ctm_nested, max_alternatives)
+        elif fmt == "stm":
+            chunk = [_chomp(rest_i) + flt]
+        elif fmt == "trn":
+            chunk = [_chomp(flt) + rest_i]
+        else:
+            chunk = [flt]
+        if chunk and not chunk[-1].endswith("\n"):
+            # would run into the next record's line in the reference's final pass
+            return _csrfilt_text_reference(text, compiled, fmt, delete_hyphens, upcase, extended_ascii, path,
+                                           ctm_nested, max_alternatives)
+        out.extend(_final_normalize_fast(line) for line in _resplit(chunk))
+    return "".join(out)
+
+
+def _final_normalize_fast(line: str) -> str:
+    """:func:`_final_normalize` with a shortcut for a line with nothing to clean up."""
+    if line.startswith(";") or not line.endswith("\n") or "\n" in line[:-1]:
+        return _final_normalize(line)
+    if line[0] not in " \t" and line[-2:-1] not in (" ", "\t") and "\t" not in line and "  " not in line:
+        return line  # nothing to clean up
+    # strip the blanks at both ends, then each run of blanks -> one space
+    return " ".join([part for part in line[:-1].replace("\t", " ").split(" ") if part]) + "\n"
+
+
 # ----------------------------------------------------------------------------------------------
 # Public API
 
@@ -475,13 +765,63 @@ def _load_glm(glm, fmt: str, purpose: str | None, encoding: str) -> Glm:
     return read_glm(glm, encoding=encoding, input_type=fmt, purpose=purpose)
 
 
+# (key) -> (source, selected Glm, CompiledGlm); a few entries, most recently used last.
+_GLM_CACHE: "dict[tuple, tuple]" = {}
+_GLM_CACHE_SIZE = 8
+
+
+def _glm_cache_key(glm, fmt: str, purpose: str | None, encoding: str):
+    """Identity of what :func:`_load_glm` would return: the Glm object itself, or a regular
+    file's (path, device, inode, size, modification time in ns).  None: do not cache."""
+    if isinstance(glm, Glm):
+        return ("glm", id(glm), fmt, purpose, encoding)
+    path = str(glm)
+    if path == "-":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # read_glm reports it
+    import stat as stat_mod
+
+    if not stat_mod.S_ISREG(st.st_mode):
+        return None
+    return ("file", os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, fmt, purpose, encoding)
+
+
+def _load_compiled_glm(glm, fmt: str, purpose: str | None, encoding: str) -> "Glm | CompiledGlm":
+    """:func:`_load_glm` followed by compilation for rfilter1, cached per process (the same GLM
+    is applied to the reference and the hypothesis, and again by every ``ladder`` rung).
+
+    A file is read again when its size or modification time changes.  For an unknown ``fmt``
+    the Glm is returned uncompiled so that :func:`csrfilt_text` reports the format first, as
+    it does without the cache."""
+    key = _glm_cache_key(glm, fmt, purpose, encoding)
+    if key is not None:
+        hit = _GLM_CACHE.pop(key, None)
+        if hit is not None and (key[0] == "file" or hit[0] is glm):
+            _GLM_CACHE[key] = hit
+            return hit[2]
+    selected = _load_glm(glm, fmt, purpose, encoding)
+    if fmt not in FORMATS:
+        return selected
+    compiled = CompiledGlm(selected)
+    if key is not None:
+        _GLM_CACHE[key] = (glm if key[0] == "glm" else None, selected, compiled)
+        while len(_GLM_CACHE) > _GLM_CACHE_SIZE:
+            del _GLM_CACHE[next(iter(_GLM_CACHE))]
+    return compiled
+
+
 def filter_text(text: str, glm, fmt: str, *, delete_hyphens: bool = False, upcase: bool = True,
                 extended_ascii: bool = False, purpose: str | None = None, encoding: str = "utf-8",
                 path: str = "<input>", flatten_alternations: bool = False, repair_optional: str | None = None,
                 optional_words: Sequence[str] = (), optional_style: str = "parens",
-                exclude_words: Sequence[str] = (), max_alternatives: int = 10000) -> str:
+                exclude_words: Sequence[str] = (), max_alternatives: int = 10000, fast: bool = True) -> str:
     """csrfilt.sh on a Python string (encoded with ``encoding`` as csrfilt would see the bytes),
     then the opt-in repairs.  With no repair option the result is byte-identical to csrfilt.sh.
+    ``fast=False`` runs the straightforward reference implementation (no caches, no shortcuts;
+    the oracle of the fast path's tests) -- same output, same errors.
 
     Repairs: ``flatten_alternations`` (ctm): expand nested alternations properly and flatten
     nested ALT blocks; ``repair_optional`` (stm/trn): ``"parens"`` or ``"at"``, rewrite the
@@ -493,11 +833,11 @@ def filter_text(text: str, glm, fmt: str, *, delete_hyphens: bool = False, upcas
         raise LatticeToolsError("repair_optional/optional_words apply to stm/trn references, not ctm")
     if fmt != "ctm" and (flatten_alternations or exclude_words):
         raise LatticeToolsError("flatten_alternations/exclude_words apply to ctm hypotheses only")
-    g = _load_glm(glm, fmt, purpose, encoding)
+    g = _load_compiled_glm(glm, fmt, purpose, encoding) if fast else _load_glm(glm, fmt, purpose, encoding)
     raw = text.encode(encoding).decode("latin-1")
     out = csrfilt_text(raw, g, fmt, delete_hyphens=delete_hyphens, upcase=upcase, extended_ascii=extended_ascii,
                        path=path, ctm_nested="flatten" if flatten_alternations else "csrfilt",
-                       max_alternatives=max_alternatives)
+                       max_alternatives=max_alternatives, fast=fast)
     try:
         out = out.encode("latin-1").decode(encoding)
     except UnicodeDecodeError as exc:
@@ -565,7 +905,36 @@ def _split_record(line: str, fmt: str) -> tuple[str, str, str]:
     return "", m.group(1).strip(), m.group(2)
 
 
-def _render_input(items_or_path, fmt: str, encoding: str) -> tuple[str, str]:
+def _same_ctm_number(token: str, value, allow_star: bool) -> bool:
+    """``io.ctm._parse_number(token) == value`` without raising (a token it rejects: False)."""
+    if token == "*":
+        return allow_star and value is None
+    try:
+        number = float(token)
+    except ValueError:
+        return False
+    return math.isfinite(number) and number == value
+
+
+def _render_ctm_word(w: CtmWord) -> str:
+    """``format_ctm_item(w, time_format=None, conf_format="%r")[0]`` for a CtmWord: its source
+    line when ``parse_ctm_line(w.raw) == w`` (the same test, without building a CtmWord),
+    else the canonical line."""
+    from ..io.ctm import format_ctm_word
+
+    raw = w.raw
+    if raw is not None:
+        parts = raw.rstrip("\r\n").split()
+        n = len(parts)
+        if (n == 5 or n == 6) and parts[0] == w.file and parts[1] == w.channel and parts[4] == w.word \
+                and not parts[0].startswith(";;") \
+                and _same_ctm_number(parts[2], w.start, True) and _same_ctm_number(parts[3], w.duration, True) \
+                and (_same_ctm_number(parts[5], w.confidence, False) if n == 6 else w.confidence is None):
+            return raw
+    return format_ctm_word(w, time_format=None, conf_format="%r")
+
+
+def _render_input(items_or_path, fmt: str, encoding: str, fast: bool = False) -> tuple[str, str]:
     """The text csrfilt would read: a file's content, or records written in their format."""
     from ..io.ctm import format_ctm_item
     from ..io.stm import format_stm_segment
@@ -593,18 +962,101 @@ def _render_input(items_or_path, fmt: str, encoding: str) -> tuple[str, str]:
     elif fmt == "ctm":
         for item in items:
             # lossless times: csrfilt copies time fields through as text
-            lines.extend(format_ctm_item(item, time_format=None, conf_format="%r"))
+            if fast and type(item) is CtmWord:
+                lines.append(_render_ctm_word(item))
+            else:
+                lines.extend(format_ctm_item(item, time_format=None, conf_format="%r"))
     elif fmt == "trn":
         lines.extend(format_trn_utterance(u) for u in items)
     return "".join(line + "\n" for line in lines), f"<{fmt} records>"
 
 
-def _parse_output(out: str, fmt: str, path: str, max_alternatives: int):
+def _parse_ctm_output(lines: list[str], where: str, max_alternatives: int) -> CtmItems:
+    """``parse_ctm_lines(enumerate(lines, 1), where, nested="error", max_alternatives=...)`` with
+    the common 5/6-field word lines read inline (same CtmWord objects); every other line goes
+    through ``parse_ctm_line`` itself, so errors are the same.  The ALT-block logic is that of
+    :func:`lattice_tools.io.ctm.parse_ctm_lines`, transcribed (the tests compare both)."""
+    from ..io.ctm import ALT_BEGIN, ALT_END, ALT_SEP, EMPTY_WORD, _finish_alternative, _Frame, parse_ctm_line
+
+    path = where
+    items = CtmItems(path=path)
+    stack: list = []
+    isfinite = math.isfinite
+    for lineno, line in enumerate(lines, 1):
+        rec = None
+        stripped = line.rstrip("\r\n")
+        parts = stripped.split()
+        n = len(parts)
+        if (n == 5 or n == 6) and not parts[0].startswith(";;"):
+            try:
+                start = None if parts[2] == "*" else float(parts[2])
+                duration = None if parts[3] == "*" else float(parts[3])
+                conf = float(parts[5]) if n == 6 else None
+            except ValueError:
+                start = duration = math.nan
+                conf = None
+            if (start is None or isfinite(start)) and (duration is None or isfinite(duration)) \
+                    and (conf is None or isfinite(conf)):
+                rec = CtmWord(parts[0], parts[1], start, duration, parts[4], conf, lineno, raw=stripped)
+        if rec is None:
+            rec = parse_ctm_line(line, path, lineno)  # raises what the general reader raises
+        if rec is None:
+            if stack:
+                if line.strip().startswith(";;"):
+                    raise FormatError("expected no comment inside an ALT block", path=path, line=lineno)
+                stack[-1].raw.append(line)
+                continue
+            if line.strip().startswith(";;") or line.strip() == "":
+                items.comments.append((len(items), line))
+            continue
+        if stack and (rec.file, rec.channel) != (stack[-1].tag.file, stack[-1].tag.channel):
+            raise FormatError(
+                f"expected file/channel {stack[-1].tag.file} {stack[-1].tag.channel} inside the ALT block "
+                f"opened on line {stack[-1].tag.lineno}, got {rec.file} {rec.channel}", path=path, line=lineno)
+        word = rec.word
+        if word == ALT_BEGIN:
+            if stack:
+                raise FormatError(
+                    f"nested <ALT_BEGIN> inside the ALT block opened on line {stack[-1].tag.lineno} "
+                    "(sclite mis-scores nested blocks; read with nested='flatten' to expand them)",
+                    path=path, line=lineno)
+            stack.append(_Frame(rec))
+        elif word == ALT_SEP:
+            if not stack:
+                raise FormatError("<ALT> outside an ALT block (expected <ALT_BEGIN> first)", path=path, line=lineno)
+            stack[-1].alternatives.append([])
+            stack[-1].raw.append(line)
+        elif word == ALT_END:
+            if not stack:
+                raise FormatError("<ALT_END> outside an ALT block (expected <ALT_BEGIN> first)",
+                                  path=path, line=lineno)
+            frame = stack.pop()
+            frame.raw.append(line)
+            alts = tuple(_finish_alternative(a, path, lineno) for a in frame.alternatives)
+            # (no nesting: an inner <ALT_BEGIN> raised above)
+            items.append(CtmAltBlock(frame.tag.file, frame.tag.channel, alts, frame.tag.lineno, raw=tuple(frame.raw)))
+        else:
+            if stack:
+                stack[-1].alternatives[-1].append(rec)
+                stack[-1].raw.append(line)
+            else:
+                if word == EMPTY_WORD:
+                    raise FormatError("expected '@' only inside an ALT block", path=path, line=lineno)
+                items.append(rec)
+    if stack:
+        raise FormatError(f"end of file inside the ALT block opened on line {stack[-1].tag.lineno} "
+                          "(expected <ALT_END>)", path=path)
+    return items
+
+
+def _parse_output(out: str, fmt: str, path: str, max_alternatives: int, fast: bool = False):
     lines = _text_lines(out)
     where = path + " (filtered)"
     if fmt == "txt":
         return out
     if fmt == "ctm":
+        if fast:
+            return _parse_ctm_output(lines, where, max_alternatives)
         return parse_ctm_lines(enumerate(lines, 1), where, nested="error", max_alternatives=max_alternatives)
     if fmt == "stm":
         segments, header, layout = [], [], []
@@ -633,7 +1085,7 @@ def apply_glm(glm, items_or_path, *, fmt: str, delete_hyphens: bool = False, upc
               extended_ascii: bool = False, purpose: str | None = None, encoding: str = "utf-8",
               utterance_map=None, flatten_alternations: bool = False, repair_optional: str | None = None,
               optional_words: Sequence[str] = (), optional_style: str = "parens",
-              exclude_words: Sequence[str] = (), max_alternatives: int = 10000):
+              exclude_words: Sequence[str] = (), max_alternatives: int = 10000, fast: bool = True):
     """Apply a GLM like ``csrfilt.sh`` and return parsed records.
 
     Args:
@@ -649,6 +1101,7 @@ def apply_glm(glm, items_or_path, *, fmt: str, delete_hyphens: bool = False, upc
         value reaches); the same is done here.
       flatten_alternations, repair_optional, optional_words, optional_style, exclude_words,
         max_alternatives: the opt-in repairs of :func:`filter_text`.
+      fast: False runs the reference implementation (same result; the tests' oracle).
 
     Returns: an :class:`Stm` (stm), a :class:`CtmItems` list (ctm), a ``TrnUtterances`` list
     (trn) or the filtered text (txt).  Without ``flatten_alternations`` a CTM whose filtering
@@ -656,13 +1109,13 @@ def apply_glm(glm, items_or_path, *, fmt: str, delete_hyphens: bool = False, upc
     """
     if utterance_map is not None and not os.path.isfile(str(utterance_map)):
         raise FormatError("utterance map file does not exist", path=str(utterance_map))
-    text, path = _render_input(items_or_path, fmt, encoding)
+    text, path = _render_input(items_or_path, fmt, encoding, fast=fast)
     out = filter_text(text, glm, fmt, delete_hyphens=delete_hyphens, upcase=upcase, extended_ascii=extended_ascii,
                       purpose=purpose, encoding=encoding, path=path, flatten_alternations=flatten_alternations,
                       repair_optional=repair_optional, optional_words=optional_words,
                       optional_style=optional_style, exclude_words=exclude_words,
-                      max_alternatives=max_alternatives)
-    return _parse_output(out, fmt, path, max_alternatives)
+                      max_alternatives=max_alternatives, fast=fast)
+    return _parse_output(out, fmt, path, max_alternatives, fast=fast)
 
 
 def filter_file(glm_path, in_path, out_path, fmt: str, delete_hyphens: bool = False, *, upcase: bool = True,
