@@ -133,6 +133,7 @@ def main():
     for key in args.cases.split(","):
         label, kw = cases[key]
         work = args.workdir or tempfile.mkdtemp(prefix="bench_score.")
+        os.makedirs(work, exist_ok=True)
         stm, ctm = make_case(work, **kw)
         runs_s, runs_o = [], []
         for _ in range(max(args.repeat, 1)):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import statistics
 
 from ..io.common import atomic_write
 from .counts import ErrorCounts
@@ -120,6 +119,8 @@ def sys_report(result, raw: bool = False) -> str:
         snt = [c.segments for c in per]
         wrd = [c.ref_words for c in per]
         nces = [result.speaker_nce.get(x, 0.0) for x in names]
+
+        import statistics  # (only the .sys/.raw summaries need it: not imported on every run)
 
         def sd(xs):
             if any(isinstance(x, float) and not math.isfinite(x) for x in xs):
