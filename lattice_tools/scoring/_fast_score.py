@@ -27,6 +27,10 @@ choices are identical.  Jobs are processed in chunks of similar reference length
 little padding); the back-trace runs for all segments of a chunk at once and alignment pairs are
 materialized only when asked for.
 
+Chunks are independent and run in threads on large inputs (:mod:`lattice_tools._threads`; numpy
+releases the GIL); their results are combined in a fixed order, so the thread count changes
+nothing.
+
 Caveat: the columns of the DP are ``ref_len + 1`` long, so a chunk's memory is about ten bytes per
 (reference position x hypothesis arc); :data:`MAX_CELLS` bounds a chunk.
 
