@@ -114,14 +114,24 @@ def parse_ctm_line(line: str, path: str = "<string>", lineno: int = 0) -> CtmWor
     fields with numeric (or ``*``) start and duration and a numeric confidence.
     """
     line = line.rstrip("\r\n")
-    stripped = line.strip()
-    if not stripped or stripped.startswith(";;"):
+    parts = line.split()                    # (str.split and str.strip agree on what is white space)
+    if not parts or parts[0].startswith(";;"):
         return None
-    parts = stripped.split()
     if len(parts) not in (5, 6):
         raise FormatError(
             f"expected '<file> <channel> <start> <duration> <word> [<confidence>]', got {len(parts)} fields",
             path=path, line=lineno)
+    # the usual line in one go; anything else through _parse_number, which names the problem
+    try:
+        start = None if parts[2] == "*" else float(parts[2])
+        duration = None if parts[3] == "*" else float(parts[3])
+        confidence = float(parts[5]) if len(parts) == 6 else None
+    except ValueError:
+        start = math.nan
+    else:
+        if (start is None or math.isfinite(start)) and (duration is None or math.isfinite(duration)) \
+                and (confidence is None or math.isfinite(confidence)):
+            return CtmWord(parts[0], parts[1], start, duration, parts[4], confidence, lineno, raw=line)
     start = _parse_number(parts[2], "start time", path, lineno, allow_star=True)
     duration = _parse_number(parts[3], "duration", path, lineno, allow_star=True)
     # Negative durations occur in NIST's own test data (tima_hyp.ctm) and sclite accepts them.

@@ -971,92 +971,12 @@ def _render_input(items_or_path, fmt: str, encoding: str, fast: bool = False) ->
     return "".join(line + "\n" for line in lines), f"<{fmt} records>"
 
 
-def _parse_ctm_output(lines: list[str], where: str, max_alternatives: int) -> CtmItems:
-    """``parse_ctm_lines(enumerate(lines, 1), where, nested="error", max_alternatives=...)`` with
-    the common 5/6-field word lines read inline (same CtmWord objects); every other line goes
-    through ``parse_ctm_line`` itself, so errors are the same.  The ALT-block logic is that of
-    :func:`lattice_tools.io.ctm.parse_ctm_lines`, transcribed (the tests compare both)."""
-    from ..io.ctm import ALT_BEGIN, ALT_END, ALT_SEP, EMPTY_WORD, _finish_alternative, _Frame, parse_ctm_line
-
-    path = where
-    items = CtmItems(path=path)
-    stack: list = []
-    isfinite = math.isfinite
-    for lineno, line in enumerate(lines, 1):
-        rec = None
-        stripped = line.rstrip("\r\n")
-        parts = stripped.split()
-        n = len(parts)
-        if (n == 5 or n == 6) and not parts[0].startswith(";;"):
-            try:
-                start = None if parts[2] == "*" else float(parts[2])
-                duration = None if parts[3] == "*" else float(parts[3])
-                conf = float(parts[5]) if n == 6 else None
-            except ValueError:
-                start = duration = math.nan
-                conf = None
-            if (start is None or isfinite(start)) and (duration is None or isfinite(duration)) \
-                    and (conf is None or isfinite(conf)):
-                rec = CtmWord(parts[0], parts[1], start, duration, parts[4], conf, lineno, raw=stripped)
-        if rec is None:
-            rec = parse_ctm_line(line, path, lineno)  # raises what the general reader raises
-        if rec is None:
-            if stack:
-                if line.strip().startswith(";;"):
-                    raise FormatError("expected no comment inside an ALT block", path=path, line=lineno)
-                stack[-1].raw.append(line)
-                continue
-            if line.strip().startswith(";;") or line.strip() == "":
-                items.comments.append((len(items), line))
-            continue
-        if stack and (rec.file, rec.channel) != (stack[-1].tag.file, stack[-1].tag.channel):
-            raise FormatError(
-                f"expected file/channel {stack[-1].tag.file} {stack[-1].tag.channel} inside the ALT block "
-                f"opened on line {stack[-1].tag.lineno}, got {rec.file} {rec.channel}", path=path, line=lineno)
-        word = rec.word
-        if word == ALT_BEGIN:
-            if stack:
-                raise FormatError(
-                    f"nested <ALT_BEGIN> inside the ALT block opened on line {stack[-1].tag.lineno} "
-                    "(sclite mis-scores nested blocks; read with nested='flatten' to expand them)",
-                    path=path, line=lineno)
-            stack.append(_Frame(rec))
-        elif word == ALT_SEP:
-            if not stack:
-                raise FormatError("<ALT> outside an ALT block (expected <ALT_BEGIN> first)", path=path, line=lineno)
-            stack[-1].alternatives.append([])
-            stack[-1].raw.append(line)
-        elif word == ALT_END:
-            if not stack:
-                raise FormatError("<ALT_END> outside an ALT block (expected <ALT_BEGIN> first)",
-                                  path=path, line=lineno)
-            frame = stack.pop()
-            frame.raw.append(line)
-            alts = tuple(_finish_alternative(a, path, lineno) for a in frame.alternatives)
-            # (no nesting: an inner <ALT_BEGIN> raised above)
-            items.append(CtmAltBlock(frame.tag.file, frame.tag.channel, alts, frame.tag.lineno, raw=tuple(frame.raw)))
-        else:
-            if stack:
-                stack[-1].alternatives[-1].append(rec)
-                stack[-1].raw.append(line)
-            else:
-                if word == EMPTY_WORD:
-                    raise FormatError("expected '@' only inside an ALT block", path=path, line=lineno)
-                items.append(rec)
-    if stack:
-        raise FormatError(f"end of file inside the ALT block opened on line {stack[-1].tag.lineno} "
-                          "(expected <ALT_END>)", path=path)
-    return items
-
-
-def _parse_output(out: str, fmt: str, path: str, max_alternatives: int, fast: bool = False):
+def _parse_output(out: str, fmt: str, path: str, max_alternatives: int):
     lines = _text_lines(out)
     where = path + " (filtered)"
     if fmt == "txt":
         return out
     if fmt == "ctm":
-        if fast:
-            return _parse_ctm_output(lines, where, max_alternatives)
         return parse_ctm_lines(enumerate(lines, 1), where, nested="error", max_alternatives=max_alternatives)
     if fmt == "stm":
         segments, header, layout = [], [], []
@@ -1115,7 +1035,7 @@ def apply_glm(glm, items_or_path, *, fmt: str, delete_hyphens: bool = False, upc
                       repair_optional=repair_optional, optional_words=optional_words,
                       optional_style=optional_style, exclude_words=exclude_words,
                       max_alternatives=max_alternatives, fast=fast)
-    return _parse_output(out, fmt, path, max_alternatives, fast=fast)
+    return _parse_output(out, fmt, path, max_alternatives)
 
 
 def filter_file(glm_path, in_path, out_path, fmt: str, delete_hyphens: bool = False, *, upcase: bool = True,
