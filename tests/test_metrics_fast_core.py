@@ -39,12 +39,12 @@ def test_align_many_equals_kaldialign(pairs, batch_cells, force_int32):
     refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
     rf, ro = flatten(refs)
     hf, ho = flatten(hyps)
-    old = align_batch._INT16_LIMIT
-    align_batch._INT16_LIMIT = 8 if force_int32 else old
+    old = align_batch.INT16_LIMIT
+    align_batch.INT16_LIMIT = 8 if force_int32 else old
     try:
         c, s, d, i, pos = align_batch.align_many(rf, ro, hf, ho, batch_cells)
     finally:
-        align_batch._INT16_LIMIT = old
+        align_batch.INT16_LIMIT = old
     for u, (r, h) in enumerate(pairs):
         rs, hs = [f"w{x}" for x in r], [f"w{x}" for x in h]
         if r and h:

@@ -210,9 +210,9 @@ def test_int32_tables_equal_int16_tables(pairs, K):
     batches of both widths meet in one call)."""
     refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
     want = reference(pairs, DEFAULT_NORMALIZERS, K)
-    old = OB._INT16_LIMIT, OB.CALL_UTTERANCES
-    OB._INT16_LIMIT, OB.CALL_UTTERANCES = 40, 3     # and calls split into parts of 3 utterances
+    old = OB.INT16_LIMIT, OB.CALL_UTTERANCES
+    OB.INT16_LIMIT, OB.CALL_UTTERANCES = 40, 3     # and calls split into parts of 3 utterances
     try:
         assert OB.score_many(refs, hyps, DEFAULT_NORMALIZERS, K, {}, 60) == want
     finally:
-        OB._INT16_LIMIT, OB.CALL_UTTERANCES = old
+        OB.INT16_LIMIT, OB.CALL_UTTERANCES = old

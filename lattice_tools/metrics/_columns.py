@@ -1,10 +1,22 @@
 """Helpers shared by the batched fast paths: growable per-id attribute arrays (for the corpus-wide
-interning tables) and shared count objects."""
+interning tables), shared count objects, and the DP's in-row prefix minimum."""
 from __future__ import annotations
 
 import numpy as np
 
 from .levenshtein import make_counts
+
+INT16_LIMIT = int(np.iinfo(np.int16).max)
+
+
+def prefix_min(t: np.ndarray) -> None:
+    """In place, ``t[k] = min(t[:k+1])`` along axis 0, in log2(len(t)) vector steps (Hillis-Steele
+    doubling: ufuncs read overlapping in/out operands as if copied first).  Several times faster
+    here than ``np.minimum.accumulate``, whose loop along axis 0 is scalar."""
+    s, n = 1, len(t)
+    while s < n:
+        np.minimum(t[s:], t[:-s], out=t[s:])
+        s *= 2
 
 
 class _Column:

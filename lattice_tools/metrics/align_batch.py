@@ -19,18 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._columns import INT16_LIMIT, prefix_min
+
 BATCH_CELLS = 200_000
-_INT16_LIMIT = int(np.iinfo(np.int16).max)
-
-
-def _prefix_min(t: np.ndarray) -> None:
-    """In place, ``t[k] = min(t[:k+1])`` along axis 0, in log2(len(t)) vector steps (Hillis-Steele
-    doubling: ufuncs read overlapping in/out operands as if copied first).  Several times faster
-    here than ``np.minimum.accumulate``, whose loop along axis 0 is scalar."""
-    s, n = 1, len(t)
-    while s < n:
-        np.minimum(t[s:], t[:-s], out=t[s:])
-        s *= 2
 
 
 def _padded(flat, first, lengths, width, pad):
@@ -78,7 +69,7 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
         N, M = int(bn.max()), int(bm.max())
         R = _padded(ref_flat, ref_off[batch], bn, max(N, 1), -1)     # (N, B)
         H = _padded(hyp_flat, hyp_off[batch], bm, max(M, 1), -2)     # (M, B)
-        dtype = np.int16 if N + M + 2 < _INT16_LIMIT else np.int32
+        dtype = np.int16 if N + M + 2 < INT16_LIMIT else np.int32
         # substitution cost - 1 (the insertion cost of the column, see the module docstring)
         S1 = (R[:, None, :] != H[None, :M, :]).astype(dtype) - 1
         E = np.empty((N + 1, M + 1, B), dtype=dtype)
@@ -88,7 +79,7 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
             prev, t = E[i - 1], E[i]
             np.add(prev, 1, out=t)
             minimum(t[1:], prev[:-1] + S1[i - 1], out=t[1:])
-            _prefix_min(t)
+            prefix_min(t)
         E += np.arange(M + 1, dtype=dtype)[:, None]
         b_idx = np.arange(B)
         d_base[batch] = size + b_idx

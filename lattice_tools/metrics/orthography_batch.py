@@ -48,7 +48,7 @@ from typing import Sequence
 import numpy as np
 
 from . import punctuation as P
-from ._columns import _Column, shared_counts
+from ._columns import INT16_LIMIT, _Column, prefix_min, shared_counts
 
 _VOCAB_KEY = ("orthography_batch.Vocabulary",)
 
@@ -324,19 +324,8 @@ def _padded(flat, first, lengths, width):
 # INS_DEL per token (delete everything, insert everything), so int16 holds any utterance pair of
 # fewer than 16,000 tokens; longer batches use int32.  Halves the memory traffic of the DP.
 _I16 = np.int16
-_INT16_LIMIT = int(np.iinfo(np.int16).max)
 INS_DEL, INS_DEL_PUNCT = _I16(P.INS_DEL), _I16(P.INS_DEL_PUNCT)
 SUB_WORD, SUB_CASE, SUB_PUNCT, SUB_CROSS = _I16(P.SUB_WORD), _I16(P.SUB_CASE), _I16(P.SUB_PUNCT), _I16(P.SUB_CROSS)
-
-
-def _prefix_min(t: np.ndarray) -> None:
-    """In place, ``t[k] = min(t[:k+1])`` along axis 0, in log2(len(t)) vector steps (Hillis-Steele
-    doubling: ufuncs read overlapping in/out operands as if copied first).  Several times faster
-    here than ``np.minimum.accumulate``, whose loop along axis 0 is scalar."""
-    s, n = 1, len(t)
-    while s < n:
-        np.minimum(t[s:], t[:-s], out=t[s:])
-        s *= 2
 
 
 class _Tables:
@@ -398,7 +387,7 @@ class _Tables:
         # insertion chain D[i][j] = C[j] + min_{k<=j}(T[k] - C[k]) becomes a plain prefix
         # minimum, and the diagonal move absorbs the insertion cost of its column into S.
         ins = np.where(hp, INS_DEL_PUNCT, INS_DEL)[:M]           # (M, B)
-        dtype = np.int16 if P.INS_DEL * (N + M) + P.SUB_CROSS < _INT16_LIMIT else np.int32
+        dtype = np.int16 if P.INS_DEL * (N + M) + P.SUB_CROSS < INT16_LIMIT else np.int32
         cins = np.zeros((M + 1, B), dtype=dtype)
         np.cumsum(ins, axis=0, out=cins[1:])
         S_minus_ins = S[:, :M] - ins[None]
@@ -414,7 +403,7 @@ class _Tables:
             if rows:
                 bb, jj, xx, yy = (np.array(c, dtype=np.int64) for c in zip(*rows))
                 np.minimum.at(t, (jj, bb), E[i - xx, jj - yy, bb] + cins[jj - yy, bb] - cins[jj, bb])
-            _prefix_min(t)
+            prefix_min(t)
         E += cins
         D = E
 
