@@ -185,8 +185,8 @@ def test_compound_prefilter_keeps_every_compound(pair, K):
     hyp = [vocab.tokens[t] for t in flat[offsets[1]:offsets[2]].tolist()]
     tables = OB._Tables(1, vocab, flat, offsets, K)
     nr, nh = np.array([len(ref)]), np.array([len(hyp)])
-    R = OB._padded(flat, offsets[:1], nr, max(len(ref), 1))
-    H = OB._padded(flat, offsets[1:2], nh, max(len(hyp), 1))
+    R = OB.padded_ids(flat, offsets[:1], nr, max(len(ref), 1))
+    H = OB.padded_ids(flat, offsets[1:2], nh, max(len(hyp), 1))
     got = OB._batch_compounds(np.array([0]), R, H, nr, nh, tables.t_key[R], tables.t_key[H], vocab,
                               tables.filters, K)
     want = P._compounds(ref, hyp, K) if ref and hyp else {}

@@ -48,3 +48,21 @@ def shared_counts(c, s, d, i) -> list:
     _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
     objs = [make_counts(*row) for row in cols[:, first].T.tolist()]
     return [objs[k] for k in inverse.tolist()]
+
+
+def padded_ids(flat, first, lengths, width, pad=-1, *, token_major=False) -> np.ndarray:
+    """Token ids of a batch of texts as a padded matrix: text ``b`` is ``flat[first[b]:first[b] +
+    lengths[b]]``; ``(len(lengths), width)``, or ``(width, len(lengths))`` with ``token_major``
+    (the layout a DP that advances one token position at a time wants), ``pad`` elsewhere."""
+    B = len(lengths)
+    ids = np.full((width, B) if token_major else (B, width), pad, dtype=np.int64)
+    total = int(lengths.sum())
+    if total:
+        text = np.repeat(np.arange(B), lengths)
+        pos = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        values = flat[np.repeat(first, lengths) + pos]
+        if token_major:
+            ids[pos, text] = values
+        else:
+            ids[text, pos] = values
+    return ids

@@ -19,20 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._columns import INT16_LIMIT, prefix_min
+from ._columns import INT16_LIMIT, padded_ids, prefix_min
 
 BATCH_CELLS = 200_000
-
-
-def _padded(flat, first, lengths, width, pad):
-    B = len(lengths)
-    ids = np.full((width, B), pad, dtype=np.int64)
-    total = int(lengths.sum())
-    if total:
-        cols = np.repeat(np.arange(B), lengths)
-        rows = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        ids[rows, cols] = flat[np.repeat(first, lengths) + rows]
-    return ids
 
 
 def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, hyp_off: np.ndarray,
@@ -67,8 +56,8 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
         B = len(batch)
         bn, bm = nr[batch], nh[batch]
         N, M = int(bn.max()), int(bm.max())
-        R = _padded(ref_flat, ref_off[batch], bn, max(N, 1), -1)     # (N, B)
-        H = _padded(hyp_flat, hyp_off[batch], bm, max(M, 1), -2)     # (M, B)
+        R = padded_ids(ref_flat, ref_off[batch], bn, max(N, 1), -1, token_major=True)     # (N, B)
+        H = padded_ids(hyp_flat, hyp_off[batch], bm, max(M, 1), -2, token_major=True)     # (M, B)
         dtype = np.int16 if N + M + 2 < INT16_LIMIT else np.int32
         # substitution cost - 1 (the insertion cost of the column, see the module docstring)
         S1 = (R[:, None, :] != H[None, :M, :]).astype(dtype) - 1

@@ -48,7 +48,7 @@ from typing import Sequence
 import numpy as np
 
 from . import punctuation as P
-from ._columns import INT16_LIMIT, _Column, prefix_min, shared_counts
+from ._columns import INT16_LIMIT, _Column, padded_ids, prefix_min, shared_counts
 
 _VOCAB_KEY = ("orthography_batch.Vocabulary",)
 
@@ -308,18 +308,6 @@ def score_many(ref_texts: Sequence[str], hyp_texts: Sequence[str], normalizers: 
     return tables.counts()
 
 
-def _padded(flat, first, lengths, width):
-    """(B, width) token ids of the batch's texts (first token at ``flat[first[b]]``), -1 padded."""
-    B = len(lengths)
-    ids = np.full((B, width), -1, dtype=np.int64)
-    total = int(lengths.sum())
-    if total:
-        rows = np.repeat(np.arange(B), lengths)
-        cols = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        ids[rows, cols] = flat[np.repeat(first, lengths) + cols]
-    return ids
-
-
 # Costs as int16 (S, ins/del) and DP values as int16 while they fit: a route costs at most
 # INS_DEL per token (delete everything, insert everything), so int16 holds any utterance pair of
 # fewer than 16,000 tokens; longer batches use int32.  Halves the memory traffic of the DP.
@@ -364,8 +352,8 @@ class _Tables:
         N, M = int(nr.max()), int(nh.max())
         # widths >= 1 so that the clipped indices of the backtrace stay inside the arrays
         Wr, Wh = max(N, 1), max(M, 1)
-        R = _padded(flat, offsets[batch], nr, Wr)
-        H = _padded(flat, offsets[n + batch], nh, Wh)
+        R = padded_ids(flat, offsets[batch], nr, Wr)
+        H = padded_ids(flat, offsets[n + batch], nh, Wh)
         comps_of = _batch_compounds(batch, R, H, nr, nh, self.t_key[R], self.t_key[H], self.vocab, self.filters,
                                     self.K)
         R, H = R.T, H.T                               # (Wr, B), (Wh, B)

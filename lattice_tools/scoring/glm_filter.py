@@ -324,6 +324,15 @@ def expand_alternation(text: str, *, max_alternatives: int = 10000, where: str =
     return [list(seq) for seq in dict.fromkeys(sequence(top=True))]
 
 
+def _optional_deletion_error(bad: list, path: str) -> "OptionalDeletionError":
+    """What csrfilt's "Can not filter text with illegally formatted optional deletion tags" becomes:
+    ``bad`` holds (line number, report) of every offending line."""
+    return OptionalDeletionError(
+        "cannot filter text with illegally formatted optional deletion tags (csrfilt refuses too); "
+        "unbalanced or nested parentheses on line(s) " + ", ".join(str(n) for n, _ in bad[:20])
+        + (" ..." if len(bad) > 20 else ""), [r for _, r in bad], path=path, line=bad[0][0])
+
+
 def _ctm_alternations(line: str, path: str, nested: str = "csrfilt", max_alternatives: int = 10000) -> list[str]:
     """csrfilt's CTM post-processor: a record whose word field became several words or an
     alternation is split into one line per word, the duration shared evenly, alternations
@@ -448,10 +457,7 @@ def _csrfilt_text_reference(text: str, compiled: CompiledGlm, fmt: str, delete_h
         if report is not None:
             bad.append((number, report))
     if bad:
-        raise OptionalDeletionError(
-            "cannot filter text with illegally formatted optional deletion tags (csrfilt refuses too); "
-            "unbalanced or nested parentheses on line(s) " + ", ".join(str(n) for n, _ in bad[:20])
-            + (" ..." if len(bad) > 20 else ""), [r for _, r in bad], path=path, line=bad[0][0])
+        raise _optional_deletion_error(bad, path)
     # Step 3: the filter proper.
     stage = [_perl_upper(line, extended_ascii) if upcase else line for line in txt]
     stage = [_add_edge_spaces(line.replace("(", "( ").replace(")", " )")) for line in stage]
@@ -699,10 +705,7 @@ def _csrfilt_text_fast(text: str, compiled: CompiledGlm, fmt: str, delete_hyphen
         if report is not None:
             bad.append((number, report))
     if bad:
-        raise OptionalDeletionError(
-            "cannot filter text with illegally formatted optional deletion tags (csrfilt refuses too); "
-            "unbalanced or nested parentheses on line(s) " + ", ".join(str(k) for k, _ in bad[:20])
-            + (" ..." if len(bad) > 20 else ""), [r for _, r in bad], path=path, line=bad[0][0])
+        raise _optional_deletion_error(bad, path)
     # Step 3.
     pipeline = _LinePipeline(compiled, delete_hyphens, upcase, extended_ascii)
     filtered = [pipeline(line) for line in txt]
