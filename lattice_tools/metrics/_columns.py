@@ -66,3 +66,25 @@ def padded_ids(flat, first, lengths, width, pad=-1, *, token_major=False) -> np.
         else:
             ids[text, pos] = values
     return ids
+
+
+def length_batches(nr: np.ndarray, nh: np.ndarray, batch_cells: int) -> list:
+    """Utterance indices in batches for a padded DP: sorted by reference length, then hypothesis
+    length, each batch grown while ``size x (longest ref + 1) x (longest hyp + 1)`` stays within
+    ``batch_cells`` (a batch has at least one utterance)."""
+    n = len(nr)
+    order = np.lexsort((nh, nr))
+    nr_l, nh_l, order_l = nr.tolist(), nh.tolist(), order.tolist()
+    batches = []
+    start = 0
+    while start < n:
+        end, max_m = start, 0
+        while end < n:
+            u = order_l[end]
+            if end > start and (end - start + 1) * (nr_l[u] + 1) * (max(max_m, nh_l[u]) + 1) > batch_cells:
+                break
+            max_m = max(max_m, nh_l[u])
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches

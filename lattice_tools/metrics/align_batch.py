@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._columns import INT16_LIMIT, padded_ids, prefix_min
+from ._columns import INT16_LIMIT, length_batches, padded_ids, prefix_min
 
 BATCH_CELLS = 200_000
 
@@ -40,19 +40,7 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
     d_base = np.zeros(n, dtype=np.int64)
     d_row = np.zeros(n, dtype=np.int64)
     col = np.zeros(n, dtype=np.int64)
-    order = np.lexsort((nh, nr))
-    nr_l, nh_l, order_l = nr.tolist(), nh.tolist(), order.tolist()
-    start = 0
-    while start < n:
-        end, max_m = start, 0
-        while end < n:
-            u = order_l[end]
-            if end > start and (end - start + 1) * (nr_l[u] + 1) * (max(max_m, nh_l[u]) + 1) > batch_cells:
-                break
-            max_m = max(max_m, nh_l[u])
-            end += 1
-        batch = order[start:end]
-        start = end
+    for batch in length_batches(nr, nh, batch_cells):
         B = len(batch)
         bn, bm = nr[batch], nh[batch]
         N, M = int(bn.max()), int(bm.max())

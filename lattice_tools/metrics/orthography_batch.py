@@ -48,7 +48,7 @@ from typing import Sequence
 import numpy as np
 
 from . import punctuation as P
-from ._columns import INT16_LIMIT, _Column, padded_ids, prefix_min, shared_counts
+from ._columns import INT16_LIMIT, _Column, length_batches, padded_ids, prefix_min, shared_counts
 
 _VOCAB_KEY = ("orthography_batch.Vocabulary",)
 
@@ -290,21 +290,8 @@ def score_many(ref_texts: Sequence[str], hyp_texts: Sequence[str], normalizers: 
     flat, offsets = tokenize_ids(list(ref_texts) + list(hyp_texts), normalizers, vocab, cache)
     tables = _Tables(n, vocab, flat, offsets, K)
     nr, nh = tables.nr, tables.nh
-    order = np.lexsort((nh, nr))           # by reference length, then hypothesis length
-    nr_l, nh_l, order_l = nr.tolist(), nh.tolist(), order.tolist()
-    start = 0
-    while start < n:
-        # grow the batch while the padded DP stays within batch_cells
-        end, max_m = start, 0
-        while end < n:
-            u = order_l[end]
-            nn, m = nr_l[u], nh_l[u]
-            if end > start and (end - start + 1) * (nn + 1) * (max(max_m, m) + 1) > batch_cells:
-                break
-            max_m = max(max_m, m)
-            end += 1
-        tables.add_batch(order[start:end])
-        start = end
+    for batch in length_batches(nr, nh, batch_cells):
+        tables.add_batch(batch)
     return tables.counts()
 
 
