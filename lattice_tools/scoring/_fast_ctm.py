@@ -350,6 +350,30 @@ def _field(tok_start, tok_len, t0, k):
     return tok_start[t0 + k], tok_len[t0 + k].astype(np.int32)
 
 
+def _columns(buf, u64, tok_start, tok_len, t0, encoding, workers):
+    """[(file/channel id per line, distinct (file, channel) pairs), (word id per line, vocabulary),
+    start times, durations] -- each None when the exact reader must decide.  The columns are
+    independent and parsed concurrently (numpy releases the GIL); file + channel are interned
+    together, one key per distinct pair."""
+    def file_channel():
+        f_start = _field(tok_start, tok_len, t0, 0)[0]
+        c_start, c_len = _field(tok_start, tok_len, t0, 1)
+        fc = _intern(buf, u64, f_start, c_start + c_len - f_start, encoding)   # "file<space>channel" spans
+        if fc is None:
+            return None
+        span_id, fc_spans = fc
+        pair_ids: dict = {}                                   # the same pair may have several spans
+        pair_of_span = np.fromiter((pair_ids.setdefault(tuple(x.split()), len(pair_ids)) for x in fc_spans),
+                                   np.int64, count=len(fc_spans))
+        return pair_of_span[span_id], list(pair_ids)
+
+    return thread_call(file_channel,
+                       lambda: _intern(buf, u64, *_field(tok_start, tok_len, t0, 4), encoding, runs=False),
+                       lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 2)),
+                       lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 3)),
+                       workers=workers)
+
+
 def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     """:class:`HypItems` of a CTM file, or None when the file needs the exact reader.
 
@@ -436,25 +460,8 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
         t0 = line_tok0[lines]
         del line_tok0, line_ntok, has, first_tok, comment
 
-    # The columns are independent: file + channel (interned together, one key per distinct pair),
-    # words, start times and durations are parsed concurrently (numpy releases the GIL).
-    def file_channel():
-        f_start = _field(tok_start, tok_len, t0, 0)[0]
-        c_start, c_len = _field(tok_start, tok_len, t0, 1)
-        fc = _intern(buf, u64, f_start, c_start + c_len - f_start, encoding)   # "file<space>channel" spans
-        if fc is None:
-            return None
-        span_id, fc_spans = fc
-        pair_ids: dict = {}                                   # the same pair may have several spans
-        pair_of_span = np.fromiter((pair_ids.setdefault(tuple(x.split()), len(pair_ids)) for x in fc_spans),
-                                   np.int64, count=len(fc_spans))
-        return pair_of_span[span_id], list(pair_ids)
-
-    got = thread_call(file_channel,
-                      lambda: _intern(buf, u64, *_field(tok_start, tok_len, t0, 4), encoding, runs=False),
-                      lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 2)),
-                      lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 3)),
-                      workers=None if len(lines) >= _THREAD_MIN_LINES else 1)
+    got = _columns(buf, u64, tok_start, tok_len, t0, encoding,
+                   workers=None if len(lines) >= _THREAD_MIN_LINES else 1)
     if any(x is None for x in got):
         return None
     (fc_id, fc_texts), (word_id, vocab), start, dur = got
