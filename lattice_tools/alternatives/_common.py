@@ -63,6 +63,19 @@ def prepare(lat: Lattice, acoustic_scale: float = 1.0, lm_scale: float = 1.0, wo
     return labels, cost, lat.final_costs(acoustic_scale, lm_scale)
 
 
+def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` for non-negative integers, with a counting table
+    instead of a sort when their range is small (word ids)."""
+    if len(values) and int(values.max()) < 4 * len(values) + (1 << 16) and int(values.min()) >= 0:
+        present = np.zeros(int(values.max()) + 1, dtype=bool)
+        present[values] = True
+        uniq = np.flatnonzero(present)
+        code = np.cumsum(present) - 1
+        return uniq, code[values]
+    uniq, inv = np.unique(values, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
 def adjacency(src, dst, labels, cost, arc_ids=None):
     """Per-state Python adjacency lists ``(out_eps, out_word)``
     dicts keyed by source state (arc ids default to the arc index)."""

@@ -3,30 +3,39 @@
 searched best-first with the exact log-semiring backward bound, with the per-state work done by
 numpy:
 
-* epsilons are removed once up front: every state gets the list of *word arcs reachable through
-  epsilon paths* with the log and tropical cost of those paths, and its closed exit weight
-  (computed for all states of one epsilon-depth level at a time);
-* a determinized state is a pair of arrays (states, residual costs); its expansion gathers the
-  closed word arcs of all its states at once and reduces them by ``(word, destination)``, grouped
-  with numpy's radix sort on keys made small by renumbering the automaton's words densely;
+* several automata (the phrases of a lattice) are searched side by side
+  (:func:`search_many`): each round expands one determinized state of every search that needs
+  one, all in the same numpy calls, so that the per-call overhead is spread over many small
+  expansions; every search is exactly the one it would be alone;
+* a determinized state is a pair of arrays (states, residual costs); its expansion first closes it
+  under epsilon paths (gathering precomputed epsilon-closure rows and reducing them per state),
+  then gathers the word arcs (and exit weights) of the closed states and reduces them by
+  ``(word, destination)`` pair, grouped with numpy's radix sort on dense pair numbers;
+* an expansion's choices (its end and one transition per word) are sorted once by their bound;
+  a successor is interned (looked up by its states and rounded residuals) only when the search
+  takes that choice, which most choices never are;
 * the best single path of each output sequence (for word times) is a Viterbi pass over the trie
-  of the outputs, whose per-step "cheapest candidate per (trie node, state)" is a dense
-  scatter-minimum instead of a sort.
+  of the search's prefixes, over word arcs closed under epsilon paths (computed for all states
+  of one epsilon level at a time), whose per-step "cheapest candidate per (trie node, state)" is
+  a dense scatter-minimum instead of a sort.
 
-Every one of these keeps the arithmetic of the plain per-state formulation (segmented numpy
-reductions do not depend on what else is in the array), so the results are bitwise those of
-expanding one state at a time (tests/test_phrases_fast.py).
+Segmented numpy reductions do not depend on what else is in the array, and every reduction sums
+in a fixed order, so results are deterministic; they equal the per-state formulation to rounding
+(tests/test_phrases*.py check them against brute force and against kaldifst).
 """
 from __future__ import annotations
 
 import heapq
 import math
+from typing import NamedTuple
 
 import numpy as np
 
+from .._gc import gc_paused
 from ..errors import BudgetExceededError
+from ._common import dense_codes
 from ._fb import _segment_reduce
-from ._search import SequenceResult, log_add
+from ._search import SequenceResult
 
 INF = math.inf
 
@@ -128,7 +137,7 @@ def _first_min_per_cell(cells: np.ndarray, values: np.ndarray, num_cells: int) -
     hit = np.flatnonzero((values == best) | np.isnan(best))
     first = np.full(num_cells, n, dtype=np.int64)
     np.minimum.at(first, cells[hit], hit)
-    return first[first < n]
+    return np.compress(first < n, first)  # (much faster than boolean-mask indexing)
 
 
 def _seg_logsum(values: np.ndarray, seg: np.ndarray, lens: np.ndarray | None = None) -> np.ndarray:
@@ -149,103 +158,122 @@ def _seg_logsum(values: np.ndarray, seg: np.ndarray, lens: np.ndarray | None = N
     return out
 
 
-def _logsum(values: np.ndarray) -> float:
-    if not len(values):
-        return INF
-    m = values.min()
-    if m == INF:
-        return INF
-    return float(m - np.log(np.exp(-(values - m)).sum()))
+def _seg_logsum_shifted(values: np.ndarray, seg: np.ndarray, lens: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_seg_logsum` with one shift for all segments (the smallest value) instead of one per
+    segment: half the passes over ``values``.  Exact unless a segment lies more than ~575 nats
+    above the smallest value (``exp`` would lose digits), or is all infinite: then it is
+    :func:`_seg_logsum` (the two agree to a few ulps)."""
+    if len(seg) == len(values):
+        return values.copy()
+    shift = values.min()
+    sums = np.add.reduceat(np.exp(shift - values), seg)
+    if not sums.min() >= 1e-250:
+        return _seg_logsum(values, seg, lens)
+    return shift - np.log(sums)
+
+
+class _Growable:
+    """Parallel arrays appended to in place (capacity doubled when full), so that earlier entries
+    keep their positions and are never copied per append."""
+
+    def __init__(self, capacity: int, dtypes):
+        self.data = [np.empty(capacity, dtype=t) for t in dtypes]
+        self.size = 0
+
+    def append(self, *columns) -> None:
+        n = len(columns[0])
+        if self.size + n > len(self.data[0]):
+            cap = max(2 * len(self.data[0]), self.size + n)
+            self.data = [np.concatenate([d[:self.size], np.empty(cap - self.size, dtype=d.dtype)]) for d in self.data]
+        for d, c in zip(self.data, columns):
+            d[self.size:self.size + n] = c
+        self.size += n
+
+    def arrays(self) -> list:
+        return [d[:self.size] for d in self.data]
 
 
 class _Closed:
-    """Epsilon-removed view of an acyclic automaton given by arc arrays (local state ids)."""
+    """Epsilon-removed view of an acyclic automaton given by arc arrays (local state ids): every
+    state's *closed row* (the word arcs reachable through epsilon paths, in arc order, each with
+    the log sum and the minimum of the epsilon-path-plus-arc costs) and its closed exit weights."""
 
     def __init__(self, m, src, dst, lab, cost, arc_ids, exit_lc, exit_bc):
         self.m = m
         word = lab != 0
-        eps = ~word
-        # exits and word arcs closed under epsilon paths, in reverse topological order
         x_lc, x_bc = exit_lc.copy(), exit_bc.copy()
-        ws, wa = src[word], np.flatnonzero(word)
-        order = np.argsort(ws, kind="stable")
-        ws, wa = ws[order], wa[order]
-        w_off = np.searchsorted(ws, np.arange(m + 1))
-        if eps.any():
-            es, ed, ec = src[eps].tolist(), dst[eps].tolist(), cost[eps].tolist()
-            eps_out: dict = {}
-            for s, d, c in zip(es, ed, ec):
-                eps_out.setdefault(s, []).append((d, c))
-            x_lc_l, x_bc_l = x_lc.tolist(), x_bc.tolist()
-            # exit weights: scalar updates in reverse topological order; and each epsilon
-            # state's level (1 + the highest level among its epsilon successors)
-            level: dict = {}
-            for s in sorted(eps_out, reverse=True):
-                xl, xb = x_lc_l[s], x_bc_l[s]
-                lv = 0
-                for d, c in eps_out[s]:
-                    xl = log_add(xl, c + x_lc_l[d])
-                    xb = min(xb, c + x_bc_l[d])
-                    if d in level and level[d] >= lv:
-                        lv = level[d] + 1
-                x_lc_l[s], x_bc_l[s] = xl, xb
-                level[s] = lv
-            x_lc, x_bc = np.array(x_lc_l), np.array(x_bc_l)
-            # closed rows, one level at a time (all states of a level in one batch of numpy
-            # calls): a state's row is its own word arcs followed by the rows of its epsilon
-            # successors (cost added), reduced per arc -- log sum, and minimum -- in that order.
-            # Segments reduce independently, so the numbers are those of one state at a time.
-            store_arc, store_lc, store_bc = [wa], [cost[wa]], [cost[wa]]
+        wa = np.flatnonzero(word)
+        wa = wa[np.argsort(src[wa], kind="stable")]  # word arcs by source state, in arc order
+        w_off = np.searchsorted(src[wa], np.arange(m + 1))
+        ea = np.flatnonzero(~word)
+        if len(ea):
+            ea = ea[np.argsort(src[ea], kind="stable")]  # epsilon arcs by source state, in arc order
+            es, ed, ec = src[ea], dst[ea], cost[ea]
+            # each state's epsilon level: 0 if it has no epsilon arc, else 1 + the highest level
+            # among its epsilon successors (at most the longest epsilon path, a few iterations)
+            level = np.zeros(m, dtype=np.int64)
+            while True:
+                lv = np.zeros(m, dtype=np.int64)
+                np.maximum.at(lv, es, level[ed] + 1)
+                if np.array_equal(lv, level):
+                    break
+                level = lv
+            # closed exits and rows, one level at a time: all of a level's epsilon successors are
+            # on lower levels, so their exits and rows are final.  A state's row is its own word
+            # arcs followed by the rows of its epsilon successors (that arc's cost added), reduced
+            # per arc (log sum, and minimum) in that order.  Segments reduce independently, so the
+            # numbers are those of one state at a time.
+            buf = _Growable(len(wa) * 2 + 1024, (np.int64, np.float64, np.float64))
+            buf.append(wa, cost[wa], cost[wa])
             row_lo = w_off[:-1].copy()
             row_len = np.diff(w_off)
             stored = len(wa)
-            by_level: dict = {}
-            for s_, lv in level.items():
-                by_level.setdefault(lv, []).append(s_)
-            for lv in sorted(by_level):
-                level_states = sorted(by_level[lv])
-                # the pieces of each state's row, in order: (owner, source state, added cost, own?)
-                pieces = []
-                for r, s_ in enumerate(level_states):
-                    pieces.append((r, s_, 0.0, True))
-                    pieces.extend((r, d, c, False) for d, c in eps_out[s_])
-                owners, sources, adds, own = zip(*pieces)
-                level_states = np.array(level_states, dtype=np.int64)
-                sources = np.array(sources, dtype=np.int64)
+            arc_level = level[es]
+            by_level = np.argsort(arc_level, kind="stable")  # epsilon arcs by level, then source
+            lv_off = np.searchsorted(arc_level[by_level], np.arange(int(level.max()) + 2))
+            for lv in range(1, int(level.max()) + 1):
+                arcs_l = by_level[lv_off[lv]:lv_off[lv + 1]]
+                e_src, e_dst, e_cost = es[arcs_l], ed[arcs_l], ec[arcs_l]
+                states = np.unique(e_src)
+                owner = np.searchsorted(states, e_src)
+                # exits: the state's own exit, then (cost + exit) through each epsilon arc
+                piece_owner = np.r_[np.arange(len(states)), owner]
+                po = np.argsort(piece_owner, kind="stable")
+                xs = np.r_[x_lc[states], e_cost + x_lc[e_dst]][po]
+                xb = np.r_[x_bc[states], e_cost + x_bc[e_dst]][po]
+                seg = np.searchsorted(piece_owner[po], np.arange(len(states)))
+                x_lc[states] = _segment_reduce(xs, seg, True)
+                x_bc[states] = np.minimum.reduceat(xb, seg)
+                # rows: the pieces of each state's row, in order (owner, source state, added cost)
+                sources = np.r_[states, e_dst][po]
+                adds = np.r_[np.zeros(len(states)), e_cost][po]
+                owners = piece_owner[po]
                 cnt = row_len[sources]
                 total = int(cnt.sum())
-                arc_all = np.concatenate(store_arc) if len(store_arc) > 1 else store_arc[0]
-                lc_all = np.concatenate(store_lc) if len(store_lc) > 1 else store_lc[0]
-                bc_all = np.concatenate(store_bc) if len(store_bc) > 1 else store_bc[0]
-                store_arc, store_lc, store_bc = [arc_all], [lc_all], [bc_all]
-                pos = np.repeat(row_lo[sources] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
-                add = np.repeat(np.array(adds), cnt)
-                is_own = np.repeat(np.array(own), cnt)
-                arcs_ = arc_all[pos]
-                lcs = np.where(is_own, lc_all[pos], lc_all[pos] + add)
-                bcs = np.where(is_own, bc_all[pos], bc_all[pos] + add)
-                owner = np.repeat(np.array(owners, dtype=np.int64), cnt)
-                n_out = np.zeros(len(level_states), dtype=np.int64)
+                n_out = np.zeros(len(states), dtype=np.int64)
                 if total:
-                    key = owner * (int(arcs_.max()) + 1) + arcs_
+                    arc_all, lc_all, bc_all = buf.arrays()
+                    pos = np.repeat(row_lo[sources] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+                    add = np.repeat(adds, cnt)  # + 0.0 leaves a state's own arcs' costs unchanged
+                    arcs_ = arc_all[pos]
+                    owner_ = np.repeat(owners, cnt)
+                    key = owner_ * (int(arcs_.max()) + 1) + arcs_
                     order = np.argsort(key, kind="stable")
-                    ks = key[order]
-                    seg = _starts(ks)
+                    seg = _starts(key[order])
                     new_arc = arcs_[order][seg]
-                    new_lc = _segment_reduce(lcs[order], seg, True)
-                    new_bc = np.minimum.reduceat(bcs[order], seg)
-                    new_owner = owner[order][seg]
-                    n_out = np.bincount(new_owner, minlength=len(level_states))
-                    store_arc.append(new_arc), store_lc.append(new_lc), store_bc.append(new_bc)
-                row_lo[level_states] = stored + np.cumsum(n_out) - n_out
-                row_len[level_states] = n_out
+                    new_lc = _segment_reduce((lc_all[pos] + add)[order], seg, True)
+                    new_bc = np.minimum.reduceat((bc_all[pos] + add)[order], seg)
+                    n_out = np.bincount(owner_[order][seg], minlength=len(states))
+                    buf.append(new_arc, new_lc, new_bc)
+                row_lo[states] = stored + np.cumsum(n_out) - n_out
+                row_len[states] = n_out
                 stored += int(n_out.sum())
-            arc_all = np.concatenate(store_arc)
+            arc_all, lc_all, bc_all = buf.arrays()
             cnt = row_len
             idx = np.repeat(row_lo - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
             self.w_arc = arc_all[idx]
-            self.w_lc = np.concatenate(store_lc)[idx]
-            self.w_bc = np.concatenate(store_bc)[idx]
+            self.w_lc = lc_all[idx]
+            self.w_bc = bc_all[idx]
             self.w_off = np.r_[0, np.cumsum(cnt)]
         else:
             self.w_arc = wa
@@ -258,9 +286,26 @@ class _Closed:
         self.x_lc, self.x_bc = x_lc, x_bc
 
 
+class SearchProblem(NamedTuple):
+    """One acyclic automaton to search (see :func:`search_arrays` for the fields)."""
+
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    lab: np.ndarray
+    cost: np.ndarray
+    arc_ids: np.ndarray
+    init_states: np.ndarray
+    init_lc: np.ndarray
+    init_bc: np.ndarray
+    exit_states: np.ndarray
+    exit_lc: np.ndarray
+    exit_bc: np.ndarray
+    beta: np.ndarray
+
+
 def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc, init_bc, exit_states,
-                  exit_lc, exit_bc, beta, n, *, max_pops=2_000_000, key=None, track_best=True,
-                  resolution=1e-9, determinize_first=False, max_states=1_000_000, lazy_pops=50_000):
+                  exit_lc, exit_bc, beta, n, **options):
     """Exact ``n`` best distinct label sequences (``None`` = all) of an acyclic automaton.
 
     Args:
@@ -272,8 +317,26 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
       beta: per-state log-semiring backward cost (exit included) of every state that a labelled
         arc enters -- the exact bound of the search.
       n: number of sequences wanted (None = all).
-      max_pops: budget on popped search nodes (BudgetExceededError past it).
+      options: those of :func:`search_many`.
+
+    Returns: list of :class:`SequenceResult`, most probable first.
+    """
+    problem = SearchProblem(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc, init_bc, exit_states,
+                            exit_lc, exit_bc, beta)
+    return search_many([problem], n, **options)[0]
+
+
+def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=True, resolution=1e-9,
+                determinize_first=False, max_states=1_000_000, lazy_pops=50_000) -> list:
+    """:func:`search_arrays` for several independent automata (:class:`SearchProblem`) at once:
+    their searches run side by side and every round expands one determinized state of each
+    search that needs one *in the same numpy calls*, which spreads the per-call overhead (most
+    expansions are small) over all of them.  Each search is exactly the one it would be alone.
+
+    Options:
+      max_pops: budget on popped search nodes per automaton (BudgetExceededError past it).
       track_best: also find each sequence's best single path (``best_cost``, ``best_arcs``).
+      resolution: residual costs closer than this identify determinized states.
       determinize_first: skip the lazy search: build the whole log-determinized automaton (at
         most ``max_states`` states, else BudgetExceededError) and search it with the *exact*
         tropical bound (the best completion in the determinized automaton), so that every pop is
@@ -282,125 +345,306 @@ def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc
         search runs first with ``lazy_pops + 20 n`` pops and falls back to this when they run
         out (and always for ``n=None``).
 
-    Returns: list of :class:`SequenceResult`, most probable first.
+    Returns: per automaton, a list of :class:`SequenceResult`, most probable first.
     """
-    m = num_states
-    x_lc = np.full(m, INF)
-    x_bc = np.full(m, INF)
-    x_lc[exit_states] = exit_lc
-    x_bc[exit_states] = exit_bc
-    cl = _Closed(m, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(lab, dtype=np.int64),
-                 np.asarray(cost, dtype=np.float64), np.asarray(arc_ids, dtype=np.int64), x_lc, x_bc)
-    beta = np.asarray(beta, dtype=np.float64)
-    keep = np.asarray(init_lc) < INF
-    root_s = np.asarray(init_states, dtype=np.int64)[keep]
-    root_r = np.asarray(init_lc, dtype=np.float64)[keep]
-    if not len(root_s):
-        return []
-    o = np.argsort(root_s)
-    root_s, root_r = root_s[o], root_r[o]
+    with gc_paused():  # tens of thousands of search records, none cyclic
+        return _search_many(problems, n, max_pops, key, track_best, resolution, determinize_first, max_states,
+                            lazy_pops)
+
+
+def _search_many(problems, n, max_pops, key, track_best, resolution, determinize_first, max_states, lazy_pops):
+    P = len(problems)
+    sizes = np.array([int(p.num_states) for p in problems], dtype=np.int64)
+    offset = np.r_[0, np.cumsum(sizes)]
+    M = int(offset[-1])
+    if not M:
+        return [[] for _ in problems]
+
+    def joined(field, dtype, shift=False):
+        parts = [np.asarray(getattr(p, field), dtype=dtype) for p in problems]
+        if shift:
+            parts = [a + offset[i] for i, a in enumerate(parts)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    # the disjoint union of the automata: problem i's state s is global state offset[i] + s
+    x_lc = np.full(M, INF)
+    x_bc = np.full(M, INF)
+    x_lc[joined("exit_states", np.int64, True)] = joined("exit_lc", np.float64)
+    x_bc[joined("exit_states", np.int64, True)] = joined("exit_bc", np.float64)
+    g_src, g_dst, g_lab, g_cost = joined("src", np.int64, True), joined("dst", np.int64, True), joined("lab", np.int64), joined("cost", np.float64)
+    cl = _Closed(M, g_src, g_dst, g_lab, g_cost, joined("arc_ids", np.int64), x_lc, x_bc)
+    beta = joined("beta", np.float64)
+    roots = []
+    for i, p in enumerate(problems):
+        keep = np.asarray(p.init_lc) < INF
+        rs = np.asarray(p.init_states, dtype=np.int64)[keep]
+        o = np.argsort(rs)
+        roots.append((rs[o] + offset[i], np.asarray(p.init_lc, dtype=np.float64)[keep][o],
+                      np.asarray(p.init_bc, dtype=np.float64)[keep][o]))
 
     det_keys: dict = {}
-    det_sets: list = []
-    det_h: list = []
-    det_exp: list = []
+    det_sets: list = []  # (states, residual costs) of each determinized state until it is expanded
+    det_exp: list = []  # its choices once expanded (see expand)
 
-    def intern(states, resid, h) -> int:
+    def intern(states, resid) -> int:
         k = (states.tobytes(), np.rint(resid / resolution).astype(np.int64).tobytes())
         j = det_keys.get(k)
         if j is None:
             j = det_keys[k] = len(det_sets)
             det_sets.append((states, resid))
-            det_h.append(h)
             det_exp.append(None)
         return j
 
-    w_off, w_lc, x_lc = cl.w_off, cl.w_lc, cl.x_lc
-    # per-expansion numpy call overhead matters (median 32 gathered arcs), so everything that
-    # depends only on the closed arcs is computed once: row lengths, (label, dst) keys, aranges.
-    # Keys use the automaton's labels renumbered densely (order-preserving), so that they often
-    # fit in 16 or 32 bits and the stable grouping sort can be numpy's radix sort (O(n); the
-    # big expansions, up to ~10^5 gathered arcs, dominate the run time).
-    w_cnt = np.diff(w_off)
-    lab_values = np.unique(cl.w_lab)
-    w_key = np.searchsorted(lab_values, cl.w_lab).astype(np.int64) * m + cl.w_dst
-    w_key16, w_key_hi = _radix_halves(w_key, len(lab_values) * m)
-    ramp = np.arange(max(len(w_lc), m) + 1, dtype=np.int64)
+    # Search rows: every state's closed word arcs, preceded by one *end entry* when the state is
+    # final, so that one grouped reduction gives an expansion's end weight along with its
+    # transitions.  An entry's key is its *pair*: (label, destination), numbered densely in
+    # (label, destination) order, with the end label first and each automaton's end entries
+    # sharing a dummy destination ``M + i`` (completion cost 0).  Since an automaton's states are
+    # contiguous, the pairs of one label are grouped by automaton, so an expansion batch's
+    # ``(label, automaton)`` groups are runs of the sorted pairs.  Dense keys often fit in 16 or
+    # 32 bits, so the stable grouping sort can be numpy's radix sort.  Everything that depends only
+    # on the rows is computed once: per-expansion numpy call overhead matters.
+    g_word = np.flatnonzero(g_lab != 0)
+    lab_values, word_dlab = dense_codes(g_lab[g_word])  # word arcs' labels, renumbered densely
+    lab_out = np.r_[-1, lab_values].astype(np.int64)  # dense label + 1 -> label (-1: the end)
+    owner_of = np.repeat(np.arange(P, dtype=np.int64), sizes)
+    # epsilon closure rows (each state's epsilon-reachable states, itself first... in state order)
+    g_eps = np.flatnonzero(g_lab == 0)
+    selfs = np.arange(M, dtype=np.int64)
+    cc = _Closed(M, np.r_[g_src[g_eps], selfs], np.r_[g_dst[g_eps], selfs],
+                 np.r_[np.zeros(len(g_eps), dtype=np.int64), np.ones(M, dtype=np.int64)],
+                 np.r_[g_cost[g_eps], np.zeros(M)], np.r_[np.zeros(len(g_eps), dtype=np.int64), selfs],
+                 np.full(M, INF), np.full(M, INF))
+    c_off, c_dst, c_lc = cc.w_off, cc.w_dst, cc.w_lc
+    c_cnt = np.diff(c_off)
+    c_key16, c_key_hi = _radix_halves(c_dst, M)
+    # raw rows: end entry (raw exit) + raw word arcs
+    end_states = np.flatnonzero(x_lc < INF)
+    entry_key = np.r_[M + owner_of[end_states], (word_dlab + 1) * (M + P) + g_dst[g_word]]
+    pair_key, entry_pair = np.unique(entry_key, return_inverse=True)
+    row_state = np.r_[end_states, g_src[g_word]]
+    rows = np.argsort(row_state, kind="stable")
+    w_key = entry_pair.reshape(-1)[rows]
+    w_lc = np.r_[x_lc[end_states], g_cost[g_word]][rows]
+    w_cnt = np.bincount(row_state, minlength=M)
+    w_off = np.r_[0, np.cumsum(w_cnt)]
+    w_key16, w_key_hi = _radix_halves(w_key, len(pair_key))
+    pair_lab = pair_key // (M + P)
+    pair_dst = pair_key % (M + P)
+    pair_owner = np.where(pair_dst >= M, pair_dst - M, owner_of[np.minimum(pair_dst, max(M - 1, 0))])
+    pair_group = pair_lab * P + pair_owner  # nondecreasing in pair order
+    beta_x = np.r_[beta, np.zeros(P)]  # the end entries' dummy destinations complete with cost 0
+    ramp = np.arange(max(len(w_lc), M, len(c_dst)) + 1, dtype=np.int64)
 
-    def expand(j):
-        S, R = det_sets[j]
-        fin = _logsum(R + x_lc[S])
+    def expand_batch(js):
+        """Expand determinized states ``js`` (of different automata) into their *choices*, most
+        promising first: for each a list ``[bounds, labels, costs, groups, nexts, successors]``
+        -- parallel lists of the bound of all completions through the choice (``cost +
+        h(next)``), its label (-1 for the end), the cost of that transition (for the end: the
+        exact total cost of ending here), the index of its successor among the batch's
+        (label, automaton) groups, and the successor's interned id (-1 until :func:`resolve`
+        looks it up: most successors are never visited, so they are only interned when the
+        search reaches them); ``successors`` is the batch's shared successor data."""
+        if len(js) == 1:
+            S, R = det_sets[js[0]]
+        else:
+            S = np.concatenate([det_sets[j][0] for j in js])
+            R = np.concatenate([det_sets[j][1] for j in js])
+        for j in js:
+            det_sets[j] = None
+        cc_ = c_cnt[S]
+        t1 = int(cc_.sum())
+        ramp1 = ramp[:t1] if t1 < len(ramp) else np.arange(t1)
+        idx1 = np.repeat(c_off[S] - (np.cumsum(cc_) - cc_), cc_) + ramp1
+        e = c_dst[idx1]
+        o1 = _stable_order(e, idx1, c_key16, c_key_hi, ramp1)
+        es = e[o1]
+        s1 = _starts(es)
+        R = _seg_logsum_shifted((np.repeat(R, cc_) + c_lc[idx1])[o1], s1)
+        S = es[s1]
         cnt = w_cnt[S]
         total = int(cnt.sum())
-        out = []
-        if total:
-            # the rows of S concatenated (what _gather(w_off, S) returns)
-            ramp_t = ramp[:total] if total < len(ramp) else np.arange(total)
-            idx = np.repeat(w_off[S] - (np.cumsum(cnt) - cnt), cnt) + ramp_t
-            v = np.repeat(R, cnt) + w_lc[idx]
-            k2 = w_key[idx]
-            order = _stable_order(k2, idx, w_key16, w_key_hi, ramp_t)
-            k2s = k2[order]
-            seg = _starts(k2s)
-            val = _seg_logsum(v[order], seg)
-            uk = k2s[seg]
-            ulab, ud = uk // m, uk % m
-            lseg = _starts(ulab)
-            ends = np.empty(len(lseg) + 1, dtype=np.int64)
-            ends[:-1] = lseg
-            ends[-1] = len(ulab)
-            lens = ends[1:] - lseg
-            wsum = _seg_logsum(val, lseg, lens)
-            resid = val - wsum.repeat(lens)
-            hval = _seg_logsum(resid + beta[ud], lseg, lens)
-            ends8 = (ends * 8).tolist()  # byte offsets of each successor's slice
-            # intern every successor with one rounding pass and byte slices (the same keys as
-            # intern(): the int64 bytes of the states and of the rounded residuals)
-            ud_bytes = ud.tobytes()
-            rq_bytes = np.rint(resid / resolution).astype(np.int64).tobytes()
-            for w, wsi, hsi, a8, b8 in zip(lab_values[ulab[lseg]].tolist(), wsum.tolist(), hval.tolist(),
-                                           ends8, ends8[1:]):
-                if wsi == INF:
-                    continue
-                k = (ud_bytes[a8:b8], rq_bytes[a8:b8])
-                nj = det_keys.get(k)
-                if nj is None:
-                    nj = det_keys[k] = len(det_sets)
-                    det_sets.append((ud[a8 >> 3:b8 >> 3], resid[a8 >> 3:b8 >> 3]))
-                    det_h.append(hsi)
-                    det_exp.append(None)
-                    out.append((wsi + hsi, w, nj, wsi))
-                else:
-                    out.append((wsi + det_h[nj], w, nj, wsi))
-        det_exp[j] = (fin, out)
-        det_sets[j] = None
+        if not total:
+            for j in js:
+                det_exp[j] = [[], [], [], [], [], None]
+            return
+        # the rows of S concatenated (what _gather(w_off, S) returns)
+        ramp_t = ramp[:total] if total < len(ramp) else np.arange(total)
+        idx = np.repeat(w_off[S] - (np.cumsum(cnt) - cnt), cnt) + ramp_t
+        v = np.repeat(R, cnt) + w_lc[idx]
+        k2 = w_key[idx]
+        order = _stable_order(k2, idx, w_key16, w_key_hi, ramp_t)
+        k2s = k2[order]
+        seg = _starts(k2s)
+        val = _seg_logsum_shifted(v[order], seg)  # per pair
+        up = k2s[seg]
+        ug = pair_group[up]
+        lseg = _starts(ug)
+        ends = np.empty(len(lseg) + 1, dtype=np.int64)
+        ends[:-1] = lseg
+        ends[-1] = len(ug)
+        lens = ends[1:] - lseg
+        ud = pair_dst[up]
+        wsum = _seg_logsum_shifted(val, lseg, lens)  # per group: the transition's cost
+        bound = _seg_logsum(val + beta_x[ud], lseg, lens)  # per group: the log-sum of its completions
+        ch = np.argsort(bound, kind="stable")  # groups are in label order: ties go by label, end first
+        ch = ch[:int(np.count_nonzero(bound < INF))]  # no finite completion: never an output
+        gl = pair_lab[up[lseg]]
+        resid = val - wsum.repeat(lens)
+        succ = (ud, resid, (ends * 8).tolist(), ud.tobytes(), np.rint(resid / resolution).astype(np.int64).tobytes())
+        if len(js) == 1:
+            det_exp[js[0]] = [bound[ch].tolist(), lab_out[gl[ch]].tolist(), wsum[ch].tolist(), ch.tolist(),
+                              [-1] * len(ch), succ]
+            return
+        go = pair_owner[up[lseg]][ch]
+        by_owner = np.argsort(go, kind="stable")
+        ch = ch[by_owner]  # by automaton, then bound, then label
+        b_l, l_l, c_l, g_l = bound[ch].tolist(), lab_out[gl[ch]].tolist(), wsum[ch].tolist(), ch.tolist()
+        # js are in automaton order, so request r's choices run up to where request r + 1's start
+        cuts = np.searchsorted(go[by_owner], [owner_index[j] for j in js] + [P]).tolist()
+        for r, j in enumerate(js):
+            a, b = cuts[r], cuts[r + 1]
+            det_exp[j] = [b_l[a:b], l_l[a:b], c_l[a:b], g_l[a:b], [-1] * (b - a), succ]
+
+    def resolve(rec, i) -> int:
+        """Interned id of the successor of choice ``i`` of an expansion record (the same key as
+        :func:`intern`: the int64 bytes of the states and of the rounded residuals)."""
+        ud, resid, e8, ud_bytes, rq_bytes = rec[5]
+        g = rec[3][i]
+        a8, b8 = e8[g], e8[g + 1]
+        k = (ud_bytes[a8:b8], rq_bytes[a8:b8])
+        nj = det_keys.get(k)
+        if nj is None:
+            nj = det_keys[k] = len(det_sets)
+            det_sets.append((ud[a8 >> 3:b8 >> 3], resid[a8 >> 3:b8 >> 3]))
+            det_exp.append(None)
+        rec[4][i] = nj
+        return nj
+
+    def expand(j):
+        expand_batch([j])
         return det_exp[j]
 
+    owner_index: dict = {}  # determinized state -> its automaton, for the states of a batch
+    found: list = [None] * P
+    tries = [_PrefixTrie() for _ in range(P)]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        found = None
+        starts = [intern(rs, rr) if len(rs) else -1 for rs, rr, _ in roots]
         if not determinize_first and n is not None:
-            # lazy search with the log-sum bound; if that bound proves too loose (probability
-            # spread over very many sequences), fall back to the exact bound below, reusing
-            # every determinized state built so far
-            try:
-                found = _best_first(intern, expand, None, det_exp, root_s, root_r, n,
-                                    min(max_pops, lazy_pops + 20 * n), key)
-            except BudgetExceededError:
-                found = None
-        if found is None:
-            bound = _exact_bounds(intern(root_s, root_r, 0.0), expand, det_exp, max_states, key)
-            found = _best_first(intern, expand, bound, det_exp, root_s, root_r, n, max_pops, key)
-    seqs = [(_labels(link), cost_) for link, cost_ in found]
-    if not track_best:
-        return [SequenceResult(lab_, c, math.nan, ()) for lab_, c in seqs]
-    with np.errstate(invalid="ignore", over="ignore"):
-        best = _best_paths(cl, root_s, np.asarray(init_bc, dtype=np.float64)[keep][o], [s for s, _ in seqs])
-    return [SequenceResult(lab_, c, *best[lab_]) for lab_, c in seqs]
+            # lazy searches with the log-sum bound, side by side; a search whose bound proves too
+            # loose (probability spread over very many sequences) falls back to the exact bound
+            # below, reusing every determinized state built so far
+            budget = min(max_pops, lazy_pops + 20 * n)
+            running = {i: _best_first(starts[i], resolve, det_exp, tries[i], n, budget, key)
+                       for i in range(P) if starts[i] >= 0}
+            wants = {}
+            for i, gen in list(running.items()):
+                _advance(i, gen, None, running, wants, found)
+            while wants:
+                js = [wants[i] for i in sorted(wants)]
+                owner_index.clear()
+                owner_index.update({j: i for i, j in wants.items()})
+                expand_batch(js)
+                ready, wants = wants, {}
+                for i in ready:
+                    _advance(i, running[i], True, running, wants, found)
+        for i in range(P):
+            if starts[i] >= 0 and found[i] is None:
+                exact = _exact_choices(starts[i], expand, resolve, det_exp, max_states, key)
+                tries[i] = _PrefixTrie()
+                gen = _best_first(starts[i], resolve, exact, tries[i], n, max_pops, key)
+                try:
+                    next(gen)
+                    raise AssertionError("the exact search expands nothing")  # every state is expanded
+                except StopIteration as stop:
+                    found[i] = stop.value
+    arc_dlab = np.full(len(g_lab), -1, dtype=np.int64)
+    arc_dlab[g_word] = word_dlab
+    closed_dlab = arc_dlab[cl.w_arc]  # the closed rows' labels, renumbered densely
+    results = []
+    for i in range(P):
+        if not found[i]:
+            results.append([])
+            continue
+        trie = tries[i]
+        ends_ = np.array([node for node, _ in found[i]], dtype=np.int64)
+        costs = [c for _, c in found[i]]
+        parent, label = np.array(trie.parent, dtype=np.int64), np.array(trie.label, dtype=np.int64)
+        depth = np.array(trie.depth, dtype=np.int64)
+        seqs = _trace(ends_, depth[ends_], parent, label)
+        if not track_best:
+            results.append([SequenceResult(lab_, c, math.nan, ()) for lab_, c in zip(seqs, costs)])
+            continue
+        local = _local_rows(cl, closed_dlab, int(offset[i]), int(sizes[i]))
+        rs, _, rb = roots[i]
+        with np.errstate(invalid="ignore", over="ignore"):
+            best_costs, best_arcs = _best_paths(local, lab_values, rs - offset[i], rb, parent, label, depth, ends_)
+        results.append(list(map(SequenceResult, seqs, costs, best_costs, best_arcs)))
+    return results
 
 
-def _exact_bounds(j0, expand, det_exp, max_states, key) -> list:
-    """Expand every determinized state reachable from ``j0``; return for each the cost of its best
-    completion (tropical shortest distance to the end in the determinized automaton)."""
+def _advance(i, gen, value, running, wants, found) -> None:
+    """Resume search ``i`` until it needs a state expanded (recorded in ``wants``) or ends (its
+    sequences in ``found``; ``None`` there if the lazy budget ran out)."""
+    try:
+        wants[i] = gen.send(value) if value is not None else next(gen)
+    except StopIteration as stop:
+        found[i] = stop.value
+        del running[i]
+    except BudgetExceededError:
+        del running[i]
+
+
+class _LocalRows(NamedTuple):
+    """The closed rows of one automaton of a union (its own state numbering; labels as dense
+    codes of the union's labels)."""
+
+    m: int
+    w_off: np.ndarray
+    w_dlab: np.ndarray
+    w_dst: np.ndarray
+    w_bc: np.ndarray
+    w_id: np.ndarray
+    x_bc: np.ndarray
+
+
+def _local_rows(cl: _Closed, dlab: np.ndarray, start: int, m: int) -> _LocalRows:
+    lo, hi = int(cl.w_off[start]), int(cl.w_off[start + m])
+    return _LocalRows(m, cl.w_off[start:start + m + 1] - lo, dlab[lo:hi], cl.w_dst[lo:hi] - start,
+                      cl.w_bc[lo:hi], cl.w_id[lo:hi], cl.x_bc[start:start + m])
+
+
+class _PrefixTrie:
+    """The search's word prefixes, numbered in creation order (node 0 is the empty prefix): each
+    node's parent, last label and depth, appended by :func:`_best_first`.  Every prefix is created
+    once (when the transition that extends its parent is popped), so these lists are the trie of
+    everything the search reached."""
+
+    def __init__(self):
+        self.parent, self.label, self.depth = [-1], [-1], [0]
+
+
+def _trace(starts: np.ndarray, lengths: np.ndarray, parent: np.ndarray, value: np.ndarray) -> list:
+    """For each start node: the tuple of ``value`` along its chain of ``parent`` links, ``length``
+    nodes long, the start node's value last (all chains followed at once, one numpy step per
+    level; a chain of length 0 gives ``()``)."""
+    width = int(lengths.max(initial=0))
+    mat = np.zeros((len(starts), width), dtype=value.dtype)
+    li = starts.copy()
+    for col in range(width - 1, -1, -1):  # right-aligned: the chains still running at this level
+        live = np.flatnonzero(lengths > width - 1 - col)
+        at = li[live]
+        mat[live, col] = value[at]
+        li[live] = parent[at]
+    rows = mat.tolist()
+    return [tuple(r[width - k:]) for r, k in zip(rows, lengths.tolist())]
+
+
+def _exact_choices(j0, expand, resolve, det_exp, max_states, key) -> dict:
+    """Expand every determinized state reachable from ``j0`` and re-rank each one's choices by the
+    *exact* bound ``cost + best(next)``, with ``best`` the cost of a state's best completion
+    (tropical shortest distance to the end in the determinized automaton).  Returns the choice
+    records (the shape ``expand`` gives, every successor resolved) by state id."""
     order: list = []
     visited: set = set()
     stack = [(j0, False)]
@@ -415,155 +659,131 @@ def _exact_bounds(j0, expand, det_exp, max_states, key) -> list:
         if len(visited) > max_states:
             raise BudgetExceededError(f"log-determinization exceeded {max_states} states", key=key)
         stack.append((j, True))
-        exp = det_exp[j] if det_exp[j] is not None else expand(j)
-        for _, _, nj, _ in exp[1]:
-            if nj not in visited:
-                stack.append((nj, False))
-    best = [INF] * len(det_exp)
+        rec = det_exp[j] if det_exp[j] is not None else expand(j)
+        nexts = rec[4]
+        for i, w in enumerate(rec[1]):
+            if w >= 0:
+                nj = nexts[i] if nexts[i] >= 0 else resolve(rec, i)
+                if nj not in visited:
+                    stack.append((nj, False))
+    best: dict = {}
+    exact: dict = {}
     for j in order:
-        fin, trans = det_exp[j]
-        b = fin
-        for _, _, nj, c in trans:
-            if c + best[nj] < b:
-                b = c + best[nj]
-        best[j] = b
-    return best
+        _, labels, costs, _, nexts, _ = det_exp[j]
+        items = sorted((c if w < 0 else c + best[nj], w, nj, c) for w, c, nj in zip(labels, costs, nexts))
+        best[j] = items[0][0] if items else INF
+        bounds, labels, nexts, costs = (list(col) for col in zip(*items)) if items else ([], [], [], [])
+        exact[j] = [bounds, labels, costs, None, nexts, None]
+    return exact
 
 
-def _best_first(intern, expand, h, det_exp, root_s, root_r, n, max_pops, key) -> list:
-    """The best-first loop: ``[(labels link, cost)]`` of the first ``n`` end nodes popped.
+def _best_first(j0, resolve, det_exp, trie, n, max_pops, key):
+    """The best-first loop, as a generator: it yields a determinized state id whenever it needs
+    that state's choice record in ``det_exp`` (the caller builds it, then resumes it) and returns
+    ``[(prefix node, cost)]``, the first ``n`` end choices popped (prefix nodes are added to
+    ``trie``, a :class:`_PrefixTrie`).
 
-    ``h``: per determinized state, the bound of its completions; ``None`` for the log-sum bound
-    that each expansion already added to its transitions ``(c + h(next), label, next, c)``.
-
-    Lazy successor enumeration: each determinized state's outgoing choices (its end weight and its
-    transitions) are sorted once by their bound ``c + h(next)``; a heap entry is "choice ``i`` of
-    state ``j`` after prefix cost ``g``", and popping it pushes only choice ``i + 1`` and the first
-    choice of the next state.  Entries still leave the heap in nondecreasing bound order (choices
-    are sorted and a state's first choice is no better than its log-sum bound), so the output is
-    the same as pushing every child, with two pushes per pop.
+    A state's choice record holds its end and its transitions sorted by their bound ``cost +
+    h(next)`` (see :func:`search_many`).  Lazy successor enumeration: a heap entry is "choice ``i``
+    of state ``j`` after prefix cost ``g``", and popping it pushes only choice ``i + 1`` and the
+    first choice of the next state.  Entries still leave the heap in nondecreasing bound order
+    (choices are sorted and a state's first choice is no better than its bound), so the output
+    is the same as pushing every child, with two pushes per pop.
     """
-    sorted_choices: dict = {}
-
-    def choices(j):
-        items = sorted_choices.get(j)
-        if items is None:  # sort once: (bound, label or -1 for the end, next state, arc cost)
-            exp = det_exp[j]
-            if exp is None:
-                exp = expand(j)
-            fin, trans = exp
-            items = list(trans) if h is None else [(c + h[nj], w, nj, c) for _, w, nj, c in trans]
-            if fin < INF:
-                items.append((fin, -1, -1, fin))
-            items.sort()
-            sorted_choices[j] = items
-        return items
-
-    j0 = intern(root_s, root_r, 0.0)
-    heap: list = []
+    heapq_push, heapq_pop = heapq.heappush, heapq.heappop
+    t_parent, t_label, t_depth = trie.parent, trie.label, trie.depth
+    if det_exp[j0] is None:
+        yield j0
+    rec = det_exp[j0]
+    heap: list = [(rec[0][0], 0, rec, 0, 0.0, 0)] if rec[0] else []
     counter = 0
-    first = choices(j0)
-    if first:
-        heap.append((first[0][0], 0, j0, 0, 0.0, None))
     pops = 0
     found: list = []
     while heap:
-        prio, _, j, i, g, link = heapq.heappop(heap)
+        _, _, rec, i, g, link = heapq_pop(heap)
         pops += 1
         if pops > max_pops:
             raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes "
                                       f"after {len(found)} sequences; lower N or prune the lattice", key=key)
-        items = choices(j)
-        if i + 1 < len(items):
+        bounds, labels, costs, _, nexts, _ = rec
+        if i + 1 < len(bounds):
             counter += 1
-            heapq.heappush(heap, (g + items[i + 1][0], counter, j, i + 1, g, link))
-        bound, w, nj, c = items[i]
+            heapq_push(heap, (g + bounds[i + 1], counter, rec, i + 1, g, link))
+        w = labels[i]
         if w < 0:
-            found.append((link, g + c))
+            found.append((link, g + costs[i]))
             if n is not None and len(found) >= n:
                 break
             continue
-        nxt = choices(nj)
-        if nxt:
-            gc = g + c
+        nj = nexts[i]
+        if nj < 0:
+            nj = resolve(rec, i)
+        nxt = det_exp[nj]
+        if nxt is None:
+            yield nj
+            nxt = det_exp[nj]
+        if nxt[0]:
+            gc = g + costs[i]
             counter += 1
-            heapq.heappush(heap, (gc + nxt[0][0], counter, nj, 0, gc, (w, link)))
+            t_parent.append(link)  # the new prefix: this one extended by w
+            t_label.append(w)
+            t_depth.append(t_depth[link] + 1)
+            heapq_push(heap, (gc + nxt[0][0], counter, nxt, 0, gc, len(t_parent) - 1))
     return found
 
 
-def _labels(link) -> tuple:
-    out = []
-    while link is not None:
-        out.append(link[0])
-        link = link[1]
-    return tuple(reversed(out))
-
-
-def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
+def _best_paths(cl: _LocalRows, lab_values, root_s, root_b, parent, label, depth, ends) -> tuple[list, list]:
     """Best single path (cost, word-arc ids) reading each sequence: a tropical Viterbi pass over
-    the trie of the sequences, vectorized over all trie nodes of one depth at a time.  Closed word
+    the search's prefix trie (``parent``, ``label``, ``depth`` per node, node 0 the root; ``ends``:
+    each sequence's node), vectorized over all trie nodes of one depth at a time.  Closed word
     arcs are indexed by ``(state, label)`` (a dense table over the automaton's states and its
     labels) so that only arcs matching a trie child are touched; the best candidate of each
-    ``(trie node, state)`` is the cheapest, the earliest one among equal costs."""
-    result: dict = {}
-    if not sequences:
-        return result
-    V = int(cl.w_lab.max(initial=0)) + 1
-    child_of: dict = {}
-    end_seq = [-1]
-    node_depth = [0]
-    for q, seq in enumerate(sequences):
-        node = 0
-        for w in seq:
-            k = node * V + w
-            nxt = child_of.get(k)
-            if nxt is None:
-                nxt = child_of[k] = len(end_seq)
-                end_seq.append(-1)
-                node_depth.append(node_depth[node] + 1)
-            node = nxt
-        end_seq[node] = q
-    end_arr = np.array(end_seq, dtype=np.int64)
-    n_nodes = len(end_seq)
+    ``(trie node, state)`` is the cheapest, the earliest one among equal costs.
+
+    Returns ``(costs, arcs)``: per sequence, the best path's cost and its tuple of arc ids."""
+    n_nodes = len(parent)
+    end_arr = np.full(n_nodes, -1, dtype=np.int64)
+    end_arr[ends] = np.arange(len(ends))
     # rank of every trie node among the nodes of its depth, in node-id order: the dense index
     # of a node within one depth step (monotone, so cell order is (node, state) order)
-    depth = np.array(node_depth, dtype=np.int64)
     by_depth = _argsort_stable_keys(depth)
     depth_start = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
     depth_rank = np.empty(n_nodes, dtype=np.int64)
     depth_rank[by_depth] = np.arange(n_nodes) - depth_start[depth[by_depth]]
-    ck = np.fromiter(child_of.keys(), dtype=np.int64, count=len(child_of))
-    cid = np.fromiter(child_of.values(), dtype=np.int64, count=len(child_of))
-    o = np.argsort(ck, kind="stable")
-    ck, cid = ck[o], cid[o]
-    ch_parent, ch_label = ck // V, ck % V
-    ch_off = np.searchsorted(ch_parent, np.arange(n_nodes + 1))
-    # closed word arcs sorted by (state, label); labels renumbered densely (order-preserving)
-    # so that arc range of any (state, label) is two table look-ups
-    labels = np.unique(cl.w_lab)
-    L = len(labels)
+    cid = _argsort_stable_keys(parent[1:]) + 1  # children grouped by parent
+    ch_label = label[cid]
+    ch_off = np.searchsorted(parent[cid], np.arange(n_nodes + 1))
+    # closed word arcs sorted by (state, label); labels renumbered densely again within this
+    # automaton (order-preserving) so that the arc range of any (state, label) is two table look-ups
+    present = np.zeros(len(lab_values), dtype=bool)
+    present[cl.w_dlab] = True
+    code = np.cumsum(present) - 1
+    L = int(code[-1]) + 1 if len(code) else 0
     row_state = np.repeat(np.arange(cl.m, dtype=np.int64), np.diff(cl.w_off))
-    sl_key = row_state * L + np.searchsorted(labels, cl.w_lab)
+    sl_key = row_state * L + code[cl.w_dlab]
     arange = np.arange(len(sl_key), dtype=np.int64)
     sl_order = _stable_order(sl_key, arange, *_radix_halves(sl_key, cl.m * L), arange)
     sl_dst, sl_bc, sl_id = cl.w_dst[sl_order], cl.w_bc[sl_order], cl.w_id[sl_order]
     sl_count = np.bincount(sl_key, minlength=cl.m * L)
     sl_start = np.cumsum(sl_count) - sl_count
-    pos_l = np.minimum(np.searchsorted(labels, ch_label), max(L - 1, 0))
-    ch_label_c = np.where(labels[pos_l] == ch_label, pos_l, -1) if L else np.full(len(ch_label), -1)
+    g = np.minimum(np.searchsorted(lab_values, ch_label), max(len(lab_values) - 1, 0))
+    if len(lab_values):
+        ch_label_c = np.where((lab_values[g] == ch_label) & present[g], code[g], -1)
+    else:
+        ch_label_c = np.full(len(ch_label), -1)
     link_arc: list = []
     link_parent: list = []
     n_links = 0
     node = np.zeros(len(root_s), dtype=np.int64)
     state, bc, link = root_s, root_b, np.full(len(root_s), -1, dtype=np.int64)
-    best_cost = np.full(len(sequences), INF)
-    best_link = np.full(len(sequences), -1, dtype=np.int64)
+    best_cost = np.full(len(ends), INF)
+    best_link = np.full(len(ends), -1, dtype=np.int64)
     while len(node):
         seq = end_arr[node]
         fin = np.flatnonzero(seq >= 0)
         if len(fin):
             tot = bc[fin] + cl.x_bc[state[fin]]
-            first = _first_min_per_cell(seq[fin], tot, len(sequences))
+            first = _first_min_per_cell(seq[fin], tot, len(ends))
             q = seq[fin][first]
             best_cost[q] = tot[first]
             best_link[q] = link[fin][first]
@@ -592,28 +812,9 @@ def _best_paths(cl: _Closed, root_s, root_b, sequences) -> dict:
         node, state, bc = q_child[pf], d[first], v[first]
         link = np.arange(n_links, n_links + len(first), dtype=np.int64)
         n_links += len(first)
-    # trace every sequence's best path back at once: one numpy step per trie depth; column c of
-    # ``steps`` holds the arc taken c steps before the end (-1 once the root is reached)
-    if link_arc:
-        arcs_np, parents_np = np.concatenate(link_arc), np.concatenate(link_parent)
-        li = best_link.copy()
-        steps = []
-        while True:
-            live = li >= 0
-            if not live.any():
-                break
-            steps.append(np.where(live, arcs_np[np.maximum(li, 0)], -1))
-            li = np.where(live, parents_np[np.maximum(li, 0)], -1)
-    else:
-        steps = []
-    if steps:
-        mat = np.stack(steps[::-1], axis=1)  # paths right-aligned, -1 padding on the left
-        lengths = (mat >= 0).sum(axis=1).tolist()
-        rows = mat.tolist()
-        width = mat.shape[1]
-    else:
-        lengths, rows, width = [0] * len(sequences), [[]] * len(sequences), 0
-    costs = best_cost.tolist()
-    for q, seq in enumerate(sequences):
-        result[seq] = (costs[q], tuple(rows[q][width - lengths[q]:]))
-    return result
+    # trace every sequence's best path back at once (one arc per word of the sequence)
+    arcs_np = np.concatenate(link_arc) if link_arc else np.zeros(0, dtype=np.int64)
+    parents_np = np.concatenate(link_parent) if link_parent else np.zeros(0, dtype=np.int64)
+    found = best_link >= 0
+    arcs = _trace(np.where(found, best_link, 0), np.where(found, depth[ends], 0), parents_np, arcs_np)
+    return best_cost.tolist(), arcs

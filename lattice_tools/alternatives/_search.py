@@ -23,7 +23,7 @@ holds the shared scalar helpers.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 INF = math.inf
 
@@ -37,8 +37,9 @@ def log_add(a: float, b: float) -> float:
     return a - math.log1p(math.exp(a - b))
 
 
-@dataclass(frozen=True)
-class SequenceResult:
+class SequenceResult(NamedTuple):
+    """One output sequence of the search (a named tuple: tens of thousands are built per lattice)."""
+
     labels: tuple  # word ids (epsilons removed)
     cost: float  # log-semiring cost of all paths with this sequence
     best_cost: float  # cost of the best single path with this sequence

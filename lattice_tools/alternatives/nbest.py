@@ -20,10 +20,23 @@ from typing import Iterable
 import numpy as np
 
 from ..lattice import Lattice
-from ._common import prepare
+from ._common import dense_codes, prepare
 from ._fb import ForwardBackward
 from ._fastsearch import search_arrays
 from .network import Alternative, Alternatives, Slot
+
+
+def arc_words_and_times(lat: Lattice) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+    """Per arc, as arrays: ``(names, code, start, duration)`` -- the arc's word is
+    ``names[code[a]]`` (``""`` for epsilon), its start and duration in seconds rounded to 1e-6
+    (NaN when unknown)."""
+    fs = lat.frame_shift
+    known = (lat.t0 >= 0) & (lat.t1 >= 0)
+    uniq, code = dense_codes(lat.word.astype(np.int64))
+    names = [lat.symbols.word(int(w)) if w else "" for w in uniq.tolist()]
+    start = np.where(lat.t0 >= 0, np.round(lat.t0 * fs, 6), np.nan)
+    dur = np.where(known, np.round((lat.t1 - lat.t0) * fs, 6), np.nan)
+    return names, code, start, dur
 
 
 def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: float, _cache: dict | None = None
@@ -34,14 +47,11 @@ def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: 
     if _cache is None:
         _cache = {}
     if not _cache:
-        fs = lat.frame_shift
-        known = (lat.t0 >= 0) & (lat.t1 >= 0)
+        names, code, start, dur = arc_words_and_times(lat)
         _cache["labels"] = np.asarray(labels).tolist()
-        uniq, inv = np.unique(lat.word, return_inverse=True)
-        names = [lat.symbols.word(int(w)) if w else "" for w in uniq.tolist()]
-        _cache["word"] = [names[i] for i in inv.tolist()]
-        _cache["start"] = np.where(lat.t0 >= 0, np.round(lat.t0 * fs, 6), np.nan).tolist()
-        _cache["dur"] = np.where(known, np.round((lat.t1 - lat.t0) * fs, 6), np.nan).tolist()
+        _cache["word"] = [names[i] for i in code.tolist()]
+        _cache["start"] = start.tolist()
+        _cache["dur"] = dur.tolist()
     lab, wid, st, du = _cache["labels"], _cache["word"], _cache["start"], _cache["dur"]
     arcs = [a for a in arcs if lab[a] != 0]
     words = [wid[a] for a in arcs]

@@ -41,17 +41,19 @@ Silence and fillers are epsilons of the word language; a phrase may have the emp
 from __future__ import annotations
 
 import math
+from itertools import chain
 from typing import Iterable
 
 import numpy as np
 
+from .._gc import gc_paused
 from ..errors import LatticeError
 from ..lattice import Lattice
 from ._common import prepare
 from ._fb import INF, ForwardBackward, _segment_reduce, log_add
-from ._fastsearch import search_arrays
+from ._fastsearch import SearchProblem, search_many
 from .network import Alternative, Alternatives, Slot
-from .nbest import alternative_from_path
+from .nbest import alternative_from_path, arc_words_and_times
 
 
 def phrase_cuts(lat: Lattice, posteriors: np.ndarray, labels: np.ndarray, posterior_threshold: float) -> np.ndarray:
@@ -174,7 +176,8 @@ class PhraseDecomposition:
     def search(self, n: int | None, max_pops: int = 2_000_000):
         """Yield ``(k, results)`` for each phrase: its exact ``n`` best sequences
         (:class:`~lattice_tools.alternatives._search.SequenceResult`, costs include the frontier
-        weights, so ``exp(total - cost)`` is the posterior)."""
+        weights, so ``exp(total - cost)`` is the posterior).  The phrases' searches run side by
+        side (:func:`~lattice_tools.alternatives._fastsearch.search_many`)."""
         K = self.num_phrases
         ent_k, ent_u, a_log, a_vit = self._entries
         st_k, st_v, e_log, e_vit = self._exits
@@ -186,6 +189,7 @@ class PhraseDecomposition:
         arc_off = np.searchsorted(self.phrase[arc_order], np.arange(K + 1))
         beta = self.fb.beta
         lat = self.lat
+        problems = []
         for k in range(K):
             ei = ent_order[ent_off[k]:ent_off[k + 1]]
             xi = ex_order[ex_off[k]:ex_off[k + 1]]
@@ -193,13 +197,14 @@ class PhraseDecomposition:
             gsrc, gdst = lat.src[ai].astype(np.int64), lat.dst[ai].astype(np.int64)
             states = np.unique(np.r_[ent_u[ei], st_v[xi], gsrc, gdst])
             loc = lambda g: np.searchsorted(states, g)  # noqa: E731 - global -> local state ids
-            yield k, search_arrays(len(states), loc(gsrc), loc(gdst), self.labels[ai], self.cost[ai], ai,
-                                   loc(ent_u[ei]), a_log[ei], a_vit[ei], loc(st_v[xi]), e_log[xi], e_vit[xi],
-                                   beta[states], n, max_pops=max_pops, key=lat.key or None)
+            problems.append(SearchProblem(len(states), loc(gsrc), loc(gdst), self.labels[ai], self.cost[ai], ai,
+                                          loc(ent_u[ei]), a_log[ei], a_vit[ei], loc(st_v[xi]), e_log[xi], e_vit[xi],
+                                          beta[states]))
+        yield from enumerate(search_many(problems, n, max_pops=max_pops, key=lat.key or None))
 
 
 class _AlternativeMaker:
-    """``make(arcs, posterior)``: the :class:`Alternative` of
+    """``make(arcs, posterior)`` and ``make.many(results, total)``: the :class:`Alternative` of
     :func:`~lattice_tools.alternatives.nbest.alternative_from_path` (words and times of the path's
     non-silence arcs, every confidence = the posterior), built without re-validating fields that
     are already normalized here (tuples of Python floats), which is most of the cost of tens of
@@ -210,26 +215,38 @@ class _AlternativeMaker:
 
     def __init__(self, lat: Lattice, labels):
         self.cache: dict = {}
-        self.lat, self.labels = lat, labels
-        alternative_from_path(lat, labels, (), 1.0, self.cache)  # fills the per-arc lists
+        self.lat, self.labels = lat, np.asarray(labels)
         fields = getattr(Alternative, "__dataclass_fields__", {})
         self.fast = tuple(fields) == self._FIELDS and not hasattr(Alternative, "__slots__")
-        c = self.cache
-        # per arc: (word, start, duration), None for silence (skipped, as alternative_from_path does)
-        self.per_arc = [None if lab == 0 else (w, st, du)
-                        for lab, w, st, du in zip(c["labels"], c["word"], c["start"], c["dur"])]
+        self.names, self.code, self.start, self.dur = arc_words_and_times(lat)
 
     def __call__(self, arcs, posterior: float) -> Alternative:
+        return self.many([arcs], [posterior])[0]
+
+    def many(self, paths: list, posteriors: list) -> tuple:
+        """The alternatives of several paths (tuples of arc ids) at once: one numpy gather for
+        all their arcs."""
         if not self.fast:
-            return alternative_from_path(self.lat, self.labels, arcs, posterior, self.cache)
-        rows = [self.per_arc[a] for a in arcs]
-        if None in rows:
-            rows = [r for r in rows if r is not None]
-        words, starts, durs = zip(*rows) if rows else ((), (), ())
-        alt = object.__new__(Alternative)
-        alt.__dict__.update(words=words, starts=starts, durations=durs, posterior=posterior,
-                            confidences=(posterior,) * len(words))
-        return alt
+            return tuple(alternative_from_path(self.lat, self.labels, arcs, p, self.cache)
+                         for arcs, p in zip(paths, posteriors))
+        lens = [len(arcs) for arcs in paths]
+        flat = np.fromiter(chain.from_iterable(paths), dtype=np.int64, count=sum(lens))
+        if not self.labels[flat].all():  # silence arcs are skipped (the search never returns any)
+            keep = [[a for a in arcs if self.labels[a]] for arcs in paths]
+            return self.many(keep, posteriors)
+        names = self.names
+        words = [names[c] for c in self.code[flat].tolist()]
+        starts, durs = self.start[flat].tolist(), self.dur[flat].tolist()
+        new = object.__new__
+        out = []
+        e = 0
+        for n, p in zip(lens, posteriors):
+            b, e = e, e + n
+            alt = new(Alternative)
+            alt.__dict__.update(words=tuple(words[b:e]), starts=tuple(starts[b:e]), durations=tuple(durs[b:e]),
+                                posterior=p, confidences=(p,) * n)
+            out.append(alt)
+        return tuple(out)
 
 
 def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, acoustic_scale: float = 1.0,
@@ -246,19 +263,20 @@ def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, ac
     if not lat.word_aligned:
         from .word_align import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
-    dec = PhraseDecomposition(lat, posterior_threshold, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
-                              word_penalty=word_penalty, silence_words=silence_words)
-    fs = lat.frame_shift
-    slots = []
-    make = _AlternativeMaker(lat, dec.labels)
-    total = dec.total
-    for k, results in dec.search(n, max_pops=max_pops):
-        alts = tuple([make(r.best_arcs, math.exp(-(r.cost - total))) for r in results])
-        if not alts or all(a.is_empty for a in alts):
-            continue
-        b0, b1 = dec.phrase_span(k)
-        start, end = (b0 * fs, b1 * fs) if lat.has_times else (math.nan, math.nan)
-        slots.append(Slot(round(start, 6), round(end, 6), alts))
+    with gc_paused():  # tens of thousands of search records and result objects, none cyclic
+        dec = PhraseDecomposition(lat, posterior_threshold, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                  word_penalty=word_penalty, silence_words=silence_words)
+        fs = lat.frame_shift
+        slots = []
+        make = _AlternativeMaker(lat, dec.labels)
+        total = dec.total
+        for k, results in dec.search(n, max_pops=max_pops):
+            alts = make.many([r.best_arcs for r in results], [math.exp(-(r.cost - total)) for r in results])
+            if not alts or all(a.is_empty for a in alts):
+                continue
+            b0, b1 = dec.phrase_span(k)
+            start, end = (b0 * fs, b1 * fs) if lat.has_times else (math.nan, math.nan)
+            slots.append(Slot(round(start, 6), round(end, 6), alts))
     return Alternatives(key=lat.key, slots=tuple(slots), kind="phrase",
                         meta={"requested_n": n, "posterior_threshold": posterior_threshold,
                               "num_phrases": dec.num_phrases, "total_cost": dec.total})

@@ -30,13 +30,13 @@ the reference implementation, so errors name the same utterance with the same me
 """
 from __future__ import annotations
 
-import gc
 from itertools import chain
 from typing import Sequence
 
 import _kaldialign
 import numpy as np
 
+from .._gc import gc_paused
 from ..errors import LatticeToolsError
 from ..scoring.counts import ErrorCounts
 from ._columns import _Column, shared_counts
@@ -622,18 +622,9 @@ def evaluate_many(refs, hyps, annotations, config, keys, progress=None) -> list:
     """:func:`evaluate_fast` over ``keys`` in chunks of :data:`CHUNK`; a chunk that raises a
     :class:`LatticeToolsError` is recomputed by the reference implementation (same error, same key)."""
     # The cyclic garbage collector is paused while the results are built: they are tens of
-    # thousands of small acyclic objects, and the collections their allocation triggers keep
-    # re-traversing the growing set of live results (about 10% of the run time on 10,000
-    # utterances) without finding garbage.  Reference counting still frees everything that is
-    # dropped; a cycle created meanwhile (none is, by this code) is collected once the
-    # collector's state is restored on the way out.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # thousands of small acyclic objects (see lattice_tools._gc).
+    with gc_paused():
         return _evaluate_chunks(refs, hyps, annotations, config, keys, progress)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _evaluate_chunks(refs, hyps, annotations, config, keys, progress) -> list:
