@@ -695,12 +695,22 @@ def _best_first(j0, resolve, det_exp, trie, n, max_pops, key):
     if det_exp[j0] is None:
         yield j0
     rec = det_exp[j0]
-    heap: list = [(rec[0][0], 0, rec, 0, 0.0, 0)] if rec[0] else []
+    heap: list = []
+    # the entry to handle next when it is known without the heap: a new prefix's first choice
+    # that is strictly better than the heap's top (the heap would return it at once: on equal
+    # priority the older entry goes first), which saves a push and a pop for ~40 % of the pops
+    nxt_entry = (rec, 0, 0.0, 0) if rec[0] else None
     counter = 0
     pops = 0
     found: list = []
-    while heap:
-        _, _, rec, i, g, link = heapq_pop(heap)
+    while True:
+        if nxt_entry is not None:
+            rec, i, g, link = nxt_entry
+            nxt_entry = None
+        elif heap:
+            _, _, rec, i, g, link = heapq_pop(heap)
+        else:
+            break
         pops += 1
         if pops > max_pops:
             raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes "
@@ -728,7 +738,11 @@ def _best_first(j0, resolve, det_exp, trie, n, max_pops, key):
             t_parent.append(link)  # the new prefix: this one extended by w
             t_label.append(w)
             t_depth.append(t_depth[link] + 1)
-            heapq_push(heap, (gc + nxt[0][0], counter, nxt, 0, gc, len(t_parent) - 1))
+            prio = gc + nxt[0][0]
+            if not heap or prio < heap[0][0]:
+                nxt_entry = (nxt, 0, gc, len(t_parent) - 1)
+            else:
+                heapq_push(heap, (prio, counter, nxt, 0, gc, len(t_parent) - 1))
     return found
 
 
