@@ -287,7 +287,17 @@ class _Closed:
 
 
 class SearchProblem(NamedTuple):
-    """One acyclic automaton to search (see :func:`search_arrays` for the fields)."""
+    """One acyclic automaton to search with :func:`search_many`.
+
+    Fields:
+      num_states: states are ``0..num_states-1``, topologically numbered (``src < dst``).
+      src, dst, lab, cost, arc_ids: arc arrays (``lab`` 0 = epsilon; ``arc_ids`` are reported in
+        ``best_arcs``).
+      init_states, init_lc, init_bc: initial states with log and tropical initial costs.
+      exit_states, exit_lc, exit_bc: final states with log and tropical final costs.
+      beta: per-state log-semiring backward cost (exit included) of every state that a labelled
+        arc enters -- the exact bound of the search.
+    """
 
     num_states: int
     src: np.ndarray
@@ -304,34 +314,13 @@ class SearchProblem(NamedTuple):
     beta: np.ndarray
 
 
-def search_arrays(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc, init_bc, exit_states,
-                  exit_lc, exit_bc, beta, n, **options):
-    """Exact ``n`` best distinct label sequences (``None`` = all) of an acyclic automaton.
-
-    Args:
-      num_states: states are ``0..num_states-1``, topologically numbered (``src < dst``).
-      src, dst, lab, cost, arc_ids: arc arrays (``lab`` 0 = epsilon; ``arc_ids`` are reported in
-        ``best_arcs``).
-      init_states, init_lc, init_bc: initial states with log and tropical initial costs.
-      exit_states, exit_lc, exit_bc: final states with log and tropical final costs.
-      beta: per-state log-semiring backward cost (exit included) of every state that a labelled
-        arc enters -- the exact bound of the search.
-      n: number of sequences wanted (None = all).
-      options: those of :func:`search_many`.
-
-    Returns: list of :class:`SequenceResult`, most probable first.
-    """
-    problem = SearchProblem(num_states, src, dst, lab, cost, arc_ids, init_states, init_lc, init_bc, exit_states,
-                            exit_lc, exit_bc, beta)
-    return search_many([problem], n, **options)[0]
-
-
 def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=True, resolution=1e-9,
                 determinize_first=False, max_states=1_000_000, lazy_pops=50_000) -> list:
-    """:func:`search_arrays` for several independent automata (:class:`SearchProblem`) at once:
-    their searches run side by side and every round expands one determinized state of each
-    search that needs one *in the same numpy calls*, which spreads the per-call overhead (most
-    expansions are small) over all of them.  Each search is exactly the one it would be alone.
+    """Exact ``n`` best distinct label sequences (``None`` = all) of each of several independent
+    acyclic automata (:class:`SearchProblem`).  Their searches run side by side and every round
+    expands one determinized state of each search that needs one *in the same numpy calls*, which
+    spreads the per-call overhead (most expansions are small) over all of them.  Each search
+    finds what it would find alone (the same sequences; costs equal to rounding).
 
     Options:
       max_pops: budget on popped search nodes per automaton (BudgetExceededError past it).

@@ -17,7 +17,7 @@ in exact order of their total probability: the first ``n`` end nodes are the ``n
 distinct sequences, with exact scores.  The best single path realizing each output sequence (for
 word times) is then found by a Viterbi pass restricted to the trie of the output sequences.
 
-The implementation is :func:`lattice_tools.alternatives._fastsearch.search_arrays`; this module
+The implementation is :func:`lattice_tools.alternatives._fastsearch.search_many`; this module
 holds the shared scalar helpers.
 """
 from __future__ import annotations

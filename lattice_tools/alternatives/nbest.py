@@ -22,7 +22,7 @@ import numpy as np
 from ..lattice import Lattice
 from ._common import dense_codes, prepare
 from ._fb import ForwardBackward
-from ._fastsearch import search_arrays
+from ._fastsearch import SearchProblem, search_many
 from .network import Alternative, Alternatives, Slot
 
 
@@ -68,11 +68,17 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     cost and arcs), the log-semiring total cost of the lattice, and the per-arc labels used."""
     labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
     fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
-    fin = np.flatnonzero(np.isfinite(final))
-    results = search_arrays(lat.num_states, lat.src, lat.dst, labels, cost, np.arange(lat.num_arcs), np.array([0]),
-                            np.array([0.0]), np.array([0.0]), fin, final[fin], final[fin], fb.beta, n,
-                            max_pops=max_pops, key=lat.key or None, max_states=max_states)
+    problem = lattice_search_problem(lat, labels, cost, final, fb.beta)
+    results = search_many([problem], n, max_pops=max_pops, key=lat.key or None, max_states=max_states)[0]
     return results, fb.total, labels
+
+
+def lattice_search_problem(lat: Lattice, labels, cost, final, beta) -> SearchProblem:
+    """The whole lattice as a :class:`~lattice_tools.alternatives._fastsearch.SearchProblem`
+    (start state 0, every arc's id its index; ``beta``: the log-semiring backward costs)."""
+    fin = np.flatnonzero(np.isfinite(final))
+    return SearchProblem(lat.num_states, lat.src, lat.dst, labels, cost, np.arange(lat.num_arcs), np.array([0]),
+                         np.array([0.0]), np.array([0.0]), fin, final[fin], final[fin], beta)
 
 
 def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,

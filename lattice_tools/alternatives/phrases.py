@@ -173,11 +173,10 @@ class PhraseDecomposition:
         bounds = np.r_[0, self.cuts, self.lat.num_frames]
         return int(bounds[k]), int(bounds[k + 1])
 
-    def search(self, n: int | None, max_pops: int = 2_000_000):
-        """Yield ``(k, results)`` for each phrase: its exact ``n`` best sequences
-        (:class:`~lattice_tools.alternatives._search.SequenceResult`, costs include the frontier
-        weights, so ``exp(total - cost)`` is the posterior).  The phrases' searches run side by
-        side (:func:`~lattice_tools.alternatives._fastsearch.search_many`)."""
+    def problems(self) -> list:
+        """Each phrase's sub-lattice as a :class:`~lattice_tools.alternatives._fastsearch.SearchProblem`:
+        its arcs, with the entry frontier as initial weights and the exit frontier as final
+        weights (log and tropical), in phrase-local state numbers."""
         K = self.num_phrases
         ent_k, ent_u, a_log, a_vit = self._entries
         st_k, st_v, e_log, e_vit = self._exits
@@ -189,7 +188,7 @@ class PhraseDecomposition:
         arc_off = np.searchsorted(self.phrase[arc_order], np.arange(K + 1))
         beta = self.fb.beta
         lat = self.lat
-        problems = []
+        out = []
         for k in range(K):
             ei = ent_order[ent_off[k]:ent_off[k + 1]]
             xi = ex_order[ex_off[k]:ex_off[k + 1]]
@@ -197,10 +196,17 @@ class PhraseDecomposition:
             gsrc, gdst = lat.src[ai].astype(np.int64), lat.dst[ai].astype(np.int64)
             states = np.unique(np.r_[ent_u[ei], st_v[xi], gsrc, gdst])
             loc = lambda g: np.searchsorted(states, g)  # noqa: E731 - global -> local state ids
-            problems.append(SearchProblem(len(states), loc(gsrc), loc(gdst), self.labels[ai], self.cost[ai], ai,
-                                          loc(ent_u[ei]), a_log[ei], a_vit[ei], loc(st_v[xi]), e_log[xi], e_vit[xi],
-                                          beta[states]))
-        yield from enumerate(search_many(problems, n, max_pops=max_pops, key=lat.key or None))
+            out.append(SearchProblem(len(states), loc(gsrc), loc(gdst), self.labels[ai], self.cost[ai], ai,
+                                     loc(ent_u[ei]), a_log[ei], a_vit[ei], loc(st_v[xi]), e_log[xi], e_vit[xi],
+                                     beta[states]))
+        return out
+
+    def search(self, n: int | None, max_pops: int = 2_000_000):
+        """Yield ``(k, results)`` for each phrase: its exact ``n`` best sequences
+        (:class:`~lattice_tools.alternatives._search.SequenceResult`, costs include the frontier
+        weights, so ``exp(total - cost)`` is the posterior).  The phrases' searches run side by
+        side (:func:`~lattice_tools.alternatives._fastsearch.search_many`)."""
+        yield from enumerate(search_many(self.problems(), n, max_pops=max_pops, key=self.lat.key or None))
 
 
 class _AlternativeMaker:

@@ -1,0 +1,136 @@
+"""The batched search engine (issue 4's speed work): several automata searched side by side give
+what each gives alone and what brute force gives; its helpers against the numpy operations
+they replace."""
+from __future__ import annotations
+
+import gc
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from _alt_helpers import brute_force_sequences, enumerate_paths, lattice_strategy, ps_lattice
+from lattice_tools._gc import gc_paused
+from lattice_tools.alternatives._common import dense_codes, prepare
+from lattice_tools.alternatives._fastsearch import _Growable, search_many
+from lattice_tools.alternatives._fb import ForwardBackward
+from lattice_tools.alternatives.nbest import alternative_from_path, lattice_search_problem
+from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker
+
+
+def _problem(lat):
+    labels, cost, final = prepare(lat)
+    fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
+    return lattice_search_problem(lat, labels, cost, final, fb.beta), (labels, cost, final)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(lattice_strategy(), min_size=1, max_size=4), st.integers(1, 6), st.sampled_from([0, 50_000]))
+def test_side_by_side_searches_equal_brute_force(lats, n, lazy_pops):
+    """Each automaton of a batch gets its exact n best sequences with exact costs and best paths.
+    ``lazy_pops=0`` makes most lazy searches run out of pops and fall back to the exact-bound
+    search while the others go on side by side."""
+    problems, prepared = zip(*(_problem(lat) for lat in lats))
+    results = search_many(list(problems), n, lazy_pops=lazy_pops)
+    assert len(results) == len(lats)
+    for lat, (labels, cost, final), res in zip(lats, prepared, results):
+        bf = brute_force_sequences(lat, labels, cost, final)
+        ranked = sorted(bf.values())
+        assert len(res) == min(n, len(bf))
+        assert [r.cost for r in res] == pytest.approx(ranked[:len(res)], abs=1e-9)
+        assert all(bf[r.labels] == pytest.approx(r.cost, abs=1e-9) for r in res)
+        paths = enumerate_paths(lat, labels, cost, final)
+        for r in res:
+            assert tuple(int(labels[a]) for a in r.best_arcs if labels[a]) == r.labels
+            best = min(c for arcs, c in paths if tuple(int(labels[a]) for a in arcs if labels[a]) == r.labels)
+            assert r.best_cost == pytest.approx(best, abs=1e-9)
+
+
+def test_batched_phrases_equal_phrases_searched_one_at_a_time():
+    """On a real lattice: phrases searched side by side (here the phrases of three
+    decompositions in one batch) give the same sequences in the same order, the same best paths,
+    and costs equal to rounding, as each phrase searched alone."""
+    lat = ps_lattice()
+    problems = [p for theta in (0.05, 0.1, 0.3) for p in PhraseDecomposition(lat, theta, acoustic_scale=0.1).problems()]
+    assert len(problems) >= 12
+    together = search_many(problems, 200)
+    checked = 0
+    for problem, batched in zip(problems, together):
+        (alone,) = search_many([problem], 200)
+        assert [r.labels for r in batched] == [r.labels for r in alone]
+        assert [r.best_arcs for r in batched] == [r.best_arcs for r in alone]
+        assert [r.cost for r in batched] == pytest.approx([r.cost for r in alone], rel=1e-12, abs=1e-9)
+        assert [r.best_cost for r in batched] == [r.best_cost for r in alone]
+        checked += len(alone)
+    assert checked > 1000
+
+
+def test_budget_still_applies_per_automaton():
+    lat = ps_lattice()
+    problem, _ = _problem(lat)
+    from lattice_tools.errors import BudgetExceededError
+    with pytest.raises(BudgetExceededError):
+        search_many([problem, problem], 1000, max_pops=50, determinize_first=True, max_states=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 300), max_size=60), st.booleans())
+def test_dense_codes_equal_numpy_unique(values, huge):
+    """Both paths (counting table for small ranges, sort otherwise) equal np.unique."""
+    a = np.array(values, dtype=np.int64) + (10**12 if huge else 0)
+    uniq, code = dense_codes(a)
+    want_u, want_inv = np.unique(a, return_inverse=True)
+    np.testing.assert_array_equal(uniq, want_u)
+    np.testing.assert_array_equal(code, want_inv.reshape(-1))
+
+
+def test_growable_keeps_positions_when_it_grows():
+    buf = _Growable(2, (np.int64, np.float64))
+    rng = np.random.default_rng(0)
+    want_i, want_f = [], []
+    for k in range(20):
+        i = rng.integers(0, 100, k)
+        f = rng.random(k)
+        buf.append(i, f)
+        want_i.extend(i.tolist()), want_f.extend(f.tolist())
+        got_i, got_f = buf.arrays()
+        assert got_i.tolist() == want_i and got_f.tolist() == want_f
+
+
+def test_gc_paused_restores_the_collector_state():
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block leaves the outer pause alone
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with gc_paused():
+            raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is kept
+    finally:
+        gc.enable()
+
+
+def test_alternative_maker_many_skips_silence_like_alternative_from_path():
+    """Paths given with silence arcs (the search never returns any, other callers may) lose them,
+    as in alternative_from_path; all other fields equal."""
+    lat = ps_lattice()
+    dec = PhraseDecomposition(lat, 0.1, acoustic_scale=0.1)
+    make = _AlternativeMaker(lat, dec.labels)
+    silence = np.flatnonzero(dec.labels == 0)[:50].tolist()
+    words = np.flatnonzero(dec.labels != 0)[:50].tolist()
+    assert silence and words
+    paths = [tuple(words[k:k + 3]) + (silence[k],) for k in range(40)] + [(), tuple(silence[:3])]
+    posts = [math.exp(-k / 7) for k in range(len(paths))]
+    cache: dict = {}
+    for fast, arcs, p in zip(make.many(paths, posts), paths, posts):
+        slow = alternative_from_path(lat, dec.labels, arcs, p, cache)
+        assert fast == slow and repr(fast) == repr(slow)
