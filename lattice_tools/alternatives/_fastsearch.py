@@ -425,53 +425,82 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
     beta_x = np.r_[beta, np.zeros(P)]  # the end entries' dummy destinations complete with cost 0
     ramp = np.arange(max(len(w_lc), M, len(c_dst)) + 1, dtype=np.int64)
 
-    def expand_batch(js):
-        """Expand determinized states ``js`` (of different automata) into their *choices*, most
-        promising first: for each a list ``[bounds, labels, costs, groups, nexts, successors]``
-        -- parallel lists of the bound of all completions through the choice (``cost +
-        h(next)``), its label (-1 for the end), the cost of that transition (for the end: the
-        exact total cost of ending here), the index of its successor among the batch's
-        (label, automaton) groups, and the successor's interned id (-1 until :func:`resolve`
-        looks it up: most successors are never visited, so they are only interned when the
-        search reaches them); ``successors`` is the batch's shared successor data."""
-        if len(js) == 1:
+    num_pairs = len(pair_key)
+    num_groups = int(pair_group.max()) + 1 if num_pairs else 1
+    owner_rank = np.full(P, -1, dtype=np.int64)
+
+    def expand_batch(js, owners=None):
+        """Expand determinized states ``js`` into their *choices*, most promising first: for each
+        a list ``[bounds, labels, costs, groups, nexts, successors]`` -- parallel lists of the
+        bound of all completions through the choice (``cost + h(next)``), its label (-1 for the
+        end), the cost of that transition (for the end: the exact total cost of ending here), the
+        index of its successor among the batch's groups, and the successor's interned id (-1
+        until :func:`resolve` looks it up: most successors are never visited, so they are only
+        interned when the search reaches them); ``successors`` is the batch's shared successor
+        data.  ``owners``: the automaton of each state, in increasing order (one state per
+        automaton: pairs alone keep the requests apart); ``None``: any states, whose entries
+        are then keyed by request as well."""
+        B = len(js)
+        sizes_ = [len(det_sets[j][0]) for j in js]
+        if B == 1:
             S, R = det_sets[js[0]]
         else:
             S = np.concatenate([det_sets[j][0] for j in js])
             R = np.concatenate([det_sets[j][1] for j in js])
         for j in js:
             det_sets[j] = None
+        keyed = owners is None and B > 1  # requests may share states and pairs
+        # epsilon closure: gather the closure rows of S, reduce per (request, state)
         cc_ = c_cnt[S]
         t1 = int(cc_.sum())
         ramp1 = ramp[:t1] if t1 < len(ramp) else np.arange(t1)
         idx1 = np.repeat(c_off[S] - (np.cumsum(cc_) - cc_), cc_) + ramp1
         e = c_dst[idx1]
-        o1 = _stable_order(e, idx1, c_key16, c_key_hi, ramp1)
+        if keyed:
+            e = np.repeat(np.repeat(np.arange(B, dtype=np.int64), sizes_), cc_) * M + e
+            o1 = _stable_order(e, ramp1, *_radix_halves(e, B * M), ramp1)
+        else:
+            o1 = _stable_order(e, idx1, c_key16, c_key_hi, ramp1)
         es = e[o1]
         s1 = _starts(es)
         R = _seg_logsum_shifted((np.repeat(R, cc_) + c_lc[idx1])[o1], s1)
         S = es[s1]
+        if keyed:
+            req = S // M
+            S = S - req * M
         cnt = w_cnt[S]
         total = int(cnt.sum())
         if not total:
             for j in js:
                 det_exp[j] = [[], [], [], [], [], None]
             return
-        # the rows of S concatenated (what _gather(w_off, S) returns)
+        # the word-arc and end rows of the closed states, reduced per (request,) pair
         ramp_t = ramp[:total] if total < len(ramp) else np.arange(total)
         idx = np.repeat(w_off[S] - (np.cumsum(cnt) - cnt), cnt) + ramp_t
         v = np.repeat(R, cnt) + w_lc[idx]
         k2 = w_key[idx]
-        order = _stable_order(k2, idx, w_key16, w_key_hi, ramp_t)
+        if keyed:
+            k2 = np.repeat(req, cnt) * num_pairs + k2
+            order = _stable_order(k2, ramp_t, *_radix_halves(k2, B * num_pairs), ramp_t)
+        else:
+            order = _stable_order(k2, idx, w_key16, w_key_hi, ramp_t)
         k2s = k2[order]
         seg = _starts(k2s)
         val = _seg_logsum_shifted(v[order], seg)  # per pair
         up = k2s[seg]
-        ug = pair_group[up]
-        lseg = _starts(ug)
+        if keyed:
+            req_u = up // num_pairs
+            up = up - req_u * num_pairs
+            lseg = _starts(req_u * num_groups + pair_group[up])
+            rq_g = req_u[lseg]
+        else:
+            lseg = _starts(pair_group[up])
+            if B > 1:
+                owner_rank[owners] = np.arange(B)
+                rq_g = owner_rank[pair_owner[up[lseg]]]
         ends = np.empty(len(lseg) + 1, dtype=np.int64)
         ends[:-1] = lseg
-        ends[-1] = len(ug)
+        ends[-1] = len(up)
         lens = ends[1:] - lseg
         ud = pair_dst[up]
         wsum = _seg_logsum_shifted(val, lseg, lens)  # per group: the transition's cost
@@ -481,16 +510,14 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         gl = pair_lab[up[lseg]]
         resid = val - wsum.repeat(lens)
         succ = (ud, resid, (ends * 8).tolist(), ud.tobytes(), np.rint(resid / resolution).astype(np.int64).tobytes())
-        if len(js) == 1:
+        if B == 1:
             det_exp[js[0]] = [bound[ch].tolist(), lab_out[gl[ch]].tolist(), wsum[ch].tolist(), ch.tolist(),
                               [-1] * len(ch), succ]
             return
-        go = pair_owner[up[lseg]][ch]
-        by_owner = np.argsort(go, kind="stable")
-        ch = ch[by_owner]  # by automaton, then bound, then label
+        by_req = np.argsort(rq_g[ch], kind="stable")
+        ch = ch[by_req]  # by request, then bound, then label
         b_l, l_l, c_l, g_l = bound[ch].tolist(), lab_out[gl[ch]].tolist(), wsum[ch].tolist(), ch.tolist()
-        # js are in automaton order, so request r's choices run up to where request r + 1's start
-        cuts = np.searchsorted(go[by_owner], [owner_index[j] for j in js] + [P]).tolist()
+        cuts = np.searchsorted(rq_g[ch], np.arange(B + 1)).tolist()
         for r, j in enumerate(js):
             a, b = cuts[r], cuts[r + 1]
             det_exp[j] = [b_l[a:b], l_l[a:b], c_l[a:b], g_l[a:b], [-1] * (b - a), succ]
@@ -510,11 +537,6 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         rec[4][i] = nj
         return nj
 
-    def expand(j):
-        expand_batch([j])
-        return det_exp[j]
-
-    owner_index: dict = {}  # determinized state -> its automaton, for the states of a batch
     found: list = [None] * P
     tries = [_PrefixTrie() for _ in range(P)]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -530,16 +552,14 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
             for i, gen in list(running.items()):
                 _advance(i, gen, None, running, wants, found)
             while wants:
-                js = [wants[i] for i in sorted(wants)]
-                owner_index.clear()
-                owner_index.update({j: i for i, j in wants.items()})
-                expand_batch(js)
+                owners = sorted(wants)
+                expand_batch([wants[i] for i in owners], owners)
                 ready, wants = wants, {}
                 for i in ready:
                     _advance(i, running[i], True, running, wants, found)
         for i in range(P):
             if starts[i] >= 0 and found[i] is None:
-                exact = _exact_choices(starts[i], expand, resolve, det_exp, max_states, key)
+                exact = _exact_choices(starts[i], expand_batch, resolve, det_sets, det_exp, max_states, key)
                 tries[i] = _PrefixTrie()
                 gen = _best_first(starts[i], resolve, exact, tries[i], n, max_pops, key)
                 try:
@@ -629,32 +649,59 @@ def _trace(starts: np.ndarray, lengths: np.ndarray, parent: np.ndarray, value: n
     return [tuple(r[width - k:]) for r, k in zip(rows, lengths.tolist())]
 
 
-def _exact_choices(j0, expand, resolve, det_exp, max_states, key) -> dict:
+#: An exact-bound expansion batch holds at most this many determinized states, and stops growing
+#: once their subsets hold this many lattice states (bounds the batch's temporary arrays).
+EXACT_BATCH_STATES = 1024
+EXACT_BATCH_MEMBERS = 20_000
+
+
+def _exact_choices(j0, expand_batch, resolve, det_sets, det_exp, max_states, key) -> dict:
     """Expand every determinized state reachable from ``j0`` and re-rank each one's choices by the
     *exact* bound ``cost + best(next)``, with ``best`` the cost of a state's best completion
     (tropical shortest distance to the end in the determinized automaton).  Returns the choice
-    records (the shape ``expand`` gives, every successor resolved) by state id."""
+    records (the shape ``expand_batch`` gives, every successor resolved) by state id.
+
+    The states are expanded one breadth-first frontier at a time, in batches (all of them are
+    needed, in any order), then ranked in reverse topological order."""
+    visited = {j0}
+    frontier = [j0]
+    while frontier:
+        todo = [j for j in frontier if det_exp[j] is None]
+        start = 0
+        while start < len(todo):
+            stop, members = start, 0
+            while stop < len(todo) and stop - start < EXACT_BATCH_STATES and members < EXACT_BATCH_MEMBERS:
+                members += len(det_sets[todo[stop]][0])
+                stop += 1
+            expand_batch(todo[start:stop])
+            start = stop
+        new: list = []
+        for j in frontier:
+            rec = det_exp[j]
+            nexts = rec[4]
+            for i, w in enumerate(rec[1]):
+                if w >= 0:
+                    nj = nexts[i] if nexts[i] >= 0 else resolve(rec, i)
+                    if nj not in visited:
+                        visited.add(nj)
+                        if len(visited) > max_states:
+                            raise BudgetExceededError(f"log-determinization exceeded {max_states} states", key=key)
+                        new.append(nj)
+        frontier = new
     order: list = []
-    visited: set = set()
+    done: set = set()
     stack = [(j0, False)]
-    while stack:  # iterative DFS (a state is visited when popped); post-order = reverse topological
-        j, done = stack.pop()
-        if done:
+    while stack:  # iterative DFS; post-order = reverse topological
+        j, finished = stack.pop()
+        if finished:
             order.append(j)
             continue
-        if j in visited:
+        if j in done:
             continue
-        visited.add(j)
-        if len(visited) > max_states:
-            raise BudgetExceededError(f"log-determinization exceeded {max_states} states", key=key)
+        done.add(j)
         stack.append((j, True))
-        rec = det_exp[j] if det_exp[j] is not None else expand(j)
-        nexts = rec[4]
-        for i, w in enumerate(rec[1]):
-            if w >= 0:
-                nj = nexts[i] if nexts[i] >= 0 else resolve(rec, i)
-                if nj not in visited:
-                    stack.append((nj, False))
+        rec = det_exp[j]
+        stack.extend((nj, False) for w, nj in zip(rec[1], rec[4]) if w >= 0 and nj not in done)
     best: dict = {}
     exact: dict = {}
     for j in order:
