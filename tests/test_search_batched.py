@@ -134,3 +134,17 @@ def test_alternative_maker_many_skips_silence_like_alternative_from_path():
     for fast, arcs, p in zip(make.many(paths, posts), paths, posts):
         slow = alternative_from_path(lat, dec.labels, arcs, p, cache)
         assert fast == slow and repr(fast) == repr(slow)
+
+
+def test_exact_bound_search_equals_lazy_search_on_real_phrases():
+    """The exact-bound strategy expands whole determinized automata in batches that hold many
+    states of one automaton (entries keyed by request); on a real lattice it finds the lazy
+    search's sequences with the same costs."""
+    dec = PhraseDecomposition(ps_lattice(), 0.1, acoustic_scale=0.1)
+    problems = dec.problems()
+    lazy = search_many(problems, 40)
+    exact = search_many(problems, 40, determinize_first=True)
+    for a, b in zip(lazy, exact):
+        assert [r.labels for r in a] == [r.labels for r in b]
+        assert [r.cost for r in a] == pytest.approx([r.cost for r in b], rel=1e-12, abs=1e-9)
+        assert [r.best_arcs for r in a] == [r.best_arcs for r in b]
