@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._gc import gc_paused
+from ..algorithms._batches import state_levels
 from ..errors import BudgetExceededError
 from ._common import dense_codes
 from ._fb import _segment_reduce
@@ -210,14 +211,9 @@ class _Closed:
             ea = ea[np.argsort(src[ea], kind="stable")]  # epsilon arcs by source state, in arc order
             es, ed, ec = src[ea], dst[ea], cost[ea]
             # each state's epsilon level: 0 if it has no epsilon arc, else 1 + the highest level
-            # among its epsilon successors (at most the longest epsilon path, a few iterations)
-            level = np.zeros(m, dtype=np.int64)
-            while True:
-                lv = np.zeros(m, dtype=np.int64)
-                np.maximum.at(lv, es, level[ed] + 1)
-                if np.array_equal(lv, level):
-                    break
-                level = lv
+            # among its epsilon successors (longest-path levels of the reversed epsilon arcs)
+            rev = np.argsort(ed, kind="stable")
+            level = state_levels(m, ed[rev], es[rev])
             # closed exits and rows, one level at a time: all of a level's epsilon successors are
             # on lower levels, so their exits and rows are final.  A state's row is its own word
             # arcs followed by the rows of its epsilon successors (that arc's cost added), reduced
