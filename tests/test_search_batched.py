@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from _alt_helpers import brute_force_sequences, enumerate_paths, lattice_strategy, ps_lattice
 from lattice_tools._gc import gc_paused
 from lattice_tools.alternatives._common import dense_codes, prepare
-from lattice_tools.alternatives._fastsearch import _Growable, search_many
+from lattice_tools.alternatives._fastsearch import _Closed, _Growable, search_many
 from lattice_tools.alternatives._fb import ForwardBackward
 from lattice_tools.alternatives.nbest import alternative_from_path, lattice_search_problem
 from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker
@@ -148,3 +148,24 @@ def test_exact_bound_search_equals_lazy_search_on_real_phrases():
         assert [r.labels for r in a] == [r.labels for r in b]
         assert [r.cost for r in a] == pytest.approx([r.cost for r in b], rel=1e-12, abs=1e-9)
         assert [r.best_arcs for r in a] == [r.best_arcs for r in b]
+
+
+def test_closure_of_one_semiring_equals_that_half_of_both():
+    """The search asks the epsilon closure for log costs only and the word times for tropical
+    costs only; each equals that half of the closure computed with both."""
+    lat = ps_lattice()
+    labels, cost, final = prepare(lat, acoustic_scale=0.1)
+    args = (lat.num_states, lat.src.astype(np.int64), lat.dst.astype(np.int64), labels, cost,
+            np.arange(lat.num_arcs, dtype=np.int64), final.copy(), final.copy())
+    both = _Closed(*args)
+    log_only = _Closed(*args, tropical=False)
+    trop_only = _Closed(*args, log=False)
+    assert (labels == 0).sum() > 100  # the closure has work to do
+    for one in (log_only, trop_only):
+        np.testing.assert_array_equal(one.w_off, both.w_off)
+        np.testing.assert_array_equal(one.w_arc, both.w_arc)
+    np.testing.assert_array_equal(log_only.w_lc, both.w_lc)
+    np.testing.assert_array_equal(log_only.x_lc, both.x_lc)
+    np.testing.assert_array_equal(trop_only.w_bc, both.w_bc)
+    np.testing.assert_array_equal(trop_only.x_bc, both.x_bc)
+    assert log_only.w_bc is None and trop_only.w_lc is None

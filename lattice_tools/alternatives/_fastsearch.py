@@ -199,7 +199,9 @@ class _Closed:
     state's *closed row* (the word arcs reachable through epsilon paths, in arc order, each with
     the log sum and the minimum of the epsilon-path-plus-arc costs) and its closed exit weights."""
 
-    def __init__(self, m, src, dst, lab, cost, arc_ids, exit_lc, exit_bc):
+    def __init__(self, m, src, dst, lab, cost, arc_ids, exit_lc, exit_bc, *, log=True, tropical=True):
+        """``log``/``tropical``: which costs to compute (``w_lc``/``x_lc`` and ``w_bc``/``x_bc``;
+        the other pair is None)."""
         self.m = m
         word = lab != 0
         x_lc, x_bc = exit_lc.copy(), exit_bc.copy()
@@ -235,11 +237,11 @@ class _Closed:
                 # exits: the state's own exit, then (cost + exit) through each epsilon arc
                 piece_owner = np.r_[np.arange(len(states)), owner]
                 po = np.argsort(piece_owner, kind="stable")
-                xs = np.r_[x_lc[states], e_cost + x_lc[e_dst]][po]
-                xb = np.r_[x_bc[states], e_cost + x_bc[e_dst]][po]
                 seg = np.searchsorted(piece_owner[po], np.arange(len(states)))
-                x_lc[states] = _segment_reduce(xs, seg, True)
-                x_bc[states] = np.minimum.reduceat(xb, seg)
+                if log:
+                    x_lc[states] = _segment_reduce(np.r_[x_lc[states], e_cost + x_lc[e_dst]][po], seg, True)
+                if tropical:
+                    x_bc[states] = np.minimum.reduceat(np.r_[x_bc[states], e_cost + x_bc[e_dst]][po], seg)
                 # rows: the pieces of each state's row, in order (owner, source state, added cost)
                 sources = np.r_[states, e_dst][po]
                 adds = np.r_[np.zeros(len(states)), e_cost][po]
@@ -257,8 +259,9 @@ class _Closed:
                     order = np.argsort(key, kind="stable")
                     seg = _starts(key[order])
                     new_arc = arcs_[order][seg]
-                    new_lc = _segment_reduce((lc_all[pos] + add)[order], seg, True)
-                    new_bc = np.minimum.reduceat((bc_all[pos] + add)[order], seg)
+                    unused = np.zeros(len(seg))  # the semiring not asked for
+                    new_lc = _segment_reduce((lc_all[pos] + add)[order], seg, True) if log else unused
+                    new_bc = np.minimum.reduceat((bc_all[pos] + add)[order], seg) if tropical else unused
                     n_out = np.bincount(owner_[order][seg], minlength=len(states))
                     buf.append(new_arc, new_lc, new_bc)
                 row_lo[states] = stored + np.cumsum(n_out) - n_out
@@ -280,6 +283,10 @@ class _Closed:
         self.w_dst = dst[self.w_arc]
         self.w_id = arc_ids[self.w_arc]
         self.x_lc, self.x_bc = x_lc, x_bc
+        if not log:
+            self.w_lc = self.x_lc = None
+        if not tropical:
+            self.w_bc = self.x_bc = None
 
 
 class SearchProblem(NamedTuple):
@@ -356,8 +363,8 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
     x_bc = np.full(M, INF)
     x_lc[joined("exit_states", np.int64, True)] = joined("exit_lc", np.float64)
     x_bc[joined("exit_states", np.int64, True)] = joined("exit_bc", np.float64)
-    g_src, g_dst, g_lab, g_cost = joined("src", np.int64, True), joined("dst", np.int64, True), joined("lab", np.int64), joined("cost", np.float64)
-    cl = _Closed(M, g_src, g_dst, g_lab, g_cost, joined("arc_ids", np.int64), x_lc, x_bc)
+    g_src, g_dst = joined("src", np.int64, True), joined("dst", np.int64, True)
+    g_lab, g_cost = joined("lab", np.int64), joined("cost", np.float64)
     beta = joined("beta", np.float64)
     roots = []
     for i, p in enumerate(problems):
@@ -369,7 +376,7 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
 
     det_keys: dict = {}
     det_sets: list = []  # (states, residual costs) of each determinized state until it is expanded
-    det_exp: list = []  # its choices once expanded (see expand)
+    det_exp: list = []  # its choices once expanded (see expand_batch)
 
     def intern(states, resid) -> int:
         k = (states.tobytes(), np.rint(resid / resolution).astype(np.int64).tobytes())
@@ -380,30 +387,31 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
             det_exp.append(None)
         return j
 
-    # Search rows: every state's closed word arcs, preceded by one *end entry* when the state is
-    # final, so that one grouped reduction gives an expansion's end weight along with its
-    # transitions.  An entry's key is its *pair*: (label, destination), numbered densely in
-    # (label, destination) order, with the end label first and each automaton's end entries
-    # sharing a dummy destination ``M + i`` (completion cost 0).  Since an automaton's states are
-    # contiguous, the pairs of one label are grouped by automaton, so an expansion batch's
-    # ``(label, automaton)`` groups are runs of the sorted pairs.  Dense keys often fit in 16 or
-    # 32 bits, so the stable grouping sort can be numpy's radix sort.  Everything that depends only
-    # on the rows is computed once: per-expansion numpy call overhead matters.
+    # Everything that depends only on the automata is computed once: per-expansion numpy call
+    # overhead matters.  Closure rows: every state's epsilon closure -- the states reachable
+    # through epsilon paths, itself included, in state order, each with the log-sum cost of those
+    # paths (the closed rows of a "self" pseudo-arc per state).
     g_word = np.flatnonzero(g_lab != 0)
     lab_values, word_dlab = dense_codes(g_lab[g_word])  # word arcs' labels, renumbered densely
     lab_out = np.r_[-1, lab_values].astype(np.int64)  # dense label + 1 -> label (-1: the end)
     owner_of = np.repeat(np.arange(P, dtype=np.int64), sizes)
-    # epsilon closure rows (each state's epsilon-reachable states, itself first... in state order)
     g_eps = np.flatnonzero(g_lab == 0)
     selfs = np.arange(M, dtype=np.int64)
     cc = _Closed(M, np.r_[g_src[g_eps], selfs], np.r_[g_dst[g_eps], selfs],
                  np.r_[np.zeros(len(g_eps), dtype=np.int64), np.ones(M, dtype=np.int64)],
                  np.r_[g_cost[g_eps], np.zeros(M)], np.r_[np.zeros(len(g_eps), dtype=np.int64), selfs],
-                 np.full(M, INF), np.full(M, INF))
+                 np.full(M, INF), np.full(M, INF), tropical=False)
     c_off, c_dst, c_lc = cc.w_off, cc.w_dst, cc.w_lc
     c_cnt = np.diff(c_off)
     c_key16, c_key_hi = _radix_halves(c_dst, M)
-    # raw rows: end entry (raw exit) + raw word arcs
+    # Word rows: every state's own word arcs, preceded by one *end entry* when the state is final,
+    # so that one grouped reduction gives an expansion's end weight along with its transitions.
+    # An entry's key is its *pair*: (label, destination), numbered densely in (label,
+    # destination) order, with the end label first and each automaton's end entries sharing a
+    # dummy destination ``M + i`` (completion cost 0).  Since an automaton's states are
+    # contiguous, the pairs of one label are grouped by automaton, so an expansion batch's
+    # ``(label, automaton)`` groups are runs of the sorted pairs.  Dense keys often fit in 16 or
+    # 32 bits, so the stable grouping sort can be numpy's radix sort.
     end_states = np.flatnonzero(x_lc < INF)
     entry_key = np.r_[M + owner_of[end_states], (word_dlab + 1) * (M + P) + g_dst[g_word]]
     pair_key, entry_pair = np.unique(entry_key, return_inverse=True)
@@ -563,9 +571,11 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
                     raise AssertionError("the exact search expands nothing")  # every state is expanded
                 except StopIteration as stop:
                     found[i] = stop.value
-    arc_dlab = np.full(len(g_lab), -1, dtype=np.int64)
-    arc_dlab[g_word] = word_dlab
-    closed_dlab = arc_dlab[cl.w_arc]  # the closed rows' labels, renumbered densely
+    if track_best:  # word arcs closed under epsilon paths, with their best (tropical) costs
+        cl = _Closed(M, g_src, g_dst, g_lab, g_cost, joined("arc_ids", np.int64), x_lc, x_bc, log=False)
+        arc_dlab = np.full(len(g_lab), -1, dtype=np.int64)
+        arc_dlab[g_word] = word_dlab
+        closed_dlab = arc_dlab[cl.w_arc]  # the closed rows' labels, renumbered densely
     results = []
     for i in range(P):
         if not found[i]:
