@@ -68,6 +68,16 @@ def test_shared_block_plan_is_bitwise_identical(lat):
             else:
                 alpha[d] = min(alpha[d], v)
         np.testing.assert_allclose(shared.alpha, alpha, rtol=1e-12, atol=1e-9)
+        # and the backward pass, in reverse topological order
+        beta = final.tolist()
+        for s, d, c in sorted(zip(lat.src.tolist(), lat.dst.tolist(), cost.tolist()), reverse=True):
+            v = beta[d] + c
+            if log:
+                lo, hi = min(beta[s], v), max(beta[s], v)
+                beta[s] = lo if hi == math.inf else lo - math.log1p(math.exp(lo - hi))
+            else:
+                beta[s] = min(beta[s], v)
+        np.testing.assert_allclose(shared.beta, beta, rtol=1e-12, atol=1e-9)
 
 
 @settings(max_examples=150, deadline=None)

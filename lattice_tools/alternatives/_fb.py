@@ -1,34 +1,20 @@
-"""Vectorized forward/backward passes over a topologically numbered lattice (internal helper).
+"""Vectorized forward/backward passes over an acyclic lattice (internal helper).
 
 Weights are **costs** (``-ln p``).  In the log semiring ``a (+) b = -ln(e^-a + e^-b)``; in the
-tropical semiring ``a (+) b = min(a, b)``.  States are processed in *blocks*: maximal runs of
-consecutive state ids with no arc between two states of the same run, so that each block is one
-numpy reduction over its incoming (forward) or outgoing (backward) arcs.  The number of blocks is
-at most the depth of the lattice, not its size.
+tropical semiring ``a (+) b = min(a, b)``.  States are processed in *levels* (longest-path depth
+from the states without incoming arcs): no arc joins two states of one level, every arc goes to a
+higher level, so each level is one numpy reduction over its states' incoming (forward) or
+outgoing (backward) arcs.  The number of numpy calls grows with the lattice's depth, not its size.
+Each state's value is the reduction of its own arcs in arc order, so the grouping into levels
+does not change any number.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..algorithms._batches import state_levels
+
 INF = float("inf")
-
-
-def state_blocks(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Block boundaries ``b`` (``blocks = [b[i], b[i+1])``) such that no arc joins two states of
-    one block.  States are topologically numbered (``src < dst``)."""
-    min_dst = np.full(num_states, num_states, dtype=np.int64)
-    if len(src):
-        np.minimum.at(min_dst, src, dst)
-    bounds = [0]
-    reach = num_states  # smallest dst of an arc leaving the current block
-    for s, m in enumerate(min_dst.tolist()):
-        if s >= reach:
-            bounds.append(s)
-            reach = m
-        elif m < reach:
-            reach = m
-    bounds.append(num_states)
-    return np.asarray(bounds, dtype=np.int64)
 
 
 def _segment_reduce(values: np.ndarray, seg_starts: np.ndarray, log: bool, seg_len: np.ndarray | None = None
@@ -62,19 +48,27 @@ def _run_starts(keys: np.ndarray) -> np.ndarray:
 
 
 class BlockPlan:
-    """The per-block index work of the forward and backward passes over one graph, done once so
-    that several passes (e.g. log and tropical) share it.  For each block: the slice of in-arcs
-    (forward, arcs ordered by destination) or out-arcs (backward), the segment starts and
-    lengths of the reduction, and the states it writes."""
+    """The per-level index work of the forward and backward passes over one graph, done once so
+    that several passes (e.g. log and tropical) share it.  For each level: the slice of in-arcs
+    (forward: arcs ordered by destination level, destination, arc) or out-arcs (backward: by
+    source level, source, arc), the segment starts and lengths of the reduction, and the states
+    it writes."""
 
-    def __init__(self, num_states, src, dst, blocks=None):
-        self.blocks = state_blocks(num_states, src, dst) if blocks is None else blocks
-        order = np.argsort(dst, kind="stable")
+    def __init__(self, num_states, src, dst):
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        by_src = np.argsort(src, kind="stable")
+        level = state_levels(num_states, src[by_src], dst[by_src])
+        bounds = np.arange(int(level.max(initial=0)) + 2)
+        order = np.argsort(level[dst] * num_states + dst, kind="stable")
         dst_sorted = dst[order]
         self.fwd_arcs = order
         self.fwd_src = src[order]
-        self.fwd = self._segments(dst_sorted, np.searchsorted(dst_sorted, self.blocks))
-        self.bwd = self._segments(src, np.searchsorted(src, self.blocks))
+        self.fwd = self._segments(dst_sorted, np.searchsorted(level[dst_sorted], bounds))
+        order = np.argsort(level[src] * num_states + src, kind="stable")
+        src_sorted = src[order]
+        self.bwd_arcs = order
+        self.bwd_dst = dst[order]
+        self.bwd = self._segments(src_sorted, np.searchsorted(level[src_sorted], bounds))
 
     @staticmethod
     def _segments(keys, offs):
@@ -111,14 +105,13 @@ class ForwardBackward:
     state, final cost included), ``total`` (``beta[0]`` or the (+) over starts).
     """
 
-    def __init__(self, num_states, src, dst, cost, final_cost, *, log=True, start_cost=None, blocks=None,
+    def __init__(self, num_states, src, dst, cost, final_cost, *, log=True, start_cost=None,
                  plan: BlockPlan | None = None):
         self.num_states = num_states
         self.src, self.dst, self.cost = src, dst, np.asarray(cost, dtype=np.float64)
         self.final_cost = np.asarray(final_cost, dtype=np.float64)
         self.log = log
-        self.plan = plan if plan is not None else BlockPlan(num_states, src, dst, blocks)
-        self.blocks = self.plan.blocks
+        self.plan = plan if plan is not None else BlockPlan(num_states, src, dst)
         if start_cost is None:
             start_cost = np.full(num_states, INF)
             start_cost[0] = 0.0
@@ -139,9 +132,10 @@ class ForwardBackward:
 
     def _backward(self):
         beta = self.final_cost.copy()
-        cost, dst, log = self.cost, self.dst, self.log
-        for lo, hi, seg, seg_len, tgt in reversed(self.plan.bwd):
-            red = _segment_reduce(cost[lo:hi] + beta[dst[lo:hi]], seg, log, seg_len)
+        plan, log = self.plan, self.log
+        dst_sorted, cost_sorted = plan.bwd_dst, self.cost[plan.bwd_arcs]
+        for lo, hi, seg, seg_len, tgt in reversed(plan.bwd):
+            red = _segment_reduce(cost_sorted[lo:hi] + beta[dst_sorted[lo:hi]], seg, log, seg_len)
             beta[tgt] = log_add(beta[tgt], red) if log else np.minimum(beta[tgt], red)
         return beta
 
