@@ -66,6 +66,31 @@ def test_batched_phrases_equal_phrases_searched_one_at_a_time():
     assert checked > 1000
 
 
+@pytest.mark.parametrize("side_by_side", [1, 3])
+def test_fewer_searches_side_by_side_find_the_same(monkeypatch, side_by_side):
+    """The cap on concurrent searches (a memory bound) changes which searches share a batch,
+    never what any of them finds; released records are never read again."""
+    from lattice_tools.alternatives import _fastsearch
+    problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
+    reference = search_many(problems, 100)
+    monkeypatch.setattr(_fastsearch, "SIDE_BY_SIDE", side_by_side)
+    for a, b in zip(reference, search_many(problems, 100)):
+        assert [r.labels for r in a] == [r.labels for r in b]
+        assert [r.best_arcs for r in a] == [r.best_arcs for r in b]
+        assert [r.cost for r in a] == pytest.approx([r.cost for r in b], rel=1e-12, abs=1e-9)
+
+
+def test_word_time_closure_in_chunks_gives_the_same_best_paths(monkeypatch):
+    """The word-time closure is built for a few automata at a time (a memory bound): with chunks
+    of one automaton each, the best paths are the same."""
+    from lattice_tools.alternatives import _fastsearch
+    problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
+    reference = search_many(problems, 100)
+    monkeypatch.setattr(_fastsearch, "CLOSED_CHUNK_ARCS", 1)
+    for a, b in zip(reference, search_many(problems, 100)):
+        assert [(r.labels, r.best_arcs, r.best_cost) for r in a] == [(r.labels, r.best_arcs, r.best_cost) for r in b]
+
+
 def test_budget_still_applies_per_automaton():
     lat = ps_lattice()
     problem, _ = _problem(lat)

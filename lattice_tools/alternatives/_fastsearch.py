@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from typing import NamedTuple
 
 import numpy as np
@@ -77,6 +78,14 @@ def _argsort_stable_keys(keys: np.ndarray) -> np.ndarray:
 RADIX16_SPAN = 1 << 16
 RADIX32_SPAN = 1 << 32
 RADIX_MIN_TOTAL = 512
+
+#: The word-time closure is computed for groups of automata of about this many arcs at a time.
+CLOSED_CHUNK_ARCS = 200_000
+
+#: At most this many searches run side by side, since their records are all alive at once: on
+#: a 540k-link lattice 8 keep the peak memory near that of one search at a time (80: 2.5x
+#: more), and on the 138k-link lattice 8 are as fast as 80.
+SIDE_BY_SIDE = 8
 
 
 def _radix_halves(keys: np.ndarray, span: int):
@@ -139,6 +148,16 @@ def _first_min_per_cell(cells: np.ndarray, values: np.ndarray, num_cells: int) -
     first = np.full(num_cells, n, dtype=np.int64)
     np.minimum.at(first, cells[hit], hit)
     return np.compress(first < n, first)  # (much faster than boolean-mask indexing)
+
+
+_NONE_YET = array("q", [-1])
+
+
+def _typed(code: str, values: np.ndarray) -> array:
+    """A typed ``array.array`` copy of a numpy array (``"d"``: float64, ``"q"``: int64)."""
+    out = array(code)
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64 if code == "d" else np.int64).tobytes())
+    return out
 
 
 def _seg_logsum(values: np.ndarray, seg: np.ndarray, lens: np.ndarray | None = None) -> np.ndarray:
@@ -374,18 +393,26 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         roots.append((rs[o] + offset[i], np.asarray(p.init_lc, dtype=np.float64)[keep][o],
                       np.asarray(p.init_bc, dtype=np.float64)[keep][o]))
 
-    det_keys: dict = {}
+    # determinized states, numbered across all automata; each automaton interns its own (its
+    # states are unique to it) so that a finished search's records can be dropped at once
+    det_keys: list = [{} for _ in problems]  # per automaton: state key -> id
     det_sets: list = []  # (states, residual costs) of each determinized state until it is expanded
     det_exp: list = []  # its choices once expanded (see expand_batch)
 
-    def intern(states, resid) -> int:
+    def intern(i, states, resid) -> int:
         k = (states.tobytes(), np.rint(resid / resolution).astype(np.int64).tobytes())
-        j = det_keys.get(k)
+        j = det_keys[i].get(k)
         if j is None:
-            j = det_keys[k] = len(det_sets)
+            j = det_keys[i][k] = len(det_sets)
             det_sets.append((states, resid))
             det_exp.append(None)
         return j
+
+    def release(i) -> None:
+        """Drop the determinized states of automaton ``i`` (its search is over)."""
+        for j in det_keys[i].values():
+            det_sets[j] = det_exp[j] = None
+        det_keys[i] = {}
 
     # Everything that depends only on the automata is computed once: per-expansion numpy call
     # overhead matters.  Closure rows: every state's epsilon closure -- the states reachable
@@ -406,14 +433,16 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
     c_key16, c_key_hi = _radix_halves(c_dst, M)
     # Word rows: every state's own word arcs, preceded by one *end entry* when the state is final,
     # so that one grouped reduction gives an expansion's end weight along with its transitions.
-    # An entry's key is its *pair*: (label, destination), numbered densely in (label,
-    # destination) order, with the end label first and each automaton's end entries sharing a
-    # dummy destination ``M + i`` (completion cost 0).  Since an automaton's states are
-    # contiguous, the pairs of one label are grouped by automaton, so an expansion batch's
-    # ``(label, automaton)`` groups are runs of the sorted pairs.  Dense keys often fit in 16 or
-    # 32 bits, so the stable grouping sort can be numpy's radix sort.
+    # An entry's key is its *pair*: (automaton, label, destination), numbered densely in that
+    # order, with the end label first and each automaton's end entries sharing a dummy
+    # destination ``M + i`` (completion cost 0); a *group* is an (automaton, label).  So an
+    # expansion batch's groups are runs of its sorted pairs, and each request's pairs and groups
+    # are contiguous.  Dense keys often fit in 16 or 32 bits, so the stable grouping sort can be
+    # numpy's radix sort.
     end_states = np.flatnonzero(x_lc < INF)
-    entry_key = np.r_[M + owner_of[end_states], (word_dlab + 1) * (M + P) + g_dst[g_word]]
+    L1 = len(lab_values) + 1
+    entry_key = np.r_[owner_of[end_states] * L1 * (M + P) + M + owner_of[end_states],
+                      (owner_of[g_src[g_word]] * L1 + word_dlab + 1) * (M + P) + g_dst[g_word]]
     pair_key, entry_pair = np.unique(entry_key, return_inverse=True)
     row_state = np.r_[end_states, g_src[g_word]]
     rows = np.argsort(row_state, kind="stable")
@@ -422,10 +451,9 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
     w_cnt = np.bincount(row_state, minlength=M)
     w_off = np.r_[0, np.cumsum(w_cnt)]
     w_key16, w_key_hi = _radix_halves(w_key, len(pair_key))
-    pair_lab = pair_key // (M + P)
+    pair_group = pair_key // (M + P)  # (automaton, label): nondecreasing in pair order
     pair_dst = pair_key % (M + P)
-    pair_owner = np.where(pair_dst >= M, pair_dst - M, owner_of[np.minimum(pair_dst, max(M - 1, 0))])
-    pair_group = pair_lab * P + pair_owner  # nondecreasing in pair order
+    pair_owner, pair_lab = pair_group // L1, pair_group % L1
     beta_x = np.r_[beta, np.zeros(P)]  # the end entries' dummy destinations complete with cost 0
     ramp = np.arange(max(len(w_lc), M, len(c_dst)) + 1, dtype=np.int64)
 
@@ -433,17 +461,17 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
     num_groups = int(pair_group.max()) + 1 if num_pairs else 1
     owner_rank = np.full(P, -1, dtype=np.int64)
 
-    def expand_batch(js, owners=None):
+    def expand_batch(js, owners, keyed=False):
         """Expand determinized states ``js`` into their *choices*, most promising first: for each
-        a list ``[bounds, labels, costs, groups, nexts, successors]`` -- parallel lists of the
-        bound of all completions through the choice (``cost + h(next)``), its label (-1 for the
-        end), the cost of that transition (for the end: the exact total cost of ending here), the
-        index of its successor among the batch's groups, and the successor's interned id (-1
-        until :func:`resolve` looks it up: most successors are never visited, so they are only
-        interned when the search reaches them); ``successors`` is the batch's shared successor
-        data.  ``owners``: the automaton of each state, in increasing order (one state per
-        automaton: pairs alone keep the requests apart); ``None``: any states, whose entries
-        are then keyed by request as well."""
+        a list ``[bounds, labels, costs, groups, nexts, successors, automaton]`` -- parallel lists
+        of the bound of all completions through the choice (``cost + h(next)``), its label (-1
+        for the end), the cost of that transition (for the end: the exact total cost of ending
+        here), the index of its successor among the batch's groups, and the successor's interned
+        id (-1 until :func:`resolve` looks it up: most successors are never visited, so they are
+        only interned when the search reaches them); then the batch's shared successor data and
+        the state's automaton.  ``owners``: the automaton of each state, in increasing order;
+        ``keyed``: several states may belong to one automaton, so entries are keyed by request
+        as well (else pairs alone keep the requests apart)."""
         B = len(js)
         sizes_ = [len(det_sets[j][0]) for j in js]
         if B == 1:
@@ -453,7 +481,7 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
             R = np.concatenate([det_sets[j][1] for j in js])
         for j in js:
             det_sets[j] = None
-        keyed = owners is None and B > 1  # requests may share states and pairs
+        keyed = keyed and B > 1  # requests may share states and pairs
         # epsilon closure: gather the closure rows of S, reduce per (request, state)
         cc_ = c_cnt[S]
         t1 = int(cc_.sum())
@@ -475,8 +503,8 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         cnt = w_cnt[S]
         total = int(cnt.sum())
         if not total:
-            for j in js:
-                det_exp[j] = [[], [], [], [], [], None]
+            for j, o in zip(js, owners):
+                det_exp[j] = [[], [], [], [], [], None, o]
             return
         # the word-arc and end rows of the closed states, reduced per (request,) pair
         ramp_t = ramp[:total] if total < len(ramp) else np.arange(total)
@@ -513,29 +541,43 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         ch = ch[:int(np.count_nonzero(bound < INF))]  # no finite completion: never an output
         gl = pair_lab[up[lseg]]
         resid = val - wsum.repeat(lens)
-        succ = (ud, resid, (ends * 8).tolist(), ud.tobytes(), np.rint(resid / resolution).astype(np.int64).tobytes())
-        if B == 1:
-            det_exp[js[0]] = [bound[ch].tolist(), lab_out[gl[ch]].tolist(), wsum[ch].tolist(), ch.tolist(),
-                              [-1] * len(ch), succ]
-            return
-        by_req = np.argsort(rq_g[ch], kind="stable")
-        ch = ch[by_req]  # by request, then bound, then label
-        b_l, l_l, c_l, g_l = bound[ch].tolist(), lab_out[gl[ch]].tolist(), wsum[ch].tolist(), ch.tolist()
-        cuts = np.searchsorted(rq_g[ch], np.arange(B + 1)).tolist()
-        for r, j in enumerate(js):
+        # Successor data: the states and residuals of every group, the byte offsets of the groups
+        # (``e8``) and the key bytes.  A request's groups and pairs are contiguous; requests of
+        # different automata get copies of their own part (a search that ends releases its records,
+        # which then must not keep the other searches' parts alive).  Records are typed arrays: 8
+        # bytes per entry instead of a Python object.
+        e8 = _typed("q", ends * 8)
+        ud_bytes, rq_bytes = ud.tobytes(), np.rint(resid / resolution).astype(np.int64).tobytes()
+        if B > 1:
+            ch = ch[np.argsort(rq_g[ch], kind="stable")]  # by request, then bound, then label
+            cuts = np.searchsorted(rq_g[ch], np.arange(B + 1)).tolist()
+            pair_cut = ends[np.searchsorted(rq_g, np.arange(B + 1))].tolist()
+        else:
+            cuts, pair_cut = [0, len(ch)], [0, len(ud)]
+        b_l, l_l, c_l, g_l = (_typed("d", bound[ch]), _typed("q", lab_out[gl[ch]]), _typed("d", wsum[ch]),
+                              _typed("q", ch))
+        shared = (ud, resid, e8, ud_bytes, rq_bytes, 0)
+        for r, (j, o) in enumerate(zip(js, owners)):
             a, b = cuts[r], cuts[r + 1]
-            det_exp[j] = [b_l[a:b], l_l[a:b], c_l[a:b], g_l[a:b], [-1] * (b - a), succ]
+            if keyed or B == 1:  # one automaton: its records are released together
+                succ = shared
+            else:
+                p0, p1 = pair_cut[r], pair_cut[r + 1]
+                succ = (ud[p0:p1].copy(), resid[p0:p1].copy(), e8, ud_bytes[8 * p0:8 * p1], rq_bytes[8 * p0:8 * p1],
+                        8 * p0)
+            det_exp[j] = [b_l[a:b], l_l[a:b], c_l[a:b], g_l[a:b], _NONE_YET * (b - a), succ, o]
 
     def resolve(rec, i) -> int:
         """Interned id of the successor of choice ``i`` of an expansion record (the same key as
         :func:`intern`: the int64 bytes of the states and of the rounded residuals)."""
-        ud, resid, e8, ud_bytes, rq_bytes = rec[5]
+        ud, resid, e8, ud_bytes, rq_bytes, base8 = rec[5]
         g = rec[3][i]
-        a8, b8 = e8[g], e8[g + 1]
+        a8, b8 = e8[g] - base8, e8[g + 1] - base8
         k = (ud_bytes[a8:b8], rq_bytes[a8:b8])
-        nj = det_keys.get(k)
+        keys = det_keys[rec[6]]
+        nj = keys.get(k)
         if nj is None:
-            nj = det_keys[k] = len(det_sets)
+            nj = keys[k] = len(det_sets)
             det_sets.append((ud[a8 >> 3:b8 >> 3], resid[a8 >> 3:b8 >> 3]))
             det_exp.append(None)
         rec[4][i] = nj
@@ -544,26 +586,31 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
     found: list = [None] * P
     tries = [_PrefixTrie() for _ in range(P)]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        starts = [intern(rs, rr) if len(rs) else -1 for rs, rr, _ in roots]
+        starts = [intern(i, rs, rr) if len(rs) else -1 for i, (rs, rr, _) in enumerate(roots)]
         if not determinize_first and n is not None:
             # lazy searches with the log-sum bound, side by side; a search whose bound proves too
             # loose (probability spread over very many sequences) falls back to the exact bound
             # below, reusing every determinized state built so far
             budget = min(max_pops, lazy_pops + 20 * n)
-            running = {i: _best_first(starts[i], resolve, det_exp, tries[i], n, budget, key)
-                       for i in range(P) if starts[i] >= 0}
-            wants = {}
-            for i, gen in list(running.items()):
-                _advance(i, gen, None, running, wants, found)
-            while wants:
+            waiting = [i for i in range(P) if starts[i] >= 0][::-1]
+            running: dict = {}
+            wants: dict = {}
+            while waiting or wants:
+                while waiting and len(running) < SIDE_BY_SIDE:
+                    i = waiting.pop()
+                    running[i] = _best_first(starts[i], resolve, det_exp, tries[i], n, budget, key)
+                    _advance(i, running[i], None, running, wants, found, release)
+                if not wants:
+                    continue
                 owners = sorted(wants)
                 expand_batch([wants[i] for i in owners], owners)
                 ready, wants = wants, {}
                 for i in ready:
-                    _advance(i, running[i], True, running, wants, found)
+                    _advance(i, running[i], True, running, wants, found, release)
         for i in range(P):
             if starts[i] >= 0 and found[i] is None:
-                exact = _exact_choices(starts[i], expand_batch, resolve, det_sets, det_exp, max_states, key)
+                exact = _exact_choices(starts[i], lambda js: expand_batch(js, [i] * len(js), keyed=True), resolve,
+                                       det_sets, det_exp, max_states, key)
                 tries[i] = _PrefixTrie()
                 gen = _best_first(starts[i], resolve, exact, tries[i], n, max_pops, key)
                 try:
@@ -571,13 +618,26 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
                     raise AssertionError("the exact search expands nothing")  # every state is expanded
                 except StopIteration as stop:
                     found[i] = stop.value
-    if track_best:  # word arcs closed under epsilon paths, with their best (tropical) costs
-        cl = _Closed(M, g_src, g_dst, g_lab, g_cost, joined("arc_ids", np.int64), x_lc, x_bc, log=False)
+                del exact, gen
+                release(i)
+    if track_best:
         arc_dlab = np.full(len(g_lab), -1, dtype=np.int64)
         arc_dlab[g_word] = word_dlab
-        closed_dlab = arc_dlab[cl.w_arc]  # the closed rows' labels, renumbered densely
+        arc_off = np.r_[0, np.cumsum([len(p.src) for p in problems])]
+        g_ids = joined("arc_ids", np.int64)
     results = []
+    chunk_end = 0
     for i in range(P):
+        if track_best and i == chunk_end:
+            # word arcs closed under epsilon paths, with their best (tropical) costs, for the
+            # automata up to chunk_end (a chunk of at most CLOSED_CHUNK_ARCS arcs, to bound memory)
+            chunk_end = int(np.searchsorted(arc_off, arc_off[i] + CLOSED_CHUNK_ARCS, side="right")) - 1
+            chunk_end = min(max(chunk_end, i + 1), P)
+            a0, a1, s0, s1 = int(arc_off[i]), int(arc_off[chunk_end]), int(offset[i]), int(offset[chunk_end])
+            cl = _Closed(s1 - s0, g_src[a0:a1] - s0, g_dst[a0:a1] - s0, g_lab[a0:a1], g_cost[a0:a1], g_ids[a0:a1],
+                         x_lc[s0:s1], x_bc[s0:s1], log=False)
+            closed_dlab = arc_dlab[a0:a1][cl.w_arc]  # the closed rows' labels, renumbered densely
+            chunk_start = s0
         if not found[i]:
             results.append([])
             continue
@@ -590,7 +650,7 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         if not track_best:
             results.append([SequenceResult(lab_, c, math.nan, ()) for lab_, c in zip(seqs, costs)])
             continue
-        local = _local_rows(cl, closed_dlab, int(offset[i]), int(sizes[i]))
+        local = _local_rows(cl, closed_dlab, int(offset[i]) - chunk_start, int(sizes[i]))
         rs, _, rb = roots[i]
         with np.errstate(invalid="ignore", over="ignore"):
             best_costs, best_arcs = _best_paths(local, lab_values, rs - offset[i], rb, parent, label, depth, ends_)
@@ -598,14 +658,16 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
     return results
 
 
-def _advance(i, gen, value, running, wants, found) -> None:
-    """Resume search ``i`` until it needs a state expanded (recorded in ``wants``) or ends (its
-    sequences in ``found``; ``None`` there if the lazy budget ran out)."""
+def _advance(i, gen, value, running, wants, found, release) -> None:
+    """Resume search ``i`` until it needs a state expanded (recorded in ``wants``) or ends: its
+    sequences go to ``found`` and its states are released; if the lazy budget ran out, ``found``
+    keeps ``None`` and the states stay for the exact-bound search."""
     try:
         wants[i] = gen.send(value) if value is not None else next(gen)
     except StopIteration as stop:
         found[i] = stop.value
         del running[i]
+        release(i)
     except BudgetExceededError:
         del running[i]
 
@@ -711,11 +773,11 @@ def _exact_choices(j0, expand_batch, resolve, det_sets, det_exp, max_states, key
     best: dict = {}
     exact: dict = {}
     for j in order:
-        _, labels, costs, _, nexts, _ = det_exp[j]
+        _, labels, costs, _, nexts, _, _ = det_exp[j]
         items = sorted((c if w < 0 else c + best[nj], w, nj, c) for w, c, nj in zip(labels, costs, nexts))
         best[j] = items[0][0] if items else INF
         bounds, labels, nexts, costs = (list(col) for col in zip(*items)) if items else ([], [], [], [])
-        exact[j] = [bounds, labels, costs, None, nexts, None]
+        exact[j] = [bounds, labels, costs, None, nexts, None, None]
     return exact
 
 
@@ -757,7 +819,7 @@ def _best_first(j0, resolve, det_exp, trie, n, max_pops, key):
         if pops > max_pops:
             raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes "
                                       f"after {len(found)} sequences; lower N or prune the lattice", key=key)
-        bounds, labels, costs, _, nexts, _ = rec
+        bounds, labels, costs, _, nexts, _, _ = rec
         if i + 1 < len(bounds):
             counter += 1
             heapq_push(heap, (g + bounds[i + 1], counter, rec, i + 1, g, link))
