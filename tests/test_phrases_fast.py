@@ -57,26 +57,20 @@ def test_shared_block_plan_is_bitwise_identical(lat):
         np.testing.assert_array_equal(alone.alpha, shared.alpha)
         np.testing.assert_array_equal(alone.beta, shared.beta)
         assert alone.total == shared.total
-        # independent reference: a scalar pass in topological order
+        # independent reference: scalar passes in topological order (forward) and reverse (backward)
+        def plus(a, b):  # the semiring's sum of two costs
+            lo, hi = min(a, b), max(a, b)
+            return lo if not log or hi == math.inf else lo - math.log1p(math.exp(lo - hi))
+
+        arcs = sorted(zip(lat.src.tolist(), lat.dst.tolist(), cost.tolist()))
         alpha = [math.inf] * lat.num_states
         alpha[0] = 0.0
-        for s, d, c in sorted(zip(lat.src.tolist(), lat.dst.tolist(), cost.tolist())):
-            v = alpha[s] + c
-            if log:
-                lo, hi = min(alpha[d], v), max(alpha[d], v)
-                alpha[d] = lo if hi == math.inf else lo - math.log1p(math.exp(lo - hi))
-            else:
-                alpha[d] = min(alpha[d], v)
+        for s, d, c in arcs:
+            alpha[d] = plus(alpha[d], alpha[s] + c)
         np.testing.assert_allclose(shared.alpha, alpha, rtol=1e-12, atol=1e-9)
-        # and the backward pass, in reverse topological order
         beta = final.tolist()
-        for s, d, c in sorted(zip(lat.src.tolist(), lat.dst.tolist(), cost.tolist()), reverse=True):
-            v = beta[d] + c
-            if log:
-                lo, hi = min(beta[s], v), max(beta[s], v)
-                beta[s] = lo if hi == math.inf else lo - math.log1p(math.exp(lo - hi))
-            else:
-                beta[s] = min(beta[s], v)
+        for s, d, c in reversed(arcs):
+            beta[s] = plus(beta[s], beta[d] + c)
         np.testing.assert_allclose(shared.beta, beta, rtol=1e-12, atol=1e-9)
 
 
