@@ -556,7 +556,9 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
             cuts, pair_cut = [0, len(ch)], [0, len(ud)]
         b_l, l_l, c_l, g_l = (_typed("d", bound[ch]), _typed("q", lab_out[gl[ch]]), _typed("d", wsum[ch]),
                               _typed("q", ch))
-        shared = (ud, resid, e8, ud_bytes, rq_bytes, 0)
+        # (keyed batches belong to the exact-bound search, which resolves every successor at once,
+        # mostly to states it already has: a new state copies its part, not to pin the batch)
+        shared = (ud, resid, e8, ud_bytes, rq_bytes, 0, keyed)
         for r, (j, o) in enumerate(zip(js, owners)):
             a, b = cuts[r], cuts[r + 1]
             if keyed or B == 1:  # one automaton: its records are released together
@@ -564,13 +566,13 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
             else:
                 p0, p1 = pair_cut[r], pair_cut[r + 1]
                 succ = (ud[p0:p1].copy(), resid[p0:p1].copy(), e8, ud_bytes[8 * p0:8 * p1], rq_bytes[8 * p0:8 * p1],
-                        8 * p0)
+                        8 * p0, False)
             det_exp[j] = [b_l[a:b], l_l[a:b], c_l[a:b], g_l[a:b], _NONE_YET * (b - a), succ, o]
 
     def resolve(rec, i) -> int:
         """Interned id of the successor of choice ``i`` of an expansion record (the same key as
         :func:`intern`: the int64 bytes of the states and of the rounded residuals)."""
-        ud, resid, e8, ud_bytes, rq_bytes, base8 = rec[5]
+        ud, resid, e8, ud_bytes, rq_bytes, base8, copy = rec[5]
         g = rec[3][i]
         a8, b8 = e8[g] - base8, e8[g + 1] - base8
         k = (ud_bytes[a8:b8], rq_bytes[a8:b8])
@@ -578,7 +580,8 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         nj = keys.get(k)
         if nj is None:
             nj = keys[k] = len(det_sets)
-            det_sets.append((ud[a8 >> 3:b8 >> 3], resid[a8 >> 3:b8 >> 3]))
+            a, b = a8 >> 3, b8 >> 3
+            det_sets.append((ud[a:b].copy(), resid[a:b].copy()) if copy else (ud[a:b], resid[a:b]))
             det_exp.append(None)
         rec[4][i] = nj
         return nj
@@ -734,27 +737,32 @@ def _exact_choices(j0, expand_batch, resolve, det_sets, det_exp, max_states, key
     visited = {j0}
     frontier = [j0]
     while frontier:
-        todo = [j for j in frontier if det_exp[j] is None]
-        start = 0
-        while start < len(todo):
-            stop, members = start, 0
-            while stop < len(todo) and stop - start < EXACT_BATCH_STATES and members < EXACT_BATCH_MEMBERS:
-                members += len(det_sets[todo[stop]][0])
-                stop += 1
-            expand_batch(todo[start:stop])
-            start = stop
         new: list = []
-        for j in frontier:
-            rec = det_exp[j]
-            nexts = rec[4]
-            for i, w in enumerate(rec[1]):
-                if w >= 0:
-                    nj = nexts[i] if nexts[i] >= 0 else resolve(rec, i)
-                    if nj not in visited:
-                        visited.add(nj)
-                        if len(visited) > max_states:
-                            raise BudgetExceededError(f"log-determinization exceeded {max_states} states", key=key)
-                        new.append(nj)
+        start = 0
+        while start < len(frontier):
+            stop, members = start, 0
+            while stop < len(frontier) and stop - start < EXACT_BATCH_STATES and members < EXACT_BATCH_MEMBERS:
+                sets = det_sets[frontier[stop]]
+                members += len(sets[0]) if sets is not None else 0
+                stop += 1
+            batch = frontier[start:stop]
+            todo = [j for j in batch if det_exp[j] is None]
+            if todo:
+                expand_batch(todo)
+            for j in batch:  # resolve the batch at once, so that its successor data can go
+                rec = det_exp[j]
+                nexts = rec[4]
+                for i, w in enumerate(rec[1]):
+                    if w >= 0:
+                        nj = nexts[i] if nexts[i] >= 0 else resolve(rec, i)
+                        if nj not in visited:
+                            visited.add(nj)
+                            if len(visited) > max_states:
+                                raise BudgetExceededError(f"log-determinization exceeded {max_states} states",
+                                                          key=key)
+                            new.append(nj)
+                rec[5] = None  # every successor is resolved
+            start = stop
         frontier = new
     order: list = []
     done: set = set()
