@@ -473,7 +473,8 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         ``keyed``: several states may belong to one automaton, so entries are keyed by request
         as well (else pairs alone keep the requests apart)."""
         B = len(js)
-        sizes_ = [len(det_sets[j][0]) for j in js]
+        keyed = keyed and B > 1  # requests may share states and pairs
+        sizes_ = [len(det_sets[j][0]) for j in js] if keyed else None
         if B == 1:
             S, R = det_sets[js[0]]
         else:
@@ -481,7 +482,6 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
             R = np.concatenate([det_sets[j][1] for j in js])
         for j in js:
             det_sets[j] = None
-        keyed = keyed and B > 1  # requests may share states and pairs
         # epsilon closure: gather the closure rows of S, reduce per (request, state)
         cc_ = c_cnt[S]
         t1 = int(cc_.sum())
