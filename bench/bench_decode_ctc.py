@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Decoding speed (frames/s) of ``decode_ctc`` with the Kaldi backend and, when k2 is importable,
-the k2 backend, on the same synthetic CTC posteriors and graphs (the shared k2 fixtures' language).
+the k2 backend, on the same synthetic CTC posteriors and graphs (the vendored k2 fixtures' language).
 
 Usage: python bench/bench_decode_ctc.py [--utts 20] [--frames 400] [--repeat 3]
 
-Graphs: our kaldifst HLG.fst (built here) and k2's HLG.pt from shared/k2-fixtures (converted for
+Graphs: our kaldifst HLG.fst (built here) and k2's HLG.pt from tests/data/k2-fixtures (converted for
 the Kaldi decoder).  Posteriors: log_softmax of noise plus peaks on a CTC alignment of random
 word sequences (seeded).  Times exclude graph loading and include the conversion of each
 decoder output into the hub Lattice (no word alignment).  Prints frames/s and the k2/Kaldi ratio.
@@ -25,10 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 
 def shared_fixtures() -> Path:
-    for p in (REPO.parent / "shared", Path(os.environ.get("LATTICE_TOOLS_SHARED", "/nonexistent")), Path("/work/shared")):
-        if (p / "k2-fixtures" / "HLG.pt").exists():
-            return p / "k2-fixtures"
-    sys.exit("shared/k2-fixtures not found (set LATTICE_TOOLS_SHARED)")
+    return REPO / "tests" / "data" / "k2-fixtures"  # vendored with the tests (tests/data/README.md)
 
 
 def make_inputs(fx: Path, utts: int, frames: int, seed: int = 0):

@@ -36,7 +36,7 @@ SCLITE = shutil.which("sclite") or "/usr/lib/sctk/bin/sclite"
 def default_glm() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     for cand in (os.path.join(here, "..", "..", "shared", "sctk", "glm", "en20030506.glm"),
-                 "/work/shared/sctk/glm/en20030506.glm"):
+                 "tests/data/sctk/glm/en20030506.glm"):
         if os.path.exists(cand):
             return cand
     sys.exit("bench_glm_filter.py: pass --glm (the RT-03 GLM is in shared/sctk/glm/)")

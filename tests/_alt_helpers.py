@@ -13,11 +13,11 @@ import numpy as np
 from lattice_tools.lattice import Lattice
 from lattice_tools.symbols import SymbolTable
 
+from _data import TEST_DATA
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "lattice_tools" / "data"
-SHARED = next((p for p in [REPO.parent / "shared", Path(os.environ.get("LATTICE_TOOLS_SHARED", "/nonexistent")),
-                           Path("/work/shared")] if p.is_dir()), REPO.parent / "shared")
-K2 = SHARED / "k2-fixtures"
+K2 = TEST_DATA / "k2-fixtures"
 
 VOCAB = ["<eps>", "a", "b", "c", "d", "<sil>"]
 SYMS = SymbolTable.from_words(VOCAB[1:])

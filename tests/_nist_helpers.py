@@ -8,7 +8,9 @@ import shutil
 import subprocess
 import tempfile
 
-SCTK = "/work/shared/sctk"
+from _data import TEST_DATA
+
+SCTK = str(TEST_DATA / "sctk")
 CSRFILT_DATA = os.path.join(SCTK, "csrfilt-testdata")
 SCLITE_DATA = os.path.join(SCTK, "sclite-testdata")
 RT03_GLM = os.path.join(SCTK, "glm", "en20030506.glm")

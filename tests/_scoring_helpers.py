@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 
 from pathlib import Path
 
-# same search as tests/conftest.py: shared/ beside the clone, $LATTICE_TOOLS_SHARED, /work/shared
+from _data import TEST_DATA
+
 _REPO = Path(__file__).resolve().parent.parent
-SHARED = next((p for p in (_REPO.parent / "shared", Path(os.environ.get("LATTICE_TOOLS_SHARED", "/nonexistent")),
-                           Path("/work/shared")) if p.is_dir()), _REPO.parent / "shared")
-SCTK_DATA = str(SHARED / "sctk" / "sclite-testdata")
+SCTK_DATA = str(TEST_DATA / "sctk" / "sclite-testdata")
 BASE = os.path.join(SCTK_DATA, "base")
 SCLITE = shutil.which("sclite") or ("/usr/lib/sctk/bin/sclite" if os.path.exists("/usr/lib/sctk/bin/sclite")
                                     else None)

@@ -9,18 +9,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "lattice_tools" / "data"
-# CI lays shared/ beside the clone; developers have it at ../shared as well.
-_SHARED_CANDIDATES = [REPO.parent / "shared", Path(os.environ.get("LATTICE_TOOLS_SHARED", "/nonexistent")),
-                      Path("/work/shared")]
-SHARED = next((p for p in _SHARED_CANDIDATES if p.is_dir()), REPO.parent / "shared")
+# Third-party golden data the tests need, vendored with its provenance (tests/data/README.md):
+# NIST SCTK's sclite/csrfilt test files and the RT-03 GLM (sctk/), k2's lattice fixtures (k2-fixtures/).
+TEST_DATA = REPO / "tests" / "data"
 SCLITE = shutil.which("sclite") or ("/usr/lib/sctk/bin/sclite" if os.path.exists("/usr/lib/sctk/bin/sclite") else None)
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip("shared/ (golden files, k2 fixtures) is not beside the repository")
-    return SHARED
+def test_data_dir() -> Path:
+    return TEST_DATA
 
 
 @pytest.fixture(scope="session")

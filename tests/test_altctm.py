@@ -130,11 +130,11 @@ def test_cli_commands(tmp_path):
     assert res.exit_code == 2 and "badseg:1" in res.output
 
 
-def test_cli_k2_lattices_through_shared_reader(tmp_path, shared_dir):
+def test_cli_k2_lattices_through_shared_reader(tmp_path, test_data_dir):
     """Frame-level k2 lattices are word-aligned on the way (icefall times: SEE starts at frame 4)."""
     from lattice_tools.cli import main
 
-    k2 = shared_dir / "k2-fixtures"
+    k2 = test_data_dir / "k2-fixtures"
     out = tmp_path / "k2.ctm"
     res = CliRunner().invoke(main, ["nbest", str(k2 / "hlg_lattice.pt"), "-n", "1", "--symbols", str(k2 / "words.txt"),
                                     "--ctm", str(out)])

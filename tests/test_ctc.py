@@ -1,7 +1,7 @@
 """CTC decoding graphs (kaldifst) and the Kaldi lattice decoder, against k2's own graph and values.
 
 References used:
-* shared/k2-fixtures: tokens/lexicon/words/G of icefall's recipe, k2's HLG.pt (compiled by k2),
+* tests/data/k2-fixtures: tokens/lexicon/words/G of icefall's recipe, k2's HLG.pt (compiled by k2),
   nnet_output.pt and expected.json (k2's totals, best paths).
 * brute-force enumeration of graph paths for given frame labellings (tests/_ctc_helpers.py).
 * synthetic CTC posteriors that favour a known word sequence.
@@ -33,8 +33,8 @@ SPOKEN = ["SEE THE RED SAND", "A RED SEED", "THE DEAN"]
 
 
 @pytest.fixture(scope="module")
-def fx(shared_dir):
-    d = shared_dir / "k2-fixtures"
+def fx(test_data_dir):
+    d = test_data_dir / "k2-fixtures"
     if not (d / "HLG.pt").exists():
         pytest.skip("k2-fixtures not available")
     return d

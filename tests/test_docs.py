@@ -6,8 +6,8 @@ Rules for examples (see docs/guide.md, "Writing documentation"):
 * every fenced ```python block runs (unless marked ```python notest: an illustration that cannot run,
   e.g. on LDC data); the blocks of one page share one namespace, in page order, in a fresh temporary
   working directory (a separate Python process per page), with the environment variables
-  ``LATTICE_TOOLS_REPO`` (the source tree) and ``LATTICE_TOOLS_SHARED`` (shared golden files and k2
-  fixtures, when present) set;
+  ``LATTICE_TOOLS_REPO`` (the source tree) set, and links to the repository's ``tests/`` and
+  ``lattice_tools/`` folders, so paths written relative to the repository root (``tests/data/sctk/...``) work;
 * a ```bash block runs only when marked ```bash test (then with ``bash -e`` in the same directory, in
   page order with the Python blocks); other ```bash/```sh blocks are illustrations (e.g. LDC paths);
 * pages listed in SLOW_PAGES are marked ``slow`` (CI runs ``-m "not slow"``).
@@ -96,10 +96,12 @@ def run_page(page: Path, workdir: Path, timeout: float = 600) -> subprocess.Comp
     env["MPLBACKEND"] = "Agg"
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["LATTICE_TOOLS_REPO"] = str(REPO)
-    shared = next((p for p in (REPO.parent / "shared", Path(os.environ.get("LATTICE_TOOLS_SHARED", "/nonexistent")),
-                               Path("/work/shared")) if p.is_dir()), None)
-    if shared is not None:
-        env["LATTICE_TOOLS_SHARED"] = str(shared)
+    # Examples are written to run from the repository root (paths like tests/data/sctk/...); they run in a
+    # scratch directory that links the repository's data folders, so they leave nothing in the clone.
+    for name in ("tests", "lattice_tools"):
+        link = Path(workdir) / name
+        if not link.exists():
+            link.symlink_to(REPO / name, target_is_directory=True)
     return subprocess.run([sys.executable, "-c", _RUNNER, page.name], input=json.dumps(blocks), cwd=workdir,
                           env=env, capture_output=True, text=True, timeout=timeout)
 

@@ -25,7 +25,7 @@ from _nist_helpers import (CSRFILT_DATA, DEBIAN_SCLITE, RT03_GLM, glm_vocabulary
 EXAMPLE_GLM = os.path.join(CSRFILT_DATA, "example.glm")
 EXAMPLE_UTM = os.path.join(CSRFILT_DATA, "example.utm")
 
-GOLDEN = [  # the table of /work/shared/sctk/README.md
+GOLDEN = [  # the table of tests/data/sctk/README.md
     ("test.stm.in", "stm", True, "test.stm.-dh.out"),
     ("test.stm.in", "stm", False, "test.stm.out"),
     ("test.trn.in", "trn", True, "test.trn.-dh.out"),

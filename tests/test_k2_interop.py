@@ -34,8 +34,8 @@ TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def fx(shared_dir):
-    d = shared_dir / "k2-fixtures"
+def fx(test_data_dir):
+    d = test_data_dir / "k2-fixtures"
     if not (d / "expected.json").exists():
         pytest.skip("k2-fixtures not available")
     return d

@@ -1,4 +1,4 @@
-"""The k2 lattice loader/writer against real k2 output (shared/k2-fixtures) and malformed files.
+"""The k2 lattice loader/writer against real k2 output (tests/data/k2-fixtures) and malformed files.
 
 Every fixture lattice is read with k2 blocked (and, for the zip engine, torch blocked too) and
 compared with what k2 itself decoded (k2_decoded.json, bit for bit) and computed
@@ -28,8 +28,8 @@ ENGINES = ["numpy", "torch"]
 
 
 @pytest.fixture(scope="module")
-def k2dir(shared_dir):
-    d = shared_dir / "k2-fixtures"
+def k2dir(test_data_dir):
+    d = test_data_dir / "k2-fixtures"
     if not (d / "expected.json").exists():
         pytest.skip("k2-fixtures not available")
     return d

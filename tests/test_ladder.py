@@ -11,16 +11,16 @@ import tempfile
 import pytest
 from click.testing import CliRunner
 
-from _scoring_helpers import SCLITE, SCTK_DATA, SHARED, parse_summary
+from _scoring_helpers import SCLITE, SCTK_DATA, TEST_DATA, parse_summary
 
-GLM = str(SHARED / "sctk" / "glm" / "en20030506.glm")
-EXAMPLE_GLM = str(SHARED / "sctk" / "csrfilt-testdata" / "example.glm")
+GLM = str(TEST_DATA / "sctk" / "glm" / "en20030506.glm")
+EXAMPLE_GLM = str(TEST_DATA / "sctk" / "csrfilt-testdata" / "example.glm")
 STM = os.path.join(SCTK_DATA, "lvc_ref.stm")
 CTM = os.path.join(SCTK_DATA, "lvc_hyp.ctm")
 SCTK_BIN = os.path.dirname(SCLITE) if SCLITE else None
 CSRFILT = os.path.join(SCTK_BIN, "csrfilt.sh") if SCTK_BIN else None
 
-pytestmark = pytest.mark.skipif(not (os.path.exists(GLM) and os.path.exists(STM)), reason="shared data missing")
+
 needs_sctk = pytest.mark.skipif(not (CSRFILT and os.path.exists(CSRFILT)), reason="Debian sctk not installed")
 
 

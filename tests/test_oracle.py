@@ -51,9 +51,9 @@ def test_levenshtein_oracle_equals_kaldialign_minimum(seed, n_states, extra, ref
     assert res.counts.ref_words == ref_len
 
 
-def test_k2_fixture_levenshtein_distances(shared_dir):
+def test_k2_fixture_levenshtein_distances(test_data_dir):
     """hlg utt0: plain-Levenshtein distance of each listed top-5 sequence = k2.levenshtein_alignment."""
-    exp = json.loads((shared_dir / "k2-fixtures" / "expected.json").read_text())
+    exp = json.loads((test_data_dir / "k2-fixtures" / "expected.json").read_text())
     utt = exp["files"]["hlg_lattice.pt"]["utterances"][0]
     ref = utt["levenshtein"]["reference_symbols"]
     seqs = [e["symbols"] for e in utt["nbest"]["entries"]]
@@ -66,12 +66,12 @@ def test_k2_fixture_levenshtein_distances(shared_dir):
         assert alternatives_oracle(alts, ref, n=k, mode="levenshtein").cost == min(utt["levenshtein"]["distances"][:k])
 
 
-def test_k2_lattice_oracle(shared_dir):
+def test_k2_lattice_oracle(test_data_dir):
     """Whole k2 lattices (frame-level, dead ends, 2-word arcs): the spoken words are in every lattice."""
     k2file = pytest.importorskip("lattice_tools.io.k2file")
-    exp = json.loads((shared_dir / "k2-fixtures" / "expected.json").read_text())
-    lats = list(k2file.read_k2_lattices(str(shared_dir / "k2-fixtures" / "hlg_lattice.pt"),
-                                        symbols=str(shared_dir / "k2-fixtures" / "words.txt")))
+    exp = json.loads((test_data_dir / "k2-fixtures" / "expected.json").read_text())
+    lats = list(k2file.read_k2_lattices(str(test_data_dir / "k2-fixtures" / "hlg_lattice.pt"),
+                                        symbols=str(test_data_dir / "k2-fixtures" / "words.txt")))
     assert len(lats) == 3
     for lat, utt in zip(lats, exp["files"]["hlg_lattice.pt"]["utterances"]):
         spoken = utt["spoken_words"].split() if isinstance(utt["spoken_words"], str) else utt["spoken_words"]

@@ -10,7 +10,7 @@ buffers.  Nothing else can be instantiated, so a hostile file cannot run code.  
 ``engine="torch"`` the same file is read with ``torch.load(weights_only=True)`` and the ragged
 stand-in allow-listed through ``torch.serialization.safe_globals``.
 
-Layout of an ``as_dict()`` (see /work/shared/k2-fixtures/README.md):
+Layout of an ``as_dict()`` (see tests/data/k2-fixtures/README.md):
 
 * ``arcs``: int32.  A single Fsa is 2-D ``[num_arcs, 4]`` (``src, dst, label, score_bits``); an
   FsaVec is 1-D ``[num_fsas, 0, state_splits(num_fsas+1), arc_splits(num_fsas+1), src, dst,
