@@ -33,7 +33,8 @@ def _bundled(corpus: str) -> tuple[list[str], str]:
 
 
 def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
-    """An STM with one segment per bundled utterance (file = utterance id, channel A, whole file)."""
+    """An STM with one segment per bundled utterance (file = utterance id, channel 1 -- the channel every
+    CTM of the toolkit has by default -- whole file)."""
     from .io.common import atomic_write
     from .io.trn import read_trn
 
@@ -45,7 +46,7 @@ def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
             raise LatticeToolsError(f"no reference transcript for bundled audio {p}")
         with wave.open(p) as w:
             dur = w.getnframes() / w.getframerate()
-        lines.append(f"{key} A {key} 0.000 {dur:.3f} {text[key]}")
+        lines.append(f"{key} 1 {key} 0.000 {dur:.3f} {text[key]}")
     with atomic_write(out) as f:
         f.write("\n".join(sorted(lines)) + "\n")
 

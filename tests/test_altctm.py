@@ -136,7 +136,7 @@ def test_cli_k2_lattices_through_shared_reader(tmp_path, test_data_dir):
 
     k2 = test_data_dir / "k2-fixtures"
     out = tmp_path / "k2.ctm"
-    res = CliRunner().invoke(main, ["nbest", str(k2 / "hlg_lattice.pt"), "-n", "1", "--symbols", str(k2 / "words.txt"),
+    res = CliRunner().invoke(main, ["nbest", str(k2 / "hlg_lattice.pt"), "-n", "1", "--words", str(k2 / "words.txt"),
                                     "--ctm", str(out)])
     assert res.exit_code == 0, res.output
     lines = [ln.split() for ln in out.read_text().splitlines()]

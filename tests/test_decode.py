@@ -61,7 +61,7 @@ def test_ctm_has_real_words_with_times_and_confidences(decoded):
     keys = {lat.key for lat in decoded["lattices"]}
     by_key = {}
     for w in items:
-        assert w.file in keys and w.channel == "A"
+        assert w.file in keys and w.channel == "1"
         assert not is_filler(w.word) and "(" not in w.word
         assert w.start >= 0 and w.duration > 0 and 0 <= w.confidence <= 1
         by_key.setdefault(w.file, []).append(w)

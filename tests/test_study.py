@@ -73,7 +73,7 @@ def test_study_altctm_cells_equal_debian_sclite(real_lattices, tmp_path):
     res = run_study({"ps": lats}, trn, ns=(1, 5), representations=("nbest", "sausage", "phrase"),
                     include_infinity=False, out_dir=str(out), bootstrap=0, plots=False, progress=False)
     keys = {l.key for l in lats}
-    stm = [f"{u.utt_id} A spk 0.00 100.00 {u.text}" for u in read_trn(trn) if u.utt_id in keys]
+    stm = [f"{u.utt_id} 1 spk 0.00 100.00 {u.text}" for u in read_trn(trn) if u.utt_id in keys]
     (tmp_path / "ref.stm").write_text("\n".join(sorted(stm)) + "\n")
     checked = 0
     for r in res.rows:
@@ -120,12 +120,16 @@ def test_cli_oracle_and_study(real_lattices, tmp_path):
     for lat in lats:
         write_slf(lat, str(d / f"{lat.key}.lat"))
     runner = CliRunner()
-    r = runner.invoke(main, ["oracle", str(d), "-r", trn, "--json", str(tmp_path / "o.json"), "--bootstrap", "50"])
+    # the trn has more utterances than there are lattices: refused unless --allow-missing
+    r = runner.invoke(main, ["oracle", str(d), "-r", trn])
+    assert r.exit_code == 2 and "--allow-missing" in r.output
+    r = runner.invoke(main, ["oracle", str(d), "-r", trn, "--json", str(tmp_path / "o.json"), "--bootstrap", "50",
+                             "--allow-missing"])
     assert r.exit_code == 0, r.output
     rep = json.loads((tmp_path / "o.json").read_text())
     assert "%WER" in r.output and len(rep["utterances"]) == 2 and "intervals" in rep
     r = runner.invoke(main, ["oracle", str(d), "-r", trn, "--representation", "nbest", "-n", "3",
-                             "--mode", "levenshtein"])
+                             "--mode", "levenshtein", "--allow-missing"])
     assert r.exit_code == 0, r.output
     r = runner.invoke(main, ["oracle", str(d), "-r", str(tmp_path / "missing.trn")])
     assert r.exit_code == 2 and "missing.trn" in r.output

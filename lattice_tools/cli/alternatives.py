@@ -13,34 +13,44 @@ import click
 
 from ..errors import MismatchError
 from ..io.common import atomic_write
+from ._inputs import DEFAULT_CHANNEL, allow_untimed_option, channel_option, lattice_input_options
 
 
-def read_segments(path: str) -> dict[str, tuple[str, str, float]]:
-    """Kaldi ``segments`` -> ``{utt: (file, channel "1", start)}`` (the recording id is the CTM file)."""
+def read_segments(path: str, channel: str = DEFAULT_CHANNEL) -> dict[str, tuple[str, str, float]]:
+    """Kaldi ``segments`` -> ``{utt: (file, channel, start)}`` (the recording id is the CTM file)."""
     from ..io.kaldi_data import read_segments as read_kaldi_segments
 
-    return {utt: (reco, "1", start) for utt, (reco, start, _end) in read_kaldi_segments(path).items()}
+    return {utt: (reco, channel, start) for utt, (reco, start, _end) in read_kaldi_segments(path).items()}
 
 
-def iter_lattices(specs: Iterable[str], format: str | None = None, symbols: str | None = None) -> Iterator:
-    """Lattices from files/archives (any format :func:`lattice_tools.io.read_lattices` reads)."""
-    from ..io import read_lattices
+def iter_lattices(specs: Iterable[str], format: str | None = None, words: str | None = None,
+                  frame_shift: float | None = None, frame_subsampling_factor: int | None = None) -> Iterator:
+    """Lattices from files/archives (:func:`lattice_tools.io.read_lattice_inputs`: keys unique across inputs)."""
+    from ..io import read_lattice_inputs
 
-    for spec in specs:
-        yield from read_lattices(spec, format=format, symbols=symbols)
+    yield from read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor)
 
 
 def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm: str, *, stats: str | None = None,
                           segments: str | None = None, posterior_threshold: float = 0.1, acoustic_scale: float = 1.0,
                           lm_scale: float = 1.0, word_penalty: float = 0.0, format: str | None = None,
-                          symbols: str | None = None, progress: bool | None = None) -> dict:
+                          words: str | None = None, frame_shift: float | None = None,
+                          frame_subsampling_factor: int | None = None, channel: str = DEFAULT_CHANNEL,
+                          allow_untimed: bool = False, progress: bool | None = None) -> dict:
     """Compute ``kind`` (``nbest``/``sausage``/``phrases``) alternatives of every lattice, write them as
-    an alt-CTM cut to depth ``n`` (None = all) and return (and optionally write) the statistics."""
+    an alt-CTM cut to depth ``n`` (None = all) and return (and optionally write) the statistics.
+
+    Each lattice goes to CTM file = its key (or its recording with ``segments``) and ``channel``.
+    A lattice without word times is refused (FormatError naming ``--allow-untimed``) unless
+    ``allow_untimed``: its CTM times would all be 0 and, for phrases, it would be one block."""
     from tqdm import tqdm
 
     from ..io.altctm import AlternativesCtmWriter
 
-    seg = read_segments(segments) if segments else None
+    from ..io.inputs import check_times
+
+    seg = read_segments(segments, channel) if segments else None
     kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if kind == "nbest":
         from ..alternatives.nbest import nbest
@@ -61,14 +71,16 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
         raise ValueError(f"unknown kind {kind!r}")
     disable = (not sys.stderr.isatty()) if progress is None else not progress
     with AlternativesCtmWriter(ctm, n) as writer:
-        for lat in tqdm(iter_lattices(lattices, format, symbols), desc=kind, unit="lat", disable=disable, file=sys.stderr):
-            if isinstance(lat, tuple):  # readers returning (lattice, header)
-                lat = lat[0]
+        lats = iter_lattices(lattices, format, words, frame_shift, frame_subsampling_factor)
+        for lat in tqdm(lats, desc=kind, unit="lat", disable=disable, file=sys.stderr):
+            check_times(lat, allow_untimed=allow_untimed, what=f"the {kind} alt-CTM")
             alts = compute(lat)
             if seg is not None:
                 if lat.key not in seg:
                     raise MismatchError(f"utterance {lat.key!r} is not in the segments file {segments}", key=lat.key)
                 alts = alts.with_location(*seg[lat.key])
+            elif alts.channel != channel:
+                alts = alts.with_location(alts.file, channel, 0.0)
             writer.write(alts)
     result = writer.stats()
     result["kind"] = kind
@@ -89,10 +101,11 @@ def _depth(value: str) -> int | None:
 
 def _options(f):
     f = click.option("--format", "format", default=None, help="Lattice format (default: from the file name).")(f)
-    f = click.option("--symbols", default=None, type=click.Path(dir_okay=False),
-                     help="words.txt mapping the word ids of Kaldi/OpenFst/k2 lattices.")(f)
+    f = lattice_input_options(f)
+    f = channel_option(f)
+    f = allow_untimed_option(f)
     f = click.option("--segments", type=click.Path(dir_okay=False), default=None,
-                     help="Kaldi segments file 'utt file start end' (default: file = utterance, channel 1, offset 0).")(f)
+                     help="Kaldi segments file 'utt file start end' (default: file = utterance, offset 0).")(f)
     f = click.option("--stats", type=click.Path(dir_okay=False), default=None,
                      help="Write N, N_max, N_.9, N_.5, blocks and gzip MB as JSON here.")(f)
     f = click.option("--ctm", required=True, type=click.Path(dir_okay=False),
@@ -106,33 +119,32 @@ def _options(f):
     return f
 
 
-def _run(kind, lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty, **extra):
+def _run(kind, lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty, **extra):
     result = make_alternatives_ctm(lattices, kind, _depth(n), ctm, stats=stats, segments=segments, format=format,
-                                   symbols=symbols,
                                    acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty, **extra)
     click.echo(json.dumps(result, sort_keys=True), err=True)
 
 
 @click.command("nbest")
 @_options
-def nbest_command(lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty):
+def nbest_command(lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty, **inputs):
     """Exact N-best lists (utterance-level alternatives) of LATTICES as alt-CTM."""
-    _run("nbest", lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty)
+    _run("nbest", lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty, **inputs)
 
 
 @click.command("sausage")
 @_options
-def sausage_command(lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty):
+def sausage_command(lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty, **inputs):
     """Confusion networks (word-level alternatives, Xu et al. 2011 MBR) of LATTICES as alt-CTM."""
-    _run("sausage", lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty)
+    _run("sausage", lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty, **inputs)
 
 
 @click.command("phrases")
 @_options
 @click.option("--posterior-threshold", type=float, default=0.1, show_default=True,
               help="Phrase boundaries are times not crossed by a word arc with at least this posterior.")
-def phrases_command(lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty,
-                    posterior_threshold):
+def phrases_command(lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty,
+                    posterior_threshold, **inputs):
     """Phrase alternatives (seed 001 section 3.4) of LATTICES as alt-CTM."""
-    _run("phrases", lattices, n, ctm, stats, segments, format, symbols, acoustic_scale, lm_scale, word_penalty,
-         posterior_threshold=posterior_threshold)
+    _run("phrases", lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty,
+         posterior_threshold=posterior_threshold, **inputs)

@@ -18,7 +18,7 @@ import click
 @click.option("--fwdflat/--no-fwdflat", default=None, help="Run the flat-lexicon second pass.")
 @click.option("--bestpath/--no-bestpath", default=None, help="Run the lattice best-path pass.")
 @click.option("--maxhmmpf", type=int, default=None, help="Max active HMMs per frame.")
-@click.option("--channel", default="A", show_default=True, help="CTM channel field.")
+@click.option("--channel", default="1", show_default=True, help="CTM channel field (see docs/formats.md: channels).")
 @click.option("--independent/--reuse-decoder", default=True, show_default=True,
               help="Fresh decoder per file (outputs independent of file order) or one decoder for all (faster).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")

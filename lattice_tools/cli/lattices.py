@@ -10,6 +10,7 @@ import click
 import numpy as np
 
 from ..lattice import Lattice
+from ._inputs import lattice_input_options
 
 
 def posterior_sanity(lat: Lattice, posteriors: np.ndarray) -> float:
@@ -60,8 +61,9 @@ def lattice_stats(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float 
 
 
 def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str | None = None,
-                 frame_shift: float | None = None, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
-                 word_penalty: float = 0.0, progress: bool | None = None) -> dict:
+                 frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+                 acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                 progress: bool | None = None) -> dict:
     """Per-lattice and total statistics of the lattices in ``inputs``.
 
     For each lattice: states, arcs, word arcs, duration (s), arcs per second, depth (Kaldi's
@@ -73,14 +75,13 @@ def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str
     """
     from tqdm import tqdm
 
-    from ..io import read_lattices
+    from ..io import read_lattice_inputs
 
     rows = []
-    for spec in inputs:
-        for lat in tqdm(read_lattices(spec, format=format, symbols=words, frame_shift=frame_shift),
-                        desc="info", unit="lat", disable=(None if progress is None else not progress)):
-            rows.append(lattice_stats(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
-                                      word_penalty=word_penalty))
+    lats = read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
+                               frame_subsampling_factor=frame_subsampling_factor)
+    for lat in tqdm(lats, desc="info", unit="lat", disable=(None if progress is None else not progress)):
+        rows.append(lattice_stats(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty))
     total = {"lattices": len(rows), "states": sum(r["states"] for r in rows), "arcs": sum(r["arcs"] for r in rows),
              "word_arcs": sum(r["word_arcs"] for r in rows)}
     durs = [r["duration"] for r in rows if not math.isnan(r["duration"])]
@@ -99,28 +100,27 @@ def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str
 
 def convert_lattices(inputs: Sequence[str] | str, output: str, *, from_format: str | None = None,
                      to_format: str | None = None, words: str | None = None, frame_shift: float | None = None,
-                     write_words: str | None = None, progress: bool | None = None, **write_options) -> int:
+                     frame_subsampling_factor: int | None = None, write_words: str | None = None,
+                     progress: bool | None = None, **write_options) -> int:
     """Read lattices from ``inputs`` (any readable format) and write them to ``output``.
 
     Streams one lattice at a time for Kaldi archives and SLF directories.  ``words`` is a
     ``words.txt`` used to map ids to words when reading; ``write_words`` writes the symbol table
-    of the output (for SLF inputs: all words seen, with the ids used in the output -- give it to
-    Kaldi/k2 tools together with the archive).  Returns the number converted.
+    of the output (for SLF inputs: all words seen in all inputs, with the ids used in the output --
+    give it to Kaldi/k2 tools together with the archive).  Returns the number converted.
     """
     from tqdm import tqdm
 
-    from ..io import read_lattices, write_lattices
-
-    if isinstance(inputs, str):
-        inputs = [inputs]
+    from ..io import read_lattice_inputs, write_lattices
 
     last_symbols = []
 
     def stream():
-        for spec in inputs:
-            for lat in read_lattices(spec, format=from_format, symbols=words, frame_shift=frame_shift):
-                last_symbols[:] = [lat.symbols]
-                yield lat
+        # SLF inputs share one growing word table (read_lattice_inputs), so ids agree across files
+        for lat in read_lattice_inputs(inputs, format=from_format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor):
+            last_symbols[:] = [lat.symbols]
+            yield lat
 
     bar = tqdm(stream(), desc="convert", unit="lat", disable=(None if progress is None else not progress))
     n = write_lattices(bar, output, format=to_format, **write_options)
@@ -142,17 +142,17 @@ _FORMATS = click.Choice(["slf", "kaldi", "openfst", "k2"])
 @click.command("info")
 @click.argument("lattices", nargs=-1, required=True)
 @click.option("--format", "format", type=_FORMATS, default=None, help="Input format (default: from the name).")
-@click.option("--words", type=click.Path(dir_okay=False), default=None, help="words.txt symbol table.")
-@click.option("--frame-shift", type=float, default=None, help="Seconds per frame (default 0.01; k2 0.04).")
+@lattice_input_options
 @click.option("--acoustic-scale", type=float, default=1.0, show_default=True)
 @click.option("--lm-scale", type=float, default=1.0, show_default=True)
 @click.option("--word-penalty", type=float, default=0.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def info_command(lattices, format, words, frame_shift, acoustic_scale, lm_scale, word_penalty, as_json):
+def info_command(lattices, format, words, frame_shift, frame_subsampling_factor, acoustic_scale, lm_scale,
+                 word_penalty, as_json):
     """Per-lattice and total statistics: states, arcs, duration, arcs/s, depth, best path,
     log-likelihood and posterior sanity (max |posterior mass crossing a frame - 1|)."""
     result = lattice_info(list(lattices), format=format, words=words, frame_shift=frame_shift,
-                          acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+                          frame_subsampling_factor=frame_subsampling_factor, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if as_json:
         click.echo(json.dumps(result, indent=1, default=float))
         return
@@ -169,13 +169,14 @@ def info_command(lattices, format, words, frame_shift, acoustic_scale, lm_scale,
 @click.argument("output", nargs=1)
 @click.option("--from", "from_format", type=_FORMATS, default=None, help="Input format (default: from the name).")
 @click.option("--to", "to_format", type=_FORMATS, default=None, help="Output format (default: from the name).")
-@click.option("--words", type=click.Path(dir_okay=False), default=None, help="words.txt symbol table for reading.")
-@click.option("--frame-shift", type=float, default=None, help="Seconds per frame (default 0.01; k2 0.04).")
+@lattice_input_options
 @click.option("--write-words", type=click.Path(dir_okay=False), default=None,
               help="Write the output's words.txt here (ids used in Kaldi/k2/OpenFst output).")
-def convert_command(inputs, output, from_format, to_format, words, frame_shift, write_words):
+def convert_command(inputs, output, from_format, to_format, words, frame_shift, frame_subsampling_factor,
+                    write_words):
     """Convert lattices: INPUTS (files, SLF directories, Kaldi rspecifiers) -> OUTPUT (an SLF
     directory or file, a Kaldi wspecifier such as ark,t:out.txt, an OpenFst .fst/.txt, a k2 .pt)."""
     n = convert_lattices(list(inputs), output, from_format=from_format, to_format=to_format, words=words,
-                         frame_shift=frame_shift, write_words=write_words)
+                         frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                         write_words=write_words)
     click.echo(f"converted {n} lattice(s) -> {output}", err=True)

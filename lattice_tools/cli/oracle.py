@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ._inputs import allow_untimed_option, lattice_input_options
+
 
 def _n_option(value):
     if value is None:
@@ -20,8 +22,15 @@ def _n_option(value):
 
 
 @click.command("oracle")
-@click.argument("inputs")
-@click.option("-r", "--ref", "reference", required=True, help="Reference: STM (.stm), trn (.trn) or 'key words' text.")
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words').")
+@click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
+              help="Reference format (default: .stm/.trn extension, else detected from the content).")
+@click.option("--format", "format", type=click.Choice(["slf", "kaldi", "openfst", "k2"]), default=None,
+              help="Lattice format (default: from the name).")
+@lattice_input_options
+@click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
+@allow_untimed_option
 @click.option("--glm", default=None, help="GLM applied to the reference like csrfilt.sh (alternations, ...).")
 @click.option("-D", "optional_deletable", is_flag=True, help="Optional (parenthesised) words are deletable (sclite -D).")
 @click.option("--mode", type=click.Choice(["sclite", "levenshtein"]), default="sclite", show_default=True,
@@ -37,21 +46,31 @@ def _n_option(value):
               help="Utterance-bootstrap replications for a 95% interval (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
 @click.option("--json", "json_out", default=None, help="Also write the report (per-utterance counts) as JSON.")
-def oracle_command(inputs, reference, glm, optional_deletable, mode, representation, n, posterior_threshold,
-                   acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out):
-    """Exact oracle WER of INPUTS (lattices: SLF dir/file, ark:, .pt ...; or an alt-CTM file)."""
+def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
+                   allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
+                   posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out):
+    """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
 
-    report = oracle_wer(inputs, reference, glm=glm, optional_deletable=optional_deletable, mode=mode,
+    report = oracle_wer(list(inputs), reference, glm=glm, optional_deletable=optional_deletable, mode=mode,
                         representation=representation, n=_n_option(n), posterior_threshold=posterior_threshold,
                         acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                        bootstrap=bootstrap, seed=seed, json_out=json_out)
+                        bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
+                        words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                        allow_missing=allow_missing, allow_untimed=allow_untimed)
+    for w in report.get("warnings", ()):
+        click.echo(f"lattice-tools: warning: {w}", err=True)
     click.echo(format_report(report))
 
 
 @click.command("study")
 @click.argument("lattice_sets", nargs=-1, required=True)
-@click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or 'key words' text file.")
+@click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words').")
+@click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
+              help="Reference format (default: .stm/.trn extension, else detected from the content).")
+@click.option("--format", "format", type=click.Choice(["slf", "kaldi", "openfst", "k2"]), default=None,
+              help="Lattice format (default: from the name).")
+@lattice_input_options
 @click.option("-o", "--out-dir", required=True, help="Output directory (tables, plots, per-cell cache).")
 @click.option("-n", "ns", default="1,2,10,100,1000,10000", show_default=True, help="Comma-separated depths N.")
 @click.option("--representations", default="nbest,sausage,phrase,lattice", show_default=True,
@@ -67,8 +86,9 @@ def oracle_command(inputs, reference, glm, optional_deletable, mode, representat
 @click.option("--bootstrap", default=1000, show_default=True, type=int, help="Bootstrap replications (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--no-plots", is_flag=True)
-def study_command(lattice_sets, reference, out_dir, ns, representations, prune_thresholds, no_infinity,
-                  optional_deletable, mode, posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots):
+def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
+                  out_dir, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
+                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots):
     """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
     from ..oracle.study import run_study
 
@@ -85,7 +105,8 @@ def study_command(lattice_sets, reference, out_dir, ns, representations, prune_t
                        prune_thresholds=thresholds, out_dir=out_dir, mode=mode, optional_deletable=optional_deletable,
                        include_infinity=not no_infinity, posterior_threshold=posterior_threshold,
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
-                       plots=not no_plots)
+                       plots=not no_plots, ref_format=ref_format, format=format, words=words,
+                       frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor)
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

@@ -11,11 +11,14 @@ _CTX = {"help_option_names": ["--help"]}
 
 
 @click.command("score", context_settings=_CTX)
-@click.option("-r", "--ref", "ref", required=True, help="Reference: STM (.stm) or trn file.")
-@click.option("-h", "--hyp", "hyp", required=True, help="Hypothesis: CTM (.ctm, ALT blocks allowed) or trn file.")
+@click.option("-r", "--ref", "ref", required=True, help="Reference: STM, trn or Kaldi text file ('-' = stdin).")
+@click.option("-h", "--hyp", "hyp", required=True,
+              help="Hypothesis: CTM (ALT blocks allowed), trn or Kaldi text file ('-' = stdin).")
 @click.option("--glm", "glms", multiple=True, help="GLM applied to both sides like csrfilt.sh (repeatable, in order).")
-@click.option("--ref-format", type=click.Choice(["stm", "trn"]), default=None, help="Override the extension.")
-@click.option("--hyp-format", type=click.Choice(["ctm", "trn"]), default=None, help="Override the extension.")
+@click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
+              help="Reference format (default: .stm/.trn extension, else detected from the content).")
+@click.option("--hyp-format", type=click.Choice(["ctm", "trn", "text"]), default=None,
+              help="Hypothesis format (default: .ctm/.trn extension, else detected from the content).")
 @click.option("-D", "optional_deletable", is_flag=True, help="Optional (parenthesised) words are deletable (sclite -D).")
 @click.option("-F", "fragments", is_flag=True, help="Fragments 'pla-'/'-ing' match (sclite -F).")
 @click.option("-s", "--case-sensitive", "case_sensitive", is_flag=True, help="Case-sensitive comparison (sclite -s).")

@@ -99,7 +99,7 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
                  model: str | None = None, lm: str | None = None, dictionary: str | None = None,
                  beam: float | None = None, wbeam: float | None = None, pbeam: float | None = None,
                  lw: float | None = None, fwdflat: bool | None = None, bestpath: bool | None = None,
-                 maxhmmpf: int | None = None, config: dict | None = None, channel: str = "A",
+                 maxhmmpf: int | None = None, config: dict | None = None, channel: str = "1",
                  progress: bool | None = None, independent: bool = True) -> list[Lattice]:
     """Decode audio files into SLF lattices (``out_dir/<key>.lat``) and an optional 1-best CTM.
 

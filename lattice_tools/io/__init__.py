@@ -184,4 +184,6 @@ def write_lattices(lattices: Iterable[Lattice] | Lattice, spec: str, format: str
     return n
 
 
-__all__ = ["read_lattices", "write_lattices", "guess_format", "FORMATS"]
+from .inputs import read_lattice_inputs  # noqa: E402  (several inputs, one word table and time base)
+
+__all__ = ["read_lattices", "write_lattices", "guess_format", "FORMATS", "read_lattice_inputs"]

@@ -46,3 +46,18 @@ def read_reco2file_and_channel(path: str) -> dict[str, tuple[str, str]]:
             raise FormatError(f"recording {fields[0]!r} listed twice", path=path, line=lineno)
         out[fields[0]] = (fields[1], fields[2])
     return out
+
+
+def read_kaldi_text(path: str, encoding: str = "utf-8"):
+    """Kaldi ``text`` (``utterance word word ...`` per line) as trn utterances (same id and text), so
+    that every scorer that reads trn reads it too.  Blank lines are skipped; an utterance listed
+    twice is left to the scorer to judge (it names both lines)."""
+    from .trn import TrnUtterance, TrnUtterances
+
+    utts = TrnUtterances(path=str(path))
+    for lineno, line in read_text_lines(str(path), encoding):
+        parts = line.split(None, 1)
+        if not parts:
+            continue
+        utts.append(TrnUtterance(parts[0], parts[1].strip() if len(parts) > 1 else "", lineno))
+    return utts

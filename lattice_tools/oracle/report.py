@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import LatticeToolsError
+from typing import Sequence
+
+from ..errors import LatticeToolsError, MismatchError
 from ..io.common import atomic_write
 from ..scoring.counts import ErrorCounts
 from .batch import alternatives_oracle_many
@@ -13,24 +15,60 @@ from .lattice_oracle import OracleResult, lattice_oracle
 from .representations import REPRESENTATIONS, ctm_oracle, load_references, make_alternatives, match_references
 
 
-def _is_ctm(path: str) -> bool:
-    p = str(path)
-    p = p[:-3] if p.endswith(".gz") else p
-    return p.lower().endswith(".ctm")
+def _is_ctm(path: str, format: str | None = None) -> bool:
+    """An input is an (alt-)CTM when named ``.ctm`` or, failing a lattice format from its name, when
+    its content is a CTM (:func:`lattice_tools.io.detect.detect_transcript_format`)."""
+    from ..io import guess_format
+    from ..io.detect import detect_transcript_format, format_from_name
+
+    if format is not None:
+        return False
+    if format_from_name(str(path)) is not None:
+        return format_from_name(str(path)) == "ctm"
+    try:
+        guess_format(str(path))
+        return False
+    except LatticeToolsError:
+        if not os.path.isfile(str(path)):
+            raise
+    return detect_transcript_format(str(path), allowed=("ctm",), role="input", option="--format") == "ctm"
 
 
-def oracle_wer(inputs: str, reference: str, *, glm: str | None = None, optional_deletable: bool = False,
-               mode: str = "sclite", representation: str = "lattice", n: int | None = None,
-               posterior_threshold: float = 0.1, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
-               word_penalty: float = 0.0, bootstrap: int = 0, seed: int = 0, json_out: str | None = None,
-               progress: bool | None = None) -> dict:
+def _check_references_covered(keys, refs: dict, allow_missing: bool, reference: str, warnings: list) -> None:
+    """References without a lattice (or CTM file) would silently leave their words out of the WER."""
+    have = set(keys)
+    missing = [k for k in refs if k not in have]
+    if not missing:
+        return
+    msg = f"{len(missing)} reference utterance(s) have no lattice, e.g. {missing[0]!r}"
+    if not allow_missing:
+        raise MismatchError(msg + " (--allow-missing leaves them out of the WER, as sclite does for trn)",
+                            path=str(reference), key=missing[0])
+    warnings.append(msg + " (left out of the WER)")
+
+
+def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None = None,
+               optional_deletable: bool = False, mode: str = "sclite", representation: str = "lattice",
+               n: int | None = None, posterior_threshold: float = 0.1, acoustic_scale: float = 1.0,
+               lm_scale: float = 1.0, word_penalty: float = 0.0, bootstrap: int = 0, seed: int = 0,
+               json_out: str | None = None, progress: bool | None = None, ref_format: str | None = None,
+               format: str | None = None, words: str | None = None, frame_shift: float | None = None,
+               frame_subsampling_factor: int | None = None, allow_missing: bool = False,
+               allow_untimed: bool = False) -> dict:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
     Args:
-      inputs: lattice spec, or a ``.ctm``/``.ctm.gz`` file (then ``representation``/``n`` are ignored:
-        the file's own blocks are the alternatives; against an STM it is scored per segment like sclite).
-      reference: ``.stm`` / ``.trn`` (or Kaldi-style text) file; ``glm`` filters it like csrfilt.
+      inputs: lattice specs (:func:`lattice_tools.io.read_lattice_inputs`, with ``format``, ``words``,
+        ``frame_shift``, ``frame_subsampling_factor``), or one (alt-)CTM file (then
+        ``representation``/``n`` are ignored: the file's own blocks are the alternatives; against an
+        STM it is scored per segment like sclite).
+      reference: STM, trn or Kaldi ``text`` file (``ref_format``, else detected: see
+        :func:`lattice_tools.oracle.representations.load_references`); ``glm`` filters it like csrfilt.
+      allow_missing: reference utterances without a lattice are left out (with a warning in the
+        report's ``warnings``) instead of raising MismatchError.
+      allow_untimed: accept lattices without word times for the phrase representation (whose
+        boundaries are times).
       optional_deletable: sclite ``-D``.
       mode: ``"sclite"`` or ``"levenshtein"``.
       representation: ``lattice``, ``1best``, ``nbest``, ``sausage`` or ``phrase``; ``n`` its depth.
@@ -44,33 +82,49 @@ def oracle_wer(inputs: str, reference: str, *, glm: str | None = None, optional_
 
     if representation not in REPRESENTATIONS:
         raise LatticeToolsError(f"unknown representation {representation!r}; expected one of {', '.join(REPRESENTATIONS)}")
+    from ..io.detect import detect_transcript_format
+    from ..io.inputs import check_times, check_word_table
+
     disable = (not os.isatty(2)) if progress is None else not progress
     opts = dict(mode=mode, optional_deletable=optional_deletable)
-    ref_low = str(reference)[:-3] if str(reference).endswith(".gz") else str(reference)
+    specs = [inputs] if isinstance(inputs, (str, os.PathLike)) else [str(x) for x in inputs]
+    is_ctm = [_is_ctm(x, format) for x in specs]
+    if any(is_ctm) and len(specs) > 1:
+        raise LatticeToolsError("an alt-CTM input is scored on its own: give one CTM file, or lattices")
+    warnings: list[str] = []
+    rfmt = detect_transcript_format(str(reference), ref_format, allowed=("stm", "trn", "text"), role="reference",
+                                    option="--ref-format")
     results: list[OracleResult]
-    if _is_ctm(inputs) and ref_low.endswith(".stm"):
+    if is_ctm[0] and rfmt == "stm":
         stm_path = reference
         if glm is not None:
             from .representations import _filtered_copy
             stm_path = _filtered_copy(str(reference), glm, "stm")
-        results = ctm_oracle(str(inputs), str(stm_path), **opts)
+        results = ctm_oracle(str(specs[0]), str(stm_path), **opts)
         what = "alt-CTM"
     else:
-        refs = load_references(str(reference), glm=glm)
-        if _is_ctm(inputs):
+        refs = load_references(str(reference), glm=glm, fmt=rfmt)
+        if is_ctm[0]:
             from ..io.altctm import read_alternatives_ctm
-            alts = read_alternatives_ctm(str(inputs))
+            alts = read_alternatives_ctm(str(specs[0]))
             keys = [a.file for a in alts]
             match_references(keys, refs, what="CTM file")
+            _check_references_covered(keys, refs, allow_missing, str(reference), warnings)
             # CTM words are scored as written (no filler removal), as sclite would
             results = alternatives_oracle_many(alts, [refs[k] for k in keys], nonword=lambda w: False, **opts)
             what = "alt-CTM"
         else:
-            from ..io import read_lattices
+            from ..io import read_lattice_inputs
             results = []
-            batch_alts, batch_refs = [], []
-            for lat in tqdm(read_lattices(str(inputs)), desc="oracle", unit="utt", disable=disable):
+            batch_alts, batch_refs, keys = [], [], []
+            lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor)
+            for lat in tqdm(lats, desc="oracle", unit="utt", disable=disable):
                 match_references([lat.key], refs)
+                check_word_table(lat, refs[lat.key].split())
+                if representation == "phrase":
+                    check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation")
+                keys.append(lat.key)
                 if representation == "lattice":
                     results.append(lattice_oracle(lat, refs[lat.key], **opts))
                 else:
@@ -78,18 +132,19 @@ def oracle_wer(inputs: str, reference: str, *, glm: str | None = None, optional_
                     batch_alts.append(make_alternatives(lat, representation, n, acoustic_scale=acoustic_scale,
                                                         lm_scale=lm_scale, word_penalty=word_penalty, **kw))
                     batch_refs.append(refs[lat.key])
+            _check_references_covered(keys, refs, allow_missing, str(reference), warnings)
             if batch_alts:
                 results = alternatives_oracle_many(batch_alts, batch_refs, **opts)
             what = representation
     if not results:
         raise LatticeToolsError("nothing to score: no utterances", path=str(inputs))
     total = ErrorCounts.sum(r.counts for r in results)
-    report = {"input": str(inputs), "reference": str(reference), "what": what, "mode": mode,
+    report = {"input": " ".join(specs), "reference": str(reference), "what": what, "mode": mode,
               "representation": None if what == "alt-CTM" else representation, "n": n,
               "optional_deletable": optional_deletable, "counts": total.as_dict(), "wer": total.wer,
               "precision": total.precision, "recall": total.recall, "cost": sum(r.cost for r in results),
               "utterances": [{"key": r.key, "cost": r.cost, "words": " ".join(r.words), **r.counts.as_dict()}
-                             for r in results]}
+                             for r in results], "warnings": warnings}
     if bootstrap:
         ivs = bootstrap_wer([r.counts for r in results], replications=bootstrap, seed=seed)
         report["intervals"] = {k: v.as_dict() for k, v in ivs.items()}

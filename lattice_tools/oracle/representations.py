@@ -114,20 +114,31 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
 
     ``fmt`` is ``"trn"`` (key = utterance id), ``"stm"`` (key = file; the segments of that file's
     first channel joined in time order, ``IGNORE_TIME_SEGMENT_IN_SCORING`` segments dropped) or
-    ``"text"`` (``key word word ...`` per line, Kaldi style).  Guessed from the extension when None.
+    ``"text"`` (``key word word ...`` per line, Kaldi style).  When None it comes from a
+    ``.stm``/``.trn`` extension, else from the content
+    (:func:`lattice_tools.io.detect.detect_transcript_format`: Kaldi's ``data/eval/stm`` and
+    csrfilt's ``ref.stm.filt`` are STM; ambiguous content is refused, naming ``--ref-format``).
     ``glm``: a NIST GLM applied to the reference as csrfilt does (needs the toolkit's filter).
+    An utterance id given twice with different words raises MismatchError naming both lines.
     """
+    from ..io.detect import detect_transcript_format
+
     p = str(path)
-    if fmt is None:
-        low = p[:-3] if p.endswith(".gz") else p
-        fmt = "stm" if low.endswith(".stm") else "trn" if low.endswith(".trn") else "text"
+    fmt = detect_transcript_format(p, fmt, allowed=("stm", "trn", "text"), role="reference",
+                                   option="--ref-format")
     if glm is not None:
         p = _filtered_copy(p, glm, fmt)
     refs: dict = {}
-    if fmt == "trn":
+    if fmt in ("trn", "text"):
+        from ..io.kaldi_data import read_kaldi_text
         from ..io.trn import read_trn
-        for u in read_trn(p):
+        lines: dict = {}
+        for u in (read_trn(p) if fmt == "trn" else read_kaldi_text(p)):
+            if u.utt_id in refs and refs[u.utt_id] != u.text:
+                raise MismatchError(f"utterance id {u.utt_id!r} appears twice in the reference with different "
+                                    f"words (lines {lines[u.utt_id]} and {u.lineno})", path=str(path), key=u.utt_id)
             refs[u.utt_id] = u.text
+            lines.setdefault(u.utt_id, u.lineno)
         return refs
     if fmt == "stm":
         from ..io.stm import read_stm
@@ -145,14 +156,6 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
             ss.sort(key=lambda s: s.start)
             refs[f] = " ".join(s.text for s in ss)
         return refs
-    if fmt == "text":
-        from ..io.common import read_text_lines
-        for lineno, line in read_text_lines(p):
-            parts = line.split(None, 1)
-            if not parts:
-                continue
-            refs[parts[0]] = parts[1] if len(parts) > 1 else ""
-        return refs
     raise LatticeToolsError(f"unknown reference format {fmt!r}; expected stm, trn or text", path=p)
 
 
@@ -163,10 +166,23 @@ def _filtered_copy(path: str, glm: str, fmt: str) -> str:
 
     from ..scoring.glm_filter import filter_file
 
-    if fmt not in ("stm", "trn"):
-        raise LatticeToolsError(f"a GLM can be applied to stm or trn references, not {fmt!r}", path=path)
+    if fmt not in ("stm", "trn", "text"):
+        raise LatticeToolsError(f"a GLM can be applied to stm, trn or text references, not {fmt!r}", path=path)
     fd, tmp = tempfile.mkstemp(prefix="lattice-tools-ref.", suffix="." + fmt)
     os.close(fd)
+    # csrfilt's 'txt' mode filters the whole line, utterance id included: a Kaldi text is filtered
+    # as trn, one '(id)' per line, then turned back into 'id words'
+    if fmt == "text":
+        from ..io.kaldi_data import read_kaldi_text
+        from ..io.trn import read_trn, write_trn
+
+        write_trn(tmp, read_kaldi_text(path))
+        filter_file(glm, tmp, tmp, "trn")
+        utts = read_trn(tmp)
+        with open(tmp, "w", encoding="utf-8") as out:
+            for u in utts:
+                out.write(f"{u.utt_id} {u.text}\n")
+        return tmp
     filter_file(glm, path, tmp, fmt)
     return tmp
 

@@ -44,6 +44,7 @@ from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..io.common import atomic_write
 from ..scoring.counts import ErrorCounts
 from .bootstrap import bootstrap_systems
+from ..io.inputs import check_word_table
 from .representations import load_references, make_alternatives, match_references
 from .batch import alternatives_oracle_many
 from .lattice_oracle import lattice_oracle
@@ -72,12 +73,12 @@ class StudyResult:
         return [r for r in self.rows if r["representation"] == representation]
 
 
-def _load_set(spec, name: str) -> list:
+def _load_set(spec, name: str, **inputs) -> list:
     if isinstance(spec, (list, tuple)):
         return list(spec)
-    from ..io import read_lattices
+    from ..io import read_lattice_inputs
 
-    return list(read_lattices(str(spec)))
+    return list(read_lattice_inputs(str(spec), **inputs))
 
 
 def _density_lattices(lats: list, threshold: float, acoustic_scale: float, lm_scale: float) -> tuple[list, str]:
@@ -123,7 +124,9 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               out_dir: str, mode: str = "sclite", optional_deletable: bool = False, include_infinity: bool = True,
               posterior_threshold: float = 0.1, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
               word_penalty: float = 0.0, bootstrap: int = 1000, seed: int = 0, max_pops: int = 2_000_000,
-              inf_max_pops: int = 200_000, plots: bool = True, progress: bool | None = None) -> StudyResult:
+              inf_max_pops: int = 200_000, plots: bool = True, progress: bool | None = None,
+              ref_format: str | None = None, format: str | None = None, words: str | None = None,
+              frame_shift: float | None = None, frame_subsampling_factor: int | None = None) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
@@ -138,13 +141,16 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
       prune_thresholds: posterior-pruning thresholds; each (set, threshold) is one density.
       mode: ``"sclite"`` (sclite weights and tie rules, as for an alt-CTM) or ``"levenshtein"``.
       bootstrap, seed: utterance-bootstrap replications (0 = no intervals) and its seed.
+      ref_format: ``stm``/``trn``/``text`` (default: detected, see :func:`load_references`).
+      format, words, frame_shift, frame_subsampling_factor: how lattice specs are read
+        (:func:`lattice_tools.io.read_lattice_inputs`).
     Returns:
       :class:`StudyResult`.  Files are written atomically under ``out_dir``.
     """
     from tqdm import tqdm
 
     if isinstance(references, (str, os.PathLike)):
-        references = load_references(str(references))
+        references = load_references(str(references), fmt=ref_format)
     os.makedirs(out_dir, exist_ok=True)
     reps = [r for r in representations if r != "1best"]
     unknown = set(reps) - {"nbest", "sausage", "phrase", "lattice"}
@@ -180,9 +186,13 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         lats = None
         if missing:
             if set_name not in loaded:
-                loaded[set_name] = _load_set(lattice_sets[set_name], set_name)
+                loaded[set_name] = _load_set(lattice_sets[set_name], set_name, format=format, words=words,
+                                             frame_shift=frame_shift,
+                                             frame_subsampling_factor=frame_subsampling_factor)
             base = loaded[set_name]
             match_references([l.key for l in base], references)
+            for lat in base:
+                check_word_table(lat, references[lat.key].split())
             lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
             if note:
                 notes[density] = note
@@ -272,9 +282,9 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
 
 
 def _located(alts):
-    """Per-utterance alternatives are written as their own recording (file = key, channel ``A``),
-    times as given."""
-    return alts if (alts.file == alts.key and alts.channel == "A") else alts.with_location(alts.key, "A", 0.0)
+    """Per-utterance alternatives are written as their own recording (file = key, channel ``1``, the
+    toolkit's convention), times as given."""
+    return alts if (alts.file == alts.key and alts.channel == "1") else alts.with_location(alts.key, "1", 0.0)
 
 
 def _cell(rep, n, density, set_name, thr, keys, results, depths, mb, seconds, arcs) -> dict:

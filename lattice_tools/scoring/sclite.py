@@ -228,6 +228,18 @@ def _check_channels(hyp_chans, ref_chans, allow_missing: bool, hyp_name: str, re
     warning)."""
     extra = [k for k in hyp_chans if k not in ref_chans]
     missing = [k for k in ref_chans if k not in hyp_chans]
+    # the same file under other channel names on the two sides: a channel convention mismatch
+    # (e.g. a CTM written with channel 1 against an STM with channel A), not missing data
+    missing_files = {f: c for f, c in reversed(missing)}
+    clash = [(f, c, missing_files[f]) for f, c in extra if f in missing_files]
+    if clash:
+        f, hc, rc = clash[0]
+        msg = (f"channels disagree: file {f!r} has channel {hc!r} in the hypothesis and {rc!r} in the reference "
+               f"({len(clash)} file(s)); rewrite the CTM with the reference's channel (--channel {rc} on the "
+               f"command that wrote it)")
+        if not allow_missing:
+            raise MismatchError(msg, path=hyp_name or None)
+        warnings.append(msg)
     if extra:
         msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
         if not allow_missing:
@@ -539,15 +551,24 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
     hyp_utts = list(hyp_utts)
     refs: dict = {}
     for u in ref_utts:
-        refs[_fold(u.utt_id, case_sensitive, case_language)] = u
+        uid = _fold(u.utt_id, case_sensitive, case_language)
+        first = refs.setdefault(uid, u)
+        # sclite refuses a repeated id; a repeat with the same words cannot change a count
+        if first is not u and first.text != u.text:
+            raise MismatchError(f"utterance id '{u.utt_id}' appears twice in the reference with different "
+                                f"words (lines {first.lineno} and {u.lineno})", path=ref_name or None, key=u.utt_id)
     jobs = []
-    seen = set()
+    seen: dict = {}
     for u in hyp_utts:
         uid = _fold(u.utt_id, case_sensitive, case_language)
         if uid not in refs:
             raise MismatchError(f"no reference transcript for utterance '{u.utt_id}'", path=hyp_name or None,
                                 line=u.lineno or None)
-        seen.add(uid)
+        if uid in seen:
+            # it would be scored twice (sclite refuses it)
+            raise MismatchError(f"utterance id '{u.utt_id}' appears twice in the hypothesis (lines "
+                                f"{seen[uid].lineno} and {u.lineno})", path=hyp_name or None, key=u.utt_id)
+        seen[uid] = u
         jobs.append((uid, refs[uid], u))
     missing = [u.utt_id for k, u in refs.items() if k not in seen]
     warnings = []
@@ -575,20 +596,6 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
                                              case_language=case_language))
 
 
-def _detect_format(path: str, explicit: str | None, allowed: tuple, what: str) -> str:
-    if explicit:
-        if explicit not in allowed:
-            raise ValueError(f"{what} format must be one of {allowed}, not {explicit!r}")
-        return explicit
-    name = str(path).lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    for fmt in allowed:
-        if name.endswith("." + fmt):
-            return fmt
-    return "trn"
-
-
 def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str | None = None,
                 hyp_format: str | None = None, optional_deletable: bool = False, fragments: bool = False,
                 case_sensitive: bool = False, mode: str = "sclite", single_segment: bool = False,
@@ -597,8 +604,10 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     """Read, GLM-filter and score files (what ``lattice-tools score`` does).
 
     Args:
-      ref: an STM (``.stm``) or trn file; hyp: a CTM (``.ctm``, with or without ALT blocks) or trn
-        file.  Formats come from the extension unless ``ref_format``/``hyp_format`` is given.
+      ref: an STM, trn or Kaldi ``text`` file; hyp: a CTM (with or without ALT blocks), trn or Kaldi
+        ``text`` file.  Formats come from ``ref_format``/``hyp_format``, else from a ``.stm``/``.trn``/
+        ``.ctm`` extension, else from the content
+        (:func:`lattice_tools.io.detect.detect_transcript_format`; ambiguous content is refused).
       glms: GLM files applied in order to both sides, exactly like ``csrfilt.sh`` (see
         :mod:`lattice_tools.scoring.glm_filter`).
       the other arguments: as :func:`score_stm_ctm` / :func:`score_trn`.
@@ -607,18 +616,23 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     """
     from ..errors import FormatError
     from ..io.ctm import read_ctm
+    from ..io.detect import detect_transcript_format
+    from ..io.kaldi_data import read_kaldi_text
     from ..io.stm import read_stm
     from ..io.trn import read_trn
 
-    rfmt = _detect_format(ref, ref_format, ("stm", "trn", "ctm"), "reference")
-    hfmt = _detect_format(hyp, hyp_format, ("ctm", "trn"), "hypothesis")
-    if rfmt == "ctm":
-        raise FormatError("a CTM reference is not supported (expected an STM or trn reference)", path=ref)
+    rfmt = detect_transcript_format(ref, ref_format, allowed=("stm", "trn", "text"), role="reference",
+                                    option="--ref-format")
+    hfmt = detect_transcript_format(hyp, hyp_format, allowed=("ctm", "trn", "text"), role="hypothesis",
+                                    option="--hyp-format")
     if rfmt == "stm" and hfmt != "ctm":
-        raise FormatError("an STM reference needs a CTM hypothesis (got trn)", path=hyp)
-    if rfmt == "trn" and hfmt != "trn":
-        raise FormatError("a trn reference needs a trn hypothesis (got ctm)", path=hyp)
-    ref_obj = read_stm(ref) if rfmt == "stm" else read_trn(ref)
+        raise FormatError(f"an STM reference needs a CTM hypothesis (got {hfmt}; --hyp-format overrides the "
+                          "detected format)", path=hyp)
+    if rfmt != "stm" and hfmt == "ctm":
+        raise FormatError(f"a {rfmt} reference needs a trn or text hypothesis (got ctm; --ref-format overrides "
+                          "the detected format)", path=hyp)
+    # Kaldi text is trn without the parentheses: read as trn utterances, scored and filtered as trn
+    ref_obj = read_stm(ref) if rfmt == "stm" else read_trn(ref) if rfmt == "trn" else read_kaldi_text(ref)
     if rfmt == "stm" and not glms and _fast_path_applies(list(ref_obj.segments), fragments, single_segment, reduce):
         # columnar CTM reading (no object per line); None when the file needs the exact reader
         import os
@@ -637,13 +651,13 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
                 return _score_hyp_items(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
                                         case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
                                         case_language=case_language, ref_name=str(ref), hyp_name=str(hyp))
-    hyp_obj = read_ctm(hyp) if hfmt == "ctm" else read_trn(hyp)
+    hyp_obj = read_ctm(hyp) if hfmt == "ctm" else read_trn(hyp) if hfmt == "trn" else read_kaldi_text(hyp)
     if glms:
         from .glm_filter import apply_glm
 
         for g in glms:
-            ref_obj = apply_glm(g, ref_obj, fmt=rfmt, purpose="ref")
-            hyp_obj = apply_glm(g, hyp_obj, fmt=hfmt, purpose="hyp")
+            ref_obj = apply_glm(g, ref_obj, fmt="trn" if rfmt == "text" else rfmt, purpose="ref")
+            hyp_obj = apply_glm(g, hyp_obj, fmt="trn" if hfmt == "text" else hfmt, purpose="hyp")
     common = dict(optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                   mode=mode, allow_missing=allow_missing, case_language=case_language, ref_name=str(ref),
                   hyp_name=str(hyp))

@@ -1,0 +1,144 @@
+"""Which transcript format a reference or hypothesis file is in: STM, trn, CTM or Kaldi ``text``.
+
+One function, :func:`detect_transcript_format`, used by every command that reads references or
+hypotheses (``score``, ``oracle``, ``study``), so that they all agree.
+
+The rule, in order:
+
+1. an explicit format (``--ref-format``/``--hyp-format``) wins;
+2. a name ending in ``.stm``, ``.trn`` or ``.ctm`` (optionally ``.gz``) is that format;
+3. otherwise the *content* decides -- Kaldi's ``data/eval/stm``, csrfilt's ``ref.stm.filt``, a
+   Kaldi ``text`` file and ``-`` (stdin) have no telling extension.  The first
+   :data:`SNIFF_LINES` non-blank, non-``;;`` lines are tried with the readers' own line parsers:
+   a structured format (STM, trn, CTM) fits when *every* sampled line parses as it.  Exactly one
+   structured format fitting decides; two fitting (e.g. five-field lines that are both a CTM
+   word with a numeric speaker-like field and an STM segment) is ambiguous and refused with an
+   error naming the option; none fitting means Kaldi ``text`` (``key word word ...``), which
+   accepts any line, when the caller allows it.
+   An empty file cannot be told apart and is refused (name the format).
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import zlib
+
+from ..errors import FormatError
+
+TRANSCRIPT_FORMATS = ("stm", "trn", "ctm", "text")
+SNIFF_LINES = 200
+_SNIFF_BYTES = 1 << 16
+_EXTENSIONS = ("stm", "trn", "ctm")
+
+
+def format_from_name(path: str) -> str | None:
+    """``stm``/``trn``/``ctm`` when the file name ends in that extension (``.gz`` allowed), else None."""
+    name = os.path.basename(str(path)).lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for fmt in _EXTENSIONS:
+        if name.endswith("." + fmt):
+            return fmt
+    return None
+
+
+def _sample_lines(path: str, encoding: str) -> list[str]:
+    """The first :data:`SNIFF_LINES` content lines (no blank or ``;;`` lines), without consuming stdin."""
+    if str(path) == "-":
+        buf = sys.stdin.buffer
+        data = buf.peek(_SNIFF_BYTES) if hasattr(buf, "peek") else b""
+        if data[:2] == b"\x1f\x8b":
+            return []
+        text = data.decode(encoding, errors="replace")
+        lines = text.split("\n")
+        if len(data) >= 1 and not text.endswith("\n"):
+            lines = lines[:-1]        # the last line may be cut by the peek
+    else:
+        from .common import open_text_input
+
+        lines = []
+        try:
+            with open_text_input(str(path), encoding) as f:
+                f.reconfigure(errors="replace")
+                for line in f:
+                    lines.append(line)
+                    if len(lines) >= 4 * SNIFF_LINES:
+                        break
+        except (EOFError, zlib.error, gzip.BadGzipFile):
+            pass                       # a corrupt gzip stream: the reader reports it with its own message
+    out = []
+    for line in lines:
+        s = line.strip()
+        if not s or s.startswith(";;"):
+            continue
+        out.append(line.rstrip("\r\n"))
+        if len(out) >= SNIFF_LINES:
+            break
+    return out
+
+
+def _fits(fmt: str, lines: list[str]) -> bool:
+    if fmt == "stm":
+        from .stm import parse_stm_line as parse
+    elif fmt == "trn":
+        from .trn import parse_trn_line as parse
+    elif fmt == "ctm":
+        from .ctm import parse_ctm_line as parse
+    else:
+        return True
+    try:
+        for line in lines:
+            parse(line)
+    except FormatError:
+        return False
+    return True
+
+
+def detect_transcript_format(path: str, explicit: str | None = None, *, allowed=TRANSCRIPT_FORMATS,
+                             role: str = "reference", option: str = "--ref-format",
+                             encoding: str = "utf-8") -> str:
+    """The format of the transcript file ``path`` (see the module docstring for the rule).
+
+    Args:
+      explicit: the user's choice (returned after checking it is in ``allowed``).
+      allowed: the formats the caller can read (a subset of :data:`TRANSCRIPT_FORMATS`).
+      role, option: how errors name the file's role and the option that fixes them.
+    Raises:
+      FormatError when the format is not allowed, the content fits several formats, or fits none
+      that is allowed.
+    """
+    allowed = tuple(allowed)
+    if explicit:
+        if explicit not in allowed:
+            raise FormatError(f"{option} {explicit} is not a {role} format here (expected one of "
+                              f"{', '.join(allowed)})", path=path)
+        return explicit
+    by_name = format_from_name(path)
+    if by_name is not None:
+        if by_name not in allowed:
+            raise FormatError(f"a {by_name.upper()} file is not supported as the {role} (expected "
+                              f"{', '.join(allowed)}; {option} overrides the extension)", path=path)
+        return by_name
+    lines = _sample_lines(path, encoding)
+    if not lines:
+        raise FormatError(f"cannot tell the {role} format of an empty or unreadable input; pass {option} "
+                          f"({'|'.join(allowed)})", path=path)
+    structured = [f for f in ("stm", "trn", "ctm") if _fits(f, lines)]
+    if len(structured) > 1:
+        raise FormatError(f"the {role} fits several formats ({', '.join(structured)}) in its first "
+                          f"{len(lines)} line(s); pass {option}", path=path)
+    if structured:
+        fmt = structured[0]
+        if fmt not in allowed:
+            raise FormatError(f"the {role} looks like a {fmt.upper()} file, which is not supported here "
+                              f"(expected {', '.join(allowed)}); pass {option} if it is not a {fmt.upper()}",
+                              path=path)
+        return fmt
+    if "text" in allowed:
+        return "text"
+    raise FormatError(f"the {role} is none of {', '.join(allowed)} (its first lines fit no format); "
+                      f"pass {option} to read it as one and see the error", path=path)
+
+
+__all__ = ["detect_transcript_format", "format_from_name", "TRANSCRIPT_FORMATS"]

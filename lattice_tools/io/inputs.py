@@ -1,0 +1,127 @@
+"""Lattice inputs as every command takes them: several specs, one word table, one frame shift.
+
+:func:`read_lattice_inputs` is what ``info``, ``convert``, ``nbest``, ``sausage``, ``phrases``,
+``oracle`` and ``study`` read lattices with, so that they all accept the same things:
+
+* several inputs (files, SLF directories, Kaldi rspecifiers such as ``ark:gunzip -c lat.1.gz|``,
+  k2 ``.pt`` files), read in order, one lattice at a time;
+* one word table (``--words words.txt``) for the ids of Kaldi/OpenFst/k2 lattices; SLF inputs share
+  one growing table across *all* inputs, so a word has one id in every lattice (what a Kaldi
+  archive or k2 file written from them needs, and what ``convert --write-words`` writes);
+* one time base: ``frame_shift`` seconds per input frame times ``frame_subsampling_factor``
+  (Kaldi's option name).  Defaults: 0.01 s for Kaldi/OpenFst/SLF (10 ms features), 0.04 s for k2
+  files (icefall: 10 ms x subsampling 4).  Kaldi chain models write lattices at the subsampled
+  rate: pass ``--frame-subsampling-factor 3`` (0.03 s per lattice frame) or their times -- and the
+  STM segment each word is assigned to -- are three times too small;
+* keys unique across all inputs (the same lattice given twice would be scored twice).
+
+:func:`check_word_table` refuses lattices whose words are bare ids (no word table given) when they
+are compared with text, naming ``--words``; :func:`check_times` refuses time-dependent outputs for
+lattices without times unless the caller allows them.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator
+
+from ..errors import FormatError, MismatchError
+from ..lattice import Lattice
+from ..symbols import SymbolTable
+
+#: Seconds per input frame when neither ``frame_shift`` nor the format says otherwise.
+DEFAULT_FRAME_SHIFT = 0.01
+#: k2/icefall lattices are written at 10 ms x subsampling 4.
+DEFAULT_K2_FRAME_SHIFT = 0.04
+
+
+def effective_frame_shift(fmt: str, frame_shift: float | None = None,
+                          frame_subsampling_factor: int | None = None) -> float:
+    """Seconds per lattice frame: ``frame_shift`` (default 0.01 s; k2 files 0.04 s unless a factor
+    is given, then 0.01 s) times ``frame_subsampling_factor`` (default 1)."""
+    if frame_subsampling_factor is not None and (int(frame_subsampling_factor) != frame_subsampling_factor
+                                                 or frame_subsampling_factor < 1):
+        raise FormatError(f"--frame-subsampling-factor must be an integer >= 1, got {frame_subsampling_factor!r}")
+    if frame_shift is not None and not (frame_shift > 0 and frame_shift < 10):
+        raise FormatError(f"--frame-shift must be a positive number of seconds, got {frame_shift!r}")
+    if frame_shift is None:
+        frame_shift = DEFAULT_K2_FRAME_SHIFT if fmt == "k2" and frame_subsampling_factor is None \
+            else DEFAULT_FRAME_SHIFT
+    return frame_shift * (frame_subsampling_factor or 1)
+
+
+def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None,
+                        words: SymbolTable | str | None = None, frame_shift: float | None = None,
+                        frame_subsampling_factor: int | None = None, **options) -> Iterator[Lattice]:
+    """Yield the lattices of every spec in ``specs``, in order (see the module docstring).
+
+    Raises:
+      MismatchError when a key appears twice (within one input or across inputs), naming both.
+    """
+    from . import guess_format, read_lattices
+
+    if isinstance(specs, (str, os.PathLike)):
+        specs = [specs]
+    if isinstance(words, (str, os.PathLike)):
+        words = SymbolTable.read(os.fspath(words))
+    seen: dict[str, str] = {}
+    slf_table = words
+    for spec in specs:
+        spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
+        fmt = format or guess_format(spec)
+        fs = effective_frame_shift(fmt, frame_shift, frame_subsampling_factor)
+        table = slf_table if fmt == "slf" else words
+        for lat in read_lattices(spec, format=fmt, symbols=table, frame_shift=fs, **options):
+            if isinstance(lat, tuple):          # readers that return (lattice, header)
+                lat = lat[0]
+            if lat.key in seen:
+                raise MismatchError(f"lattice key {lat.key!r} is given twice (in {seen[lat.key]} and in {spec}); "
+                                    "each utterance must be given once", key=lat.key)
+            seen[lat.key] = spec
+            if fmt == "slf":
+                slf_table = lat.symbols        # later SLF inputs extend this table
+            yield lat
+
+
+def has_bare_word_ids(symbols: SymbolTable) -> bool:
+    """True when the table is what readers make without a word table: every word is its own id."""
+    return len(symbols) > 1 and all(w == str(i) for w, i in symbols if i != 0)
+
+
+def _is_int(token: str) -> bool:
+    return token.isdigit()
+
+
+def check_word_table(lat: Lattice, reference_words: Iterable[str] = (), *, what: str = "reference") -> None:
+    """Refuse a lattice whose words are bare ids when the ``reference_words`` it is compared with are
+    text (a reference of word ids, as Kaldi's ``text`` after ``sym2int.pl``, is fine)."""
+    if not has_bare_word_ids(lat.symbols):
+        return
+    words = [w for w in reference_words]
+    if words and all(_is_int(w) for w in words):
+        return
+    raise MismatchError(f"the lattice's words are bare integer ids (no word table was given) but the {what} "
+                        "is text: pass the words.txt of the lattices with --words", key=lat.key)
+
+
+def check_times(lat: Lattice, *, allow_untimed: bool = False, what: str = "this output",
+                option: str = "--allow-untimed") -> None:
+    """Refuse a lattice without word times for an output that needs them (CTM times, phrase
+    boundaries, assignment of words to STM segments) unless ``allow_untimed``.
+
+    A lattice has no times when its arcs carry unknown times (-1, OpenFst text without times) or
+    when no arc spans a frame although some carry words (a Kaldi lattice without alignments:
+    ``lattice-copy --write-compact=false``/``lattice-rmali`` output, transition-id strings empty).
+    """
+    if allow_untimed or lat.num_arcs == 0:
+        return
+    import numpy as np
+
+    untimed = not lat.has_times or (lat.num_frames == 0 and bool(np.any(lat.word != 0)))
+    if untimed:
+        raise FormatError(f"the lattice has no word times (a Kaldi lattice without alignment, or a file without "
+                          f"times) and {what} depends on them (every time would be 0.00, every utterance one "
+                          f"phrase); pass {option} to accept that", key=lat.key)
+
+
+__all__ = ["read_lattice_inputs", "effective_frame_shift", "check_word_table", "check_times", "has_bare_word_ids",
+           "DEFAULT_FRAME_SHIFT", "DEFAULT_K2_FRAME_SHIFT"]
