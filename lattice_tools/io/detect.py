@@ -20,6 +20,7 @@ The rule, in order:
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import sys
 import zlib
@@ -44,16 +45,19 @@ def format_from_name(path: str) -> str | None:
 
 
 def _sample_lines(path: str, encoding: str) -> list[str]:
-    """The first :data:`SNIFF_LINES` content lines (no blank or ``;;`` lines), without consuming stdin."""
+    """The first :data:`SNIFF_LINES` content lines (no blank or ``;;`` lines); stdin is read and
+    replaced by an in-memory copy, so the reader still sees all of it."""
     if str(path) == "-":
-        buf = sys.stdin.buffer
-        data = buf.peek(_SNIFF_BYTES) if hasattr(buf, "peek") else b""
+        # A pipe cannot be rewound and a peek may end mid-line: read it all (the readers would
+        # anyway) and put it back as sys.stdin for the reader that follows.
+        data = sys.stdin.buffer.read()
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.BytesIO(data)), encoding=encoding)
         if data[:2] == b"\x1f\x8b":
-            return []
-        text = data.decode(encoding, errors="replace")
-        lines = text.split("\n")
-        if len(data) >= 1 and not text.endswith("\n"):
-            lines = lines[:-1]        # the last line may be cut by the peek
+            try:
+                data = gzip.decompress(data)
+            except (EOFError, zlib.error, gzip.BadGzipFile):
+                return []
+        lines = data[:_SNIFF_BYTES * 16].decode(encoding, errors="replace").split("\n")
     else:
         from .common import open_text_input
 
