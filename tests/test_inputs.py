@@ -80,9 +80,11 @@ def test_detection_rule(refs, tmp_path):
     # the extension still decides when it speaks
     (tmp_path / "x.trn").write_text(STM)
     assert detect_transcript_format(str(tmp_path / "x.trn")) == "trn"
-    (tmp_path / "empty").write_text("")
+    (tmp_path / "empty").write_text(";; nothing\n\n")
     with pytest.raises(FormatError, match="--ref-format"):
         detect_transcript_format(str(tmp_path / "empty"))
+    # an empty hypothesis is what its reference pairs with (all deletions, not a format error)
+    assert detect_transcript_format(str(tmp_path / "empty"), allowed=("ctm", "trn"), empty="ctm") == "ctm"
 
 
 def test_score_reads_filtered_stm_and_ctm_from_stdin(refs, tmp_path):

@@ -15,7 +15,8 @@ The rule, in order:
    word with a numeric speaker-like field and an STM segment) is ambiguous and refused with an
    error naming the option; none fitting means Kaldi ``text`` (``key word word ...``), which
    accepts any line, when the caller allows it.
-   An empty file cannot be told apart and is refused (name the format).
+   An empty input cannot be told apart: the caller says what it is (an empty hypothesis is all
+   deletions) or it is refused (name the format).
 """
 from __future__ import annotations
 
@@ -101,13 +102,15 @@ def _fits(fmt: str, lines: list[str]) -> bool:
 
 def detect_transcript_format(path: str, explicit: str | None = None, *, allowed=TRANSCRIPT_FORMATS,
                              role: str = "reference", option: str = "--ref-format",
-                             encoding: str = "utf-8") -> str:
+                             encoding: str = "utf-8", empty: str | None = None) -> str:
     """The format of the transcript file ``path`` (see the module docstring for the rule).
 
     Args:
       explicit: the user's choice (returned after checking it is in ``allowed``).
       allowed: the formats the caller can read (a subset of :data:`TRANSCRIPT_FORMATS`).
       role, option: how errors name the file's role and the option that fixes them.
+      empty: the format of an input without content lines (any format reads it as nothing; a
+        hypothesis takes the one its reference pairs with); None refuses it.
     Raises:
       FormatError when the format is not allowed, the content fits several formats, or fits none
       that is allowed.
@@ -125,6 +128,8 @@ def detect_transcript_format(path: str, explicit: str | None = None, *, allowed=
                               f"{', '.join(allowed)}; {option} overrides the extension)", path=path)
         return by_name
     lines = _sample_lines(path, encoding)
+    if not lines and empty is not None:
+        return empty
     if not lines:
         raise FormatError(f"cannot tell the {role} format of an empty or unreadable input; pass {option} "
                           f"({'|'.join(allowed)})", path=path)

@@ -27,10 +27,15 @@ from ..io.common import read_text_lines
 
 
 def read_transcripts(path: str, fmt: str = "auto") -> dict[str, str]:
-    """``{utterance_id: text}`` in file order; duplicate ids are an error naming both lines."""
-    lines = [(n, ln) for n, ln in read_text_lines(path) if ln.strip() and not ln.lstrip().startswith(";;")]
+    """``{utterance_id: text}`` in file order; duplicate ids are an error naming both lines.  ``auto``:
+    the toolkit's one detection rule (:func:`lattice_tools.io.detect.detect_transcript_format`; an STM
+    or CTM is refused rather than read as text)."""
     if fmt == "auto":
-        fmt = "trn" if lines and all(ln.rstrip().endswith(")") and "(" in ln for _, ln in lines) else "text"
+        from ..io.detect import detect_transcript_format
+
+        fmt = detect_transcript_format(path, None, allowed=("trn", "text"), role="transcript", option="--format",
+                                       empty="text")
+    lines = [(n, ln) for n, ln in read_text_lines(path) if ln.strip() and not ln.lstrip().startswith(";;")]
     out: dict[str, str] = {}
     seen: dict[str, int] = {}
     if fmt == "trn":

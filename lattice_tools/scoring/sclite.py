@@ -624,7 +624,7 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     rfmt = detect_transcript_format(ref, ref_format, allowed=("stm", "trn", "text"), role="reference",
                                     option="--ref-format")
     hfmt = detect_transcript_format(hyp, hyp_format, allowed=("ctm", "trn", "text"), role="hypothesis",
-                                    option="--hyp-format")
+                                    option="--hyp-format", empty="ctm" if rfmt == "stm" else "trn")
     if rfmt == "stm" and hfmt != "ctm":
         raise FormatError(f"an STM reference needs a CTM hypothesis (got {hfmt}; --hyp-format overrides the "
                           "detected format)", path=hyp)
