@@ -133,6 +133,18 @@ def test_kaldi_archive_needs_its_word_table(refs):
     assert "%WER 0.00 [ 0 / 5," in r.output
 
 
+def test_icefall_pt_needs_its_word_table_and_has_no_times(tmp_path):
+    """A k2 word acceptor saved the icefall way: ids only, and no frame times."""
+    pt, words = DATA / "k2_word_lattice.pt", DATA / "k2_words.txt"
+    (tmp_path / "text").write_text("0 SEE THE RED SAND\n")
+    r = _cli("oracle", "-r", tmp_path / "text", pt)
+    assert r.exit_code == 2 and "--words" in r.output           # used to print 100 % WER, rc 0
+    r = _cli("oracle", "-r", tmp_path / "text", "--words", words, pt)
+    assert r.exit_code == 0 and "%WER 0.00 [ 0 / 4," in r.output, r.output
+    r = _cli("phrases", pt, "--words", words, "--ctm", tmp_path / "p.ctm")
+    assert r.exit_code == 2 and "--allow-untimed" in r.output
+
+
 def test_bare_ids_against_an_id_reference_are_fine(tmp_path):
     ids = {w: i for w, i in (line.split() for line in open(WORDS))}
     (tmp_path / "ids").write_text("".join(f"{k} {' '.join(ids[w] for w in t.split())}\n"
