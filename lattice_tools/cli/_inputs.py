@@ -17,8 +17,9 @@ def lattice_input_options(f):
                      help="Input frames per lattice frame (Kaldi's option): a lattice frame lasts "
                           "--frame-shift x this.  Chain models: 3 (0.03 s).  Default 1.")(f)
     f = click.option("--frame-shift", "frame_shift", type=click.FloatRange(min=0, min_open=True), default=None,
-                     help="Seconds per input frame: default 0.01 (k2 .pt files: 0.04, icefall's 10 ms x "
-                          "subsampling 4).  A wrong value shifts every time and STM segment assignment.")(f)
+                     help="Seconds per input frame: default 0.01 (k2 .pt files without "
+                          "--frame-subsampling-factor: 0.04, icefall's 10 ms x subsampling 4).  A wrong value "
+                          "moves every time and the STM segment each word is scored in.")(f)
     f = click.option("--words", "words", type=click.Path(dir_okay=False), default=None,
                      help="words.txt mapping the word ids of Kaldi/OpenFst/k2 lattices to words (needed to "
                           "compare them with text).")(f)

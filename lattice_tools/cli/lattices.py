@@ -152,7 +152,8 @@ def info_command(lattices, format, words, frame_shift, frame_subsampling_factor,
     """Per-lattice and total statistics: states, arcs, duration, arcs/s, depth, best path,
     log-likelihood and posterior sanity (max |posterior mass crossing a frame - 1|)."""
     result = lattice_info(list(lattices), format=format, words=words, frame_shift=frame_shift,
-                          frame_subsampling_factor=frame_subsampling_factor, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+                          frame_subsampling_factor=frame_subsampling_factor, acoustic_scale=acoustic_scale,
+                          lm_scale=lm_scale, word_penalty=word_penalty)
     if as_json:
         click.echo(json.dumps(result, indent=1, default=float))
         return

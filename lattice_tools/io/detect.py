@@ -58,7 +58,9 @@ def _sample_lines(path: str, encoding: str) -> list[str]:
                 data = gzip.decompress(data)
             except (EOFError, zlib.error, gzip.BadGzipFile):
                 return []
-        lines = data[:_SNIFF_BYTES * 16].decode(encoding, errors="replace").split("\n")
+        lines = data[:_SNIFF_BYTES].decode(encoding, errors="replace").split("\n")
+        if len(data) > _SNIFF_BYTES:
+            lines.pop()                # cut mid-line
     else:
         from .common import open_text_input
 

@@ -87,20 +87,18 @@ def has_bare_word_ids(symbols: SymbolTable) -> bool:
     return len(symbols) > 1 and all(w == str(i) for w, i in symbols if i != 0)
 
 
-def _is_int(token: str) -> bool:
-    return token.isdigit()
+def is_text(transcripts: Iterable[str]) -> bool:
+    """True unless every word of ``transcripts`` is an integer id (Kaldi's ``text`` after
+    ``sym2int.pl``, which can be compared with lattices that have no word table)."""
+    return not all(w.isdigit() for t in transcripts for w in t.split())
 
 
-def check_word_table(lat: Lattice, reference_words: Iterable[str] = (), *, what: str = "reference") -> None:
-    """Refuse a lattice whose words are bare ids when the ``reference_words`` it is compared with are
-    text (a reference of word ids, as Kaldi's ``text`` after ``sym2int.pl``, is fine)."""
-    if not has_bare_word_ids(lat.symbols):
-        return
-    words = [w for w in reference_words]
-    if words and all(_is_int(w) for w in words):
-        return
-    raise MismatchError(f"the lattice's words are bare integer ids (no word table was given) but the {what} "
-                        "is text: pass the words.txt of the lattices with --words", key=lat.key)
+def check_word_table(lat: Lattice, text: bool = True, *, what: str = "reference") -> None:
+    """Refuse a lattice whose words are bare ids (read without a word table) when what it is
+    compared with is ``text`` (see :func:`is_text`), naming ``--words``."""
+    if text and has_bare_word_ids(lat.symbols):
+        raise MismatchError(f"the lattice's words are bare integer ids (no word table was given) but the {what} "
+                            "is text: pass the words.txt of the lattices with --words", key=lat.key)
 
 
 def check_times(lat: Lattice, *, allow_untimed: bool = False, what: str = "this output",
@@ -123,5 +121,5 @@ def check_times(lat: Lattice, *, allow_untimed: bool = False, what: str = "this 
                           f"phrase); pass {option} to accept that", key=lat.key)
 
 
-__all__ = ["read_lattice_inputs", "effective_frame_shift", "check_word_table", "check_times", "has_bare_word_ids",
+__all__ = ["read_lattice_inputs", "effective_frame_shift", "check_word_table", "check_times", "has_bare_word_ids", "is_text",
            "DEFAULT_FRAME_SHIFT", "DEFAULT_K2_FRAME_SHIFT"]

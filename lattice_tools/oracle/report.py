@@ -83,7 +83,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     if representation not in REPRESENTATIONS:
         raise LatticeToolsError(f"unknown representation {representation!r}; expected one of {', '.join(REPRESENTATIONS)}")
     from ..io.detect import detect_transcript_format
-    from ..io.inputs import check_times, check_word_table
+    from ..io.inputs import check_times, check_word_table, is_text
 
     disable = (not os.isatty(2)) if progress is None else not progress
     opts = dict(mode=mode, optional_deletable=optional_deletable)
@@ -119,9 +119,10 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
             batch_alts, batch_refs, keys = [], [], []
             lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
                                        frame_subsampling_factor=frame_subsampling_factor)
+            text_refs = is_text(refs.values())
             for lat in tqdm(lats, desc="oracle", unit="utt", disable=disable):
                 match_references([lat.key], refs)
-                check_word_table(lat, refs[lat.key].split())
+                check_word_table(lat, text_refs)
                 if representation == "phrase":
                     check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation")
                 keys.append(lat.key)

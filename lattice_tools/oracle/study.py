@@ -44,7 +44,7 @@ from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..io.common import atomic_write
 from ..scoring.counts import ErrorCounts
 from .bootstrap import bootstrap_systems
-from ..io.inputs import check_word_table
+from ..io.inputs import check_word_table, is_text
 from .representations import load_references, make_alternatives, match_references
 from .batch import alternatives_oracle_many
 from .lattice_oracle import lattice_oracle
@@ -191,8 +191,9 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                                              frame_subsampling_factor=frame_subsampling_factor)
             base = loaded[set_name]
             match_references([l.key for l in base], references)
+            text_refs = is_text(references[lat.key] for lat in base)
             for lat in base:
-                check_word_table(lat, references[lat.key].split())
+                check_word_table(lat, text_refs)
             lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
             if note:
                 notes[density] = note
