@@ -113,6 +113,11 @@ def test_score_accepts_kaldi_text(refs, tmp_path):
         assert "%WER 20.00 [ 1 / 5, 0 ins, 1 del, 0 sub ]" in r.output
     r = _cli("score", "-r", refs / "text", "-h", tmp_path / "hyp", "--ref-format", "trn")
     assert r.exit_code == 2 and "(utterance-id)" in r.output
+    # a GLM filters Kaldi text as it filters trn (both sides)
+    (tmp_path / "g.glm").write_text(";; t\n* case_sensitive = 'F'\nSEVEN => SIX\n")
+    (tmp_path / "six").write_text("003 six of clubs\n004 five five\n")
+    r = _cli("score", "-r", refs / "text", "-h", tmp_path / "six", "--id-type", "sp", "--glm", tmp_path / "g.glm")
+    assert r.exit_code == 0 and "%WER 0.00 [ 0 / 5," in r.output, r.output
 
 
 def test_oracle_text_reference_with_glm(refs, tmp_path):
