@@ -150,6 +150,13 @@ def test_icefall_pt_needs_its_word_table_and_has_no_times(tmp_path):
     assert r.exit_code == 2 and "--allow-untimed" in r.output
 
 
+def test_alternatives_of_bare_ids_warn(tmp_path):
+    r = _cli("nbest", ARK, "-n", "1", "--ctm", tmp_path / "x.ctm")
+    assert r.exit_code == 0 and "warning" in r.output and "--words" in r.output
+    r = _cli("nbest", ARK, "-n", "1", "--ctm", tmp_path / "x.ctm", "--words", WORDS)
+    assert r.exit_code == 0 and "warning" not in r.output
+
+
 def test_bare_ids_against_an_id_reference_are_fine(tmp_path):
     ids = {w: i for w, i in (line.split() for line in open(WORDS))}
     (tmp_path / "ids").write_text("".join(f"{k} {' '.join(ids[w] for w in t.split())}\n"

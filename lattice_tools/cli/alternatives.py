@@ -48,8 +48,9 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
 
     from ..io.altctm import AlternativesCtmWriter
 
-    from ..io.inputs import check_times
+    from ..io.inputs import check_times, has_bare_word_ids
 
+    bare: list[str] = []
     seg = read_segments(segments, channel) if segments else None
     kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if kind == "nbest":
@@ -74,6 +75,8 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
         lats = iter_lattices(lattices, format, words, frame_shift, frame_subsampling_factor)
         for lat in tqdm(lats, desc=kind, unit="lat", disable=disable, file=sys.stderr):
             check_times(lat, allow_untimed=allow_untimed, what=f"the {kind} alt-CTM")
+            if has_bare_word_ids(lat.symbols):
+                bare.append(lat.key)
             alts = compute(lat)
             if seg is not None:
                 if lat.key not in seg:
@@ -84,6 +87,10 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
             writer.write(alts)
     result = writer.stats()
     result["kind"] = kind
+    if bare:
+        # ids in a CTM score as 100 % errors against any text reference
+        result["warnings"] = [f"{len(bare)} lattice(s) (first: {bare[0]!r}) have bare integer word ids (no word "
+                              "table): the CTM has ids, not words; pass --words words.txt"]
     if kind == "phrases":
         result["posterior_threshold"] = posterior_threshold
     if stats:
@@ -122,6 +129,8 @@ def _options(f):
 def _run(kind, lattices, n, ctm, stats, segments, format, acoustic_scale, lm_scale, word_penalty, **extra):
     result = make_alternatives_ctm(lattices, kind, _depth(n), ctm, stats=stats, segments=segments, format=format,
                                    acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty, **extra)
+    for w in result.get("warnings", ()):
+        click.echo(f"lattice-tools: warning: {w}", err=True)
     click.echo(json.dumps(result, sort_keys=True), err=True)
 
 
