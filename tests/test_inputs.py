@@ -140,7 +140,8 @@ def test_kaldi_archive_needs_its_word_table(refs):
 
 def test_icefall_pt_needs_its_word_table_and_has_no_times(tmp_path):
     """A k2 word acceptor saved the icefall way: ids only, and no frame times."""
-    pt, words = DATA / "k2_word_lattice.pt", DATA / "k2_words.txt"
+    k2 = DATA.parent / "k2-fixtures"
+    pt, words = k2 / "word_lattice.pt", k2 / "words.txt"
     (tmp_path / "text").write_text("0 SEE THE RED SAND\n")
     r = _cli("oracle", "-r", tmp_path / "text", pt)
     assert r.exit_code == 2 and "--words" in r.output           # used to print 100 % WER, rc 0
