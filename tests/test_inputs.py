@@ -236,6 +236,9 @@ def test_untimed_lattices_and_phrase_oracle(tmp_path):
     (tmp_path / "t").write_text("u2 a b c\n")
     r = _cli("oracle", "-r", tmp_path / "t", "--words", TINY, NOALI, "--representation", "phrase")
     assert r.exit_code == 2 and "--allow-untimed" in r.output
+    r = _cli("study", NOALI, "-r", tmp_path / "t", "--words", TINY, "-o", tmp_path / "st", "-n", "1",
+             "--bootstrap", "0", "--no-plots")
+    assert r.exit_code == 2 and "--allow-untimed" in r.output
     timed = _cli("oracle", "-r", tmp_path / "t", "--words", TINY, f"ark:{DATA / 'insertion.ark'}")
     untimed = _cli("oracle", "-r", tmp_path / "t", "--words", TINY, NOALI)    # the whole lattice needs no times
     assert timed.exit_code == untimed.exit_code == 0

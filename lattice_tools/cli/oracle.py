@@ -86,9 +86,10 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--bootstrap", default=1000, show_default=True, type=int, help="Bootstrap replications (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--no-plots", is_flag=True)
+@allow_untimed_option
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out_dir, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
-                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots):
+                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, allow_untimed):
     """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
     from ..oracle.study import run_study
 
@@ -106,7 +107,8 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        include_infinity=not no_infinity, posterior_threshold=posterior_threshold,
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
                        plots=not no_plots, ref_format=ref_format, format=format, words=words,
-                       frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor)
+                       frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                       allow_untimed=allow_untimed)
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

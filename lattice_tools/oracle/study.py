@@ -44,7 +44,7 @@ from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..io.common import atomic_write
 from ..scoring.counts import ErrorCounts
 from .bootstrap import bootstrap_systems
-from ..io.inputs import check_word_table, is_text
+from ..io.inputs import check_times, check_word_table, is_text
 from .representations import load_references, make_alternatives, match_references
 from .batch import alternatives_oracle_many
 from .lattice_oracle import lattice_oracle
@@ -126,7 +126,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               word_penalty: float = 0.0, bootstrap: int = 1000, seed: int = 0, max_pops: int = 2_000_000,
               inf_max_pops: int = 200_000, plots: bool = True, progress: bool | None = None,
               ref_format: str | None = None, format: str | None = None, words: str | None = None,
-              frame_shift: float | None = None, frame_subsampling_factor: int | None = None) -> StudyResult:
+              frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+              allow_untimed: bool = False) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
@@ -144,6 +145,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
       ref_format: ``stm``/``trn``/``text`` (default: detected, see :func:`load_references`).
       format, words, frame_shift, frame_subsampling_factor: how lattice specs are read
         (:func:`lattice_tools.io.read_lattice_inputs`).
+      allow_untimed: accept lattices without word times although the study writes alt-CTMs (every
+        time 0.00) and phrase cells (one phrase per utterance); otherwise FormatError.
     Returns:
       :class:`StudyResult`.  Files are written atomically under ``out_dir``.
     """
@@ -194,6 +197,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
             text_refs = is_text(references[lat.key] for lat in base)
             for lat in base:
                 check_word_table(lat, text_refs)
+                check_times(lat, allow_untimed=allow_untimed, what="the study (alt-CTMs, phrase cells)")
             lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
             if note:
                 notes[density] = note
