@@ -121,5 +121,5 @@ def check_times(lat: Lattice, *, allow_untimed: bool = False, what: str = "this 
                           f"phrase); pass {option} to accept that", key=lat.key)
 
 
-__all__ = ["read_lattice_inputs", "effective_frame_shift", "check_word_table", "check_times", "has_bare_word_ids", "is_text",
-           "DEFAULT_FRAME_SHIFT", "DEFAULT_K2_FRAME_SHIFT"]
+__all__ = ["read_lattice_inputs", "effective_frame_shift", "check_word_table", "check_times", "has_bare_word_ids",
+           "is_text", "DEFAULT_FRAME_SHIFT", "DEFAULT_K2_FRAME_SHIFT"]
