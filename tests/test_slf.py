@@ -43,7 +43,7 @@ J=4 S=3 E=4 a=-20.0 l=0.0
 
 
 def test_htk_words_on_nodes_take_the_end_node_word_and_time():
-    lat, hdr = read_slf(HTK_WORDS_ON_NODES, with_header=True)
+    lat, hdr = read_slf(HTK_WORDS_ON_NODES, with_header=True, scales="raw")
     assert hdr.variant == "htk" and hdr.lmscale == 12.0 and hdr.wdpenalty == -5.0 and hdr.utterance == "s1"
     assert lat.key == "s1"
     arcs = canonical_arcs(lat)
@@ -55,15 +55,20 @@ def test_htk_words_on_nodes_take_the_end_node_word_and_time():
 
 def test_header_scales_reproduce_htk_total_score():
     text = HTK_WORDS_ON_NODES.replace("lmscale=12.0 wdpenalty=-5.0", "lmscale=12.0 wdpenalty=-5.0 acscale=0.5")
-    lat, hdr = read_slf(text, with_header=True)
-    # HTK: link log-likelihood = acscale*a + lmscale*l + wdpenalty (word links)
-    raw = {("the", 0): (-100.5, -2.0), ("a", 0): (-110.0, -3.0)}
-    costs = lat.arc_costs(**hdr.scales())
-    for i in range(lat.num_arcs):
-        w = lat.symbols.word(int(lat.word[i])) if lat.word[i] else None
-        if (w, int(lat.t0[i])) in raw:
-            a, l = raw[(w, int(lat.t0[i]))]
-            assert -costs[i] == pytest.approx(0.5 * a + 12.0 * l + -5.0)
+    # HTK (HNet.h LArcTotLike): link log-likelihood = acscale*a + lmscale*l + wdpenalty on every link
+    # whose word is not !NULL.  By default the reader applies it; scales="raw" leaves it to the caller.
+    raw = {("the", 0): (-100.5, -2.0), ("a", 0): (-110.0, -3.0), ("cat", 25): None, (None, 60): (-20.0, 0.0)}
+    for mode in ("header", "raw"):
+        lat, hdr = read_slf(text, with_header=True, scales=mode)
+        assert hdr.applied == (mode == "header")
+        costs = lat.arc_costs(**hdr.scales())
+        for i in range(lat.num_arcs):
+            w = lat.symbols.word(int(lat.word[i])) if lat.word[i] else None
+            a_l = raw[(w, int(lat.t0[i]))]
+            if a_l is not None:
+                a, l = a_l
+                penalty = -5.0 if w is not None else 0.0
+                assert -costs[i] == pytest.approx(0.5 * a + 12.0 * l + penalty)
 
 
 def test_log_base_converts_to_natural_log():
@@ -173,7 +178,8 @@ def test_round_trip_real_lattices_preserves_words_times_scores_posteriors(decode
 
 def test_round_trip_with_several_finals_keeps_paths_and_totals():
     lat = small_word_lattice()
-    back = read_slf(format_slf(lat, lmscale=10.0, wdpenalty=-2.5))
+    # header scales describe raw scores: a raw read gives the costs back unchanged
+    back = read_slf(format_slf(lat, lmscale=10.0, wdpenalty=-2.5), scales="raw")
     seq_a, seq_b = word_sequences(lat), word_sequences(back)
     assert set(seq_a) == set(seq_b)
     for k in seq_a:

@@ -136,7 +136,7 @@ def _fmt(x) -> str:
     return str(x)
 
 
-_FORMATS = click.Choice(["slf", "kaldi", "openfst", "k2"])
+_FORMATS = click.Choice(["slf", "sphinx", "kaldi", "openfst", "k2"])
 
 
 @click.command("info")

@@ -1,13 +1,14 @@
 """Lattice file formats: one entry point to read and write them all.
 
 ``read_lattices(spec)`` / ``write_lattices(lattices, spec)`` dispatch on ``format`` (``slf``,
-``kaldi``, ``openfst``, ``k2``), guessed from the spec when not given:
+``sphinx``, ``kaldi``, ``openfst``, ``k2``), guessed from the spec when not given:
 
 ==========================================  ========
 spec                                        format
 ==========================================  ========
 ``ark:...``, ``ark,t:...``, ``scp:...``     kaldi
-``*.slf``, ``*.lat``, ``*.htk`` (+ ``.gz``)  slf
+``*.slf``, ``*.lat``, ``*.htk`` (+ ``.gz``)  slf (a Sphinx DAG inside is recognised)
+``*.dag`` (+ ``.gz``)                        sphinx (Sphinx DAG lattice, read only)
 ``*.fst``, ``*.txt`` (+ ``.gz``)            openfst
 ``*.pt``                                    k2
 a directory                                 every SLF file in it (sorted by name)
@@ -25,8 +26,9 @@ from ..errors import FormatError, MismatchError
 from ..lattice import Lattice
 from ..symbols import SymbolTable
 
-FORMATS = ("slf", "kaldi", "openfst", "k2")
+FORMATS = ("slf", "sphinx", "kaldi", "openfst", "k2")
 _SLF_EXT = (".slf", ".lat", ".htk")
+_DAG_EXT = (".dag",)
 _FST_EXT = (".fst", ".txt")
 
 
@@ -42,6 +44,8 @@ def guess_format(spec: str) -> str:
     low = base.lower()
     if low.endswith(_SLF_EXT):
         return "slf"
+    if low.endswith(_DAG_EXT):
+        return "sphinx"
     if low.endswith(_FST_EXT):
         return "openfst"
     if low.endswith(".pt"):
@@ -50,14 +54,15 @@ def guess_format(spec: str) -> str:
                       f"(CLI: --from/--to; one of {', '.join(FORMATS)})")
 
 
-def _slf_files(directory: str) -> list[str]:
+def _slf_files(directory: str, ext: tuple = _SLF_EXT + _DAG_EXT) -> list[str]:
     files = []
     for name in sorted(os.listdir(directory)):
         base = name[:-3] if name.endswith(".gz") else name
-        if base.lower().endswith(_SLF_EXT) and os.path.isfile(os.path.join(directory, name)):
+        if base.lower().endswith(ext) and os.path.isfile(os.path.join(directory, name)):
             files.append(os.path.join(directory, name))
     if not files:
-        raise FormatError("directory has no SLF files (*.slf, *.lat, *.htk, optionally .gz)", path=directory)
+        pattern = ", ".join(f"*{e}" for e in ext)
+        raise FormatError(f"directory has no lattice files ({pattern}, optionally .gz)", path=directory)
     return files
 
 
@@ -67,12 +72,12 @@ def read_lattices(spec: str, format: str | None = None, symbols: SymbolTable | s
 
     Args:
       spec: a file, a directory of SLF files, or a Kaldi rspecifier.
-      format: ``slf``, ``kaldi``, ``openfst`` or ``k2``; default guessed (module table).
+      format: ``slf``, ``sphinx``, ``kaldi``, ``openfst`` or ``k2``; default guessed (module table).
       symbols: a :class:`SymbolTable` or a ``words.txt`` path.  Kaldi/OpenFst/k2 ids are mapped
         through it; SLF words are mapped to its ids (new words appended).
       frame_shift: seconds per frame; default 0.01 (k2: 0.04).
-      options: passed to the format's reader (e.g. ``variant=`` for SLF, ``lattice_type=`` for
-        Kaldi, ``acceptor=`` for OpenFst).
+      options: passed to the format's reader (e.g. ``variant=``/``scales=`` for SLF, ``logbase=``
+        for Sphinx DAG, ``lattice_type=`` for Kaldi, ``acceptor=`` for OpenFst).
     Raises:
       MismatchError on duplicate keys; FormatError / LatticeError / SymbolError from the readers.
     """
@@ -89,7 +94,17 @@ def read_lattices(spec: str, format: str | None = None, symbols: SymbolTable | s
         seen.add(lat.key)
         return lat
 
-    if fmt == "slf":
+    if fmt == "sphinx":
+        from .sphinx_dag import read_sphinx_dag
+
+        fs = 0.01 if frame_shift is None else frame_shift
+        paths = _slf_files(spec) if os.path.isdir(str(spec)) else [spec]
+        table = symbols if symbols is not None else SymbolTable()
+        for p in paths:
+            lat = read_sphinx_dag(p, table, fs, **options)
+            table = lat.symbols
+            yield check(lat, p)
+    elif fmt == "slf":
         from .slf import iter_slf
 
         fs = 0.01 if frame_shift is None else frame_shift
@@ -155,6 +170,8 @@ def write_lattices(lattices: Iterable[Lattice] | Lattice, spec: str, format: str
         lats = list(checked(lattices))
         write_k2_lattice(lats, spec, **options)
         return len(lats)
+    if fmt == "sphinx":
+        raise FormatError("writing Sphinx DAG lattices is not supported; write SLF (--to slf) instead", path=spec)
     if fmt == "openfst":
         from .openfst import write_openfst
 
