@@ -508,6 +508,14 @@ def _parse_body_slow(node_items, link_items, path):
             raise FormatError("node refers to a sub-lattice (L=); SLF sub-lattices (grammar networks) are not "
                               "supported", path=path, line=lineno)
         nodes["I"].append(_num(f["I"], "I", path, lineno, int))
+        # HTK (HNet.c ReadOneLattice): a node without W= holds !NULL; SRILM: a node without a score
+        # adds nothing to its links
+        for key, absent in (("W", "!NULL"), ("a", "0"), ("r", "0")):
+            if key not in f and seen_node[key]:
+                f[key] = absent
+            elif key in f and seen_node[key] is False:
+                nodes[key] = [absent if key == "W" else 0.0] * (len(nodes["I"]) - 1)
+                seen_node[key] = True
         for key in ("t", "W", "a", "r"):
             present = key in f
             if seen_node[key] is None:
@@ -697,7 +705,7 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
             frames = node_time / frame_shift
             bad = np.nonzero(~(np.isfinite(frames) & (node_time >= 0) & (frames < 2 ** 31 - 1)))[0]
         if len(bad):
-            raise FormatError(f"node time t={nodes['t'][order][bad[0]]!r} is not a time in seconds "
+            raise FormatError(f"node time t={float(nodes['t'][order][bad[0]]):g} is not a time in seconds "
                               f"(finite, >= 0, under {(2 ** 31 - 1) * frame_shift:.0f} s)", path=path,
                               line=node_items[int(order[bad[0]])][0])
     node_word = None if nodes["W"] is None else [nodes["W"][i] for i in order]
@@ -775,7 +783,8 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
             graph_ll = graph_ll + term
         if n_links and not np.all(np.isfinite(term)):
             bad = int(np.nonzero(~np.isfinite(term))[0][0])
-            raise FormatError(f"link has a non-finite {k}= score ({links[k][bad]!r} with base={header.get('base', 'e')})",
+            raise FormatError(f"link has a non-finite {k}= score ({float(links[k][bad]):g} with base="
+                              f"{header.get('base', 'e')})",
                               path=path, line=link_items[bad][0])
     wdpenalty = hnum.get("wdpenalty")
     if wdpenalty:
