@@ -48,6 +48,17 @@ def test_sphinx3_lattice_without_end_takes_the_latest_dead_end():
     assert np.all(arc_posteriors(lat) > 1 - 1e-9)
 
 
+def test_sphinx3_lattice_one_best_oracle_is_zero(tmp_path):
+    """The issue's measurement: 1-best oracle WER 80 % (P I, 8 deletions) with every dead end final."""
+    ref = tmp_path / "ref.trn"
+    ref.write_text("P I T T S B U R G H (pittsburgh.littleendian)\n")
+    with pytest.warns(SlfWarning, match="no end="):
+        result = CliRunner().invoke(main, ["oracle", str(DATA / "sphinx3_pittsburgh.slf"), "-r", str(ref),
+                                           "--representation", "1best"])
+    assert result.exit_code == 0, result.output
+    assert "%WER 0.00 [ 0 / 10," in result.output
+
+
 def test_end_node_rule_latest_then_sentence_end_then_lowest_id():
     head = "VERSION=1.0\nN=5 L=4\n"
     nodes = "I=0 t=0.0\nI=1 t=0.5\nI=2 t={t2}\nI=3 t={t3}\nI=4 t={t4}\n"

@@ -57,6 +57,11 @@ class SlfWarning(UserWarning):
     """An SLF file was read with a documented guess (e.g. which dead-end node is the end)."""
 
 
+def _warn(message: str, path: str, line: int | None) -> None:
+    """Warn as ``path:line: SlfWarning: message`` (the lattice file's place, not the reader's)."""
+    warnings.warn_explicit(message, SlfWarning, filename=str(path), lineno=line or 0)
+
+
 def is_filler(word: str, variant: str = "htk") -> bool:
     """Whether ``word`` is a non-word of SLF ``variant`` (it becomes an epsilon arc)."""
     return word in DEFAULT_FILLERS or (variant != "htk" and _SPHINX_FILLER.match(word) is not None)
@@ -797,9 +802,8 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
         else:
             wdp_ll = float(to_ln(wdpenalty))
             if base not in (0.0, 1.0) and abs(base - math.e) > 1e-6:
-                warnings.warn(f"{path}: wdpenalty={header['wdpenalty']} with base={header['base']}: read in the "
-                              "file's log base as SRILM does (HTK would read it as a natural log)", SlfWarning,
-                              stacklevel=4)
+                _warn(f"wdpenalty={header['wdpenalty']} with base={header['base']}: read in the file's log base "
+                      "as SRILM does (HTK would read it as a natural log)", path, header_line["wdpenalty"])
         if scales == "header":
             # HTK (HNet.h LArcTotLike): every link except those of !NULL pays the penalty.
             not_null = np.array([w != "!NULL" for w in uniq_list], dtype=bool)[link_string]
@@ -841,10 +845,9 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
         end, n_end_candidates = _choose_end(n_nodes, src, dst, start, node_time, ends_sentence, path, first_line)
         if n_end_candidates > 1:
             when = f" at t={node_time[end]:g} s" if node_time is not None else ""
-            warnings.warn(f"{path}: no end= in the header and {n_end_candidates} nodes without outgoing links; "
-                          f"node {end}{when} (the latest, then one entered by a sentence-end word, then the lowest "
-                          "id) is taken as the end and the others' partial paths are dropped", SlfWarning,
-                          stacklevel=4)
+            _warn(f"no end= in the header and {n_end_candidates} nodes without outgoing links; node {end}{when} "
+                  "(the latest, then one entered by a sentence-end word, then the lowest id) is taken as the end "
+                  "and the others' partial paths are dropped", path, first_line)
     final = np.full(n_nodes, np.inf)
     final[end] = 0.0
     attrs = {}
