@@ -219,6 +219,10 @@ GOOD = "VERSION=1.0\nN=3 L=2\nI=0 t=0.0\nI=1 t=0.3\nI=2 t=0.6\nJ=0 S=0 E=1 W=a a
     ("SUBLAT=x\n" + GOOD, 1, "sub-lattices"),
     (GOOD.replace("I=1 t=0.3", "I=1 t=0.3 L=sub"), 4, "sub-lattice"),
     (GOOD.replace("VERSION=1.0", "VERSION=1.0\ndir=x"), 2, "dir="),
+    (GOOD.replace("E=2 W=b", "E=1_0 W=b"), 7, "not an integer"),    # int() would read 10, atoi() 1
+    (GOOD.replace("a=-2", "a=-2_5"), 7, "not a number"),
+    (GOOD.replace("E=2 W=b", "E=\u0661 W=b"), 7, "not an integer"),  # an Arabic-Indic digit
+    (GOOD.replace("N=3 L=2", "N=3 L=2 lmscale=1_2"), 2, "not a number"),
 ])
 def test_bad_numbers_are_format_errors_naming_the_line(tmp_path, text, line, message):
     path = tmp_path / "bad.slf"

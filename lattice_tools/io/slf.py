@@ -280,7 +280,17 @@ def _uniform_columns(lines: list[str], names: dict) -> dict[str, list[str]]:
     return out
 
 
+def _plain(col) -> None:
+    """ValueError unless the values are plain ASCII (int()/float() also take "1_0" and other
+    scripts' digits, which HTK's atoi/atof would read differently)."""
+    if col:
+        joined = "".join(col)
+        if "_" in joined or not joined.isascii():
+            raise ValueError("not a plain number")
+
+
 def _int_column(col) -> np.ndarray:
+    _plain(col)
     values = list(map(int, col)) if col else []
     if values and (max(values) > _MAX_INT or min(values) < -_MAX_INT):
         raise ValueError("integer out of range")
@@ -304,7 +314,10 @@ def _parse_body_fast(node_lines: list[str], link_lines: list[str]):
         if col and any(w[:1] in ("'", '"') and len(w) > 1 and w[-1] == w[0] for w in col):
             raise ValueError("quoted values")
     # map(int/float) parses in C and is several times faster than numpy's string conversion
-    floats = lambda col: np.array(list(map(float, col)), dtype=np.float64)  # noqa: E731
+    def floats(col):
+        _plain(col)
+        return np.array(list(map(float, col)), dtype=np.float64)
+
     out_nodes = {"I": _int_column(node.get("I")), "t": floats(node["t"]) if "t" in node else None,
                  "W": node.get("W"), "v": node.get("v")}
     out_links = {"S": _int_column(link.get("S")), "E": _int_column(link.get("E")), "W": link.get("W")}
