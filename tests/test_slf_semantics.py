@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lattice_tools.algorithms import arc_posteriors, best_path
+from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob
 from lattice_tools.alternatives.sausage import sausage
 from lattice_tools.cli import main
 from lattice_tools.errors import FormatError, LatticeToolsError
@@ -87,6 +87,32 @@ def test_end_node_rule_latest_then_sentence_end_then_lowest_id():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _words(read_slf(text), best_path(read_slf(text))) == ["a", "b"]
+
+
+def test_kaldi_convert_slf_output_reads_like_the_kaldi_lattice(tmp_path):
+    """Kaldi's utils/convert_slf.pl wrote this SLF from a real Kaldi lattice (no start=/end=, a
+    terminal !NULL node, l= graph and a= acoustic scores): both readings agree exactly."""
+    import gzip
+
+    text = tmp_path / "utt8.txt"
+    text.write_bytes(gzip.decompress((DATA / "kaldi_kgraph_utt8.lat.txt.gz").read_bytes()))
+    [kaldi] = list(read_lattices(f"ark,t:{text}"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one sink: no guess
+        slf = read_slf(DATA / "kaldi_kgraph_utt8.slf.gz", symbols=kaldi.symbols)
+    assert slf.key == kaldi.key == "CVTE201703_00030_165916_7980"
+    assert (slf.num_states, slf.num_arcs) == (kaldi.num_states, kaldi.num_arcs) == (35, 58)
+    for scale in (1.0, 0.1):
+        assert total_log_prob(slf, acoustic_scale=scale) == pytest.approx(total_log_prob(kaldi, acoustic_scale=scale),
+                                                                         abs=1e-6)
+        assert _words(slf, best_path(slf, acoustic_scale=scale)) == _words(kaldi, best_path(kaldi, acoustic_scale=scale))
+    post_k, post_s = arc_posteriors(kaldi, acoustic_scale=0.1), arc_posteriors(slf, acoustic_scale=0.1)
+    key = lambda lat, i: (int(lat.word[i]), int(lat.t0[i]), int(lat.t1[i]))  # noqa: E731
+    by_k, by_s = {}, {}
+    for lat, post, out in ((kaldi, post_k, by_k), (slf, post_s, by_s)):
+        for i in range(lat.num_arcs):
+            out[key(lat, i)] = out.get(key(lat, i), 0.0) + float(post[i])
+    assert by_k.keys() == by_s.keys() and max(abs(by_k[x] - by_s[x]) for x in by_k) < 1e-9
 
 
 # ---------------------------------------------------------------------------------------------

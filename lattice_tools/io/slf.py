@@ -31,6 +31,7 @@ import warnings
 from itertools import repeat
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -132,8 +133,14 @@ def _load_text(path_or_text) -> tuple[str, str]:
     import zlib
 
     try:
-        with open_binary_input(s) as f:
+        f = open_binary_input(s)
+        raw = getattr(f, "fileobj", None)  # GzipFile(fileobj=...) leaves that file open on close()
+        try:
             data = f.read()
+        finally:
+            f.close()
+            if raw is not None and raw is not sys.stdin.buffer:
+                raw.close()
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise FormatError(f"truncated or corrupt gzip data ({exc})", path=s) from None
     return _decode(data, s), s
