@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -50,12 +49,8 @@ def test_sphinx3_dag_matches_the_decoders_nbest():
     # the second hypothesis (MARCH) is a path of the lattice with its score too
     a2, words2 = hyps[1]
     assert "MARCH" in lat.words() and "U" in lat.words()
-    assert a2 < a_best
-    assert graph_free(lat)
-
-
-def graph_free(lat):
-    return bool(np.all(lat.graph_cost == 0))
+    assert a2 < a_best and "MARCH" in [w for w, _ in words2]
+    assert np.all(lat.graph_cost == 0)  # the format has no LM score
 
 
 def test_pocketsphinx_dag_and_slf_of_one_lattice_agree():
@@ -186,4 +181,3 @@ def test_dag_without_logbase_takes_the_option():
     text = DAG.replace("# -logbase 1.000100e+00\n", "")
     lat = read_sphinx_dag(text, logbase=1.0003)
     assert lat.acoustic_cost.max() == pytest.approx(1000 * math.log(1.0003))
-    assert os.fspath(DATA)  # data folder present

@@ -67,6 +67,7 @@ def is_filler(word: str, variant: str = "htk") -> bool:
     """Whether ``word`` is a non-word of SLF ``variant`` (it becomes an epsilon arc)."""
     return word in DEFAULT_FILLERS or (variant != "htk" and _SPHINX_FILLER.match(word) is not None)
 
+
 # Full HTK field names and their one-letter forms.
 _ALIASES = {"NODE": "I", "LINK": "J", "TIME": "t", "time": "t", "WORD": "W", "START": "S", "END": "E",
             "acoustic": "a", "language": "l", "ngram": "n", "NODES": "N", "LINKS": "L", "var": "v",
