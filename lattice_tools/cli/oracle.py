@@ -26,7 +26,7 @@ def _n_option(value):
 @click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words').")
 @click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
               help="Reference format (default: .stm/.trn extension, else detected from the content).")
-@click.option("--format", "format", type=click.Choice(["slf", "kaldi", "openfst", "k2"]), default=None,
+@click.option("--format", "format", type=click.Choice(["slf", "sphinx", "kaldi", "openfst", "k2"]), default=None,
               help="Lattice format (default: from the name).")
 @lattice_input_options
 @click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
@@ -68,7 +68,7 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words').")
 @click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
               help="Reference format (default: .stm/.trn extension, else detected from the content).")
-@click.option("--format", "format", type=click.Choice(["slf", "kaldi", "openfst", "k2"]), default=None,
+@click.option("--format", "format", type=click.Choice(["slf", "sphinx", "kaldi", "openfst", "k2"]), default=None,
               help="Lattice format (default: from the name).")
 @lattice_input_options
 @click.option("-o", "--out-dir", required=True, help="Output directory (tables, plots, per-cell cache).")
