@@ -1,0 +1,175 @@
+"""A small, safe XML reader for NIST's keyword-search files (ECF, KWlist, kwslist).
+
+Python's ``xml.etree`` resolves internal entities, so a ``<!DOCTYPE>`` with nested entity definitions
+("billion laughs") makes it expand a few hundred bytes into gigabytes (newer expat releases cap the
+amplification, older ones do not).  None of NIST's formats needs a DTD, so the parser here refuses any
+``<!DOCTYPE>``, entity declaration or external reference outright (what ``defusedxml`` does), and it
+reports every problem as a :class:`~lattice_tools.errors.FormatError` naming the file and line.
+
+Elements are read into a light tree (:class:`XmlElement`): tag, attributes, text, children and the
+line they start on, so that readers can name the line of a bad attribute.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+import xml.parsers.expat
+from dataclasses import dataclass, field
+
+from ..errors import FormatError
+from .common import open_binary_input
+
+
+@dataclass
+class XmlElement:
+    tag: str
+    attrs: dict[str, str]
+    line: int
+    children: list["XmlElement"] = field(default_factory=list)
+    text: str = ""
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, line: int):
+        super().__init__(message)
+        self.line = line
+
+
+_DECL = re.compile(rb"^(\xef\xbb\xbf)?<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']", re.S)
+
+
+def read_xml_bytes(path: str) -> bytes:
+    with open_binary_input(path) as f:
+        try:
+            return f.read()
+        except (EOFError, OSError) as exc:
+            raise FormatError(f"cannot read ({exc})", path=str(path)) from None
+
+
+def _line_of_offset(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def _to_utf8(data: bytes, path: str, encoding: str | None) -> bytes:
+    """The document as UTF-8 bytes with its declaration saying so.
+
+    Without ``encoding`` the bytes must be UTF-8 (or declare an encoding Python knows); a file that is
+    not gives a FormatError naming the line of the first bad byte and suggesting ``--encoding``."""
+    m = _DECL.match(data)
+    declared = m.group(2).decode("ascii") if m else None
+    enc = encoding or declared or "utf-8"
+    try:
+        codecs.lookup(enc)
+    except LookupError:
+        raise FormatError(f"unknown text encoding {enc!r}", path=path) from None
+    try:
+        text = data.decode(enc)
+    except UnicodeDecodeError as exc:
+        line = _line_of_offset(data, exc.start)
+        hint = "" if encoding else " (give its encoding with --encoding)"
+        raise FormatError(f"not valid {enc} text: byte {data[exc.start]:#04x} at offset {exc.start}{hint}",
+                          path=path, line=line) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if m:
+        # The text is re-encoded as UTF-8 below, so the declaration must say so.
+        text = re.sub(r"^(<\?xml[^>]*?encoding\s*=\s*[\"'])[A-Za-z0-9._-]+([\"'])", r"\g<1>UTF-8\g<2>", text,
+                      count=1, flags=re.S)
+    return text.encode("utf-8")
+
+
+def safe_parser(path: str):
+    """An expat parser (UTF-8 input) that refuses DTDs, entity declarations and external references."""
+    parser = xml.parsers.expat.ParserCreate("UTF-8")
+
+    def refuse_doctype(*_args):
+        raise _Refused("a <!DOCTYPE> declaration is not allowed (DTDs and entities are refused)",
+                       parser.CurrentLineNumber)
+
+    def refuse_entity(*_args):
+        raise _Refused("entity declarations are not allowed", parser.CurrentLineNumber)
+
+    def refuse_external(*_args):
+        raise _Refused("external entity references are not allowed", parser.CurrentLineNumber)
+
+    parser.StartDoctypeDeclHandler = refuse_doctype
+    parser.EntityDeclHandler = refuse_entity
+    parser.UnparsedEntityDeclHandler = refuse_entity
+    parser.ExternalEntityRefHandler = refuse_external
+    parser.buffer_text = True
+    return parser
+
+
+def run_parser(parser, path: str, data: bytes, encoding: str | None) -> None:
+    """Feed the document to ``parser``; errors become FormatError naming file and line.  Handlers may
+    raise FormatError themselves (it passes through)."""
+    data = _to_utf8(data, path, encoding)
+    try:
+        parser.Parse(data, True)
+    except _Refused as exc:
+        raise FormatError(str(exc), path=path, line=exc.line) from None
+    except xml.parsers.expat.ExpatError as exc:
+        raise FormatError(f"malformed XML: {xml.parsers.expat.errors.messages[exc.code]}"
+                          f" (column {exc.offset + 1})", path=path, line=exc.lineno) from None
+
+
+def parse_xml(path: str, *, encoding: str | None = None, data: bytes | None = None) -> XmlElement:
+    """The root element of the XML file ``path`` (``data`` if given).  DTDs and entity declarations are
+    refused; malformed XML raises FormatError with the line expat stopped on."""
+    path = str(path)
+    if data is None:
+        data = read_xml_bytes(path)
+    parser = safe_parser(path)
+    stack: list[XmlElement] = []
+    root: list[XmlElement] = []
+    texts: list[list[str]] = []
+
+    def start(tag, attrs):
+        el = XmlElement(tag, attrs, parser.CurrentLineNumber)
+        if stack:
+            stack[-1].children.append(el)
+        else:
+            root.append(el)
+        stack.append(el)
+        texts.append([])
+
+    def end(tag):
+        el = stack.pop()
+        el.text = "".join(texts.pop())
+
+    def chars(s):
+        if texts:
+            texts[-1].append(s)
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = chars
+    run_parser(parser, path, data, encoding)
+    if not root:
+        raise FormatError("no XML element found", path=path)
+    return root[0]
+
+
+def xml_escape(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def require_attr(el: XmlElement, name: str, path: str) -> str:
+    try:
+        return el.attrs[name]
+    except KeyError:
+        raise FormatError(f"<{el.tag}> lacks the attribute {name!r}", path=path, line=el.line) from None
+
+
+def float_attr(el: XmlElement, name: str, path: str) -> float:
+    import math
+
+    raw = require_attr(el, name, path)
+    try:
+        value = float(raw)
+    except ValueError:
+        raise FormatError(f"<{el.tag} {name}=...> must be a number, got {raw!r}", path=path, line=el.line) from None
+    if not math.isfinite(value):
+        raise FormatError(f"<{el.tag} {name}=...> must be finite, got {raw!r}", path=path, line=el.line)
+    return value

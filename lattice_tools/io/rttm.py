@@ -1,0 +1,148 @@
+"""NIST RTTM (Rich Transcription Time Marked) references for keyword search: SPEAKER and LEXEME lines.
+
+Nine white-space separated fields per line (``;;`` starts a comment)::
+
+    SPEAKER FILE01 1 0.000 5.000 <NA> <NA> Woman <NA>
+    LEXEME  FILE01 1 0.000 1.000 yes  lex  Woman <NA>
+    <type>  <file> <chan> <tbeg> <dur> <ortho> <subtype> <speaker> <conf>
+
+The keyword scorer finds reference occurrences of a term in the LEXEME lines (see
+:mod:`lattice_tools.kws.score`); other types (NON-LEX, NON-SPEECH, SU, ...) are kept but not used.
+Reference word times can also come from a CTM (:func:`lexemes_from_ctm`: one speaker per file/channel).
+
+Every problem raises :class:`~lattice_tools.errors.FormatError` naming the file and line: a wrong number
+of fields, a non-numeric or negative time, text that is not in the given encoding.
+:func:`check_overlaps` reports two words of one speaker that overlap in time.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..errors import FormatError
+from .common import atomic_write, open_binary_input
+
+
+@dataclass(frozen=True)
+class RttmRecord:
+    type: str
+    file: str
+    channel: str
+    tbeg: float
+    dur: float
+    ortho: str = "<NA>"
+    subtype: str = "<NA>"
+    speaker: str = "<NA>"
+    conf: str = "<NA>"
+    line: int = 0
+    # tbeg/dur as written (F4DE prints them verbatim); empty when built in memory.
+    raw_tbeg: str = field(default="", compare=False, repr=False)
+    raw_dur: str = field(default="", compare=False, repr=False)
+
+    @property
+    def tend(self) -> float:
+        return self.tbeg + self.dur
+
+
+def _decode_lines(path: str, encoding: str):
+    with open_binary_input(path) as f:
+        try:
+            data = f.read()
+        except (EOFError, OSError) as exc:
+            raise FormatError(f"cannot read ({exc})", path=path) from None
+    if data.startswith(b"\xef\xbb\xbf") and encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+        data = data[3:]
+    for lineno, bline in enumerate(data.split(b"\n"), 1):
+        try:
+            yield lineno, bline.decode(encoding).rstrip("\r")
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"not valid {encoding} text: byte {bline[exc.start]:#04x} at column {exc.start + 1}"
+                              f" (give the file's encoding with --encoding)", path=path, line=lineno) from None
+
+
+def read_rttm(path: str, *, encoding: str = "utf-8", types: Iterable[str] | None = None) -> list[RttmRecord]:
+    """Read an RTTM file (only the record ``types`` given, upper case, e.g. ``("LEXEME",)``; default all)."""
+    path = str(path)
+    want = None if types is None else {t.upper() for t in types}
+    out: list[RttmRecord] = []
+    for lineno, line in _decode_lines(path, encoding):
+        text = line.split(";;", 1)[0]
+        fields = text.split()
+        if not fields:
+            continue
+        if len(fields) != 9:
+            raise FormatError(f"an RTTM line has 9 fields (type file channel tbeg dur ortho subtype speaker conf), "
+                              f"this one has {len(fields)}", path=path, line=lineno)
+        typ = fields[0].upper()
+        if want is not None and typ not in want:
+            continue
+        values = []
+        for name, s in (("tbeg", fields[3]), ("dur", fields[4])):
+            try:
+                v = float(s)
+            except ValueError:
+                raise FormatError(f"expected a number for {name}, got {s!r}", path=path, line=lineno) from None
+            if not math.isfinite(v) or v < 0:
+                raise FormatError(f"{name} must be a finite number >= 0, got {s!r}", path=path, line=lineno)
+            values.append(v)
+        out.append(RttmRecord(typ, fields[1], fields[2], values[0], values[1], fields[5], fields[6], fields[7],
+                              fields[8], lineno, fields[3], fields[4]))
+    return out
+
+
+def check_overlaps(records: Iterable[RttmRecord], path: str = "") -> None:
+    """FormatError when two LEXEMEs of one speaker (file, channel, speaker) overlap in time.
+
+    A reference in which one speaker says two words at once cannot be scored meaningfully (which of the
+    two does a multi-word term continue with?).  Touching words (end == next start) are fine; overlaps
+    under 1 ms are tolerated as rounding of the times."""
+    by: dict[tuple[str, str, str], list[RttmRecord]] = {}
+    for r in records:
+        if r.type == "LEXEME":
+            by.setdefault((r.file, r.channel, r.speaker), []).append(r)
+    for (file, chan, spk), recs in by.items():
+        recs = sorted(recs, key=lambda r: (r.tbeg, r.line))
+        for a, b in zip(recs, recs[1:]):
+            if b.tbeg < a.tend - 1e-3:
+                raise FormatError(f"reference words overlap: {a.ortho!r} ({a.tbeg:g}+{a.dur:g}, line {a.line}) and "
+                                  f"{b.ortho!r} ({b.tbeg:g}+{b.dur:g}) of speaker {spk} in {file}/{chan}",
+                                  path=path or None, line=b.line or None)
+
+
+def lexemes_from_ctm(path: str, *, encoding: str = "utf-8") -> list[RttmRecord]:
+    """Reference word times from a CTM (``file channel tbeg dur word [conf]``) as LEXEME records, one
+    speaker per file/channel.  ALT blocks are refused (a reference has one word sequence)."""
+    from .ctm import CtmWord, read_ctm
+
+    out = []
+    for item in read_ctm(path, encoding):
+        if not isinstance(item, CtmWord):
+            raise FormatError("a reference CTM cannot have <ALT_BEGIN> blocks", path=str(path), line=item.lineno)
+        if item.start is None or item.duration is None:
+            raise FormatError("a reference CTM word needs a start time and a duration", path=str(path),
+                              line=item.lineno)
+        if item.start < 0 or item.duration < 0:
+            raise FormatError("negative time in a reference CTM", path=str(path), line=item.lineno)
+        out.append(RttmRecord("LEXEME", item.file, item.channel, item.start, item.duration, item.word, "lex",
+                              f"{item.file}_{item.channel}", "<NA>", item.lineno))
+    return out
+
+
+def _t(x: float, raw: str) -> str:
+    return raw if raw else f"{x:.3f}"
+
+
+def write_rttm(path: str, records: Iterable[RttmRecord], *, encoding: str = "utf-8") -> None:
+    """Write RTTM records (atomically), one per line, in the given order."""
+    with atomic_write(path, encoding=encoding) as f:
+        for r in records:
+            fields = [r.type, r.file, r.channel, _t(r.tbeg, r.raw_tbeg), _t(r.dur, r.raw_dur), r.ortho, r.subtype,
+                      r.speaker, r.conf]
+            for v in fields:
+                if not v or any(c.isspace() for c in v):
+                    raise FormatError(f"RTTM field {v!r} is empty or has white space", path=str(path))
+            f.write(" ".join(fields) + "\n")
+
+
+__all__ = ["RttmRecord", "read_rttm", "write_rttm", "check_overlaps", "lexemes_from_ctm"]
