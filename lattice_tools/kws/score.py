@@ -442,12 +442,14 @@ def _evaluate(trials: _Trials, metric: _Metric, path: str) -> KwsScore:
         for b in ev:
             if b.n_true == 0:
                 continue
-            cand = [all_scores[0]] + [s for s in sorted(set(targ[b.kwid]) | set(nontarg[b.kwid])) if s > all_scores[0]]
-            mx = max(targ[b.kwid] + nontarg[b.kwid]) if (targ[b.kwid] or nontarg[b.kwid]) else None
-            if mx is not None and mx < all_scores[-1]:
-                cand.append(all_scores[bisect.bisect_right(all_scores, mx)])
-            elif mx is None and len(all_scores) > 1:
-                pass
+            # The keyword's counts change only at its own scores; the state that rejects its scores up to
+            # s first appears at the next global threshold above s (F4DE keeps the first of equal values).
+            own = sorted(set(targ[b.kwid]) | set(nontarg[b.kwid]))
+            cand = [all_scores[0]]
+            for s_own in own:
+                j = bisect.bisect_right(all_scores, s_own)
+                if j < len(all_scores):
+                    cand.append(all_scores[j])
             best_b = None
             for t in cand:
                 n_miss, n_fa = state(b, t)
@@ -742,5 +744,30 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
     return KwsEvaluation(overall, conditions, alignment, kwl.language, kwslist.system_id)
 
 
-__all__ = ["score_kws", "KwsEvaluation", "KwsScore", "OperatingPoint", "TermResult", "AlignmentRow", "Block",
+__all__ = ["score_kws", "score_kws_files", "KwsEvaluation", "KwsScore", "OperatingPoint", "TermResult", "AlignmentRow", "Block",
            "ReferenceIndex", "char_split", "perl_num"]
+
+
+def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = None, ctm: str | None = None,
+                    encoding: str = "utf-8", check_reference_overlaps: bool = True, **options) -> KwsEvaluation:
+    """Read the files of an evaluation and :func:`score_kws` them.  The reference occurrences come from
+    ``rttm`` (LEXEME lines) or from ``ctm`` (reference word times, one speaker per file/channel).  With
+    ``check_reference_overlaps``, two overlapping words of one speaker are an error (FormatError)."""
+    from ..io.ecf import read_ecf
+    from ..io.kwlist import read_kwlist_file
+    from ..io.kwslist import read_kwslist
+    from ..io.rttm import check_overlaps, lexemes_from_ctm, read_rttm
+
+    if (rttm is None) == (ctm is None):
+        raise MismatchError("give the reference as exactly one of an RTTM or a CTM")
+    enc = None if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    e = read_ecf(ecf, encoding=enc)
+    kwl = read_kwlist_file(kwlist, encoding=encoding)
+    kws = read_kwslist(kwslist, encoding=enc)
+    if rttm is not None:
+        refs = read_rttm(rttm, encoding=encoding, types=("LEXEME",))
+    else:
+        refs = lexemes_from_ctm(ctm, encoding=encoding)
+    if check_reference_overlaps:
+        check_overlaps(refs, rttm or ctm)
+    return score_kws(e, refs, kwl, kws, **options)

@@ -1,0 +1,181 @@
+"""``lattice-tools kws ...``: keyword search (spoken term detection).
+
+The group loads its sub-commands lazily from :data:`KWS_COMMANDS` (name -> ``"module:attribute"``
+relative to ``lattice_tools.cli``, and a one-line help), so that adding a sub-command is one entry there.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+
+import click
+
+KWS_COMMANDS: dict[str, tuple[str, str]] = {
+    "score": ("kws:score_command", "Score a kwslist exactly like NIST F4DE KWSEval (ATWV, MTWV, OTWV, STWV)."),
+    "kwlist": ("kws:kwlist_command", "Make a keyword list (words and multi-word terms) from reference word times."),
+}
+
+
+class _LazyKwsGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(KWS_COMMANDS)
+
+    def get_command(self, ctx, name):
+        target = KWS_COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attr = target[0].split(":")
+        return getattr(importlib.import_module(f"lattice_tools.cli.{module}"), attr)
+
+    def format_commands(self, ctx, formatter):
+        with formatter.section("Commands"):
+            formatter.write_dl([(n, KWS_COMMANDS[n][1]) for n in self.list_commands(ctx)])
+
+
+@click.group("kws", cls=_LazyKwsGroup)
+def kws_group():
+    """Keyword search: make keyword lists and score system output like NIST F4DE."""
+
+
+def _parse_groups(items):
+    out = {}
+    for item in items:
+        name, sep, types = item.partition(":")
+        if not sep:
+            name, types = item, item
+        out[name] = [t for t in types.split(",") if t]
+    return out
+
+
+@click.command("score")
+@click.option("-e", "--ecf", required=True, help="ECF: the excerpts the evaluation covers (its duration gives T).")
+@click.option("-t", "--kwlist", required=True, help="KWlist XML: the keywords.")
+@click.option("-s", "--kwslist", required=True, help="kwslist XML: the system's detections.")
+@click.option("-r", "--rttm", default=None, help="Reference RTTM (LEXEME lines).")
+@click.option("--ctm", default=None, help="Reference word times as a CTM (instead of --rttm).")
+@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the inputs.")
+@click.option("--include-no-targets", is_flag=True, help="Average over keywords without reference occurrences too (F4DE -inc).")
+@click.option("--just-system-terms", is_flag=True, help="Only keywords present in the kwslist (F4DE -j).")
+@click.option("--find-threshold", default=0.5, show_default=True, type=float,
+              help="Largest gap (s) between the words of a reference occurrence (F4DE -F).")
+@click.option("--similarity-threshold", default=0.5, show_default=True, type=float,
+              help="A hit's midpoint may lie this far (s) outside a reference occurrence (F4DE -S).")
+@click.option("--trials-per-second", default=1.0, show_default=True, type=float, help="F4DE -n.")
+@click.option("--prob-of-term", default=0.0001, show_default=True, type=float, help="P_target (F4DE -p).")
+@click.option("--cost", default=0.1, show_default=True, type=float, help="Cost of a false alarm (F4DE -k).")
+@click.option("--value", default=1.0, show_default=True, type=float, help="Value of a correct detection (F4DE -K).")
+@click.option("--char-split", is_flag=True, help="Split words into characters (F4DE -x charsplit).")
+@click.option("--not-ascii", is_flag=True, help="With --char-split: keep ASCII words whole (F4DE -x notASCII).")
+@click.option("--delete-hyphens", is_flag=True, help="With --char-split: hyphens separate (F4DE -x deleteHyphens).")
+@click.option("--source-type", "source_types", multiple=True,
+              help="Conditional scores for a group of ECF source types, NAME:type,type (F4DE -Y; repeatable).")
+@click.option("--query", "queries", multiple=True,
+              help="Conditional scores per KWlist attribute value, e.g. 'NGram' or 'Chars:regex=^[35]$' (F4DE -q).")
+@click.option("--ignore-outside-ecf", is_flag=True,
+              help="Drop hits for files/channels the ECF does not name (as F4DE does) instead of failing.")
+@click.option("--allow-overlapping-reference", is_flag=True,
+              help="Accept reference words of one speaker that overlap in time (F4DE does not check).")
+@click.option("--otwv/--no-otwv", default=True, show_default=True, help="Report the optimum (per-keyword) TWV.")
+@click.option("--stwv/--no-stwv", default=True, show_default=True, help="Report the supremum TWV (hit-list recall).")
+@click.option("--block/--no-block", default=True, show_default=True, help="Print the per-keyword table too.")
+@click.option("-o", "--out", default=None,
+              help="Directory for F4DE-style report files: sum.txt, bsum.txt (cond.*.txt), alignment.csv, det.png.")
+@click.option("--alignment", default=None, help="Write the alignment CSV here.")
+@click.option("--det", default=None, help="Write the DET curve PNG here.")
+@click.option("--json", "json_out", default=None, help="Write the scores as JSON here ('-' = stdout).")
+def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets, just_system_terms, find_threshold,
+                  similarity_threshold, trials_per_second, prob_of_term, cost, value, char_split, not_ascii,
+                  delete_hyphens, source_types, queries, ignore_outside_ecf, allow_overlapping_reference, otwv, stwv,
+                  block, out, alignment, det, json_out):
+    """Score a kwslist against reference occurrences exactly like NIST F4DE KWSEval (occurrence scoring).
+
+    Prints F4DE's summary table (and the per-keyword block table); numbers are F4DE's to the last digit."""
+    import os
+
+    from ..io.common import atomic_write
+    from ..kws.f4de_report import alignment_csv, block_table, summary_table
+    from ..kws.score import score_kws_files
+
+    if source_types and queries:
+        raise click.UsageError("--source-type and --query cannot be combined (one condition at a time, as in F4DE)")
+    ev = score_kws_files(ecf, kwlist, kwslist, rttm=rttm, ctm=ctm, encoding=encoding,
+                         check_reference_overlaps=not allow_overlapping_reference,
+                         include_no_targets=include_no_targets, just_system_terms=just_system_terms,
+                         find_threshold=find_threshold, similarity_threshold=similarity_threshold,
+                         trials_per_second=trials_per_second, prob_of_term=prob_of_term, cost=cost, value=value,
+                         char_split_text=char_split, not_ascii=not_ascii, delete_hyphens=delete_hyphens,
+                         source_type_groups=_parse_groups(source_types) or None, attribute_queries=list(queries),
+                         outside_ecf="ignore" if ignore_outside_ecf else "error")
+    reports = {"sum.txt": summary_table([ev.overall], optimum=otwv, supremum=stwv),
+               "bsum.txt": block_table([ev.overall], optimum=otwv, supremum=stwv)}
+    conds = list(ev.conditions.values())
+    if conds:
+        reports["cond.sum.txt"] = summary_table(conds, optimum=otwv, supremum=stwv)
+        reports["cond.bsum.txt"] = block_table(conds, optimum=otwv, supremum=stwv)
+    csv_text = alignment_csv(ev.alignment, ev.language)
+    # Every output is complete in memory before the first file is written; each file is renamed into place.
+    if out:
+        os.makedirs(out, exist_ok=True)
+        for name, text in reports.items():
+            with atomic_write(os.path.join(out, name)) as f:
+                f.write(text)
+        with atomic_write(os.path.join(out, "alignment.csv")) as f:
+            f.write(csv_text)
+        if ev.overall.det_points:
+            from ..kws.det import plot_det
+
+            plot_det({ev.overall.title: ev.overall, **ev.conditions}, os.path.join(out, "det.png"))
+    if alignment:
+        with atomic_write(alignment) as f:
+            f.write(csv_text)
+    if det:
+        from ..kws.det import plot_det
+
+        plot_det({ev.overall.title: ev.overall, **ev.conditions}, det)
+    payload = {"overall": ev.overall.to_json(), "conditions": {k: v.to_json() for k, v in ev.conditions.items()}}
+    if json_out:
+        text = json.dumps(payload, indent=2, sort_keys=True) + "\n"
+        if json_out == "-":
+            click.echo(text, nl=False)
+            return
+        with atomic_write(json_out) as f:
+            f.write(text)
+    click.echo(reports["sum.txt"], nl=False)
+    if block:
+        click.echo(reports["bsum.txt"], nl=False)
+    for name in ("cond.sum.txt", "cond.bsum.txt"):
+        if name in reports and (block or name == "cond.sum.txt"):
+            click.echo(reports[name], nl=False)
+
+
+@click.command("kwlist")
+@click.option("-r", "--rttm", default=None, help="Reference RTTM (LEXEME lines).")
+@click.option("--ctm", default=None, help="Reference word times as a CTM (instead of --rttm).")
+@click.option("-o", "--out", required=True, help="KWlist XML to write.")
+@click.option("--num-terms", default=100, show_default=True, type=int, help="How many keywords.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed of the draw.")
+@click.option("--max-words", default=3, show_default=True, type=int, help="Longest multi-word term.")
+@click.option("--multiword-fraction", default=0.3, show_default=True, type=float,
+              help="Share of multi-word terms.")
+@click.option("--min-count", default=1, show_default=True, type=int, help="Fewest reference occurrences.")
+@click.option("--max-count", default=None, type=int, help="Most reference occurrences.")
+@click.option("--min-chars", default=3, show_default=True, type=int, help="Shortest single-word term.")
+@click.option("--ecf-filename", default="", help="Value of the KWlist's ecf_filename attribute.")
+@click.option("--language", default="", help="Value of the KWlist's language attribute.")
+@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the reference.")
+def kwlist_command(rttm, ctm, out, num_terms, seed, max_words, multiword_fraction, min_count, max_count, min_chars,
+                   ecf_filename, language, encoding):
+    """Make a keyword list from reference word times (rules: docs/kws.md, "Making a keyword list")."""
+    from ..errors import MismatchError
+    from ..io.kwlist import write_kwlist
+    from ..io.rttm import lexemes_from_ctm, read_rttm
+    from ..kws.kwlist_make import make_kwlist
+
+    if (rttm is None) == (ctm is None):
+        raise MismatchError("give the reference as exactly one of --rttm or --ctm")
+    refs = read_rttm(rttm, encoding=encoding, types=("LEXEME",)) if rttm else lexemes_from_ctm(ctm, encoding=encoding)
+    terms = make_kwlist(refs, num_terms=num_terms, seed=seed, max_words=max_words,
+                        multiword_fraction=multiword_fraction, min_count=min_count, max_count=max_count,
+                        min_chars=min_chars)
+    write_kwlist(out, terms, ecf_filename=ecf_filename, language=language, compare_normalize="lowercase")
+    click.echo(f"{len(terms)} keywords ({sum(1 for t in terms if len(t.words) > 1)} multi-word) -> {out}", err=True)
