@@ -79,7 +79,7 @@ def _parse_groups(items):
 @click.option("--stwv/--no-stwv", default=True, show_default=True, help="Report the supremum TWV (hit-list recall).")
 @click.option("--block/--no-block", default=True, show_default=True, help="Print the per-keyword table too.")
 @click.option("-o", "--out", default=None,
-              help="Directory for F4DE-style report files: sum.txt, bsum.txt (cond.*.txt), alignment.csv, det.png.")
+              help="Directory for F4DE-style report files: sum.txt, bsum.txt (cond.*.txt), alignment.csv.")
 @click.option("--alignment", default=None, help="Write the alignment CSV here.")
 @click.option("--det", default=None, help="Write the DET curve PNG here.")
 @click.option("--json", "json_out", default=None, help="Write the scores as JSON here ('-' = stdout).")
@@ -121,10 +121,6 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
                 f.write(text)
         with atomic_write(os.path.join(out, "alignment.csv")) as f:
             f.write(csv_text)
-        if ev.overall.det_points:
-            from ..kws.det import plot_det
-
-            plot_det({ev.overall.title: ev.overall, **ev.conditions}, os.path.join(out, "det.png"))
     if alignment:
         with atomic_write(alignment) as f:
             f.write(csv_text)

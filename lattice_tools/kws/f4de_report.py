@@ -263,11 +263,13 @@ def block_table(scores: list[KwsScore], *, optimum: bool = False, supremum: bool
                 at.add(_pn(FMT_COMB, t.otwv), "Optimum TWV|TWV", row)
                 at.add(_pn(FMT_MISS, t.otwv_threshold), "Optimum TWV|Dec. Thresh", row)
             if supremum:
-                sm = b.omitted / b.n_true if b.n_true > 0 else None
-                at.add(_pn(FMT_FA, 0.0), "Supremum TWV|PFA", row)
+                # Without any scored hit F4DE computes no per-keyword supremum at all.
+                scored = s.mtwv.threshold != "NaN"
+                sm = b.omitted / b.n_true if (b.n_true > 0 and scored) else None
+                at.add(_pn(FMT_FA, 0.0 if scored else None), "Supremum TWV|PFA", row)
                 at.add(_pn(FMT_MISS, sm), "Supremum TWV|PMiss", row)
                 at.add(_pn(FMT_COMB, t.stwv), "Supremum TWV|TWV", row)
-                at.add(_pn(FMT_MISS, 0.5), "Supremum TWV|Dec. Thresh", row)
+                at.add(_pn(FMT_MISS, 0.5 if scored else None), "Supremum TWV|Dec. Thresh", row)
     for s in scores:
         key = s.title
         ev = s.evaluated_blocks

@@ -410,18 +410,28 @@ def _evaluate(trials: _Trials, metric: _Metric, path: str) -> KwsScore:
     else:
         import numpy as np
 
-        # Vectorised sweep: the sum over keywords of P_miss (P_FA) at each threshold.
+        # Vectorised sweep, O(N log N): the sum over keywords of P_miss (P_FA) at each threshold is a
+        # constant plus the weights 1/N_true(k) of the target scores below it (the weights 1/(T - N_true(k))
+        # of the non-target scores at or above it).
         u = np.asarray(all_scores)
-        miss_sum = np.zeros(len(u))
+        n_m = sum(1 for b in ev if b.n_true > 0)
+        t_sc = [s for b in ev if b.n_true > 0 for s in targ[b.kwid]]
+        t_w = [1.0 / b.n_true for b in ev if b.n_true > 0 for _ in targ[b.kwid]]
+        n_sc = [s for b in ev for s in nontarg[b.kwid]]
+        n_w = [1.0 / (T - b.n_true) for b in ev for _ in nontarg[b.kwid]]
+        base = sum(b.omitted / b.n_true for b in ev if b.n_true > 0)
+        miss_sum = np.full(len(u), base)
+        if t_sc:
+            order = np.argsort(t_sc, kind="stable")
+            ts = np.asarray(t_sc)[order]
+            cum = np.concatenate(([0.0], np.cumsum(np.asarray(t_w)[order])))
+            miss_sum += cum[np.searchsorted(ts, u, side="left")]
         fa_sum = np.zeros(len(u))
-        n_m = 0
-        for b in ev:
-            if b.n_true > 0:
-                n_m += 1
-                below = np.searchsorted(np.asarray(targ[b.kwid]), u, side="left")
-                miss_sum += (b.omitted + below) / b.n_true
-            nt = np.asarray(nontarg[b.kwid])
-            fa_sum += (len(nt) - np.searchsorted(nt, u, side="left")) / (T - b.n_true)
+        if n_sc:
+            order = np.argsort(n_sc, kind="stable")
+            ns = np.asarray(n_sc)[order]
+            cum = np.concatenate(([0.0], np.cumsum(np.asarray(n_w)[order])))
+            fa_sum += cum[-1] - cum[np.searchsorted(ns, u, side="left")]
         if n_m:
             twvs = 1 - (miss_sum / n_m + metric.beta * (fa_sum / len(ev)))
             top = float(twvs.max())
