@@ -174,14 +174,16 @@ def _cli(*args, cwd=None):
 def test_cli_score_matches_f4de_and_writes_reports(tmp_path):
     out = tmp_path / "rep"
     p = _cli("score", "-e", COMMON / "test6.ecf.xml", "-r", COMMON / "test6.rttm", "-s", COMMON / "test6.kwslist.xml",
-             "-t", COMMON / "test6.kwlist.xml", "--no-otwv", "--no-stwv", "-o", out, "--det", tmp_path / "det.png")
+             "-t", COMMON / "test6.kwlist.xml", "--no-otwv", "--no-stwv", "-o", out, "--det", tmp_path / "det.png",
+             "--alignment", tmp_path / "align.csv")
     assert p.returncode == 0, p.stderr
     expected = (DATA / "expected" / "res_test2a.txt").read_text(encoding="utf-8")
     # The conditional table of test 2a covers all excerpts (both bnews), so its numbers are the overall ones.
     assert "|   Occurrence |          3 |      35 |       10 |     27 |        17 |          0 |    10 |      18 |" \
            "   0.03715 |    0.533 |   -36.6813 |       0.3450 |   0.00000 |    0.800 |   0.2000 |         0.901 |" in p.stdout
     assert "-36.6813" in expected
-    assert sorted(x.name for x in out.iterdir()) == ["alignment.csv", "bsum.txt", "sum.txt"]
+    assert sorted(x.name for x in out.iterdir()) == ["bsum.txt", "sum.txt"]
+    assert (tmp_path / "align.csv").read_text().startswith("language,file,channel,termid,term,ref_bt")
     assert (tmp_path / "det.png").read_bytes()[:4] == b"\x89PNG"
 
 

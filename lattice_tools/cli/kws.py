@@ -79,8 +79,8 @@ def _parse_groups(items):
 @click.option("--stwv/--no-stwv", default=True, show_default=True, help="Report the supremum TWV (hit-list recall).")
 @click.option("--block/--no-block", default=True, show_default=True, help="Print the per-keyword table too.")
 @click.option("-o", "--out", default=None,
-              help="Directory for F4DE-style report files: sum.txt, bsum.txt (cond.*.txt), alignment.csv.")
-@click.option("--alignment", default=None, help="Write the alignment CSV here.")
+              help="Directory for F4DE-style report files: sum.txt, bsum.txt (and cond.sum.txt, cond.bsum.txt).")
+@click.option("--alignment", default=None, help="Write F4DE's alignment CSV here (one line per pair, miss, false alarm).")
 @click.option("--det", default=None, help="Write the DET curve PNG here.")
 @click.option("--json", "json_out", default=None, help="Write the scores as JSON here ('-' = stdout).")
 def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets, just_system_terms, find_threshold,
@@ -112,15 +112,13 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     if conds:
         reports["cond.sum.txt"] = summary_table(conds, optimum=otwv, supremum=stwv)
         reports["cond.bsum.txt"] = block_table(conds, optimum=otwv, supremum=stwv)
-    csv_text = alignment_csv(ev.alignment, ev.language)
+    csv_text = alignment_csv(ev.alignment, ev.language) if alignment else None
     # Every output is complete in memory before the first file is written; each file is renamed into place.
     if out:
         os.makedirs(out, exist_ok=True)
         for name, text in reports.items():
             with atomic_write(os.path.join(out, name)) as f:
                 f.write(text)
-        with atomic_write(os.path.join(out, "alignment.csv")) as f:
-            f.write(csv_text)
     if alignment:
         with atomic_write(alignment) as f:
             f.write(csv_text)

@@ -87,6 +87,7 @@ def read_kwslist(path: str, *, encoding: str | None = None) -> KwsList:
     raw: list[tuple[str, str, str]] = []
     lines: list[int] = []
     state = {"kwid": None, "depth": 0, "bounds": None}
+    isfinite = math.isfinite
 
     def bad(msg):
         raise FormatError(msg, path=path, line=parser.CurrentLineNumber)
@@ -134,22 +135,36 @@ def read_kwslist(path: str, *, encoding: str | None = None) -> KwsList:
             kwid = state["kwid"]
             if kwid is None or depth != 2:
                 bad("<kw> outside a <detected_kwlist>")
-            for a in ("file", "channel"):
-                if a not in attrs:
-                    bad(f"<kw> lacks the attribute {a!r}")
-            tb_s, tbeg = num(attrs, "tbeg", tag)
-            du_s, dur = num(attrs, "dur", tag)
-            sc_s, score = num(attrs, "score", tag)
+            try:
+                file, chan = attrs["file"], attrs["channel"]
+                tb_s, du_s, sc_s = attrs["tbeg"], attrs["dur"], attrs["score"]
+                tbeg, dur, score = float(tb_s), float(du_s), float(sc_s)
+            except (KeyError, ValueError):
+                # The slow path says which attribute is missing or wrong.
+                for a in ("file", "channel"):
+                    if a not in attrs:
+                        bad(f"<kw> lacks the attribute {a!r}")
+                tb_s, tbeg = num(attrs, "tbeg", tag)
+                du_s, dur = num(attrs, "dur", tag)
+                sc_s, score = num(attrs, "score", tag)
+            if not (isfinite(tbeg) and isfinite(dur) and isfinite(score)):
+                for a in ("tbeg", "dur", "score"):
+                    num(attrs, a, tag)
             if dur < 0:
                 bad(f"<kw dur=...> must not be negative, got {du_s!r}")
             decision = attrs.get("decision")
-            if decision not in ("YES", "NO"):
+            if decision == "YES":
+                yes = True
+            elif decision == "NO":
+                yes = False
+            else:
                 bad(f"<kw decision=...> must be YES or NO, got {decision!r}")
             bounds = state["bounds"]
             if bounds is not None and not (bounds[0] <= score <= bounds[1]):
                 bad(f"score {sc_s} outside the file's [min_score, max_score] = [{bounds[0]}, {bounds[1]}]")
-            dets.append(Detection(kwid, _file_id(attrs["file"]), attrs["channel"], tbeg, dur, score,
-                                  decision == "YES"))
+            if "/" in file or file.endswith(".sph"):
+                file = _file_id(file)
+            dets.append(Detection(kwid, file, chan, tbeg, dur, score, yes))
             raw.append((tb_s, du_s, sc_s))
             lines.append(parser.CurrentLineNumber)
             return

@@ -51,7 +51,8 @@ def perl_num(x: float) -> str:
 
 
 def _r4(x: float) -> float:
-    return float(f"{x:.4f}")
+    # Same double as float(sprintf("%.4f", x)): both round the exact binary value correctly.
+    return round(x, 4)
 
 
 def char_split(text: str, not_ascii: bool = False, delete_hyphens: bool = False) -> str:
@@ -104,7 +105,7 @@ class ReferenceIndex:
             text = r.ortho
             if char_split_text:
                 text = char_split(text, not_ascii, delete_hyphens)
-            tokens = [t for t in re.split(r"\s", text)] if text else []
+            tokens = re.split(r"\s", text) if char_split_text else [text]
             raw_bt = r.raw_tbeg or perl_num(r.tbeg)
             bt, dur = r.tbeg, r.dur
             n = len(tokens)
@@ -133,6 +134,8 @@ class ReferenceIndex:
         words = self.normalize(text.strip()).split()
         if not words:
             raise FormatError(f"empty term {text!r}")
+        if len(words) == 1:
+            return [[t] for t in self.lookup.get(words[0], ())]
         out = []
         folded = [w.casefold() for w in words]
         for first in self.lookup.get(words[0], ()):
@@ -306,9 +309,33 @@ class KwsEvaluation:
 
     overall: KwsScore
     conditions: dict[str, KwsScore]
-    alignment: list[AlignmentRow]
+    # (kwid, file, channel, occurrence or None, detection index or None, alignment label): formatted into
+    # AlignmentRow only when asked for (most runs never print the alignment).
+    raw_alignment: list[tuple] = field(repr=False, default_factory=list)
     language: str = ""
     system_id: str = ""
+    kwslist: KwsList | None = field(repr=False, default=None)
+    texts: dict[str, str] = field(repr=False, default_factory=dict)
+
+    @property
+    def alignment(self) -> list[AlignmentRow]:
+        kws = self.kwslist
+        raw = kws.raw if kws is not None else ()
+        rows = []
+        for kwid, file, chan, occ, i, label in self.raw_alignment:
+            if occ is not None:
+                ref_b, ref_e = occ[0].raw_bt, f"{occ[-1].et:.4f}"
+            else:
+                ref_b = ref_e = ""
+            if i is not None:
+                # F4DE prints tbeg and score as written, the end as a Perl number.
+                d = kws.detections[i]
+                tb, _du, sc = raw[i] if raw else (perl_num(d.tbeg), perl_num(d.dur), perl_num(d.score))
+                sys_f = (tb, perl_num(d.tbeg + d.dur), sc, "YES" if d.decision else "NO")
+            else:
+                sys_f = ("", "", "", "")
+            rows.append(AlignmentRow(kwid, self.texts[kwid], file, chan, ref_b, ref_e, *sys_f, label))
+        return rows
 
 
 class _Trials:
@@ -636,7 +663,8 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
             return attr_groups(kwid)
         return []
 
-    alignment: list[AlignmentRow] = []
+    alignment: list[tuple] = []
+    conditional = bool(source_type_groups or attribute_queries)
     raw = kwslist.raw
     dets_by_kw: dict[str, list[int]] = {}
     for i, d in enumerate(kwslist.detections):
@@ -654,12 +682,6 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         order += [t.kwid for t in kwl.terms if t.kwid not in seen]
     min_max = (kwslist.min_score, kwslist.max_score) if kwslist.min_score is not None else None
 
-    def sys_fields(i: int) -> tuple[str, str, str, str]:
-        # F4DE prints tbeg and score as written, the end as a Perl number.
-        d = kwslist.detections[i]
-        tb, _du, sc = raw[i] if raw else (perl_num(d.tbeg), perl_num(d.dur), perl_num(d.score))
-        return tb, perl_num(d.tbeg + d.dur), sc, "YES" if d.decision else "NO"
-
     for kwid in order:
         text = texts[kwid]
         block = main.block(kwid, text)
@@ -676,6 +698,8 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
 
         def add(score, decision, is_targ, file, chan, bt, et):
             block.add(score, decision, is_targ)
+            if not conditional:
+                return
             for g in groups_of(kwid, file, chan, bt, et):
                 touched.add(g)
                 cond_trials(g).block(kwid, text).add(score, decision, is_targ)
@@ -709,30 +733,23 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
                 o, i = rlist[ri], slist[si]
                 d = kwslist.detections[i]
                 add(d.score, d.decision, True, file, chan, o[0].bt, o[0].et)
-                tb, te, sc, dec = sys_fields(i)
-                alignment.append(AlignmentRow(kwid, text, file, chan, o[0].raw_bt, f"{o[-1].et:.4f}", tb, te, sc, dec,
-                                              "CORR" if d.decision else "MISS"))
+                alignment.append((kwid, file, chan, o, i, "CORR" if d.decision else "MISS"))
             for ri, o in enumerate(rlist):
                 if ri not in matched_r:
                     add(None, None, True, file, chan, o[0].bt, o[0].et)
-                    alignment.append(AlignmentRow(kwid, text, file, chan, o[0].raw_bt, f"{o[-1].et:.4f}", "", "", "", "",
-                                                  "MISS"))
+                    alignment.append((kwid, file, chan, o, None, "MISS"))
             for si, i in enumerate(slist):
                 if si not in matched_s:
                     d = kwslist.detections[i]
                     add(d.score, d.decision, False, file, chan, d.tbeg, d.tbeg + d.dur)
-                    tb, te, sc, dec = sys_fields(i)
-                    alignment.append(AlignmentRow(kwid, text, file, chan, "", "", tb, te, sc, dec,
-                                                  "FA" if d.decision else "CORR!DET"))
+                    alignment.append((kwid, file, chan, None, i, "FA" if d.decision else "CORR!DET"))
         for (file, chan), slist in hits.items():
             if (file, chan) in occs:
                 continue
             for i in slist:
                 d = kwslist.detections[i]
                 add(d.score, d.decision, False, file, chan, d.tbeg, d.tbeg + d.dur)
-                tb, te, sc, dec = sys_fields(i)
-                alignment.append(AlignmentRow(kwid, text, file, chan, "", "", tb, te, sc, dec,
-                                              "FA" if d.decision else "CORR!DET"))
+                alignment.append((kwid, file, chan, None, i, "FA" if d.decision else "CORR!DET"))
         # F4DE adds a keyword without trials to every condition it could belong to.
         if block.n_true == 0 and block.n_sys == 0:
             possible: list[str] = []
@@ -751,7 +768,7 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
     overall.params = params
     for c in conditions.values():
         c.params = params
-    return KwsEvaluation(overall, conditions, alignment, kwl.language, kwslist.system_id)
+    return KwsEvaluation(overall, conditions, alignment, kwl.language, kwslist.system_id, kwslist, texts)
 
 
 __all__ = ["score_kws", "score_kws_files", "KwsEvaluation", "KwsScore", "OperatingPoint", "TermResult", "AlignmentRow", "Block",
