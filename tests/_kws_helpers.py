@@ -69,6 +69,8 @@ def random_case(seed: int, directory: Path, *, size: int = 1) -> dict:
             for spk in range(rng.randint(1, 2)):
                 t = rng.uniform(0, 2)
                 speaker = f"{file}_{ch}_s{spk}"
+                turn: list[tuple[float, float]] = []
+                turn_len = rng.randint(2, 6)
                 while t < total:
                     w = rng.choice(VOCAB)
                     d = round(rng.uniform(0.1, 0.8), 3)
@@ -76,7 +78,14 @@ def random_case(seed: int, directory: Path, *, size: int = 1) -> dict:
                     tb = round(t, 3)
                     rttm_lines.append(f"LEXEME {file} {ch} {tb:.3f} {d:.3f} {w} {stype} {speaker} <NA>")
                     words.append((tb, d, w))
+                    turn.append((tb, d))
                     t = tb + d + rng.choice([0.0, 0.05, 0.3, 0.49, 0.6, 1.2])
+                    if len(turn) == turn_len or t >= total:
+                        # A SPEAKER turn over these words (segment scoring cuts excerpts at turns).
+                        tb0, te = turn[0][0], turn[-1][0] + turn[-1][1]
+                        rttm_lines.append(f"SPEAKER {file} {ch} {tb0:.3f} {te - tb0:.3f} <NA> <NA> {speaker} <NA>")
+                        turn = []
+                        turn_len = rng.randint(2, 6)
             words_by_chan[(file, ch)] = words
     # Terms: words and 2-3 word sequences of the reference, plus absent ones.
     terms = []
@@ -129,7 +138,8 @@ def random_case(seed: int, directory: Path, *, size: int = 1) -> dict:
         body.append("</detected_kwlist>")
     kwslist.write_text('<kwslist kwlist_filename="case.kwlist.xml" language="english" system_id="">\n'
                        + "\n".join(body) + "\n</kwslist>\n")
-    return {"ecf": ecf, "rttm": rttm, "kwlist": kwlist, "kwslist": kwslist, "inc": rng.random() < 0.3}
+    return {"ecf": ecf, "rttm": rttm, "kwlist": kwlist, "kwslist": kwslist, "inc": rng.random() < 0.3,
+            "segment": rng.random() < 0.25}
 
 
 def _cells(line: str) -> list[str]:

@@ -57,7 +57,8 @@ def _run_golden(name: str):
         ev = score_kws(read_ecf(o["e"]), read_rttm(o["r"]), read_kwlist_file(o["t"]), read_kwslist(o["s"]),
                        include_no_targets="-inc" in flags, just_system_terms="-j" in flags,
                        char_split_text="charsplit" in x, not_ascii="notascii" in x, delete_hyphens="deletehyphens" in x,
-                       source_type_groups=o["Y"] or None, attribute_queries=o["q"], outside_ecf="ignore")
+                       source_type_groups=o["Y"] or None, attribute_queries=o["q"], outside_ecf="ignore",
+                       segment_based="-g" in flags)
         got = f4de_stdout(ev, ecf=o["e"], rttm=o["r"], kwslist=o["s"], kwlist=o["t"], summary="-o" in flags,
                           block="-b" in flags, cond_summary="-O" in flags, cond_block="-B" in flags)
     finally:
@@ -66,7 +67,7 @@ def _run_golden(name: str):
     return ev, got + "\n", expected
 
 
-@pytest.mark.parametrize("name", ["2a", "6a", "7a", "7b", "7c", "7d", "7e"])
+@pytest.mark.parametrize("name", ["2a", "6a", "6b", "7a", "7b", "7c", "7d", "7e", "9"])
 def test_f4de_golden_exact(name):
     _ev, got, expected = _run_golden(name)
     assert got == expected
@@ -165,14 +166,17 @@ def _crosscheck(seeds, tmp_path):
         d = tmp_path / f"case{seed}"
         c = random_case(seed, d)
         ev = score_kws(read_ecf(c["ecf"]), read_rttm(c["rttm"]), read_kwlist_file(c["kwlist"]),
-                       read_kwslist(c["kwslist"]), include_no_targets=c["inc"], outside_ecf="ignore")
-        # With -inc and a keyword without targets, F4DE's optimum (OTWV) depends on Perl's hash order
-        # (DETCurve.pm stops updating per-keyword optima after the first keyword without targets it
-        # meets), so it is compared only otherwise.
-        optimum = not (c["inc"] and any(b.n_true == 0 for b in ev.overall.evaluated_blocks))
+                       read_kwslist(c["kwslist"]), include_no_targets=c["inc"], outside_ecf="ignore",
+                       segment_based=c["segment"])
+        # F4DE's per-keyword optima (OTWV) depend on Perl's hash order when a scored keyword has an
+        # undefined rate (with -inc, a keyword without targets; with -g, a keyword in every segment):
+        # DETCurve.pm stops updating optima after the first such keyword its hash order meets.  OTWV is
+        # compared only otherwise.
+        T = ev.overall.tot_trials
+        optimum = not any(b.n_true == 0 or b.n_true == T for b in ev.overall.evaluated_blocks)
         args = ["-e", str(c["ecf"]), "-r", str(c["rttm"]), "-s", str(c["kwslist"]), "-t", str(c["kwlist"]),
                 "-o", "-b", "-f", "-", "-zG", "Supremum"] + (["-zG", "Optimum"] if optimum else []) \
-            + (["-inc"] if c["inc"] else [])
+            + (["-inc"] if c["inc"] else []) + (["-g"] if c["segment"] else [])
         p = run_kwseval(root, args, d)
         assert p.returncode == 0, (seed, p.stdout[-2000:], p.stderr[-2000:])
         got = f4de_stdout(ev, ecf=str(c["ecf"]), rttm=str(c["rttm"]), kwslist=str(c["kwslist"]),

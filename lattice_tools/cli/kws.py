@@ -71,6 +71,8 @@ def _parse_groups(items):
               help="Conditional scores for a group of ECF source types, NAME:type,type (F4DE -Y; repeatable).")
 @click.option("--query", "queries", multiple=True,
               help="Conditional scores per KWlist attribute value, e.g. 'NGram' or 'Chars:regex=^[35]$' (F4DE -q).")
+@click.option("--segment-based", is_flag=True,
+              help="Score per speech/non-speech segment of the excerpts (F4DE -g; needs the RTTM's SPEAKER turns).")
 @click.option("--ignore-outside-ecf", is_flag=True,
               help="Drop hits for files/channels the ECF does not name (as F4DE does) instead of failing.")
 @click.option("--allow-overlapping-reference", is_flag=True,
@@ -85,7 +87,7 @@ def _parse_groups(items):
 @click.option("--json", "json_out", default=None, help="Write the scores as JSON here ('-' = stdout).")
 def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets, just_system_terms, find_threshold,
                   similarity_threshold, trials_per_second, prob_of_term, cost, value, char_split, not_ascii,
-                  delete_hyphens, source_types, queries, ignore_outside_ecf, allow_overlapping_reference, otwv, stwv,
+                  delete_hyphens, source_types, queries, segment_based, ignore_outside_ecf, allow_overlapping_reference, otwv, stwv,
                   block, out, alignment, det, json_out):
     """Score a kwslist against reference occurrences exactly like NIST F4DE KWSEval (occurrence scoring).
 
@@ -105,7 +107,7 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
                          trials_per_second=trials_per_second, prob_of_term=prob_of_term, cost=cost, value=value,
                          char_split_text=char_split, not_ascii=not_ascii, delete_hyphens=delete_hyphens,
                          source_type_groups=_parse_groups(source_types) or None, attribute_queries=list(queries),
-                         outside_ecf="ignore" if ignore_outside_ecf else "error")
+                         outside_ecf="ignore" if ignore_outside_ecf else "error", segment_based=segment_based)
     reports = {"sum.txt": summary_table([ev.overall], optimum=otwv, supremum=stwv),
                "bsum.txt": block_table([ev.overall], optimum=otwv, supremum=stwv)}
     conds = list(ev.conditions.values())

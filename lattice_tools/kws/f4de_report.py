@@ -155,7 +155,7 @@ class AutoTable:
 def _header_table(score: KwsScore, variable: set[str]) -> str:
     at = AutoTable(key_column=False)
     col = "Performance Summary Over and Ensemble of Subsets"
-    rows = [("System Title", "NA"), ("Decision ID", "Occurrence")]
+    rows = [("System Title", "NA"), ("Decision ID", "Segment" if score.segment_based else "Occurrence")]
     for k, v in sorted(_trial_params(score).items()):
         if k not in variable:
             rows.append((k, v))
@@ -170,6 +170,9 @@ def _header_table(score: KwsScore, variable: set[str]) -> str:
 
 def _trial_params(score: KwsScore) -> dict[str, str]:
     tps = score.params.get("trials_per_second", 1.0)
+    if score.segment_based:
+        return {"IncludeBlocksWithNoTargets": "1" if score.include_no_targets else "0",
+                "TotTrials": str(score.tot_trials)}
     return {"IncludeBlocksWithNoTargets": "1" if score.include_no_targets else "0",
             "TotDur": perl_num(score.tot_dur), "TotTrials": str(score.tot_trials), "TrialsPerSecond": perl_num(tps)}
 
@@ -248,13 +251,15 @@ def block_table(scores: list[KwsScore], *, optimum: bool = False, supremum: bool
                 continue
             at.add(str(b.n_true), key + "|#Targ", row)
             at.add(str(b.n_corr), key + "|#Corr", row)
+            if s.segment_based:       # F4DE shows correct non-detections of segments only
+                at.add(str(b.no_nontarg), key + "|#Corr!Det", row)
             at.add(str(b.n_fa), key + "|#FA", row)
             at.add(str(b.n_miss), key + "|#Miss", row)
             pm = b.n_miss / b.n_true if b.n_true > 0 else None
-            pf = b.n_fa / (T - b.n_true)
-            twv = None if pm is None else 1 - (pm + beta * pf)
+            pf = b.n_fa / (T - b.n_true) if T != b.n_true else None
+            twv = None if (pm is None or pf is None) else 1 - (pm + beta * pf)
             at.add(_pn(FMT_COMB, twv), key + "|TWV", row)
-            at.add(_pn(FMT_FA, pf), key + "|PFA", row)
+            at.add(_pn(FMT_FA, pf) if pf is not None else "0", key + "|PFA", row)
             at.add(_pn(FMT_MISS, pm), key + "|PMISS", row)
             t = per_opt[kwid]
             if optimum:
@@ -276,6 +281,8 @@ def block_table(scores: list[KwsScore], *, optimum: bool = False, supremum: bool
         c = s.counts()
         at.add(str(c["n_true"]), key + "|#Targ", "Summary|Totals")
         at.add(str(c["n_corr"]), key + "|#Corr", "Summary|Totals")
+        if s.segment_based:
+            at.add(str(c["n_corr_nondet"]), key + "|#Corr!Det", "Summary|Totals")
         at.add(str(c["n_fa"]), key + "|#FA", "Summary|Totals")
         at.add(str(c["n_miss"]), key + "|#Miss", "Summary|Totals")
 
@@ -284,6 +291,8 @@ def block_table(scores: list[KwsScore], *, optimum: bool = False, supremum: bool
 
         at.add(mean0([b.n_true for b in ev]), key + "|#Targ", "Summary|Means")
         at.add(mean0([b.n_corr for b in ev]), key + "|#Corr", "Summary|Means")
+        if s.segment_based:
+            at.add(mean0([b.no_nontarg for b in ev]), key + "|#Corr!Det", "Summary|Means")
         at.add(mean0([b.n_fa for b in ev]), key + "|#FA", "Summary|Means")
         at.add(mean0([b.n_miss for b in ev]), key + "|#Miss", "Summary|Means")
         at.add(_pn(FMT_FA, s.atwv.p_fa), key + "|PFA", "Summary|Means")
@@ -305,7 +314,8 @@ def f4de_stdout(ev: KwsEvaluation, *, ecf: str, rttm: str, kwslist: str, kwlist:
                 optimum: bool = False, supremum: bool = False) -> str:
     """What ``KWSEval.pl ... -f -`` prints on standard output."""
     out = [f"Loading ECF {ecf}\n", f"Loading KWSList File {kwslist}\n", f"Loading KWList File {kwlist}\n",
-           f"Loading RTTM File {rttm}\n", "Performing Occurrence Alignment\n",
+           f"Loading RTTM File {rttm}\n",
+           f"Performing {'Segment' if ev.overall.segment_based else 'Occurrence'} Alignment\n",
            "Computing requested DET curves and reports\n"]
     if summary:
         out.append("Summary Report: -\n")

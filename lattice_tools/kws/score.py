@@ -36,7 +36,7 @@ from ..io.kwlist import KwList
 from ..io.kwslist import KwsList
 from ..io.rttm import RttmRecord
 from .matching import match
-from .types import KeywordTerm
+from .types import Detection, KeywordTerm
 
 # F4DE's matching kernel weights (KWSAlignment.pm).
 EPSILON_TIME = 1e-8
@@ -78,6 +78,7 @@ class _Tok:
     stype: str
     spkr: str
     nxt: "_Tok | None" = None
+    seg: "_Segment | None" = None     # segment scoring: the speech segment the word lies in
 
 
 @dataclass(frozen=True)
@@ -91,13 +92,52 @@ class RefOccurrence:
     raw_tbeg: str = field(default="", compare=False)
 
 
+@dataclass(eq=False)
+class _Segment:
+    type: str
+    file: str
+    chan: str
+    bt: float
+    et: float
+
+
+def _segments_of(speakers: list[RttmRecord], by_spkr: dict, file: str, chan: str, bt: float, dur: float
+                 ) -> list[_Segment]:
+    """F4DE's ``segmentsFromTimeframe``: an excerpt cut into speech (merged speaker turns) and non-speech
+    segments; each word of a turn is tagged with the segment holding it."""
+    segs: list[_Segment] = []
+    et = _r4(bt + dur)
+
+    def last_et():
+        return segs[-1].et if segs else bt
+
+    for sp in sorted(speakers, key=lambda r: r.tbeg):
+        sp_bt, sp_et = sp.tbeg, _r4(sp.tbeg + sp.dur)
+        if sp_bt < bt or sp_et > et:
+            continue
+        if sp_bt > last_et():
+            segs.append(_Segment("NONSPEECH", file, chan, last_et(), _r4(sp_bt)))
+        if last_et() == sp_bt:
+            segs.append(_Segment("SPEECH", file, chan, sp_bt, sp_et))
+        elif segs and segs[-1].type == "SPEECH" and sp_et > last_et():
+            segs[-1].et = sp_et
+        if segs:
+            last = segs[-1]
+            for tok in by_spkr.get((file, chan, sp.speaker), ()):
+                if tok.bt >= last.bt and tok.et <= last.et:
+                    tok.seg = last
+    if last_et() < et:
+        segs.append(_Segment("NONSPEECH", file, chan, last_et(), et))
+    return segs
+
+
 class ReferenceIndex:
     """The LEXEME records of a reference, linked per speaker, with a lookup by first word."""
 
     def __init__(self, records: Iterable[RttmRecord], *, lowercase: bool = False, char_split_text: bool = False,
                  not_ascii: bool = False, delete_hyphens: bool = False):
         self.lowercase = lowercase
-        by_spkr: dict[tuple[str, str, str], list[_Tok]] = {}
+        self.by_spkr = by_spkr = {}
         self.lookup: dict[str, list[_Tok]] = {}
         for r in records:
             if r.type != "LEXEME":
@@ -261,6 +301,7 @@ class KwsScore:
     terms: list[TermResult]
     det_points: list[tuple[float, float, float, float]]   # (threshold, P_miss, P_FA, TWV), thresholds ascending
     params: dict = field(default_factory=dict)
+    segment_based: bool = False
 
     @property
     def evaluated_blocks(self) -> list[Block]:
@@ -339,13 +380,14 @@ class KwsEvaluation:
 
 
 class _Trials:
-    def __init__(self, title: str, tot_dur: float, trials_per_second: float, include_no_targets: bool):
+    def __init__(self, title: str, tot_dur: float, trials_per_second: float, include_no_targets: bool,
+                 tot_trials: int | None = None):
         self.title = title
         self.tot_dur = tot_dur
         self.trials_per_second = trials_per_second
         self.include = include_no_targets
         # F4DE: sprintf("%.0f", TotDur / TrialsPerSecond) -- round half to even.
-        self.tot_trials = int(f"{tot_dur / trials_per_second:.0f}")
+        self.tot_trials = int(f"{tot_dur / trials_per_second:.0f}") if tot_trials is None else tot_trials
         self.blocks: dict[str, Block] = {}
 
     def block(self, kwid: str, text: str) -> Block:
@@ -369,8 +411,9 @@ class _Metric:
     def p_miss(self, n_miss: int, n_true: int) -> float | None:
         return n_miss / n_true if n_true > 0 else None
 
-    def p_fa(self, n_fa: int, n_true: int) -> float:
-        return n_fa / (self.T - n_true)
+    def p_fa(self, n_fa: int, n_true: int) -> float | None:
+        # Undefined when every trial is a target (segment scoring: a term in every segment).
+        return n_fa / (self.T - n_true) if self.T != n_true else None
 
     def comb(self, p_miss: float | None, p_fa: float | None) -> float | None:
         if p_miss is None or p_fa is None:
@@ -384,7 +427,9 @@ class _Metric:
             m = self.p_miss(n_miss, n_true)
             if m is not None:
                 misses.append(m)
-            fas.append(self.p_fa(n_fa, n_true))
+            f = self.p_fa(n_fa, n_true)
+            if f is not None:
+                fas.append(f)
         pm, pf = _perl_sum_mean(misses), _perl_sum_mean(fas)
         return self.comb(pm, pf), pm, pf
 
@@ -445,7 +490,8 @@ def _evaluate(trials: _Trials, metric: _Metric, path: str) -> KwsScore:
         t_sc = [s for b in ev if b.n_true > 0 for s in targ[b.kwid]]
         t_w = [1.0 / b.n_true for b in ev if b.n_true > 0 for _ in targ[b.kwid]]
         n_sc = [s for b in ev for s in nontarg[b.kwid]]
-        n_w = [1.0 / (T - b.n_true) for b in ev for _ in nontarg[b.kwid]]
+        n_w = [1.0 / (T - b.n_true) if T != b.n_true else 0.0 for b in ev for _ in nontarg[b.kwid]]
+        n_f = sum(1 for b in ev if T != b.n_true)
         base = sum(b.omitted / b.n_true for b in ev if b.n_true > 0)
         miss_sum = np.full(len(u), base)
         if t_sc:
@@ -460,7 +506,7 @@ def _evaluate(trials: _Trials, metric: _Metric, path: str) -> KwsScore:
             cum = np.concatenate(([0.0], np.cumsum(np.asarray(n_w)[order])))
             fa_sum += cum[-1] - cum[np.searchsorted(ns, u, side="left")]
         if n_m:
-            twvs = 1 - (miss_sum / n_m + metric.beta * (fa_sum / len(ev)))
+            twvs = 1 - (miss_sum / n_m + metric.beta * (fa_sum / max(n_f, 1)))
             top = float(twvs.max())
             # The lowest threshold whose TWV equals the maximum; F4DE keeps the first strictly greater value
             # of its ascending sweep.  Values equal up to rounding are compared exactly, per keyword.
@@ -470,14 +516,14 @@ def _evaluate(trials: _Trials, metric: _Metric, path: str) -> KwsScore:
             best_twv, best_pm, best_pf = metric.block_set((*state(b, t_best), b.n_true) for b in ev)
             best = OperatingPoint(best_twv, best_pm, best_pf, t_best)
             for k in range(len(u)):
-                det_points.append((float(u[k]), float(miss_sum[k] / n_m), float(fa_sum[k] / len(ev)), float(twvs[k])))
+                det_points.append((float(u[k]), float(miss_sum[k] / n_m), float(fa_sum[k] / max(n_f, 1)), float(twvs[k])))
         else:
             best_twv, best_pm, best_pf = metric.block_set((*state(b, float(u[0])), b.n_true) for b in ev)
             best = OperatingPoint(best_twv, best_pm, best_pf, float(u[0]))
         # Optimum (per keyword) and supremum.
         per_opt = {}
         for b in ev:
-            if b.n_true == 0:
+            if b.n_true == 0 or T == b.n_true:
                 continue
             # The keyword's counts change only at its own scores; the state that rejects its scores up to
             # s first appears at the next global threshold above s (F4DE keeps the first of equal values).
@@ -541,8 +587,9 @@ def _exact_best(near, u, ev, state, T, metric) -> int:
             n_miss, n_fa = state(b, t)
             if b.n_true > 0:
                 miss += Fraction(n_miss, b.n_true)
-            fa += Fraction(n_fa, T - b.n_true)
-        v = 1 - (miss / n_m + beta * fa / len(ev))
+            if T != b.n_true:
+                fa += Fraction(n_fa, T - b.n_true)
+        v = 1 - (miss / n_m + beta * fa / max(1, sum(1 for b in ev if T != b.n_true)))
         if best_v is None or v > best_v:
             best_k, best_v = int(k), v
     return best_k
@@ -561,8 +608,10 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
               trials_per_second: float = 1.0, prob_of_term: float = 0.0001, cost: float = 0.1, value: float = 1.0,
               char_split_text: bool = False, not_ascii: bool = False, delete_hyphens: bool = False,
               lowercase: bool | None = None, source_type_groups: dict[str, list[str]] | None = None,
-              attribute_queries: Sequence[str] = (), outside_ecf: str = "error") -> KwsEvaluation:
-    """Score a system's detections like F4DE's ``KWSEval.pl`` (occurrence alignment).
+              attribute_queries: Sequence[str] = (), outside_ecf: str = "error",
+              segment_based: bool = False) -> KwsEvaluation:
+    """Score a system's detections like F4DE's ``KWSEval.pl`` (occurrence alignment, or segment alignment
+    with ``segment_based``).
 
     Args:
       ecf, references, kwlist, kwslist: the evaluation's ECF, the reference LEXEMEs (from an RTTM or a CTM),
@@ -579,6 +628,9 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
       attribute_queries: conditional scores per value of KWlist ``kwinfo`` attributes (F4DE ``-q``).
       outside_ecf: ``"error"`` (default): a hit for a file/channel the ECF does not name is an error;
         ``"ignore"``: such hits are dropped, as F4DE does silently.
+      segment_based: F4DE ``-g``: the trials are the speech/non-speech segments of the ECF excerpts (from the
+        RTTM's SPEAKER turns, which ``references`` must then include); a keyword is a target of a segment
+        holding a whole occurrence; the best-scoring hit whose midpoint falls in a segment is its detection.
     Raises:
       MismatchError for kwslist keywords missing from the KWlist or hits outside the ECF's files;
       FormatError for decisions no single threshold explains, or an empty term.
@@ -613,6 +665,16 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
                                     line=line)
     tot_dur = ecf.total_duration()
     metric_args = (cost, value, prob_of_term)
+    if segment_based:
+        if source_type_groups or attribute_queries:
+            raise MismatchError("conditional reports are not supported with segment-based scoring")
+        main = _score_segments(ecf, references, kwl, kwslist, refs, texts, find_threshold, include_no_targets,
+                               just_system_terms)
+        overall = _evaluate(main, _Metric(main.tot_trials, *metric_args), kws_path)
+        overall.params = {"cost": cost, "value": value, "prob_of_term": prob_of_term,
+                          "trials_per_second": trials_per_second}
+        overall.segment_based = True
+        return KwsEvaluation(overall, {}, [], kwl.language, kwslist.system_id, kwslist, texts)
     main = _Trials("Occurrence", tot_dur, trials_per_second, include_no_targets)
 
     # Conditions (F4DE -Y / -q): name -> (trials, membership test of a record/term).
@@ -775,6 +837,80 @@ __all__ = ["score_kws", "score_kws_files", "KwsEvaluation", "KwsScore", "Operati
            "ReferenceIndex", "char_split", "perl_num"]
 
 
+def _score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwslist: KwsList,
+                    refs: ReferenceIndex, texts: dict[str, str], find_threshold: float, include_no_targets: bool,
+                    just_system_terms: bool) -> _Trials:
+    """F4DE's ``KWSSegAlign::alignSegments`` (``-g``)."""
+    speakers: dict[tuple[str, str], list[RttmRecord]] = {}
+    for r in references:
+        if r.type == "SPEAKER":
+            speakers.setdefault((r.file, r.channel), []).append(r)
+    segments: list[_Segment] = []
+    for e in ecf.excerpts:
+        segments += _segments_of(speakers.get((e.file, e.channel), []), refs.by_spkr, e.file, e.channel, e.tbeg,
+                                 e.dur)
+    if not segments:
+        raise MismatchError("segment-based scoring found no segment in the ECF excerpts")
+    seg_lookup: dict[tuple[str, str], list[_Segment]] = {}
+    for sg in segments:
+        seg_lookup.setdefault((sg.file, sg.chan), []).append(sg)
+    main = _Trials("Segment", 0.0, 1.0, include_no_targets, tot_trials=len(segments))
+    dets_by_kw: dict[str, list[Detection]] = {}
+    for d in kwslist.detections:
+        dets_by_kw.setdefault(d.kwid, []).append(d)
+    order = list(kwslist.kwids)
+    for kwid in dets_by_kw:
+        if kwid not in order:
+            order.append(kwid)
+    for kwid in order:
+        if kwid not in texts:
+            raise MismatchError(f"keyword {kwid!r} of the system output is not in the KWlist",
+                                path=kwslist.path or None, key=kwid)
+    # Unlike the occurrence alignment, F4DE's segment alignment scores the keywords missing from the
+    # system output even with -j (which then only leaves out their empty blocks).
+    seen = set(order)
+    order += [t.kwid for t in kwl.terms if t.kwid not in seen]
+    for kwid in order:
+        text = texts[kwid]
+        block = main.block(kwid, text)
+        best: dict[int, tuple[_Segment, Detection]] = {}
+        for d in dets_by_kw.get(kwid, ()):
+            mid = d.tbeg + d.dur / 2.0
+            seg = next((sg for sg in seg_lookup.get((d.file, d.channel), ()) if sg.bt <= mid <= sg.et), None)
+            if seg is None:
+                continue
+            if id(seg) not in best or d.score > best[id(seg)][1].score:
+                best[id(seg)] = (seg, d)
+        sys_by_chan: dict[tuple[str, str], list[tuple[_Segment, Detection]]] = {}
+        for seg, d in best.values():
+            sys_by_chan.setdefault((d.file, d.channel), []).append((seg, d))
+        occ_by_chan: dict[tuple[str, str], list[list[_Tok]]] = {}
+        for occ in refs.find_occurrences(text, find_threshold):
+            occ_by_chan.setdefault((occ[0].file, occ[0].chan), []).append(occ)
+        for key, occs in occ_by_chan.items():
+            ref_segs = {id(o[0].seg): o[0].seg for o in occs if o[0].seg is not None and o[0].seg is o[-1].seg}
+            matched = set()
+            for seg, d in sys_by_chan.get(key, ()):
+                mid = d.tbeg + d.dur / 2.0
+                hit = [rid for rid, rs in ref_segs.items() if rs.bt <= mid <= rs.et]
+                if hit:
+                    matched.update(hit)
+                    block.add(d.score, d.decision, True)
+                else:
+                    block.add(d.score, d.decision, False)
+            for rid in ref_segs:
+                if rid not in matched:
+                    block.add(None, None, True)
+        for key, pairs in sys_by_chan.items():
+            if key in occ_by_chan:
+                continue
+            for seg, d in pairs:
+                block.add(d.score, d.decision, False)
+        if just_system_terms and block.n_true == 0 and block.n_sys == 0:
+            del main.blocks[kwid]      # F4DE adds empty blocks only without -j
+    return main
+
+
 def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = None, ctm: str | None = None,
                     encoding: str = "utf-8", check_reference_overlaps: bool = True, **options) -> KwsEvaluation:
     """Read the files of an evaluation and :func:`score_kws` them.  The reference occurrences come from
@@ -792,7 +928,8 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     kwl = read_kwlist_file(kwlist, encoding=encoding)
     kws = read_kwslist(kwslist, encoding=enc)
     if rttm is not None:
-        refs = read_rttm(rttm, encoding=encoding, types=("LEXEME",))
+        refs = read_rttm(rttm, encoding=encoding,
+                         types=("LEXEME", "SPEAKER") if options.get("segment_based") else ("LEXEME",))
     else:
         refs = lexemes_from_ctm(ctm, encoding=encoding)
     if check_reference_overlaps:
