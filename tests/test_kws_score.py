@@ -199,3 +199,28 @@ def test_random_cases_against_f4de(tmp_path):
 def test_random_cases_against_f4de_1000(tmp_path):
     totals = _crosscheck(range(1000, 2000), tmp_path)
     assert totals["cases"] == 1000
+
+
+def test_matching_is_max_cardinality_then_max_weight():
+    """Against brute force on small random graphs (F4DE's BipartiteMatch optimum)."""
+    import itertools
+    import random
+
+    from lattice_tools.kws.matching import match
+
+    rng = random.Random(7)
+    for _ in range(300):
+        nr, ns = rng.randint(1, 5), rng.randint(1, 5)
+        edges = {(r, s): 1 + rng.uniform(-1e-6, 1e-6) for r in range(nr) for s in range(ns) if rng.random() < 0.5}
+        got = match(nr, ns, edges)
+        assert len({r for r, _ in got}) == len(got) == len({s for _, s in got})
+        best = (0, 0.0)
+        pairs = list(edges)
+        for k in range(1, min(nr, ns) + 1):
+            for comb in itertools.combinations(pairs, k):
+                if len({r for r, _ in comb}) == k and len({s for _, s in comb}) == k:
+                    v = (k, sum(edges[p] for p in comb))
+                    if v[0] > best[0] or (v[0] == best[0] and v[1] > best[1]):
+                        best = v
+        assert len(got) == best[0]
+        assert sum(edges[p] for p in got) == pytest.approx(best[1], abs=1e-12)
