@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shlex
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

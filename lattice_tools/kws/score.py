@@ -25,10 +25,12 @@ What is computed, and how (each rule checked against F4DE 3.5.0's code and golde
 """
 from __future__ import annotations
 
-import math
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
+
+import numpy as np
 
 from ..errors import FormatError, MismatchError
 from ..io.ecf import Ecf
@@ -79,17 +81,6 @@ class _Tok:
     spkr: str
     nxt: "_Tok | None" = None
     seg: "_Segment | None" = None     # segment scoring: the speech segment the word lies in
-
-
-@dataclass(frozen=True)
-class RefOccurrence:
-    """One reference occurrence of a term: file, channel, begin of its first word and end of its last."""
-
-    file: str
-    channel: str
-    tbeg: float
-    tend: float
-    raw_tbeg: str = field(default="", compare=False)
 
 
 @dataclass(eq=False)
@@ -397,7 +388,7 @@ class _Trials:
         return b
 
 
-def _perl_sum_mean(values: list[float]) -> float | None:
+def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
@@ -430,7 +421,7 @@ class _Metric:
             f = self.p_fa(n_fa, n_true)
             if f is not None:
                 fas.append(f)
-        pm, pf = _perl_sum_mean(misses), _perl_sum_mean(fas)
+        pm, pf = _mean(misses), _mean(fas)
         return self.comb(pm, pf), pm, pf
 
 
@@ -466,8 +457,6 @@ def _evaluate(trials: _Trials, metric: _Metric, path: str) -> KwsScore:
     nontarg = {b.kwid: sorted(b.nontarg) for b in ev}
     all_scores = sorted({s for b in ev for s in targ[b.kwid]} | {s for b in ev for s in nontarg[b.kwid]})
     det_points: list[tuple[float, float, float, float]] = []
-    import bisect
-
     def state(b: Block, t: float) -> tuple[int, int]:
         n_miss = b.omitted + bisect.bisect_left(targ[b.kwid], t)
         n_fa = len(nontarg[b.kwid]) - bisect.bisect_left(nontarg[b.kwid], t)
@@ -480,8 +469,6 @@ def _evaluate(trials: _Trials, metric: _Metric, path: str) -> KwsScore:
         sup = OperatingPoint(None, None, None, None)
         per_opt: dict[str, tuple[float, float, float, float]] = {}
     else:
-        import numpy as np
-
         # Vectorised sweep, O(N log N): the sum over keywords of P_miss (P_FA) at each threshold is a
         # constant plus the weights 1/N_true(k) of the target scores below it (the weights 1/(T - N_true(k))
         # of the non-target scores at or above it).
