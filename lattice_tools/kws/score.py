@@ -876,18 +876,25 @@ def _score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kws
             occ_by_chan.setdefault((occ[0].file, occ[0].chan), []).append(occ)
         for key, occs in occ_by_chan.items():
             ref_segs = {id(o[0].seg): o[0].seg for o in occs if o[0].seg is not None and o[0].seg is o[-1].seg}
-            matched = set()
+            # F4DE's _seg_aligner: a hit whose midpoint lies in a target segment is no false alarm; each target
+            # segment keeps one of its hits (F4DE: the last in hash order; here: the best-scoring) and further
+            # hits matching it vanish from the trials.  Only overlapping ECF excerpts (whose segments overlap)
+            # can give a target segment two hits.
+            mapped: dict[int, Detection] = {}
             for seg, d in sys_by_chan.get(key, ()):
                 mid = d.tbeg + d.dur / 2.0
                 hit = [rid for rid, rs in ref_segs.items() if rs.bt <= mid <= rs.et]
-                if hit:
-                    matched.update(hit)
-                    block.add(d.score, d.decision, True)
-                else:
+                if not hit:
                     block.add(d.score, d.decision, False)
+                for rid in hit:
+                    if rid not in mapped or d.score > mapped[rid].score:
+                        mapped[rid] = d
             for rid in ref_segs:
-                if rid not in matched:
+                d = mapped.get(rid)
+                if d is None:
                     block.add(None, None, True)
+                else:
+                    block.add(d.score, d.decision, True)
         for key, pairs in sys_by_chan.items():
             if key in occ_by_chan:
                 continue
