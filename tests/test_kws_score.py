@@ -164,9 +164,15 @@ def _crosscheck(seeds, tmp_path):
     for seed in seeds:
         d = tmp_path / f"case{seed}"
         c = random_case(seed, d)
-        ev = score_kws(read_ecf(c["ecf"]), read_rttm(c["rttm"]), read_kwlist_file(c["kwlist"]),
-                       read_kwslist(c["kwslist"]), include_no_targets=c["inc"], outside_ecf="ignore",
-                       segment_based=c["segment"])
+        try:
+            ev = score_kws(read_ecf(c["ecf"]), read_rttm(c["rttm"]), read_kwlist_file(c["kwlist"]),
+                           read_kwslist(c["kwslist"]), include_no_targets=c["inc"], outside_ecf="ignore",
+                           segment_based=c["segment"])
+        except MismatchError as exc:
+            # A keyword with at least T occurrences: F4DE divides by zero (or reports a negative P_FA).
+            assert "not fewer than the number of trials" in str(exc)
+            totals["degenerate"] += 1
+            continue
         # F4DE's per-keyword optima (OTWV) depend on Perl's hash order when a scored keyword has an
         # undefined rate (with -inc, a keyword without targets; with -g, a keyword in every segment):
         # DETCurve.pm stops updating optima after the first such keyword its hash order meets.  OTWV is
@@ -190,14 +196,16 @@ def _crosscheck(seeds, tmp_path):
 @pytest.mark.skipif(f4de_root() is None, reason=f4de_skip_reason())
 def test_random_cases_against_f4de(tmp_path):
     totals = _crosscheck(range(24), tmp_path)
-    assert totals["cases"] == 24
+    assert totals["cases"] + totals["degenerate"] == 24 and totals["cases"] >= 20
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(f4de_root() is None, reason=f4de_skip_reason())
 def test_random_cases_against_f4de_1000(tmp_path):
-    totals = _crosscheck(range(1000, 2000), tmp_path)
-    assert totals["cases"] == 1000
+    totals = _crosscheck(range(1000, 2100), tmp_path)
+    # F4DE itself cannot score the rare case with a keyword occurring >= T times; at least 1,000 are compared.
+    assert totals["cases"] + totals["degenerate"] == 1100 and totals["cases"] >= 1000
+    print(dict(totals))
 
 
 def test_matching_is_max_cardinality_then_max_weight():
@@ -223,3 +231,10 @@ def test_matching_is_max_cardinality_then_max_weight():
                         best = v
         assert len(got) == best[0]
         assert sum(edges[p] for p in got) == pytest.approx(best[1], abs=1e-12)
+
+
+def test_more_occurrences_than_trials_is_refused():
+    ecf = Ecf((EcfExcerpt("F.sph", "1", 0.0, 2.0, "bnews"),))
+    recs = [RttmRecord("LEXEME", "F", "1", 0.1 * i, 0.05, "yes", "lex", "s") for i in range(5)]
+    with pytest.raises(MismatchError, match="not fewer than the number of trials T = 2"):
+        score_kws(ecf, recs, [KeywordTerm("K1", "yes")], KwsList((), ()))

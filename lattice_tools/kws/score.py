@@ -811,6 +811,14 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
                     continue   # F4DE: "No ECF segments available for group"
                 cond_trials(g).block(kwid, text)
 
+    for tr in [main, *cond.values()]:
+        for b in tr.blocks.values():
+            if b.n_true >= tr.tot_trials and (tr.include or b.n_true > 0):
+                # P_FA = N_FA / (T - N_true) is meaningless here (F4DE dies dividing by zero, or goes negative).
+                raise MismatchError(f"keyword {b.kwid!r} has {b.n_true} reference occurrences in the ECF excerpts, "
+                                    f"not fewer than the number of trials T = {tr.tot_trials} (total excerpt "
+                                    f"duration x trials per second); give a longer ECF or more trials per second",
+                                    path=ecf.path or None, key=b.kwid)
     overall = _evaluate(main, _Metric(main.tot_trials, *metric_args), kws_path)
     conditions = {g: _evaluate(cond[g], _Metric(cond[g].tot_trials, *metric_args), kws_path) for g in sorted(cond)}
     params = {"cost": cost, "value": value, "prob_of_term": prob_of_term, "trials_per_second": trials_per_second}
