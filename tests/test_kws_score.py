@@ -238,3 +238,9 @@ def test_more_occurrences_than_trials_is_refused():
     recs = [RttmRecord("LEXEME", "F", "1", 0.1 * i, 0.05, "yes", "lex", "s") for i in range(5)]
     with pytest.raises(MismatchError, match="not fewer than the number of trials T = 2"):
         score_kws(ecf, recs, [KeywordTerm("K1", "yes")], KwsList((), ()))
+
+
+def test_duplicate_keyword_ids_refused():
+    ecf = Ecf((EcfExcerpt("F.sph", "1", 0.0, 20.0, "bnews"),))
+    with pytest.raises(MismatchError, match="duplicate keyword id 'K1'"):
+        score_kws(ecf, [], [KeywordTerm("K1", "yes"), KeywordTerm("K1", "no")], KwsList((), ()))

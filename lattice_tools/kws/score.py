@@ -632,6 +632,8 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         lowercase = kwl.compare_normalize == "lowercase"
     texts: dict[str, str] = {}
     for t in kwl.terms:
+        if t.kwid in texts:
+            raise MismatchError(f"duplicate keyword id {t.kwid!r} in the keyword list", key=t.kwid)
         text = t.text
         if char_split_text:
             text = char_split(text, not_ascii, delete_hyphens)
