@@ -139,7 +139,7 @@ def main():
         for _ in range(max(args.repeat, 1)):
             runs_s.append(timed([SCLITE, "-r", stm, "stm", "-h", ctm, "ctm", "-o", "rsum", "-O", work, "-n", "sc",
                                  "-f", "0"]))
-            runs_o.append(timed([*exe, "score", "-r", stm, "-h", ctm, "--json"]))
+            runs_o.append(timed([*exe, "score", "-r", stm, "-h", ctm, "--json", "-"]))
         t_s, c_s, m_s, _ = min(runs_s)
         t_o, c_o, m_o, out = min(runs_o)
         sc = sclite_counts(work)

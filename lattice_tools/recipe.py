@@ -15,7 +15,7 @@ import zlib
 from typing import Iterable, Sequence
 
 from .errors import FormatError, LatticeToolsError, MismatchError
-from .io.common import atomic_write, open_binary_input, read_text_lines
+from .io.common import atomic_write, open_binary_input, read_text_lines, write_json
 
 _BLOCK = 1 << 20  # merge writes fixed-size blocks so gzip output does not depend on part boundaries
 
@@ -135,14 +135,14 @@ def measure_ctm(path: str) -> dict:
     return {"bytes": raw, "gzip_bytes": gz, "MB": round(gz / 1e6, 6)}
 
 
-# Fields of the per-job statistics JSON (lattice-tools nbest|sausage|phrases --stats) and how they merge.
+# Fields of the per-job statistics JSON (lattice-tools nbest|sausage|phrases --json) and how they merge.
 _SUMMED = ("blocks", "alt_blocks", "utterances", "bytes", "gzip_bytes")
 _MAXED = ("N_max",)
 _PERCENTILES = ("N_.9", "N_.5")
 
 
 def merge_json_stats(parts: Sequence[str], out: str, measure: str | None = None) -> dict:
-    """Merge per-job statistics JSON files written by ``lattice-tools nbest|sausage|phrases --stats``.
+    """Merge per-job statistics JSON files written by ``lattice-tools nbest|sausage|phrases --json``.
 
     * With a per-slot ``depths`` list in every part, N_max, N_.9, N_.5 and blocks are recomputed
       exactly from all depths (:func:`~lattice_tools.alternatives.network.depth_statistics`).
@@ -196,14 +196,12 @@ def merge_json_stats(parts: Sequence[str], out: str, measure: str | None = None)
         for k in _PERCENTILES:
             merged[k] = None
         merged["note"] = ("N_.9/N_.5 need the per-slot 'depths' list in each job's statistics JSON "
-                          "(written by lattice-tools nbest|sausage|phrases --stats)")
+                          "(written by lattice-tools nbest|sausage|phrases --json)")
     if measure is not None:
         merged.update(measure_ctm(measure))
     elif "gzip_bytes" in merged:
         merged["MB"] = round(merged["gzip_bytes"] / 1e6, 6)
-    with atomic_write(out) as f:
-        json.dump(merged, f, indent=1, sort_keys=True)
-        f.write("\n")
+    write_json(out, merged, indent=1)
     return merged
 
 

@@ -32,7 +32,7 @@ ntasks=$(lattice-tools split-list --chunk-size "$utts_per_job" "$list" "$dir/spl
 # shellcheck disable=SC2086
 $cmd --max-jobs-run "$nj" JOB=1:"$ntasks" "$dir/log/decode.JOB.log" \
   lattice-tools with-list "$dir/split/wav.JOB.list" \
-    lattice-tools decode --out-dir "$dir/lat" --ctm "$dir/parts/1best.JOB.ctm" $decode_opts
+    lattice-tools decode -o "$dir/lat" --ctm "$dir/parts/1best.JOB.ctm" $decode_opts
 parts=(); for ((j = 1; j <= ntasks; j++)); do parts+=("$dir/parts/1best.$j.ctm"); done
 lattice-tools merge -o "$dir/1best.ctm" "${parts[@]}"
 # The lattices in list order (the decoder names them <utt>.lat).

@@ -72,12 +72,12 @@ if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
       $cmd JOB=1:"$nj" "$dir/log/$kind.n$n.JOB.log" \
         lattice-tools with-list "$dir/split$nj/lattices.JOB.list" \
           lattice-tools "$kind" -n "$n" $kind_opts $extra_opts \
-            --ctm "$out/parts/alt.JOB.ctm.gz" --stats "$out/parts/stats.JOB.json"
+            -o "$out/parts/alt.JOB.ctm.gz" --json "$out/parts/stats.JOB.json"
       parts=(); sparts=()
       for ((j = 1; j <= nj; j++)); do parts+=("$out/parts/alt.$j.ctm.gz"); sparts+=("$out/parts/stats.$j.json"); done
       if [ ${#convert_opts[@]} -gt 0 ]; then
         lattice-tools merge -o "$out/parts/merged.ctm.gz" "${parts[@]}"
-        lattice-tools convert-ctm "${convert_opts[@]}" "$out/parts/merged.ctm.gz" "$out/alt.ctm.gz"
+        lattice-tools convert-ctm "${convert_opts[@]}" "$out/parts/merged.ctm.gz" -o "$out/alt.ctm.gz"
       else
         lattice-tools merge -o "$out/alt.ctm.gz" "${parts[@]}"
       fi

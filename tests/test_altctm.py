@@ -115,8 +115,8 @@ def test_cli_commands(tmp_path):
     runner = CliRunner()
     for cmd, extra in [("phrases", ["--posterior-threshold", "0.1"]), ("nbest", []), ("sausage", [])]:
         out_ctm, out_json = tmp_path / f"{cmd}.ctm", tmp_path / f"{cmd}.json"
-        res = runner.invoke(main, [cmd, str(slf), "-n", "3", "--acoustic-scale", "0.1", "--ctm", str(out_ctm),
-                                   "--stats", str(out_json), "--segments", str(seg), *extra])
+        res = runner.invoke(main, [cmd, str(slf), "-n", "3", "--acoustic-scale", "0.1", "-o", str(out_ctm),
+                                   "--json", str(out_json), "--segments", str(seg), *extra])
         assert res.exit_code == 0, res.output
         st = json.loads(out_json.read_text())
         assert st["N"] == 3 and st["N_max"] <= 3 and st["utterances"] == 1 and st["kind"] == cmd
@@ -126,7 +126,7 @@ def test_cli_commands(tmp_path):
         assert min(times) >= 10.0
     bad = tmp_path / "badseg"
     bad.write_text("x y z\n")
-    res = runner.invoke(main, ["nbest", str(slf), "--ctm", str(tmp_path / "z.ctm"), "--segments", str(bad)])
+    res = runner.invoke(main, ["nbest", str(slf), "-o", str(tmp_path / "z.ctm"), "--segments", str(bad)])
     assert res.exit_code == 2 and "badseg:1" in res.output
 
 
@@ -137,7 +137,7 @@ def test_cli_k2_lattices_through_shared_reader(tmp_path, test_data_dir):
     k2 = test_data_dir / "k2-fixtures"
     out = tmp_path / "k2.ctm"
     res = CliRunner().invoke(main, ["nbest", str(k2 / "hlg_lattice.pt"), "-n", "1", "--words", str(k2 / "words.txt"),
-                                    "--ctm", str(out)])
+                                    "-o", str(out)])
     assert res.exit_code == 0, res.output
     lines = [ln.split() for ln in out.read_text().splitlines()]
     assert [ln[4] for ln in lines if ln[0] == "0"] == ["SEE", "THE", "RED", "SAND"]

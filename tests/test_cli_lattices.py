@@ -28,7 +28,7 @@ def _run(*args):
 
 
 def test_info_json_matches_the_function(decoded):
-    result = CliRunner().invoke(main, ["info", decoded["dir"], "--json"])
+    result = CliRunner().invoke(main, ["info", decoded["dir"], "--json", "-"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     direct = lattice_info([decoded["dir"]])
@@ -55,7 +55,7 @@ def test_convert_slf_kaldi_text_binary_and_back(decoded, tmp_path):
     assert r.exit_code == 0, r.output
     r = runner.invoke(main, ["convert", f"ark,t:{tmp_path}/l.txt", f"ark:{tmp_path}/l.ark", "--words", words])
     assert r.exit_code == 0, r.output
-    r = runner.invoke(main, ["convert", f"ark:{tmp_path}/l.ark", str(tmp_path / "slf"), "--to", "slf",
+    r = runner.invoke(main, ["convert", f"ark:{tmp_path}/l.ark", "-o", str(tmp_path / "slf"), "--out-format", "slf",
                              "--words", words])
     assert r.exit_code == 0, r.output
     original = {lat.key: lat for lat in read_lattices(decoded["dir"])}
@@ -114,10 +114,10 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, fragment):
 
 def test_decode_cli_on_one_file(tmp_path):
     out = tmp_path / "lat"
-    r = CliRunner().invoke(main, ["decode", str(DATA / "cards" / "004.wav"), "--out-dir", str(out),
+    r = CliRunner().invoke(main, ["decode", str(DATA / "cards" / "004.wav"), "-o", str(out),
                                   "--ctm", str(tmp_path / "h.ctm"), "--beam", "1e-60"])
     assert r.exit_code == 0, r.output
     assert os.listdir(out) == ["004.lat"]
     assert open(tmp_path / "h.ctm").read().split()[0] == "004"
-    proc = _run("decode", str(tmp_path / "missing.wav"), "--out-dir", str(out))
+    proc = _run("decode", str(tmp_path / "missing.wav"), "-o", str(out))
     assert proc.returncode == 2 and "does not exist" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

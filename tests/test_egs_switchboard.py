@@ -207,8 +207,8 @@ def test_stage1_from_a_kaldi_decode_dir(exp, tmp_path):
         [Path(p).name for p in lats]
     assert (exp2 / "lattices" / "log" / "convert.2.log").is_file()
     # the same words and best paths as the original lattices
-    info_a = run(["lattice-tools", "info", "--json", *lats]).stdout
-    info_b = run(["lattice-tools", "info", "--json", *(exp2 / "lattices" / "lattices.list").read_text().split()]).stdout
+    info_a = run(["lattice-tools", "info", "--json", "-", *lats]).stdout
+    info_b = run(["lattice-tools", "info", "--json", "-", *(exp2 / "lattices" / "lattices.list").read_text().split()]).stdout
     best = lambda s: [(r["key"], r["best_path"]) for r in json.loads(s)["lattices"]]  # noqa: E731
     assert best(info_a) == best(info_b)
     for d in ("nbest.n1", "sausage.n2"):
@@ -217,7 +217,7 @@ def test_stage1_from_a_kaldi_decode_dir(exp, tmp_path):
 
 
 def test_stage1_from_icefall_pt_files(exp, tmp_path):
-    """icefall lattices (torch.save(lattice.as_dict())), written with `lattice-tools convert --to k2`:
+    """icefall lattices (torch.save(lattice.as_dict())), written with `lattice-tools convert --out-format k2`:
     three single-utterance files named <utt>.pt and one batch of five with its .keys file."""
     lats = (exp / "lattices" / "lattices.list").read_text().split()
     src = tmp_path / "icefall"
@@ -239,7 +239,7 @@ def test_stage1_from_icefall_pt_files(exp, tmp_path):
     assert [Path(p).name for p in got] == [Path(p).name for p in lats]
     assert len(list((exp2 / "lattices" / "log").glob("convert.*.log"))) == 4  # one job per .pt file
     best = lambda specs: [(r["key"], r["best_path"])  # noqa: E731
-                          for r in json.loads(run(["lattice-tools", "info", "--json", *specs]).stdout)["lattices"]]
+                          for r in json.loads(run(["lattice-tools", "info", "--json", "-", *specs]).stdout)["lattices"]]
     assert best(got) == best(lats)
     # a batch without its .keys file cannot be named: the stage fails and says why
     (src / "batch-0.pt.keys").unlink()

@@ -285,7 +285,7 @@ def test_decode_audio_nj1_identical_and_equal_to_single_decodes(decoded):
     assert tree_digest(decoded / "nj1", "lat/*") == tree_digest(decoded / "nj2", "lat/*")
     assert (decoded / "nj1" / "1best.ctm").read_bytes() == (decoded / "nj2" / "1best.ctm").read_bytes()
     # each utterance is decoded by a fresh decoder: the same bytes as decoding that file alone
-    run(["lattice-tools", "decode", "--out-dir", decoded / "alone", CLIPS[1]])
+    run(["lattice-tools", "decode", "-o", decoded / "alone", CLIPS[1]])
     assert (decoded / "alone" / "002.lat").read_bytes() == (decoded / "nj1" / "lat" / "002.lat").read_bytes()
 
 
@@ -314,7 +314,7 @@ def test_make_alternatives_outputs_and_stats(decoded, alternatives_nj1):
                                                       stats["gzip_bytes"] / 1e6)
     # the alt-CTM equals a direct single-process run of the CLI on the same lattices
     lats = (decoded / "nj2" / "lattices.list").read_text().split()
-    run(["lattice-tools", "sausage", "-n", "2", *lats, "--ctm", decoded / "direct.ctm.gz"])
+    run(["lattice-tools", "sausage", "-n", "2", *lats, "-o", decoded / "direct.ctm.gz"])
     assert gzip.decompress((decoded / "direct.ctm.gz").read_bytes()) == \
         gzip.decompress((alternatives_nj1 / "sausage.n2" / "alt.ctm.gz").read_bytes())
 
@@ -378,8 +378,8 @@ def test_convert_ctm_equals_placing_alternatives_in_their_recordings(decoded, tm
     lats = (decoded / "nj2" / "lattices.list").read_text().split()
     for kind in ("sausage", "phrases"):
         placed, plain, converted = (tmp_path / f"{kind}.{x}.ctm" for x in ("placed", "plain", "converted"))
-        run(["lattice-tools", kind, "-n", "3", "--segments", seg, "--ctm", placed, *lats])
-        run(["lattice-tools", kind, "-n", "3", "--ctm", plain, *lats])
+        run(["lattice-tools", kind, "-n", "3", "--segments", seg, "-o", placed, *lats])
+        run(["lattice-tools", kind, "-n", "3", "-o", plain, *lats])
         run(["lattice-tools", "convert-ctm", "--segments", seg, plain, converted])
         assert converted.read_bytes() == placed.read_bytes()
         assert placed.read_text().count("\n") > 20

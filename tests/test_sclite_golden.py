@@ -106,7 +106,7 @@ def test_cli_score_matches_baseline_and_writes_reports(tmp_path):
     assert parse_summary(str(tmp_path / "t7.raw")) == parse_summary(os.path.join(BASE, "test7.raw"))
     # STM/CTM with -m, and a bad combination exits 2 with one line naming the file
     res = runner.invoke(main, ["score", "-r", os.path.join(SCTK_DATA, "lvc_refr.stm"), "-h",
-                               os.path.join(SCTK_DATA, "lvc_hypr.ctm"), "-m", "ref", "-m", "hyp", "--json"])
+                               os.path.join(SCTK_DATA, "lvc_hypr.ctm"), "-m", "ref", "-m", "hyp", "--json", "-"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["overall"]["errors"] == 310
     res = runner.invoke(main, ["score", "-r", os.path.join(SCTK_DATA, "lvc_ref.stm"), "-h",

@@ -59,7 +59,7 @@ if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
   if [ -f "$lat/.done" ]; then
     echo "$0: $lat is done, skipping"
   else
-    convert_opts=(--to slf)
+    convert_opts=(--out-format slf)
     [ -n "$words" ] && convert_opts+=(--words "$words")
     [ -n "$lattice_frame_shift" ] && convert_opts+=(--frame-shift "$lattice_frame_shift")
     case "$lattices" in
@@ -78,7 +78,7 @@ if [ "$stage" -le 1 ] && [ "$stop_stage" -ge 1 ]; then
         [ -n "$words" ] || echo "$0: warning: no --words given; Kaldi word ids will be used as words" 1>&2
         rm -rf "$lat"; mkdir -p "$lat/lat" "$lat/log"
         $cmd --max-jobs-run "$nj" JOB=1:"$n" "$lat/log/convert.JOB.log" \
-          lattice-tools convert "${convert_opts[@]}" "ark:gunzip -c $src/lat.JOB.gz|" "$lat/lat"
+          lattice-tools convert "${convert_opts[@]}" "ark:gunzip -c $src/lat.JOB.gz|" -o "$lat/lat"
         find "$lat/lat" -name '*.lat' | LC_ALL=C sort > "$lat/lattices.list"
         ;;
       icefall:*)
@@ -124,7 +124,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
   if [ -f "$lat/1best.ctm" ]; then
     # the decoder's 1-best, from utterance ids and times to the STM's file/channel and absolute times
     [ -f "$exp/1best.ctm" ] || lattice-tools convert-ctm --segments "$data/segments" \
-      --reco2file-and-channel "$data/reco2file_and_channel" "$lat/1best.ctm" "$exp/1best.ctm"
+      --reco2file-and-channel "$data/reco2file_and_channel" "$lat/1best.ctm" -o "$exp/1best.ctm"
     hyps+=(-h "pocketsphinx=$exp/1best.ctm")
   fi
   if [ ${#hyps[@]} -gt 0 ]; then

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._budget import check_memory
 from .._gc import gc_paused
 from ..algorithms._batches import state_levels
 from ..errors import BudgetExceededError
@@ -353,8 +354,9 @@ def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=T
         tropical bound (the best completion in the determinized automaton), so that every pop is
         on the way to an output.  Long utterances need this: there the log-sum bound of the lazy
         search is loose (probability spread over very many sequences).  Without it, the lazy
-        search runs first with ``lazy_pops + 20 n`` pops and falls back to this when they run
-        out (and always for ``n=None``).
+        search runs first with ``lazy_pops + 20 n`` pops; when they run out, a finite ``n``
+        computes the exact bound only on the states that can lie on the ``n`` best
+        (:func:`_bounded_exact_search`), ``n=None`` builds the whole automaton as above.
 
     Returns: per automaton, a list of :class:`SequenceResult`, most probable first.
     """
@@ -364,6 +366,7 @@ def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=T
 
 
 def _search_many(problems, n, max_pops, key, track_best, resolution, determinize_first, max_states, lazy_pops):
+    check_memory("exact sequence search", key)
     P = len(problems)
     sizes = np.array([int(p.num_states) for p in problems], dtype=np.int64)
     offset = np.r_[0, np.cumsum(sizes)]
@@ -611,6 +614,12 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
                 for i in ready:
                     _advance(i, running[i], True, running, wants, found, release)
         for i in range(P):
+            if starts[i] >= 0 and found[i] is None and n is not None and not determinize_first:
+                tries[i] = _PrefixTrie()
+                found[i] = _bounded_exact_search(starts[i], lambda js: expand_batch(js, [i] * len(js), keyed=True), resolve,
+                                                 det_exp, tries[i], n, max_pops, max_states, key)
+                release(i)
+        for i in range(P):
             if starts[i] >= 0 and found[i] is None:
                 exact = _exact_choices(starts[i], lambda js: expand_batch(js, [i] * len(js), keyed=True), resolve,
                                        det_sets, det_exp, max_states, key)
@@ -631,6 +640,7 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
     results = []
     chunk_end = 0
     for i in range(P):
+        check_memory("exact sequence search (best paths)", key)
         if track_best and i == chunk_end:
             # word arcs closed under epsilon paths, with their best (tropical) costs, for the
             # automata up to chunk_end (a chunk of at most CLOSED_CHUNK_ARCS arcs, to bound memory)
@@ -746,6 +756,7 @@ def _exact_choices(j0, expand_batch, resolve, det_sets, det_exp, max_states, key
                 members += len(sets[0]) if sets is not None else 0
                 stop += 1
             batch = frontier[start:stop]
+            check_memory("log-determinization for the exact-bound sequence search", key)
             todo = [j for j in batch if det_exp[j] is None]
             if todo:
                 expand_batch(todo)
@@ -789,6 +800,114 @@ def _exact_choices(j0, expand_batch, resolve, det_sets, det_exp, max_states, key
     return exact
 
 
+class _Region(dict):
+    """Choice records of the explored determinized states; a state outside is ``None`` (what
+    :func:`_best_first` asks to be expanded)."""
+
+    def __missing__(self, j):
+        return None
+
+
+def _bounded_exact_search(j0, expand_one, resolve, det_exp, trie, n, max_pops, max_states, key) -> list:
+    """The ``n`` best sequences by the exact bound, computed only on the determinized states that can
+    lie on them (instead of log-determinizing the whole automaton, which long utterances make
+    astronomically large).
+
+    1. A* over determinized *states* (prefixes reaching the same state are merged; each state is
+       expanded once, at its cheapest prefix cost ``g``, since the bound is consistent) expands the
+       states with ``g + h <= T``: the region ``E``.  The first end popped is the best sequence.
+    2. In ``E``, each state's exact best completion, where a successor outside ``E`` counts with
+       its admissible bound: still an admissible, consistent bound, exact inside ``E``.
+    3. The best-first prefix search with that bound.  If it reaches a state outside ``E`` before
+       its ``n``-th sequence, the region was too small: ``T`` grows past that priority, 1-3 again.
+    Every state of an output sequence has ``g + h <= cost``, so the region needed is the states
+    with ``g + h <= c_n``: small when ``h`` is tight (see ``nbest.best_word_bound``)."""
+    g_of: dict = {}
+    heap: list = [(0.0, 0.0, 0, j0)]
+    counter = 0
+    best_end = INF
+    threshold = None
+    margin = 1.0
+    while True:
+        while heap and (threshold is None or heap[0][0] <= threshold):
+            # pop a batch of states (expanded in one numpy pass); a state popped in a batch may
+            # get its cheapest prefix only later, which can only make the region larger than
+            # needed, never the result wrong (step 3 checks every state it uses)
+            batch: list = []
+            while heap and (threshold is None or heap[0][0] <= threshold) and len(batch) < EXACT_BATCH_STATES:
+                f, g, _, j = heapq.heappop(heap)
+                if j < 0:  # an end: the first one popped is the best sequence (consistent bound)
+                    best_end = min(best_end, f)
+                    if threshold is None:
+                        threshold = f + margin
+                        break
+                    continue
+                if j in g_of:
+                    continue
+                g_of[j] = g
+                batch.append(j)
+                if threshold is None and len(batch) >= 8:  # before the first end: stay close to A* order
+                    break
+            if not batch:
+                continue
+            check_memory("exact sequence search", key)
+            if len(g_of) > max_states:
+                raise BudgetExceededError(f"exact sequence search exceeded {max_states} determinized states", key=key)
+            todo = [j for j in batch if det_exp[j] is None]
+            if todo:
+                expand_one(todo)
+            for j in batch:
+                rec = det_exp[j]
+                g = g_of[j]
+                bounds, labels, costs, nexts = rec[0], rec[1], rec[2], rec[4]
+                for c in range(len(bounds)):
+                    counter += 1
+                    if labels[c] < 0:
+                        heapq.heappush(heap, (g + costs[c], g + costs[c], counter, -1))
+                        continue
+                    nj = nexts[c] if nexts[c] >= 0 else resolve(rec, c)
+                    if nj not in g_of:
+                        heapq.heappush(heap, (g + bounds[c], g + costs[c], counter, nj))
+                rec[5] = None  # every successor is resolved: the batch's successor data can go
+        if threshold is None:
+            return []  # no end reachable
+        # exact completions in the region (reverse topological order), bounds outside it
+        order: list = []
+        done: set = set()
+        stack = [(j0, False)]
+        while stack:
+            j, finished = stack.pop()
+            if finished:
+                order.append(j)
+                continue
+            if j in done:
+                continue
+            done.add(j)
+            stack.append((j, True))
+            rec = det_exp[j]
+            stack.extend((nj, False) for w, nj in zip(rec[1], rec[4]) if w >= 0 and nj in g_of and nj not in done)
+        best: dict = {}
+        region = _Region()
+        for j in order:
+            bounds, labels, costs, _, nexts, _, _ = det_exp[j]
+            items = sorted((c if w < 0 else (c + best[nj] if nj in best else b), w, nj, c)
+                           for b, w, c, nj in zip(bounds, labels, costs, nexts))
+            best[j] = items[0][0] if items else INF
+            b_, l_, n_, c_ = (list(col) for col in zip(*items)) if items else ([], [], [], [])
+            region[j] = [b_, l_, c_, None, n_, None, None]
+        del trie.parent[1:], trie.label[1:], trie.depth[1:]
+        gen = _best_first(j0, resolve, region, trie, n, max_pops, key)
+        try:
+            outside = next(gen)
+        except StopIteration as stop:
+            return stop.value
+        # the prefix search needs a state outside the region: grow it past that state's bound
+        del gen
+        need = min(f for f, _, _, j in heap if j == outside) if any(j == outside for _, _, _, j in heap) else None
+        margin *= 2
+        threshold = max(threshold + margin, (need if need is not None else threshold) + margin)
+
+
 def _best_first(j0, resolve, det_exp, trie, n, max_pops, key):
     """The best-first loop, as a generator: it yields a determinized state id whenever it needs
     that state's choice record in ``det_exp`` (the caller builds it, then resumes it) and returns
@@ -824,6 +943,8 @@ def _best_first(j0, resolve, det_exp, trie, n, max_pops, key):
         else:
             break
         pops += 1
+        if not pops & 4095:
+            check_memory("exact sequence search", key)
         if pops > max_pops:
             raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes "
                                       f"after {len(found)} sequences; lower N or prune the lattice", key=key)

@@ -6,8 +6,10 @@ prefix is the exact total probability of all paths that start with it (forward m
 times the log-semiring backward score), an admissible bound for every completion, so sequences
 come out in exact order of their total posterior ``P(W) = sum over paths with words W / Z``.
 When that bound is too loose (long utterances spread their probability over astronomically many
-sequences) the search falls back to log-determinizing the whole lattice (``max_states`` budget)
-and searching it with the exact best-completion bound.  Not
+sequences) the search ranks by the exact best-completion bound, computed on the determinized
+states that can lie on the N best (A* over determinized states with :func:`best_word_bound`; see
+``_fastsearch._bounded_exact_search``); for N = inf it log-determinizes the whole lattice
+(``max_states`` budget) and searches it with that bound.  Not
 sampled, not an approximation: equal to enumerating every path and summing by word sequence
 (tests check this against brute force and against kaldifst ``shortest_path(n)`` on the
 log-determinized lattice).
@@ -68,9 +70,65 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     cost and arcs), the log-semiring total cost of the lattice, and the per-arc labels used."""
     labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
     fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
-    problem = lattice_search_problem(lat, labels, cost, final, fb.beta)
+    bound = best_word_bound(lat.num_states, lat.src, lat.dst, labels, cost, final)
+    problem = lattice_search_problem(lat, labels, cost, final, np.maximum(bound, fb.beta))
     results = search_many([problem], n, max_pops=max_pops, key=lat.key or None, max_states=max_states)[0]
     return results, fb.total, labels
+
+
+def best_word_bound(num_states: int, src, dst, labels, cost, final) -> np.ndarray:
+    """Per state ``s``, a lower bound ``h[s]`` on the cost ``-ln max_W M_s(W)`` of the most probable
+    completion from ``s``, where ``M_s(W)`` sums the paths from ``s`` reading exactly ``W``
+    (epsilons skipped, exit weight included).
+
+    The log-semiring backward cost ``-ln sum_W M_s(W)`` bounds it too, but it counts *every*
+    completion: on a long utterance that mass is spread over astronomically many sequences, so it
+    is far below the cost of any one of them.  This bound takes, at every state, only the best next
+    word, while still summing the paths of that word (and its epsilon variants)::
+
+        h[s] = min( exit(s), min_w (+)_{closed word arcs a of s with label w} (cost(a) + h[dst(a)]) )
+
+    (``(+)`` the log sum; closed arcs: reached through epsilon paths, their costs included).  For
+    every ``W``, ``M_s(W) <= exp(-h[s])`` by induction in reverse topological order, so it is
+    admissible; and ``h[s]`` is at most the bound of each of ``s``'s choices, so it is consistent
+    (priorities never decrease along the search tree), which the search needs.  Requires
+    ``src < dst`` (topologically numbered states).
+    """
+    from ._fastsearch import _Closed
+
+    m = int(num_states)
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    lab = np.asarray(labels, dtype=np.int64)
+    cost = np.asarray(cost, dtype=np.float64)
+    final = np.asarray(final, dtype=np.float64)
+    cl = _Closed(m, src, dst, lab, cost, np.arange(len(src)), final, final, log=True, tropical=False)
+    w_off, w_lab, w_dst, w_lc = cl.w_off, cl.w_lab, cl.w_dst, cl.w_lc
+    h = np.array(cl.x_lc, dtype=np.float64)
+    off = w_off.tolist()
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for s in range(m - 1, -1, -1):
+            a, b = off[s], off[s + 1]
+            if a == b:
+                continue
+            v = w_lc[a:b] + h[w_dst[a:b]]
+            if b - a == 1:
+                best = float(v[0])
+            else:
+                labs = w_lab[a:b]
+                order = np.argsort(labs, kind="stable")
+                ls, vs = labs[order], v[order]
+                starts = np.flatnonzero(np.r_[True, ls[1:] != ls[:-1]])
+                lo = np.minimum.reduceat(vs, starts)
+                finite = np.isfinite(lo)
+                if not finite.any():
+                    continue
+                shift = np.repeat(np.where(finite, lo, 0.0), np.diff(np.r_[starts, len(vs)]))
+                sums = np.add.reduceat(np.exp(-(vs - shift)), starts)  # per label, shifted by its minimum
+                best = float(np.min(np.where(finite, lo - np.log(sums), np.inf)))
+            if best < h[s]:
+                h[s] = best
+    return h
 
 
 def lattice_search_problem(lat: Lattice, labels, cost, final, beta) -> SearchProblem:

@@ -46,6 +46,7 @@ from typing import Iterable
 
 import numpy as np
 
+from .._budget import check_memory
 from .._gc import gc_paused
 from ..errors import LatticeError
 from ..lattice import Lattice
@@ -201,12 +202,13 @@ class PhraseDecomposition:
                                      beta[states]))
         return out
 
-    def search(self, n: int | None, max_pops: int = 2_000_000):
+    def search(self, n: int | None, max_pops: int = 2_000_000, max_states: int = 1_000_000):
         """Yield ``(k, results)`` for each phrase: its exact ``n`` best sequences
         (:class:`~lattice_tools.alternatives._search.SequenceResult`, costs include the frontier
         weights, so ``exp(total - cost)`` is the posterior).  The phrases' searches run side by
         side (:func:`~lattice_tools.alternatives._fastsearch.search_many`)."""
-        yield from enumerate(search_many(self.problems(), n, max_pops=max_pops, key=self.lat.key or None))
+        yield from enumerate(search_many(self.problems(), n, max_pops=max_pops, key=self.lat.key or None,
+                                         max_states=max_states))
 
 
 class _AlternativeMaker:
@@ -257,7 +259,7 @@ class _AlternativeMaker:
 
 def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, acoustic_scale: float = 1.0,
             lm_scale: float = 1.0, word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
-            max_pops: int = 2_000_000) -> Alternatives:
+            max_pops: int = 2_000_000, max_states: int = 1_000_000) -> Alternatives:
     """Phrase alternatives of ``lat`` (seed 001 section 3.4) as an :class:`Alternatives`
     (``kind="phrase"``, one slot per phrase, at most ``n`` alternatives each; ``None`` = all).
 
@@ -276,7 +278,8 @@ def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, ac
         slots = []
         make = _AlternativeMaker(lat, dec.labels)
         total = dec.total
-        for k, results in dec.search(n, max_pops=max_pops):
+        for k, results in dec.search(n, max_pops=max_pops, max_states=max_states):
+            check_memory("phrase alternatives", lat.key or None)
             alts = make.many([r.best_arcs for r in results], [math.exp(-(r.cost - total)) for r in results])
             if not alts or all(a.is_empty for a in alts):
                 continue

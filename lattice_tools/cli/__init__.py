@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
+import signal
 import sys
 
 # No command does dense linear algebra, and OpenBLAS starting its thread pool costs about 60 ms of
@@ -65,10 +67,17 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx):
+        previous = _install_signal_handlers()
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader went away (`| head`): end quietly as conventional tools do (killed by SIGPIPE,
+            # shell status 141), removing any half-written output first.
+            _die_by_signal(signal.SIGPIPE)
+        except _Terminated as exc:
+            _die_by_signal(exc.signum)
         except LatticeToolsError as exc:
-            click.echo(f"lattice-tools: error: {exc}", err=True)
+            click.echo(f"lattice-tools: error: {cli_message(str(exc), self._invoked_params(ctx))}", err=True)
             ctx.exit(2)
         except OSError as exc:
             # A file that cannot be opened, read or written is bad input, not a bug: one line, exit 2.
@@ -76,11 +85,103 @@ class LazyGroup(click.Group):
             click.echo(f"lattice-tools: error: {where}{': ' if where else ''}{exc.strerror or exc}", err=True)
             ctx.exit(2)
         except KeyboardInterrupt:  # pragma: no cover
+            from ..io.common import remove_live_temporaries
+
+            remove_live_temporaries()
             click.echo("lattice-tools: interrupted", err=True)
             ctx.exit(130)
-        except BrokenPipeError:  # pragma: no cover - e.g. piped into `head`
-            sys.stderr.close()
-            ctx.exit(1)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+    def _invoked_params(self, ctx) -> list:
+        name = ctx.invoked_subcommand
+        try:
+            cmd = self.get_command(ctx, name) if name else None
+        except Exception:  # pragma: no cover - the command ran, so it imports
+            cmd = None
+        return list(cmd.params) if cmd is not None else []
+
+
+# Hints in error messages of the Python API that name a parameter the CLI spells differently, and
+# no option of the command carries: what a command-line user does instead.
+_API_HINTS = {
+    "read with nested='flatten' to expand them": "expand them with 'lattice-tools filter -i ctm "
+                                                 "--flatten-alternations' and score its output",
+}
+_IDENT = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)*)(=(?:'[^']*'|\"[^\"]*\"|[^\s,;)]+)?)?")
+
+
+def cli_message(message: str, params) -> str:
+    """An error message of the Python API as the command line says it: the parameter names of the
+    command's options become their flags, with their value when one is given: snake_case names
+    (``allow_missing`` -> ``--allow-missing``; never an ordinary word) and any name written as an
+    assignment (``pass words=`` -> ``pass --words``)."""
+    flags = {}
+    for p in params:
+        if isinstance(p, click.Option) and p.name:
+            shown = [o for o in p.opts if o not in getattr(p, "hidden_aliases", ())]
+            flags[p.name] = max(shown or p.opts, key=len)
+    for api, hint in _API_HINTS.items():
+        message = message.replace(api, hint)
+
+    def flag(m):
+        name, value = m.group(1), m.group(2)
+        # a plain word ("format", "words") is a parameter only when written "name=..."
+        if name not in flags or ("_" not in name and not value):
+            return m.group(0)
+        v = (value or "=")[1:]
+        if not v or v in ("True", "true"):
+            return flags[name]
+        return f"{flags[name]} {v.strip(chr(39) + chr(34))}"
+
+    return _IDENT.sub(flag, message)
+
+
+class _Terminated(BaseException):
+    """Raised by the SIGTERM/SIGHUP handler so that ``finally`` blocks and :func:`atomic_write` remove
+    their temporaries before the process ends."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum, frame):
+    raise _Terminated(signum)
+
+
+def _install_signal_handlers() -> dict:
+    """Handlers for SIGTERM/SIGHUP (when they have their default action); returns the previous ones."""
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is None or signal.getsignal(signum) != signal.SIG_DFL:
+            continue
+        try:
+            previous[signum] = signal.signal(signum, _on_signal)
+        except ValueError:  # not the main thread (e.g. invoked from a test runner thread)
+            break
+    return previous
+
+
+def _die_by_signal(signum: int):
+    """Remove temporaries, then end by ``signum`` with its default action (the exit status a shell
+    and a job scheduler expect: 128 + signum)."""
+    from ..io.common import remove_live_temporaries
+
+    remove_live_temporaries()
+    try:
+        # stdout may hold unflushed output for a closed pipe: point it at /dev/null so the
+        # interpreter's final flush does not print "Exception ignored ... BrokenPipeError"
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    sys.exit(128 + signum)  # pragma: no cover - only if the signal did not end the process
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from ._options import LATTICE_FORMATS, option
+
 
 @click.command("build-graph")
 @click.option("--tokens", required=True, type=click.Path(dir_okay=False, exists=True),
@@ -41,7 +43,8 @@ def build_graph_command(tokens, lexicon, words, lm, lm_order, out, backend, sil_
 @click.option("--lengths", default=None, help="Valid frames per row of a padded [N,T,V] input (.npy or text file).")
 @click.option("-o", "--out", required=True,
               help="Output lattices: ark[,t]:FILE (Kaldi), a directory (SLF), FILE.pt (k2), ... (see 'convert').")
-@click.option("--format", "out_format", default=None, help="Output format (default: guessed from OUT).")
+@option("--out-format", "out_format", type=click.Choice(LATTICE_FORMATS), default=None, hidden_aliases=("--format",),
+        help="Output lattice format (default: guessed from OUT).")
 @click.option("--backend", type=click.Choice(["kaldi", "k2"]), default="kaldi", show_default=True)
 @click.option("--beam", type=float, default=20.0, show_default=True, help="Search beam (k2: search_beam).")
 @click.option("--lattice-beam", type=float, default=8.0, show_default=True, help="Lattice beam (k2: output_beam).")

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import click
 
+from ._options import out_option
+
 
 @click.command("decode")
 @click.argument("audio", nargs=-1)
-@click.option("--out-dir", required=True, type=click.Path(file_okay=False), help="Directory for <key>.lat SLF files.")
+@out_option("Directory for <key>.lat SLF files.", hidden_aliases=("--out-dir",), required=True,
+            type=click.Path(file_okay=False))
 @click.option("--ctm", type=click.Path(dir_okay=False), default=None, help="Write the 1-best words here (CTM).")
 @click.option("--model", type=click.Path(file_okay=False), default=None, help="Acoustic model dir (default: bundled en-us).")
 @click.option("--lm", type=click.Path(dir_okay=False), default=None, help="Language model (default: bundled en-us).")
@@ -22,7 +25,7 @@ import click
 @click.option("--independent/--reuse-decoder", default=True, show_default=True,
               help="Fresh decoder per file (outputs independent of file order) or one decoder for all (faster).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
-def decode_command(audio, out_dir, ctm, model, lm, dictionary, beam, wbeam, pbeam, lw, fwdflat, bestpath,
+def decode_command(audio, out, ctm, model, lm, dictionary, beam, wbeam, pbeam, lw, fwdflat, bestpath,
                    maxhmmpf, channel, independent, progress):
     """Decode 16 kHz audio (WAV; other formats/rates via sox) with pocketsphinx into one SLF lattice
     per file and a 1-best CTM.  AUDIO: files or a directory (default: the bundled LibriVox clips)."""
@@ -31,6 +34,7 @@ def decode_command(audio, out_dir, ctm, model, lm, dictionary, beam, wbeam, pbea
     paths = None
     if audio:
         paths = list(audio) if len(audio) > 1 else audio[0]
+    out_dir = out
     lats = decode_audio(paths, out_dir=out_dir, ctm=ctm, model=model, lm=lm, dictionary=dictionary, beam=beam,
                         wbeam=wbeam, pbeam=pbeam, lw=lw, fwdflat=fwdflat, bestpath=bestpath, maxhmmpf=maxhmmpf,
                         channel=channel, independent=independent, progress=progress)

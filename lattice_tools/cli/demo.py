@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import click
 
+from ._options import DEPTH
+
 
 @click.command("demo")
 @click.option("-o", "--out", default="demo-out", show_default=True, help="Output directory.")
 @click.option("--corpus", "corpora", multiple=True, default=("librivox", "cards"), show_default=True,
               type=click.Choice(["librivox", "cards"]), help="Bundled recordings to use (repeatable).")
-@click.option("-n", "ns", multiple=True, type=int, default=(1, 2, 10, 100, 1000), show_default=True,
-              help="Depths N of the alternatives (repeatable).")
+@click.option("-n", "ns", multiple=True, type=DEPTH, default=("1", "2", "10", "100", "1000"), show_default=True,
+              help="Depths N of the alternatives, integers >= 1 (repeatable; N = inf is always added).")
 @click.option("--density", "densities", multiple=True, default=("default", "dense"), show_default=True,
               type=click.Choice(["default", "dense"]), help="Decoder beam settings, one lattice set each.")
 @click.option("--bootstrap", type=int, default=1000, show_default=True, help="Bootstrap replications (0: none).")
@@ -23,5 +25,5 @@ def demo_command(out, corpora, ns, densities, bootstrap, seed, progress):
     """
     from ..demo import run_demo
 
-    run_demo(out, corpora=corpora, ns=ns, densities=densities, bootstrap=bootstrap, seed=seed,
+    run_demo(out, corpora=corpora, ns=tuple(n for n in ns if n is not None), densities=densities, bootstrap=bootstrap, seed=seed,
              progress=progress, echo=click.echo)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ._options import out_option
+
 
 @click.command("filter", context_settings={"ignore_unknown_options": False})
 @click.option("--glm", "glm_path", required=True, type=click.Path(dir_okay=False),
@@ -35,16 +37,21 @@ import click
 @click.option("--exclude-backchannels", is_flag=True, help="(ctm) Drop the GLM's backchannel words.")
 @click.option("--max-alternatives", type=int, default=10000, show_default=True,
               help="Budget for flattening alternations.")
+@out_option("Output file ('-' = stdout; without -o: the second argument).", default=None,
+            type=click.Path(dir_okay=False, allow_dash=True))
 @click.argument("in_path", type=click.Path(allow_dash=True))
-@click.argument("out_path", type=click.Path(allow_dash=True))
+@click.argument("out_path", type=click.Path(allow_dash=True), required=False)
 def filter_command(glm_path, fmt, delete_hyphens, no_upcase, extended_ascii, purpose, utterance_map, encoding,
                    flatten_alternations, repair_optional, optional_words, optional_hesitations,
                    optional_backchannels, optional_style, exclude_words, exclude_hesitations,
-                   exclude_backchannels, max_alternatives, in_path, out_path):
-    """Apply a NIST GLM to IN_PATH (stm, ctm, trn or plain text) and write OUT_PATH ('-' = stdout).
+                   exclude_backchannels, max_alternatives, out, in_path, out_path):
+    """Apply a NIST GLM to IN_PATH (stm, ctm, trn or plain text) and write -o OUT ('-' = stdout).
 
     Without repair options the output is byte-identical to SCTK's csrfilt.sh.
     """
+    if (out is None) == (out_path is None):
+        raise click.UsageError("give the output once: -o/--out OUT (or IN_PATH OUT_PATH)")
+    out_path = out if out is not None else out_path
     from ..scoring.glm_filter import filter_file, glm_word_classes
 
     optional = list(optional_words)

@@ -2,15 +2,16 @@
 :func:`lattice_info` and :func:`convert_lattices`."""
 from __future__ import annotations
 
-import json
 import math
 from typing import Sequence
 
 import click
 import numpy as np
 
+from ..io.common import write_json
 from ..lattice import Lattice
 from ._inputs import lattice_input_options
+from ._options import LATTICE_FORMATS, json_option, option, out_option
 
 
 def posterior_sanity(lat: Lattice, posteriors: np.ndarray) -> float:
@@ -136,7 +137,7 @@ def _fmt(x) -> str:
     return str(x)
 
 
-_FORMATS = click.Choice(["slf", "sphinx", "kaldi", "openfst", "k2"])
+_FORMATS = click.Choice(LATTICE_FORMATS)
 
 
 @click.command("info")
@@ -146,17 +147,18 @@ _FORMATS = click.Choice(["slf", "sphinx", "kaldi", "openfst", "k2"])
 @click.option("--acoustic-scale", type=float, default=1.0, show_default=True)
 @click.option("--lm-scale", type=float, default=1.0, show_default=True)
 @click.option("--word-penalty", type=float, default=0.0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option("Write the statistics as JSON here ('-' = stdout instead of the table; undefined values are null).")
 def info_command(lattices, format, words, frame_shift, frame_subsampling_factor, acoustic_scale, lm_scale,
-                 word_penalty, as_json):
+                 word_penalty, json_out):
     """Per-lattice and total statistics: states, arcs, duration, arcs/s, depth, best path,
     log-likelihood and posterior sanity (max |posterior mass crossing a frame - 1|)."""
     result = lattice_info(list(lattices), format=format, words=words, frame_shift=frame_shift,
                           frame_subsampling_factor=frame_subsampling_factor, acoustic_scale=acoustic_scale,
                           lm_scale=lm_scale, word_penalty=word_penalty)
-    if as_json:
-        click.echo(json.dumps(result, indent=1, default=float))
-        return
+    if json_out:
+        write_json(json_out, result, indent=1, sort_keys=False)
+        if json_out == "-":
+            return
     cols = ["key", "states", "arcs", "duration", "arcs_per_second", "depth", "log_likelihood", "posterior_sanity"]
     click.echo("\t".join(cols + ["best_path"]))
     for r in result["lattices"]:
@@ -167,16 +169,25 @@ def info_command(lattices, format, words, frame_shift, frame_subsampling_factor,
 
 @click.command("convert")
 @click.argument("inputs", nargs=-1, required=True)
-@click.argument("output", nargs=1)
-@click.option("--from", "from_format", type=_FORMATS, default=None, help="Input format (default: from the name).")
-@click.option("--to", "to_format", type=_FORMATS, default=None, help="Output format (default: from the name).")
+@out_option("Output: an SLF directory or file, a Kaldi wspecifier (ark,t:out.txt), an OpenFst .fst/.txt or a "
+            "k2 .pt (without -o: the last argument).", default=None)
+@option("--format", "from_format", type=_FORMATS, default=None, hidden_aliases=("--from",),
+        help="Input lattice format (default: from the name).")
+@option("--out-format", "to_format", type=_FORMATS, default=None, hidden_aliases=("--to",),
+        help="Output lattice format (default: from the name).")
 @lattice_input_options
 @click.option("--write-words", type=click.Path(dir_okay=False), default=None,
               help="Write the output's words.txt here (ids used in Kaldi/k2/OpenFst output).")
-def convert_command(inputs, output, from_format, to_format, words, frame_shift, frame_subsampling_factor,
+def convert_command(inputs, out, from_format, to_format, words, frame_shift, frame_subsampling_factor,
                     write_words):
-    """Convert lattices: INPUTS (files, SLF directories, Kaldi rspecifiers) -> OUTPUT (an SLF
+    """Convert lattices: INPUTS (files, SLF directories, Kaldi rspecifiers) -> -o OUT (an SLF
     directory or file, a Kaldi wspecifier such as ark,t:out.txt, an OpenFst .fst/.txt, a k2 .pt)."""
+    inputs = list(inputs)
+    if out is None:  # the older form: INPUTS... OUTPUT
+        if len(inputs) < 2:
+            raise click.UsageError("give the output with -o/--out")
+        inputs, out = inputs[:-1], inputs[-1]
+    output = out
     n = convert_lattices(list(inputs), output, from_format=from_format, to_format=to_format, words=words,
                          frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                          write_words=write_words)

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..errors import LatticeToolsError
+from ._options import check_one_stdout, json_option
 
 
 def _pairs(values, what):
@@ -69,19 +70,20 @@ def _apply(options):
 @click.argument("ref", type=click.Path(dir_okay=False, allow_dash=True))
 @click.argument("hyp", type=click.Path(dir_okay=False, allow_dash=True))
 @_apply(_common)
-@click.option("--output", "-o", default="-", show_default=True, help="JSON summary.")
+@json_option("JSON summary ('-' = stdout).", hidden_aliases=("-o", "--output"), default="-", show_default=True)
 @click.option("--per-utterance", default=None, help="Per-utterance results as JSON lines.")
 @click.option("--alternatives", "alternatives", multiple=True, metavar="LABEL=ALTCTM",
               help="Alternatives (alt-CTM) of this system: oracle metrics and alternative coverage. Repeatable.")
 @click.option("--ks", default="1,2,5,10,all", show_default=True, help="Depths k for alternative coverage.")
 @click.option("--coverage-plot", default=None, help="Alternative-coverage figure (.png/.pdf/.svg).")
-def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method, output,
+def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method, json_out,
                     per_utterance, alternatives, ks, coverage_plot):
     """CER beside WER, script fidelity, code-switching, NE-WER/NE-FNR and punctuation/capitalisation
     metrics of one system (HYP) against REF, with bootstrap CIs."""
     from ..metrics.commands import metrics
 
-    metrics(ref, hyp, annotations=annotations, output=output, per_utterance=per_utterance, fmt=fmt,
+    check_one_stdout(**{"--json": json_out, "--per-utterance": per_utterance})
+    metrics(ref, hyp, annotations=annotations, output=json_out, per_utterance=per_utterance, fmt=fmt,
             normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
             ci_method=ci_method, alternatives=_pairs(alternatives, "--alternatives"), ks=_ks(ks),
             coverage_plot=coverage_plot, progress=sys.stderr.isatty())
@@ -92,14 +94,15 @@ def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, r
 @click.option("--system", "-s", "systems", multiple=True, required=True, metavar="NAME=PATH",
               help="A system's hypotheses (repeat for every system).")
 @_apply(_common)
-@click.option("--output", "-o", default="-", show_default=True, help="JSON report.")
+@json_option("JSON report ('-' = stdout).", hidden_aliases=("-o", "--output"), default="-", show_default=True)
 @click.option("--markdown", "-m", default=None, help="Markdown report.")
 def leaderboard_command(ref, systems, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method,
-                        output, markdown):
+                        json_out, markdown):
     """Leaderboard over several systems and languages: per-language metrics with bootstrap CIs,
     coverage and failure taxonomy, composite rating and paired bootstrap tests."""
     from ..metrics.commands import leaderboard
 
-    leaderboard(ref, _pairs(systems, "--system"), annotations=annotations, markdown=markdown, output=output,
+    check_one_stdout(**{"--json": json_out, "--markdown": markdown})
+    leaderboard(ref, _pairs(systems, "--system"), annotations=annotations, markdown=markdown, output=json_out,
                 fmt=fmt, normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
                 ci_method=ci_method, progress=sys.stderr.isatty())

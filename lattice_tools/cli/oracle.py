@@ -5,20 +5,7 @@ from __future__ import annotations
 import click
 
 from ._inputs import allow_untimed_option, lattice_input_options
-
-
-def _n_option(value):
-    if value is None:
-        return None
-    if str(value).lower() in ("inf", "all", "0"):
-        return None
-    try:
-        n = int(value)
-    except ValueError:
-        raise click.BadParameter(f"expected a positive integer or 'inf', got {value!r}") from None
-    if n < 1:
-        raise click.BadParameter(f"expected a positive integer or 'inf', got {value!r}")
-    return n
+from ._options import DEPTH, DEPTHS, LATTICE_FORMATS, SIZE, json_option, out_option
 
 
 @click.command("oracle")
@@ -26,7 +13,7 @@ def _n_option(value):
 @click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words').")
 @click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
               help="Reference format (default: .stm/.trn extension, else detected from the content).")
-@click.option("--format", "format", type=click.Choice(["slf", "sphinx", "kaldi", "openfst", "k2"]), default=None,
+@click.option("--format", "format", type=click.Choice(LATTICE_FORMATS), default=None,
               help="Lattice format (default: from the name).")
 @lattice_input_options
 @click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
@@ -37,7 +24,8 @@ def _n_option(value):
               help="sclite weights and tie rules, or plain Levenshtein (fewest errors).")
 @click.option("--representation", type=click.Choice(["lattice", "1best", "nbest", "sausage", "phrase"]),
               default="lattice", show_default=True, help="What to take the oracle over (lattice inputs).")
-@click.option("-n", "n", default=None, help="Depth N of N-best/sausage/phrase (default/inf: all).")
+@click.option("-n", "n", type=DEPTH, default=None,
+              help="Depth N of N-best/sausage/phrase: an integer >= 1 or 'inf' (default: all).")
 @click.option("--posterior-threshold", default=0.1, show_default=True, type=float, help="Phrase boundary threshold.")
 @click.option("--acoustic-scale", default=1.0, show_default=True, type=float)
 @click.option("--lm-scale", default=1.0, show_default=True, type=float)
@@ -45,22 +33,25 @@ def _n_option(value):
 @click.option("--bootstrap", "bootstrap", default=0, show_default=True, type=int,
               help="Utterance-bootstrap replications for a 95% interval (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
-@click.option("--json", "json_out", default=None, help="Also write the report (per-utterance counts) as JSON.")
+@json_option("Also write the report (per-utterance counts) as JSON here ('-' = stdout instead of the table).")
+@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+              help="Memory budget of the N-best/phrase searches (resident memory: 2G, 500M; 'inf' = none).")
 def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
-                   posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out):
+                   posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out, max_memory):
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
 
     report = oracle_wer(list(inputs), reference, glm=glm, optional_deletable=optional_deletable, mode=mode,
-                        representation=representation, n=_n_option(n), posterior_threshold=posterior_threshold,
+                        representation=representation, n=n, posterior_threshold=posterior_threshold,
                         acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                         bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
                         words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                        allow_missing=allow_missing, allow_untimed=allow_untimed)
+                        allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory)
     for w in report.get("warnings", ()):
         click.echo(f"lattice-tools: warning: {w}", err=True)
-    click.echo(format_report(report))
+    if json_out != "-":
+        click.echo(format_report(report))
 
 
 @click.command("study")
@@ -68,11 +59,12 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words').")
 @click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
               help="Reference format (default: .stm/.trn extension, else detected from the content).")
-@click.option("--format", "format", type=click.Choice(["slf", "sphinx", "kaldi", "openfst", "k2"]), default=None,
+@click.option("--format", "format", type=click.Choice(LATTICE_FORMATS), default=None,
               help="Lattice format (default: from the name).")
 @lattice_input_options
-@click.option("-o", "--out-dir", required=True, help="Output directory (tables, plots, per-cell cache).")
-@click.option("-n", "ns", default="1,2,10,100,1000,10000", show_default=True, help="Comma-separated depths N.")
+@out_option("Output directory (tables, plots, per-cell cache).", hidden_aliases=("--out-dir",), required=True)
+@click.option("-n", "ns", type=DEPTHS, default="1,2,10,100,1000,10000", show_default=True,
+              help="Comma-separated depths N (integers >= 1; 'inf' is added unless --no-infinity).")
 @click.option("--representations", default="nbest,sausage,phrase,lattice", show_default=True,
               help="Comma-separated: nbest, sausage, phrase, lattice (the 1-best is always added).")
 @click.option("--prune", "prune_thresholds", default="0", show_default=True,
@@ -86,10 +78,12 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--bootstrap", default=1000, show_default=True, type=int, help="Bootstrap replications (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--no-plots", is_flag=True)
+@click.option("--title", default=None, help="What the data is, for table and plot titles (default: set names and "
+                                           "reference file name).")
 @allow_untimed_option
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
-                  out_dir, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
-                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, allow_untimed):
+                  out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
+                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_untimed):
     """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
     from ..oracle.study import run_study
 
@@ -97,16 +91,16 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
     for item in lattice_sets:
         name, _, spec = item.partition("=") if "=" in item else (item, "", item)
         sets[name] = spec
+    n_list = [n for n in ns if n is not None]
     try:
-        n_list = [int(x) for x in ns.split(",") if x.strip()]
         thresholds = [float(x) for x in prune_thresholds.split(",") if x.strip()]
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint="--prune") from None
     result = run_study(sets, reference, ns=n_list, representations=[r.strip() for r in representations.split(",")],
-                       prune_thresholds=thresholds, out_dir=out_dir, mode=mode, optional_deletable=optional_deletable,
-                       include_infinity=not no_infinity, posterior_threshold=posterior_threshold,
+                       prune_thresholds=thresholds, out_dir=out, mode=mode, optional_deletable=optional_deletable,
+                       include_infinity=not no_infinity or None in ns, posterior_threshold=posterior_threshold,
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
-                       plots=not no_plots, ref_format=ref_format, format=format, words=words,
+                       plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                        allow_untimed=allow_untimed)
     held = sum(i["holds"] for i in result.invariants)

@@ -9,6 +9,7 @@ import click
 
 from .. import recipe
 from ..errors import LatticeToolsError
+from ._options import out_option
 
 
 @click.command("split-list")
@@ -51,7 +52,7 @@ def with_list_command(list_path, command):
 
     Recipe jobs use it to pass their chunk of lattice specs or audio files, e.g.
 
-        lattice-tools with-list split2/lattices.1.list lattice-tools nbest -n 10 --ctm out.1.ctm
+        lattice-tools with-list split2/lattices.1.list lattice-tools nbest -n 10 -o out.1.ctm
 
     The command replaces this process (its exit status is the job's)."""
     argv = recipe.command_with_list(list_path, command)
@@ -64,14 +65,19 @@ def with_list_command(list_path, command):
 
 @click.command("convert-ctm")
 @click.argument("ctm", type=click.Path(dir_okay=False, allow_dash=True))
-@click.argument("out", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("out_path", metavar="[OUT]", type=click.Path(dir_okay=False, allow_dash=True), required=False)
+@out_option("Output CTM ('-' = stdout; without -o: the second argument).", default=None,
+            type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--segments", type=click.Path(dir_okay=False), default=None,
               help="Kaldi segments 'utt recording start end': utterance ids -> recordings, times made absolute.")
 @click.option("--reco2file-and-channel", "reco2file_and_channel", type=click.Path(dir_okay=False), default=None,
               help="Kaldi 'recording file channel': recordings -> STM file and channel ids.")
-def convert_ctm_command(ctm, out, segments, reco2file_and_channel):
+def convert_ctm_command(ctm, out_path, out, segments, reco2file_and_channel):
     """Map a CTM/alt-CTM from utterance ids and times to the STM's file/channel ids and absolute
     times (Kaldi's utils/convert_ctm.pl, ALT blocks kept)."""
+    if (out is None) == (out_path is None):
+        raise click.UsageError("give the output once: -o/--out OUT (or CTM OUT)")
+    out = out if out is not None else out_path
     if not segments and not reco2file_and_channel:
         raise LatticeToolsError("give --segments and/or --reco2file-and-channel (nothing to convert)")
     recipe.convert_ctm(ctm, out, segments=segments, reco2file_and_channel=reco2file_and_channel)

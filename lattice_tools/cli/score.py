@@ -2,9 +2,10 @@
 :func:`lattice_tools.scoring.sclite.score_files` and :func:`lattice_tools.scoring.ladder.run_ladder`."""
 from __future__ import annotations
 
-import json
-
 import click
+
+from ..io.common import write_json
+from ._options import check_one_stdout, json_option, out_option
 
 # '-h' is the hypothesis here (as in sclite), so help is only '--help'.
 _CTX = {"help_option_names": ["--help"]}
@@ -30,11 +31,12 @@ _CTX = {"help_option_names": ["--help"]}
 @click.option("-m", "--reduce", "reduce", multiple=True, type=click.Choice(["ref", "hyp"]),
               help="sclite -m: drop ref segments / hyp words outside the other side's span.")
 @click.option("--id-type", default="spu_id", show_default=True, help="trn speaker ids: spu_id, wsj, sp, ...")
-@click.option("-o", "--out-dir", default=None, help="Write <name>.sys/.raw/.pra/.json into this directory.")
+@out_option("Write the report set <name>.sys/.raw/.pra/.json into this directory (see docs/scoring.md: "
+            "<name>.json is written last and marks a complete set).", hidden_aliases=("--out-dir",), default=None)
 @click.option("--name", default=None, help="Base name of the report files (default: hypothesis file name).")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON report instead of the table.")
+@json_option("Write the JSON report here ('-' = stdout instead of the table).")
 def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fragments, case_sensitive,
-                  case_language, single_segment, mode, allow_missing, reduce, id_type, out_dir, name, as_json):
+                  case_language, single_segment, mode, allow_missing, reduce, id_type, out, name, json_out):
     """Score a CTM/alt-CTM/trn against an STM/trn reference exactly like NIST sclite."""
     from ..scoring.reports import json_report, sys_report, write_reports
     from ..scoring.sclite import score_files
@@ -45,11 +47,11 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
                          id_type=id_type, case_language=case_language)
     for w in result.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)
-    if out_dir:
-        write_reports(result, out_dir, name)
-    if as_json:
-        click.echo(json.dumps(json_report(result), indent=2, sort_keys=True))
-    else:
+    if out:
+        write_reports(result, out, name)
+    if json_out:
+        write_json(json_out, json_report(result))
+    if json_out != "-":
         click.echo(sys_report(result), nl=False)
         click.echo(result.total.kaldi_line())
 
@@ -62,8 +64,8 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
 @click.option("--corrected-stm", default=None, help="Corrected reference STM (seed 001 'STM with corrections').")
 @click.option("--reference-segmentation", "ref_seg_hyps", multiple=True,
               help="NAME=PATH CTM of a system run on the reference segmentation (last row).")
-@click.option("-o", "--out", "out", default=None, help="Write the Markdown table here ('-' = stdout, default).")
-@click.option("--json", "json_out", default=None, help="Write the JSON results here.")
+@out_option("Write the Markdown table here ('-' = stdout, default).", default=None)
+@json_option("Write the JSON results here ('-' = stdout instead of the table).")
 def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out):
     """WER under successive scoring configurations (seed 001 Table 1)."""
     from ..io.common import atomic_write
@@ -79,11 +81,11 @@ def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out):
     result = run_ladder(ref, parse(hyps), list(glms), corrected_stm=corrected_stm,
                         reference_segmentation=dict(parse(ref_seg_hyps)))
     table = ladder_markdown(result)
+    check_one_stdout(**{"-o/--out": out, "--json": json_out})
     if out and out != "-":
         with atomic_write(out) as f:
             f.write(table)
-    else:
+    elif json_out != "-":
         click.echo(table, nl=False)
     if json_out:
-        with atomic_write(json_out) as f:
-            f.write(json.dumps(result, indent=2) + "\n")
+        write_json(json_out, result, sort_keys=False)

@@ -20,11 +20,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import wave
 from typing import Sequence
 
 from ..errors import FormatError, MismatchError, MissingDependencyError
+from ..io.common import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
 from ..lattice import Lattice
 from ..symbols import SymbolTable
 
@@ -171,14 +171,16 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
         segs = [(s.word, s.start_frame, s.end_frame, s.prob) for s in decoder.seg()]
         lat_ps = decoder.get_lattice()
         out_path = os.path.join(out_dir, key + ".lat")
-        fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=".lat", dir=out_dir)
-        os.close(fd)
+        remove_stale_temporaries(out_path)
+        fd, tmp = make_temporary(out_path)
         try:
+            os.fchmod(fd, output_mode(out_path))
+            os.close(fd)
             lat_ps.write_htk(tmp)
             os.replace(tmp, out_path)
+            discard_temporary(tmp, remove=False)
         finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            discard_temporary(tmp, remove=os.path.exists(tmp))
         # one growing word table for all files, so a word has the same id in every lattice
         lat = read_slf(out_path, symbols=symbols, frame_shift=1.0 / frate, key=key)
         symbols = lat.symbols

@@ -50,8 +50,8 @@ def guess_format(spec: str) -> str:
         return "openfst"
     if low.endswith(".pt"):
         return "k2"
-    raise FormatError(f"cannot tell the lattice format of {s!r} from its name; pass format= "
-                      f"(CLI: --from/--to; one of {', '.join(FORMATS)})")
+    raise FormatError(f"cannot tell the lattice format of {s!r} from its name; give it with --format "
+                      f"(input) or --out-format (output), one of {', '.join(FORMATS)}")
 
 
 def _slf_files(directory: str, ext: tuple = _SLF_EXT + _DAG_EXT) -> list[str]:

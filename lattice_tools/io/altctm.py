@@ -92,9 +92,15 @@ class AlternativesCtmWriter:
         cut = alts.truncated(self.n)
         self._depths.extend(cut.depths)
         self._utts += 1
-        lines = []
+        lines: list = []
         for item in alternatives_to_ctm_items(cut):
             lines.extend(format_ctm_item(item, self.time_format, self.conf_format))
+            if len(lines) >= 65536:  # in pieces: an utterance's text can be hundreds of MB
+                self._emit(lines)
+                lines = []
+        self._emit(lines)
+
+    def _emit(self, lines: list) -> None:
         text = "".join(line + "\n" for line in lines)
         self._out.write(text)
         data = text.encode("utf-8")

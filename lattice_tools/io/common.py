@@ -49,6 +49,103 @@ def read_text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, s
         raise FormatError(f"not valid {encoding} text ({exc.reason} at byte {exc.start})", path=str(path)) from None
 
 
+# Temporary files of atomic writes are named ``.tmp.<host>.<pid>.<random>.<target name>``: a later write
+# of the same target removes the ones whose process (on this host) is gone -- what a killed (SIGKILL,
+# power loss) run leaves behind.  Temporaries of live processes and of other hosts are left alone.
+_TMP_PREFIX = ".tmp."
+_LIVE_TEMPS: set[str] = set()
+
+
+def _host_tag() -> str:
+    # dots separate the fields of the temporary name, so they are not allowed in the host tag
+    return (os.uname().nodename.split(".")[0] or "host").replace(".", "_") if hasattr(os, "uname") else "host"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # exists (another user's process) or cannot tell: keep its file
+    return True
+
+
+def remove_stale_temporaries(path: str) -> list[str]:
+    """Remove the temporaries left by killed writes of ``path`` (see above); returns the removed paths."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    base = os.path.basename(path)
+    host = _host_tag()
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for entry in names:
+        if not (entry.startswith(_TMP_PREFIX) and entry.endswith("." + base)):
+            continue
+        fields = entry[len(_TMP_PREFIX):-len(base) - 1].split(".")
+        if len(fields) != 3 or fields[0] != host or not fields[1].isdigit():
+            continue
+        pid = int(fields[1])
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        full = os.path.join(directory, entry)
+        with contextlib.suppress(OSError):
+            if os.path.isdir(full):
+                import shutil
+
+                shutil.rmtree(full)
+            else:
+                os.unlink(full)
+            removed.append(full)
+    return removed
+
+
+def output_mode(path: str) -> int:
+    """Permission bits for a new output at ``path``: those of the file it replaces, else ``0o666``
+    less the user's umask (what ``open(path, 'w')`` or a shell redirection would give)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def make_temporary(path: str, directory: bool = False) -> tuple[int | None, str]:
+    """A temporary file (``fd``, name) or directory (None, name) beside ``path``, named so that
+    :func:`remove_stale_temporaries` recognises it, registered for removal on SIGTERM/SIGINT."""
+    parent = os.path.dirname(os.path.abspath(path))
+    prefix = f"{_TMP_PREFIX}{_host_tag()}.{os.getpid()}."
+    suffix = "." + os.path.basename(path)
+    if directory:
+        fd, tmp = None, tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent)
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=parent)
+    _LIVE_TEMPS.add(tmp)
+    return fd, tmp
+
+
+def discard_temporary(tmp: str, remove: bool = True) -> None:
+    _LIVE_TEMPS.discard(tmp)
+    if remove:
+        with contextlib.suppress(OSError):
+            if os.path.isdir(tmp):
+                import shutil
+
+                shutil.rmtree(tmp)
+            else:
+                os.unlink(tmp)
+
+
+def remove_live_temporaries() -> None:
+    """Remove every temporary this process still has open (the CLI calls it when a signal ends it)."""
+    for tmp in list(_LIVE_TEMPS):
+        discard_temporary(tmp)
+
+
 @contextlib.contextmanager
 def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: bool | None = None):
     """Write to a temporary file beside ``path`` and rename it into place only on success.
@@ -56,6 +153,9 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
     ``path == "-"`` writes to stdout.  ``compress`` defaults to ``path.endswith('.gz')``.
     On any exception the temporary file is removed and ``path`` is left untouched, so a
     killed or failed job never leaves a half-written output that a rerun would trust.
+    The output gets the permission bits of the file it replaces, else those the user's umask
+    gives a new file (not ``mkstemp``'s 0600).  Temporaries of earlier writes of ``path`` whose
+    process was killed are removed first.
     """
     binary = "b" in mode
     if str(path) == "-":
@@ -68,8 +168,10 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
         compress = is_gzip_path(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix="." + os.path.basename(path), dir=directory)
+    remove_stale_temporaries(path)
+    fd, tmp = make_temporary(path)
     try:
+        os.fchmod(fd, output_mode(path))
         with os.fdopen(fd, "wb") as raw:
             if compress:
                 # mtime=0 keeps gzip output byte-identical across runs (reproducible recipes).
@@ -85,7 +187,45 @@ def atomic_write(path: str, mode: str = "w", encoding: str = "utf-8", compress: 
                 with io.TextIOWrapper(raw, encoding=encoding, newline="\n") as txt:
                     yield txt
         os.replace(tmp, path)
+        discard_temporary(tmp, remove=False)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        discard_temporary(tmp)
         raise
+
+
+def json_safe(obj):
+    """``obj`` with every non-finite float (NaN, +-inf) replaced by None and numpy scalars/arrays made
+    plain, so that it serialises as strict JSON (RFC 8259 has no NaN/Infinity; ``jq``, JavaScript and
+    most JSON libraries reject them).  Undefined numbers are written as ``null``."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    tolist = getattr(obj, "tolist", None)  # numpy scalar or array
+    if tolist is not None:
+        return json_safe(tolist())
+    try:
+        return json_safe(float(obj))
+    except (TypeError, ValueError):
+        return str(obj)
+
+
+def json_text(obj, *, indent: int | None = 2, sort_keys: bool = True, ensure_ascii: bool = True) -> str:
+    """Strict JSON text of ``obj`` (see :func:`json_safe`), ending with a newline."""
+    import json
+
+    return json.dumps(json_safe(obj), indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii,
+                      allow_nan=False) + "\n"
+
+
+def write_json(path: str, obj, **kw) -> None:
+    """Write ``obj`` as strict JSON to ``path`` atomically (``-`` = stdout)."""
+    text = json_text(obj, **kw)
+    with atomic_write(path) as f:
+        f.write(text)

@@ -4,12 +4,11 @@ Each takes exactly the parameters of its command and writes its outputs with ``a
 """
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Sequence
 
 from ..errors import LatticeToolsError, MismatchError
-from ..io.common import atomic_write
+from ..io.common import atomic_write, json_text, write_json
 from .evaluate import EvalConfig, _normalizer_for, by_language, composite_of, evaluate_system, summarize
 from .io import check_keys, read_annotations, read_transcripts
 
@@ -76,13 +75,11 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
             rows = [CoverageRow(**{k: v for k, v in row.items() if k in CoverageRow.__dataclass_fields__})
                     for sec in summary["alternatives"].values() for row in sec["coverage"]]
             plot_coverage(rows, coverage_plot)
-    with atomic_write(output) as f:
-        json.dump(summary, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+    write_json(output, summary, indent=1, sort_keys=False, ensure_ascii=False)  # strict: undefined -> null
     if per_utterance:
         with atomic_write(per_utterance) as f:
             for r in results:
-                f.write(json.dumps(r.as_dict(), ensure_ascii=False) + "\n")
+                f.write(json_text(r.as_dict(), indent=None, sort_keys=False, ensure_ascii=False))
     return summary
 
 
@@ -143,9 +140,7 @@ def leaderboard(ref: str, systems: Sequence[tuple[str, str]], annotations: str |
         check_keys(refs, hyps, path)
         results[name] = evaluate_system(refs, hyps, anns, config, progress=progress)
     report = build_leaderboard(results, resamples=resamples, seed=seed, ci_method=ci_method)
-    with atomic_write(output) as f:
-        json.dump(report, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+    write_json(output, report, indent=1, sort_keys=False, ensure_ascii=False)  # strict: undefined -> null
     if markdown:
         with atomic_write(markdown) as f:
             f.write(render_markdown(report))

@@ -1,13 +1,14 @@
 """``lattice-tools oracle``: oracle WER of lattices or an alt-CTM, with bootstrap intervals."""
 from __future__ import annotations
 
-import json
 import os
+import sys
 
 from typing import Sequence
 
 from ..errors import LatticeToolsError, MismatchError
-from ..io.common import atomic_write
+from .._budget import memory_budget
+from ..io.common import write_json
 from ..scoring.counts import ErrorCounts
 from .batch import alternatives_oracle_many
 from .bootstrap import bootstrap_wer
@@ -54,7 +55,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                json_out: str | None = None, progress: bool | None = None, ref_format: str | None = None,
                format: str | None = None, words: str | None = None, frame_shift: float | None = None,
                frame_subsampling_factor: int | None = None, allow_missing: bool = False,
-               allow_untimed: bool = False) -> dict:
+               allow_untimed: bool = False, max_memory: int | None = None) -> dict:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
@@ -74,6 +75,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
       representation: ``lattice``, ``1best``, ``nbest``, ``sausage`` or ``phrase``; ``n`` its depth.
       bootstrap, seed: utterance-bootstrap replications (0: none) for 95% intervals.
       json_out: also write the report (with per-utterance counts) as JSON.
+      max_memory: bound the N-best/phrase searches by this many bytes of resident memory instead of
+        their node/state counts (BudgetExceededError past it; None: the counts).
     Returns:
       ``{"counts": {...}, "wer": ..., "precision": ..., "recall": ..., "intervals": {...},
       "utterances": [...]}``.
@@ -130,8 +133,11 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                     results.append(lattice_oracle(lat, refs[lat.key], **opts))
                 else:
                     kw = {"posterior_threshold": posterior_threshold} if representation == "phrase" else {}
-                    batch_alts.append(make_alternatives(lat, representation, n, acoustic_scale=acoustic_scale,
-                                                        lm_scale=lm_scale, word_penalty=word_penalty, **kw))
+                    if max_memory is not None and representation in ("nbest", "phrase"):
+                        kw.update(max_pops=sys.maxsize, max_states=sys.maxsize)  # the memory budget governs
+                    with memory_budget(max_memory):
+                        batch_alts.append(make_alternatives(lat, representation, n, acoustic_scale=acoustic_scale,
+                                                            lm_scale=lm_scale, word_penalty=word_penalty, **kw))
                     batch_refs.append(refs[lat.key])
             _check_references_covered(keys, refs, allow_missing, str(reference), warnings)
             if batch_alts:
@@ -149,10 +155,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     if bootstrap:
         ivs = bootstrap_wer([r.counts for r in results], replications=bootstrap, seed=seed)
         report["intervals"] = {k: v.as_dict() for k, v in ivs.items()}
-    if json_out:
-        with atomic_write(json_out) as f:
-            json.dump(report, f, indent=1, allow_nan=True)
-            f.write("\n")
+    if json_out:  # strict JSON: undefined values (e.g. precision of an empty output) are null
+        write_json(json_out, report, indent=1, sort_keys=False)
     return report
 
 

@@ -168,22 +168,33 @@ def _filtered_copy(path: str, glm: str, fmt: str) -> str:
 
     if fmt not in ("stm", "trn", "text"):
         raise LatticeToolsError(f"a GLM can be applied to stm, trn or text references, not {fmt!r}", path=path)
+    import atexit
+
+    from ..io.common import _LIVE_TEMPS, discard_temporary
+
     fd, tmp = tempfile.mkstemp(prefix="lattice-tools-ref.", suffix="." + fmt)
     os.close(fd)
-    # csrfilt's 'txt' mode filters the whole line, utterance id included: a Kaldi text is filtered
-    # as trn, one '(id)' per line, then turned back into 'id words'
-    if fmt == "text":
-        from ..io.kaldi_data import read_kaldi_text
-        from ..io.trn import read_trn, write_trn
+    # a scratch file: removed when the process ends, also by SIGTERM/SIGINT (the CLI's handlers)
+    _LIVE_TEMPS.add(tmp)
+    atexit.register(discard_temporary, tmp)
+    try:
+        # csrfilt's 'txt' mode filters the whole line, utterance id included: a Kaldi text is filtered
+        # as trn, one '(id)' per line, then turned back into 'id words'
+        if fmt == "text":
+            from ..io.kaldi_data import read_kaldi_text
+            from ..io.trn import read_trn, write_trn
 
-        write_trn(tmp, read_kaldi_text(path))
-        filter_file(glm, tmp, tmp, "trn")
-        utts = read_trn(tmp)
-        with open(tmp, "w", encoding="utf-8") as out:
-            for u in utts:
-                out.write(f"{u.utt_id} {u.text}\n")
-        return tmp
-    filter_file(glm, path, tmp, fmt)
+            write_trn(tmp, read_kaldi_text(path))
+            filter_file(glm, tmp, tmp, "trn")
+            utts = read_trn(tmp)
+            with open(tmp, "w", encoding="utf-8") as out:
+                for u in utts:
+                    out.write(f"{u.utt_id} {u.text}\n")
+            return tmp
+        filter_file(glm, path, tmp, fmt)
+    except BaseException:
+        discard_temporary(tmp)
+        raise
     return tmp
 
 

@@ -41,7 +41,7 @@ from typing import Mapping, Sequence
 
 from ..alternatives.network import depth_statistics
 from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
-from ..io.common import atomic_write
+from ..io.common import atomic_write, write_json
 from ..scoring.counts import ErrorCounts
 from .bootstrap import bootstrap_systems
 from ..io.inputs import check_times, check_word_table, is_text
@@ -114,9 +114,7 @@ def _cell_path(out_dir: str, density: str, rep: str, n) -> str:
 
 
 def _write_json(path: str, obj) -> None:
-    with atomic_write(path) as f:
-        json.dump(obj, f, indent=1, sort_keys=True, allow_nan=True)
-        f.write("\n")
+    write_json(path, obj, indent=1)
 
 
 def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = DEFAULT_NS,
@@ -127,7 +125,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               inf_max_pops: int = 200_000, plots: bool = True, progress: bool | None = None,
               ref_format: str | None = None, format: str | None = None, words: str | None = None,
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
-              allow_untimed: bool = False) -> StudyResult:
+              allow_untimed: bool = False, title: str | None = None,
+              baselines: list | None = None) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
@@ -147,11 +146,16 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         (:func:`lattice_tools.io.read_lattice_inputs`).
       allow_untimed: accept lattices without word times although the study writes alt-CTMs (every
         time 0.00) and phrase cells (one phrase per utterance); otherwise FormatError.
+      title: what the data is, for the table and plot titles (default: the set names and the
+        reference file name).
+      baselines: other 1-best hypotheses to show beside the lattice's best path, e.g. the
+        decoder's own: ``[{"density", "name", "wer", "C", "S", "D", "I", "ref_words"}]``.
     Returns:
       :class:`StudyResult`.  Files are written atomically under ``out_dir``.
     """
     from tqdm import tqdm
 
+    reference_name = str(references) if isinstance(references, (str, os.PathLike)) else None
     if isinstance(references, (str, os.PathLike)):
         references = load_references(str(references), fmt=ref_format)
     os.makedirs(out_dir, exist_ok=True)
@@ -219,9 +223,12 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
     invariants = check_invariants(rows)
     for r in rows:
         r.pop("per_utterance", None)
-    files = write_tables(rows, invariants, out_dir, mode=mode, notes=notes)
+    if title is None:  # name the data: the lattice sets and the reference
+        ref_name = os.path.basename(str(reference_name)) if reference_name else "references"
+        title = f"{', '.join(map(str, lattice_sets))} against {ref_name}"
+    files = write_tables(rows, invariants, out_dir, mode=mode, notes=notes, title=title, baselines=baselines)
     if plots:
-        files.update(plot_study(rows, out_dir))
+        files.update(plot_study(rows, out_dir, title=title, baselines=baselines))
     return StudyResult(rows=rows, invariants=invariants, files=files)
 
 
@@ -373,7 +380,8 @@ def check_invariants(rows: list) -> list:
 # ----------------------------------------------------------------------------------------------
 _COLUMNS = ["density", "representation", "N", "wer", "wer_low", "wer_high", "N_max", "N_.9", "N_.5", "MB",
             "C", "S", "D", "I", "ref_words", "precision", "recall", "utterances", "arcs", "cost", "seconds"]
-_TITLES = {"1best": "1-best (baseline)", "nbest": "Oracle WER for utterance-level (N-best) alternatives (Table 3)",
+_TITLES = {"1best": "1-best: the lattice's best path (Viterbi under the study's scales; baseline)",
+           "nbest": "Oracle WER for utterance-level (N-best) alternatives (Table 3)",
            "sausage": "Oracle WER for word-level alternatives (Table 4)",
            "phrase": "Oracle WER for phrase-level alternatives (Tables 5-6)",
            "lattice": "Exact full-lattice oracle WER"}
@@ -395,13 +403,34 @@ def _fmt(v, col):
     return str(v)
 
 
-def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "sclite", notes: dict | None = None) -> dict:
+def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "sclite", notes: dict | None = None,
+                 title: str | None = None, baselines: list | None = None) -> dict:
     """``study.md`` (tables shaped like seed 001 Tables 3-6, plus CI, C/S/D/I and precision/recall),
-    ``study.csv`` and ``study.json``."""
-    md = [f"# Oracle WER study ({mode} scoring)", "",
+    ``study.csv`` and ``study.json``.  ``title`` names the data; ``baselines``: extra 1-best rows
+    (e.g. the decoder's own hypothesis, ``{"density", "name", "wer", ...}``) shown beside the
+    lattice's best path."""
+    md = [f"# Oracle WER study: {title} ({mode} scoring)" if title else f"# Oracle WER study ({mode} scoring)", "",
           "WER in %, 95% utterance-bootstrap interval [low, high]. N = requested depth (inf = all), "
           "N_max / N_.9 / N_.5 = depth of the deepest / 90th-percentile / median block, "
-          "MB = gzip-compressed alt-CTM size (for the lattice: gzip-compressed SLF).", ""]
+          "MB = gzip-compressed alt-CTM size (for the lattice: gzip-compressed SLF). "
+          "Two different 1-bests: the *lattice best path* (the single most probable path, baseline rows) and "
+          "N-best at N=1 (the most probable *word sequence*, summed over its paths); a decoder's own "
+          "hypothesis can differ from both (listed separately when known). A cell that a search budget "
+          "stopped is marked *stopped by the search budget*, not left out.", ""]
+    if baselines:
+        md += ["## 1-best hypotheses compared", "", "| density | 1-best | wer | C | S | D | I | ref_words |",
+               "|---|---|---|---|---|---|---|---|"]
+        found = [(b["density"], 0, b["name"], b) for b in baselines]
+        for r in rows:
+            if r.get("representation") == "1best" and "wer" in r:
+                found.append((r["density"], 1, "lattice best path", r))
+            if r.get("representation") == "nbest" and r.get("N") == "1" and "wer" in r:
+                found.append((r["density"], 2, "most probable word sequence (N-best, N=1)", r))
+        order = {d: i for i, d in enumerate(dict.fromkeys(d for d, *_ in found))}
+        for density, _, name, b in sorted(found, key=lambda x: (order[x[0]], x[1])):
+            md.append(f"| {density} | {name} | {_fmt(b.get('wer'), 'wer')} | {b.get('C', '')} | {b.get('S', '')} | "
+                      f"{b.get('D', '')} | {b.get('I', '')} | {b.get('ref_words', '')} |")
+        md.append("")
     show = ["density", "N", "wer", "wer_low", "wer_high", "N_max", "N_.9", "N_.5", "MB", "C", "S", "D", "I",
             "precision", "recall", "arcs"]
     for rep in ("1best", "nbest", "sausage", "phrase", "lattice"):
@@ -411,7 +440,9 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
         md += [f"## {_TITLES[rep]}", "", "| " + " | ".join(show) + " |", "|" + "---|" * len(show)]
         for r in rs:
             if "skipped" in r:
-                md.append(f"| {r['density']} | {r['N']} | *{r['skipped']}* |" + " |" * (len(show) - 3))
+                md.append(f"| {r['density']} | {r['N']} | *stopped by the search budget* |" + " |" * (len(show) - 3))
+                notes = dict(notes or {})
+                notes[f"{r['density']} {rep} N={r['N']}"] = r["skipped"]
                 continue
             md.append("| " + " | ".join(_fmt(r.get(c), c) for c in show) + " |")
         md.append("")
@@ -437,54 +468,115 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
         w.writerow(_COLUMNS + ["skipped"])
         for r in rows:
             w.writerow([_fmt(r.get(c), c) for c in _COLUMNS] + [r.get("skipped", "")])
-    _write_json(files["json"], {"mode": mode, "rows": rows, "invariants": invariants, "notes": notes or {}})
+    _write_json(files["json"], {"mode": mode, "title": title, "rows": rows, "invariants": invariants,
+                                "baselines": baselines or [], "notes": notes or {}})
     return files
 
 
-def plot_study(rows: list, out_dir: str) -> dict:
-    """``oracle_vs_n.png`` and ``oracle_vs_mb.png`` (matplotlib, Agg backend)."""
+def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: list | None = None) -> dict:
+    """``oracle_vs_n.png`` and ``oracle_vs_mb.png`` (matplotlib, Agg backend): oracle WER with its
+    95% bootstrap interval (error bars) against N and against MB, one line per representation, one
+    panel per density.  N = inf is its own labelled point beyond a gap (not on the line of finite
+    N); a cell stopped by the search budget is drawn as a labelled marker at its N instead of
+    being left out; MB points are labelled with their N; titles name the data and each panel its
+    size.  The lattice's best path and, when given, the decoder's hypothesis (``baselines``) are
+    drawn as separate, named 1-best lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in rows if "wer" in r]
-    densities = list(dict.fromkeys(r["density"] for r in rows))
+    densities = list(dict.fromkeys(r["density"] for r in rows if "wer" in r or "skipped" in r))
     if not densities:
         return {}
-    colors = {"nbest": "C0", "sausage": "C1", "phrase": "C2", "lattice": "C3", "1best": "k"}
-    finite = [int(r["N"]) for r in rows if r["N"] != "inf"]
-    inf_x = 10 ** (math.ceil(math.log10(max(finite + [10]))) + 1)
+    colors = {"nbest": "C0", "sausage": "C1", "phrase": "C2", "lattice": "C3", "1best": "k", "decoder": "C4"}
+    names = {"nbest": "N-best", "sausage": "sausage", "phrase": "phrase", "lattice": "whole lattice (MB: gzip SLF)",
+             "1best": "1-best: lattice best path", "decoder": "1-best: decoder hypothesis"}
+    finite = [int(r["N"]) for r in rows if r.get("N") not in (None, "inf")]
+    max_finite = max(finite + [10])
+    inf_x = 10 ** (math.ceil(math.log10(max_finite)) + 1)  # a decade beyond the largest finite N
+
+    def n_of(r):
+        return inf_x if r["N"] == "inf" else int(r["N"])
+
+    def err(pts):
+        lo = [r["wer"] - r["wer_low"] if r.get("wer_low") is not None else 0.0 for r in pts]
+        hi = [r["wer_high"] - r["wer"] if r.get("wer_high") is not None else 0.0 for r in pts]
+        return [lo, hi] if any(lo) or any(hi) else None
+
     files = {}
     for kind in ("n", "mb"):
-        fig, axes = plt.subplots(1, len(densities), figsize=(4.2 * len(densities), 3.6), squeeze=False, sharey=True)
+        fig, axes = plt.subplots(1, len(densities), figsize=(4.8 * len(densities), 4.2), squeeze=False, sharey=True)
+        top = max([r.get("wer_high") or r["wer"] for r in rows if "wer" in r] + [1.0])
         for ax, density in zip(axes[0], densities):
             rs = [r for r in rows if r["density"] == density]
             for rep in ("nbest", "sausage", "phrase"):
-                pts = [r for r in rs if r["representation"] == rep]
-                if not pts:
-                    continue
+                pts = [r for r in rs if r["representation"] == rep and "wer" in r]
+                stopped = [r for r in rs if r["representation"] == rep and "skipped" in r]
+                c = colors[rep]
                 if kind == "n":
-                    pts.sort(key=lambda r: inf_x if r["N"] == "inf" else int(r["N"]))
-                    xs = [inf_x if r["N"] == "inf" else int(r["N"]) for r in pts]
+                    line = sorted((r for r in pts if r["N"] != "inf"), key=n_of)
+                    if line:
+                        ax.errorbar([n_of(r) for r in line], [r["wer"] for r in line], yerr=err(line), fmt="o-",
+                                    color=c, capsize=3, label=names[rep])
+                    infs = [r for r in pts if r["N"] == "inf"]
+                    if infs:
+                        ax.errorbar([inf_x], [infs[0]["wer"]], yerr=err(infs), fmt="D", color=c, capsize=3,
+                                    mfc="white", label=None if line else names[rep])
                 else:
-                    pts.sort(key=lambda r: r["MB"])
-                    xs = [r["MB"] for r in pts]
-                ax.plot(xs, [r["wer"] for r in pts], "o-", color=colors[rep], label=rep)
-            for rep, style in (("lattice", "--"), ("1best", ":")):
-                for r in rs:
-                    if r["representation"] == rep:
-                        if kind == "n":
-                            ax.axhline(r["wer"], ls=style, color=colors[rep], label=rep)
-                        else:
-                            ax.plot([r["MB"]], [r["wer"]], "s" if rep == "lattice" else "x", color=colors[rep],
-                                    label=rep)
+                    line = sorted(pts, key=lambda r: r["MB"])
+                    if line:
+                        ax.errorbar([r["MB"] for r in line], [r["wer"] for r in line], yerr=err(line), fmt="o-",
+                                    color=c, capsize=3, label=names[rep])
+                        same: dict = {}  # points that coincide (e.g. N=100 and N=inf) share one label
+                        for r in line:
+                            same.setdefault((round(r["MB"], 7), round(r["wer"], 6)), []).append(r["N"])
+                        for (mb, w), labels_ in same.items():
+                            ax.annotate("N=" + ",".join(labels_), (mb, w), textcoords="offset points",
+                                        xytext=(4, 4), fontsize=6.5, color=c)
+                for r in stopped:  # a search budget stopped this cell: say so where its point would be
+                    x = n_of(r) if kind == "n" else max([p["MB"] for p in rs if "MB" in p] + [1e-3])
+                    ax.plot([x], [top * 1.02], marker="x", ms=9, mew=2, color=c, ls="none")
+                    ax.annotate(f"{names[rep]} N={r['N']}:\nstopped by the\nsearch budget", (x, top * 1.02),
+                                textcoords="offset points", xytext=(-4, -30), ha="right", fontsize=6.5, color=c)
+            one = [r for r in rs if r["representation"] == "1best" and "wer" in r]
+            lat = [r for r in rs if r["representation"] == "lattice" and "wer" in r]
+            dec = [b for b in (baselines or []) if b.get("density") == density and b.get("wer") is not None]
+            for rep, pts, style, marker in (("lattice", lat, "--", "s"), ("1best", one, ":", "x"),
+                                            ("decoder", dec, "-.", "+")):
+                for r in pts:
+                    if kind == "n":  # a line across, its interval as an error bar beside "inf"
+                        ax.axhline(r["wer"], ls=style, color=colors[rep], label=names[rep], lw=1)
+                        ax.errorbar([inf_x * 10 ** (0.25 + 0.12 * ("lattice", "1best", "decoder").index(rep))],
+                                    [r["wer"]], yerr=err([r]), fmt=marker, color=colors[rep], capsize=3)
+                    elif r.get("MB") is not None:
+                        ax.errorbar([r["MB"]], [r["wer"]], yerr=err([r]), fmt=marker, color=colors[rep], capsize=3,
+                                    label=names[rep])
+                    else:
+                        ax.axhline(r["wer"], ls=style, color=colors[rep], label=names[rep])
             ax.set_xscale("log")
-            ax.set_title(density)
-            ax.set_xlabel("N (rightmost = inf)" if kind == "n" else "gzip-compressed size (MB)")
+            if kind == "n":
+                ticks = [10 ** k for k in range(0, int(math.log10(inf_x)))] + [inf_x]
+                ax.set_xticks(ticks)
+                ax.set_xticklabels([f"{t:g}" for t in ticks[:-1]] + ["inf"])
+                ax.axvspan(10 ** (math.log10(inf_x) - 0.6), 10 ** (math.log10(inf_x) - 0.4), color="0.85", lw=0)
+            sized = next((r for r in rs if "utterances" in r), None)
+            what = f"{density}" + (f": {sized['utterances']} utt., {sized['ref_words']} ref. words, "
+                                   f"{sized['arcs']} arcs" if sized else "")
+            ax.set_title(what, fontsize=9)
+            ax.set_xlabel("N (alternatives per slot; 'inf' = all)" if kind == "n"
+                          else "gzip-compressed alt-CTM size (MB); labels: N")
             ax.grid(alpha=0.3)
-        axes[0][0].set_ylabel("oracle WER (%)")
-        axes[0][-1].legend(fontsize=8)
+        axes[0][0].set_ylabel("oracle WER (%) with 95% CI")
+        handles, labels = [], []
+        for ax in axes[0]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+        axes[0][-1].legend(handles, labels, fontsize=7)
+        data = title or ", ".join(densities)
+        fig.suptitle(f"Oracle WER vs {'N' if kind == 'n' else 'size'}: {data}", fontsize=10)
         fig.tight_layout()
         path = os.path.join(out_dir, f"oracle_vs_{kind}.png")
         buf = io.BytesIO()

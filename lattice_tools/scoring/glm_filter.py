@@ -301,7 +301,8 @@ def expand_alternation(text: str, *, max_alternatives: int = 10000, where: str =
             if tok == "{":
                 options = alternation()
                 if len(partial) * len(options) > max_alternatives:
-                    raise BudgetExceededError(f"expanding {text!r} needs more than {max_alternatives} alternatives")
+                    raise BudgetExceededError(f"expanding {text!r} needs more than {max_alternatives} alternatives "
+                                              f"(raise max_alternatives)")
                 partial = [p + o for p in partial for o in options]
             elif tok != "@":
                 partial = [p + (tok,) for p in partial]

@@ -12,11 +12,10 @@
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 
-from ..io.common import atomic_write
+from ..io.common import json_text
 from .counts import ErrorCounts
 
 
@@ -238,18 +237,46 @@ def json_report(result) -> dict:
     return out
 
 
+#: The members of a report set, in the order they are renamed into place; the last one (the JSON
+#: report) marks a complete set.
+REPORT_KINDS = ("sys", "raw", "pra", "json")
+
+
 def write_reports(result, out_dir: str, name: str | None = None) -> dict:
-    """Write ``<name>.sys``, ``<name>.raw``, ``<name>.pra`` and ``<name>.json`` (atomically) into
-    ``out_dir``; returns {kind: path}.  ``name`` defaults to the hypothesis file's base name."""
+    """Write the report set ``<name>.sys``, ``<name>.raw``, ``<name>.pra`` and ``<name>.json`` into
+    ``out_dir``; returns {kind: path}.  ``name`` defaults to the hypothesis file's base name.
+
+    A reader never sees members of two runs together: every member is first written to a
+    temporary file, then the previous set is removed (its ``.json`` first) and the new members are
+    renamed into place in the order of :data:`REPORT_KINDS`, the ``.json`` last.  So ``<name>.json``
+    exists only beside a complete set from the same run; a run killed in between leaves some
+    members of the new set and no ``.json`` (an incomplete set, never a mix), and its temporaries
+    are removed on SIGTERM/SIGINT or by the next run."""
+    from ..io.common import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
+
     os.makedirs(out_dir, exist_ok=True)
     if name is None:
         name = os.path.basename(result.hyp_name or "score") or "score"
-    paths = {}
-    for kind, text in (("sys", sys_report(result)), ("raw", sys_report(result, raw=True)),
-                       ("pra", pra_report(result)),
-                       ("json", json.dumps(json_report(result), indent=2, sort_keys=True) + "\n")):
-        path = os.path.join(out_dir, f"{name}.{kind}")
-        with atomic_write(path) as f:
-            f.write(text)
-        paths[kind] = path
+    texts = {"sys": sys_report(result), "raw": sys_report(result, raw=True), "pra": pra_report(result),
+             "json": json_text(json_report(result))}
+    paths = {kind: os.path.join(out_dir, f"{name}.{kind}") for kind in REPORT_KINDS}
+    temps: dict = {}
+    try:
+        for kind in REPORT_KINDS:
+            remove_stale_temporaries(paths[kind])
+            fd, temps[kind] = make_temporary(paths[kind])
+            os.fchmod(fd, output_mode(paths[kind]))
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(texts[kind])
+        for kind in reversed(REPORT_KINDS):  # the completion marker first
+            try:
+                os.unlink(paths[kind])
+            except FileNotFoundError:
+                pass
+        for kind in REPORT_KINDS:
+            os.replace(temps[kind], paths[kind])
+            discard_temporary(temps.pop(kind), remove=False)
+    finally:
+        for tmp in temps.values():
+            discard_temporary(tmp)
     return paths

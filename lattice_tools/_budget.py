@@ -1,0 +1,64 @@
+"""A memory budget for the searches (N-best, phrase alternatives, log-determinization).
+
+The searches' own budgets count search nodes and determinized states, which a user cannot relate
+to the machine; this one is in bytes of resident memory (RSS) of the process, the figure ``top``
+and job schedulers show.  :func:`memory_budget` sets it for a block (the CLI's ``--max-memory``);
+the search loops call :func:`check_memory` every few thousand steps (reading ``/proc/self/statm``
+costs a few microseconds), which raises :class:`~lattice_tools.errors.BudgetExceededError` naming
+the option that sets the budget.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+from .errors import BudgetExceededError
+
+_limit: int | None = None
+_option: str = "max_memory"
+
+
+def resident_bytes() -> int:
+    """Resident memory of this process in bytes (0 where /proc is not available)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        try:
+            import resource
+
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        except Exception:
+            return 0
+
+
+def format_size(n: int) -> str:
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n}B"
+
+
+@contextlib.contextmanager
+def memory_budget(limit: int | None, option: str = "max_memory"):
+    """Within the block, searches stop with BudgetExceededError once the process's resident memory
+    exceeds ``limit`` bytes (None: no budget).  ``option`` is how the error tells the user to raise it
+    (the CLI passes ``"--max-memory"``, the Python API leaves the parameter name)."""
+    global _limit, _option
+    saved = _limit, _option
+    _limit, _option = limit, option
+    try:
+        yield
+    finally:
+        _limit, _option = saved
+
+
+def check_memory(what: str, key: str | None = None) -> None:
+    """Raise BudgetExceededError if a memory budget is set and exceeded."""
+    if _limit is None:
+        return
+    rss = resident_bytes()
+    if rss > _limit:
+        raise BudgetExceededError(f"{what} exceeded the memory budget: {format_size(rss)} resident > "
+                                  f"{format_size(_limit)}; raise it with {_option}, lower N or prune the lattice",
+                                  key=key)
