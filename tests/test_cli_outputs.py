@@ -107,7 +107,8 @@ def test_one_spelling_for_outputs_in_help():
     ctx = main.make_context("lattice-tools", ["info", "x"], resilient_parsing=True)
     for name in COMMANDS:
         cmd = main.get_command(ctx, name)
-        with cmd.make_context(name, [], resilient_parsing=True) as sub:
+        # (with main's context as parent, as when run: click caches each command's help option)
+        with cmd.make_context(name, [], parent=ctx, resilient_parsing=True) as sub:
             text = cmd.get_help(sub)
         for old in ("--out-dir", "--output ", "--ctm PATH", "--stats", "--from", "--to ", "--symbols-out"):
             if (name, old) in (("decode", "--ctm PATH"), ("merge", "--stats")):  # other concepts
@@ -448,7 +449,7 @@ def test_study_plots_draw_inf_budget_cells_intervals_and_labels(tmp_path, monkey
 def test_oracle_memory_budget_names_the_flag(lats, tmp_path):
     trn = tmp_path / "ref.trn"
     trn.write_text("the cat sat (u1)\na hat (u2)\n")
-    args = ["oracle", lats["ark"], "-r", trn, "--representation", "nbest", "-n", "inf"]
+    args = ["oracle", lats["ark"], "--words", lats["words"], "-r", trn, "--representation", "nbest", "-n", "inf"]
     r = _cli(*args, "--max-memory", "1M")
     assert r.returncode == 2, r.stderr
     assert "memory budget" in r.stderr and "--max-memory" in r.stderr and "max_memory" not in r.stderr
