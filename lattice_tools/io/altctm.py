@@ -138,8 +138,14 @@ def _alternative_from_words(words: tuple, posterior: float | None) -> Alternativ
 
 
 def _slot_span(alternatives: Iterable[Alternative]) -> tuple[float, float]:
-    starts = [s for a in alternatives for s in a.starts if not math.isnan(s)]
-    ends = [s + d for a in alternatives for s, d in zip(a.starts, a.durations) if not (math.isnan(s) or math.isnan(d))]
+    """(first start, last end) of the words with a start time; a word whose duration is ``*``
+    ends where it starts.  (nan, nan) when no word has a start time."""
+    starts, ends = [], []
+    for a in alternatives:
+        for s, d in zip(a.starts, a.durations):
+            if not math.isnan(s):
+                starts.append(s)
+                ends.append(s if math.isnan(d) else s + d)
     return (min(starts), max(ends)) if starts else (math.nan, math.nan)
 
 

@@ -28,6 +28,7 @@ from typing import Iterable, Sequence, Union
 
 from ..errors import BudgetExceededError, FormatError
 from .common import atomic_write, read_text_lines
+from .stm import MAX_ALTERNATION_DEPTH
 
 ALT_BEGIN = "<ALT_BEGIN>"
 ALT_SEP = "<ALT>"
@@ -206,6 +207,9 @@ def parse_ctm_lines(numbered_lines: Iterable[tuple[int, str]], path: str = "<str
                     f"nested <ALT_BEGIN> inside the ALT block opened on line {stack[-1].tag.lineno} "
                     "(sclite mis-scores nested blocks; read with nested='flatten' to expand them)",
                     path=path, line=lineno)
+            if len(stack) >= MAX_ALTERNATION_DEPTH:
+                # flattening recurses once per level: bound the depth before it can exhaust the stack
+                raise FormatError(f"ALT blocks nested more than {MAX_ALTERNATION_DEPTH} deep", path=path, line=lineno)
             stack.append(_Frame(rec))
         elif word == ALT_SEP:
             if not stack:

@@ -25,6 +25,7 @@ import collections
 import io
 import os
 import pickle
+import struct
 import zipfile
 import zlib
 from typing import Sequence
@@ -37,6 +38,9 @@ from ..symbols import SymbolTable
 from .common import atomic_write, open_binary_input
 
 __all__ = ["Ragged", "load_k2_dict", "read_k2_lattices", "write_k2_lattice"]
+
+# 2**24 frames = 186 hours at icefall's 40 ms: no lattice is longer.
+MAX_FRAMES = 1 << 24
 
 
 class Ragged:
@@ -99,8 +103,17 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     stride = tuple(int(s) for s in stride)
     if len(size) != len(stride) or any(s < 0 for s in size) or any(s < 0 for s in stride) or storage_offset < 0:
         raise FormatError(f"bad tensor geometry: size {size}, stride {stride}, offset {storage_offset}")
+    if len(size) > 32:
+        raise FormatError(f"tensor with {len(size)} dimensions")
     if 0 in size:
         return np.zeros(size, dtype=storage.dtype)
+    numel = 1
+    for n in size:
+        numel *= n
+    # The copy below allocates numel elements: a tensor cannot have more elements than its storage
+    # unless its strides overlap (stride 0 = torch's expand), which k2 never saves.
+    if numel > len(storage):
+        raise FormatError(f"tensor of size {size} has {numel} elements, more than its storage ({len(storage)})")
     last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
     if last >= len(storage):
         raise FormatError(f"tensor of size {size} needs {last + 1} storage elements, the storage has {len(storage)}")
@@ -133,10 +146,14 @@ class _RestrictedUnpickler(pickle.Unpickler):
                           "(only plain k2 as_dict() files are read)", path=self._path)
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _StorageType)):
-            raise FormatError(f"unsupported persistent id {pid!r} in the pickle", path=self._path)
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _StorageType)
+                and isinstance(pid[2], str) and type(pid[4]) is int and pid[4] >= 0):
+            # type names only: the repr of a hostile object can be huge, multi-line or recursive
+            what = (f"a tuple of {', '.join(type(x).__name__ for x in pid[:6])}" if isinstance(pid, tuple)
+                    else f"a {type(pid).__name__}")
+            raise FormatError(f"unsupported persistent id in the pickle ({what}; expected ('storage', storage "
+                              "type, key, location, element count))", path=self._path)
         _, storage_type, key, _location, numel = pid
-        key = str(key)
         if key in self._storages:
             return self._storages[key]
         record = f"{self._prefix}data/{key}"
@@ -178,16 +195,50 @@ def _load_zip(path: str) -> dict:
             byteorder = zf.read(f"{prefix}byteorder").decode("ascii", "replace").strip()
             if byteorder not in ("little", "big"):
                 raise FormatError(f"unknown byteorder record {byteorder!r}", path=path)
-        unpickler = _RestrictedUnpickler(io.BytesIO(zf.read(pkl[0])), zf, prefix, byteorder, path)
+        pickled = zf.read(pkl[0])
+        _check_pickle(pickled, path)
+        unpickler = _RestrictedUnpickler(io.BytesIO(pickled), zf, prefix, byteorder, path)
         obj = unpickler.load()
     except FormatError as exc:
         if exc.path is None:
             exc = FormatError(exc.message, path=path)
         raise exc from None
+    except NotImplementedError as exc:  # zipfile: an entry's zip version or compression method
+        raise FormatError(f"unsupported zip archive ({exc}); torch.save writes stored (uncompressed) entries",
+                          path=path) from None
+    # MemoryError is deliberately not caught: sizes are checked before anything is allocated, so
+    # running out of memory here would be a bug to fix, not bad input to report.
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, pickle.UnpicklingError, ValueError, TypeError,
-            KeyError, IndexError, AttributeError, OverflowError, MemoryError, zlib.error) as exc:
-        raise FormatError(f"truncated or corrupt torch.save archive ({type(exc).__name__}: {exc})", path=path) from None
+            KeyError, IndexError, AttributeError, OverflowError, RuntimeError, zlib.error, struct.error) as exc:
+        message = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise FormatError(f"truncated or corrupt torch.save archive ({type(exc).__name__}: {message})",
+                          path=path) from None
     return obj
+
+
+def _check_pickle(data: bytes, path: str) -> None:
+    """Walk the opcodes of ``data.pkl`` before unpickling it.
+
+    The C unpickler grows its memo table to the largest memo index it is told to store, so a
+    127-byte pickle asking for index 2**31 makes it allocate gigabytes before anything fails.
+    A pickler numbers its memo entries 0, 1, 2, ...: an index beyond the number of opcodes is
+    corrupt.  (pickletools also rejects truncated and unknown opcodes here, with a message.)
+    """
+    import pickletools
+
+    limit = len(data)
+    try:
+        for opcode, arg, _pos in pickletools.genops(data):
+            if opcode.name in ("PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"):
+                index = int(arg)
+                if not 0 <= index <= limit:
+                    raise FormatError(f"corrupt pickle: memo index {index} in a {limit}-byte pickle", path=path)
+    except FormatError:
+        raise
+    except (ValueError, TypeError, IndexError, OverflowError, struct.error) as exc:
+        message = str(exc).splitlines()[0][:200] if str(exc) else ""
+        raise FormatError(f"corrupt pickle in the torch.save archive ({type(exc).__name__}: {message})",
+                          path=path) from None
 
 
 def _load_torch(path: str) -> dict:
@@ -269,6 +320,7 @@ def _split_fsas(arcs: np.ndarray, path: str):
         if arcs.shape[1] != 4:
             raise FormatError(f"2-D 'arcs' has shape {arcs.shape}, expected [num_arcs, 4]", path=path, key="arcs")
         num_states = int(arcs[:, :2].max()) + 1 if len(arcs) else 0
+        _check_num_states(num_states, len(arcs), 1, path)
         return [(num_states, arcs)], [0, len(arcs)]
     if arcs.ndim != 1 or len(arcs) < 2:
         raise FormatError(f"'arcs' has shape {arcs.shape}, expected [num_arcs, 4] or the 1-D FsaVec layout",
@@ -289,7 +341,17 @@ def _split_fsas(arcs: np.ndarray, path: str):
     body = arcs[header:].reshape(num_arcs, 4)
     fsas = [(int(state_splits[i + 1] - state_splits[i]), body[arc_splits[i]:arc_splits[i + 1]])
             for i in range(num_fsas)]
+    _check_num_states(int(state_splits[-1]), num_arcs, num_fsas, path)
     return fsas, arc_splits.tolist()
+
+
+# Arrays of num_states entries are allocated per FSA: bound them by the file's size first.
+# k2 numbers states 0..n-1 and every state but the start is entered by an arc, so a real FSA has
+# at most num_arcs + 1 states; a state id far beyond that is a corrupt file, not a big lattice.
+def _check_num_states(num_states: int, num_arcs: int, num_fsas: int, path: str) -> None:
+    if num_states > max(4 * (num_arcs + num_fsas), 1 << 20):
+        raise FormatError(f"{num_states} states for {num_arcs} arcs: implausibly many (corrupt state id or "
+                          "state_splits)", path=path, key="arcs")
 
 
 def read_k2_lattices(path: str, symbols: SymbolTable | str | None = None, frame_shift: float = 0.04,
@@ -378,6 +440,11 @@ def read_k2_lattices(path: str, symbols: SymbolTable | str | None = None, frame_
     if frame is not None and (frame.ndim != 1 or frame.dtype.kind not in "iu"):
         raise FormatError(f"frame has shape {frame.shape} and dtype {frame.dtype}, expected int [{total_arcs}]",
                           path=path, key="frame")
+    # Times become per-frame arrays downstream (depth, posterior sanity): a corrupt frame index
+    # must stop here, not as a multi-gigabyte allocation in an algorithm.
+    if frame is not None and frame.size and not (0 <= int(frame.min()) and int(frame.max()) <= MAX_FRAMES):
+        bad = int(frame.min()) if int(frame.min()) < 0 else int(frame.max())
+        raise FormatError(f"frame index {bad} is outside 0..{MAX_FRAMES}", path=path, key="frame")
     word_aligned = aux is None and frame is None
 
     lattices, arc_maps, used_ids = [], [], set()

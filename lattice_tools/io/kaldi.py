@@ -229,6 +229,26 @@ def _parse_float(s: str):
     return x
 
 
+# Kaldi/OpenFst store labels, state ids and transition ids as int32; its text reader takes ASCII
+# digits only (``int()`` would also take "1_000", "٣" or a 10,000-digit number).
+_INT_TEXT = re.compile(r"[+-]?[0-9]+\Z")
+INT32_MAX = 2 ** 31 - 1
+
+
+class _BadInteger(ValueError):
+    """An integer field that is not ASCII decimal or out of int32 range (the message says which)."""
+
+
+def _parse_int32(s: str, what: str) -> int:
+    """A non-negative int32 in ASCII decimal; ValueError (with what was expected) otherwise."""
+    if not _INT_TEXT.match(s):
+        raise _BadInteger(f"{what} {s[:40]!r} is not an integer")
+    x = int(s) if len(s) <= 40 else INT32_MAX + 1
+    if not 0 <= x <= INT32_MAX:
+        raise _BadInteger(f"{what} {s[:40]} is outside 0..{INT32_MAX} (Kaldi stores it as int32)")
+    return x
+
+
 def _parse_weight(s: str, compact: bool):
     """Parse ``g,a`` (LatticeWeight) or ``g,a,t1_t2`` (CompactLatticeWeight); ValueError if bad."""
     parts = s.split(",")
@@ -236,7 +256,8 @@ def _parse_weight(s: str, compact: bool):
         if len(parts) not in (2, 3):
             raise ValueError(s)
         tids = parts[2] if len(parts) == 3 else ""
-        ids = np.array([int(x) for x in tids.split("_")], dtype=np.int32) if tids else np.zeros(0, np.int32)
+        ids = (np.array([_parse_int32(x, "transition id") for x in tids.split("_")], dtype=np.int32)
+               if tids else np.zeros(0, np.int32))
         return _parse_float(parts[0]), _parse_float(parts[1]), ids
     if len(parts) != 2:
         raise ValueError(s)
@@ -282,11 +303,9 @@ def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lat
     start = None
     for lineno, cols in rows:
         try:
-            s = int(cols[0])
-        except ValueError:
-            raise FormatError(f"state id {cols[0]!r} is not an integer", path=name, line=lineno, key=key) from None
-        if s < 0:
-            raise FormatError(f"negative state id {s}", path=name, line=lineno, key=key)
+            s = _parse_int32(cols[0], "state id")
+        except ValueError as exc:
+            raise FormatError(str(exc), path=name, line=lineno, key=key) from None
         if start is None:
             start = s
         n = len(cols)
@@ -300,21 +319,21 @@ def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lat
             if compact:
                 if n not in (3, 4):
                     raise ValueError("columns")
-                d, lab = int(cols[1]), int(cols[2])
+                d, lab = _parse_int32(cols[1], "state id"), _parse_int32(cols[2], "label")
                 wt = (0.0, 0.0, np.zeros(0, np.int32)) if n == 3 else _parse_weight(cols[3], True)
                 ilab = olab = lab
             else:
                 if n not in (4, 5):
                     raise ValueError("columns")
-                d, ilab, olab = int(cols[1]), int(cols[2]), int(cols[3])
+                d = _parse_int32(cols[1], "state id")
+                ilab, olab = _parse_int32(cols[2], "input label"), _parse_int32(cols[3], "output label")
                 wt = (0.0, 0.0, None) if n == 4 else _parse_weight(cols[4], False)
-        except ValueError:
+        except ValueError as exc:
             want = ("'src dst word [graph,acoustic,tids]' or 'state [graph,acoustic,tids]'" if compact else
                     "'src dst ilabel olabel [graph,acoustic]' or 'state [graph,acoustic]'")
-            raise FormatError(f"bad Kaldi {kind} line {' '.join(cols)!r}: expected {want} (numbers, no NaN)",
-                              path=name, line=lineno, key=key) from None
-        if d < 0:
-            raise FormatError(f"negative state id {d}", path=name, line=lineno, key=key)
+            why = f" ({exc})" if isinstance(exc, _BadInteger) else ""
+            raise FormatError(f"bad Kaldi {kind} line {' '.join(cols)[:200]!r}{why}: expected {want} "
+                              "(numbers, no NaN)", path=name, line=lineno, key=key) from None
         if math.isinf(wt[0]) or math.isinf(wt[1]):
             raise FormatError("arc weight is infinite (Zero); arcs must have finite weights", path=name, line=lineno, key=key)
         src.append(s)
@@ -521,6 +540,31 @@ def iter_archive_raw(path: str, *, gz_pipe: bool = False, lattice_type: str = "a
             f.close()
 
 
+def _skip_to(f: IO[bytes], offset: int, target: str, path: str, lineno: int, key: str) -> None:
+    """Position ``f`` at byte ``offset`` of ``target`` (an scp ``file:offset``), or FormatError
+    naming the scp line when the offset is past the end (a seek there would "succeed" and the
+    lattice would then look empty, or fail with a bare "Invalid argument" from the OS)."""
+    if isinstance(f, gzip.GzipFile):
+        remaining = offset
+        try:
+            while remaining:
+                chunk = f.read(min(remaining, 1 << 20))  # bounded: the offset is not trusted
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise FormatError(f"truncated or corrupt gzip data ({exc})", path=target, key=key) from None
+        if remaining:
+            raise FormatError(f"offset {offset} is past the end of {target!r} ({offset - remaining} bytes "
+                              "uncompressed)", path=path, line=lineno, key=key)
+        return
+    size = os.fstat(f.fileno()).st_size
+    if offset >= size:
+        raise FormatError(f"offset {offset} is past the end of {target!r} ({size} bytes)", path=path, line=lineno,
+                          key=key)
+    f.seek(offset)
+
+
 def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
     from .common import read_text_lines
 
@@ -538,7 +582,7 @@ def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
         if target.endswith("]"):
             raise FormatError("range specifiers '[...]' are not supported", path=path, line=lineno, key=key)
         offset = None
-        m = re.match(r"^(.*):(\d+)$", target)
+        m = re.match(r"^(.*):([0-9]+)$", target)
         if m and not os.path.exists(target):
             target, offset = m.group(1), int(m.group(2))
         gz = False
@@ -552,10 +596,7 @@ def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
         f = _open_input(target, gz)
         try:
             if offset is not None:
-                if isinstance(f, gzip.GzipFile):
-                    f.read(offset)
-                else:
-                    f.seek(offset)
+                _skip_to(f, offset, target, path, lineno, key)
             r = _Reader(f, target)
             c = r.peek(1)
             if c and c[:1].isspace():

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+
 import numpy as np
 
 from ..errors import FormatError, LatticeError, SymbolError
@@ -24,8 +26,23 @@ from ..symbols import SymbolTable
 from .common import atomic_write, read_text_lines
 
 
+# ASCII decimal only: str.isdigit() also takes "²" and "①", which int() rejects, and int() takes
+# "٣" and "1_000", which OpenFst does not.  OpenFst's standard arcs store labels and states as int32.
+_INT = re.compile(r"-?[0-9]+\Z")
+_INT32_MAX = 2 ** 31 - 1
+
+
 def _is_int(s: str) -> bool:
-    return s.lstrip("-").isdigit()
+    return _INT.match(s) is not None
+
+
+def _int32(s: str, what: str, path: str, lineno: int) -> int:
+    """``s`` (an ASCII integer) as a non-negative int32, else FormatError naming the line."""
+    x = int(s) if len(s) <= 40 else _INT32_MAX + 1
+    if not 0 <= x <= _INT32_MAX:
+        raise FormatError(f"{what} {s[:40]} is outside 0..{_INT32_MAX} (OpenFst stores it as int32)",
+                          path=path, line=lineno)
+    return x
 
 
 def _weight(s: str, path: str, lineno: int) -> tuple[float, float]:
@@ -83,10 +100,8 @@ def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: Sym
     arc_cols = (3, 4) if acceptor else (4, 5)
     for n, c in rows:
         if not _is_int(c[0]):
-            raise FormatError(f"state {c[0]!r} is not a non-negative integer", path=path, line=n)
-        s = int(c[0])
-        if s < 0:
-            raise FormatError(f"negative state id {s}", path=path, line=n)
+            raise FormatError(f"state {c[0][:40]!r} is not a non-negative integer", path=path, line=n)
+        s = _int32(c[0], "state id", path, n)
         if start is None:
             start = s
         if len(c) <= 2:
@@ -99,10 +114,10 @@ def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: Sym
             want = "src dst label [weight]" if acceptor else "src dst ilabel olabel [weight]"
             raise FormatError(f"{len(c)} columns in {'an' if acceptor else 'a'} {kind} file: expected '{want}' or 'state [weight]'",
                               path=path, line=n)
-        if not _is_int(c[1]) or int(c[1]) < 0:
-            raise FormatError(f"destination state {c[1]!r} is not a non-negative integer", path=path, line=n)
+        if not _is_int(c[1]):
+            raise FormatError(f"destination state {c[1][:40]!r} is not a non-negative integer", path=path, line=n)
         src.append(s)
-        dst.append(int(c[1]))
+        dst.append(_int32(c[1], "destination state", path, n))
         il = c[2]
         ol = c[2] if acceptor else c[3]
         ilab.append(il)
@@ -117,10 +132,8 @@ def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: Sym
 
     def to_ids(labels: list[str], table: SymbolTable | None, what: str):
         if all(_is_int(x) for x in labels):
-            ids = np.array([int(x) for x in labels], dtype=np.int64)
-            if len(ids) and ids.min() < 0:
-                i = int(np.argmin(ids))
-                raise FormatError(f"negative {what} label", path=path, line=line_of_arc[i])
+            ids = np.array([_int32(x, f"{what} label", path, line_of_arc[i]) for i, x in enumerate(labels)],
+                           dtype=np.int64)
             if table is None:
                 table = SymbolTable({str(int(i)): int(i) for i in np.unique(ids) if i != 0})
             else:
@@ -137,7 +150,7 @@ def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: Sym
             idx = table.get_id(x)
             if idx is None:
                 if _is_int(x):
-                    idx = int(x)
+                    idx = _int32(x, f"{what} label", path, line_of_arc[i])
                 else:
                     raise SymbolError(f"{what} {x!r} is not in the symbol table", path=path, line=line_of_arc[i])
             out[i] = idx

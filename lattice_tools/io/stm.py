@@ -24,6 +24,10 @@ from .common import atomic_write, read_text_lines
 
 IGNORE_TIME_SEGMENT = "IGNORE_TIME_SEGMENT_IN_SCORING"
 
+# Alternations are expanded recursively (one Python frame or two per level); real transcripts nest
+# two or three deep, a corrupt line can nest a thousand deep and exhaust the interpreter's stack.
+MAX_ALTERNATION_DEPTH = 50
+
 
 @dataclass(frozen=True)
 class StmSegment:
@@ -70,6 +74,34 @@ def _parse_time(token: str, what: str, path, lineno: int) -> float:
     return value
 
 
+def alternation_depth(text: str) -> int:
+    """How deep the ``{ ... }`` pairs of ``text`` nest (0: none).  Only matched pairs count, so
+    a lone ``{`` (a letter in Buckwalter transliteration) does not."""
+    if "{" not in text:
+        return 0
+    stack, matched = [], set()
+    for i, ch in enumerate(text):
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            matched.add(stack.pop())
+            matched.add(i)
+    depth = deepest = 0
+    for i in sorted(matched):
+        depth += 1 if text[i] == "{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def check_alternation_depth(text: str, path=None, lineno: int | None = None) -> None:
+    """FormatError when the alternations of ``text`` nest deeper than :data:`MAX_ALTERNATION_DEPTH`."""
+    if "{" in text and text.count("{") > MAX_ALTERNATION_DEPTH:
+        depth = alternation_depth(text)
+        if depth > MAX_ALTERNATION_DEPTH:
+            raise FormatError(f"alternations '{{ ... }}' nested {depth} deep (at most {MAX_ALTERNATION_DEPTH} "
+                              "are read)", path=path, line=lineno)
+
+
 def parse_stm_line(line: str, path: str = "<string>", lineno: int = 0) -> StmSegment | None:
     """Parse one STM line; returns None for blank lines and ``;;`` comments.
 
@@ -101,6 +133,7 @@ def parse_stm_line(line: str, path: str = "<string>", lineno: int = 0) -> StmSeg
             raise FormatError(f"expected no blanks inside the '<labels>' tag, got {rest[:close + 1]!r}",
                               path=path, line=lineno)
         rest = rest[close + 1:]
+    check_alternation_depth(rest, path, lineno)
     return StmSegment(file, channel, speaker, start, end, labels, rest.strip(), lineno, raw=line)
 
 

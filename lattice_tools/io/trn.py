@@ -10,6 +10,7 @@ from typing import Iterable
 
 from ..errors import FormatError
 from .common import atomic_write, read_text_lines
+from .stm import check_alternation_depth
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,9 @@ def parse_trn_line(line: str, path: str = "<string>", lineno: int = 0) -> TrnUtt
     utt_id = stripped[open_at + 1:-1]
     if not utt_id.strip():
         raise FormatError("expected a non-empty utterance id inside '( )'", path=path, line=lineno)
-    return TrnUtterance(utt_id, stripped[:open_at].strip(), lineno, raw=line)
+    text = stripped[:open_at].strip()
+    check_alternation_depth(text, path, lineno)
+    return TrnUtterance(utt_id, text, lineno, raw=line)
 
 
 class TrnUtterances(list):

@@ -29,6 +29,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import FormatError
+from ..io.stm import check_alternation_depth
 
 IGNORE_TAGS = ("IGNORE_TIME_SEGMENT_IN_SCORING", "IGNORETIMESEGMENTINSCORING")
 NULL_WORD = "@"
@@ -317,6 +318,7 @@ def parse_transcript(text: str, *, case_sensitive: bool = False, where: str | No
     Raises:
       FormatError on unbalanced braces or alternations without any alternative.
     """
+    check_alternation_depth(text, where)  # alternations are expanded recursively: bound the depth
     upper = text.upper()
     ignore = any(tag in upper for tag in IGNORE_TAGS)
     b = _Builder()
