@@ -84,6 +84,18 @@ class LazyGroup(click.Group):
             where = exc.filename if exc.filename is not None else ""
             click.echo(f"lattice-tools: error: {where}{': ' if where else ''}{exc.strerror or exc}", err=True)
             ctx.exit(2)
+        except MemoryError:
+            # Readers bound sizes before they allocate; an algorithm can still need more memory
+            # than the machine has.  One line, not a traceback.
+            click.echo("lattice-tools: error: out of memory (the input is too large for this machine or a "
+                       "budget option is set too high)", err=True)
+            ctx.exit(2)
+        except RecursionError:
+            click.echo("lattice-tools: error: input nested too deeply to process", err=True)
+            ctx.exit(2)
+        except EOFError as exc:  # a truncated compressed stream; click would print "Aborted!" and exit 1
+            click.echo(f"lattice-tools: error: unexpected end of input ({exc})", err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:  # pragma: no cover
             from ..io.common import remove_live_temporaries
 

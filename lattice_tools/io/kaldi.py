@@ -775,16 +775,40 @@ def _state_frames(lat: Lattice) -> np.ndarray | None:
     return np.array(f, np.int64)
 
 
+def _frame_level_mismatch(lat: Lattice) -> int | None:
+    """The first arc whose duration is not what a frame-level Kaldi Lattice would give it (one
+    frame for a non-zero input label, none for 0), or None (also for lattices without times)."""
+    if not lat.has_times or lat.num_arcs == 0:
+        return None
+    bad = np.nonzero((lat.t1 - lat.t0) != (lat.ilabel != 0))[0]
+    return int(bad[0]) if len(bad) else None
+
+
 def lattice_to_raw(lat: Lattice, lattice_type: str = "auto", placeholder_tid: int = 1) -> RawFst:
     """Convert a hub lattice to Kaldi's representation.
 
     ``lattice_type``: ``"compact"`` (word-aligned: labels = words, tid strings carry durations),
-    ``"lattice"`` (ilabel = ``lat.ilabel``, olabel = word; times are implicit in the arcs), or
-    ``"auto"`` (compact iff ``lat.word_aligned``).
+    ``"lattice"`` (ilabel = ``lat.ilabel``, olabel = word; times are implicit in the arcs: one
+    frame per non-zero ilabel; FormatError if the lattice's times differ), or ``"auto"``
+    (compact when ``lat.word_aligned`` or when the times differ from that, else lattice).
     """
-    kind = lattice_type if lattice_type != "auto" else ("compact" if lat.word_aligned else "lattice")
-    if kind not in ("compact", "lattice"):
+    if lattice_type not in ("auto", "compact", "lattice"):
         raise ValueError(f"lattice_type must be 'auto', 'compact' or 'lattice', not {lattice_type!r}")
+    # A frame-level Lattice has no times of its own: each arc with a non-zero input label (a
+    # transition id) takes one frame, label 0 none.  A lattice whose times say otherwise -- k2 CTC
+    # lattices give their blank token 0 a frame -- would be written with the wrong times (and be
+    # unreadable when paths then reach a state at different frames), so it goes out as a
+    # CompactLattice, whose tid strings carry any duration.
+    bad = _frame_level_mismatch(lat)
+    if lattice_type == "auto":
+        kind = "compact" if lat.word_aligned or bad is not None else "lattice"
+    else:
+        kind = lattice_type
+    if kind == "lattice" and bad is not None:
+        raise FormatError(f"arc {bad} (input label {int(lat.ilabel[bad])}) spans {int(lat.t1[bad] - lat.t0[bad])} "
+                          "frame(s): a frame-level Kaldi Lattice gives one frame to each non-zero input label and "
+                          "none to label 0, so its times would be lost; write a CompactLattice instead",
+                          key=lat.key or None)
     raw = RawFst(kind, 0, lat.num_states, lat.src.astype(np.int64), lat.dst.astype(np.int64),
                  lat.ilabel.astype(np.int64), lat.word.astype(np.int64), lat.graph_cost.copy(),
                  lat.acoustic_cost.copy(), lat.final_graph_cost.copy(), lat.final_acoustic_cost.copy())
