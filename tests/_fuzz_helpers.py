@@ -4,7 +4,8 @@ Run as a script, this module is the *worker*: it fuzzes one reader in its own pr
 address-space limit (``RLIMIT_AS``) and a per-input time limit (``ITIMER_REAL``), and prints one
 JSON line per input::
 
-    python tests/_fuzz_helpers.py READER COUNT SEED [--mem-mb M] [--timeout S] [--crash-dir D]
+    python tests/_fuzz_helpers.py READER[,READER...] COUNT SEED --workdir W [--mem-mb M] [--timeout S]
+                                  [--crash-dir D]
 
 Input ``i`` of a run is a pure function of ``(READER, SEED, i)`` (its own ``random.Random``), so
 any input can be regenerated alone (:func:`make_input`) to reproduce a report.  Outcomes:
@@ -15,7 +16,8 @@ any input can be regenerated alone (:func:`make_input`) to reproduce a report.  
   beyond the limit: it did not bound a size before allocating), a numpy ``RuntimeWarning``
   (turned into an error), or ``hang`` (the input took longer than the time limit).
 
-Seeds are the real files under ``tests/data/fuzz/<reader>/`` (see the PROVENANCE.md there).
+Seeds are real files: ``tests/data/fuzz/<reader>/`` (see ``tests/data/fuzz/PROVENANCE.md``) and the
+vendored NIST/k2 files listed in :data:`EXTRA_SEEDS`.
 """
 from __future__ import annotations
 
@@ -32,7 +34,20 @@ import warnings
 import zipfile
 from pathlib import Path
 
-SEED_DIR = Path(__file__).resolve().parent / "data" / "fuzz"
+REPO = Path(__file__).resolve().parent.parent
+SEED_DIR = REPO / "tests" / "data" / "fuzz"
+_SCLITE = "tests/data/sctk/sclite-testdata/"
+_CSRFILT = "tests/data/sctk/csrfilt-testdata/"
+# Seed files of each reader, relative to the repository: the files under tests/data/fuzz/<reader>/
+# (see tests/data/fuzz/PROVENANCE.md) plus real files vendored for other tests.
+EXTRA_SEEDS = {
+    "k2": ["tests/data/k2-fixtures/ctc_lattice.pt", "tests/data/k2-fixtures/word_lattice.pt"],
+    "ctm": [_SCLITE + "lvc_hypm.ctm", _SCLITE + "test.cantonese.ctm"],
+    "altctm": [_CSRFILT + "test_ctm.out"],
+    "stm": [_SCLITE + "lvc_refm.stm", _CSRFILT + "test.stm.in"],
+    "trn": [_CSRFILT + "test.trn.in", _SCLITE + "csrnab1.ref", "lattice_tools/data/cards/transcription.trn"],
+    "glm": [_CSRFILT + "example.glm"],
+}
 
 # Readers -> seed sub-directory.  Every reader of user input the toolkit has (11 formats + scp).
 READERS = ("slf", "kaldi_text_ark", "kaldi_binary_ark", "kaldi_scp", "openfst", "k2", "ctm", "altctm", "stm",
@@ -165,9 +180,14 @@ def _mutate_gzip(data: bytes, rng: random.Random, others: list[bytes]) -> bytes:
                                                              for o in others]), mtime=0)
 
 
-def load_seeds(reader: str) -> list[tuple[str, bytes]]:
+def seed_paths(reader: str) -> list[Path]:
     d = SEED_DIR / reader
-    return [(p.name, p.read_bytes()) for p in sorted(d.iterdir()) if p.is_file() and p.name != "PROVENANCE.md"]
+    own = sorted(p for p in d.iterdir() if p.is_file()) if d.is_dir() else []
+    return own + [REPO / p for p in EXTRA_SEEDS.get(reader, [])]
+
+
+def load_seeds(reader: str) -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in seed_paths(reader)]
 
 
 def make_input(reader: str, seed: int, i: int, seeds: list[tuple[str, bytes]] | None = None) -> dict[str, bytes]:
@@ -262,7 +282,7 @@ def _on_alarm(signum, frame):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("reader", choices=READERS)
+    ap.add_argument("readers", help="reader names, comma-separated")
     ap.add_argument("count", type=int)
     ap.add_argument("seed", type=int)
     ap.add_argument("--start", type=int, default=0)
@@ -270,7 +290,14 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=5.0, help="seconds per input")
     ap.add_argument("--crash-dir", default=None)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--inject", action="store_true",
+                    help="replace the reader by one that fails (ValueError, hang, memory, in turn) to test the "
+                         "harness itself")
     args = ap.parse_args(argv)
+    readers = args.readers.split(",")
+    unknown = sorted(set(readers) - set(READERS))
+    if unknown:
+        ap.error(f"unknown reader(s) {unknown}; known: {', '.join(READERS)}")
 
     import resource
     import signal
@@ -287,27 +314,39 @@ def main(argv=None) -> int:
     import lattice_tools.scoring.network  # noqa: F401
 
     warnings.simplefilter("error", RuntimeWarning)  # numpy overflow/invalid warnings = garbage numbers
-    seeds = load_seeds(args.reader)
+    seeds = {r: load_seeds(r) for r in readers}
     with open("/proc/self/statm") as f:
         baseline = int(f.read().split()[0]) * resource.getpagesize()
     limit = baseline + args.mem_mb * (1 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    reader_fn = run_reader
+    if args.inject:
+        calls = []
+
+        def reader_fn(reader, path):
+            calls.append(path)
+            if len(calls) % 3 == 1:
+                int("not a number")
+            elif len(calls) % 3 == 2:
+                while True:
+                    pass
+            return bytearray(2 * args.mem_mb << 20)
     signal.signal(signal.SIGALRM, _on_alarm)
     os.chdir(args.workdir)
     out = sys.stdout
-    for i in range(args.start, args.start + args.count):
-        files = make_input(args.reader, args.seed, i, seeds)
+    for reader, i in ((r, i) for r in readers for i in range(args.start, args.start + args.count)):
+        files = make_input(reader, args.seed, i, seeds[reader])
         d = tempfile.mkdtemp(prefix=f"in{i}.", dir=".")
         for name, data in files.items():
             with open(os.path.join(d, name), "wb") as f:
                 f.write(data)
         first = os.path.join(d, next(iter(files)))
-        rec = {"i": i}
+        rec = {"r": reader, "i": i}
         t0 = time.perf_counter()
         try:
             signal.setitimer(signal.ITIMER_REAL, args.timeout)
             try:
-                run_reader(args.reader, first)
+                reader_fn(reader, first)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             rec["outcome"] = "accepted"
@@ -327,7 +366,7 @@ def main(argv=None) -> int:
             rec["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         rec["seconds"] = round(time.perf_counter() - t0, 4)
         if rec["outcome"] == "crash" and args.crash_dir:
-            cdir = os.path.join(args.crash_dir, f"{args.reader}-{args.seed}-{i}")
+            cdir = os.path.join(args.crash_dir, f"{reader}-{args.seed}-{i}")
             os.makedirs(cdir, exist_ok=True)
             for name, data in files.items():
                 with open(os.path.join(cdir, name), "wb") as f:
