@@ -250,6 +250,20 @@ def test_k2_huge_state_id(tmp_path):
         _lattices(str(f))
 
 
+def test_k2_signalling_nan_score(tmp_path):
+    """A float32 signalling-NaN bit pattern warned ("invalid value encountered in cast") while
+    being widened, before the NaN check could refuse it."""
+    arcs = np.array([[0, 1, 5, 0x7F800001], [1, 2, -1, 0]], np.int32)
+    f = tmp_path / "nan.pt"
+    f.write_bytes(_k2_zip(_k2_arcs_pickle(arcs), {"0": arcs.tobytes()}))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(FormatError, match="arc 0 has a NaN score"):
+            _lattices(str(f))
+
+
 @pytest.mark.parametrize("kw, what", [({"version": 128}, "zip file version"),
                                       ({"compress_type": zipfile.ZIP_LZMA}, None)])
 def test_k2_unsupported_zip_entries(tmp_path, kw, what):

@@ -483,7 +483,8 @@ def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word
     src = arcs[:, 0].astype(np.int64)
     dst = arcs[:, 1].astype(np.int64)
     label = arcs[:, 2].astype(np.int64)
-    scores = np.ascontiguousarray(arcs[:, 3]).view(np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # a signalling-NaN bit pattern warns when widened; refused below
+        scores = np.ascontiguousarray(arcs[:, 3]).view(np.float32).astype(np.float64)
     if num_arcs:
         if src.min() < 0 or dst.min() < 0 or src.max() >= num_states or dst.max() >= num_states:
             raise FormatError(f"arc state id outside 0..{num_states - 1}", path=path, key=key)
@@ -523,7 +524,10 @@ def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word
 
     lm = attrs.get("lm_scores")
     if lm is not None:
-        lm64 = lm.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            lm64 = lm.astype(np.float64)
+        if np.any(np.isnan(lm64)):
+            raise FormatError(f"lm_scores of arc {int(np.nonzero(np.isnan(lm64))[0][0])} is NaN", path=path, key=key)
         graph_cost = -lm64
         acoustic_cost = -(scores - lm64)
     else:
