@@ -391,6 +391,20 @@ def test_ctm_nested_alt_blocks(tmp_path):
     assert err.value.line == 51
 
 
+@pytest.mark.parametrize("fmt, line", [("stm", "f 1 s 0 1e300 a\n"), ("ctm", "f 1 1e300 0.1 a\n"),
+                                       ("ctm", "f 1 0 0.1 a 4e38\n")])
+def test_times_beyond_a_c_float(tmp_path, fmt, line):
+    """sclite reads times into a C float; 1e300 overflowed the scorer's float32 rounding."""
+    from lattice_tools.io.ctm import read_ctm
+    from lattice_tools.io.stm import read_stm
+
+    f = tmp_path / f"x.{fmt}"
+    f.write_text(line)
+    with pytest.raises(FormatError, match="within a C float's range") as err:
+        (read_stm if fmt == "stm" else read_ctm)(str(f))
+    assert err.value.line == 1
+
+
 def test_truncated_gzip_glm(tmp_path):
     from lattice_tools.io.glm import read_glm
 

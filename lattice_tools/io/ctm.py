@@ -28,7 +28,7 @@ from typing import Iterable, Sequence, Union
 
 from ..errors import BudgetExceededError, FormatError
 from .common import atomic_write, read_text_lines
-from .stm import MAX_ALTERNATION_DEPTH
+from .stm import FLT_MAX, MAX_ALTERNATION_DEPTH
 
 ALT_BEGIN = "<ALT_BEGIN>"
 ALT_SEP = "<ALT>"
@@ -103,8 +103,9 @@ def _parse_number(token: str, what: str, path, lineno: int, allow_star: bool) ->
     except ValueError:
         raise FormatError(f"expected a number{' or *' if allow_star else ''} for the {what}, got {token!r}",
                           path=path, line=lineno) from None
-    if not math.isfinite(value):
-        raise FormatError(f"expected a finite {what}, got {token!r}", path=path, line=lineno)
+    if not -FLT_MAX <= value <= FLT_MAX:
+        raise FormatError(f"expected a finite {what} within a C float's range (sclite reads it as float), "
+                          f"got {token!r}", path=path, line=lineno)
     return value
 
 
@@ -130,8 +131,9 @@ def parse_ctm_line(line: str, path: str = "<string>", lineno: int = 0) -> CtmWor
     except ValueError:
         start = math.nan
     else:
-        if (start is None or math.isfinite(start)) and (duration is None or math.isfinite(duration)) \
-                and (confidence is None or math.isfinite(confidence)):
+        # (chained comparisons: False for NaN and infinities, like isfinite, and for float overflow)
+        if (start is None or -FLT_MAX <= start <= FLT_MAX) and (duration is None or -FLT_MAX <= duration <= FLT_MAX) \
+                and (confidence is None or -FLT_MAX <= confidence <= FLT_MAX):
             return CtmWord(parts[0], parts[1], start, duration, parts[4], confidence, lineno, raw=line)
     start = _parse_number(parts[2], "start time", path, lineno, allow_star=True)
     duration = _parse_number(parts[3], "duration", path, lineno, allow_star=True)

@@ -15,7 +15,6 @@ reproduced exactly, while a segment changed with ``dataclasses.replace`` is writ
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -27,6 +26,9 @@ IGNORE_TIME_SEGMENT = "IGNORE_TIME_SEGMENT_IN_SCORING"
 # Alternations are expanded recursively (one Python frame or two per level); real transcripts nest
 # two or three deep, a corrupt line can nest a thousand deep and exhaust the interpreter's stack.
 MAX_ALTERNATION_DEPTH = 50
+
+# sclite reads times into a C float: a larger number would be infinite there.
+FLT_MAX = 3.4028234663852886e38
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,9 @@ def _parse_time(token: str, what: str, path, lineno: int) -> float:
         value = float(token)
     except ValueError:
         raise FormatError(f"expected a number for the {what} time, got {token!r}", path=path, line=lineno) from None
-    if not math.isfinite(value):
-        raise FormatError(f"expected a finite {what} time, got {token!r}", path=path, line=lineno)
+    if not -FLT_MAX <= value <= FLT_MAX:
+        raise FormatError(f"expected a finite {what} time within a C float's range (sclite reads times as "
+                          f"float), got {token!r}", path=path, line=lineno)
     return value
 
 
