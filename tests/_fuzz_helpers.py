@@ -28,6 +28,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sys
 import time
 import warnings
@@ -197,7 +198,7 @@ def make_input(reader: str, seed: int, i: int, seeds: list[tuple[str, bytes]] | 
     if reader == "kaldi_scp":
         files = dict(seeds)
         scp, ark = files["lats.scp"], files["lats.ark"]
-        if rng.random() < 0.8:
+        if rng.random() < 0.5:
             scp = mutate(scp, rng, [], binary=False)
         else:
             ark = mutate(ark, rng, [], binary=True)
@@ -295,6 +296,8 @@ def main(argv=None) -> int:
                          "harness itself")
     args = ap.parse_args(argv)
     readers = args.readers.split(",")
+    args.workdir = os.path.abspath(args.workdir)
+    args.crash_dir = os.path.abspath(args.crash_dir) if args.crash_dir else None
     unknown = sorted(set(readers) - set(READERS))
     if unknown:
         ap.error(f"unknown reader(s) {unknown}; known: {', '.join(READERS)}")
@@ -340,7 +343,8 @@ def main(argv=None) -> int:
         for name, data in files.items():
             with open(os.path.join(d, name), "wb") as f:
                 f.write(data)
-        first = os.path.join(d, next(iter(files)))
+        first = next(iter(files))
+        os.chdir(d)  # an scp names its archive relative to the current directory, as in Kaldi
         rec = {"r": reader, "i": i}
         t0 = time.perf_counter()
         try:
@@ -365,15 +369,14 @@ def main(argv=None) -> int:
             rec["outcome"] = "crash"
             rec["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         rec["seconds"] = round(time.perf_counter() - t0, 4)
+        os.chdir(args.workdir)
         if rec["outcome"] == "crash" and args.crash_dir:
             cdir = os.path.join(args.crash_dir, f"{reader}-{args.seed}-{i}")
             os.makedirs(cdir, exist_ok=True)
             for name, data in files.items():
                 with open(os.path.join(cdir, name), "wb") as f:
                     f.write(data)
-        for name in files:
-            os.unlink(os.path.join(d, name))
-        os.rmdir(d)
+        shutil.rmtree(d)
         out.write(json.dumps(rec) + "\n")
         out.flush()
     usage = resource.getrusage(resource.RUSAGE_SELF)
