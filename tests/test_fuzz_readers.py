@@ -67,6 +67,7 @@ def _fuzz(readers: list[str], count: int, seed: int, tmp_path: Path, timeout: fl
                        "rejected": sum(rejected.values()), "rejected_by": dict(rejected),
                        "crashes": [r for r in mine if r["outcome"] == "crash"],
                        "max_seconds": max((r["seconds"] for r in mine), default=0.0),
+                       "max_cpu_seconds": max((r["cpu_seconds"] for r in mine), default=0.0),
                        "maxrss_mb": done[0]["maxrss_mb"], "baseline_mb": done[0]["baseline_mb"]}
     return out
 
