@@ -219,6 +219,10 @@ def make_input(reader: str, seed: int, i: int, seeds: list[tuple[str, bytes]] | 
 # computes anything (parse, convert to the hub types, parse transcripts into networks)
 # ---------------------------------------------------------------------------------------------
 def run_reader(reader: str, path: str) -> None:
+    if reader in ("ctm", "altctm", "stm", "trn", "kaldi_text"):
+        from lattice_tools.io.detect import detect_transcript_format
+
+        detect_transcript_format(path)  # what score/oracle do first with a transcript
     if reader in ("slf", "openfst", "k2"):
         from lattice_tools.io import read_lattices
 
@@ -261,11 +265,13 @@ def run_reader(reader: str, path: str) -> None:
         glm = read_glm(path)
         glm.select("ctm")
     elif reader == "kaldi_text":
+        from lattice_tools.io.kaldi_data import read_kaldi_text
         from lattice_tools.oracle.representations import load_references
         from lattice_tools.scoring.network import parse_transcript
 
-        for key, text in load_references(path, fmt="text").items():
-            parse_transcript(text, where=f"{path} [{key}]")
+        for utt in read_kaldi_text(path):
+            parse_transcript(utt.text, where=f"{path}:{utt.lineno}")
+        load_references(path)  # format detected from the content, as `oracle -r` does
     else:
         raise ValueError(reader)
 
