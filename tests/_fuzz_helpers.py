@@ -42,6 +42,8 @@ _CSRFILT = "tests/data/sctk/csrfilt-testdata/"
 # Seed files of each reader, relative to the repository: the files under tests/data/fuzz/<reader>/
 # (see tests/data/fuzz/PROVENANCE.md) plus real files vendored for other tests.
 EXTRA_SEEDS = {
+    "slf": ["tests/data/inputs/004.lat"],
+    "kaldi_text_ark": ["tests/data/inputs/insertion.ark"],
     "k2": ["tests/data/k2-fixtures/ctc_lattice.pt", "tests/data/k2-fixtures/word_lattice.pt"],
     "ctm": [_SCLITE + "lvc_hypm.ctm", _SCLITE + "test.cantonese.ctm"],
     "altctm": [_CSRFILT + "test_ctm.out"],
