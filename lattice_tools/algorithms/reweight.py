@@ -61,8 +61,10 @@ def _reweight(lat: Lattice, posteriors, min_posterior: float, floor: float | Non
     total_out = outflow + ends
     with np.errstate(divide="ignore"):
         arc_cost = -np.log(g / total_out[sub.src])
-        final_cost = np.where(ends > 0, -np.log(np.where(ends > 0, ends, 1.0) / np.where(total_out > 0, total_out, 1.0)),
-                              np.inf)
+    # only states that end get a final weight; computing the ratio elsewhere would divide by a subnormal flow
+    final_cost = np.full(n, np.inf)
+    ending = ends > 0
+    final_cost[ending] = -np.log(ends[ending] / total_out[ending])
     attrs = dict(sub.attrs)
     attrs["orig_graph_cost"] = sub.graph_cost
     attrs["orig_acoustic_cost"] = sub.acoustic_cost
