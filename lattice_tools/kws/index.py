@@ -1,0 +1,426 @@
+"""Term index of a lattice or of alternatives: every word sequence (up to ``max_length`` words) that
+occurs, where, and with which posterior.
+
+One algorithm serves every representation.  Each input becomes a weighted *word network* (states,
+word and epsilon arcs with times, a start mass per state and a weight per arc, both probabilities):
+
+* a **lattice**: the weights are pushed (``w(a) = exp(-cost(a) + beta(dst) - beta(src))``, so the
+  weights leaving a state plus its final weight sum to 1) and the start mass of a state is its
+  posterior ``exp(alpha(s) + beta(s) - total)``.  The mass of a chain of arcs ``a1 .. ak`` from
+  ``s`` is then ``gamma(s) * w(a1) * ... * w(ak)``: the total probability of the complete paths
+  that contain that chain (``alpha(s) * prod exp(-cost) * beta(end) / total``);
+* **alternatives** (1-best CTM, N-best, sausage, phrase alternatives): every slot is a set of
+  chains, one per alternative (an empty alternative is one epsilon arc); the first arc of an
+  alternative weighs its posterior, the others 1; slot boundaries have start mass 1 and the inner
+  states of an alternative its posterior.  The mass of a chain is then the probability of its
+  alternatives under the distribution the representation defines -- every slot picks one of its
+  alternatives, independently, with the alternative's posterior -- and nothing is renormalized:
+  a truncated N-best list gives the posterior mass of the entries that contain the term (a lower
+  bound of the lattice posterior that rises with N), a CTM word without confidence weighs 1.
+
+**Occurrences.**  An occurrence of a word sequence is a chain of word arcs ``a1 .. ak`` reading it,
+consecutive word arcs joined by epsilon-only paths (silence and fillers are epsilons: see
+:func:`lattice_tools.alternatives._common.is_silence`).  Its posterior is the mass of all such
+chains through these word arcs (summed over the epsilon paths).  A gap of silence between two
+words of a term (``t0`` of the next word minus ``t1`` of the previous one) longer than
+``max_silence`` seconds (0.5 s by default; ``None`` = no limit) breaks the term.
+
+**Hits (time clustering, Kaldi's rule).**  Occurrences of the same sequence in one utterance are
+merged into hits exactly like Kaldi's ``lattice-to-kws-index`` (``ClusterLattice`` in
+kws-functions.cc): for each word, the spans of all its arcs in the utterance are sorted by
+(start, end) and greedily turned into *cluster heads* (the first span; then each span starting at
+or after the end of the last head); every word arc joins the head it overlaps most (the first
+such head on ties; head 1 when it overlaps none).  Two occurrences belong to the same hit when
+they read the same words *and* each of their words is in the same cluster.  A hit's score is the
+sum of its occurrences' posteriors (the expected number of its occurrences: for a well-formed
+lattice at most 1 up to rounding, but two occurrences on one path with words in the same clusters
+count twice), its start the earliest start, its end the latest end of its occurrences.
+
+Differences to Kaldi's index (on purpose): the silence limit is on the whole gap between two words
+of a term (Kaldi limits each epsilon arc separately); posteriors are exact float64 (Kaldi's index
+is minimized with delta 1/1024 and quantizes scores to multiples of 2^-10, and its determinization
+stops after ``--max-states-scale`` x the lattice's states, leaving a partial index); sequences are
+limited to ``max_length`` words (Kaldi indexes every factor).
+
+All sums are exact (no pruning) unless ``min_posterior`` > 0: then partial chains whose total mass
+(an upper bound of every extension's posterior) is below it are not extended, and hits below it
+are dropped.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, NamedTuple
+
+import numpy as np
+
+from ..alternatives._common import dense_codes, is_silence, word_labels
+from ..alternatives.network import Alternatives
+from ..errors import FormatError, LatticeError
+from ..lattice import Lattice
+
+#: Default longest word sequence the index holds.
+DEFAULT_MAX_LENGTH = 3
+#: Default longest silence (seconds) between two words of one term (Kaldi: 50 frames).
+DEFAULT_MAX_SILENCE = 0.5
+_TIME_EPS = 1e-9
+
+
+class IndexHit(NamedTuple):
+    """One hit of the index: a word sequence at one place of one utterance.
+
+    ``tbeg``/``dur`` are seconds in the recording ``file``/``channel``; ``score`` is the hit's
+    posterior (the expected count of its occurrences, see the module docstring).
+    """
+
+    words: tuple[str, ...]
+    utterance: str
+    file: str
+    channel: str
+    tbeg: float
+    dur: float
+    score: float
+
+
+@dataclass(frozen=True)
+class WordNetwork:
+    """The weighted word network the index is computed from (see the module docstring).
+
+    Per arc: ``src``, ``dst``, ``word`` (a word id of ``words``; -1 = epsilon), ``t0``/``t1``
+    (seconds; only word arcs need them), ``weight`` (probability).  Per state: ``start_mass``.
+    """
+
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    word: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    weight: np.ndarray
+    start_mass: np.ndarray
+    words: tuple[str, ...]
+
+
+# ----------------------------------------------------------------------------------------------
+# Networks from the representations
+
+def lattice_network(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                    silence_words: Iterable[str] | None = None) -> WordNetwork:
+    """The pushed word network of ``lat`` (frame-level lattices are word-aligned first)."""
+    from ..algorithms.scores import backward_scores, forward_scores
+
+    if not lat.word_aligned:
+        from ..alternatives.word_align import word_align
+        lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
+    labels = word_labels(lat, silence_words)
+    kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    if lat.num_arcs and np.any((labels > 0) & ((lat.t0 < 0) | (lat.t1 < 0))):
+        raise LatticeError("the lattice has word arcs without times; a term index needs word times",
+                           key=lat.key or None)
+    alpha = forward_scores(lat, **kw)
+    beta = backward_scores(lat, **kw)
+    total = beta[0]
+    if not np.isfinite(total):
+        raise LatticeError("lattice has no complete path from the start to a final state", key=lat.key or None)
+    cost = lat.arc_costs(**kw)
+    with np.errstate(invalid="ignore", over="ignore"):
+        log_w = -cost + beta[lat.dst] - beta[lat.src]
+        weight = np.where(np.isfinite(beta[lat.src]) & np.isfinite(beta[lat.dst]), np.exp(log_w), 0.0)
+        gamma = np.exp(alpha + beta - total)
+    gamma = np.where(np.isfinite(gamma), gamma, 0.0)
+    uniq, code = dense_codes(labels)  # uniq[0] == 0 when epsilons exist
+    names = tuple(lat.symbols.word(int(w)) if int(w) in lat.symbols else str(int(w)) for w in uniq)
+    word = np.where(labels > 0, code, -1)
+    if len(uniq) and uniq[0] == 0:
+        names = names[1:]
+        word = np.where(word >= 0, word - 1, -1)
+    fs = lat.frame_shift
+    return WordNetwork(lat.num_states, lat.src.astype(np.int64), lat.dst.astype(np.int64), word.astype(np.int64),
+                       lat.t0 * fs, lat.t1 * fs, weight, gamma, names)
+
+
+def alternatives_network(alts: Alternatives, silence_words: Iterable[str] | None = None) -> WordNetwork:
+    """The word network of alternatives: one chain per alternative, slots in order (module docstring).
+
+    A posterior that is NaN (a CTM word without confidence) counts as 1.  Silence words inside an
+    alternative are epsilons.  Every real word needs a start time and a duration.
+    """
+    if silence_words is not None:
+        silence_words = frozenset(silence_words)
+    vocab: dict[str, int] = {}
+    src, dst, word, t0, t1, weight = [], [], [], [], [], []
+    start_mass = [1.0]
+    boundary = 0
+    n_states = 1
+    for k, slot in enumerate(alts.slots):
+        nxt = n_states
+        n_states += 1
+        start_mass.append(1.0)
+        for alt in slot.alternatives:
+            p = 1.0 if math.isnan(alt.posterior) else float(alt.posterior)
+            real = [(w, s, d) for w, s, d in zip(alt.words, alt.starts, alt.durations) if not is_silence(w, silence_words)]
+            if not real:
+                src.append(boundary), dst.append(nxt), word.append(-1), t0.append(0.0), t1.append(0.0), weight.append(p)
+                continue
+            prev = boundary
+            for j, (w, s, d) in enumerate(real):
+                if math.isnan(s) or math.isnan(d):
+                    raise FormatError(f"slot {k} (from {slot.start}) has the word {w!r} without a time; "
+                                      "a term index needs word times", key=alts.key)
+                last = j == len(real) - 1
+                if last:
+                    to = nxt
+                else:
+                    to = n_states
+                    n_states += 1
+                    start_mass.append(p)
+                src.append(prev), dst.append(to), word.append(vocab.setdefault(w, len(vocab)))
+                t0.append(s), t1.append(s + d), weight.append(p if j == 0 else 1.0)
+                prev = to
+        boundary = nxt
+    return WordNetwork(n_states, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                       np.array(word, dtype=np.int64), np.array(t0, dtype=np.float64), np.array(t1, dtype=np.float64),
+                       np.array(weight, dtype=np.float64), np.array(start_mass, dtype=np.float64), tuple(vocab))
+
+
+# ----------------------------------------------------------------------------------------------
+# Time clustering (Kaldi's ClusterLattice rule)
+
+def time_clusters(word: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """Cluster index (0-based) of every arc with ``word >= 0`` (-1 for epsilons), by the rule of the
+    module docstring: per word, greedy heads over the spans sorted by (start, end); every arc joins
+    the head it overlaps most (first on ties), head 0 when it overlaps none."""
+    out = np.full(len(word), -1, dtype=np.int64)
+    idx = np.flatnonzero(word >= 0)
+    if not len(idx):
+        return out
+    order = idx[np.lexsort((t1[idx], t0[idx], word[idx]))]
+    w_sorted = word[order]
+    bounds = np.flatnonzero(np.r_[True, w_sorted[1:] != w_sorted[:-1], True])
+    s_all, e_all = t0.tolist(), t1.tolist()
+    for b0, b1 in zip(bounds[:-1], bounds[1:]):
+        members = order[b0:b1]
+        heads_s, heads_e = [s_all[members[0]]], [e_all[members[0]]]
+        for a in members[1:].tolist():
+            if heads_e[-1] <= s_all[a]:
+                heads_s.append(s_all[a])
+                heads_e.append(e_all[a])
+        hs, he = np.array(heads_s), np.array(heads_e)
+        ms, me = t0[members], t1[members]
+        # heads are disjoint and sorted: the ones overlapping [s, e) are a contiguous range
+        lo = np.searchsorted(he, ms, side="right")
+        hi = np.searchsorted(hs, me, side="left")
+        best = np.zeros(len(members), dtype=np.int64)
+        best_ov = np.zeros(len(members))
+        for j in range(int((hi - lo).max(initial=0))):
+            h = lo + j
+            ok = h < hi
+            hc = np.minimum(h, len(hs) - 1)
+            ov = np.where(ok, np.minimum(me, he[hc]) - np.maximum(ms, hs[hc]), 0.0)
+            better = ov > best_ov
+            best = np.where(better, hc, best)
+            best_ov = np.where(better, ov, best_ov)
+        out[members] = best
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The factor posteriors
+
+def _group_sum(keys: np.ndarray, *, sums=(), mins=(), maxs=()):
+    """Unique ``keys`` (int64) and, per unique key, the sums/mins/maxs of the given arrays."""
+    uniq, inv = np.unique(keys, return_inverse=True)
+    inv = inv.reshape(-1)
+    n = len(uniq)
+    out_s = [np.bincount(inv, weights=v, minlength=n) for v in sums]
+    out_min = []
+    for v in mins:
+        m = np.full(n, np.inf)
+        np.minimum.at(m, inv, v)
+        out_min.append(m)
+    out_max = []
+    for v in maxs:
+        m = np.full(n, -np.inf)
+        np.maximum.at(m, inv, v)
+        out_max.append(m)
+    return uniq, inv, out_s, out_min, out_max
+
+
+def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
+    """For every state ``d``: the word arcs reachable from ``d`` through epsilon-only paths, with the
+    summed weight of those paths -- ``(d, arc, weight)`` sorted by ``d``.  Pairs that can never be
+    within ``max_gap`` of a word ending in ``d`` are left out (exact pruning)."""
+    S = net.num_states
+    is_word = net.word >= 0
+    eps = np.flatnonzero(~is_word & (net.weight > 0))
+    # latest end of a word arriving in each state, earliest start of a word reachable by epsilons
+    max_in_end = np.full(S, -np.inf)
+    wa = np.flatnonzero(is_word)
+    np.maximum.at(max_in_end, net.dst[wa], net.t1[wa])
+    sources = np.flatnonzero(np.isfinite(max_in_end))
+    # closure pairs (d, x, weight), frontier by frontier (the network is acyclic)
+    eps_order = np.argsort(net.src[eps], kind="stable")
+    eps = eps[eps_order]
+    eps_src = net.src[eps]
+    eps_off = np.searchsorted(eps_src, np.arange(S + 1))
+    pd, px, pw = [sources], [sources], [np.ones(len(sources))]
+    fd, fx, fw = sources, sources, np.ones(len(sources))
+    while len(fd):
+        deg = eps_off[fx + 1] - eps_off[fx]
+        rep = np.repeat(np.arange(len(fd)), deg)
+        if not len(rep):
+            break
+        first = np.repeat(eps_off[fx], deg)
+        j = first + (np.arange(len(rep)) - np.repeat(np.cumsum(deg) - deg, deg))
+        arcs = eps[j]
+        nd, nx, nw = fd[rep], net.dst[arcs], fw[rep] * net.weight[arcs]
+        key = nd * S + nx
+        uniq, _, (sw,), _, _ = _group_sum(key, sums=(nw,))
+        fd, fx, fw = uniq // S, uniq % S, sw
+        keep = fw > 0
+        fd, fx, fw = fd[keep], fx[keep], fw[keep]
+        pd.append(fd), px.append(fx), pw.append(fw)
+    cd, cx, cw = np.concatenate(pd), np.concatenate(px), np.concatenate(pw)
+    uniq, _, (cw,), _, _ = _group_sum(cd * S + cx, sums=(cw,))
+    cd, cx = uniq // S, uniq % S
+    # join with the word arcs leaving x
+    word_arcs = wa[np.argsort(net.src[wa], kind="stable")]
+    w_off = np.searchsorted(net.src[word_arcs], np.arange(S + 1))
+    deg = w_off[cx + 1] - w_off[cx]
+    rep = np.repeat(np.arange(len(cd)), deg)
+    j = np.repeat(w_off[cx], deg) + (np.arange(len(rep)) - np.repeat(np.cumsum(deg) - deg, deg))
+    arcs = word_arcs[j]
+    sd, sw = cd[rep], cw[rep]
+    if max_gap is not None:
+        ok = net.t0[arcs] - max_in_end[sd] <= max_gap + _TIME_EPS
+        sd, sw, arcs = sd[ok], sw[ok], arcs[ok]
+    order = np.argsort(sd, kind="stable")
+    return sd[order], arcs[order], sw[order]
+
+
+def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
+                max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0):
+    """The hits of every word sequence of 1..``max_length`` words in ``net``.
+
+    Returns a list of ``(word ids tuple, tbeg, tend, score)`` (times in seconds, as in ``net``), in
+    no particular order.  See the module docstring for the definitions.
+    """
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    word_arcs = np.flatnonzero((net.word >= 0) & (net.weight > 0))
+    if not len(word_arcs):
+        return []
+    if np.any(~np.isfinite(net.t0[word_arcs])) or np.any(~np.isfinite(net.t1[word_arcs])):
+        raise LatticeError("a word arc has no time; a term index needs word times")
+    clusters = time_clusters(net.word, net.t0, net.t1)
+    # label = (word, cluster) as one dense code
+    wc = net.word * (int(clusters.max(initial=0)) + 1) + clusters
+    lab_uniq, lab_code = dense_codes(np.where(net.word >= 0, wc, 0))
+    lab_word = lab_uniq // (int(clusters.max(initial=0)) + 1)
+    L = len(lab_uniq)
+    # end codes: (dst state, end time) of word arcs -- the state a partial term is in
+    end_key = net.dst[word_arcs].astype(np.int64)
+    t1 = net.t1[word_arcs]
+    _, t1_code = np.unique(t1, return_inverse=True)
+    end_uniq, end_code_wa = np.unique(end_key * (int(t1_code.max(initial=0)) + 1) + t1_code.reshape(-1),
+                                      return_inverse=True)
+    end_code_wa = end_code_wa.reshape(-1)
+    n_end = len(end_uniq)
+    end_state = np.zeros(n_end, dtype=np.int64)
+    end_time = np.zeros(n_end)
+    end_state[end_code_wa] = net.dst[word_arcs]
+    end_time[end_code_wa] = t1
+    end_code = np.full(len(net.word), -1, dtype=np.int64)
+    end_code[word_arcs] = end_code_wa
+
+    results = []
+    # level 1: one partial term per word arc
+    mass = net.start_mass[net.src[word_arcs]] * net.weight[word_arcs]
+    keep = mass > 0
+    arcs1 = word_arcs[keep]
+    key_lab = lab_code[arcs1].astype(np.int64)  # term id of level 1 = its label code
+    parent = [np.full(L, -1, dtype=np.int64)]    # term id -> (parent term id, last label), per level
+    last_label = [np.arange(L, dtype=np.int64)]
+    ent_term, ent_end, ent_tbeg, ent_mass = key_lab, end_code[arcs1], net.t0[arcs1], mass[keep]
+    steps = None
+    for level in range(1, max_length + 1):
+        if not len(ent_term):
+            break
+        # merge partial terms in the same (term, end) and emit this level's hits
+        uniq, _, (m,), (tb,), _ = _group_sum(ent_term * n_end + ent_end, sums=(ent_mass,), mins=(ent_tbeg,))
+        ent_term, ent_end, ent_mass, ent_tbeg = uniq // n_end, uniq % n_end, m, tb
+        hterm, _, (hm,), (hb,), (he,) = _group_sum(ent_term, sums=(ent_mass,), mins=(ent_tbeg,),
+                                                   maxs=(end_time[ent_end],))
+        ok = hm >= min_posterior if min_posterior > 0 else hm > 0
+        results.append((level, hterm[ok], hb[ok], he[ok], hm[ok]))
+        if level == max_length:
+            break
+        if min_posterior > 0:
+            alive = ent_mass >= min_posterior
+            ent_term, ent_end, ent_mass, ent_tbeg = ent_term[alive], ent_end[alive], ent_mass[alive], ent_tbeg[alive]
+        if steps is None:
+            steps = _epsilon_word_steps(net, max_silence)
+            step_d, step_arc, step_w = steps
+            step_off = np.searchsorted(step_d, np.arange(net.num_states + 1))
+        st = end_state[ent_end]
+        deg = step_off[st + 1] - step_off[st]
+        rep = np.repeat(np.arange(len(ent_term)), deg)
+        j = np.repeat(step_off[st], deg) + (np.arange(len(rep)) - np.repeat(np.cumsum(deg) - deg, deg))
+        arcs = step_arc[j]
+        new_mass = ent_mass[rep] * step_w[j] * net.weight[arcs]
+        ok = new_mass > 0
+        if max_silence is not None:
+            ok &= net.t0[arcs] - end_time[ent_end[rep]] <= max_silence + _TIME_EPS
+        rep, arcs, new_mass = rep[ok], arcs[ok], new_mass[ok]
+        # intern the extended terms
+        ext = ent_term[rep] * L + lab_code[arcs]
+        t_uniq, t_inv = np.unique(ext, return_inverse=True)
+        parent.append(t_uniq // L)
+        last_label.append(t_uniq % L)
+        ent_term, ent_end, ent_tbeg, ent_mass = t_inv.reshape(-1), end_code[arcs], ent_tbeg[rep], new_mass
+    out = []
+    for level, hterm, hb, he, hm in results:
+        # label sequences of the term ids, back through the parents
+        seq = np.empty((len(hterm), level), dtype=np.int64)
+        t = hterm
+        for lv in range(level - 1, -1, -1):
+            seq[:, lv] = lab_word[last_label[lv][t]]
+            t = parent[lv][t]
+        for row, b, e, m in zip(seq.tolist(), hb.tolist(), he.tolist(), hm.tolist()):
+            out.append((tuple(row), b, e, m))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Public entry points
+
+def _hits(net: WordNetwork, utterance: str, file: str, channel: str, offset: float, max_length: int,
+          max_silence: float | None, min_posterior: float) -> list[IndexHit]:
+    names = net.words
+    return [IndexHit(tuple(names[w] for w in ws), utterance, file, channel, round(b + offset, 6),
+                     round(e - b, 6), m)
+            for ws, b, e, m in factor_hits(net, max_length=max_length, max_silence=max_silence,
+                                           min_posterior=min_posterior)]
+
+
+def index_lattice(lat: Lattice, *, max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
+                  min_posterior: float = 0.0, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+                  word_penalty: float = 0.0, silence_words: Iterable[str] | None = None, file: str | None = None,
+                  channel: str = "1", offset: float = 0.0) -> list[IndexHit]:
+    """Hits of every word sequence of up to ``max_length`` words in ``lat`` (exact lattice posteriors,
+    Kaldi's time clustering; see the module docstring).  Times are ``offset`` + lattice time, in the
+    recording ``file`` (default: the lattice key) / ``channel``."""
+    net = lattice_network(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                          silence_words=silence_words)
+    return _hits(net, lat.key, file if file is not None else lat.key, channel, offset, max_length, max_silence,
+                 min_posterior)
+
+
+def index_alternatives(alts: Alternatives, *, max_length: int = DEFAULT_MAX_LENGTH,
+                       max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
+                       silence_words: Iterable[str] | None = None) -> list[IndexHit]:
+    """Hits of every word sequence of up to ``max_length`` words in alternatives (1-best, N-best,
+    sausage, phrases; terms match across adjacent slots; see the module docstring for the score).
+    Times are the alternatives' own (already in ``alts.file``/``alts.channel``)."""
+    net = alternatives_network(alts, silence_words)
+    return _hits(net, alts.key, alts.file, alts.channel, 0.0, max_length, max_silence, min_posterior)
