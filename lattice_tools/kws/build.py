@@ -1,0 +1,84 @@
+"""Build an on-disk term index from a stream of lattices or alternatives (one utterance in memory
+at a time; see :mod:`lattice_tools.kws.store` for the file and :mod:`lattice_tools.kws.index` for
+what is indexed)."""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from ..alternatives._common import is_silence
+from ..alternatives.network import Alternatives
+from ..errors import MismatchError
+from ..lattice import Lattice
+from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, index_alternatives, index_lattice
+from .store import IndexWriter
+
+#: Representations an index can be built from (stored in its ``meta``).
+REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
+
+
+def _settings(max_length, max_silence, min_posterior, representation):
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"unknown representation {representation!r} (expected one of {', '.join(REPRESENTATIONS)})")
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    return {"max_length": int(max_length), "max_silence": None if max_silence is None else float(max_silence),
+            "min_posterior": float(min_posterior), "representation": representation}
+
+
+def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: int = DEFAULT_MAX_LENGTH,
+                        max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
+                        acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                        silence_words: Iterable[str] | None = None,
+                        segments: Mapping[str, tuple[str, str, float]] | None = None, append: bool = False,
+                        progress=None) -> dict:
+    """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
+
+    ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
+    without it a lattice is recording ``key``, channel ``1``, offset 0.  The vocabulary (for the
+    out-of-vocabulary check of the search) is every non-silence word of the lattices' symbol tables.
+    Returns ``{"utterances", "hits"}``.
+    """
+    settings = _settings(max_length, max_silence, min_posterior, "lattice")
+    silence = None if silence_words is None else frozenset(silence_words)
+    seen_tables: set[int] = set()
+    with IndexWriter(path, settings, append=append) as writer:
+        for lat in lattices:
+            if id(lat.symbols) not in seen_tables:
+                seen_tables.add(id(lat.symbols))
+                writer.add_vocabulary(w for w, _ in lat.symbols if not is_silence(w, silence))
+            if segments is not None:
+                if lat.key not in segments:
+                    raise MismatchError(f"utterance {lat.key!r} is not in the segments", key=lat.key)
+                file, channel, offset = segments[lat.key]
+            else:
+                file, channel, offset = lat.key, "1", 0.0
+            hits = index_lattice(lat, max_length=max_length, max_silence=max_silence, min_posterior=min_posterior,
+                                 acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                                 silence_words=silence_words, file=file, channel=channel, offset=offset)
+            writer.add_utterance(lat.key, file, channel, hits)
+            if progress is not None:
+                progress(lat.key)
+        return {"utterances": writer.num_utterances, "hits": writer.num_hits}
+
+
+def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, representation: str, *,
+                             max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
+                             min_posterior: float = 0.0, silence_words: Iterable[str] | None = None,
+                             vocabulary: Iterable[str] | None = None, append: bool = False) -> dict:
+    """Index alternatives (``representation``: ``1best``, ``nbest``, ``sausage`` or ``phrase``) into
+    the SQLite index ``path``; each :class:`Alternatives` is one utterance (its ``key``), already
+    placed in its ``file``/``channel``.  The vocabulary is ``vocabulary`` if given (e.g. the
+    recognizer's words.txt), else the words the alternatives contain."""
+    settings = _settings(max_length, max_silence, min_posterior, representation)
+    silence = None if silence_words is None else frozenset(silence_words)
+    with IndexWriter(path, settings, append=append) as writer:
+        if vocabulary is not None:
+            writer.add_vocabulary(w for w in vocabulary if not is_silence(w, silence))
+        for alts in alternatives:
+            if vocabulary is None:
+                writer.add_vocabulary({w for slot in alts.slots for a in slot.alternatives for w in a.words
+                                       if not is_silence(w, silence)})
+            hits = index_alternatives(alts, max_length=max_length, max_silence=max_silence,
+                                      min_posterior=min_posterior, silence_words=silence_words)
+            writer.add_utterance(alts.key, alts.file, alts.channel, hits)
+        return {"utterances": writer.num_utterances, "hits": writer.num_hits}
