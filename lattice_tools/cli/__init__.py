@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("recipe:merge_command", "Concatenate job outputs in order, or merge statistics JSON (recipes)."),
     "with-list": ("recipe:with_list_command", "Run a command with the items of a list file as arguments (recipes)."),
     "convert-ctm": ("recipe:convert_ctm_command", "Map a CTM/alt-CTM from utterances to recording file/channel ids (recipes)."),
+    "kws": ("kws_index:kws_group", "Keyword search: index lattices or alternatives, merge shards, search keywords."),
 }
 
 

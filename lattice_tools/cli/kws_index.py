@@ -1,0 +1,226 @@
+"""``lattice-tools kws index|merge|search``: build a term index, merge shards, search a keyword list.
+
+Thin wrappers over :func:`lattice_tools.kws.build.build_lattice_index`,
+:func:`~lattice_tools.kws.build.build_alternatives_index`, :func:`lattice_tools.kws.store.merge_indexes`
+and :func:`lattice_tools.kws.search.search`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Iterator, Sequence
+
+import click
+
+from ..errors import FormatError, MismatchError
+from ..io.common import atomic_write
+
+_REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
+
+
+def _is_ctm(path: str) -> bool:
+    return path.endswith((".ctm", ".ctm.gz"))
+
+
+def _alternatives(inputs: Sequence[str], representation: str, n: int | None, posterior_threshold: float,
+                  format: str | None, words: str | None, segments: dict | None, scales: dict) -> Iterator:
+    """Alternatives from alt-CTM files (``*.ctm``), or computed in memory from lattices."""
+    from ..io.altctm import read_alternatives_ctm
+
+    for spec in inputs:
+        if _is_ctm(spec):
+            for alts in read_alternatives_ctm(spec, kind=representation):
+                # one utterance per recording side: the key names both
+                yield alts.__class__(key=f"{alts.file}:{alts.channel}", slots=alts.slots, kind=alts.kind,
+                                     file=alts.file, channel=alts.channel)
+            continue
+        from .alternatives import iter_lattices
+        for lat in iter_lattices([spec], format, words):
+            if isinstance(lat, tuple):
+                lat = lat[0]
+            if representation == "1best":
+                from ..alternatives.nbest import nbest
+                alts = nbest(lat, 1, **scales)
+            elif representation == "nbest":
+                from ..alternatives.nbest import nbest
+                alts = nbest(lat, n, **scales)
+            elif representation == "sausage":
+                from ..alternatives.sausage import sausage
+                alts = sausage(lat, n, **scales)
+            else:
+                from ..alternatives.phrases import phrases
+                alts = phrases(lat, n, posterior_threshold, **scales)
+            if segments is not None:
+                if lat.key not in segments:
+                    raise MismatchError(f"utterance {lat.key!r} is not in the segments file", key=lat.key)
+                alts = alts.with_location(*segments[lat.key])
+            yield alts
+
+
+def _depth(value: str) -> int | None:
+    return None if value.lower() in ("inf", "all", "0") else int(value)
+
+
+def _write_json(result: dict, json_out: str | None) -> None:
+    text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+    if json_out == "-":
+        sys.stdout.write(text)
+    elif json_out:
+        with atomic_write(json_out, "w") as out:
+            out.write(text)
+
+
+@click.command("index")
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="The SQLite index to write.")
+@click.option("--from", "representation", type=click.Choice(_REPRESENTATIONS), default="lattice", show_default=True,
+              help="What to index: the whole lattice, or alternatives (read from *.ctm alt-CTM files, or "
+                   "computed from the lattice inputs with -n / --posterior-threshold).")
+@click.option("-n", "n", default="inf", show_default=True, help="N-best/sausage/phrase depth when computed from lattices.")
+@click.option("--posterior-threshold", type=float, default=0.1, show_default=True,
+              help="Phrase boundary threshold (--from phrase, computed from lattices).")
+@click.option("--max-length", type=int, default=3, show_default=True, help="Longest word sequence indexed.")
+@click.option("--max-silence", type=float, default=0.5, show_default=True,
+              help="Longest silence (seconds) between two words of a term; negative = no limit.")
+@click.option("--min-posterior", type=float, default=0.0, show_default=True,
+              help="Drop hits below this posterior (and do not extend partial terms below it); 0 = exact, complete.")
+@click.option("--format", "format", default=None, help="Lattice format (default: from the file name).")
+@click.option("--words", default=None, type=click.Path(dir_okay=False),
+              help="words.txt of Kaldi/OpenFst/k2 lattices (also the vocabulary of an alt-CTM index).")
+@click.option("--segments", type=click.Path(dir_okay=False), default=None,
+              help="Kaldi segments file 'utt file start end' (default: file = utterance, channel 1, offset 0).")
+@click.option("--acoustic-scale", type=float, default=1.0, show_default=True)
+@click.option("--lm-scale", type=float, default=1.0, show_default=True)
+@click.option("--word-penalty", type=float, default=0.0, show_default=True)
+@click.option("--append", is_flag=True, help="Add the inputs' utterances to an existing index (same settings).")
+@click.option("--json", "json_out", default=None, help="Write the counts as JSON (PATH or - for stdout).")
+def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, min_posterior, format,
+                  words, segments, acoustic_scale, lm_scale, word_penalty, append, json_out):
+    """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index."""
+    from ..kws.build import build_alternatives_index, build_lattice_index
+    from .alternatives import iter_lattices, read_segments
+
+    seg = read_segments(segments) if segments else None
+    max_sil = None if max_silence < 0 else max_silence
+    scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    common = dict(max_length=max_length, max_silence=max_sil, min_posterior=min_posterior, append=append)
+    if representation == "lattice":
+        ctms = [i for i in inputs if _is_ctm(i)]
+        if ctms:
+            raise FormatError("a CTM holds alternatives, not a lattice: use --from 1best|nbest|sausage|phrase", path=ctms[0])
+
+        def lattices():
+            for lat in iter_lattices(inputs, format, words):
+                yield lat[0] if isinstance(lat, tuple) else lat
+        result = build_lattice_index(lattices(), out, segments=seg, **scales, **common)
+    else:
+        vocab = None
+        if words and all(_is_ctm(i) for i in inputs):
+            from ..symbols import SymbolTable
+            vocab = [w for w, _ in SymbolTable.read(words)]
+        alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales)
+        result = build_alternatives_index(alts, out, representation, vocabulary=vocab, **common)
+    result.update(representation=representation, index=out)
+    click.echo(json.dumps(result, sort_keys=True), err=True)
+    _write_json(result, json_out)
+
+
+@click.command("merge")
+@click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="The merged index.")
+@click.option("--json", "json_out", default=None, help="Write the counts as JSON (PATH or - for stdout).")
+def merge_command(shards, out, json_out):
+    """Merge shard indexes (one per job) into one (Kaldi's kws-index-union)."""
+    from ..kws.store import merge_indexes
+
+    result = merge_indexes(out, list(shards))
+    click.echo(json.dumps(result, sort_keys=True), err=True)
+    _write_json(result, json_out)
+
+
+def read_keyword_text(path: str, encoding: str = "utf-8") -> list:
+    """A plain keyword list, one ``KWID word [word ...]`` per line (Kaldi's keywords.txt with words)."""
+    from ..io.common import read_text_lines
+    from ..kws.types import KeywordTerm
+
+    terms = []
+    for lineno, line in read_text_lines(path, encoding):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < 2:
+            raise FormatError("expected 'KWID word [word ...]'", path=path, line=lineno)
+        terms.append(KeywordTerm(parts[0], " ".join(parts[1:])))
+    return terms
+
+
+def read_keywords(path: str, encoding: str = "utf-8") -> list:
+    """A KWlist XML (``*.xml``) or a plain ``KWID words`` list."""
+    if path.endswith((".xml", ".xml.gz")):
+        from ..io.kwlist import read_kwlist
+        return read_kwlist(path, encoding=encoding)
+    return read_keyword_text(path, encoding)
+
+
+@click.command("search")
+@click.argument("index", type=click.Path(dir_okay=False))
+@click.option("--kwlist", required=True, type=click.Path(dir_okay=False),
+              help="Keywords: a NIST KWlist XML (*.xml) or lines 'KWID word [word ...]'.")
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
+              help="Detections: a NIST kwslist XML (*.xml), else lines 'kwid file channel tbeg dur score YES|NO'.")
+@click.option("--normalization", type=click.Choice(["none", "kst", "sum-to-one"]), default="none", show_default=True)
+@click.option("--threshold", type=float, default=0.5, show_default=True, help="The global YES/NO threshold.")
+@click.option("--duration", type=float, default=None, help="Seconds of searched audio (KST's T; required for kst).")
+@click.option("--ntrue-scale", type=float, default=1.0, show_default=True, help="KST: scale of the expected true count.")
+@click.option("--beta", type=float, default=999.9, show_default=True, help="KST: the cost of a miss vs a false alarm.")
+@click.option("--duptime", type=float, default=0.5, show_default=True,
+              help="Remove hits of a term starting within this many seconds of a better one (0 = keep all).")
+@click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the keyword list.")
+@click.option("--system-id", default="lattice-tools", show_default=True, help="kwslist system_id.")
+@click.option("--language", default="", help="kwslist language.")
+@click.option("--json", "json_out", default=None,
+              help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
+def search_command(index, kwlist, out, normalization, threshold, duration, ntrue_scale, beta, duptime, encoding,
+                   system_id, language, json_out):
+    """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions."""
+    import os
+
+    from ..kws.search import search
+
+    terms = read_keywords(kwlist, encoding)
+    if normalization == "kst" and duration is None:
+        raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
+    res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
+                 ntrue_scale=ntrue_scale, beta=beta, duptime=duptime)
+    if out.endswith(".xml"):
+        from ..io.kwslist import write_kwslist
+        write_kwslist(out, res.detections, kwlist_filename=os.path.basename(kwlist), language=language,
+                      system_id=system_id, kwids=[t.kwid for t in terms], oov_kwids=res.oov)
+    else:
+        with atomic_write(out, "w") as f:
+            for d in res.detections:
+                f.write(f"{d.kwid}\t{d.file}\t{d.channel}\t{d.tbeg:.2f}\t{d.dur:.2f}\t{d.score:.6g}\t"
+                        f"{'YES' if d.decision else 'NO'}\n")
+    summary = res.summary()
+    click.echo(json.dumps(summary, sort_keys=True), err=True)
+    for what, kwids in (("out of vocabulary", res.oov), ("longer than the index's max length", res.too_long),
+                        ("without hits", res.no_hits)):
+        if kwids:
+            click.echo(f"lattice-tools: {len(kwids)} keyword(s) {what}: {' '.join(kwids)}", err=True)
+    summary.update(oov=res.oov, oov_words=res.oov_words, too_long=res.too_long, no_hits=res.no_hits,
+                   kst_unnormalized=res.kst_unnormalized)
+    _write_json(summary, json_out)
+
+
+@click.group("kws")
+def kws_group():
+    """Keyword search: index lattices or alternatives, merge shards, search keyword lists."""
+
+
+def register(group: click.Group) -> None:
+    """Add ``index``, ``merge`` and ``search`` to the ``kws`` command group."""
+    for cmd in (index_command, merge_command, search_command):
+        group.add_command(cmd)
+
+
+register(kws_group)

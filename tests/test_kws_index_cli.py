@@ -1,0 +1,91 @@
+"""``lattice-tools kws index|merge|search`` on the bundled lattices (tests/data/kaldi_kws)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from lattice_tools.cli import main
+
+DATA = Path(__file__).parent / "data" / "kaldi_kws"
+ARK = f"ark,t:{DATA / 'bundled.ark.gz'}"
+WORDS = str(DATA / "bundled.words.txt")
+KW = str(DATA / "keywords.words.txt")
+
+
+def run(*args):
+    return CliRunner().invoke(main, ["kws", *map(str, args)])
+
+
+def test_index_search_round_trip(tmp_path):
+    idx = tmp_path / "idx.db"
+    r = run("index", ARK, "--words", WORDS, "-o", idx, "--json", tmp_path / "i.json")
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "i.json").read_text())["utterances"] == 10
+    out = tmp_path / "hits.tsv"
+    r = run("search", idx, "--kwlist", KW, "-o", out, "--json", "-")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    assert summary["detections"] == 30 and summary["oov"] == [] and summary["no_hits"] == []
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert len(rows) == 30 and {r[6] for r in rows} == {"YES", "NO"}
+    assert all(float(r[5]) >= 0.5 for r in rows if r[6] == "YES")
+
+
+def test_shards_merge_and_append(tmp_path):
+    a, b, m = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "m.db"
+    # a lattice index and a phrase index are built with different settings: they must not merge
+    assert run("index", ARK, "--words", WORDS, "-o", a).exit_code == 0
+    r = run("index", ARK, "--words", WORDS, "--from", "phrase", "-n", "10", "-o", b)
+    assert r.exit_code == 0, r.output
+    r = run("merge", a, b, "-o", m)
+    assert r.exit_code == 2 and "representation" in r.output and not m.exists()
+    r = run("index", ARK, "--words", WORDS, "-o", a, "--append")
+    assert r.exit_code == 2 and "already in the index" in r.output
+
+
+def test_alt_ctm_index(tmp_path):
+    idx = tmp_path / "ctm.db"
+    r = run("index", DATA / "bundled.decode.ctm", "--from", "1best", "--words", WORDS, "-o", idx)
+    assert r.exit_code == 0, r.output
+    r = run("search", idx, "--kwlist", KW, "-o", tmp_path / "h.tsv", "--json", "-")
+    summary = json.loads(r.stdout)
+    assert summary["oov"] == []  # the recognizer's vocabulary (--words), not the 1-best's words
+    assert summary["no_hits"]  # e.g. 'mister': the 1-best says 'mr'
+    r = run("index", DATA / "bundled.decode.ctm", "-o", tmp_path / "x.db")
+    assert r.exit_code == 2 and "--from" in r.output
+
+
+def test_bad_inputs_exit_2_without_output(tmp_path):
+    idx = tmp_path / "idx.db"
+    assert run("index", ARK, "--words", WORDS, "-o", idx).exit_code == 0
+    bad = tmp_path / "kw.txt"
+    bad.write_text("KW-1 clubs\nKW-1 five\n")
+    r = run("search", idx, "--kwlist", bad, "-o", tmp_path / "o.tsv")
+    assert r.exit_code == 2 and "duplicate keyword id" in r.output and not (tmp_path / "o.tsv").exists()
+    bad.write_text("KW-1\n")
+    r = run("search", idx, "--kwlist", bad, "-o", tmp_path / "o.tsv")
+    assert r.exit_code == 2 and "kw.txt:1" in r.output
+    notidx = tmp_path / "n.db"
+    notidx.write_bytes(b"garbage" * 200)
+    r = run("search", notidx, "--kwlist", KW, "-o", tmp_path / "o.tsv")
+    assert r.exit_code == 2 and "n.db" in r.output
+    r = run("search", idx, "--kwlist", KW, "-o", tmp_path / "o.tsv", "--normalization", "kst")
+    assert r.exit_code == 2 and "--duration" in r.output
+
+
+def test_console_script_reports_oov_on_stderr(tmp_path):
+    idx = tmp_path / "idx.db"
+    assert run("index", ARK, "--words", WORDS, "-o", idx, "--max-length", "1").exit_code == 0
+    kw = tmp_path / "kw.txt"
+    kw.write_text("KW-A clubs\nKW-B qwertyuiop\nKW-C of clubs\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    p = subprocess.run([sys.executable, "-m", "lattice_tools.cli", "kws", "search", str(idx), "--kwlist", str(kw),
+                        "-o", str(tmp_path / "o.tsv")], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "1 keyword(s) out of vocabulary: KW-B" in p.stderr
+    assert "1 keyword(s) longer than the index's max length: KW-C" in p.stderr
