@@ -41,6 +41,7 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     settings = _settings(max_length, max_silence, min_posterior, "lattice")
     silence = None if silence_words is None else frozenset(silence_words)
     seen_tables: set[int] = set()
+    pruned = 0.0
     with IndexWriter(path, settings, append=append) as writer:
         for lat in lattices:
             if id(lat.symbols) not in seen_tables:
@@ -52,13 +53,15 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                 file, channel, offset = segments[lat.key]
             else:
                 file, channel, offset = lat.key, "1", 0.0
+            stats: dict = {}
             hits = index_lattice(lat, max_length=max_length, max_silence=max_silence, min_posterior=min_posterior,
                                  acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                                 silence_words=silence_words, file=file, channel=channel, offset=offset)
-            writer.add_utterance(lat.key, file, channel, hits)
+                                 silence_words=silence_words, file=file, channel=channel, offset=offset, stats=stats)
+            writer.add_utterance(lat.key, file, channel, hits, stats.get("pruned_mass", 0.0))
+            pruned += stats.get("pruned_mass", 0.0)
             if progress is not None:
                 progress(lat.key)
-        return {"utterances": writer.num_utterances, "hits": writer.num_hits}
+        return {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}
 
 
 def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, representation: str, *,
@@ -71,6 +74,7 @@ def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, re
     recognizer's words.txt), else the words the alternatives contain."""
     settings = _settings(max_length, max_silence, min_posterior, representation)
     silence = None if silence_words is None else frozenset(silence_words)
+    pruned = 0.0
     with IndexWriter(path, settings, append=append) as writer:
         if vocabulary is not None:
             writer.add_vocabulary(w for w in vocabulary if not is_silence(w, silence))
@@ -78,7 +82,9 @@ def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, re
             if vocabulary is None:
                 writer.add_vocabulary({w for slot in alts.slots for a in slot.alternatives for w in a.words
                                        if not is_silence(w, silence)})
+            stats: dict = {}
             hits = index_alternatives(alts, max_length=max_length, max_silence=max_silence,
-                                      min_posterior=min_posterior, silence_words=silence_words)
-            writer.add_utterance(alts.key, alts.file, alts.channel, hits)
-        return {"utterances": writer.num_utterances, "hits": writer.num_hits}
+                                      min_posterior=min_posterior, silence_words=silence_words, stats=stats)
+            writer.add_utterance(alts.key, alts.file, alts.channel, hits, stats.get("pruned_mass", 0.0))
+            pruned += stats.get("pruned_mass", 0.0)
+        return {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}

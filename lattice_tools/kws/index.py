@@ -56,7 +56,7 @@ import numpy as np
 
 from ..alternatives._common import dense_codes, is_silence, word_labels
 from ..alternatives.network import Alternatives
-from ..errors import FormatError, LatticeError
+from ..errors import BudgetExceededError, FormatError, LatticeError
 from ..lattice import Lattice
 
 #: Default longest word sequence the index holds.
@@ -64,6 +64,11 @@ DEFAULT_MAX_LENGTH = 3
 #: Default longest silence (seconds) between two words of one term (Kaldi: 50 frames).
 DEFAULT_MAX_SILENCE = 0.5
 _TIME_EPS = 1e-9
+#: Budget of candidate extensions per level (each needs ~60 bytes while it is merged).
+DEFAULT_MAX_CANDIDATES = 40_000_000
+#: With min_posterior > 0, single extensions below min_posterior * CANDIDATE_FRACTION are dropped
+#: before merging (their mass is counted in the pruned mass).
+CANDIDATE_FRACTION = 1e-2
 
 
 class IndexHit(NamedTuple):
@@ -299,11 +304,15 @@ def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
 
 
 def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
-                max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0):
+                max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
+                max_candidates: int = DEFAULT_MAX_CANDIDATES, stats: dict | None = None):
     """The hits of every word sequence of 1..``max_length`` words in ``net``.
 
     Returns a list of ``(word ids tuple, tbeg, tend, score)`` (times in seconds, as in ``net``), in
-    no particular order.  See the module docstring for the definitions.
+    no particular order.  See the module docstring for the definitions.  With ``min_posterior`` > 0,
+    ``stats["pruned_mass"]`` gets the posterior mass left out (a bound on the total under-count of
+    the longer terms' scores).  Raises BudgetExceededError if one extension step would hold more
+    than ``max_candidates`` candidates (memory: about 60 bytes each).
     """
     if max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
@@ -334,21 +343,22 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
     end_code[word_arcs] = end_code_wa
 
     results = []
-    # level 1: one partial term per word arc
+    pruned = 0.0
+    cand_floor = min_posterior * CANDIDATE_FRACTION
+    # level 1: one partial term per word arc, merged per (term, end)
     mass = net.start_mass[net.src[word_arcs]] * net.weight[word_arcs]
     keep = mass > 0
     arcs1 = word_arcs[keep]
-    key_lab = lab_code[arcs1].astype(np.int64)  # term id of level 1 = its label code
     parent = [np.full(L, -1, dtype=np.int64)]    # term id -> (parent term id, last label), per level
-    last_label = [np.arange(L, dtype=np.int64)]
-    ent_term, ent_end, ent_tbeg, ent_mass = key_lab, end_code[arcs1], net.t0[arcs1], mass[keep]
-    steps = None
+    last_label = [np.arange(L, dtype=np.int64)]  # (level-1 term id = its label code)
+    uniq, _, (ent_mass,), (ent_tbeg,), _ = _group_sum(lab_code[arcs1].astype(np.int64) * n_end + end_code[arcs1],
+                                                      sums=(mass[keep],), mins=(net.t0[arcs1],))
+    ent_term, ent_end = uniq // n_end, uniq % n_end
+    step_off = None
     for level in range(1, max_length + 1):
         if not len(ent_term):
             break
-        # merge partial terms in the same (term, end) and emit this level's hits
-        uniq, _, (m,), (tb,), _ = _group_sum(ent_term * n_end + ent_end, sums=(ent_mass,), mins=(ent_tbeg,))
-        ent_term, ent_end, ent_mass, ent_tbeg = uniq // n_end, uniq % n_end, m, tb
+        # this level's hits: the partial terms (already merged per (term, end)) merged per term
         hterm, _, (hm,), (hb,), (he,) = _group_sum(ent_term, sums=(ent_mass,), mins=(ent_tbeg,),
                                                    maxs=(end_time[ent_end],))
         ok = hm >= min_posterior if min_posterior > 0 else hm > 0
@@ -357,27 +367,50 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
             break
         if min_posterior > 0:
             alive = ent_mass >= min_posterior
+            pruned += float(ent_mass[~alive].sum())
             ent_term, ent_end, ent_mass, ent_tbeg = ent_term[alive], ent_end[alive], ent_mass[alive], ent_tbeg[alive]
-        if steps is None:
-            steps = _epsilon_word_steps(net, max_silence)
-            step_d, step_arc, step_w = steps
+        if step_off is None:
+            step_d, step_arc, step_w = _epsilon_word_steps(net, max_silence)
+            step_w = step_w * net.weight[step_arc]
             step_off = np.searchsorted(step_d, np.arange(net.num_states + 1))
         st = end_state[ent_end]
         deg = step_off[st + 1] - step_off[st]
+        total = int(deg.sum())
+        if total > max_candidates:
+            raise BudgetExceededError(
+                f"extending {len(ent_term)} partial terms of {level} words to {level + 1} words needs {total} "
+                f"candidates (budget {max_candidates}); index fewer words (max_length) or skip weak partial terms "
+                f"(min_posterior > 0, e.g. 1e-6)")
         rep = np.repeat(np.arange(len(ent_term)), deg)
-        j = np.repeat(step_off[st], deg) + (np.arange(len(rep)) - np.repeat(np.cumsum(deg) - deg, deg))
+        j = np.repeat(step_off[st] - (np.cumsum(deg) - deg), deg) + np.arange(total)
         arcs = step_arc[j]
-        new_mass = ent_mass[rep] * step_w[j] * net.weight[arcs]
-        ok = new_mass > 0
-        if max_silence is not None:
-            ok &= net.t0[arcs] - end_time[ent_end[rep]] <= max_silence + _TIME_EPS
+        new_mass = ent_mass[rep] * step_w[j]
+        in_gap = (net.t0[arcs] - end_time[ent_end[rep]] <= max_silence + _TIME_EPS if max_silence is not None
+                  else np.ones(total, dtype=bool))
+        ok = in_gap & (new_mass > cand_floor)
+        if cand_floor > 0:
+            pruned += float(new_mass[in_gap & (new_mass <= cand_floor)].sum())
         rep, arcs, new_mass = rep[ok], arcs[ok], new_mass[ok]
-        # intern the extended terms
+        # intern the extended terms and merge per (term, end) with one sort of the candidates
         ext = ent_term[rep] * L + lab_code[arcs]
-        t_uniq, t_inv = np.unique(ext, return_inverse=True)
+        ends = end_code[arcs]
+        if len(ext) and int(ext.max()) < np.iinfo(np.int64).max // max(n_end, 1):
+            uniq, _, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
+            ext_u, ends_u = uniq // n_end, uniq % n_end
+        else:  # pragma: no cover - astronomically many terms
+            order = np.lexsort((ends, ext))
+            ext, ends, new_mass, tb0 = ext[order], ends[order], new_mass[order], ent_tbeg[rep][order]
+            first = np.r_[True, (ext[1:] != ext[:-1]) | (ends[1:] != ends[:-1])] if len(ext) else np.zeros(0, bool)
+            starts = np.flatnonzero(first)
+            m = np.add.reduceat(new_mass, starts) if len(starts) else new_mass
+            tb = np.minimum.reduceat(tb0, starts) if len(starts) else tb0
+            ext_u, ends_u = ext[starts], ends[starts]
+        t_uniq, t_inv = np.unique(ext_u, return_inverse=True)  # ext_u is sorted: cheap
         parent.append(t_uniq // L)
         last_label.append(t_uniq % L)
-        ent_term, ent_end, ent_tbeg, ent_mass = t_inv.reshape(-1), end_code[arcs], ent_tbeg[rep], new_mass
+        ent_term, ent_end, ent_tbeg, ent_mass = t_inv.reshape(-1), ends_u, tb, m
+    if stats is not None:
+        stats["pruned_mass"] = stats.get("pruned_mass", 0.0) + pruned
     out = []
     for level, hterm, hb, he, hm in results:
         # label sequences of the term ids, back through the parents
@@ -395,32 +428,36 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
 # Public entry points
 
 def _hits(net: WordNetwork, utterance: str, file: str, channel: str, offset: float, max_length: int,
-          max_silence: float | None, min_posterior: float) -> list[IndexHit]:
+          max_silence: float | None, min_posterior: float, max_candidates: int, stats: dict | None) -> list[IndexHit]:
     names = net.words
     return [IndexHit(tuple(names[w] for w in ws), utterance, file, channel, round(b + offset, 6),
                      round(e - b, 6), m)
             for ws, b, e, m in factor_hits(net, max_length=max_length, max_silence=max_silence,
-                                           min_posterior=min_posterior)]
+                                           min_posterior=min_posterior, max_candidates=max_candidates, stats=stats)]
 
 
 def index_lattice(lat: Lattice, *, max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
                   min_posterior: float = 0.0, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
                   word_penalty: float = 0.0, silence_words: Iterable[str] | None = None, file: str | None = None,
-                  channel: str = "1", offset: float = 0.0) -> list[IndexHit]:
+                  channel: str = "1", offset: float = 0.0, max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                  stats: dict | None = None) -> list[IndexHit]:
     """Hits of every word sequence of up to ``max_length`` words in ``lat`` (exact lattice posteriors,
     Kaldi's time clustering; see the module docstring).  Times are ``offset`` + lattice time, in the
-    recording ``file`` (default: the lattice key) / ``channel``."""
+    recording ``file`` (default: the lattice key) / ``channel``.  ``stats`` (a dict) receives the
+    ``pruned_mass`` (0 when ``min_posterior`` is 0); ``max_candidates``: see :func:`factor_hits`."""
     net = lattice_network(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                           silence_words=silence_words)
     return _hits(net, lat.key, file if file is not None else lat.key, channel, offset, max_length, max_silence,
-                 min_posterior)
+                 min_posterior, max_candidates, stats)
 
 
 def index_alternatives(alts: Alternatives, *, max_length: int = DEFAULT_MAX_LENGTH,
                        max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
-                       silence_words: Iterable[str] | None = None) -> list[IndexHit]:
+                       silence_words: Iterable[str] | None = None, max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                       stats: dict | None = None) -> list[IndexHit]:
     """Hits of every word sequence of up to ``max_length`` words in alternatives (1-best, N-best,
     sausage, phrases; terms match across adjacent slots; see the module docstring for the score).
     Times are the alternatives' own (already in ``alts.file``/``alts.channel``)."""
     net = alternatives_network(alts, silence_words)
-    return _hits(net, alts.key, alts.file, alts.channel, 0.0, max_length, max_silence, min_posterior)
+    return _hits(net, alts.key, alts.file, alts.channel, 0.0, max_length, max_silence, min_posterior,
+                 max_candidates, stats)

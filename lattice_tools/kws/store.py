@@ -3,14 +3,15 @@
 Schema (``sqlite3 index.db .schema``)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)           -- how the index was built (see META_KEYS)
-    utterances(id INTEGER PRIMARY KEY, utterance TEXT UNIQUE, file TEXT, channel TEXT)
+    utterances(id INTEGER PRIMARY KEY, utterance TEXT UNIQUE, file TEXT, channel TEXT, pruned_mass REAL)
     vocabulary(word TEXT PRIMARY KEY)                -- words a term may use (out-of-vocabulary check)
     hits(term TEXT, utterance_id INTEGER, tbeg REAL, dur REAL, score REAL)
     INDEX hits_by_term ON hits(term)
 
 ``term`` is the hit's words joined by one space; ``tbeg``/``dur`` are seconds in the recording
 ``file``/``channel`` of the utterance; ``score`` is the hit's posterior (see
-:mod:`lattice_tools.kws.index`).  A query of one term is one search of ``hits_by_term``: no query
+:mod:`lattice_tools.kws.index`); ``pruned_mass`` is the posterior mass an index built with
+``min_posterior`` > 0 left out of the utterance (0 = exact).  A query of one term is one search of ``hits_by_term``: no query
 scans the hits (``EXPLAIN QUERY PLAN`` in the tests).  For example::
 
     sqlite3 index.db "SELECT u.file, h.tbeg, h.dur, h.score FROM hits h JOIN utterances u
@@ -48,7 +49,7 @@ META_KEYS = ("max_length", "max_silence", "min_posterior", "representation")
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE utterances (id INTEGER PRIMARY KEY, utterance TEXT NOT NULL UNIQUE, file TEXT NOT NULL,
-                         channel TEXT NOT NULL);
+                         channel TEXT NOT NULL, pruned_mass REAL NOT NULL DEFAULT 0);
 CREATE TABLE vocabulary (word TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE hits (term TEXT NOT NULL, utterance_id INTEGER NOT NULL, tbeg REAL NOT NULL, dur REAL NOT NULL,
                    score REAL NOT NULL);
@@ -140,11 +141,12 @@ class IndexWriter:
     def add_vocabulary(self, words: Iterable[str]) -> None:
         self.conn.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?)", ((w,) for w in words))
 
-    def add_utterance(self, utterance: str, file: str, channel: str, hits: Iterable[IndexHit]) -> None:
+    def add_utterance(self, utterance: str, file: str, channel: str, hits: Iterable[IndexHit],
+                      pruned_mass: float = 0.0) -> None:
         """Add one utterance and its hits (an utterance already in the index is an error)."""
         try:
-            cur = self.conn.execute("INSERT INTO utterances (utterance, file, channel) VALUES (?, ?, ?)",
-                                    (utterance, file, channel))
+            cur = self.conn.execute("INSERT INTO utterances (utterance, file, channel, pruned_mass) VALUES (?, ?, ?, ?)",
+                                    (utterance, file, channel, pruned_mass))
         except sqlite3.IntegrityError:
             raise MismatchError(f"utterance {utterance!r} is already in the index", path=self.path,
                                 key=utterance) from None
@@ -211,7 +213,8 @@ class TermIndex:
         return {"utterances": q("SELECT count(*) FROM utterances").fetchone()[0],
                 "hits": q("SELECT count(*) FROM hits").fetchone()[0],
                 "terms": q("SELECT count(DISTINCT term) FROM hits").fetchone()[0],
-                "vocabulary": q("SELECT count(*) FROM vocabulary").fetchone()[0]}
+                "vocabulary": q("SELECT count(*) FROM vocabulary").fetchone()[0],
+                "pruned_mass": q("SELECT coalesce(sum(pruned_mass), 0) FROM utterances").fetchone()[0]}
 
     def close(self) -> None:
         self.conn.close()
@@ -248,7 +251,7 @@ def merge_indexes(out: str, shards: Sequence[str]) -> dict:
                 raise MismatchError(f"utterance {dup[0]!r} is in more than one shard", path=os.fspath(s), key=dup[0])
             conn.execute("BEGIN")
             offset = conn.execute("SELECT coalesce(max(id), 0) FROM main.utterances").fetchone()[0]
-            conn.execute("INSERT INTO main.utterances SELECT id + ?, utterance, file, channel FROM shard.utterances",
+            conn.execute("INSERT INTO main.utterances SELECT id + ?, utterance, file, channel, pruned_mass FROM shard.utterances",
                          (offset,))
             conn.execute("INSERT INTO main.hits SELECT term, utterance_id + ?, tbeg, dur, score FROM shard.hits",
                          (offset,))

@@ -1,0 +1,180 @@
+"""Benchmark: term index + search on a 30 s, ~140k-link pocketsphinx lattice, against Kaldi's
+``lattice-to-kws-index`` + ``kws-index-union`` + ``kws-search``.
+
+The lattice is bench_phrases.py's "big" lattice: the bundled librivox clips concatenated with sox
+(31.5 s) and decoded by pocketsphinx with wide beams.  Decoding takes a few minutes, then it is
+cached in ``--workdir``.
+
+1. **Ours**: ``build_lattice_index`` (exact lattice posteriors of every 1..3-word sequence, written to
+   SQLite), best of ``--repeat`` runs, in seconds and seconds per hour of audio; then the search of a
+   1,000-term list (700 single words and 300 word pairs drawn from the index, seed 0) in ms per query.
+2. **Kaldi** (when ``lattice-to-kws-index`` is on PATH or in ``$LATTICE_TOOLS_KALDI_BIN``; else skipped
+   with a message): the same lattice (costs pre-scaled by ``--acoustic-scale``, written as a Kaldi
+   CompactLattice text archive), ``lattice-to-kws-index --max-states-scale=4 --max-silence-frames=50``
+   (Kaldi's defaults) | ``kws-index-union``, then ``kws-search`` of the same 1,000 terms.  Wall times of
+   the whole processes; whether Kaldi's determinization stopped early (partial index); and how many of
+   Kaldi's hits ours has at the same frames and with the same score (within Kaldi's 2^-10 quantization).
+
+Usage::
+
+    nice python bench/bench_kws_index.py [--workdir /tmp/bench_phrases] [--acoustic-scale 1.0]
+
+Measured figures are in docs/kws-index.md ("Performance"), with the command that produced them.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from _alt_helpers import read_slf_lattice  # noqa: E402
+from bench_phrases import BIG, CLIPS, decode  # noqa: E402
+from lattice_tools.kws.build import build_lattice_index  # noqa: E402
+from lattice_tools.kws.index import index_lattice  # noqa: E402
+from lattice_tools.kws.search import search  # noqa: E402
+from lattice_tools.kws.store import TermIndex  # noqa: E402
+from lattice_tools.kws.types import KeywordTerm  # noqa: E402
+
+
+def kaldi_bin(name: str) -> str | None:
+    d = os.environ.get("LATTICE_TOOLS_KALDI_BIN")
+    if d and os.access(os.path.join(d, name), os.X_OK):
+        return os.path.join(d, name)
+    return shutil.which(name)
+
+
+def keyword_list(db: str, n_words: int = 700, n_pairs: int = 300, seed: int = 0) -> list[KeywordTerm]:
+    with TermIndex(db) as idx:
+        words = sorted(t for (t,) in idx.conn.execute("SELECT DISTINCT term FROM hits WHERE term NOT LIKE '% %'"))
+        pairs = sorted(t for (t,) in idx.conn.execute(
+            "SELECT DISTINCT term FROM hits WHERE term LIKE '% %' AND term NOT LIKE '% % %'"))
+    rng = random.Random(seed)
+    chosen = rng.sample(words, min(n_words, len(words))) + rng.sample(pairs, min(n_pairs, len(pairs)))
+    return [KeywordTerm(f"KW-{i:04d}", t) for i, t in enumerate(chosen)]
+
+
+def timed(cmd, stdout=None, stdin=None) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=stdout, stdin=stdin, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def run_kaldi(lat, terms, workdir: str, ours_hits) -> None:
+    tools = {n: kaldi_bin(n) for n in ("lattice-to-kws-index", "kws-index-union", "transcripts-to-fsts", "kws-search")}
+    missing = [n for n, p in tools.items() if p is None]
+    if missing:
+        print(f"Kaldi: skipped ({', '.join(missing)} not on PATH nor in $LATTICE_TOOLS_KALDI_BIN)")
+        return
+    from lattice_tools.io import write_lattices
+
+    ark = os.path.join(workdir, "kws_big.ark")
+    words_txt = os.path.join(workdir, "kws_big.words.txt")
+    write_lattices([lat], f"ark,t:{ark}", format="kaldi")
+    lat.symbols.write(words_txt)
+    umap = os.path.join(workdir, "kws_utter.map")
+    Path(umap).write_text(f"{lat.key} 1\n")
+    kw_ids = os.path.join(workdir, "kws_keywords.int")
+    with open(kw_ids, "w") as f:
+        for t in terms:
+            f.write(t.kwid + " " + " ".join(str(lat.symbols.id(w)) for w in t.words) + "\n")
+    index = os.path.join(workdir, "kws_kaldi.index")
+    log = os.path.join(workdir, "kws_kaldi.index.log")
+    t = time.perf_counter()
+    with open(log, "w") as err:
+        p1 = subprocess.Popen([tools["lattice-to-kws-index"], "--max-states-scale=4", "--max-silence-frames=50",
+                               f"ark:{umap}", f"ark:{ark}", "ark:-"], stdout=subprocess.PIPE, stderr=err)
+        subprocess.run([tools["kws-index-union"], "ark:-", f"ark:{index}"], stdin=p1.stdout, check=True,
+                       stderr=subprocess.DEVNULL)
+        p1.stdout.close()
+        p1.wait()
+    t_index = time.perf_counter() - t
+    partial = "partial results" in Path(log).read_text()
+    fsts = os.path.join(workdir, "kws_kw.fsts")
+    timed([tools["transcripts-to-fsts"], f"ark:{kw_ids}", f"ark:{fsts}"])
+    hits_txt = os.path.join(workdir, "kws_kaldi.hits")
+    t_search = timed([tools["kws-search"], "--negative-tolerance=-1", f"ark:{index}", f"ark:{fsts}",
+                      f"ark,t:{hits_txt}"])
+    kaldi = defaultdict(list)
+    for line in open(hits_txt):
+        kw, _u, b, e, s = line.split()
+        kaldi[kw].append((int(b), int(e), float(s)))
+    text = {t.kwid: t.words for t in terms}
+    ours = defaultdict(dict)
+    for h in ours_hits:
+        ours[h.words][(round(h.tbeg * 100), round((h.tbeg + h.dur) * 100))] = h.score
+    n_k = sum(map(len, kaldi.values()))
+    same = sum(1 for kw, hs in kaldi.items() for b, e, s in hs
+               if (b, e) in ours[text[kw]] and abs(-math.log(max(ours[text[kw]][(b, e)], 1e-300)) - s) <= 2 ** -10 + 1e-9)
+    n_ours = sum(len(ours[t.words]) for t in terms)
+    print(f"Kaldi: lattice-to-kws-index | kws-index-union {t_index:.2f} s wall"
+          f"{' (determinization stopped early: PARTIAL index)' if partial else ''}; kws-search of {len(terms)} terms "
+          f"{t_search:.2f} s wall = {1000 * t_search / len(terms):.2f} ms/query (whole process)")
+    print(f"Kaldi hits {n_k}, ours for the same terms {n_ours}; Kaldi hits that ours has at the same frames "
+          f"with the same score (within 2^-10): {same}/{n_k}")
+    return t_index, t_search
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workdir", default="/tmp/bench_phrases")
+    ap.add_argument("--acoustic-scale", type=float, default=1.0)
+    ap.add_argument("--max-length", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-kaldi", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    lib = REPO / "lattice_tools" / "data" / "librivox"
+    big_wav = os.path.join(args.workdir, "concat.wav")
+    if not os.path.exists(big_wav):
+        subprocess.run(["sox", *[str(lib / f"sense_and_sensibility_01_austen_64kb-{c}.wav") for c in CLIPS], big_wav],
+                       check=True)
+    big_slf = os.path.join(args.workdir, "concat_wide.slf")
+    decode(big_wav, big_slf, BIG)
+    lat = read_slf_lattice(big_slf, "concat")
+    if args.acoustic_scale != 1.0:  # pre-scale, so that Kaldi (no scale option) sees the same weights
+        lat = lat.replace(acoustic_cost=lat.acoustic_cost * args.acoustic_scale,
+                          final_acoustic_cost=lat.final_acoustic_cost * args.acoustic_scale)
+    hours = lat.duration / 3600
+    print(f"lattice: {lat.num_arcs} links, {lat.num_states} nodes, {lat.duration:.1f} s audio, "
+          f"acoustic scale {args.acoustic_scale}")
+    db = os.path.join(args.workdir, "kws_ours.db")
+    best_idx, best_total = math.inf, math.inf
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        hits = index_lattice(lat, max_length=args.max_length)
+        best_idx = min(best_idx, time.perf_counter() - t)
+        t = time.perf_counter()
+        stats = build_lattice_index([lat], db, max_length=args.max_length)
+        best_total = min(best_total, time.perf_counter() - t)
+    print(f"ours: index_lattice (max_length {args.max_length}) {best_idx:.2f} s, "
+          f"with SQLite {best_total:.2f} s (best of {args.repeat}) = {best_total / hours:.0f} s per hour of audio; "
+          f"{stats['hits']} hits, {os.path.getsize(db) / 1e6:.1f} MB")
+    terms = keyword_list(db)
+    best_q = math.inf
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        res = search(db, terms)
+        best_q = min(best_q, time.perf_counter() - t)
+    print(f"ours: search of {len(terms)} terms {best_q:.3f} s = {1000 * best_q / len(terms):.3f} ms/query "
+          f"({len(res.detections)} detections)")
+    if not args.no_kaldi:
+        t = time.perf_counter()
+        kal = run_kaldi(lat, terms, args.workdir, hits)
+        if kal:
+            print(f"ratio Kaldi/ours: index {kal[0] / best_total:.1f}x, search {kal[1] / best_q:.1f}x "
+                  f"(ours in-process, Kaldi whole processes)")
+
+
+if __name__ == "__main__":
+    main()
