@@ -222,3 +222,25 @@ def test_alternatives_index_and_search(tmp_path):
     assert res.oov == ["K2"]
     with TermIndex(path) as idx:
         assert idx.settings["representation"] == "phrase"
+
+
+def test_memory_is_bounded_by_one_utterance(tmp_path):
+    """Indexing streams: the traced peak for 3 copies of the archive is about that of 1 copy."""
+    import tracemalloc
+
+    lats = bundled()[:3]
+
+    def copies(k):
+        for i in range(k):
+            for lat in lats:
+                yield lat.with_key(f"{lat.key}-{i}")
+
+    peaks = []
+    for k in (1, 3):
+        tracemalloc.start()
+        build_lattice_index(copies(k), str(tmp_path / f"m{k}.db"), max_length=2)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    with TermIndex(str(tmp_path / "m3.db")) as idx:
+        assert idx.counts()["utterances"] == 9
+    assert peaks[1] < 1.3 * peaks[0], peaks
