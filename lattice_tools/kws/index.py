@@ -233,21 +233,25 @@ def time_clusters(word: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarra
 # The factor posteriors
 
 def _group_sum(keys: np.ndarray, *, sums=(), mins=(), maxs=()):
-    """Unique ``keys`` (int64) and, per unique key, the sums/mins/maxs of the given arrays."""
-    uniq, inv = np.unique(keys, return_inverse=True)
-    inv = inv.reshape(-1)
-    n = len(uniq)
-    out_s = [np.bincount(inv, weights=v, minlength=n) for v in sums]
-    out_min = []
-    for v in mins:
-        m = np.full(n, np.inf)
-        np.minimum.at(m, inv, v)
-        out_min.append(m)
-    out_max = []
-    for v in maxs:
-        m = np.full(n, -np.inf)
-        np.maximum.at(m, inv, v)
-        out_max.append(m)
+    """Unique ``keys`` (int64, sorted), the group of each key, and per unique key the sums / mins /
+    maxs of the given arrays (one sort, then segment reductions)."""
+    n = len(keys)
+    order = np.argsort(keys)
+    sk = keys[order]
+    first = np.empty(n, dtype=bool)
+    if n:
+        first[0] = True
+        np.not_equal(sk[1:], sk[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    uniq = sk[starts]
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.cumsum(first) - 1
+    if not n:
+        empty = np.zeros(0)
+        return uniq, inv, [empty for _ in sums], [empty for _ in mins], [empty for _ in maxs]
+    out_s = [np.add.reduceat(v[order], starts) for v in sums]
+    out_min = [np.minimum.reduceat(v[order], starts) for v in mins]
+    out_max = [np.maximum.reduceat(v[order], starts) for v in maxs]
     return uniq, inv, out_s, out_min, out_max
 
 
