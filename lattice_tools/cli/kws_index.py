@@ -39,8 +39,10 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
             if isinstance(lat, tuple):
                 lat = lat[0]
             if representation == "1best":
-                from ..alternatives.nbest import nbest
-                alts = nbest(lat, 1, **scales)
+                # the consensus 1-best, each word with its bin posterior as its confidence (like Kaldi's
+                # lattice-to-ctm-conf): one slot per word, so a term's score is the product of its words'
+                from ..alternatives.sausage import sausage
+                alts = sausage(lat, 1, **scales)
             elif representation == "nbest":
                 from ..alternatives.nbest import nbest
                 alts = nbest(lat, n, **scales)
@@ -75,7 +77,8 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="The SQLite index to write.")
 @click.option("--from", "representation", type=click.Choice(_REPRESENTATIONS), default="lattice", show_default=True,
               help="What to index: the whole lattice, or alternatives (read from *.ctm alt-CTM files, or "
-                   "computed from the lattice inputs with -n / --posterior-threshold).")
+                   "computed from the lattice inputs with -n / --posterior-threshold; 1best = the consensus "
+                   "1-best with bin posteriors as confidences).")
 @click.option("-n", "n", default="inf", show_default=True, help="N-best/sausage/phrase depth when computed from lattices.")
 @click.option("--posterior-threshold", type=float, default=0.1, show_default=True,
               help="Phrase boundary threshold (--from phrase, computed from lattices).")
