@@ -55,6 +55,7 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
             else:
                 from ..alternatives.phrases import phrases
                 alts = phrases(lat, n, posterior_threshold, **scales)
+            alts.meta["vocabulary"] = [w for w, _ in lat.symbols]
             if segments is not None:
                 if lat.key not in segments:
                     raise MismatchError(f"utterance {lat.key!r} is not in the segments file", key=lat.key)
@@ -121,7 +122,7 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
         result = build_lattice_index(lattices(), out, segments=seg, **scales, **common)
     else:
         vocab = None
-        if words and all(_is_ctm(i) for i in inputs):
+        if words:
             from ..symbols import SymbolTable
             vocab = [w for w, _ in SymbolTable.read(words)]
         alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales)

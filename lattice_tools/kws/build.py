@@ -71,7 +71,8 @@ def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, re
     """Index alternatives (``representation``: ``1best``, ``nbest``, ``sausage`` or ``phrase``) into
     the SQLite index ``path``; each :class:`Alternatives` is one utterance (its ``key``), already
     placed in its ``file``/``channel``.  The vocabulary is ``vocabulary`` if given (e.g. the
-    recognizer's words.txt), else the words the alternatives contain."""
+    recognizer's words.txt), else each Alternatives' ``meta["vocabulary"]`` (e.g. the words of the
+    lattice it was computed from), else the words the alternatives contain."""
     settings = _settings(max_length, max_silence, min_posterior, representation)
     silence = None if silence_words is None else frozenset(silence_words)
     pruned = 0.0
@@ -80,8 +81,10 @@ def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, re
             writer.add_vocabulary(w for w in vocabulary if not is_silence(w, silence))
         for alts in alternatives:
             if vocabulary is None:
-                writer.add_vocabulary({w for slot in alts.slots for a in slot.alternatives for w in a.words
-                                       if not is_silence(w, silence)})
+                # the words of the lattice the alternatives came from (meta["vocabulary"]), else their own
+                own = alts.meta.get("vocabulary") or {w for slot in alts.slots for a in slot.alternatives
+                                                      for w in a.words}
+                writer.add_vocabulary({w for w in own if not is_silence(w, silence)})
             stats: dict = {}
             hits = index_alternatives(alts, max_length=max_length, max_silence=max_silence,
                                       min_posterior=min_posterior, silence_words=silence_words, stats=stats)
