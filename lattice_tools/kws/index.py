@@ -233,8 +233,8 @@ def time_clusters(word: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarra
 # The factor posteriors
 
 def _group_sum(keys: np.ndarray, *, sums=(), mins=(), maxs=()):
-    """Unique ``keys`` (int64, sorted), the group of each key, and per unique key the sums / mins /
-    maxs of the given arrays (one sort, then segment reductions)."""
+    """Unique ``keys`` (int64, sorted) and per unique key the sums / mins / maxs of the given arrays
+    (one sort, then segment reductions)."""
     n = len(keys)
     order = np.argsort(keys)
     sk = keys[order]
@@ -244,15 +244,13 @@ def _group_sum(keys: np.ndarray, *, sums=(), mins=(), maxs=()):
         np.not_equal(sk[1:], sk[:-1], out=first[1:])
     starts = np.flatnonzero(first)
     uniq = sk[starts]
-    inv = np.empty(n, dtype=np.int64)
-    inv[order] = np.cumsum(first) - 1
     if not n:
         empty = np.zeros(0)
-        return uniq, inv, [empty for _ in sums], [empty for _ in mins], [empty for _ in maxs]
+        return uniq, [empty for _ in sums], [empty for _ in mins], [empty for _ in maxs]
     out_s = [np.add.reduceat(v[order], starts) for v in sums]
     out_min = [np.minimum.reduceat(v[order], starts) for v in mins]
     out_max = [np.maximum.reduceat(v[order], starts) for v in maxs]
-    return uniq, inv, out_s, out_min, out_max
+    return uniq, out_s, out_min, out_max
 
 
 def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
@@ -262,7 +260,7 @@ def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
     S = net.num_states
     is_word = net.word >= 0
     eps = np.flatnonzero(~is_word & (net.weight > 0))
-    # latest end of a word arriving in each state, earliest start of a word reachable by epsilons
+    # latest end of a word arriving in each state
     max_in_end = np.full(S, -np.inf)
     wa = np.flatnonzero(is_word)
     np.maximum.at(max_in_end, net.dst[wa], net.t1[wa])
@@ -284,13 +282,13 @@ def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
         arcs = eps[j]
         nd, nx, nw = fd[rep], net.dst[arcs], fw[rep] * net.weight[arcs]
         key = nd * S + nx
-        uniq, _, (sw,), _, _ = _group_sum(key, sums=(nw,))
+        uniq, (sw,), _, _ = _group_sum(key, sums=(nw,))
         fd, fx, fw = uniq // S, uniq % S, sw
         keep = fw > 0
         fd, fx, fw = fd[keep], fx[keep], fw[keep]
         pd.append(fd), px.append(fx), pw.append(fw)
     cd, cx, cw = np.concatenate(pd), np.concatenate(px), np.concatenate(pw)
-    uniq, _, (cw,), _, _ = _group_sum(cd * S + cx, sums=(cw,))
+    uniq, (cw,), _, _ = _group_sum(cd * S + cx, sums=(cw,))
     cd, cx = uniq // S, uniq % S
     # join with the word arcs leaving x
     word_arcs = wa[np.argsort(net.src[wa], kind="stable")]
@@ -355,7 +353,7 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
     arcs1 = word_arcs[keep]
     parent = [np.full(L, -1, dtype=np.int64)]    # term id -> (parent term id, last label), per level
     last_label = [np.arange(L, dtype=np.int64)]  # (level-1 term id = its label code)
-    uniq, _, (ent_mass,), (ent_tbeg,), _ = _group_sum(lab_code[arcs1].astype(np.int64) * n_end + end_code[arcs1],
+    uniq, (ent_mass,), (ent_tbeg,), _ = _group_sum(lab_code[arcs1].astype(np.int64) * n_end + end_code[arcs1],
                                                       sums=(mass[keep],), mins=(net.t0[arcs1],))
     ent_term, ent_end = uniq // n_end, uniq % n_end
     step_off = None
@@ -363,7 +361,7 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
         if not len(ent_term):
             break
         # this level's hits: the partial terms (already merged per (term, end)) merged per term
-        hterm, _, (hm,), (hb,), (he,) = _group_sum(ent_term, sums=(ent_mass,), mins=(ent_tbeg,),
+        hterm, (hm,), (hb,), (he,) = _group_sum(ent_term, sums=(ent_mass,), mins=(ent_tbeg,),
                                                    maxs=(end_time[ent_end],))
         ok = hm >= min_posterior if min_posterior > 0 else hm > 0
         results.append((level, hterm[ok], hb[ok], he[ok], hm[ok]))
@@ -399,7 +397,7 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
         ext = ent_term[rep] * L + lab_code[arcs]
         ends = end_code[arcs]
         if len(ext) and int(ext.max()) < np.iinfo(np.int64).max // max(n_end, 1):
-            uniq, _, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
+            uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
             ext_u, ends_u = uniq // n_end, uniq % n_end
         else:  # pragma: no cover - astronomically many terms
             order = np.lexsort((ends, ext))
