@@ -14,6 +14,7 @@ import click
 
 from ..errors import FormatError, MismatchError
 from ..io.common import atomic_write
+from ._inputs import channel_option, lattice_input_options
 
 _REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
 
@@ -23,7 +24,8 @@ def _is_ctm(path: str) -> bool:
 
 
 def _alternatives(inputs: Sequence[str], representation: str, n: int | None, posterior_threshold: float,
-                  format: str | None, words: str | None, segments: dict | None, scales: dict) -> Iterator:
+                  format: str | None, words: str | None, segments: dict | None, scales: dict, channel: str,
+                  frame_shift: float | None, frame_subsampling_factor: int | None) -> Iterator:
     """Alternatives from alt-CTM files (``*.ctm``), or computed in memory from lattices."""
     from ..io.altctm import read_alternatives_ctm
 
@@ -35,7 +37,7 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                                      file=alts.file, channel=alts.channel)
             continue
         from .alternatives import iter_lattices
-        for lat in iter_lattices([spec], format, words):
+        for lat in iter_lattices([spec], format, words, frame_shift, frame_subsampling_factor):
             if isinstance(lat, tuple):
                 lat = lat[0]
             if representation == "1best":
@@ -60,6 +62,8 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                 if lat.key not in segments:
                     raise MismatchError(f"utterance {lat.key!r} is not in the segments file", key=lat.key)
                 alts = alts.with_location(*segments[lat.key])
+            else:
+                alts = alts.with_location(lat.key, channel)
             yield alts
 
 
@@ -92,22 +96,26 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @click.option("--min-posterior", type=float, default=0.0, show_default=True,
               help="Drop hits below this posterior (and do not extend partial terms below it); 0 = exact, complete.")
 @click.option("--format", "format", default=None, help="Lattice format (default: from the file name).")
-@click.option("--words", default=None, type=click.Path(dir_okay=False),
-              help="words.txt of Kaldi/OpenFst/k2 lattices (also the vocabulary of an alt-CTM index).")
+@lattice_input_options
+@channel_option
 @click.option("--segments", type=click.Path(dir_okay=False), default=None,
-              help="Kaldi segments file 'utt file start end' (default: file = utterance, channel 1, offset 0).")
+              help="Kaldi segments file 'utt file start end' (default: file = utterance, offset 0).")
 @click.option("--acoustic-scale", type=float, default=1.0, show_default=True)
 @click.option("--lm-scale", type=float, default=1.0, show_default=True)
 @click.option("--word-penalty", type=float, default=0.0, show_default=True)
 @click.option("--append", is_flag=True, help="Add the inputs' utterances to an existing index (same settings).")
 @click.option("--json", "json_out", default=None, help="Write the counts as JSON (PATH or - for stdout).")
 def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, min_posterior, format,
-                  words, segments, acoustic_scale, lm_scale, word_penalty, append, json_out):
-    """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index."""
+                  words, frame_shift, frame_subsampling_factor, channel, segments, acoustic_scale, lm_scale,
+                  word_penalty, append, json_out):
+    """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index.
+
+    --words is also the vocabulary of the out-of-vocabulary check (default: the lattices' words, or
+    the words an alt-CTM holds)."""
     from ..kws.build import build_alternatives_index, build_lattice_index
     from .alternatives import iter_lattices, read_segments
 
-    seg = read_segments(segments) if segments else None
+    seg = read_segments(segments, channel) if segments else None
     max_sil = None if max_silence < 0 else max_silence
     scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     common = dict(max_length=max_length, max_silence=max_sil, min_posterior=min_posterior, append=append)
@@ -117,15 +125,16 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             raise FormatError("a CTM holds alternatives, not a lattice: use --from 1best|nbest|sausage|phrase", path=ctms[0])
 
         def lattices():
-            for lat in iter_lattices(inputs, format, words):
+            for lat in iter_lattices(inputs, format, words, frame_shift, frame_subsampling_factor):
                 yield lat[0] if isinstance(lat, tuple) else lat
-        result = build_lattice_index(lattices(), out, segments=seg, **scales, **common)
+        result = build_lattice_index(lattices(), out, segments=seg, channel=channel, **scales, **common)
     else:
         vocab = None
         if words:
             from ..symbols import SymbolTable
             vocab = [w for w, _ in SymbolTable.read(words)]
-        alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales)
+        alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales,
+                             channel, frame_shift, frame_subsampling_factor)
         result = build_alternatives_index(alts, out, representation, vocabulary=vocab, **common)
     result.update(representation=representation, index=out)
     click.echo(json.dumps(result, sort_keys=True), err=True)

@@ -29,12 +29,12 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                         max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
                         acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
                         silence_words: Iterable[str] | None = None,
-                        segments: Mapping[str, tuple[str, str, float]] | None = None, append: bool = False,
-                        progress=None) -> dict:
+                        segments: Mapping[str, tuple[str, str, float]] | None = None, channel: str = "1",
+                        append: bool = False, progress=None) -> dict:
     """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
 
     ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
-    without it a lattice is recording ``key``, channel ``1``, offset 0.  The vocabulary (for the
+    without it a lattice is recording ``key``, channel ``channel``, offset 0.  The vocabulary (for the
     out-of-vocabulary check of the search) is every non-silence word of the lattices' symbol tables.
     Returns ``{"utterances", "hits"}``.
     """
@@ -50,14 +50,14 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
             if segments is not None:
                 if lat.key not in segments:
                     raise MismatchError(f"utterance {lat.key!r} is not in the segments", key=lat.key)
-                file, channel, offset = segments[lat.key]
+                file, chan, offset = segments[lat.key]
             else:
-                file, channel, offset = lat.key, "1", 0.0
+                file, chan, offset = lat.key, channel, 0.0
             stats: dict = {}
             hits = index_lattice(lat, max_length=max_length, max_silence=max_silence, min_posterior=min_posterior,
                                  acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                                 silence_words=silence_words, file=file, channel=channel, offset=offset, stats=stats)
-            writer.add_utterance(lat.key, file, channel, hits, stats.get("pruned_mass", 0.0))
+                                 silence_words=silence_words, file=file, channel=chan, offset=offset, stats=stats)
+            writer.add_utterance(lat.key, file, chan, hits, stats.get("pruned_mass", 0.0))
             pruned += stats.get("pruned_mass", 0.0)
             if progress is not None:
                 progress(lat.key)
