@@ -79,13 +79,13 @@ def compare(lat, max_length, max_silence):
             assert p0 == pytest.approx(p1, rel=1e-9, abs=1e-12), words
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(lattice_strategy(max_states=7, max_arcs=14), st.integers(1, 4), st.sampled_from([None, 0.03, 0.1]))
 def test_posteriors_equal_brute_force(lat, max_length, max_silence):
     compare(lat, max_length, max_silence)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(incoherent_lattices(max_states=8, max_arcs=14), st.integers(1, 3), st.sampled_from([None, 0.02]))
 def test_posteriors_equal_brute_force_incoherent_times(lat, max_length, max_silence):
     """Random lattices whose arcs into one state end at different times (the index must not
