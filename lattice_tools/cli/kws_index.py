@@ -191,21 +191,36 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @click.option("--beta", type=float, default=999.9, show_default=True, help="KST: the cost of a miss vs a false alarm.")
 @click.option("--duptime", type=float, default=0.5, show_default=True,
               help="Remove hits of a term starting within this many seconds of a better one (0 = keep all).")
+@click.option("--tune-ecf", default=None, type=click.Path(dir_okay=False),
+              help="KST: tune --ntrue-scale first on this dev set (ECF; with --tune-rttm or --tune-ctm): the "
+                   "scale with the best ATWV of the keywords' detections (0.1 .. 10) is used.")
+@click.option("--tune-rttm", default=None, type=click.Path(dir_okay=False), help="Dev-set reference RTTM (tuning).")
+@click.option("--tune-ctm", default=None, type=click.Path(dir_okay=False), help="Dev-set reference CTM (tuning).")
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the keyword list.")
 @click.option("--system-id", default="lattice-tools", show_default=True, help="kwslist system_id.")
 @click.option("--language", default="", help="kwslist language.")
 @click.option("--json", "json_out", default=None,
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
-def search_command(index, kwlist, out, normalization, threshold, duration, ntrue_scale, beta, duptime, encoding,
-                   system_id, language, json_out):
+def search_command(index, kwlist, out, normalization, threshold, duration, ntrue_scale, beta, duptime, tune_ecf,
+                   tune_rttm, tune_ctm, encoding, system_id, language, json_out):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions."""
     import os
 
-    from ..kws.search import search
+    from ..kws.search import atwv_metric, search, tune_ntrue_scale
 
     terms = read_keywords(kwlist, encoding)
     if normalization == "kst" and duration is None:
         raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
+    tuning = None
+    if tune_ecf or tune_rttm or tune_ctm:
+        if normalization != "kst" or not tune_ecf or not (tune_rttm or tune_ctm):
+            raise click.UsageError("tuning needs --normalization kst, --tune-ecf and --tune-rttm or --tune-ctm")
+        ntrue_scale, table = tune_ntrue_scale(index, terms, atwv_metric(tune_ecf, kwlist, rttm=tune_rttm, ctm=tune_ctm,
+                                                                       encoding=encoding),
+                                              duration=duration, threshold=threshold, beta=beta, duptime=duptime)
+        tuning = {"ntrue_scale": ntrue_scale, "atwv_by_scale": table}
+        click.echo(f"lattice-tools: KST tuned on the dev set: ntrue-scale {ntrue_scale:.4g} "
+                   f"(ATWV {max(a for _, a in table):.4f})", err=True)
     res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
                  ntrue_scale=ntrue_scale, beta=beta, duptime=duptime)
     if out.endswith(".xml"):
@@ -225,6 +240,8 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
             click.echo(f"lattice-tools: {len(kwids)} keyword(s) {what}: {' '.join(kwids)}", err=True)
     summary.update(oov=res.oov, oov_words=res.oov_words, too_long=res.too_long, no_hits=res.no_hits,
                    kst_unnormalized=res.kst_unnormalized)
+    if tuning is not None:
+        summary["tuning"] = tuning
     _write_json(summary, json_out)
 
 

@@ -171,3 +171,23 @@ def tune_ntrue_scale(index: TermIndex | str, terms: Sequence[KeywordTerm], metri
             idx.close()
     best = max(table, key=lambda x: (x[1], -abs(math.log(x[0]))))
     return best[0], table
+
+
+def atwv_metric(ecf: str, kwlist: str, *, rttm: str | None = None, ctm: str | None = None,
+                **score_options) -> Callable[[list[Detection]], float]:
+    """``metric(detections)`` = the ATWV of a dev set (the F4DE-exact scorer,
+    :func:`lattice_tools.kws.score.score_kws_files`), for :func:`tune_ntrue_scale`."""
+    import os
+    import tempfile
+
+    from ..io.kwslist import write_kwslist
+    from .score import score_kws_files
+
+    def metric(detections: list[Detection]) -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "dev.kwslist.xml")
+            write_kwslist(out, detections, kwlist_filename=os.path.basename(kwlist))
+            return float(score_kws_files(ecf, kwlist, out, rttm=rttm, ctm=ctm, **score_options).overall.atwv.twv)
+
+    return metric
+
