@@ -33,7 +33,7 @@ def brute_force_hits(lat, max_length, max_silence, acoustic_scale=1.0):
     for _, c in paths:
         total = np.logaddexp(total, -c)
     net = lattice_network(lat, acoustic_scale=acoustic_scale)
-    clusters = time_clusters(net.word, net.t0, net.t1)
+    clusters = time_clusters(net.word, lat.t0, lat.t1)  # frames
     fs = lat.frame_shift
     hits = {}
     for arcs, c in paths:
@@ -96,11 +96,28 @@ def test_posteriors_equal_brute_force_incoherent_times(lat, max_length, max_sile
 def test_time_clusters_follow_kaldi_rule():
     # word 0: spans [0,10) [2,5) [10,20) [8,12) [30,31) [15,15)
     word = np.array([0, 0, 0, 0, 0, 0, -1, 1])
-    t0 = np.array([0, 2, 10, 8, 30, 15, 0, 0], dtype=float)
-    t1 = np.array([10, 5, 20, 12, 31, 15, 3, 3], dtype=float)
+    t0 = np.array([0, 2, 10, 8, 30, 15, 0, 0])
+    t1 = np.array([10, 5, 20, 12, 31, 15, 3, 3])
     # heads: [0,10), [10,20), [30,31); [8,12) overlaps head 0 by 2 and head 1 by 2 -> first (0);
     # [15,15) overlaps nothing -> head 0 (Kaldi's cluster 1)
     assert time_clusters(word, t0, t1).tolist() == [0, 0, 1, 0, 2, 0, -1, 0]
+
+
+def test_time_cluster_ties_are_exact_in_frames():
+    """b[25,29) b[25,33) b[29,33) at 10 ms frames: [25,33) overlaps both heads by 4 frames and joins the
+    first (in float seconds 0.33 - 0.29 > 0.29 - 0.25 and it went to the second); found by the Kaldi
+    cross-check."""
+
+    from lattice_tools.lattice import Lattice
+    from lattice_tools.symbols import SymbolTable
+
+    inf = math.inf
+    lat = Lattice.from_arcs(src=[0, 1, 1, 2, 2], dst=[1, 2, 3, 3, 3], word=[0, 1, 1, 0, 1],
+                            symbols=SymbolTable.from_words(["b"]), final_graph_cost=[inf, inf, inf, 0.0],
+                            t0=[0, 25, 25, 29, 29], t1=[25, 29, 33, 33, 33])
+    hits = sorted((round(h.tbeg * 100), round((h.tbeg + h.dur) * 100), round(h.score, 9))
+                  for h in index_lattice(lat, max_length=1))
+    assert hits == [(25, 33, 1.0), (29, 33, round(1 / 3, 9))]
 
 
 def _alts_from_sequences(seqs, key="u"):

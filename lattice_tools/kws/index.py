@@ -104,6 +104,9 @@ class WordNetwork:
     weight: np.ndarray
     start_mass: np.ndarray
     words: tuple[str, ...]
+    #: seconds per time tick: the time clustering compares spans in whole ticks (a lattice's frames;
+    #: microseconds for alternatives), so that float rounding cannot break its ties
+    time_unit: float = 1e-6
 
 
 # ----------------------------------------------------------------------------------------------
@@ -141,7 +144,7 @@ def lattice_network(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
         word = np.where(word >= 0, word - 1, -1)
     fs = lat.frame_shift
     return WordNetwork(lat.num_states, lat.src.astype(np.int64), lat.dst.astype(np.int64), word.astype(np.int64),
-                       lat.t0 * fs, lat.t1 * fs, weight, gamma, names)
+                       lat.t0 * fs, lat.t1 * fs, weight, gamma, names, fs)
 
 
 def alternatives_network(alts: Alternatives, silence_words: Iterable[str] | None = None) -> WordNetwork:
@@ -194,7 +197,8 @@ def alternatives_network(alts: Alternatives, silence_words: Iterable[str] | None
 def time_clusters(word: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
     """Cluster index (0-based) of every arc with ``word >= 0`` (-1 for epsilons), by the rule of the
     module docstring: per word, greedy heads over the spans sorted by (start, end); every arc joins
-    the head it overlaps most (first on ties), head 0 when it overlaps none."""
+    the head it overlaps most (first on ties), head 0 when it overlaps none.  Give the times as
+    integers (frames, ticks): overlaps of float seconds can break ties the wrong way."""
     out = np.full(len(word), -1, dtype=np.int64)
     idx = np.flatnonzero(word >= 0)
     if not len(idx):
@@ -210,18 +214,18 @@ def time_clusters(word: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarra
             if heads_e[-1] <= s_all[a]:
                 heads_s.append(s_all[a])
                 heads_e.append(e_all[a])
-        hs, he = np.array(heads_s), np.array(heads_e)
+        hs, he = np.array(heads_s, dtype=t0.dtype), np.array(heads_e, dtype=t1.dtype)
         ms, me = t0[members], t1[members]
         # heads are disjoint and sorted: the ones overlapping [s, e) are a contiguous range
         lo = np.searchsorted(he, ms, side="right")
         hi = np.searchsorted(hs, me, side="left")
         best = np.zeros(len(members), dtype=np.int64)
-        best_ov = np.zeros(len(members))
+        best_ov = np.zeros(len(members), dtype=np.result_type(t0.dtype, t1.dtype))
         for j in range(int((hi - lo).max(initial=0))):
             h = lo + j
             ok = h < hi
             hc = np.minimum(h, len(hs) - 1)
-            ov = np.where(ok, np.minimum(me, he[hc]) - np.maximum(ms, hs[hc]), 0.0)
+            ov = np.where(ok, np.minimum(me, he[hc]) - np.maximum(ms, hs[hc]), 0)
             better = ov > best_ov
             best = np.where(better, hc, best)
             best_ov = np.where(better, ov, best_ov)
@@ -323,7 +327,8 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
         return []
     if np.any(~np.isfinite(net.t0[word_arcs])) or np.any(~np.isfinite(net.t1[word_arcs])):
         raise LatticeError("a word arc has no time; a term index needs word times")
-    clusters = time_clusters(net.word, net.t0, net.t1)
+    clusters = time_clusters(net.word, np.rint(net.t0 / net.time_unit).astype(np.int64),
+                             np.rint(net.t1 / net.time_unit).astype(np.int64))
     # label = (word, cluster) as one dense code
     wc = net.word * (int(clusters.max(initial=0)) + 1) + clusters
     lab_uniq, lab_code = dense_codes(np.where(net.word >= 0, wc, 0))
