@@ -89,3 +89,42 @@ def test_console_script_reports_oov_on_stderr(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "1 keyword(s) out of vocabulary: KW-B" in p.stderr
     assert "1 keyword(s) longer than the index's max length: KW-C" in p.stderr
+
+
+def test_kwlist_xml_in_kwslist_xml_out_and_kst_tuning(tmp_path):
+    """A NIST KWlist in, a kwslist out (read back by lattice_tools.io.kwslist), and KST's ntrue-scale
+    tuned on a dev set (ECF + reference CTM; here the 1-best CTM as a stand-in reference)."""
+    from lattice_tools.io.ctm import read_ctm
+    from lattice_tools.io.ecf import EcfExcerpt, write_ecf
+    from lattice_tools.io.kwslist import read_kwslist
+
+    idx = tmp_path / "idx.db"
+    assert run("index", ARK, "--words", WORDS, "-o", idx, "--max-length", "2").exit_code == 0
+    kw = tmp_path / "kw.xml"
+    kw.write_text('<kwlist ecf_filename="dev.ecf.xml" language="english" encoding="UTF-8" compareNormalize="" '
+                  'version="1">\n<kw kwid="KW-1"><kwtext>of clubs</kwtext></kw>\n'
+                  '<kw kwid="KW-2"><kwtext>five</kwtext></kw>\n<kw kwid="KW-3"><kwtext>zzyzx</kwtext></kw>\n</kwlist>\n')
+    out = tmp_path / "out.xml"
+    r = run("search", idx, "--kwlist", kw, "-o", out, "--json", "-")
+    assert r.exit_code == 0, r.output
+    kws = read_kwslist(str(out))
+    assert {d.kwid for d in kws.detections} == {"KW-1", "KW-2"}
+    assert json.loads(r.stdout)["oov"] == ["KW-3"]
+    ends = {}
+    for w in read_ctm(str(DATA / "bundled.decode.ctm")):
+        ends[w.file] = max(ends.get(w.file, 0.0), w.start + w.duration)
+    ecf = tmp_path / "dev.ecf.xml"
+    write_ecf(str(ecf), [EcfExcerpt(f"{f}.wav", "1", 0.0, round(e + 0.5, 2)) for f, e in sorted(ends.items())],
+              language="english")
+    ref = tmp_path / "ref.ctm"
+    ref.write_text("".join(" ".join([p[0], "1", *p[2:5]]) + "\n"
+                           for p in (line.split() for line in (DATA / "bundled.decode.ctm").read_text().splitlines())))
+    r = run("search", idx, "--kwlist", kw, "-o", tmp_path / "t.xml", "--normalization", "kst", "--duration", "37",
+            "--tune-ecf", ecf, "--tune-ctm", ref, "--json", "-")
+    assert r.exit_code == 0, r.output
+    tuning = json.loads(r.stdout[r.stdout.index("{"):])["tuning"]
+    assert len(tuning["atwv_by_scale"]) == 25
+    best = max(a for _, a in tuning["atwv_by_scale"])
+    assert dict(map(tuple, tuning["atwv_by_scale"]))[tuning["ntrue_scale"]] == best
+    r = run("search", idx, "--kwlist", kw, "-o", tmp_path / "t.xml", "--tune-ecf", ecf)
+    assert r.exit_code == 2 and "tuning needs" in r.output

@@ -40,13 +40,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "decode-ctc": ("ctc:decode_ctc_command", "Decode CTC log-probabilities into lattices (Kaldi or k2 decoder)."),
     "metrics": ("metrics:metrics_command", "CER, script fidelity, code-switching, NE-WER, punctuation-aware metrics."),
     "leaderboard": ("metrics:leaderboard_command", "Bootstrap CIs and paired tests over systems and languages."),
-    "kws": ("kws:kws_group", "Keyword search: make keyword lists, score kwslists exactly like NIST F4DE."),
+    "kws": ("kws:kws_group", "Keyword search: keyword lists, term index, search, scoring exactly like NIST F4DE."),
     "demo": ("demo:demo_command", "Run the whole pipeline on the bundled real speech."),
     "split-list": ("recipe:split_list_command", "Split a list file into contiguous job chunks (recipes)."),
     "merge": ("recipe:merge_command", "Concatenate job outputs in order, or merge statistics JSON (recipes)."),
     "with-list": ("recipe:with_list_command", "Run a command with the items of a list file as arguments (recipes)."),
     "convert-ctm": ("recipe:convert_ctm_command", "Map a CTM/alt-CTM from utterances to recording file/channel ids (recipes)."),
-    "kws": ("kws_index:kws_group", "Keyword search: index lattices or alternatives, merge shards, search keywords."),
 }
 
 

@@ -13,6 +13,9 @@ import click
 KWS_COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("kws:score_command", "Score a kwslist exactly like NIST F4DE KWSEval (ATWV, MTWV, OTWV, STWV)."),
     "kwlist": ("kws:kwlist_command", "Make a keyword list (words and multi-word terms) from reference word times."),
+    "index": ("kws_index:index_command", "Index every word sequence of lattices or alternatives into an SQLite term index."),
+    "merge": ("kws_index:merge_command", "Merge term-index shards into one (Kaldi's kws-index-union)."),
+    "search": ("kws_index:search_command", "Search a keyword list in a term index: detections, scores, YES/NO."),
 }
 
 
@@ -34,7 +37,8 @@ class _LazyKwsGroup(click.Group):
 
 @click.group("kws", cls=_LazyKwsGroup)
 def kws_group():
-    """Keyword search: make keyword lists and score system output like NIST F4DE."""
+    """Keyword search: make keyword lists, index lattices or alternatives, search, and score system output
+    like NIST F4DE."""
 
 
 def _parse_groups(items):

@@ -243,17 +243,3 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
     if tuning is not None:
         summary["tuning"] = tuning
     _write_json(summary, json_out)
-
-
-@click.group("kws")
-def kws_group():
-    """Keyword search: index lattices or alternatives, merge shards, search keyword lists."""
-
-
-def register(group: click.Group) -> None:
-    """Add ``index``, ``merge`` and ``search`` to the ``kws`` command group."""
-    for cmd in (index_command, merge_command, search_command):
-        group.add_command(cmd)
-
-
-register(kws_group)
