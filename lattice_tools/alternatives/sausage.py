@@ -1,351 +1,384 @@
-"""Confusion networks ("sausages") by the MBR edit-distance recursion of Xu et al. (2011).
+"""Confusion networks ("sausages") and MBR decoding, identical to Kaldi's ``lattice-mbr-decode``.
 
 Method: H. Xu, D. Povey, L. Mangu, J. Zhu, "Minimum Bayes Risk decoding and system combination
-based on a recursion for edit distance", Computer Speech & Language 25(4), 2011 -- the algorithm
-of Kaldi's ``lattice-mbr-decode`` / ``MinimumBayesRisk`` (``lat/sausages.cc``), ported here with
-the recursions vectorized over hypothesis positions.
+based on a recursion for edit distance", Computer Speech & Language 25(4), 2011, as Kaldi
+implements it (``MinimumBayesRisk`` in ``lat/sausages.cc``; reimplemented here, not copied).
 
-Starting from the lattice's best path ``R`` (with an epsilon slot between words, Kaldi's
-``NormalizeEps``), one forward pass computes, for every state, the expected edit distance of the
-lattice prefixes against every prefix of ``R`` (Figure 6 of the paper), one backward pass turns
-the back-pointers of that recursion into ``gamma[q][w]``: the posterior probability that word
-``w`` (or epsilon) is aligned to position ``q`` of ``R`` (Figure 5).  ``R`` is then replaced by
-the most probable word of each bin and the passes repeat until the expected risk stops
-decreasing.  The bins of the last pass are the confusion network:
+Starting from the lattice's best path ``R`` with an epsilon slot around every word, a forward pass
+computes for every state the expected edit distance of the lattice prefixes against every prefix
+of ``R``; a backward pass turns the choices of that recursion into ``gamma[q][w]``, the posterior
+that word ``w`` (or epsilon) is aligned to position ``q`` of ``R``.  ``R`` becomes the most
+probable entry of every position and the passes repeat until no position changes its
+posterior.  The positions of the last pass are the **bins** of the confusion network.
 
-* each bin's posteriors sum to 1, epsilon (the empty alternative, ``@`` in alt-CTM) included;
-* the consensus (MBR) 1-best is the top entry of every bin with epsilons dropped;
-* bin times are the posterior-weighted average start/end times of the aligned arcs (Appendix C,
-  with Kaldi's erratum); each word's times are its own weighted average; overlapping
-  neighbouring bins are set to the average of their boundary, as Kaldi does.
+What makes the numbers Kaldi's (``docs/kaldi.md`` has the details and the tests):
 
-Costs: ``lm_scale * graph + acoustic_scale * acoustic + word_penalty`` per real word; silence and
-fillers are epsilons.  Tie-breaking constant ``delta = 1e-5`` as in Kaldi.
-
-Speed: the passes run on batches of arcs (those entering a range of states without arcs between
-them) as ``[arcs, positions]`` arrays, with the reference's floating-point operations in the
-reference's order, so the output is identical to the arc-by-arc loop (kept as
-``_MBR.acc_stats_reference`` and tested against): 0.6 s instead of 4.5 s on a 32,507-link
-pocketsphinx lattice.
+* **State order.**  The alignment depends on the order in which states and arcs are visited.
+  Like Kaldi: a super-final state is added (unless there is exactly one final state, with weight
+  One and no arcs out), and the lattice is renumbered by OpenFst's depth-first ``TopSort`` when
+  it is not known to be topologically sorted -- always when the states are not numbered
+  topologically, and also whenever an acoustic/LM scale other than 1 (or a word penalty) was
+  applied, because rewriting the weights clears OpenFst's cached "sorted" property.  Lattices read
+  from Kaldi archives carry their stored state numbering and arc order (``attrs["kaldi"]``, see
+  :mod:`lattice_tools.io.kaldi`), so the order is the one Kaldi sees in the same archive; other
+  lattices use their own numbering (the one ``lattice-tools convert --to kaldi`` writes).
+* **Arithmetic.**  Weights are float32 as in Kaldi (scaled in double, stored in float); the
+  recursion runs in double in Kaldi's order (compiled with numba); bin posteriors and times are
+  rounded to float32 as Kaldi stores them; within a bin, entries are sorted by posterior, ties by
+  the larger word id first; the tie-breaking ``delta`` (1e-5) is added only to edits that cost
+  something (Kaldi's "conceptual bug-fix").
+* **Epsilon bins.**  Kaldi keeps every position of ``R``, including pure-epsilon bins ``[ <eps> 1 ]``
+  between words.  :func:`mbr_decode` returns all of them (as Kaldi prints them); :func:`sausage`
+  (the alt-CTM representation) keeps the bins holding at least one word -- so every word of
+  Kaldi's sausage is in it -- and drops only the bins whose sole entry is epsilon.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
 
+from ..errors import LatticeError
 from ..lattice import Lattice
-from ._common import prepare
-from ._fb import ForwardBackward
+from . import _mbr_kernels as K
+from ._common import word_labels
 from .network import Alternative, Alternatives, Slot
 
-DELTA = 1.0e-5  # Kaldi's MinimumBayesRisk::delta()
+#: Kaldi stops ``MbrDecode`` after this many passes (``counter > 100``) with a warning.
+MAX_PASSES = 102
 
 
-def _normalize_eps(words: list[int]) -> np.ndarray:
-    words = [w for w in words if w != 0]
+@dataclass(frozen=True)
+class KaldiOrder:
+    """A word lattice the way Kaldi's ``MinimumBayesRisk`` holds it: scaled float32 weights, a single
+    final state numbered last, states in Kaldi's (topological) order, arcs of each state in stored
+    order.  Arrays are per arc, arcs sorted by ``src``."""
+
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    word: np.ndarray
+    graph: np.ndarray      # float32, scaled
+    acoustic: np.ndarray   # float32, scaled
+    state_times: np.ndarray  # frames
+    resorted: bool         # whether Kaldi would renumber with TopSort
+
+
+def _f32(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).astype(np.float32)
+
+
+def _scaled(values: np.ndarray, scale: float) -> np.ndarray:
+    """Kaldi's ``ScaleLattice``: the (float) scale times the float weight in double, stored as float."""
+    return (float(np.float32(scale)) * values.astype(np.float64)).astype(np.float32)
+
+
+def _stored_order(lat: Lattice):
+    """(num_states, start, arc index per stored arc, stored src, stored dst, final-string arcs,
+    kaldi_sorted) of a lattice read from a Kaldi archive, or None when ``lat`` does not carry a
+    consistent stored order (then its own numbering is Kaldi's)."""
+    info = lat.attrs.get("kaldi")
+    if info is None or info.ndim != 2 or info.shape[1] != 4 or lat.num_arcs == 0:
+        return None
+    file_idx, ksrc, kdst, ksorted = (info[:, i].astype(np.int64) for i in range(4))
+    real = file_idx >= 0
+    # hub state -> stored state, which must be one-to-one
+    n = lat.num_states
+    orig = np.full(n, -1, np.int64)
+    hub_ids = np.concatenate([lat.src[real], lat.dst[real], lat.src[~real]]).astype(np.int64)
+    st_ids = np.concatenate([ksrc[real], kdst[real], ksrc[~real]])
+    orig[hub_ids] = st_ids
+    if not np.array_equal(orig[hub_ids], st_ids):
+        return None
+    used = orig[orig >= 0]
+    if len(np.unique(used)) != len(used) or len(np.unique(file_idx[real])) != int(real.sum()):
+        return None
+    return orig, file_idx, real, bool(ksorted[0])
+
+
+def kaldi_order(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                labels: np.ndarray | None = None) -> KaldiOrder:
+    """The lattice as Kaldi's ``lattice-mbr-decode`` prepares it (see the module docstring):
+    ``ScaleLattice``, ``CreateSuperFinal``, ``TopSort`` if needed, state times."""
+    labels = lat.word.astype(np.int64) if labels is None else np.asarray(labels, np.int64)
+    dur = (lat.t1 - lat.t0).astype(np.int64) if lat.has_times else np.zeros(lat.num_arcs, np.int64)
+    fin_hub = np.flatnonzero(np.isfinite(lat.final_graph_cost))
+    stored = _stored_order(lat)
+    if stored is not None:
+        orig, file_idx, real, sorted_prop = stored
+        # stored state ids compacted (order kept), arcs in stored order, final strings back to finals
+        present = np.flatnonzero(orig >= 0)
+        order_states = present[np.argsort(orig[present], kind="stable")]
+        new_of_hub = np.full(lat.num_states, -1, np.int64)
+        new_of_hub[order_states] = np.arange(len(order_states))
+        arcs = np.flatnonzero(real)
+        arcs = arcs[np.argsort(file_idx[arcs], kind="stable")]
+        n_states = len(order_states)
+        src, dst = new_of_hub[lat.src[arcs]], new_of_hub[lat.dst[arcs]]
+        f_g = np.full(n_states, np.inf)
+        f_a = np.full(n_states, np.inf)
+        f_dur = np.zeros(n_states, np.int64)
+        for h in fin_hub.tolist():
+            if new_of_hub[h] >= 0:
+                f_g[new_of_hub[h]] = lat.final_graph_cost[h]
+                f_a[new_of_hub[h]] = lat.final_acoustic_cost[h]
+        fs_arcs = np.flatnonzero(~real)  # final strings: arcs into the hub's extra final state
+        for a in fs_arcs.tolist():
+            s = new_of_hub[lat.src[a]]
+            f_g[s] = lat.graph_cost[a] + lat.final_graph_cost[lat.dst[a]]
+            f_a[s] = lat.acoustic_cost[a] + lat.final_acoustic_cost[lat.dst[a]]
+            f_dur[s] = dur[a]
+        start = int(new_of_hub[0])
+        g, ac, w, d = lat.graph_cost[arcs], lat.acoustic_cost[arcs], labels[arcs], dur[arcs]
+    else:
+        n_states, start, sorted_prop = lat.num_states, 0, True
+        src, dst = lat.src.astype(np.int64), lat.dst.astype(np.int64)
+        g, ac, w, d = lat.graph_cost, lat.acoustic_cost, labels, dur
+        f_g, f_a = lat.final_graph_cost.copy(), lat.final_acoustic_cost.copy()
+        f_dur = np.zeros(n_states, np.int64)
+    g, ac, f_g, f_a = _f32(g), _f32(ac), _f32(f_g), _f32(f_a)
+    if (lm_scale, acoustic_scale) != (1.0, 1.0):
+        g, ac, f_g, f_a = _scaled(g, lm_scale), _scaled(ac, acoustic_scale), _scaled(f_g, lm_scale), _scaled(f_a, acoustic_scale)
+        sorted_prop = False
+    if word_penalty:
+        g = np.where(w != 0, (g.astype(np.float64) + float(np.float32(word_penalty))).astype(np.float32), g)
+        sorted_prop = False
+    # CreateSuperFinal
+    finals = np.flatnonzero(np.isfinite(f_g))
+    if len(finals) == 0:
+        raise LatticeError("lattice has no final state", key=lat.key or None)
+    has_out = np.zeros(n_states, bool)
+    has_out[src] = True
+    if not (len(finals) == 1 and f_g[finals[0]] == 0 and f_a[finals[0]] == 0 and f_dur[finals[0]] == 0
+            and not has_out[finals[0]]):
+        sf = n_states
+        n_states += 1
+        src = np.concatenate([src, finals])
+        dst = np.concatenate([dst, np.full(len(finals), sf)])
+        w = np.concatenate([w, np.zeros(len(finals), np.int64)])
+        d = np.concatenate([d, f_dur[finals]])
+        g = np.concatenate([g, f_g[finals]])
+        ac = np.concatenate([ac, f_a[finals]])
+    by_src = np.argsort(src, kind="stable")  # arcs of each state in stored order
+    src, dst, w, d, g, ac = src[by_src], dst[by_src], w[by_src], d[by_src], g[by_src], ac[by_src]
+    resorted = not sorted_prop
+    if sorted_prop and len(src) and (np.any(dst <= src) or start != 0):
+        resorted = True  # cannot happen for archives Kaldi reads; be safe
+    if resorted:
+        offs = np.searchsorted(src, np.arange(n_states + 1))
+        new_id = K.top_sort_order(n_states, start, offs, dst)
+        if len(new_id) == 0:
+            raise LatticeError("lattice has a cycle", key=lat.key or None)
+        src, dst = new_id[src], new_id[dst]
+        by_src = np.argsort(src, kind="stable")
+        src, dst, w, d, g, ac = src[by_src], dst[by_src], w[by_src], d[by_src], g[by_src], ac[by_src]
+    if np.any(dst <= src):
+        raise LatticeError("lattice is not acyclic from its start state (Kaldi's TopSort would fail)",
+                           key=lat.key or None)
+    times = _state_times(n_states, src, dst, d, lat.key)
+    return KaldiOrder(n_states, src, dst, w, g, ac, times, resorted)
+
+
+def _state_times(n, src, dst, dur, key) -> np.ndarray:
+    """Kaldi's ``CompactLatticeStateTimes``: every path must reach a state at the same frame."""
+    times = np.full(n, -1, np.int64)
+    times[0] = 0
+    if len(src):
+        t = times.copy()
+        for s, dd, du in zip(src.tolist(), dst.tolist(), dur.tolist()):
+            want = t[s] + du
+            if t[dd] < 0:
+                t[dd] = want
+            elif t[dd] != want:
+                raise LatticeError(f"paths reach a state at frames {t[dd]} and {want}: Kaldi needs consistent "
+                                   "state times (word-level lattices with their frame counts)", key=key or None)
+        times = t
+    times[times < 0] = 0
+    return times
+
+
+@dataclass(frozen=True)
+class MbrResult:
+    """What ``lattice-mbr-decode`` / ``lattice-to-ctm-conf`` write for one lattice (times in frames).
+
+    ``bins``: every sausage bin (Kaldi's sausage stats), each a list of ``(word id, posterior)``
+    most probable first (ties: larger id first); ``bin_times``: ``(start, end)`` per bin after
+    Kaldi's overlap fix; ``word_times``: per bin, ``(start, end)`` of each entry;
+    ``words``: the MBR hypothesis (ids, no epsilons); ``one_best_times`` and ``confidences``:
+    per hypothesis word (``--one-best-times``; the CTM confidences).  ``bayes_risk`` is the
+    expected number of word errors of ``words`` (float32, as Kaldi returns it).
+    """
+
+    key: str
+    words: tuple[int, ...]
+    bayes_risk: float
+    bins: tuple[tuple[tuple[int, float], ...], ...]
+    bin_times: tuple[tuple[float, float], ...]
+    word_times: tuple[tuple[tuple[float, float], ...], ...]
+    one_best_times: tuple[tuple[float, float], ...]
+    confidences: tuple[float, ...]
+    passes: int = 0
+    meta: dict = field(default_factory=dict)
+
+
+def _normalize_eps(words) -> np.ndarray:
+    words = [int(x) for x in words if x != 0]
     out = np.zeros(2 * len(words) + 1, dtype=np.int64)
     out[1::2] = words
     return out
 
 
-class _MBR:
-    """State of the recursion on one lattice with a single final state (the last one)."""
-
-    def __init__(self, n_states, src, dst, word, loglike, state_times):
-        self.N = n_states
-        order = np.argsort(dst, kind="stable")  # arcs grouped by destination, ascending
-        self.src, self.dst, self.word = src[order], dst[order], word[order]
-        self.loglike = loglike[order]
-        self.times = state_times
-        # forward log-probabilities (alpha of the paper, log domain)
-        fb = ForwardBackward(n_states, src, dst, -loglike, np.r_[np.full(n_states - 1, np.inf), 0.0], log=True)
-        self.alpha = -fb.alpha
-        self.p = np.exp(self.alpha[self.src] + self.loglike - self.alpha[self.dst])
-        self._bounds = None
-
-    def _batches(self):
-        """Arc ranges (in destination order) that can be processed together: the arcs entering a
-        range of consecutive states none of which has an arc to another state of the range.  The
-        forward pass reads only sources before the range and the backward pass only destinations
-        inside it, so within a batch every arc sees exactly what the arc-by-arc loop would."""
-        if self._bounds is None:
-            N, src, dst = self.N, self.src, self.dst
-            first_out = np.full(N + 1, N, np.int64)           # smallest destination of each source
-            np.minimum.at(first_out, src, dst)
-            arc_lo = np.searchsorted(dst, np.arange(N + 1))   # arcs entering state d: arc_lo[d]:arc_lo[d+1]
-            bounds = [0]
-            fo = first_out.tolist()
-            d0 = 0
-            while d0 < N:
-                d1, lim = d0 + 1, fo[d0]
-                while d1 < N and d1 < lim:
-                    lim = min(lim, fo[d1])
-                    d1 += 1
-                bounds.append(int(arc_lo[d1]))
-                d0 = d1
-            self._bounds = np.unique(bounds)
-        return self._bounds
-
-    def acc_stats(self, R: np.ndarray):
-        """Forward and backward passes of Figures 6 and 5 for the hypothesis ``R``, batch by batch
-        (:meth:`_batches`) with the same floating-point operations in the same order as the
-        arc-by-arc :meth:`acc_stats_reference` (so the results are identical to it)."""
-        N, Q = self.N, len(R)
-        r = np.r_[0, R]
-        del_cost = (r != 0).astype(np.float64)
-        del_cost[0] = 0.0
-        C = np.cumsum(del_cost)
-        alpha_dash = np.zeros((N, Q + 1))
-        alpha_dash[0] = C
-        n_arcs = len(self.src)
-        b_all = np.zeros((n_arcs, Q + 1), dtype=np.int8)
-        bounds = self._batches()
-        src, dst, word, p = self.src, self.dst, self.word, self.p
-        inf_col = np.full((1, 1), np.inf)
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            ad = alpha_dash[src[lo:hi]]
-            w = word[lo:hi]
-            k = hi - lo
-            a1 = np.empty((k, Q + 1))
-            a1[:, :1] = inf_col
-            np.add(ad[:, :-1], (r[None, 1:] != w[:, None]).astype(np.float64), out=a1[:, 1:])
-            a2 = ad + np.where(w != 0, 1.0, 0.0)[:, None]
-            a2 += DELTA
-            m = np.minimum(a1, a2)
-            m -= C
-            x = np.minimum.accumulate(m, axis=1)
-            x += C
-            a3 = np.empty((k, Q + 1))
-            a3[:, :1] = inf_col
-            np.add(x[:, :-1], del_cost[1:], out=a3[:, 1:])
-            b_all[lo:hi] = np.where(a1 <= a2, np.where(a1 <= a3, 1, 3), np.where(a2 <= a3, 2, 3))
-            x *= p[lo:hi, None]
-            np.add.at(alpha_dash, dst[lo:hi], x)              # sequential: arc order per state
-        risk = alpha_dash[N - 1, Q]
-        # Backward (Figure 5), batches in reverse, arcs in reverse within each batch.
-        beta_dash = np.zeros((N, Q + 1))
-        beta_dash[N - 1, Q] = 1.0
-        beta_flat = beta_dash.reshape(-1)
-        q_idx = np.arange(Q + 1)
-        parts = []
-        times = self.times
-        for lo, hi in zip(bounds[-2::-1].tolist(), bounds[:0:-1].tolist()):
-            rev = np.arange(hi - 1, lo - 1, -1)
-            b = b_all[rev]
-            v = p[rev, None] * beta_dash[dst[rev]]
-            k = len(rev)
-            # y_q = v_q + [b_{q+1} == 3] * y_{q+1}: suffix sums over runs chained by case 3
-            brk = np.full((k, Q + 1), Q, np.int64)
-            brk[:, :-1] = np.where(b[:, 1:] == 3, Q, q_idx[None, :-1])
-            end = np.minimum.accumulate(brk[:, ::-1], axis=1)[:, ::-1]
-            S = np.zeros((k, Q + 2))
-            S[:, :-1] = np.cumsum(v[:, ::-1], axis=1)[:, ::-1]
-            y = S[:, :-1] - np.take_along_axis(S, end + 1, axis=1)
-            s_rows = src[rev]
-            # Only the non-zero y matter (most are zero: an arc is aligned to few positions of R):
-            # adding 0.0 changes no sum, and the reference's zero gamma entries are dropped later.
-            nz = y[:, 1:] != 0
-            bb = b[:, 1:]
-            j1, q1 = np.nonzero((bb == 1) & nz)
-            j2, q2 = np.nonzero((bb == 2) & nz)
-            j3, q3 = np.nonzero((bb == 3) & nz)
-            q1 += 1
-            q2 += 1
-            q3 += 1
-            j0 = np.flatnonzero(y[:, 0] != 0)
-            # beta_dash[s] updates in the reference's order: per arc, case 1 (to q-1), case 2
-            # (to q), then position 0; np.add.at applies them one by one in this order
-            jj = np.concatenate([j1, j2, j0])
-            tgt = np.concatenate([q1 - 1, q2, np.zeros(len(j0), np.int64)])
-            val = np.concatenate([y[j1, q1], y[j2, q2], y[j0, 0]])
-            order = np.argsort(jj, kind="stable")
-            np.add.at(beta_flat, s_rows[jj[order]] * (Q + 1) + tgt[order], val[order])
-            # gamma statistics: per arc, its case-1 entries then its case-3 entries
-            jg = np.concatenate([j1, j3])
-            og = np.argsort(jg, kind="stable")
-            jg = jg[og]
-            qg = np.concatenate([q1, q3])[og]
-            is1 = np.concatenate([np.ones(len(j1), bool), np.zeros(len(j3), bool)])[og]
-            yv = y[jg, qg]
-            n_rows = dst[rev][jg]
-            t_begin = np.where(is1, times[s_rows[jg]], times[n_rows])
-            parts.append((qg, np.where(is1, word[rev][jg], 0), yv, t_begin * yv, times[n_rows] * yv))
-        # Line 29: positions deleted before the first arc.
-        y = np.zeros(Q + 2)
-        for q in range(Q, 0, -1):
-            y[q] += beta_dash[0, q]
-            y[q - 1] += y[q]
-        parts.append((np.arange(1, Q + 1), np.zeros(Q, dtype=np.int64), y[1:Q + 1], self.times[0] * y[1:Q + 1],
-                      self.times[0] * y[1:Q + 1]))
-        gq, gw, gv, gtb, gte = (np.concatenate([pt[i] for pt in parts]) for i in range(5))
-        return risk, gq, gw.astype(np.int64), gv, gtb, gte
-
-    def acc_stats_reference(self, R: np.ndarray):
-        """The passes arc by arc, as written in the paper (kept as the test oracle of
-        :meth:`acc_stats`)."""
-        N, Q = self.N, len(R)
-        q_idx = np.arange(Q + 1)
-        r = np.r_[0, R]  # r[q] for q = 1..Q
-        del_cost = (r != 0).astype(np.float64)  # l(0, r_q)
-        del_cost[0] = 0.0
-        C = np.cumsum(del_cost)
-        alpha_dash = np.zeros((N, Q + 1))
-        alpha_dash[0] = C  # line 7
-        n_arcs = len(self.src)
-        b_all = np.zeros((n_arcs, Q + 1), dtype=np.int8)
-        for i in range(n_arcs):
-            s, n, w = self.src[i], self.dst[i], self.word[i]
-            ad = alpha_dash[s]
-            sub = (r != w).astype(np.float64)  # l(w, r_q)
-            a1 = np.full(Q + 1, np.inf)
-            a1[1:] = ad[:-1] + sub[1:]
-            a2 = ad + (1.0 if w != 0 else 0.0) + DELTA  # l(w, 0) + delta
-            m = np.minimum(a1, a2)
-            x = np.minimum.accumulate(m - C) + C  # x_q = min(m_q, x_{q-1} + l(0, r_q))
-            a3 = np.full(Q + 1, np.inf)
-            a3[1:] = x[:-1] + del_cost[1:]
-            b = np.where(a1 <= a2, np.where(a1 <= a3, 1, 3), np.where(a2 <= a3, 2, 3)).astype(np.int8)
-            b_all[i] = b
-            alpha_dash[n] += self.p[i] * x  # line 19
-        risk = alpha_dash[N - 1, Q]
-        # Backward (Figure 5).
-        beta_dash = np.zeros((N, Q + 1))
-        beta_dash[N - 1, Q] = 1.0
-        gq, gw, gv, gtb, gte = [], [], [], [], []
-        for i in range(n_arcs - 1, -1, -1):
-            s, n, w = self.src[i], self.dst[i], self.word[i]
-            b = b_all[i]
-            v = self.p[i] * beta_dash[n]
-            # y_q = v_q + [b_{q+1} == 3] * y_{q+1}: suffix sums over runs chained by case 3.
-            chain = np.r_[b[1:] == 3, False]  # chain[q]: y_q receives y_{q+1}
-            breaks = np.flatnonzero(~chain)  # y_q's run ends at the first break >= q
-            S = np.r_[np.cumsum(v[::-1])[::-1], 0.0]
-            end = breaks[np.searchsorted(breaks, q_idx)]
-            y = S[q_idx] - S[end + 1]
-            case1 = np.flatnonzero(b[1:] == 1) + 1
-            case2 = np.flatnonzero(b[1:] == 2) + 1
-            case3 = np.flatnonzero(b[1:] == 3) + 1
-            np.add.at(beta_dash[s], case1 - 1, y[case1])
-            beta_dash[s, case2] += y[case2]
-            beta_dash[s, 0] += y[0]
-            if len(case1):
-                gq.append(case1); gw.append(np.full(len(case1), w)); gv.append(y[case1])
-                gtb.append(self.times[s] * y[case1]); gte.append(self.times[n] * y[case1])
-            if len(case3):
-                gq.append(case3); gw.append(np.zeros(len(case3), dtype=np.int64)); gv.append(y[case3])
-                gtb.append(self.times[n] * y[case3]); gte.append(self.times[n] * y[case3])
-        # Line 29: positions deleted before the first arc.
-        y = np.zeros(Q + 2)
-        for q in range(Q, 0, -1):
-            y[q] += beta_dash[0, q]
-            y[q - 1] += y[q]
-        gq.append(np.arange(1, Q + 1)); gw.append(np.zeros(Q, dtype=np.int64)); gv.append(y[1:Q + 1])
-        gtb.append(self.times[0] * y[1:Q + 1]); gte.append(self.times[0] * y[1:Q + 1])
-        return risk, np.concatenate(gq), np.concatenate(gw), np.concatenate(gv), np.concatenate(gtb), np.concatenate(gte)
-
-
-def _bins(Q, gq, gw, gv, gtb, gte):
-    """Per bin q = 1..Q: list of (word, gamma, begin, end) sorted by gamma desc."""
-    key = gq.astype(np.int64) * (int(gw.max(initial=0)) + 1) + gw
+def _gamma(Q, rec_q, rec_w, rec_v, rec_b, rec_e):
+    """Per bin: entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts them
+    (sums per (bin, word) in the order Kaldi adds them)."""
+    if len(rec_q) == 0:
+        return [[] for _ in range(Q)]
+    words, wcode = np.unique(rec_w, return_inverse=True)
+    key = rec_q * len(words) + wcode.reshape(-1)
     uniq, inv = np.unique(key, return_inverse=True)
-    g = np.bincount(inv, gv)
-    tb = np.bincount(inv, gtb)
-    te = np.bincount(inv, gte)
-    base = int(gw.max(initial=0)) + 1
+    inv = inv.reshape(-1)
+    g = np.bincount(inv, rec_v)
+    tb = np.bincount(inv, rec_b)
+    te = np.bincount(inv, rec_e)
+    g32 = g.astype(np.float32).astype(np.float64)
     bins = [[] for _ in range(Q + 1)]
-    for k, gam, b, e in zip(uniq.tolist(), g.tolist(), tb.tolist(), te.tolist()):
-        if gam > 0:
-            bins[k // base].append((k % base, gam, b, e))
+    for k, gam, b, e in zip(uniq.tolist(), g32.tolist(), tb.tolist(), te.tolist()):
+        bins[k // len(words)].append((int(words[k % len(words)]), gam, b, e))
     for lst in bins:
-        lst.sort(key=lambda x: (-x[1], x[0]))
+        lst.sort(key=lambda x: (-x[1], -x[0]))
     return bins[1:]
 
 
-def sausage(lat: Lattice, n: int | None = None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
-            word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
-            max_iterations: int = 100) -> Alternatives:
-    """Confusion network of ``lat`` (Xu et al. 2011 MBR recursion) as an :class:`Alternatives`
-    (``kind="sausage"``): one slot per bin, single-word alternatives and ``()`` for epsilon, each
-    with its bin posterior (also the words' confidence), most probable first, cut to ``n``
-    (``None`` = all).  Bins whose only entry is epsilon are dropped.
-    ``meta["risk"]`` is the expected edit distance of the consensus hypothesis.
+def _f(x: float) -> float:
+    return float(np.float32(x))
+
+
+def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+               silence_words: Iterable[str] | None = (), initial_words: Iterable[int] | None = None) -> MbrResult:
+    """Kaldi's ``lattice-mbr-decode`` on one lattice (also what ``lattice-to-ctm-conf`` prints).
+
+    ``silence_words``: words treated as epsilon; the default ``()`` treats every non-zero id as a
+    word, as Kaldi does (``None`` = lattice-tools' silence/filler rule).  ``initial_words``: the
+    starting hypothesis (word ids; ``lattice-to-ctm-conf``'s 1-best input) instead of the best path.
     """
     if not lat.word_aligned:
         from .word_align import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
-    labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
-    # Super-final state (the algorithm needs a single final state, numbered last).
-    fin = np.flatnonzero(np.isfinite(final))
-    N = lat.num_states + 1
-    src = np.r_[lat.src, fin].astype(np.int64)
-    dst = np.r_[lat.dst, np.full(len(fin), N - 1)].astype(np.int64)
-    word = np.r_[labels, np.zeros(len(fin), dtype=np.int64)]
-    loglike = -np.r_[cost, final[fin]]
-    times = np.zeros(N)
-    if lat.has_times and lat.num_arcs:
-        np.maximum.at(times, lat.dst, lat.t1.astype(np.float64))
-        times[N - 1] = times[:-1].max(initial=0.0)
-    mbr = _MBR(N, src, dst, word, loglike, times)
-    vit = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=False)
-    R = _normalize_eps(_best_words(lat, labels, cost, final, vit))
-    risk = 0.0
-    for _ in range(max_iterations):
-        risk, gq, gw, gv, gtb, gte = mbr.acc_stats(R)
-        bins = _bins(len(R), gq, gw, gv, gtb, gte)
-        new_R = np.array([b[0][0] if b else 0 for b in bins], dtype=np.int64)
-        gamma_old = np.array([sum(x[1] for x in b if x[0] == rq) for b, rq in zip(bins, R)])
-        gamma_new = np.array([b[0][1] if b else 0.0 for b in bins])
-        delta_q = float(np.sum(gamma_old - gamma_new))
-        if delta_q == 0 or np.array_equal(new_R, R):
+    labels = word_labels(lat, None if silence_words is None else frozenset(silence_words))
+    ko = kaldi_order(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty, labels=labels)
+    N = ko.num_states
+    loglike = (-(ko.graph + ko.acoustic)).astype(np.float64)   # float sum, as Kaldi
+    arc_offsets = np.searchsorted(ko.src, np.arange(N + 1))
+    pre_arcs = np.argsort(ko.dst, kind="stable")
+    pre_offsets = np.searchsorted(ko.dst[pre_arcs], np.arange(N + 1))
+    if initial_words is None:
+        final32 = np.full(N, np.inf, np.float32)
+        final32[N - 1] = 0.0
+        path = K.tropical_best_path(N, arc_offsets, ko.dst, (ko.graph + ko.acoustic).astype(np.float32), final32)
+        R = [int(x) for x in ko.word[path] if x != 0]
+    else:
+        R = [int(x) for x in initial_words]
+    times = ko.state_times
+    passes = 0
+    while True:
+        Rn = _normalize_eps(R)
+        risk, *recs = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, ko.word, loglike, times, Rn)
+        passes += 1
+        Q = len(Rn)
+        bins = _gamma(Q, *recs)
+        delta_q = 0.0
+        R = Rn.tolist()
+        one_best_times: list[list[float]] = []
+        confidences: list[float] = []
+        word_times = []
+        for q in range(Q):
+            b = bins[q]
+            # Kaldi's times_: tau / gamma (gamma as float)
+            wt = [(_f(x[2] / x[1]) if x[1] else math.nan, _f(x[3] / x[1]) if x[1] else math.nan) for x in b]
+            word_times.append(wt)
+            old = next((x[1] for x in b if x[0] == R[q]), 0.0)
+            new = b[0][1] if b else 0.0
+            delta_q += old - new
+            R[q] = b[0][0] if b else 0
+            if R[q] != 0:
+                s = next((j for j, x in enumerate(b) if x[0] == R[q]), 0)
+                one_best_times.append(list(wt[s]))
+                i = len(one_best_times)
+                if i > 1 and one_best_times[i - 2][1] > one_best_times[i - 1][0]:
+                    _fix_overlap(one_best_times, i)
+                confidences.append(b[s][1])
+        if delta_q == 0 or passes >= MAX_PASSES:
             break
-        R = _normalize_eps(new_R.tolist())
+    bin_times = []
+    for q in range(Q):
+        b = bins[q]
+        t_b = t_e = 0.0
+        for x in b:
+            t_b += x[2]
+            t_e += x[3]
+        bin_times.append([_f(t_b), _f(t_e)])
+        if q > 0 and bin_times[q - 1][1] > bin_times[q][0]:
+            mid = _f(0.5 * float(np.float32(bin_times[q - 1][1]) + np.float32(bin_times[q][0])))
+            bin_times[q - 1][1] = bin_times[q][0] = mid
+    return MbrResult(
+        key=lat.key, words=tuple(w for w in R if w != 0), bayes_risk=_f(risk),
+        bins=tuple(tuple((x[0], x[1]) for x in b) for b in bins),
+        bin_times=tuple((a, b) for a, b in bin_times),
+        word_times=tuple(tuple(wt) for wt in word_times),
+        one_best_times=tuple((a, b) for a, b in one_best_times),
+        confidences=tuple(confidences), passes=passes,
+        meta={"resorted": ko.resorted, "frame_shift": lat.frame_shift, "has_times": lat.has_times,
+              "symbols": lat.symbols})
+
+
+def _fix_overlap(t: list[list[float]], i: int) -> None:
+    """Kaldi's redistribution of overlapping one-best word times (in float, as Kaldi computes)."""
+    f = np.float32
+    prev_right = t[i - 3][1] if i > 2 else 0.0
+    left = max(f(prev_right), min(f(t[i - 2][0]), f(t[i - 1][0])))
+    right = max(f(t[i - 2][1]), f(t[i - 1][1]))
+    first_dur = f(f(t[i - 2][1]) - f(t[i - 2][0]))
+    second_dur = f(f(t[i - 1][1]) - f(t[i - 1][0]))
+    mid = f(left + (right - left) * first_dur / (first_dur + second_dur)) if first_dur > 0 else left
+    t[i - 2][0] = float(left)
+    t[i - 2][1] = t[i - 1][0] = float(mid)
+    t[i - 1][1] = float(right)
+
+
+def sausage(lat: Lattice, n: int | None = None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+            word_penalty: float = 0.0, silence_words: Iterable[str] | None = None) -> Alternatives:
+    """Confusion network of ``lat`` as an :class:`Alternatives` (``kind="sausage"``): Kaldi's
+    ``lattice-mbr-decode`` bins (see the module docstring) that hold at least one word, one slot
+    each, with single-word alternatives and ``()`` for epsilon, Kaldi's posteriors (also the
+    words' confidences), most probable first, cut to ``n`` (``None`` = all).  Slot times are
+    Kaldi's bin times, word times the word's own average; seconds = frames x frame shift.
+
+    ``silence_words``: ``None`` maps silence/filler words to epsilon (lattice-tools' rule); ``()``
+    treats every word as Kaldi does.  ``meta``: ``risk`` (Kaldi's Bayes risk), ``kaldi_bins``
+    (the index of each slot's bin among Kaldi's bins), ``requested_n``.
+    """
+    res = mbr_decode(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                     silence_words=silence_words)
     fs = lat.frame_shift
     known = lat.has_times
-    spans = []
-    for b in bins:
-        tb = sum(x[2] for x in b)
-        te = sum(x[3] for x in b)
-        spans.append([tb, te])
-    for q in range(1, len(spans)):  # Kaldi: overlapping neighbours meet at their average
-        if spans[q - 1][1] > spans[q][0]:
-            avg = 0.5 * (spans[q - 1][1] + spans[q][0])
-            spans[q - 1][1] = spans[q][0] = avg
-    slots = []
-    for b, (tb, te) in zip(bins, spans):
-        if not b or all(x[0] == 0 for x in b):
+    slots, kept = [], []
+    for q, (b, (tb, te), wt) in enumerate(zip(res.bins, res.bin_times, res.word_times)):
+        if all(w == 0 for w, _ in b):
             continue
         alts = []
-        for w, gam, wb, we in b:
-            gam = min(gam, 1.0)
+        for (w, gam), (wb, we) in zip(b, wt):
+            if gam <= 0:
+                continue
             if w == 0:
                 alts.append(Alternative((), posterior=gam))
             else:
-                st = round(wb / gam * fs, 6) if known else math.nan
-                du = round(max(we - wb, 0.0) / gam * fs, 6) if known else math.nan
+                st = round(wb * fs, 6) if known else math.nan
+                du = round(max(we - wb, 0.0) * fs, 6) if known else math.nan
                 alts.append(Alternative((lat.symbols.word(int(w)),), (st,), (du,), gam, (gam,)))
         slot = Slot(round(tb * fs, 6) if known else math.nan, round(te * fs, 6) if known else math.nan, tuple(alts))
         slots.append(slot.truncated(n))
-    return Alternatives(key=lat.key, slots=tuple(slots), kind="sausage", meta={"risk": float(risk), "requested_n": n})
-
-
-def _best_words(lat, labels, cost, final, vit) -> list[int]:
-    """Word labels of the best (Viterbi) path."""
-    s = 0
-    words = []
-    offs = lat.out_arc_offsets()
-    beta = vit.beta
-    while True:
-        lo, hi = offs[s], offs[s + 1]
-        best_arc, best = -1, final[s]
-        if hi > lo:
-            tot = cost[lo:hi] + beta[lat.dst[lo:hi]]
-            j = int(np.argmin(tot))
-            if tot[j] < best:
-                best_arc, best = lo + j, tot[j]
-        if best_arc < 0:
-            return words
-        if labels[best_arc]:
-            words.append(int(labels[best_arc]))
-        s = int(lat.dst[best_arc])
+        kept.append(q)
+    return Alternatives(key=lat.key, slots=tuple(slots), kind="sausage",
+                        meta={"risk": res.bayes_risk, "requested_n": n, "kaldi_bins": tuple(kept)})

@@ -28,6 +28,11 @@ Hub conversion:
   are kept in ``lat.attrs["tids"]`` (object array of int32 arrays).  A final weight with a
   non-empty tid string becomes an epsilon arc to a new final state carrying the final costs
   and tids, so times and totals are preserved.
+* ``CompactLattice`` -> ``lat.attrs["kaldi"]`` (int64, one row per arc): the arc's position in the
+  archive (-1 for the final-string arcs above), its stored source and destination state, and
+  whether Kaldi considers the stored numbering topologically sorted (text: every arc goes to a
+  higher state; binary: the header's ``kTopSorted`` bit).  Algorithms whose result depends on
+  Kaldi's order of states (MBR / sausages, ``lattice_tools.alternatives.sausage``) use it.
 * Writing a word-aligned lattice as CompactLattice uses ``attrs["tids"]`` when present; otherwise
   the durations are written as ``t1 - t0`` copies of ``placeholder_tid`` (default 1) -- only the
   *length* of those strings is meaningful (times), not the ids.  Document this when you hand such
@@ -220,6 +225,7 @@ class RawFst:
     final_w2: np.ndarray
     strings: list | None = None  # compact: per-arc tid arrays
     final_strings: dict = field(default_factory=dict)  # compact: state -> tid array (non-empty only)
+    props: int | None = None  # binary: the OpenFst header's property bits (None: text)
 
 
 def _parse_float(s: str):
@@ -384,7 +390,7 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
         raise FormatError(f"arc type {arc_type!r} is not a Kaldi lattice type (expected one of "
                           f"{', '.join(_ARC_TYPES)})", path=r.name, key=key)
     kind, fsize = _ARC_TYPES[arc_type]
-    version, flags, _props, start, num_states, _num_arcs = struct.unpack("<iiQqqq", r.read(40, "FST header", key))
+    version, flags, props, start, num_states, _num_arcs = struct.unpack("<iiQqqq", r.read(40, "FST header", key))
     if flags & 3:
         raise FormatError("FSTs with embedded symbol tables are not supported", path=r.name, key=key)
     if num_states < 0:
@@ -449,7 +455,8 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
     fw1, fw2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
     raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
-                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2, strings, final_strings)
+                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2, strings, final_strings,
+                 props)
     for name in ("w1", "w2"):
         arr = getattr(raw, name)
         if not np.all(np.isfinite(arr)):
@@ -640,6 +647,10 @@ def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: s
     return symbols
 
 
+#: OpenFst's ``kTopSorted`` property bit.
+K_TOP_SORTED = 0x0000004000000000
+
+
 def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, frame_shift: float = 0.01,
                    name: str | None = None) -> Lattice:
     """Convert a Kaldi lattice to the hub type (see the module docstring for the conventions)."""
@@ -673,6 +684,12 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
         else:
             ilab, olab, w1, w2 = raw.ilabel, raw.olabel, raw.w1, raw.w2
         dur = np.fromiter((len(t) for t in strings), dtype=np.int64, count=len(strings))
+        n_raw = len(raw.src)
+        n_extra = len(src) - n_raw
+        top_sorted = (bool(raw.props & K_TOP_SORTED) if raw.props is not None
+                      else bool(np.all(raw.src < raw.dst)))
+        attrs["kaldi"] = np.stack([np.r_[np.arange(n_raw), np.full(n_extra, -1)], src, dst,
+                                   np.full(len(src), int(top_sorted))], axis=1).astype(np.int64)
         tids = np.empty(len(strings), dtype=object)
         for i, t in enumerate(strings):
             tids[i] = t
@@ -703,6 +720,8 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
                                "time-synchronous", path=name, key=key)
         # Determinized CompactLattices need not be time-synchronous (tid strings are not aligned
         # to words): split each state into one copy per arrival frame, which keeps every path.
+        # (Kaldi's MBR refuses such lattices; the stored order no longer applies.)
+        lat = lat.replace(attrs={k: v for k, v in lat.attrs.items() if k != "kaldi"})
         return _expand_by_frame(lat, d)
     t0 = frame[lat.src]
     return lat.replace(t0=t0, t1=t0 + d)
