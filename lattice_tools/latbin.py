@@ -65,3 +65,76 @@ def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_r
     return {"lattices": n_done, "words": n_words,
             "average_bayes_risk": total_risk / n_done if n_done else 0.0,
             "bayes_risk_per_word": total_risk / n_words if n_words else 0.0}
+
+
+def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str | None = None,
+              costs: str | None = None, format: str | None = None, words: str | None = None,
+              frame_shift: float | None = None, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+              word_penalty: float = 0.0) -> dict:
+    """Kaldi's ``lattice-best-path`` (``tra``: word ids), ``lattice-1best | nbest-to-ctm`` (``ctm``:
+    the best path's words with their frames, in seconds) and the costs ``lattice-best-path`` logs
+    (``costs``: ``key graph acoustic total frames``, after scaling).  Returns Kaldi's summary
+    (``lattices``, ``frames``, ``cost_per_frame``, ``graph_per_frame``, ``acoustic_per_frame``)."""
+    import numpy as np
+
+    from .algorithms.kaldi_ops import best_path_kaldi
+
+    n_done = n_frames = 0
+    tot_g = tot_a = np.float32(0.0)
+    with contextlib.ExitStack() as stack:
+        out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+            bp = best_path_kaldi(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+            key = lat.key
+            if out["tra"]:
+                out["tra"].write(T.int_vector_line(key, bp.words))
+            if out["costs"]:
+                out["costs"].write(f"{key} {bp.graph_cost:.6g} {bp.acoustic_cost:.6g} "
+                                   f"{float(np.float32(bp.graph_cost + bp.acoustic_cost)):.6g} {bp.num_frames}\n")
+            if out["ctm"]:
+                arcs = [a for a in bp.arcs if lat.word[a] != 0]
+                names = [lat.symbols.word(int(lat.word[a])) for a in arcs]
+                out["ctm"].writelines(T.nbest_ctm_lines(key, names, [int(lat.t0[a]) for a in arcs],
+                                                        [int(lat.t1[a] - lat.t0[a]) for a in arcs], lat.frame_shift))
+            n_done += 1
+            n_frames += bp.num_frames
+            tot_g = np.float32(tot_g + np.float32(bp.graph_cost))
+            tot_a = np.float32(tot_a + np.float32(bp.acoustic_cost))
+    per = (lambda x: float(x) / n_frames if n_frames else 0.0)
+    return {"lattices": n_done, "frames": n_frames, "cost_per_frame": per(tot_g + tot_a),
+            "graph_per_frame": per(tot_g), "acoustic_per_frame": per(tot_a)}
+
+
+def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None, ctm: str | None = None,
+                costs: str | None = None, format: str | None = None, words: str | None = None,
+                frame_shift: float | None = None, acoustic_scale: float = 1.0, lm_scale: float = 1.0) -> dict:
+    """Kaldi's ``lattice-determinize | lattice-to-nbest --n`` (tropical N-best: the ``n`` distinct
+    word sequences with the cheapest best path, best first), keyed ``utt-1 .. utt-n`` as Kaldi
+    keys them: ``tra`` (word ids), ``ctm`` (``nbest-to-ctm``: each entry's best path) and ``costs``
+    (``key graph acoustic total frames``, unscaled as the N-best lattices store them)."""
+    import numpy as np
+
+    from .algorithms.kaldi_ops import nbest_kaldi
+
+    n_lat = n_ent = 0
+    with contextlib.ExitStack() as stack:
+        out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+            entries = nbest_kaldi(lat, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
+            dur = (lat.t1 - lat.t0) if lat.has_times else np.zeros(lat.num_arcs, np.int64)
+            for i, e in enumerate(entries, 1):
+                key = f"{lat.key}-{i}"
+                if out["tra"]:
+                    out["tra"].write(T.int_vector_line(key, e.words))
+                if out["costs"]:
+                    frames = int(dur[list(e.arcs)].sum()) if e.arcs else 0
+                    out["costs"].write(f"{key} {e.graph_cost:.6g} {e.acoustic_cost:.6g} "
+                                       f"{e.graph_cost + e.acoustic_cost:.6g} {frames}\n")
+                if out["ctm"]:
+                    arcs = [a for a in e.arcs if lat.word[a] != 0]
+                    out["ctm"].writelines(T.nbest_ctm_lines(key, [lat.symbols.word(int(lat.word[a])) for a in arcs],
+                                                            [int(lat.t0[a]) for a in arcs],
+                                                            [int(dur[a]) for a in arcs], lat.frame_shift))
+            n_lat += 1
+            n_ent += len(entries)
+    return {"lattices": n_lat, "entries": n_ent}

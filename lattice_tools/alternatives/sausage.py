@@ -50,22 +50,6 @@ from .network import Alternative, Alternatives, Slot
 MAX_PASSES = 102
 
 
-@dataclass(frozen=True)
-class KaldiOrder:
-    """A word lattice the way Kaldi's ``MinimumBayesRisk`` holds it: scaled float32 weights, a single
-    final state numbered last, states in Kaldi's (topological) order, arcs of each state in stored
-    order.  Arrays are per arc, arcs sorted by ``src``."""
-
-    num_states: int
-    src: np.ndarray
-    dst: np.ndarray
-    word: np.ndarray
-    graph: np.ndarray      # float32, scaled
-    acoustic: np.ndarray   # float32, scaled
-    state_times: np.ndarray  # frames
-    resorted: bool         # whether Kaldi would renumber with TopSort
-
-
 def _f32(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).astype(np.float32)
 
@@ -98,10 +82,37 @@ def _stored_order(lat: Lattice):
     return orig, file_idx, real, bool(ksorted[0])
 
 
-def kaldi_order(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
-                labels: np.ndarray | None = None) -> KaldiOrder:
-    """The lattice as Kaldi's ``lattice-mbr-decode`` prepares it (see the module docstring):
-    ``ScaleLattice``, ``CreateSuperFinal``, ``TopSort`` if needed, state times."""
+@dataclass(frozen=True)
+class StoredOrderView:
+    """A lattice as Kaldi holds it after reading and ``ScaleLattice``: states in stored (or re-sorted)
+    order, arcs of each state in stored order (arrays per arc, sorted by ``src``), scaled float32
+    weights, per-state final weights (``inf`` = not final) with their frame counts.  ``hub_arc``:
+    the lattice arc each arc comes from (-1: a super-final arc)."""
+
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    word: np.ndarray
+    graph: np.ndarray
+    acoustic: np.ndarray
+    dur: np.ndarray
+    hub_arc: np.ndarray
+    final_graph: np.ndarray
+    final_acoustic: np.ndarray
+    final_dur: np.ndarray
+    resorted: bool
+
+
+def stored_order_view(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                      labels: np.ndarray | None = None, super_final: bool = False,
+                      resort_only_if_unsorted: bool = False) -> StoredOrderView:
+    """The lattice in the order Kaldi visits it (see the module docstring).
+
+    ``super_final``: add Kaldi's ``CreateSuperFinal`` state (MBR).  Re-sorting (OpenFst's
+    depth-first ``TopSort``): when the stored numbering is not topological, and -- unless
+    ``resort_only_if_unsorted`` (tools that test the property, such as ``lattice-best-path``) --
+    also when Kaldi's cached property is unknown: the archive said so, or the weights were
+    rewritten (a scale other than 1 or a word penalty), as ``lattice-mbr-decode`` does."""
     labels = lat.word.astype(np.int64) if labels is None else np.asarray(labels, np.int64)
     dur = (lat.t1 - lat.t0).astype(np.int64) if lat.has_times else np.zeros(lat.num_arcs, np.int64)
     fin_hub = np.flatnonzero(np.isfinite(lat.final_graph_cost))
@@ -124,61 +135,77 @@ def kaldi_order(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 
             if new_of_hub[h] >= 0:
                 f_g[new_of_hub[h]] = lat.final_graph_cost[h]
                 f_a[new_of_hub[h]] = lat.final_acoustic_cost[h]
-        fs_arcs = np.flatnonzero(~real)  # final strings: arcs into the hub's extra final state
-        for a in fs_arcs.tolist():
-            s = new_of_hub[lat.src[a]]
-            f_g[s] = lat.graph_cost[a] + lat.final_graph_cost[lat.dst[a]]
-            f_a[s] = lat.acoustic_cost[a] + lat.final_acoustic_cost[lat.dst[a]]
-            f_dur[s] = dur[a]
+        for a in np.flatnonzero(~real).tolist():  # final strings: arcs into the hub's extra final state
+            st = new_of_hub[lat.src[a]]
+            f_g[st] = lat.graph_cost[a] + lat.final_graph_cost[lat.dst[a]]
+            f_a[st] = lat.acoustic_cost[a] + lat.final_acoustic_cost[lat.dst[a]]
+            f_dur[st] = dur[a]
         start = int(new_of_hub[0])
         g, ac, w, d = lat.graph_cost[arcs], lat.acoustic_cost[arcs], labels[arcs], dur[arcs]
+        hub = arcs.astype(np.int64)
     else:
         n_states, start, sorted_prop = lat.num_states, 0, True
         src, dst = lat.src.astype(np.int64), lat.dst.astype(np.int64)
         g, ac, w, d = lat.graph_cost, lat.acoustic_cost, labels, dur
         f_g, f_a = lat.final_graph_cost.copy(), lat.final_acoustic_cost.copy()
         f_dur = np.zeros(n_states, np.int64)
+        hub = np.arange(lat.num_arcs, dtype=np.int64)
     g, ac, f_g, f_a = _f32(g), _f32(ac), _f32(f_g), _f32(f_a)
     if (lm_scale, acoustic_scale) != (1.0, 1.0):
-        g, ac, f_g, f_a = _scaled(g, lm_scale), _scaled(ac, acoustic_scale), _scaled(f_g, lm_scale), _scaled(f_a, acoustic_scale)
+        g, ac = _scaled(g, lm_scale), _scaled(ac, acoustic_scale)
+        f_g, f_a = _scaled(f_g, lm_scale), _scaled(f_a, acoustic_scale)
         sorted_prop = False
     if word_penalty:
-        g = np.where(w != 0, (g.astype(np.float64) + float(np.float32(word_penalty))).astype(np.float32), g)
+        g = np.where(w != 0, (g + np.float32(word_penalty)).astype(np.float32), g)
         sorted_prop = False
-    # CreateSuperFinal
     finals = np.flatnonzero(np.isfinite(f_g))
     if len(finals) == 0:
         raise LatticeError("lattice has no final state", key=lat.key or None)
-    has_out = np.zeros(n_states, bool)
-    has_out[src] = True
-    if not (len(finals) == 1 and f_g[finals[0]] == 0 and f_a[finals[0]] == 0 and f_dur[finals[0]] == 0
-            and not has_out[finals[0]]):
-        sf = n_states
-        n_states += 1
-        src = np.concatenate([src, finals])
-        dst = np.concatenate([dst, np.full(len(finals), sf)])
-        w = np.concatenate([w, np.zeros(len(finals), np.int64)])
-        d = np.concatenate([d, f_dur[finals]])
-        g = np.concatenate([g, f_g[finals]])
-        ac = np.concatenate([ac, f_a[finals]])
+    if super_final:  # CreateSuperFinal
+        has_out = np.zeros(n_states, bool)
+        has_out[src] = True
+        if not (len(finals) == 1 and f_g[finals[0]] == 0 and f_a[finals[0]] == 0 and f_dur[finals[0]] == 0
+                and not has_out[finals[0]]):
+            sf = n_states
+            n_states += 1
+            src = np.concatenate([src, finals])
+            dst = np.concatenate([dst, np.full(len(finals), sf)])
+            w = np.concatenate([w, np.zeros(len(finals), np.int64)])
+            d = np.concatenate([d, f_dur[finals]])
+            g = np.concatenate([g, f_g[finals]])
+            ac = np.concatenate([ac, f_a[finals]])
+            hub = np.concatenate([hub, np.full(len(finals), -1, np.int64)])
+            f_g = np.r_[np.full(n_states - 1, np.inf, np.float32), np.float32(0)]
+            f_a = f_g.copy()
+            f_dur = np.zeros(n_states, np.int64)
     by_src = np.argsort(src, kind="stable")  # arcs of each state in stored order
-    src, dst, w, d, g, ac = src[by_src], dst[by_src], w[by_src], d[by_src], g[by_src], ac[by_src]
-    resorted = not sorted_prop
-    if sorted_prop and len(src) and (np.any(dst <= src) or start != 0):
-        resorted = True  # cannot happen for archives Kaldi reads; be safe
+    cols = [src, dst, w, d, g, ac, hub]
+    src, dst, w, d, g, ac, hub = (c[by_src] for c in cols)
+    topological = start == 0 and not np.any(dst <= src)
+    resorted = not topological or (not sorted_prop and not resort_only_if_unsorted)
     if resorted:
         offs = np.searchsorted(src, np.arange(n_states + 1))
         new_id = K.top_sort_order(n_states, start, offs, dst)
         if len(new_id) == 0:
             raise LatticeError("lattice has a cycle", key=lat.key or None)
         src, dst = new_id[src], new_id[dst]
+        inv = np.empty_like(new_id)
+        inv[new_id] = np.arange(n_states)
+        f_g, f_a, f_dur = f_g[inv], f_a[inv], f_dur[inv]
         by_src = np.argsort(src, kind="stable")
-        src, dst, w, d, g, ac = src[by_src], dst[by_src], w[by_src], d[by_src], g[by_src], ac[by_src]
-    if np.any(dst <= src):
-        raise LatticeError("lattice is not acyclic from its start state (Kaldi's TopSort would fail)",
-                           key=lat.key or None)
-    times = _state_times(n_states, src, dst, d, lat.key)
-    return KaldiOrder(n_states, src, dst, w, g, ac, times, resorted)
+        src, dst, w, d, g, ac, hub = (c[by_src] for c in (src, dst, w, d, g, ac, hub))
+        if np.any(dst <= src) or new_id[start] != 0:
+            raise LatticeError("states unreachable from the start state: Kaldi's TopSort would not number "
+                               "the start state 0", key=lat.key or None)
+    return StoredOrderView(n_states, src, dst, w, g, ac, d, hub, f_g, f_a, f_dur, resorted)
+
+
+def kaldi_order(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                labels: np.ndarray | None = None) -> StoredOrderView:
+    """The lattice as Kaldi's ``MinimumBayesRisk`` prepares it: ``ScaleLattice``, ``CreateSuperFinal``,
+    ``TopSort`` unless known sorted (see :func:`stored_order_view`); the last state is the only final."""
+    return stored_order_view(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                             labels=labels, super_final=True)
 
 
 def _state_times(n, src, dst, dur, key) -> np.ndarray:
@@ -269,6 +296,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     labels = word_labels(lat, None if silence_words is None else frozenset(silence_words))
     ko = kaldi_order(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty, labels=labels)
     N = ko.num_states
+    times = _state_times(N, ko.src, ko.dst, ko.dur, lat.key)
     loglike = (-(ko.graph + ko.acoustic)).astype(np.float64)   # float sum, as Kaldi
     arc_offsets = np.searchsorted(ko.src, np.arange(N + 1))
     pre_arcs = np.argsort(ko.dst, kind="stable")
@@ -280,7 +308,6 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
         R = [int(x) for x in ko.word[path] if x != 0]
     else:
         R = [int(x) for x in initial_words]
-    times = ko.state_times
     passes = 0
     while True:
         Rn = _normalize_eps(R)

@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "decode": ("decode:decode_command", "Decode 16 kHz audio into SLF lattices and a 1-best CTM (pocketsphinx)."),
     "nbest": ("alternatives:nbest_command", "Exact N-best lists (utterance-level alternatives) as alt-CTM."),
     "sausage": ("alternatives:sausage_command", "Confusion networks (word-level alternatives) as alt-CTM."),
+    "best-path": ("latbin:best_path_command", "Kaldi's lattice-best-path / lattice-1best | nbest-to-ctm."),
+    "nbest-paths": ("latbin:nbest_paths_command", "Kaldi's lattice-determinize | lattice-to-nbest (tropical N-best)."),
     "mbr-decode": ("latbin:mbr_decode_command", "Kaldi's lattice-mbr-decode / lattice-to-ctm-conf: MBR words, sausages, CTM."),
     "phrases": ("alternatives:phrases_command", "Phrase alternatives (seed 001 section 3.4) as alt-CTM."),
     "score": ("score:score_command", "Score a CTM/alt-CTM/trn against an STM/trn reference exactly like sclite."),

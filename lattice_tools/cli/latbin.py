@@ -47,3 +47,41 @@ def mbr_decode_command(lattices, format, words, frame_shift, acoustic_scale, lm_
                         words=words, frame_shift=frame_shift, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                         word_penalty=word_penalty)
     click.echo(json.dumps(result, sort_keys=True), err=True)
+
+
+@click.command("best-path")
+@_input_options
+@_scale_options
+@click.option("--tra", type=click.Path(dir_okay=False), default=None, help="Best-path word ids per utterance.")
+@click.option("--ctm", type=click.Path(dir_okay=False), default=None,
+              help="lattice-1best | nbest-to-ctm: 'utt 1 start dur word' (seconds).")
+@click.option("--costs", type=click.Path(dir_okay=False), default=None,
+              help="'utt graph acoustic total frames' (after scaling, as lattice-best-path logs them).")
+def best_path_command(lattices, format, words, frame_shift, acoustic_scale, lm_scale, word_penalty, tra, ctm, costs):
+    """Kaldi's lattice-best-path (and lattice-1best | nbest-to-ctm) on LATTICES: the same path, ties
+    broken in Kaldi's order of states.  '-' = stdout."""
+    from ..latbin import best_path
+
+    result = best_path(list(lattices), tra=tra, ctm=ctm, costs=costs, format=format, words=words,
+                       frame_shift=frame_shift, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                       word_penalty=word_penalty)
+    click.echo(json.dumps(result, sort_keys=True), err=True)
+
+
+@click.command("nbest-paths")
+@_input_options
+@click.option("--acoustic-scale", type=float, default=1.0, show_default=True)
+@click.option("--lm-scale", type=float, default=1.0, show_default=True)
+@click.option("-n", "n", type=int, default=10, show_default=True, help="Number of distinct word sequences.")
+@click.option("--tra", type=click.Path(dir_okay=False), default=None, help="Word ids, keys utt-1 .. utt-n.")
+@click.option("--ctm", type=click.Path(dir_okay=False), default=None, help="nbest-to-ctm of every entry.")
+@click.option("--costs", type=click.Path(dir_okay=False), default=None,
+              help="'utt-k graph acoustic total frames' (unscaled, as the N-best lattices store them).")
+def nbest_paths_command(lattices, format, words, frame_shift, acoustic_scale, lm_scale, n, tra, ctm, costs):
+    """Kaldi's lattice-determinize | lattice-to-nbest --n on LATTICES: the N distinct word sequences
+    with the cheapest best path (tropical), best first.  For posteriors use 'nbest' (log semiring)."""
+    from ..latbin import nbest_paths
+
+    result = nbest_paths(list(lattices), n, tra=tra, ctm=ctm, costs=costs, format=format, words=words,
+                         frame_shift=frame_shift, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
+    click.echo(json.dumps(result, sort_keys=True), err=True)

@@ -52,3 +52,20 @@ def ctm_conf_lines(key: str, words: Sequence[str], times: Sequence[tuple[float, 
         dur = f(fs * f(f(e) - f(b)))
         out.append(f"{key} 1 {float(start):.{digits}f} {float(dur):.{digits}f} {w} {float(c):.{digits}f}\n")
     return out
+
+
+def nbest_ctm_lines(key: str, words: Sequence[str], starts: Sequence[int], lengths: Sequence[int],
+                    frame_shift: float = 0.01, precision: int = 2) -> list[str]:
+    """``nbest-to-ctm`` lines: ``key 1 start duration word`` in seconds (frames x frame shift in
+    float), fixed-point with ``precision`` decimals -- raised to 3 when the (float) frame shift is
+    below 0.01 and to 4 below 0.001, as Kaldi does (so 3 at the usual 10 ms)."""
+    import numpy as np
+
+    fs = np.float32(frame_shift)
+    if float(fs) < 0.01 and precision <= 2:
+        precision = 3
+    if float(fs) < 0.001 and precision <= 3:
+        precision = 4
+    return [f"{key} 1 {float(np.float32(fs * np.float32(s))):.{precision}f} "
+            f"{float(np.float32(fs * np.float32(n))):.{precision}f} {w}\n"
+            for w, s, n in zip(words, starts, lengths)]
