@@ -138,3 +138,116 @@ def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None
             n_lat += 1
             n_ent += len(entries)
     return {"lattices": n_lat, "entries": n_ent}
+
+
+def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = None, errors: str | None = None,
+           wildcard_symbols: Iterable[int] = (), format: str | None = None, words: str | None = None,
+           frame_shift: float | None = None) -> dict:
+    """Kaldi's ``lattice-oracle``: for every lattice, the path with the fewest word errors
+    (Levenshtein, unit costs, lattice weights ignored) against ``reference`` (Kaldi's int table
+    ``utt id id ...``); ``wildcard_symbols`` (ids) are removed from the lattice and the reference
+    first, as ``--wildcard-symbols`` does.  Writes ``tra`` (the oracle word ids) and ``errors``
+    (``utt errors``, Kaldi's edit-distance table).  Returns the totals Kaldi logs (errors,
+    reference words, %WER; insertions/deletions/substitutions of one optimal alignment -- Kaldi
+    may split the same total differently when alignments tie) and per-utterance errors."""
+    from .errors import MismatchError
+    from .oracle.lattice_oracle import lattice_oracle
+
+    refs = T.read_int_vectors(reference)
+    wild = {int(w) for w in wildcard_symbols}
+    tot = {"errors": 0, "words": 0, "insertions": 0, "deletions": 0, "substitutions": 0}
+    per_utt = {}
+    n_missing = 0
+    with contextlib.ExitStack() as stack:
+        out = _open_all(stack, tra=tra, errors=errors)
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+            if lat.key not in refs:
+                n_missing += 1
+                continue
+            syms = lat.symbols
+            wild_words = {syms.word(w) for w in wild if w in syms}
+
+            def name(i):
+                return syms.word(i) if i in syms else str(i)
+
+            ref_words = [name(i) for i in refs[lat.key] if i not in wild and i != 0]
+            res = lattice_oracle(lat, ref_words, mode="levenshtein", case_sensitive=True, sclite_ties=False,
+                                 nonword=lambda w: w in ("", "<eps>") or w in wild_words)
+            c = res.counts
+            errs = c.substitutions + c.deletions + c.insertions
+            ids = [syms.id(w) for w in res.words]
+            if out["tra"]:
+                out["tra"].write(T.int_vector_line(lat.key, ids))
+            if out["errors"]:
+                out["errors"].write(f"{lat.key} {errs} \n")
+            per_utt[lat.key] = {"errors": errs, "words": len(ref_words)}
+            tot["errors"] += errs
+            tot["words"] += len(ref_words)
+            tot["insertions"] += c.insertions
+            tot["deletions"] += c.deletions
+            tot["substitutions"] += c.substitutions
+    if not per_utt:
+        raise MismatchError(f"no lattice has a reference in {reference}")
+    tot["wer"] = 100.0 * tot["errors"] / tot["words"] if tot["words"] else 0.0
+    tot["missing_references"] = n_missing
+    tot["utterances"] = per_utt
+    return tot
+
+
+def _rewrite(lattices, out: str, fn, *, format, words, frame_shift, out_format) -> int:
+    from .io import write_lattices
+
+    return write_lattices((fn(lat) for lat in iter_lattices(lattices, format=format, words=words,
+                                                             frame_shift=frame_shift)), out, format=out_format)
+
+
+def scale(lattices: Iterable[str] | str, out: str, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+          format: str | None = None, words: str | None = None, frame_shift: float | None = None,
+          out_format: str | None = None) -> int:
+    """Kaldi's ``lattice-scale``: every lattice with scaled weights, written to ``out`` (a Kaldi
+    wspecifier or any lattice output :func:`lattice_tools.io.write_lattices` takes)."""
+    from .algorithms.kaldi_ops import scale as scale_one
+
+    return _rewrite(lattices, out, lambda lat: scale_one(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale),
+                    format=format, words=words, frame_shift=frame_shift, out_format=out_format)
+
+
+def add_penalty(lattices: Iterable[str] | str, out: str, *, word_penalty: float, format: str | None = None,
+                words: str | None = None, frame_shift: float | None = None, out_format: str | None = None) -> int:
+    """Kaldi's ``lattice-add-penalty --word-ins-penalty``: the penalty added to every word arc's graph cost."""
+    from .algorithms.kaldi_ops import add_word_penalty
+
+    return _rewrite(lattices, out, lambda lat: add_word_penalty(lat, word_penalty), format=format, words=words,
+                    frame_shift=frame_shift, out_format=out_format)
+
+
+def prune(lattices: Iterable[str] | str, out: str, *, beam: float = 10.0, acoustic_scale: float = 1.0,
+          format: str | None = None, words: str | None = None, frame_shift: float | None = None,
+          out_format: str | None = None) -> int:
+    """Kaldi's ``lattice-prune --beam --acoustic-scale``: arcs and final weights off every path within
+    ``beam`` of the best path (costs with the acoustic scale) removed, weights written unscaled."""
+    from .algorithms.kaldi_ops import prune_beam
+
+    return _rewrite(lattices, out, lambda lat: prune_beam(lat, beam, acoustic_scale=acoustic_scale), format=format,
+                    words=words, frame_shift=frame_shift, out_format=out_format)
+
+
+def depth(lattices: Iterable[str] | str, *, out: str | None = None, format: str | None = None,
+          words: str | None = None, frame_shift: float | None = None) -> dict:
+    """Kaldi's ``lattice-depth``: per lattice the average number of arcs crossing a frame (table
+    ``utt depth`` to ``out``); returns the overall density (frame-weighted) and the frames."""
+    from .algorithms import lattice_depth
+
+    total = frames = 0.0
+    n = 0
+    with contextlib.ExitStack() as stack:
+        o = _open_all(stack, out=out)["out"]
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+            d = lattice_depth(lat)
+            t = lat.num_frames
+            if o:
+                o.write(T.float_line(lat.key, d))
+            total += d * t
+            frames += t
+            n += 1
+    return {"lattices": n, "frames": int(frames), "density": total / frames if frames else 0.0}

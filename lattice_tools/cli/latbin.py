@@ -85,3 +85,93 @@ def nbest_paths_command(lattices, format, words, frame_shift, acoustic_scale, lm
     result = nbest_paths(list(lattices), n, tra=tra, ctm=ctm, costs=costs, format=format, words=words,
                          frame_shift=frame_shift, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     click.echo(json.dumps(result, sort_keys=True), err=True)
+
+
+def _out_options(f):
+    f = click.option("--to", "out_format", default=None, help="Output format (default: from the name).")(f)
+    f = click.option("-o", "--out", required=True, help="Output lattices: a Kaldi wspecifier (ark:, ark,t:), SLF "
+                     "directory, OpenFst or k2 file.")(f)
+    return f
+
+
+@click.command("scale")
+@_input_options
+@_out_options
+@click.option("--acoustic-scale", type=float, default=1.0, show_default=True)
+@click.option("--lm-scale", type=float, default=1.0, show_default=True)
+def scale_command(lattices, format, words, frame_shift, out, out_format, acoustic_scale, lm_scale):
+    """Kaldi's lattice-scale: LATTICES with graph costs x --lm-scale and acoustic costs x --acoustic-scale."""
+    from ..latbin import scale
+
+    n = scale(list(lattices), out, acoustic_scale=acoustic_scale, lm_scale=lm_scale, format=format, words=words,
+              frame_shift=frame_shift, out_format=out_format)
+    click.echo(json.dumps({"lattices": n}), err=True)
+
+
+@click.command("add-penalty")
+@_input_options
+@_out_options
+@click.option("--word-penalty", type=float, required=True, help="Added to the graph cost of every word arc.")
+def add_penalty_command(lattices, format, words, frame_shift, out, out_format, word_penalty):
+    """Kaldi's lattice-add-penalty --word-ins-penalty on LATTICES."""
+    from ..latbin import add_penalty
+
+    n = add_penalty(list(lattices), out, word_penalty=word_penalty, format=format, words=words,
+                    frame_shift=frame_shift, out_format=out_format)
+    click.echo(json.dumps({"lattices": n}), err=True)
+
+
+@click.command("prune")
+@_input_options
+@_out_options
+@click.option("--beam", type=float, default=10.0, show_default=True, help="Cost beam around the best path.")
+@click.option("--acoustic-scale", type=float, default=1.0, show_default=True)
+def prune_command(lattices, format, words, frame_shift, out, out_format, beam, acoustic_scale):
+    """Kaldi's lattice-prune on LATTICES: keep what lies on a path within --beam of the best one."""
+    from ..latbin import prune
+
+    n = prune(list(lattices), out, beam=beam, acoustic_scale=acoustic_scale, format=format, words=words,
+              frame_shift=frame_shift, out_format=out_format)
+    click.echo(json.dumps({"lattices": n}), err=True)
+
+
+@click.command("depth")
+@_input_options
+@click.option("-o", "--out", default=None, help="Table 'utt depth' (default: only the summary).")
+def depth_command(lattices, format, words, frame_shift, out):
+    """Kaldi's lattice-depth on LATTICES: average number of arcs crossing each frame."""
+    from ..latbin import depth
+
+    click.echo(json.dumps(depth(list(lattices), out=out, format=format, words=words, frame_shift=frame_shift),
+                          sort_keys=True), err=True)
+
+
+@click.command("oracle-path")
+@_input_options
+@click.option("-r", "--ref", "reference", required=True, help="Reference: Kaldi int table 'utt id id ...'.")
+@click.option("--tra", default=None, help="Oracle path word ids per utterance.")
+@click.option("--errors", default=None, help="Table 'utt errors' (Kaldi's edit-distance output).")
+@click.option("--wildcard-symbols", default="", help="Colon-separated word ids removed from lattice and "
+              "reference first (Kaldi's --wildcard-symbols).")
+@click.option("--json", "json_out", default=None, help="Write the totals and per-utterance errors as JSON ('-').")
+def oracle_path_command(lattices, format, words, frame_shift, reference, tra, errors, wildcard_symbols, json_out):
+    """Kaldi's lattice-oracle on LATTICES: the path with the fewest word errors (Levenshtein, weights
+    ignored) against word ids.  For STM/trn references, sclite costs and other representations use 'oracle'."""
+    from ..errors import FormatError
+    from ..io.common import atomic_write
+    from ..latbin import oracle
+
+    try:
+        wild = [int(x) for x in wildcard_symbols.split(":") if x.strip()]
+    except ValueError:
+        raise FormatError(f"--wildcard-symbols expects colon-separated integers, got {wildcard_symbols!r}") from None
+    result = oracle(list(lattices), reference, tra=tra, errors=errors, wildcard_symbols=wild, format=format,
+                    words=words, frame_shift=frame_shift)
+    summary = {k: v for k, v in result.items() if k != "utterances"}
+    click.echo(f"%WER {result['wer']:.4f} [ {result['errors']} / {result['words']} ]", err=True)
+    if json_out:
+        with atomic_write(json_out) as f:
+            json.dump(result, f, indent=1, sort_keys=True)
+            f.write("\n")
+    else:
+        click.echo(json.dumps(summary, sort_keys=True), err=True)
