@@ -80,3 +80,158 @@ def test_mbr_decode_cli(tmp_path):
     res = CliRunner().invoke(main, ["mbr-decode", f"ark:{bad}", "--tra", str(tmp_path / "t")])
     assert res.exit_code == 2 and "frames" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "t").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# best path, tropical N-best, oracle, scale / add-penalty / prune / depth
+# ------------------------------------------------------------------------------------------------
+import gzip  # noqa: E402
+import re  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from _kaldi_helpers import DATA, LATS  # noqa: E402
+from lattice_tools.algorithms import lattice_depth  # noqa: E402
+from lattice_tools.algorithms.kaldi_ops import add_word_penalty, nbest_kaldi, prune_beam, scale  # noqa: E402
+
+
+@pytest.mark.parametrize("name,scale_", CASES)
+def test_best_path_tra_costs_and_ctm_equal_kaldi(tmp_path, name, scale_):
+    """lattice-best-path's tra and logged costs (6 digits) and lattice-1best | nbest-to-ctm."""
+    exp = EXPECTED / name / f"acwt{scale_}"
+    tra, costs, ctm = tmp_path / "tra", tmp_path / "costs", tmp_path / "ctm"
+    latbin.best_path(INPUTS[name], tra=str(tra), costs=str(costs), ctm=str(ctm), acoustic_scale=float(scale_))
+    assert tra.read_text() == (exp / "best.tra").read_text()
+    assert ctm.read_text() == (exp / "1best.ctm").read_text()
+    want = re.findall(r"For utterance (\S+), best cost (\S+) \+ (\S+) = (\S+) over (\d+) frames",
+                      (exp / "best.log").read_text())
+    assert [tuple(line.split()) for line in costs.read_text().splitlines()] == want
+
+
+def _nbest_archive(path):
+    """Kaldi's N-best archive -> {key: (words, graph, acoustic)} summed over each linear lattice."""
+    out, key = {}, None
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            t = line.split()
+            if not t:
+                key = None
+                continue
+            if key is None:
+                key = t[0]
+                out[key] = [[], 0.0, 0.0]
+                continue
+            w = t[3] if len(t) == 4 else (t[1] if len(t) == 2 else None)
+            if len(t) >= 3 and t[2] != "0":
+                out[key][0].append(int(t[2]))
+            if w:
+                g, a = w.split(",")[:2]
+                out[key][1] += float(g)
+                out[key][2] += float(a)
+    return out
+
+
+@pytest.mark.parametrize("name,scale_", CASES)
+def test_tropical_nbest_equals_determinize_to_nbest(name, scale_):
+    """lattice-determinize | lattice-to-nbest --n=10: the same sequences in the same order, the
+    same (unscaled) graph and acoustic costs to Kaldi's printed precision."""
+    want = _nbest_archive(EXPECTED / name / f"acwt{scale_}" / "nbest10.txt.gz")
+    n_entries = 0
+    for lat in read_lattices(INPUTS[name]):
+        got = nbest_kaldi(lat, 10, acoustic_scale=float(scale_))
+        keys = [k for k in want if k.rsplit("-", 1)[0] == lat.key]
+        assert len(got) == len(keys)
+        for i, e in enumerate(got, 1):
+            words, g, a = want[f"{lat.key}-{i}"]
+            assert list(e.words) == words
+            assert e.graph_cost == pytest.approx(g, rel=1e-5, abs=1e-3)
+            assert e.acoustic_cost == pytest.approx(a, rel=1e-5, abs=1e-3)
+            n_entries += 1
+    assert n_entries >= 10
+
+
+def _kaldi_oracle_log(path):
+    text = path.read_text()
+    per = re.findall(r"%WER \S+ \[ (\d+) / (\d+),", text)
+    overall = re.search(r"Overall %WER \S+ \[ (\d+) / (\d+),", text).groups()
+    return [tuple(map(int, p)) for p in per[:-1] if True], tuple(map(int, overall))
+
+
+@pytest.mark.parametrize("wildcards,log,err", [((), "oracle.log", "oracle.err"),
+                                               ((999999, 40), "wildcard-999999-40.log", "wildcard-999999-40.err")])
+def test_oracle_error_counts_equal_lattice_oracle(tmp_path, wildcards, log, err):
+    """lattice-oracle (and --wildcard-symbols=999999:40): the same errors per utterance and in total
+    (the oracle path itself may differ where several paths have as few errors)."""
+    exp = EXPECTED / "bundled" / "oracle"
+    errors = tmp_path / "err"
+    res = latbin.oracle(INPUTS["bundled"], str(LATS / "bundled.ref.txt"), errors=str(errors),
+                        wildcard_symbols=wildcards, words=str(LATS / "bundled.words.txt"))
+    assert errors.read_text() == (exp / err).read_text()
+    _, (errs, nref) = _kaldi_oracle_log(exp / log)
+    assert (res["errors"], res["words"]) == (errs, nref)
+
+
+def _close(a, b):
+    """Kaldi's text archives print weights with 6 significant digits."""
+    return (np.array_equal(a.src, b.src) and np.array_equal(a.dst, b.dst) and np.array_equal(a.word, b.word)
+            and np.allclose(a.graph_cost, b.graph_cost, rtol=6e-6, atol=1e-6)
+            and np.allclose(a.acoustic_cost, b.acoustic_cost, rtol=6e-6, atol=1e-6))
+
+
+@pytest.mark.parametrize("op,fname", [(lambda lat: scale(lat, acoustic_scale=0.1, lm_scale=2), "scale-ac0.1-lm2"),
+                                      (lambda lat: add_word_penalty(lat, 0.5), "add-penalty-0.5")])
+def test_scale_and_add_penalty_equal_kaldi(op, fname):
+    want = list(read_lattices(f"ark:{EXPECTED / 'kgraph' / 'ops' / (fname + '.ark.gz')}"))
+    got = [op(lat) for lat in read_lattices(INPUTS["kgraph"])]
+    assert len(got) == len(want) == 10
+    assert all(_close(a, b) for a, b in zip(got, want))
+
+
+def _canon(lat):
+    o = np.lexsort((lat.graph_cost, lat.word, lat.t1, lat.t0))
+    return np.stack([lat.t0[o], lat.t1[o], lat.word[o]]), np.stack([lat.graph_cost[o], lat.acoustic_cost[o]])
+
+
+@pytest.mark.parametrize("name", ["kgraph", "bundled"])
+@pytest.mark.parametrize("beam,ac,fname", [(5.0, 0.1, "prune-beam5-ac0.1"), (2.0, 1.0, "prune-beam2")])
+def test_prune_equals_lattice_prune(name, beam, ac, fname):
+    """lattice-prune: the same states, the same arcs (word, frames, weights to 6 digits)."""
+    want = list(read_lattices(f"ark:{EXPECTED / name / 'ops' / (fname + '.ark.gz')}"))
+    got = [prune_beam(lat, beam, acoustic_scale=ac) for lat in read_lattices(INPUTS[name])]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert (g.num_states, g.num_arcs) == (w.num_states, w.num_arcs)
+        (sg, wg), (sw, ww) = _canon(g), _canon(w)
+        assert np.array_equal(sg, sw)
+        assert np.allclose(wg, ww, rtol=6e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["kgraph", "bundled"])
+def test_depth_equals_lattice_depth(tmp_path, name):
+    want = {line.split()[0]: float(line.split()[1]) for line in (EXPECTED / name / "ops" / "depth.txt").open()}
+    for lat in read_lattices(INPUTS[name]):
+        assert lattice_depth(lat) == pytest.approx(want[lat.key], rel=1e-6)
+    overall = float(re.search(r"Overall density is (\S+)", (EXPECTED / name / "ops" / "depth.log").read_text())[1])
+    assert latbin.depth(INPUTS[name], out=str(tmp_path / "d"))["density"] == pytest.approx(overall, rel=1e-5)
+
+
+def test_cli_commands_write_kaldi_tables(tmp_path):
+    exp = EXPECTED / "kgraph" / "acwt0.1"
+    runner = CliRunner()
+    res = runner.invoke(main, ["best-path", INPUTS["kgraph"], "--acoustic-scale", "0.1", "--tra", str(tmp_path / "t")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "t").read_text() == (exp / "best.tra").read_text()
+    res = runner.invoke(main, ["nbest-paths", INPUTS["insertion"], "-n", "2", "--tra", str(tmp_path / "n")])
+    assert res.exit_code == 0 and (tmp_path / "n").read_text() == "u2-1 2 3 \nu2-2 \n"
+    res = runner.invoke(main, ["oracle-path", INPUTS["bundled"], "-r", str(LATS / "bundled.ref.txt"),
+                               "--wildcard-symbols", "999999:40", "--errors", str(tmp_path / "e")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "e").read_text() == (EXPECTED / "bundled" / "oracle" / "wildcard-999999-40.err").read_text()
+    res = runner.invoke(main, ["prune", INPUTS["kgraph"], "-o", f"ark,t:{tmp_path / 'p.ark'}", "--beam", "2"])
+    assert res.exit_code == 0, res.output
+    assert len(list(read_lattices(f"ark,t:{tmp_path / 'p.ark'}"))) == 10
+    bad_ref = tmp_path / "ref.txt"
+    bad_ref.write_text("001 48 40 13\n002 ten of clubs\n")
+    res = runner.invoke(main, ["oracle-path", INPUTS["bundled"], "-r", str(bad_ref)])
+    assert res.exit_code == 2 and "word ids" in res.output and "ref.txt:2" in res.output
+    assert DATA.is_dir()
