@@ -208,8 +208,10 @@ def kaldi_order(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 
                              labels=labels, super_final=True)
 
 
-def _state_times(n, src, dst, dur, key) -> np.ndarray:
-    """Kaldi's ``CompactLatticeStateTimes``: every path must reach a state at the same frame."""
+def _state_times(n, src, dst, dur, key, strict: bool = True) -> np.ndarray:
+    """Kaldi's ``CompactLatticeStateTimes``: every path must reach a state at the same frame (Kaldi
+    asserts it).  ``strict=False``: a state keeps the frame of the first arc that reaches it in
+    Kaldi's order (what Kaldi's loop computes without the assertion)."""
     times = np.full(n, -1, np.int64)
     times[0] = 0
     if len(src):
@@ -218,7 +220,7 @@ def _state_times(n, src, dst, dur, key) -> np.ndarray:
             want = t[s] + du
             if t[dd] < 0:
                 t[dd] = want
-            elif t[dd] != want:
+            elif t[dd] != want and strict:
                 raise LatticeError(f"paths reach a state at frames {t[dd]} and {want}: Kaldi needs consistent "
                                    "state times (word-level lattices with their frame counts)", key=key or None)
         times = t
@@ -283,12 +285,15 @@ def _f(x: float) -> float:
 
 
 def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
-               silence_words: Iterable[str] | None = (), initial_words: Iterable[int] | None = None) -> MbrResult:
+               silence_words: Iterable[str] | None = (), initial_words: Iterable[int] | None = None,
+               strict_times: bool = True) -> MbrResult:
     """Kaldi's ``lattice-mbr-decode`` on one lattice (also what ``lattice-to-ctm-conf`` prints).
 
     ``silence_words``: words treated as epsilon; the default ``()`` treats every non-zero id as a
     word, as Kaldi does (``None`` = lattice-tools' silence/filler rule).  ``initial_words``: the
     starting hypothesis (word ids; ``lattice-to-ctm-conf``'s 1-best input) instead of the best path.
+    ``strict_times``: paths reaching a state (or the final states) at different frames raise
+    :class:`LatticeError`, as Kaldi refuses them; ``False`` takes the first frame in Kaldi's order.
     """
     if not lat.word_aligned:
         from .word_align import word_align
@@ -296,7 +301,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     labels = word_labels(lat, None if silence_words is None else frozenset(silence_words))
     ko = kaldi_order(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty, labels=labels)
     N = ko.num_states
-    times = _state_times(N, ko.src, ko.dst, ko.dur, lat.key)
+    times = _state_times(N, ko.src, ko.dst, ko.dur, lat.key, strict_times)
     loglike = (-(ko.graph + ko.acoustic)).astype(np.float64)   # float sum, as Kaldi
     arc_offsets = np.searchsorted(ko.src, np.arange(N + 1))
     pre_arcs = np.argsort(ko.dst, kind="stable")
@@ -383,11 +388,12 @@ def sausage(lat: Lattice, n: int | None = None, *, acoustic_scale: float = 1.0, 
     Kaldi's bin times, word times the word's own average; seconds = frames x frame shift.
 
     ``silence_words``: ``None`` maps silence/filler words to epsilon (lattice-tools' rule); ``()``
-    treats every word as Kaldi does.  ``meta``: ``risk`` (Kaldi's Bayes risk), ``kaldi_bins``
+    treats every word as Kaldi does.  Final states at different frames are accepted (the
+    super-final state takes the first one's frame in Kaldi's order).  ``meta``: ``risk`` (Kaldi's Bayes risk), ``kaldi_bins``
     (the index of each slot's bin among Kaldi's bins), ``requested_n``.
     """
     res = mbr_decode(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                     silence_words=silence_words)
+                     silence_words=silence_words, strict_times=False)
     fs = lat.frame_shift
     known = lat.has_times
     slots, kept = [], []
