@@ -186,6 +186,26 @@ class _Reader:
                     return line
                 return None
 
+    _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
+
+    def read_text_block(self) -> tuple[bytes, bool]:
+        """The bytes up to (not including) the next blank line, which is consumed; ``(block, True)``
+        if a blank line was found, else the rest of the input and ``False``.  Line numbers advance."""
+        while True:
+            m = self._BLANK_LINE.search(self.buf, self.pos)
+            if m is not None:
+                block = self.buf[self.pos:m.start()]
+                self.lineno += block.count(b"\n") + 2
+                self.pos = m.end()
+                return block, True
+            have = len(self.buf) - self.pos
+            self._fill(have + (1 << 20))
+            if len(self.buf) - self.pos == have:  # end of input
+                block = self.buf[self.pos:]
+                self.lineno += block.count(b"\n")
+                self.pos = len(self.buf)
+                return block, False
+
     def skip_whitespace(self) -> None:
         while True:
             c = self.peek(1)
@@ -369,6 +389,157 @@ def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lat
                   fw1, fw2, strings if compact else None, final_strings)
 
 
+def _parse_compact_text_fast(block: bytes, key: str | None) -> RawFst | None:
+    """Vectorized parse of a text CompactLattice in the layout Kaldi writes (``src dst word
+    [g,a,tids]`` and ``state [g,a,tids]`` lines), or None when anything else is in the block (the
+    line parser then reads it and reports errors).  Numbers are parsed by numpy as the line parser
+    parses them (correctly rounded), so the result is the same."""
+    if not block or b"\r" in block:
+        return None
+    if len(block) > _SCAN_MIN_BYTES:
+        return _parse_compact_text_compiled(block)
+    a = np.frombuffer(block, np.uint8)
+    n = len(a)
+    ws = (a == 32) | (a == 9) | (a == 10)
+    prev_ws = np.empty(n, bool)
+    prev_ws[0] = True
+    prev_ws[1:] = ws[:-1]
+    nl = np.flatnonzero(a == 10)
+    n_lines = len(nl) + 1
+    col_start = np.flatnonzero(~ws & prev_ws)  # whitespace-separated columns
+    col_line = np.searchsorted(nl, col_start)
+    cols = np.bincount(col_line, minlength=n_lines)
+    if np.any(cols == 0):
+        return None  # blank-looking lines inside the block: let the line parser decide
+    sep = (a == 44) | (a == 95)  # ',' and '_' become separators of numeric tokens
+    num_ws = ws | sep
+    prev_num = np.empty(n, bool)
+    prev_num[0] = True
+    prev_num[1:] = num_ws[:-1]
+    tok_start = np.flatnonzero(~num_ws & prev_num)
+    tok_line = np.searchsorted(nl, tok_start)
+    ntok = np.bincount(tok_line, minlength=n_lines)
+    commas = np.bincount(np.searchsorted(nl, np.flatnonzero(a == 44)), minlength=n_lines)
+    unders = np.bincount(np.searchsorted(nl, np.flatnonzero(a == 95)), minlength=n_lines)
+    arc_w = (cols == 4) & (commas == 2) & ((ntok == 5) | (ntok == 6 + unders))
+    arc_nw = (cols == 3) & (commas == 0) & (ntok == 3)
+    fin_1 = (cols == 1) & (commas == 0) & (ntok == 1)
+    fin_w = (cols == 2) & (commas == 2) & ((ntok == 3) | (ntok == 4 + unders))
+    if not np.all(arc_w | arc_nw | fin_1 | fin_w):
+        return None
+    # empty tid strings must really be empty ("g,a," with nothing after the last comma)
+    if np.any((arc_w & (ntok == 5) & (unders != 0)) | (fin_w & (ntok == 3) & (unders != 0))):
+        return None
+    toks = block.replace(b",", b" ").replace(b"_", b" ").split()
+    if len(toks) != len(tok_start):
+        return None
+    try:
+        vals = np.array(toks, dtype="S").astype(np.float64)
+    except ValueError:
+        return None
+    if not np.all(np.isfinite(vals)):
+        return None
+    first = np.zeros(n_lines + 1, np.int64)
+    np.cumsum(ntok, out=first[1:])
+    is_arc = arc_w | arc_nw
+    arc_lines = np.flatnonzero(is_arc)
+    f = first[arc_lines]
+    src, dst, word = vals[f], vals[f + 1], vals[f + 2]
+    w1 = np.where(arc_w[arc_lines], vals[np.minimum(f + 3, len(vals) - 1)], 0.0)
+    w2 = np.where(arc_w[arc_lines], vals[np.minimum(f + 4, len(vals) - 1)], 0.0)
+    fin_lines = np.flatnonzero(~is_arc)
+    ff = first[fin_lines]
+    fstate = vals[ff]
+    fw1 = np.where(fin_w[fin_lines], vals[np.minimum(ff + 1, len(vals) - 1)], 0.0)
+    fw2 = np.where(fin_w[fin_lines], vals[np.minimum(ff + 2, len(vals) - 1)], 0.0)
+    ints = np.concatenate([src, dst, word, fstate])
+    tid_lo = np.where(is_arc, np.where(arc_w, first[:-1] + 5, first[:-1] + 3), first[:-1] + 3)
+    tid_lo = np.where(arc_nw | fin_1, first[1:], tid_lo)
+    tid_hi = first[1:]
+    tid_mask = np.zeros(len(vals) + 1, np.int64)
+    np.add.at(tid_mask, tid_lo, 1)
+    np.add.at(tid_mask, tid_hi, -1)
+    is_tid = np.cumsum(tid_mask[:-1]) > 0
+    tid_vals = vals[is_tid]
+    if (np.any(ints < 0) or np.any(ints != np.floor(ints)) or np.any(tid_vals != np.floor(tid_vals))
+            or (len(ints) and ints.max() >= 1 << 31) or (len(tid_vals) and np.abs(tid_vals).max() >= 1 << 31)):
+        return None
+    if len(np.unique(fstate)) != len(fstate):
+        return None
+    src, dst, word = src.astype(np.int64), dst.astype(np.int64), word.astype(np.int64)
+    fstate = fstate.astype(np.int64)
+    start = int(vals[0])
+    num_states = int(max(start, src.max(initial=-1), dst.max(initial=-1), fstate.max(initial=-1))) + 1
+    if num_states > max(4 * n_lines, 1 << 20):
+        return None
+    tids_all = tid_vals.astype(np.int32)
+    lens = (tid_hi - tid_lo).astype(np.int64)
+    offs = np.zeros(n_lines + 1, np.int64)
+    np.cumsum(lens, out=offs[1:])
+    arc_off = offs[arc_lines].tolist()
+    arc_end = offs[arc_lines + 1].tolist()
+    strings = [tids_all[i:j] for i, j in zip(arc_off, arc_end)]
+    final_w1 = np.full(num_states, np.inf)
+    final_w2 = np.full(num_states, np.inf)
+    final_w1[fstate] = fw1
+    final_w2[fstate] = fw2
+    final_strings = {int(s): tids_all[offs[ln]:offs[ln + 1]] for s, ln in zip(fstate.tolist(), fin_lines.tolist())
+                     if lens[ln]}
+    return RawFst("compact", start, num_states, src, dst, word.copy(), word, w1, w2, final_w1, final_w2, strings,
+                  final_strings)
+
+
+#: Blocks larger than this are scanned by the compiled scanner (importing numba costs ~0.3 s of CPU,
+#: worth it from about a megabyte of text); smaller ones by the numpy path above.
+_SCAN_MIN_BYTES = 1 << 20
+
+
+def _parse_compact_text_compiled(block: bytes) -> RawFst | None:
+    """:func:`_parse_compact_text_fast` for big blocks, by one compiled pass over the bytes."""
+    from ._kaldi_scan import scan_compact
+
+    a = np.frombuffer(block, np.uint8)
+    status, kind, ints, wspan, tid_off, tids, n_lines = scan_compact(a)
+    if status != 0 or n_lines == 0:
+        return None
+    kind, ints, wspan, tid_off = kind[:n_lines], ints[:n_lines], wspan[:n_lines], tid_off[:n_lines + 1]
+    has_w = (kind == 1) | (kind == 3)
+    wl = np.flatnonzero(has_w)
+    sp = wspan[wl].tolist()
+    try:
+        gw = np.array([block[x[0]:x[1]] for x in sp], dtype="S").astype(np.float64) if len(wl) else np.zeros(0)
+        aw = np.array([block[x[2]:x[3]] for x in sp], dtype="S").astype(np.float64) if len(wl) else np.zeros(0)
+    except ValueError:
+        return None
+    if not (np.all(np.isfinite(gw)) and np.all(np.isfinite(aw))):
+        return None
+    g = np.zeros(n_lines)
+    ac = np.zeros(n_lines)
+    g[wl] = gw
+    ac[wl] = aw
+    is_arc = kind <= 1
+    arc_lines = np.flatnonzero(is_arc)
+    fin_lines = np.flatnonzero(~is_arc)
+    src, dst, word = ints[arc_lines, 0].copy(), ints[arc_lines, 1].copy(), ints[arc_lines, 2].copy()
+    fstate = ints[fin_lines, 0].copy()
+    if len(np.unique(fstate)) != len(fstate):
+        return None
+    start = int(ints[0, 0])
+    num_states = int(max(start, src.max(initial=-1), dst.max(initial=-1), fstate.max(initial=-1))) + 1
+    if num_states > max(4 * n_lines, 1 << 20):
+        return None
+    lo, hi = tid_off[arc_lines].tolist(), tid_off[arc_lines + 1].tolist()
+    strings = [tids[i:j] for i, j in zip(lo, hi)]
+    final_w1 = np.full(num_states, np.inf)
+    final_w2 = np.full(num_states, np.inf)
+    final_w1[fstate] = g[fin_lines]
+    final_w2[fstate] = ac[fin_lines]
+    final_strings = {int(s): tids[tid_off[ln]:tid_off[ln + 1]] for s, ln in zip(fstate.tolist(), fin_lines.tolist())
+                     if tid_off[ln + 1] > tid_off[ln]}
+    return RawFst("compact", start, num_states, src, dst, word.copy(), word, g[arc_lines], ac[arc_lines], final_w1,
+                  final_w2, strings, final_strings)
+
+
 def _read_string(r: _Reader, key) -> str:
     (n,) = struct.unpack("<i", r.read(4, "FST header string length", key))
     if not 0 <= n <= 256:
@@ -487,19 +658,21 @@ def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
         if r.peek(1) != b"\n":
             raise FormatError("expected a newline after the key of a text lattice", path=r.name, line=r.lineno, key=key)
         r.readline()
+        start_line = r.lineno
+        block, _ = r.read_text_block()
+        if lattice_type in ("auto", "compact"):
+            raw = _parse_compact_text_fast(block, key)
+            if raw is not None:
+                return raw
+        # not the plain CompactLattice layout (or bad input): the line parser, with its messages
         lines = []
-        while True:
-            lineno = r.lineno
-            line = r.readline()
-            if line is None:
-                break
+        for i, line in enumerate(block.split(b"\n")):
             try:
                 s = line.decode("utf-8")
             except UnicodeDecodeError:
-                raise FormatError("not valid text (binary data in a text lattice?)", path=r.name, line=lineno, key=key) from None
-            if not s.strip():
-                break
-            lines.append((lineno, s))
+                raise FormatError("not valid text (binary data in a text lattice?)", path=r.name, line=start_line + i,
+                                  key=key) from None
+            lines.append((start_line + i, s))
         raw = parse_text_fst(lines, r.name, key, lattice_type)
         return raw
     else:

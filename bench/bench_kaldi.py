@@ -1,0 +1,184 @@
+"""Benchmark: Kaldi's latbin jobs against lattice-tools' equivalents, whole process, same archives.
+
+Jobs (each side reads the archive, computes and writes its text output; outputs are checked equal):
+
+* ``mbr``: ``lattice-mbr-decode`` (tra + sausage stats)  vs  ``lattice-tools mbr-decode``
+* ``nbest``: ``lattice-determinize | lattice-to-nbest --n=10 | lattice-copy``  vs  ``lattice-tools nbest-paths -n 10``
+* ``oracle``: ``lattice-oracle``  vs  ``lattice-tools oracle-path``
+* ``best``: ``lattice-best-path``  vs  ``lattice-tools best-path``
+
+Archives: ``big`` -- the 31.5 s concatenation of the bundled LibriVox clips decoded by pocketsphinx with
+wide beams (~138k links; made as in bench_phrases.py, cached in ``--workdir``), as a Kaldi text archive;
+``bundled`` -- the 10 bundled recordings (tests/data/kaldi, text); ``kgraph`` -- kGraph's real Kaldi
+archive (binary).  Runs are interleaved (Kaldi, ours, Kaldi, ours, ...), best of ``--rounds``; the
+machine is shared, so ratios are the figure to read.  Needs the Kaldi tools on PATH (or
+$LATTICE_TOOLS_KALDI_BIN); otherwise it says so and exits.
+
+Usage::
+
+    python bench/bench_kaldi.py [--workdir /tmp/bench_kaldi] [--rounds 3] [--jobs mbr,nbest,oracle,best]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests"))
+
+KALDI_TOOLS = ("lattice-mbr-decode", "lattice-determinize", "lattice-to-nbest", "lattice-copy", "lattice-oracle",
+               "lattice-best-path")
+
+
+def kaldi_dir() -> str | None:
+    d = os.environ.get("LATTICE_TOOLS_KALDI_BIN")
+    if d and all(os.access(os.path.join(d, t), os.X_OK) for t in KALDI_TOOLS):
+        return d
+    found = [shutil.which(t) for t in KALDI_TOOLS]
+    return os.path.dirname(found[0]) if all(found) else None
+
+
+def prepare(workdir: Path) -> dict:
+    """{name: (rspecifier, reference table)} -- archives and word-id references."""
+    from lattice_tools.io import read_lattices, write_lattices
+    from lattice_tools.symbols import SymbolTable
+
+    out = {}
+    # big: pocketsphinx wide-beam lattice of the 31.5 s concatenation (bench_phrases' recipe)
+    big = workdir / "big.ark"
+    if not big.exists():
+        from bench_phrases import BIG, CLIPS, decode
+
+        lib = REPO / "lattice_tools" / "data" / "librivox"
+        wav = workdir / "concat.wav"
+        if not wav.exists():
+            subprocess.run(["sox", *[str(lib / f"sense_and_sensibility_01_austen_64kb-{c}.wav") for c in CLIPS],
+                            str(wav)], check=True)
+        slf = workdir / "concat_wide.slf"
+        decode(str(wav), str(slf), BIG)
+        lats = [lat.with_key("concat") for lat in read_lattices(str(slf))]
+        write_lattices(lats, f"ark,t:{big}")
+        lats[0].symbols.write(str(workdir / "big.words.txt"))
+        trn = {}
+        for line in open(lib / "transcription.trn"):
+            words, _, utt = line.strip().rpartition("(")
+            trn[utt.rstrip(")").strip()] = words.split()
+        ref = [w for c in CLIPS for w in trn[f"sense_and_sensibility_01_austen_64kb-{c}"]]
+        syms = lats[0].symbols
+        (workdir / "big.ref.txt").write_text("concat " + " ".join(str(syms.id(w)) if w in syms else "999999"
+                                                                  for w in ref) + "\n")
+    out["big"] = (f"ark:{big}", workdir / "big.ref.txt")
+    bundled = workdir / "bundled.ark"
+    if not bundled.exists():
+        with gzip.open(REPO / "tests/data/kaldi/lats/bundled.ark.gz", "rb") as f:
+            bundled.write_bytes(f.read())
+    out["bundled"] = (f"ark:{bundled}", REPO / "tests/data/kaldi/lats/bundled.ref.txt")
+    out["kgraph"] = (f"ark:{REPO / 'tests/data/kaldi/lats/kgraph_lat.1'}", None)
+    del SymbolTable
+    return out
+
+
+def commands(job: str, spec: str, ref, kd: str, w: Path, scale: str) -> tuple[list[str], list[str], tuple]:
+    """(Kaldi's command, ours, (their output, our output) to compare)."""
+    k = lambda t: os.path.join(kd, t)  # noqa: E731
+    lt = [sys.executable, "-m", "lattice_tools.cli"]
+    if job == "mbr":
+        return ([k("lattice-mbr-decode"), f"--acoustic-scale={scale}", spec, f"ark,t:{w}/k.tra", "ark:/dev/null",
+                 f"ark,t:{w}/k.saus"],
+                lt + ["mbr-decode", spec, "--acoustic-scale", scale, "--tra", f"{w}/o.tra", "--sausage-stats",
+                      f"{w}/o.saus"], ((w / "k.saus", w / "o.saus"), (w / "k.tra", w / "o.tra")))
+    if job == "nbest":
+        sh = (f"{k('lattice-determinize')} --acoustic-scale={scale} {spec} ark:- | {k('lattice-to-nbest')} --n=10 "
+              f"--acoustic-scale={scale} ark:- ark:- | {k('lattice-copy')} ark:- ark,t:{w}/k.nbest")
+        return (["bash", "-c", sh], lt + ["nbest-paths", spec, "-n", "10", "--acoustic-scale", scale, "--tra",
+                                          f"{w}/o.nbest.tra"], ())
+    if job == "oracle":
+        return ([k("lattice-oracle"), spec, f"ark,t:{ref}", f"ark,t:{w}/k.or.tra", f"ark,t:{w}/k.or.err"],
+                lt + ["oracle-path", spec, "-r", str(ref), "--tra", f"{w}/o.or.tra", "--errors", f"{w}/o.or.err"],
+                ((w / "k.or.err", w / "o.or.err"),))
+    if job == "best":
+        return ([k("lattice-best-path"), f"--acoustic-scale={scale}", spec, f"ark,t:{w}/k.best"],
+                lt + ["best-path", spec, "--acoustic-scale", scale, "--tra", f"{w}/o.best"],
+                ((w / "k.best", w / "o.best"),))
+    raise ValueError(job)
+
+
+TIMEOUT = 300.0
+
+
+def timed(cmd, env) -> tuple[float, float] | None:
+    """(CPU seconds, wall seconds) of the whole process (children included: user + system), or None
+    if it failed.  CPU time is the figure to compare on a shared machine."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    try:
+        res = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        print(f"  timed out after {TIMEOUT:.0f} s: {' '.join(map(str, cmd))[:200]}", flush=True)
+        return None
+    wall = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if res.returncode != 0:
+        print(f"  failed (exit {res.returncode}): {' '.join(map(str, cmd))[:200]}\n  {res.stderr[-300:]}", flush=True)
+        return None
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), wall
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workdir", default="/tmp/bench_kaldi")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--jobs", default="mbr,nbest,oracle,best")
+    ap.add_argument("--archives", default="big,bundled,kgraph")
+    ap.add_argument("--acoustic-scale", default="0.1")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per process (default 300)")
+    args = ap.parse_args()
+    globals()["TIMEOUT"] = args.timeout
+    kd = kaldi_dir()
+    if kd is None:
+        print("bench_kaldi: the Kaldi tools (" + ", ".join(KALDI_TOOLS) + ") are not on PATH or in "
+              "$LATTICE_TOOLS_KALDI_BIN; nothing to compare against.  Skipped.")
+        return
+    w = Path(args.workdir)
+    w.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    archives = prepare(w)
+    print(f"{'archive':8s} {'job':7s} {'Kaldi CPU s':>11s} {'ours CPU s':>10s} {'ratio':>6s}   "
+          f"{'Kaldi wall':>10s} {'ours wall':>9s}  outputs")
+    for name in args.archives.split(","):
+        spec, ref = archives[name]
+        for job in args.jobs.split(","):
+            if job == "oracle" and ref is None:
+                continue
+            kc, oc, compare = commands(job, spec, ref, kd, w, args.acoustic_scale)
+            timed(oc, env)  # warm-up: numba's compiled-code cache, page cache
+            tk, to = [], []
+            for _ in range(args.rounds):
+                tk.append(timed(kc, env))
+                to.append(timed(oc, env))
+            if any(t is None for t in to):
+                print(f"{name:8s} {job:7s} lattice-tools failed")
+                continue
+            oc_cpu, oc_wall = min(t[0] for t in to), min(t[1] for t in to)
+            if any(t is None for t in tk):
+                print(f"{name:8s} {job:7s} {'failed':>11s} {oc_cpu:10.2f} {'':>6s}   {'':>10s} {oc_wall:9.2f}", flush=True)
+                continue
+            kc_cpu, kc_wall = min(t[0] for t in tk), min(t[1] for t in tk)
+            same = all(a.read_bytes() == b.read_bytes() for a, b in compare)
+            verdict = ("identical" if same else "DIFFERENT") if compare else "-"
+            print(f"{name:8s} {job:7s} {kc_cpu:11.2f} {oc_cpu:10.2f} {oc_cpu / kc_cpu:5.2f}x   {kc_wall:10.2f} "
+                  f"{oc_wall:9.2f}  {verdict}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
