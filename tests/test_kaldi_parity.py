@@ -235,3 +235,60 @@ def test_cli_commands_write_kaldi_tables(tmp_path):
     res = runner.invoke(main, ["oracle-path", INPUTS["bundled"], "-r", str(bad_ref)])
     assert res.exit_code == 2 and "word ids" in res.output and "ref.txt:2" in res.output
     assert DATA.is_dir()
+
+
+# ------------------------------------------------------------------------------------------------
+# the vectorized text reader reads what the line parser reads
+# ------------------------------------------------------------------------------------------------
+EDGE_ARCHIVE = """a1
+0\t1\t3\t0.5,1.25,1_2_3
+0 2 0
+1 3 4 2,0,
+2 3 5 1e-3,-2.5,7_7_7
+3 0.1,0.2,1_1
+2
+
+a2
+0 1 1 0.1,0.2,4
+1
+"""
+
+
+def _lattices(spec, monkeypatch, mode):
+    import lattice_tools.io.kaldi as K
+
+    with monkeypatch.context() as m:
+        if mode == "lines":
+            m.setattr(K, "_parse_compact_text_fast", lambda block, key: None)
+        elif mode == "compiled":
+            m.setattr(K, "_SCAN_MIN_BYTES", 0)
+        return list(read_lattices(spec))
+
+
+@pytest.mark.parametrize("name", ["bundled", "insertion", "edge"])
+def test_fast_text_reader_equals_line_parser(tmp_path, monkeypatch, name):
+    if name == "edge":
+        (tmp_path / "e.ark").write_text(EDGE_ARCHIVE)
+        spec = f"ark:{tmp_path / 'e.ark'}"
+    else:
+        spec = INPUTS[name]
+    want = _lattices(spec, monkeypatch, "lines")
+    for mode in ("numpy", "compiled"):
+        got = _lattices(spec, monkeypatch, mode)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            assert a.key == b.key and a.equals(b)
+            for f in ("graph_cost", "acoustic_cost", "final_graph_cost", "final_acoustic_cost"):
+                assert np.array_equal(getattr(a, f), getattr(b, f))
+            assert np.array_equal(a.attrs["kaldi"], b.attrs["kaldi"])
+            assert all(np.array_equal(x, y) for x, y in zip(a.attrs["tids"], b.attrs["tids"]))
+
+
+@pytest.mark.parametrize("bad,msg", [("u\n0 1 2 x,0,1\n1\n\n", "bad Kaldi"), ("u\n0 1 2 3 4 5\n\n", "at most 5"),
+                                     ("u\n0 1 -2 1,0,1\n1\n\n", "negative")])
+def test_fast_text_reader_leaves_errors_to_the_line_parser(tmp_path, bad, msg):
+    from lattice_tools.errors import LatticeToolsError
+
+    (tmp_path / "b.ark").write_text(bad)
+    with pytest.raises(LatticeToolsError, match=msg):
+        list(read_lattices(f"ark:{tmp_path / 'b.ark'}"))
