@@ -146,11 +146,13 @@ def arc_start_of(a, arc_offsets):
 
 
 @njit(cache=True)
-def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_word, arc_loglike, state_times, R):
-    """Kaldi's ``EditDistance`` + ``AccStats`` for hypothesis ``R`` (with its epsilons; states
-    0-based, the last one the single final state).  Returns the expected edit distance and the
-    accumulation records ``(q, word, value, value * t_begin, value * t_end)`` in Kaldi's order of
-    additions (zero values are skipped, as Kaldi's ``AddToMap`` does)."""
+def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglike, state_times, R, n_codes):
+    """Kaldi's ``EditDistance`` + ``AccStats`` for hypothesis ``R`` (word codes with their epsilons;
+    states 0-based, the last one the single final state; ``arc_code``: the arc's word as a code in
+    ``0 .. n_codes-1``, 0 = epsilon).  Returns the expected edit distance and Kaldi's statistics per
+    (position q = 1..Q, word code): ``gamma``, ``tau_b``, ``tau_e`` (sums in Kaldi's order of
+    additions) and ``present`` (an entry exists: some non-zero value was added, as Kaldi's
+    ``AddToMap`` skips zeros), as ``(Q + 1) x n_codes`` arrays."""
     N = num_states
     Q = len(R)
     alpha = np.empty(N)
@@ -168,7 +170,7 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_word, arc_loglik
         for k in range(pre_offsets[n], pre_offsets[n + 1]):
             i = pre_arcs[k]
             s = arc_start[i]
-            w = arc_word[i]
+            w = arc_code[i]
             pen = 0.0 if w == 0 else PENALIZED_ONE
             post = math.exp(alpha[s] + arc_loglike[i] - alpha[n])
             ada[0] = alpha_dash[s, 0] + pen
@@ -183,13 +185,10 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_word, arc_loglik
                 alpha_dash[n, q] += post * ada[q]
     risk = alpha_dash[N - 1, Q]
 
-    cap = 4 * (Q + len(arc_start)) + 16
-    rec_q = np.empty(cap, np.int64)
-    rec_w = np.empty(cap, np.int64)
-    rec_v = np.empty(cap)
-    rec_b = np.empty(cap)
-    rec_e = np.empty(cap)
-    nrec = 0
+    gamma = np.zeros((Q + 1, n_codes))
+    tau_b = np.zeros((Q + 1, n_codes))
+    tau_e = np.zeros((Q + 1, n_codes))
+    present = np.zeros((Q + 1, n_codes), np.bool_)
     beta_dash = np.zeros((N, Q + 1))
     bda = np.zeros(Q + 1)
     b_arc = np.zeros(Q + 1, np.int8)
@@ -198,7 +197,7 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_word, arc_loglik
         for k in range(pre_offsets[n], pre_offsets[n + 1]):
             i = pre_arcs[k]
             s = arc_start[i]
-            w = arc_word[i]
+            w = arc_code[i]
             pen = 0.0 if w == 0 else PENALIZED_ONE
             ada[0] = alpha_dash[s, 0] + pen
             for q in range(1, Q + 1):
@@ -236,23 +235,16 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_word, arc_loglik
                 else:
                     bda[q - 1] += v
                 if v != 0.0:
-                    if nrec == cap:
-                        cap *= 2
-                        rec_q = _grow_i(rec_q, cap)
-                        rec_w = _grow_i(rec_w, cap)
-                        rec_v = _grow_f(rec_v, cap)
-                        rec_b = _grow_f(rec_b, cap)
-                        rec_e = _grow_f(rec_e, cap)
-                    rec_q[nrec] = q
-                    rec_v[nrec] = v
                     if c == 1:
-                        rec_w[nrec] = w
-                        rec_b[nrec] = ts * v
+                        gamma[q, w] += v
+                        tau_b[q, w] += ts * v
+                        tau_e[q, w] += tn * v
+                        present[q, w] = True
                     else:
-                        rec_w[nrec] = 0
-                        rec_b[nrec] = tn * v
-                    rec_e[nrec] = tn * v
-                    nrec += 1
+                        gamma[q, 0] += v
+                        tau_b[q, 0] += tn * v
+                        tau_e[q, 0] += tn * v
+                        present[q, 0] = True
             bda[0] += post * beta_dash[n, 0]
             beta_dash[s, 0] += bda[0]
     bda[:] = 0.0
@@ -262,31 +254,8 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_word, arc_loglik
         bda[q - 1] += bda[q]
         v = bda[q]
         if v != 0.0:
-            if nrec == cap:
-                cap *= 2
-                rec_q = _grow_i(rec_q, cap)
-                rec_w = _grow_i(rec_w, cap)
-                rec_v = _grow_f(rec_v, cap)
-                rec_b = _grow_f(rec_b, cap)
-                rec_e = _grow_f(rec_e, cap)
-            rec_q[nrec] = q
-            rec_w[nrec] = 0
-            rec_v[nrec] = v
-            rec_b[nrec] = t0 * v
-            rec_e[nrec] = t0 * v
-            nrec += 1
-    return risk, rec_q[:nrec], rec_w[:nrec], rec_v[:nrec], rec_b[:nrec], rec_e[:nrec]
-
-
-@njit(cache=True)
-def _grow_i(a, cap):
-    out = np.empty(cap, np.int64)
-    out[:len(a)] = a
-    return out
-
-
-@njit(cache=True)
-def _grow_f(a, cap):
-    out = np.empty(cap)
-    out[:len(a)] = a
-    return out
+            gamma[q, 0] += v
+            tau_b[q, 0] += t0 * v
+            tau_e[q, 0] += t0 * v
+            present[q, 0] = True
+    return risk, gamma, tau_b, tau_e, present

@@ -40,7 +40,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..errors import LatticeError
+from ..errors import BudgetExceededError, LatticeError
 from ..lattice import Lattice
 from . import _mbr_kernels as K
 from ._common import word_labels
@@ -48,6 +48,8 @@ from .network import Alternative, Alternatives, Slot
 
 #: Kaldi stops ``MbrDecode`` after this many passes (``counter > 100``) with a warning.
 MAX_PASSES = 102
+#: Memory cap of the per-(bin, word) statistics (3 doubles and a flag each).
+MAX_STATS_BYTES = 2 * 10**9
 
 
 def _f32(x) -> np.ndarray:
@@ -259,25 +261,17 @@ def _normalize_eps(words) -> np.ndarray:
     return out
 
 
-def _gamma(Q, rec_q, rec_w, rec_v, rec_b, rec_e):
-    """Per bin: entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts them
-    (sums per (bin, word) in the order Kaldi adds them)."""
-    if len(rec_q) == 0:
-        return [[] for _ in range(Q)]
-    words, wcode = np.unique(rec_w, return_inverse=True)
-    key = rec_q * len(words) + wcode.reshape(-1)
-    uniq, inv = np.unique(key, return_inverse=True)
-    inv = inv.reshape(-1)
-    g = np.bincount(inv, rec_v)
-    tb = np.bincount(inv, rec_b)
-    te = np.bincount(inv, rec_e)
-    g32 = g.astype(np.float32).astype(np.float64)
-    bins = [[] for _ in range(Q + 1)]
-    for k, gam, b, e in zip(uniq.tolist(), g32.tolist(), tb.tolist(), te.tolist()):
-        bins[k // len(words)].append((int(words[k % len(words)]), gam, b, e))
-    for lst in bins:
+def _gamma(words, gamma, tau_b, tau_e, present):
+    """Per bin q = 1..Q: entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts them
+    (posterior descending, then the larger word id first)."""
+    bins = []
+    for q in range(1, gamma.shape[0]):
+        codes = np.flatnonzero(present[q])
+        lst = [(int(words[c]), float(np.float32(gamma[q, c])), float(tau_b[q, c]), float(tau_e[q, c]))
+               for c in codes.tolist()]
         lst.sort(key=lambda x: (-x[1], -x[0]))
-    return bins[1:]
+        bins.append(lst)
+    return bins
 
 
 def _f(x: float) -> float:
@@ -303,6 +297,9 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     N = ko.num_states
     times = _state_times(N, ko.src, ko.dst, ko.dur, lat.key, strict_times)
     loglike = (-(ko.graph + ko.acoustic)).astype(np.float64)   # float sum, as Kaldi
+    words, code = np.unique(np.r_[0, ko.word], return_inverse=True)  # word ids -> dense codes, 0 = epsilon
+    code = code.reshape(-1)[1:].astype(np.int64)
+
     arc_offsets = np.searchsorted(ko.src, np.arange(N + 1))
     pre_arcs = np.argsort(ko.dst, kind="stable")
     pre_offsets = np.searchsorted(ko.dst[pre_arcs], np.arange(N + 1))
@@ -316,10 +313,23 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     passes = 0
     while True:
         Rn = _normalize_eps(R)
-        risk, *recs = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, ko.word, loglike, times, Rn)
+        Rcode = np.searchsorted(words, Rn)
+        if np.any(words[np.minimum(Rcode, len(words) - 1)] != Rn):  # a starting word not in the lattice
+            extra = np.setdiff1d(Rn, words)
+            words = np.r_[words, extra]
+            order = np.argsort(words, kind="stable")
+            words = words[order]
+            remap = np.empty(len(order), np.int64)
+            remap[order] = np.arange(len(order))
+            code = remap[code]
+            Rcode = np.searchsorted(words, Rn)
+        if (len(Rn) + 1) * len(words) * 25 > MAX_STATS_BYTES:
+            raise BudgetExceededError(f"MBR statistics for {len(Rn)} bins x {len(words)} distinct words would need "
+                                      f"more than {MAX_STATS_BYTES // 10**9} GB", key=lat.key or None)
+        risk, *stats = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, code, loglike, times, Rcode, len(words))
         passes += 1
         Q = len(Rn)
-        bins = _gamma(Q, *recs)
+        bins = _gamma(words, *stats)
         delta_q = 0.0
         R = Rn.tolist()
         one_best_times: list[list[float]] = []
