@@ -122,45 +122,21 @@ def best_path_kaldi(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
 
     v = stored_order_view(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                           resort_only_if_unsorted=True)
+    from ..alternatives._mbr_kernels import compact_shortest_path
+
     n = v.num_states
     cost = v.graph.astype(np.float64) + v.acoustic.astype(np.float64)
     fcost = v.final_graph.astype(np.float64) + v.final_acoustic.astype(np.float64)
-    best = np.full(n, np.inf)
-    pred = np.full(n, -1, np.int64)
-    best[0] = 0.0
-    sf_best, sf_pred = np.inf, -1
-    src, dst = v.src.tolist(), v.dst.tolist()
-    offs = np.searchsorted(v.src, np.arange(n + 1)).tolist()
-    c = cost.tolist()
-    b = best.tolist()
-    p = pred.tolist()
-    fc = fcost.tolist()
-    for s in range(n):
-        my = b[s]
-        for a in range(offs[s], offs[s + 1]):
-            nxt = my + c[a]
-            if nxt < b[dst[a]]:
-                b[dst[a]] = nxt
-                p[dst[a]] = s
-        tot = my + fc[s]
-        if tot < sf_best:
-            sf_best, sf_pred = tot, s
-    if sf_pred < 0:
+    offs = np.searchsorted(v.src, np.arange(n + 1))
+    path, last = compact_shortest_path(n, offs, v.dst.astype(np.int64), cost, fcost)
+    if last < 0:
         raise LatticeError("lattice has no complete path from the start to a final state", key=lat.key or None)
-    states = [sf_pred]
-    while states[-1] != 0:
-        states.append(p[states[-1]])
-    states.reverse()
-    arcs = []
-    for s, d in zip(states[:-1], states[1:]):
-        cand = [a for a in range(offs[s], offs[s + 1]) if dst[a] == d]
-        arcs.append(min(cand, key=lambda a: c[a]))  # min keeps the first on a tie
+    arcs = path.tolist()
     g = np.float32(0.0)
     ac = np.float32(0.0)
     for a in arcs:
         g = np.float32(g + v.graph[a])
         ac = np.float32(ac + v.acoustic[a])
-    last = states[-1]
     g = np.float32(g + v.final_graph[last])
     ac = np.float32(ac + v.final_acoustic[last])
     frames = int(v.dur[arcs].sum()) + int(v.final_dur[last]) if arcs else int(v.final_dur[last])

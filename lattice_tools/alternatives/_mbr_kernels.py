@@ -259,3 +259,70 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglik
             tau_e[q, 0] += t0 * v
             present[q, 0] = True
     return risk, gamma, tau_b, tau_e, present
+
+
+@njit(cache=True)
+def state_times(num_states, src, dst, dur, strict):
+    """Kaldi's ``CompactLatticeStateTimes`` over arcs sorted by source (topological order): the frame
+    of every state, the first arc reaching a state setting it.  Returns ``(times, bad_state)``; with
+    ``strict``, ``bad_state`` >= 0 names a state reached at two different frames."""
+    t = np.full(num_states, -1, np.int64)
+    t[0] = 0
+    for a in range(len(src)):
+        want = t[src[a]] + dur[a]
+        d = dst[a]
+        if t[d] < 0:
+            t[d] = want
+        elif t[d] != want and strict:
+            return t, d
+    for s in range(num_states):
+        if t[s] < 0:
+            t[s] = 0
+    return t, -1
+
+
+@njit(cache=True)
+def compact_shortest_path(num_states, arc_offsets, arc_dst, arc_cost, final_cost):
+    """Kaldi's ``CompactLatticeShortestPath`` on a topologically numbered lattice (double costs):
+    a state keeps the first predecessor state that strictly improves it, the super-final the first
+    best final state; between two consecutive states of the path, the cheapest arc (the first on a
+    tie).  Returns the arcs of the path and its last state (-1: no complete path)."""
+    inf = np.inf
+    best = np.full(num_states, inf)
+    pred = np.full(num_states, -1, np.int64)
+    best[0] = 0.0
+    sf_best = inf
+    sf_pred = -1
+    for s in range(num_states):
+        my = best[s]
+        for a in range(arc_offsets[s], arc_offsets[s + 1]):
+            nxt = my + arc_cost[a]
+            if nxt < best[arc_dst[a]]:
+                best[arc_dst[a]] = nxt
+                pred[arc_dst[a]] = s
+        tot = my + final_cost[s]
+        if tot < sf_best:
+            sf_best = tot
+            sf_pred = s
+    if sf_pred < 0:
+        return np.empty(0, np.int64), -1
+    n = 0
+    s = sf_pred
+    while s != 0:
+        n += 1
+        s = pred[s]
+    states = np.empty(n + 1, np.int64)
+    s = sf_pred
+    for i in range(n, -1, -1):
+        states[i] = s
+        if i > 0:
+            s = pred[s]
+    arcs = np.empty(n, np.int64)
+    for i in range(n):
+        s, d = states[i], states[i + 1]
+        chosen = -1
+        for a in range(arc_offsets[s], arc_offsets[s + 1]):
+            if arc_dst[a] == d and (chosen < 0 or arc_cost[a] < arc_cost[chosen]):
+                chosen = a
+        arcs[i] = chosen
+    return arcs, sf_pred

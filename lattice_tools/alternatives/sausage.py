@@ -214,19 +214,11 @@ def _state_times(n, src, dst, dur, key, strict: bool = True) -> np.ndarray:
     """Kaldi's ``CompactLatticeStateTimes``: every path must reach a state at the same frame (Kaldi
     asserts it).  ``strict=False``: a state keeps the frame of the first arc that reaches it in
     Kaldi's order (what Kaldi's loop computes without the assertion)."""
-    times = np.full(n, -1, np.int64)
-    times[0] = 0
-    if len(src):
-        t = times.copy()
-        for s, dd, du in zip(src.tolist(), dst.tolist(), dur.tolist()):
-            want = t[s] + du
-            if t[dd] < 0:
-                t[dd] = want
-            elif t[dd] != want and strict:
-                raise LatticeError(f"paths reach a state at frames {t[dd]} and {want}: Kaldi needs consistent "
-                                   "state times (word-level lattices with their frame counts)", key=key or None)
-        times = t
-    times[times < 0] = 0
+    times, bad = K.state_times(n, src.astype(np.int64), dst.astype(np.int64), dur.astype(np.int64), strict)
+    if bad >= 0:
+        arr = [int(times[s]) + int(d) for s, d2, d in zip(src, dst, dur) if d2 == bad]
+        raise LatticeError(f"paths reach a state at frames {min(arr)} and {max(arr)}: Kaldi needs consistent "
+                           "state times (word-level lattices with their frame counts)", key=key or None)
     return times
 
 
