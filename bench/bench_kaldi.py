@@ -21,9 +21,9 @@ Usage::
 
 Measured 2026-11-26 (2 rounds, --timeout 60, acoustic scale 0.1; CPU seconds, Kaldi vs ours, ratio):
 big mbr 1.25 / 2.03 (1.62x, identical), nbest 7.71 / 3.00 (0.39x), oracle Kaldi did not finish / 1.39,
-best 0.25 / 1.44 (5.75x, identical); bundled mbr 0.06 / 1.10, nbest 1.51 / 0.67 (0.44x), oracle
-0.68 / 0.28 (0.42x, identical), best 0.04 / 1.07; kgraph mbr 0.01 / 1.03, nbest 0.06 / 0.54, best
-0.01 / 1.02.  docs/kaldi.md ("Speed") says where the time goes.
+best 0.25 / 1.43 (5.74x, identical); bundled mbr 0.06 / 1.10, nbest 1.51 / 0.67 (0.44x), oracle
+0.68 / 0.28 (0.42x, identical), best 0.04 / 0.56; kgraph mbr 0.01 / 1.03, nbest 0.06 / 0.54, best
+0.01 / 0.50.  docs/kaldi.md ("Speed") says where the time goes.
 """
 from __future__ import annotations
 

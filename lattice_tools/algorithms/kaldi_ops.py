@@ -122,13 +122,13 @@ def best_path_kaldi(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
 
     v = stored_order_view(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                           resort_only_if_unsorted=True)
-    from ..alternatives._mbr_kernels import compact_shortest_path
+    from ..alternatives._mbr_kernels import compact_shortest_path, fast
 
     n = v.num_states
     cost = v.graph.astype(np.float64) + v.acoustic.astype(np.float64)
     fcost = v.final_graph.astype(np.float64) + v.final_acoustic.astype(np.float64)
     offs = np.searchsorted(v.src, np.arange(n + 1))
-    path, last = compact_shortest_path(n, offs, v.dst.astype(np.int64), cost, fcost)
+    path, last = fast(compact_shortest_path, len(v.src))(n, offs, v.dst.astype(np.int64), cost, fcost)
     if last < 0:
         raise LatticeError("lattice has no complete path from the start to a final state", key=lat.key or None)
     arcs = path.tolist()

@@ -21,6 +21,16 @@ except ImportError:  # pragma: no cover
 
 #: ``1.0 + delta()`` of Kaldi: ``delta()`` returns a float (1e-5f), added to a double 1.0.
 PENALIZED_ONE = 1.0 + float(np.float32(1.0e-5))
+#: Below this many arcs the linear-time loops (``top_sort_order``, ``compact_shortest_path``,
+#: ``state_times``) run as plain Python (their ``py_func``): loading numba's compiled code costs more.
+SMALL_ARCS = 50_000
+
+
+def fast(fn, n_arcs: int):
+    """``fn`` compiled, or its plain-Python body for small inputs (same code, same results)."""
+    return fn if n_arcs >= SMALL_ARCS or not hasattr(fn, "py_func") else fn.py_func
+
+
 #: Kaldi's ``kMinLogDiffDouble`` = log(DBL_EPSILON): LogAdd ignores a term this much smaller.
 MIN_LOG_DIFF = math.log(np.finfo(np.float64).eps)
 

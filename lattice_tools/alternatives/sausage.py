@@ -187,7 +187,7 @@ def stored_order_view(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: fl
     resorted = not topological or (not sorted_prop and not resort_only_if_unsorted)
     if resorted:
         offs = np.searchsorted(src, np.arange(n_states + 1))
-        new_id = K.top_sort_order(n_states, start, offs, dst)
+        new_id = K.fast(K.top_sort_order, len(src))(n_states, start, offs, dst)
         if len(new_id) == 0:
             raise LatticeError("lattice has a cycle", key=lat.key or None)
         src, dst = new_id[src], new_id[dst]
