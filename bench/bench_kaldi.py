@@ -56,7 +56,6 @@ def kaldi_dir() -> str | None:
 def prepare(workdir: Path) -> dict:
     """{name: (rspecifier, reference table)} -- archives and word-id references."""
     from lattice_tools.io import read_lattices, write_lattices
-    from lattice_tools.symbols import SymbolTable
 
     out = {}
     # big: pocketsphinx wide-beam lattice of the 31.5 s concatenation (bench_phrases' recipe)
@@ -89,7 +88,6 @@ def prepare(workdir: Path) -> dict:
             bundled.write_bytes(f.read())
     out["bundled"] = (f"ark:{bundled}", REPO / "tests/data/kaldi/lats/bundled.ref.txt")
     out["kgraph"] = (f"ark:{REPO / 'tests/data/kaldi/lats/kgraph_lat.1'}", None)
-    del SymbolTable
     return out
 
 
