@@ -285,10 +285,14 @@ def test_fast_text_reader_equals_line_parser(tmp_path, monkeypatch, name):
 
 
 @pytest.mark.parametrize("bad,msg", [("u\n0 1 2 x,0,1\n1\n\n", "bad Kaldi"), ("u\n0 1 2 3 4 5\n\n", "at most 5"),
-                                     ("u\n0 1 -2 1,0,1\n1\n\n", "negative")])
-def test_fast_text_reader_leaves_errors_to_the_line_parser(tmp_path, bad, msg):
+                                     ("u\n0 1 -2 1,0,1\n1\n\n", "-2"),
+                                     ("u\n0 1 2.0 1,0,1\n1\n\n", "2.0"), ("u\n0 1 3000000000 1,0,1\n1\n\n", "int32")])
+def test_fast_text_reader_leaves_errors_to_the_line_parser(tmp_path, monkeypatch, bad, msg):
+    import lattice_tools.io.kaldi as K
     from lattice_tools.errors import LatticeToolsError
 
     (tmp_path / "b.ark").write_text(bad)
-    with pytest.raises(LatticeToolsError, match=msg):
-        list(read_lattices(f"ark:{tmp_path / 'b.ark'}"))
+    for threshold in (1 << 20, 0):  # the numpy path and the compiled scanner
+        monkeypatch.setattr(K, "_SCAN_MIN_BYTES", threshold)
+        with pytest.raises(LatticeToolsError, match=msg):
+            list(read_lattices(f"ark:{tmp_path / 'b.ark'}"))

@@ -95,6 +95,8 @@ def scan_compact(a):
                     if c < 48 or c > 57 or val >= 2147483648:
                         return 1, kind, ints, wspan, tid_off, tids, ln
                     val = val * 10 + (c - 48)
+                if val >= 2147483648:  # Kaldi's ids are int32
+                    return 1, kind, ints, wspan, tid_off, tids, ln
                 ints[ln, ncol] = val
                 ncol += 1
             i = j

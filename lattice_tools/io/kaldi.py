@@ -433,6 +433,11 @@ def _parse_compact_text_fast(block: bytes, key: str | None) -> RawFst | None:
     toks = block.replace(b",", b" ").replace(b"_", b" ").split()
     if len(toks) != len(tok_start):
         return None
+    # integer fields (states, words, transition ids) must be plain ASCII digits, as the line parser
+    # requires: a token with any other character is a weight or goes to the line parser
+    tok_of_byte = np.cumsum(~num_ws & prev_num) - 1
+    nondigit = ~num_ws & ((a < 48) | (a > 57))
+    tok_has_nondigit = np.bincount(tok_of_byte[nondigit], minlength=len(tok_start)) > 0
     try:
         vals = np.array(toks, dtype="S").astype(np.float64)
     except ValueError:
@@ -453,6 +458,7 @@ def _parse_compact_text_fast(block: bytes, key: str | None) -> RawFst | None:
     fw1 = np.where(fin_w[fin_lines], vals[np.minimum(ff + 1, len(vals) - 1)], 0.0)
     fw2 = np.where(fin_w[fin_lines], vals[np.minimum(ff + 2, len(vals) - 1)], 0.0)
     ints = np.concatenate([src, dst, word, fstate])
+    int_toks = np.concatenate([f, f + 1, f + 2, ff])
     tid_lo = np.where(is_arc, np.where(arc_w, first[:-1] + 5, first[:-1] + 3), first[:-1] + 3)
     tid_lo = np.where(arc_nw | fin_1, first[1:], tid_lo)
     tid_hi = first[1:]
@@ -461,6 +467,8 @@ def _parse_compact_text_fast(block: bytes, key: str | None) -> RawFst | None:
     np.add.at(tid_mask, tid_hi, -1)
     is_tid = np.cumsum(tid_mask[:-1]) > 0
     tid_vals = vals[is_tid]
+    if np.any(tok_has_nondigit[int_toks]) or np.any(tok_has_nondigit[is_tid]):
+        return None
     if (np.any(ints < 0) or np.any(ints != np.floor(ints)) or np.any(tid_vals != np.floor(tid_vals))
             or (len(ints) and ints.max() >= 1 << 31) or (len(tid_vals) and np.abs(tid_vals).max() >= 1 << 31)):
         return None
