@@ -286,7 +286,8 @@ def test_fast_text_reader_equals_line_parser(tmp_path, monkeypatch, name):
 
 @pytest.mark.parametrize("bad,msg", [("u\n0 1 2 x,0,1\n1\n\n", "bad Kaldi"), ("u\n0 1 2 3 4 5\n\n", "at most 5"),
                                      ("u\n0 1 -2 1,0,1\n1\n\n", "-2"),
-                                     ("u\n0 1 2.0 1,0,1\n1\n\n", "2.0"), ("u\n0 1 3000000000 1,0,1\n1\n\n", "int32")])
+                                     ("u\n0 1 2.0 1,0,1\n1\n\n", "2.0"), ("u\n0 1 3000000000 1,0,1\n1\n\n", "int32"),
+                                     ("u\n0 1 1_0 0,0,1\n1\n\n", "1_0")])
 def test_fast_text_reader_leaves_errors_to_the_line_parser(tmp_path, monkeypatch, bad, msg):
     import lattice_tools.io.kaldi as K
     from lattice_tools.errors import LatticeToolsError

@@ -419,8 +419,17 @@ def _parse_compact_text_fast(block: bytes, key: str | None) -> RawFst | None:
     tok_start = np.flatnonzero(~num_ws & prev_num)
     tok_line = np.searchsorted(nl, tok_start)
     ntok = np.bincount(tok_line, minlength=n_lines)
-    commas = np.bincount(np.searchsorted(nl, np.flatnonzero(a == 44)), minlength=n_lines)
-    unders = np.bincount(np.searchsorted(nl, np.flatnonzero(a == 95)), minlength=n_lines)
+    comma_pos = np.flatnonzero(a == 44)
+    comma_line = np.searchsorted(nl, comma_pos)
+    commas = np.bincount(comma_line, minlength=n_lines)
+    us_pos = np.flatnonzero(a == 95)
+    us_line = np.searchsorted(nl, us_pos)
+    unders = np.bincount(us_line, minlength=n_lines)
+    # '_' separates transition ids, after the weight's commas; anywhere else the line parser decides
+    first_comma = np.full(n_lines, n, np.int64)
+    np.minimum.at(first_comma, comma_line, comma_pos)
+    if np.any(us_pos < first_comma[us_line]):
+        return None
     arc_w = (cols == 4) & (commas == 2) & ((ntok == 5) | (ntok == 6 + unders))
     arc_nw = (cols == 3) & (commas == 0) & (ntok == 3)
     fin_1 = (cols == 1) & (commas == 0) & (ntok == 1)
