@@ -5,11 +5,14 @@ import json
 
 import click
 
+from ._options import LATTICE_FORMATS
+
 
 def _input_options(f):
     f = click.option("--frame-shift", type=float, default=None, help="Seconds per frame (default 0.01; k2 0.04).")(f)
     f = click.option("--words", type=click.Path(dir_okay=False), default=None, help="words.txt symbol table.")(f)
-    f = click.option("--format", "format", default=None, help="Lattice format (default: from the name).")(f)
+    f = click.option("--format", "format", type=click.Choice(LATTICE_FORMATS), default=None,
+                     help="Lattice format (default: from the name).")(f)
     f = click.argument("lattices", nargs=-1, required=True)(f)
     return f
 
@@ -88,7 +91,8 @@ def nbest_paths_command(lattices, format, words, frame_shift, acoustic_scale, lm
 
 
 def _out_options(f):
-    f = click.option("--to", "out_format", default=None, help="Output format (default: from the name).")(f)
+    f = click.option("--out-format", "out_format", type=click.Choice(LATTICE_FORMATS), default=None,
+                     help="Output lattice format (default: from the name).")(f)
     f = click.option("-o", "--out", required=True, help="Output lattices: a Kaldi wspecifier (ark:, ark,t:), SLF "
                      "directory, OpenFst or k2 file.")(f)
     return f
@@ -153,7 +157,8 @@ def depth_command(lattices, format, words, frame_shift, out):
 @click.option("--errors", default=None, help="Table 'utt errors' (Kaldi's edit-distance output).")
 @click.option("--wildcard-symbols", default="", help="Colon-separated word ids removed from lattice and "
               "reference first (Kaldi's --wildcard-symbols).")
-@click.option("--json", "json_out", default=None, help="Write the totals and per-utterance errors as JSON ('-').")
+@click.option("--json", "json_out", default=None, metavar="PATH|-",
+              help="Write the totals and per-utterance errors as JSON ('-' = stdout).")
 def oracle_path_command(lattices, format, words, frame_shift, reference, tra, errors, wildcard_symbols, json_out):
     """Kaldi's lattice-oracle on LATTICES: the path with the fewest word errors (Levenshtein, weights
     ignored) against word ids.  For STM/trn references, sclite costs and other representations use 'oracle'."""
