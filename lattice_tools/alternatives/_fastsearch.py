@@ -736,6 +736,27 @@ EXACT_BATCH_STATES = 1024
 EXACT_BATCH_MEMBERS = 20_000
 
 
+def _post_order(j0, det_exp, within=None) -> list:
+    """The determinized states reachable from ``j0`` (only through states in ``within`` when given), in
+    depth-first post-order, i.e. reverse topological order; iterative, so deep automata do not overflow."""
+    order: list = []
+    done: set = set()
+    stack = [(j0, False)]
+    while stack:
+        j, finished = stack.pop()
+        if finished:
+            order.append(j)
+            continue
+        if j in done:
+            continue
+        done.add(j)
+        stack.append((j, True))
+        rec = det_exp[j]
+        stack.extend((nj, False) for w, nj in zip(rec[1], rec[4])
+                     if w >= 0 and nj not in done and (within is None or nj in within))
+    return order
+
+
 def _exact_choices(j0, expand_batch, resolve, det_sets, det_exp, max_states, key) -> dict:
     """Expand every determinized state reachable from ``j0`` and re-rank each one's choices by the
     *exact* bound ``cost + best(next)``, with ``best`` the cost of a state's best completion
@@ -775,20 +796,7 @@ def _exact_choices(j0, expand_batch, resolve, det_sets, det_exp, max_states, key
                 rec[5] = None  # every successor is resolved
             start = stop
         frontier = new
-    order: list = []
-    done: set = set()
-    stack = [(j0, False)]
-    while stack:  # iterative DFS; post-order = reverse topological
-        j, finished = stack.pop()
-        if finished:
-            order.append(j)
-            continue
-        if j in done:
-            continue
-        done.add(j)
-        stack.append((j, True))
-        rec = det_exp[j]
-        stack.extend((nj, False) for w, nj in zip(rec[1], rec[4]) if w >= 0 and nj not in done)
+    order = _post_order(j0, det_exp)
     best: dict = {}
     exact: dict = {}
     for j in order:
@@ -872,20 +880,7 @@ def _bounded_exact_search(j0, expand_one, resolve, det_exp, trie, n, max_pops, m
         if threshold is None:
             return []  # no end reachable
         # exact completions in the region (reverse topological order), bounds outside it
-        order: list = []
-        done: set = set()
-        stack = [(j0, False)]
-        while stack:
-            j, finished = stack.pop()
-            if finished:
-                order.append(j)
-                continue
-            if j in done:
-                continue
-            done.add(j)
-            stack.append((j, True))
-            rec = det_exp[j]
-            stack.extend((nj, False) for w, nj in zip(rec[1], rec[4]) if w >= 0 and nj in g_of and nj not in done)
+        order = _post_order(j0, det_exp, g_of)
         best: dict = {}
         region = _Region()
         for j in order:
