@@ -8,14 +8,23 @@ from ._inputs import allow_untimed_option, lattice_input_options
 from ._options import DEPTH, DEPTHS, LATTICE_FORMATS, SIZE, json_option, out_option
 
 
+def reference_and_lattice_options(command):
+    """The options oracle and study share: the reference, its format, and how lattices are read."""
+    for option in reversed([
+        click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words')."),
+        click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
+                     help="Reference format (default: .stm/.trn extension, else detected from the content)."),
+        click.option("--format", "format", type=click.Choice(LATTICE_FORMATS), default=None,
+                     help="Lattice format (default: from the name)."),
+        lattice_input_options,
+    ]):
+        command = option(command)
+    return command
+
+
 @click.command("oracle")
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words').")
-@click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
-              help="Reference format (default: .stm/.trn extension, else detected from the content).")
-@click.option("--format", "format", type=click.Choice(LATTICE_FORMATS), default=None,
-              help="Lattice format (default: from the name).")
-@lattice_input_options
+@reference_and_lattice_options
 @click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
 @allow_untimed_option
 @click.option("--glm", default=None, help="GLM applied to the reference like csrfilt.sh (alternations, ...).")
@@ -56,12 +65,7 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 
 @click.command("study")
 @click.argument("lattice_sets", nargs=-1, required=True)
-@click.option("-r", "--ref", "reference", required=True, help="Reference: STM, trn or Kaldi text ('key words').")
-@click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
-              help="Reference format (default: .stm/.trn extension, else detected from the content).")
-@click.option("--format", "format", type=click.Choice(LATTICE_FORMATS), default=None,
-              help="Lattice format (default: from the name).")
-@lattice_input_options
+@reference_and_lattice_options
 @out_option("Output directory (tables, plots, per-cell cache).", hidden_aliases=("--out-dir",), required=True)
 @click.option("-n", "ns", type=DEPTHS, default="1,2,10,100,1000,10000", show_default=True,
               help="Comma-separated depths N (integers >= 1; 'inf' is added unless --no-infinity).")
