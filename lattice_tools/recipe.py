@@ -213,7 +213,8 @@ def _shift_time(field: str, offset: float) -> str:
     return f"{float(field) + offset:.{max(decimals, 2)}f}"
 
 
-def convert_ctm(ctm: str, out: str, *, segments: str | None = None, reco2file_and_channel: str | None = None) -> int:
+def convert_ctm(ctm: str, out: str, *, segments: str | None = None, reco2file_and_channel: str | None = None,
+                encoding: str = "utf-8") -> int:
     """Map a CTM (or alt-CTM) whose ``file`` field is an utterance id and whose times are relative
     to the utterance to recording ``file``/``channel`` ids and absolute times -- Kaldi's
     ``utils/convert_ctm.pl`` semantics, extended to ``<ALT_BEGIN>``/``<ALT>``/``<ALT_END>`` tag
@@ -226,6 +227,7 @@ def convert_ctm(ctm: str, out: str, *, segments: str | None = None, reco2file_an
         recording replaces the utterance id.  Without it the file field is taken as the recording.
       reco2file_and_channel: ``recording file channel``; replaces the file and channel fields.
         Without it the file is the recording and the channel is kept.
+      encoding: text encoding of the CTM (the output is written in it too).
     Returns:
       The number of lines written.  Lines keep their order and all fields after the times.
     Raises:
@@ -237,8 +239,8 @@ def convert_ctm(ctm: str, out: str, *, segments: str | None = None, reco2file_an
     seg = {u: (reco, start) for u, (reco, start, _end) in read_segments(segments).items()} if segments else None
     r2fc = read_reco2file_and_channel(reco2file_and_channel) if reco2file_and_channel else None
     written = 0
-    with atomic_write(out) as dst:
-        for lineno, line in read_text_lines(ctm):
+    with atomic_write(out, encoding=encoding) as dst:
+        for lineno, line in read_text_lines(ctm, encoding):
             stripped = line.strip()
             if not stripped or stripped.startswith(";;"):
                 dst.write(line + "\n")

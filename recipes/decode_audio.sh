@@ -35,7 +35,8 @@ $cmd --max-jobs-run "$nj" JOB=1:"$ntasks" "$dir/log/decode.JOB.log" \
     lattice-tools decode -o "$dir/lat" --ctm "$dir/parts/1best.JOB.ctm" $decode_opts
 parts=(); for ((j = 1; j <= ntasks; j++)); do parts+=("$dir/parts/1best.$j.ctm"); done
 lattice-tools merge -o "$dir/1best.ctm" "${parts[@]}"
-# The lattices in list order (the decoder names them <utt>.lat).
+# The lattices in list order (the decoder names them <utt>.lat); no temporary file left on failure.
+trap 'rm -f "$dir/lattices.list.tmp"' EXIT
 grep -v -e '^[[:space:]]*$' -e '^#' "$list" | sed -E 's:.*/::; s:\.[^.]*$::' \
   | while read -r utt; do echo "$dir/lat/$utt.lat"; done > "$dir/lattices.list.tmp"
 mv "$dir/lattices.list.tmp" "$dir/lattices.list"

@@ -25,6 +25,8 @@ for g in $glm; do opts+=(--glm "$g"); done
 [ "$optional_deletions" = true ] && opts+=(-D)
 [ "$single_segment" = true ] && opts+=(--single-segment)
 mkdir -p "$dir"
+# a failed scoring leaves no temporary file behind (a finished one has renamed them)
+trap 'rm -f "$dir/.score.txt.tmp" "$dir/.wer.tmp"' EXIT
 # shellcheck disable=SC2086
 lattice-tools score -r "$stm" -h "$ctm" "${opts[@]}" $score_opts -o "$dir" --name score > "$dir/.score.txt.tmp"
 mv "$dir/.score.txt.tmp" "$dir/score.txt"

@@ -148,6 +148,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     "$recipes/score_ctm.sh" --glm "${glms[*]}" "$data/stm" "$d/alt.ctm.gz" "$exp/scores/$(basename "$d")" > /dev/null
   done
   if ls "$exp"/scores/*/wer > /dev/null 2>&1; then
+    trap 'rm -f "$exp/scores/.summary.tmp"' EXIT  # no temporary file left on failure
     for f in "$exp"/scores/*/wer; do echo "$(basename "$(dirname "$f")") $(cat "$f")"; done > "$exp/scores/.summary.tmp"
     # replaced only when it changes, so a rerun of a finished stage modifies nothing
     if cmp -s "$exp/scores/.summary.tmp" "$exp/scores/summary.txt"; then rm "$exp/scores/.summary.tmp"

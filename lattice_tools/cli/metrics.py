@@ -55,6 +55,8 @@ _common = [
     click.option("--seed", type=int, default=42, show_default=True, help="Bootstrap random seed."),
     click.option("--ci-method", type=click.Choice(["percentile", "normal"]), default="percentile", show_default=True,
                  help="percentile interval, or mean ± 1.96 sd (Kaldi/kaldialign)."),
+    click.option("--encoding", default="utf-8", show_default=True,
+                 help="Text encoding of the transcript and annotation files (e.g. latin-1, gb2312)."),
 ]
 
 
@@ -76,8 +78,8 @@ def _apply(options):
               help="Alternatives (alt-CTM) of this system: oracle metrics and alternative coverage. Repeatable.")
 @click.option("--ks", default="1,2,5,10,all", show_default=True, help="Depths k for alternative coverage.")
 @click.option("--coverage-plot", default=None, help="Alternative-coverage figure (.png/.pdf/.svg).")
-def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method, json_out,
-                    per_utterance, alternatives, ks, coverage_plot):
+def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method, encoding,
+                    json_out, per_utterance, alternatives, ks, coverage_plot):
     """CER beside WER, script fidelity, code-switching, NE-WER/NE-FNR and punctuation/capitalisation
     metrics of one system (HYP) against REF, with bootstrap CIs."""
     from ..metrics.commands import metrics
@@ -86,7 +88,7 @@ def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, r
     metrics(ref, hyp, annotations=annotations, output=json_out, per_utterance=per_utterance, fmt=fmt,
             normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
             ci_method=ci_method, alternatives=_pairs(alternatives, "--alternatives"), ks=_ks(ks),
-            coverage_plot=coverage_plot, progress=sys.stderr.isatty())
+            coverage_plot=coverage_plot, progress=sys.stderr.isatty(), encoding=encoding)
 
 
 @click.command("leaderboard")
@@ -97,7 +99,7 @@ def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, r
 @json_option("JSON report ('-' = stdout).", hidden_aliases=("-o", "--output"), default="-", show_default=True)
 @click.option("--markdown", "-m", default=None, help="Markdown report.")
 def leaderboard_command(ref, systems, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method,
-                        json_out, markdown):
+                        encoding, json_out, markdown):
     """Leaderboard over several systems and languages: per-language metrics with bootstrap CIs,
     coverage and failure taxonomy, composite rating and paired bootstrap tests."""
     from ..metrics.commands import leaderboard
@@ -105,4 +107,4 @@ def leaderboard_command(ref, systems, annotations, fmt, normalizer, lang, orthog
     check_one_stdout(**{"--json": json_out, "--markdown": markdown})
     leaderboard(ref, _pairs(systems, "--system"), annotations=annotations, markdown=markdown, output=json_out,
                 fmt=fmt, normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
-                ci_method=ci_method, progress=sys.stderr.isatty())
+                ci_method=ci_method, progress=sys.stderr.isatty(), encoding=encoding)

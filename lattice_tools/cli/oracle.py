@@ -43,11 +43,14 @@ def reference_and_lattice_options(command):
               help="Utterance-bootstrap replications for a 95% interval (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
 @json_option("Also write the report (per-utterance counts) as JSON here ('-' = stdout instead of the table).")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of the reference, GLM and CTM files (e.g. latin-1, gb2312).")
 @click.option("--max-memory", type=SIZE, default="4G", show_default=True,
               help="Memory budget of the N-best/phrase searches (resident memory: 2G, 500M; 'inf' = none).")
 def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
-                   posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out, max_memory):
+                   posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out, encoding,
+                   max_memory):
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
 
@@ -56,7 +59,8 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                         acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                         bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
                         words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                        allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory)
+                        allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
+                        encoding=encoding)
     for w in report.get("warnings", ()):
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if json_out != "-":
@@ -85,9 +89,11 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--title", default=None, help="What the data is, for table and plot titles (default: set names and "
                                            "reference file name).")
 @allow_untimed_option
+@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the reference (e.g. latin-1).")
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
-                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_untimed):
+                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_untimed,
+                  encoding):
     """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
     from ..oracle.study import run_study
 
@@ -106,7 +112,7 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
                        plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                       allow_untimed=allow_untimed)
+                       allow_untimed=allow_untimed, encoding=encoding)
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

@@ -72,7 +72,9 @@ def with_list_command(list_path, command):
               help="Kaldi segments 'utt recording start end': utterance ids -> recordings, times made absolute.")
 @click.option("--reco2file-and-channel", "reco2file_and_channel", type=click.Path(dir_okay=False), default=None,
               help="Kaldi 'recording file channel': recordings -> STM file and channel ids.")
-def convert_ctm_command(ctm, out_path, out, segments, reco2file_and_channel):
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of the CTM (the output keeps it), e.g. latin-1, gb2312.")
+def convert_ctm_command(ctm, out_path, out, segments, reco2file_and_channel, encoding):
     """Map a CTM/alt-CTM from utterance ids and times to the STM's file/channel ids and absolute
     times (Kaldi's utils/convert_ctm.pl, ALT blocks kept)."""
     if (out is None) == (out_path is None):
@@ -80,4 +82,4 @@ def convert_ctm_command(ctm, out_path, out, segments, reco2file_and_channel):
     out = out if out is not None else out_path
     if not segments and not reco2file_and_channel:
         raise LatticeToolsError("give --segments and/or --reco2file-and-channel (nothing to convert)")
-    recipe.convert_ctm(ctm, out, segments=segments, reco2file_and_channel=reco2file_and_channel)
+    recipe.convert_ctm(ctm, out, segments=segments, reco2file_and_channel=reco2file_and_channel, encoding=encoding)

@@ -31,12 +31,26 @@ _CTX = {"help_option_names": ["--help"]}
 @click.option("-m", "--reduce", "reduce", multiple=True, type=click.Choice(["ref", "hyp"]),
               help="sclite -m: drop ref segments / hyp words outside the other side's span.")
 @click.option("--id-type", default="spu_id", show_default=True, help="trn speaker ids: spu_id, wsj, sp, ...")
-@out_option("Write the report set <name>.sys/.raw/.pra/.json into this directory (see docs/scoring.md: "
+@click.option("--nested-alternatives", type=click.Choice(["flatten", "error"]), default="flatten", show_default=True,
+              help="ALT blocks a GLM nests inside ALT blocks (sclite mis-scores them): flatten them, "
+                   "alternatives in listed order, or refuse.")
+@click.option("--speaker-stats", type=click.Choice(["sclite", "corrected"]), default="sclite", show_default=True,
+              help="Mean/S.D./Median over speakers: as sclite prints them, or corrected (sclite uses the wrong "
+                   "speakers when two or more have no reference words; docs/scoring.md).")
+@click.option("--ctm-type", "ctm_types", multiple=True,
+              type=click.Choice(["lex", "frag", "fp", "un-lex", "for-lex", "non-lex"]),
+              help="NIST RT CTMs (8 fields): score only tokens of this type (repeatable; 'lex' = hubscr -h rt-stt). "
+                   "Default: every token, as sclite.")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of the reference, hypothesis and GLM files (e.g. latin-1, gb2312); the "
+                   ".sys/.raw/.pra reports are written in it too, as sclite does.")
+@out_option("Write the report set <name>.sys/.raw/.pra/.dtl/.json into this directory (see docs/scoring.md: "
             "<name>.json is written last and marks a complete set).", hidden_aliases=("--out-dir",), default=None)
 @click.option("--name", default=None, help="Base name of the report files (default: hypothesis file name).")
 @json_option("Write the JSON report here ('-' = stdout instead of the table).")
 def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fragments, case_sensitive,
-                  case_language, single_segment, mode, allow_missing, reduce, id_type, out, name, json_out):
+                  case_language, single_segment, mode, allow_missing, reduce, id_type, nested_alternatives, speaker_stats,
+                  ctm_types, encoding, out, name, json_out):
     """Score a CTM/alt-CTM/trn against an STM/trn reference exactly like NIST sclite."""
     from ..scoring.reports import json_report, sys_report, write_reports
     from ..scoring.sclite import score_files
@@ -44,16 +58,18 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
     result = score_files(ref, hyp, glms=glms, ref_format=ref_format, hyp_format=hyp_format,
                          optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                          mode=mode, single_segment=single_segment, allow_missing=allow_missing, reduce=reduce,
-                         id_type=id_type, case_language=case_language)
+                         id_type=id_type, case_language=case_language, nested_alternatives=nested_alternatives,
+                         ctm_types=ctm_types, encoding=encoding)
     for w in result.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if out:
-        write_reports(result, out, name)
+        write_reports(result, out, name, speaker_stats=speaker_stats)
     if json_out:
         write_json(json_out, json_report(result))
     if json_out != "-":
-        click.echo(sys_report(result), nl=False)
+        click.echo(sys_report(result, speaker_stats=speaker_stats), nl=False)
         click.echo(result.total.kaldi_line())
+        click.echo(result.total.kaldi_ser_line())
 
 
 @click.command("ladder", context_settings=_CTX)
@@ -66,7 +82,9 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
               help="NAME=PATH CTM of a system run on the reference segmentation (last row).")
 @out_option("Write the Markdown table here ('-' = stdout, default).", default=None)
 @json_option("Write the JSON results here ('-' = stdout instead of the table).")
-def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out):
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of the STM, CTM and GLM files (e.g. latin-1, gb2312).")
+def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out, encoding):
     """WER under successive scoring configurations (seed 001 Table 1)."""
     from ..io.common import atomic_write
     from ..scoring.ladder import ladder_markdown, run_ladder
@@ -79,7 +97,7 @@ def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out):
         return out_list
 
     result = run_ladder(ref, parse(hyps), list(glms), corrected_stm=corrected_stm,
-                        reference_segmentation=dict(parse(ref_seg_hyps)))
+                        reference_segmentation=dict(parse(ref_seg_hyps)), encoding=encoding)
     table = ladder_markdown(result)
     check_one_stdout(**{"-o/--out": out, "--json": json_out})
     if out and out != "-":

@@ -149,10 +149,10 @@ def _slot_span(alternatives: Iterable[Alternative]) -> tuple[float, float]:
     return (min(starts), max(ends)) if starts else (math.nan, math.nan)
 
 
-def read_alternatives_ctm(path: str, kind: str = "ctm") -> list[Alternatives]:
+def read_alternatives_ctm(path: str, kind: str = "ctm", encoding: str = "utf-8") -> list[Alternatives]:
     """Read an (alt-)CTM back into one :class:`Alternatives` per ``(file, channel)`` (file order)."""
     groups: dict[tuple[str, str], list[Slot]] = {}
-    for item in read_ctm(path):
+    for item in read_ctm(path, encoding):
         if isinstance(item, CtmWord):
             alt = _alternative_from_words((item,), None)
             slot = Slot(*_slot_span([alt]), (alt,))

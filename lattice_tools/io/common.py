@@ -37,8 +37,20 @@ def open_text_input(path: str, encoding: str = "utf-8") -> IO[str]:
     return io.TextIOWrapper(open_binary_input(path), encoding=encoding, errors="strict")
 
 
+def decode_error(path: str, encoding: str, exc: UnicodeDecodeError, data: bytes | None = None,
+                 line: int | None = None) -> FormatError:
+    """The error for bytes that are not valid ``encoding`` text: names the file, the line (counted in
+    ``data`` up to the bad byte when given) and the ``--encoding`` option."""
+    if line is None and data is not None:
+        line = data.count(b"\n", 0, exc.start) + 1
+    return FormatError(f"not valid {encoding} text ({exc.reason}); give the file's encoding with --encoding "
+                       "(e.g. latin-1, gb2312)", path=str(path), line=line)
+
+
 def read_text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line_without_newline)``; decoding and gzip errors name the file."""
+    """Yield ``(line_number, line_without_newline)``; decoding and gzip errors name the file (and the
+    line of a byte that is not valid ``encoding``)."""
+    lineno = 0
     try:
         with open_text_input(path, encoding) as f:
             for lineno, line in enumerate(f, 1):
@@ -46,7 +58,17 @@ def read_text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, s
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise FormatError(f"truncated or corrupt gzip data ({exc})", path=str(path)) from None
     except UnicodeDecodeError as exc:
-        raise FormatError(f"not valid {encoding} text ({exc.reason} at byte {exc.start})", path=str(path)) from None
+        # the decoder reads ahead: find the line in the bytes (a file is read again; stdin cannot be)
+        bad_line = None
+        if str(path) != "-":
+            with open_binary_input(path) as raw:
+                for n, chunk in enumerate(raw, 1):
+                    try:
+                        chunk.decode(encoding)
+                    except UnicodeDecodeError:
+                        bad_line = n
+                        break
+        raise decode_error(path, encoding, exc, line=bad_line if bad_line is not None else lineno + 1) from None
 
 
 # Temporary files of atomic writes are named ``.tmp.<host>.<pid>.<random>.<target name>``: a later write

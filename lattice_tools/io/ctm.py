@@ -49,6 +49,9 @@ class CtmWord:
     confidence: float | None = None
     lineno: int = 0
     raw: str | None = field(default=None, compare=False, repr=False)
+    # NIST RT CTM (8 fields): token type (lex, frag, fp, un-lex, for-lex, non-lex) and speaker
+    type: str | None = None
+    speaker: str | None = None
 
     @property
     def end(self) -> float | None:
@@ -109,20 +112,40 @@ def _parse_number(token: str, what: str, path, lineno: int, allow_star: bool) ->
     return value
 
 
+RT_TOKEN_TYPES = ("lex", "frag", "fp", "un-lex", "for-lex", "non-lex")
+
+
+def _parse_rt_fields(parts: list, path, lineno: int):
+    """(confidence, type, speaker) of a 7- or 8-field NIST RT CTM line; the confidence may be
+    ``NA`` (none), as sclite and hubscr accept."""
+    conf = None if parts[5].upper() == "NA" else _parse_number(parts[5], "confidence", path, lineno, allow_star=False)
+    if parts[6] not in RT_TOKEN_TYPES:
+        raise FormatError(f"expected a token type ({', '.join(RT_TOKEN_TYPES)}) in field 7, got {parts[6]!r}",
+                          path=path, line=lineno)
+    return conf, parts[6], (parts[7] if len(parts) == 8 else None)
+
+
 def parse_ctm_line(line: str, path: str = "<string>", lineno: int = 0) -> CtmWord | None:
     """Parse one CTM line into a :class:`CtmWord` (tag lines too: their ``word`` is the tag).
 
     Returns None for blank and ``;;`` lines.  Raises FormatError unless the line has 5 or 6
-    fields with numeric (or ``*``) start and duration and a numeric confidence.
+    fields with numeric (or ``*``) start and duration and a numeric confidence, or is a NIST RT
+    CTM line of 7 or 8 fields: ``... <confidence or NA> <type> [<speaker>]``.
     """
     line = line.rstrip("\r\n")
     parts = line.split()                    # (str.split and str.strip agree on what is white space)
     if not parts or parts[0].startswith(";;"):
         return None
+    if len(parts) in (7, 8):
+        conf, typ, speaker = _parse_rt_fields(parts, path, lineno)
+        start = _parse_number(parts[2], "start time", path, lineno, allow_star=True)
+        duration = _parse_number(parts[3], "duration", path, lineno, allow_star=True)
+        return CtmWord(parts[0], parts[1], start, duration, parts[4], conf, lineno, raw=line, type=typ,
+                       speaker=speaker)
     if len(parts) not in (5, 6):
         raise FormatError(
-            f"expected '<file> <channel> <start> <duration> <word> [<confidence>]', got {len(parts)} fields",
-            path=path, line=lineno)
+            f"expected '<file> <channel> <start> <duration> <word> [<confidence> [<type> [<speaker>]]]', "
+            f"got {len(parts)} fields", path=path, line=lineno)
     # the usual line in one go; anything else through _parse_number, which names the problem
     try:
         start = None if parts[2] == "*" else float(parts[2])
@@ -139,7 +162,7 @@ def parse_ctm_line(line: str, path: str = "<string>", lineno: int = 0) -> CtmWor
     duration = _parse_number(parts[3], "duration", path, lineno, allow_star=True)
     # Negative durations occur in NIST's own test data (tima_hyp.ctm) and sclite accepts them.
     confidence = None
-    if len(parts) == 6:
+    if len(parts) == 6 and parts[5].upper() != "NA":  # NA: no confidence, as sclite reads it
         confidence = _parse_number(parts[5], "confidence", path, lineno, allow_star=False)
     return CtmWord(parts[0], parts[1], start, duration, parts[4], confidence, lineno, raw=line)
 
@@ -207,7 +230,7 @@ def parse_ctm_lines(numbered_lines: Iterable[tuple[int, str]], path: str = "<str
             if stack and nested == "error":
                 raise FormatError(
                     f"nested <ALT_BEGIN> inside the ALT block opened on line {stack[-1].tag.lineno} "
-                    "(sclite mis-scores nested blocks; read with nested='flatten' to expand them)",
+                    "(sclite mis-scores nested blocks; filter --flatten-alternations flattens them)",
                     path=path, line=lineno)
             if len(stack) >= MAX_ALTERNATION_DEPTH:
                 # flattening recurses once per level: bound the depth before it can exhaust the stack
@@ -239,8 +262,7 @@ def parse_ctm_lines(numbered_lines: Iterable[tuple[int, str]], path: str = "<str
                 stack[-1].alternatives[-1].append(rec)
                 stack[-1].raw.append(line)
             else:
-                if word == EMPTY_WORD:
-                    raise FormatError("expected '@' only inside an ALT block", path=path, line=lineno)
+                # a bare '@' outside a block is a word line sclite reads as the null word (nothing)
                 items.append(rec)
     if stack:
         raise FormatError(f"end of file inside the ALT block opened on line {stack[-1].tag.lineno} "
@@ -305,6 +327,12 @@ def format_ctm_word(w: CtmWord, time_format: str = "%.2f", conf_format: str = "%
     fields = [w.file, w.channel, _format_value(w.start, time_format), _format_value(w.duration, time_format), w.word]
     if w.confidence is not None:
         fields.append(conf_format % w.confidence)
+    if w.type is not None:  # NIST RT CTM
+        if w.confidence is None:
+            fields.append("NA")
+        fields.append(w.type)
+        if w.speaker is not None:
+            fields.append(w.speaker)
     return " ".join(fields)
 
 

@@ -309,7 +309,8 @@ def parse_glm_bytes(data: bytes, path: str = "<string>", *, encoding: str = "utf
                                right_context=_decode(rule.right_context, encoding),
                                text=_decode(rule.text, encoding))
             except UnicodeDecodeError as exc:
-                raise FormatError(f"rule text is not valid {encoding} ({exc.reason}); note that rfilter1 "
+                raise FormatError(f"rule text is not valid {encoding} ({exc.reason}); give the file's encoding "
+                                  "with --encoding (e.g. latin-1, gb2312); note that rfilter1 "
                                   f"splits lines longer than {RFILTER1_LINE_BYTES} bytes", path=path,
                                   line=lineno) from None
         rules.append(rule)

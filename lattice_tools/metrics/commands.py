@@ -19,7 +19,7 @@ def _config(normalizer, lang, orthography) -> EvalConfig:
     return EvalConfig(normalizer=normalizer, default_lang=lang, orthography=orthography)
 
 
-def load_alternatives(path: str):
+def load_alternatives(path: str, encoding: str = "utf-8"):
     """Read an alt-CTM into ``{key: Alternatives}`` with the toolkit's alt-CTM reader.
 
     The key is the CTM file id (one ``Alternatives`` per file/channel), which must be the
@@ -32,7 +32,7 @@ def load_alternatives(path: str):
     reader = getattr(altctm, "read_alternatives_ctm", None)
     if reader is None:
         raise LatticeToolsError("lattice_tools.io.altctm has no read_alternatives_ctm()", path=path)
-    items = reader(path)
+    items = reader(path, encoding=encoding)
     if isinstance(items, dict):
         items = items.values()
     return {a.key: a for a in items}
@@ -52,15 +52,15 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
             fmt: str = "auto", normalizer: str = "auto", lang: str | None = None, orthography: bool = True,
             resamples: int = 10_000, seed: int = 42, ci_method: str = "percentile",
             alternatives: Sequence[tuple[str, str]] = (), ks: Sequence[int | None] = DEFAULT_KS,
-            coverage_plot: str | None = None, progress: bool = False) -> dict:
+            coverage_plot: str | None = None, progress: bool = False, encoding: str = "utf-8") -> dict:
     """Score one system: JSON summary (all + per language, CIs, composite; with ``alternatives``
     also the oracle summary and the alternative-coverage rows per representation) to ``output``,
     per-utterance JSON lines to ``per_utterance``, the alternative-coverage figure to
     ``coverage_plot`` (png/pdf/svg).  Returns the summary."""
-    refs = read_transcripts(ref, fmt)
-    hyps = read_transcripts(hyp, fmt)
+    refs = read_transcripts(ref, fmt, encoding)
+    hyps = read_transcripts(hyp, fmt, encoding)
     check_keys(refs, hyps, hyp)
-    anns = read_annotations(annotations) if annotations else {}
+    anns = read_annotations(annotations, encoding) if annotations else {}
     config = _config(normalizer, lang, orthography)
     results = evaluate_system(refs, hyps, anns, config, progress=progress)
     summary = {"all": summarize(results, resamples=resamples, seed=seed, ci_method=ci_method)}
@@ -69,7 +69,7 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
     summary["composite"] = composite_of(summary["all"]["metrics"])
     if alternatives:
         summary["alternatives"] = _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed,
-                                                        ci_method)
+                                                        ci_method, encoding=encoding)
         if coverage_plot:
             from .alternatives import CoverageRow, plot_coverage
             rows = [CoverageRow(**{k: v for k, v in row.items() if k in CoverageRow.__dataclass_fields__})
@@ -83,7 +83,7 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
     return summary
 
 
-def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed, ci_method):
+def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed, ci_method, encoding="utf-8"):
     from .alternatives import alternative_coverage, oracle_path
     from .entities import entity_units
     from .script import SPACELESS_LANGUAGES
@@ -92,7 +92,7 @@ def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples,
     cache: dict = {}
     out = {}
     for label, path in alternatives:
-        nets_raw = load_alternatives(path)
+        nets_raw = load_alternatives(path, encoding)
         unknown = [k for k in nets_raw if k not in refs]
         if unknown:
             raise MismatchError(f"{len(unknown)} alternative keys are not reference ids, e.g. {unknown[0]!r}", path=path)
@@ -121,7 +121,7 @@ def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples,
 def leaderboard(ref: str, systems: Sequence[tuple[str, str]], annotations: str | None = None,
                 markdown: str | None = None, output: str = "-", fmt: str = "auto", normalizer: str = "auto",
                 lang: str | None = None, orthography: bool = True, resamples: int = 10_000, seed: int = 42,
-                ci_method: str = "percentile", progress: bool = False) -> dict:
+                ci_method: str = "percentile", progress: bool = False, encoding: str = "utf-8") -> dict:
     """Score several systems against one reference; JSON report to ``output``, Markdown to
     ``markdown``.  Returns the report."""
     from .leaderboard import build_leaderboard, render_markdown
@@ -131,12 +131,12 @@ def leaderboard(ref: str, systems: Sequence[tuple[str, str]], annotations: str |
     names = [n for n, _ in systems]
     if len(set(names)) != len(names):
         raise LatticeToolsError(f"system names must be unique, got {names}")
-    refs = read_transcripts(ref, fmt)
-    anns = read_annotations(annotations) if annotations else {}
+    refs = read_transcripts(ref, fmt, encoding)
+    anns = read_annotations(annotations, encoding) if annotations else {}
     config = _config(normalizer, lang, orthography)
     results = {}
     for name, path in systems:
-        hyps = read_transcripts(path, fmt)
+        hyps = read_transcripts(path, fmt, encoding)
         check_keys(refs, hyps, path)
         results[name] = evaluate_system(refs, hyps, anns, config, progress=progress)
     report = build_leaderboard(results, resamples=resamples, seed=seed, ci_method=ci_method)

@@ -26,16 +26,16 @@ from ..errors import FormatError, MismatchError
 from ..io.common import read_text_lines
 
 
-def read_transcripts(path: str, fmt: str = "auto") -> dict[str, str]:
+def read_transcripts(path: str, fmt: str = "auto", encoding: str = "utf-8") -> dict[str, str]:
     """``{utterance_id: text}`` in file order; duplicate ids are an error naming both lines.  ``auto``:
     the toolkit's one detection rule (:func:`lattice_tools.io.detect.detect_transcript_format`; an STM
-    or CTM is refused rather than read as text)."""
+    or CTM is refused rather than read as text).  ``encoding``: the file's text encoding."""
     if fmt == "auto":
         from ..io.detect import detect_transcript_format
 
         fmt = detect_transcript_format(path, None, allowed=("trn", "text"), role="transcript", option="--format",
-                                       empty="text")
-    lines = [(n, ln) for n, ln in read_text_lines(path) if ln.strip() and not ln.lstrip().startswith(";;")]
+                                       empty="text", encoding=encoding)
+    lines = [(n, ln) for n, ln in read_text_lines(path, encoding) if ln.strip() and not ln.lstrip().startswith(";;")]
     out: dict[str, str] = {}
     seen: dict[str, int] = {}
     if fmt == "trn":
@@ -87,9 +87,9 @@ def _annotation(obj, path, line, key) -> Annotation:
     return Annotation(lang, tuple(ents), cs, extra)
 
 
-def read_annotations(path: str) -> dict[str, Annotation]:
+def read_annotations(path: str, encoding: str = "utf-8") -> dict[str, Annotation]:
     """Per-utterance annotations from JSON, JSON lines or TSV (see module docstring)."""
-    lines = list(read_text_lines(path))
+    lines = list(read_text_lines(path, encoding))
     text = "\n".join(ln for _, ln in lines).strip()
     out: dict[str, Annotation] = {}
     if not text:

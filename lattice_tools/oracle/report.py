@@ -16,7 +16,7 @@ from .lattice_oracle import OracleResult, lattice_oracle
 from .representations import REPRESENTATIONS, ctm_oracle, load_references, make_alternatives, match_references
 
 
-def _is_ctm(path: str, format: str | None = None) -> bool:
+def _is_ctm(path: str, format: str | None = None, encoding: str = "utf-8") -> bool:
     """An input is an (alt-)CTM when named ``.ctm`` or, failing a lattice format from its name, when
     its content is a CTM (:func:`lattice_tools.io.detect.detect_transcript_format`)."""
     from ..io import guess_format
@@ -32,7 +32,8 @@ def _is_ctm(path: str, format: str | None = None) -> bool:
     except LatticeToolsError:
         if not os.path.isfile(str(path)):
             raise
-    return detect_transcript_format(str(path), allowed=("ctm",), role="input", option="--format") == "ctm"
+    return detect_transcript_format(str(path), allowed=("ctm",), role="input", option="--format",
+                                    encoding=encoding) == "ctm"
 
 
 def _check_references_covered(keys, refs: dict, allow_missing: bool, reference: str, warnings: list) -> None:
@@ -55,7 +56,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                json_out: str | None = None, progress: bool | None = None, ref_format: str | None = None,
                format: str | None = None, words: str | None = None, frame_shift: float | None = None,
                frame_subsampling_factor: int | None = None, allow_missing: bool = False,
-               allow_untimed: bool = False, max_memory: int | None = None) -> dict:
+               allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8") -> dict:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
@@ -77,6 +78,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
       json_out: also write the report (with per-utterance counts) as JSON.
       max_memory: bound the N-best/phrase searches by this many bytes of resident memory instead of
         their node/state counts (BudgetExceededError past it; None: the counts).
+      encoding: text encoding of the reference, GLM and CTM files (e.g. ``latin-1``, ``gb2312``).
     Returns:
       ``{"counts": {...}, "wer": ..., "precision": ..., "recall": ..., "intervals": {...},
       "utterances": [...]}``.
@@ -91,25 +93,25 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     disable = (not os.isatty(2)) if progress is None else not progress
     opts = dict(mode=mode, optional_deletable=optional_deletable)
     specs = [inputs] if isinstance(inputs, (str, os.PathLike)) else [str(x) for x in inputs]
-    is_ctm = [_is_ctm(x, format) for x in specs]
+    is_ctm = [_is_ctm(x, format, encoding) for x in specs]
     if any(is_ctm) and len(specs) > 1:
         raise LatticeToolsError("an alt-CTM input is scored on its own: give one CTM file, or lattices")
     warnings: list[str] = []
     rfmt = detect_transcript_format(str(reference), ref_format, allowed=("stm", "trn", "text"), role="reference",
-                                    option="--ref-format")
+                                    option="--ref-format", encoding=encoding)
     results: list[OracleResult]
     if is_ctm[0] and rfmt == "stm":
         stm_path = reference
         if glm is not None:
             from .representations import _filtered_copy
-            stm_path = _filtered_copy(str(reference), glm, "stm")
-        results = ctm_oracle(str(specs[0]), str(stm_path), **opts)
+            stm_path = _filtered_copy(str(reference), glm, "stm", encoding)
+        results = ctm_oracle(str(specs[0]), str(stm_path), encoding=encoding, **opts)
         what = "alt-CTM"
     else:
-        refs = load_references(str(reference), glm=glm, fmt=rfmt)
+        refs = load_references(str(reference), glm=glm, fmt=rfmt, encoding=encoding)
         if is_ctm[0]:
             from ..io.altctm import read_alternatives_ctm
-            alts = read_alternatives_ctm(str(specs[0]))
+            alts = read_alternatives_ctm(str(specs[0]), encoding=encoding)
             keys = [a.file for a in alts]
             match_references(keys, refs, what="CTM file")
             _check_references_covered(keys, refs, allow_missing, str(reference), warnings)

@@ -109,7 +109,7 @@ def utterance_oracle(lat, reference, representation: str, n: int | None = None, 
 # ----------------------------------------------------------------------------------------------
 # References
 # ----------------------------------------------------------------------------------------------
-def load_references(path: str, *, glm: str | None = None, fmt: str | None = None) -> dict:
+def load_references(path: str, *, glm: str | None = None, fmt: str | None = None, encoding: str = "utf-8") -> dict:
     """Reference transcripts keyed for per-utterance lattices: ``{key: transcript text}``.
 
     ``fmt`` is ``"trn"`` (key = utterance id), ``"stm"`` (key = file; the segments of that file's
@@ -120,20 +120,21 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
     csrfilt's ``ref.stm.filt`` are STM; ambiguous content is refused, naming ``--ref-format``).
     ``glm``: a NIST GLM applied to the reference as csrfilt does (needs the toolkit's filter).
     An utterance id given twice with different words raises MismatchError naming both lines.
+    ``encoding``: the text encoding of the reference and GLM files.
     """
     from ..io.detect import detect_transcript_format
 
     p = str(path)
     fmt = detect_transcript_format(p, fmt, allowed=("stm", "trn", "text"), role="reference",
-                                   option="--ref-format")
+                                   option="--ref-format", encoding=encoding)
     if glm is not None:
-        p = _filtered_copy(p, glm, fmt)
+        p = _filtered_copy(p, glm, fmt, encoding)
     refs: dict = {}
     if fmt in ("trn", "text"):
         from ..io.kaldi_data import read_kaldi_text
         from ..io.trn import read_trn
         lines: dict = {}
-        for u in (read_trn(p) if fmt == "trn" else read_kaldi_text(p)):
+        for u in (read_trn(p, encoding) if fmt == "trn" else read_kaldi_text(p, encoding)):
             if u.utt_id in refs and refs[u.utt_id] != u.text:
                 raise MismatchError(f"utterance id {u.utt_id!r} appears twice in the reference with different "
                                     f"words (lines {lines[u.utt_id]} and {u.lineno})", path=str(path), key=u.utt_id)
@@ -142,7 +143,7 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
         return refs
     if fmt == "stm":
         from ..io.stm import read_stm
-        stm = read_stm(p)
+        stm = read_stm(p, encoding)
         first_channel: dict = {}
         segs: dict = {}
         for seg in stm.segments:
@@ -159,7 +160,7 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
     raise LatticeToolsError(f"unknown reference format {fmt!r}; expected stm, trn or text", path=p)
 
 
-def _filtered_copy(path: str, glm: str, fmt: str) -> str:
+def _filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") -> str:
     """Apply a GLM to a reference file with the toolkit's csrfilt-exact filter (into a temp file)."""
     import os
     import tempfile
@@ -184,14 +185,14 @@ def _filtered_copy(path: str, glm: str, fmt: str) -> str:
             from ..io.kaldi_data import read_kaldi_text
             from ..io.trn import read_trn, write_trn
 
-            write_trn(tmp, read_kaldi_text(path))
-            filter_file(glm, tmp, tmp, "trn")
-            utts = read_trn(tmp)
-            with open(tmp, "w", encoding="utf-8") as out:
+            write_trn(tmp, read_kaldi_text(path, encoding), encoding=encoding)
+            filter_file(glm, tmp, tmp, "trn", encoding=encoding)
+            utts = read_trn(tmp, encoding)
+            with open(tmp, "w", encoding=encoding) as out:
                 for u in utts:
                     out.write(f"{u.utt_id} {u.text}\n")
             return tmp
-        filter_file(glm, path, tmp, fmt)
+        filter_file(glm, path, tmp, fmt, encoding=encoding)
     except BaseException:
         discard_temporary(tmp)
         raise
@@ -209,7 +210,7 @@ def match_references(keys: Iterable[str], references: Mapping[str, object], *, w
 # alt-CTM against STM (what sclite scores)
 # ----------------------------------------------------------------------------------------------
 def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_deletable: bool = False,
-               case_sensitive: bool = False, with_words: bool = True) -> list[OracleResult]:
+               case_sensitive: bool = False, with_words: bool = True, encoding: str = "utf-8") -> list[OracleResult]:
     """Oracle of an (alt-)CTM file against an STM, one result per scored STM segment.
 
     This is exactly what sclite computes for an alt-CTM, so it *is* the scorer
@@ -228,7 +229,8 @@ def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_d
     from ..scoring.sclite import score_files
 
     result = score_files(str(stm_path), str(ctm_path), ref_format="stm", hyp_format="ctm", mode=mode,
-                         optional_deletable=optional_deletable, case_sensitive=case_sensitive, allow_missing=True)
+                         optional_deletable=optional_deletable, case_sensitive=case_sensitive, allow_missing=True,
+                         encoding=encoding)
     out = []
     for seg in result.segments:
         a = seg.alignment

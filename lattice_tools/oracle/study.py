@@ -126,14 +126,15 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               ref_format: str | None = None, format: str | None = None, words: str | None = None,
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
               allow_untimed: bool = False, title: str | None = None,
-              baselines: list | None = None) -> StudyResult:
+              baselines: list | None = None, encoding: str = "utf-8") -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
       lattice_sets: ``{name: lattices}``, each a spec for :func:`lattice_tools.io.read_lattices`
         (SLF directory, ``ark:``, ``.pt`` ...) or a list of :class:`Lattice` -- e.g. the same audio
         decoded with different beams.
-      references: ``{key: transcript}`` or a path (stm/trn/text, see :func:`load_references`);
+      references: ``{key: transcript}`` or a path (stm/trn/text, see :func:`load_references`;
+        ``encoding``: its text encoding);
         keys must match the lattice keys (per-utterance lattices, reference segmentation).
       ns: depths N to request; ``include_infinity`` adds N=inf (every alternative) for sausage
         and phrase and N-best, each when the search budget ``inf_max_pops`` allows it (else the
@@ -157,7 +158,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
 
     reference_name = str(references) if isinstance(references, (str, os.PathLike)) else None
     if isinstance(references, (str, os.PathLike)):
-        references = load_references(str(references), fmt=ref_format)
+        references = load_references(str(references), fmt=ref_format, encoding=encoding)
     os.makedirs(out_dir, exist_ok=True)
     reps = [r for r in representations if r != "1best"]
     unknown = set(reps) - {"nbest", "sausage", "phrase", "lattice"}

@@ -8,7 +8,8 @@ Submodules are imported lazily (``from lattice_tools.scoring import score_stm_ct
   :func:`from_ctm_items`;
 - :mod:`.align` -- :func:`align_networks`, :func:`align_batch`, :func:`align_words`, :class:`AlignOptions`;
 - :mod:`.sclite` -- :func:`score_stm_ctm`, :func:`score_trn`, :func:`score_files`, :class:`ScoreResult`;
-- :mod:`.reports` -- :func:`kaldi_line`, :func:`sys_report`, :func:`pra_report`, :func:`json_report`,
+- :mod:`.reports` -- :func:`kaldi_line`, :func:`sys_report`, :func:`pra_report`, :func:`dtl_report`,
+  :func:`json_report`,
   :func:`write_reports`;
 - :mod:`.ladder` -- :func:`run_ladder`, :func:`ladder_markdown`, :func:`alternation_glm`;
 - :mod:`.counts` -- :class:`ErrorCounts`; :mod:`.glm_filter` -- csrfilt-exact GLM filtering.
@@ -27,6 +28,7 @@ _EXPORTS = {
     "ScoreResult": "sclite", "SegmentScore": "sclite", "score_stm_ctm": "sclite", "score_trn": "sclite",
     "score_files": "sclite",
     "kaldi_line": "reports", "sys_report": "reports", "pra_report": "reports", "json_report": "reports",
+    "dtl_report": "reports",
     "write_reports": "reports",
     "run_ladder": "ladder", "ladder_markdown": "ladder", "alternation_glm": "ladder",
 }

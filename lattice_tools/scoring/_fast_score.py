@@ -256,8 +256,8 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
     n_jobs = len(ref_tokens)
     n_arcs = _job_arcs(job_items, hyp)
     ref_len = np.fromiter((len(t) for t in ref_tokens), np.int64, count=n_jobs)
-    # confidences are reported only when every scored hypothesis arc has one
-    with_conf = bool(n_arcs.sum()) and _all_arcs_have_conf(job_items, hyp)
+    # sclite reports NCE when any word of the CTM has a confidence (a word without one counts as 0)
+    with_conf = bool(n_arcs.sum()) and bool((~np.isnan(hyp.arc_conf)).any())
     order = np.argsort(ref_len, kind="stable")
     alignments: list = [None] * n_jobs
     confs: list | None = [None] * n_jobs if with_conf else None
@@ -295,13 +295,6 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
             if confs is not None:
                 confs[j] = conf[k]
     return alignments, confs, counts
-
-
-def _all_arcs_have_conf(job_items, hyp) -> bool:
-    items = np.concatenate(job_items).astype(np.int64, copy=False)
-    alts = _ranges(hyp.alt0[items], hyp.n_alts[items])
-    arcs = _ranges(hyp.alt_arc0[alts], hyp.alt_len[alts])
-    return not np.isnan(hyp.arc_conf[arcs]).any()
 
 
 def _score_chunk(ref_tokens: list, job_items: list, hyp: HypItems, *, optional_deletable: bool,
@@ -638,8 +631,10 @@ def _score_chunk(ref_tokens: list, job_items: list, hyp: HypItems, *, optional_d
         alignments.append(Alignment.deferred(_Deferred(make_pairs, j), counts, best_l[j]))
     conf = None
     if with_conf:
-        has_hyp = (kind == 0) | (kind == 1) | (kind == 4) | (kind == 5)
-        conf_l = np.where(has_hyp, arc_conf[np.maximum(s_b[order], 0)] if n_arcs else np.nan, np.nan).tolist()
+        # (sclite leaves null words out of the NCE; a word without confidence counts as 0)
+        has_hyp = ((kind == 0) | (kind == 1) | (kind == 4) | (kind == 5)) & (hk[order] >= 0)
+        conf_l = np.where(has_hyp, np.nan_to_num(arc_conf[np.maximum(s_b[order], 0)], nan=0.0) if n_arcs else 0.0,
+                          0.0).tolist()
         op_l = np.where((kind == 0) | (kind == 4), "C", "S").tolist()
         hh = has_hyp.tolist()
         conf = [[(op_l[k], conf_l[k]) for k in range(bounds_l[j], bounds_l[j + 1]) if hh[k]] for j in range(n_jobs)]

@@ -84,6 +84,11 @@ class ErrorCounts:
         return (f"{label} {100 * self.wer:.2f} [ {self.errors} / {self.ref_words}, {self.insertions} ins, "
                 f"{self.deletions} del, {self.substitutions} sub ]")
 
+    def kaldi_ser_line(self) -> str:
+        """Kaldi's ``compute-wer`` sentence line: ``%SER 12.34 [ e / n ]`` (segments with an error)."""
+        rate = 100 * self.segment_errors / self.segments if self.segments else 0.0
+        return f"%SER {rate:.2f} [ {self.segment_errors} / {self.segments} ]"
+
     def as_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d.update(errors=self.errors, wer=self.wer, precision=self.precision, recall=self.recall)

@@ -33,7 +33,7 @@ import re
 from typing import Iterable, Sequence
 
 from ..errors import BudgetExceededError, FormatError, LatticeToolsError
-from ..io.common import atomic_write, open_binary_input
+from ..io.common import atomic_write, decode_error, open_binary_input
 from ..io.ctm import CtmAltBlock, CtmItems, CtmWord, parse_ctm_lines
 from ..io.glm import Glm, read_glm
 from ..io.stm import Stm, parse_stm_line
@@ -951,7 +951,7 @@ def _render_input(items_or_path, fmt: str, encoding: str, fast: bool = False) ->
         try:
             return data.decode(encoding), path
         except UnicodeDecodeError as exc:
-            raise FormatError(f"not valid {encoding} text ({exc.reason} at byte {exc.start})", path=path) from None
+            raise decode_error(path, encoding, exc, data) from None
     items = items_or_path
     if fmt == "txt":
         if isinstance(items, str):
@@ -975,13 +975,32 @@ def _render_input(items_or_path, fmt: str, encoding: str, fast: bool = False) ->
     return "".join(line + "\n" for line in lines), f"<{fmt} records>"
 
 
-def _parse_output(out: str, fmt: str, path: str, max_alternatives: int):
+def count_nested_blocks(lines: Iterable[str]) -> int:
+    """Number of ``<ALT_BEGIN>`` lines inside an open ALT block (what csrfilt makes when a GLM rule
+    with an alternation rewrites a word that is already inside an ALT block)."""
+    depth = nested = 0
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 5:
+            continue
+        if parts[4] == "<ALT_BEGIN>":
+            nested += depth > 0
+            depth += 1
+        elif parts[4] == "<ALT_END>":
+            depth = max(0, depth - 1)
+    return nested
+
+
+def _parse_output(out: str, fmt: str, path: str, max_alternatives: int, nested: str = "error"):
     lines = _text_lines(out)
     where = path + " (filtered)"
     if fmt == "txt":
         return out
     if fmt == "ctm":
-        return parse_ctm_lines(enumerate(lines, 1), where, nested="error", max_alternatives=max_alternatives)
+        items = parse_ctm_lines(enumerate(lines, 1), where, nested=nested, max_alternatives=max_alternatives)
+        # how many blocks were flattened (a caller warns about them)
+        items.nested_blocks = count_nested_blocks(lines) if nested == "flatten" and "<ALT_BEGIN>" in out else 0
+        return items
     if fmt == "stm":
         segments, header, layout = [], [], []
         for n, line in enumerate(lines, 1):
@@ -1009,7 +1028,8 @@ def apply_glm(glm, items_or_path, *, fmt: str, delete_hyphens: bool = False, upc
               extended_ascii: bool = False, purpose: str | None = None, encoding: str = "utf-8",
               utterance_map=None, flatten_alternations: bool = False, repair_optional: str | None = None,
               optional_words: Sequence[str] = (), optional_style: str = "parens",
-              exclude_words: Sequence[str] = (), max_alternatives: int = 10000, fast: bool = True):
+              exclude_words: Sequence[str] = (), max_alternatives: int = 10000, fast: bool = True,
+              nested: str = "error"):
     """Apply a GLM like ``csrfilt.sh`` and return parsed records.
 
     Args:
@@ -1026,11 +1046,17 @@ def apply_glm(glm, items_or_path, *, fmt: str, delete_hyphens: bool = False, upc
       flatten_alternations, repair_optional, optional_words, optional_style, exclude_words,
         max_alternatives: the opt-in repairs of :func:`filter_text`.
       fast: False runs the reference implementation (same result; the tests' oracle).
+      nested: (ctm) what to do with the nested ALT blocks csrfilt's output can have:
+        ``"error"`` raises FormatError (sclite would mis-score them), ``"flatten"`` reads each
+        outer block as the Cartesian product of its alternatives in listed order (so sclite's
+        ties still favour the earlier alternative; :func:`~lattice_tools.io.ctm.flatten_nested_block`),
+        keeping csrfilt's times.  ``flatten_alternations`` implies ``"flatten"``.
 
     Returns: an :class:`Stm` (stm), a :class:`CtmItems` list (ctm), a ``TrnUtterances`` list
-    (trn) or the filtered text (txt).  Without ``flatten_alternations`` a CTM whose filtering
-    made nested ALT blocks raises FormatError (sclite would mis-score it).
+    (trn) or the filtered text (txt).
     """
+    if nested not in ("error", "flatten"):
+        raise ValueError(f"nested must be 'error' or 'flatten', not {nested!r}")
     if utterance_map is not None and not os.path.isfile(str(utterance_map)):
         raise FormatError("utterance map file does not exist", path=str(utterance_map))
     text, path = _render_input(items_or_path, fmt, encoding, fast=fast)
@@ -1039,7 +1065,7 @@ def apply_glm(glm, items_or_path, *, fmt: str, delete_hyphens: bool = False, upc
                       repair_optional=repair_optional, optional_words=optional_words,
                       optional_style=optional_style, exclude_words=exclude_words,
                       max_alternatives=max_alternatives, fast=fast)
-    return _parse_output(out, fmt, path, max_alternatives)
+    return _parse_output(out, fmt, path, max_alternatives, nested)
 
 
 def filter_file(glm_path, in_path, out_path, fmt: str, delete_hyphens: bool = False, *, upcase: bool = True,
@@ -1073,7 +1099,7 @@ def _read_stdin(encoding: str) -> str:
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise FormatError(f"not valid {encoding} text ({exc.reason} at byte {exc.start})", path="-") from None
+        raise decode_error("-", encoding, exc, data) from None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -52,12 +52,12 @@ def alternation_glm(glm):
     return replace(g, rules=tuple(rules))
 
 
-def _filtered(glms, stm, ctm):
+def _filtered(glms, stm, ctm, encoding="utf-8"):
     from .glm_filter import apply_glm
 
     for g in glms:
-        stm = apply_glm(g, stm, fmt="stm", purpose="ref")
-        ctm = apply_glm(g, ctm, fmt="ctm", purpose="hyp", flatten_alternations=True)
+        stm = apply_glm(g, stm, fmt="stm", purpose="ref", encoding=encoding)
+        ctm = apply_glm(g, ctm, fmt="ctm", purpose="hyp", flatten_alternations=True, encoding=encoding)
     return stm, ctm
 
 
@@ -80,7 +80,7 @@ def _repair_stm(stm):
 
 def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, corrected_stm: str | None = None,
                reference_segmentation: dict | None = None, optional_deletable: bool = True,
-               fragments: bool = True) -> dict:
+               fragments: bool = True, encoding: str = "utf-8") -> dict:
     """Score every system under every configuration of the ladder (see the module docstring).
 
     Args:
@@ -89,6 +89,7 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
       glms: GLM paths; ``glms[0]`` is the base GLM, the others are added one per row.
       corrected_stm: a corrected reference STM (row 3); without it rows 3- use ``stm_path``.
       reference_segmentation: ``{name: ctm_path}`` of systems run on the reference segmentation.
+      encoding: text encoding of every STM, CTM and GLM file (e.g. ``latin-1``, ``gb2312``).
     Returns:
       ``{"systems": [...], "rows": [{"config": str, "wer": {name: percent}, "counts": {name: dict}}]}``.
     """
@@ -100,9 +101,12 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
     if not glms:
         raise FormatError("the ladder needs at least one GLM (the base GLM)")
     names = [n for n, _ in systems]
-    ctms = {n: read_ctm(p) for n, p in systems}
-    base_stm = read_stm(stm_path)
-    glm_objs = [read_glm(g) for g in glms]
+    from .sclite import _without_rt_fields
+
+    # (NIST RT CTM type/speaker fields are cut before csrfilt, as hubscr does)
+    ctms = {n: _without_rt_fields(read_ctm(p, encoding)) for n, p in systems}
+    base_stm = read_stm(stm_path, encoding)
+    glm_objs = [read_glm(g, encoding=encoding) for g in glms]
     hes, bc = set(), set()
     for g in glm_objs:
         h, b = glm_word_classes(g)
@@ -116,7 +120,7 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
             ctm = (ctm_map or ctms).get(name)
             if ctm is None:
                 continue
-            s, c = _filtered(glm_list, stm, ctm)
+            s, c = _filtered(glm_list, stm, ctm, encoding)
             if optional:
                 s = _optionalize_stm(s, sorted(optional))
             s = _repair_stm(s)
@@ -133,7 +137,7 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
         score_row(f"+ {os.path.basename(glms[k])}", base_stm, glm_objs[:k + 1])
     stm = base_stm
     if corrected_stm:
-        stm = read_stm(corrected_stm)
+        stm = read_stm(corrected_stm, encoding)
         score_row("STM with corrections", stm, glm_objs)
     alt_glms = [alternation_glm(g) for g in glm_objs]
     score_row("+ GLM with alternations", stm, alt_glms)
@@ -142,7 +146,7 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
     score_row("+ Exclude backchannels", stm, alt_glms, exclude=hes | bc, optional=bc)
     score_row("+ Single-segment STM", stm, alt_glms, exclude=hes | bc, optional=bc, single=True)
     if reference_segmentation:
-        refseg = {n: read_ctm(p) for n, p in reference_segmentation.items()}
+        refseg = {n: _without_rt_fields(read_ctm(p, encoding)) for n, p in reference_segmentation.items()}
         for n in refseg:
             if n not in names:
                 names.append(n)

@@ -214,9 +214,12 @@ class _Builder:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _clean_token(token: str, case_sensitive: bool, language: str | None = None) -> tuple:
-    """sclite's treatment of one word token: tags after unescaped ';' dropped, '\\;' unescaped,
-    a trailing '*' dropped, case folded; returns (word or None, optional, fragment)."""
-    text = _TAG_SPLIT.split(token, 1)[0].replace("\\;", ";") if ";" in token else token
+    """sclite's treatment of one word token (``new_WORD_parseText``): tags after an unescaped ';'
+    dropped, every backslash removed (``\\;`` is a literal ';', the Buckwalter ``\\*`` a literal
+    '*'), then a trailing '*' dropped, case folded; returns (word or None, optional, fragment)."""
+    text = _TAG_SPLIT.split(token, 1)[0] if ";" in token else token
+    if "\\" in text:
+        text = text.replace("\\", "")
     if len(text) > 1 and text.endswith("*"):
         text = text[:-1]
     if not case_sensitive:
@@ -230,7 +233,9 @@ def _clean_token(token: str, case_sensitive: bool, language: str | None = None) 
 
 
 def _tokenize(text: str, where: str) -> list:
-    """Split transcript text into word tokens and alternation tokens (lists of alternative texts)."""
+    """Split transcript text into word tokens and alternation tokens (lists of alternative texts),
+    as sclite's ``find_next_TEXT_token``: a token starting with ``{`` runs to its balancing ``}``
+    (white space included); any other token is a word up to the next white space."""
     if "{" not in text and "}" not in text:
         return text.split()
     tokens: list = []
@@ -251,7 +256,12 @@ def _tokenize(text: str, where: str) -> list:
                         break
                 j += 1
             if depth != 0:
-                raise FormatError(f"expected '}}' closing the alternation in {text!r}", path=where)
+                hint = ""
+                if i + 1 < n and not text[i + 1].isspace():
+                    # e.g. Buckwalter's alef wasla: sclite would swallow the rest of the line
+                    hint = (f"; a word starting with '{{' ({text[i:].split()[0]!r}) is an alternation to sclite: "
+                            "write it otherwise")
+                raise FormatError(f"expected '}}' closing the alternation in {text!r}{hint}", path=where)
             inner = text[i + 1:j]
             # split at top-level '/'
             alts, depth, last = [], 0, 0
@@ -275,8 +285,14 @@ def _tokenize(text: str, where: str) -> list:
             while j < n and not text[j].isspace():
                 j += 1
             word = text[i:j]
-            if "{" in word or "}" in word:
-                raise FormatError(f"expected braces to delimit a whole alternation, got {word!r}", path=where)
+            # sclite reads a token that does not start with '{' as a word, so '}' inside words (the
+            # Buckwalter transliteration of Arabic writes hamza on ya as '}') is an ordinary
+            # character; a '{' inside a word makes sclite parse a mangled alternation: refuse it.
+            if "{" in word:
+                raise FormatError(f"expected '{{' only at the start of an alternation, got the word {word!r} "
+                                  "(sclite would mis-read it)", path=where)
+            if word == "}":  # sclite's word '}', but surely an alternation's unbalanced end
+                raise FormatError(f"expected '}}' to close an alternation in {text!r}", path=where)
             tokens.append(word)
             i = j
     return tokens

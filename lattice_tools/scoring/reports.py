@@ -6,9 +6,10 @@
   (``# Snt # Wrd | Corr Sub Del Ins Err S.Err``);
 - :func:`pra_report` -- sclite's ``.pra`` per-segment alignments (``REF:``/``HYP:``/``Eval:``
   lines, errors upper-cased, ``*`` for the empty side), block for block like sclite's;
+- :func:`dtl_report` -- sclite's ``-o dtl`` detailed report (confusion pairs, insertions, ...);
 - :func:`json_report` -- counts, WER, precision and recall per speaker and overall (and sclite's
   NCE of the CTM confidences when the CTM has them);
-- :func:`write_reports` writes ``<name>.sys``, ``.raw``, ``.pra`` and ``.json`` into a directory.
+- :func:`write_reports` writes ``<name>.sys``, ``.raw``, ``.pra``, ``.dtl`` and ``.json`` into a directory.
 """
 from __future__ import annotations
 
@@ -46,95 +47,192 @@ def _row_values(c: ErrorCounts, raw: bool):
             _pct(c.errors, n), _pct(c.segment_errors, c.segments)]
 
 
-def sys_report(result, raw: bool = False) -> str:
+SPEAKER_STATS = ("sclite", "corrected")
+
+
+def _sclite_shifted(rows: list, zero: list) -> list:
+    """The per-speaker rows sclite's Mean/S.D./Median use when some speakers have no reference
+    words (scores.c): for each such speaker, in order, the later rows are shifted up one place and
+    the last set to -1000 -- but the array of word counts that says which speakers are empty is
+    not shifted, so with two or more empty speakers an empty speaker's counts stay in and a
+    non-empty speaker's percentages drop out.  The first ``len(rows) - #empty`` rows are used."""
+    arr = [list(r) for r in rows]
+    n = len(arr)
+    for k in range(n):
+        if zero[k]:
+            for j in range(k, n - 1):
+                arr[j] = arr[j + 1]
+            arr[n - 1] = [-1000.0] * len(arr[n - 1]) if n else []
+    return arr[:n - sum(zero)]
+
+
+def _stats(xs: list) -> tuple:
+    """(mean, S.D., median) as sclite's calc_mean_var_std_dev_Zstat computes them (0 for no data)."""
+    n = len(xs)
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    mean = sum(xs) / n
+    ordered = sorted(xs)
+    median = ordered[n // 2] if n % 2 else (ordered[n // 2] + ordered[n // 2 - 1]) / 2
+    ss = sum((x - mean) * (x - mean) for x in xs)
+    if any(isinstance(x, float) and not math.isfinite(x) for x in xs):
+        ss = math.nan  # an undefined NCE (zero entropy) makes its S.D. undefined too
+    if ss != ss:
+        sd = math.nan
+    else:  # (a non-zero sum of squares needs two values)
+        sd = math.sqrt(ss / (n - 1)) if ss != 0.0 else 0.0
+    return mean, sd, median
+
+
+def _nb(s: str, encoding: str = "utf-8") -> int:
+    # sclite works on bytes: widths are bytes of the text's encoding
+    return len(s.encode(encoding, errors="replace"))
+
+
+def _center(s: str, width: int, encoding: str = "utf-8") -> str:
+    """sclite's ``center``: the odd blank goes to the right; a longer text is left as it is."""
+    ft = max(0, (width - _nb(s, encoding)) // 2)
+    return " " * ft + s + " " * max(0, width - _nb(s, encoding) - ft)
+
+
+def desc_table(rows: list, page_width: int = 80, encoding: str = "utf-8") -> list[str]:
+    """Lay out a table as sclite's report generator (rpg.c ``Desc_dump_report``) does.
+
+    ``rows``: ``(separators, format, cells)``: ``separators`` the characters of the rule lines
+    drawn before the row (``"-"``, ``"="``, ``""``), ``format`` sclite's column format (``c``
+    centred / ``l`` left, ``|`` between two columns draws a bar, e.g. ``"l|cc|cccccc|c"``),
+    ``cells`` the texts.  Rows with the same number of columns share column widths (the widest
+    cell, in bytes); the table is as wide as its widest kind of row and narrower rows spread the
+    difference over their columns; lines are centred on a ``page_width`` page.
+    """
+    parsed = []
+    for seps, fmt, cells in rows:
+        just, inter = [], []
+        i = 0
+        while i < len(fmt):
+            just.append(fmt[i])
+            i += 1
+            if i < len(fmt) and fmt[i] == "|":
+                inter.append("|")
+                i += 1
+            else:
+                inter.append(" ")
+        parsed.append((seps, just, inter, list(cells)))
+    sizes: dict = {}
+    for _, just, _, cells in parsed:
+        sz = sizes.setdefault(len(just), [0] * len(just))
+        for c, cell in enumerate(cells):
+            sz[c] = max(sz[c], _nb(cell, encoding))
+    min_width = {n: 2 + sum(sz) + n - 1 for n, sz in sizes.items()}
+    width = max(min_width.values())
+    pad = " " * ((page_width - width) // 2) if width < page_width else ""
+    out = [pad + "," + "-" * (width - 2) + "."]
+    prev_inter = None
+    for seps, just, inter, cells in parsed:
+        n = len(just)
+        under = width - min_width[n]
+        col, added = [], 0
+        for c in range(n):
+            if c != n - 1:
+                adj = int(under / n * (c + 1) + 0.5) - added
+                added += adj
+            else:
+                adj = under - added
+            col.append(sizes[n][c] + adj)
+        for p in seps:
+            line = "|"
+            for c in range(n):
+                line += p * col[c]
+                if c < n - 1:
+                    cchr = inter[c]
+                    lcchr = prev_inter[c] if prev_inter is not None and c < len(prev_inter) else ""
+                    line += "+" if cchr == "|" and p == "-" and lcchr == "|" else p
+            out.append(pad + line + "|")
+        line = "|"
+        for c in range(n):
+            text = cells[c] if c < len(cells) else ""
+            ts = sizes[n][c]
+            left = (col[c] - ts) // 2
+            body = _center(text, ts, encoding) if just[c] == "c" else text + " " * max(0, ts - _nb(text, encoding))
+            line += " " * left + body + " " * (col[c] - ts - left)
+            if c < n - 1:
+                line += inter[c]
+        out.append(pad + line + "|")
+        prev_inter = inter
+    out.append(pad + "`" + "-" * (width - 2) + "'")
+    return out
+
+
+def sys_report(result, raw: bool = False, speaker_stats: str = "sclite") -> str:
     """sclite-style summary table (``raw=False``: ``.sys`` percentages, ``raw=True``: ``.raw`` counts),
-    laid out like sclite's: one row per speaker, ``Sum/Avg`` (``Sum`` for counts) and, for
-    percentages, ``Mean``/``S.D.``/``Median`` over speakers; an ``NCE`` column when the CTM had
-    confidences."""
+    laid out exactly like sclite's (:func:`desc_table`): one row per speaker, ``Sum/Avg`` (``Sum``
+    for counts), ``Mean``/``S.D.``/``Median`` over speakers, and an ``NCE`` column when the CTM had
+    confidences (an undefined NCE prints as sclite prints it, -2147483.648, and widens the column).
+
+    ``speaker_stats``: with two or more speakers without reference words sclite's Mean/S.D./Median of
+    the Corr..Err columns are computed on the wrong speakers (see :func:`_sclite_shifted`);
+    ``"sclite"`` (default) reproduces them so reports stay identical, ``"corrected"`` uses exactly
+    the speakers that have reference words."""
+    if speaker_stats not in SPEAKER_STATS:
+        raise ValueError(f"speaker_stats must be one of {SPEAKER_STATS}, not {speaker_stats!r}")
     names = list(result.speakers)
-    w = max([len(x) for x in names] + [4 if raw else 6])
     with_nce = result.nce is not None
     title = result.hyp_name or "hypothesis"
-
-    def label_cell(label, center=False):
-        if center:  # sclite centres with the odd space on the right
-            left = (w + 2 - len(label)) // 2
-            text = " " * left + label + " " * (w + 2 - len(label) - left)
-        else:
-            text = f" {label:<{w}} "
-        return text[:w + 2] if len(text) > w + 2 else text
-
-    def values_cell(vals, fractional, mark=""):
-        if raw and not fractional:
-            return f"{int(vals[0]):5d}" + "".join(f"{int(v):7d}" for v in vals[1:]) + " "
-        if mark == "*":  # no reference words: counts instead of percentages (S.Err stays a percentage)
-            return (f"{int(vals[0]):5d}*" + "".join(f"{int(v):6d}*" for v in vals[1:-1]) +
-                    f"{_f_round(vals[-1], 1):6.1f} ")
-        vals = [_f_round(v, 1) for v in vals]
-        if mark == "+":  # speakers without reference words left out of the statistic
-            return f"{vals[0]:5.1f}+" + "".join(f"{v:6.1f}+" for v in vals[1:-1]) + f"{vals[-1]:6.1f} "
-        return f"{vals[0]:5.1f}" + "".join(f"{v:7.1f}" for v in vals[1:]) + " "
-
-    def row(label, snt, wrd, vals, nce=None, center=False, fractional=False, mark=""):
-        if fractional:
-            counts = f"{_f_round(snt, 1):5.1f}{_f_round(wrd, 1):7.1f} "
-        else:
-            counts = f"{snt:5d}{wrd:7d} "
-        text = "|" + label_cell(label, center) + "|" + counts + "|" + values_cell(vals, fractional, mark) + "|"
-        if with_nce:
-            text += (f" {_f_round(nce, 3):6.3f} " if nce is not None else " " * 8) + "|"
-        return text
-
-    header = "|" + label_cell("SPKR") + "| # Snt # Wrd | Corr    Sub    Del    Ins    Err  S.Err |"
-    if with_nce:
-        header += "  NCE   |"
-    width = len(header)
-    rule = "|" + "-" * (w + 2) + "+" + "-" * 13 + "+" + "-" * 41 + ("+" + "-" * 8 if with_nce else "") + "|"
-    dbl = "|" + "=" * (width - 2) + "|"
-    left = (width - 2 - len(title)) // 2  # odd space on the right, as sclite
-    title_line = "|" + " " * left + title + " " * (width - 2 - len(title) - left) + "|"
-    out = ["," + "-" * (width - 2) + ".", title_line, "|" + "-" * (width - 2) + "|",
-           header, rule]
+    fr = _f_round
+    pct_fmt = "{:5.0f} " if raw else "{:5.1f} "
+    prec = 0 if raw else 1
+    nce_col = "|c" if with_nce else ""
+    row_fmt = "l|cc|cccccc" + nce_col
+    rows = [("", "c", [title]),
+            ("-", row_fmt, [" SPKR", " # Snt", "# Wrd", "Corr", " Sub", " Del", " Ins", " Err", "S.Err"]
+             + (["NCE"] if with_nce else []))]
     empty = [x for x in names if result.speakers[x].ref_words == 0] if not raw else []
-    for i, name in enumerate(names):
+    for name in names:
         c = result.speakers[name]
-        if name in empty:
-            vals = [c.correct, c.substitutions, c.deletions, c.insertions, c.errors,
-                    _pct(c.segment_errors, c.segments)]
-            out.append(row(name, c.segments, c.ref_words, vals, result.speaker_nce.get(name), mark="*"))
+        if raw or c.ref_words > 0:
+            vals = _row_values(c, raw)[:5]
+            cells = [pct_fmt.format(fr(v, prec)) for v in vals]
         else:
-            out.append(row(name, c.segments, c.ref_words, _row_values(c, raw), result.speaker_nce.get(name)))
-        if i < len(names) - 1:
-            out.append(rule)
-    out.append(dbl)
+            cells = ["{:5.0f}*".format(fr(v, 0)) for v in (c.correct, c.substitutions, c.deletions, c.insertions,
+                                                          c.errors)]
+        cells.append(pct_fmt.format(fr(_row_values(c, raw)[5], prec)))
+        if with_nce:
+            cells.append("{:7.3f} ".format(fr(result.speaker_nce.get(name, 0.0), 3)) if c.ref_words > 0 else "# ")
+        rows.append(("-", row_fmt, [f" {name} ", f"{c.segments:5d}", f"{c.ref_words:5d}"] + cells))
     tot = result.total
-    out.append(row("Sum" if raw else "Sum/Avg", tot.segments, tot.ref_words, _row_values(tot, raw), result.nce))
-    out.append(dbl)
-    if names:
-        per = [result.speakers[x] for x in names]
-        kept = [result.speakers[x] for x in names if x not in empty] or per
-        cols = list(zip(*[_row_values(c, raw) for c in kept]))
-        serr = [_row_values(c, raw)[-1] for c in per]
-        snt = [c.segments for c in per]
-        wrd = [c.ref_words for c in per]
-        nces = [result.speaker_nce.get(x, 0.0) for x in names]
-
-        import statistics  # (only the .sys/.raw summaries need it: not imported on every run)
-
-        def sd(xs):
-            if any(isinstance(x, float) and not math.isfinite(x) for x in xs):
-                return math.nan  # an undefined NCE (zero entropy) makes its summary undefined too
-            return statistics.stdev(xs) if len(xs) > 1 else 0.0
-
-        for label, fn in ((" Mean ", statistics.mean), (" S.D. ", sd), ("Median", statistics.median)):
-            vals = [fn(list(col)) for col in cols[:-1]] + [fn(serr)]
-            out.append(row(label, fn(snt), fn(wrd), vals, fn(nces) if with_nce else None, center=True,
-                           fractional=True, mark="+" if empty else ""))
-    out.append("`" + "-" * (width - 2) + "'")
+    if raw:
+        cells = [" Sum", f"{tot.segments:5d}", f"{tot.ref_words:5d}"] + [
+            pct_fmt.format(fr(float(v), 0)) for v in _row_values(tot, True)]
+    else:
+        cells = [" Sum/Avg", f"{tot.segments:5d}", f"{tot.ref_words:5d}"] + [
+            "{:5.1f} ".format(fr(v, 1)) for v in _row_values(tot, False)]
+    if with_nce:
+        cells.append("{:7.3f} ".format(fr(result.nce, 3)))
+    rows.append(("=", row_fmt, cells))
+    per = [result.speakers[x] for x in names]
+    values = [_row_values(c, raw) for c in per]
+    if empty and speaker_stats == "sclite":
+        # what sclite holds for an empty speaker: its counts
+        rows_in = [[c.correct, c.substitutions, c.deletions, c.insertions, c.errors] if x in empty else v[:5]
+                   for x, c, v in zip(names, per, values)]
+        kept = _sclite_shifted(rows_in, [x in empty for x in names])
+    else:
+        kept = [v[:5] for x, v in zip(names, values) if x not in empty]
+    cols = [list(col) for col in zip(*kept)] if kept else [[] for _ in range(5)]
+    stats = [_stats(col) for col in cols]
+    serr_s = _stats([v[5] for v in values])
+    snt_s, wrd_s = _stats([c.segments for c in per]), _stats([c.ref_words for c in per])
+    nce_s = _stats([result.speaker_nce.get(x, 0.0) for x in names])
+    tpct = "{:5.1f}+" if empty else "{:5.1f} "
+    for k, label in enumerate((" Mean ", " S.D. ", "Median")):
+        cells = [label, "{:5.1f} ".format(fr(snt_s[k], 1)), "{:5.1f} ".format(fr(wrd_s[k], 1))]
+        cells += [tpct.format(fr(st[k], 1)) for st in stats] + ["{:5.1f} ".format(fr(serr_s[k], 1))]
+        if with_nce:
+            cells.append(("{:7.3f}#" if empty else "{:7.3f} ").format(fr(nce_s[k], 3)))
+        rows.append(("=" if k == 0 else "", "c|cc|cccccc" + nce_col, cells))
     head = "SYSTEM SUMMARY PERCENTAGES by SPEAKER"
-    # sclite centres the title and the table on an 80-column page
-    pad = " " * max(0, (80 - width) // 2)
-    text = "\n".join(["", "", "", " " * ((80 - len(head)) // 2) + head, ""] + [pad + x for x in out]) + "\n"
+    text = "\n".join(["", "", "", _center(head, 80), ""] +
+                     desc_table(rows, encoding=result.options.get("encoding") or "utf-8")) + "\n"
     if empty:
         text += ("\n* No Reference words for this/these speaker(s).  Word counts supplied\n  rather than percents.\n"
                  "# No Reference words for this/these speaker(s).  NCE not computable.\n"
@@ -142,7 +240,7 @@ def sys_report(result, raw: bool = False) -> str:
     return text
 
 
-def _column(p, language=None):
+def _column(p, language=None, encoding="utf-8"):
     """(ref text, hyp text, eval letter, column width) of one aligned pair as sclite prints it:
     error words upper-cased, ``None`` for the empty side; the width (UTF-8 bytes, as sclite counts)
     is that of the words *before* upper-casing."""
@@ -150,7 +248,7 @@ def _column(p, language=None):
 
     r = p.ref if p.ref is not None else None
     h = p.hyp if p.hyp is not None else None
-    width = max(_nbytes(r or ""), _nbytes(h or ""), 0 if p.op == "C" else 1)
+    width = max(_nbytes(r or "", encoding), _nbytes(h or "", encoding), 0 if p.op == "C" else 1)
     if p.op == "C":
         return r or "", h or "", "", width
     if p.op == "S":
@@ -160,25 +258,25 @@ def _column(p, language=None):
     return None, upper_case(h, language), "I", width
 
 
-def _nbytes(s: str) -> int:
-    # sclite pads its columns by bytes of UTF-8, not by characters
-    return len(s.encode("utf-8"))
+def _nbytes(s: str, encoding: str = "utf-8") -> int:
+    # sclite pads its columns by bytes (of the inputs' encoding), not by characters
+    return len(s.encode(encoding, errors="replace"))
 
 
-def _pad(s: str, w: int) -> str:
-    return s + " " * max(0, w - _nbytes(s))
+def _pad(s: str, w: int, encoding: str = "utf-8") -> str:
+    return s + " " * max(0, w - _nbytes(s, encoding))
 
 
-def alignment_lines(alignment, language: str | None = None) -> list[str]:
+def alignment_lines(alignment, language: str | None = None, encoding: str = "utf-8") -> list[str]:
     """``REF:``, ``HYP:`` and ``Eval:`` lines of one alignment, padded like sclite's .pra (column
     widths in UTF-8 bytes, as sclite counts them).  An empty alignment gives no lines."""
     if not alignment.pairs:
         return []
     refs, hyps, evs = ["REF: "], ["HYP: "], ["Eval:"]
     for p in alignment.pairs:
-        r, h, e, w = _column(p, language)
-        refs.append(("*" * w) if r is None else _pad(r, w))
-        hyps.append(("*" * w) if h is None else _pad(h, w))
+        r, h, e, w = _column(p, language, encoding)
+        refs.append(("*" * w) if r is None else _pad(r, w, encoding))
+        hyps.append(("*" * w) if h is None else _pad(h, w, encoding))
         evs.append(_pad(e, w))
     return [" ".join(refs) + " ", " ".join(hyps) + " ", " ".join(evs) + " "]
 
@@ -206,9 +304,93 @@ def pra_report(result) -> str:
                 out.append(f"Channel: {seg.channel}")
             c = seg.counts
             out.append(f"Scores: (#C #S #D #I) {c.correct} {c.substitutions} {c.deletions} {c.insertions}")
-            out.extend(alignment_lines(seg.alignment, result.options.get("case_language")))
+            out.extend(alignment_lines(seg.alignment, result.options.get("case_language"),
+                                       result.options.get("encoding") or "utf-8"))
             out.append("")
     out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _pct1(x: int, n: int) -> str:
+    return f"{_f_round(_pct(x, n), 1):5.1f}%"
+
+
+def _lexicon_block(title: str, counts: dict, encoding: str) -> list[str]:
+    """sclite's ``AUTO_LEX_printout``: entries by decreasing count, equal counts in byte order."""
+    entries = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].encode(encoding, errors="replace")))
+    out = [f"{title:<30}   Total                 ({len(entries)})",
+           f"{'':<30}   With >={1:3d} occurrences ({len(entries)})", ""]
+    out += [f"{k:4d}: {n:4d}  ->  {word}" for k, (word, n) in enumerate(entries, 1)]
+    out += ["     -------", f"     {sum(counts.values()):5d}", ""]
+    return out
+
+
+def dtl_report(result) -> str:
+    """sclite's ``-o dtl`` report (``sc_dtl.c``): sentence and word performance, then the confusion
+    pairs, insertions, deletions, substitutions and falsely recognized words with their counts."""
+    encoding = result.options.get("encoding") or "utf-8"
+    n_sent = n_serr = w_sub = w_del = w_ins = 0
+    corr = sub = dele = ins = 0
+    pairs: dict = {}
+    inserted: dict = {}
+    deleted: dict = {}
+    substituted: dict = {}
+    false_rec: dict = {}
+
+    def bump(d, k):
+        d[k] = d.get(k, 0) + 1
+
+    for seg in result.segments:
+        ops = {p.op for p in seg.alignment.pairs}
+        w_sub += "S" in ops
+        w_del += "D" in ops
+        w_ins += "I" in ops
+        for p in seg.alignment.pairs:
+            if p.op == "S":
+                bump(pairs, f"{p.ref} ==> {p.hyp}")
+                bump(substituted, p.ref)
+                bump(false_rec, p.hyp)
+            elif p.op == "I":
+                bump(inserted, p.hyp)
+            elif p.op == "D":
+                bump(deleted, p.ref)
+    for c in result.speakers.values():
+        corr, sub, dele, ins = corr + c.correct, sub + c.substitutions, dele + c.deletions, ins + c.insertions
+        n_sent, n_serr = n_sent + c.segments, n_serr + c.segment_errors
+    r, e = corr + sub + dele, sub + dele + ins
+    out = [f"DETAILED OVERALL REPORT FOR THE SYSTEM: {result.hyp_name}", "", "SENTENCE RECOGNITION PERFORMANCE", "",
+           f" sentences                                        {n_sent:4d}",
+           f" with errors                            {_pct1(n_serr, n_sent)}   ({n_serr:4d})", "",
+           f"   with substitutions                   {_pct1(w_sub, n_sent)}   ({w_sub:4d})",
+           f"   with deletions                       {_pct1(w_del, n_sent)}   ({w_del:4d})",
+           f"   with insertions                      {_pct1(w_ins, n_sent)}   ({w_ins:4d})", "", "",
+           "WORD RECOGNITION PERFORMANCE", ""]
+    if r > 0:
+        out += [f"Percent Total Error       =  {_pct1(e, r)}   ({e:4d})", "",
+                f"Percent Correct           =  {_pct1(corr, r)}   ({corr:4d})", "",
+                f"Percent Substitution      =  {_pct1(sub, r)}   ({sub:4d})",
+                f"Percent Deletions         =  {_pct1(dele, r)}   ({dele:4d})",
+                f"Percent Insertions        =  {_pct1(ins, r)}   ({ins:4d})",
+                f"Percent Word Accuracy     =  {_f_round(100.0 - _pct(e, r), 1):5.1f}%"]
+    else:
+        out += [f"Percent Total Error       =  UNDEF%   ({e:4d})", "",
+                f"Percent Correct           =  UNDEF%   ({corr:4d})", "",
+                f"Percent Substitution      =  UNDEF%   ({sub:4d})",
+                f"Percent Deletions         =  UNDEF%   ({dele:4d})",
+                f"Percent Insertions        =  UNDEF%   ({ins:4d})",
+                "Percent Word Accuracy     =  UNDEF%"]
+    out += ["", "", f"Ref. words                =           ({r:4d})",
+            f"Hyp. words                =           ({corr + sub + ins:4d})",
+            f"Aligned words             =           ({corr + sub + ins + dele:4d})", ""]
+    out += _lexicon_block("CONFUSION PAIRS", pairs, encoding) + ["", ""]
+    out += _lexicon_block("INSERTIONS", inserted, encoding) + ["", ""]
+    out += _lexicon_block("DELETIONS", deleted, encoding) + ["", ""]
+    out += _lexicon_block("SUBSTITUTIONS", substituted, encoding) + [
+        "", "* NOTE: The 'Substitution' words are those reference words",
+        "        for which the recognizer supplied an incorrect word.", "", ""]
+    out += _lexicon_block("FALSELY RECOGNIZED", false_rec, encoding) + [
+        "", "* NOTE: The 'Falsely Recognized' words are those hypothesis words",
+        "        which the recognizer incorrectly substituted for a reference word.", ""]
     return "\n".join(out) + "\n"
 
 
@@ -239,12 +421,15 @@ def json_report(result) -> dict:
 
 #: The members of a report set, in the order they are renamed into place; the last one (the JSON
 #: report) marks a complete set.
-REPORT_KINDS = ("sys", "raw", "pra", "json")
+REPORT_KINDS = ("sys", "raw", "pra", "dtl", "json")
 
 
-def write_reports(result, out_dir: str, name: str | None = None) -> dict:
-    """Write the report set ``<name>.sys``, ``<name>.raw``, ``<name>.pra`` and ``<name>.json`` into
-    ``out_dir``; returns {kind: path}.  ``name`` defaults to the hypothesis file's base name.
+def write_reports(result, out_dir: str, name: str | None = None, speaker_stats: str = "sclite") -> dict:
+    """Write the report set ``<name>.sys``, ``<name>.raw``, ``<name>.pra``, ``<name>.dtl`` and
+    ``<name>.json`` into ``out_dir``; returns {kind: path}.  ``name`` defaults to the hypothesis
+    file's base name; ``speaker_stats`` as :func:`sys_report`.  The sclite-like reports are written
+    in the inputs' encoding (``result.options["encoding"]``, as sclite writes their bytes), the JSON
+    in UTF-8.
 
     A reader never sees members of two runs together: every member is first written to a
     temporary file, then the previous set is removed (its ``.json`` first) and the new members are
@@ -257,8 +442,10 @@ def write_reports(result, out_dir: str, name: str | None = None) -> dict:
     os.makedirs(out_dir, exist_ok=True)
     if name is None:
         name = os.path.basename(result.hyp_name or "score") or "score"
-    texts = {"sys": sys_report(result), "raw": sys_report(result, raw=True), "pra": pra_report(result),
-             "json": json_text(json_report(result))}
+    texts = {"sys": sys_report(result, speaker_stats=speaker_stats),
+             "raw": sys_report(result, raw=True, speaker_stats=speaker_stats), "pra": pra_report(result),
+             "dtl": dtl_report(result), "json": json_text(json_report(result))}
+    encoding = result.options.get("encoding") or "utf-8"
     paths = {kind: os.path.join(out_dir, f"{name}.{kind}") for kind in REPORT_KINDS}
     temps: dict = {}
     try:
@@ -266,7 +453,7 @@ def write_reports(result, out_dir: str, name: str | None = None) -> dict:
             remove_stale_temporaries(paths[kind])
             fd, temps[kind] = make_temporary(paths[kind])
             os.fchmod(fd, output_mode(paths[kind]))
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            with os.fdopen(fd, "w", encoding="utf-8" if kind == "json" else encoding, newline="\n") as f:
                 f.write(texts[kind])
         for kind in reversed(REPORT_KINDS):  # the completion marker first
             try:

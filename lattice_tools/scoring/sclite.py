@@ -14,6 +14,7 @@ Segments marked ``IGNORE_TIME_SEGMENT_IN_SCORING`` take their words and are not 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections import OrderedDict
@@ -66,11 +67,14 @@ def normalized_cross_entropy(pairs_with_conf: list, counts: ErrorCounts) -> floa
     """sclite's NCE of hypothesis confidences: ``(H(C) + sum_correct log2 p + sum_wrong log2(1-p)) / H(C)``
     with ``H(C) = -(n log2 pc + (N-n) log2(1-pc))``, ``n`` correct and ``N`` hypothesis words, ``pc = n/N``;
     confidences are clipped to [1e-7, 1 - 1e-7].  ``pairs_with_conf``: (op, confidence) of every
-    aligned pair that has a hypothesis word.  0 when there are none (as sclite prints)."""
+    aligned pair that has a hypothesis word (rounded to C floats as sclite stores them).  0 when
+    there are none (as sclite prints)."""
     if not pairs_with_conf:
         return 0.0
     s = 0.0
-    for op, conf in pairs_with_conf:
+    # sclite keeps a CTM confidence in a C float (wtokstr1.h): round it the same way
+    confs = np.asarray([c for _, c in pairs_with_conf], np.float32).astype(np.float64).tolist()
+    for (op, _), conf in zip(pairs_with_conf, confs):
         conf = min(max(conf, 0.0000001), 0.9999999)
         s += math.log2(conf) if op == "C" else math.log2(1.0 - conf)
     n, wrong = counts.correct, counts.substitutions + counts.insertions
@@ -228,6 +232,11 @@ def _check_channels(hyp_chans, ref_chans, allow_missing: bool, hyp_name: str, re
     warning)."""
     extra = [k for k in hyp_chans if k not in ref_chans]
     missing = [k for k in ref_chans if k not in hyp_chans]
+    if not len(hyp_chans) and missing:
+        # an empty hypothesis (a system that output nothing): sclite scores every reference word
+        # as deleted; unambiguous, so it needs no option, only a warning
+        warnings.append("the hypothesis has no words: every reference word is scored as a deletion (as sclite does)")
+        return
     # the same file under other channel names on the two sides: a channel convention mismatch
     # (e.g. a CTM written with channel 1 against an STM with channel A), not missing data
     missing_files = {f: c for f, c in reversed(missing)}
@@ -243,12 +252,12 @@ def _check_channels(hyp_chans, ref_chans, allow_missing: bool, hyp_name: str, re
     if extra:
         msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
         if not allow_missing:
-            raise MismatchError(msg + " (use allow_missing to ignore them)", path=hyp_name or None)
+            raise MismatchError(msg + " (--allow-missing ignores them)", path=hyp_name or None)
         warnings.append(msg + " (ignored)")
     if missing:
         msg = "STM file/channel without CTM words: " + ", ".join(f"{f} {c}" for f, c in missing)
         if not allow_missing:
-            raise MismatchError(msg + " (use allow_missing to score them as deletions)", path=ref_name or None)
+            raise MismatchError(msg + " (--allow-missing scores them as deletions)", path=ref_name or None)
         warnings.append(msg + " (scored as deletions)")
 
 def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False, fragments: bool = False,
@@ -390,9 +399,9 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
 
     scored = []
     per_speaker: "OrderedDict[str, list]" = OrderedDict()
-    # sclite reports NCE when the CTM carries confidences
-    has_conf = bool(hyps) and all(
-        not np.isnan(h.confidence).any() for h in hyps if h.num_arcs) and any(h.num_arcs for h in hyps)
+    # sclite reports NCE when any word of the CTM has a confidence (one without counts as 0) and
+    # leaves null words out of it
+    has_conf = any(h.num_arcs for h in hyps) and any(not np.isnan(h.confidence).all() for h in hyps if h.num_arcs)
     conf_pairs: "OrderedDict[str, list]" = OrderedDict()
     for (seg, _), ali, hnet in zip(jobs, alignments, hyps):
         spk = _fold(seg.speaker, case_sensitive, case_language)
@@ -400,7 +409,8 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
         per_speaker[spk].append(ali.counts)
         if has_conf:
             conf_pairs.setdefault(spk, []).extend(
-                (p.op, float(hnet.confidence[p.hyp_arc])) for p in ali.pairs if p.hyp_arc >= 0)
+                (p.op, float(np.nan_to_num(hnet.confidence[p.hyp_arc], nan=0.0))) for p in ali.pairs
+                if p.hyp_arc >= 0 and hnet.words[p.hyp_arc] is not None)
         scored.append(SegmentScore(f"({spk}-{n:03d})", spk, _fold(seg.file, case_sensitive, case_language),
                                    _fold(seg.channel, case_sensitive, case_language), seg.start, seg.end, seg.text, ali,
                                    None if not seg.labels else _fold(f"<{seg.labels}>", case_sensitive, case_language)))
@@ -575,7 +585,7 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
     if missing:
         msg = f"{len(missing)} reference utterance(s) without hypothesis, e.g. '{missing[0]}'"
         if not allow_missing:
-            raise MismatchError(msg + " (use allow_missing to skip them)", path=ref_name or None)
+            raise MismatchError(msg + " (--allow-missing skips them)", path=ref_name or None)
         warnings.append(msg + " (skipped, as sclite does)")
     rnets = [parse_transcript(r.text, case_sensitive=case_sensitive, language=case_language,
                               where=f"{ref_name}:{r.lineno}" if ref_name else None) for _, r, _ in jobs]
@@ -596,11 +606,70 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
                                              case_language=case_language))
 
 
+def _ctm_words(item) -> list:
+    from ..io.ctm import CtmAltBlock
+
+    return [w for alt in item.alternatives for w in alt] if isinstance(item, CtmAltBlock) else [item]
+
+
+def _map_ctm_words(items, fn):
+    """``items`` with every word ``w`` replaced by ``fn(w)`` (None drops it); items and blocks that
+    ``fn`` leaves alone are kept as they are (blocks keep their source lines, ``@`` times included)."""
+    from ..io.ctm import CtmAltBlock, CtmItems
+
+    out = []
+    for it in items:
+        if isinstance(it, CtmAltBlock):
+            alts = tuple(tuple(x for x in (fn(w) for w in alt) if x is not None) for alt in it.alternatives)
+            same = all(len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(alts, it.alternatives))
+            out.append(it if same else CtmAltBlock(it.file, it.channel, alts, it.lineno))
+        else:
+            w = fn(it)
+            if w is not None:
+                out.append(w)
+    return CtmItems(out, list(getattr(items, "comments", [])) if len(out) == len(items) else [],
+                    getattr(items, "path", ""))
+
+
+def select_ctm_types(items, types: Sequence[str] = ()):
+    """NIST RT CTM token types: keep the words whose type is in ``types`` (a word without a type
+    counts as ``lex``); ``()`` keeps everything, as sclite does (it ignores the type field).
+    ``("lex",)`` is what ``hubscr.pl -h rt-stt`` scores.  Returns (items, note): the note says how
+    many non-lexical tokens were scored or dropped (None when there were none)."""
+    counts: dict = {}
+    for it in items:
+        for w in _ctm_words(it):
+            if w.type is not None and w.type != "lex":
+                counts[w.type] = counts.get(w.type, 0) + 1
+    if not types:
+        if not counts:
+            return items, None
+        what = ", ".join(f"{n} {t}" for t, n in sorted(counts.items()))
+        return items, (f"the CTM has non-lexical tokens ({what}); they are scored as words, as sclite does "
+                       "(hubscr -h rt-stt scores only 'lex' tokens: --ctm-type lex)")
+    dropped = sum(1 for it in items for w in _ctm_words(it) if (w.type or "lex") not in types)
+    if not dropped:
+        return items, None
+    kept = _map_ctm_words(items, lambda w: w if (w.type or "lex") in types else None)
+    return kept, f"{dropped} CTM token(s) not of type {'/'.join(types)} left out"
+
+
+def _without_rt_fields(items):
+    """CTM items with the type and speaker fields of NIST RT lines dropped (and an ``NA``
+    confidence left out), as ``hubscr.pl`` cuts them before csrfilt: csrfilt would filter those
+    fields as words."""
+    if not any(w.type or w.speaker for it in items for w in _ctm_words(it)):
+        return items
+    return _map_ctm_words(items, lambda w: dataclasses.replace(w, type=None, speaker=None, raw=None)
+                          if w.type or w.speaker else w)
+
+
 def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str | None = None,
                 hyp_format: str | None = None, optional_deletable: bool = False, fragments: bool = False,
                 case_sensitive: bool = False, mode: str = "sclite", single_segment: bool = False,
                 allow_missing: bool = False, reduce: Sequence[str] = (), id_type: str = "spu_id",
-                case_language: str | None = None) -> ScoreResult:
+                case_language: str | None = None, nested_alternatives: str = "flatten",
+                ctm_types: Sequence[str] = (), encoding: str = "utf-8") -> ScoreResult:
     """Read, GLM-filter and score files (what ``lattice-tools score`` does).
 
     Args:
@@ -610,6 +679,15 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         (:func:`lattice_tools.io.detect.detect_transcript_format`; ambiguous content is refused).
       glms: GLM files applied in order to both sides, exactly like ``csrfilt.sh`` (see
         :mod:`lattice_tools.scoring.glm_filter`).
+      nested_alternatives: a GLM rule with an alternation that rewrites a word inside an ALT block
+        makes csrfilt write a nested ALT block, which sclite mis-scores: ``"flatten"`` (default)
+        flattens it (:func:`~lattice_tools.io.ctm.flatten_nested_block`: alternatives in listed
+        order, so sclite's ties still favour the earlier one) and warns, ``"error"`` refuses.
+      encoding: text encoding of the reference, hypothesis and GLM files (e.g. ``latin-1``,
+        ``gb2312``); reports written by :func:`~lattice_tools.scoring.reports.write_reports` use it
+        too and pad their columns by its bytes, as sclite (which works on bytes) does.
+      ctm_types: NIST RT CTM token types to score (:func:`select_ctm_types`); ``()`` scores every
+        token, as sclite does, with a warning when some are not ``lex``.
       the other arguments: as :func:`score_stm_ctm` / :func:`score_trn`.
     Raises:
       FormatError for unreadable inputs, MismatchError for inputs that do not correspond.
@@ -621,10 +699,13 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     from ..io.stm import read_stm
     from ..io.trn import read_trn
 
+    if nested_alternatives not in ("flatten", "error"):
+        raise ValueError(f"nested_alternatives must be 'flatten' or 'error', not {nested_alternatives!r}")
+    _check_encoding(encoding)
     rfmt = detect_transcript_format(ref, ref_format, allowed=("stm", "trn", "text"), role="reference",
-                                    option="--ref-format")
+                                    option="--ref-format", encoding=encoding)
     hfmt = detect_transcript_format(hyp, hyp_format, allowed=("ctm", "trn", "text"), role="hypothesis",
-                                    option="--hyp-format", empty="ctm" if rfmt == "stm" else "trn")
+                                    option="--hyp-format", empty="ctm" if rfmt == "stm" else "trn", encoding=encoding)
     if rfmt == "stm" and hfmt != "ctm":
         raise FormatError(f"an STM reference needs a CTM hypothesis (got {hfmt}; --hyp-format overrides the "
                           "detected format)", path=hyp)
@@ -632,7 +713,12 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         raise FormatError(f"a {rfmt} reference needs a trn or text hypothesis (got ctm; --ref-format overrides "
                           "the detected format)", path=hyp)
     # Kaldi text is trn without the parentheses: read as trn utterances, scored and filtered as trn
-    ref_obj = read_stm(ref) if rfmt == "stm" else read_trn(ref) if rfmt == "trn" else read_kaldi_text(ref)
+    ref_obj = (read_stm(ref, encoding) if rfmt == "stm" else read_trn(ref, encoding) if rfmt == "trn"
+               else read_kaldi_text(ref, encoding))
+    if not len(ref_obj.segments if rfmt == "stm" else ref_obj):
+        # (sclite crashes on an empty trn reference; a WER of 0 over nothing would look like a result)
+        raise FormatError(f"expected at least one {'segment' if rfmt == 'stm' else 'utterance'} in the "
+                          "reference, found none", path=str(ref))
     if rfmt == "stm" and not glms and _fast_path_applies(list(ref_obj.segments), fragments, single_segment, reduce):
         # columnar CTM reading (no object per line); None when the file needs the exact reader
         import os
@@ -646,23 +732,60 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
             big = False
         with heap_reuse(big):
             hyp_items = read_ctm_columns(hyp, functools.partial(_fold, case_sensitive=case_sensitive,
-                                                                language=case_language))
+                                                                language=case_language), encoding)
             if hyp_items is not None:
-                return _score_hyp_items(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
-                                        case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
-                                        case_language=case_language, ref_name=str(ref), hyp_name=str(hyp))
-    hyp_obj = read_ctm(hyp) if hfmt == "ctm" else read_trn(hyp) if hfmt == "trn" else read_kaldi_text(hyp)
+                result = _score_hyp_items(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
+                                          case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
+                                          case_language=case_language, ref_name=str(ref), hyp_name=str(hyp))
+                return dataclasses.replace(result, options={**result.options, "encoding": encoding})
+    hyp_obj = (read_ctm(hyp, encoding) if hfmt == "ctm" else read_trn(hyp, encoding) if hfmt == "trn"
+               else read_kaldi_text(hyp, encoding))
+    glm_warnings = []
+    if hfmt == "ctm":
+        hyp_obj, note = select_ctm_types(hyp_obj, ctm_types)
+        if note:
+            glm_warnings.append(note)
+        if glms:
+            # csrfilt reads every field after the fifth as words: give it what hubscr gives it
+            hyp_obj = _without_rt_fields(hyp_obj)
     if glms:
         from .glm_filter import apply_glm
 
         for g in glms:
-            ref_obj = apply_glm(g, ref_obj, fmt="trn" if rfmt == "text" else rfmt, purpose="ref")
-            hyp_obj = apply_glm(g, hyp_obj, fmt="trn" if hfmt == "text" else hfmt, purpose="hyp")
+            ref_obj = apply_glm(g, ref_obj, fmt="trn" if rfmt == "text" else rfmt, purpose="ref", encoding=encoding)
+            try:
+                hyp_obj = apply_glm(g, hyp_obj, fmt="trn" if hfmt == "text" else hfmt, purpose="hyp",
+                                    nested=nested_alternatives, encoding=encoding)
+            except FormatError as exc:
+                if "nested <ALT_BEGIN>" not in str(exc):
+                    raise
+                raise FormatError(f"the GLM {g} made a nested ALT block in the hypothesis (line {exc.line} of "
+                                  "its filtered CTM), which sclite mis-scores; expected no nesting, or "
+                                  "--nested-alternatives flatten to flatten them", path=str(hyp)) from None
+            n_nested = getattr(hyp_obj, "nested_blocks", 0)
+            if n_nested:
+                glm_warnings.append(f"the GLM {g} made {n_nested} nested ALT block(s) in the hypothesis; "
+                                    "they were flattened (alternatives in listed order, so ties still favour "
+                                    "the earlier one); sclite would mis-score them")
     common = dict(optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                   mode=mode, allow_missing=allow_missing, case_language=case_language, ref_name=str(ref),
                   hyp_name=str(hyp))
     if rfmt == "stm":
-        return score_stm_ctm(ref_obj, hyp_obj, single_segment=single_segment, reduce=reduce, **common)
-    if single_segment or reduce:
-        raise ValueError("single_segment and reduce apply to STM/CTM scoring only")
-    return score_trn(ref_obj, hyp_obj, id_type=id_type, **common)
+        result = score_stm_ctm(ref_obj, hyp_obj, single_segment=single_segment, reduce=reduce, **common)
+    else:
+        if single_segment or reduce:
+            raise ValueError("single_segment and reduce apply to STM/CTM scoring only")
+        result = score_trn(ref_obj, hyp_obj, id_type=id_type, **common)
+    return dataclasses.replace(result, warnings=tuple(glm_warnings) + result.warnings,
+                               options={**result.options, "encoding": encoding})
+
+
+def _check_encoding(encoding: str) -> None:
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        from ..errors import LatticeToolsError
+
+        raise LatticeToolsError(f"unknown text encoding {encoding!r} (--encoding); e.g. utf-8, latin-1, gb2312") from None

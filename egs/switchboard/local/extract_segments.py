@@ -42,11 +42,20 @@ def main() -> None:
             full = f"{pipe} | sox -t wav - -t wav {shlex.quote(tmp)} trim {start:.3f} ={end:.3f}"
         else:
             full = f"sox {shlex.quote(cmd)} -r 16000 -c 1 -b 16 {shlex.quote(tmp)} trim {start:.3f} ={end:.3f}"
-        subprocess.run(full, shell=True, check=True)
-        os.replace(tmp, dst)
-    with open(os.path.join(out, ".wav.list.tmp"), "w") as f:
-        f.writelines(p + "\n" for p in paths)
-    os.replace(os.path.join(out, ".wav.list.tmp"), os.path.join(out, "wav.list"))
+        try:
+            subprocess.run(full, shell=True, check=True)
+            os.replace(tmp, dst)
+        finally:  # a failed extraction leaves no temporary file behind
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    tmp = os.path.join(out, ".wav.list.tmp")
+    try:
+        with open(tmp, "w") as f:
+            f.writelines(p + "\n" for p in paths)
+        os.replace(tmp, os.path.join(out, "wav.list"))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
     print(f"extract_segments.py: {len(paths)} utterances in {out}")
 
 

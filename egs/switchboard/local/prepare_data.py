@@ -104,9 +104,13 @@ def main() -> None:
 
     def write(name: str, lines) -> None:
         tmp = os.path.join(args.data, f".{name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.writelines(l + "\n" for l in lines)
-        os.replace(tmp, os.path.join(args.data, name))
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.writelines(l + "\n" for l in lines)
+            os.replace(tmp, os.path.join(args.data, name))
+        finally:  # no temporary file left on failure
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
     channel_index = {"A": 1, "B": 2, "1": 1, "2": 2}
     write("wav.scp", [f"{reco} sox {files[f]} -t wav -r 16000 -b 16 - remix {channel_index.get(ch, 1)} |"
