@@ -412,6 +412,22 @@ def test_score_recipe_failure_leaves_no_tmp(tmp_path):
     assert not (out / ".done").exists()
 
 
+def test_oracle_glm_leaves_no_temporary_reference(tmp_path, monkeypatch):
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    nested = PARITY / "nested"
+    ok = CliRunner().invoke(main, ["oracle", str(nested / "alt.ctm"), "-r", str(nested / "ref.stm"), "--glm", RT03_GLM])
+    assert ok.exit_code == 0, ok.output
+    trn = tmp_path / "ref.trn"
+    trn.write_text("he's here (s-1)\n")
+    bad = CliRunner().invoke(main, ["oracle", str(PARITY / "buckwalter" / "hyp.trn"), "-r", str(trn), "--glm", RT03_GLM])
+    assert bad.exit_code == 2, bad.output
+    assert list(scratch.iterdir()) == []
+
+
 # ------------------------------------------------------------------------------------------------
 # The talhanai/wer-sigtest files (no licence, so not vendored): 3071/12322 and 2955/12322 in sclite
 # ------------------------------------------------------------------------------------------------

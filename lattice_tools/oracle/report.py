@@ -105,7 +105,13 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         if glm is not None:
             from .representations import _filtered_copy
             stm_path = _filtered_copy(str(reference), glm, "stm", encoding)
-        results = ctm_oracle(str(specs[0]), str(stm_path), encoding=encoding, **opts)
+        try:
+            results = ctm_oracle(str(specs[0]), str(stm_path), encoding=encoding, **opts)
+        finally:  # the GLM-filtered copy is a scratch file: removed as soon as it is scored
+            if stm_path is not reference:
+                from ..io.common import discard_temporary
+
+                discard_temporary(stm_path)
         what = "alt-CTM"
     else:
         refs = load_references(str(reference), glm=glm, fmt=rfmt, encoding=encoding)

@@ -128,7 +128,13 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
     fmt = detect_transcript_format(p, fmt, allowed=("stm", "trn", "text"), role="reference",
                                    option="--ref-format", encoding=encoding)
     if glm is not None:
-        p = _filtered_copy(p, glm, fmt, encoding)
+        from ..io.common import discard_temporary
+
+        tmp = _filtered_copy(p, glm, fmt, encoding)
+        try:  # (the filtered copy is a scratch file: removed as soon as it is read)
+            return load_references(tmp, fmt=fmt, encoding=encoding)
+        finally:
+            discard_temporary(tmp)
     refs: dict = {}
     if fmt in ("trn", "text"):
         from ..io.kaldi_data import read_kaldi_text
