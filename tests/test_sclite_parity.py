@@ -221,6 +221,16 @@ def test_report_layout_like_sclites_report_generator():
     _assert_reports(result, PARITY / "layout", "long-speaker", "hyp.trn")
 
 
+def test_undefined_nce_is_null_in_json():
+    import json
+
+    res = CliRunner().invoke(main, ["score", "-r", str(PARITY / "null-word" / "ref.stm"), "-h",
+                                    str(PARITY / "null-word" / "hyp.ctm"), "--json"])
+    assert res.exit_code == 0
+    data = json.loads(res.output, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert data["overall"]["nce"] is None  # sclite prints -2147483.648
+
+
 def test_bare_at_outside_blocks_is_the_null_word():
     result = _score_case("null-word", "ref.stm", "hyp.ctm", {})
     assert (result.total.correct, result.total.deletions, result.total.insertions) == (3, 2, 0)

@@ -413,9 +413,13 @@ def json_report(result) -> dict:
         "warnings": list(result.warnings),
     }
     if result.nce is not None:  # confidences present: sclite's normalized cross-entropy
-        out["overall"]["nce"] = result.nce
+        # (undefined -- zero entropy, all words right or all wrong -- is null: JSON has no NaN)
+        def finite(v):
+            return v if math.isfinite(v) else None
+
+        out["overall"]["nce"] = finite(result.nce)
         for s, v in result.speaker_nce.items():
-            out["speakers"][s]["nce"] = v
+            out["speakers"][s]["nce"] = finite(v)
     return out
 
 
