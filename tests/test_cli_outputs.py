@@ -183,7 +183,7 @@ def test_outputs_get_the_umask_mode(lats, scoring_files, tmp_path):
     assert r.returncode == 0, r.stderr
     modes = {p.name: p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
     assert modes == {"n.ctm": 0o640, "n.json": 0o640, "a.ctm.sys": 0o644, "a.ctm.raw": 0o644,
-                     "a.ctm.pra": 0o644, "a.ctm.json": 0o644, "c.txt": 0o664}
+                     "a.ctm.pra": 0o644, "a.ctm.dtl": 0o644, "a.ctm.json": 0o644, "c.txt": 0o664}
 
 
 def test_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path):
@@ -272,7 +272,7 @@ def test_killed_score_never_leaves_a_mixed_report_set(sig, scoring_files, tmp_pa
     out = tmp_path / "rep"
     r = _cli("score", "-r", scoring_files["ref"], "-h", scoring_files["a"], "-o", out, "--name", "sys")
     assert r.returncode == 0, r.stderr
-    first = {k: (out / f"sys.{k}").read_text() for k in ("sys", "raw", "pra", "json")}
+    first = {k: (out / f"sys.{k}").read_text() for k in ("sys", "raw", "pra", "dtl", "json")}
     proc = subprocess.Popen([sys.executable, "-c", _PAUSE_AFTER_FIRST_RENAME, "score", "-r", scoring_files["ref"],
                              "-h", scoring_files["b"], "-o", str(out), "--name", "sys"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
@@ -293,7 +293,7 @@ def test_killed_score_never_leaves_a_mixed_report_set(sig, scoring_files, tmp_pa
     r = _cli("score", "-r", scoring_files["ref"], "-h", scoring_files["b"], "-o", out, "--name", "sys")
     assert r.returncode == 0, r.stderr
     assert _temporaries(out) == []  # ... the next run removes
-    assert sorted(p.name for p in out.iterdir()) == ["sys.json", "sys.pra", "sys.raw", "sys.sys"]
+    assert sorted(p.name for p in out.iterdir()) == ["sys.dtl", "sys.json", "sys.pra", "sys.raw", "sys.sys"]
     assert json.loads((out / "sys.json").read_text())["overall"]["errors"] > 0
 
 

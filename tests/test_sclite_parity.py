@@ -225,7 +225,7 @@ def test_undefined_nce_is_null_in_json():
     import json
 
     res = CliRunner().invoke(main, ["score", "-r", str(PARITY / "null-word" / "ref.stm"), "-h",
-                                    str(PARITY / "null-word" / "hyp.ctm"), "--json"])
+                                    str(PARITY / "null-word" / "hyp.ctm"), "--json", "-"])
     assert res.exit_code == 0
     data = json.loads(res.output, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert data["overall"]["nce"] is None  # sclite prints -2147483.648
