@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from _alt_helpers import read_slf_lattice  # noqa: E402
-from bench_phrases import BIG, CLIPS, decode  # noqa: E402
+from bench_phrases import big_lattice_slf  # noqa: E402
 from lattice_tools.kws.build import build_lattice_index  # noqa: E402
 from lattice_tools.kws.index import index_lattice  # noqa: E402
 from lattice_tools.kws.search import search  # noqa: E402
@@ -147,14 +147,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-kaldi", action="store_true")
     args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    lib = REPO / "lattice_tools" / "data" / "librivox"
-    big_wav = os.path.join(args.workdir, "concat.wav")
-    if not os.path.exists(big_wav):
-        subprocess.run(["sox", *[str(lib / f"sense_and_sensibility_01_austen_64kb-{c}.wav") for c in CLIPS], big_wav],
-                       check=True)
-    big_slf = os.path.join(args.workdir, "concat_wide.slf")
-    decode(big_wav, big_slf, BIG)
+    big_slf = big_lattice_slf(args.workdir)
     lat = read_slf_lattice(big_slf, "concat")
     if args.acoustic_scale != 1.0:  # pre-scale, so that Kaldi (no scale option) sees the same weights
         lat = lat.replace(acoustic_cost=lat.acoustic_cost * args.acoustic_scale,

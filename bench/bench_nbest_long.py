@@ -44,16 +44,9 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=[1, 10, 100])
     ap.add_argument("--acoustic-scale", type=float, default=0.1)
     args = ap.parse_args()
-    from bench_phrases import BIG, CLIPS, decode  # the same lattice as bench_phrases.py
+    from bench_phrases import big_lattice_slf  # the same lattice as bench_phrases.py
 
-    os.makedirs(args.workdir, exist_ok=True)
-    lib = REPO / "lattice_tools" / "data" / "librivox"
-    wav = os.path.join(args.workdir, "concat.wav")
-    if not os.path.exists(wav):
-        subprocess.run(["sox", *[str(lib / f"sense_and_sensibility_01_austen_64kb-{c}.wav") for c in CLIPS], wav],
-                       check=True)
-    slf = os.path.join(args.workdir, "concat_wide.slf")
-    decode(wav, slf, BIG)
+    slf = big_lattice_slf(args.workdir)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for n in args.n:
         out = subprocess.run([sys.executable, "-c", _CHILD, slf, str(n), str(args.acoustic_scale)], env=env,
