@@ -19,6 +19,7 @@ from lattice_tools.kws.index import (IndexHit, alternatives_network, factor_hits
                                      lattice_network, time_clusters)
 
 DATA = Path(__file__).parent / "data" / "kaldi_kws"
+LATS = Path(__file__).parent / "data" / "kaldi" / "lats"  # the bundled lattices as a Kaldi archive
 
 
 def brute_force_hits(lat, max_length, max_silence, acoustic_scale=1.0):
@@ -215,8 +216,8 @@ def test_sausage_single_words_are_bin_posteriors():
     from lattice_tools.alternatives.sausage import sausage
     from lattice_tools.io import read_lattices
 
-    lat = next(iter(read_lattices(f"ark,t:{DATA / 'bundled.ark.gz'}", format="kaldi",
-                                  symbols=str(DATA / "bundled.words.txt"))))
+    lat = next(iter(read_lattices(f"ark,t:{LATS / 'bundled.ark.gz'}", format="kaldi",
+                                  symbols=str(LATS / "bundled.words.txt"))))
     saus = sausage(lat)
     hits = index_alternatives(saus, max_length=1)
     expected = defaultdict(float)
@@ -249,8 +250,8 @@ def test_alternatives_without_times_are_refused():
 def test_min_posterior_prunes_but_keeps_strong_hits():
     from lattice_tools.io import read_lattices
 
-    lat = next(iter(read_lattices(f"ark,t:{DATA / 'bundled.ark.gz'}", format="kaldi",
-                                  symbols=str(DATA / "bundled.words.txt"))))
+    lat = next(iter(read_lattices(f"ark,t:{LATS / 'bundled.ark.gz'}", format="kaldi",
+                                  symbols=str(LATS / "bundled.words.txt"))))
     full = index_lattice(lat)
     pruned = index_lattice(lat, min_posterior=0.01)
     assert pruned and len(pruned) < len(full)
@@ -278,7 +279,7 @@ def test_kaldi_hits_on_bundled_lattices():
     terms = {line.split()[0]: tuple(line.split()[1:]) for line in (DATA / "keywords.words.txt").read_text().splitlines()
              if line.strip()}
     ours = defaultdict(list)
-    for lat in read_lattices(f"ark,t:{DATA / 'bundled.ark.gz'}", format="kaldi", symbols=str(DATA / "bundled.words.txt")):
+    for lat in read_lattices(f"ark,t:{LATS / 'bundled.ark.gz'}", format="kaldi", symbols=str(LATS / "bundled.words.txt")):
         for h in index_lattice(lat, max_length=2):
             ours[h.words].append((umap[h.utterance], round(h.tbeg * 100), round((h.tbeg + h.dur) * 100), h.score))
     kaldi = defaultdict(list)

@@ -12,8 +12,9 @@ from click.testing import CliRunner
 from lattice_tools.cli import main
 
 DATA = Path(__file__).parent / "data" / "kaldi_kws"
-ARK = f"ark,t:{DATA / 'bundled.ark.gz'}"
-WORDS = str(DATA / "bundled.words.txt")
+LATS = Path(__file__).parent / "data" / "kaldi" / "lats"  # the bundled lattices as a Kaldi archive
+ARK = f"ark,t:{LATS / 'bundled.ark.gz'}"
+WORDS = str(LATS / "bundled.words.txt")
 KW = str(DATA / "keywords.words.txt")
 
 

@@ -20,10 +20,11 @@ from lattice_tools.kws.index import IndexHit
 from lattice_tools.kws.types import KeywordTerm
 
 DATA = Path(__file__).parent / "data" / "kaldi_kws"
+LATS = Path(__file__).parent / "data" / "kaldi" / "lats"  # the bundled lattices as a Kaldi archive
 
 
 def bundled(keys=None):
-    lats = read_lattices(f"ark,t:{DATA / 'bundled.ark.gz'}", format="kaldi", symbols=str(DATA / "bundled.words.txt"))
+    lats = read_lattices(f"ark,t:{LATS / 'bundled.ark.gz'}", format="kaldi", symbols=str(LATS / "bundled.words.txt"))
     return [lat for lat in lats if keys is None or lat.key in keys]
 
 
