@@ -38,7 +38,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..errors import FormatError, LatticeError
-from ..lattice import Lattice, connect
+from ..lattice import Lattice, connect, reachable_mask
 from ..symbols import SymbolTable
 from .common import atomic_write, open_binary_input
 
@@ -594,25 +594,6 @@ def _clean_word(word: str, variant: str) -> str:
     return word
 
 
-def _reachable(n_nodes: int, src: np.ndarray, dst: np.ndarray, start: int) -> np.ndarray:
-    """Boolean mask of the nodes reachable from ``start``."""
-    order = np.argsort(src, kind="stable")
-    indptr = np.searchsorted(src[order], np.arange(n_nodes + 1))
-    succ = dst[order].tolist()
-    indptr = indptr.tolist()
-    seen = np.zeros(n_nodes, bool)
-    seen[start] = True
-    stack = [start]
-    seen_list = seen.tolist()
-    while stack:
-        u = stack.pop()
-        for v in succ[indptr[u]:indptr[u + 1]]:
-            if not seen_list[v]:
-                seen_list[v] = True
-                stack.append(v)
-    return np.array(seen_list, dtype=bool)
-
-
 def _choose_end(n_nodes, src, dst, start, node_time, ends_sentence, path, line) -> tuple[int, int]:
     """The end node of a lattice without ``end=``: ``(node, number of candidates)``.
 
@@ -624,7 +605,7 @@ def _choose_end(n_nodes, src, dst, start, node_time, ends_sentence, path, line) 
     """
     has_out = np.zeros(n_nodes, bool)
     has_out[src] = True
-    cands = np.nonzero(~has_out & _reachable(n_nodes, src, dst, start))[0]
+    cands = np.nonzero(~has_out & reachable_mask(n_nodes, src, dst, start))[0]
     if len(cands) == 0:
         raise FormatError("no end= in the header and no node without outgoing links is reachable from the start",
                           path=path, line=line)

@@ -34,7 +34,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import FormatError, LatticeError
-from ..lattice import Lattice, connect
+from ..lattice import Lattice, connect, reachable_mask
 from ..symbols import SymbolTable
 
 _MAX_INT = 2 ** 53
@@ -67,7 +67,7 @@ def parse_sphinx_dag(text: str, path: str, symbols: SymbolTable | None = None, f
                      key: str = "", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
                      logbase: float | None = None) -> Lattice:
     """Parse Sphinx DAG ``text`` (``path`` names it in errors); see :func:`read_sphinx_dag`."""
-    from .slf import _clean_word, _reachable, is_filler
+    from .slf import _clean_word, is_filler
 
     lines = text.split("\n")
     n_lines = len(lines)
@@ -185,7 +185,7 @@ def parse_sphinx_dag(text: str, path: str, symbols: SymbolTable | None = None, f
         if wid is None:
             raise FormatError(f"word {c!r} is not in the symbol table", path=path, line=nodes_line + 2 + n)
         node_word[n] = wid
-    if not _reachable(n_nodes, src, dst, initial)[final]:
+    if not reachable_mask(n_nodes, src, dst, initial)[final]:
         raise FormatError(f"Final node {final} is not reachable from the Initial node {initial}", path=path,
                           line=final_line + 1)
     final_cost = np.full(n_nodes, np.inf)
