@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterable, Iterator
 
-from .io import read_lattices
+from .io.inputs import read_lattice_inputs
 from .io import kaldi_tables as T
 from .io.common import atomic_write
 from .lattice import Lattice
@@ -18,11 +18,8 @@ from .lattice import Lattice
 
 def iter_lattices(specs: Iterable[str] | str, *, format: str | None = None, words: str | None = None,
                   frame_shift: float | None = None) -> Iterator[Lattice]:
-    if isinstance(specs, str):
-        specs = [specs]
-    for spec in specs:
-        for lat in read_lattices(spec, format=format, symbols=words, frame_shift=frame_shift):
-            yield lat[0] if isinstance(lat, tuple) else lat
+    # the one multi-input reader every command uses: keys unique across inputs, one word table for SLF inputs
+    yield from read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift)
 
 
 def _open_all(stack: contextlib.ExitStack, **paths):

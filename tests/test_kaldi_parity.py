@@ -297,3 +297,14 @@ def test_fast_text_reader_leaves_errors_to_the_line_parser(tmp_path, monkeypatch
         monkeypatch.setattr(K, "_SCAN_MIN_BYTES", threshold)
         with pytest.raises(LatticeToolsError, match=msg):
             list(read_lattices(f"ark:{tmp_path / 'b.ark'}"))
+
+
+def test_latbin_jobs_read_inputs_like_every_command(tmp_path):
+    """The Kaldi-equivalent jobs read through the one multi-input reader: an utterance given twice is
+    refused (naming it), and a non-positive --frame-shift is an input error, not a silent scaling."""
+    from lattice_tools.errors import FormatError, MismatchError
+
+    with pytest.raises(MismatchError, match="given twice"):
+        latbin.depth([INPUTS["insertion"], INPUTS["insertion"]])
+    with pytest.raises(FormatError, match="--frame-shift"):
+        latbin.depth(INPUTS["insertion"], frame_shift=-0.01)
