@@ -7,7 +7,6 @@ never pays for importing torch or pocketsphinx.  Errors of type
 """
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import signal
@@ -21,6 +20,7 @@ if "numpy" not in sys.modules:
 import click  # noqa: E402
 
 from ..errors import LatticeToolsError  # noqa: E402
+from ._lazy import LazyCommandGroup  # noqa: E402
 
 # command name -> "module:attribute" (module relative to lattice_tools.cli)
 # The one-line help is kept here so that `lattice-tools --help` imports no command module.
@@ -57,22 +57,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx):
-        return sorted(COMMANDS)
-
-    def get_command(self, ctx, name):
-        target = COMMANDS.get(name)
-        if target is None:
-            return None
-        module, attr = target[0].split(":")
-        mod = importlib.import_module(f"{__name__}.{module}")
-        return getattr(mod, attr)
-
-    def format_commands(self, ctx, formatter):
-        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+class LazyGroup(LazyCommandGroup):
+    command_table = COMMANDS
 
     def invoke(self, ctx):
         previous = _install_signal_handlers()

@@ -5,10 +5,11 @@ relative to ``lattice_tools.cli``, and a one-line help), so that adding a sub-co
 """
 from __future__ import annotations
 
-import importlib
 import json
 
 import click
+
+from ._lazy import LazyCommandGroup
 
 KWS_COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("kws:score_command", "Score a kwslist exactly like NIST F4DE KWSEval (ATWV, MTWV, OTWV, STWV)."),
@@ -19,20 +20,8 @@ KWS_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazyKwsGroup(click.Group):
-    def list_commands(self, ctx):
-        return sorted(KWS_COMMANDS)
-
-    def get_command(self, ctx, name):
-        target = KWS_COMMANDS.get(name)
-        if target is None:
-            return None
-        module, attr = target[0].split(":")
-        return getattr(importlib.import_module(f"lattice_tools.cli.{module}"), attr)
-
-    def format_commands(self, ctx, formatter):
-        with formatter.section("Commands"):
-            formatter.write_dl([(n, KWS_COMMANDS[n][1]) for n in self.list_commands(ctx)])
+class _LazyKwsGroup(LazyCommandGroup):
+    command_table = KWS_COMMANDS
 
 
 @click.group("kws", cls=_LazyKwsGroup)
