@@ -12,7 +12,6 @@ decoder output into the hub Lattice (no word alignment).  Prints frames/s and th
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ def shared_fixtures() -> Path:
 
 def make_inputs(fx: Path, utts: int, frames: int, seed: int = 0):
     from _ctc_helpers import ctc_alignment, synthetic_logprobs
+
     from lattice_tools.ctc.graph import prepare_lang, read_lexicon
 
     lang = prepare_lang(fx / "tokens.txt", fx / "lexicon.txt", fx / "words.txt")

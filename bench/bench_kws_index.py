@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from _alt_helpers import read_slf_lattice  # noqa: E402
 from bench_phrases import big_lattice_slf  # noqa: E402
+
 from lattice_tools.kws.build import build_lattice_index  # noqa: E402
 from lattice_tools.kws.index import index_lattice  # noqa: E402
 from lattice_tools.kws.search import search  # noqa: E402
@@ -84,9 +85,8 @@ def run_kaldi(lat, terms, workdir: str, ours_hits) -> None:
     if missing:
         print(f"Kaldi: skipped ({', '.join(missing)} not on PATH nor in $LATTICE_TOOLS_KALDI_BIN)")
         return
-    from lattice_tools.io import write_lattices
-
     from lattice_tools.alternatives._common import word_labels
+    from lattice_tools.io import write_lattices
 
     ark = os.path.join(workdir, "kws_big.ark")
     words_txt = os.path.join(workdir, "kws_big.words.txt")

@@ -20,8 +20,7 @@ import time
 
 import numpy as np
 
-from lattice_tools.algorithms import arc_posteriors, backward_scores, forward_scores, total_log_prob
-from lattice_tools.algorithms import _batches
+from lattice_tools.algorithms import _batches, arc_posteriors, backward_scores, forward_scores, total_log_prob
 from lattice_tools.lattice import Lattice
 from lattice_tools.symbols import SymbolTable
 

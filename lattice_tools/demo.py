@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import wave
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import LatticeToolsError
 

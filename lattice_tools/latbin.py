@@ -8,11 +8,11 @@ half-written file.  The ``lattice-tools`` commands of the same names are thin wr
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
-from .io.inputs import read_lattice_inputs
 from .io import kaldi_tables as T
 from .io.common import atomic_write
+from .io.inputs import read_lattice_inputs
 from .lattice import Lattice
 
 

@@ -33,8 +33,8 @@ Conventions
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -242,17 +242,17 @@ class Lattice:
             cost = lm_scale * self.final_graph_cost + acoustic_scale * self.final_acoustic_cost
         return np.where(self.is_final, cost, INF)
 
-    def replace(self, **changes) -> "Lattice":
+    def replace(self, **changes) -> Lattice:
         """A copy with some fields replaced (validated again)."""
         return dataclasses.replace(self, **changes)
 
-    def with_key(self, key: str) -> "Lattice":
+    def with_key(self, key: str) -> Lattice:
         return self.replace(key=key)
 
-    def with_symbols(self, symbols: SymbolTable) -> "Lattice":
+    def with_symbols(self, symbols: SymbolTable) -> Lattice:
         return self.replace(symbols=symbols)
 
-    def subset_arcs(self, keep: np.ndarray) -> "Lattice":
+    def subset_arcs(self, keep: np.ndarray) -> Lattice:
         """A copy with only the arcs where ``keep`` is true, then trimmed to states that are both
         reachable from the start and co-reachable to a final state (see :func:`connect`)."""
         keep = np.asarray(keep, dtype=bool)
@@ -261,7 +261,7 @@ class Lattice:
         sub = self._select(np.nonzero(keep)[0])
         return connect(sub)
 
-    def _select(self, arc_idx: np.ndarray) -> "Lattice":
+    def _select(self, arc_idx: np.ndarray) -> Lattice:
         arc_idx = np.asarray(arc_idx, dtype=np.int64)
         return Lattice(num_states=self.num_states, src=self.src[arc_idx], dst=self.dst[arc_idx],
                        word=self.word[arc_idx], ilabel=self.ilabel[arc_idx], t0=self.t0[arc_idx],
@@ -275,7 +275,7 @@ class Lattice:
         """CSR offsets: arcs leaving state ``s`` are ``offsets[s]:offsets[s+1]``."""
         return np.searchsorted(self.src, np.arange(self.num_states + 1)).astype(np.int64)
 
-    def equals(self, other: "Lattice", atol: float = 0.0) -> bool:
+    def equals(self, other: Lattice, atol: float = 0.0) -> bool:
         """Structural equality (same numbering, arcs, labels, times; weights within ``atol``)."""
         if not isinstance(other, Lattice) or self.num_states != other.num_states or self.num_arcs != other.num_arcs:
             return False
@@ -364,11 +364,11 @@ def connect(lat: Lattice) -> Lattice:
     src_list, dst_list = src.tolist(), dst.tolist()
     fwd_list = [False] * n
     fwd_list[0] = True
-    for s, d in zip(src_list, dst_list):
+    for s, d in zip(src_list, dst_list, strict=False):
         if fwd_list[s]:
             fwd_list[d] = True
     bwd_list = lat.is_final.tolist()
-    for s, d in zip(reversed(src_list), reversed(dst_list)):
+    for s, d in zip(reversed(src_list), reversed(dst_list), strict=False):
         if bwd_list[d]:
             bwd_list[s] = True
     live = np.array(fwd_list, dtype=bool) & np.array(bwd_list, dtype=bool)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .errors import FormatError, LatticeToolsError, MismatchError
 from .io.common import atomic_write, open_binary_input, read_text_lines, write_json

@@ -1,7 +1,7 @@
 """Symbol tables compatible with Kaldi / k2 ``words.txt`` (``symbol id`` per line, ``<eps>`` = 0)."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .errors import FormatError, SymbolError
 
@@ -36,7 +36,7 @@ class SymbolTable:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def from_words(cls, words: Iterable[str]) -> "SymbolTable":
+    def from_words(cls, words: Iterable[str]) -> SymbolTable:
         """A table giving ids 1, 2, ... to ``words`` in first-seen order (epsilon stays 0)."""
         table: dict[str, int] = {}
         for w in words:
@@ -45,7 +45,7 @@ class SymbolTable:
         return cls(table)
 
     @classmethod
-    def read(cls, path: str) -> "SymbolTable":
+    def read(cls, path: str) -> SymbolTable:
         """Read a ``words.txt``: one ``symbol id`` per line (whitespace separated)."""
         from .io.common import read_text_lines
 
@@ -66,7 +66,7 @@ class SymbolTable:
             for idx in sorted(self._id2word):
                 f.write(f"{self._id2word[idx]} {idx}\n")
 
-    def with_words(self, words: Iterable[str]) -> "SymbolTable":
+    def with_words(self, words: Iterable[str]) -> SymbolTable:
         """A copy with any new ``words`` appended after the current largest id."""
         table = dict(self._word2id)
         nxt = max(self._id2word) + 1

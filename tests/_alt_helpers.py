@@ -9,11 +9,10 @@ import os
 from pathlib import Path
 
 import numpy as np
+from _data import TEST_DATA
 
 from lattice_tools.lattice import Lattice
 from lattice_tools.symbols import SymbolTable
-
-from _data import TEST_DATA
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "lattice_tools" / "data"
@@ -44,7 +43,7 @@ def lattice_strategy(max_states: int = 7, max_arcs: int = 14):
         arcs = []
         # guarantee a complete path 0 -> n-1
         chain = sorted(set([0, n - 1] + draw(st.lists(st.integers(1, n - 2), max_size=3)) if n > 2 else [0, n - 1]))
-        for s, d in zip(chain, chain[1:]):
+        for s, d in zip(chain, chain[1:], strict=False):
             arcs.append((s, d))
         k = draw(st.integers(0, max_arcs - len(arcs)))
         for _ in range(k):
@@ -98,7 +97,7 @@ def brute_force_sequences(lat: Lattice, labels, cost, final):
 # ---------------------------------------------------------------------------------------------
 # Real lattices
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pocketsphinx_slf(wav_name: str, tmpdir: str) -> str:
     """Decode a bundled clip with pocketsphinx (wide beams) into an SLF lattice; returns the path."""
     from lattice_tools.decode.pocketsphinx import decode_audio
@@ -211,7 +210,7 @@ def to_kaldifst(num_states, src, dst, labels, cost, final, *, fresh_states=True,
         for s, w in start_weights.items():
             fst.add_arc(st, kaldifst.StdArc(0, 0, float(w), int(s)))
     for s, d, w, c in zip(np.asarray(src).tolist(), np.asarray(dst).tolist(), np.asarray(labels).tolist(),
-                          np.asarray(cost).tolist()):
+                          np.asarray(cost).tolist(), strict=False):
         if w != 0 and fresh_states:
             x = fst.add_state()
             fst.add_arc(s, kaldifst.StdArc(w, w, c, x))
@@ -289,7 +288,7 @@ def chained_lattice_strategy():
             offset_time += int(p.t1.max())
         n = offset_state + 1
         times = np.zeros(n, dtype=np.int64)
-        for s, d, a, b in zip(src, dst, t0, t1):
+        for s, d, a, b in zip(src, dst, t0, t1, strict=False):
             times[d] = max(times[d], b)
         for _ in range(draw(st.integers(0, 2))):
             s = draw(st.integers(0, n - 2))

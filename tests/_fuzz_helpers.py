@@ -317,13 +317,13 @@ def main(argv=None) -> int:
 
     import numpy as np  # noqa: F401  (imported before the limit: its address space is the baseline)
 
-    from lattice_tools.errors import LatticeToolsError
     import lattice_tools.io  # noqa: F401
     import lattice_tools.io.k2file  # noqa: F401
     import lattice_tools.io.kaldi  # noqa: F401
     import lattice_tools.io.slf  # noqa: F401
     import lattice_tools.oracle.representations  # noqa: F401
     import lattice_tools.scoring.network  # noqa: F401
+    from lattice_tools.errors import LatticeToolsError
 
     warnings.simplefilter("error", RuntimeWarning)  # numpy overflow/invalid warnings = garbage numbers
     seeds = {r: load_seeds(r) for r in readers}

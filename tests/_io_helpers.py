@@ -81,8 +81,8 @@ def word_sequences(lat: Lattice, limit: int = 100000) -> dict[tuple, float]:
 def kaldi_raw_lattice(seed: int = 0, num_frames: int = 20, lattice_beam: float = 8.0):
     """A real Kaldi raw ``Lattice`` (kaldifst.Lattice) from kaldi-decoder's LatticeSimpleDecoder on
     a 3-word CTC-style graph (ilabel = token + 1, words a/b/c = 1/2/3) and random log-probs."""
-    import kaldifst  # noqa: F401  (kaldi_decoder needs it imported first)
     import kaldi_decoder
+    import kaldifst  # noqa: F401  (kaldi_decoder needs it imported first)
 
     text = "\n".join([
         "0 0 1 0 0", "0 1 2 1 0.5", "1 1 2 0 0", "1 0 1 0 0", "0 2 3 2 0.7", "2 2 3 0 0", "2 0 1 0 0",

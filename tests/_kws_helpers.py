@@ -172,7 +172,7 @@ def compare_reports(expected: str, got: str) -> tuple[list[str], dict]:
     e_lines, g_lines = expected.splitlines(), got.splitlines()
     if len(e_lines) != len(g_lines):
         return [f"{len(e_lines)} lines expected, got {len(g_lines)}"], stats
-    for n, (e, g) in enumerate(zip(e_lines, g_lines), 1):
+    for n, (e, g) in enumerate(zip(e_lines, g_lines, strict=False), 1):
         if e == g:
             stats["exact"] += 1
             continue
@@ -180,7 +180,7 @@ def compare_reports(expected: str, got: str) -> tuple[list[str], dict]:
         if sorted(ec) == sorted(gc) or sorted(x.strip("-+") for x in ec) == sorted(x.strip("-+") for x in gc):
             stats["permuted"] += 1
             continue
-        if len(ec) == len(gc) and all(a == b or _last_digit_apart(a, b) for a, b in zip(ec, gc)):
+        if len(ec) == len(gc) and all(a == b or _last_digit_apart(a, b) for a, b in zip(ec, gc, strict=False)):
             stats["rounding"] += 1
             continue
         problems.append(f"line {n}: expected {e!r}, got {g!r}")

@@ -54,7 +54,7 @@ def network_align_cost(hyp_words, num_states, arcs, cost):
     final = num_states - 1
     n = len(hyp_words)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def f(i, r):
         best = 0 if (i == n and r == final) else float("inf")
         if i < n:

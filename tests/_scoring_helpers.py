@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-
 from pathlib import Path
 
 from _data import TEST_DATA

@@ -9,17 +9,23 @@ import math
 
 import numpy as np
 import pytest
+from _algo_helpers import SYMBOLS, enumerate_paths, lattices, random_lattice, reference_forward_backward
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.algorithms import (arc_posteriors, backward_scores, best_path, forward_scores, lattice_depth,
-                                      prune, total_log_prob)
+from lattice_tools.algorithms import (
+    arc_posteriors,
+    backward_scores,
+    best_path,
+    forward_scores,
+    lattice_depth,
+    prune,
+    total_log_prob,
+)
 from lattice_tools.algorithms._batches import state_levels
 from lattice_tools.errors import LatticeError
 from lattice_tools.lattice import Lattice, connect
 from lattice_tools.symbols import SymbolTable
-
-from _algo_helpers import SYMBOLS, enumerate_paths, lattices, random_lattice, reference_forward_backward
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SCALES = st.tuples(st.sampled_from([1.0, 0.1, 0.5, 2.0]), st.sampled_from([1.0, 0.0, 0.7, 1.5]),

@@ -10,13 +10,20 @@ import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from _scoring_helpers import SCLITE, random_ref_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from lattice_tools.errors import FormatError
-from lattice_tools.scoring.align import (AlignOptions, align_batch, align_networks, align_reference, align_words,
-                                         words_equal)
-from lattice_tools.scoring.network import (linear_network, lower_case, parse_transcript, upper_case)
+from lattice_tools.scoring.align import (
+    AlignOptions,
+    align_batch,
+    align_networks,
+    align_reference,
+    align_words,
+    words_equal,
+)
+from lattice_tools.scoring.network import linear_network, lower_case, parse_transcript, upper_case
 
 ALL_OPTIONS = [AlignOptions(), AlignOptions(optional_deletable=True), AlignOptions(fragments=True),
                AlignOptions(optional_deletable=True, fragments=True), AlignOptions(mode="levenshtein"),
@@ -141,7 +148,7 @@ def test_batch_equals_one_by_one():
     hyps = [parse_transcript(random_ref_text(rng, rng.randint(0, 12))) for _ in range(60)]
     o = AlignOptions(optional_deletable=True, fragments=True)
     batched = align_batch(refs, hyps, o, max_cells=500)   # forces many small batches
-    single = [align_networks(r, h, o) for r, h in zip(refs, hyps)]
+    single = [align_networks(r, h, o) for r, h in zip(refs, hyps, strict=False)]
     assert [b.pairs for b in batched] == [s.pairs for s in single]
 
 
@@ -173,6 +180,7 @@ HAND_CASES = [("a b", "c"), ("{ x / y }", "z"), ("{ y / x }", "z"), ("a { b / @ 
 @pytest.mark.parametrize("flags", [[], ["-D"], ["-D", "-F"]])
 def test_hand_cases_equal_sclite(flags):
     from _scoring_helpers import parse_pra
+
     from lattice_tools.scoring.reports import alignment_lines
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -184,6 +192,6 @@ def test_hand_cases_equal_sclite(flags):
                         "-o", "pra", "-O", tmp, "-n", "out", *flags], check=True, capture_output=True)
         blocks = parse_pra(os.path.join(tmp, "out.pra"))
         o = AlignOptions(optional_deletable="-D" in flags, fragments="-F" in flags)
-        for (r, h), b in zip(HAND_CASES, blocks):
+        for (r, h), b in zip(HAND_CASES, blocks, strict=False):
             ali = align_networks(parse_transcript(r), parse_transcript(h), o)
             assert alignment_lines(ali) == [b[k] for k in ("REF:", "HYP:", "Eval:")], (r, h)

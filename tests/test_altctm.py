@@ -8,13 +8,13 @@ import re
 import shutil
 import subprocess
 
+import _alt_helpers
 import pytest
+from _alt_helpers import DATA, ps_lattice
 from click.testing import CliRunner
 
-from _alt_helpers import DATA, ps_lattice
-import _alt_helpers
-from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
 from lattice_tools.alternatives.nbest import nbest
+from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
 from lattice_tools.alternatives.phrases import phrases
 from lattice_tools.alternatives.sausage import sausage
 from lattice_tools.errors import FormatError
@@ -42,9 +42,9 @@ def test_flat_blocks_and_round_trip(tmp_path):
     assert stats["N_max"] == 3 and stats["blocks"] == 2 and stats["alt_blocks"] == 1
     back = read_alternatives_ctm(str(path))
     assert len(back) == 1
-    for s1, s2 in zip(back[0].slots, _toy().slots):
+    for s1, s2 in zip(back[0].slots, _toy().slots, strict=False):
         assert [a.words for a in s1.alternatives] == [a.words for a in s2.alternatives]
-        for a1, a2 in zip(s1.alternatives, s2.alternatives):
+        for a1, a2 in zip(s1.alternatives, s2.alternatives, strict=False):
             assert a1.posterior == pytest.approx(a2.posterior, abs=1e-4)
             assert a1.starts == pytest.approx(a2.starts, abs=0.005)
     # depth 1 = plain 1-best CTM

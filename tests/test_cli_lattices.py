@@ -8,13 +8,13 @@ import sys
 
 import numpy as np
 import pytest
+from _io_helpers import DATA, canonical_arcs, decoded_pocketsphinx, small_word_lattice
 from click.testing import CliRunner
 
-from _io_helpers import DATA, canonical_arcs, decoded_pocketsphinx, small_word_lattice
 from lattice_tools.cli import main
 from lattice_tools.cli.lattices import convert_lattices, lattice_info
-from lattice_tools.io import guess_format, read_lattices, write_lattices
 from lattice_tools.errors import FormatError, MismatchError
+from lattice_tools.io import guess_format, read_lattices, write_lattices
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from _io_helpers import small_word_lattice
 from click.testing import CliRunner
 
-from _io_helpers import small_word_lattice
 from lattice_tools.cli import cli_message, main
 from lattice_tools.io import write_lattices
 from lattice_tools.io.common import atomic_write, json_text

@@ -14,6 +14,7 @@ import struct
 
 import numpy as np
 import pytest
+from _ctc_helpers import ctc_alignment, enumerate_paths, synthetic_logprobs, unique_parses
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,13 +22,17 @@ from hypothesis import strategies as st
 from lattice_tools.algorithms import best_path, total_log_prob
 from lattice_tools.ctc._fst import fst_to_arrays
 from lattice_tools.ctc.decode import decode_ctc
-from lattice_tools.ctc.graph import (add_disambig_symbols, build_graph, lexicon_arrays, prepare_lang,
-                                     read_grammar, read_lexicon)
+from lattice_tools.ctc.graph import (
+    add_disambig_symbols,
+    build_graph,
+    lexicon_arrays,
+    prepare_lang,
+    read_grammar,
+    read_lexicon,
+)
 from lattice_tools.ctc.logprobs import read_logprobs, write_kaldi_text_matrices
 from lattice_tools.errors import FormatError, LatticeToolsError, MismatchError, SymbolError
 from lattice_tools.interop.k2 import k2_graph_to_fst_arrays
-
-from _ctc_helpers import ctc_alignment, enumerate_paths, synthetic_logprobs, unique_parses
 
 SPOKEN = ["SEE THE RED SAND", "A RED SEED", "THE DEAN"]
 
@@ -80,10 +85,10 @@ def test_disambiguated_lexicon_is_prefix_free(entries):
     for a in prons:
         for b in prons:
             assert a == b or b[:len(a)] != a  # no pronunciation is a prefix of another
-    for (w, p), (w2, q) in zip(lex, dis):  # only #k suffixes were added, and only where needed
+    for (w, p), (w2, q) in zip(lex, dis, strict=False):  # only #k suffixes were added, and only where needed
         assert w == w2 and q[:len(p)] == p and all(t.startswith("#") for t in q[len(p):]) and len(q) - len(p) <= 1
     needed = {p for _, p in lex if sum(p == o for _, o in lex) > 1 or any(o[:len(p)] == p and o != p for _, o in lex)}
-    assert {p for (_, p), (_, q) in zip(lex, dis) if q != p} == needed
+    assert {p for (_, p), (_, q) in zip(lex, dis, strict=False) if q != p} == needed
     assert max_d == max([int(q[-1][1:]) for _, q in dis if q[-1].startswith("#")] + [0])
 
 
@@ -206,7 +211,7 @@ def test_fixture_best_paths_and_tropical_totals(fx, graph_dir, expected, which):
     graph = graph_dir if which == "ours" else fx / "HLG.pt"
     lats = decode_ctc(graph, fx / "nnet_output.pt", words=fx / "words.txt", word_align=False)
     assert [lat.key for lat in lats] == ["nnet_output-0", "nnet_output-1", "nnet_output-2"]
-    for lat, spoken, exp in zip(lats, SPOKEN, expected):
+    for lat, spoken, exp in zip(lats, SPOKEN, expected, strict=False):
         assert " ".join(lat.words(best_path(lat))) == spoken == exp["spoken_words"]
         # Both graphs are tropically equivalent to k2's; pruning never removes the best path.
         assert total_log_prob(lat, log_semiring=False) == pytest.approx(exp["tot_score_tropical"], abs=1e-5)
@@ -223,7 +228,7 @@ def test_fixture_log_totals_against_k2(fx, graph_dir, expected):
     wide = decode_ctc(fx / "HLG.pt", fx / "nnet_output.pt", words=fx / "words.txt", word_align=False,
                       beam=40.0, lattice_beam=30.0)
     ours_wide = decode_ctc(graph_dir, fx / "nnet_output.pt", word_align=False, beam=40.0, lattice_beam=30.0)
-    for lat, lat_w, lat_o, exp in zip(same, wide, ours_wide, expected):
+    for lat, lat_w, lat_o, exp in zip(same, wide, ours_wide, expected, strict=False):
         assert total_log_prob(lat) == pytest.approx(exp["tot_score_log"], abs=1e-2)
         assert total_log_prob(lat_w) >= exp["tot_score_log"] - 1e-9
         assert total_log_prob(lat_o) < total_log_prob(lat_w)
@@ -233,7 +238,7 @@ def test_fixture_log_totals_against_k2(fx, graph_dir, expected):
 def test_word_alignment_preserves_words_and_totals(fx, graph_dir):
     frame = decode_ctc(graph_dir, fx / "nnet_output.pt", word_align=False)
     words = decode_ctc(graph_dir, fx / "nnet_output.pt", word_align=True)
-    for f, w, spoken in zip(frame, words, SPOKEN):
+    for f, w, spoken in zip(frame, words, SPOKEN, strict=False):
         assert not f.word_aligned and w.word_aligned
         assert " ".join(w.words(best_path(w))) == spoken
         assert total_log_prob(w) == pytest.approx(total_log_prob(f), abs=1e-9)
@@ -258,8 +263,8 @@ def test_kaldi_frame_lattice_conventions(fx, graph_dir):
 
 def test_binary_lattice_parser_equals_kaldifst_iterator(fx, graph_dir):
     """The numpy parser of Kaldi's binary lattice against kaldifst's own arc iterator."""
-    import kaldifst
     import kaldi_decoder
+    import kaldifst
     import torch
     from kaldifst.lib._kaldifst import _ArcIteratorLattice
 
@@ -343,7 +348,7 @@ def test_logprob_formats_agree(tmp_path):
 
     def check(items, keys):
         assert [k for k, _ in items] == keys
-        for (_, m), ref in zip(items, (a, b)):
+        for (_, m), ref in zip(items, (a, b), strict=False):
             np.testing.assert_array_equal(m, ref)
 
     check(read_logprobs(tmp_path / "one.npy"), ["one"])

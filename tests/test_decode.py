@@ -8,8 +8,8 @@ import wave
 
 import numpy as np
 import pytest
-
 from _io_helpers import DATA, decoded_pocketsphinx, total_log_prob_reference
+
 from lattice_tools.algorithms import arc_posteriors, backward_scores, forward_scores, total_log_prob
 from lattice_tools.cli.lattices import posterior_sanity
 from lattice_tools.decode.pocketsphinx import is_filler, load_audio
@@ -49,7 +49,7 @@ def test_posterior_mass_crossing_every_frame_is_one(decoded):
 
 
 def test_lattice_spans_the_audio(decoded):
-    for lat, audio in zip(decoded["lattices"], decoded["audio"]):
+    for lat, audio in zip(decoded["lattices"], decoded["audio"], strict=False):
         with wave.open(audio) as w:
             seconds = w.getnframes() / w.getframerate()
         assert 0.5 * seconds < lat.duration <= seconds + 0.02
@@ -66,7 +66,7 @@ def test_ctm_has_real_words_with_times_and_confidences(decoded):
         assert w.start >= 0 and w.duration > 0 and 0 <= w.confidence <= 1
         by_key.setdefault(w.file, []).append(w)
     for ws in by_key.values():  # in time order, not overlapping
-        assert all(a.start + a.duration <= b.start + 1e-9 for a, b in zip(ws, ws[1:]))
+        assert all(a.start + a.duration <= b.start + 1e-9 for a, b in zip(ws, ws[1:], strict=False))
     # the cards are easy: most reference words are recognised
     refs = {}
     with open(DATA / "cards" / "transcription.trn") as f:

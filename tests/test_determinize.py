@@ -5,10 +5,18 @@ import math
 
 import numpy as np
 import pytest
+from _alt_helpers import (
+    brute_force_sequences,
+    enumerate_paths,
+    fst_nbest,
+    fst_paths,
+    kaldifst_log_determinize,
+    lattice_strategy,
+    ps_lattice,
+    to_kaldifst,
+)
 from hypothesis import given, settings
 
-from _alt_helpers import (brute_force_sequences, enumerate_paths, fst_nbest, fst_paths, kaldifst_log_determinize,
-                          lattice_strategy, ps_lattice, to_kaldifst)
 from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives._fb import ForwardBackward
 from lattice_tools.alternatives.determinize import determinize

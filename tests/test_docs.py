@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _recipe_helpers import REPO, tool_env
 
 DOCS = REPO / "docs"

@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from _recipe_helpers import EGS, have_cli, mtimes, run, sclite_binary
 
 pytestmark = pytest.mark.skipif(not have_cli(), reason="the lattice-tools entry point is not installed")

@@ -53,7 +53,7 @@ def test_every_valid_shape_exact():
     tokens = [t for t in tokens if t == "*" or _valid(t)]
     got = _parse(tokens)
     assert got is not None
-    for t, g in zip(tokens, got.tolist()):
+    for t, g in zip(tokens, got.tolist(), strict=False):
         want = float("nan") if t == "*" else float(t)
         assert _same(g, want), (t, g, want)
 
@@ -70,7 +70,7 @@ def test_random_tokens_match_float(tokens):
     got = _parse(tokens)
     if all(t == "*" or _valid(t) for t in tokens):
         assert got is not None
-        for t, g in zip(tokens, got.tolist()):
+        for t, g in zip(tokens, got.tolist(), strict=False):
             assert _same(g, float("nan") if t == "*" else float(t)), (t, g)
     else:
         assert got is None
@@ -85,7 +85,7 @@ def _tokens_reference(raw: bytes):
     spans = [(m.start(), m.end() - m.start()) for m in re.finditer(rb"[^\x00-\x20]+", raw)]
     n_ctrl = sum(1 for b in raw if b < 32)
     canonical = bool(spans) and spans[0][0] == 0 and all(
-        s1 == s0 + l0 + 1 for (s0, l0), (s1, _) in zip(spans, spans[1:])) and spans[-1][0] + spans[-1][1] == len(raw) - 1
+        s1 == s0 + l0 + 1 for (s0, l0), (s1, _) in zip(spans, spans[1:], strict=False)) and spans[-1][0] + spans[-1][1] == len(raw) - 1
     last = [i for i, (s, l) in enumerate(spans) if raw[s + l] == 10] if canonical else None
     return spans, n_ctrl, last
 
@@ -110,7 +110,7 @@ def test_tokens_match_reference(parts, chunk):
     spans, n_ctrl, last = _tokens_reference(raw)
     assert got is not None
     starts, lens, ctrl, line_last = got
-    assert list(zip(starts.tolist(), lens.tolist())) == spans
+    assert list(zip(starts.tolist(), lens.tolist(), strict=False)) == spans
     assert ctrl == n_ctrl
     if last is None:
         assert line_last is None

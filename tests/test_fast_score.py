@@ -7,10 +7,10 @@ import random
 import tempfile
 
 import pytest
-
-import lattice_tools.scoring.sclite as sclite_mod
 from _fastscore_helpers import random_chain_case, random_sausage_case
 from _scoring_helpers import SCLITE, parse_pra, run_sclite
+
+import lattice_tools.scoring.sclite as sclite_mod
 from lattice_tools.io.ctm import read_ctm
 from lattice_tools.io.stm import read_stm
 from lattice_tools.scoring.reports import alignment_lines
@@ -44,7 +44,7 @@ def _same(a, b):
         assert a.nce == pytest.approx(b.nce, rel=1e-12, abs=1e-12, nan_ok=True)
         assert a.speaker_nce == pytest.approx(b.speaker_nce, rel=1e-12, abs=1e-12, nan_ok=True)
     assert len(a.segments) == len(b.segments)
-    for x, y in zip(a.segments, b.segments):
+    for x, y in zip(a.segments, b.segments, strict=False):
         assert (x.id, x.speaker, x.file, x.channel, x.start, x.end, x.labels) == \
             (y.id, y.speaker, y.file, y.channel, y.start, y.end, y.labels)
         assert x.alignment.counts == y.alignment.counts, x.id
@@ -228,6 +228,7 @@ def test_columnar_reader_defers_unusual_input_to_exact_reader(text, tmp_path):
 
 def test_unique_inverse_equals_numpy_unique():
     import numpy as np
+
     from lattice_tools.scoring._fast_ctm import _unique_inverse
 
     rng = np.random.default_rng(0)
@@ -241,6 +242,7 @@ def test_unique_inverse_equals_numpy_unique():
 
 def test_number_parser_equals_float(tmp_path):
     import numpy as np
+
     from lattice_tools.scoring._fast_ctm import _numbers
 
     rng = random.Random(3)
@@ -253,7 +255,7 @@ def test_number_parser_equals_float(tmp_path):
     got = _numbers(u64, starts, lens)
     want = [float("nan") if t == "*" else float(t) for t in toks]
     assert np.array_equal(got, np.array(want), equal_nan=True)
-    assert all(np.signbit(g) == np.signbit(w) for g, w in zip(got.tolist(), want) if w == 0)
+    assert all(np.signbit(g) == np.signbit(w) for g, w in zip(got.tolist(), want, strict=False) if w == 0)
     for bad in ["1e5", "+1", ".5", "5.", "1.2.3", "--1", "1-", "nan", "inf", "0x1"]:
         d = bytearray(bad.encode() + bytes(16))
         u = np.ndarray(shape=(len(d) - 7,), dtype="<u8", buffer=d, strides=(1,))
@@ -282,9 +284,9 @@ def test_large_ctm_with_rare_words_and_chunks(tmp_path, monkeypatch):
             for j, w in enumerate(hyp):
                 ctm.append(f"file{f} A {start + 0.3 * j:.2f} 0.25 {w}")
     rp, hp = _write(str(tmp_path), stm, ctm)
+    import lattice_tools.scoring._fast_ctm as ctm_mod
     import lattice_tools.scoring._fast_score as fast_mod
     from lattice_tools.scoring.sclite import score_files
-    import lattice_tools.scoring._fast_ctm as ctm_mod
     monkeypatch.setattr(fast_mod, "MAX_CELLS", 5000)
     monkeypatch.setattr(ctm_mod, "_SAMPLE_MIN", 64)
     fast = score_files(rp, hp)

@@ -6,9 +6,9 @@ import random
 
 import numpy as np
 import pytest
-
 from _fastscore_helpers import random_chain_case
 from test_fast_score import _general, _items_equal, _same, _write
+
 from lattice_tools.io.ctm import read_ctm
 from lattice_tools.io.stm import read_stm
 

@@ -16,7 +16,6 @@ import gzip
 import io
 import json
 import os
-import pickle
 import struct
 import subprocess
 import sys
@@ -25,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _data import TEST_DATA
 from _fuzz_helpers import READERS, REPO, make_input
 
@@ -432,8 +430,8 @@ def test_ctc_lattice_to_kaldi_text_reads_back(tmp_path):
     assert back.num_frames == lat.num_frames == 26
     assert abs(total_log_prob(back) - total_log_prob(lat)) < 1e-5  # costs are float32 text
     # times of the words along the best paths agree
-    assert sorted(zip(back.t0.tolist(), back.t1.tolist(), back.word.tolist())) == \
-        sorted(zip(lat.t0.tolist(), lat.t1.tolist(), lat.word.tolist()))
+    assert sorted(zip(back.t0.tolist(), back.t1.tolist(), back.word.tolist(), strict=False)) == \
+        sorted(zip(lat.t0.tolist(), lat.t1.tolist(), lat.word.tolist(), strict=False))
     with pytest.raises(FormatError, match="spans 1 frame.*write a CompactLattice"):
         write_lattices([lat], f"ark,t:{tmp_path / 'x.ark'}", lattice_type="lattice")
     assert not (tmp_path / "x.ark").exists()
@@ -506,8 +504,8 @@ def test_cli_memory_and_recursion_errors_are_one_line(tmp_path, monkeypatch):
     """Whatever still runs out of memory or stack inside a command ends as one line and exit 2."""
     from click.testing import CliRunner
 
-    from lattice_tools.cli import main
     import lattice_tools.cli.lattices as lattices_cli
+    from lattice_tools.cli import main
 
     for exc in (MemoryError(), RecursionError("maximum recursion depth exceeded"), EOFError("truncated")):
         def boom(*a, _exc=exc, **k):

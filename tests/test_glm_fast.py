@@ -13,7 +13,10 @@ import os
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from _glmfast_helpers import apply_both, filter_both
+from _nist_helpers import CSRFILT_DATA, RT03_GLM, glm_vocabulary, random_ctm, random_stm, random_trn, random_txt
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lattice_tools.io.ctm import CtmWord, parse_ctm_lines
 from lattice_tools.io.glm import parse_glm_bytes, read_glm
@@ -21,9 +24,6 @@ from lattice_tools.io.stm import read_stm
 from lattice_tools.io.trn import read_trn
 from lattice_tools.scoring import glm_filter
 from lattice_tools.scoring.glm_filter import filter_text
-
-from _glmfast_helpers import apply_both, filter_both
-from _nist_helpers import CSRFILT_DATA, RT03_GLM, glm_vocabulary, random_ctm, random_stm, random_trn, random_txt
 
 VOCAB = glm_vocabulary()
 GENERATORS = {"stm": random_stm, "ctm": random_ctm, "trn": random_trn, "txt": random_txt}

@@ -7,20 +7,38 @@ import random
 import subprocess
 
 import pytest
+from _nist_helpers import (
+    CSRFILT_DATA,
+    DEBIAN_SCLITE,
+    RT03_GLM,
+    glm_vocabulary,
+    have_debian_csrfilt,
+    random_ctm,
+    random_stm,
+    random_trn,
+    random_txt,
+    run_debian_csrfilt,
+)
 from click.testing import CliRunner
-
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lattice_tools.errors import BudgetExceededError, FormatError
 from lattice_tools.io.ctm import CtmAltBlock, CtmWord
 from lattice_tools.io.glm import parse_glm_bytes, read_glm
 from lattice_tools.io.stm import Stm, read_stm
-from lattice_tools.scoring.glm_filter import (CompiledGlm, OptionalDeletionError, apply_glm, drop_ctm_words,
-                                              expand_alternation, filter_file, filter_text, glm_word_classes,
-                                              optionalize_words, repair_optional_alternations)
-
-from _nist_helpers import (CSRFILT_DATA, DEBIAN_SCLITE, RT03_GLM, glm_vocabulary, have_debian_csrfilt,
-                           random_ctm, random_stm, random_trn, random_txt, run_debian_csrfilt)
+from lattice_tools.scoring.glm_filter import (
+    CompiledGlm,
+    OptionalDeletionError,
+    apply_glm,
+    drop_ctm_words,
+    expand_alternation,
+    filter_file,
+    filter_text,
+    glm_word_classes,
+    optionalize_words,
+    repair_optional_alternations,
+)
 
 EXAMPLE_GLM = os.path.join(CSRFILT_DATA, "example.glm")
 EXAMPLE_UTM = os.path.join(CSRFILT_DATA, "example.utm")

@@ -206,7 +206,7 @@ def test_frame_subsampling_factor_scales_times(tmp_path):
     assert _cli(*common, "--ctm", explicit, "--frame-shift", "0.03").exit_code == 0
     b, c = _ctm_times(base), _ctm_times(chain)
     assert b and len(b) == len(c)
-    assert all(abs(3 * x - y) < 0.015 and abs(3 * dx - dy) < 0.015 for (x, dx), (y, dy) in zip(b, c))
+    assert all(abs(3 * x - y) < 0.015 and abs(3 * dx - dy) < 0.015 for (x, dx), (y, dy) in zip(b, c, strict=False))
     assert chain.read_text() == explicit.read_text()
     r = _cli(*common, "--ctm", base, "--frame-subsampling-factor", "0")
     assert r.exit_code == 2
@@ -249,9 +249,10 @@ def test_untimed_lattices_and_phrase_oracle(tmp_path):
 # 5. channels
 # ------------------------------------------------------------------------------------------------
 def test_one_channel_convention(refs, tmp_path):
+    import inspect
+
     from lattice_tools.cli.decode import decode_command
     from lattice_tools.decode.pocketsphinx import decode_audio
-    import inspect
 
     assert inspect.signature(decode_audio).parameters["channel"].default == "1"
     assert next(p for p in decode_command.params if p.name == "channel").default == "1"

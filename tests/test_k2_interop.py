@@ -21,12 +21,12 @@ k2 = pytest.importorskip("k2", reason="k2 is not installed (no PyPI wheel for Py
                                       "as in docs/k2-and-ctc.md to run the k2 cross-checks)")
 torch = pytest.importorskip("torch")
 
+from _algo_helpers import random_lattice  # noqa: E402
+
 from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob  # noqa: E402
 from lattice_tools.interop.k2 import from_k2, load_k2, save_k2, to_k2  # noqa: E402
 from lattice_tools.io.k2file import read_k2_lattices  # noqa: E402
 from lattice_tools.lattice import Lattice  # noqa: E402
-
-from _algo_helpers import random_lattice  # noqa: E402
 
 pytestmark = pytest.mark.k2
 FILES = ["hlg_lattice.pt", "ctc_lattice.pt", "word_lattice.pt"]
@@ -80,7 +80,7 @@ def test_from_k2_equals_k2_free_reader(fx, name):
     ours = [ours] if isinstance(ours, Lattice) else ours
     ref = read_k2_lattices(fx / name, symbols=_table(fx, name))
     assert len(ours) == len(ref)
-    for a, b in zip(ours, ref):
+    for a, b in zip(ours, ref, strict=False):
         assert a.equals(b) and a.word_aligned == b.word_aligned
         assert set(a.attrs) == set(b.attrs)
         for k in a.attrs:
@@ -99,11 +99,11 @@ def test_round_trip_k2_hub_k2(fx, name, tmp_path):
                                    _vec(fsa).get_tot_scores(use_double_scores=True, log_semiring=use_log).numpy(),
                                    atol=TOL)
     again = from_k2(back, words=_table(fx, name))
-    for a, b in zip([again] if isinstance(again, Lattice) else again, [lats] if isinstance(lats, Lattice) else lats):
+    for a, b in zip([again] if isinstance(again, Lattice) else again, [lats] if isinstance(lats, Lattice) else lats, strict=False):
         assert a.equals(b)
     save_k2(lats, tmp_path / "x.pt")
     for a, b in zip(load_k2(tmp_path / "x.pt", words=_table(fx, name)),
-                    [lats] if isinstance(lats, Lattice) else lats):
+                    [lats] if isinstance(lats, Lattice) else lats, strict=False):
         assert a.equals(b)
 
 
@@ -147,7 +147,7 @@ def _fixture_hub_and_k2(fx):
         if isinstance(lats, Lattice):
             out.append((lats, _vec(fsa), maps))
         else:
-            for i, (lat, m) in enumerate(zip(lats, maps)):
+            for i, (lat, m) in enumerate(zip(lats, maps, strict=False)):
                 out.append((lat, _vec(fsa[i]), m))
     return out
 
@@ -229,7 +229,7 @@ def test_nbest_matches_k2_sequence_scores(fx, source):
         alts = nbest(hub, k, silence_words=()).slots[0].alternatives
         assert len(alts) == k
         ranked = sorted(exact.values(), reverse=True)
-        for alt, ref_score in zip(alts, ranked):
+        for alt, ref_score in zip(alts, ranked, strict=False):
             seq = tuple(hub.symbols.id(w) for w in alt.words)
             assert alt.posterior == pytest.approx(math.exp(exact[seq] - total), abs=TOL)
             assert alt.posterior == pytest.approx(math.exp(ref_score - total), abs=TOL)
@@ -258,7 +258,7 @@ def test_levenshtein_oracle_matches_k2_on_fixture_lattices(fx, expected):
 
     rng = np.random.default_rng(9)
     cases = _fixture_hub_and_k2(fx)[1:3]  # hlg utterances 1 and 2 (32 and 17 sequences)
-    for (hub, fsa, _), spoken in zip(cases, ["A RED SEED", "THE DEAN"]):
+    for (hub, fsa, _), spoken in zip(cases, ["A RED SEED", "THE DEAN"], strict=False):
         seqs = sorted(_k2_sequence_scores(fsa))
         vocab = [hub.symbols.word(i) for i in range(1, 18)]
         refs = [spoken.split()] + [list(rng.choice(vocab, size=int(rng.integers(1, 5)))) for _ in range(4)]
@@ -301,7 +301,7 @@ def test_k2_decoder_reproduces_fixture_lattices(fx, expected):
     lats = decode_ctc(fx / "HLG.pt", fx / "nnet_output.pt", backend="k2", words=fx / "words.txt", word_align=False)
     kal = decode_ctc(fx / "HLG.pt", fx / "nnet_output.pt", backend="kaldi", words=fx / "words.txt", word_align=False)
     ref = read_k2_lattices(fx / "hlg_lattice.pt", symbols=fx / "words.txt")
-    for lat, lk, r, exp in zip(lats, kal, ref, expected["hlg_lattice.pt"]["utterances"]):
+    for lat, lk, r, exp in zip(lats, kal, ref, expected["hlg_lattice.pt"]["utterances"], strict=False):
         assert lat.num_arcs == r.num_arcs
         assert total_log_prob(lat) == pytest.approx(exp["tot_score_log"], abs=TOL)
         assert total_log_prob(lat, log_semiring=False) == pytest.approx(exp["tot_score_tropical"], abs=TOL)
@@ -316,7 +316,7 @@ def test_k2_decoder_on_kaldifst_graph(fx, tmp_path):
     build_graph(fx / "tokens.txt", fx / "lexicon.txt", fx / "words.txt", lm=fx / "G.fst.txt", out=tmp_path)
     a = decode_ctc(tmp_path / "HLG.fst", fx / "nnet_output.pt", backend="k2", word_align=False)
     b = decode_ctc(tmp_path / "HLG.fst", fx / "nnet_output.pt", backend="kaldi", word_align=False)
-    for x, y, spoken in zip(a, b, ["SEE THE RED SAND", "A RED SEED", "THE DEAN"]):
+    for x, y, spoken in zip(a, b, ["SEE THE RED SAND", "A RED SEED", "THE DEAN"], strict=False):
         assert " ".join(x.words(best_path(x))) == " ".join(y.words(best_path(y))) == spoken
         # the best path's score: identical graph semantics, pruning never removes the best path
         assert total_log_prob(x, log_semiring=False) == pytest.approx(total_log_prob(y, log_semiring=False), abs=1e-5)

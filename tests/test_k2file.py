@@ -15,13 +15,12 @@ import zipfile
 
 import numpy as np
 import pytest
+from _algo_helpers import random_lattice
 
 from lattice_tools.algorithms import arc_posteriors, best_path, lattice_depth, total_log_prob
 from lattice_tools.errors import FormatError, SymbolError
 from lattice_tools.io.k2file import Ragged, load_k2_dict, read_k2_lattices, write_k2_lattice
 from lattice_tools.symbols import SymbolTable
-
-from _algo_helpers import random_lattice
 
 LATTICE_FILES = ["hlg_lattice.pt", "ctc_lattice.pt", "word_lattice.pt"]
 ENGINES = ["numpy", "torch"]
@@ -99,7 +98,7 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
     lats, maps = read_k2_lattices(k2dir / name, symbols=_symbols(k2dir, name), return_arc_maps=True, engine=engine)
     assert len(lats) == len(exp["utterances"])
     ragged = isinstance(ref.get("aux_labels", [None])[0], list)
-    for lat, arc_map, utt in zip(lats, maps, exp["utterances"]):
+    for lat, arc_map, utt in zip(lats, maps, exp["utterances"], strict=False):
         off = utt["arc_offset"]
         n_arcs = utt["num_arcs"]
         # Every k2 arc is represented; only arcs with 2+ words produce extra hub arcs.
@@ -173,7 +172,7 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
         assert lat.words(bp) == want["symbols"]
         assert [int(w) for w in lat.word[bp] if w] == want["ids"]
         if want["start_frames"] is not None:
-            assert [int(t) for t, w in zip(lat.t0[bp], lat.word[bp]) if w] == want["start_frames"]
+            assert [int(t) for t, w in zip(lat.t0[bp], lat.word[bp], strict=False) if w] == want["start_frames"]
         assert -lat.acoustic_cost[bp].sum() == pytest.approx(want["am_score"], abs=1e-5)
         assert -(lat.graph_cost[bp] + lat.acoustic_cost[bp]).sum() == pytest.approx(want["score"], abs=1e-9)
 
@@ -209,7 +208,7 @@ def test_write_read_round_trip(k2dir, tmp_path, name, aux_mode, no_k2):
     for engine in ENGINES:
         back = read_k2_lattices(out, symbols=_symbols(k2dir, name), engine=engine)
         assert len(back) == len(lats)
-        for a, b in zip(lats, back):
+        for a, b in zip(lats, back, strict=False):
             assert a.equals(b) and a.word_aligned == b.word_aligned and a.key == b.key
             assert set(a.attrs) == set(b.attrs)
             for k in a.attrs:
@@ -258,7 +257,7 @@ def test_write_generic_lattice_adds_super_final_state(tmp_path):
     out = tmp_path / "generic.pt"
     write_k2_lattice(lats, out)
     back = read_k2_lattices(out, symbols=lats[0].symbols, keys=[lat.key for lat in lats])
-    for a, b in zip(lats, back):
+    for a, b in zip(lats, back, strict=False):
         assert b.num_states == a.num_states + 1
         # float32 storage: totals agree to float32 precision
         assert total_log_prob(b) == pytest.approx(total_log_prob(a), rel=1e-5, abs=1e-4)

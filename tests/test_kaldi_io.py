@@ -6,13 +6,29 @@ import os
 
 import numpy as np
 import pytest
+from _io_helpers import (
+    canonical_arcs,
+    decoded_pocketsphinx,
+    kaldi_raw_lattice,
+    small_word_lattice,
+    total_log_prob_reference,
+    word_sequences,
+)
 
-from _io_helpers import (canonical_arcs, decoded_pocketsphinx, kaldi_raw_lattice, small_word_lattice,
-                         total_log_prob_reference, word_sequences)
 from lattice_tools.errors import FormatError, LatticeError, MismatchError, SymbolError
-from lattice_tools.io.kaldi import (_Reader, format_binary_fst, format_text_fst, iter_raw, lattice_to_raw,
-                                    parse_specifier, parse_text_fst, raw_to_lattice, read_binary_fst,
-                                    read_kaldi_lattices, write_kaldi_lattices)
+from lattice_tools.io.kaldi import (
+    _Reader,
+    format_binary_fst,
+    format_text_fst,
+    iter_raw,
+    lattice_to_raw,
+    parse_specifier,
+    parse_text_fst,
+    raw_to_lattice,
+    read_binary_fst,
+    read_kaldi_lattices,
+    write_kaldi_lattices,
+)
 from lattice_tools.io.slf import format_slf, read_slf
 from lattice_tools.symbols import SymbolTable
 
@@ -39,7 +55,7 @@ def _text_rows(fst_text: str):
 def _same_rows(a: str, b: str, rtol: float = 2e-6) -> bool:
     ra, rb = _text_rows(a), _text_rows(b)
     return len(ra) == len(rb) and all(x[0] == y[0] and np.allclose(x[1], y[1], rtol=rtol, atol=1e-5)
-                                      for x, y in zip(ra, rb))
+                                      for x, y in zip(ra, rb, strict=False))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -125,7 +141,7 @@ def test_archive_text_binary_round_trip_frame_level(tmp_path):
     write_kaldi_lattices(read_kaldi_lattices(f"ark,t:{tmp_path}/a.txt", syms), f"ark:{tmp_path}/a.ark")
     back = list(read_kaldi_lattices(f"ark:{tmp_path}/a.ark", syms))
     assert [b.key for b in back] == ["utt0", "utt1", "utt2"]
-    for a, b in zip(lats, back):
+    for a, b in zip(lats, back, strict=False):
         assert not b.word_aligned
         assert canonical_arcs(a, 3) == canonical_arcs(b, 3)
         assert total_log_prob_reference(a) == pytest.approx(total_log_prob_reference(b), abs=1e-3)
@@ -198,7 +214,7 @@ def test_slf_to_kaldi_text_to_slf_round_trip(decoded, tmp_path):
     lats = [read_slf(format_slf(lat), symbols=syms) for lat in lats]
     write_kaldi_lattices(lats, f"ark,t:{tmp_path}/x.txt")
     back = list(read_kaldi_lattices(f"ark,t:{tmp_path}/x.txt", lats[-1].symbols))
-    for a, b in zip(lats, back):
+    for a, b in zip(lats, back, strict=False):
         slf_again = read_slf(format_slf(b))
         assert canonical_arcs(slf_again) == canonical_arcs(a)
         assert total_log_prob_reference(slf_again) == pytest.approx(total_log_prob_reference(a), abs=1e-9)

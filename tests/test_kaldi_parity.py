@@ -3,9 +3,9 @@ MBR decoding and sausages (``lattice-mbr-decode``, ``lattice-to-ctm-conf``)."""
 from __future__ import annotations
 
 import pytest
+from _kaldi_helpers import EXPECTED, INPUTS, SCALES
 from click.testing import CliRunner
 
-from _kaldi_helpers import EXPECTED, INPUTS, SCALES
 from lattice_tools import latbin
 from lattice_tools.alternatives.sausage import mbr_decode, sausage
 from lattice_tools.cli import main
@@ -61,7 +61,7 @@ def test_sausage_slots_are_kaldis_word_bins(name):
         sa = sausage(lat, acoustic_scale=0.1, silence_words=())
         word_bins = [b for b in r.bins if any(w for w, _ in b)]
         assert len(sa.slots) == len(word_bins)
-        for slot, b in zip(sa.slots, word_bins):
+        for slot, b in zip(sa.slots, word_bins, strict=False):
             got = [(a.words[0] if a.words else "0", a.posterior) for a in slot.alternatives]
             want = [(lat.symbols.word(w) if w else "0", p) for w, p in b if p > 0]
             assert [g[0] for g in got] == [w[0] for w in want]
@@ -89,8 +89,8 @@ import gzip  # noqa: E402
 import re  # noqa: E402
 
 import numpy as np  # noqa: E402
-
 from _kaldi_helpers import DATA, LATS  # noqa: E402
+
 from lattice_tools.algorithms import lattice_depth  # noqa: E402
 from lattice_tools.algorithms.kaldi_ops import add_word_penalty, nbest_kaldi, prune_beam, scale  # noqa: E402
 
@@ -184,7 +184,7 @@ def test_scale_and_add_penalty_equal_kaldi(op, fname):
     want = list(read_lattices(f"ark:{EXPECTED / 'kgraph' / 'ops' / (fname + '.ark.gz')}"))
     got = [op(lat) for lat in read_lattices(INPUTS["kgraph"])]
     assert len(got) == len(want) == 10
-    assert all(_close(a, b) for a, b in zip(got, want))
+    assert all(_close(a, b) for a, b in zip(got, want, strict=False))
 
 
 def _canon(lat):
@@ -199,7 +199,7 @@ def test_prune_equals_lattice_prune(name, beam, ac, fname):
     want = list(read_lattices(f"ark:{EXPECTED / name / 'ops' / (fname + '.ark.gz')}"))
     got = [prune_beam(lat, beam, acoustic_scale=ac) for lat in read_lattices(INPUTS[name])]
     assert len(got) == len(want)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=False):
         assert (g.num_states, g.num_arcs) == (w.num_states, w.num_arcs)
         (sg, wg), (sw, ww) = _canon(g), _canon(w)
         assert np.array_equal(sg, sw)
@@ -276,12 +276,12 @@ def test_fast_text_reader_equals_line_parser(tmp_path, monkeypatch, name):
     for mode in ("numpy", "compiled"):
         got = _lattices(spec, monkeypatch, mode)
         assert len(got) == len(want)
-        for a, b in zip(got, want):
+        for a, b in zip(got, want, strict=False):
             assert a.key == b.key and a.equals(b)
             for f in ("graph_cost", "acoustic_cost", "final_graph_cost", "final_acoustic_cost"):
                 assert np.array_equal(getattr(a, f), getattr(b, f))
             assert np.array_equal(a.attrs["kaldi"], b.attrs["kaldi"])
-            assert all(np.array_equal(x, y) for x, y in zip(a.attrs["tids"], b.attrs["tids"]))
+            assert all(np.array_equal(x, y) for x, y in zip(a.attrs["tids"], b.attrs["tids"], strict=False))
 
 
 @pytest.mark.parametrize("bad,msg", [("u\n0 1 2 x,0,1\n1\n\n", "bad Kaldi"), ("u\n0 1 2 3 4 5\n\n", "at most 5"),

@@ -12,9 +12,10 @@ import subprocess
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 from _kaldi_helpers import kaldi_env, require_kaldi
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from lattice_tools import latbin
 from lattice_tools.algorithms.kaldi_ops import nbest_kaldi
 from lattice_tools.io import read_lattices

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from _kws_helpers import DATA
+
 from lattice_tools.errors import FormatError
 from lattice_tools.io.ecf import Ecf, EcfExcerpt, file_id_of, read_ecf, write_ecf
 from lattice_tools.io.kwlist import read_kwlist, read_kwlist_file, write_kwlist

@@ -8,15 +8,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _algo_helpers import lattices as incoherent_lattices
+from _alt_helpers import enumerate_paths, lattice_strategy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _algo_helpers import lattices as incoherent_lattices
-from _alt_helpers import enumerate_paths, lattice_strategy
 from lattice_tools.alternatives._common import word_labels
 from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
-from lattice_tools.kws.index import (IndexHit, alternatives_network, factor_hits, index_alternatives, index_lattice,
-                                     lattice_network, time_clusters)
+from lattice_tools.kws.index import (
+    IndexHit,
+    index_alternatives,
+    index_lattice,
+    lattice_network,
+    time_clusters,
+)
 
 DATA = Path(__file__).parent / "data" / "kaldi_kws"
 LATS = Path(__file__).parent / "data" / "kaldi" / "lats"  # the bundled lattices as a Kaldi archive
@@ -46,7 +51,7 @@ def brute_force_hits(lat, max_length, max_silence, acoustic_scale=1.0):
             for j in range(i + 1, min(len(wa), i + max_length) + 1):
                 run = wa[i:j]
                 if max_silence is not None and any(
-                        (lat.t0[b] - lat.t1[a]) * fs > max_silence + 1e-9 for a, b in zip(run, run[1:])):
+                        (lat.t0[b] - lat.t1[a]) * fs > max_silence + 1e-9 for a, b in zip(run, run[1:], strict=False)):
                     break
                 key = tuple((net.words[net.word[a]], int(clusters[a])) for a in run)
                 h = hits.setdefault(key, [0.0, math.inf, -math.inf])
@@ -75,7 +80,7 @@ def compare(lat, max_length, max_silence):
         a = sorted(ours[words])
         b = sorted(ref[words])
         assert len(a) == len(b), words
-        for (b0, e0, p0), (b1, e1, p1) in zip(a, b):
+        for (b0, e0, p0), (b1, e1, p1) in zip(a, b, strict=False):
             assert (b0, e0) == (b1, e1), words
             assert p0 == pytest.approx(p1, rel=1e-9, abs=1e-12), words
 
@@ -123,7 +128,7 @@ def test_time_cluster_ties_are_exact_in_frames():
 
 def _alts_from_sequences(seqs, key="u"):
     """One-slot N-best alternatives from ``[(words, starts, ends, posterior)]``."""
-    alts = tuple(Alternative(tuple(w), tuple(s), tuple(e - b for b, e in zip(s, e)), p) for w, s, e, p in seqs)
+    alts = tuple(Alternative(tuple(w), tuple(s), tuple(e - b for b, e in zip(s, e, strict=False)), p) for w, s, e, p in seqs)
     return Alternatives(key=key, slots=(Slot(0.0, 10.0, alts),), kind="nbest")
 
 

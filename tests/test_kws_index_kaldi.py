@@ -9,12 +9,11 @@ import subprocess
 import tempfile
 from collections import defaultdict
 
-import numpy as np
 import pytest
+from _alt_helpers import lattice_strategy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _alt_helpers import lattice_strategy
 from lattice_tools.alternatives._common import word_labels
 from lattice_tools.io import write_lattices
 from lattice_tools.kws.index import index_lattice

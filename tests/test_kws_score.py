@@ -7,8 +7,8 @@ import shlex
 from collections import Counter
 
 import pytest
-
 from _kws_helpers import DATA, compare_reports, f4de_root, f4de_skip_reason, random_case, run_kwseval
+
 from lattice_tools.errors import FormatError, MismatchError
 from lattice_tools.io.ecf import Ecf, EcfExcerpt, read_ecf
 from lattice_tools.io.kwlist import read_kwlist_file

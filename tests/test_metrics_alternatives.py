@@ -5,10 +5,10 @@ require_metrics_extras()
 
 import random
 
+from _metrics_helpers import all_paths, brute_edit_distance, random_network
+
 from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
 from lattice_tools.metrics.alternatives import alternative_coverage, network_contains, oracle_path
-
-from _metrics_helpers import all_paths, brute_edit_distance, random_network
 
 
 def test_oracle_equals_brute_force():
@@ -62,7 +62,8 @@ def test_spaceless_containment_spans_words():
 
 
 def test_oracle_properties_hypothesis():
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
 
     words = st.sampled_from("abc")
     alt = st.lists(words, max_size=3).map(lambda ws: Alternative(tuple(ws)))

@@ -6,10 +6,9 @@ require_metrics_extras()
 import random
 
 import pytest
+from _metrics_helpers import brute_edit_distance, brute_substring_distance
 
 from lattice_tools.metrics.entities import best_substring_match, fuzzy_tolerance, score_entities, score_entity
-
-from _metrics_helpers import brute_edit_distance, brute_substring_distance
 
 
 def test_tolerance_values():

@@ -16,16 +16,21 @@ require_metrics_extras()
 
 import kaldialign
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lattice_tools.errors import LatticeToolsError
 from lattice_tools.metrics import fast, punctuation
-from lattice_tools.metrics.evaluate import (EvalConfig, evaluate_system, evaluate_system_reference,
-                                            summarize)
+from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system, evaluate_system_reference, summarize
 from lattice_tools.metrics.io import Annotation
 from lattice_tools.metrics.levenshtein import make_counts, sum_counts
-from lattice_tools.metrics.punctuation import (DEFAULT_NORMALIZERS, score_orthography, score_orthography_many,
-                                               tokenize, tokenize_for_counts)
+from lattice_tools.metrics.punctuation import (
+    DEFAULT_NORMALIZERS,
+    score_orthography,
+    score_orthography_many,
+    tokenize,
+    tokenize_for_counts,
+)
 from lattice_tools.metrics.script import script_counts
 from lattice_tools.metrics.text import _GRAPHEME, graphemes, make_normalizer, normalize_many, regex
 from lattice_tools.scoring.counts import ErrorCounts

@@ -15,7 +15,8 @@ from _metrics_helpers import require_metrics_extras
 require_metrics_extras()
 
 import kaldialign
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lattice_tools.metrics import align_batch, fast
 from lattice_tools.metrics.codeswitch import ScriptTagger, hyp_positions_in_ref

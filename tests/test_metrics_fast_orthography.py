@@ -14,12 +14,12 @@ from _metrics_helpers import require_metrics_extras
 require_metrics_extras()
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lattice_tools.metrics import orthography_batch as OB
 from lattice_tools.metrics import punctuation as P
-from lattice_tools.metrics.punctuation import (DEFAULT_NORMALIZERS, score_orthography, score_orthography_many,
-                                               tokenize)
+from lattice_tools.metrics.punctuation import DEFAULT_NORMALIZERS, score_orthography, score_orthography_many, tokenize
 
 WORDS = [
     # case variants and punctuation, attached and detached
@@ -110,7 +110,7 @@ def test_batched_engine_equals_reference(pairs, K, normalizers, batch_cells):
     assert OB.score_many(refs, hyps, normalizers, K, cache, batch_cells) == want
     other = NORMALIZER_SETS[(NORMALIZER_SETS.index(normalizers) + 1) % len(NORMALIZER_SETS)]
     assert OB.score_many(hyps[::-1], refs[::-1], other, K, cache, batch_cells) == \
-        reference(list(zip(hyps[::-1], refs[::-1])), other, K)
+        reference(list(zip(hyps[::-1], refs[::-1], strict=False)), other, K)
 
 
 @settings(max_examples=100, deadline=None)
@@ -163,7 +163,7 @@ def test_number_inert_tokens_are_left_alone(words):
     tokens = [t for w in words for t in P.lex(w)]
     if all(OB._number_inert(t) for t in tokens):
         out = P.normalize_numbers(tokens)
-        assert len(out) == len(tokens) and all(o is t for o, t in zip(out, tokens))
+        assert len(out) == len(tokens) and all(o is t for o, t in zip(out, tokens, strict=False))
 
 
 def test_number_inert_is_not_vacuous():

@@ -3,10 +3,11 @@ from _metrics_helpers import require_metrics_extras
 
 require_metrics_extras()
 
+import functools
+
 import pytest
 
-from lattice_tools.metrics.punctuation import (classify, extended_align, f1, lex,
-                                               score_orthography, ser, tokenize)
+from lattice_tools.metrics.punctuation import classify, extended_align, f1, lex, score_orthography, ser, tokenize
 
 
 def _route(ref, hyp, **kw):
@@ -123,7 +124,6 @@ def test_full_example_counts():
 
 def _brute_cost(ref, hyp):
     """Seed 004 eq. (1)-(3) evaluated literally (all compound slices x, y; K = infinity)."""
-    from functools import lru_cache
 
     P = set(".,!?;:")
 
@@ -144,7 +144,7 @@ def _brute_cost(ref, hyp):
             return None
         return "".join(t.value.replace("-", "") for t in ts)
 
-    @lru_cache(maxsize=None)
+    @functools.cache
     def d(i, j):
         if i == 0 and j == 0:
             return 0.0
@@ -181,8 +181,9 @@ def test_extended_levenshtein_equals_literal_recursion():
 
 
 def test_substitution_cost_table():
-    from lattice_tools.metrics.punctuation import SUB_CASE, SUB_CROSS, SUB_PUNCT, SUB_WORD, _sub_costs
     import numpy as np
+
+    from lattice_tools.metrics.punctuation import SUB_CASE, SUB_CROSS, SUB_PUNCT, SUB_WORD, _sub_costs
 
     hyp = lex("x , Word word")
     vals = np.array([t.value for t in hyp], dtype=object)

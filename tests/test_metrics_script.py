@@ -6,8 +6,15 @@ require_metrics_extras()
 import pytest
 
 from lattice_tools.errors import LatticeToolsError
-from lattice_tools.metrics.codeswitch import (ScriptTagger, cmi_bucket, code_mixing_index, composite,
-                                              match_with_tolerance, switch_point_counts, switch_points)
+from lattice_tools.metrics.codeswitch import (
+    ScriptTagger,
+    cmi_bucket,
+    code_mixing_index,
+    composite,
+    match_with_tolerance,
+    switch_point_counts,
+    switch_points,
+)
 from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system, summarize
 from lattice_tools.metrics.io import Annotation
 from lattice_tools.metrics.levenshtein import align

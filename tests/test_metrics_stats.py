@@ -21,7 +21,7 @@ def _corpus(n=300, seed=0, p_sub=0.2):
 
 
 def _arrays(refs, hyps):
-    cs = [error_counts(r, h) for r, h in zip(refs, hyps)]
+    cs = [error_counts(r, h) for r, h in zip(refs, hyps, strict=False)]
     return np.array([c.errors for c in cs]), np.array([c.ref_words for c in cs])
 
 

@@ -6,12 +6,16 @@ require_metrics_extras()
 import jiwer
 import kaldialign
 import pytest
+from _metrics_helpers import brute_edit_distance, random_pairs
 
 from lattice_tools.metrics.levenshtein import align, error_counts
-from lattice_tools.metrics.text import (BasicTextNormalizer, IndicNormalizer, PlainNormalizer, graphemes,
-                                        normalize_language_code)
-
-from _metrics_helpers import brute_edit_distance, random_pairs
+from lattice_tools.metrics.text import (
+    BasicTextNormalizer,
+    IndicNormalizer,
+    PlainNormalizer,
+    graphemes,
+    normalize_language_code,
+)
 
 
 def test_word_counts_equal_jiwer_and_kaldialign():

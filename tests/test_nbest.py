@@ -5,10 +5,20 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from _alt_helpers import (
+    K2,
+    brute_force_sequences,
+    enumerate_paths,
+    fst_nbest,
+    k2_frame_lattices,
+    kaldifst_log_determinize,
+    lattice_strategy,
+    ps_lattice,
+    to_kaldifst,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from _alt_helpers import (K2, brute_force_sequences, enumerate_paths, fst_nbest, k2_frame_lattices,
-                          kaldifst_log_determinize, lattice_strategy, ps_lattice, to_kaldifst)
 from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives.nbest import nbest, nbest_sequences
 
@@ -21,7 +31,7 @@ def test_equals_brute_force(lat, n):
     res, total, _ = nbest_sequences(lat, n)
     ranked = sorted(bf.values())
     assert len(res) == min(n, len(bf))
-    for r, c in zip(res, ranked):
+    for r, c in zip(res, ranked, strict=False):
         assert r.cost == pytest.approx(c, abs=1e-9)
         assert bf[r.labels] == pytest.approx(r.cost, abs=1e-9)
     # the best path realizing each sequence: it reads the sequence, and no path with it is better
@@ -52,16 +62,16 @@ def test_equals_kaldifst_shortest_path_on_log_determinized_lattice():
             assert mine[seq] == pytest.approx(c, abs=1e-4)
         else:  # only exchanges among near-ties at the cut-off (kaldifst weights are float32)
             assert c >= cutoff - 1e-4
-    for (s1, c1), r in zip(ref, res):
+    for (s1, c1), r in zip(ref, res, strict=False):
         assert r.cost == pytest.approx(c1, abs=1e-4)
 
 
 def test_k2_fixture_top5_and_times():
     expected = json.load(open(K2 / "expected.json"))["files"]["hlg_lattice.pt"]["utterances"]
-    for lat, exp in zip(k2_frame_lattices(), expected):
+    for lat, exp in zip(k2_frame_lattices(), expected, strict=False):
         alts = nbest(lat, 5, silence_words=set())
         got = alts.slots[0].alternatives
-        for a, e in zip(got, exp["nbest"]["entries"]):
+        for a, e in zip(got, exp["nbest"]["entries"], strict=False):
             assert list(a.words) == e["symbols"]
             assert math.log(a.posterior) == pytest.approx(math.log(e["posterior"]), abs=1e-9)
         # k2's best path start frames (the word starts at the arc carrying its id)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from _alt_helpers import brute_force_sequences, lattice_strategy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from lattice_tools.alternatives import _fastsearch
 from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives._fastsearch import search_many
@@ -36,7 +37,7 @@ def test_region_search_equals_brute_force(lat, n, bound):
     res = search_many([problem], n, lazy_pops=NO_LAZY)[0]
     ranked = sorted(bf.values())
     assert len(res) == min(n, len(bf))
-    for r, c in zip(res, ranked):
+    for r, c in zip(res, ranked, strict=False):
         assert r.cost == pytest.approx(c, abs=1e-9)
         assert bf[r.labels] == pytest.approx(r.cost, abs=1e-9)
 

@@ -7,15 +7,21 @@ import glob
 import os
 
 import pytest
+from _nist_helpers import CSRFILT_DATA, RT03_GLM, SCLITE_DATA
 
 from lattice_tools.errors import BudgetExceededError, FormatError
-from lattice_tools.io.ctm import (CtmAltBlock, CtmWord, flatten_nested_block, parse_ctm_line, parse_ctm_lines,
-                                  read_ctm, write_ctm)
+from lattice_tools.io.ctm import (
+    CtmAltBlock,
+    CtmWord,
+    flatten_nested_block,
+    parse_ctm_line,
+    parse_ctm_lines,
+    read_ctm,
+    write_ctm,
+)
 from lattice_tools.io.glm import parse_glm_bytes, parse_rule_line, read_glm
 from lattice_tools.io.stm import Stm, StmSegment, parse_stm_line, read_stm, write_stm
 from lattice_tools.io.trn import TrnUtterance, read_trn, write_trn
-
-from _nist_helpers import CSRFILT_DATA, RT03_GLM, SCLITE_DATA
 
 
 def _encoding(name: str) -> str:
@@ -249,7 +255,8 @@ def test_tokenize_transcript():
         "{", "RECURSIVE", "/", "RECUR", "{", "SIVE", "/", "SI", "VE", "}", "}"]
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 _word = st.text(alphabet="ABCXYZabc'-.%", min_size=1, max_size=6)
 _time = st.floats(min_value=0, max_value=5000, allow_nan=False).map(lambda x: round(x, 3))

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from _io_helpers import canonical_arcs, small_word_lattice, total_log_prob_reference, word_sequences
+
 from lattice_tools.errors import FormatError, LatticeError, SymbolError
 from lattice_tools.io.openfst import format_openfst, read_openfst, write_openfst
 from lattice_tools.symbols import SymbolTable

@@ -5,14 +5,25 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from _oracle_helpers import (
+    enumerate_paths,
+    network_align_cost,
+    random_lattice,
+    random_reference,
+    word_cost_levenshtein,
+    word_cost_sclite,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
-from lattice_tools.oracle.lattice_oracle import (LEVENSHTEIN_COSTS, SCLITE_COSTS, alternatives_oracle,
-                                                 lattice_oracle, sequence_oracle)
-
-from _oracle_helpers import (enumerate_paths, network_align_cost, random_lattice, random_reference,
-                             word_cost_levenshtein, word_cost_sclite)
+from lattice_tools.oracle.lattice_oracle import (
+    LEVENSHTEIN_COSTS,
+    SCLITE_COSTS,
+    alternatives_oracle,
+    lattice_oracle,
+    sequence_oracle,
+)
 
 
 @settings(max_examples=120, deadline=None)
@@ -73,7 +84,7 @@ def test_k2_lattice_oracle(test_data_dir):
     lats = list(k2file.read_k2_lattices(str(test_data_dir / "k2-fixtures" / "hlg_lattice.pt"),
                                         symbols=str(test_data_dir / "k2-fixtures" / "words.txt")))
     assert len(lats) == 3
-    for lat, utt in zip(lats, exp["files"]["hlg_lattice.pt"]["utterances"]):
+    for lat, utt in zip(lats, exp["files"]["hlg_lattice.pt"]["utterances"], strict=False):
         spoken = utt["spoken_words"].split() if isinstance(utt["spoken_words"], str) else utt["spoken_words"]
         res = lattice_oracle(lat, spoken, mode="levenshtein")
         assert res.key == lat.key and res.counts.errors == 0
@@ -138,15 +149,15 @@ def test_altctm_oracle_equals_debian_sclite(tmp_path, optional_deletable):
     """Random STM + alt-CTM files (ALT blocks with empty branches, optional words, 3 segments):
     the oracle totals equal Debian sclite's, and the exact DP's optimum equals the cost of the
     sclite-tie alignment the counts come from."""
-    from conftest import SCLITE
     from _oracle_helpers import random_stm_altctm, run_sclite
+    from conftest import SCLITE
 
+    from lattice_tools.io.ctm import read_ctm
     from lattice_tools.oracle.lattice_oracle import hyp_graph_from_network, oracle_graph
     from lattice_tools.oracle.representations import ctm_oracle
     from lattice_tools.scoring.align import AlignOptions, align_networks
     from lattice_tools.scoring.counts import ErrorCounts
     from lattice_tools.scoring.network import from_ctm_items, parse_transcript
-    from lattice_tools.io.ctm import read_ctm
 
     if SCLITE is None:
         pytest.skip("Debian sclite is not installed")
@@ -174,8 +185,8 @@ def test_altctm_oracle_equals_debian_sclite(tmp_path, optional_deletable):
 @pytest.mark.sclite
 def test_alternatives_written_as_altctm_score_like_sclite(tmp_path):
     """Alternatives -> alt-CTM (the toolkit's writer) -> Debian sclite equals alternatives_oracle."""
-    from conftest import SCLITE
     from _oracle_helpers import run_sclite
+    from conftest import SCLITE
 
     if SCLITE is None:
         pytest.skip("Debian sclite is not installed")
@@ -203,7 +214,7 @@ def test_alternatives_written_as_altctm_score_like_sclite(tmp_path):
     want = run_sclite(SCLITE, str(tmp_path / "r.stm"), str(tmp_path / "h.ctm"))
     from lattice_tools.scoring.counts import ErrorCounts
     got = ErrorCounts.sum(alternatives_oracle(a, line.split(None, 5)[5], optional_deletable=False).counts
-                          for a, line in zip(alts_list, stm_lines))
+                          for a, line in zip(alts_list, stm_lines, strict=False))
     assert (got.ref_words, got.correct, got.substitutions, got.deletions, got.insertions) == want
 
 
@@ -228,7 +239,7 @@ def test_batched_nbest_path_equals_network_dp(seed, mode, D):
         refs.append(" ".join(f"({w})" if rng.random() < 0.2 else w
                              for w in (V[int(rng.integers(0, 6))] for _ in range(int(rng.integers(0, 6))))))
     many = alternatives_oracle_many(alts_list, refs, mode=mode, optional_deletable=D)
-    for a, r, m in zip(alts_list, refs, many):
+    for a, r, m in zip(alts_list, refs, many, strict=False):
         net = network_alternatives_oracle(a, r, mode=mode, optional_deletable=D)
         assert m.key == a.key and m.cost == pytest.approx(net.cost)
         if mode == "sclite":

@@ -6,10 +6,17 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from _alt_helpers import (
+    chained_lattice_strategy,
+    enumerate_paths,
+    k2_frame_lattices,
+    log_add,
+    naive_masked_phrase_nbest,
+    ps_lattice,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from _alt_helpers import (chained_lattice_strategy, enumerate_paths, k2_frame_lattices, log_add,
-                          naive_masked_phrase_nbest, ps_lattice)
 from lattice_tools.alternatives.phrases import PhraseDecomposition, phrases
 from lattice_tools.alternatives.word_align import word_align
 
@@ -39,7 +46,7 @@ def test_exact_phrase_distribution_and_eq6(lat, theta):
         assert sum(math.exp(dec.total - r.cost) for r in res) == pytest.approx(1.0, abs=1e-9)
         costs = [r.cost for r in res]
         # most probable first (equal up to float rounding: costs are sums in different orders)
-        assert all(a <= b + 1e-9 for a, b in zip(costs, costs[1:]))
+        assert all(a <= b + 1e-9 for a, b in zip(costs, costs[1:], strict=False))
         alts.append(set(got))
     # eq. 6: every lattice path is a concatenation of one alternative per phrase
     products = {tuple(itertools.chain(*combo)) for combo in itertools.product(*alts)}

@@ -7,12 +7,18 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from _alt_helpers import chained_lattice_strategy, lattice_strategy, log_add, ps_lattice
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from lattice_tools.alternatives import _fastsearch
-from lattice_tools.alternatives._fastsearch import (_Closed, _first_min_per_cell, _first_min_per_group, _radix_halves,
-                                                    _stable_order)
+from lattice_tools.alternatives._fastsearch import (
+    _Closed,
+    _first_min_per_cell,
+    _first_min_per_group,
+    _radix_halves,
+    _stable_order,
+)
 from lattice_tools.alternatives._fb import BlockPlan, ForwardBackward
 from lattice_tools.alternatives.nbest import alternative_from_path
 from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker, phrases
@@ -62,7 +68,7 @@ def test_shared_block_plan_is_bitwise_identical(lat):
             lo, hi = min(a, b), max(a, b)
             return lo if not log or hi == math.inf else lo - math.log1p(math.exp(lo - hi))
 
-        arcs = sorted(zip(lat.src.tolist(), lat.dst.tolist(), cost.tolist()))
+        arcs = sorted(zip(lat.src.tolist(), lat.dst.tolist(), cost.tolist(), strict=False))
         alpha = [math.inf] * lat.num_states
         alpha[0] = 0.0
         for s, d, c in arcs:
@@ -87,7 +93,7 @@ def test_closed_rows_equal_epsilon_path_enumeration(lat):
     cl = _Closed(m, lat.src.astype(np.int64), lat.dst.astype(np.int64), labels, cost,
                  np.arange(lat.num_arcs, dtype=np.int64) + 1000, final.copy(), final.copy())
     out = {s: [] for s in range(m)}
-    for a, (s, d) in enumerate(zip(lat.src.tolist(), lat.dst.tolist())):
+    for a, (s, d) in enumerate(zip(lat.src.tolist(), lat.dst.tolist(), strict=False)):
         out[s].append((a, d))
 
     def eps_paths(s, acc=0.0):  # (end state, cost) of every epsilon path from s, the empty one first
@@ -106,7 +112,7 @@ def test_closed_rows_equal_epsilon_path_enumeration(lat):
                     lc, bc = want.get(a, (math.inf, math.inf))
                     want[a] = (log_add(lc, c + cost[a]), min(bc, c + cost[a]))
         row = slice(cl.w_off[s], cl.w_off[s + 1])
-        got = {int(a): (lc, bc) for a, lc, bc in zip(cl.w_arc[row], cl.w_lc[row], cl.w_bc[row])}
+        got = {int(a): (lc, bc) for a, lc, bc in zip(cl.w_arc[row], cl.w_lc[row], cl.w_bc[row], strict=False)}
         assert list(cl.w_arc[row]) == sorted(got)  # one entry per arc, in arc order
         assert set(got) == set(want)
         for a, (lc, bc) in want.items():

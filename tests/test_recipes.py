@@ -14,14 +14,13 @@ import zlib
 from pathlib import Path
 
 import pytest
+from _recipe_helpers import DATA, RECIPES, have_cli, mtimes, run, tool_env, tree_digest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools import recipe
 from lattice_tools.alternatives.network import depth_statistics
 from lattice_tools.errors import FormatError, LatticeToolsError, MismatchError
-
-from _recipe_helpers import DATA, RECIPES, have_cli, mtimes, run, tool_env, tree_digest
 
 LOCAL_RUN = RECIPES / "utils" / "local_run.sh"
 needs_cli = pytest.mark.skipif(not have_cli(), reason="the lattice-tools entry point is not installed")
@@ -142,7 +141,7 @@ def test_merge_bytes_do_not_depend_on_the_split(tmp_path_factory, text, cuts):
     data = text.encode()
     bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
     parts = []
-    for i, (a, b) in enumerate(zip(bounds, bounds[1:] or [len(data)])):
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:] or [len(data)], strict=False)):
         p = tmp / f"part{i}.gz"
         with gzip.open(p, "wb") as f:  # parts compressed with other settings: content is what matters
             f.write(data[a:b])

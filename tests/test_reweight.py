@@ -1,12 +1,11 @@
 """weights_from_posteriors: a lattice whose arc posteriors equal given (consistent) posteriors."""
 import numpy as np
 import pytest
+from _algo_helpers import lattices
 from hypothesis import given, settings
 
 from lattice_tools.algorithms import arc_posteriors, total_log_prob, weights_from_posteriors
 from lattice_tools.errors import LatticeError
-
-from _algo_helpers import lattices
 
 
 @settings(max_examples=60, deadline=None)

@@ -5,9 +5,10 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from _alt_helpers import SYMS, lattice_strategy, ps_lattice
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from lattice_tools.alternatives.sausage import sausage
 from lattice_tools.lattice import Lattice
 
@@ -21,15 +22,15 @@ def test_sausage_shaped_lattice_is_recovered_exactly(bins, seed):
     for k, weights in enumerate(bins):
         p = np.asarray(weights) / sum(weights)
         words = rng.choice([1, 2, 3, 4], size=len(p), replace=False)
-        for w, pw in zip(words, p):
+        for w, pw in zip(words, p, strict=False):
             src.append(k); dst.append(k + 1); word.append(int(w)); cost.append(-math.log(pw))
-        want.append({SYMS.word(int(w)): float(pw) for w, pw in zip(words, p)})
+        want.append({SYMS.word(int(w)): float(pw) for w, pw in zip(words, p, strict=False)})
     n = len(bins) + 1
     lat = Lattice.from_arcs(src=src, dst=dst, word=word, symbols=SYMS, final_graph_cost=[math.inf] * (n - 1) + [0.0],
                             graph_cost=cost, t0=[10 * s for s in src], t1=[10 * d for d in dst])
     sa = sausage(lat)
     assert len(sa.slots) == len(bins)
-    for slot, w, k in zip(sa.slots, want, range(len(bins))):
+    for slot, w, k in zip(sa.slots, want, range(len(bins)), strict=False):
         got = {a.words[0]: a.posterior for a in slot.alternatives if a.words}
         assert got.keys() == w.keys()
         for word_, p in w.items():
@@ -70,6 +71,7 @@ def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
     bins, bin times, one-best times and confidences equal a literal, dict-based transcription of
     lat/sausages.cc exactly (tests/_mbr_reference.py)."""
     from _mbr_reference import reference_mbr
+
     from lattice_tools.alternatives.sausage import kaldi_order, mbr_decode
 
     got = mbr_decode(lat, acoustic_scale=ac, strict_times=False)
@@ -82,6 +84,7 @@ def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
 
 def test_real_lattice_equals_literal_transcription():
     from _mbr_reference import reference_mbr
+
     from lattice_tools.alternatives.sausage import kaldi_order, mbr_decode
 
     lat = ps_lattice()

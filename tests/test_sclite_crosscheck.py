@@ -9,8 +9,8 @@ import random
 import tempfile
 
 import pytest
-
 from _scoring_helpers import SCLITE, parse_pra, random_case, random_ref_text, run_sclite
+
 from lattice_tools.io.ctm import read_ctm
 from lattice_tools.io.stm import read_stm
 from lattice_tools.io.trn import read_trn

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from _scoring_helpers import BASE, GOLDEN_CASES, SCTK_DATA, parse_pra, parse_summary
+
 from lattice_tools.io.ctm import read_ctm
 from lattice_tools.io.stm import read_stm
 from lattice_tools.io.trn import read_trn

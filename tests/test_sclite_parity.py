@@ -20,16 +20,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _data import TEST_DATA
+from _nist_helpers import have_debian_csrfilt, run_debian_csrfilt
+from _scoring_helpers import BASE, SCLITE, SCTK_DATA, parse_summary
 from click.testing import CliRunner
 
 from lattice_tools.cli import main
 from lattice_tools.errors import FormatError
 from lattice_tools.scoring.reports import dtl_report, pra_report, sys_report
 from lattice_tools.scoring.sclite import score_files
-
-from _nist_helpers import have_debian_csrfilt, run_debian_csrfilt
-from _data import TEST_DATA
-from _scoring_helpers import BASE, SCLITE, SCTK_DATA, parse_summary
 
 REPO = Path(__file__).resolve().parent.parent
 PARITY = TEST_DATA / "sclite-parity"

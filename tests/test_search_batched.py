@@ -8,9 +8,10 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from _alt_helpers import brute_force_sequences, enumerate_paths, lattice_strategy, ps_lattice
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from lattice_tools._gc import gc_paused
 from lattice_tools.alternatives._common import dense_codes, prepare
 from lattice_tools.alternatives._fastsearch import _Closed, _Growable, search_many
@@ -31,10 +32,10 @@ def test_side_by_side_searches_equal_brute_force(lats, n, lazy_pops):
     """Each automaton of a batch gets its exact n best sequences with exact costs and best paths.
     ``lazy_pops=0`` makes most lazy searches run out of pops and fall back to the exact-bound
     search while the others go on side by side."""
-    problems, prepared = zip(*(_problem(lat) for lat in lats))
+    problems, prepared = zip(*(_problem(lat) for lat in lats), strict=False)
     results = search_many(list(problems), n, lazy_pops=lazy_pops)
     assert len(results) == len(lats)
-    for lat, (labels, cost, final), res in zip(lats, prepared, results):
+    for lat, (labels, cost, final), res in zip(lats, prepared, results, strict=False):
         bf = brute_force_sequences(lat, labels, cost, final)
         ranked = sorted(bf.values())
         assert len(res) == min(n, len(bf))
@@ -56,7 +57,7 @@ def test_batched_phrases_equal_phrases_searched_one_at_a_time():
     assert len(problems) >= 12
     together = search_many(problems, 200)
     checked = 0
-    for problem, batched in zip(problems, together):
+    for problem, batched in zip(problems, together, strict=False):
         (alone,) = search_many([problem], 200)
         assert [r.labels for r in batched] == [r.labels for r in alone]
         assert [r.best_arcs for r in batched] == [r.best_arcs for r in alone]
@@ -74,7 +75,7 @@ def test_fewer_searches_side_by_side_find_the_same(monkeypatch, side_by_side):
     problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
     reference = search_many(problems, 100)
     monkeypatch.setattr(_fastsearch, "SIDE_BY_SIDE", side_by_side)
-    for a, b in zip(reference, search_many(problems, 100)):
+    for a, b in zip(reference, search_many(problems, 100), strict=False):
         assert [r.labels for r in a] == [r.labels for r in b]
         assert [r.best_arcs for r in a] == [r.best_arcs for r in b]
         assert [r.cost for r in a] == pytest.approx([r.cost for r in b], rel=1e-12, abs=1e-9)
@@ -87,7 +88,7 @@ def test_word_time_closure_in_chunks_gives_the_same_best_paths(monkeypatch):
     problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
     reference = search_many(problems, 100)
     monkeypatch.setattr(_fastsearch, "CLOSED_CHUNK_ARCS", 1)
-    for a, b in zip(reference, search_many(problems, 100)):
+    for a, b in zip(reference, search_many(problems, 100), strict=False):
         assert [(r.labels, r.best_arcs, r.best_cost) for r in a] == [(r.labels, r.best_arcs, r.best_cost) for r in b]
 
 
@@ -156,7 +157,7 @@ def test_alternative_maker_many_skips_silence_like_alternative_from_path():
     paths = [tuple(words[k:k + 3]) + (silence[k],) for k in range(40)] + [(), tuple(silence[:3])]
     posts = [math.exp(-k / 7) for k in range(len(paths))]
     cache: dict = {}
-    for fast, arcs, p in zip(make.many(paths, posts), paths, posts):
+    for fast, arcs, p in zip(make.many(paths, posts), paths, posts, strict=False):
         slow = alternative_from_path(lat, dec.labels, arcs, p, cache)
         assert fast == slow and repr(fast) == repr(slow)
 
@@ -169,7 +170,7 @@ def test_exact_bound_search_equals_lazy_search_on_real_phrases():
     problems = dec.problems()
     lazy = search_many(problems, 40)
     exact = search_many(problems, 40, determinize_first=True)
-    for a, b in zip(lazy, exact):
+    for a, b in zip(lazy, exact, strict=False):
         assert [r.labels for r in a] == [r.labels for r in b]
         assert [r.cost for r in a] == pytest.approx([r.cost for r in b], rel=1e-12, abs=1e-9)
         assert [r.best_arcs for r in a] == [r.best_arcs for r in b]

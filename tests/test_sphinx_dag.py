@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _io_helpers import canonical_arcs
+
 from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob
 from lattice_tools.errors import FormatError
 from lattice_tools.io import guess_format, read_lattices
@@ -61,7 +61,7 @@ def test_pocketsphinx_dag_and_slf_of_one_lattice_agree():
     assert dag.key == slf.key == "pocketsphinx_cards_002"
     a, b = canonical_arcs(dag), canonical_arcs(slf)
     assert len(a) == len(b) == dag.num_arcs
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         assert x[:4] == y[:4] and x[4] == pytest.approx(y[4], abs=1e-4)
     assert total_log_prob(dag) == pytest.approx(total_log_prob(slf), abs=1e-5)
     words = lambda lat: [lat.symbols.word(int(w)) for w in lat.word[best_path(lat)] if w]  # noqa: E731
@@ -147,7 +147,7 @@ def test_dag_semantics_on_a_small_file():
     lat = read_sphinx_dag(DAG, key="u")
     ln = math.log(1.0001)
     arcs = sorted((lat.symbols.word(int(w)) if w else "<eps>", int(a), int(b), round(c / ln, 6))
-                  for w, a, b, c in zip(lat.word, lat.t0, lat.t1, lat.acoustic_cost))
+                  for w, a, b, c in zip(lat.word, lat.t0, lat.t1, lat.acoustic_cost, strict=False))
     # <s> carries frames 0-10 on each edge out of it; the repeated 3->2 edge keeps the best score
     # (ps_lattice_link); go(2) is go; the final node's </s> is on no edge
     assert arcs == [("<eps>", 0, 10, 100.0), ("<eps>", 0, 10, 200.0), ("go", 10, 30, 1000.0), ("no", 10, 30, 1000.0)]

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from _alt_helpers import K2, k2_frame_lattices, lattice_strategy, ps_lattice
 from hypothesis import given, settings
 
-from _alt_helpers import K2, lattice_strategy, ps_lattice, k2_frame_lattices
 from lattice_tools.alternatives.nbest import nbest_sequences
 from lattice_tools.alternatives.word_align import word_align
 
@@ -34,7 +34,7 @@ def test_random_frame_lattice_language_preserved(lat):
 
 def test_k2_lattices():
     expected = json.load(open(K2 / "expected.json"))["files"]["hlg_lattice.pt"]["utterances"]
-    for frame, exp in zip(k2_frame_lattices(), expected):
+    for frame, exp in zip(k2_frame_lattices(), expected, strict=False):
         wa = word_align(frame)
         assert wa.num_arcs and not (wa.word == 0).all()
         a, ta = _language(frame)
@@ -49,7 +49,7 @@ def test_k2_lattices():
         assert [wa.symbols.word(int(wa.word[x])) for x in arcs] == exp["best_path"]["symbols"]
         assert [int(wa.t0[x]) for x in arcs] == exp["best_path"]["start_frames"]
         # trailing frames belong to the preceding word: word arcs tile the time axis
-        assert all(int(wa.t1[x]) == int(wa.t0[y]) for x, y in zip(arcs, arcs[1:]))
+        assert all(int(wa.t1[x]) == int(wa.t0[y]) for x, y in zip(arcs, arcs[1:], strict=False))
 
 
 def test_word_aligned_passes_through():

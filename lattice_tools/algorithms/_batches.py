@@ -20,7 +20,7 @@ import numpy as np
 
 from ..lattice import Lattice
 
-_CACHE: "weakref.WeakKeyDictionary[Lattice, Schedule]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Lattice, Schedule] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def _backward(lat: Lattice, arc_scores: np.ndarray, final_scores: np.ndarray, lo
     return beta[:n]
 
 
-_SCORE_CACHE: "weakref.WeakKeyDictionary[Lattice, dict]" = weakref.WeakKeyDictionary()
+_SCORE_CACHE: weakref.WeakKeyDictionary[Lattice, dict] = weakref.WeakKeyDictionary()
 _SCORE_CACHE_SIZE = 4
 
 

@@ -6,12 +6,11 @@ Public functions: :func:`word_align`, :func:`determinize`, :func:`nbest`, :func:
 """
 from __future__ import annotations
 
-from .network import Alternative, Alternatives, Slot, depth_statistics
-
 # The functions are imported eagerly: each lives in a submodule of the same name, and a lazy
 # attribute would be shadowed by the submodule as soon as anything imported it.
 from .determinize import determinize  # noqa: E402
 from .nbest import nbest, nbest_sequences  # noqa: E402
+from .network import Alternative, Alternatives, Slot, depth_statistics
 from .phrases import PhraseDecomposition, phrases  # noqa: E402
 from .sausage import sausage  # noqa: E402
 from .word_align import word_align  # noqa: E402

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -84,7 +84,7 @@ def adjacency(src, dst, labels, cost, arc_ids=None):
     n = len(src)
     ids = range(n) if arc_ids is None else np.asarray(arc_ids).tolist()
     for s, d, w, c, a in zip(np.asarray(src).tolist(), np.asarray(dst).tolist(), np.asarray(labels).tolist(),
-                             np.asarray(cost).tolist(), ids):
+                             np.asarray(cost).tolist(), ids, strict=False):
         if w == 0:
             out_eps.setdefault(s, []).append((d, c, a))
         else:

@@ -206,7 +206,7 @@ class _Growable:
         if self.size + n > len(self.data[0]):
             cap = max(2 * len(self.data[0]), self.size + n)
             self.data = [np.concatenate([d[:self.size], np.empty(cap - self.size, dtype=d.dtype)]) for d in self.data]
-        for d, c in zip(self.data, columns):
+        for d, c in zip(self.data, columns, strict=False):
             d[self.size:self.size + n] = c
         self.size += n
 
@@ -506,7 +506,7 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         cnt = w_cnt[S]
         total = int(cnt.sum())
         if not total:
-            for j, o in zip(js, owners):
+            for j, o in zip(js, owners, strict=False):
                 det_exp[j] = [[], [], [], [], [], None, o]
             return
         # the word-arc and end rows of the closed states, reduced per (request,) pair
@@ -562,7 +562,7 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         # (keyed batches belong to the exact-bound search, which resolves every successor at once,
         # mostly to states it already has: a new state copies its part, not to pin the batch)
         shared = (ud, resid, e8, ud_bytes, rq_bytes, 0, keyed)
-        for r, (j, o) in enumerate(zip(js, owners)):
+        for r, (j, o) in enumerate(zip(js, owners, strict=False)):
             a, b = cuts[r], cuts[r + 1]
             if keyed or B == 1:  # one automaton: its records are released together
                 succ = shared
@@ -661,7 +661,7 @@ def _search_many(problems, n, max_pops, key, track_best, resolution, determinize
         depth = np.array(trie.depth, dtype=np.int64)
         seqs = _trace(ends_, depth[ends_], parent, label)
         if not track_best:
-            results.append([SequenceResult(lab_, c, math.nan, ()) for lab_, c in zip(seqs, costs)])
+            results.append([SequenceResult(lab_, c, math.nan, ()) for lab_, c in zip(seqs, costs, strict=False)])
             continue
         local = _local_rows(cl, closed_dlab, int(offset[i]) - chunk_start, int(sizes[i]))
         rs, _, rb = roots[i]
@@ -727,7 +727,7 @@ def _trace(starts: np.ndarray, lengths: np.ndarray, parent: np.ndarray, value: n
         mat[live, col] = value[at]
         li[live] = parent[at]
     rows = mat.tolist()
-    return [tuple(r[width - k:]) for r, k in zip(rows, lengths.tolist())]
+    return [tuple(r[width - k:]) for r, k in zip(rows, lengths.tolist(), strict=False)]
 
 
 #: An exact-bound expansion batch holds at most this many determinized states, and stops growing
@@ -752,7 +752,7 @@ def _post_order(j0, det_exp, within=None) -> list:
         done.add(j)
         stack.append((j, True))
         rec = det_exp[j]
-        stack.extend((nj, False) for w, nj in zip(rec[1], rec[4])
+        stack.extend((nj, False) for w, nj in zip(rec[1], rec[4], strict=False)
                      if w >= 0 and nj not in done and (within is None or nj in within))
     return order
 
@@ -801,9 +801,9 @@ def _exact_choices(j0, expand_batch, resolve, det_sets, det_exp, max_states, key
     exact: dict = {}
     for j in order:
         _, labels, costs, _, nexts, _, _ = det_exp[j]
-        items = sorted((c if w < 0 else c + best[nj], w, nj, c) for w, c, nj in zip(labels, costs, nexts))
+        items = sorted((c if w < 0 else c + best[nj], w, nj, c) for w, c, nj in zip(labels, costs, nexts, strict=False))
         best[j] = items[0][0] if items else INF
-        bounds, labels, nexts, costs = (list(col) for col in zip(*items)) if items else ([], [], [], [])
+        bounds, labels, nexts, costs = (list(col) for col in zip(*items, strict=False)) if items else ([], [], [], [])
         exact[j] = [bounds, labels, costs, None, nexts, None, None]
     return exact
 
@@ -886,9 +886,9 @@ def _bounded_exact_search(j0, expand_one, resolve, det_exp, trie, n, max_pops, m
         for j in order:
             bounds, labels, costs, _, nexts, _, _ = det_exp[j]
             items = sorted((c if w < 0 else (c + best[nj] if nj in best else b), w, nj, c)
-                           for b, w, c, nj in zip(bounds, labels, costs, nexts))
+                           for b, w, c, nj in zip(bounds, labels, costs, nexts, strict=False))
             best[j] = items[0][0] if items else INF
-            b_, l_, n_, c_ = (list(col) for col in zip(*items)) if items else ([], [], [], [])
+            b_, l_, n_, c_ = (list(col) for col in zip(*items, strict=False)) if items else ([], [], [], [])
             region[j] = [b_, l_, c_, None, n_, None, None]
         del trie.parent[1:], trie.label[1:], trie.depth[1:]
         gen = _best_first(j0, resolve, region, trie, n, max_pops, key)

@@ -17,14 +17,14 @@ log-determinized lattice).
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
 from ..lattice import Lattice
 from ._common import dense_codes, prepare
-from ._fb import ForwardBackward
 from ._fastsearch import SearchProblem, search_many
+from ._fb import ForwardBackward
 from .network import Alternative, Alternatives, Slot
 
 

@@ -12,8 +12,8 @@ by the utterance ``offset``.  Alternatives within a slot are ordered most probab
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Alternative:
     def is_empty(self) -> bool:
         return not self.words
 
-    def shifted(self, seconds: float) -> "Alternative":
+    def shifted(self, seconds: float) -> Alternative:
         return replace(self, starts=tuple(s + seconds for s in self.starts))
 
 
@@ -70,7 +70,7 @@ class Slot:
     def best(self) -> Alternative:
         return self.alternatives[0]
 
-    def truncated(self, n: int | None) -> "Slot":
+    def truncated(self, n: int | None) -> Slot:
         """The ``n`` most probable alternatives (all when ``n`` is None)."""
         return self if n is None or n >= self.depth else replace(self, alternatives=self.alternatives[:n])
 
@@ -101,7 +101,7 @@ class Alternatives:
     def __len__(self) -> int:
         return len(self.slots)
 
-    def truncated(self, n: int | None) -> "Alternatives":
+    def truncated(self, n: int | None) -> Alternatives:
         """Every slot cut to its ``n`` most probable alternatives."""
         return replace(self, slots=tuple(s.truncated(n) for s in self.slots))
 
@@ -109,7 +109,7 @@ class Alternatives:
         """The concatenation of every slot's most probable alternative."""
         return [w for s in self.slots for w in s.best.words]
 
-    def with_location(self, file: str, channel: str, offset: float = 0.0) -> "Alternatives":
+    def with_location(self, file: str, channel: str, offset: float = 0.0) -> Alternatives:
         """A copy placed in recording ``file``/``channel`` with all times shifted by ``offset`` s."""
         slots = tuple(Slot(s.start + offset, s.end + offset, tuple(a.shifted(offset) for a in s.alternatives))
                       for s in self.slots)

@@ -41,8 +41,8 @@ Silence and fillers are epsilons of the word language; a phrase may have the emp
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from itertools import chain
-from typing import Iterable
 
 import numpy as np
 
@@ -51,10 +51,10 @@ from .._gc import gc_paused
 from ..errors import LatticeError
 from ..lattice import Lattice
 from ._common import prepare
-from ._fb import INF, ForwardBackward, _segment_reduce, log_add
 from ._fastsearch import SearchProblem, search_many
-from .network import Alternative, Alternatives, Slot
+from ._fb import INF, ForwardBackward, _segment_reduce, log_add
 from .nbest import alternative_from_path, arc_words_and_times
+from .network import Alternative, Alternatives, Slot
 
 
 def phrase_cuts(lat: Lattice, posteriors: np.ndarray, labels: np.ndarray, posterior_threshold: float) -> np.ndarray:
@@ -236,7 +236,7 @@ class _AlternativeMaker:
         all their arcs."""
         if not self.fast:
             return tuple(alternative_from_path(self.lat, self.labels, arcs, p, self.cache)
-                         for arcs, p in zip(paths, posteriors))
+                         for arcs, p in zip(paths, posteriors, strict=False))
         lens = [len(arcs) for arcs in paths]
         flat = np.fromiter(chain.from_iterable(paths), dtype=np.int64, count=sum(lens))
         if not self.labels[flat].all():  # silence arcs are skipped (the search never returns any)
@@ -248,7 +248,7 @@ class _AlternativeMaker:
         new = object.__new__
         out = []
         e = 0
-        for n, p in zip(lens, posteriors):
+        for n, p in zip(lens, posteriors, strict=False):
             b, e = e, e + n
             alt = new(Alternative)
             alt.__dict__.update(words=tuple(words[b:e]), starts=tuple(starts[b:e]), durations=tuple(durs[b:e]),

@@ -35,8 +35,8 @@ What makes the numbers Kaldi's (``docs/kaldi.md`` has the details and the tests)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 
@@ -216,7 +216,7 @@ def _state_times(n, src, dst, dur, key, strict: bool = True) -> np.ndarray:
     Kaldi's order (what Kaldi's loop computes without the assertion)."""
     times, bad = K.state_times(n, src.astype(np.int64), dst.astype(np.int64), dur.astype(np.int64), strict)
     if bad >= 0:
-        arr = [int(times[s]) + int(d) for s, d2, d in zip(src, dst, dur) if d2 == bad]
+        arr = [int(times[s]) + int(d) for s, d2, d in zip(src, dst, dur, strict=False) if d2 == bad]
         raise LatticeError(f"paths reach a state at frames {min(arr)} and {max(arr)}: Kaldi needs consistent "
                            "state times (word-level lattices with their frame counts)", key=key or None)
     return times
@@ -399,11 +399,11 @@ def sausage(lat: Lattice, n: int | None = None, *, acoustic_scale: float = 1.0, 
     fs = lat.frame_shift
     known = lat.has_times
     slots, kept = [], []
-    for q, (b, (tb, te), wt) in enumerate(zip(res.bins, res.bin_times, res.word_times)):
+    for q, (b, (tb, te), wt) in enumerate(zip(res.bins, res.bin_times, res.word_times, strict=False)):
         if all(w == 0 for w, _ in b):
             continue
         alts = []
-        for (w, gam), (wb, we) in zip(b, wt):
+        for (w, gam), (wb, we) in zip(b, wt, strict=False):
             if gam <= 0:
                 continue
             if w == 0:

@@ -80,7 +80,7 @@ def word_align(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     nw_out: dict[int, list] = {}
     nw_idx = np.flatnonzero(~is_word)
     for s, d, c, g in zip(lat.src[nw_idx].tolist(), lat.dst[nw_idx].tolist(), cost[nw_idx].tolist(),
-                          lat.graph_cost[nw_idx].tolist()):
+                          lat.graph_cost[nw_idx].tolist(), strict=False):
         nw_out.setdefault(s, []).append((d, c, g))
     boundary_l = boundary.tolist()
 
@@ -124,7 +124,7 @@ def word_align(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     w_idx = np.flatnonzero(is_word)
     for a, s, d, w, c, g, t0 in zip(w_idx.tolist(), lat.src[w_idx].tolist(), lat.dst[w_idx].tolist(),
                                     word[w_idx].tolist(), cost[w_idx].tolist(), lat.graph_cost[w_idx].tolist(),
-                                    lat.t0[w_idx].tolist()):
+                                    lat.t0[w_idx].tolist(), strict=False):
         st = cache.get(d)
         if st is None:
             st = cache[d] = stretches(d)

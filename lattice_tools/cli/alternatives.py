@@ -6,7 +6,7 @@ one utterance at a time (memory bounded by one lattice plus the list of slot dep
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import click
 
@@ -57,9 +57,7 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
     from tqdm import tqdm
 
     from .._budget import memory_budget
-
     from ..io.altctm import AlternativesCtmWriter
-
     from ..io.inputs import check_times, has_bare_word_ids
 
     bare: list[str] = []

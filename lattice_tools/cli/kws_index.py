@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import click
 

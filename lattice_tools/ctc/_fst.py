@@ -33,7 +33,7 @@ class FstArrays:
     def num_arcs(self) -> int:
         return len(self.src)
 
-    def relabel(self, ilabel=None, olabel=None) -> "FstArrays":
+    def relabel(self, ilabel=None, olabel=None) -> FstArrays:
         return FstArrays(self.num_states, self.start, self.src, self.dst,
                          self.ilabel if ilabel is None else np.asarray(ilabel, dtype=np.int64),
                          self.olabel if olabel is None else np.asarray(olabel, dtype=np.int64),
@@ -85,6 +85,6 @@ def arrays_to_fst(arr: FstArrays):
         fst.set_final(state=int(s), weight=float(arr.final[s]))
     Arc = kaldifst.StdArc
     for s, d, i, o, w in zip(arr.src.tolist(), arr.dst.tolist(), arr.ilabel.tolist(), arr.olabel.tolist(),
-                             arr.weight.tolist()):
+                             arr.weight.tolist(), strict=False):
         fst.add_arc(state=s, arc=Arc(i, o, w, d))
     return fst

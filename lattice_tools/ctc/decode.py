@@ -30,9 +30,9 @@ Caveats:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -217,8 +217,9 @@ def _as_items(logprobs, lengths, keys):
 
 def _decode_kaldi(g: CtcGraph, key: str, lp: np.ndarray, beam: float, lattice_beam: float,
                   frame_shift: float) -> Lattice:
-    import kaldifst  # noqa: F401  (kaldi_decoder needs kaldifst's types registered first)
     import kaldi_decoder
+    import kaldifst  # noqa: F401  (kaldi_decoder needs kaldifst's types registered first)
+
     from ..io.kaldi import raw_to_lattice
 
     cfg = kaldi_decoder.LatticeSimpleDecoderConfig(beam=float(beam), lattice_beam=float(lattice_beam))

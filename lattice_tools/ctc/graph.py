@@ -388,7 +388,7 @@ def _k2_text(a: FstArrays) -> str:
         raise LatticeToolsError("k2 graphs need start state 0")
     final_state = a.num_states
     rows = [(s, f"{s} {d} {i} {o} {-w + 0.0!r}") for s, d, i, o, w in
-            zip(a.src.tolist(), a.dst.tolist(), a.ilabel.tolist(), a.olabel.tolist(), a.weight.tolist())]
+            zip(a.src.tolist(), a.dst.tolist(), a.ilabel.tolist(), a.olabel.tolist(), a.weight.tolist(), strict=False)]
     rows += [(int(s), f"{s} {final_state} -1 -1 {-float(a.final[s]) + 0.0!r}")
              for s in np.nonzero(np.isfinite(a.final))[0]]
     rows.sort(key=lambda r: r[0])  # stable: a state's final arc follows its other arcs (icefall's order)

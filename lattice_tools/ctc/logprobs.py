@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

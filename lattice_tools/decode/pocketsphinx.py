@@ -21,7 +21,7 @@ import re
 import shutil
 import subprocess
 import wave
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import FormatError, MismatchError, MissingDependencyError
 from ..io.common import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
@@ -143,7 +143,7 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
     paths = [os.fspath(p) for p in paths]
     keys = [os.path.splitext(os.path.basename(p))[0] for p in paths]
     seen: dict[str, str] = {}
-    for k, p in zip(keys, paths):
+    for k, p in zip(keys, paths, strict=False):
         if k in seen:
             raise MismatchError(f"two inputs have the same utterance key ({seen[k]} and {p})", key=k)
         seen[k] = p
@@ -155,7 +155,7 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
     lattices: list[Lattice] = []
     ctm_words: list = []
     symbols = SymbolTable()
-    bar = tqdm(list(zip(keys, paths)), desc="decode", unit="utt", disable=(None if progress is None else not progress))
+    bar = tqdm(list(zip(keys, paths, strict=False)), desc="decode", unit="utt", disable=(None if progress is None else not progress))
     for i, (key, path) in enumerate(bar):
         audio = load_audio(path)
         if not audio:

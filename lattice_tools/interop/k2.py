@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -143,8 +143,8 @@ def k2_graph_to_fst_arrays(path):
     Arcs labelled -1 (into k2's final state) become final costs of their source state (the
     minimum, if several).  The result is not connected or sorted.
     """
-    from ..io.k2file import Ragged, load_k2_dict
     from ..ctc._fst import FstArrays
+    from ..io.k2file import Ragged, load_k2_dict
 
     path = str(path)
     d = load_k2_dict(path)
@@ -234,7 +234,7 @@ def fst_graph_to_k2(path):
     perm[[0, a.start]] = perm[[a.start, 0]]
     final_state = a.num_states
     lines = [f"{perm[s]} {perm[d]} {i} {o} {-w!r}" for s, d, i, o, w in
-             zip(a.src.tolist(), a.dst.tolist(), a.ilabel.tolist(), a.olabel.tolist(), a.weight.tolist())]
+             zip(a.src.tolist(), a.dst.tolist(), a.ilabel.tolist(), a.olabel.tolist(), a.weight.tolist(), strict=False)]
     lines += [f"{perm[s]} {final_state} -1 -1 {-float(a.final[s])!r}" for s in np.nonzero(np.isfinite(a.final))[0]]
     lines.sort(key=lambda x: int(x.split()[0]))
     lines.append(str(final_state))

@@ -20,7 +20,7 @@ See ``docs/formats.md`` for the conventions of each format.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from ..errors import FormatError, MismatchError
 from ..lattice import Lattice

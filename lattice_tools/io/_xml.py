@@ -25,7 +25,7 @@ class XmlElement:
     tag: str
     attrs: dict[str, str]
     line: int
-    children: list["XmlElement"] = field(default_factory=list)
+    children: list[XmlElement] = field(default_factory=list)
     text: str = ""
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from ..alternatives.network import Alternative, Alternatives, Slot, depth_statistics
 from ..errors import FormatError
@@ -44,7 +44,7 @@ def _alternative_words(alt: Alternative, slot: Slot, file: str, channel: str, ke
         starts = [slot.start + i * step for i in range(n)]
         durs = [step] * n
     return tuple(CtmWord(file, channel, s, max(d, 0.0), w, min(max(c, 0.0), 1.0))
-                 for w, s, d, c in zip(alt.words, starts, durs, alt.confidences))
+                 for w, s, d, c in zip(alt.words, starts, durs, alt.confidences, strict=False))
 
 
 def alternatives_to_ctm_items(alts: Alternatives, n: int | None = None) -> list:
@@ -142,7 +142,7 @@ def _slot_span(alternatives: Iterable[Alternative]) -> tuple[float, float]:
     ends where it starts.  (nan, nan) when no word has a start time."""
     starts, ends = [], []
     for a in alternatives:
-        for s, d in zip(a.starts, a.durations):
+        for s, d in zip(a.starts, a.durations, strict=False):
             if not math.isnan(s):
                 starts.append(s)
                 ends.append(s if math.isnan(d) else s + d)

@@ -8,7 +8,8 @@ import os
 import sys
 import tempfile
 import zlib
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 from ..errors import FormatError
 

@@ -23,8 +23,9 @@ unmodified file is rewritten byte for byte by :func:`write_ctm`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence, Union
+from typing import Union
 
 from ..errors import BudgetExceededError, FormatError
 from .common import atomic_write, read_text_lines

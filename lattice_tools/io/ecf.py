@@ -14,8 +14,8 @@ The scorer only counts hits and reference occurrences that lie inside an excerpt
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from ..errors import FormatError
 from ._xml import float_attr, parse_xml, require_attr, xml_escape

@@ -82,7 +82,7 @@ class Glm:
     sections: tuple[tuple[int, str], ...] = ()
     encoding: str = "utf-8"
 
-    def select(self, input_type: str, purpose: str | None = None) -> "Glm":
+    def select(self, input_type: str, purpose: str | None = None) -> Glm:
         """The rules csrfilt.sh keeps for ``-i input_type`` (and ``-t purpose``): a rule applies when
         no INPUT_DEPENDENT_APPLICATION line precedes it, or the last one's regexp (lower-cased)
         matches the lower-cased input type or purpose (Perl ``=~`` semantics: a search)."""

@@ -22,7 +22,7 @@ lattices without times unless the caller allows them.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from ..errors import FormatError, MismatchError
 from ..lattice import Lattice

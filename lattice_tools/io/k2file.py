@@ -28,7 +28,7 @@ import pickle
 import struct
 import zipfile
 import zlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -114,7 +114,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     # unless its strides overlap (stride 0 = torch's expand), which k2 never saves.
     if numel > len(storage):
         raise FormatError(f"tensor of size {size} has {numel} elements, more than its storage ({len(storage)})")
-    last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
+    last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride, strict=False))
     if last >= len(storage):
         raise FormatError(f"tensor of size {size} needs {last + 1} storage elements, the storage has {len(storage)}")
     base = storage[storage_offset:]

@@ -53,8 +53,9 @@ import re
 import struct
 import sys
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Iterator
+from typing import IO
 
 import numpy as np
 
@@ -495,12 +496,12 @@ def _parse_compact_text_fast(block: bytes, key: str | None) -> RawFst | None:
     np.cumsum(lens, out=offs[1:])
     arc_off = offs[arc_lines].tolist()
     arc_end = offs[arc_lines + 1].tolist()
-    strings = [tids_all[i:j] for i, j in zip(arc_off, arc_end)]
+    strings = [tids_all[i:j] for i, j in zip(arc_off, arc_end, strict=False)]
     final_w1 = np.full(num_states, np.inf)
     final_w2 = np.full(num_states, np.inf)
     final_w1[fstate] = fw1
     final_w2[fstate] = fw2
-    final_strings = {int(s): tids_all[offs[ln]:offs[ln + 1]] for s, ln in zip(fstate.tolist(), fin_lines.tolist())
+    final_strings = {int(s): tids_all[offs[ln]:offs[ln + 1]] for s, ln in zip(fstate.tolist(), fin_lines.tolist(), strict=False)
                      if lens[ln]}
     return RawFst("compact", start, num_states, src, dst, word.copy(), word, w1, w2, final_w1, final_w2, strings,
                   final_strings)
@@ -546,12 +547,12 @@ def _parse_compact_text_compiled(block: bytes) -> RawFst | None:
     if num_states > max(4 * n_lines, 1 << 20):
         return None
     lo, hi = tid_off[arc_lines].tolist(), tid_off[arc_lines + 1].tolist()
-    strings = [tids[i:j] for i, j in zip(lo, hi)]
+    strings = [tids[i:j] for i, j in zip(lo, hi, strict=False)]
     final_w1 = np.full(num_states, np.inf)
     final_w2 = np.full(num_states, np.inf)
     final_w1[fstate] = g[fin_lines]
     final_w2[fstate] = ac[fin_lines]
-    final_strings = {int(s): tids[tid_off[ln]:tid_off[ln + 1]] for s, ln in zip(fstate.tolist(), fin_lines.tolist())
+    final_strings = {int(s): tids[tid_off[ln]:tid_off[ln + 1]] for s, ln in zip(fstate.tolist(), fin_lines.tolist(), strict=False)
                      if tid_off[ln + 1] > tid_off[ln]}
     return RawFst("compact", start, num_states, src, dst, word.copy(), word, g[arc_lines], ac[arc_lines], final_w1,
                   final_w2, strings, final_strings)

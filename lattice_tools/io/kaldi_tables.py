@@ -6,7 +6,7 @@ Numbers are printed as Kaldi's text streams print them (C++ ``operator<<`` with 
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 
 def fmt_float(x: float) -> str:
@@ -47,7 +47,7 @@ def ctm_conf_lines(key: str, words: Sequence[str], times: Sequence[tuple[float, 
     f = np.float32
     fs = f(frame_shift)
     out = []
-    for w, (b, e), c in zip(words, times, confidences):
+    for w, (b, e), c in zip(words, times, confidences, strict=False):
         start = f(fs * f(b))
         dur = f(fs * f(f(e) - f(b)))
         out.append(f"{key} 1 {float(start):.{digits}f} {float(dur):.{digits}f} {w} {float(c):.{digits}f}\n")
@@ -68,7 +68,7 @@ def nbest_ctm_lines(key: str, words: Sequence[str], starts: Sequence[int], lengt
         precision = 4
     return [f"{key} 1 {float(np.float32(fs * np.float32(s))):.{precision}f} "
             f"{float(np.float32(fs * np.float32(n))):.{precision}f} {w}\n"
-            for w, s, n in zip(words, starts, lengths)]
+            for w, s, n in zip(words, starts, lengths, strict=False)]
 
 
 def read_int_vectors(path: str) -> dict[str, list[int]]:

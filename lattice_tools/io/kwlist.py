@@ -16,8 +16,8 @@ ids and empty terms are errors naming the line.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..errors import FormatError
 from ..kws.types import KeywordTerm

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..errors import FormatError
 from ..kws.types import Detection
@@ -198,7 +198,7 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
     Every id of ``kwids`` gets a ``<detected_kwlist>``, even without detections (so that a scorer sees the
     term was searched); terms of ``oov_kwids`` get ``oov_count="1"``.  Detections of other ids follow in
     order of first appearance."""
-    groups: "OrderedDict[str, list[Detection]]" = OrderedDict((k, []) for k in kwids)
+    groups: OrderedDict[str, list[Detection]] = OrderedDict((k, []) for k in kwids)
     for d in detections:
         if not (math.isfinite(d.tbeg) and math.isfinite(d.dur) and math.isfinite(d.score)):
             raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} has a non-finite time or score",

@@ -17,8 +17,8 @@ of fields, a non-numeric or negative time, text that is not in the given encodin
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..errors import FormatError
 from .common import atomic_write, open_binary_input
@@ -103,7 +103,7 @@ def check_overlaps(records: Iterable[RttmRecord], path: str = "") -> None:
             by.setdefault((r.file, r.channel, r.speaker), []).append(r)
     for (file, chan, spk), recs in by.items():
         recs = sorted(recs, key=lambda r: (r.tbeg, r.line))
-        for a, b in zip(recs, recs[1:]):
+        for a, b in zip(recs, recs[1:], strict=False):
             if b.tbeg < a.tend - 1e-3:
                 raise FormatError(f"reference words overlap: {a.ortho!r} ({a.tbeg:g}+{a.dur:g}, line {a.line}) and "
                                   f"{b.ortho!r} ({b.tbeg:g}+{b.dur:g}) of speaker {spk} in {file}/{chan}",

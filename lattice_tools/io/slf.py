@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import io
 import math
-import warnings
-from itertools import repeat
 import os
 import re
 import sys
+import warnings
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from itertools import repeat
 
 import numpy as np
 
@@ -242,7 +242,7 @@ def _blocks(text: str) -> list[_Block]:
         if h - prev > 1 and h > starts[-1] and any(lines[x].startswith(_BODY) for x in range(max(prev, starts[-1]) + 1, h)):
             starts.append(h)
         prev = h
-    blocks = [_Block(a, lines[a:b]) for a, b in zip(starts, starts[1:] + [len(lines)])]
+    blocks = [_Block(a, lines[a:b]) for a, b in zip(starts, starts[1:] + [len(lines)], strict=False)]
     return [b for b in blocks if any(l.strip() and not l.startswith("#") for l in b.lines)] or blocks[:1]
 
 
@@ -412,7 +412,7 @@ def _uniform_numpy(sub: np.ndarray, n: int) -> dict:
     if strings:
         raw = sub.tobytes()
         for j in strings:
-            vals = [raw[x:y] for x, y in zip(vstart[:, j].tolist(), vend[:, j].tolist())]
+            vals = [raw[x:y] for x, y in zip(vstart[:, j].tolist(), vend[:, j].tolist(), strict=False)]
             try:
                 vals = [v.decode("utf-8") for v in vals]
             except UnicodeDecodeError:
@@ -421,7 +421,7 @@ def _uniform_numpy(sub: np.ndarray, n: int) -> dict:
     return out
 
 
-def _numpy_body(block: "_Block", base: int):
+def _numpy_body(block: _Block, base: int):
     """Fast path of the SLF parser: header lines in Python, node and link lines with numpy.
 
     Needs node lines and link lines each to be contiguous with uniform one-letter fields (every
@@ -521,7 +521,7 @@ class _Items:
         return self.numbers()[i], self.text_lines[i]
 
     def __iter__(self):
-        return iter(zip(self.numbers(), self.text_lines))
+        return iter(zip(self.numbers(), self.text_lines, strict=False))
 
 
 def _parse_body_slow(node_items, link_items, path):
@@ -737,9 +737,9 @@ def _build(block: _Block, path: str, symbols: SymbolTable | None, frame_shift: f
     cleaned = [_clean_word(w, variant) for w in uniq_list]
     filler = [(c in fillers) if fillers is not None else is_filler(c, variant) for c in cleaned]
     if symbols is None:
-        symbols = SymbolTable.from_words(sorted({c for c, f in zip(cleaned, filler) if not f}))
+        symbols = SymbolTable.from_words(sorted({c for c, f in zip(cleaned, filler, strict=False) if not f}))
     elif extend_symbols:
-        symbols = symbols.with_words(sorted({c for c, f in zip(cleaned, filler) if not f and c not in symbols}))
+        symbols = symbols.with_words(sorted({c for c, f in zip(cleaned, filler, strict=False) if not f and c not in symbols}))
     string_id = np.zeros(len(uniq_list), dtype=np.int64)
     for i, c in enumerate(cleaned):
         if filler[i]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -174,11 +174,11 @@ def parse_sphinx_dag(text: str, path: str, symbols: SymbolTable | None = None, f
     fill = frozenset(fillers) if fillers is not None else None
     is_fill = [(c in fill) if fill is not None else is_filler(c, "sphinx3") for c in cleaned]
     if symbols is None:
-        symbols = SymbolTable.from_words(sorted({c for c, f in zip(cleaned, is_fill) if not f}))
+        symbols = SymbolTable.from_words(sorted({c for c, f in zip(cleaned, is_fill, strict=False) if not f}))
     elif extend_symbols:
-        symbols = symbols.with_words(sorted({c for c, f in zip(cleaned, is_fill) if not f and c not in symbols}))
+        symbols = symbols.with_words(sorted({c for c, f in zip(cleaned, is_fill, strict=False) if not f and c not in symbols}))
     node_word = np.zeros(n_nodes, dtype=np.int64)
-    for n, (c, f) in enumerate(zip(cleaned, is_fill)):
+    for n, (c, f) in enumerate(zip(cleaned, is_fill, strict=False)):
         if f:
             continue
         wid = symbols.get_id(c)

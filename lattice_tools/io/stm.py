@@ -15,8 +15,8 @@ reproduced exactly, while a segment changed with ``dataclasses.replace`` is writ
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..errors import FormatError
 from .common import atomic_write, read_text_lines

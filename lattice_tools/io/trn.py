@@ -5,8 +5,8 @@ sclite takes the speaker of an utterance from its id: the part before the first 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..errors import FormatError
 from .common import atomic_write, read_text_lines

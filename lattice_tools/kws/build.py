@@ -3,7 +3,7 @@ at a time; see :mod:`lattice_tools.kws.store` for the file and :mod:`lattice_too
 what is indexed)."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..alternatives._common import is_silence
 from ..alternatives.network import Alternatives

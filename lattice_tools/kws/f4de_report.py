@@ -8,7 +8,7 @@ with ``diff``.  Numbers use F4DE's formats: P_FA ``%6.5f``, P_miss ``%6.3f``, TW
 from __future__ import annotations
 
 import io
-from typing import Iterable
+from collections.abc import Iterable
 
 from .score import AlignmentRow, KwsEvaluation, KwsScore, perl_num
 
@@ -145,7 +145,7 @@ class AutoTable:
                     line += lab + " " * (row_w[lv] - len(lab)) + " " * gap
                     last_labels[lv] = ids[lv]
             line += "|"
-            for col, w in zip(leaf_cols, widths):
+            for col, w in zip(leaf_cols, widths, strict=False):
                 v = self.data.get((row, col), "")
                 line += " " + " " * (w - 2 - len(v)) + v + " |"
             out.append(line + "\n")

@@ -49,8 +49,9 @@ are dropped.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -166,7 +167,7 @@ def alternatives_network(alts: Alternatives, silence_words: Iterable[str] | None
         start_mass.append(1.0)
         for alt in slot.alternatives:
             p = 1.0 if math.isnan(alt.posterior) else float(alt.posterior)
-            real = [(w, s, d) for w, s, d in zip(alt.words, alt.starts, alt.durations) if not is_silence(w, silence_words)]
+            real = [(w, s, d) for w, s, d in zip(alt.words, alt.starts, alt.durations, strict=False) if not is_silence(w, silence_words)]
             if not real:
                 src.append(boundary), dst.append(nxt), word.append(-1), t0.append(0.0), t1.append(0.0), weight.append(p)
                 continue
@@ -207,7 +208,7 @@ def time_clusters(word: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarra
     w_sorted = word[order]
     bounds = np.flatnonzero(np.r_[True, w_sorted[1:] != w_sorted[:-1], True])
     s_all, e_all = t0.tolist(), t1.tolist()
-    for b0, b1 in zip(bounds[:-1], bounds[1:]):
+    for b0, b1 in zip(bounds[:-1], bounds[1:], strict=False):
         members = order[b0:b1]
         heads_s, heads_e = [s_all[members[0]]], [e_all[members[0]]]
         for a in members[1:].tolist():
@@ -426,7 +427,7 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
         for lv in range(level - 1, -1, -1):
             seq[:, lv] = lab_word[last_label[lv][t]]
             t = parent[lv][t]
-        for row, b, e, m in zip(seq.tolist(), hb.tolist(), he.tolist(), hm.tolist()):
+        for row, b, e, m in zip(seq.tolist(), hb.tolist(), he.tolist(), hm.tolist(), strict=False):
             out.append((tuple(row), b, e, m))
     return out
 

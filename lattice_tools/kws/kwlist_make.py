@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import LatticeToolsError
 from ..io.rttm import RttmRecord

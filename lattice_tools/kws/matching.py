@@ -98,7 +98,7 @@ def match(n_ref: int, n_sys: int, edges: dict[tuple[int, int], float]) -> list[t
         syss = sorted(set(ss))
         if len(refs) == 1 or len(syss) == 1:
             # A star: the single best pair (first best on ties).
-            best = max(((edges[(r, s)], -r, -s) for r in refs for s in syss if (r, s) in edges))
+            best = max((edges[(r, s)], -r, -s) for r in refs for s in syss if (r, s) in edges)
             out.append((-best[1], -best[2]))
             continue
         transpose = len(refs) > len(syss)

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -79,8 +79,8 @@ class _Tok:
     token: str
     stype: str
     spkr: str
-    nxt: "_Tok | None" = None
-    seg: "_Segment | None" = None     # segment scoring: the speech segment the word lies in
+    nxt: _Tok | None = None
+    seg: _Segment | None = None     # segment scoring: the speech segment the word lies in
 
 
 @dataclass(eq=False)

@@ -33,8 +33,8 @@ the scorer) over a grid.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from ..errors import MismatchError
 from .index import IndexHit
@@ -142,7 +142,7 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
                                           ntrue_scale=ntrue_scale, beta=beta)
             if not ok:
                 result.kst_unnormalized.append(t.kwid)
-            for h, s in sorted(zip(hits, scores), key=lambda x: (-x[1], x[0].file, x[0].channel, x[0].tbeg)):
+            for h, s in sorted(zip(hits, scores, strict=False), key=lambda x: (-x[1], x[0].file, x[0].channel, x[0].tbeg)):
                 result.detections.append(Detection(t.kwid, h.file, h.channel, h.tbeg, h.dur, s, s >= threshold))
         return result
     finally:

@@ -36,8 +36,8 @@ import os
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Iterable, Sequence
 from contextlib import closing
-from typing import Iterable, Sequence
 
 from ..errors import FormatError, MismatchError
 from .index import IndexHit
@@ -177,7 +177,7 @@ class IndexWriter:
         if os.path.exists(self._tmp):
             os.unlink(self._tmp)
 
-    def __enter__(self) -> "IndexWriter":
+    def __enter__(self) -> IndexWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -219,7 +219,7 @@ class TermIndex:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "TermIndex":
+    def __enter__(self) -> TermIndex:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -236,7 +236,7 @@ def merge_indexes(out: str, shards: Sequence[str]) -> dict:
         with closing(_connect(os.fspath(s), readonly=True)) as c:
             metas.append(_read_meta(c, os.fspath(s)))
     first = {k: metas[0].get(k) for k in META_KEYS}
-    for s, m in zip(shards[1:], metas[1:]):
+    for s, m in zip(shards[1:], metas[1:], strict=False):
         _check_compatible(first, m, os.fspath(s))
     settings = {k: json.loads(first[k]) for k in META_KEYS}
     with IndexWriter(out, settings) as w:

@@ -100,14 +100,14 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
         if not live.all():
             a, i, j, base, row, c, r0, h0 = (x[live] for x in (a, i, j, base, row, c, r0, h0))
     if steps_diag:
-        u, same, k, p = (np.concatenate(x) for x in zip(*steps_diag))
+        u, same, k, p = (np.concatenate(x) for x in zip(*steps_diag, strict=False))
         correct += np.bincount(u[same], minlength=n)
         subs += np.bincount(u[~same], minlength=n)
         pos[k] = p
     if steps_del:
         dels += np.bincount(np.concatenate(steps_del), minlength=n)
     if steps_ins:
-        u, k, p = (np.concatenate(x) for x in zip(*steps_ins))
+        u, k, p = (np.concatenate(x) for x in zip(*steps_ins, strict=False))
         inss += np.bincount(u, minlength=n)
         pos[k] = p
     return correct, subs, dels, inss, pos

@@ -16,8 +16,8 @@ every path picks one alternative per slot.  Here:
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -72,7 +72,7 @@ def oracle_path(ref: Sequence[str], alts: Alternatives, k: int | None = None) ->
         picked.append(int(best_alt[i]))
         i = int(best_origin[i])
     picked.reverse()
-    words = [w for slot, a in zip(net.slots, picked) for w in slot.alternatives[a].words]
+    words = [w for slot, a in zip(net.slots, picked, strict=False) for w in slot.alternatives[a].words]
     return int(V[n]), words, picked
 
 

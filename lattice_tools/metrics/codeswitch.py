@@ -19,8 +19,8 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from .script import dominant_script, expected_scripts, script_counts
 
@@ -139,7 +139,7 @@ class SwitchPointCounts:
     ref: int = 0
     hyp: int = 0
 
-    def __add__(self, o: "SwitchPointCounts") -> "SwitchPointCounts":
+    def __add__(self, o: SwitchPointCounts) -> SwitchPointCounts:
         return SwitchPointCounts(self.tp + o.tp, self.ref + o.ref, self.hyp + o.hyp)
 
     @property

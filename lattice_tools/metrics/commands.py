@@ -4,8 +4,8 @@ Each takes exactly the parameters of its command and writes its outputs with ``a
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from ..errors import LatticeToolsError, MismatchError
 from ..io.common import atomic_write, json_text, write_json

@@ -18,8 +18,8 @@ seed does not define a joint assignment); ties in distance pick the shortest, th
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class EntityCounts:
     found: int = 0
     total: int = 0
 
-    def __add__(self, o: "EntityCounts") -> "EntityCounts":
+    def __add__(self, o: EntityCounts) -> EntityCounts:
         return EntityCounts(self.counts + o.counts, self.found + o.found, self.total + o.total)
 
     @property

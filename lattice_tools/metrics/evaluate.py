@@ -18,15 +18,23 @@ bootstrap CI (:mod:`lattice_tools.metrics.stats`).  Failure taxonomy (seed 002 s
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import LatticeToolsError
 from ..scoring.counts import ErrorCounts
-from .codeswitch import (CMI_BUCKETS, ScriptTagger, SwitchPointCounts, cmi_bucket, code_mixing_index,
-                         composite, language_pair, switch_point_counts)
+from .codeswitch import (
+    CMI_BUCKETS,
+    ScriptTagger,
+    SwitchPointCounts,
+    cmi_bucket,
+    code_mixing_index,
+    composite,
+    language_pair,
+    switch_point_counts,
+)
 from .entities import EntityCounts, score_entities
 from .io import Annotation
 from .levenshtein import align, counts_from_alignment, error_counts, sum_counts

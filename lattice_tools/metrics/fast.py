@@ -30,8 +30,8 @@ the reference implementation, so errors name the same utterance with the same me
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import chain
-from typing import Sequence
 
 import _kaldialign
 import numpy as np
@@ -41,12 +41,18 @@ from ..errors import LatticeToolsError
 from ..scoring.counts import ErrorCounts
 from ._columns import _Column, shared_counts
 from .align_batch import align_many
-from .codeswitch import (ScriptTagger, SwitchPointCounts, code_mixing_index, language_pair, match_with_tolerance,
-                         switch_points)
+from .codeswitch import (
+    ScriptTagger,
+    SwitchPointCounts,
+    code_mixing_index,
+    language_pair,
+    match_with_tolerance,
+    switch_points,
+)
 from .entities import EntityCounts, _contains, entity_units, fuzzy_tolerance, score_entity
 from .io import Annotation
 from .levenshtein import make_counts
-from .script import SPACELESS_LANGUAGES, INHERITED, ScriptFidelity, char_script, expected_scripts
+from .script import INHERITED, SPACELESS_LANGUAGES, ScriptFidelity, char_script, expected_scripts
 from .text import _GRAPHEME, graphemes, normalize_language_code, normalize_many
 
 EPS_ID = -1          # kaldialign's epsilon in integer alignments (interned ids are >= 0)
@@ -268,7 +274,7 @@ def _script_fidelities(tables: UnitTables, texts: Sequence[str], exps: Sequence[
     starts = np.flatnonzero(np.diff(rows, prepend=-1))
     sizes = np.diff(np.append(starts, len(rows)))
     one = starts[sizes == 1]
-    for r, c, v in zip(rows[one].tolist(), cols[one].tolist(), vals[one].tolist()):
+    for r, c, v in zip(rows[one].tolist(), cols[one].tolist(), vals[one].tolist(), strict=False):
         key = (c, v)
         t = memo.get(key)
         if t is None:
@@ -279,7 +285,7 @@ def _script_fidelities(tables: UnitTables, texts: Sequence[str], exps: Sequence[
     if len(two) and ns < (1 << 12) and int(vals.max()) < (1 << 20):
         keys = ((cols[two] * (1 << 20) + vals[two]) * (1 << 12) + cols[two + 1]) * (1 << 20) + vals[two + 1]
         for r, key, c1, v1, c2, v2 in zip(rows[two].tolist(), keys.tolist(), cols[two].tolist(), vals[two].tolist(),
-                                          cols[two + 1].tolist(), vals[two + 1].tolist()):
+                                          cols[two + 1].tolist(), vals[two + 1].tolist(), strict=False):
             t = memo.get(key)
             if t is None:
                 t = memo[key] = ((names[by_name[c1]], v1), (names[by_name[c2]], v2))
@@ -287,9 +293,9 @@ def _script_fidelities(tables: UnitTables, texts: Sequence[str], exps: Sequence[
         rest = sizes > 2
     else:
         rest = sizes > 1
-    for k0, size in zip(starts[rest].tolist(), sizes[rest].tolist()):
+    for k0, size in zip(starts[rest].tolist(), sizes[rest].tolist(), strict=False):
         items[int(rows[k0])] = tuple((names[by_name[c]], v) for c, v in zip(cols[k0:k0 + size].tolist(),
-                                                                            vals[k0:k0 + size].tolist()))
+                                                                            vals[k0:k0 + size].tolist(), strict=False))
     groups: dict[frozenset, list[int]] = {}
     for u, exp in enumerate(exps):
         groups.setdefault(exp, []).append(u)
@@ -309,12 +315,12 @@ def _script_fidelities(tables: UnitTables, texts: Sequence[str], exps: Sequence[
         na = n_all[idx]
         ratio = expected[idx] / np.where(na > 0, na, 1)
         collapse[idx] = (na > 0) & (ratio < threshold) & ~in_exp[dom]
-        for u, d, a in zip(idx.tolist(), dom.tolist(), na.tolist()):
+        for u, d, a in zip(idx.tolist(), dom.tolist(), na.tolist(), strict=False):
             if a:
                 dominant[u] = names[d]
     new = object.__new__
     for u, (e, a, it, dm, cl) in enumerate(zip(expected.tolist(), n_all.tolist(), items, dominant,
-                                               collapse.tolist())):
+                                               collapse.tolist(), strict=False)):
         f = new(ScriptFidelity)
         d = f.__dict__
         d["expected"] = e
@@ -503,9 +509,9 @@ def evaluate_fast(refs: dict[str, str], hyps: dict[str, str], annotations: dict[
     for nm, idx in groups.values():
         covered = [u for u in idx if raw_hyps[u] is not None]
         out = normalize_many(nm, [refs[keys[u]] for u in idx] + [raw_hyps[u] for u in covered])
-        for u, t in zip(idx, out):
+        for u, t in zip(idx, out, strict=False):
             refs_n[u] = t
-        for u, t in zip(covered, out[len(idx):]):
+        for u, t in zip(covered, out[len(idx):], strict=False):
             hyps_n[u] = t
 
     ortho = [None] * n
@@ -515,7 +521,7 @@ def evaluate_fast(refs: dict[str, str], hyps: dict[str, str], annotations: dict[
         counts = score_orthography_many([refs[keys[u]] for u in covered], [raw_hyps[u] for u in covered],
                                         config.orthography_normalizers or DEFAULT_NORMALIZERS,
                                         cache=tables.orthography_tokens)
-        for u, c in zip(covered, counts):
+        for u, c in zip(covered, counts, strict=False):
             ortho[u] = c
 
     high_wer, tol, threshold = config.high_wer, config.switch_tolerance, config.collapse_threshold
@@ -538,7 +544,7 @@ def evaluate_fast(refs: dict[str, str], hyps: dict[str, str], annotations: dict[
             need.append(u)
             exps.append(exp)
     if need:
-        for u, f in zip(need, _script_fidelities(tables, [raw_hyps[u] for u in need], exps, threshold)):
+        for u, f in zip(need, _script_fidelities(tables, [raw_hyps[u] for u in need], exps, threshold), strict=False):
             sfrs[u] = f
 
     # word alignments of all covered utterances at once (align_batch: kaldialign's alignment):

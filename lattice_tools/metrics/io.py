@@ -134,7 +134,7 @@ def read_annotations(path: str, encoding: str = "utf-8") -> dict[str, Annotation
             continue
         if len(cols) > len(header):
             raise FormatError(f"{len(cols)} columns for a header of {len(header)}", path=path, line=n)
-        row = dict(zip(header, (c.strip() for c in cols)))
+        row = dict(zip(header, (c.strip() for c in cols), strict=False))
         key = row["id"]
         if key in out:
             raise FormatError(f"duplicate annotation for {key!r}", path=path, line=n, key=key)

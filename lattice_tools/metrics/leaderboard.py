@@ -8,7 +8,7 @@ bootstrap test on the utterances *both* systems covered.
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -7,8 +7,8 @@ sees the same path the counts come from.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
-from typing import Iterable, Sequence
 
 import kaldialign
 
@@ -48,8 +48,8 @@ def sum_counts(items: Iterable[ErrorCounts]) -> ErrorCounts:
     totals = [0] * len(_COUNT_FIELDS)
     for c in items:
         d = c.__dict__
-        totals = [t + d[f] for t, f in zip(totals, _COUNT_FIELDS)]
-    return ErrorCounts(**dict(zip(_COUNT_FIELDS, totals)))
+        totals = [t + d[f] for t, f in zip(totals, _COUNT_FIELDS, strict=False)]
+    return ErrorCounts(**dict(zip(_COUNT_FIELDS, totals, strict=False)))
 
 
 def align(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[str | None, str | None]]:

@@ -42,8 +42,8 @@ exactly as in the reference.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import chain
-from typing import Sequence
 
 import numpy as np
 
@@ -376,7 +376,7 @@ class _Tables:
             minimum(t[1:], prev[:-1] + S_minus_ins[i - 1], out=t[1:])
             rows = comp_rows.get(i)
             if rows:
-                bb, jj, xx, yy = (np.array(c, dtype=np.int64) for c in zip(*rows))
+                bb, jj, xx, yy = (np.array(c, dtype=np.int64) for c in zip(*rows, strict=False))
                 np.minimum.at(t, (jj, bb), E[i - xx, jj - yy, bb] + cins[jj - yy, bb] - cins[jj, bb])
             prefix_min(t)
         E += cins
@@ -468,7 +468,7 @@ class _Tables:
         # events only carry real token ids (>= 0) where they are read
         t_punct, t_cap, t_value = vocab.t_punct.array(), vocab.t_cap.array(), vocab.t_value.array()
         if steps:
-            A, I, J, OP = (np.concatenate(x) for x in zip(*steps))
+            A, I, J, OP = (np.concatenate(x) for x in zip(*steps, strict=False))
         else:
             A = I = J = OP = np.zeros(0, dtype=np.int64)
         rt = flat.take(offsets[A] + (I - 1), mode="clip")
@@ -541,14 +541,14 @@ class _Tables:
             one = starts[sizes == 1]
             memo = vocab.class_tuples
             class_of_rank = np.argsort(rank)      # rank -> class id (stable across calls)
-            for u, key in zip(utt[one].tolist(), (class_of_rank[r[one]] * (1 << 32) + num[one]).tolist()):
+            for u, key in zip(utt[one].tolist(), (class_of_rank[r[one]] * (1 << 32) + num[one]).tolist(), strict=False):
                 t = memo.get(key)
                 if t is None:
                     t = memo[key] = ((names[key >> 32], key & 0xFFFFFFFF),)
                 classes[u] = t
-            for k0, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
+            for k0, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=False):
                 classes[int(utt[k0])] = tuple((by_rank[x], v) for x, v in zip(r[k0:k0 + size].tolist(),
-                                                                              num[k0:k0 + size].tolist()))
+                                                                              num[k0:k0 + size].tolist(), strict=False))
 
         norm_rows = self._normalization_rows()
         costs = (self.cost / 2.0).tolist()
@@ -557,7 +557,7 @@ class _Tables:
         OC = P.OrthographicCounts
         out = []
         append = out.append
-        for w, p, k, c, nm, cost in zip(words, punct, caps, classes, norm_rows, costs):
+        for w, p, k, c, nm, cost in zip(words, punct, caps, classes, norm_rows, costs, strict=False):
             o = new(OC)
             d = o.__dict__
             d["words"] = w
@@ -578,7 +578,7 @@ class _Tables:
             return rows
         text = np.searchsorted(offsets, pos, side="right") - 1
         marked: dict[int, list] = {}
-        for u, t in zip((text % n).tolist(), flat[pos].tolist()):
+        for u, t in zip((text % n).tolist(), flat[pos].tolist(), strict=False):
             marked.setdefault(u, []).append(t)
         tokens = vocab.tokens
         for u, tids in marked.items():

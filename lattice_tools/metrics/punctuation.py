@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -96,7 +96,7 @@ class Token:
     def is_punct(self) -> bool:
         return self.kind == "punct"  # the lexer makes punct tokens of PUNCTUATION only
 
-    def normalized(self, name: str, **changes) -> "Token":
+    def normalized(self, name: str, **changes) -> Token:
         return replace(self, normalizations=self.normalizations + (name,), **changes)
 
 
@@ -624,7 +624,7 @@ class OrthographicCounts:
     normalizations: tuple[tuple[str, int], ...] = ()
     cost: float = 0.0
 
-    def __add__(self, o: "OrthographicCounts") -> "OrthographicCounts":
+    def __add__(self, o: OrthographicCounts) -> OrthographicCounts:
         return OrthographicCounts(self.words + o.words, self.punctuation + o.punctuation,
                                   self.capitalisation + o.capitalisation, _merge(self.classes, o.classes),
                                   _merge(self.normalizations, o.normalizations), self.cost + o.cost)

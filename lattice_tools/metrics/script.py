@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..errors import LatticeToolsError, require
 from .text import normalize_language_code

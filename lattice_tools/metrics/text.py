@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
+from functools import cache
 
 from ..errors import LatticeToolsError, require
 
@@ -190,7 +190,7 @@ _LANG_ALIASES = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def normalize_language_code(lang: str) -> str:
     """``'hi-IN'``, ``'hin'``, ``'Hindi'`` -> ``'hi'`` (BCP-47 primary subtag, ISO 639-3 or name)."""
     if not lang:

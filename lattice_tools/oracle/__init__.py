@@ -16,8 +16,16 @@ import importlib
 
 # Eager: the function ``lattice_oracle`` shares its name with its submodule; importing it here
 # binds the package attribute to the function (a lazy import would leave the module there).
-from .lattice_oracle import (LEVENSHTEIN_COSTS, SCLITE_COSTS, AlignedPair, OracleResult,  # noqa: E402,F401
-                             alternatives_oracle, lattice_oracle, oracle_graph, sequence_oracle)
+from .lattice_oracle import (  # noqa: E402,F401
+    LEVENSHTEIN_COSTS,
+    SCLITE_COSTS,
+    AlignedPair,
+    OracleResult,
+    alternatives_oracle,
+    lattice_oracle,
+    oracle_graph,
+    sequence_oracle,
+)
 
 _EXPORTS = {
     "lattice_oracle": "lattice_oracle", "alternatives_oracle": "lattice_oracle", "sequence_oracle": "lattice_oracle",

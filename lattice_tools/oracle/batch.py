@@ -19,7 +19,7 @@ first listed minimum (:func:`first_best`) is reported.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -179,8 +179,14 @@ def alternatives_oracle_many(alts_list, references, *, mode: str = "sclite", opt
     of the chosen sequence.  The others use the network DP.  Results are in input order and equal
     the per-utterance function's.
     """
-    from .lattice_oracle import (OracleResult, _scorer_network, is_nonword, network_alternatives_oracle, ref_graph,
-                                 sequence_oracle)
+    from .lattice_oracle import (
+        OracleResult,
+        _scorer_network,
+        is_nonword,
+        network_alternatives_oracle,
+        ref_graph,
+        sequence_oracle,
+    )
 
     nonword = nonword or is_nonword
     costs = cost_model(mode)
@@ -188,7 +194,7 @@ def alternatives_oracle_many(alts_list, references, *, mode: str = "sclite", opt
     out: list = [None] * len(alts_list)
     lin_refs, lin_opt, hyps, owner, which = [], [], [], [], []
     fast = []
-    for u, (alts, reference) in enumerate(zip(alts_list, refs)):
+    for u, (alts, reference) in enumerate(zip(alts_list, refs, strict=False)):
         rg = ref_graph(reference, case_sensitive=case_sensitive, optional_deletable=optional_deletable)
         lin = _linear_reference(rg)
         eligible = lin is not None and (costs.name != "sclite" or _scorer_network(reference, case_sensitive) is not None)
@@ -211,7 +217,7 @@ def alternatives_oracle_many(alts_list, references, *, mode: str = "sclite", opt
         owner_arr = np.asarray(owner)
         best = first_best(c, owner_arr)
         chosen = {}
-        for (u, ridx, seqs), b in zip(fast, best.tolist()):
+        for (u, ridx, seqs), b in zip(fast, best.tolist(), strict=False):
             chosen[u] = (hyps[b], int(c[b]))
         if costs.name == "sclite":
             # sclite's choice among equal-cost alternatives is not simply the first listed: run the
@@ -226,11 +232,11 @@ def alternatives_oracle_many(alts_list, references, *, mode: str = "sclite", opt
             mins = np.minimum.reduceat(c, np.flatnonzero(np.concatenate(([True], owner_arr[1:] != owner_arr[:-1]))))
             us, ref_nets, hyp_nets = [], [], []
             pos = 0
-            for (u, ridx, seqs), m in zip(fast, mins.tolist()):
+            for (u, ridx, seqs), m in zip(fast, mins.tolist(), strict=False):
                 alts = alts_list[u]
                 k = next((i for i, sl in enumerate(alts.slots) if sl.depth > 1), None)
                 if k is not None:
-                    keep = tuple(a for a, cc in zip(alts.slots[k].alternatives, c[pos:pos + len(seqs)].tolist())
+                    keep = tuple(a for a, cc in zip(alts.slots[k].alternatives, c[pos:pos + len(seqs)].tolist(), strict=False)
                                  if cc == m)
                     slots = list(alts.slots)
                     slots[k] = dc_replace(slots[k], alternatives=keep)
@@ -241,7 +247,7 @@ def alternatives_oracle_many(alts_list, references, *, mode: str = "sclite", opt
                 # a block cut to its empty branch stays a block: sclite's '@' costs 0.001
                 hyp_nets.append(_alternatives_network(alts, None, case_sensitive, blocks={k} if k is not None else None))
             aligned = align_batch(ref_nets, hyp_nets, AlignOptions("sclite", optional_deletable=optional_deletable))
-            for u, a in zip(us, aligned):
+            for u, a in zip(us, aligned, strict=False):
                 counts = a.counts if a.counts.segments else a.counts + ErrorCounts(segments=1,
                                                                                      segment_errors=int(a.counts.errors > 0))
                 words = tuple(p.hyp for p in a.pairs if p.hyp is not None and p.hyp != "@")

@@ -11,8 +11,8 @@ Vectorized: one ``(replications, U)`` index matrix; per system a gather and two 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

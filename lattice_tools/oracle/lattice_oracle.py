@@ -32,8 +32,8 @@ pack ``cost * k + index`` into one int64 so that a single reduction gives value 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -170,8 +170,8 @@ def ref_graph(reference, *, case_sensitive: bool = False, optional_deletable: bo
         opt = np.asarray(getattr(reference, "optional", np.zeros(len(words), bool)), dtype=bool)
         if not optional_deletable:
             # Without -D sclite keeps the parentheses: "(uh)" is a word that matches nothing but "(uh)".
-            words = [f"({w})" if o and w is not None else w for w, o in zip(words, opt)]
-            shown = [f"({w})" if o and w is not None else w for w, o in zip(shown, opt)]
+            words = [f"({w})" if o and w is not None else w for w, o in zip(words, opt, strict=False)]
+            shown = [f"({w})" if o and w is not None else w for w, o in zip(shown, opt, strict=False)]
             opt = np.zeros(len(words), dtype=bool)
         frag = np.asarray(getattr(reference, "fragment", np.zeros(len(words), bool)), dtype=bool) & fragments
         return _make_ref(int(reference.num_states), reference.src, reference.dst, words, shown, opt, frag)
@@ -419,7 +419,7 @@ def _levels(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     # Vectorized relaxation per source-state block would still need a sequential order; a plain
     # loop over Python ints is ~10 ms per 100k arcs, negligible next to the DP itself.
     lv = [0] * num_states
-    for s, d in zip(src.tolist(), dst.tolist()):
+    for s, d in zip(src.tolist(), dst.tolist(), strict=False):
         v = lv[s] + 1
         if v > lv[d]:
             lv[d] = v
@@ -815,7 +815,7 @@ def _alternatives_network(alts, n: int | None, case_sensitive: bool, blocks: set
         for alt in chosen:
             seqs.append(tuple(CtmWord(alts.file, alts.channel, None if math.isnan(t) else t,
                                       None if math.isnan(d) else d, w)
-                              for w, t, d in zip(alt.words, alt.starts, alt.durations)))
+                              for w, t, d in zip(alt.words, alt.starts, alt.durations, strict=False)))
         if len(seqs) == 1 and not (blocks and si in blocks and not seqs[0]):
             items.extend(seqs[0])
         else:

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
-from typing import Sequence
-
-from ..errors import LatticeToolsError, MismatchError
 from .._budget import memory_budget
+from ..errors import LatticeToolsError, MismatchError
 from ..io.common import write_json
 from ..scoring.counts import ErrorCounts
 from .batch import alternatives_oracle_many

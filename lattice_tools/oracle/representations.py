@@ -18,9 +18,8 @@ what is left.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
-
 
 from ..alternatives.network import Alternative, Alternatives, Slot
 from ..errors import LatticeToolsError, MismatchError

@@ -35,19 +35,18 @@ import math
 import os
 import re
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
-
 
 from ..alternatives.network import depth_statistics
 from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..io.common import atomic_write, write_json
-from ..scoring.counts import ErrorCounts
-from .bootstrap import bootstrap_systems
 from ..io.inputs import check_times, check_word_table, is_text
-from .representations import load_references, make_alternatives, match_references
+from ..scoring.counts import ErrorCounts
 from .batch import alternatives_oracle_many
+from .bootstrap import bootstrap_systems
 from .lattice_oracle import lattice_oracle
+from .representations import load_references, make_alternatives, match_references
 
 DEFAULT_NS = (1, 2, 10, 100, 1000, 10000)
 DEFAULT_REPRESENTATIONS = ("nbest", "sausage", "phrase", "lattice")
@@ -309,7 +308,7 @@ def _cell(rep, n, density, set_name, thr, keys, results, depths, mb, seconds, ar
          "ref_words": counts.ref_words, "MB": mb, "seconds": seconds,
          "per_utterance": [{"key": k, "cost": r.cost, **{f: getattr(r.counts, f) for f in
                                                           ("correct", "substitutions", "deletions", "insertions",
-                                                           "ref_words")}} for k, r in zip(keys, results)]}
+                                                           "ref_words")}} for k, r in zip(keys, results, strict=False)]}
     if depths is not None:
         st = depth_statistics(depths)
         d.update({"N_max": st["N_max"], "N_.9": st["N_.9"], "N_.5": st["N_.5"], "blocks": st["blocks"]})
@@ -366,7 +365,7 @@ def check_invariants(rows: list) -> list:
         add("lattice <= 1best", lat, one)
         for rep in ("nbest", "phrase", "sausage"):
             ns = sorted((n for (r, n) in cells if r == rep), key=order)
-            for a, b in zip(ns[1:], ns[:-1]):  # deeper slots only add choices: never worse
+            for a, b in zip(ns[1:], ns[:-1], strict=False):  # deeper slots only add choices: never worse
                 add(f"{rep}(N={a}) <= {rep}(N={b})", cells[(rep, a)], cells[(rep, b)])
             if rep == "nbest":
                 for n in ns:
@@ -509,7 +508,7 @@ def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: li
     for kind in ("n", "mb"):
         fig, axes = plt.subplots(1, len(densities), figsize=(4.8 * len(densities), 4.2), squeeze=False, sharey=True)
         top = max([r.get("wer_high") or r["wer"] for r in rows if "wer" in r] + [1.0])
-        for ax, density in zip(axes[0], densities):
+        for ax, density in zip(axes[0], densities, strict=False):
             rs = [r for r in rows if r["density"] == density]
             for rep in ("nbest", "sausage", "phrase"):
                 pts = [r for r in rs if r["representation"] == rep and "wer" in r]
@@ -571,7 +570,7 @@ def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: li
         axes[0][0].set_ylabel("oracle WER (%) with 95% CI")
         handles, labels = [], []
         for ax in axes[0]:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=False):
                 if lab not in labels:
                     handles.append(h)
                     labels.append(lab)

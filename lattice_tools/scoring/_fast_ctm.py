@@ -292,7 +292,7 @@ def _tokens(buf, n_bytes):
     canonical = all(p[3] is not None for p in parts)
     starts, lasts = [], []
     n_tok = 0
-    for (st, _ln, _nc, last), pos in zip(parts, bounds):
+    for (st, _ln, _nc, last), pos in zip(parts, bounds, strict=False):
         st += itype(pos)
         starts.append(st)
         if canonical:

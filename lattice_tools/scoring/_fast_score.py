@@ -45,10 +45,10 @@ import sys
 
 import numpy as np
 
-from .align import SCLITE_COSTS, LEVENSHTEIN_COSTS, AlignedPair, Alignment
+from .._threads import num_threads, thread_map
+from .align import LEVENSHTEIN_COSTS, SCLITE_COSTS, AlignedPair, Alignment
 from .counts import ErrorCounts
 from .network import _clean_token
-from .._threads import num_threads, thread_map
 
 OP_SUB, OP_DEL, OP_INS = 0, 1, 2
 _START, _ARC, _MULTI = 0, 1, 2
@@ -288,7 +288,7 @@ def score_chain_jobs(ref_tokens: list, job_items: list, hyp: HypItems, *, option
                             language=language, mode=mode, with_conf=with_conf)
 
     # chunks are independent; they are combined in a fixed order whatever the thread count
-    for chunk, (alis, conf, matrix) in zip(chunks, thread_map(run, chunks, workers)):
+    for chunk, (alis, conf, matrix) in zip(chunks, thread_map(run, chunks, workers), strict=False):
         counts[chunk] = matrix
         for k, j in enumerate(chunk):
             alignments[j] = alis[k]

@@ -45,8 +45,8 @@ starting with ``pla`` and ``-ing`` any word ending with ``ing`` (sclite's ``equa
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -92,7 +92,7 @@ class Alignment:
         object.__setattr__(self, "cost", cost)
 
     @classmethod
-    def deferred(cls, make_pairs, counts: ErrorCounts, cost: float) -> "Alignment":
+    def deferred(cls, make_pairs, counts: ErrorCounts, cost: float) -> Alignment:
         """``make_pairs()`` returns the pairs tuple when first needed."""
         self = cls.__new__(cls)
         object.__setattr__(self, "_pairs", None)
@@ -474,7 +474,7 @@ def align_batch(refs: Sequence[WordNetwork], hyps: Sequence[WordNetwork],
     if len(refs) != len(hyps):
         raise ValueError("refs and hyps must have the same length")
     out: list = [None] * len(refs)
-    sizes = [(r.num_arcs + 1) * (h.num_arcs + 1) for r, h in zip(refs, hyps)]
+    sizes = [(r.num_arcs + 1) * (h.num_arcs + 1) for r, h in zip(refs, hyps, strict=False)]
     batch: list[int] = []
     acc = 0
     for i, sz in enumerate(sizes):

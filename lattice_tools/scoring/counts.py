@@ -1,8 +1,8 @@
 """Frozen, additive error counts: the result hub type of every scorer."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ErrorCounts:
             if getattr(self, f.name) < 0:
                 raise ValueError(f"ErrorCounts.{f.name} must be >= 0, got {v}")
 
-    def __add__(self, other: "ErrorCounts") -> "ErrorCounts":
+    def __add__(self, other: ErrorCounts) -> ErrorCounts:
         if not isinstance(other, ErrorCounts):
             return NotImplemented
         return ErrorCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -46,7 +46,7 @@ class ErrorCounts:
         return NotImplemented
 
     @staticmethod
-    def sum(items: Iterable["ErrorCounts"]) -> "ErrorCounts":
+    def sum(items: Iterable[ErrorCounts]) -> ErrorCounts:
         total = ErrorCounts()
         for c in items:
             total = total + c
@@ -95,7 +95,7 @@ class ErrorCounts:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ErrorCounts":
+    def from_dict(cls, d: dict) -> ErrorCounts:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 

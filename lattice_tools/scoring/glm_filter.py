@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import BudgetExceededError, FormatError, LatticeToolsError
 from ..io.common import atomic_write, decode_error, open_binary_input
@@ -325,7 +325,7 @@ def expand_alternation(text: str, *, max_alternatives: int = 10000, where: str =
     return [list(seq) for seq in dict.fromkeys(sequence(top=True))]
 
 
-def _optional_deletion_error(bad: list, path: str) -> "OptionalDeletionError":
+def _optional_deletion_error(bad: list, path: str) -> OptionalDeletionError:
     """What csrfilt's "Can not filter text with illegally formatted optional deletion tags" becomes:
     ``bad`` holds (line number, report) of every offending line."""
     return OptionalDeletionError(
@@ -770,7 +770,7 @@ def _load_glm(glm, fmt: str, purpose: str | None, encoding: str) -> Glm:
 
 
 # (key) -> (source, selected Glm, CompiledGlm); a few entries, most recently used last.
-_GLM_CACHE: "dict[tuple, tuple]" = {}
+_GLM_CACHE: dict[tuple, tuple] = {}
 _GLM_CACHE_SIZE = 8
 
 
@@ -793,7 +793,7 @@ def _glm_cache_key(glm, fmt: str, purpose: str | None, encoding: str):
     return ("file", os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, fmt, purpose, encoding)
 
 
-def _load_compiled_glm(glm, fmt: str, purpose: str | None, encoding: str) -> "Glm | CompiledGlm":
+def _load_compiled_glm(glm, fmt: str, purpose: str | None, encoding: str) -> Glm | CompiledGlm:
     """:func:`_load_glm` followed by compilation for rfilter1, cached per process (the same GLM
     is applied to the reference and the hypothesis, and again by every ``ladder`` rung).
 

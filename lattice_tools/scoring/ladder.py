@@ -23,8 +23,8 @@ GLM filtering is :mod:`lattice_tools.scoring.glm_filter` (csrfilt-exact); scorin
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from ..errors import FormatError
 from .sclite import score_stm_ctm

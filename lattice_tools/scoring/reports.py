@@ -193,11 +193,11 @@ def sys_report(result, raw: bool = False, speaker_stats: str = "sclite") -> str:
             vals = _row_values(c, raw)[:5]
             cells = [pct_fmt.format(fr(v, prec)) for v in vals]
         else:
-            cells = ["{:5.0f}*".format(fr(v, 0)) for v in (c.correct, c.substitutions, c.deletions, c.insertions,
+            cells = [f"{fr(v, 0):5.0f}*" for v in (c.correct, c.substitutions, c.deletions, c.insertions,
                                                           c.errors)]
         cells.append(pct_fmt.format(fr(_row_values(c, raw)[5], prec)))
         if with_nce:
-            cells.append("{:7.3f} ".format(fr(result.speaker_nce.get(name, 0.0), 3)) if c.ref_words > 0 else "# ")
+            cells.append(f"{fr(result.speaker_nce.get(name, 0.0), 3):7.3f} " if c.ref_words > 0 else "# ")
         rows.append(("-", row_fmt, [f" {name} ", f"{c.segments:5d}", f"{c.ref_words:5d}"] + cells))
     tot = result.total
     if raw:
@@ -205,28 +205,28 @@ def sys_report(result, raw: bool = False, speaker_stats: str = "sclite") -> str:
             pct_fmt.format(fr(float(v), 0)) for v in _row_values(tot, True)]
     else:
         cells = [" Sum/Avg", f"{tot.segments:5d}", f"{tot.ref_words:5d}"] + [
-            "{:5.1f} ".format(fr(v, 1)) for v in _row_values(tot, False)]
+            f"{fr(v, 1):5.1f} " for v in _row_values(tot, False)]
     if with_nce:
-        cells.append("{:7.3f} ".format(fr(result.nce, 3)))
+        cells.append(f"{fr(result.nce, 3):7.3f} ")
     rows.append(("=", row_fmt, cells))
     per = [result.speakers[x] for x in names]
     values = [_row_values(c, raw) for c in per]
     if empty and speaker_stats == "sclite":
         # what sclite holds for an empty speaker: its counts
         rows_in = [[c.correct, c.substitutions, c.deletions, c.insertions, c.errors] if x in empty else v[:5]
-                   for x, c, v in zip(names, per, values)]
+                   for x, c, v in zip(names, per, values, strict=False)]
         kept = _sclite_shifted(rows_in, [x in empty for x in names])
     else:
-        kept = [v[:5] for x, v in zip(names, values) if x not in empty]
-    cols = [list(col) for col in zip(*kept)] if kept else [[] for _ in range(5)]
+        kept = [v[:5] for x, v in zip(names, values, strict=False) if x not in empty]
+    cols = [list(col) for col in zip(*kept, strict=False)] if kept else [[] for _ in range(5)]
     stats = [_stats(col) for col in cols]
     serr_s = _stats([v[5] for v in values])
     snt_s, wrd_s = _stats([c.segments for c in per]), _stats([c.ref_words for c in per])
     nce_s = _stats([result.speaker_nce.get(x, 0.0) for x in names])
     tpct = "{:5.1f}+" if empty else "{:5.1f} "
     for k, label in enumerate((" Mean ", " S.D. ", "Median")):
-        cells = [label, "{:5.1f} ".format(fr(snt_s[k], 1)), "{:5.1f} ".format(fr(wrd_s[k], 1))]
-        cells += [tpct.format(fr(st[k], 1)) for st in stats] + ["{:5.1f} ".format(fr(serr_s[k], 1))]
+        cells = [label, f"{fr(snt_s[k], 1):5.1f} ", f"{fr(wrd_s[k], 1):5.1f} "]
+        cells += [tpct.format(fr(st[k], 1)) for st in stats] + [f"{fr(serr_s[k], 1):5.1f} "]
         if with_nce:
             cells.append(("{:7.3f}#" if empty else "{:7.3f} ").format(fr(nce_s[k], 3)))
         rows.append(("=" if k == 0 else "", "c|cc|cccccc" + nce_col, cells))

@@ -18,13 +18,13 @@ import dataclasses
 import functools
 import math
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import MismatchError
-from .align import AlignOptions, Alignment, align_batch
+from .align import Alignment, AlignOptions, align_batch
 from .counts import ErrorCounts
 from .network import IGNORE_TAGS, from_ctm_items, lower_case, parse_transcript
 
@@ -53,7 +53,7 @@ class ScoreResult:
     """Per-segment alignments, per-speaker and overall counts (speakers in order of appearance)."""
 
     segments: tuple
-    speakers: "OrderedDict[str, ErrorCounts]"
+    speakers: OrderedDict[str, ErrorCounts]
     total: ErrorCounts
     ref_name: str = ""
     hyp_name: str = ""
@@ -74,7 +74,7 @@ def normalized_cross_entropy(pairs_with_conf: list, counts: ErrorCounts) -> floa
     s = 0.0
     # sclite keeps a CTM confidence in a C float (wtokstr1.h): round it the same way
     confs = np.asarray([c for _, c in pairs_with_conf], np.float32).astype(np.float64).tolist()
-    for (op, _), conf in zip(pairs_with_conf, confs):
+    for (op, _), conf in zip(pairs_with_conf, confs, strict=False):
         conf = min(max(conf, 0.0000001), 0.9999999)
         s += math.log2(conf) if op == "C" else math.log2(1.0 - conf)
     n, wrong = counts.correct, counts.substitutions + counts.insertions
@@ -134,7 +134,7 @@ def _sclite_drops_a_word(block) -> bool:
         parts = line.split()
         if len(parts) >= 5:
             tags.append(parts[4] if parts[4] in ("<ALT_BEGIN>", "<ALT>", "<ALT_END>") else "w")
-    for prev, cur, nxt in zip(tags, tags[1:], tags[2:]):
+    for prev, cur, nxt in zip(tags, tags[1:], tags[2:], strict=False):
         if prev in ("<ALT_BEGIN>", "<ALT>") and cur == "<ALT>" and nxt == "w":
             return True
     return False
@@ -206,7 +206,7 @@ def merge_single_segment(segments: Sequence, case_sensitive: bool = False, case_
     (their words are removed before scoring by :func:`score_stm_ctm`)."""
     from ..io.stm import StmSegment
 
-    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    groups: OrderedDict[tuple, list] = OrderedDict()
     ignored = []
     for seg in segments:
         if _is_ignore(seg.text):
@@ -312,7 +312,7 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
     warnings: list[str] = []
 
     # --- group the STM by file/channel (sclite folds the whole line's case unless -s)
-    chan_segs: "OrderedDict[tuple, list]" = OrderedDict()
+    chan_segs: OrderedDict[tuple, list] = OrderedDict()
     ignored_spans: dict = {}
     if single_segment:
         merged, ignored = merge_single_segment(segments, case_sensitive, case_language)
@@ -326,7 +326,7 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
     for key in chan_segs:
         chan_segs[key].sort(key=lambda s: s.start)
 
-    chan_items: "OrderedDict[tuple, list]" = OrderedDict()
+    chan_items: OrderedDict[tuple, list] = OrderedDict()
     for item in ctm_items:
         key = (_fold(item.file, case_sensitive, case_language), _fold(item.channel, case_sensitive, case_language))
         chan_items.setdefault(key, []).append(item)
@@ -356,7 +356,7 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
                 if h_t1 >= _f32(seg.end) or h_t2 <= _f32(seg.start):
                     keep[i] = False
         if "hyp" in reduce:
-            kept = [s for s, k in zip(segs, keep) if k]
+            kept = [s for s, k in zip(segs, keep, strict=False) if k]
             if kept:
                 # sclite keeps these bounds in C floats
                 bt = _f32(min(_f32(s.start) for s in kept))
@@ -398,12 +398,12 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
     alignments = align_batch(refs, hyps, options)
 
     scored = []
-    per_speaker: "OrderedDict[str, list]" = OrderedDict()
+    per_speaker: OrderedDict[str, list] = OrderedDict()
     # sclite reports NCE when any word of the CTM has a confidence (one without counts as 0) and
     # leaves null words out of it
     has_conf = any(h.num_arcs for h in hyps) and any(not np.isnan(h.confidence).all() for h in hyps if h.num_arcs)
-    conf_pairs: "OrderedDict[str, list]" = OrderedDict()
-    for (seg, _), ali, hnet in zip(jobs, alignments, hyps):
+    conf_pairs: OrderedDict[str, list] = OrderedDict()
+    for (seg, _), ali, hnet in zip(jobs, alignments, hyps, strict=False):
         spk = _fold(seg.speaker, case_sensitive, case_language)
         n = len(per_speaker.setdefault(spk, []))
         per_speaker[spk].append(ali.counts)
@@ -442,13 +442,13 @@ def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode,
     from ._fast_score import score_chain_jobs, sorted_item_order
 
     warnings: list[str] = []
-    chan_segs: "OrderedDict[tuple, list]" = OrderedDict()
+    chan_segs: OrderedDict[tuple, list] = OrderedDict()
     for seg in segments:
         key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language))
         chan_segs.setdefault(key, []).append(seg)
     for key in chan_segs:
         chan_segs[key].sort(key=lambda s: s.start)
-    chan_order = dict(zip(hyp.chans, sorted_item_order(hyp)))
+    chan_order = dict(zip(hyp.chans, sorted_item_order(hyp), strict=False))
     if hyp.drops_word.any():
         first = next(int(hyp.lineno[idx[hyp.drops_word[idx]][0]]) for idx in chan_order.values()
                      if hyp.drops_word[idx].any())
@@ -480,7 +480,7 @@ def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode,
                 takes.append(take)
             takes.append(n_items)
         pos = 0
-        for seg, take in zip(segs, takes):
+        for seg, take in zip(segs, takes, strict=False):
             seg_items = items[pos:take]
             pos = take
             if _is_ignore(seg.text):
@@ -494,7 +494,7 @@ def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode,
     n_of_speaker: dict = {}
     spk_of_job = []
     new = SegmentScore.__new__
-    for seg, ali in zip(job_segs, alignments):
+    for seg, ali in zip(job_segs, alignments, strict=False):
         spk = _fold(seg.speaker, case_sensitive, case_language)
         spk_of_job.append(spk)
         n = n_of_speaker.get(spk, 0)
@@ -516,8 +516,8 @@ def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode,
     total = ErrorCounts(*sums.sum(axis=0).tolist()) if len(spk_index) else _sum_counts([])
     nce, speaker_nce = None, {}
     if conf is not None and job_segs:
-        conf_pairs: "OrderedDict[str, list]" = OrderedDict()
-        for spk, pairs in zip(spk_of_job, conf):
+        conf_pairs: OrderedDict[str, list] = OrderedDict()
+        for spk, pairs in zip(spk_of_job, conf, strict=False):
             conf_pairs.setdefault(spk, []).extend(pairs)
         speaker_nce = {k: normalized_cross_entropy(conf_pairs.get(k, []), c) for k, c in speakers.items()}
         nce = normalized_cross_entropy([x for v in conf_pairs.values() for x in v], total)
@@ -594,8 +594,8 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
     options = AlignOptions(mode=mode, optional_deletable=optional_deletable, fragments=fragments)
     alignments = align_batch(rnets, hnets, options)
     scored = []
-    per_speaker: "OrderedDict[str, list]" = OrderedDict()
-    for (uid, r, h), ali in zip(jobs, alignments):
+    per_speaker: OrderedDict[str, list] = OrderedDict()
+    for (uid, r, h), ali in zip(jobs, alignments, strict=False):
         spk = trn_speaker(uid, id_type)
         per_speaker.setdefault(spk, []).append(ali.counts)
         scored.append(SegmentScore(f"({uid})", spk, "", "", None, None, r.text, ali))
@@ -621,7 +621,7 @@ def _map_ctm_words(items, fn):
     for it in items:
         if isinstance(it, CtmAltBlock):
             alts = tuple(tuple(x for x in (fn(w) for w in alt) if x is not None) for alt in it.alternatives)
-            same = all(len(a) == len(b) and all(x is y for x, y in zip(a, b)) for a, b in zip(alts, it.alternatives))
+            same = all(len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=False)) for a, b in zip(alts, it.alternatives, strict=False))
             out.append(it if same else CtmAltBlock(it.file, it.channel, alts, it.lineno))
         else:
             w = fn(it)
