@@ -3,9 +3,14 @@ and sclite-exact scoring with oracle WER.
 
 The hub types are :class:`Lattice`, :class:`Alternatives` and :class:`ErrorCounts`.
 """
+from importlib.metadata import PackageNotFoundError, version
+
 from .errors import LatticeToolsError
 
-__version__ = "0.1.0"
+try:  # pyproject.toml is the only place the version is written
+    __version__ = version("lattice-tools")
+except PackageNotFoundError:  # a source tree on PYTHONPATH that was never installed
+    __version__ = "0+unknown"
 __all__ = ["Lattice", "SymbolTable", "Alternatives", "Alternative", "Slot", "ErrorCounts",
            "LatticeToolsError", "__version__"]
 

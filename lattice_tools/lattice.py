@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import LatticeError
-from .symbols import SymbolTable
+from .errors import LatticeError, MissingDependencyError
+from .symbols import EPSILON, SymbolTable
 
 INF = float("inf")
 
@@ -291,6 +291,38 @@ class Lattice:
                 return False
         return self.symbols == other.symbols and self.frame_shift == other.frame_shift
 
+    def to_networkx(self):
+        """The lattice as a ``networkx.MultiDiGraph``, for graph analysis and drawing (lossless).
+
+        networkx is what researchers reach for to analyse and draw graphs (shortest paths, dominators,
+        layouts, ``networkx.nx_pydot.write_dot``); lattice-tools' own algorithms run on the numpy arrays
+        and never need it.  Layout of the graph:
+
+        * nodes are the state ids (``0`` = start, topological order); final states carry
+          ``final_graph_cost`` and ``final_acoustic_cost``;
+        * edge keys are arc indices (parallel arcs survive); edge attributes ``word_id``, ``word`` (the
+          string, when the symbol table has it), ``ilabel``, ``t0``, ``t1``, ``graph_cost``, ``acoustic_cost`` and every array of
+          :attr:`attrs`;
+        * graph attributes ``key``, ``frame_shift``, ``word_aligned``, ``start``, ``symbols`` and
+          ``attr_layouts`` (dtype and shape of each :attr:`attrs` array, for the way back).
+
+        ``Lattice.from_networkx(lat.to_networkx()).equals(lat)`` holds exactly.  O(states + arcs) Python
+        objects: meant for analysing single lattices, not for per-utterance pipelines over archives.
+        """
+        return _to_networkx(self)
+
+    @classmethod
+    def from_networkx(cls, graph, *, symbols: SymbolTable | None = None, key: str | None = None) -> Lattice:
+        """A lattice from a networkx ``DiGraph``/``MultiDiGraph`` laid out as :meth:`to_networkx` writes it.
+
+        A graph built by hand needs only ``word`` (or ``word_id``) on its edges and ``final_graph_cost`` on
+        at least one node; missing costs are 0 and missing times unknown (-1).  ``symbols`` defaults to
+        the graph's ``symbols`` attribute, else a table of the edges' words in edge order.  States are
+        renumbered topologically from ``graph.graph["start"]`` (default: node ``0``); a cycle, or an edge
+        without a word, raises :class:`~lattice_tools.errors.LatticeError`.
+        """
+        return _from_networkx(graph, symbols, key)
+
     def __repr__(self) -> str:
         return (f"Lattice(key={self.key!r}, states={self.num_states}, arcs={self.num_arcs}, "
                 f"frames={self.num_frames}, word_aligned={self.word_aligned})")
@@ -385,3 +417,117 @@ def connect(lat: Lattice) -> Lattice:
                    final_acoustic_cost=lat.final_acoustic_cost[live], symbols=lat.symbols,
                    frame_shift=lat.frame_shift, key=lat.key, word_aligned=lat.word_aligned,
                    attrs={k: v[idx] for k, v in lat.attrs.items()})
+
+
+# -- networkx conversion (Lattice.to_networkx / Lattice.from_networkx) ---------------------------------
+_NX_ARC_FIELDS = ("ilabel", "t0", "t1", "graph_cost", "acoustic_cost")
+
+
+def _networkx():
+    try:
+        import networkx
+    except ImportError as exc:  # it is a declared dependency; a broken environment still gets a clear message
+        raise MissingDependencyError(f"Lattice.to_networkx/from_networkx need networkx (pip install networkx) ({exc})") from None
+    return networkx
+
+
+def _to_networkx(lat: Lattice):
+    """See :meth:`Lattice.to_networkx`."""
+    nx = _networkx()
+    graph = nx.MultiDiGraph(key=lat.key, frame_shift=lat.frame_shift, word_aligned=lat.word_aligned,
+                            start=lat.start, symbols=lat.symbols)
+    for state in range(lat.num_states):
+        if lat.is_final[state]:
+            graph.add_node(state, final_graph_cost=float(lat.final_graph_cost[state]),
+                           final_acoustic_cost=float(lat.final_acoustic_cost[state]))
+        else:
+            graph.add_node(state)
+    columns = {name: getattr(lat, name).tolist() for name in ("src", "dst", "word", *_NX_ARC_FIELDS)}
+    # numeric attrs become plain Python values; object arrays (e.g. Kaldi transition-id strings) keep their items
+    attrs = {name: list(arr) if arr.dtype == object else arr.tolist() for name, arr in lat.attrs.items()}
+    graph.graph["attr_layouts"] = {name: (arr.dtype.str, arr.shape[1:]) for name, arr in lat.attrs.items()}
+    for arc in range(lat.num_arcs):
+        word_id = columns["word"][arc]
+        edge = {"word_id": word_id}
+        if word_id in lat.symbols:  # a lattice read without its word table has bare ids only
+            edge["word"] = lat.symbols.word(word_id) if word_id else EPSILON
+        edge.update((name, columns[name][arc]) for name in _NX_ARC_FIELDS)
+        edge.update((name, values[arc]) for name, values in attrs.items())
+        graph.add_edge(columns["src"][arc], columns["dst"][arc], key=arc, **edge)
+    return graph
+
+
+def _attr_column(values: list, layout: tuple | None) -> np.ndarray:
+    """One ``Lattice.attrs`` array from per-edge values; ``layout`` (dtype, trailing shape) as
+    :meth:`Lattice.to_networkx` records it, so that the round trip keeps dtypes and object arrays."""
+    if layout is not None and np.dtype(layout[0]) != object:
+        return np.array(values, dtype=np.dtype(layout[0])).reshape(len(values), *layout[1])
+    if layout is None:
+        try:
+            column = np.array(values)
+        except ValueError:  # ragged items
+            column = None
+        if column is not None and column.dtype != object:
+            return column
+    column = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        column[i] = value
+    return column
+
+
+def _from_networkx(graph, symbols: SymbolTable | None, key: str | None) -> Lattice:
+    """See :meth:`Lattice.from_networkx`."""
+    nodes = list(graph.nodes)
+    index = {node: i for i, node in enumerate(nodes)}
+    start = graph.graph.get("start", 0)
+    if start not in index:
+        raise LatticeError(f"the graph has no start node {start!r} (set graph.graph['start'])")
+    if graph.is_multigraph():
+        edges = list(graph.edges(keys=True, data=True))
+        # to_networkx's keys are arc indices: visit arcs in that order (networkx groups them by head state)
+        if sorted(k for _, _, k, _ in edges if isinstance(k, int)) == list(range(len(edges))):
+            edges.sort(key=lambda edge: edge[2])
+    else:
+        edges = [(u, v, None, d) for u, v, d in graph.edges(data=True)]
+    if isinstance(graph.graph.get("symbols"), SymbolTable) and symbols is None:
+        symbols = graph.graph["symbols"]
+    if symbols is None:
+        symbols = SymbolTable.from_words(d["word"] for *_, d in edges if "word" in d and d["word"] != EPSILON)
+    word_ids = []
+    for u, v, _, data in edges:
+        if "word_id" in data:
+            word_ids.append(int(data["word_id"]))
+        elif "word" in data:
+            word_ids.append(0 if data["word"] == EPSILON else symbols.id(data["word"]))
+        else:
+            raise LatticeError(f"edge {u!r} -> {v!r} has neither a 'word' nor a 'word_id' attribute")
+    defaults = {"ilabel": None, "t0": -1, "t1": -1, "graph_cost": 0.0, "acoustic_cost": 0.0}
+    arcs = {"word": np.array(word_ids, dtype=np.int64)}
+    for name, default in defaults.items():
+        fallback = word_ids if name == "ilabel" else [default] * len(edges)
+        arcs[name] = np.array([d.get(name, fallback[i]) for i, (*_, d) in enumerate(edges)])
+    extra_names = sorted({name for *_, d in edges for name in d} - {"word", "word_id", *defaults})
+    attrs = {}
+    for name in extra_names:
+        if not all(name in d for *_, d in edges):
+            raise LatticeError(f"edge attribute {name!r} is set on some edges only; Lattice.attrs needs it on all")
+        attrs[name] = _attr_column([d[name] for *_, d in edges], graph.graph.get("attr_layouts", {}).get(name))
+    final_graph = np.full(len(nodes), INF)
+    final_acoustic = np.full(len(nodes), INF)  # Lattice's convention: inf on non-final states too
+    for node, data in graph.nodes(data=True):
+        if "final_graph_cost" in data:
+            final_graph[index[node]] = float(data["final_graph_cost"])
+            final_acoustic[index[node]] = float(data.get("final_acoustic_cost", 0.0))
+    src = np.array([index[u] for u, *_ in edges], dtype=np.int64)
+    dst = np.array([index[v] for _, v, *_ in edges], dtype=np.int64)
+    fields = dict(symbols=symbols, final_graph_cost=final_graph, final_acoustic_cost=final_acoustic,
+                  frame_shift=float(graph.graph.get("frame_shift", 0.01)),
+                  key=key if key is not None else str(graph.graph.get("key", "")),
+                  word_aligned=bool(graph.graph.get("word_aligned", True)), attrs=attrs, **arcs)
+    in_lattice_layout = (index[start] == 0 and nodes == list(range(len(nodes)))
+                         and bool(np.all(src < dst)) and bool(np.all(np.diff(src) >= 0)))
+    if in_lattice_layout:
+        # states already topological and arcs sorted by source (e.g. a graph to_networkx wrote): keep the
+        # numbering and arc order exactly; from_arcs would re-sort arcs by (src, dst)
+        return Lattice(num_states=len(nodes), src=src, dst=dst, **fields)
+    return Lattice.from_arcs(src=src, dst=dst, num_states=len(nodes), start=index[start], **fields)

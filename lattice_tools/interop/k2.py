@@ -1,7 +1,7 @@
 """Conversions between k2 ``Fsa`` objects and the hub :class:`~lattice_tools.lattice.Lattice`.
 
-Needs k2 (``pip install 'lattice-tools[k2]'`` gives torch; k2 itself has to be built from source
-for Python 3.11, see ``docs/k2-and-ctc.md``).  Reading and writing k2 *files* does not need k2:
+Needs k2, which has no PyPI wheel for Python 3.11: ``pip install 'lattice-tools[torch]'`` gives torch,
+and k2 itself is built from source (``docs/k2-and-ctc.md``, "Building k2 locally").  Reading and writing k2 *files* does not need k2:
 see :mod:`lattice_tools.io.k2file`.
 
 The conversions are defined *through* the k2-free file format, so they follow exactly the
@@ -37,7 +37,7 @@ def _k2():
     except ImportError as exc:
         raise MissingDependencyError(
             "this feature needs k2, which has no PyPI wheel for Python 3.11: build it from source as described "
-            f"in docs/k2-and-ctc.md (pip install 'lattice-tools[k2]' provides torch only) ({exc})") from None
+            f"in docs/k2-and-ctc.md (pip install 'lattice-tools[torch]' provides torch) ({exc})") from None
     return k2
 
 
@@ -67,7 +67,7 @@ def from_k2(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *,
     ``word`` = aux label, ``t0 = frame``, ``t1 = frame + 1``, other attributes in ``attrs``.
     """
     k2 = _k2()
-    torch = require("torch", "k2")
+    torch = require("torch", "torch")
     from ..io.k2file import read_k2_lattices
 
     if int(subsampling) < 1:
@@ -96,7 +96,7 @@ def to_k2(lattice, *, aux_labels: str = "tensor"):
     to float32; a super-final state is added unless the lattice already has k2's shape).
     """
     k2 = _k2()
-    torch = require("torch", "k2")
+    torch = require("torch", "torch")
     from ..io.k2file import write_k2_lattice
 
     if not isinstance(lattice, Lattice):
@@ -114,7 +114,7 @@ def load_k2(path, words=None, frame_shift: float = 0.04, subsampling: int = 1):
     """Read an icefall-style ``torch.save(fsa.as_dict())`` file with k2 (``k2.Fsa.from_dict``) and
     convert it with :func:`from_k2` (a single Fsa gives a list of one lattice)."""
     k2 = _k2()
-    torch = require("torch", "k2")
+    torch = require("torch", "torch")
     fsa = k2.Fsa.from_dict(torch.load(str(path), map_location="cpu", weights_only=False))
     out = from_k2(fsa, words=words, frame_shift=frame_shift, subsampling=subsampling)
     return [out] if isinstance(out, Lattice) else out
@@ -122,7 +122,7 @@ def load_k2(path, words=None, frame_shift: float = 0.04, subsampling: int = 1):
 
 def save_k2(lattices, path, *, aux_labels: str = "tensor") -> None:
     """Write lattices through k2: ``torch.save(to_k2(lattices).as_dict(), path)`` (atomically)."""
-    torch = require("torch", "k2")
+    torch = require("torch", "torch")
     from ..io.common import atomic_write
 
     fsa = to_k2(lattices, aux_labels=aux_labels)
