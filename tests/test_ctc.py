@@ -30,9 +30,9 @@ from lattice_tools.ctc.graph import (
     read_grammar,
     read_lexicon,
 )
+from lattice_tools.ctc.k2_graphs import k2_graph_to_fst_arrays
 from lattice_tools.ctc.logprobs import read_logprobs, write_kaldi_text_matrices
 from lattice_tools.errors import FormatError, LatticeToolsError, MismatchError, SymbolError
-from lattice_tools.interop.k2 import k2_graph_to_fst_arrays
 
 SPOKEN = ["SEE THE RED SAND", "A RED SEED", "THE DEAN"]
 

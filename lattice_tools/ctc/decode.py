@@ -101,8 +101,8 @@ def load_graph(graph, *, backend: str = "kaldi", words=None) -> CtcGraph:
         import kaldifst
 
         if is_k2_file:
-            from ..interop.k2 import k2_graph_to_fst_arrays
             from ._fst import arrays_to_fst
+            from .k2_graphs import k2_graph_to_fst_arrays
 
             fst = arrays_to_fst(k2_graph_to_fst_arrays(str(gpath)))
             kaldifst.connect(fst)
@@ -120,7 +120,7 @@ def load_graph(graph, *, backend: str = "kaldi", words=None) -> CtcGraph:
     if is_k2_file:
         fsa = k2.Fsa.from_dict(torch.load(str(gpath), map_location="cpu", weights_only=False))
     else:
-        from ..interop.k2 import fst_graph_to_k2
+        from .k2_graphs import fst_graph_to_k2
 
         fsa = fst_graph_to_k2(str(gpath))
     fsa = k2.arc_sort(fsa)

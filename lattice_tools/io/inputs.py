@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from ..errors import FormatError, MismatchError
 from ..lattice import Lattice
 from ..symbols import SymbolTable
+from .lattice_files import guess_format, read_lattices
 
 #: Seconds per input frame when neither ``frame_shift`` nor the format says otherwise.
 DEFAULT_FRAME_SHIFT = 0.01
@@ -57,8 +58,6 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
     Raises:
       MismatchError when a key appears twice (within one input or across inputs), naming both.
     """
-    from . import guess_format, read_lattices
-
     if isinstance(specs, (str, os.PathLike)):
         specs = [specs]
     if isinstance(words, (str, os.PathLike)):
