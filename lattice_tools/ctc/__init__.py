@@ -7,11 +7,18 @@ Imported lazily so that ``import lattice_tools.ctc`` loads neither kaldifst nor 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-_LAZY = {"build_graph": "graph", "prepare_lang": "graph", "decode_ctc": "decode", "iter_decode_ctc": "decode", "load_graph": "decode",
-         "read_logprobs": "logprobs", "iter_logprobs": "logprobs"}
+if TYPE_CHECKING:
+    from .decode import decode_ctc, iter_decode_ctc, load_graph
+    from .graph import build_graph, prepare_lang
+    from .logprobs import iter_logprobs, read_logprobs
 
-__all__ = list(_LAZY)
+_LAZY = {"build_graph": "graph", "prepare_lang": "graph", "decode_ctc": "decode", "iter_decode_ctc": "decode",
+         "load_graph": "decode", "read_logprobs": "logprobs", "iter_logprobs": "logprobs"}
+
+__all__ = ["build_graph", "prepare_lang", "decode_ctc", "iter_decode_ctc", "load_graph", "read_logprobs",
+           "iter_logprobs"]
 
 
 def __getattr__(name):
