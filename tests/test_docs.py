@@ -107,7 +107,7 @@ def run_page(page: Path, workdir: Path, timeout: float = 600) -> subprocess.Comp
 
 def _pages():
     out = []
-    for page in sorted(DOCS.glob("*.md")):
+    for page in [*sorted(DOCS.glob("*.md")), REPO / "README.md"]:
         if not any(runnable(b) for b in extract_blocks(page.read_text(encoding="utf-8"))):
             continue
         marks = [pytest.mark.slow] if page.name in SLOW_PAGES else []
