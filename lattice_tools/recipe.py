@@ -27,7 +27,7 @@ def read_list(path: str) -> list[str]:
       FormatError if the list has no items (a job with no input would silently produce nothing).
     """
     items = []
-    for lineno, line in read_text_lines(path):
+    for _lineno, line in read_text_lines(path):
         line = line.strip()
         if line and not line.startswith("#"):
             items.append(line)

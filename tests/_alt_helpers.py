@@ -141,8 +141,12 @@ def read_slf_lattice(path: str, key: str = "") -> Lattice:
     src, dst, wid, t0, t1, ac = [], [], [], [], [], []
     for s, e, a in links:
         w = nodes[s][1]
-        src.append(s); dst.append(e); wid.append(0 if w in fillers else syms.id(w))
-        t0.append(int(round(nodes[s][0] / fs))); t1.append(int(round(nodes[e][0] / fs))); ac.append(-a)
+        src.append(s)
+        dst.append(e)
+        wid.append(0 if w in fillers else syms.id(w))
+        t0.append(int(round(nodes[s][0] / fs)))
+        t1.append(int(round(nodes[e][0] / fs)))
+        ac.append(-a)
     final = [math.inf] * (max(nodes) + 1)
     final[int(header["end"])] = 0.0
     return Lattice.from_arcs(src=src, dst=dst, word=wid, symbols=syms, final_graph_cost=final,
@@ -169,18 +173,26 @@ def k2_frame_lattices(name: str = "hlg_lattice.pt"):
             ws = dec["aux_labels"][i]
             ws = [w for w in (ws if isinstance(ws, list) else [ws]) if w > 0]
             if len(ws) <= 1:
-                src.append(s); dst.append(d); word.append(ws[0] if ws else 0)
-                t0.append(fr); t1.append(fr + (0 if lab == -1 else 1))
-                g.append(-lms); ac.append(-(score - lms))
+                src.append(s)
+                dst.append(d)
+                word.append(ws[0] if ws else 0)
+                t0.append(fr)
+                t1.append(fr + (0 if lab == -1 else 1))
+                g.append(-lms)
+                ac.append(-(score - lms))
             else:  # chain with equal frames; weights on the first arc
                 prev = s
                 for k, w in enumerate(ws):
                     tgt = d if k == len(ws) - 1 else nxt
                     if tgt == nxt:
                         nxt += 1
-                    src.append(prev); dst.append(tgt); word.append(w)
-                    t0.append(fr); t1.append(fr + 1)
-                    g.append(-lms if k == 0 else 0.0); ac.append(-(score - lms) if k == 0 else 0.0)
+                    src.append(prev)
+                    dst.append(tgt)
+                    word.append(w)
+                    t0.append(fr)
+                    t1.append(fr + 1)
+                    g.append(-lms if k == 0 else 0.0)
+                    ac.append(-(score - lms) if k == 0 else 0.0)
                     prev = tgt
         final = [math.inf] * nxt
         final[nst - 1] = 0.0
@@ -277,24 +289,37 @@ def chained_lattice_strategy():
             last = p.num_states - 1
             for s in np.flatnonzero(p.is_final):
                 if s != last:
-                    src.append(offset_state + int(s)); dst.append(offset_state + last); word.append(0)
-                    t0.append(offset_time + int(p.t1.max())); t1.append(offset_time + int(p.t1.max()))
-                    g.append(float(p.final_graph_cost[s])); ac.append(0.0)
+                    src.append(offset_state + int(s))
+                    dst.append(offset_state + last)
+                    word.append(0)
+                    t0.append(offset_time + int(p.t1.max()))
+                    t1.append(offset_time + int(p.t1.max()))
+                    g.append(float(p.final_graph_cost[s]))
+                    ac.append(0.0)
             for a in range(p.num_arcs):
-                src.append(offset_state + int(p.src[a])); dst.append(offset_state + int(p.dst[a]))
-                word.append(int(p.word[a])); t0.append(offset_time + int(p.t0[a])); t1.append(offset_time + int(p.t1[a]))
-                g.append(float(p.graph_cost[a])); ac.append(float(p.acoustic_cost[a]))
+                src.append(offset_state + int(p.src[a]))
+                dst.append(offset_state + int(p.dst[a]))
+                word.append(int(p.word[a]))
+                t0.append(offset_time + int(p.t0[a]))
+                t1.append(offset_time + int(p.t1[a]))
+                g.append(float(p.graph_cost[a]))
+                ac.append(float(p.acoustic_cost[a]))
             offset_state += last
             offset_time += int(p.t1.max())
         n = offset_state + 1
         times = np.zeros(n, dtype=np.int64)
-        for s, d, a, b in zip(src, dst, t0, t1, strict=False):
+        for d, b in zip(dst, t1, strict=True):
             times[d] = max(times[d], b)
         for _ in range(draw(st.integers(0, 2))):
             s = draw(st.integers(0, n - 2))
             d = draw(st.integers(s + 1, n - 1))
-            src.append(s); dst.append(d); word.append(draw(st.sampled_from([1, 2, 3])))
-            t0.append(int(times[s])); t1.append(int(times[d])); g.append(draw(st.floats(0, 12))); ac.append(0.0)
+            src.append(s)
+            dst.append(d)
+            word.append(draw(st.sampled_from([1, 2, 3])))
+            t0.append(int(times[s]))
+            t1.append(int(times[d]))
+            g.append(draw(st.floats(0, 12)))
+            ac.append(0.0)
         final = [math.inf] * n
         final[n - 1] = 0.0
         return Lattice.from_arcs(src=src, dst=dst, word=word, symbols=SYMS, final_graph_cost=final, t0=t0, t1=t1,
