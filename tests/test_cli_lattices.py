@@ -11,10 +11,11 @@ import pytest
 from _io_helpers import DATA, canonical_arcs, decoded_pocketsphinx, small_word_lattice
 from click.testing import CliRunner
 
+from lattice_tools.algorithms.statistics import lattice_info
 from lattice_tools.cli import main
-from lattice_tools.cli.lattices import convert_lattices, lattice_info
 from lattice_tools.errors import FormatError, MismatchError
 from lattice_tools.io import guess_format, read_lattices, write_lattices
+from lattice_tools.io.convert import convert_lattices
 
 
 @pytest.fixture(scope="module")
