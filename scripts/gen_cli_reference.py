@@ -56,6 +56,11 @@ def render(allow_missing: bool = False) -> tuple[str, list[str]]:
             parts.append(f"## lattice-tools {name}\n\n*Not available in this build: {COMMANDS[name][1]}*\n")
             continue
         parts.append(f"## lattice-tools {name}\n\n```text\n" + _help(command, name, root) + "```\n")
+        if isinstance(command, click.Group):  # each sub-command's options, under its group
+            group_ctx = click.Context(command, info_name=name, parent=root)
+            for sub in command.list_commands(group_ctx):
+                parts.append(f"### lattice-tools {name} {sub}\n\n```text\n"
+                             + _help(command.get_command(group_ctx, sub), sub, group_ctx) + "```\n")
     return "\n".join(parts), missing
 
 
