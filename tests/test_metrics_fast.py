@@ -1,7 +1,7 @@
 """The batched fast paths of the metrics equal the per-utterance reference implementation.
 
-evaluate_system (lattice_tools.metrics.fast) vs evaluate_system_reference (evaluate_utterance one
-at a time), score_orthography_many vs score_orthography, normalize_many vs the normalizer, the
+evaluate_system (lattice_tools.metrics.evaluate_batch) vs evaluate_system_reference
+(tests/_reference/metrics_evaluate.py: evaluate_utterance one at a time), score_orthography_many vs score_orthography, normalize_many vs the normalizer, the
 word-cached grapheme/script tables vs graphemes()/script_counts(), the integer kaldialign calls
 vs kaldialign's public wrapper -- on random inputs (hypothesis) built to hit the edge cases each
 shortcut depends on (marks after spaces, Prepend characters, newlines inside texts, annotations
@@ -10,29 +10,28 @@ contractions, number words, entities of every length, uncovered and empty hypoth
 """
 import sys
 
+# The imports after require_metrics_extras() need the metrics extras: the module is skipped first without them.
+# ruff: noqa: E402
 from _metrics_helpers import require_metrics_extras
 
 require_metrics_extras()
 
 import kaldialign
 import pytest
+from _reference.metrics_evaluate import evaluate_system_reference
+from _reference.orthography import score_orthography_reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.errors import LatticeToolsError
-from lattice_tools.metrics import fast, punctuation
-from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system, evaluate_system_reference, summarize
+from lattice_tools.metrics import evaluate_batch, unit_tables
+from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system, summarize
 from lattice_tools.metrics.io import Annotation
 from lattice_tools.metrics.levenshtein import make_counts, sum_counts
-from lattice_tools.metrics.punctuation import (
-    DEFAULT_NORMALIZERS,
-    score_orthography,
-    score_orthography_many,
-    tokenize,
-    tokenize_for_counts,
-)
+from lattice_tools.metrics.orthography_tokens import tokenize_for_counts
+from lattice_tools.metrics.punctuation import DEFAULT_NORMALIZERS, score_orthography_many, tokenize
 from lattice_tools.metrics.script import script_counts
-from lattice_tools.metrics.text import _GRAPHEME, graphemes, make_normalizer, normalize_many, regex
+from lattice_tools.metrics.text import GRAPHEME, graphemes, make_normalizer, normalize_many, regex
 from lattice_tools.scoring.counts import ErrorCounts
 
 WORDS = [
@@ -121,12 +120,8 @@ CONFIGS = [EvalConfig(), EvalConfig(orthography=False), EvalConfig(normalizer="n
 @given(corpora(), st.sampled_from(CONFIGS), st.integers(1, 4))
 def test_evaluate_system_equals_reference(corpus, config, chunk):
     refs, hyps, anns = corpus
-    old = fast.CHUNK
-    fast.CHUNK = chunk          # chunk boundaries anywhere
-    try:
-        got = evaluate_system(refs, hyps, anns, config)
-    finally:
-        fast.CHUNK = old
+    got = evaluate_batch.evaluate_many(refs, hyps, anns, config, list(refs), chunk_size=chunk)   # chunk boundaries anywhere
+    assert got == evaluate_system(refs, hyps, anns, config)
     want = evaluate_system_reference(refs, hyps, anns, config)
     assert got == want
     assert [r.as_dict() for r in got] == [r.as_dict() for r in want]
@@ -172,15 +167,11 @@ def text_pairs(draw):
 def test_score_orthography_many_equals_score_orthography(pairs, K, normalizers):
     refs = [r for r, _ in pairs]
     hyps = [h for _, h in pairs]
-    want = [score_orthography(r, h, normalizers, K)[0] for r, h in pairs]
+    want = [score_orthography_reference(r, h, normalizers, K)[0] for r, h in pairs]
     cache: dict = {}
     assert score_orthography_many(refs, hyps, normalizers, K, cache=cache) == want
-    old = punctuation.BATCH_CELLS
-    punctuation.BATCH_CELLS = 60            # several padded batches of different shapes
-    try:
-        assert score_orthography_many(refs, hyps, normalizers, K, cache=cache) == want   # warm cache
-    finally:
-        punctuation.BATCH_CELLS = old
+    # warm cache, several padded batches of different shapes
+    assert score_orthography_many(refs, hyps, normalizers, K, cache=cache, batch_cells=60) == want
 
 
 @settings(max_examples=150, deadline=None)
@@ -209,7 +200,7 @@ def test_normalize_many_final_sigma_and_newlines():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(texts(), min_size=1, max_size=5))
 def test_unit_tables_equal_graphemes_and_script_counts(items):
-    tables = fast.UnitTables()
+    tables = unit_tables.UnitTables()
     for text in items:
         ids = tables.chars(text, text.split())
         inverse = {v: k for k, v in tables.grapheme_id.items()}
@@ -220,13 +211,13 @@ def test_unit_tables_equal_graphemes_and_script_counts(items):
 def test_whitespace_assumptions_of_the_word_caches():
     """Every str.isspace character: its own grapheme cluster next to letters, no script, never
     part of a lexer token; and the regex's \\s differs from str.split only on U+001C..U+001F
-    (the characters punctuation._NOT_WORDWISE sends to the full-text lexer)."""
+    (the characters orthography_tokens.NOT_WORDWISE sends to the full-text lexer)."""
     from lattice_tools.metrics.script import char_script
     spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
     assert len(spaces) > 20
     re_space = regex.compile(r"\s")
     for c in spaces:
-        assert len(_GRAPHEME.findall("a" + c + "a")) == 3, hex(ord(c))
+        assert len(GRAPHEME.findall("a" + c + "a")) == 3, hex(ord(c))
         assert char_script(c) is None, hex(ord(c))
         assert not regex.match(r"\w", c)
     assert [c for c in spaces if not re_space.match(c)] == ["\x1c", "\x1d", "\x1e", "\x1f"]
@@ -238,16 +229,16 @@ def test_whitespace_assumptions_of_the_word_caches():
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from("abcde"), max_size=14), st.lists(st.sampled_from("abcdef"), max_size=14))
 def test_integer_kaldialign_equals_public_wrapper(ref, hyp):
-    tables = fast.UnitTables()
+    tables = unit_tables.UnitTables()
     r, h = tables.words(ref), tables.words(hyp)
-    pairs, counts = fast._word_alignment(r, h)
+    pairs, counts = evaluate_batch._word_alignment(r, h)
     inverse = {v: k for k, v in tables.word_id.items()}
     if ref and hyp:
         want = kaldialign.align(ref, hyp, "*")
         assert [(inverse.get(a, "*"), inverse.get(b, "*")) for a, b in pairs] == want
     k = kaldialign.edit_distance(ref, hyp)
     assert counts.errors == k["total"]
-    c = fast._char_counts(r, h)
+    c = evaluate_batch._char_counts(r, h)
     if ref and hyp:
         assert (c.substitutions, c.deletions, c.insertions) == (k["sub"], k["del"], k["ins"])
     assert c.errors == k["total"] and c.ref_words == len(ref)

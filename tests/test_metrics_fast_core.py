@@ -1,15 +1,18 @@
-"""The batched pieces of the metrics fast path (lattice_tools.metrics.fast, align_batch) equal
+"""The batched pieces of the metrics engine (lattice_tools.metrics.evaluate_batch, unit_tables, align_batch) equal
 their per-utterance references on random inputs:
 
 * align_batch.align_many vs kaldialign's alignment (the public ``kaldialign.align``): counts and
   codeswitch.hyp_positions_in_ref, on small alphabets (many tied alignments), empty sides, and
   batches of every shape (int16 and int32 tables);
-* fast._script_fidelities vs script.script_fidelity: mixed scripts, Inherited marks, ties
+* unit_tables.script_fidelities vs script.script_fidelity: mixed scripts, Inherited marks, ties
   between scripts (broken by expected script, then name), every threshold side;
 * UnitTables.word_ids_many / chars_many / _tags_of_ids vs split(), chars() and the tagger,
   including texts with NUL characters (the batch separator) and whitespace of every kind.
 """
 import numpy as np
+
+# The imports after require_metrics_extras() need the metrics extras: the module is skipped first without them.
+# ruff: noqa: E402
 from _metrics_helpers import require_metrics_extras
 
 require_metrics_extras()
@@ -18,7 +21,7 @@ import kaldialign
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.metrics import align_batch, fast
+from lattice_tools.metrics import align_batch, evaluate_batch, unit_tables
 from lattice_tools.metrics.codeswitch import ScriptTagger, hyp_positions_in_ref
 from lattice_tools.metrics.levenshtein import make_counts
 from lattice_tools.metrics.script import script_fidelity
@@ -86,20 +89,20 @@ SCRIPT_SETS = [frozenset({"Devanagari"}), frozenset({"Latin"}), frozenset({"Deva
 @given(st.lists(st.tuples(texts(), st.sampled_from(SCRIPT_SETS)), min_size=1, max_size=8),
        st.sampled_from([0.0, 0.25, 0.5, 0.6, 1.0]))
 def test_script_fidelities_equal_script_fidelity(items, threshold):
-    tables = fast.UnitTables()
-    got = fast._script_fidelities(tables, [t for t, _ in items], [e for _, e in items], threshold)
+    tables = unit_tables.UnitTables()
+    got = unit_tables.script_fidelities(tables, [t for t, _ in items], [e for _, e in items], threshold)
     want = [script_fidelity(t, scripts=e, threshold=threshold) for t, e in items]
     assert got == want
     # warm tables, other order
-    got = fast._script_fidelities(tables, [t for t, _ in items][::-1], [e for _, e in items][::-1], threshold)
+    got = unit_tables.script_fidelities(tables, [t for t, _ in items][::-1], [e for _, e in items][::-1], threshold)
     assert got == want[::-1]
 
 
 def test_script_fidelity_ties():
-    tables = fast.UnitTables()
+    tables = unit_tables.UnitTables()
     items = [("ab дж", frozenset({"Cyrillic"})), ("ab дж", frozenset({"Latin"})), ("ab дж", frozenset()),
              ("αβ дж", frozenset()), ("1, -", frozenset({"Latin"})), ("", frozenset({"Latin"}))]
-    got = fast._script_fidelities(tables, [t for t, _ in items], [e for _, e in items], 0.5)
+    got = unit_tables.script_fidelities(tables, [t for t, _ in items], [e for _, e in items], 0.5)
     assert [g.dominant for g in got] == ["Cyrillic", "Latin", "Cyrillic", "Cyrillic", None, None]
     assert got == [script_fidelity(t, scripts=e) for t, e in items]
 
@@ -107,7 +110,7 @@ def test_script_fidelity_ties():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(texts(), min_size=0, max_size=8))
 def test_word_ids_chars_and_tags_by_id(items):
-    tables = fast.UnitTables()
+    tables = unit_tables.UnitTables()
     for _ in range(2):                       # cold and warm tables
         flat, off = tables.word_ids_many(items)
         tagger = ScriptTagger(["hi", "en"])
@@ -119,7 +122,7 @@ def test_word_ids_chars_and_tags_by_id(items):
             assert ids == tables.words(text.split())
             got = whole[k] if k in whole else chars[starts[k]:starts[k + 1]]
             assert got == tables.chars(text, text.split())
-            assert fast._tags_of_ids(tagger, tag_table, tables.word_list, ids) == \
+            assert evaluate_batch._tags_of_ids(tagger, tag_table, tables.word_list, ids) == \
                 [ScriptTagger(["hi", "en"])(w) for w in text.split()]
 
 
@@ -138,7 +141,9 @@ def _vowel_tagger(pair):
 def test_code_switching_equals_reference(items, tolerance, custom_tagger):
     """CMI and switch points (batched for ScriptTagger pairs, per token for other taggers) equal
     evaluate_system_reference, with uncovered utterances and several pairs in one chunk."""
-    from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system, evaluate_system_reference
+    from _reference.metrics_evaluate import evaluate_system_reference
+
+    from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system
     from lattice_tools.metrics.io import Annotation
 
     refs = {f"u{k}": r for k, (r, _, _, _) in enumerate(items)}

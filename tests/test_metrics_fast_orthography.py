@@ -1,6 +1,6 @@
 """The batched seed-004 engine (lattice_tools.metrics.orthography_batch, behind
-punctuation.score_orthography_many) equals the per-pair reference implementation
-punctuation.score_orthography (tokenize -> extended_align -> orthographic_counts) on random
+punctuation.score_orthography_many and punctuation.score_orthography) equals the per-pair reference
+implementation tests/_reference/orthography.py (tokenize -> extended_align -> orthographic_counts) on random
 inputs with punctuation, case changes, compounds (spaced, glued, hyphenated), numbers in words
 and digits, currency and percent, contractions, abbreviations, annotations across spaces, NUL
 characters and the whitespace characters str.split and the lexer's regex disagree on -- and
@@ -9,17 +9,27 @@ the compound pre-filter).
 """
 import sys
 
+# The imports after require_metrics_extras() need the metrics extras: the module is skipped first without them.
+# ruff: noqa: E402
 from _metrics_helpers import require_metrics_extras
 
 require_metrics_extras()
 
 import numpy as np
+from _reference.orthography import score_orthography_reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.metrics import orthography_batch as OB
-from lattice_tools.metrics import punctuation as P
-from lattice_tools.metrics.punctuation import DEFAULT_NORMALIZERS, score_orthography, score_orthography_many, tokenize
+from lattice_tools.metrics import orthography_tokens as T
+from lattice_tools.metrics.orthography_rules import find_compounds
+from lattice_tools.metrics.punctuation import (
+    BATCH_CELLS,
+    DEFAULT_NORMALIZERS,
+    score_orthography,
+    score_orthography_many,
+    tokenize,
+)
 
 WORDS = [
     # case variants and punctuation, attached and detached
@@ -93,12 +103,12 @@ NORMALIZER_SETS = [DEFAULT_NORMALIZERS, (), ("numbers",), ("numbers", "annotatio
 
 
 def reference(pairs, normalizers, K):
-    return [score_orthography(r, h, normalizers, K)[0] for r, h in pairs]
+    return [score_orthography_reference(r, h, normalizers, K)[0] for r, h in pairs]
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(text_pairs(), min_size=1, max_size=8), st.sampled_from([None, 1, 2, 3]),
-       st.sampled_from(NORMALIZER_SETS), st.sampled_from([60, 400, P.BATCH_CELLS]))
+       st.sampled_from(NORMALIZER_SETS), st.sampled_from([60, 400, BATCH_CELLS]))
 def test_batched_engine_equals_reference(pairs, K, normalizers, batch_cells):
     want = reference(pairs, normalizers, K)
     refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
@@ -118,6 +128,16 @@ def test_batched_engine_equals_reference(pairs, K, normalizers, batch_cells):
 def test_public_function_equals_reference(pairs):
     refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
     assert score_orthography_many(refs, hyps) == reference(pairs, DEFAULT_NORMALIZERS, None)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text_pairs(), st.sampled_from([None, 1, 2]), st.sampled_from(NORMALIZER_SETS))
+def test_routes_equal_reference(pair, K, normalizers):
+    """score_orthography's route (the batched backtrace, one pair) is the reference's route: the
+    same elements, tokens and classes in the same order, and the same counts."""
+    ref_text, hyp_text = pair
+    assert score_orthography(ref_text, hyp_text, normalizers, K) == \
+        score_orthography_reference(ref_text, hyp_text, normalizers, K)
 
 
 def test_bench_corpus_with_punctuation_and_case_equals_reference():
@@ -153,30 +173,30 @@ def test_tokenize_ids_equals_tokenize(items, normalizers):
             [(t.kind, t.value, t.normalizations) for t in tokenize(text, normalizers)]
 
 
-INERT_HEAVY = [w for w in WORDS if all(OB._number_inert(t) for t in P.lex(w))] + ["twenty", "$", "1,000", "5%"]
+INERT_HEAVY = [w for w in WORDS if all(OB._number_inert(t) for t in T.lex(w))] + ["twenty", "$", "1,000", "5%"]
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(INERT_HEAVY), max_size=12))
 def test_number_inert_tokens_are_left_alone(words):
     """normalize_numbers is the identity on a token list whose tokens are all number-inert."""
-    tokens = [t for w in words for t in P.lex(w)]
+    tokens = [t for w in words for t in T.lex(w)]
     if all(OB._number_inert(t) for t in tokens):
-        out = P.normalize_numbers(tokens)
+        out = T.normalize_numbers(tokens)
         assert len(out) == len(tokens) and all(o is t for o, t in zip(out, tokens, strict=False))
 
 
 def test_number_inert_is_not_vacuous():
-    assert not OB._number_inert(P.lex("twenty")[0])
-    assert not OB._number_inert(P.lex("1,000")[0])
-    assert not OB._number_inert(P.lex("$")[0]) and not OB._number_inert(P.lex("%")[0])
-    assert OB._number_inert(P.lex("hundred")[0]) and OB._number_inert(P.lex("21")[0])
+    assert not OB._number_inert(T.lex("twenty")[0])
+    assert not OB._number_inert(T.lex("1,000")[0])
+    assert not OB._number_inert(T.lex("$")[0]) and not OB._number_inert(T.lex("%")[0])
+    assert OB._number_inert(T.lex("hundred")[0]) and OB._number_inert(T.lex("21")[0])
 
 
 @settings(max_examples=300, deadline=None)
 @given(text_pairs(), st.sampled_from([None, 1, 2]))
 def test_compound_prefilter_keeps_every_compound(pair, K):
-    """_batch_compounds equals punctuation._compounds on every utterance (it runs it only on the
+    """_batch_compounds equals orthography_rules.find_compounds on every utterance (it runs it only on the
     utterances its pre-filter passes)."""
     ref_text, hyp_text = pair
     vocab = OB.Vocabulary()
@@ -189,7 +209,7 @@ def test_compound_prefilter_keeps_every_compound(pair, K):
     H = OB.padded_ids(flat, offsets[1:2], nh, max(len(hyp), 1))
     got = OB._batch_compounds(np.array([0]), R, H, nr, nh, tables.t_key[R], tables.t_key[H], vocab,
                               tables.filters, K)
-    want = P._compounds(ref, hyp, K) if ref and hyp else {}
+    want = find_compounds(ref, hyp, K) if ref and hyp else {}
     assert got.get(0, {}) == want
 
 
@@ -210,9 +230,5 @@ def test_int32_tables_equal_int16_tables(pairs, K):
     batches of both widths meet in one call)."""
     refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
     want = reference(pairs, DEFAULT_NORMALIZERS, K)
-    old = OB.INT16_LIMIT, OB.CALL_UTTERANCES
-    OB.INT16_LIMIT, OB.CALL_UTTERANCES = 40, 3     # and calls split into parts of 3 utterances
-    try:
-        assert OB.score_many(refs, hyps, DEFAULT_NORMALIZERS, K, {}, 60) == want
-    finally:
-        OB.INT16_LIMIT, OB.CALL_UTTERANCES = old
+    # and calls split into parts of 3 utterances
+    assert OB.score_many(refs, hyps, DEFAULT_NORMALIZERS, K, {}, 60, call_utterances=3, int16_limit=40) == want

@@ -1,4 +1,6 @@
 """Seed 004: lexer, non-destructive normalizers, extended Levenshtein costs, classes, SER/F1."""
+# The imports after require_metrics_extras() need the metrics extras: the module is skipped first without them.
+# ruff: noqa: E402
 from _metrics_helpers import require_metrics_extras
 
 require_metrics_extras()
@@ -182,8 +184,9 @@ def test_extended_levenshtein_equals_literal_recursion():
 
 def test_substitution_cost_table():
     import numpy as np
+    from _reference.orthography import _sub_costs
 
-    from lattice_tools.metrics.punctuation import SUB_CASE, SUB_CROSS, SUB_PUNCT, SUB_WORD, _sub_costs
+    from lattice_tools.metrics.orthography_rules import SUB_CASE, SUB_CROSS, SUB_PUNCT, SUB_WORD
 
     hyp = lex("x , Word word")
     vals = np.array([t.value for t in hyp], dtype=object)

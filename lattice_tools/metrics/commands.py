@@ -9,8 +9,9 @@ from dataclasses import replace
 
 from ..errors import LatticeToolsError, MismatchError
 from ..io.common import atomic_write, json_text, write_json
-from .evaluate import EvalConfig, _normalizer_for, by_language, composite_of, evaluate_system, summarize
+from .evaluate import EvalConfig, by_language, composite_of, evaluate_system, summarize
 from .io import check_keys, read_annotations, read_transcripts
+from .results import normalizer_for
 
 DEFAULT_KS = (1, 2, 5, 10, None)
 
@@ -100,7 +101,7 @@ def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples,
         for key, net in nets_raw.items():
             ann = anns.get(key)
             lg = (ann.lang if ann else None) or config.default_lang
-            norm = _normalizer_for(config, lg, cache)
+            norm = normalizer_for(config, lg, cache)
             nets[key] = _normalized_network(net, norm)
             ref_units[key] = norm(refs[key]).split()
             sp = bool(lg) and normalize_language_code(lg) in SPACELESS_LANGUAGES

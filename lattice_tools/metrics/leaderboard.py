@@ -145,7 +145,7 @@ def render_markdown(report: dict) -> str:
         L.append("| System | language | low | mid | high |")
         L.append("|---|---|---|---|---|")
         for s, lg, b in cmi_rows:
-            cell = lambda k: f"{b[k]['wer']:.2f} (n={b[k]['utterances']})" if k in b else "–"  # noqa: E731
+            cell = lambda k, b=b: f"{b[k]['wer']:.2f} (n={b[k]['utterances']})" if k in b else "–"  # noqa: E731
             L.append(f"| {s} | {lg} | {cell('low')} | {cell('mid')} | {cell('high')} |")
     for metric, tests in report["paired_tests"].items():
         if not tests:

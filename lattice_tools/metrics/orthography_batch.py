@@ -47,24 +47,46 @@ from itertools import chain
 
 import numpy as np
 
-from . import punctuation as P
+from . import orthography_rules as rules
 from ._columns import INT16_LIMIT, _Column, length_batches, padded_ids, prefix_min, shared_counts
+from .orthography_rules import (
+    OrthographicCounts,
+    RouteElement,
+    classify_values,
+    find_compounds,
+    is_capitalised_value,
+    proper_suffixes,
+    value_key,
+)
+from .orthography_tokens import (
+    CURRENCY,
+    NORMALIZERS,
+    NOT_WORDWISE_CHARS,
+    NOT_WORDWISE_OR_NUL,
+    TOKEN_LOCAL_NORMALIZERS,
+    Token,
+    lex,
+    may_start_number,
+    normalize_numbers,
+    tokenize,
+    tokenize_for_counts,
+)
 
 _VOCAB_KEY = ("orthography_batch.Vocabulary",)
 
 
-def _number_inert(t: P.Token) -> bool:
+def _number_inert(t: Token) -> bool:
     """Whether ``t`` is *number-inert*: :func:`punctuation.normalize_numbers` only changes or
     consumes a word that may start a spelled-out number (and the words of a run that starts with
     one), a number with a comma, a currency or percent symbol (and the number after a currency
     symbol).  So a token list whose tokens are all inert is returned unchanged (a single inert
     token next to a non-inert one may still change: ``$ 20``)."""
     if t.kind == "word":
-        return not P._may_start_number(t.value)
+        return not may_start_number(t.value)
     if t.kind == "number":
         return "," not in t.value
     if t.kind == "symbol":
-        return t.value != "%" and t.value not in P.CURRENCY
+        return t.value != "%" and t.value not in CURRENCY
     return True
 
 
@@ -73,7 +95,7 @@ class Vocabulary:
 
     def __init__(self):
         self.token_id: dict[tuple, int] = {}
-        self.tokens: list[P.Token] = []           # token id -> a Token with that kind/value/normalizations
+        self.tokens: list[Token] = []           # token id -> a Token with that kind/value/normalizations
         self.value_id: dict[str, int] = {}
         self.lower_id: dict[str, int] = {}
         self.key_id: dict[str, int] = {}          # compound keys and their proper suffixes
@@ -100,21 +122,21 @@ class Vocabulary:
         self.class_names: list[str] = []
         self.class_id: dict[str, int] = {}
 
-    def intern(self, t: P.Token) -> int:
+    def intern(self, t: Token) -> int:
         k = (t.kind, t.value, t.normalizations)
         tid = self.token_id.get(k)
         if tid is not None:
             return tid
         tid = self.token_id[k] = len(self.tokens)
         value = t.value
-        self.tokens.append(P.Token(t.kind, value, value, normalizations=t.normalizations))
+        self.tokens.append(Token(t.kind, value, value, normalizations=t.normalizations))
         self.t_value.items.append(self.value_id.setdefault(value, len(self.value_id)))
         low = value.lower()
         self.t_lower.items.append(self.lower_id.setdefault(low, len(self.lower_id)))
         self.t_punct.items.append(t.kind == "punct")
-        self.t_cap.items.append(P._capitalised(value))
+        self.t_cap.items.append(is_capitalised_value(value))
         self.t_norm.items.append(bool(t.normalizations))
-        key = P._value_key(value) if t.kind in ("word", "number") else ""
+        key = value_key(value) if t.kind in ("word", "number") else ""
         kid = self.key_id
         self.t_suffix_start.items.append(len(self.suffix_ids.items))
         if key:   # _compounds ignores empty keys
@@ -122,7 +144,7 @@ class Vocabulary:
             self.t_key.items.append(k)
             if self.key_value.setdefault(k, self.t_value.items[-1]) != self.t_value.items[-1]:
                 self.multi_keys.add(k)
-            sufs = [kid.setdefault(s, len(kid)) for s in P._proper_suffixes(key)]
+            sufs = [kid.setdefault(s, len(kid)) for s in proper_suffixes(key)]
             self.suffix_ids.items.extend(sufs)
             self.suffix_owner.items.extend([tid] * len(sufs))
             self.t_suffix_len.items.append(len(sufs))
@@ -162,9 +184,9 @@ class Vocabulary:
         return 0
 
     def word(self, local: tuple, table: dict, w: str) -> int:
-        toks = P.lex(w)
+        toks = lex(w)
         for name in local:
-            toks = P.NORMALIZERS[name](toks)
+            toks = NORMALIZERS[name](toks)
         wid = table[w] = len(self.w_tokens)
         self.w_tokens.append(tuple(toks))
         self.w_start.items.append(len(self.w_tids.items))
@@ -184,7 +206,7 @@ class Vocabulary:
         c = self.pair_class.get((r, h))
         if c is None:
             a, b = self.tokens[r], self.tokens[h]
-            c = self.pair_class[(r, h)] = self.class_index(P._classify_values(a.kind, a.value, b.kind, b.value))
+            c = self.pair_class[(r, h)] = self.class_index(classify_values(a.kind, a.value, b.kind, b.value))
         return c
 
 
@@ -194,8 +216,6 @@ class Vocabulary:
 # (Splitting non-ASCII text is several times faster in one call than in 20,000.)
 _SEPARATOR = "\x00"
 _JOINER = " \x00 "
-_NOT_WORDWISE_CHARS = "[<(\x1c\x1d\x1e\x1f"     # punctuation._NOT_WORDWISE, spelled out (str.__contains__ is fast)
-_NOT_WORDWISE_OR_NUL = P.regex.compile(P._NOT_WORDWISE.pattern[:-1] + "\x00]")
 
 
 def tokenize_ids(texts: Sequence[str], normalizers: tuple, vocab: Vocabulary, token_cache: dict):
@@ -204,13 +224,13 @@ def tokenize_ids(texts: Sequence[str], normalizers: tuple, vocab: Vocabulary, to
     normalizations) sequences, to ``tokenize(text, normalizers)`` (the prefix/suffix/start fields
     are not kept: no count reads them)."""
     k = 0
-    while k < len(normalizers) and normalizers[k] in P.TOKEN_LOCAL_NORMALIZERS:
+    while k < len(normalizers) and normalizers[k] in TOKEN_LOCAL_NORMALIZERS:
         k += 1
     local, rest = normalizers[:k], normalizers[k:]
     n = len(texts)
     if rest not in ((), ("numbers",)):
         # other orders: the word cache of tokenize_for_counts, then intern
-        ids = [[vocab.intern(t) for t in P.tokenize_for_counts(x, normalizers, token_cache)] for x in texts]
+        ids = [[vocab.intern(t) for t in tokenize_for_counts(x, normalizers, token_cache)] for x in texts]
         lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
@@ -220,8 +240,8 @@ def tokenize_ids(texts: Sequence[str], normalizers: tuple, vocab: Vocabulary, to
     # whitespace (lex the whole text, as tokenize_for_counts does) and NUL (see _SEPARATOR)
     joined = _JOINER.join(texts)
     whole: set[int] = set()
-    if joined.count(_SEPARATOR) != max(n - 1, 0) or any(c in joined for c in _NOT_WORDWISE_CHARS):
-        whole = {u for u, x in enumerate(texts) if _NOT_WORDWISE_OR_NUL.search(x)}
+    if joined.count(_SEPARATOR) != max(n - 1, 0) or any(c in joined for c in NOT_WORDWISE_CHARS):
+        whole = {u for u, x in enumerate(texts) if NOT_WORDWISE_OR_NUL.search(x)}
         joined = _JOINER.join("" if u in whole else x for u, x in enumerate(texts))
     words = joined.split()
     wids = list(map(table.get, words))
@@ -252,10 +272,10 @@ def tokenize_ids(texts: Sequence[str], normalizers: tuple, vocab: Vocabulary, to
     prev = 0
     for u in sorted(redo):
         if u in whole:
-            toks = P.tokenize(texts[u], normalizers)
+            toks = tokenize(texts[u], normalizers)
         else:
             q = wids[word_edges[u] + 1:word_edges[u + 1]].tolist()
-            toks = P.normalize_numbers(list(chain.from_iterable(vocab.w_tokens[x] for x in q)))
+            toks = normalize_numbers(list(chain.from_iterable(vocab.w_tokens[x] for x in q)))
         pieces.append(flat[offsets[prev]:offsets[u]])
         pieces.append(np.array([vocab.intern(t) for t in toks], dtype=np.int64))
         new_lens[u] = len(toks)
@@ -269,8 +289,11 @@ CALL_UTTERANCES = 4096    # utterances whose tables are held at once (~20 MB at 
 
 
 def score_many(ref_texts: Sequence[str], hyp_texts: Sequence[str], normalizers: Sequence[str], K: int | None,
-               cache: dict, batch_cells: int) -> list:
-    """See :func:`punctuation.score_orthography_many`."""
+               cache: dict, batch_cells: int, call_utterances: int = CALL_UTTERANCES,
+               int16_limit: int = INT16_LIMIT) -> list:
+    """See :func:`punctuation.score_orthography_many`.  Tuning: ``call_utterances`` bounds the
+    utterances whose tables are held at once, ``int16_limit`` the route costs a batch may reach
+    and still use int16 tables (a smaller value forces int32 tables)."""
     vocab = cache.get(_VOCAB_KEY)
     if vocab is None:
         vocab = cache[_VOCAB_KEY] = Vocabulary()
@@ -280,15 +303,15 @@ def score_many(ref_texts: Sequence[str], hyp_texts: Sequence[str], normalizers: 
         raise ValueError(f"{n} reference texts but {len(hyp_texts)} hypothesis texts")
     if not n:
         return []
-    if n > CALL_UTTERANCES:
+    if n > call_utterances:
         # the DP tables of one call are kept until its backtrace: bound them (memory)
         out = []
-        for s in range(0, n, CALL_UTTERANCES):
-            out += score_many(ref_texts[s:s + CALL_UTTERANCES], hyp_texts[s:s + CALL_UTTERANCES], normalizers, K,
-                              cache, batch_cells)
+        for s in range(0, n, call_utterances):
+            out += score_many(ref_texts[s:s + call_utterances], hyp_texts[s:s + call_utterances], normalizers, K,
+                              cache, batch_cells, call_utterances, int16_limit)
         return out
     flat, offsets = tokenize_ids(list(ref_texts) + list(hyp_texts), normalizers, vocab, cache)
-    tables = _Tables(n, vocab, flat, offsets, K)
+    tables = _Tables(n, vocab, flat, offsets, K, int16_limit)
     nr, nh = tables.nr, tables.nh
     for batch in length_batches(nr, nh, batch_cells):
         tables.add_batch(batch)
@@ -299,8 +322,11 @@ def score_many(ref_texts: Sequence[str], hyp_texts: Sequence[str], normalizers: 
 # INS_DEL per token (delete everything, insert everything), so int16 holds any utterance pair of
 # fewer than 16,000 tokens; longer batches use int32.  Halves the memory traffic of the DP.
 _I16 = np.int16
-INS_DEL, INS_DEL_PUNCT = _I16(P.INS_DEL), _I16(P.INS_DEL_PUNCT)
-SUB_WORD, SUB_CASE, SUB_PUNCT, SUB_CROSS = _I16(P.SUB_WORD), _I16(P.SUB_CASE), _I16(P.SUB_PUNCT), _I16(P.SUB_CROSS)
+INS_DEL, INS_DEL_PUNCT = _I16(rules.INS_DEL), _I16(rules.INS_DEL_PUNCT)
+SUB_WORD, SUB_CASE, SUB_PUNCT, SUB_CROSS = _I16(rules.SUB_WORD), _I16(rules.SUB_CASE), _I16(rules.SUB_PUNCT), _I16(rules.SUB_CROSS)
+
+
+_OK, _SUB, _DEL, _INS, _COMPOUND = range(5)      # route operations of the backtrace
 
 
 class _Tables:
@@ -315,8 +341,9 @@ class _Tables:
     ``S[s_base[u] + (i-1)*s_row[u] + (j-1)*col[u]]``, the deletion cost of reference token i-1
     is ``dels[del_base[u] + (i-1)*col[u]]`` (``col`` = the batch size)."""
 
-    def __init__(self, n, vocab: Vocabulary, flat, offsets, K):
+    def __init__(self, n, vocab: Vocabulary, flat, offsets, K, int16_limit: int = INT16_LIMIT):
         self.n, self.vocab, self.flat, self.offsets, self.K = n, vocab, flat, offsets, K
+        self.int16_limit = int16_limit
         lens = np.diff(offsets)
         self.nr, self.nh = lens[:n], lens[n:]
         self.filters = vocab.compound_filters()
@@ -331,6 +358,7 @@ class _Tables:
             setattr(self, name, np.zeros(n, dtype=np.int64))
         self.comps: dict[int, dict] = {}        # utterance -> punctuation._compounds(...)
         self.comp_cells: list = []              # global D indices of cells with compound matches
+        self.compound_moves: dict = {}          # (utterance, i, j) -> (x, y) of a compound the backtrace took
 
     def add_batch(self, batch):
         B = len(batch)
@@ -362,7 +390,7 @@ class _Tables:
         # insertion chain D[i][j] = C[j] + min_{k<=j}(T[k] - C[k]) becomes a plain prefix
         # minimum, and the diagonal move absorbs the insertion cost of its column into S.
         ins = np.where(hp, INS_DEL_PUNCT, INS_DEL)[:M]           # (M, B)
-        dtype = np.int16 if P.INS_DEL * (N + M) + P.SUB_CROSS < INT16_LIMIT else np.int32
+        dtype = np.int16 if rules.INS_DEL * (N + M) + rules.SUB_CROSS < self.int16_limit else np.int32
         cins = np.zeros((M + 1, B), dtype=dtype)
         np.cumsum(ins, axis=0, out=cins[1:])
         S_minus_ins = S[:, :M] - ins[None]
@@ -400,9 +428,43 @@ class _Tables:
         self.sizes = [d0 + D.size, s0 + S.size, del0 + dels.size]
 
     def counts(self) -> list:
-        """:func:`punctuation.orthographic_counts` of every utterance's :func:`extended_align`
-        route, all utterances walking back together (same preferences: ok, compound,
-        substitution, deletion, insertion)."""
+        """The :class:`OrthographicCounts` of every utterance's minimum-cost route."""
+        return self._route_counts(*self._backtrace())
+
+    def routes(self, refs: Sequence[Sequence[Token]], hyps: Sequence[Sequence[Token]]) -> list:
+        """Every utterance's route (:class:`RouteElement` list, first element first), given its
+        tokens (the ones this call interned, in order), and its counts: ``[(route, counts)]``."""
+        steps, comp_words, comp_count = self._backtrace()
+        vocab = self.vocab
+        routes: list[list] = [[] for _ in range(self.n)]
+        for a, i, j, op in steps:
+            for u, ii, jj, o in zip(a.tolist(), i.tolist(), j.tolist(), op.tolist(), strict=True):
+                ref, hyp = refs[u], hyps[u]
+                if o == _OK:
+                    e = RouteElement("ok", (ref[ii - 1],), (hyp[jj - 1],))
+                elif o == _SUB:
+                    cls = vocab.class_names[vocab.classify(self._token(u, ii), self._token(u, jj, hyp_side=True))]
+                    e = RouteElement("sub", (ref[ii - 1],), (hyp[jj - 1],), cls)
+                elif o == _DEL:
+                    e = RouteElement("del", (ref[ii - 1],), ())
+                elif o == _INS:
+                    e = RouteElement("ins", (), (hyp[jj - 1],))
+                else:
+                    x, y = self.compound_moves[(u, ii, jj)]
+                    e = RouteElement("compound", tuple(ref[ii - x:ii]), tuple(hyp[jj - y:jj]), "compound")
+                routes[u].append(e)
+        for r in routes:
+            r.reverse()
+        return list(zip(routes, self._route_counts(steps, comp_words, comp_count), strict=True))
+
+    def _token(self, u: int, pos: int, hyp_side: bool = False) -> int:
+        """Token id at 1-based position ``pos`` of utterance ``u``'s reference (or hypothesis)."""
+        return int(self.flat[self.offsets[u + self.n if hyp_side else u] + pos - 1])
+
+    def _backtrace(self):
+        """All utterances walk back together with the route preferences ok, compound,
+        substitution, deletion, insertion: ``(steps, compound words, compounds)``, ``steps`` a
+        list of ``(utterances, i, j, op)`` arrays, one per route step."""
         n = self.n
         Df, Sf, delf = (np.concatenate(x) for x in (self.D, self.S, self.dels))
         self.D = self.S = self.dels = None
@@ -440,6 +502,7 @@ class _Tables:
                                 comp_words[u] += x
                                 comp_count[u] += 1
                                 comp_moves.append((q, x, y))
+                                self.compound_moves[(u, ii, jj)] = (x, y)
                                 rest[q] = False
                                 break
             sub = rest & diag & (dg + sc == cur)
@@ -447,44 +510,44 @@ class _Tables:
             up = Df.take(lin - d_row, mode="clip") + delf.take(del_base + (i - 1) * col, mode="clip")
             dl = rest & (i > 0) & (up == cur)
             ins = rest & ~dl
-            op = np.full(len(a), 3, dtype=np.int8)   # 0 ok, 1 sub, 2 del, 3 ins, 4 compound
-            op[dl] = 2
-            op[sub] = 1
-            op[ok] = 0
+            op = np.full(len(a), _INS, dtype=np.int8)
+            op[dl] = _DEL
+            op[sub] = _SUB
+            op[ok] = _OK
             di = (ok | sub | dl).astype(np.int64)
             dj = (ok | sub | ins).astype(np.int64)
             for q, x, y in comp_moves:
-                op[q], di[q], dj[q] = 4, x, y
+                op[q], di[q], dj[q] = _COMPOUND, x, y
             steps.append((a, i, j, op))
             i, j = i - di, j - dj
             live = (i > 0) | (j > 0)
             if not live.all():
                 a, i, j, d_base, d_row, s_base, s_row, del_base, col = (
                     x[live] for x in (a, i, j, d_base, d_row, s_base, s_row, del_base, col))
-        return self._route_counts(steps, comp_words, comp_count)
+        return steps, comp_words, comp_count
 
     def _route_counts(self, steps, comp_words, comp_count) -> list:
         n, vocab, flat, offsets = self.n, self.vocab, self.flat, self.offsets
         # events only carry real token ids (>= 0) where they are read
         t_punct, t_cap, t_value = vocab.t_punct.array(), vocab.t_cap.array(), vocab.t_value.array()
         if steps:
-            A, I, J, OP = (np.concatenate(x) for x in zip(*steps, strict=False))
+            A, Ii, J, OP = (np.concatenate(x) for x in zip(*steps, strict=False))
         else:
-            A = I = J = OP = np.zeros(0, dtype=np.int64)
-        rt = flat.take(offsets[A] + (I - 1), mode="clip")
+            A = Ii = J = OP = np.zeros(0, dtype=np.int64)
+        rt = flat.take(offsets[A] + (Ii - 1), mode="clip")
         ht = flat.take(offsets[n + A] + (J - 1), mode="clip")
 
         def count(bs, mask=None):
             return np.bincount(bs if mask is None else bs[mask], minlength=n)
 
-        sel = OP == 0
+        sel = OP == _OK
         ok_b, ok_r = A[sel], rt[sel]
         okp = t_punct[ok_r]
         pc = count(ok_b, okp)
         wc = count(ok_b, ~okp) + comp_words
         kc = count(ok_b, ~okp & t_cap[ok_r])     # equal values: both capitalised alike, or neither
 
-        sel = OP == 1
+        sel = OP == _SUB
         sub_b, sub_r, sub_h = A[sel], rt[sel], ht[sel]
         cls = np.zeros(len(sub_b), dtype=np.int64)
         if len(sub_b):
@@ -508,12 +571,12 @@ class _Tables:
         kd = count(sub_b, case & ca & ~cb)
         ki = count(sub_b, case & ~ca & cb)
 
-        sel = OP == 2
+        sel = OP == _DEL
         del_b, del_r = A[sel], rt[sel]
         dp = t_punct[del_r]
         pd += count(del_b, dp)
         wd += count(del_b, ~dp)
-        sel = OP == 3
+        sel = OP == _INS
         ins_b, ins_h = A[sel], ht[sel]
         ip = t_punct[ins_h]
         pi += count(ins_b, ip)
@@ -554,7 +617,7 @@ class _Tables:
         costs = (self.cost / 2.0).tolist()
         words, punct, caps = (shared_counts(*x) for x in ((wc, ws, wd, wi), (pc, ps, pd, pi), (kc, ks, kd, ki)))
         new = object.__new__
-        OC = P.OrthographicCounts
+        OC = OrthographicCounts
         out = []
         append = out.append
         for w, p, k, c, nm, cost in zip(words, punct, caps, classes, norm_rows, costs, strict=False):
@@ -632,7 +695,18 @@ def _batch_compounds(batch, R, H, nr, nh, rk, hk, vocab: Vocabulary, filters, K)
     for b in np.flatnonzero(flagged).tolist():
         ref = [tokens[t] for t in R[b, :nr[b]].tolist()]
         hyp = [tokens[t] for t in H[b, :nh[b]].tolist()]
-        comps = P._compounds(ref, hyp, K)
+        comps = find_compounds(ref, hyp, K)
         if comps:
             out[b] = comps
     return out
+
+
+def align_tokens(ref: Sequence[Token], hyp: Sequence[Token], K: int | None) -> tuple[list, OrthographicCounts]:
+    """The minimum-cost route between two token lists (first element first) and its counts: one
+    utterance through the batched DP and backtrace above."""
+    vocab = Vocabulary()
+    flat = np.array([vocab.intern(t) for t in ref] + [vocab.intern(t) for t in hyp], dtype=np.int64)
+    offsets = np.array([0, len(ref), len(ref) + len(hyp)], dtype=np.int64)
+    tables = _Tables(1, vocab, flat, offsets, K)
+    tables.add_batch(np.zeros(1, dtype=np.int64))
+    return tables.routes([ref], [hyp])[0]

@@ -29,7 +29,7 @@ from ..errors import LatticeToolsError, require
 
 regex = require("regex", "metrics")  # grapheme clusters (\X) and Unicode properties
 
-_GRAPHEME = regex.compile(r"\X", regex.UNICODE)
+GRAPHEME = regex.compile(r"\X", regex.UNICODE)
 _WS = re.compile(r"\s+")
 
 Normalizer = Callable[[str], str]
@@ -46,7 +46,7 @@ def graphemes(text: str) -> list[str]:
     >>> graphemes("किताब है")
     ['कि', 'ता', 'ब', 'है']
     """
-    return [g for g in _GRAPHEME.findall(text) if not g.isspace()]
+    return [g for g in GRAPHEME.findall(text) if not g.isspace()]
 
 
 def units(text: str, unit: str) -> list[str]:
@@ -105,7 +105,7 @@ class BasicTextNormalizer:
         s = _PARENS.sub("", s)
         s = (_remove_symbols_and_diacritics if self.remove_diacritics else _remove_symbols)(s).lower()
         if self.split_letters:
-            s = " ".join(_GRAPHEME.findall(s))
+            s = " ".join(GRAPHEME.findall(s))
         return _WS.sub(" ", s).strip()
 
 

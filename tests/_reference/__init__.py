@@ -1,0 +1,1 @@
+"""Slow, direct transcriptions kept as the oracles of differential tests."""
