@@ -29,8 +29,24 @@ def open_binary_input(path: str) -> IO[bytes]:
             raise FormatError(f"cannot open for reading: {exc.strerror}", path=str(path)) from None
     peek = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if peek == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return _GzipReader(raw, owns=str(path) != "-")
     return raw
+
+
+class _GzipReader(gzip.GzipFile):
+    """A gzip stream over an open binary file that it closes with itself (GzipFile given a
+    ``fileobj`` leaves it open); stdin is never closed."""
+
+    def __init__(self, raw: IO[bytes], owns: bool):
+        self._raw, self._owns = raw, owns
+        super().__init__(fileobj=raw, mode="rb")
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._owns:
+                self._raw.close()
 
 
 def open_text_input(path: str, encoding: str = "utf-8") -> IO[str]:
