@@ -28,7 +28,7 @@ import math
 import zlib
 from collections.abc import Iterable, Iterator
 
-from ..alternatives.network import Alternative, Alternatives, Slot, depth_statistics
+from ..alternatives_network import Alternative, Alternatives, Slot, depth_statistics
 from ..errors import FormatError
 from .common import atomic_write
 from .ctm import CtmAltBlock, CtmWord, format_ctm_item, read_ctm
