@@ -4,7 +4,7 @@ Concatenates the bundled LibriVox clips with sox (~25 s of speech), decodes them
 using wide beams and no flat-lexicon pass into one large lattice (100k+ links), then times
 
 * ``read_slf`` (vectorized parse),
-* the line-by-line parser it falls back to for precise error messages (the "peer": what a
+* the line-by-line engine (io/slf_body.parse_body_lines) that parses other layouts with precise errors (the "peer": what a
   straightforward SLF reader costs),
 * ``arc_posteriors`` (log-semiring forward-backward) and ``total_log_prob``.
 
@@ -46,7 +46,8 @@ def main(argv=None):
 
     from lattice_tools.algorithms import arc_posteriors, total_log_prob
     from lattice_tools.decode.pocketsphinx import bundled_audio, decode_audio
-    from lattice_tools.io.slf import _parse_body_slow, read_slf
+    from lattice_tools.io.slf import read_slf
+    from lattice_tools.io.slf_body import parse_body_lines
 
     if shutil.which("sox") is None:
         sys.exit("bench_slf.py needs the sox program to concatenate the clips")
@@ -73,7 +74,7 @@ def main(argv=None):
     t_parse, lat = best_of(lambda: read_slf(slf))
     nodes = [(i + 1, s) for i, s in enumerate(lines) if s.startswith("I=")]
     links = [(i + 1, s) for i, s in enumerate(lines) if s.startswith("J=")]
-    t_slow, _ = best_of(lambda: _parse_body_slow(nodes, links, slf), repeat=2)
+    t_slow, _ = best_of(lambda: parse_body_lines(nodes, links, slf), repeat=2)
     # posteriors on a freshly read lattice each time (no cached schedule)
     fresh = [read_slf(slf) for _ in range(5)]
     it = iter(fresh)

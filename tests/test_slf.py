@@ -18,16 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.errors import FormatError
-from lattice_tools.io.slf import (
-    _Block,
-    _numpy_body,
-    _parse_body_fast,
-    _parse_body_slow,
-    format_slf,
-    iter_slf,
-    read_slf,
-    write_slf,
-)
+from lattice_tools.io.slf import format_slf, iter_slf, read_slf, write_slf
+from lattice_tools.io.slf_body import parse_body_lines, split_body, split_body_numpy
+from lattice_tools.io.slf_text import Block, load_text, split_blocks
 from lattice_tools.lattice import Lattice
 from lattice_tools.symbols import SymbolTable
 
@@ -79,9 +72,9 @@ def test_header_scales_reproduce_htk_total_score():
             w = lat.symbols.word(int(lat.word[i])) if lat.word[i] else None
             a_l = raw[(w, int(lat.t0[i]))]
             if a_l is not None:
-                a, l = a_l
+                a, lm = a_l
                 penalty = -5.0 if w is not None else 0.0
-                assert -costs[i] == pytest.approx(0.5 * a + 12.0 * l + penalty)
+                assert -costs[i] == pytest.approx(0.5 * a + 12.0 * lm + penalty)
 
 
 def test_log_base_converts_to_natural_log():
@@ -157,15 +150,13 @@ def test_numpy_token_and_line_parsers_agree_on_real_lattice(decoded):
     lines = text.split("\n")
     nodes = [(i + 1, s) for i, s in enumerate(lines) if s.startswith("I=")]
     links = [(i + 1, s) for i, s in enumerate(lines) if s.startswith("J=")]
-    _, _, _, (vn, vl) = _numpy_body(_Block(0, text=text), 1)
-    fn, fl = _parse_body_fast([s for _, s in nodes], [s for _, s in links])
-    sn, sl = _parse_body_slow(nodes, links, path)
-    for other_n, other_l in ((fn, fl), (vn, vl)):
-        assert np.array_equal(other_n["I"], sn["I"]) and np.allclose(other_n["t"], sn["t"])
-        assert other_n["W"] == sn["W"]
-        for k in ("S", "E", "a", "p"):
-            assert np.array_equal(other_l[k], sl[k])
-        assert other_l["l"] is None and sl["l"] is None
+    _, _, _, (vn, vl) = split_body_numpy(Block(0, text=text), 1)
+    sn, sl = parse_body_lines(nodes, links, path)
+    assert np.array_equal(vn["I"], sn["I"]) and np.allclose(vn["t"], sn["t"])
+    assert vn["W"] == sn["W"]
+    for k in ("S", "E", "a", "p"):
+        assert np.array_equal(vl[k], sl[k])
+    assert vl["l"] is None and sl["l"] is None
 
 
 def test_numpy_parser_falls_back_on_unusual_layouts():
@@ -176,6 +167,9 @@ def test_numpy_parser_falls_back_on_unusual_layouts():
                 GOOD.replace("\nJ=", "\n  J=")]
     for text in variants:
         assert canonical_arcs(read_slf(text)) == canonical_arcs(base)
+        # the numpy engine does not apply: the line engine parses the lattice
+        assert split_body(Block(0, text=text), 1)[3] is None
+    assert split_body(Block(0, text=GOOD), 1)[3] is not None
 
 
 def test_round_trip_real_lattices_preserves_words_times_scores_posteriors(decoded, tmp_path):
@@ -354,3 +348,23 @@ J=4\tS=2\tE=0\ta=-30.0\tp=0.25
     assert raw.acoustic_cost.max() == pytest.approx(30.0)
     with pytest.raises(ValueError):
         read_slf(text, weights="bogus")
+
+
+def test_numpy_engine_applies_to_real_writers_and_equals_line_engine():
+    """Every bundled SLF file (HTK, SRILM-style, pocketsphinx, Sphinx-III, Kaldi's convert_slf.pl)
+    takes the numpy engine, and its columns equal the line engine's."""
+    data = os.path.join(os.path.dirname(__file__), "data", "slf")
+    names = ["htk_lmscale.slf", "kaldi_kgraph_utt8.slf.gz", "pocketsphinx_cards_002.lat.gz", "sphinx3_pittsburgh.slf",
+             "ws97_style_ngram.slf"]
+    for name in names:
+        text, path = load_text(os.path.join(data, name))
+        for block in split_blocks(text.replace("\r\n", "\n")):
+            _, node_items, link_items, columns = split_body(block, block.start + 1)
+            assert columns is not None, name
+            (vn, vl), (sn, sl) = columns, parse_body_lines(node_items, link_items, path)
+            assert np.array_equal(vn["I"], sn["I"]) and vn["W"] == sn["W"], name
+            assert (vn["t"] is None) == (sn["t"] is None) and (vn["t"] is None or np.array_equal(vn["t"], sn["t"]))
+            for k in vl:
+                assert (vl[k] is None) == (sl[k] is None), (name, k)
+                if vl[k] is not None:
+                    assert list(vl[k]) == list(sl[k]), (name, k)

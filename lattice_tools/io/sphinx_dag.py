@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import FormatError, LatticeError
 from ..lattice import Lattice, connect, reachable_mask
 from ..symbols import SymbolTable
+from .slf_text import clean_word, is_filler, load_text
 
 _MAX_INT = 2 ** 53
 
@@ -67,8 +68,6 @@ def parse_sphinx_dag(text: str, path: str, symbols: SymbolTable | None = None, f
                      key: str = "", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
                      logbase: float | None = None) -> Lattice:
     """Parse Sphinx DAG ``text`` (``path`` names it in errors); see :func:`read_sphinx_dag`."""
-    from .slf import _clean_word, is_filler
-
     lines = text.split("\n")
     n_lines = len(lines)
     i = 0
@@ -170,7 +169,7 @@ def parse_sphinx_dag(text: str, path: str, symbols: SymbolTable | None = None, f
     src = np.array([p[0][0] for p in pairs], dtype=np.int64)
     dst = np.array([p[0][1] for p in pairs], dtype=np.int64)
     ascr = np.array([p[1][0] for p in pairs], dtype=np.float64)
-    cleaned = [_clean_word(w, "sphinx3") for w in words]
+    cleaned = [clean_word(w, "sphinx3") for w in words]
     fill = frozenset(fillers) if fillers is not None else None
     is_fill = [(c in fill) if fill is not None else is_filler(c, "sphinx3") for c in cleaned]
     if symbols is None:
@@ -214,9 +213,7 @@ def read_sphinx_dag(path_or_text, symbols: SymbolTable | None = None, frame_shif
     Raises:
       FormatError naming the file and line on anything malformed or truncated.
     """
-    from .slf import _load_text
-
-    text, name = _load_text(path_or_text)
+    text, name = load_text(path_or_text)
     if key is None:
         key = ""
         if name not in ("<text>", "<stream>", "-"):
