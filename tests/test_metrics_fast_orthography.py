@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from lattice_tools.metrics import orthography_batch as OB
 from lattice_tools.metrics import orthography_tokens as T
+from lattice_tools.metrics import orthography_vocabulary as V
 from lattice_tools.metrics.orthography_rules import find_compounds
 from lattice_tools.metrics.punctuation import (
     BATCH_CELLS,
@@ -165,15 +166,15 @@ def test_bench_corpus_with_punctuation_and_case_equals_reference():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(texts(12), min_size=1, max_size=6), st.sampled_from(NORMALIZER_SETS))
 def test_tokenize_ids_equals_tokenize(items, normalizers):
-    vocab = OB.Vocabulary()
-    flat, offsets = OB.tokenize_ids(items, tuple(normalizers), vocab, {})
+    vocab = V.Vocabulary()
+    flat, offsets = V.tokenize_ids(items, tuple(normalizers), vocab, {})
     for k, text in enumerate(items):
         got = [vocab.tokens[t] for t in flat[offsets[k]:offsets[k + 1]].tolist()]
         assert [(t.kind, t.value, t.normalizations) for t in got] == \
             [(t.kind, t.value, t.normalizations) for t in tokenize(text, normalizers)]
 
 
-INERT_HEAVY = [w for w in WORDS if all(OB._number_inert(t) for t in T.lex(w))] + ["twenty", "$", "1,000", "5%"]
+INERT_HEAVY = [w for w in WORDS if all(V.number_inert(t) for t in T.lex(w))] + ["twenty", "$", "1,000", "5%"]
 
 
 @settings(max_examples=400, deadline=None)
@@ -181,16 +182,16 @@ INERT_HEAVY = [w for w in WORDS if all(OB._number_inert(t) for t in T.lex(w))] +
 def test_number_inert_tokens_are_left_alone(words):
     """normalize_numbers is the identity on a token list whose tokens are all number-inert."""
     tokens = [t for w in words for t in T.lex(w)]
-    if all(OB._number_inert(t) for t in tokens):
+    if all(V.number_inert(t) for t in tokens):
         out = T.normalize_numbers(tokens)
         assert len(out) == len(tokens) and all(o is t for o, t in zip(out, tokens, strict=False))
 
 
 def test_number_inert_is_not_vacuous():
-    assert not OB._number_inert(T.lex("twenty")[0])
-    assert not OB._number_inert(T.lex("1,000")[0])
-    assert not OB._number_inert(T.lex("$")[0]) and not OB._number_inert(T.lex("%")[0])
-    assert OB._number_inert(T.lex("hundred")[0]) and OB._number_inert(T.lex("21")[0])
+    assert not V.number_inert(T.lex("twenty")[0])
+    assert not V.number_inert(T.lex("1,000")[0])
+    assert not V.number_inert(T.lex("$")[0]) and not V.number_inert(T.lex("%")[0])
+    assert V.number_inert(T.lex("hundred")[0]) and V.number_inert(T.lex("21")[0])
 
 
 @settings(max_examples=300, deadline=None)
@@ -199,8 +200,8 @@ def test_compound_prefilter_keeps_every_compound(pair, K):
     """_batch_compounds equals orthography_rules.find_compounds on every utterance (it runs it only on the
     utterances its pre-filter passes)."""
     ref_text, hyp_text = pair
-    vocab = OB.Vocabulary()
-    flat, offsets = OB.tokenize_ids([ref_text, hyp_text], DEFAULT_NORMALIZERS, vocab, {})
+    vocab = V.Vocabulary()
+    flat, offsets = V.tokenize_ids([ref_text, hyp_text], DEFAULT_NORMALIZERS, vocab, {})
     ref = [vocab.tokens[t] for t in flat[offsets[0]:offsets[1]].tolist()]
     hyp = [vocab.tokens[t] for t in flat[offsets[1]:offsets[2]].tolist()]
     tables = OB._Tables(1, vocab, flat, offsets, K)

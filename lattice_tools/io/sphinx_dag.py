@@ -64,6 +64,27 @@ def _int(tok: str, what: str, path: str, lineno: int) -> int:
     return v
 
 
+def _node_word_ids(words: list[str], fillers: Iterable[str] | None, symbols: SymbolTable | None,
+                   extend_symbols: bool, nodes_line: int, path: str) -> tuple[np.ndarray, SymbolTable]:
+    """Each node's word id (0 for fillers) and the word table (built, extended or checked)."""
+    cleaned = [clean_word(w, "sphinx3") for w in words]
+    fill = frozenset(fillers) if fillers is not None else None
+    is_fill = [(c in fill) if fill is not None else is_filler(c, "sphinx3") for c in cleaned]
+    if symbols is None:
+        symbols = SymbolTable.from_words(sorted({c for c, f in zip(cleaned, is_fill, strict=False) if not f}))
+    elif extend_symbols:
+        symbols = symbols.with_words(sorted({c for c, f in zip(cleaned, is_fill, strict=False) if not f and c not in symbols}))
+    node_word = np.zeros(len(words), dtype=np.int64)
+    for n, (c, f) in enumerate(zip(cleaned, is_fill, strict=False)):
+        if f:
+            continue
+        wid = symbols.get_id(c)
+        if wid is None:
+            raise FormatError(f"word {c!r} is not in the symbol table", path=path, line=nodes_line + 2 + n)
+        node_word[n] = wid
+    return node_word, symbols
+
+
 def parse_sphinx_dag(text: str, path: str, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
                      key: str = "", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
                      logbase: float | None = None) -> Lattice:
@@ -169,21 +190,7 @@ def parse_sphinx_dag(text: str, path: str, symbols: SymbolTable | None = None, f
     src = np.array([p[0][0] for p in pairs], dtype=np.int64)
     dst = np.array([p[0][1] for p in pairs], dtype=np.int64)
     ascr = np.array([p[1][0] for p in pairs], dtype=np.float64)
-    cleaned = [clean_word(w, "sphinx3") for w in words]
-    fill = frozenset(fillers) if fillers is not None else None
-    is_fill = [(c in fill) if fill is not None else is_filler(c, "sphinx3") for c in cleaned]
-    if symbols is None:
-        symbols = SymbolTable.from_words(sorted({c for c, f in zip(cleaned, is_fill, strict=False) if not f}))
-    elif extend_symbols:
-        symbols = symbols.with_words(sorted({c for c, f in zip(cleaned, is_fill, strict=False) if not f and c not in symbols}))
-    node_word = np.zeros(n_nodes, dtype=np.int64)
-    for n, (c, f) in enumerate(zip(cleaned, is_fill, strict=False)):
-        if f:
-            continue
-        wid = symbols.get_id(c)
-        if wid is None:
-            raise FormatError(f"word {c!r} is not in the symbol table", path=path, line=nodes_line + 2 + n)
-        node_word[n] = wid
+    node_word, symbols = _node_word_ids(words, fillers, symbols, extend_symbols, nodes_line, path)
     if not reachable_mask(n_nodes, src, dst, initial)[final]:
         raise FormatError(f"Final node {final} is not reachable from the Initial node {initial}", path=path,
                           line=final_line + 1)

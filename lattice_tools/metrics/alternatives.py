@@ -1,6 +1,6 @@
 """Metrics on alternatives: oracle hypotheses and "alternative coverage" (issue 8, item 7).
 
-An :class:`~lattice_tools.alternatives.network.Alternatives` object is a linear word network:
+An :class:`~lattice_tools.alternatives_network.Alternatives` object is a linear word network:
 every path picks one alternative per slot.  Here:
 
 * :func:`oracle_path` -- the path with the fewest plain-Levenshtein word errors against the
@@ -21,8 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..alternatives.network import Alternatives
+from ..alternatives_network import Alternatives
+from ..io.common import atomic_write
+from .entities import contains_sequence
 from .levenshtein import edit_distance
+from .text import graphemes
 
 
 def _word_row(E: np.ndarray, origin: np.ndarray, ref_arr: np.ndarray, word: str):
@@ -81,8 +84,6 @@ def network_contains(alts: Alternatives, units: Sequence[str], k: int | None = N
 
     ``spaceless``: paths are compared as grapheme sequences (words concatenated without spaces).
     """
-    from .text import graphemes
-
     target = list(units)
     m = len(target)
     if m == 0:
@@ -145,13 +146,11 @@ def alternative_coverage(representation: str, refs: dict[str, Sequence[str]], ne
     e1 = sum(edit_distance(list(refs[u]), base_hyp[u]) for u in keys)
     missed = []
     if entities:
-        from .entities import _contains
-        from .text import graphemes
         for u in keys:
             sp = bool(spaceless and spaceless.get(u))
             hyp_units = graphemes("".join(base_hyp[u])) if sp else base_hyp[u]
             for ent in entities.get(u, ()):
-                if not _contains(hyp_units, list(ent)):
+                if not contains_sequence(hyp_units, list(ent)):
                     missed.append((u, ent, sp))
     for k in ks:
         eo = sum(oracle_path(list(refs[u]), networks[u], k)[0] for u in keys)
@@ -168,8 +167,6 @@ def plot_coverage(rows: Sequence[CoverageRow], path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from ..io.common import atomic_write
 
     ks = sorted({r.k for r in rows}, key=lambda k: (k is None, k or 0))
     labels = ["all" if k is None else str(k) for k in ks]

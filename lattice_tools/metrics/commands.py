@@ -7,11 +7,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..alternatives_network import Alternative, Slot
 from ..errors import LatticeToolsError, MismatchError
+from ..io.altctm import read_alternatives_ctm
 from ..io.common import atomic_write, json_text, write_json
+from .alternatives import CoverageRow, alternative_coverage, oracle_path, plot_coverage
+from .entities import entity_units
 from .evaluate import EvalConfig, by_language, composite_of, evaluate_system, summarize
 from .io import check_keys, read_annotations, read_transcripts
+from .leaderboard import build_leaderboard, render_markdown
 from .results import normalizer_for
+from .script import SPACELESS_LANGUAGES
+from .text import normalize_language_code
 
 DEFAULT_KS = (1, 2, 5, 10, None)
 
@@ -25,23 +32,10 @@ def load_alternatives(path: str, encoding: str = "utf-8"):
 
     The key is the CTM file id (one ``Alternatives`` per file/channel), which must be the
     utterance id of the reference transcript."""
-    try:
-        from ..io import altctm  # written by the alternatives engineer
-    except ImportError:
-        raise LatticeToolsError("reading alt-CTM files needs lattice_tools.io.altctm, which is not available "
-                                "in this installation", path=path) from None
-    reader = getattr(altctm, "read_alternatives_ctm", None)
-    if reader is None:
-        raise LatticeToolsError("lattice_tools.io.altctm has no read_alternatives_ctm()", path=path)
-    items = reader(path, encoding=encoding)
-    if isinstance(items, dict):
-        items = items.values()
-    return {a.key: a for a in items}
+    return {a.key: a for a in read_alternatives_ctm(path, encoding=encoding)}
 
 
 def _normalized_network(alts, norm):
-    from ..alternatives.network import Alternative, Slot
-
     slots = []
     for s in alts.slots:
         new = tuple(Alternative(tuple(norm(" ".join(a.words)).split()), posterior=a.posterior) for a in s.alternatives)
@@ -72,7 +66,6 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
         summary["alternatives"] = _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed,
                                                         ci_method, encoding=encoding)
         if coverage_plot:
-            from .alternatives import CoverageRow, plot_coverage
             rows = [CoverageRow(**{k: v for k, v in row.items() if k in CoverageRow.__dataclass_fields__})
                     for sec in summary["alternatives"].values() for row in sec["coverage"]]
             plot_coverage(rows, coverage_plot)
@@ -85,11 +78,6 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
 
 
 def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed, ci_method, encoding="utf-8"):
-    from .alternatives import alternative_coverage, oracle_path
-    from .entities import entity_units
-    from .script import SPACELESS_LANGUAGES
-    from .text import normalize_language_code
-
     cache: dict = {}
     out = {}
     for label, path in alternatives:
@@ -125,8 +113,6 @@ def leaderboard(ref: str, systems: Sequence[tuple[str, str]], annotations: str |
                 ci_method: str = "percentile", progress: bool = False, encoding: str = "utf-8") -> dict:
     """Score several systems against one reference; JSON report to ``output``, Markdown to
     ``markdown``.  Returns the report."""
-    from .leaderboard import build_leaderboard, render_markdown
-
     if len(systems) < 1:
         raise LatticeToolsError("leaderboard needs at least one --system NAME=PATH")
     names = [n for n, _ in systems]

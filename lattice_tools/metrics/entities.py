@@ -25,6 +25,7 @@ import numpy as np
 
 from ..scoring.counts import ErrorCounts
 from .levenshtein import error_counts
+from .text import graphemes
 
 
 def fuzzy_tolerance(n: int) -> int:
@@ -85,7 +86,7 @@ class EntityResult:
     counts: ErrorCounts              # NE-WER counts of this entity
 
 
-def _contains(hyp: Sequence[str], ent: Sequence[str]) -> bool:
+def contains_sequence(hyp: Sequence[str], ent: Sequence[str]) -> bool:
     n = len(ent)
     if n == 0:
         return True
@@ -105,7 +106,7 @@ def score_entity(entity: Sequence[str], hyp: Sequence[str]) -> EntityResult:
     matched = dist <= tol
     extracted = list(hyp[s:e]) if matched else []
     counts = error_counts(list(entity), extracted)
-    return EntityResult(entity, tol, dist, (s, e) if matched else None, _contains(hyp, entity), counts)
+    return EntityResult(entity, tol, dist, (s, e) if matched else None, contains_sequence(hyp, entity), counts)
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,6 @@ class EntityCounts:
 
 
 def entity_units(text: str, spaceless: bool) -> list[str]:
-    from .text import graphemes
     return graphemes(text) if spaceless else text.split()
 
 

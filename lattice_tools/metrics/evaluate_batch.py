@@ -47,7 +47,7 @@ from .codeswitch import (
     match_with_tolerance,
     switch_points,
 )
-from .entities import EntityCounts, _contains, entity_units, fuzzy_tolerance, score_entity
+from .entities import EntityCounts, contains_sequence, entity_units, fuzzy_tolerance, score_entity
 from .io import Annotation
 from .levenshtein import make_counts
 from .orthography_tokens import DEFAULT_NORMALIZERS
@@ -199,7 +199,7 @@ def _entity_counts(entities, hyp_units, spaceless: bool, norm, cache: dict) -> E
         if not n:
             continue
         segs += 1
-        if _contains(hyp_units, units):
+        if contains_sequence(hyp_units, units):
             found += 1
             c += n             # distance 0: the extracted span is the entity itself
             continue

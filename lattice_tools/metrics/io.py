@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 from ..errors import FormatError, MismatchError
 from ..io.common import read_text_lines
+from ..io.detect import detect_transcript_format
+from ..io.trn import parse_trn_line
 
 
 def read_transcripts(path: str, fmt: str = "auto", encoding: str = "utf-8") -> dict[str, str]:
@@ -31,15 +33,12 @@ def read_transcripts(path: str, fmt: str = "auto", encoding: str = "utf-8") -> d
     the toolkit's one detection rule (:func:`lattice_tools.io.detect.detect_transcript_format`; an STM
     or CTM is refused rather than read as text).  ``encoding``: the file's text encoding."""
     if fmt == "auto":
-        from ..io.detect import detect_transcript_format
-
         fmt = detect_transcript_format(path, None, allowed=("trn", "text"), role="transcript", option="--format",
                                        empty="text", encoding=encoding)
     lines = [(n, ln) for n, ln in read_text_lines(path, encoding) if ln.strip() and not ln.lstrip().startswith(";;")]
     out: dict[str, str] = {}
     seen: dict[str, int] = {}
     if fmt == "trn":
-        from ..io.trn import parse_trn_line
         for n, ln in lines:
             utt = parse_trn_line(ln, str(path), n)
             if utt is None:
