@@ -43,12 +43,8 @@ def test_align_many_equals_kaldialign(pairs, batch_cells, force_int32):
     refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
     rf, ro = flatten(refs)
     hf, ho = flatten(hyps)
-    old = align_batch.INT16_LIMIT
-    align_batch.INT16_LIMIT = 8 if force_int32 else old
-    try:
-        c, s, d, i, pos = align_batch.align_many(rf, ro, hf, ho, batch_cells)
-    finally:
-        align_batch.INT16_LIMIT = old
+    int16_limit = 8 if force_int32 else align_batch.INT16_LIMIT
+    c, s, d, i, pos = align_batch.align_many(rf, ro, hf, ho, batch_cells, int16_limit=int16_limit)
     for u, (r, h) in enumerate(pairs):
         rs, hs = [f"w{x}" for x in r], [f"w{x}" for x in h]
         if r and h:

@@ -7,5 +7,5 @@ Submodules are imported lazily by their users; importing this package is cheap.
 """
 from __future__ import annotations
 
-__all__ = ["text", "script", "codeswitch", "entities", "punctuation", "stats", "levenshtein", "evaluate",
+__all__ = ["text", "script", "codeswitch", "entities", "punctuation", "stats", "levenshtein", "evaluate", "results",
            "leaderboard", "alternatives", "io", "commands"]

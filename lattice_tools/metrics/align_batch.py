@@ -25,13 +25,14 @@ BATCH_CELLS = 200_000
 
 
 def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, hyp_off: np.ndarray,
-               batch_cells: int = BATCH_CELLS):
+               batch_cells: int = BATCH_CELLS, int16_limit: int = INT16_LIMIT):
     """Alignments of utterances ``u = 0..n-1`` (reference ids ``ref_flat[ref_off[u]:ref_off[u+1]]``,
     hypothesis ids likewise; ids compared for equality only).
 
     Returns ``(correct, substitutions, deletions, insertions, pos)``: four int arrays of length
     ``n`` and ``pos``, aligned with ``hyp_flat``: for each hypothesis word, the number of
-    reference words before it in the alignment.
+    reference words before it in the alignment.  Tuning: ``batch_cells`` bounds a padded batch's
+    DP cells; a batch whose costs can reach ``int16_limit`` uses int32 tables.
     """
     n = len(ref_off) - 1
     nr, nh = np.diff(ref_off), np.diff(hyp_off)
@@ -46,7 +47,7 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
         N, M = int(bn.max()), int(bm.max())
         R = padded_ids(ref_flat, ref_off[batch], bn, max(N, 1), -1, token_major=True)     # (N, B)
         H = padded_ids(hyp_flat, hyp_off[batch], bm, max(M, 1), -2, token_major=True)     # (M, B)
-        dtype = np.int16 if N + M + 2 < INT16_LIMIT else np.int32
+        dtype = np.int16 if N + M + 2 < int16_limit else np.int32
         # substitution cost - 1 (the insertion cost of the column, see the module docstring)
         S1 = (R[:, None, :] != H[None, :M, :]).astype(dtype) - 1
         E = np.empty((N + 1, M + 1, B), dtype=dtype)
