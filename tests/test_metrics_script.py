@@ -1,4 +1,6 @@
 """Script Fidelity Rate, collapse, taxonomy, CMI, switch points and composite on hand-built cases."""
+# The imports after require_metrics_extras() need the metrics extras: the module is skipped first without them.
+# ruff: noqa: E402
 from _metrics_helpers import require_metrics_extras
 
 require_metrics_extras()

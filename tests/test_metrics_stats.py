@@ -1,4 +1,6 @@
 """Bootstrap CIs and paired tests against kaldialign's bootstrap_wer_ci (Kaldi compute-wer-bootci)."""
+# The imports after require_metrics_extras() need the metrics extras: the module is skipped first without them.
+# ruff: noqa: E402
 from _metrics_helpers import require_metrics_extras
 
 require_metrics_extras()
