@@ -3,8 +3,8 @@
 Every function takes a :class:`lattice_tools.lattice.Lattice` and returns numpy arrays or a new
 lattice; none modifies its input.  See ``docs/algorithms.md`` for semirings and conventions.
 """
+from ..reweight import weights_from_posteriors
 from .prune import lattice_depth, prune
-from .reweight import weights_from_posteriors
 from .scores import arc_posteriors, backward_scores, best_path, forward_scores, total_log_prob
 from .statistics import lattice_info, lattice_stats
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..errors import FormatError, LatticeError
 from ..lattice import Lattice, connect, reachable_mask
+from ..reweight import weights_from_posteriors
 from ..symbols import SymbolTable
 from .slf_body import parse_body_lines, split_body
 from .slf_text import (
@@ -504,8 +505,6 @@ def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: floa
         if use_post:
             if "p" not in lat.attrs:
                 raise FormatError("weights='posterior' needs link posteriors p= in the SLF file", path=name)
-            from ..algorithms.reweight import weights_from_posteriors
-
             lat = weights_from_posteriors(lat, lat.attrs["p"])
         yield (lat, hdr) if with_header else lat
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LatticeError
-from ..lattice import Lattice
+from .errors import LatticeError
+from .lattice import Lattice
 
 
 def weights_from_posteriors(lat: Lattice, posteriors, *, min_posterior: float = 0.0,
