@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import LatticeError
-from .lattice import Lattice
+from .lattice import Lattice, connect
 
 
 def weights_from_posteriors(lat: Lattice, posteriors, *, min_posterior: float = 0.0,
@@ -68,8 +68,6 @@ def _reweight(lat: Lattice, posteriors, min_posterior: float, floor: float | Non
     attrs = dict(sub.attrs)
     attrs["orig_graph_cost"] = sub.graph_cost
     attrs["orig_acoustic_cost"] = sub.acoustic_cost
-    from ..lattice import connect
-
     out = Lattice(num_states=n, src=sub.src, dst=sub.dst, word=sub.word, ilabel=sub.ilabel, t0=sub.t0, t1=sub.t1,
                   graph_cost=arc_cost, acoustic_cost=np.zeros(sub.num_arcs), final_graph_cost=final_cost,
                   final_acoustic_cost=np.where(np.isfinite(final_cost), 0.0, np.inf), symbols=sub.symbols,
