@@ -6,13 +6,18 @@
    ``.pra``, JSON);
 3. derive N-best lists, sausages and phrase alternatives and write them as alt-CTM files;
 4. run the oracle study (seed 001 Tables 3-6 in structure: oracle WER, N, N_max, N_.9, N_.5, MB,
-   bootstrap intervals) over both densities, with the whole-lattice oracle, and plot it.
+   bootstrap intervals) over both densities, with the whole-lattice oracle, and plot it;
+5. run the spoken-term-detection study (:mod:`lattice_tools.kws.study`) on the default-beam lattices:
+   every representation indexed, a keyword list searched and scored like F4DE (ATWV, MTWV, OTWV, STWV),
+   appended to study.md with its invariants.
 """
 from __future__ import annotations
 
+import json
+import math
 import os
 import wave
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .errors import LatticeToolsError
 
@@ -23,6 +28,11 @@ DENSITIES = {
     "dense": {"fwdflat": False, "beam": 1e-60, "wbeam": 1e-40, "pbeam": 1e-60},
 }
 DEMO_NS = (1, 2, 10, 100, 1000)
+# The KWS study's keyword list: `lattice-tools kws kwlist --ctm kws/reference.ctm --num-terms 60 --seed 0`.
+KWS_NUM_TERMS = 60
+KWS_SEED = 0
+# study.md's KWS section starts here (a rerun replaces it).
+KWS_MARKER = "<!-- kws study -->"
 
 
 def _bundled(corpus: str) -> tuple[list[str], str]:
@@ -53,8 +63,10 @@ def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
 
 def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "cards"), ns: Sequence[int] = DEMO_NS,
              densities: Sequence[str] = ("default", "dense"), bootstrap: int = 1000, seed: int = 0,
-             progress: bool | None = None, echo=print) -> dict:
-    """Run decode -> 1-best scoring -> alternatives -> oracle study on the bundled speech.
+             progress: bool | None = None, kws: bool = True, echo=print) -> dict:
+    """Run decode -> 1-best scoring -> alternatives -> oracle study -> KWS study on the bundled speech.
+
+    ``kws``: run the spoken-term-detection study too (on the default-beam lattices, when decoded).
 
     Returns a dict of the files written (tables, plots, CTMs, lattices).  Everything lands under
     ``out``; finished study cells are reused on a rerun.
@@ -110,6 +122,16 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
     if failed:
         raise LatticeToolsError(f"oracle invariants violated: {failed}")
     md = result.files.get("markdown") or os.path.join(study_dir, "study.md")
+    if kws and "default" in lattice_sets:
+        from .oracle.representations import load_references
+
+        kws_dir = os.path.join(out, "kws")
+        timing = lattice_sets.get("dense", lattice_sets["default"])
+        kws_result = run_demo_kws(lattice_sets["default"], timing, load_references(stm_path), paths, kws_dir,
+                                  progress=progress, echo=echo)
+        files.update({f"kws/{k}": v for k, v in kws_result.files.items()})
+        if os.path.exists(md):
+            _append_kws_section(md, kws_result, kws_dir)
     if os.path.exists(md):
         with open(md, encoding="utf-8") as f:
             echo(f.read())
@@ -117,3 +139,110 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
     for k, v in files.items():
         echo(f"  {k:28s} {v}")
     return files
+
+
+def oracle_reference_times(lattices: Sequence, transcripts: Mapping[str, str], *, channel: str = "1") -> list:
+    """Reference word times for the bundled recordings, which have transcripts but no times: the reference
+    aligned to each lattice's oracle path (the lattice path closest to it, Levenshtein).  A reference word
+    matched or substituted takes that lattice word's time; the words of a deletion run share the gap
+    between their timed neighbours evenly.  Returns LEXEME records (file = lattice key)."""
+    from .io.rttm import RttmRecord
+    from .oracle import lattice_oracle
+
+    out = []
+    for lat in lattices:
+        if lat.key not in transcripts:
+            raise LatticeToolsError(f"no reference transcript for lattice {lat.key!r}")
+        res = lattice_oracle(lat, transcripts[lat.key], mode="levenshtein", sclite_ties=False)
+        words, span = [], []  # reference words and their (start, end) or None
+        for p in res.alignment:
+            if p.op in ("C", "S", "D") and p.ref is not None:
+                timed = p.op != "D" and math.isfinite(p.start) and math.isfinite(p.duration)
+                words.append(p.ref)
+                span.append((p.start, p.start + p.duration) if timed else None)
+        i = 0
+        while i < len(words):
+            if span[i] is not None:
+                i += 1
+                continue
+            j = i
+            while j < len(words) and span[j] is None:
+                j += 1
+            lo = span[i - 1][1] if i > 0 else 0.0
+            hi = span[j][0] if j < len(words) else max(lat.duration, lo)
+            step = max(hi - lo, 0.0) / (j - i)
+            for k in range(i, j):
+                span[k] = (lo + (k - i) * step, lo + (k - i + 1) * step)
+            i = j
+        for k, (w, (t0, t1)) in enumerate(zip(words, span, strict=True)):
+            t0 = round(t0, 3)
+            t1 = max(t0, round(t1, 3))
+            out.append(RttmRecord("LEXEME", lat.key, channel, t0, round(t1 - t0, 3), w, "lex",
+                                  f"{lat.key}_{channel}", "<NA>", k + 1))
+    return out
+
+
+def _write_reference_ctm(records: Sequence, path: str) -> None:
+    from .io.common import atomic_write
+
+    with atomic_write(path) as f:
+        for r in records:
+            f.write(f"{r.file} {r.channel} {r.tbeg:.3f} {r.dur:.3f} {r.ortho}\n")
+
+
+def _ecf_for(paths: Sequence[str], channel: str = "1"):
+    from .io.ecf import Ecf, EcfExcerpt
+
+    out = []
+    for p in paths:
+        with wave.open(p) as w:
+            dur = w.getnframes() / w.getframerate()
+        out.append(EcfExcerpt(os.path.splitext(os.path.basename(p))[0], channel, 0.0, round(dur, 3)))
+    return Ecf(tuple(sorted(out, key=lambda e: e.audio_filename)))
+
+
+def run_demo_kws(lattices: Sequence, timing_lattices: Sequence, transcripts: Mapping[str, str], paths: Sequence[str],
+                 out: str, *, progress: bool | None = None, echo=print):
+    """The demo's KWS study: reference times (:func:`oracle_reference_times` on ``timing_lattices``), an ECF
+    from the audio durations, a keyword list (``kws kwlist``'s rules, seed :data:`KWS_SEED`), then
+    :func:`lattice_tools.kws.study.run_kws_study` on ``lattices``.  Returns its result."""
+    from .io.ecf import write_ecf
+    from .io.kwlist import write_kwlist
+    from .io.rttm import check_overlaps, lexemes_from_ctm
+    from .kws.kwlist_make import make_kwlist
+    from .kws.study import run_kws_study
+
+    os.makedirs(out, exist_ok=True)
+    ref_ctm, ecf_path, kwlist_path = (os.path.join(out, n) for n in ("reference.ctm", "ecf.xml", "kwlist.xml"))
+    _write_reference_ctm(oracle_reference_times(timing_lattices, transcripts), ref_ctm)
+    refs = lexemes_from_ctm(ref_ctm)  # read back: the study uses exactly what the file says
+    check_overlaps(refs, ref_ctm)
+    ecf = _ecf_for(paths)
+    write_ecf(ecf_path, ecf)
+    terms = make_kwlist(refs, num_terms=KWS_NUM_TERMS, seed=KWS_SEED)
+    write_kwlist(kwlist_path, terms, compare_normalize="lowercase")
+    echo(f"[demo] KWS study: {len(terms)} keywords, every representation indexed, searched and scored -> {out}")
+    return run_kws_study(lattices, refs, terms, ecf=ecf, out_dir=out, kwlist_filename="kwlist.xml",
+                         title="bundled speech, pocketsphinx default-beam lattices", progress=progress)
+
+
+def _append_kws_section(study_md: str, kws_result, kws_dir: str) -> None:
+    """Replace study.md's KWS section (everything from :data:`KWS_MARKER`) by this run's."""
+    from .io.common import atomic_write
+    from .kws.study import study_markdown
+
+    with open(study_md, encoding="utf-8") as f:
+        text = f.read()
+    text = text.split(KWS_MARKER)[0].rstrip("\n") + "\n\n"
+    with open(kws_result.files["json"], encoding="utf-8") as f:
+        settings = json.load(f)["settings"]
+    rel = os.path.relpath(kws_dir, os.path.dirname(os.path.dirname(study_md)))
+    section = study_markdown(kws_result.rows, kws_result.invariants, settings,
+                             title="bundled speech, pocketsphinx default-beam lattices", heading="##")
+    note = (f"Reference word times: the bundled recordings have transcripts only, so each reference is aligned "
+            f"to its dense-beam lattice's oracle path (`{rel}/reference.ctm`); keyword list: `{rel}/kwlist.xml` "
+            f"(`lattice-tools kws kwlist --ctm {rel}/reference.ctm --num-terms {KWS_NUM_TERMS} --seed {KWS_SEED}`). "
+            f"Plot: `{rel}/kws_study.png`. The same study from the demo's output directory: `lattice-tools kws study "
+            f"lattices/default --ctm {rel}/reference.ctm --ecf {rel}/ecf.xml --kwlist {rel}/kwlist.xml -o kws-study`.\n")
+    with atomic_write(study_md) as f:
+        f.write(text + KWS_MARKER + "\n" + section + "\n" + note)

@@ -9,6 +9,7 @@ import json
 
 import click
 
+from ._inputs import lattice_input_options
 from ._lazy import LazyCommandGroup
 
 KWS_COMMANDS: dict[str, tuple[str, str]] = {
@@ -17,6 +18,7 @@ KWS_COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("kws_index:index_command", "Index every word sequence of lattices or alternatives into an SQLite term index."),
     "merge": ("kws_index:merge_command", "Merge term-index shards into one (Kaldi's kws-index-union)."),
     "search": ("kws_index:search_command", "Search a keyword list in a term index: detections, scores, YES/NO."),
+    "study": ("kws:study_command", "The STD study: index, search and score every representation (ATWV..STWV, sizes, times)."),
 }
 
 
@@ -168,3 +170,65 @@ def kwlist_command(rttm, ctm, out, num_terms, seed, max_words, multiword_fractio
                         min_chars=min_chars)
     write_kwlist(out, terms, ecf_filename=ecf_filename, language=language, compare_normalize="lowercase")
     click.echo(f"{len(terms)} keywords ({sum(1 for t in terms if len(t.words) > 1)} multi-word) -> {out}", err=True)
+
+
+@click.command("study")
+@click.argument("inputs", nargs=-1, required=True)
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
+              help="Output directory: kws_study.md/.json/.png, indexes/, kwslist/.")
+@click.option("-r", "--rttm", default=None, help="Reference word times: an RTTM (LEXEME lines).")
+@click.option("--ctm", default=None, help="Reference word times as a CTM (instead of --rttm).")
+@click.option("-e", "--ecf", default=None, help="ECF (default: one excerpt per lattice, 0 to its last time).")
+@click.option("-t", "--kwlist", default=None,
+              help="KWlist XML (default: --num-terms keywords drawn from the reference, written to OUT/kwlist.xml).")
+@click.option("--num-terms", default=100, show_default=True, type=int, help="Keywords to draw without --kwlist.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of that draw.")
+@click.option("--representation", "representations", multiple=True,
+              help="A row: 1best, lattice, nbest:N, sausage[:N], phrase:N:THETA (N an integer or inf; "
+                   "repeatable; default: the study's standard rows, see docs/kws.md).")
+@click.option("--max-length", type=int, default=3, show_default=True, help="Longest word sequence indexed.")
+@click.option("--max-silence", type=float, default=0.5, show_default=True,
+              help="Longest silence (seconds) between two words of a term; negative = no limit.")
+@click.option("--normalization", type=click.Choice(["none", "kst", "sum-to-one"]), default="none",
+              show_default=True, help="Search score normalization (kst uses the ECF duration as T).")
+@click.option("--threshold", type=float, default=0.5, show_default=True, help="The global YES/NO threshold.")
+@click.option("--duptime", type=float, default=0.5, show_default=True, help="Duplicate-hit removal window (s).")
+@click.option("--format", "format", default=None, help="Lattice format (default: from the file name).")
+@lattice_input_options
+@click.option("--channel", default="1", show_default=True, help="Channel of every lattice's recording.")
+@click.option("--acoustic-scale", type=float, default=1.0, show_default=True)
+@click.option("--lm-scale", type=float, default=1.0, show_default=True)
+@click.option("--word-penalty", type=float, default=0.0, show_default=True)
+@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the inputs.")
+@click.option("--allow-overlapping-reference", is_flag=True, help="Accept overlapping reference words of one speaker.")
+@click.option("--title", default=None, help="What the data is, for the table and plot titles.")
+@click.option("--json", "json_out", default=None, help="Write the rows and invariants as JSON (PATH or -).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+def study_command(inputs, out, rttm, ctm, ecf, kwlist, num_terms, seed, representations, max_length, max_silence,
+                  normalization, threshold, duptime, format, words, frame_shift, frame_subsampling_factor, channel,
+                  acoustic_scale, lm_scale, word_penalty, encoding, allow_overlapping_reference, title, json_out,
+                  progress):
+    """The spoken-term-detection study: index the 1-best, N-best lists, sausages, phrase alternatives and the
+    whole lattice of INPUTS, search one keyword list in each and score it like F4DE (ATWV, MTWV, OTWV, STWV),
+    with index sizes and times; prints the table and the invariants (docs/kws.md, "The STD study")."""
+    from ..io.common import atomic_write
+    from ..kws.study import kws_study_files
+
+    if max_length < 1:
+        raise click.BadParameter("must be >= 1", param_hint="--max-length")
+    result = kws_study_files(inputs, out, rttm=rttm, ctm=ctm, ecf=ecf, kwlist=kwlist, num_terms=num_terms, seed=seed,
+                             representations=representations, format=format, words=words, frame_shift=frame_shift,
+                             frame_subsampling_factor=frame_subsampling_factor, encoding=encoding,
+                             allow_overlapping_reference=allow_overlapping_reference, max_length=max_length,
+                             max_silence=None if max_silence < 0 else max_silence, normalization=normalization,
+                             threshold=threshold, duptime=duptime, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                             word_penalty=word_penalty, channel=channel, title=title, progress=progress)
+    with open(result.files["markdown"], encoding="utf-8") as f:
+        click.echo(f.read(), nl=False)
+    if json_out:
+        text = json.dumps({"rows": result.rows, "invariants": result.invariants}, indent=2, sort_keys=True) + "\n"
+        if json_out == "-":
+            click.echo(text, nl=False)
+        else:
+            with atomic_write(json_out) as f:
+                f.write(text)
