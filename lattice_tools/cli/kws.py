@@ -202,12 +202,13 @@ def kwlist_command(rttm, ctm, out, num_terms, seed, max_words, multiword_fractio
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the inputs.")
 @click.option("--allow-overlapping-reference", is_flag=True, help="Accept overlapping reference words of one speaker.")
 @click.option("--title", default=None, help="What the data is, for the table and plot titles.")
+@click.option("--no-plots", is_flag=True, help="Do not draw kws_study.png.")
 @click.option("--json", "json_out", default=None, help="Write the rows and invariants as JSON (PATH or -).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 def study_command(inputs, out, rttm, ctm, ecf, kwlist, num_terms, seed, representations, max_length, max_silence,
                   normalization, threshold, duptime, format, words, frame_shift, frame_subsampling_factor, channel,
-                  acoustic_scale, lm_scale, word_penalty, encoding, allow_overlapping_reference, title, json_out,
-                  progress):
+                  acoustic_scale, lm_scale, word_penalty, encoding, allow_overlapping_reference, title, no_plots,
+                  json_out, progress):
     """The spoken-term-detection study: index the 1-best, N-best lists, sausages, phrase alternatives and the
     whole lattice of INPUTS, search one keyword list in each and score it like F4DE (ATWV, MTWV, OTWV, STWV),
     with index sizes and times; prints the table and the invariants (docs/kws.md, "The STD study")."""
@@ -222,7 +223,8 @@ def study_command(inputs, out, rttm, ctm, ecf, kwlist, num_terms, seed, represen
                              allow_overlapping_reference=allow_overlapping_reference, max_length=max_length,
                              max_silence=None if max_silence < 0 else max_silence, normalization=normalization,
                              threshold=threshold, duptime=duptime, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
-                             word_penalty=word_penalty, channel=channel, title=title, progress=progress)
+                             word_penalty=word_penalty, channel=channel, title=title, plots=not no_plots,
+                             progress=progress)
     with open(result.files["markdown"], encoding="utf-8") as f:
         click.echo(f.read(), nl=False)
     if json_out:

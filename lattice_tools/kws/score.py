@@ -716,7 +716,6 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
 
     alignment: list[tuple] = []
     conditional = bool(source_type_groups or attribute_queries)
-    raw = kwslist.raw
     dets_by_kw: dict[str, list[int]] = {}
     for i, d in enumerate(kwslist.detections):
         dets_by_kw.setdefault(d.kwid, []).append(i)
@@ -747,7 +746,8 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
             occs.setdefault((occ[0].file, occ[0].chan), []).append(occ)
         touched: set[str] = set()
 
-        def add(score, decision, is_targ, file, chan, bt, et):
+        # this keyword's block, id, text and touched groups are bound now: `add` is called in this iteration only
+        def add(score, decision, is_targ, file, chan, bt, et, block=block, kwid=kwid, text=text, touched=touched):
             block.add(score, decision, is_targ)
             if not conditional:
                 return
@@ -891,7 +891,7 @@ def _score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kws
             # hits matching it vanish from the trials.  Only overlapping ECF excerpts (whose segments overlap)
             # can give a target segment two hits.
             mapped: dict[int, Detection] = {}
-            for seg, d in sys_by_chan.get(key, ()):
+            for _seg, d in sys_by_chan.get(key, ()):
                 mid = d.tbeg + d.dur / 2.0
                 hit = [rid for rid, rs in ref_segs.items() if rs.bt <= mid <= rs.et]
                 if not hit:
@@ -908,7 +908,7 @@ def _score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kws
         for key, pairs in sys_by_chan.items():
             if key in occ_by_chan:
                 continue
-            for seg, d in pairs:
+            for _seg, d in pairs:
                 block.add(d.score, d.decision, False)
         if just_system_terms and block.n_true == 0 and block.n_sys == 0:
             del main.blocks[kwid]      # F4DE adds empty blocks only without -j

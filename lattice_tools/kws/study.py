@@ -304,18 +304,20 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
     if not allow_overlapping_reference:
         check_overlaps(refs, rttm or ctm)
     enc = None if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
-    the_ecf = read_ecf(ecf, encoding=enc) if ecf else None
-    os.makedirs(out, exist_ok=True)
-    compare = "lowercase"
     if kwlist is None:
-        terms = make_kwlist(refs, num_terms=num_terms, seed=seed)
-        kwlist = os.path.join(out, "kwlist.xml")
-        write_kwlist(kwlist, terms, compare_normalize=compare)
+        terms, compare = make_kwlist(refs, num_terms=num_terms, seed=seed), "lowercase"
     else:
         kwl = read_kwlist_file(kwlist, encoding=encoding)
         terms, compare = list(kwl.terms), kwl.compare_normalize
     lattices = list(read_lattice_inputs(list(inputs), format=format, words=words, frame_shift=frame_shift,
                                         frame_subsampling_factor=frame_subsampling_factor))
+    channel = study_options.get("channel", "1")
+    the_ecf = read_ecf(ecf, encoding=enc) if ecf else ecf_from_lattices(lattices, channel)
+    _check_inputs(lattices, refs, terms, the_ecf, channel)  # before anything is written
+    if kwlist is None:
+        os.makedirs(out, exist_ok=True)
+        kwlist = os.path.join(out, "kwlist.xml")
+        write_kwlist(kwlist, terms, compare_normalize=compare)
     return run_kws_study(lattices, refs, terms, out_dir=out, ecf=the_ecf, representations=reps,
                          kwlist_filename=os.path.basename(kwlist), compare_normalize=compare, **study_options)
 
