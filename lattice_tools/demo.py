@@ -132,6 +132,8 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
         files.update({f"kws/{k}": v for k, v in kws_result.files.items()})
         if os.path.exists(md):
             _append_kws_section(md, kws_result, kws_dir)
+    elif kws:
+        echo("[demo] KWS study skipped: it runs on the default-beam lattices (--density default)")
     if os.path.exists(md):
         with open(md, encoding="utf-8") as f:
             echo(f.read())

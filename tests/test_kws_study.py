@@ -258,3 +258,17 @@ def test_demo_kws_section(setup, tmp_path):
     assert "FAILS" not in text
     for name in ("reference.ctm", "ecf.xml", "kwlist.xml", "kws_study.png"):
         assert os.path.exists(os.path.join(kws_dir, name))
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_has_the_kws_section(tmp_path):
+    """`lattice-tools demo` (decoding included): study.md ends with the KWS table and its invariants."""
+    r = subprocess.run([sys.executable, "-m", "lattice_tools", "demo", "-o", str(tmp_path / "demo"), "--density",
+                        "default", "--bootstrap", "0", "-n", "1", "-n", "10", "--no-progress"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "demo" / "study" / "study.md").read_text()
+    oracle, kws = text.split("<!-- kws study -->")
+    assert "## Spoken term detection" in kws and "| lattice |" in kws and "invariants hold" in kws
+    assert "FAILS" not in kws
+    assert (tmp_path / "demo" / "kws" / "kws_study.png").exists()

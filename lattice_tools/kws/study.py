@@ -446,7 +446,7 @@ def _plot(rows: Sequence[dict], path: str, title: str | None) -> None:
     done = [r for r in rows if "skipped" not in r]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, key, name in ((axes[0], "stwv", "STWV (recall)"), (axes[1], "mtwv", "MTWV")):
-        for kind, marker in (("nbest", "o-"), ("phrase", "s-"), ("sausage", "D"), ("1best", "*"), ("lattice", "P")):
+        for kind, marker in (("nbest", "o-"), ("phrase", "s-"), ("sausage", "D-"), ("1best", "*"), ("lattice", "P")):
             groups: dict = {}
             for r in done:
                 if r["kind"] == kind and r[key] is not None:
