@@ -1,0 +1,118 @@
+"""Reference occurrences of keyword terms as F4DE ``KWSEval`` finds them: LEXEME records linked per speaker
+(:class:`ReferenceIndex`), F4DE's number printing and rounding, and its ``charsplit`` text filter."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import FormatError
+from ..io.rttm import RttmRecord
+
+
+def perl_num(x: float) -> str:
+    """A number as Perl prints it (``%.15g``)."""
+    if x != x:
+        return "NaN"
+    return format(x, ".15g")
+
+
+def _r4(x: float) -> float:
+    # Same double as float(sprintf("%.4f", x)): both round the exact binary value correctly.
+    return round(x, 4)
+
+
+
+def char_split(text: str, not_ascii: bool = False, delete_hyphens: bool = False) -> str:
+    """F4DE's ``charsplit`` text prefilter: one token per character (``notASCII``: ASCII runs stay
+    whole; ``deleteHyphens``: hyphens become spaces)."""
+    out = " ".join(text)
+    if not_ascii:
+        for _ in range(2):
+            out = re.sub(r"([\x01-\x7f])\s+([\x01-\x7f])", r"\1\2", out)
+    if delete_hyphens:
+        out = out.replace("-", " ")
+    return " ".join(out.split())
+
+
+@dataclass
+class _Tok:
+    file: str
+    chan: str
+    bt: float
+    et: float          # begin + duration, rounded to 0.1 ms (F4DE)
+    raw_bt: str
+    token: str
+    stype: str
+    spkr: str
+    nxt: _Tok | None = None
+    seg: object | None = None       # segment scoring: the speech segment the word lies in
+
+
+
+class ReferenceIndex:
+    """The LEXEME records of a reference, linked per speaker, with a lookup by first word."""
+
+    def __init__(self, records: Iterable[RttmRecord], *, lowercase: bool = False, char_split_text: bool = False,
+                 not_ascii: bool = False, delete_hyphens: bool = False):
+        self.lowercase = lowercase
+        self.by_spkr = by_spkr = {}
+        self.lookup: dict[str, list[_Tok]] = {}
+        for r in records:
+            if r.type != "LEXEME":
+                continue
+            text = r.ortho
+            if char_split_text:
+                text = char_split(text, not_ascii, delete_hyphens)
+            tokens = re.split(r"\s", text) if char_split_text else [text]
+            raw_bt = r.raw_tbeg or perl_num(r.tbeg)
+            bt, dur = r.tbeg, r.dur
+            n = len(tokens)
+            for i, token in enumerate(tokens):
+                if n > 1:
+                    # F4DE spreads a split word's duration evenly, rounding to ms.
+                    d_s = f"{r.dur / n:.3f}"
+                    dur = float(d_s)
+                    raw_bt = f"{r.tbeg + dur * i:.3f}"
+                    bt = float(raw_bt)
+                tok = _Tok(r.file, r.channel, bt, _r4(bt + dur), raw_bt, token, r.subtype, r.speaker)
+                by_spkr.setdefault((r.file, r.channel, r.speaker), []).append(tok)
+                if r.subtype not in ("frag", "fp"):
+                    self.lookup.setdefault(self.normalize(token), []).append(tok)
+        for recs in by_spkr.values():
+            ordered = sorted(recs, key=lambda t: t.bt)   # stable, like Perl's merge sort
+            # F4DE links the i-th record *in file order* to the (i+1)-th *in time order*; on a
+            # time-sorted RTTM that is simply "the speaker's next word".  Kept as is for identical results.
+            for i in range(len(recs) - 1):
+                recs[i].nxt = ordered[i + 1]
+
+    def normalize(self, token: str) -> str:
+        return token.lower() if self.lowercase else token
+
+    def find_occurrences(self, text: str, find_threshold: float = 0.5) -> list[list[_Tok]]:
+        words = self.normalize(text.strip()).split()
+        if not words:
+            raise FormatError(f"empty term {text!r}")
+        if len(words) == 1:
+            return [[t] for t in self.lookup.get(words[0], ())]
+        out = []
+        folded = [w.casefold() for w in words]
+        for first in self.lookup.get(words[0], ()):
+            occ = [first]
+            hop = first
+            ok = True
+            for w in folded[1:]:
+                nxt = hop.nxt
+                if nxt is not None and _r4(nxt.bt - hop.et) <= find_threshold and nxt.token.casefold() == w:
+                    occ.append(nxt)
+                    hop = nxt
+                else:
+                    ok = False
+                    break
+            if ok:
+                out.append(occ)
+        return out
+
+
+
+__all__ = ["ReferenceIndex", "char_split", "perl_num"]

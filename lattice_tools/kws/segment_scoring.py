@@ -1,0 +1,141 @@
+"""F4DE ``KWSEval -g``: segment-based scoring, whose trials are the speech and non-speech segments of the
+ECF excerpts (F4DE's ``KWSSegAlign``)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import MismatchError
+from ..io.ecf import Ecf
+from ..io.kwlist import KwList
+from ..io.kwslist import KwsList
+from ..io.rttm import RttmRecord
+from .references import ReferenceIndex, _r4, _Tok
+from .trials import Trials
+from .types import Detection
+
+
+@dataclass(eq=False)
+class _Segment:
+    type: str
+    file: str
+    chan: str
+    bt: float
+    et: float
+
+
+
+def _segments_of(speakers: list[RttmRecord], by_spkr: dict, file: str, chan: str, bt: float, dur: float
+                 ) -> list[_Segment]:
+    """F4DE's ``segmentsFromTimeframe``: an excerpt cut into speech (merged speaker turns) and non-speech
+    segments; each word of a turn is tagged with the segment holding it."""
+    segs: list[_Segment] = []
+    et = _r4(bt + dur)
+
+    def last_et():
+        return segs[-1].et if segs else bt
+
+    for sp in sorted(speakers, key=lambda r: r.tbeg):
+        sp_bt, sp_et = sp.tbeg, _r4(sp.tbeg + sp.dur)
+        if sp_bt < bt or sp_et > et:
+            continue
+        if sp_bt > last_et():
+            segs.append(_Segment("NONSPEECH", file, chan, last_et(), _r4(sp_bt)))
+        if last_et() == sp_bt:
+            segs.append(_Segment("SPEECH", file, chan, sp_bt, sp_et))
+        elif segs and segs[-1].type == "SPEECH" and sp_et > last_et():
+            segs[-1].et = sp_et
+        if segs:
+            last = segs[-1]
+            for tok in by_spkr.get((file, chan, sp.speaker), ()):
+                if tok.bt >= last.bt and tok.et <= last.et:
+                    tok.seg = last
+    if last_et() < et:
+        segs.append(_Segment("NONSPEECH", file, chan, last_et(), et))
+    return segs
+
+
+
+def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwslist: KwsList,
+                    refs: ReferenceIndex, texts: dict[str, str], find_threshold: float, include_no_targets: bool,
+                    just_system_terms: bool) -> Trials:
+    """F4DE's ``KWSSegAlign::alignSegments`` (``-g``)."""
+    speakers: dict[tuple[str, str], list[RttmRecord]] = {}
+    for r in references:
+        if r.type == "SPEAKER":
+            speakers.setdefault((r.file, r.channel), []).append(r)
+    segments: list[_Segment] = []
+    for e in ecf.excerpts:
+        segments += _segments_of(speakers.get((e.file, e.channel), []), refs.by_spkr, e.file, e.channel, e.tbeg,
+                                 e.dur)
+    if not segments:
+        raise MismatchError("segment-based scoring found no segment in the ECF excerpts")
+    seg_lookup: dict[tuple[str, str], list[_Segment]] = {}
+    for sg in segments:
+        seg_lookup.setdefault((sg.file, sg.chan), []).append(sg)
+    main = Trials("Segment", 0.0, 1.0, include_no_targets, tot_trials=len(segments))
+    dets_by_kw: dict[str, list[Detection]] = {}
+    for d in kwslist.detections:
+        dets_by_kw.setdefault(d.kwid, []).append(d)
+    order = list(kwslist.kwids)
+    for kwid in dets_by_kw:
+        if kwid not in order:
+            order.append(kwid)
+    for kwid in order:
+        if kwid not in texts:
+            raise MismatchError(f"keyword {kwid!r} of the system output is not in the KWlist",
+                                path=kwslist.path or None, key=kwid)
+    # Unlike the occurrence alignment, F4DE's segment alignment scores the keywords missing from the
+    # system output even with -j (which then only leaves out their empty blocks).
+    seen = set(order)
+    order += [t.kwid for t in kwl.terms if t.kwid not in seen]
+    for kwid in order:
+        text = texts[kwid]
+        block = main.block(kwid, text)
+        best: dict[int, tuple[_Segment, Detection]] = {}
+        for d in dets_by_kw.get(kwid, ()):
+            mid = d.tbeg + d.dur / 2.0
+            seg = next((sg for sg in seg_lookup.get((d.file, d.channel), ()) if sg.bt <= mid <= sg.et), None)
+            if seg is None:
+                continue
+            if id(seg) not in best or d.score > best[id(seg)][1].score:
+                best[id(seg)] = (seg, d)
+        sys_by_chan: dict[tuple[str, str], list[tuple[_Segment, Detection]]] = {}
+        for seg, d in best.values():
+            sys_by_chan.setdefault((d.file, d.channel), []).append((seg, d))
+        occ_by_chan: dict[tuple[str, str], list[list[_Tok]]] = {}
+        for occ in refs.find_occurrences(text, find_threshold):
+            occ_by_chan.setdefault((occ[0].file, occ[0].chan), []).append(occ)
+        for key, occs in occ_by_chan.items():
+            ref_segs = {id(o[0].seg): o[0].seg for o in occs if o[0].seg is not None and o[0].seg is o[-1].seg}
+            # F4DE's _seg_aligner: a hit whose midpoint lies in a target segment is no false alarm; each target
+            # segment keeps one of its hits (F4DE: the last in hash order; here: the best-scoring) and further
+            # hits matching it vanish from the trials.  Only overlapping ECF excerpts (whose segments overlap)
+            # can give a target segment two hits.
+            mapped: dict[int, Detection] = {}
+            for _seg, d in sys_by_chan.get(key, ()):
+                mid = d.tbeg + d.dur / 2.0
+                hit = [rid for rid, rs in ref_segs.items() if rs.bt <= mid <= rs.et]
+                if not hit:
+                    block.add(d.score, d.decision, False)
+                for rid in hit:
+                    if rid not in mapped or d.score > mapped[rid].score:
+                        mapped[rid] = d
+            for rid in ref_segs:
+                d = mapped.get(rid)
+                if d is None:
+                    block.add(None, None, True)
+                else:
+                    block.add(d.score, d.decision, True)
+        for key, pairs in sys_by_chan.items():
+            if key in occ_by_chan:
+                continue
+            for _seg, d in pairs:
+                block.add(d.score, d.decision, False)
+        if just_system_terms and block.n_true == 0 and block.n_sys == 0:
+            del main.blocks[kwid]      # F4DE adds empty blocks only without -j
+    return main
+
+
+
+__all__ = ["score_segments"]
