@@ -257,6 +257,10 @@ def run_kws_study(lattices: Iterable[Lattice], references: Sequence[RttmRecord],
     from ..io.kwlist import KwList
 
     lattices = list(lattices)
+    if max_length < 1:
+        raise LatticeToolsError(f"max_length must be >= 1, got {max_length}")
+    if normalization not in ("none", "kst", "sum-to-one"):
+        raise LatticeToolsError(f"unknown normalization {normalization!r} (expected none, kst or sum-to-one)")
     if ecf is None:
         ecf = ecf_from_lattices(lattices, channel)
     _check_inputs(lattices, references, terms, ecf, channel)
@@ -285,14 +289,18 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
                     ecf: str | None = None, kwlist: str | None = None, num_terms: int = 100, seed: int = 0,
                     representations: Sequence[str] = (), format: str | None = None, words: str | None = None,
                     frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
-                    encoding: str = "utf-8", allow_overlapping_reference: bool = False, **study_options
-                    ) -> KwsStudyResult:
+                    encoding: str = "utf-8", allow_overlapping_reference: bool = False,
+                    max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
+                    normalization: str = "none", threshold: float = 0.5, duptime: float = 0.5,
+                    acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                    channel: str = "1", title: str | None = None, plots: bool = True,
+                    progress: bool | None = None) -> KwsStudyResult:
     """:func:`run_kws_study` on files: lattices (``inputs``, any format :func:`lattice_tools.io.read_lattice_inputs`
     reads), the reference word times (exactly one of an ``rttm`` or a ``ctm``), an ``ecf`` (default: one
     excerpt per lattice) and a ``kwlist`` (NIST KWlist XML; default: ``num_terms``
     keywords drawn from the reference with ``seed`` by :func:`lattice_tools.kws.kwlist_make.make_kwlist`,
     written to ``out/kwlist.xml``).  ``representations``: specs for :func:`parse_representation` (default:
-    :data:`DEFAULT_REPRESENTATIONS`)."""
+    :data:`DEFAULT_REPRESENTATIONS`).  The other arguments are :func:`run_kws_study`'s."""
     from ..io import read_lattice_inputs
     from ..io.ecf import read_ecf
     from ..io.kwlist import read_kwlist_file, write_kwlist
@@ -313,7 +321,6 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
         terms, compare = list(kwl.terms), kwl.compare_normalize
     lattices = list(read_lattice_inputs(list(inputs), format=format, words=words, frame_shift=frame_shift,
                                         frame_subsampling_factor=frame_subsampling_factor))
-    channel = study_options.get("channel", "1")
     the_ecf = read_ecf(ecf, encoding=enc) if ecf else ecf_from_lattices(lattices, channel)
     _check_inputs(lattices, refs, terms, the_ecf, channel)  # before anything is written
     if kwlist is None:
@@ -321,7 +328,10 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
         kwlist = os.path.join(out, "kwlist.xml")
         write_kwlist(kwlist, terms, compare_normalize=compare)
     return run_kws_study(lattices, refs, terms, out_dir=out, ecf=the_ecf, representations=reps,
-                         kwlist_filename=os.path.basename(kwlist), compare_normalize=compare, **study_options)
+                         kwlist_filename=os.path.basename(kwlist), compare_normalize=compare, max_length=max_length,
+                         max_silence=max_silence, normalization=normalization, threshold=threshold, duptime=duptime,
+                         acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty, channel=channel,
+                         title=title, plots=plots, progress=progress)
 
 
 def _isatty() -> bool:
