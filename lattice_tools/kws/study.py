@@ -138,6 +138,13 @@ class KwsStudyResult:
     files: dict = field(default_factory=dict)
 
 
+def _check_settings(max_length: int, normalization: str) -> None:
+    if max_length < 1:
+        raise LatticeToolsError(f"max_length must be >= 1, got {max_length}")
+    if normalization not in ("none", "kst", "sum-to-one"):
+        raise LatticeToolsError(f"unknown normalization {normalization!r} (expected none, kst or sum-to-one)")
+
+
 def _check_inputs(lattices, references, terms, ecf, channel) -> None:
     if not lattices:
         raise LatticeToolsError("the KWS study needs at least one lattice")
@@ -257,10 +264,7 @@ def run_kws_study(lattices: Iterable[Lattice], references: Sequence[RttmRecord],
     from ..io.kwlist import KwList
 
     lattices = list(lattices)
-    if max_length < 1:
-        raise LatticeToolsError(f"max_length must be >= 1, got {max_length}")
-    if normalization not in ("none", "kst", "sum-to-one"):
-        raise LatticeToolsError(f"unknown normalization {normalization!r} (expected none, kst or sum-to-one)")
+    _check_settings(max_length, normalization)
     if ecf is None:
         ecf = ecf_from_lattices(lattices, channel)
     _check_inputs(lattices, references, terms, ecf, channel)
@@ -309,6 +313,7 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
 
     if (rttm is None) == (ctm is None):
         raise MismatchError("give the reference word times as exactly one of an RTTM or a CTM")
+    _check_settings(max_length, normalization)
     reps = tuple(parse_representation(r) for r in representations) or DEFAULT_REPRESENTATIONS
     refs = read_rttm(rttm, encoding=encoding, types=("LEXEME",)) if rttm else lexemes_from_ctm(ctm, encoding=encoding)
     if not allow_overlapping_reference:
