@@ -85,7 +85,6 @@ class KwsScore:
                 "terms": [t.__dict__ for t in self.terms]}
 
 
-
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -278,7 +277,6 @@ def _exact_best(near, u, ev, state, T, metric) -> int:
         if best_v is None or v > best_v:
             best_k, best_v = int(k), v
     return best_k
-
 
 
 __all__ = ["OperatingPoint", "TermResult", "KwsScore", "Metric", "evaluate"]

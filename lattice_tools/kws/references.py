@@ -17,10 +17,10 @@ def perl_num(x: float) -> str:
     return format(x, ".15g")
 
 
-def _r4(x: float) -> float:
+def round4(x: float) -> float:
+    """F4DE's rounding of times to 0.1 ms."""
     # Same double as float(sprintf("%.4f", x)): both round the exact binary value correctly.
     return round(x, 4)
-
 
 
 def char_split(text: str, not_ascii: bool = False, delete_hyphens: bool = False) -> str:
@@ -36,7 +36,9 @@ def char_split(text: str, not_ascii: bool = False, delete_hyphens: bool = False)
 
 
 @dataclass
-class _Tok:
+class RefWord:
+    """One reference word (a LEXEME, or one character of it with charsplit), linked to the speaker's next."""
+
     file: str
     chan: str
     bt: float
@@ -45,9 +47,8 @@ class _Tok:
     token: str
     stype: str
     spkr: str
-    nxt: _Tok | None = None
+    nxt: RefWord | None = None
     seg: object | None = None       # segment scoring: the speech segment the word lies in
-
 
 
 class ReferenceIndex:
@@ -57,7 +58,7 @@ class ReferenceIndex:
                  not_ascii: bool = False, delete_hyphens: bool = False):
         self.lowercase = lowercase
         self.by_spkr = by_spkr = {}
-        self.lookup: dict[str, list[_Tok]] = {}
+        self.lookup: dict[str, list[RefWord]] = {}
         for r in records:
             if r.type != "LEXEME":
                 continue
@@ -75,7 +76,7 @@ class ReferenceIndex:
                     dur = float(d_s)
                     raw_bt = f"{r.tbeg + dur * i:.3f}"
                     bt = float(raw_bt)
-                tok = _Tok(r.file, r.channel, bt, _r4(bt + dur), raw_bt, token, r.subtype, r.speaker)
+                tok = RefWord(r.file, r.channel, bt, round4(bt + dur), raw_bt, token, r.subtype, r.speaker)
                 by_spkr.setdefault((r.file, r.channel, r.speaker), []).append(tok)
                 if r.subtype not in ("frag", "fp"):
                     self.lookup.setdefault(self.normalize(token), []).append(tok)
@@ -89,7 +90,7 @@ class ReferenceIndex:
     def normalize(self, token: str) -> str:
         return token.lower() if self.lowercase else token
 
-    def find_occurrences(self, text: str, find_threshold: float = 0.5) -> list[list[_Tok]]:
+    def find_occurrences(self, text: str, find_threshold: float = 0.5) -> list[list[RefWord]]:
         words = self.normalize(text.strip()).split()
         if not words:
             raise FormatError(f"empty term {text!r}")
@@ -103,7 +104,7 @@ class ReferenceIndex:
             ok = True
             for w in folded[1:]:
                 nxt = hop.nxt
-                if nxt is not None and _r4(nxt.bt - hop.et) <= find_threshold and nxt.token.casefold() == w:
+                if nxt is not None and round4(nxt.bt - hop.et) <= find_threshold and nxt.token.casefold() == w:
                     occ.append(nxt)
                     hop = nxt
                 else:
@@ -114,5 +115,4 @@ class ReferenceIndex:
         return out
 
 
-
-__all__ = ["ReferenceIndex", "char_split", "perl_num"]
+__all__ = ["ReferenceIndex", "RefWord", "char_split", "perl_num", "round4"]

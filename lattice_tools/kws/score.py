@@ -36,7 +36,7 @@ from ..io.kwslist import KwsList
 from ..io.rttm import RttmRecord
 from .matching import match
 from .measures import KwsScore, Metric, OperatingPoint, TermResult, evaluate
-from .references import ReferenceIndex, _Tok, char_split, perl_num
+from .references import ReferenceIndex, RefWord, char_split, perl_num
 from .segment_scoring import score_segments
 from .trials import Block, Trials
 from .types import KeywordTerm
@@ -337,7 +337,7 @@ def _align_keyword(kwid: str, text: str, block: Block, det_ids: Sequence[int], k
         d = kwslist.detections[i]
         if _belongs(by_chan, d.file, d.channel, d.tbeg, d.tbeg + d.dur):
             hits.setdefault((d.file, d.channel), []).append(i)
-    occs: dict[tuple[str, str], list[list[_Tok]]] = {}
+    occs: dict[tuple[str, str], list[list[RefWord]]] = {}
     for occ in refs.find_occurrences(text, find_threshold):
         occs.setdefault((occ[0].file, occ[0].chan), []).append(occ)
     for (file, chan), olist in occs.items():

@@ -10,7 +10,7 @@ from ..io.ecf import Ecf
 from ..io.kwlist import KwList
 from ..io.kwslist import KwsList
 from ..io.rttm import RttmRecord
-from .references import ReferenceIndex, _r4, _Tok
+from .references import ReferenceIndex, RefWord, round4
 from .trials import Trials
 from .types import Detection
 
@@ -24,23 +24,22 @@ class _Segment:
     et: float
 
 
-
 def _segments_of(speakers: list[RttmRecord], by_spkr: dict, file: str, chan: str, bt: float, dur: float
                  ) -> list[_Segment]:
     """F4DE's ``segmentsFromTimeframe``: an excerpt cut into speech (merged speaker turns) and non-speech
     segments; each word of a turn is tagged with the segment holding it."""
     segs: list[_Segment] = []
-    et = _r4(bt + dur)
+    et = round4(bt + dur)
 
     def last_et():
         return segs[-1].et if segs else bt
 
     for sp in sorted(speakers, key=lambda r: r.tbeg):
-        sp_bt, sp_et = sp.tbeg, _r4(sp.tbeg + sp.dur)
+        sp_bt, sp_et = sp.tbeg, round4(sp.tbeg + sp.dur)
         if sp_bt < bt or sp_et > et:
             continue
         if sp_bt > last_et():
-            segs.append(_Segment("NONSPEECH", file, chan, last_et(), _r4(sp_bt)))
+            segs.append(_Segment("NONSPEECH", file, chan, last_et(), round4(sp_bt)))
         if last_et() == sp_bt:
             segs.append(_Segment("SPEECH", file, chan, sp_bt, sp_et))
         elif segs and segs[-1].type == "SPEECH" and sp_et > last_et():
@@ -53,7 +52,6 @@ def _segments_of(speakers: list[RttmRecord], by_spkr: dict, file: str, chan: str
     if last_et() < et:
         segs.append(_Segment("NONSPEECH", file, chan, last_et(), et))
     return segs
-
 
 
 def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwslist: KwsList,
@@ -103,7 +101,7 @@ def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwsl
         sys_by_chan: dict[tuple[str, str], list[tuple[_Segment, Detection]]] = {}
         for seg, d in best.values():
             sys_by_chan.setdefault((d.file, d.channel), []).append((seg, d))
-        occ_by_chan: dict[tuple[str, str], list[list[_Tok]]] = {}
+        occ_by_chan: dict[tuple[str, str], list[list[RefWord]]] = {}
         for occ in refs.find_occurrences(text, find_threshold):
             occ_by_chan.setdefault((occ[0].file, occ[0].chan), []).append(occ)
         for key, occs in occ_by_chan.items():
@@ -135,7 +133,6 @@ def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwsl
         if just_system_terms and block.n_true == 0 and block.n_sys == 0:
             del main.blocks[kwid]      # F4DE adds empty blocks only without -j
     return main
-
 
 
 __all__ = ["score_segments"]

@@ -66,7 +66,6 @@ class Block:
         return len(self.targ) + len(self.nontarg)
 
 
-
 class Trials:
     """The keyword blocks of one set of trials (all keywords, or one condition) and its T."""
 
@@ -85,7 +84,6 @@ class Trials:
         if b is None:
             b = self.blocks[kwid] = Block(kwid, text)
         return b
-
 
 
 __all__ = ["Block", "Trials"]
