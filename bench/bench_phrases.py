@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from _alt_helpers import naive_masked_phrase_nbest, read_slf_lattice  # noqa: E402
 
-from lattice_tools.alternatives.phrases import PhraseDecomposition, phrases  # noqa: E402
+from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, phrases  # noqa: E402
 
 CLIPS = ["0870", "0880", "0890", "0920", "0930", "0870"]
 

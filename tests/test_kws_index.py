@@ -177,7 +177,7 @@ def test_nbest_at_infinity_equals_lattice(lat, max_length):
 def test_phrases_at_infinity_equal_lattice_for_single_words(lat, theta):
     """Phrase alternatives at N = infinity: every single-word term lies inside one phrase, and its
     expected count is exactly the lattice's (seed 001 eq. 6: the phrase marginals are exact)."""
-    from lattice_tools.alternatives.phrases import phrases
+    from lattice_tools.alternatives.phrase_alternatives import phrases
 
     lat_counts = _expected_counts(index_lattice(lat, max_length=1, max_silence=None))
     ph_counts = _expected_counts(index_alternatives(phrases(lat, None, theta), max_length=1, max_silence=None))
@@ -191,7 +191,7 @@ def test_phrases_at_infinity_equal_lattice_for_terms_inside_one_phrase(lat, thet
     """Multi-word terms: a term whose every occurrence (on every lattice path) lies inside one phrase
     gets exactly the lattice's expected count from the phrase alternatives at N = infinity."""
     from lattice_tools.algorithms.scores import arc_posteriors
-    from lattice_tools.alternatives.phrases import arc_phrases, phrase_cuts, phrases
+    from lattice_tools.alternatives.phrase_alternatives import arc_phrases, phrase_cuts, phrases
 
     labels = word_labels(lat)
     phrase_of = arc_phrases(lat, phrase_cuts(lat, arc_posteriors(lat), labels, theta))

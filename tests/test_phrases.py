@@ -17,7 +17,7 @@ from _alt_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.alternatives.phrases import PhraseDecomposition, phrases
+from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, phrases
 from lattice_tools.alternatives.word_align import word_align
 
 

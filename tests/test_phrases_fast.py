@@ -11,17 +11,17 @@ from _alt_helpers import chained_lattice_strategy, lattice_strategy, log_add, ps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.alternatives import _fastsearch
-from lattice_tools.alternatives._fastsearch import (
-    _Closed,
-    _first_min_per_cell,
-    _first_min_per_group,
-    _radix_halves,
-    _stable_order,
-)
+from lattice_tools.alternatives._epsilon_closure import EpsilonClosedRows
 from lattice_tools.alternatives._fb import BlockPlan, ForwardBackward
+from lattice_tools.alternatives._search import DEFAULT_TUNING, SearchTuning
+from lattice_tools.alternatives._search_arrays import (
+    first_min_per_cell,
+    first_min_per_group,
+    radix_halves,
+    stable_order,
+)
 from lattice_tools.alternatives.nbest import alternative_from_path
-from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker, phrases
+from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, _AlternativeMaker, phrases
 
 
 @settings(max_examples=200, deadline=None)
@@ -33,8 +33,8 @@ def test_stable_order_is_stable_argsort(n, span, seed):
         table[: len(table) // 2] = table[0]  # many ties
     idx = rng.integers(0, len(table), size=n)
     keys = table[idx]
-    low, high = _radix_halves(table, span)
-    got = _stable_order(keys, idx, low, high, np.arange(n, dtype=np.int64))
+    low, high = radix_halves(table, span, DEFAULT_TUNING)
+    got = stable_order(keys, idx, low, high, np.arange(n, dtype=np.int64), DEFAULT_TUNING)
     np.testing.assert_array_equal(got, np.argsort(keys, kind="stable"))
 
 
@@ -48,7 +48,7 @@ def test_first_min_per_cell_is_first_min_per_group(n, cells, seed, pickled):
     values[rng.random(n) < 0.02] = math.nan
     if pickled:  # non-canonical dtype instances: the slow-path trigger of ufunc.at
         keys, values = pickle.loads(pickle.dumps((keys, values)))
-    np.testing.assert_array_equal(_first_min_per_cell(keys, values, cells), _first_min_per_group(keys, values))
+    np.testing.assert_array_equal(first_min_per_cell(keys, values, cells), first_min_per_group(keys, values))
 
 
 @settings(max_examples=60, deadline=None)
@@ -64,7 +64,7 @@ def test_shared_block_plan_is_bitwise_identical(lat):
         np.testing.assert_array_equal(alone.beta, shared.beta)
         assert alone.total == shared.total
         # independent reference: scalar passes in topological order (forward) and reverse (backward)
-        def plus(a, b):  # the semiring's sum of two costs
+        def plus(a, b, log=log):  # the semiring's sum of two costs
             lo, hi = min(a, b), max(a, b)
             return lo if not log or hi == math.inf else lo - math.log1p(math.exp(lo - hi))
 
@@ -90,7 +90,7 @@ def test_closed_rows_equal_epsilon_path_enumeration(lat):
     cost = lat.arc_costs(1.0, 1.0, 0.0)
     final = lat.final_costs(1.0, 1.0)
     m = lat.num_states
-    cl = _Closed(m, lat.src.astype(np.int64), lat.dst.astype(np.int64), labels, cost,
+    cl = EpsilonClosedRows(m, lat.src.astype(np.int64), lat.dst.astype(np.int64), labels, cost,
                  np.arange(lat.num_arcs, dtype=np.int64) + 1000, final.copy(), final.copy())
     out = {s: [] for s in range(m)}
     for a, (s, d) in enumerate(zip(lat.src.tolist(), lat.dst.tolist(), strict=False)):
@@ -149,31 +149,27 @@ def test_alternative_maker_equals_alternative_from_path(real_lattice):
 
 
 @pytest.mark.parametrize("force", ["composite", "two_pass", "stable"])
-def test_every_sort_path_gives_identical_phrases(real_lattice, monkeypatch, force):
+def test_every_sort_path_gives_identical_phrases(real_lattice, force):
     """The grouping sort of an expansion has four implementations chosen by key span and size;
     forcing each one on a real lattice must give bitwise the same alternatives."""
+    dec = PhraseDecomposition(real_lattice, 0.1, acoustic_scale=0.1)
     reference = _signature(phrases(real_lattice, 200, 0.1, acoustic_scale=0.1))
+    assert _signature(dec.alternatives(200)) == reference
     if force == "composite":  # no radix halves: composite-key quicksort
-        monkeypatch.setattr(_fastsearch, "RADIX16_SPAN", 0)
-        monkeypatch.setattr(_fastsearch, "RADIX32_SPAN", 0)
+        tuning = SearchTuning(radix16_span=0, radix32_span=0)
     elif force == "two_pass":  # two 16-bit radix passes for every expansion
-        monkeypatch.setattr(_fastsearch, "RADIX16_SPAN", 0)
-        monkeypatch.setattr(_fastsearch, "RADIX_MIN_TOTAL", 0)
-    else:  # plain stable argsort (the composite key made to look too large)
-        monkeypatch.setattr(_fastsearch, "RADIX16_SPAN", 0)
-        monkeypatch.setattr(_fastsearch, "RADIX32_SPAN", 0)
-        real_stable = _fastsearch._stable_order
-
-        def no_composite(keys, idx, low, high, ramp):
-            return real_stable(keys + (1 << 61), idx, low, high, ramp)
-
-        monkeypatch.setattr(_fastsearch, "_stable_order", no_composite)
-    assert _signature(phrases(real_lattice, 200, 0.1, acoustic_scale=0.1)) == reference
+        tuning = SearchTuning(radix16_span=0, radix_min_total=0)
+    else:  # plain stable argsort
+        tuning = SearchTuning(radix16_span=0, radix32_span=0, composite_keys=False)
+    assert _signature(dec.alternatives(200, tuning=tuning)) == reference
 
 
-def test_dense_best_paths_equal_sorted_best_paths(real_lattice, monkeypatch):
+@pytest.mark.parametrize("cells_per_candidate", [0, 10 ** 9])
+def test_dense_best_paths_equal_sorted_best_paths(real_lattice, cells_per_candidate):
     """Best single paths (word times) found with the dense scatter-minimum equal those found with
-    the sort-based first-minimum it replaced."""
+    the sort-based first-minimum it replaced (and the choice between them per step changes nothing)."""
+    dec = PhraseDecomposition(real_lattice, 0.1, acoustic_scale=0.1)
     reference = _signature(phrases(real_lattice, 300, 0.1, acoustic_scale=0.1))
-    monkeypatch.setattr(_fastsearch, "_first_min_per_cell", lambda cells, values, n: _first_min_per_group(cells, values))
-    assert _signature(phrases(real_lattice, 300, 0.1, acoustic_scale=0.1)) == reference
+    assert _signature(dec.alternatives(300, tuning=SearchTuning(dense_best_paths=False))) == reference
+    always_dense = SearchTuning(dense_cells_per_candidate=cells_per_candidate)
+    assert _signature(dec.alternatives(300, tuning=always_dense)) == reference

@@ -14,10 +14,13 @@ from hypothesis import strategies as st
 
 from lattice_tools._gc import gc_paused
 from lattice_tools.alternatives._common import dense_codes, prepare
-from lattice_tools.alternatives._fastsearch import _Closed, _Growable, search_many
+from lattice_tools.alternatives._epsilon_closure import EpsilonClosedRows
+from lattice_tools.alternatives._fastsearch import search_many
 from lattice_tools.alternatives._fb import ForwardBackward
+from lattice_tools.alternatives._search import SearchTuning
+from lattice_tools.alternatives._search_arrays import GrowableColumns
 from lattice_tools.alternatives.nbest import alternative_from_path, lattice_search_problem
-from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker
+from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, _AlternativeMaker
 
 
 def _problem(lat):
@@ -68,27 +71,24 @@ def test_batched_phrases_equal_phrases_searched_one_at_a_time():
 
 
 @pytest.mark.parametrize("side_by_side", [1, 3])
-def test_fewer_searches_side_by_side_find_the_same(monkeypatch, side_by_side):
+def test_fewer_searches_side_by_side_find_the_same(side_by_side):
     """The cap on concurrent searches (a memory bound) changes which searches share a batch,
     never what any of them finds; released records are never read again."""
-    from lattice_tools.alternatives import _fastsearch
     problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
     reference = search_many(problems, 100)
-    monkeypatch.setattr(_fastsearch, "SIDE_BY_SIDE", side_by_side)
-    for a, b in zip(reference, search_many(problems, 100), strict=False):
+    for a, b in zip(reference, search_many(problems, 100, tuning=SearchTuning(side_by_side=side_by_side)),
+                    strict=False):
         assert [r.labels for r in a] == [r.labels for r in b]
         assert [r.best_arcs for r in a] == [r.best_arcs for r in b]
         assert [r.cost for r in a] == pytest.approx([r.cost for r in b], rel=1e-12, abs=1e-9)
 
 
-def test_word_time_closure_in_chunks_gives_the_same_best_paths(monkeypatch):
+def test_word_time_closure_in_chunks_gives_the_same_best_paths():
     """The word-time closure is built for a few automata at a time (a memory bound): with chunks
     of one automaton each, the best paths are the same."""
-    from lattice_tools.alternatives import _fastsearch
     problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
     reference = search_many(problems, 100)
-    monkeypatch.setattr(_fastsearch, "CLOSED_CHUNK_ARCS", 1)
-    for a, b in zip(reference, search_many(problems, 100), strict=False):
+    for a, b in zip(reference, search_many(problems, 100, tuning=SearchTuning(closed_chunk_arcs=1)), strict=False):
         assert [(r.labels, r.best_arcs, r.best_cost) for r in a] == [(r.labels, r.best_arcs, r.best_cost) for r in b]
 
 
@@ -112,7 +112,7 @@ def test_dense_codes_equal_numpy_unique(values, huge):
 
 
 def test_growable_keeps_positions_when_it_grows():
-    buf = _Growable(2, (np.int64, np.float64))
+    buf = GrowableColumns(2, (np.int64, np.float64))
     rng = np.random.default_rng(0)
     want_i, want_f = [], []
     for k in range(20):
@@ -183,9 +183,9 @@ def test_closure_of_one_semiring_equals_that_half_of_both():
     labels, cost, final = prepare(lat, acoustic_scale=0.1)
     args = (lat.num_states, lat.src.astype(np.int64), lat.dst.astype(np.int64), labels, cost,
             np.arange(lat.num_arcs, dtype=np.int64), final.copy(), final.copy())
-    both = _Closed(*args)
-    log_only = _Closed(*args, tropical=False)
-    trop_only = _Closed(*args, log=False)
+    both = EpsilonClosedRows(*args)
+    log_only = EpsilonClosedRows(*args, tropical=False)
+    trop_only = EpsilonClosedRows(*args, log=False)
     assert (labels == 0).sum() > 100  # the closure has work to do
     for one in (log_only, trop_only):
         np.testing.assert_array_equal(one.w_off, both.w_off)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .determinize import determinize  # noqa: E402
 from .nbest import nbest, nbest_sequences  # noqa: E402
 from .network import Alternative, Alternatives, Slot, depth_statistics
-from .phrases import PhraseDecomposition, phrases  # noqa: E402
+from .phrase_alternatives import PhraseDecomposition, phrases  # noqa: E402
 from .sausage import sausage  # noqa: E402
 from .word_align import word_align  # noqa: E402
 

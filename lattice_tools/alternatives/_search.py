@@ -17,12 +17,16 @@ in exact order of their total probability: the first ``n`` end nodes are the ``n
 distinct sequences, with exact scores.  The best single path realizing each output sequence (for
 word times) is then found by a Viterbi pass restricted to the trie of the output sequences.
 
-The implementation is :func:`lattice_tools.alternatives._fastsearch.search_many`; this module
-holds the shared scalar helpers.
+The implementation: :class:`~lattice_tools.alternatives._determinizer.Determinizer` (the lazily
+built determinized automaton: subsets, their expansions into choices, interning) and the best-first
+driver :func:`lattice_tools.alternatives._fastsearch.search_many`; word times come from
+:mod:`~lattice_tools.alternatives._best_paths`.  This module holds what they share: the result
+type, the tuning parameters and a scalar helper.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 INF = math.inf
@@ -44,3 +48,46 @@ class SequenceResult(NamedTuple):
     cost: float  # log-semiring cost of all paths with this sequence
     best_cost: float  # cost of the best single path with this sequence
     best_arcs: tuple  # ids of the word arcs of that path
+
+
+@dataclass(frozen=True)
+class SearchTuning:
+    """How the search engine spends time and memory; none of these changes what it finds (tests
+    check every setting against the defaults).
+
+    Grouping sorts (an expansion groups its gathered entries by dense key):
+      radix16_span: keys below this span are sorted with one stable 16-bit radix pass;
+      radix32_span: keys below this span with two 16-bit passes, once an expansion gathers at least
+        ``radix_min_total`` entries (fewer: a composite-key quicksort is faster);
+      composite_keys: otherwise sort ``key * n + index`` with numpy's (faster) unstable sort when it
+        fits in int64; False: always numpy's stable argsort.
+    Best single paths (word times):
+      dense_best_paths: find the cheapest candidate per (trie node, state) with a dense
+        scatter-minimum table rather than a sort, when the table has at most
+        ``dense_cells_per_candidate`` cells per candidate (a sparse step, e.g. a wide trie level
+        over a large automaton, would spend its time filling the table);
+      closed_chunk_arcs: the word-time epsilon closure is built for groups of automata of about
+        this many arcs at a time (bounds its memory).
+    Side-by-side searches:
+      side_by_side: at most this many lazy searches run at once, since their records are all alive
+        at once: on a 540k-link lattice 8 keep the peak memory near that of one search at a time
+        (80: 2.5x more), and on the 138k-link lattice 8 are as fast as 80.
+    Exact-bound fallback:
+      exact_batch_states, exact_batch_members: an exact-bound expansion batch holds at most this
+        many determinized states, and stops growing once their subsets hold this many lattice
+        states (bounds the batch's temporary arrays).
+    """
+
+    radix16_span: int = 1 << 16
+    radix32_span: int = 1 << 32
+    radix_min_total: int = 512
+    composite_keys: bool = True
+    dense_best_paths: bool = True
+    dense_cells_per_candidate: int = 64
+    closed_chunk_arcs: int = 200_000
+    side_by_side: int = 8
+    exact_batch_states: int = 1024
+    exact_batch_members: int = 20_000
+
+
+DEFAULT_TUNING = SearchTuning()

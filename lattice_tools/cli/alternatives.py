@@ -76,7 +76,7 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
         def compute(lat):
             return sausage(lat, n, **kw)
     elif kind == "phrases":
-        from ..alternatives.phrases import phrases
+        from ..alternatives.phrase_alternatives import phrases
 
         def compute(lat):
             return phrases(lat, n, posterior_threshold, **kw, **unbounded)

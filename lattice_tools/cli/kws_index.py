@@ -55,7 +55,7 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                 from ..alternatives.sausage import sausage
                 alts = sausage(lat, n, **scales)
             else:
-                from ..alternatives.phrases import phrases
+                from ..alternatives.phrase_alternatives import phrases
                 alts = phrases(lat, n, posterior_threshold, **scales)
             alts.meta["vocabulary"] = [w for w, _ in lat.symbols]
             if segments is not None:

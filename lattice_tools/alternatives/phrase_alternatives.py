@@ -53,6 +53,7 @@ from ..lattice import Lattice
 from ._common import prepare
 from ._fastsearch import SearchProblem, search_many
 from ._fb import INF, ForwardBackward, _segment_reduce, log_add
+from ._search import DEFAULT_TUNING, SearchTuning
 from .nbest import alternative_from_path, arc_words_and_times
 from .network import Alternative, Alternatives, Slot
 
@@ -120,6 +121,7 @@ class PhraseDecomposition:
         if not 0.0 <= posterior_threshold <= 1.0:
             raise LatticeError(f"posterior_threshold must be in [0, 1], got {posterior_threshold}", key=lat.key or None)
         self.lat = lat
+        self.posterior_threshold = posterior_threshold
         labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
         self.labels, self.cost, self.final = labels, cost, final
         fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
@@ -196,19 +198,41 @@ class PhraseDecomposition:
             ai = arc_order[arc_off[k]:arc_off[k + 1]]
             gsrc, gdst = lat.src[ai].astype(np.int64), lat.dst[ai].astype(np.int64)
             states = np.unique(np.r_[ent_u[ei], st_v[xi], gsrc, gdst])
-            loc = lambda g: np.searchsorted(states, g)  # noqa: E731 - global -> local state ids
-            out.append(SearchProblem(len(states), loc(gsrc), loc(gdst), self.labels[ai], self.cost[ai], ai,
-                                     loc(ent_u[ei]), a_log[ei], a_vit[ei], loc(st_v[xi]), e_log[xi], e_vit[xi],
+            local = states.searchsorted  # global -> phrase-local state ids
+            out.append(SearchProblem(len(states), local(gsrc), local(gdst), self.labels[ai], self.cost[ai], ai,
+                                     local(ent_u[ei]), a_log[ei], a_vit[ei], local(st_v[xi]), e_log[xi], e_vit[xi],
                                      beta[states]))
         return out
 
-    def search(self, n: int | None, max_pops: int = 2_000_000, max_states: int = 1_000_000):
+    def search(self, n: int | None, max_pops: int = 2_000_000, max_states: int = 1_000_000,
+               tuning: SearchTuning = DEFAULT_TUNING):
         """Yield ``(k, results)`` for each phrase: its exact ``n`` best sequences
         (:class:`~lattice_tools.alternatives._search.SequenceResult`, costs include the frontier
         weights, so ``exp(total - cost)`` is the posterior).  The phrases' searches run side by
-        side (:func:`~lattice_tools.alternatives._fastsearch.search_many`)."""
+        side (:func:`~lattice_tools.alternatives._fastsearch.search_many`; ``tuning``: its
+        time/memory trade-offs, which never change the result)."""
         yield from enumerate(search_many(self.problems(), n, max_pops=max_pops, key=self.lat.key or None,
-                                         max_states=max_states))
+                                         max_states=max_states, tuning=tuning))
+
+    def alternatives(self, n: int | None, max_pops: int = 2_000_000, max_states: int = 1_000_000,
+                     tuning: SearchTuning = DEFAULT_TUNING) -> Alternatives:
+        """The phrase alternatives (see :func:`phrases`), at most ``n`` per phrase."""
+        lat = self.lat
+        fs = lat.frame_shift
+        slots = []
+        make = _AlternativeMaker(lat, self.labels)
+        total = self.total
+        for k, results in self.search(n, max_pops=max_pops, max_states=max_states, tuning=tuning):
+            check_memory("phrase alternatives", lat.key or None)
+            alts = make.many([r.best_arcs for r in results], [math.exp(-(r.cost - total)) for r in results])
+            if not alts or all(a.is_empty for a in alts):
+                continue
+            b0, b1 = self.phrase_span(k)
+            start, end = (b0 * fs, b1 * fs) if lat.has_times else (math.nan, math.nan)
+            slots.append(Slot(round(start, 6), round(end, 6), alts))
+        return Alternatives(key=lat.key, slots=tuple(slots), kind="phrase",
+                            meta={"requested_n": n, "posterior_threshold": self.posterior_threshold,
+                                  "num_phrases": self.num_phrases, "total_cost": self.total})
 
 
 class _AlternativeMaker:
@@ -274,18 +298,4 @@ def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, ac
     with gc_paused():  # tens of thousands of search records and result objects, none cyclic
         dec = PhraseDecomposition(lat, posterior_threshold, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                                   word_penalty=word_penalty, silence_words=silence_words)
-        fs = lat.frame_shift
-        slots = []
-        make = _AlternativeMaker(lat, dec.labels)
-        total = dec.total
-        for k, results in dec.search(n, max_pops=max_pops, max_states=max_states):
-            check_memory("phrase alternatives", lat.key or None)
-            alts = make.many([r.best_arcs for r in results], [math.exp(-(r.cost - total)) for r in results])
-            if not alts or all(a.is_empty for a in alts):
-                continue
-            b0, b1 = dec.phrase_span(k)
-            start, end = (b0 * fs, b1 * fs) if lat.has_times else (math.nan, math.nan)
-            slots.append(Slot(round(start, 6), round(end, 6), alts))
-    return Alternatives(key=lat.key, slots=tuple(slots), kind="phrase",
-                        meta={"requested_n": n, "posterior_threshold": posterior_threshold,
-                              "num_phrases": dec.num_phrases, "total_cost": dec.total})
+        return dec.alternatives(n, max_pops=max_pops, max_states=max_states)
