@@ -26,13 +26,9 @@ from ._epsilon_closure import EpsilonClosedRows
 from ._search import DEFAULT_TUNING, SearchTuning
 from ._search_arrays import (
     NOT_INTERNED,
-    radix_halves,
-    run_starts,
-    segment_logsum,
-    segment_logsum_shifted,
-    stable_order,
     typed_array,
 )
+from ._search_kernels import expand_state, row_scaling
 
 INF = math.inf
 
@@ -98,8 +94,15 @@ class Determinizer:
         self.records: list = []
         self._closure_rows()
         self._word_rows()
-        self._owner_rank = np.full(union.num_automata, -1, dtype=np.int64)
-        self._ramp = np.arange(max(len(self._w_lc), union.num_states, len(self._c_dst)) + 1, dtype=np.int64)
+        self._tables = (self._c_off, self._c_dst, self._c_lc, *row_scaling(self._c_off, self._c_lc), self._w_off,
+                        self._w_key, self._w_lc, *row_scaling(self._w_off, self._w_lc), self._pair_group,
+                        self._pair_dst, self._beta_x, *self._bound_scaling())
+        M, num_pairs = union.num_states, max(self._num_pairs, 1)
+        num_groups = int(self._pair_group.max()) + 1 if self._num_pairs else 1
+        self._scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M),
+                         np.zeros(num_pairs, dtype=np.int64), np.empty(num_pairs), np.empty(num_pairs),
+                         np.zeros(num_groups, dtype=np.int64), np.zeros(num_groups, dtype=np.int64))
+        self._stamp = 0
 
     def _closure_rows(self) -> None:
         """Every state's epsilon closure: the states reachable through epsilon paths, itself
@@ -114,8 +117,6 @@ class Determinizer:
                                    np.r_[u.cost[eps], np.zeros(M)], np.r_[np.zeros(len(eps), dtype=np.int64), selfs],
                                    np.full(M, INF), np.full(M, INF), tropical=False)
         self._c_off, self._c_dst, self._c_lc = closed.w_off, closed.w_dst, closed.w_lc
-        self._c_cnt = np.diff(self._c_off)
-        self._c_key16, self._c_key_hi = radix_halves(self._c_dst, M, self.tuning)
 
     def _word_rows(self) -> None:
         """Every state's own word arcs, preceded by one *end entry* when the state is final, so that
@@ -145,13 +146,26 @@ class Determinizer:
         self._w_lc = np.r_[u.exit_lc[end_states], u.cost[word]][rows]
         self._w_cnt = np.bincount(row_state, minlength=M)
         self._w_off = np.r_[0, np.cumsum(self._w_cnt)]
-        self._w_key16, self._w_key_hi = radix_halves(self._w_key, len(pair_key), self.tuning)
         self._pair_group = pair_key // (M + P)  # (automaton, label): nondecreasing in pair order
         self._pair_dst = pair_key % (M + P)
-        self._pair_owner, self._pair_lab = self._pair_group // L1, self._pair_group % L1
+        self._pair_lab = self._pair_group % L1
         self._beta_x = np.r_[u.beta, np.zeros(P)]  # the end entries' dummy destinations complete with cost 0
         self._num_pairs = len(pair_key)
-        self._num_groups = int(self._pair_group.max()) + 1 if self._num_pairs else 1
+
+    def _bound_scaling(self):
+        """``(beta_scaled, beta_base)`` per union state and end destination for
+        :func:`~lattice_tools.alternatives._search_kernels.expand_state`: ``beta_base`` the smallest
+        finite bound of the state's automaton, ``beta_scaled = exp(beta_base - beta)``."""
+        u = self.union
+        finite = np.isfinite(u.beta)
+        owner = np.repeat(np.arange(u.num_automata), u.sizes)
+        base = np.full(u.num_automata, np.inf)
+        np.minimum.at(base, owner[finite], u.beta[finite])
+        base = np.where(np.isfinite(base), base, 0.0)[owner]
+        scaled = np.zeros(u.num_states)
+        scaled[finite] = np.exp(base[finite] - u.beta[finite])
+        pad = np.zeros(u.num_automata)  # the end entries' dummy destinations: singleton groups, unused
+        return np.r_[scaled, pad], np.r_[base, pad]
 
     def intern(self, automaton: int, states: np.ndarray, resid: np.ndarray) -> int:
         """The id of the determinized state (``states``, residual costs ``resid``) of ``automaton``."""
@@ -174,145 +188,46 @@ class Determinizer:
     def resolve(self, rec: list, i: int) -> int:
         """Interned id of the successor of choice ``i`` of a choice record (the same key as
         :meth:`intern`: the int64 bytes of the states and of the rounded residuals)."""
-        ud, resid, e8, ud_bytes, rq_bytes, base8, copy = rec[SUCCESSORS]
+        dst, share, ends = rec[SUCCESSORS]
         g = rec[GROUPS][i]
-        a8, b8 = e8[g] - base8, e8[g + 1] - base8
-        k = (ud_bytes[a8:b8], rq_bytes[a8:b8])
+        a, b = ends[g], ends[g + 1]
+        by_state = np.argsort(dst[a:b])  # a subset's states are kept in increasing order
+        states = dst[a:b][by_state]
+        resid = -np.log(share[a:b][by_state])
+        k = (states.tobytes(), np.rint(resid / self.resolution).astype(np.int64).tobytes())
         keys = self.keys[rec[AUTOMATON]]
         nj = keys.get(k)
         if nj is None:
             nj = keys[k] = len(self.subsets)
-            a, b = a8 >> 3, b8 >> 3
-            self.subsets.append((ud[a:b].copy(), resid[a:b].copy()) if copy else (ud[a:b], resid[a:b]))
+            self.subsets.append((states, resid))
             self.records.append(None)
         rec[NEXTS][i] = nj
         return nj
 
-    def expand(self, js: list, owners: list, keyed: bool = False) -> None:
-        """Expand determinized states ``js`` into their choice records, most promising first: for
-        each a list ``[bounds, labels, costs, groups, nexts, successors, automaton]`` -- parallel
-        typed arrays of the bound of all completions through the choice (``cost + h(next)``), its
-        label (-1 for the end), the cost of that transition (for the end: the exact total cost of
-        ending here), the index of its successor among the batch's groups, and the successor's
-        interned id (-1 until :meth:`resolve` looks it up); then the batch's shared successor data
-        and the state's automaton.  ``owners``: the automaton of each state, in increasing order;
-        ``keyed``: several states may belong to one automaton, so entries are keyed by request as
-        well (else pairs alone keep the requests apart)."""
-        keyed = keyed and len(js) > 1  # requests may share states and pairs
-        if not keyed and len(js) > 1:
-            self._owner_rank[owners] = np.arange(len(js))  # automaton -> request
-        states, resid, request = self._close(js, keyed)
-        for j in js:
-            self.subsets[j] = None
-        cnt = self._w_cnt[states]
-        if not int(cnt.sum()):
-            for j, o in zip(js, owners, strict=True):
-                self.records[j] = [[], [], [], [], [], None, o]
-            return
-        self._store_choices(js, owners, keyed, *self._reduce_pairs(states, resid, request, cnt, len(js), keyed))
-
-    def _close(self, js: list, keyed: bool):
-        """The batch's subsets closed under epsilon paths: (states, residuals, request of each
-        state or None), per request in state order."""
-        M, subsets = self.union.num_states, self.subsets
-        B = len(js)
-        if B == 1:
-            S, R = subsets[js[0]]
-        else:
-            S = np.concatenate([subsets[j][0] for j in js])
-            R = np.concatenate([subsets[j][1] for j in js])
-        cc_ = self._c_cnt[S]
-        t1 = int(cc_.sum())
-        ramp1 = self._ramp[:t1] if t1 < len(self._ramp) else np.arange(t1)
-        idx1 = np.repeat(self._c_off[S] - (np.cumsum(cc_) - cc_), cc_) + ramp1
-        e = self._c_dst[idx1]
-        if keyed:
-            e = np.repeat(np.repeat(np.arange(B, dtype=np.int64), [len(subsets[j][0]) for j in js]), cc_) * M + e
-            o1 = stable_order(e, ramp1, *radix_halves(e, B * M, self.tuning), ramp1, self.tuning)
-        else:
-            o1 = stable_order(e, idx1, self._c_key16, self._c_key_hi, ramp1, self.tuning)
-        es = e[o1]
-        s1 = run_starts(es)
-        R = segment_logsum_shifted((np.repeat(R, cc_) + self._c_lc[idx1])[o1], s1)
-        S = es[s1]
-        request = None
-        if keyed:
-            request = S // M
-            S = S - request * M
-        return S, R, request
-
-    def _reduce_pairs(self, S, R, request, cnt, B: int, keyed: bool):
-        """The word-arc and end rows of the closed states ``S`` reduced per (request,) pair, then per
-        group: returns (choice order, group ends, group labels, group costs, group bounds, pair
-        destinations, pair residuals, request of each group or None)."""
-        tuning, num_pairs = self.tuning, self._num_pairs
-        total = int(cnt.sum())
-        ramp_t = self._ramp[:total] if total < len(self._ramp) else np.arange(total)
-        idx = np.repeat(self._w_off[S] - (np.cumsum(cnt) - cnt), cnt) + ramp_t
-        v = np.repeat(R, cnt) + self._w_lc[idx]
-        k2 = self._w_key[idx]
-        if keyed:
-            k2 = np.repeat(request, cnt) * num_pairs + k2
-            order = stable_order(k2, ramp_t, *radix_halves(k2, B * num_pairs, tuning), ramp_t, tuning)
-        else:
-            order = stable_order(k2, idx, self._w_key16, self._w_key_hi, ramp_t, tuning)
-        k2s = k2[order]
-        seg = run_starts(k2s)
-        val = segment_logsum_shifted(v[order], seg)  # per pair
-        up = k2s[seg]
-        group_request = None
-        if keyed:
-            req_u = up // num_pairs
-            up = up - req_u * num_pairs
-            lseg = run_starts(req_u * self._num_groups + self._pair_group[up])
-            group_request = req_u[lseg]
-        else:
-            lseg = run_starts(self._pair_group[up])
-            if B > 1:
-                group_request = self._owner_rank[self._pair_owner[up[lseg]]]
-        ends = np.empty(len(lseg) + 1, dtype=np.int64)
-        ends[:-1] = lseg
-        ends[-1] = len(up)
-        lens = ends[1:] - lseg
-        ud = self._pair_dst[up]
-        wsum = segment_logsum_shifted(val, lseg, lens)  # per group: the transition's cost
-        bound = segment_logsum(val + self._beta_x[ud], lseg, lens)  # per group: the log-sum of its completions
-        ch = np.argsort(bound, kind="stable")  # groups are in label order: ties go by label, end first
-        ch = ch[:int(np.count_nonzero(bound < INF))]  # no finite completion: never an output
-        resid = val - wsum.repeat(lens)
-        return ch, ends, self._pair_lab[up[lseg]], wsum, bound, ud, resid, group_request
-
-    def _store_choices(self, js, owners, keyed, ch, ends, group_label, wsum, bound, ud, resid, group_request):
-        """The choice records of the batch's states.  Successor data: the states and residuals of
-        every group, the byte offsets of the groups (``e8``) and the key bytes.  A request's groups
-        and pairs are contiguous; requests of different automata get copies of their own part (a
-        search that ends releases its records, which then must not keep the other searches' parts
-        alive).  Records are typed arrays: 8 bytes per entry instead of a Python object."""
-        B = len(js)
-        e8 = typed_array("q", ends * 8)
-        ud_bytes, rq_bytes = ud.tobytes(), np.rint(resid / self.resolution).astype(np.int64).tobytes()
-        if B > 1:
-            ch = ch[np.argsort(group_request[ch], kind="stable")]  # by request, then bound, then label
-            cuts = np.searchsorted(group_request[ch], np.arange(B + 1)).tolist()
-            pair_cut = ends[np.searchsorted(group_request, np.arange(B + 1))].tolist()
-        else:
-            cuts, pair_cut = [0, len(ch)], [0, len(ud)]
-        b_l, l_l, c_l, g_l = (typed_array("d", bound[ch]), typed_array("q", self._lab_out[group_label[ch]]),
-                              typed_array("d", wsum[ch]), typed_array("q", ch))
-        # (keyed batches belong to the exact-bound search, which resolves every successor at once,
-        # mostly to states it already has: a new state copies its part, not to pin the batch)
-        shared = (ud, resid, e8, ud_bytes, rq_bytes, 0, keyed)
-        records = self.records
-        for r, (j, o) in enumerate(zip(js, owners, strict=True)):
-            a, b = cuts[r], cuts[r + 1]
-            if keyed or B == 1:  # one automaton: its records are released together
-                succ = shared
-            else:
-                p0, p1 = pair_cut[r], pair_cut[r + 1]
-                succ = (ud[p0:p1].copy(), resid[p0:p1].copy(), e8, ud_bytes[8 * p0:8 * p1], rq_bytes[8 * p0:8 * p1],
-                        8 * p0, False)
-            records[j] = [b_l[a:b], l_l[a:b], c_l[a:b], g_l[a:b], NOT_INTERNED * (b - a), succ, o]
+    def expand(self, js: list, owners: list) -> None:
+        """Expand determinized states ``js`` (of automata ``owners``) into their choice records,
+        most promising first: for each a list ``[bounds, labels, costs, groups, nexts, successors,
+        automaton]`` -- parallel typed arrays of the bound of all completions through the choice
+        (``cost + h(next)``), its label (-1 for the end), the cost of that transition (for the end:
+        the exact total cost of ending here), the index of its successor among the state's groups,
+        and the successor's interned id (-1 until :meth:`resolve` looks it up: most successors are
+        never visited, so they are only interned when the search reaches them); then the
+        successor data and the state's automaton.  Each state is expanded on its own
+        (:func:`~lattice_tools.alternatives._search_kernels.expand_state`)."""
+        subsets, records, scratch = self.subsets, self.records, self._scratch
+        tables = self._tables
+        lab_out, pair_lab = self._lab_out, self._pair_lab
+        for j, o in zip(js, owners, strict=True):
+            states, resid = subsets[j]
+            subsets[j] = None
+            self._stamp += 1
+            order, ends, group_pair, bound, wsum, dst, share = expand_state(states, resid, *tables, *scratch,
+                                                                            self._stamp)
+            k = len(order)
+            records[j] = [typed_array("d", bound[order]), typed_array("q", lab_out[pair_lab[group_pair[order]]]),
+                          typed_array("d", wsum[order]), typed_array("q", order), NOT_INTERNED * k,
+                          (dst, share, ends), o]
 
     def expander_for(self, automaton: int):
         """``expand(js)`` for a batch of states all of ``automaton`` (the exact-bound searches)."""
-        return lambda js: self.expand(js, [automaton] * len(js), keyed=True)
+        return lambda js: self.expand(js, [automaton] * len(js))

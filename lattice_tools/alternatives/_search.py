@@ -55,17 +55,7 @@ class SearchTuning:
     """How the search engine spends time and memory; none of these changes what it finds (tests
     check every setting against the defaults).
 
-    Grouping sorts (an expansion groups its gathered entries by dense key):
-      radix16_span: keys below this span are sorted with one stable 16-bit radix pass;
-      radix32_span: keys below this span with two 16-bit passes, once an expansion gathers at least
-        ``radix_min_total`` entries (fewer: a composite-key quicksort is faster);
-      composite_keys: otherwise sort ``key * n + index`` with numpy's (faster) unstable sort when it
-        fits in int64; False: always numpy's stable argsort.
-    Best single paths (word times):
-      dense_best_paths: find the cheapest candidate per (trie node, state) with a dense
-        scatter-minimum table rather than a sort, when the table has at most
-        ``dense_cells_per_candidate`` cells per candidate (a sparse step, e.g. a wide trie level
-        over a large automaton, would spend its time filling the table);
+    Word times:
       closed_chunk_arcs: the word-time epsilon closure is built for groups of automata of about
         this many arcs at a time (bounds its memory).
     Side-by-side searches:
@@ -78,12 +68,6 @@ class SearchTuning:
         states (bounds the batch's temporary arrays).
     """
 
-    radix16_span: int = 1 << 16
-    radix32_span: int = 1 << 32
-    radix_min_total: int = 512
-    composite_keys: bool = True
-    dense_best_paths: bool = True
-    dense_cells_per_candidate: int = 64
     closed_chunk_arcs: int = 200_000
     side_by_side: int = 8
     exact_batch_states: int = 1024
