@@ -8,9 +8,15 @@
    (``determinize_star(use_log=True)`` with the pitfalls.md fresh-state workaround, delta 1e-6),
    ``shortest_path(n=N)`` -- and check that both give the same alternatives and scores.
 
+3. ``--suite``: ``phrases(lat, N)`` at theta 0.1 and 0.01 on lattices unlike the bench one, each in a
+   fresh process (CPU time of the call, peak RSS of the process): the big lattice; the same audio with
+   narrow beams; a 30 s two-voice conversation (espeak-ng, the text of ``CONVERSATION``) decoded with
+   the wide beams (~380k links); each bundled LibriVox clip decoded with the wide beams.
+
 Usage::
 
     nice python bench/bench_phrases.py [--workdir /tmp/bench_phrases] [--theta 0.1] [--n 1000]
+    nice python bench/bench_phrases.py --suite [--workdir /tmp/bench_phrases] [--n 1000]
 
 Prints the timings (wall and CPU: the machine is shared, CPU time is the stable figure) and the
 speed-up ratio (naive / ours, CPU time).  Measured (decoding takes a few minutes, then cached):
@@ -79,13 +85,102 @@ def big_lattice_slf(workdir: str) -> str:
     return slf
 
 
+#: The conversation of the suite: two espeak-ng voices taking turns (decoded as one 30 s recording).
+CONVERSATION = [
+    ("en-us+m3", "yeah well I mean you know we were thinking about going down there for the weekend but uh the "
+                 "weather was kind of bad so we just stayed home and watched a movie"),
+    ("en-us+f2", "oh really what did you watch"),
+    ("en-us+m3", "I don't remember the name it was one of those uh action things with the cars and stuff my son "
+                 "picked it"),
+    ("en-us+f2", "right right I know the kind you mean we saw something like that last month and it was okay I guess"),
+]
+
+
+def conversation_slf(workdir: str) -> str:
+    """The suite's conversation: ``workdir/conv30.wav`` (synthesized with espeak-ng and sox when missing:
+    16 kHz mono, turns concatenated, cut to 30 s) decoded with the BIG beams into ``conv30_wide.slf``."""
+    os.makedirs(workdir, exist_ok=True)
+    wav = os.path.join(workdir, "conv30.wav")
+    if not os.path.exists(wav):
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            turns = []
+            for i, (voice, text) in enumerate(CONVERSATION):
+                raw = os.path.join(tmp, f"t{i}.wav")
+                subprocess.run(["espeak-ng", "-v", voice, "-s", "160", "-w", raw, text], check=True)
+                turns.append(os.path.join(tmp, f"s{i}.wav"))
+                subprocess.run(["sox", raw, "-r", "16000", "-c", "1", "-b", "16", turns[-1]], check=True)
+            subprocess.run(["sox", *turns, os.path.join(tmp, "conv.wav"), "trim", "0", "30"], check=True)
+            os.replace(os.path.join(tmp, "conv.wav"), wav)
+    slf = os.path.join(workdir, "conv30_wide.slf")
+    decode(wav, slf, BIG)
+    return slf
+
+
+def suite_lattices(workdir: str) -> dict:
+    """name -> (SLF paths, acoustic scale) of the suite (decoded once, then cached in ``workdir``)."""
+    big = big_lattice_slf(workdir)
+    narrow = os.path.join(workdir, "concat.slf")
+    decode(os.path.join(workdir, "concat.wav"), narrow, MID)
+    clips = []
+    for c in sorted(set(CLIPS)):
+        slf = os.path.join(workdir, f"clip{c}_wide.slf")
+        decode(str(REPO / "lattice_tools" / "data" / "librivox" / f"sense_and_sensibility_01_austen_64kb-{c}.wav"), slf,
+               BIG)
+        clips.append(slf)
+    return {"concat_wide": ([big], 0.1), "concat_narrow": ([narrow], 0.1),
+            "conv30_wide": ([conversation_slf(workdir)], 1.0), "librivox_clips_wide": (clips, 0.1)}
+
+
+def run_one(paths: list, acoustic_scale: float, theta: float, n: int) -> None:
+    """One suite measurement, in this (fresh) process: CPU time of ``phrases`` summed over ``paths``
+    (lattices read beforehand) and the peak RSS of the process, printed as one JSON line."""
+    import json
+    import resource
+
+    import numba  # noqa: F401 - imported before the timing, as a user's pipeline has it loaded
+
+    lats = [read_slf_lattice(p, Path(p).stem) for p in paths]
+    phrases(read_slf_lattice(str(REPO / "tests" / "data" / "slf" / "htk_lmscale.slf")), 10, theta)  # compiled code
+    cpu, out = 0.0, []
+    for lat in lats:
+        c = time.process_time()
+        out.append(phrases(lat, n, theta, acoustic_scale=acoustic_scale))
+        cpu += time.process_time() - c
+    print(json.dumps({"cpu_s": round(cpu, 3), "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                                                                     / 1024), "links": sum(x.num_arcs for x in lats),
+                      "alternatives": sum(sum(a.depths) for a in out)}))
+
+
+def suite(workdir: str, n: int) -> None:
+    """The suite's table: per lattice and theta, CPU s and peak RSS (best CPU of 2 fresh processes)."""
+    import json
+
+    print(f"{'lattice':<22} {'links':>8} {'theta':>6} {'CPU s':>7} {'peak RSS MB':>12} {'alternatives':>13}")
+    for name, (paths, scale) in suite_lattices(workdir).items():
+        for theta in (0.1, 0.01):
+            runs = [json.loads(subprocess.run([sys.executable, __file__, "--one", json.dumps(paths), str(scale),
+                                               str(theta), str(n)], check=True, capture_output=True,
+                                              text=True).stdout.strip().splitlines()[-1]) for _ in range(2)]
+            r = min(runs, key=lambda x: x["cpu_s"])
+            print(f"{name:<22} {r['links']:>8} {theta:>6} {r['cpu_s']:>7.3f} {max(x['peak_rss_mb'] for x in runs):>12} "
+                  f"{r['alternatives']:>13}")
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        import json
+        run_one(json.loads(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]))
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--workdir", default="/tmp/bench_phrases")
     ap.add_argument("--theta", type=float, default=0.1)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--acoustic-scale", type=float, default=0.1)
+    ap.add_argument("--suite", action="store_true", help="the table over the suite's lattices (see the docstring)")
     args = ap.parse_args()
+    if args.suite:
+        suite(args.workdir, args.n)
+        return
     t = time.time()
     big_slf = big_lattice_slf(args.workdir)
     big_wav = os.path.join(args.workdir, "concat.wav")

@@ -18,6 +18,7 @@ batch, so every search finds exactly what it would find alone.
 from __future__ import annotations
 
 import math
+from array import array
 
 import numpy as np
 
@@ -26,9 +27,8 @@ from ._epsilon_closure import EpsilonClosedRows
 from ._search import DEFAULT_TUNING, SearchTuning
 from ._search_arrays import (
     NOT_INTERNED,
-    typed_array,
 )
-from ._search_kernels import expand_state, row_scaling
+from ._search_kernels import expand_state, row_scaling, successor_subset
 
 INF = math.inf
 
@@ -96,7 +96,7 @@ class Determinizer:
         self._word_rows()
         self._tables = (self._c_off, self._c_dst, self._c_lc, *row_scaling(self._c_off, self._c_lc), self._w_off,
                         self._w_key, self._w_lc, *row_scaling(self._w_off, self._w_lc), self._pair_group,
-                        self._pair_dst, self._beta_x, *self._bound_scaling())
+                        self._pair_dst, self._lab_out[self._pair_lab], self._beta_x, *self._bound_scaling())
         M, num_pairs = union.num_states, max(self._num_pairs, 1)
         num_groups = int(self._pair_group.max()) + 1 if self._num_pairs else 1
         self._scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M),
@@ -191,10 +191,8 @@ class Determinizer:
         dst, share, ends = rec[SUCCESSORS]
         g = rec[GROUPS][i]
         a, b = ends[g], ends[g + 1]
-        by_state = np.argsort(dst[a:b])  # a subset's states are kept in increasing order
-        states = dst[a:b][by_state]
-        resid = -np.log(share[a:b][by_state])
-        k = (states.tobytes(), np.rint(resid / self.resolution).astype(np.int64).tobytes())
+        states, resid, rounded = successor_subset(dst, share, a, b, self.resolution)
+        k = (states.tobytes(), rounded.tobytes())
         keys = self.keys[rec[AUTOMATON]]
         nj = keys.get(k)
         if nj is None:
@@ -216,17 +214,13 @@ class Determinizer:
         (:func:`~lattice_tools.alternatives._search_kernels.expand_state`)."""
         subsets, records, scratch = self.subsets, self.records, self._scratch
         tables = self._tables
-        lab_out, pair_lab = self._lab_out, self._pair_lab
         for j, o in zip(js, owners, strict=True):
             states, resid = subsets[j]
             subsets[j] = None
             self._stamp += 1
-            order, ends, group_pair, bound, wsum, dst, share = expand_state(states, resid, *tables, *scratch,
-                                                                            self._stamp)
-            k = len(order)
-            records[j] = [typed_array("d", bound[order]), typed_array("q", lab_out[pair_lab[group_pair[order]]]),
-                          typed_array("d", wsum[order]), typed_array("q", order), NOT_INTERNED * k,
-                          (dst, share, ends), o]
+            order, bound, label, wsum, ends, dst, share = expand_state(states, resid, *tables, *scratch, self._stamp)
+            records[j] = [array("d", bound.tobytes()), array("q", label.tobytes()), array("d", wsum.tobytes()),
+                          array("q", order.tobytes()), NOT_INTERNED * len(order), (dst, share, ends), o]
 
     def expander_for(self, automaton: int):
         """``expand(js)`` for a batch of states all of ``automaton`` (the exact-bound searches)."""

@@ -104,7 +104,7 @@ def _rows_sums(srcs, resid, off, row_key, row_cost, row_min, row_scaled, mark, g
 
 @njit(cache=True)
 def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, w_off, w_key, w_lc, w_min, w_scaled,
-                 pair_group, pair_dst, beta_x, beta_scaled, beta_base,
+                 pair_group, pair_dst, pair_label, beta_x, beta_scaled, beta_base,
                  state_mark, state_min, state_sum, pair_mark, pair_min, pair_sum, group_mark, group_count, stamp):
     """The choices of the determinized state (``states``, residual costs ``resid``).
 
@@ -119,9 +119,10 @@ def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, w_off, w_ke
        destination's automaton), and each pair's share of the group's probability (its
        residual is ``-log(share)``, computed only for the successors the search takes).
 
-    Returns ``(order, ends, group_pair, bound, wsum, dst, share)``: the groups with a finite bound
-    sorted by bound (ties by label order, the end first), the pair offsets of every group, one
-    pair of each group, and per pair its destination and share (a group's pairs are in order of
+    Returns ``(order, bound, label, wsum, ends, dst, share)``: the groups with a finite bound sorted
+    by bound (ties by label order, the end first) with their bounds, labels (``pair_label`` of
+    their pairs; -1: the end) and transition costs; the pair offsets of every group, and per
+    pair its destination and share (a group's pairs are in order of
     first appearance, not sorted: only the successors the search takes need their states sorted)."""
     # 1. epsilon closure
     closed, sums, shift = _rows_sums(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, state_mark, state_min,
@@ -159,7 +160,11 @@ def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, w_off, w_ke
     finite = 0
     while finite < ng and bound[order[finite]] < INF:
         finite += 1
-    return order[:finite], ends, group_pair, bound, wsum, dst, share
+    order = order[:finite]
+    labels = np.empty(finite, np.int64)
+    for i in range(finite):
+        labels[i] = pair_label[group_pair[order[i]]]
+    return order, bound[order], labels, wsum[order], ends, dst, share
 
 
 @njit(cache=True)
@@ -367,3 +372,22 @@ def _grown_int(a, used, cap):
     out = np.empty(cap, np.int64)
     out[:used] = a[:used]
     return out
+
+
+@njit(cache=True)
+def successor_subset(dst, share, a, b, resolution):
+    """The subset of one choice of an expansion (its group's pairs ``a:b``): the states in increasing
+    order, their residual costs ``-log(share)`` and those rounded to ``resolution`` (its interning
+    key, as :meth:`~lattice_tools.alternatives._determinizer.Determinizer.intern` rounds)."""
+    order = np.argsort(dst[a:b])
+    n = b - a
+    states = np.empty(n, np.int64)
+    resid = np.empty(n, np.float64)
+    rounded = np.empty(n, np.int64)
+    for i in range(n):
+        p = a + order[i]
+        states[i] = dst[p]
+        r = -math.log(share[p])
+        resid[i] = r
+        rounded[i] = np.int64(np.rint(r / resolution))
+    return states, resid, rounded
