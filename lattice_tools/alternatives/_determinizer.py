@@ -1,19 +1,17 @@
-"""The lazily built log-semiring determinization of several acyclic automata searched side by side
-(the phrases of a lattice): the state of the search engine of :mod:`~lattice_tools.alternatives._search`.
+"""The lazily built log-semiring determinization of the acyclic automata searched by
+:func:`~lattice_tools.alternatives._fastsearch.search_many` (the phrases of a lattice): the state of
+the search engine of :mod:`~lattice_tools.alternatives._search`.
 
-A *determinized state* is a subset: a pair of arrays (automaton states, residual costs).  Each one
-is interned once (looked up by its states and rounded residuals) and numbered across all automata;
-each automaton keeps its own table, so that a finished search's records can be dropped at once.
-*Expanding* a batch of determinized states (one numpy pass for all of them) turns each into its
+A *determinized state* is a subset: a pair of arrays (automaton states in increasing order,
+residual costs).  Each one is interned once (looked up by its states and rounded residuals) and
+numbered across all automata; each automaton keeps its own table, so that a finished search's
+records can be dropped at once.  *Expanding* a determinized state (one compiled call,
+:func:`~lattice_tools.alternatives._search_kernels.expand_state`: epsilon closure of the subset,
+then its word arcs and exit weights log-summed per ``(word, destination)`` pair) turns it into its
 *choice record*: its end and one transition per next word, sorted by their bound, with the
 successor subsets kept aside until the search takes that choice (:meth:`Determinizer.resolve`):
-most choices never are.
-
-The per-state work is done by numpy: a subset is first closed under epsilon paths (gathering
-precomputed epsilon-closure rows and reducing them per state), then the word arcs (and exit weights)
-of the closed states are gathered and reduced by ``(word, destination)`` pair, grouped with numpy's
-radix sort on dense pair numbers.  Segmented reductions do not depend on what else is in the
-batch, so every search finds exactly what it would find alone.
+most choices never are.  An expansion depends on nothing but the state, so every search finds
+exactly what it would find alone.
 """
 from __future__ import annotations
 

@@ -2,10 +2,9 @@
 :mod:`lattice_tools.alternatives._search`): the best-first driver over the lazily built
 determinization of :class:`~lattice_tools.alternatives._determinizer.Determinizer`.
 
-* several automata (the phrases of a lattice) are searched side by side (:func:`search_many`):
-  each round expands one determinized state of every search that needs one, all in the same
-  numpy calls, so that the per-call overhead is spread over many small expansions; every search
-  is exactly the one it would be alone;
+* several automata (the phrases of a lattice) are searched by one call (:func:`search_many`),
+  one lazy search at a time by default (``SearchTuning.side_by_side``); every search is exactly
+  the one it would be alone;
 * each search is a generator (:func:`_best_first`) that yields the determinized state it needs
   expanded; an expansion's choices (its end and one transition per word) are sorted once by
   their bound, and a successor is interned only when the search takes that choice;
@@ -71,10 +70,8 @@ def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=T
                 determinize_first=False, max_states=1_000_000, lazy_pops=50_000,
                 tuning: SearchTuning = DEFAULT_TUNING) -> list:
     """Exact ``n`` best distinct label sequences (``None`` = all) of each of several independent
-    acyclic automata (:class:`SearchProblem`).  Their searches run side by side and every round
-    expands one determinized state of each search that needs one *in the same numpy calls*, which
-    spreads the per-call overhead (most expansions are small) over all of them.  Each search
-    finds what it would find alone (the same sequences; costs equal to rounding).
+    acyclic automata (:class:`SearchProblem`), sharing one :class:`Determinizer` (at most
+    ``tuning.side_by_side`` lazy searches at a time).  Each search finds what it would find alone.
 
     Options:
       max_pops: budget on popped search nodes per automaton (BudgetExceededError past it).

@@ -208,8 +208,8 @@ class PhraseDecomposition:
                tuning: SearchTuning = DEFAULT_TUNING):
         """Yield ``(k, results)`` for each phrase: its exact ``n`` best sequences
         (:class:`~lattice_tools.alternatives._search.SequenceResult`, costs include the frontier
-        weights, so ``exp(total - cost)`` is the posterior).  The phrases' searches run side by
-        side (:func:`~lattice_tools.alternatives._fastsearch.search_many`; ``tuning``: its
+        weights, so ``exp(total - cost)`` is the posterior).  The phrases are searched by one
+        call (:func:`~lattice_tools.alternatives._fastsearch.search_many`; ``tuning``: its
         time/memory trade-offs, which never change the result)."""
         yield from enumerate(search_many(self.problems(), n, max_pops=max_pops, key=self.lat.key or None,
                                          max_states=max_states, tuning=tuning))
