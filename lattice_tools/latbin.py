@@ -35,7 +35,7 @@ def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_r
     ``--one-best-times``) and ``lattice-to-ctm-conf`` (``ctm``: the MBR words with their
     confidences; times are seconds = frames x the lattices' frame shift).  Returns
     ``{"lattices", "words", "average_bayes_risk", "bayes_risk_per_word"}`` as Kaldi logs them."""
-    from .alternatives.sausage import mbr_decode as decode_one
+    from .alternatives.sausages import mbr_decode as decode_one
 
     n_done = n_words = 0
     total_risk = 0.0

@@ -1,7 +1,7 @@
 """A slow, literal transcription of Kaldi's MinimumBayesRisk (lat/sausages.cc: EditDistance,
 AccStats, MbrDecode) in plain Python with dicts for Kaldi's std::map statistics -- the test oracle
 of the compiled kernels in lattice_tools.alternatives._mbr_kernels.  It takes the lattice already
-in Kaldi's order (lattice_tools.alternatives.sausage.kaldi_order)."""
+in Kaldi's order (lattice_tools.alternatives.sausages.kaldi_order)."""
 from __future__ import annotations
 
 import math

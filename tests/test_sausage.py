@@ -9,7 +9,7 @@ from _alt_helpers import SYMS, lattice_strategy, ps_lattice
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.alternatives.sausage import sausage
+from lattice_tools.alternatives.sausages import sausage
 from lattice_tools.lattice import Lattice
 
 
@@ -72,7 +72,7 @@ def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
     lat/sausages.cc exactly (tests/_mbr_reference.py)."""
     from _mbr_reference import reference_mbr
 
-    from lattice_tools.alternatives.sausage import kaldi_order, mbr_decode
+    from lattice_tools.alternatives.sausages import kaldi_order, mbr_decode
 
     got = mbr_decode(lat, acoustic_scale=ac, strict_times=False)
     words, risk, bins, stimes, obt, conf = reference_mbr(kaldi_order(lat, acoustic_scale=ac))
@@ -85,7 +85,7 @@ def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
 def test_real_lattice_equals_literal_transcription():
     from _mbr_reference import reference_mbr
 
-    from lattice_tools.alternatives.sausage import kaldi_order, mbr_decode
+    from lattice_tools.alternatives.sausages import kaldi_order, mbr_decode
 
     lat = ps_lattice()
     got = mbr_decode(lat, acoustic_scale=0.1)
