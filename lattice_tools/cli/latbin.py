@@ -43,8 +43,10 @@ def mbr_decode_command(lattices, format, words, frame_shift, acoustic_scale, lm_
                        sausage_stats, times, one_best_times, ctm, confidence_digits):
     """Kaldi's lattice-mbr-decode and lattice-to-ctm-conf on LATTICES: the same MBR words, Bayes
     risk, sausage bins (pure-epsilon bins included), times and confidences.  '-' = stdout."""
+    from ..alternatives._mbr_kernels import load_compiled
     from ..latbin import mbr_decode
 
+    load_compiled(probe_blas=False)  # this process owns numba: skip its BLAS probe (0.2 s)
     result = mbr_decode(list(lattices), tra=tra, bayes_risk=bayes_risk, sausage_stats=sausage_stats, times=times,
                         one_best_times=one_best_times, ctm=ctm, confidence_digits=confidence_digits, format=format,
                         words=words, frame_shift=frame_shift, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
