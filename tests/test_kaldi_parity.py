@@ -327,3 +327,23 @@ def test_latbin_jobs_read_inputs_like_every_command(tmp_path):
         latbin.depth([INPUTS["insertion"], INPUTS["insertion"]])
     with pytest.raises(FormatError, match="--frame-shift"):
         latbin.depth(INPUTS["insertion"], frame_shift=-0.01)
+
+
+def test_latbin_commands_take_the_shared_input_options(tmp_path):
+    """The Kaldi-equivalent commands spell their input options as every other command does
+    (cli/_inputs.py), including --frame-subsampling-factor (chain models: 3 input frames per
+    lattice frame), which scales every CTM time."""
+    runner = CliRunner()
+    out = {}
+    for factor in ("1", "3"):
+        ctm = tmp_path / f"best{factor}.ctm"
+        r = runner.invoke(main, ["best-path", INPUTS["insertion"], "--ctm", str(ctm), "--frame-shift", "0.01",
+                                 "--frame-subsampling-factor", factor])
+        assert r.exit_code == 0, r.output
+        out[factor] = [line.split() for line in ctm.read_text().splitlines()]
+    assert out["1"] and len(out["1"]) == len(out["3"])
+    for a, b in zip(out["1"], out["3"], strict=True):
+        assert float(b[2]) == pytest.approx(3 * float(a[2])) and float(b[3]) == pytest.approx(3 * float(a[3]))
+    for name in ("mbr-decode", "best-path", "nbest-paths", "oracle-path", "scale", "add-penalty", "prune", "depth"):
+        opts = {o for p in main.get_command(None, name).params for o in p.opts}
+        assert {"--words", "--frame-shift", "--frame-subsampling-factor", "--format"} <= opts, name
