@@ -105,16 +105,26 @@ def _normalize_eps(words) -> np.ndarray:
 
 
 def _gamma(words, gamma, tau_b, tau_e, present):
-    """Per bin q = 1..Q: entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts them
-    (posterior descending, then the larger word id first)."""
-    bins = []
-    for q in range(1, gamma.shape[0]):
-        codes = np.flatnonzero(present[q])
-        lst = [(int(words[c]), float(np.float32(gamma[q, c])), float(tau_b[q, c]), float(tau_e[q, c]))
-               for c in codes.tolist()]
-        lst.sort(key=lambda x: (-x[1], -x[0]))
-        bins.append(lst)
-    return bins
+    """Per bin q = 1..Q: its entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts
+    them (posterior descending, then the larger word id first), and their times as Kaldi's
+    ``times_`` holds them (tau / posterior in float32; nan for a zero posterior)."""
+    Q = gamma.shape[0] - 1
+    qs, cs = np.nonzero(present[1:])
+    g32 = gamma[1:][qs, cs].astype(np.float32)
+    w = words[cs]
+    order = np.lexsort((-w, -g32, qs))
+    qs, cs, g32, w = qs[order], cs[order], g32[order], w[order]
+    tb, te = tau_b[1:][qs, cs], tau_e[1:][qs, cs]
+    g64 = g32.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        wb = np.where(g32 != 0, (tb / g64).astype(np.float32), np.nan)
+        we = np.where(g32 != 0, (te / g64).astype(np.float32), np.nan)
+    entries = list(zip(w.tolist(), g64.tolist(), tb.tolist(), te.tolist(), strict=True))
+    times = list(zip(wb.tolist(), we.tolist(), strict=True))
+    ends = np.cumsum(np.bincount(qs, minlength=Q)).tolist()
+    starts = [0, *ends[:-1]]
+    return ([entries[i:j] for i, j in zip(starts, ends, strict=True)],
+            [times[i:j] for i, j in zip(starts, ends, strict=True)])
 
 
 def _f(x: float) -> float:
@@ -173,7 +183,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
         risk, *stats = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, code, loglike, times, Rcode, len(words))
         passes += 1
         Q = len(Rn)
-        bins = _gamma(words, *stats)
+        bins, entry_times = _gamma(words, *stats)
         delta_q = 0.0
         R = Rn.tolist()
         one_best_times: list[list[float]] = []
@@ -182,7 +192,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
         for q in range(Q):
             b = bins[q]
             # Kaldi's times_: tau / gamma (gamma as float)
-            wt = [(_f(x[2] / x[1]) if x[1] else math.nan, _f(x[3] / x[1]) if x[1] else math.nan) for x in b]
+            wt = entry_times[q]
             word_times.append(wt)
             old = next((x[1] for x in b if x[0] == R[q]), 0.0)
             new = b[0][1] if b else 0.0

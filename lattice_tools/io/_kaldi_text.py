@@ -225,9 +225,12 @@ def parse_compact_text(block: bytes) -> RawFst | None:
     tok_end = np.flatnonzero(~ws & after) + 1
     nl = np.flatnonzero(a == 10)
     n_lines = len(nl) + 1
-    ntok = np.bincount(np.searchsorted(nl, tok_start), minlength=n_lines)
-    commas = np.flatnonzero(a == 44)
-    ncomma = np.bincount(np.searchsorted(nl, commas), minlength=n_lines)
+    line_start = np.concatenate([[0], nl + 1])
+    is_comma = a == 44
+    # per line: tokens and commas (sums over each line's bytes, one pass each)
+    ntok = np.add.reduceat((~ws & before).view(np.uint8), line_start, dtype=np.int64)
+    ncomma = np.add.reduceat(is_comma.view(np.uint8), line_start, dtype=np.int64)
+    commas = np.flatnonzero(is_comma)
     arc_w = (ntok == 4) & (ncomma == 2)
     arc_nw = (ntok == 3) & (ncomma == 0)
     fin_w = (ntok == 2) & (ncomma == 2)

@@ -545,7 +545,7 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
             n += 1
         else:
             ilab, olab, w1, w2 = raw.ilabel, raw.olabel, raw.w1, raw.w2
-        dur = np.fromiter((len(t) for t in strings), dtype=np.int64, count=len(strings))
+        dur = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
         n_raw = len(raw.src)
         n_extra = len(src) - n_raw
         top_sorted = (bool(raw.props & K_TOP_SORTED) if raw.props is not None
