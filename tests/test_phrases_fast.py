@@ -11,6 +11,7 @@ from _alt_helpers import chained_lattice_strategy, lattice_strategy, log_add, ps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lattice_tools.algorithms.forward_backward import BlockPlan, ForwardBackward
 from lattice_tools.alternatives import _fastsearch
 from lattice_tools.alternatives._fastsearch import (
     _Closed,
@@ -19,7 +20,6 @@ from lattice_tools.alternatives._fastsearch import (
     _radix_halves,
     _stable_order,
 )
-from lattice_tools.alternatives._fb import BlockPlan, ForwardBackward
 from lattice_tools.alternatives.nbest import alternative_from_path
 from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker, phrases
 

@@ -75,7 +75,7 @@ def prune_beam(lat: Lattice, beam: float, *, acoustic_scale: float = 1.0) -> Lat
     """``lattice-prune --beam``: keep the arcs (and final weights) on some path whose cost is within
     ``beam`` of the best path's, costs computed with the acoustic scale; the weights come back
     unscaled as Kaldi writes them (scaled then divided, in float32).  Then trimmed (``Connect``)."""
-    from ..alternatives._fb import ForwardBackward
+    from .forward_backward import ForwardBackward
 
     if not beam > 0:
         raise LatticeError(f"prune beam must be positive, got {beam}", key=lat.key or None)
@@ -163,8 +163,8 @@ def nbest_kaldi(lat: Lattice, n: int, *, acoustic_scale: float = 1.0, lm_scale: 
     determinization), with the exact best-completion (Viterbi backward) cost as the priority."""
     import heapq
 
-    from ..alternatives._fb import ForwardBackward
     from ..errors import BudgetExceededError
+    from .forward_backward import ForwardBackward
 
     if n < 1:
         raise LatticeError(f"n must be at least 1, got {n}", key=lat.key or None)

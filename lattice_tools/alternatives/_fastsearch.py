@@ -35,9 +35,9 @@ import numpy as np
 from .._budget import check_memory
 from .._gc import gc_paused
 from ..algorithms._batches import state_levels
+from ..algorithms.forward_backward import _segment_reduce
 from ..errors import BudgetExceededError
 from ._common import dense_codes
-from ._fb import _segment_reduce
 from ._search import SequenceResult
 
 INF = math.inf
