@@ -23,7 +23,10 @@ def test_sausage_shaped_lattice_is_recovered_exactly(bins, seed):
         p = np.asarray(weights) / sum(weights)
         words = rng.choice([1, 2, 3, 4], size=len(p), replace=False)
         for w, pw in zip(words, p, strict=False):
-            src.append(k); dst.append(k + 1); word.append(int(w)); cost.append(-math.log(pw))
+            src.append(k)
+            dst.append(k + 1)
+            word.append(int(w))
+            cost.append(-math.log(pw))
         want.append({SYMS.word(int(w)): float(pw) for w, pw in zip(words, p, strict=False)})
     n = len(bins) + 1
     lat = Lattice.from_arcs(src=src, dst=dst, word=word, symbols=SYMS, final_graph_cost=[math.inf] * (n - 1) + [0.0],
@@ -92,3 +95,30 @@ def test_real_lattice_equals_literal_transcription():
     words, risk, bins, stimes, _, _ = reference_mbr(kaldi_order(lat, acoustic_scale=0.1))
     assert got.words == words and got.bayes_risk == risk and [list(b) for b in got.bins] == bins
     assert list(got.bin_times) == stimes
+
+
+def test_mbr_kernel_loads_without_the_blas_probe_and_leaves_scipy_importable():
+    """load_compiled(probe_blas=False) (what mbr-decode does) skips numba's scipy.linalg import, yet
+    scipy.linalg stays importable afterwards and the kernel gives the same statistics."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from lattice_tools.alternatives.sausages import mbr_decode
+    from lattice_tools.io import read_lattices
+
+    spec = "ark:tests/data/kaldi/lats/insertion.ark"
+    code = f"""
+import sys
+from lattice_tools.alternatives._mbr_kernels import load_compiled
+load_compiled(probe_blas=False)
+assert "scipy.linalg" not in sys.modules, "numba probed for a BLAS"
+from lattice_tools.io import read_lattices
+from lattice_tools.alternatives.sausages import mbr_decode
+print(mbr_decode(next(iter(read_lattices({spec!r})))).bins)
+import scipy.linalg.cython_blas  # still importable
+"""
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(mbr_decode(next(iter(read_lattices(spec.replace(":", f":{repo}/", 1))))).bins)
