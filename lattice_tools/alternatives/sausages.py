@@ -21,9 +21,11 @@ What makes the numbers Kaldi's (``docs/kaldi.md`` has the details and the tests)
   applied, because rewriting the weights clears OpenFst's cached "sorted" property.  Lattices read
   from Kaldi archives carry their stored state numbering and arc order (``attrs["kaldi"]``, see
   :mod:`lattice_tools.io.kaldi`), so the order is the one Kaldi sees in the same archive; other
-  lattices use their own numbering (the one ``lattice-tools convert --to kaldi`` writes).
+  lattices use their own numbering (the one ``lattice-tools convert --to kaldi`` writes).  That
+  view of the lattice is :func:`lattice_tools.algorithms.kaldi_order.stored_order_view`.
 * **Arithmetic.**  Weights are float32 as in Kaldi (scaled in double, stored in float); the
-  recursion runs in double in Kaldi's order (compiled with numba); bin posteriors and times are
+  recursion runs in double in Kaldi's order (compiled with numba: ``_mbr_kernels.acc_stats``,
+  tested against the literal transcription in ``tests/_mbr_reference.py``); bin posteriors and times are
   rounded to float32 as Kaldi stores them; within a bin, entries are sorted by posterior, ties by
   the larger word id first; the tie-breaking ``delta`` (1e-5) is added only to edits that cost
   something (Kaldi's "conceptual bug-fix").
