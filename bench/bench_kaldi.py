@@ -19,11 +19,15 @@ Usage::
     python bench/bench_kaldi.py [--workdir /tmp/bench_kaldi] [--rounds 3] [--jobs mbr,nbest,oracle,best]
                                 [--timeout 300]
 
-Measured 2026-11-26 (2 rounds, --timeout 60, acoustic scale 0.1; CPU seconds, Kaldi vs ours, ratio):
-big mbr 1.25 / 2.03 (1.62x, identical), nbest 7.71 / 3.00 (0.39x), oracle Kaldi did not finish / 1.39,
-best 0.25 / 1.43 (5.74x, identical); bundled mbr 0.06 / 1.10, nbest 1.51 / 0.67 (0.44x), oracle
-0.68 / 0.28 (0.42x, identical), best 0.04 / 0.56; kgraph mbr 0.01 / 1.03, nbest 0.06 / 0.54, best
-0.01 / 0.50.  docs/kaldi.md ("Speed") says where the time goes.
+Measured 2026-11-26 (``LATTICE_TOOLS_KALDI_BIN=/work/shared/tools/kaldi-peer/bin python bench/bench_kaldi.py
+--rounds 3 --timeout 60``, acoustic scale 0.1; CPU seconds, Kaldi vs ours, ratio): big mbr 1.24 / 1.69 (1.36x,
+identical), nbest 7.58 / 2.32 (0.31x), oracle Kaldi did not finish in 60 s / 0.67, best 0.25 / 0.56 (2.22x,
+identical); bundled mbr 0.06 / 0.83 (14x, identical), nbest 1.42 / 0.31 (0.22x), oracle 0.63 / 0.22 (0.35x,
+identical), best 0.03 / 0.21 (6.1x, identical); kgraph mbr 0.01 / 0.74, nbest 0.05 / 0.19, best 0.01 / 0.19
+(identical).  Before this round (same command, same day): big mbr 1.15 / 1.63, best 0.24 / 1.35, oracle
+- / 1.33; bundled mbr 0.06 / 1.08, best 0.04 / 0.52; kgraph mbr 0.01 / 0.94, best 0.01 / 0.50.  A Python
+process costs ~0.2 s before it reads a lattice (numba ~0.4 s more for MBR): docs/kaldi.md ("Speed")
+says where the time goes.
 """
 from __future__ import annotations
 

@@ -17,9 +17,11 @@ from .lattice import Lattice
 
 
 def iter_lattices(specs: Iterable[str] | str, *, format: str | None = None, words: str | None = None,
-                  frame_shift: float | None = None) -> Iterator[Lattice]:
+                  frame_shift: float | None = None,
+                  frame_subsampling_factor: int | None = None) -> Iterator[Lattice]:
     # the one multi-input reader every command uses: keys unique across inputs, one word table for SLF inputs
-    yield from read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift)
+    yield from read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor)
 
 
 def _open_all(stack: contextlib.ExitStack, **paths):
@@ -29,19 +31,20 @@ def _open_all(stack: contextlib.ExitStack, **paths):
 def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_risk: str | None = None,
                sausage_stats: str | None = None, times: str | None = None, one_best_times: bool = False,
                ctm: str | None = None, confidence_digits: int = 2, format: str | None = None, words: str | None = None,
-               frame_shift: float | None = None, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
-               word_penalty: float = 0.0) -> dict:
+               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+               acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> dict:
     """Kaldi's ``lattice-mbr-decode`` (``tra``, ``bayes_risk``, ``sausage_stats``, ``times``, with
     ``--one-best-times``) and ``lattice-to-ctm-conf`` (``ctm``: the MBR words with their
     confidences; times are seconds = frames x the lattices' frame shift).  Returns
     ``{"lattices", "words", "average_bayes_risk", "bayes_risk_per_word"}`` as Kaldi logs them."""
-    from .alternatives.sausage import mbr_decode as decode_one
+    from .alternatives.sausages import mbr_decode as decode_one
 
     n_done = n_words = 0
     total_risk = 0.0
     with contextlib.ExitStack() as stack:
         out = _open_all(stack, tra=tra, bayes_risk=bayes_risk, sausage_stats=sausage_stats, times=times, ctm=ctm)
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
+                                 frame_subsampling_factor=frame_subsampling_factor):
             r = decode_one(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
             key = lat.key
             if out["tra"]:
@@ -66,8 +69,8 @@ def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_r
 
 def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str | None = None,
               costs: str | None = None, format: str | None = None, words: str | None = None,
-              frame_shift: float | None = None, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
-              word_penalty: float = 0.0) -> dict:
+              frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+              acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> dict:
     """Kaldi's ``lattice-best-path`` (``tra``: word ids), ``lattice-1best | nbest-to-ctm`` (``ctm``:
     the best path's words with their frames, in seconds) and the costs ``lattice-best-path`` logs
     (``costs``: ``key graph acoustic total frames``, after scaling).  Returns Kaldi's summary
@@ -80,7 +83,8 @@ def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str
     tot_g = tot_a = np.float32(0.0)
     with contextlib.ExitStack() as stack:
         out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
+                                 frame_subsampling_factor=frame_subsampling_factor):
             bp = best_path_kaldi(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
             key = lat.key
             if out["tra"]:
@@ -97,14 +101,17 @@ def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str
             n_frames += bp.num_frames
             tot_g = np.float32(tot_g + np.float32(bp.graph_cost))
             tot_a = np.float32(tot_a + np.float32(bp.acoustic_cost))
-    per = (lambda x: float(x) / n_frames if n_frames else 0.0)
-    return {"lattices": n_done, "frames": n_frames, "cost_per_frame": per(tot_g + tot_a),
-            "graph_per_frame": per(tot_g), "acoustic_per_frame": per(tot_a)}
+    def per_frame(x):
+        return float(x) / n_frames if n_frames else 0.0
+
+    return {"lattices": n_done, "frames": n_frames, "cost_per_frame": per_frame(tot_g + tot_a),
+            "graph_per_frame": per_frame(tot_g), "acoustic_per_frame": per_frame(tot_a)}
 
 
 def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None, ctm: str | None = None,
                 costs: str | None = None, format: str | None = None, words: str | None = None,
-                frame_shift: float | None = None, acoustic_scale: float = 1.0, lm_scale: float = 1.0) -> dict:
+                frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+                acoustic_scale: float = 1.0, lm_scale: float = 1.0) -> dict:
     """Kaldi's ``lattice-determinize | lattice-to-nbest --n`` (tropical N-best: the ``n`` distinct
     word sequences with the cheapest best path, best first), keyed ``utt-1 .. utt-n`` as Kaldi
     keys them: ``tra`` (word ids), ``ctm`` (``nbest-to-ctm``: each entry's best path) and ``costs``
@@ -116,7 +123,8 @@ def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None
     n_lat = n_ent = 0
     with contextlib.ExitStack() as stack:
         out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
+                                 frame_subsampling_factor=frame_subsampling_factor):
             entries = nbest_kaldi(lat, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
             dur = (lat.t1 - lat.t0) if lat.has_times else np.zeros(lat.num_arcs, np.int64)
             for i, e in enumerate(entries, 1):
@@ -139,7 +147,7 @@ def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None
 
 def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = None, errors: str | None = None,
            wildcard_symbols: Iterable[int] = (), format: str | None = None, words: str | None = None,
-           frame_shift: float | None = None) -> dict:
+           frame_shift: float | None = None, frame_subsampling_factor: int | None = None) -> dict:
     """Kaldi's ``lattice-oracle``: for every lattice, the path with the fewest word errors
     (Levenshtein, unit costs, lattice weights ignored) against ``reference`` (Kaldi's int table
     ``utt id id ...``); ``wildcard_symbols`` (ids) are removed from the lattice and the reference
@@ -148,7 +156,7 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
     reference words, %WER; insertions/deletions/substitutions of one optimal alignment -- Kaldi
     may split the same total differently when alignments tie) and per-utterance errors."""
     from .errors import MismatchError
-    from .oracle.lattice_oracle import lattice_oracle
+    from .oracle import lattice_oracle
 
     refs = T.read_int_vectors(reference)
     wild = {int(w) for w in wildcard_symbols}
@@ -157,19 +165,16 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
     n_missing = 0
     with contextlib.ExitStack() as stack:
         out = _open_all(stack, tra=tra, errors=errors)
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
+                                 frame_subsampling_factor=frame_subsampling_factor):
             if lat.key not in refs:
                 n_missing += 1
                 continue
             syms = lat.symbols
-            wild_words = {syms.word(w) for w in wild if w in syms}
-
-            def name(i):
-                return syms.word(i) if i in syms else str(i)
-
-            ref_words = [name(i) for i in refs[lat.key] if i not in wild and i != 0]
+            nonwords = {"", "<eps>"} | {syms.word(w) for w in wild if w in syms}
+            ref_words = [syms.word(i) if i in syms else str(i) for i in refs[lat.key] if i not in wild and i != 0]
             res = lattice_oracle(lat, ref_words, mode="levenshtein", case_sensitive=True, sclite_ties=False,
-                                 nonword=lambda w: w in ("", "<eps>") or w in wild_words)
+                                 nonword=nonwords.__contains__)
             c = res.counts
             errs = c.substitutions + c.deletions + c.insertions
             ids = [syms.id(w) for w in res.words]
@@ -191,46 +196,49 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
     return tot
 
 
-def _rewrite(lattices, out: str, fn, *, format, words, frame_shift, out_format) -> int:
+def _rewrite(lattices, out: str, fn, *, out_format, **inputs) -> int:
     from .io import write_lattices
 
-    return write_lattices((fn(lat) for lat in iter_lattices(lattices, format=format, words=words,
-                                                             frame_shift=frame_shift)), out, format=out_format)
+    return write_lattices((fn(lat) for lat in iter_lattices(lattices, **inputs)), out, format=out_format)
 
 
 def scale(lattices: Iterable[str] | str, out: str, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
           format: str | None = None, words: str | None = None, frame_shift: float | None = None,
-          out_format: str | None = None) -> int:
+          frame_subsampling_factor: int | None = None, out_format: str | None = None) -> int:
     """Kaldi's ``lattice-scale``: every lattice with scaled weights, written to ``out`` (a Kaldi
     wspecifier or any lattice output :func:`lattice_tools.io.write_lattices` takes)."""
     from .algorithms.kaldi_ops import scale as scale_one
 
     return _rewrite(lattices, out, lambda lat: scale_one(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale),
-                    format=format, words=words, frame_shift=frame_shift, out_format=out_format)
+                    format=format, words=words, frame_shift=frame_shift,
+                    frame_subsampling_factor=frame_subsampling_factor, out_format=out_format)
 
 
 def add_penalty(lattices: Iterable[str] | str, out: str, *, word_penalty: float, format: str | None = None,
-                words: str | None = None, frame_shift: float | None = None, out_format: str | None = None) -> int:
+                words: str | None = None, frame_shift: float | None = None,
+                frame_subsampling_factor: int | None = None, out_format: str | None = None) -> int:
     """Kaldi's ``lattice-add-penalty --word-ins-penalty``: the penalty added to every word arc's graph cost."""
     from .algorithms.kaldi_ops import add_word_penalty
 
     return _rewrite(lattices, out, lambda lat: add_word_penalty(lat, word_penalty), format=format, words=words,
-                    frame_shift=frame_shift, out_format=out_format)
+                    frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, out_format=out_format)
 
 
 def prune(lattices: Iterable[str] | str, out: str, *, beam: float = 10.0, acoustic_scale: float = 1.0,
           format: str | None = None, words: str | None = None, frame_shift: float | None = None,
-          out_format: str | None = None) -> int:
+          frame_subsampling_factor: int | None = None, out_format: str | None = None) -> int:
     """Kaldi's ``lattice-prune --beam --acoustic-scale``: arcs and final weights off every path within
     ``beam`` of the best path (costs with the acoustic scale) removed, weights written unscaled."""
     from .algorithms.kaldi_ops import prune_beam
 
     return _rewrite(lattices, out, lambda lat: prune_beam(lat, beam, acoustic_scale=acoustic_scale), format=format,
-                    words=words, frame_shift=frame_shift, out_format=out_format)
+                    words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                    out_format=out_format)
 
 
 def depth(lattices: Iterable[str] | str, *, out: str | None = None, format: str | None = None,
-          words: str | None = None, frame_shift: float | None = None) -> dict:
+          words: str | None = None, frame_shift: float | None = None,
+          frame_subsampling_factor: int | None = None) -> dict:
     """Kaldi's ``lattice-depth``: per lattice the average number of arcs crossing a frame (table
     ``utt depth`` to ``out``); returns the overall density (frame-weighted) and the frames."""
     from .algorithms import lattice_depth
@@ -239,7 +247,8 @@ def depth(lattices: Iterable[str] | str, *, out: str | None = None, format: str 
     n = 0
     with contextlib.ExitStack() as stack:
         o = _open_all(stack, out=out)["out"]
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift):
+        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
+                                 frame_subsampling_factor=frame_subsampling_factor):
             d = lattice_depth(lat)
             t = lat.num_frames
             if o:

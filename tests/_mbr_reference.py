@@ -1,7 +1,7 @@
 """A slow, literal transcription of Kaldi's MinimumBayesRisk (lat/sausages.cc: EditDistance,
 AccStats, MbrDecode) in plain Python with dicts for Kaldi's std::map statistics -- the test oracle
 of the compiled kernels in lattice_tools.alternatives._mbr_kernels.  It takes the lattice already
-in Kaldi's order (lattice_tools.alternatives.sausage.kaldi_order)."""
+in Kaldi's order (lattice_tools.alternatives.sausages.kaldi_order)."""
 from __future__ import annotations
 
 import math
@@ -20,7 +20,8 @@ def log_add(x, y):
     return x + math.log1p(math.exp(diff)) if diff >= MIN_LOG_DIFF else x
 
 
-def l(a, b, penalize=False):
+def edit_cost(a, b, penalize=False):
+    """Kaldi's l(a, b): 0 for a match, else 1 (+ delta when penalized, an edit against epsilon)."""
     return 0.0 if a == b else (1.0 + DELTA if penalize else 1.0)
 
 
@@ -68,7 +69,7 @@ def reference_mbr(view):
         ad = [[0.0] * (Q + 1) for _ in range(N + 1)]
         ada = [0.0] * (Q + 1)
         for q in range(1, Q + 1):
-            ad[1][q] = ad[1][q - 1] + l(0, r(q))
+            ad[1][q] = ad[1][q - 1] + edit_cost(0, r(q))
         for n in range(2, N + 1):
             a_n = -math.inf
             for i in pre[n]:
@@ -78,9 +79,9 @@ def reference_mbr(view):
                 w, s_a, _, p_a = arcs[i]
                 for q in range(Q + 1):
                     if q == 0:
-                        ada[q] = ad[s_a][q] + l(w, 0, True)
+                        ada[q] = ad[s_a][q] + edit_cost(w, 0, True)
                     else:
-                        ada[q] = min(ad[s_a][q - 1] + l(w, r(q)), ad[s_a][q] + l(w, 0, True), ada[q - 1] + l(0, r(q)))
+                        ada[q] = min(ad[s_a][q - 1] + edit_cost(w, r(q)), ad[s_a][q] + edit_cost(w, 0, True), ada[q - 1] + edit_cost(0, r(q)))
                     ad[n][q] += math.exp(alpha[s_a] + p_a - alpha[n]) * ada[q]
         L = ad[N][Q]
         bd = [[0.0] * (Q + 1) for _ in range(N + 1)]
@@ -98,9 +99,9 @@ def reference_mbr(view):
         for n in range(N, 1, -1):
             for i in pre[n]:
                 w, s_a, _, p_a = arcs[i]
-                ada[0] = ad[s_a][0] + l(w, 0, True)
+                ada[0] = ad[s_a][0] + edit_cost(w, 0, True)
                 for q in range(1, Q + 1):
-                    a1, a2, a3 = ad[s_a][q - 1] + l(w, r(q)), ad[s_a][q] + l(w, 0, True), ada[q - 1] + l(0, r(q))
+                    a1, a2, a3 = ad[s_a][q - 1] + edit_cost(w, r(q)), ad[s_a][q] + edit_cost(w, 0, True), ada[q - 1] + edit_cost(0, r(q))
                     if a1 <= a2:
                         b_arc[q], ada[q] = (1, a1) if a1 <= a3 else (3, a3)
                     else:

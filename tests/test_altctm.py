@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from lattice_tools.alternatives.nbest import nbest
 from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
 from lattice_tools.alternatives.phrase_alternatives import phrases
-from lattice_tools.alternatives.sausage import sausage
+from lattice_tools.alternatives.sausages import sausage
 from lattice_tools.errors import FormatError
 from lattice_tools.io.altctm import read_alternatives_ctm, write_alternatives_ctm
 

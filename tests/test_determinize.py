@@ -17,8 +17,8 @@ from _alt_helpers import (
 )
 from hypothesis import given, settings
 
+from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._common import prepare
-from lattice_tools.alternatives._fb import ForwardBackward
 from lattice_tools.alternatives.determinize import determinize
 from lattice_tools.errors import BudgetExceededError
 

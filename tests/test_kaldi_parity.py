@@ -7,7 +7,7 @@ from _kaldi_helpers import EXPECTED, INPUTS, SCALES
 from click.testing import CliRunner
 
 from lattice_tools import latbin
-from lattice_tools.alternatives.sausage import mbr_decode, sausage
+from lattice_tools.alternatives.sausages import mbr_decode, sausage
 from lattice_tools.cli import main
 from lattice_tools.io import read_lattices
 
@@ -254,49 +254,68 @@ a2
 """
 
 
-def _lattices(spec, monkeypatch, mode):
-    import lattice_tools.io.kaldi as K
+def _blocks(spec):
+    """(key, text block) of every lattice of a text archive."""
+    from lattice_tools.io import kaldi as K
 
-    with monkeypatch.context() as m:
-        if mode == "lines":
-            m.setattr(K, "_parse_compact_text_fast", lambda block, key: None)
-        elif mode == "compiled":
-            m.setattr(K, "_SCAN_MIN_BYTES", 0)
-        return list(read_lattices(spec))
+    path = K.parse_specifier(spec).path
+    r = K._Reader(K.open_binary_input(path), path)
+    while True:
+        r.skip_whitespace()
+        if not r.peek(1):
+            return
+        key = r.read_token().decode()
+        r.readline()
+        yield key, r.read_text_block()[0]
+
+
+def _same_raw(a, b):
+    for f in ("src", "dst", "ilabel", "olabel", "w1", "w2", "final_w1", "final_w2"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and np.array_equal(x, y), f
+    assert (a.kind, a.start, a.num_states) == (b.kind, b.start, b.num_states)
+    assert len(a.strings) == len(b.strings)
+    assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a.strings, b.strings, strict=True))
+    assert sorted(a.final_strings) == sorted(b.final_strings)
+    assert all(np.array_equal(a.final_strings[s], b.final_strings[s]) for s in a.final_strings)
 
 
 @pytest.mark.parametrize("name", ["bundled", "insertion", "edge"])
-def test_fast_text_reader_equals_line_parser(tmp_path, monkeypatch, name):
+def test_vectorized_text_reader_equals_line_parser(tmp_path, name):
+    """The two text readers of io/_kaldi_text.py give the same RawFst on Kaldi's layout."""
+    from lattice_tools.io._kaldi_text import parse_compact_text, parse_text_fst
+
     if name == "edge":
         (tmp_path / "e.ark").write_text(EDGE_ARCHIVE)
         spec = f"ark:{tmp_path / 'e.ark'}"
     else:
         spec = INPUTS[name]
-    want = _lattices(spec, monkeypatch, "lines")
-    for mode in ("numpy", "compiled"):
-        got = _lattices(spec, monkeypatch, mode)
-        assert len(got) == len(want)
-        for a, b in zip(got, want, strict=False):
-            assert a.key == b.key and a.equals(b)
-            for f in ("graph_cost", "acoustic_cost", "final_graph_cost", "final_acoustic_cost"):
-                assert np.array_equal(getattr(a, f), getattr(b, f))
-            assert np.array_equal(a.attrs["kaldi"], b.attrs["kaldi"])
-            assert all(np.array_equal(x, y) for x, y in zip(a.attrs["tids"], b.attrs["tids"], strict=False))
+    blocks = list(_blocks(spec))
+    assert blocks
+    for key, block in blocks:
+        fast = parse_compact_text(block)
+        assert fast is not None, key  # Kaldi's layout: the vectorized reader takes it
+        lines = list(enumerate(block.decode().split("\n"), 1))
+        _same_raw(fast, parse_text_fst(lines, "x", key))
 
 
 @pytest.mark.parametrize("bad,msg", [("u\n0 1 2 x,0,1\n1\n\n", "bad Kaldi"), ("u\n0 1 2 3 4 5\n\n", "at most 5"),
                                      ("u\n0 1 -2 1,0,1\n1\n\n", "-2"),
                                      ("u\n0 1 2.0 1,0,1\n1\n\n", "2.0"), ("u\n0 1 3000000000 1,0,1\n1\n\n", "int32"),
-                                     ("u\n0 1 1_0 0,0,1\n1\n\n", "1_0")])
-def test_fast_text_reader_leaves_errors_to_the_line_parser(tmp_path, monkeypatch, bad, msg):
-    import lattice_tools.io.kaldi as K
+                                     ("u\n0 1 1_0 0,0,1\n1\n\n", "1_0"), ("u\n0 1 2 1,0,1__2\n1\n\n", "1__2"),
+                                     ("u\n0 1 2 1,0,_2\n1\n\n", "_2"), ("u\n0 1 2 1,0,2_\n1\n\n", "2_"),
+                                     ("u\n0 1 2 1,0,9999999999\n1\n\n", "9999999999"),
+                                     ("u\n0 1 2 1.5.1,0,1\n1\n\n", "1.5.1"), ("u\n0 1 2 nan,0,1\n1\n\n", "NaN"),
+                                     ("u\n0 1 2 1,0,1\n1\n1\n\n", "two final")])
+def test_vectorized_text_reader_leaves_errors_to_the_line_parser(tmp_path, bad, msg):
+    """Malformed text is never read by the vectorized reader: the line parser names the problem."""
     from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.io._kaldi_text import parse_compact_text
 
     (tmp_path / "b.ark").write_text(bad)
-    for threshold in (1 << 20, 0):  # the numpy path and the compiled scanner
-        monkeypatch.setattr(K, "_SCAN_MIN_BYTES", threshold)
-        with pytest.raises(LatticeToolsError, match=msg):
-            list(read_lattices(f"ark:{tmp_path / 'b.ark'}"))
+    assert all(parse_compact_text(block) is None for _, block in _blocks(f"ark:{tmp_path / 'b.ark'}"))
+    with pytest.raises(LatticeToolsError, match=msg):
+        list(read_lattices(f"ark:{tmp_path / 'b.ark'}"))
 
 
 def test_latbin_jobs_read_inputs_like_every_command(tmp_path):
@@ -308,3 +327,23 @@ def test_latbin_jobs_read_inputs_like_every_command(tmp_path):
         latbin.depth([INPUTS["insertion"], INPUTS["insertion"]])
     with pytest.raises(FormatError, match="--frame-shift"):
         latbin.depth(INPUTS["insertion"], frame_shift=-0.01)
+
+
+def test_latbin_commands_take_the_shared_input_options(tmp_path):
+    """The Kaldi-equivalent commands spell their input options as every other command does
+    (cli/_inputs.py), including --frame-subsampling-factor (chain models: 3 input frames per
+    lattice frame), which scales every CTM time."""
+    runner = CliRunner()
+    out = {}
+    for factor in ("1", "3"):
+        ctm = tmp_path / f"best{factor}.ctm"
+        r = runner.invoke(main, ["best-path", INPUTS["insertion"], "--ctm", str(ctm), "--frame-shift", "0.01",
+                                 "--frame-subsampling-factor", factor])
+        assert r.exit_code == 0, r.output
+        out[factor] = [line.split() for line in ctm.read_text().splitlines()]
+    assert out["1"] and len(out["1"]) == len(out["3"])
+    for a, b in zip(out["1"], out["3"], strict=True):
+        assert float(b[2]) == pytest.approx(3 * float(a[2])) and float(b[3]) == pytest.approx(3 * float(a[3]))
+    for name in ("mbr-decode", "best-path", "nbest-paths", "oracle-path", "scale", "add-penalty", "prune", "depth"):
+        opts = {o for p in main.get_command(None, name).params for o in p.opts}
+        assert {"--words", "--frame-shift", "--frame-subsampling-factor", "--format"} <= opts, name

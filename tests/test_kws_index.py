@@ -218,7 +218,7 @@ def test_phrases_at_infinity_equal_lattice_for_terms_inside_one_phrase(lat, thet
 
 def test_sausage_single_words_are_bin_posteriors():
     """A sausage's single-word term score is the bin posterior of the word."""
-    from lattice_tools.alternatives.sausage import sausage
+    from lattice_tools.alternatives.sausages import sausage
     from lattice_tools.io import read_lattices
 
     lat = next(iter(read_lattices(f"ark,t:{LATS / 'bundled.ark.gz'}", format="kaldi",

@@ -10,8 +10,8 @@ from _alt_helpers import chained_lattice_strategy, lattice_strategy, log_add, ps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lattice_tools.algorithms.forward_backward import BlockPlan, ForwardBackward
 from lattice_tools.alternatives._epsilon_closure import EpsilonClosedRows
-from lattice_tools.alternatives._fb import BlockPlan, ForwardBackward
 from lattice_tools.alternatives._search import SearchTuning
 from lattice_tools.alternatives._search_arrays import argsort_stable_keys
 from lattice_tools.alternatives.nbest import alternative_from_path

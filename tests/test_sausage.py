@@ -9,7 +9,7 @@ from _alt_helpers import SYMS, lattice_strategy, ps_lattice
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.alternatives.sausage import sausage
+from lattice_tools.alternatives.sausages import sausage
 from lattice_tools.lattice import Lattice
 
 
@@ -23,7 +23,10 @@ def test_sausage_shaped_lattice_is_recovered_exactly(bins, seed):
         p = np.asarray(weights) / sum(weights)
         words = rng.choice([1, 2, 3, 4], size=len(p), replace=False)
         for w, pw in zip(words, p, strict=False):
-            src.append(k); dst.append(k + 1); word.append(int(w)); cost.append(-math.log(pw))
+            src.append(k)
+            dst.append(k + 1)
+            word.append(int(w))
+            cost.append(-math.log(pw))
         want.append({SYMS.word(int(w)): float(pw) for w, pw in zip(words, p, strict=False)})
     n = len(bins) + 1
     lat = Lattice.from_arcs(src=src, dst=dst, word=word, symbols=SYMS, final_graph_cost=[math.inf] * (n - 1) + [0.0],
@@ -72,7 +75,7 @@ def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
     lat/sausages.cc exactly (tests/_mbr_reference.py)."""
     from _mbr_reference import reference_mbr
 
-    from lattice_tools.alternatives.sausage import kaldi_order, mbr_decode
+    from lattice_tools.alternatives.sausages import kaldi_order, mbr_decode
 
     got = mbr_decode(lat, acoustic_scale=ac, strict_times=False)
     words, risk, bins, stimes, obt, conf = reference_mbr(kaldi_order(lat, acoustic_scale=ac))
@@ -85,10 +88,37 @@ def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
 def test_real_lattice_equals_literal_transcription():
     from _mbr_reference import reference_mbr
 
-    from lattice_tools.alternatives.sausage import kaldi_order, mbr_decode
+    from lattice_tools.alternatives.sausages import kaldi_order, mbr_decode
 
     lat = ps_lattice()
     got = mbr_decode(lat, acoustic_scale=0.1)
     words, risk, bins, stimes, _, _ = reference_mbr(kaldi_order(lat, acoustic_scale=0.1))
     assert got.words == words and got.bayes_risk == risk and [list(b) for b in got.bins] == bins
     assert list(got.bin_times) == stimes
+
+
+def test_mbr_kernel_loads_without_the_blas_probe_and_leaves_scipy_importable():
+    """load_compiled(probe_blas=False) (what mbr-decode does) skips numba's scipy.linalg import, yet
+    scipy.linalg stays importable afterwards and the kernel gives the same statistics."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from lattice_tools.alternatives.sausages import mbr_decode
+    from lattice_tools.io import read_lattices
+
+    spec = "ark:tests/data/kaldi/lats/insertion.ark"
+    code = f"""
+import sys
+from lattice_tools.alternatives._mbr_kernels import load_compiled
+load_compiled(probe_blas=False)
+assert "scipy.linalg" not in sys.modules, "numba probed for a BLAS"
+from lattice_tools.io import read_lattices
+from lattice_tools.alternatives.sausages import mbr_decode
+print(mbr_decode(next(iter(read_lattices({spec!r})))).bins)
+import scipy.linalg.cython_blas  # still importable
+"""
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(mbr_decode(next(iter(read_lattices(spec.replace(":", f":{repo}/", 1))))).bins)

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools._gc import gc_paused
+from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._common import dense_codes, prepare
 from lattice_tools.alternatives._epsilon_closure import EpsilonClosedRows
 from lattice_tools.alternatives._fastsearch import search_many
-from lattice_tools.alternatives._fb import ForwardBackward
 from lattice_tools.alternatives._search import SearchTuning
 from lattice_tools.alternatives._search_arrays import GrowableColumns
 from lattice_tools.alternatives.nbest import alternative_from_path, lattice_search_problem

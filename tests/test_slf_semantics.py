@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob
-from lattice_tools.alternatives.sausage import sausage
+from lattice_tools.alternatives.sausages import sausage
 from lattice_tools.cli import main
 from lattice_tools.errors import FormatError, LatticeToolsError
 from lattice_tools.io import read_lattices

@@ -75,7 +75,7 @@ def prune_beam(lat: Lattice, beam: float, *, acoustic_scale: float = 1.0) -> Lat
     """``lattice-prune --beam``: keep the arcs (and final weights) on some path whose cost is within
     ``beam`` of the best path's, costs computed with the acoustic scale; the weights come back
     unscaled as Kaldi writes them (scaled then divided, in float32).  Then trimmed (``Connect``)."""
-    from ..alternatives._fb import ForwardBackward
+    from .forward_backward import ForwardBackward
 
     if not beam > 0:
         raise LatticeError(f"prune beam must be positive, got {beam}", key=lat.key or None)
@@ -118,20 +118,18 @@ def best_path_kaldi(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
     first predecessor state that strictly improves it, and between two states the cheapest arc
     (the first one on a tie).  ``word_penalty`` is added to word arcs after scaling
     (``lattice-1best --word-ins-penalty``)."""
-    from ..alternatives.sausage import stored_order_view
+    from .kaldi_order import compact_shortest_path, stored_order_view
 
     v = stored_order_view(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                           resort_only_if_unsorted=True)
-    from ..alternatives._mbr_kernels import compact_shortest_path, fast
-
     n = v.num_states
     cost = v.graph.astype(np.float64) + v.acoustic.astype(np.float64)
     fcost = v.final_graph.astype(np.float64) + v.final_acoustic.astype(np.float64)
     offs = np.searchsorted(v.src, np.arange(n + 1))
-    path, last = fast(compact_shortest_path, len(v.src))(n, offs, v.dst.astype(np.int64), cost, fcost)
+    path, last = compact_shortest_path(n, offs.tolist(), v.dst.tolist(), cost.tolist(), fcost.tolist())
     if last < 0:
         raise LatticeError("lattice has no complete path from the start to a final state", key=lat.key or None)
-    arcs = path.tolist()
+    arcs = path
     g = np.float32(0.0)
     ac = np.float32(0.0)
     for a in arcs:
@@ -165,8 +163,8 @@ def nbest_kaldi(lat: Lattice, n: int, *, acoustic_scale: float = 1.0, lm_scale: 
     determinization), with the exact best-completion (Viterbi backward) cost as the priority."""
     import heapq
 
-    from ..alternatives._fb import ForwardBackward
     from ..errors import BudgetExceededError
+    from .forward_backward import ForwardBackward
 
     if n < 1:
         raise LatticeError(f"n must be at least 1, got {n}", key=lat.key or None)

@@ -12,7 +12,7 @@ from .determinize import determinize  # noqa: E402
 from .nbest import nbest, nbest_sequences  # noqa: E402
 from .network import Alternative, Alternatives, Slot, depth_statistics
 from .phrase_alternatives import PhraseDecomposition, phrases  # noqa: E402
-from .sausage import sausage  # noqa: E402
+from .sausages import sausage  # noqa: E402
 from .word_align import word_align  # noqa: E402
 
 __all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", "word_align",

@@ -43,7 +43,7 @@ def word_labels(lat: Lattice, silence_words: Iterable[str] | None = None) -> np.
     """Per-arc word label with every silence/filler word mapped to 0 (epsilon)."""
     if silence_words is not None:
         silence_words = frozenset(silence_words)
-    ids = np.unique(lat.word)
+    ids = dense_codes(lat.word)[0]
     sil = [int(i) for i in ids if i != 0 and is_silence(lat.symbols.word(int(i)) if int(i) in lat.symbols
                                                          else str(int(i)), silence_words)]
     labels = lat.word.astype(np.int64)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms._batches import state_levels
-from ._fb import _segment_reduce
+from ..algorithms.forward_backward import _segment_reduce
 from ._search_arrays import GrowableColumns, run_starts
 
 

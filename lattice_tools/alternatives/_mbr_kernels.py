@@ -1,13 +1,14 @@
-"""Compiled loops of the MBR / confusion-network recursion (internal helper of :mod:`.sausage`).
+"""The compiled loops of the MBR / confusion-network recursion (internal helper of :mod:`.sausages`).
 
-Each function runs the loops of Kaldi's ``MinimumBayesRisk`` (``lat/sausages.cc``: Figures 4-6 of
+:func:`acc_stats` runs the loops of Kaldi's ``MinimumBayesRisk`` (``lat/sausages.cc``: Figures 4-6 of
 Xu et al. 2011) in Kaldi's order of states, arcs and positions, with the same double-precision
-operations, so that the sums come out as Kaldi's do (not merely close).  They are plain Python
+operations, so that the sums come out as Kaldi's do (not merely close).  It runs as plain Python
 when numba is not importable (correct, ~100x slower).
 """
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -21,16 +22,6 @@ except ImportError:  # pragma: no cover
 
 #: ``1.0 + delta()`` of Kaldi: ``delta()`` returns a float (1e-5f), added to a double 1.0.
 PENALIZED_ONE = 1.0 + float(np.float32(1.0e-5))
-#: Below this many arcs the linear-time loops (``top_sort_order``, ``compact_shortest_path``,
-#: ``state_times``) run as plain Python (their ``py_func``): loading numba's compiled code costs more.
-SMALL_ARCS = 50_000
-
-
-def fast(fn, n_arcs: int):
-    """``fn`` compiled, or its plain-Python body for small inputs (same code, same results)."""
-    return fn if n_arcs >= SMALL_ARCS or not hasattr(fn, "py_func") else fn.py_func
-
-
 #: Kaldi's ``kMinLogDiffDouble`` = log(DBL_EPSILON): LogAdd ignores a term this much smaller.
 MIN_LOG_DIFF = math.log(np.finfo(np.float64).eps)
 
@@ -45,114 +36,6 @@ def _log_add(x, y):
     if diff >= MIN_LOG_DIFF:
         return x + math.log1p(math.exp(diff))
     return x
-
-
-@njit(cache=True)
-def top_sort_order(num_states, start, arc_offsets, arc_dst):
-    """OpenFst ``TopSort``: depth-first search from ``start`` (then from every still unvisited state
-    in increasing order), arcs in stored order; the new number of a state is its position in the
-    reverse finishing order.  Returns ``new_id`` per state, or an empty array if there is a cycle."""
-    color = np.zeros(num_states, np.int8)  # 0 white, 1 grey, 2 black
-    finish = np.empty(num_states, np.int64)
-    n_fin = 0
-    stack_s = np.empty(num_states, np.int64)
-    stack_a = np.empty(num_states, np.int64)
-    root = start
-    while True:
-        if color[root] == 0:
-            sp = 0
-            stack_s[0] = root
-            stack_a[0] = arc_offsets[root]
-            color[root] = 1
-            while sp >= 0:
-                s = stack_s[sp]
-                a = stack_a[sp]
-                if a >= arc_offsets[s + 1]:
-                    color[s] = 2
-                    finish[n_fin] = s
-                    n_fin += 1
-                    sp -= 1
-                    if sp >= 0:
-                        stack_a[sp] += 1
-                    continue
-                d = arc_dst[a]
-                if color[d] == 0:
-                    color[d] = 1
-                    sp += 1
-                    stack_s[sp] = d
-                    stack_a[sp] = arc_offsets[d]
-                else:
-                    if color[d] == 1:
-                        return np.empty(0, np.int64)
-                    stack_a[sp] += 1
-        # next root: 0 after the start's tree, then increasing
-        nxt = 0 if root == start else root + 1
-        while nxt < num_states and color[nxt] != 0:
-            nxt += 1
-        if nxt >= num_states:
-            break
-        root = nxt
-    new_id = np.empty(num_states, np.int64)
-    for i in range(n_fin):
-        new_id[finish[n_fin - 1 - i]] = i
-    return new_id
-
-
-@njit(cache=True)
-def tropical_best_path(num_states, arc_offsets, arc_dst, arc_cost32, final_cost32):
-    """OpenFst ``ShortestPath`` (n = 1) on a topologically numbered FST with float32 weights: states
-    relaxed in numeric order, an arc replaces a distance only if strictly better, the first best
-    final state wins.  Returns the arcs of the path (empty if no final state is reachable)."""
-    inf = np.float32(np.inf)
-    dist = np.full(num_states, inf, np.float32)
-    parent = np.full(num_states, -1, np.int64)
-    dist[0] = np.float32(0.0)
-    f_dist = inf
-    f_state = -1
-    for s in range(num_states):
-        sd = dist[s]
-        if sd == inf:
-            continue
-        fc = final_cost32[s]
-        if fc != inf:
-            t = np.float32(sd + fc)
-            if t < f_dist:
-                f_dist = t
-                f_state = s
-        for a in range(arc_offsets[s], arc_offsets[s + 1]):
-            d = arc_dst[a]
-            w = np.float32(sd + arc_cost32[a])
-            if w < dist[d]:
-                dist[d] = w
-                parent[d] = a
-    if f_state < 0:
-        return np.empty(0, np.int64)
-    n = 0
-    s = f_state
-    while s != 0:
-        n += 1
-        s = arc_start_of(parent[s], arc_offsets)
-    path = np.empty(n, np.int64)
-    s = f_state
-    i = n - 1
-    while s != 0:
-        a = parent[s]
-        path[i] = a
-        i -= 1
-        s = arc_start_of(a, arc_offsets)
-    return path
-
-
-@njit(cache=True)
-def arc_start_of(a, arc_offsets):
-    lo, hi = 0, len(arc_offsets) - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if arc_offsets[mid] <= a:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 @njit(cache=True)
@@ -271,68 +154,21 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglik
     return risk, gamma, tau_b, tau_e, present
 
 
-@njit(cache=True)
-def state_times(num_states, src, dst, dur, strict):
-    """Kaldi's ``CompactLatticeStateTimes`` over arcs sorted by source (topological order): the frame
-    of every state, the first arc reaching a state setting it.  Returns ``(times, bad_state)``; with
-    ``strict``, ``bad_state`` >= 0 names a state reached at two different frames."""
-    t = np.full(num_states, -1, np.int64)
-    t[0] = 0
-    for a in range(len(src)):
-        want = t[src[a]] + dur[a]
-        d = dst[a]
-        if t[d] < 0:
-            t[d] = want
-        elif t[d] != want and strict:
-            return t, d
-    for s in range(num_states):
-        if t[s] < 0:
-            t[s] = 0
-    return t, -1
+def load_compiled(*, probe_blas: bool = True) -> None:
+    """Load the compiled :func:`acc_stats` now (once per process; its first call otherwise pays it).
 
-
-@njit(cache=True)
-def compact_shortest_path(num_states, arc_offsets, arc_dst, arc_cost, final_cost):
-    """Kaldi's ``CompactLatticeShortestPath`` on a topologically numbered lattice (double costs):
-    a state keeps the first predecessor state that strictly improves it, the super-final the first
-    best final state; between two consecutive states of the path, the cheapest arc (the first on a
-    tie).  Returns the arcs of the path and its last state (-1: no complete path)."""
-    inf = np.inf
-    best = np.full(num_states, inf)
-    pred = np.full(num_states, -1, np.int64)
-    best[0] = 0.0
-    sf_best = inf
-    sf_pred = -1
-    for s in range(num_states):
-        my = best[s]
-        for a in range(arc_offsets[s], arc_offsets[s + 1]):
-            nxt = my + arc_cost[a]
-            if nxt < best[arc_dst[a]]:
-                best[arc_dst[a]] = nxt
-                pred[arc_dst[a]] = s
-        tot = my + final_cost[s]
-        if tot < sf_best:
-            sf_best = tot
-            sf_pred = s
-    if sf_pred < 0:
-        return np.empty(0, np.int64), -1
-    n = 0
-    s = sf_pred
-    while s != 0:
-        n += 1
-        s = pred[s]
-    states = np.empty(n + 1, np.int64)
-    s = sf_pred
-    for i in range(n, -1, -1):
-        states[i] = s
-        if i > 0:
-            s = pred[s]
-    arcs = np.empty(n, np.int64)
-    for i in range(n):
-        s, d = states[i], states[i + 1]
-        chosen = -1
-        for a in range(arc_offsets[s], arc_offsets[s + 1]):
-            if arc_dst[a] == d and (chosen < 0 or arc_cost[a] < arc_cost[chosen]):
-                chosen = a
-        arcs[i] = chosen
-    return arcs, sf_pred
+    Loading numba's cached machine code initialises numba's compiler (~0.15 s of CPU), and numba
+    then probes for a BLAS by importing ``scipy.linalg`` (~0.2 s more).  The kernel uses no BLAS, so
+    a process that owns its numba -- the ``lattice-tools`` command line -- passes
+    ``probe_blas=False``: the probe fails at once and numba records "no BLAS", i.e. nopython code
+    compiled later in the same process cannot use ``np.dot``/``np.linalg``.  Library callers keep
+    the default."""
+    blocked = not probe_blas and "scipy.linalg.cython_blas" not in sys.modules
+    if blocked:
+        sys.modules["scipy.linalg.cython_blas"] = None  # makes `import scipy.linalg.cython_blas` fail
+    try:
+        one = np.zeros(1, np.int64)
+        acc_stats(2, np.array([0, 0, 1]), one, one, one, np.zeros(1), np.array([0, 1]), np.array([0, 1, 0]), 2)
+    finally:
+        if blocked and sys.modules.get("scipy.linalg.cython_blas", 0) is None:
+            del sys.modules["scipy.linalg.cython_blas"]

@@ -21,10 +21,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..algorithms.forward_backward import ForwardBackward
 from ..lattice import Lattice
 from ._common import dense_codes, prepare
 from ._fastsearch import SearchProblem, search_many
-from ._fb import ForwardBackward
 from .network import Alternative, Alternatives, Slot
 
 

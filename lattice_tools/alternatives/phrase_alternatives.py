@@ -48,11 +48,11 @@ import numpy as np
 
 from .._budget import check_memory
 from .._gc import gc_paused
+from ..algorithms.forward_backward import INF, ForwardBackward, _segment_reduce, log_add
 from ..errors import LatticeError
 from ..lattice import Lattice
 from ._common import prepare
 from ._fastsearch import SearchProblem, search_many
-from ._fb import INF, ForwardBackward, _segment_reduce, log_add
 from ._search import DEFAULT_TUNING, SearchTuning
 from .nbest import alternative_from_path, arc_words_and_times
 from .network import Alternative, Alternatives, Slot

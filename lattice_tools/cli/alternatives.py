@@ -71,7 +71,7 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
         def compute(lat):
             return nbest(lat, n, **kw, **unbounded)
     elif kind == "sausage":
-        from ..alternatives.sausage import sausage
+        from ..alternatives.sausages import sausage
 
         def compute(lat):
             return sausage(lat, n, **kw)

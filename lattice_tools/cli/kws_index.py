@@ -45,14 +45,14 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                 # lattice-to-ctm-conf): one slot per word, so a term's score is the product of its words'
                 from dataclasses import replace
 
-                from ..alternatives.sausage import sausage
+                from ..alternatives.sausages import sausage
                 alts = sausage(lat, 1, **scales)  # bins whose best entry is epsilon are not in a 1-best
                 alts = replace(alts, kind="1best", slots=tuple(sl for sl in alts.slots if not sl.best.is_empty))
             elif representation == "nbest":
                 from ..alternatives.nbest import nbest
                 alts = nbest(lat, n, **scales)
             elif representation == "sausage":
-                from ..alternatives.sausage import sausage
+                from ..alternatives.sausages import sausage
                 alts = sausage(lat, n, **scales)
             else:
                 from ..alternatives.phrase_alternatives import phrases

@@ -32,7 +32,7 @@ Hub conversion:
   archive (-1 for the final-string arcs above), its stored source and destination state, and
   whether Kaldi considers the stored numbering topologically sorted (text: every arc goes to a
   higher state; binary: the header's ``kTopSorted`` bit).  Algorithms whose result depends on
-  Kaldi's order of states (MBR / sausages, ``lattice_tools.alternatives.sausage``) use it.
+  Kaldi's order of states (best paths, MBR / sausages: ``lattice_tools.algorithms.kaldi_order``) use it.
 * Writing a word-aligned lattice as CompactLattice uses ``attrs["tids"]`` when present; otherwise
   the durations are written as ``t1 - t0`` copies of ``placeholder_tid`` (default 1) -- only the
   *length* of those strings is meaningful (times), not the ids.  Document this when you hand such
@@ -54,14 +54,16 @@ import struct
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO
 
 import numpy as np
 
-from ..errors import FormatError, LatticeError, MismatchError, SymbolError
+from ..errors import FormatError, LatticeError, MismatchError
 from ..lattice import Lattice
 from ..symbols import SymbolTable
+from ._kaldi_lattice import lattice_to_raw, raw_to_lattice
+from ._kaldi_text import RawFst, parse_text_block, parse_text_fst
 from .common import atomic_write, open_binary_input
 
 FST_MAGIC = 2125659606
@@ -192,15 +194,18 @@ class _Reader:
     def read_text_block(self) -> tuple[bytes, bool]:
         """The bytes up to (not including) the next blank line, which is consumed; ``(block, True)``
         if a blank line was found, else the rest of the input and ``False``.  Line numbers advance."""
+        searched = self.pos  # no blank line starts before this (a match starts at a newline)
         while True:
-            m = self._BLANK_LINE.search(self.buf, self.pos)
+            m = self._BLANK_LINE.search(self.buf, searched)
             if m is not None:
                 block = self.buf[self.pos:m.start()]
                 self.lineno += block.count(b"\n") + 2
                 self.pos = m.end()
                 return block, True
             have = len(self.buf) - self.pos
-            self._fill(have + (1 << 20))
+            searched = max(self.pos, self.buf.rfind(b"\n", self.pos)) - self.pos
+            self._fill(have + max(have, 1 << 20))  # doubling: a long block is copied O(1) times
+            searched += self.pos
             if len(self.buf) - self.pos == have:  # end of input
                 block = self.buf[self.pos:]
                 self.lineno += block.count(b"\n")
@@ -224,338 +229,6 @@ class _Reader:
                 return bytes(out)
             out += c
             self.pos += 1
-
-
-# ----------------------------------------------------------------------------------------------
-# raw FST (Kaldi's view) and parsing
-# ----------------------------------------------------------------------------------------------
-@dataclass
-class RawFst:
-    """A Kaldi lattice exactly as stored (state ids as in the file)."""
-
-    kind: str  # "lattice", "compact" or "standard"
-    start: int
-    num_states: int
-    src: np.ndarray
-    dst: np.ndarray
-    ilabel: np.ndarray
-    olabel: np.ndarray
-    w1: np.ndarray  # graph cost
-    w2: np.ndarray  # acoustic cost
-    final_w1: np.ndarray
-    final_w2: np.ndarray
-    strings: list | None = None  # compact: per-arc tid arrays
-    final_strings: dict = field(default_factory=dict)  # compact: state -> tid array (non-empty only)
-    props: int | None = None  # binary: the OpenFst header's property bits (None: text)
-
-
-def _parse_float(s: str):
-    x = float(s)  # accepts inf / Infinity / -inf
-    if math.isnan(x):
-        raise ValueError("nan")
-    return x
-
-
-# Kaldi/OpenFst store labels, state ids and transition ids as int32; its text reader takes ASCII
-# digits only (``int()`` would also take "1_000", "٣" or a 10,000-digit number).
-_INT_TEXT = re.compile(r"[+-]?[0-9]+\Z")
-INT32_MAX = 2 ** 31 - 1
-
-
-class _BadInteger(ValueError):
-    """An integer field that is not ASCII decimal or out of int32 range (the message says which)."""
-
-
-def _parse_int32(s: str, what: str) -> int:
-    """A non-negative int32 in ASCII decimal; ValueError (with what was expected) otherwise."""
-    if not _INT_TEXT.match(s):
-        raise _BadInteger(f"{what} {s[:40]!r} is not an integer")
-    x = int(s) if len(s) <= 40 else INT32_MAX + 1
-    if not 0 <= x <= INT32_MAX:
-        raise _BadInteger(f"{what} {s[:40]} is outside 0..{INT32_MAX} (Kaldi stores it as int32)")
-    return x
-
-
-def _parse_weight(s: str, compact: bool):
-    """Parse ``g,a`` (LatticeWeight) or ``g,a,t1_t2`` (CompactLatticeWeight); ValueError if bad."""
-    parts = s.split(",")
-    if compact:
-        if len(parts) not in (2, 3):
-            raise ValueError(s)
-        tids = parts[2] if len(parts) == 3 else ""
-        ids = (np.array([_parse_int32(x, "transition id") for x in tids.split("_")], dtype=np.int32)
-               if tids else np.zeros(0, np.int32))
-        return _parse_float(parts[0]), _parse_float(parts[1]), ids
-    if len(parts) != 2:
-        raise ValueError(s)
-    return _parse_float(parts[0]), _parse_float(parts[1]), None
-
-
-def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lattice_type: str = "auto") -> RawFst:
-    """Parse the text lines of one Kaldi lattice (``(lineno, line)`` pairs, no terminating blank line)."""
-    rows = []
-    for lineno, line in lines:
-        cols = line.split()
-        if not cols:
-            continue
-        if len(cols) > 5:
-            raise FormatError(f"expected at most 5 columns (src dst ilabel olabel weight), got {len(cols)}",
-                              path=name, line=lineno, key=key)
-        rows.append((lineno, cols))
-    if not rows:
-        raise FormatError("empty lattice (no lines before the terminating blank line)", path=name,
-                          line=lines[0][0] if lines else None, key=key)
-    kind = None if lattice_type == "auto" else lattice_type
-    if kind is None:
-        votes = {}
-        for lineno, cols in rows:
-            v = None
-            if len(cols) == 3:
-                v = "compact"
-            elif len(cols) == 5:
-                v = "lattice"
-            elif len(cols) == 4:
-                v = "compact" if "," in cols[3] else "lattice"
-            elif len(cols) == 2 and cols[1].count(",") == 2:
-                v = "compact"
-            if v is not None:
-                if votes and v not in votes:
-                    raise FormatError(f"line looks like a Kaldi {v} line but earlier lines (line {next(iter(votes.values()))}) "
-                                      f"look like a {next(iter(votes))}", path=name, line=lineno, key=key)
-                votes.setdefault(v, lineno)
-        kind = next(iter(votes), "compact")
-    compact = kind == "compact"
-    src, dst, il, ol, w1, w2, strings = [], [], [], [], [], [], []
-    finals: dict[int, tuple] = {}
-    start = None
-    for lineno, cols in rows:
-        try:
-            s = _parse_int32(cols[0], "state id")
-        except ValueError as exc:
-            raise FormatError(str(exc), path=name, line=lineno, key=key) from None
-        if start is None:
-            start = s
-        n = len(cols)
-        try:
-            if n <= 2:
-                wt = (0.0, 0.0, np.zeros(0, np.int32) if compact else None) if n == 1 else _parse_weight(cols[1], compact)
-                if s in finals:
-                    raise FormatError(f"state {s} has two final weights", path=name, line=lineno, key=key)
-                finals[s] = wt
-                continue
-            if compact:
-                if n not in (3, 4):
-                    raise ValueError("columns")
-                d, lab = _parse_int32(cols[1], "state id"), _parse_int32(cols[2], "label")
-                wt = (0.0, 0.0, np.zeros(0, np.int32)) if n == 3 else _parse_weight(cols[3], True)
-                ilab = olab = lab
-            else:
-                if n not in (4, 5):
-                    raise ValueError("columns")
-                d = _parse_int32(cols[1], "state id")
-                ilab, olab = _parse_int32(cols[2], "input label"), _parse_int32(cols[3], "output label")
-                wt = (0.0, 0.0, None) if n == 4 else _parse_weight(cols[4], False)
-        except ValueError as exc:
-            want = ("'src dst word [graph,acoustic,tids]' or 'state [graph,acoustic,tids]'" if compact else
-                    "'src dst ilabel olabel [graph,acoustic]' or 'state [graph,acoustic]'")
-            why = f" ({exc})" if isinstance(exc, _BadInteger) else ""
-            raise FormatError(f"bad Kaldi {kind} line {' '.join(cols)[:200]!r}{why}: expected {want} "
-                              "(numbers, no NaN)", path=name, line=lineno, key=key) from None
-        if math.isinf(wt[0]) or math.isinf(wt[1]):
-            raise FormatError("arc weight is infinite (Zero); arcs must have finite weights", path=name, line=lineno, key=key)
-        src.append(s)
-        dst.append(d)
-        il.append(ilab)
-        ol.append(olab)
-        w1.append(wt[0])
-        w2.append(wt[1])
-        strings.append(wt[2])
-    num_states = max([start] + src + dst + list(finals)) + 1
-    if num_states > max(4 * len(rows), 1 << 20):
-        big = max([start] + src + dst + list(finals))
-        line = next((n for n, c in rows if str(big) in c[:2]), None)
-        raise FormatError(f"state id {big} is implausibly large for a lattice of {len(rows)} lines",
-                          path=name, line=line, key=key)
-    fw1 = np.full(num_states, np.inf)
-    fw2 = np.full(num_states, np.inf)
-    final_strings = {}
-    for s, (a, b, tids) in finals.items():
-        if math.isinf(a) or math.isinf(b):
-            continue  # Zero final weight = not final
-        fw1[s], fw2[s] = a, b
-        if tids is not None and len(tids):
-            final_strings[s] = tids
-    return RawFst(kind, start, num_states, np.array(src, np.int64), np.array(dst, np.int64),
-                  np.array(il, np.int64), np.array(ol, np.int64), np.array(w1, np.float64), np.array(w2, np.float64),
-                  fw1, fw2, strings if compact else None, final_strings)
-
-
-def _parse_compact_text_fast(block: bytes, key: str | None) -> RawFst | None:
-    """Vectorized parse of a text CompactLattice in the layout Kaldi writes (``src dst word
-    [g,a,tids]`` and ``state [g,a,tids]`` lines), or None when anything else is in the block (the
-    line parser then reads it and reports errors).  Numbers are parsed by numpy as the line parser
-    parses them (correctly rounded), so the result is the same."""
-    if not block or b"\r" in block:
-        return None
-    if len(block) > _SCAN_MIN_BYTES:
-        return _parse_compact_text_compiled(block)
-    a = np.frombuffer(block, np.uint8)
-    n = len(a)
-    ws = (a == 32) | (a == 9) | (a == 10)
-    prev_ws = np.empty(n, bool)
-    prev_ws[0] = True
-    prev_ws[1:] = ws[:-1]
-    nl = np.flatnonzero(a == 10)
-    n_lines = len(nl) + 1
-    col_start = np.flatnonzero(~ws & prev_ws)  # whitespace-separated columns
-    col_line = np.searchsorted(nl, col_start)
-    cols = np.bincount(col_line, minlength=n_lines)
-    if np.any(cols == 0):
-        return None  # blank-looking lines inside the block: let the line parser decide
-    sep = (a == 44) | (a == 95)  # ',' and '_' become separators of numeric tokens
-    num_ws = ws | sep
-    prev_num = np.empty(n, bool)
-    prev_num[0] = True
-    prev_num[1:] = num_ws[:-1]
-    tok_start = np.flatnonzero(~num_ws & prev_num)
-    tok_line = np.searchsorted(nl, tok_start)
-    ntok = np.bincount(tok_line, minlength=n_lines)
-    comma_pos = np.flatnonzero(a == 44)
-    comma_line = np.searchsorted(nl, comma_pos)
-    commas = np.bincount(comma_line, minlength=n_lines)
-    us_pos = np.flatnonzero(a == 95)
-    us_line = np.searchsorted(nl, us_pos)
-    unders = np.bincount(us_line, minlength=n_lines)
-    # '_' separates transition ids, after the weight's commas; anywhere else the line parser decides
-    first_comma = np.full(n_lines, n, np.int64)
-    np.minimum.at(first_comma, comma_line, comma_pos)
-    if np.any(us_pos < first_comma[us_line]):
-        return None
-    arc_w = (cols == 4) & (commas == 2) & ((ntok == 5) | (ntok == 6 + unders))
-    arc_nw = (cols == 3) & (commas == 0) & (ntok == 3)
-    fin_1 = (cols == 1) & (commas == 0) & (ntok == 1)
-    fin_w = (cols == 2) & (commas == 2) & ((ntok == 3) | (ntok == 4 + unders))
-    if not np.all(arc_w | arc_nw | fin_1 | fin_w):
-        return None
-    # empty tid strings must really be empty ("g,a," with nothing after the last comma)
-    if np.any((arc_w & (ntok == 5) & (unders != 0)) | (fin_w & (ntok == 3) & (unders != 0))):
-        return None
-    toks = block.replace(b",", b" ").replace(b"_", b" ").split()
-    if len(toks) != len(tok_start):
-        return None
-    # integer fields (states, words, transition ids) must be plain ASCII digits, as the line parser
-    # requires: a token with any other character is a weight or goes to the line parser
-    tok_of_byte = np.cumsum(~num_ws & prev_num) - 1
-    nondigit = ~num_ws & ((a < 48) | (a > 57))
-    tok_has_nondigit = np.bincount(tok_of_byte[nondigit], minlength=len(tok_start)) > 0
-    try:
-        vals = np.array(toks, dtype="S").astype(np.float64)
-    except ValueError:
-        return None
-    if not np.all(np.isfinite(vals)):
-        return None
-    first = np.zeros(n_lines + 1, np.int64)
-    np.cumsum(ntok, out=first[1:])
-    is_arc = arc_w | arc_nw
-    arc_lines = np.flatnonzero(is_arc)
-    f = first[arc_lines]
-    src, dst, word = vals[f], vals[f + 1], vals[f + 2]
-    w1 = np.where(arc_w[arc_lines], vals[np.minimum(f + 3, len(vals) - 1)], 0.0)
-    w2 = np.where(arc_w[arc_lines], vals[np.minimum(f + 4, len(vals) - 1)], 0.0)
-    fin_lines = np.flatnonzero(~is_arc)
-    ff = first[fin_lines]
-    fstate = vals[ff]
-    fw1 = np.where(fin_w[fin_lines], vals[np.minimum(ff + 1, len(vals) - 1)], 0.0)
-    fw2 = np.where(fin_w[fin_lines], vals[np.minimum(ff + 2, len(vals) - 1)], 0.0)
-    ints = np.concatenate([src, dst, word, fstate])
-    int_toks = np.concatenate([f, f + 1, f + 2, ff])
-    tid_lo = np.where(is_arc, np.where(arc_w, first[:-1] + 5, first[:-1] + 3), first[:-1] + 3)
-    tid_lo = np.where(arc_nw | fin_1, first[1:], tid_lo)
-    tid_hi = first[1:]
-    tid_mask = np.zeros(len(vals) + 1, np.int64)
-    np.add.at(tid_mask, tid_lo, 1)
-    np.add.at(tid_mask, tid_hi, -1)
-    is_tid = np.cumsum(tid_mask[:-1]) > 0
-    tid_vals = vals[is_tid]
-    if np.any(tok_has_nondigit[int_toks]) or np.any(tok_has_nondigit[is_tid]):
-        return None
-    if (np.any(ints < 0) or np.any(ints != np.floor(ints)) or np.any(tid_vals != np.floor(tid_vals))
-            or (len(ints) and ints.max() >= 1 << 31) or (len(tid_vals) and np.abs(tid_vals).max() >= 1 << 31)):
-        return None
-    if len(np.unique(fstate)) != len(fstate):
-        return None
-    src, dst, word = src.astype(np.int64), dst.astype(np.int64), word.astype(np.int64)
-    fstate = fstate.astype(np.int64)
-    start = int(vals[0])
-    num_states = int(max(start, src.max(initial=-1), dst.max(initial=-1), fstate.max(initial=-1))) + 1
-    if num_states > max(4 * n_lines, 1 << 20):
-        return None
-    tids_all = tid_vals.astype(np.int32)
-    lens = (tid_hi - tid_lo).astype(np.int64)
-    offs = np.zeros(n_lines + 1, np.int64)
-    np.cumsum(lens, out=offs[1:])
-    arc_off = offs[arc_lines].tolist()
-    arc_end = offs[arc_lines + 1].tolist()
-    strings = [tids_all[i:j] for i, j in zip(arc_off, arc_end, strict=False)]
-    final_w1 = np.full(num_states, np.inf)
-    final_w2 = np.full(num_states, np.inf)
-    final_w1[fstate] = fw1
-    final_w2[fstate] = fw2
-    final_strings = {int(s): tids_all[offs[ln]:offs[ln + 1]] for s, ln in zip(fstate.tolist(), fin_lines.tolist(), strict=False)
-                     if lens[ln]}
-    return RawFst("compact", start, num_states, src, dst, word.copy(), word, w1, w2, final_w1, final_w2, strings,
-                  final_strings)
-
-
-#: Blocks larger than this are scanned by the compiled scanner (importing numba costs ~0.3 s of CPU,
-#: worth it from about a megabyte of text); smaller ones by the numpy path above.
-_SCAN_MIN_BYTES = 1 << 20
-
-
-def _parse_compact_text_compiled(block: bytes) -> RawFst | None:
-    """:func:`_parse_compact_text_fast` for big blocks, by one compiled pass over the bytes."""
-    from ._kaldi_scan import scan_compact
-
-    a = np.frombuffer(block, np.uint8)
-    status, kind, ints, wspan, tid_off, tids, n_lines = scan_compact(a)
-    if status != 0 or n_lines == 0:
-        return None
-    kind, ints, wspan, tid_off = kind[:n_lines], ints[:n_lines], wspan[:n_lines], tid_off[:n_lines + 1]
-    has_w = (kind == 1) | (kind == 3)
-    wl = np.flatnonzero(has_w)
-    sp = wspan[wl].tolist()
-    try:
-        gw = np.array([block[x[0]:x[1]] for x in sp], dtype="S").astype(np.float64) if len(wl) else np.zeros(0)
-        aw = np.array([block[x[2]:x[3]] for x in sp], dtype="S").astype(np.float64) if len(wl) else np.zeros(0)
-    except ValueError:
-        return None
-    if not (np.all(np.isfinite(gw)) and np.all(np.isfinite(aw))):
-        return None
-    g = np.zeros(n_lines)
-    ac = np.zeros(n_lines)
-    g[wl] = gw
-    ac[wl] = aw
-    is_arc = kind <= 1
-    arc_lines = np.flatnonzero(is_arc)
-    fin_lines = np.flatnonzero(~is_arc)
-    src, dst, word = ints[arc_lines, 0].copy(), ints[arc_lines, 1].copy(), ints[arc_lines, 2].copy()
-    fstate = ints[fin_lines, 0].copy()
-    if len(np.unique(fstate)) != len(fstate):
-        return None
-    start = int(ints[0, 0])
-    num_states = int(max(start, src.max(initial=-1), dst.max(initial=-1), fstate.max(initial=-1))) + 1
-    if num_states > max(4 * n_lines, 1 << 20):
-        return None
-    lo, hi = tid_off[arc_lines].tolist(), tid_off[arc_lines + 1].tolist()
-    strings = [tids[i:j] for i, j in zip(lo, hi, strict=False)]
-    final_w1 = np.full(num_states, np.inf)
-    final_w2 = np.full(num_states, np.inf)
-    final_w1[fstate] = g[fin_lines]
-    final_w2[fstate] = ac[fin_lines]
-    final_strings = {int(s): tids[tid_off[ln]:tid_off[ln + 1]] for s, ln in zip(fstate.tolist(), fin_lines.tolist(), strict=False)
-                     if tid_off[ln + 1] > tid_off[ln]}
-    return RawFst("compact", start, num_states, src, dst, word.copy(), word, g[arc_lines], ac[arc_lines], final_w1,
-                  final_w2, strings, final_strings)
 
 
 def _read_string(r: _Reader, key) -> str:
@@ -678,21 +351,19 @@ def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
         r.readline()
         start_line = r.lineno
         block, _ = r.read_text_block()
-        if lattice_type in ("auto", "compact"):
-            raw = _parse_compact_text_fast(block, key)
-            if raw is not None:
-                return raw
-        # not the plain CompactLattice layout (or bad input): the line parser, with its messages
-        lines = []
-        for i, line in enumerate(block.split(b"\n")):
-            try:
-                s = line.decode("utf-8")
-            except UnicodeDecodeError:
-                raise FormatError("not valid text (binary data in a text lattice?)", path=r.name, line=start_line + i,
-                                  key=key) from None
-            lines.append((start_line + i, s))
-        raw = parse_text_fst(lines, r.name, key, lattice_type)
-        return raw
+
+        def lines_of_block():
+            lines = []
+            for i, line in enumerate(block.split(b"\n")):
+                try:
+                    s = line.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise FormatError("not valid text (binary data in a text lattice?)", path=r.name,
+                                      line=start_line + i, key=key) from None
+                lines.append((start_line + i, s))
+            return lines
+
+        return parse_text_block(block, lines_of_block, r.name, key, lattice_type)
     else:
         raise FormatError(f"does not look like a lattice (neither text nor OpenFst binary) at byte {r.tell()}",
                           path=r.name, line=r.lineno, key=key)
@@ -823,222 +494,6 @@ def iter_raw(spec: str, lattice_type: str = "auto") -> Iterator[tuple[str, RawFs
         yield from iter_archive_raw(sp.path, gz_pipe=sp.gzip_pipe, lattice_type=lattice_type)
     else:
         yield from _iter_scp(sp.path, lattice_type)
-
-
-# ----------------------------------------------------------------------------------------------
-# RawFst <-> hub Lattice
-# ----------------------------------------------------------------------------------------------
-def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: str) -> SymbolTable:
-    uniq = np.unique(ids[ids != 0]) if len(ids) else ids
-    if symbols is None:
-        return SymbolTable({str(int(i)): int(i) for i in uniq})
-    missing = [int(i) for i in uniq if int(i) not in symbols]
-    if missing:
-        raise SymbolError(f"word id {missing[0]} is not in the symbol table", path=name, key=key)
-    return symbols
-
-
-#: OpenFst's ``kTopSorted`` property bit.
-K_TOP_SORTED = 0x0000004000000000
-
-
-def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, frame_shift: float = 0.01,
-                   name: str | None = None) -> Lattice:
-    """Convert a Kaldi lattice to the hub type (see the module docstring for the conventions)."""
-    if raw.num_states == 0:
-        raise LatticeError("empty lattice (no states)", path=name, key=key)
-    if len(raw.ilabel) and (raw.ilabel.min() < 0 or raw.olabel.min() < 0):
-        raise FormatError("negative label", path=name, key=key)
-    src, dst = raw.src, raw.dst
-    n = raw.num_states
-    fw1, fw2 = raw.final_w1, raw.final_w2
-    attrs = {}
-    if raw.kind == "compact":
-        strings = list(raw.strings)
-        if raw.final_strings:
-            # Final tid strings become epsilon arcs into a new final state (keeps times + totals).
-            extra = sorted(raw.final_strings)
-            new_final = n
-            src = np.concatenate([src, np.array(extra, np.int64)])
-            dst = np.concatenate([dst, np.full(len(extra), new_final, np.int64)])
-            zeros = np.zeros(len(extra), np.int64)
-            ilab = np.concatenate([raw.ilabel, zeros])
-            olab = np.concatenate([raw.olabel, zeros])
-            w1 = np.concatenate([raw.w1, fw1[extra]])
-            w2 = np.concatenate([raw.w2, fw2[extra]])
-            strings += [raw.final_strings[s] for s in extra]
-            fw1 = np.append(fw1.copy(), 0.0)
-            fw2 = np.append(fw2.copy(), 0.0)
-            fw1[extra] = np.inf
-            fw2[extra] = np.inf
-            n += 1
-        else:
-            ilab, olab, w1, w2 = raw.ilabel, raw.olabel, raw.w1, raw.w2
-        dur = np.fromiter((len(t) for t in strings), dtype=np.int64, count=len(strings))
-        n_raw = len(raw.src)
-        n_extra = len(src) - n_raw
-        top_sorted = (bool(raw.props & K_TOP_SORTED) if raw.props is not None
-                      else bool(np.all(raw.src < raw.dst)))
-        attrs["kaldi"] = np.stack([np.r_[np.arange(n_raw), np.full(n_extra, -1)], src, dst,
-                                   np.full(len(src), int(top_sorted))], axis=1).astype(np.int64)
-        tids = np.empty(len(strings), dtype=object)
-        for i, t in enumerate(strings):
-            tids[i] = t
-        attrs["tids"] = tids
-        word = olab
-        word_aligned = True
-    else:
-        ilab, olab, w1, w2 = raw.ilabel, raw.olabel, raw.w1, raw.w2
-        dur = (ilab != 0).astype(np.int64)
-        word = olab
-        word_aligned = False
-    syms = _symbols_for(word, symbols, key, name)
-    try:
-        lat = Lattice.from_arcs(src=src, dst=dst, word=word, ilabel=ilab, symbols=syms, final_graph_cost=fw1,
-                                final_acoustic_cost=fw2, num_states=n, start=raw.start, graph_cost=w1,
-                                acoustic_cost=w2, frame_shift=frame_shift, key=key, word_aligned=word_aligned,
-                                attrs={**attrs, "_dur": dur})
-    except LatticeError as exc:
-        raise LatticeError(exc.message, path=name, key=key) from None
-    # Frames: accumulate durations in topological order; all paths must agree.
-    d = lat.attrs["_dur"].astype(np.int64)
-    attrs_out = {k: v for k, v in lat.attrs.items() if k != "_dur"}
-    lat = lat.replace(attrs=attrs_out)
-    frame = _accumulate_frames(lat, d)
-    if frame is None:
-        if raw.kind != "compact":
-            raise LatticeError("paths reach a state at different frames; a frame-level Kaldi lattice must be "
-                               "time-synchronous", path=name, key=key)
-        # Determinized CompactLattices need not be time-synchronous (tid strings are not aligned
-        # to words): split each state into one copy per arrival frame, which keeps every path.
-        # (Kaldi's MBR refuses such lattices; the stored order no longer applies.)
-        lat = lat.replace(attrs={k: v for k, v in lat.attrs.items() if k != "kaldi"})
-        return _expand_by_frame(lat, d)
-    t0 = frame[lat.src]
-    return lat.replace(t0=t0, t1=t0 + d)
-
-
-def _accumulate_frames(lat: Lattice, dur: np.ndarray) -> np.ndarray | None:
-    """Frame of each state (start = 0) or None if two paths reach a state at different frames."""
-    fr = [-1] * lat.num_states
-    fr[0] = 0
-    s_arr, d_arr, dl = lat.src.tolist(), lat.dst.tolist(), dur.tolist()
-    for i in range(lat.num_arcs):
-        t = fr[s_arr[i]] + dl[i]
-        prev = fr[d_arr[i]]
-        if prev < 0:
-            fr[d_arr[i]] = t
-        elif prev != t:
-            return None
-    return np.array(fr, np.int64)
-
-
-def _expand_by_frame(lat: Lattice, dur: np.ndarray) -> Lattice:
-    """An equivalent lattice whose states are (state, frame) pairs, so every arc has exact times."""
-    offsets = lat.out_arc_offsets().tolist()
-    dst, dl = lat.dst.tolist(), dur.tolist()
-    copies: list[dict] = [dict() for _ in range(lat.num_states)]
-    copies[0][0] = 0
-    orig = [0]
-    new_src, new_dst, arc_idx, t0 = [], [], [], []
-    for s in range(lat.num_states):  # topological order
-        for f, sid in copies[s].items():
-            for a in range(offsets[s], offsets[s + 1]):
-                fd = f + dl[a]
-                did = copies[dst[a]].get(fd)
-                if did is None:
-                    did = len(orig)
-                    copies[dst[a]][fd] = did
-                    orig.append(dst[a])
-                new_src.append(sid)
-                new_dst.append(did)
-                arc_idx.append(a)
-                t0.append(f)
-    idx = np.array(arc_idx, np.int64)
-    orig_arr = np.array(orig, np.int64)
-    t0a = np.array(t0, np.int64)
-    return Lattice.from_arcs(src=new_src, dst=new_dst, word=lat.word[idx], ilabel=lat.ilabel[idx], symbols=lat.symbols,
-                             final_graph_cost=lat.final_graph_cost[orig_arr],
-                             final_acoustic_cost=lat.final_acoustic_cost[orig_arr], num_states=len(orig),
-                             t0=t0a, t1=t0a + dur[idx], graph_cost=lat.graph_cost[idx],
-                             acoustic_cost=lat.acoustic_cost[idx], frame_shift=lat.frame_shift, key=lat.key,
-                             word_aligned=lat.word_aligned, attrs={k: v[idx] for k, v in lat.attrs.items()})
-
-
-def _state_frames(lat: Lattice) -> np.ndarray | None:
-    if not lat.has_times or lat.num_arcs == 0:
-        return None
-    fr = np.full(lat.num_states, -1, np.int64)
-    fr[0] = 0
-    dur = (lat.t1 - lat.t0).tolist()
-    s_arr, d_arr, t0 = lat.src.tolist(), lat.dst.tolist(), lat.t0.tolist()
-    f = fr.tolist()
-    for i in range(lat.num_arcs):
-        if f[s_arr[i]] != t0[i]:
-            raise LatticeError(f"arc {i} starts at frame {t0[i]} but its source state is at frame {f[s_arr[i]]} "
-                               "(Kaldi lattices count frames from 0 along every path)", key=lat.key or None)
-        t = t0[i] + dur[i]
-        if f[d_arr[i]] < 0:
-            f[d_arr[i]] = t
-        elif f[d_arr[i]] != t:
-            raise LatticeError(f"paths reach state {d_arr[i]} at frames {f[d_arr[i]]} and {t}", key=lat.key or None)
-    return np.array(f, np.int64)
-
-
-def _frame_level_mismatch(lat: Lattice) -> int | None:
-    """The first arc whose duration is not what a frame-level Kaldi Lattice would give it (one
-    frame for a non-zero input label, none for 0), or None (also for lattices without times)."""
-    if not lat.has_times or lat.num_arcs == 0:
-        return None
-    bad = np.nonzero((lat.t1 - lat.t0) != (lat.ilabel != 0))[0]
-    return int(bad[0]) if len(bad) else None
-
-
-def lattice_to_raw(lat: Lattice, lattice_type: str = "auto", placeholder_tid: int = 1) -> RawFst:
-    """Convert a hub lattice to Kaldi's representation.
-
-    ``lattice_type``: ``"compact"`` (word-aligned: labels = words, tid strings carry durations),
-    ``"lattice"`` (ilabel = ``lat.ilabel``, olabel = word; times are implicit in the arcs: one
-    frame per non-zero ilabel; FormatError if the lattice's times differ), or ``"auto"``
-    (compact when ``lat.word_aligned`` or when the times differ from that, else lattice).
-    """
-    if lattice_type not in ("auto", "compact", "lattice"):
-        raise ValueError(f"lattice_type must be 'auto', 'compact' or 'lattice', not {lattice_type!r}")
-    # A frame-level Lattice has no times of its own: each arc with a non-zero input label (a
-    # transition id) takes one frame, label 0 none.  A lattice whose times say otherwise -- k2 CTC
-    # lattices give their blank token 0 a frame -- would be written with the wrong times (and be
-    # unreadable when paths then reach a state at different frames), so it goes out as a
-    # CompactLattice, whose tid strings carry any duration.
-    bad = _frame_level_mismatch(lat)
-    if lattice_type == "auto":
-        kind = "compact" if lat.word_aligned or bad is not None else "lattice"
-    else:
-        kind = lattice_type
-    if kind == "lattice" and bad is not None:
-        raise FormatError(f"arc {bad} (input label {int(lat.ilabel[bad])}) spans {int(lat.t1[bad] - lat.t0[bad])} "
-                          "frame(s): a frame-level Kaldi Lattice gives one frame to each non-zero input label and "
-                          "none to label 0, so its times would be lost; write a CompactLattice instead",
-                          key=lat.key or None)
-    raw = RawFst(kind, 0, lat.num_states, lat.src.astype(np.int64), lat.dst.astype(np.int64),
-                 lat.ilabel.astype(np.int64), lat.word.astype(np.int64), lat.graph_cost.copy(),
-                 lat.acoustic_cost.copy(), lat.final_graph_cost.copy(), lat.final_acoustic_cost.copy())
-    if kind == "compact":
-        raw.ilabel = raw.olabel.copy()
-        tids = lat.attrs.get("tids")
-        strings = []
-        if lat.has_times and lat.num_arcs:
-            _state_frames(lat)  # consistency check
-            dur = lat.t1 - lat.t0
-            for i in range(lat.num_arcs):
-                t = tids[i] if tids is not None else None
-                if t is not None and len(t) == dur[i]:
-                    strings.append(np.asarray(t, np.int32))
-                else:
-                    strings.append(np.full(int(dur[i]), placeholder_tid, np.int32))
-        else:
-            strings = [np.zeros(0, np.int32) for _ in range(lat.num_arcs)]
-        raw.strings = strings
-    return raw
 
 
 # ----------------------------------------------------------------------------------------------

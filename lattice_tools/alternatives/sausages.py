@@ -21,9 +21,11 @@ What makes the numbers Kaldi's (``docs/kaldi.md`` has the details and the tests)
   applied, because rewriting the weights clears OpenFst's cached "sorted" property.  Lattices read
   from Kaldi archives carry their stored state numbering and arc order (``attrs["kaldi"]``, see
   :mod:`lattice_tools.io.kaldi`), so the order is the one Kaldi sees in the same archive; other
-  lattices use their own numbering (the one ``lattice-tools convert --to kaldi`` writes).
+  lattices use their own numbering (the one ``lattice-tools convert --to kaldi`` writes).  That
+  view of the lattice is :func:`lattice_tools.algorithms.kaldi_order.stored_order_view`.
 * **Arithmetic.**  Weights are float32 as in Kaldi (scaled in double, stored in float); the
-  recursion runs in double in Kaldi's order (compiled with numba); bin posteriors and times are
+  recursion runs in double in Kaldi's order (compiled with numba: ``_mbr_kernels.acc_stats``,
+  tested against the literal transcription in ``tests/_mbr_reference.py``); bin posteriors and times are
   rounded to float32 as Kaldi stores them; within a bin, entries are sorted by posterior, ties by
   the larger word id first; the tie-breaking ``delta`` (1e-5) is added only to edits that cost
   something (Kaldi's "conceptual bug-fix").
@@ -40,166 +42,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..algorithms.kaldi_order import StoredOrderView, state_times, stored_order_view, tropical_best_path
 from ..errors import BudgetExceededError, LatticeError
 from ..lattice import Lattice
 from . import _mbr_kernels as K
-from ._common import word_labels
+from ._common import dense_codes, word_labels
 from .network import Alternative, Alternatives, Slot
 
 #: Kaldi stops ``MbrDecode`` after this many passes (``counter > 100``) with a warning.
 MAX_PASSES = 102
 #: Memory cap of the per-(bin, word) statistics (3 doubles and a flag each).
 MAX_STATS_BYTES = 2 * 10**9
-
-
-def _f32(x) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64).astype(np.float32)
-
-
-def _scaled(values: np.ndarray, scale: float) -> np.ndarray:
-    """Kaldi's ``ScaleLattice``: the (float) scale times the float weight in double, stored as float."""
-    return (float(np.float32(scale)) * values.astype(np.float64)).astype(np.float32)
-
-
-def _stored_order(lat: Lattice):
-    """(num_states, start, arc index per stored arc, stored src, stored dst, final-string arcs,
-    kaldi_sorted) of a lattice read from a Kaldi archive, or None when ``lat`` does not carry a
-    consistent stored order (then its own numbering is Kaldi's)."""
-    info = lat.attrs.get("kaldi")
-    if info is None or info.ndim != 2 or info.shape[1] != 4 or lat.num_arcs == 0:
-        return None
-    file_idx, ksrc, kdst, ksorted = (info[:, i].astype(np.int64) for i in range(4))
-    real = file_idx >= 0
-    # hub state -> stored state, which must be one-to-one
-    n = lat.num_states
-    orig = np.full(n, -1, np.int64)
-    hub_ids = np.concatenate([lat.src[real], lat.dst[real], lat.src[~real]]).astype(np.int64)
-    st_ids = np.concatenate([ksrc[real], kdst[real], ksrc[~real]])
-    orig[hub_ids] = st_ids
-    if not np.array_equal(orig[hub_ids], st_ids):
-        return None
-    used = orig[orig >= 0]
-    if len(np.unique(used)) != len(used) or len(np.unique(file_idx[real])) != int(real.sum()):
-        return None
-    return orig, file_idx, real, bool(ksorted[0])
-
-
-@dataclass(frozen=True)
-class StoredOrderView:
-    """A lattice as Kaldi holds it after reading and ``ScaleLattice``: states in stored (or re-sorted)
-    order, arcs of each state in stored order (arrays per arc, sorted by ``src``), scaled float32
-    weights, per-state final weights (``inf`` = not final) with their frame counts.  ``hub_arc``:
-    the lattice arc each arc comes from (-1: a super-final arc)."""
-
-    num_states: int
-    src: np.ndarray
-    dst: np.ndarray
-    word: np.ndarray
-    graph: np.ndarray
-    acoustic: np.ndarray
-    dur: np.ndarray
-    hub_arc: np.ndarray
-    final_graph: np.ndarray
-    final_acoustic: np.ndarray
-    final_dur: np.ndarray
-    resorted: bool
-
-
-def stored_order_view(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
-                      labels: np.ndarray | None = None, super_final: bool = False,
-                      resort_only_if_unsorted: bool = False) -> StoredOrderView:
-    """The lattice in the order Kaldi visits it (see the module docstring).
-
-    ``super_final``: add Kaldi's ``CreateSuperFinal`` state (MBR).  Re-sorting (OpenFst's
-    depth-first ``TopSort``): when the stored numbering is not topological, and -- unless
-    ``resort_only_if_unsorted`` (tools that test the property, such as ``lattice-best-path``) --
-    also when Kaldi's cached property is unknown: the archive said so, or the weights were
-    rewritten (a scale other than 1 or a word penalty), as ``lattice-mbr-decode`` does."""
-    labels = lat.word.astype(np.int64) if labels is None else np.asarray(labels, np.int64)
-    dur = (lat.t1 - lat.t0).astype(np.int64) if lat.has_times else np.zeros(lat.num_arcs, np.int64)
-    fin_hub = np.flatnonzero(np.isfinite(lat.final_graph_cost))
-    stored = _stored_order(lat)
-    if stored is not None:
-        orig, file_idx, real, sorted_prop = stored
-        # stored state ids compacted (order kept), arcs in stored order, final strings back to finals
-        present = np.flatnonzero(orig >= 0)
-        order_states = present[np.argsort(orig[present], kind="stable")]
-        new_of_hub = np.full(lat.num_states, -1, np.int64)
-        new_of_hub[order_states] = np.arange(len(order_states))
-        arcs = np.flatnonzero(real)
-        arcs = arcs[np.argsort(file_idx[arcs], kind="stable")]
-        n_states = len(order_states)
-        src, dst = new_of_hub[lat.src[arcs]], new_of_hub[lat.dst[arcs]]
-        f_g = np.full(n_states, np.inf)
-        f_a = np.full(n_states, np.inf)
-        f_dur = np.zeros(n_states, np.int64)
-        for h in fin_hub.tolist():
-            if new_of_hub[h] >= 0:
-                f_g[new_of_hub[h]] = lat.final_graph_cost[h]
-                f_a[new_of_hub[h]] = lat.final_acoustic_cost[h]
-        for a in np.flatnonzero(~real).tolist():  # final strings: arcs into the hub's extra final state
-            st = new_of_hub[lat.src[a]]
-            f_g[st] = lat.graph_cost[a] + lat.final_graph_cost[lat.dst[a]]
-            f_a[st] = lat.acoustic_cost[a] + lat.final_acoustic_cost[lat.dst[a]]
-            f_dur[st] = dur[a]
-        start = int(new_of_hub[0])
-        g, ac, w, d = lat.graph_cost[arcs], lat.acoustic_cost[arcs], labels[arcs], dur[arcs]
-        hub = arcs.astype(np.int64)
-    else:
-        n_states, start, sorted_prop = lat.num_states, 0, True
-        src, dst = lat.src.astype(np.int64), lat.dst.astype(np.int64)
-        g, ac, w, d = lat.graph_cost, lat.acoustic_cost, labels, dur
-        f_g, f_a = lat.final_graph_cost.copy(), lat.final_acoustic_cost.copy()
-        f_dur = np.zeros(n_states, np.int64)
-        hub = np.arange(lat.num_arcs, dtype=np.int64)
-    g, ac, f_g, f_a = _f32(g), _f32(ac), _f32(f_g), _f32(f_a)
-    if (lm_scale, acoustic_scale) != (1.0, 1.0):
-        g, ac = _scaled(g, lm_scale), _scaled(ac, acoustic_scale)
-        f_g, f_a = _scaled(f_g, lm_scale), _scaled(f_a, acoustic_scale)
-        sorted_prop = False
-    if word_penalty:
-        g = np.where(w != 0, (g + np.float32(word_penalty)).astype(np.float32), g)
-        sorted_prop = False
-    finals = np.flatnonzero(np.isfinite(f_g))
-    if len(finals) == 0:
-        raise LatticeError("lattice has no final state", key=lat.key or None)
-    if super_final:  # CreateSuperFinal
-        has_out = np.zeros(n_states, bool)
-        has_out[src] = True
-        if not (len(finals) == 1 and f_g[finals[0]] == 0 and f_a[finals[0]] == 0 and f_dur[finals[0]] == 0
-                and not has_out[finals[0]]):
-            sf = n_states
-            n_states += 1
-            src = np.concatenate([src, finals])
-            dst = np.concatenate([dst, np.full(len(finals), sf)])
-            w = np.concatenate([w, np.zeros(len(finals), np.int64)])
-            d = np.concatenate([d, f_dur[finals]])
-            g = np.concatenate([g, f_g[finals]])
-            ac = np.concatenate([ac, f_a[finals]])
-            hub = np.concatenate([hub, np.full(len(finals), -1, np.int64)])
-            f_g = np.r_[np.full(n_states - 1, np.inf, np.float32), np.float32(0)]
-            f_a = f_g.copy()
-            f_dur = np.zeros(n_states, np.int64)
-    by_src = np.argsort(src, kind="stable")  # arcs of each state in stored order
-    cols = [src, dst, w, d, g, ac, hub]
-    src, dst, w, d, g, ac, hub = (c[by_src] for c in cols)
-    topological = start == 0 and not np.any(dst <= src)
-    resorted = not topological or (not sorted_prop and not resort_only_if_unsorted)
-    if resorted:
-        offs = np.searchsorted(src, np.arange(n_states + 1))
-        new_id = K.fast(K.top_sort_order, len(src))(n_states, start, offs, dst)
-        if len(new_id) == 0:
-            raise LatticeError("lattice has a cycle", key=lat.key or None)
-        src, dst = new_id[src], new_id[dst]
-        inv = np.empty_like(new_id)
-        inv[new_id] = np.arange(n_states)
-        f_g, f_a, f_dur = f_g[inv], f_a[inv], f_dur[inv]
-        by_src = np.argsort(src, kind="stable")
-        src, dst, w, d, g, ac, hub = (c[by_src] for c in (src, dst, w, d, g, ac, hub))
-        if np.any(dst <= src) or new_id[start] != 0:
-            raise LatticeError("states unreachable from the start state: Kaldi's TopSort would not number "
-                               "the start state 0", key=lat.key or None)
-    return StoredOrderView(n_states, src, dst, w, g, ac, d, hub, f_g, f_a, f_dur, resorted)
 
 
 def kaldi_order(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
@@ -214,12 +67,12 @@ def _state_times(n, src, dst, dur, key, strict: bool = True) -> np.ndarray:
     """Kaldi's ``CompactLatticeStateTimes``: every path must reach a state at the same frame (Kaldi
     asserts it).  ``strict=False``: a state keeps the frame of the first arc that reaches it in
     Kaldi's order (what Kaldi's loop computes without the assertion)."""
-    times, bad = K.state_times(n, src.astype(np.int64), dst.astype(np.int64), dur.astype(np.int64), strict)
+    times, bad = state_times(n, src.tolist(), dst.tolist(), dur.tolist(), strict)
     if bad >= 0:
         arr = [int(times[s]) + int(d) for s, d2, d in zip(src, dst, dur, strict=False) if d2 == bad]
         raise LatticeError(f"paths reach a state at frames {min(arr)} and {max(arr)}: Kaldi needs consistent "
                            "state times (word-level lattices with their frame counts)", key=key or None)
-    return times
+    return np.array(times, np.int64)
 
 
 @dataclass(frozen=True)
@@ -254,16 +107,26 @@ def _normalize_eps(words) -> np.ndarray:
 
 
 def _gamma(words, gamma, tau_b, tau_e, present):
-    """Per bin q = 1..Q: entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts them
-    (posterior descending, then the larger word id first)."""
-    bins = []
-    for q in range(1, gamma.shape[0]):
-        codes = np.flatnonzero(present[q])
-        lst = [(int(words[c]), float(np.float32(gamma[q, c])), float(tau_b[q, c]), float(tau_e[q, c]))
-               for c in codes.tolist()]
-        lst.sort(key=lambda x: (-x[1], -x[0]))
-        bins.append(lst)
-    return bins
+    """Per bin q = 1..Q: its entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts
+    them (posterior descending, then the larger word id first), and their times as Kaldi's
+    ``times_`` holds them (tau / posterior in float32; nan for a zero posterior)."""
+    Q = gamma.shape[0] - 1
+    qs, cs = np.nonzero(present[1:])
+    g32 = gamma[1:][qs, cs].astype(np.float32)
+    w = words[cs]
+    order = np.lexsort((-w, -g32, qs))
+    qs, cs, g32, w = qs[order], cs[order], g32[order], w[order]
+    tb, te = tau_b[1:][qs, cs], tau_e[1:][qs, cs]
+    g64 = g32.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        wb = np.where(g32 != 0, (tb / g64).astype(np.float32), np.nan)
+        we = np.where(g32 != 0, (te / g64).astype(np.float32), np.nan)
+    entries = list(zip(w.tolist(), g64.tolist(), tb.tolist(), te.tolist(), strict=True))
+    times = list(zip(wb.tolist(), we.tolist(), strict=True))
+    ends = np.cumsum(np.bincount(qs, minlength=Q)).tolist()
+    starts = [0, *ends[:-1]]
+    return ([entries[i:j] for i, j in zip(starts, ends, strict=True)],
+            [times[i:j] for i, j in zip(starts, ends, strict=True)])
 
 
 def _f(x: float) -> float:
@@ -289,8 +152,8 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     N = ko.num_states
     times = _state_times(N, ko.src, ko.dst, ko.dur, lat.key, strict_times)
     loglike = (-(ko.graph + ko.acoustic)).astype(np.float64)   # float sum, as Kaldi
-    words, code = np.unique(np.r_[0, ko.word], return_inverse=True)  # word ids -> dense codes, 0 = epsilon
-    code = code.reshape(-1)[1:].astype(np.int64)
+    words, code = dense_codes(np.r_[0, ko.word])  # word ids -> dense codes, 0 = epsilon
+    code = code[1:].astype(np.int64)
 
     arc_offsets = np.searchsorted(ko.src, np.arange(N + 1))
     pre_arcs = np.argsort(ko.dst, kind="stable")
@@ -298,7 +161,8 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     if initial_words is None:
         final32 = np.full(N, np.inf, np.float32)
         final32[N - 1] = 0.0
-        path = K.tropical_best_path(N, arc_offsets, ko.dst, (ko.graph + ko.acoustic).astype(np.float32), final32)
+        path = tropical_best_path(N, arc_offsets.tolist(), ko.dst.tolist(), (ko.graph + ko.acoustic).astype(np.float32),
+                                  final32)
         R = [int(x) for x in ko.word[path] if x != 0]
     else:
         R = [int(x) for x in initial_words]
@@ -321,7 +185,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
         risk, *stats = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, code, loglike, times, Rcode, len(words))
         passes += 1
         Q = len(Rn)
-        bins = _gamma(words, *stats)
+        bins, entry_times = _gamma(words, *stats)
         delta_q = 0.0
         R = Rn.tolist()
         one_best_times: list[list[float]] = []
@@ -330,7 +194,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
         for q in range(Q):
             b = bins[q]
             # Kaldi's times_: tau / gamma (gamma as float)
-            wt = [(_f(x[2] / x[1]) if x[1] else math.nan, _f(x[3] / x[1]) if x[1] else math.nan) for x in b]
+            wt = entry_times[q]
             word_times.append(wt)
             old = next((x[1] for x in b if x[0] == R[q]), 0.0)
             new = b[0][1] if b else 0.0

@@ -1,4 +1,4 @@
-"""Vectorized forward/backward passes over an acyclic lattice (internal helper).
+"""Vectorized forward/backward passes over an acyclic lattice (used by the N-best, phrase and Kaldi algorithms).
 
 Weights are **costs** (``-ln p``).  In the log semiring ``a (+) b = -ln(e^-a + e^-b)``; in the
 tropical semiring ``a (+) b = min(a, b)``.  States are processed in *levels* (longest-path depth
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algorithms._batches import state_levels
+from ._batches import state_levels
 
 INF = float("inf")
 
