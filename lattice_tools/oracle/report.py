@@ -9,9 +9,9 @@ from .._budget import memory_budget
 from ..errors import LatticeToolsError, MismatchError
 from ..io.common import write_json
 from ..scoring.counts import ErrorCounts
-from .batch import alternatives_oracle_many
+from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_wer
-from .lattice_oracle import OracleResult, lattice_oracle
+from .dp import OracleResult
 from .representations import REPRESENTATIONS, ctm_oracle, load_references, make_alternatives, match_references
 
 
