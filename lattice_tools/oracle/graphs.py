@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..alternatives._common import is_silence
-from ..alternatives.network import Alternative, Alternatives, Slot
 from ..errors import LatticeToolsError
 from ..scoring.network import parse_transcript
 
@@ -42,6 +40,10 @@ def is_nonword(word: str) -> bool:
     plus any ``<...>`` tag other than ``<unk>``.  ``<unk>`` is a word (an error against any
     reference word).
     """
+    # Imported here, not at the top: the lattice_tools.alternatives package loads numba (~0.3 s CPU),
+    # which callers passing their own ``nonword`` (lattice-tools oracle-path) never need.
+    from ..alternatives._common import is_silence
+
     return is_silence(word) or _own_is_nonword(word)
 
 
@@ -341,5 +343,7 @@ def hyp_graph_from_network(net, *, case_sensitive: bool = False) -> HypGraph:
 def hyp_graph_from_words(words: Sequence[str], *, nonword: Callable[[str], bool] = is_nonword,
                          case_sensitive: bool = False) -> HypGraph:
     """A single word sequence as a (linear) hypothesis network."""
+    from ..alternatives.network import Alternative, Alternatives, Slot  # lazy: see is_nonword
+
     alts = Alternatives(key="", slots=(Slot(0.0, 0.0, (Alternative(tuple(words)),)),), kind="1best")
     return hyp_graph_from_alternatives(alts, null_for_empty=False, nonword=nonword, case_sensitive=case_sensitive)

@@ -131,7 +131,7 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
     if glm is not None:
         from ..io.common import discard_temporary
 
-        tmp = _filtered_copy(p, glm, fmt, encoding)
+        tmp = glm_filtered_copy(p, glm, fmt, encoding)
         try:  # (the filtered copy is a scratch file: removed as soon as it is read)
             return load_references(tmp, fmt=fmt, encoding=encoding)
         finally:
@@ -167,7 +167,7 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
     raise LatticeToolsError(f"unknown reference format {fmt!r}; expected stm, trn or text", path=p)
 
 
-def _filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") -> str:
+def glm_filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") -> str:
     """Apply a GLM to a reference file with the toolkit's csrfilt-exact filter (into a temp file)."""
     import os
     import tempfile
