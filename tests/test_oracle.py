@@ -269,3 +269,27 @@ def test_cutting_large_networks_to_optimal_branches_keeps_sclite_choice(seed, D)
     whole = network_alternatives_oracle(alts, ref, optional_deletable=D, scorer_direct_arcs=10**9)
     cut = network_alternatives_oracle(alts, ref, optional_deletable=D, scorer_direct_arcs=0)
     assert cut.counts == whole.counts and cut.cost == pytest.approx(whole.cost)
+
+
+def test_package_exports_are_static_and_distinct_from_the_scorers():
+    """Every name of the literal ``__all__`` resolves; no submodule is shadowed by the function
+    ``lattice_oracle``; the oracle's cost models and alignment steps do not reuse the scorer's
+    names (``scoring.align.SCLITE_COSTS`` / ``AlignedPair`` are different types)."""
+    import importlib
+    import subprocess
+    import sys
+
+    import lattice_tools.oracle as oracle
+
+    for name in oracle.__all__:
+        assert getattr(oracle, name) is not None, name
+    assert callable(oracle.lattice_oracle)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("lattice_tools.oracle.lattice_oracle")
+    assert not hasattr(oracle, "AlignedPair") and not hasattr(oracle, "SCLITE_COSTS")
+    assert oracle.SCLITE_ORACLE_COSTS.scale == 1000 and isinstance(oracle.SCLITE_ORACLE_COSTS, oracle.OracleCosts)
+    # the oracle's import stays clear of the alternatives package (numba): oracle-path starts fast
+    code = ("import sys; from lattice_tools.oracle import lattice_oracle; "
+            "print(sorted(m for m in sys.modules if m.startswith('lattice_tools.alternatives') or m == 'numba'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
