@@ -33,7 +33,7 @@ def main(argv=None):
     from lattice_tools.decode.pocketsphinx import bundled_audio, decode_audio
     from lattice_tools.io import read_lattices
     from lattice_tools.io.trn import read_trn
-    from lattice_tools.oracle.lattice_oracle import lattice_oracle
+    from lattice_tools.oracle import lattice_oracle
 
     wavs = bundled_audio("librivox")
     trn = os.path.join(os.path.dirname(wavs[0]), "transcription.trn")
@@ -73,7 +73,7 @@ def main(argv=None):
     base_dir = os.path.join(args.work, "clips_lat")
     if not os.path.isdir(base_dir) or not os.listdir(base_dir):
         decode_audio(wavs, out_dir=base_dir)
-    lists = {l.key: nbest(l, args.n) for l in read_lattices(base_dir)}
+    lists = {lat.key: nbest(lat, args.n) for lat in read_lattices(base_dir)}
     stm_lines, alts = [], []
     for s in range(args.segments):
         k = keys[s % len(keys)]

@@ -156,7 +156,7 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
     reference words, %WER; insertions/deletions/substitutions of one optimal alignment -- Kaldi
     may split the same total differently when alignments tie) and per-utterance errors."""
     from .errors import MismatchError
-    from .oracle import lattice_oracle
+    from .oracle.api import lattice_oracle
 
     refs = T.read_int_vectors(reference)
     wild = {int(w) for w in wildcard_symbols}

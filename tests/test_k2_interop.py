@@ -236,7 +236,7 @@ def test_nbest_matches_k2_sequence_scores(fx, source):
 
 
 def test_levenshtein_oracle_matches_k2(fx):
-    from lattice_tools.oracle.lattice_oracle import lattice_oracle
+    from lattice_tools.oracle import lattice_oracle
 
     rng = np.random.default_rng(3)
     for hub, fsa, _ in _hub_and_k2():
@@ -254,7 +254,7 @@ def test_levenshtein_oracle_matches_k2(fx):
 
 
 def test_levenshtein_oracle_matches_k2_on_fixture_lattices(fx, expected):
-    from lattice_tools.oracle.lattice_oracle import lattice_oracle
+    from lattice_tools.oracle import lattice_oracle
 
     rng = np.random.default_rng(9)
     cases = _fixture_hub_and_k2(fx)[1:3]  # hlg utterances 1 and 2 (32 and 17 sequences)
@@ -271,7 +271,7 @@ def test_levenshtein_oracle_matches_k2_on_fixture_lattices(fx, expected):
             k2_dist = min(round(-float(x)) for x in ali.get_tot_scores(use_double_scores=True, log_semiring=False))
             assert lattice_oracle(hub, ref, mode="levenshtein").cost == k2_dist
     # utterance 0: k2's recorded distances of its top-5 sequences against the spoken words
-    from lattice_tools.oracle.lattice_oracle import sequence_oracle
+    from lattice_tools.oracle import sequence_oracle
 
     lev = expected["hlg_lattice.pt"]["utterances"][0]["levenshtein"]
     top5 = expected["hlg_lattice.pt"]["utterances"][0]["nbest"]["entries"]

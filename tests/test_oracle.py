@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
-from lattice_tools.oracle.lattice_oracle import (
-    LEVENSHTEIN_COSTS,
-    SCLITE_COSTS,
+from lattice_tools.oracle import (
+    LEVENSHTEIN_ORACLE_COSTS,
+    SCLITE_ORACLE_COSTS,
     alternatives_oracle,
     lattice_oracle,
     sequence_oracle,
@@ -34,7 +34,7 @@ def test_lattice_oracle_equals_brute_force(seed, n_states, extra, ref_len, mode)
     lat = random_lattice(rng, n_states, extra)
     net, arcs = random_reference(rng, ref_len)
     cost = word_cost_sclite if mode == "sclite" else word_cost_levenshtein
-    costs = SCLITE_COSTS if mode == "sclite" else LEVENSHTEIN_COSTS
+    costs = SCLITE_ORACLE_COSTS if mode == "sclite" else LEVENSHTEIN_ORACLE_COSTS
     paths = enumerate_paths(lat)
     best = min(network_align_cost(p, net.num_states, arcs, cost) for p in paths)
     res = lattice_oracle(lat, net, mode=mode, optional_deletable=True)
@@ -153,7 +153,8 @@ def test_altctm_oracle_equals_debian_sclite(tmp_path, optional_deletable):
     from conftest import SCLITE
 
     from lattice_tools.io.ctm import read_ctm
-    from lattice_tools.oracle.lattice_oracle import hyp_graph_from_network, oracle_graph
+    from lattice_tools.oracle.dp import oracle_graph
+    from lattice_tools.oracle.graphs import hyp_graph_from_network
     from lattice_tools.oracle.representations import ctm_oracle
     from lattice_tools.scoring.align import AlignOptions, align_networks
     from lattice_tools.scoring.counts import ErrorCounts
@@ -223,8 +224,7 @@ def test_alternatives_written_as_altctm_score_like_sclite(tmp_path):
 def test_batched_nbest_path_equals_network_dp(seed, mode, D):
     """The vectorized N-best path (linear references, one multi-alternative slot) gives the network
     DP's optimal cost and -- in sclite mode, where both use sclite's tie rules -- the same counts."""
-    from lattice_tools.oracle.batch import alternatives_oracle_many
-    from lattice_tools.oracle.lattice_oracle import network_alternatives_oracle
+    from lattice_tools.oracle.api import alternatives_oracle_many, network_alternatives_oracle
 
     rng = np.random.default_rng(seed)
     V = list("abcdef")
@@ -251,10 +251,8 @@ def test_batched_nbest_path_equals_network_dp(seed, mode, D):
 def test_cutting_large_networks_to_optimal_branches_keeps_sclite_choice(seed, D):
     """Large alternatives networks are cut to the branches on some optimal path before the
     sclite-exact scorer picks among ties: same counts as scoring the whole network."""
-    import sys
+    from lattice_tools.oracle.api import network_alternatives_oracle
 
-    import lattice_tools.oracle  # noqa: F401 - registers the submodule in sys.modules
-    lo = sys.modules["lattice_tools.oracle.lattice_oracle"]
     rng = np.random.default_rng(seed)
     V = list("abcde")
     slots = []
@@ -268,12 +266,30 @@ def test_cutting_large_networks_to_optimal_branches_keeps_sclite_choice(seed, D)
                    for w in (V[int(rng.integers(0, 5))] for _ in range(int(rng.integers(0, 7)))))
     if rng.random() < 0.3:
         ref = "{ a b / c / @ } " + ref
-    saved = lo._SCORER_DIRECT_ARCS
-    try:
-        lo._SCORER_DIRECT_ARCS = 10**9
-        whole = lo.network_alternatives_oracle(alts, ref, optional_deletable=D)
-        lo._SCORER_DIRECT_ARCS = 0
-        cut = lo.network_alternatives_oracle(alts, ref, optional_deletable=D)
-    finally:
-        lo._SCORER_DIRECT_ARCS = saved
+    whole = network_alternatives_oracle(alts, ref, optional_deletable=D, scorer_direct_arcs=10**9)
+    cut = network_alternatives_oracle(alts, ref, optional_deletable=D, scorer_direct_arcs=0)
     assert cut.counts == whole.counts and cut.cost == pytest.approx(whole.cost)
+
+
+def test_package_exports_are_static_and_distinct_from_the_scorers():
+    """Every name of the literal ``__all__`` resolves; no submodule is shadowed by the function
+    ``lattice_oracle``; the oracle's cost models and alignment steps do not reuse the scorer's
+    names (``scoring.align.SCLITE_COSTS`` / ``AlignedPair`` are different types)."""
+    import importlib
+    import subprocess
+    import sys
+
+    import lattice_tools.oracle as oracle
+
+    for name in oracle.__all__:
+        assert getattr(oracle, name) is not None, name
+    assert callable(oracle.lattice_oracle)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("lattice_tools.oracle.lattice_oracle")
+    assert not hasattr(oracle, "AlignedPair") and not hasattr(oracle, "SCLITE_COSTS")
+    assert oracle.SCLITE_ORACLE_COSTS.scale == 1000 and isinstance(oracle.SCLITE_ORACLE_COSTS, oracle.OracleCosts)
+    # the oracle's import stays clear of the alternatives package (numba): oracle-path starts fast
+    code = ("import sys; from lattice_tools.oracle import lattice_oracle; "
+            "print(sorted(m for m in sys.modules if m.startswith('lattice_tools.alternatives') or m == 'numba'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -72,7 +72,7 @@ def test_study_altctm_cells_equal_debian_sclite(real_lattices, tmp_path):
     out = tmp_path / "study"
     res = run_study({"ps": lats}, trn, ns=(1, 5), representations=("nbest", "sausage", "phrase"),
                     include_infinity=False, out_dir=str(out), bootstrap=0, plots=False, progress=False)
-    keys = {l.key for l in lats}
+    keys = {lat.key for lat in lats}
     stm = [f"{u.utt_id} 1 spk 0.00 100.00 {u.text}" for u in read_trn(trn) if u.utt_id in keys]
     (tmp_path / "ref.stm").write_text("\n".join(sorted(stm)) + "\n")
     checked = 0
@@ -142,7 +142,7 @@ def test_cli_oracle_and_study(real_lattices, tmp_path):
 def test_glm_alternations_reach_the_oracle(tmp_path):
     """--glm: a GLM alternation in the reference becomes a branch the oracle may take."""
     from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
-    from lattice_tools.oracle.batch import alternatives_oracle_many
+    from lattice_tools.oracle import alternatives_oracle_many
     from lattice_tools.oracle.representations import load_references
 
     (tmp_path / "t.glm").write_text(

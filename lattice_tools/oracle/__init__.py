@@ -8,40 +8,72 @@
 * :func:`run_study` -- the density-vs-oracle study (seed 001 Tables 3-6, plots);
 * :func:`oracle_wer` -- what ``lattice-tools oracle`` runs.
 
-Submodules are imported lazily so that ``import lattice_tools.oracle`` stays cheap.
+Modules: ``costs`` (integer cost models), ``graphs`` (reference and hypothesis networks in array
+form), ``dp`` (the exact DP, traceback, result types), ``batch`` (batched edit costs of linear
+hypotheses), ``sclite_ties`` (sclite's choice among equal-cost alignments), ``api`` (the entry
+points, which choose the engine), then ``representations``, ``report``, ``bootstrap``, ``study``.
+
+Names are loaded lazily on first access so that ``import lattice_tools.oracle`` stays cheap.
 """
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-# Eager: the function ``lattice_oracle`` shares its name with its submodule; importing it here
-# binds the package attribute to the function (a lazy import would leave the module there).
-from .lattice_oracle import (  # noqa: E402,F401
-    LEVENSHTEIN_COSTS,
-    SCLITE_COSTS,
-    AlignedPair,
-    OracleResult,
-    alternatives_oracle,
-    lattice_oracle,
-    oracle_graph,
-    sequence_oracle,
-)
+if TYPE_CHECKING:
+    from .api import alternatives_oracle, alternatives_oracle_many, lattice_oracle, sequence_oracle
+    from .bootstrap import Interval, bootstrap_systems, bootstrap_wer
+    from .costs import LEVENSHTEIN_ORACLE_COSTS, SCLITE_ORACLE_COSTS, OracleCosts
+    from .dp import OracleAlignmentStep, OracleResult, oracle_graph
+    from .report import oracle_wer
+    from .representations import ctm_oracle, load_references, make_alternatives, utterance_oracle
+    from .study import StudyResult, run_study
 
-_EXPORTS = {
-    "lattice_oracle": "lattice_oracle", "alternatives_oracle": "lattice_oracle", "sequence_oracle": "lattice_oracle",
-    "oracle_graph": "lattice_oracle", "OracleResult": "lattice_oracle", "AlignedPair": "lattice_oracle",
-    "SCLITE_COSTS": "lattice_oracle", "LEVENSHTEIN_COSTS": "lattice_oracle",
-    "alternatives_oracle_many": "batch", "ctm_oracle": "representations", "utterance_oracle": "representations",
-    "make_alternatives": "representations", "load_references": "representations",
-    "bootstrap_wer": "bootstrap", "bootstrap_systems": "bootstrap", "Interval": "bootstrap",
-    "run_study": "study", "StudyResult": "study", "oracle_wer": "report",
+__all__ = [
+    "LEVENSHTEIN_ORACLE_COSTS",
+    "SCLITE_ORACLE_COSTS",
+    "Interval",
+    "OracleAlignmentStep",
+    "OracleCosts",
+    "OracleResult",
+    "StudyResult",
+    "alternatives_oracle",
+    "alternatives_oracle_many",
+    "bootstrap_systems",
+    "bootstrap_wer",
+    "ctm_oracle",
+    "lattice_oracle",
+    "load_references",
+    "make_alternatives",
+    "oracle_graph",
+    "oracle_wer",
+    "run_study",
+    "sequence_oracle",
+    "utterance_oracle",
+]
+
+# exported name -> submodule defining it
+_SOURCE = {
+    "lattice_oracle": "api", "alternatives_oracle": "api", "alternatives_oracle_many": "api",
+    "sequence_oracle": "api",
+    "Interval": "bootstrap", "bootstrap_systems": "bootstrap", "bootstrap_wer": "bootstrap",
+    "LEVENSHTEIN_ORACLE_COSTS": "costs", "SCLITE_ORACLE_COSTS": "costs", "OracleCosts": "costs",
+    "OracleAlignmentStep": "dp", "OracleResult": "dp", "oracle_graph": "dp",
+    "oracle_wer": "report",
+    "ctm_oracle": "representations", "load_references": "representations", "make_alternatives": "representations",
+    "utterance_oracle": "representations",
+    "StudyResult": "study", "run_study": "study",
 }
 
-__all__ = sorted(set(_EXPORTS))
 
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
+def __getattr__(name: str):
+    module = _SOURCE.get(name)
     if module is None:
-        raise AttributeError(f"module 'lattice_tools.oracle' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -7,12 +7,19 @@ from collections.abc import Sequence
 
 from .._budget import memory_budget
 from ..errors import LatticeToolsError, MismatchError
-from ..io.common import write_json
+from ..io.common import discard_temporary, write_json
 from ..scoring.counts import ErrorCounts
-from .batch import alternatives_oracle_many
+from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_wer
-from .lattice_oracle import OracleResult, lattice_oracle
-from .representations import REPRESENTATIONS, ctm_oracle, load_references, make_alternatives, match_references
+from .dp import OracleResult
+from .representations import (
+    REPRESENTATIONS,
+    ctm_oracle,
+    glm_filtered_copy,
+    load_references,
+    make_alternatives,
+    match_references,
+)
 
 
 def _is_ctm(path: str, format: str | None = None, encoding: str = "utf-8") -> bool:
@@ -102,14 +109,11 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     if is_ctm[0] and rfmt == "stm":
         stm_path = reference
         if glm is not None:
-            from .representations import _filtered_copy
-            stm_path = _filtered_copy(str(reference), glm, "stm", encoding)
+            stm_path = glm_filtered_copy(str(reference), glm, "stm", encoding)
         try:
             results = ctm_oracle(str(specs[0]), str(stm_path), encoding=encoding, **opts)
         finally:  # the GLM-filtered copy is a scratch file: removed as soon as it is scored
             if stm_path is not reference:
-                from ..io.common import discard_temporary
-
                 discard_temporary(stm_path)
         what = "alt-CTM"
     else:

@@ -1,7 +1,7 @@
 """Oracle error over every representation of a lattice: 1-best, N-best, sausage, phrase, whole lattice.
 
 All of them are scored by the same exact dynamic programme
-(:func:`lattice_tools.oracle.lattice_oracle.oracle_graph`): an :class:`Alternatives` is turned into
+(:func:`lattice_tools.oracle.dp.oracle_graph`): an :class:`Alternatives` is turned into
 a hypothesis network (one state per slot boundary, one chain per alternative, an empty
 alternative = sclite's NULL word ``@``), so the oracle is the best *joint* choice of one
 alternative per slot together with the alignment -- exactly what sclite computes for an alt-CTM.
@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from ..alternatives.network import Alternative, Alternatives, Slot
 from ..errors import LatticeToolsError, MismatchError
 from ..scoring.counts import ErrorCounts
-from .lattice_oracle import OracleResult, alternatives_oracle, is_nonword, lattice_oracle
+from .api import alternatives_oracle, lattice_oracle
+from .dp import OracleResult
+from .graphs import is_nonword
 
 REPRESENTATIONS = ("1best", "nbest", "sausage", "phrase", "lattice")
 
@@ -129,7 +131,7 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
     if glm is not None:
         from ..io.common import discard_temporary
 
-        tmp = _filtered_copy(p, glm, fmt, encoding)
+        tmp = glm_filtered_copy(p, glm, fmt, encoding)
         try:  # (the filtered copy is a scratch file: removed as soon as it is read)
             return load_references(tmp, fmt=fmt, encoding=encoding)
         finally:
@@ -165,7 +167,7 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
     raise LatticeToolsError(f"unknown reference format {fmt!r}; expected stm, trn or text", path=p)
 
 
-def _filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") -> str:
+def glm_filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") -> str:
     """Apply a GLM to a reference file with the toolkit's csrfilt-exact filter (into a temp file)."""
     import os
     import tempfile

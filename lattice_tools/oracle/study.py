@@ -43,9 +43,8 @@ from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..io.common import atomic_write, write_json
 from ..io.inputs import check_times, check_word_table, is_text
 from ..scoring.counts import ErrorCounts
-from .batch import alternatives_oracle_many
+from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_systems
-from .lattice_oracle import lattice_oracle
 from .representations import load_references, make_alternatives, match_references
 
 DEFAULT_NS = (1, 2, 10, 100, 1000, 10000)
@@ -197,7 +196,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                                              frame_shift=frame_shift,
                                              frame_subsampling_factor=frame_subsampling_factor)
             base = loaded[set_name]
-            match_references([l.key for l in base], references)
+            match_references([lat.key for lat in base], references)
             text_refs = is_text(references[lat.key] for lat in base)
             for lat in base:
                 check_word_table(lat, text_refs)
@@ -246,11 +245,11 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
     separate search under the budget ``inf_max_pops``."""
     from ..io.altctm import write_alternatives_ctm
 
-    keys = [l.key for l in lats]
-    arcs = [int(l.num_arcs) for l in lats]
+    keys = [lat.key for lat in lats]
+    arcs = [int(lat.num_arcs) for lat in lats]
     if rep == "lattice":
         t = time.time()
-        res = [lattice_oracle(l, references[l.key], **opts) for l in lats]
+        res = [lattice_oracle(lat, references[lat.key], **opts) for lat in lats]
         cell = _cell(rep, None, density, set_name, thr, keys, res, None, _slf_gzip_mb(lats), time.time() - t, arcs)
         _write_json(_cell_path(out_dir, density, rep, None), cell)
         return
@@ -265,13 +264,13 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
     t = time.time()
     alts_list = []
     try:
-        for l in lats:
+        for lat in lats:
             kw = {}
             if rep in ("nbest", "phrase"):
                 kw["max_pops"] = inf_max_pops if deepest is None else max_pops
             if rep == "phrase":
                 kw["posterior_threshold"] = posterior_threshold
-            alts_list.append(make_alternatives(l, rep, deepest, **scales, **kw))
+            alts_list.append(make_alternatives(lat, rep, deepest, **scales, **kw))
     except BudgetExceededError as exc:
         if deepest is not None:
             raise
@@ -325,7 +324,7 @@ def _add_intervals(rows: list, replications: int, seed: int) -> None:
     for r in rows:
         if "per_utterance" in r:
             by_density.setdefault(r["density"], []).append(r)
-    for density, rs in by_density.items():
+    for rs in by_density.values():
         systems = {}
         for r in rs:
             pu = sorted(r["per_utterance"], key=lambda x: x["key"])
@@ -349,7 +348,7 @@ def check_invariants(rows: list) -> list:
         return math.inf if nlabel == "inf" else int(nlabel)
 
     for density, cells in by_density.items():
-        def add(name, lhs, rhs):
+        def add(name, lhs, rhs, density=density):
             if lhs is None or rhs is None:
                 return
             # sclite prices skipping a NULL word '@' (an empty alternative) at 0.001 while a lattice
