@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "bench"))
 _CHILD = r"""
 import json, math, resource, sys, time
 from lattice_tools.io import read_lattices
-from lattice_tools.alternatives.nbest import nbest
+from lattice_tools.alternatives.nbest_lists import nbest
 lat = next(iter(read_lattices(sys.argv[1])))
 n, scale = int(sys.argv[2]), float(sys.argv[3])
 t = time.process_time(); w = time.time()

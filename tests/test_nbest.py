@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives._common import prepare
-from lattice_tools.alternatives.nbest import nbest, nbest_sequences
+from lattice_tools.alternatives.nbest_lists import nbest, nbest_sequences
 
 
 @settings(max_examples=200, deadline=None)

@@ -16,7 +16,7 @@ from lattice_tools.alternatives import _fastsearch
 from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives._fastsearch import search_many
 from lattice_tools.alternatives._fb import ForwardBackward
-from lattice_tools.alternatives.nbest import best_word_bound, lattice_search_problem
+from lattice_tools.alternatives.nbest_lists import best_word_bound, lattice_search_problem
 
 NO_LAZY = -10 ** 9  # a negative lazy budget: the lazy search gives up at once (the long-lattice case)
 

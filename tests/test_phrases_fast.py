@@ -20,7 +20,7 @@ from lattice_tools.alternatives._fastsearch import (
     _stable_order,
 )
 from lattice_tools.alternatives._fb import BlockPlan, ForwardBackward
-from lattice_tools.alternatives.nbest import alternative_from_path
+from lattice_tools.alternatives.nbest_lists import alternative_from_path
 from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker, phrases
 
 

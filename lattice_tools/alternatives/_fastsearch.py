@@ -829,7 +829,7 @@ def _bounded_exact_search(j0, expand_one, resolve, det_exp, trie, n, max_pops, m
     3. The best-first prefix search with that bound.  If it reaches a state outside ``E`` before
        its ``n``-th sequence, the region was too small: ``T`` grows past that priority, 1-3 again.
     Every state of an output sequence has ``g + h <= cost``, so the region needed is the states
-    with ``g + h <= c_n``: small when ``h`` is tight (see ``nbest.best_word_bound``)."""
+    with ``g + h <= c_n``: small when ``h`` is tight (see ``nbest_lists.best_word_bound``)."""
     g_of: dict = {}
     heap: list = [(0.0, 0.0, 0, j0)]
     counter = 0

@@ -154,7 +154,7 @@ def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale:
     Frame-level lattices are word-aligned first (:func:`word_align`).
     """
     if not lat.word_aligned:
-        from .word_align import word_align
+        from .word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     results, total, labels = nbest_sequences(lat, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                                              word_penalty=word_penalty, silence_words=silence_words,
