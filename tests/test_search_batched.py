@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from _alt_helpers import brute_force_sequences, enumerate_paths, lattice_strategy, ps_lattice
+from _alt_helpers import brute_force_sequences, enumerate_paths, lattice_search_problem, lattice_strategy, ps_lattice
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +16,7 @@ from lattice_tools._gc import gc_paused
 from lattice_tools.alternatives._common import dense_codes, prepare
 from lattice_tools.alternatives._fastsearch import _Closed, _Growable, search_many
 from lattice_tools.alternatives._fb import ForwardBackward
-from lattice_tools.alternatives.nbest_lists import alternative_from_path, lattice_search_problem
+from lattice_tools.alternatives.nbest_lists import alternative_from_path
 from lattice_tools.alternatives.phrases import PhraseDecomposition, _AlternativeMaker
 
 

@@ -1,30 +1,37 @@
 """Exact N-best lists: the N most probable *distinct* word sequences of a lattice.
 
-Algorithm: best-first search over word prefixes, i.e. a lazily explored log-semiring
-determinization of the lattice (see :mod:`lattice_tools.alternatives._search`).  The priority of a
-prefix is the exact total probability of all paths that start with it (forward mass of the prefix
-times the log-semiring backward score), an admissible bound for every completion, so sequences
-come out in exact order of their total posterior ``P(W) = sum over paths with words W / Z``.
-When that bound is too loose (long utterances spread their probability over astronomically many
-sequences) the search ranks by the exact best-completion bound, computed on the determinized
-states that can lie on the N best (A* over determinized states with :func:`best_word_bound`; see
-``_fastsearch._bounded_exact_search``); for N = inf it log-determinizes the whole lattice
-(``max_states`` budget) and searches it with that bound.  Not
-sampled, not an approximation: equal to enumerating every path and summing by word sequence
-(tests check this against brute force and against kaldifst ``shortest_path(n)`` on the
-log-determinized lattice).
+Algorithm: best-first search over word prefixes of a lazily explored log-semiring determinization
+of the lattice (see :mod:`lattice_tools.alternatives._search`), ranked by an exact bound:
+
+1. A* over determinized states (each reached at its cheapest prefix cost ``g``), with the
+   admissible, consistent bound :func:`best_word_bound`, expands the *region* of states with
+   ``g + bound <= T``; ``T`` starts ``margin`` nats past the best sequence, found first.
+2. Inside the region every state gets its exact best completion (a successor outside counts with
+   its bound).
+3. A best-first search over word prefixes with that exact bound pops the sequences in exact order
+   of their total posterior ``P(W) = sum over paths with words W / Z``; if it needs a state
+   outside the region, ``T`` grows past it and 1-3 run again.
+
+Each sequence's word times are those of its best single path.  Not sampled, not an
+approximation: equal to enumerating every path and summing by word sequence (tests check this
+against brute force, kaldifst ``shortest_path(n)`` on the log-determinized lattice and the phrase
+search engine).  The loops are compiled (:mod:`._nbest_kernels`).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 
+from .._budget import check_memory
+from ..errors import BudgetExceededError
 from ..lattice import Lattice
+from . import _nbest_kernels as K
 from ._common import dense_codes, prepare
-from ._fastsearch import SearchProblem, search_many
 from ._fb import ForwardBackward
+from ._search import SequenceResult
 from .network import Alternative, Alternatives, Slot
 
 
@@ -64,16 +71,113 @@ def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: 
 
 def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
                     word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
-                    max_pops: int = 2_000_000, max_states: int = 1_000_000):
+                    max_pops: int = 2_000_000, max_states: int = 1_000_000, resolution: float = 1e-9,
+                    margin: float = 1.0, compiled: bool | None = None):
     """``(results, total_cost, labels)``: the exact ``n`` best distinct sequences as
     :class:`~lattice_tools.alternatives._search.SequenceResult` (word ids, log cost, best-path
-    cost and arcs), the log-semiring total cost of the lattice, and the per-arc labels used."""
+    cost and arcs), the log-semiring total cost of the lattice, and the per-arc labels used.
+
+    Budgets: ``max_pops`` prefixes popped by the ranking search, ``max_states`` determinized states
+    in the searched region (BudgetExceededError past either, or past the memory budget of
+    :func:`lattice_tools._budget.memory_budget`).  ``resolution``: residual costs closer than this
+    identify determinized states; ``margin``: how far past the best sequence (nats) the first
+    searched region reaches (tuning only: the lists do not depend on it); ``compiled=False`` runs
+    the search loops as plain Python (the same code, ~50x slower; for tests)."""
+    key = lat.key or None
+    check_memory("exact N-best search", key)
     labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
     fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
-    bound = best_word_bound(lat.num_states, lat.src, lat.dst, labels, cost, final)
-    problem = lattice_search_problem(lat, labels, cost, final, np.maximum(bound, fb.beta))
-    results = search_many([problem], n, max_pops=max_pops, key=lat.key or None, max_states=max_states)[0]
+    rows = _ClosedRows.build(lat.num_states, lat.src, lat.dst, labels, cost, final, compiled)
+    h = _bound(rows, compiled)
+    kernel = K.fast(K.bounded_search, compiled)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        status, f_link, f_cost, t_parent, t_label = kernel(
+            rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, np.maximum(h, fb.beta),
+            len(rows.lab_values), -1 if n is None else int(n), int(max_pops), int(max_states),
+            _member_budget(), float(margin), float(resolution))
+    if status == K.TOO_MANY_POPS:
+        raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes after {len(f_link)} "
+                                  "sequences; lower N or prune the lattice", key=key)
+    if status == K.TOO_MANY_STATES:
+        raise BudgetExceededError(f"exact sequence search exceeded {max_states} determinized states", key=key)
+    if status == K.TOO_MANY_MEMBERS:
+        check_memory("exact N-best search", key)
+        raise BudgetExceededError("exact sequence search exceeded the memory budget; lower N or prune the lattice",
+                                  key=key)
+    check_memory("exact N-best search", key)
+    seqs = _trace_labels(f_link, t_parent, t_label)
+    seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
+    seq_lab = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        best_cost, best_arcs = K.fast(K.best_paths, compiled)(
+            rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc, seq_off, seq_lab, rows.m)
+    names = rows.lab_values
+    results = []
+    for i, q in enumerate(seqs):
+        arcs = best_arcs[seq_off[i]:seq_off[i + 1]]
+        arcs = tuple(arcs.tolist()) if len(arcs) and arcs[0] >= 0 else ()
+        results.append(SequenceResult(tuple(names[q].tolist()), float(f_cost[i]), float(best_cost[i]), arcs))
     return results, fb.total, labels
+
+
+def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray) -> list:
+    """The dense labels along each trie node's chain of parents, root first."""
+    out = []
+    par, lab = parent.tolist(), label.tolist()
+    for node in links.tolist():
+        seq = []
+        while node > 0:
+            seq.append(lab[node])
+            node = par[node]
+        seq.reverse()
+        out.append(np.array(seq, dtype=np.int64))
+    return out
+
+
+def _member_budget() -> int:
+    """How many determinized-state members the search may store: the memory budget (if one is set)
+    left after what the process holds, at 24 bytes per member and as much again for the rest."""
+    from .._budget import _limit, resident_bytes
+
+    if _limit is None:
+        return np.iinfo(np.int64).max
+    return max(0, (_limit - resident_bytes()) // 48)
+
+
+class _ClosedRows(NamedTuple):
+    """Every state's closed row (:func:`._nbest_kernels.closed_rows`) with dense word labels."""
+
+    m: int
+    w_off: np.ndarray
+    w_arc: np.ndarray
+    w_dlab: np.ndarray
+    w_dst: np.ndarray
+    w_lc: np.ndarray
+    w_bc: np.ndarray
+    x_lc: np.ndarray
+    x_bc: np.ndarray
+    lab_values: np.ndarray
+
+    @classmethod
+    def build(cls, num_states, src, dst, labels, cost, final, compiled=None) -> _ClosedRows:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        lab = np.asarray(labels, dtype=np.int64)
+        cost = np.asarray(cost, dtype=np.float64)
+        final = np.asarray(final, dtype=np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            w_off, w_arc, w_lc, w_bc, x_lc, x_bc = K.fast(K.closed_rows, compiled)(int(num_states), src, dst, lab,
+                                                                                   cost, final)
+        lab_values, w_dlab = dense_codes(lab[w_arc]) if len(w_arc) else (np.zeros(0, np.int64),
+                                                                           np.zeros(0, np.int64))
+        return cls(int(num_states), w_off, w_arc, w_dlab.astype(np.int64), dst[w_arc], w_lc, w_bc, x_lc, x_bc,
+                   lab_values)
+
+
+def _bound(rows: _ClosedRows, compiled=None) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        return K.fast(K.best_word_bound, compiled)(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc,
+                                                          rows.x_lc, max(len(rows.lab_values), 1))
 
 
 def best_word_bound(num_states: int, src, dst, labels, cost, final) -> np.ndarray:
@@ -92,51 +196,9 @@ def best_word_bound(num_states: int, src, dst, labels, cost, final) -> np.ndarra
     every ``W``, ``M_s(W) <= exp(-h[s])`` by induction in reverse topological order, so it is
     admissible; and ``h[s]`` is at most the bound of each of ``s``'s choices, so it is consistent
     (priorities never decrease along the search tree), which the search needs.  Requires
-    ``src < dst`` (topologically numbered states).
+    ``src < dst`` (topologically numbered states) and ``src`` sorted.
     """
-    from ._fastsearch import _Closed
-
-    m = int(num_states)
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
-    lab = np.asarray(labels, dtype=np.int64)
-    cost = np.asarray(cost, dtype=np.float64)
-    final = np.asarray(final, dtype=np.float64)
-    cl = _Closed(m, src, dst, lab, cost, np.arange(len(src)), final, final, log=True, tropical=False)
-    w_off, w_lab, w_dst, w_lc = cl.w_off, cl.w_lab, cl.w_dst, cl.w_lc
-    h = np.array(cl.x_lc, dtype=np.float64)
-    off = w_off.tolist()
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for s in range(m - 1, -1, -1):
-            a, b = off[s], off[s + 1]
-            if a == b:
-                continue
-            v = w_lc[a:b] + h[w_dst[a:b]]
-            if b - a == 1:
-                best = float(v[0])
-            else:
-                labs = w_lab[a:b]
-                order = np.argsort(labs, kind="stable")
-                ls, vs = labs[order], v[order]
-                starts = np.flatnonzero(np.r_[True, ls[1:] != ls[:-1]])
-                lo = np.minimum.reduceat(vs, starts)
-                finite = np.isfinite(lo)
-                if not finite.any():
-                    continue
-                shift = np.repeat(np.where(finite, lo, 0.0), np.diff(np.r_[starts, len(vs)]))
-                sums = np.add.reduceat(np.exp(-(vs - shift)), starts)  # per label, shifted by its minimum
-                best = float(np.min(np.where(finite, lo - np.log(sums), np.inf)))
-            if best < h[s]:
-                h[s] = best
-    return h
-
-
-def lattice_search_problem(lat: Lattice, labels, cost, final, beta) -> SearchProblem:
-    """The whole lattice as a :class:`~lattice_tools.alternatives._fastsearch.SearchProblem`
-    (start state 0, every arc's id its index; ``beta``: the log-semiring backward costs)."""
-    fin = np.flatnonzero(np.isfinite(final))
-    return SearchProblem(lat.num_states, lat.src, lat.dst, labels, cost, np.arange(lat.num_arcs), np.array([0]),
-                         np.array([0.0]), np.array([0.0]), fin, final[fin], final[fin], beta)
+    return _bound(_ClosedRows.build(num_states, src, dst, labels, cost, final))
 
 
 def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,

@@ -1,0 +1,802 @@
+"""Compiled loops of the exact N-best search (internal helper of :mod:`.nbest_lists`).
+
+The search is described in :mod:`.nbest_lists`; here are its loops, written for numba (plain
+Python when numba is not importable, or with ``compiled=False``: the same code, ~50x slower).
+Loading the compiled code costs ~0.4 s once per process (numba's import and its cache):
+
+* :func:`closed_rows` -- every state's word arcs reachable through epsilon paths (log sum and
+  minimum of the path costs) and its closed exit weight;
+* :func:`best_word_bound` -- the admissible, consistent best-completion bound per state;
+* :func:`bounded_search` -- A* over log-determinized states builds the region that can hold the
+  ``n`` best sequences, the exact best completion is computed inside it, and a best-first search
+  over word prefixes ranks the sequences (the region grows when that search leaves it);
+* :func:`best_paths` -- the best single path reading each output sequence (for word times).
+
+Determinized states are interned by their states and their residual costs rounded to
+``resolution``.  Every reduction is a log sum ``m - log(sum(exp(m - x)))`` around the segment's
+minimum ``m``, summed in a fixed order, so results are deterministic.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:  # numba is a declared dependency; without it the same code runs as Python
+    from numba import njit
+except ImportError:  # pragma: no cover
+    def njit(*args, **kwargs):
+        if args and callable(args[0]):
+            return args[0]
+        return lambda f: f
+
+INF = math.inf
+
+#: status codes of :func:`bounded_search`
+OK, TOO_MANY_POPS, TOO_MANY_STATES, TOO_MANY_MEMBERS = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _grow_i(a, need):
+    if need <= len(a):
+        return a
+    b = np.empty(max(2 * len(a), need), a.dtype)
+    b[:len(a)] = a
+    return b
+
+
+@njit(cache=True)
+def _grow_f(a, need):
+    if need <= len(a):
+        return a
+    b = np.empty(max(2 * len(a), need), a.dtype)
+    b[:len(a)] = a
+    return b
+
+
+@njit(cache=True)
+def _log_sum(x, lo, hi):
+    """``-log(sum(exp(-x[lo:hi])))`` (INF for an empty or all-INF segment)."""
+    m = INF
+    for k in range(lo, hi):
+        if x[k] < m:
+            m = x[k]
+    if m == INF:
+        return INF
+    s = 0.0
+    for k in range(lo, hi):
+        s += math.exp(m - x[k])
+    return m - math.log(s)
+
+
+@njit(cache=True)
+def closed_rows(m, src, dst, lab, cost, final):
+    """Per state ``s`` its *closed row*: the word arcs reachable from ``s`` through epsilon paths
+    (epsilon arcs: ``lab == 0``), sorted by arc id, each with the log sum (``w_lc``) and the
+    minimum (``w_bc``) of ``epsilon path + arc`` costs; and the closed exit costs ``x_lc``/``x_bc``
+    (``final`` reached through epsilon paths).  States are topologically numbered (``src < dst``)
+    and ``src`` is sorted.  Returns ``(w_off, w_arc, w_lc, w_bc, x_lc, x_bc)``."""
+    n_arcs = len(src)
+    off = np.searchsorted(src, np.arange(m + 1))
+    row_lo = np.zeros(m, np.int64)
+    row_len = np.zeros(m, np.int64)
+    cap = max(2 * n_arcs, 16)
+    r_arc = np.empty(cap, np.int64)
+    r_lc = np.empty(cap, np.float64)
+    r_bc = np.empty(cap, np.float64)
+    used = 0
+    x_lc = final.copy()
+    x_bc = final.copy()
+    slot = np.full(n_arcs, -1, np.int64)
+    t_arc = np.empty(16, np.int64)
+    t_lc = np.empty(16, np.float64)
+    t_bc = np.empty(16, np.float64)
+    for s in range(m - 1, -1, -1):
+        nt = 0
+        # the state's own word arcs, then each epsilon successor's row (its arc's cost added);
+        # a word arc met again is reduced into its first entry
+        for a in range(off[s], off[s + 1]):
+            if lab[a] != 0:
+                t_arc = _grow_i(t_arc, nt + 1)
+                t_lc = _grow_f(t_lc, nt + 1)
+                t_bc = _grow_f(t_bc, nt + 1)
+                slot[a] = nt
+                t_arc[nt] = a
+                t_lc[nt] = cost[a]
+                t_bc[nt] = cost[a]
+                nt += 1
+        for a in range(off[s], off[s + 1]):
+            if lab[a] != 0:
+                continue
+            d = dst[a]
+            c = cost[a]
+            xl = c + x_lc[d]
+            if xl < INF:
+                x_lc[s] = _log_add(x_lc[s], xl)
+            xb = c + x_bc[d]
+            if xb < x_bc[s]:
+                x_bc[s] = xb
+            lo = row_lo[d]
+            for k in range(lo, lo + row_len[d]):
+                w = r_arc[k]
+                vl = r_lc[k] + c
+                vb = r_bc[k] + c
+                j = slot[w]
+                if j < 0:
+                    t_arc = _grow_i(t_arc, nt + 1)
+                    t_lc = _grow_f(t_lc, nt + 1)
+                    t_bc = _grow_f(t_bc, nt + 1)
+                    slot[w] = nt
+                    t_arc[nt] = w
+                    t_lc[nt] = vl
+                    t_bc[nt] = vb
+                    nt += 1
+                else:
+                    t_lc[j] = _log_add(t_lc[j], vl)
+                    if vb < t_bc[j]:
+                        t_bc[j] = vb
+        order = np.argsort(t_arc[:nt])
+        r_arc = _grow_i(r_arc, used + nt)
+        r_lc = _grow_f(r_lc, used + nt)
+        r_bc = _grow_f(r_bc, used + nt)
+        for k in range(nt):
+            j = order[k]
+            r_arc[used + k] = t_arc[j]
+            r_lc[used + k] = t_lc[j]
+            r_bc[used + k] = t_bc[j]
+            slot[t_arc[j]] = -1
+        row_lo[s] = used
+        row_len[s] = nt
+        used += nt
+    w_off = np.zeros(m + 1, np.int64)
+    for s in range(m):
+        w_off[s + 1] = w_off[s] + row_len[s]
+    w_arc = np.empty(used, np.int64)
+    w_lc = np.empty(used, np.float64)
+    w_bc = np.empty(used, np.float64)
+    for s in range(m):
+        lo = row_lo[s]
+        for k in range(row_len[s]):
+            w_arc[w_off[s] + k] = r_arc[lo + k]
+            w_lc[w_off[s] + k] = r_lc[lo + k]
+            w_bc[w_off[s] + k] = r_bc[lo + k]
+    return w_off, w_arc, w_lc, w_bc, x_lc, x_bc
+
+
+@njit(cache=True)
+def _log_add(a, b):
+    """``-log(exp(-a) + exp(-b))`` for costs."""
+    if a > b:
+        a, b = b, a
+    if b == INF:
+        return a
+    return a - math.log1p(math.exp(a - b))
+
+
+@njit(cache=True)
+def best_word_bound(m, w_off, w_lab, w_dst, w_lc, x_lc, num_labels):
+    """``h[s] = min(exit(s), min_w (+)_{closed arcs of s with label w} (cost + h[dst]))`` in reverse
+    topological order (see :func:`.nbest_lists.best_word_bound`)."""
+    h = x_lc.copy()
+    acc = np.full(num_labels, INF)
+    touched = np.empty(num_labels, np.int64)
+    for s in range(m - 1, -1, -1):
+        nt = 0
+        for k in range(w_off[s], w_off[s + 1]):
+            v = w_lc[k] + h[w_dst[k]]
+            if not v < INF:
+                continue
+            w = w_lab[k]
+            if acc[w] == INF:
+                touched[nt] = w
+                nt += 1
+                acc[w] = v
+            else:
+                acc[w] = _log_add(acc[w], v)
+        for i in range(nt):
+            w = touched[i]
+            if acc[w] < h[s]:
+                h[s] = acc[w]
+            acc[w] = INF
+    return h
+
+
+@njit(cache=True)
+def _heap_push(heap, size, key, e):
+    """Push entry ``e`` on a binary heap of entry ids ordered by ``(key[e], e)`` (an older entry
+    goes first among equal keys)."""
+    heap = _grow_i(heap, size + 1)
+    i = size
+    ke = key[e]
+    while i > 0:
+        p = (i - 1) >> 1
+        q = heap[p]
+        if key[q] < ke or (key[q] == ke and q < e):
+            break
+        heap[i] = q
+        i = p
+    heap[i] = e
+    return heap, size + 1
+
+
+@njit(cache=True)
+def _heap_pop(heap, size, key):
+    top = heap[0]
+    size -= 1
+    if size == 0:
+        return top, size
+    e = heap[size]
+    ke = key[e]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        q = heap[c]
+        if c + 1 < size:
+            r = heap[c + 1]
+            if key[r] < key[q] or (key[r] == key[q] and r < q):
+                c, q = c + 1, r
+        if ke < key[q] or (ke == key[q] and e < q):
+            break
+        heap[i] = q
+        i = c
+    heap[i] = e
+    return top, size
+
+
+_MASK = (1 << 61) - 1
+
+
+@njit(cache=True)
+def _subset_hash(states, rkeys, lo, hi):
+    h = 1469598103934665603 & _MASK
+    for k in range(lo, hi):
+        h = (h * 1000003 + states[k]) & _MASK
+        h = (h * 1000003 + rkeys[k]) & _MASK
+    return h
+
+
+@njit(cache=True)
+def _rehash(table, ds_off, ds_state, ds_rkey, nds):
+    size = 2 * len(table)
+    new = np.full(size, -1, np.int64)
+    for j in range(nds):
+        i = _subset_hash(ds_state, ds_rkey, ds_off[j], ds_off[j + 1]) & (size - 1)
+        while new[i] >= 0:
+            i = (i + 1) & (size - 1)
+        new[i] = j
+    return new
+
+
+@njit(cache=True)
+def _reduce_pairs(e_lab, e_dst, e_v, ne, lab_cnt, lab_fill, dslot, b_dst, b_v, p_val, p_dst, p_min, g_lab, g_lo,
+                  g_hi):
+    """Reduce the gathered entries ``(label, destination, cost)`` by log sum per pair, pairs grouped
+    by label in increasing order and by destination inside a label (a counting sort by label, a
+    slot table by destination: no comparison sort of the entries).  Each pair sums its entries in
+    gather order.  Writes the pairs (``p_val``, ``p_dst``) and the label groups (``g_lab``, pair
+    range ``g_lo:g_hi``); returns ``(number of pairs, number of groups)``.  ``lab_cnt``,
+    ``lab_fill`` (zero) and ``dslot`` (-1) are scratch tables, left as found."""
+    ng = 0
+    for i in range(ne):
+        w = e_lab[i]
+        if lab_cnt[w] == 0:
+            g_lab[ng] = w
+            ng += 1
+        lab_cnt[w] += 1
+    g_lab[:ng].sort()
+    pos = 0
+    for gi in range(ng):
+        w = g_lab[gi]
+        lab_fill[w] = pos
+        g_lo[gi] = pos  # entry range for now
+        pos += lab_cnt[w]
+        lab_cnt[w] = 0
+    for i in range(ne):  # stable scatter: a label's entries in gather order
+        w = e_lab[i]
+        k = lab_fill[w]
+        b_dst[k] = e_dst[i]
+        b_v[k] = e_v[i]
+        lab_fill[w] = k + 1
+    np_ = 0
+    for gi in range(ng):
+        w = g_lab[gi]
+        lo = g_lo[gi]
+        hi = lab_fill[w]
+        lab_fill[w] = 0
+        first = np_
+        for k in range(lo, hi):  # pairs in first-seen order, each with its minimum
+            d = b_dst[k]
+            q = dslot[d]
+            if q < 0:
+                dslot[d] = np_
+                p_dst[np_] = d
+                p_min[np_] = b_v[k]
+                p_val[np_] = 0.0
+                np_ += 1
+            elif b_v[k] < p_min[q]:
+                p_min[q] = b_v[k]
+        for k in range(lo, hi):
+            q = dslot[b_dst[k]]
+            p_val[q] += math.exp(p_min[q] - b_v[k])
+        for q in range(first, np_):
+            dslot[p_dst[q]] = -1
+            p_val[q] = p_min[q] - math.log(p_val[q])
+        if np_ - first > 1:  # destinations in increasing order (the interned subset's order)
+            o = np.argsort(p_dst[first:np_])
+            tmp_d = p_dst[first:np_][o]
+            tmp_v = p_val[first:np_][o]
+            p_dst[first:np_] = tmp_d
+            p_val[first:np_] = tmp_v
+        g_lo[gi] = first
+        g_hi[gi] = np_
+    return np_, ng
+
+
+@njit(cache=True)
+def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_pops, max_states, max_members, margin,
+                   resolution):
+    """The ``n`` best sequences (``n < 0``: all) by exact total cost; see the module docstring.
+
+    ``hb``: per state an admissible consistent bound on the best completion (``max(h, beta)``).
+    Returns ``(status, found_link, found_cost, t_parent, t_label)``: the trie of word prefixes
+    (node 0 the empty prefix; labels dense) and, per output sequence in order, its trie node and
+    cost."""
+    # Determinized states: members ds_state[ds_off[j]:ds_off[j + 1]] (ascending) with residual
+    # costs ds_resid and their rounded keys ds_rkey, interned through an open-addressing table of
+    # ids (-1 = empty) on a hash of (states, rounded residuals).  Choices of an expanded state j:
+    # ch_lo[j] .. ch_lo[j] + ch_n[j] (ch_n = -1: not expanded), in label order, the end (label -1)
+    # first: bound of all completions through it, dense label, cost of the transition (of ending,
+    # for the end) and successor id.
+    ds_off = np.zeros(1024, np.int64)
+    ds_state = np.empty(4096, np.int64)
+    ds_resid = np.empty(4096, np.float64)
+    ds_rkey = np.empty(4096, np.int64)
+    table = np.full(1024, -1, np.int64)
+    ch_lo = np.full(1024, -1, np.int64)
+    ch_n = np.full(1024, -1, np.int64)
+    ch_bound = np.empty(4096, np.float64)
+    ch_lab = np.empty(4096, np.int64)
+    ch_cost = np.empty(4096, np.float64)
+    ch_next = np.empty(4096, np.int64)
+    n_ch = 0
+    # the start state {0: 0}
+    ds_state[0] = 0
+    ds_resid[0] = 0.0
+    ds_rkey[0] = 0
+    ds_off[1] = 1
+    nds = 1
+    table[_subset_hash(ds_state, ds_rkey, 0, 1) & (len(table) - 1)] = 0
+    # expansion scratch
+    e_key = np.empty(1024, np.int64)
+    e_dst = np.empty(1024, np.int64)
+    b_dst = np.empty(1024, np.int64)
+    b_v = np.empty(1024, np.float64)
+    lab_cnt = np.zeros(num_labels + 1, np.int64)
+    lab_fill = np.zeros(num_labels + 1, np.int64)
+    dslot = np.full(m, -1, np.int64)
+    e_v = np.empty(1024, np.float64)
+    p_val = np.empty(1024, np.float64)
+    p_dst = np.empty(1024, np.int64)
+    p_tmp = np.empty(1024, np.float64)
+    g_lab = np.empty(1024, np.int64)
+    g_lo = np.empty(1024, np.int64)
+    g_hi = np.empty(1024, np.int64)
+    g_sum = np.empty(1024, np.float64)
+    g_bound = np.empty(1024, np.float64)
+    # A* over determinized states (entries: f, g, state; -1 = an end)
+    a_f = np.empty(1024, np.float64)
+    a_g = np.empty(1024, np.float64)
+    a_j = np.empty(1024, np.int64)
+    a_heap = np.empty(1024, np.int64)
+    n_a = 0
+    a_size = 0
+    reg = np.zeros(1024, np.bool_)
+    g_of = np.empty(1024, np.float64)
+    n_reg = 0
+    a_f[0] = 0.0
+    a_g[0] = 0.0
+    a_j[0] = 0
+    n_a = 1
+    a_heap, a_size = _heap_push(a_heap, a_size, a_f, 0)
+    has_thr = n < 0
+    thr = INF
+
+    # exact completions and the prefix search
+    best = np.empty(1024, np.float64)
+    stamp = np.zeros(1024, np.int64)
+    round_no = 0
+    ex_key = np.empty(4096, np.float64)
+    ex_perm = np.empty(4096, np.int64)
+    st_j = np.empty(1024, np.int64)
+    st_r = np.empty(1024, np.int64)
+    t_parent = np.empty(1024, np.int64)
+    t_label = np.empty(1024, np.int64)
+    f_link = np.empty(16, np.int64)
+    f_cost = np.empty(16, np.float64)
+    n_found = 0
+    while True:
+        # 1. grow the region: every state with g + bound <= thr, each at its cheapest prefix cost
+        while a_size > 0:
+            top = a_heap[0]
+            if has_thr and a_f[top] > thr:
+                break
+            e, a_size = _heap_pop(a_heap, a_size, a_f)
+            j = a_j[e]
+            if j < 0:
+                if not has_thr:  # the first end popped is the best sequence (consistent bound)
+                    has_thr = True
+                    thr = a_f[e] + margin
+                continue
+            if reg[j]:
+                continue
+            reg[j] = True
+            g = a_g[e]
+            g_of[j] = g
+            n_reg += 1
+            if n_reg > max_states:
+                return TOO_MANY_STATES, f_link[:0], f_cost[:0], t_parent[:0], t_label[:0]
+            if ch_n[j] < 0:
+                # ---- expand j: gather the closed rows of its members ----
+                lo, hi = ds_off[j], ds_off[j + 1]
+                total = 0
+                for k in range(lo, hi):
+                    s = ds_state[k]
+                    total += w_off[s + 1] - w_off[s]
+                e_key = _grow_i(e_key, total + 1)
+                e_dst = _grow_i(e_dst, total + 1)
+                e_v = _grow_f(e_v, total + 1)
+                ne = 0
+                end = INF
+                for k in range(lo, hi):
+                    s = ds_state[k]
+                    r = ds_resid[k]
+                    xv = r + x_lc[s]
+                    if xv < INF:
+                        end = _log_add(end, xv)
+                    for q in range(w_off[s], w_off[s + 1]):
+                        v = r + w_lc[q]
+                        if v < INF:
+                            e_key[ne] = w_dlab[q]
+                            e_dst[ne] = w_dst[q]
+                            e_v[ne] = v
+                            ne += 1
+                # reduce per (label, destination), then per label
+                p_val = _grow_f(p_val, ne + 1)
+                p_dst = _grow_i(p_dst, ne + 1)
+                p_tmp = _grow_f(p_tmp, ne + 1)
+                b_dst = _grow_i(b_dst, ne + 1)
+                b_v = _grow_f(b_v, ne + 1)
+                g_lab = _grow_i(g_lab, ne + 1)
+                g_lo = _grow_i(g_lo, ne + 1)
+                g_hi = _grow_i(g_hi, ne + 1)
+                g_sum = _grow_f(g_sum, ne + 1)
+                g_bound = _grow_f(g_bound, ne + 1)
+                np_, ng = _reduce_pairs(e_key, e_dst, e_v, ne, lab_cnt, lab_fill, dslot, b_dst, b_v, p_val, p_dst,
+                                        p_tmp, g_lab, g_lo, g_hi)
+                nc = 0
+                for gi in range(ng):
+                    a, b = g_lo[gi], g_hi[gi]
+                    g_sum[gi] = _log_sum(p_val, a, b)
+                    for q in range(a, b):
+                        p_tmp[q - a] = p_val[q] + hb[p_dst[q]]
+                    g_bound[gi] = _log_sum(p_tmp, 0, b - a)
+                    if g_bound[gi] < INF:
+                        nc += 1
+                if end < INF:
+                    nc += 1
+                ch_bound = _grow_f(ch_bound, n_ch + nc)
+                ch_lab = _grow_i(ch_lab, n_ch + nc)
+                ch_cost = _grow_f(ch_cost, n_ch + nc)
+                ch_next = _grow_i(ch_next, n_ch + nc)
+                ch_lo[j] = n_ch
+                ch_n[j] = nc
+                if end < INF:
+                    ch_bound[n_ch] = end
+                    ch_lab[n_ch] = -1
+                    ch_cost[n_ch] = end
+                    ch_next[n_ch] = -1
+                    n_ch += 1
+                for gi in range(ng):
+                    if not g_bound[gi] < INF:
+                        continue
+                    a, b = g_lo[gi], g_hi[gi]
+                    wsum = g_sum[gi]
+                    # the successor: destinations (ascending) with residuals, interned
+                    base = ds_off[nds]
+                    need = base + b - a
+                    if need > max_members:
+                        return TOO_MANY_MEMBERS, f_link[:0], f_cost[:0], t_parent[:0], t_label[:0]
+                    ds_state = _grow_i(ds_state, need)
+                    ds_resid = _grow_f(ds_resid, need)
+                    ds_rkey = _grow_i(ds_rkey, need)
+                    for q in range(a, b):
+                        rr = p_val[q] - wsum
+                        ds_state[base + q - a] = p_dst[q]
+                        ds_resid[base + q - a] = rr
+                        ds_rkey[base + q - a] = np.int64(np.rint(rr / resolution))
+                    hsh = _subset_hash(ds_state, ds_rkey, base, need)
+                    size = len(table)
+                    slot_ = hsh & (size - 1)
+                    nj = -1
+                    while table[slot_] >= 0:
+                        c = table[slot_]
+                        c0, c1 = ds_off[c], ds_off[c + 1]
+                        if c1 - c0 == b - a:
+                            same = True
+                            for q in range(b - a):
+                                if ds_state[c0 + q] != ds_state[base + q] or ds_rkey[c0 + q] != ds_rkey[base + q]:
+                                    same = False
+                                    break
+                            if same:
+                                nj = c
+                                break
+                        slot_ = (slot_ + 1) & (size - 1)
+                    if nj < 0:
+                        nj = nds
+                        table[slot_] = nj
+                        nds += 1
+                        ds_off = _grow_i(ds_off, nds + 1)
+                        ds_off[nds] = need
+                        ch_lo = _grow_i(ch_lo, nds)
+                        ch_n = _grow_i(ch_n, nds)
+                        ch_lo[nj] = -1
+                        ch_n[nj] = -1
+                        if 2 * nds > len(table):
+                            table = _rehash(table, ds_off, ds_state, ds_rkey, nds)
+                    ch_bound[n_ch] = g_bound[gi]
+                    ch_lab[n_ch] = g_lab[gi]
+                    ch_cost[n_ch] = wsum
+                    ch_next[n_ch] = nj
+                    n_ch += 1
+                reg = _grow_b(reg, nds)
+                g_of = _grow_f(g_of, nds)
+            # ---- push j's choices ----
+            for c in range(ch_lo[j], ch_lo[j] + ch_n[j]):
+                nj = ch_next[c]
+                if nj >= 0 and reg[nj]:
+                    continue
+                a_f = _grow_f(a_f, n_a + 1)
+                a_g = _grow_f(a_g, n_a + 1)
+                a_j = _grow_i(a_j, n_a + 1)
+                a_f[n_a] = g + (ch_cost[c] if nj < 0 else ch_bound[c])
+                a_g[n_a] = g + ch_cost[c]
+                a_j[n_a] = nj
+                a_heap, a_size = _heap_push(a_heap, a_size, a_f, n_a)
+                n_a += 1
+        if not has_thr:
+            return OK, f_link[:0], f_cost[:0], t_parent[:0], t_label[:0]  # no end reachable
+        # 2. exact best completions inside the region (depth-first post-order from the start)
+        round_no += 1
+        stamp = _grow_b(stamp, nds)
+        best = _grow_f(best, nds)
+        ex_key = _grow_f(ex_key, n_ch)
+        ex_perm = _grow_i(ex_perm, n_ch)
+        sp = 0
+        st_j[0] = 0
+        st_r[0] = 0
+        stamp[0] = round_no
+        while sp >= 0:
+            j = st_j[sp]
+            r = st_r[sp]
+            c0 = ch_lo[j]
+            pushed = False
+            while r < ch_n[j]:
+                nj = ch_next[c0 + r]
+                r += 1
+                if nj >= 0 and reg[nj] and stamp[nj] != round_no:
+                    stamp[nj] = round_no
+                    st_r[sp] = r
+                    sp += 1
+                    st_j = _grow_i(st_j, sp + 1)
+                    st_r = _grow_i(st_r, sp + 1)
+                    st_j[sp] = nj
+                    st_r[sp] = 0
+                    pushed = True
+                    break
+            if pushed:
+                continue
+            # all successors done: j's exact choice keys, sorted (stable: label order, end first)
+            cn = ch_n[j]
+            bj = INF
+            for c in range(c0, c0 + cn):
+                nj = ch_next[c]
+                if nj < 0:
+                    ex_key[c] = ch_cost[c]
+                elif reg[nj]:
+                    ex_key[c] = ch_cost[c] + best[nj]
+                else:
+                    ex_key[c] = ch_bound[c]
+                if ex_key[c] < bj:
+                    bj = ex_key[c]
+            best[j] = bj
+            perm = np.argsort(ex_key[c0:c0 + cn], kind="mergesort")
+            for q in range(cn):
+                ex_perm[c0 + q] = c0 + perm[q]
+            sp -= 1
+        # 3. best-first over word prefixes with the exact bound
+        p_f = np.empty(1024, np.float64)
+        p_j = np.empty(1024, np.int64)
+        p_r = np.empty(1024, np.int64)
+        p_g = np.empty(1024, np.float64)
+        p_link = np.empty(1024, np.int64)
+        p_heap = np.empty(1024, np.int64)
+        n_p = 0
+        p_size = 0
+        t_parent[0] = -1
+        t_label[0] = -1
+        n_trie = 1
+        n_found = 0
+        pops = 0
+        outside = -1
+        if ch_n[0] > 0:
+            p_f[0] = ex_key[ex_perm[ch_lo[0]]]
+            p_j[0] = 0
+            p_r[0] = 0
+            p_g[0] = 0.0
+            p_link[0] = 0
+            n_p = 1
+            p_heap, p_size = _heap_push(p_heap, p_size, p_f, 0)
+        while p_size > 0:
+            e, p_size = _heap_pop(p_heap, p_size, p_f)
+            pops += 1
+            if pops > max_pops:
+                return TOO_MANY_POPS, f_link[:n_found], f_cost[:n_found], t_parent[:n_trie], t_label[:n_trie]
+            j, r, g, link = p_j[e], p_r[e], p_g[e], p_link[e]
+            c0 = ch_lo[j]
+            if r + 1 < ch_n[j]:
+                p_f, p_j, p_r, p_g, p_link = _grow5(p_f, p_j, p_r, p_g, p_link, n_p + 1)
+                p_f[n_p] = g + ex_key[ex_perm[c0 + r + 1]]
+                p_j[n_p] = j
+                p_r[n_p] = r + 1
+                p_g[n_p] = g
+                p_link[n_p] = link
+                p_heap, p_size = _heap_push(p_heap, p_size, p_f, n_p)
+                n_p += 1
+            c = ex_perm[c0 + r]
+            nj = ch_next[c]
+            if nj < 0:
+                f_link = _grow_i(f_link, n_found + 1)
+                f_cost = _grow_f(f_cost, n_found + 1)
+                f_link[n_found] = link
+                f_cost[n_found] = g + ch_cost[c]
+                n_found += 1
+                if 0 <= n <= n_found:
+                    break
+                continue
+            if not reg[nj]:
+                outside = nj
+                break
+            if ch_n[nj] > 0:
+                gc = g + ch_cost[c]
+                t_parent = _grow_i(t_parent, n_trie + 1)
+                t_label = _grow_i(t_label, n_trie + 1)
+                t_parent[n_trie] = link
+                t_label[n_trie] = ch_lab[c]
+                p_f, p_j, p_r, p_g, p_link = _grow5(p_f, p_j, p_r, p_g, p_link, n_p + 1)
+                p_f[n_p] = gc + ex_key[ex_perm[ch_lo[nj]]]
+                p_j[n_p] = nj
+                p_r[n_p] = 0
+                p_g[n_p] = gc
+                p_link[n_p] = n_trie
+                p_heap, p_size = _heap_push(p_heap, p_size, p_f, n_p)
+                n_p += 1
+                n_trie += 1
+        if outside < 0:
+            return OK, f_link[:n_found], f_cost[:n_found], t_parent[:n_trie], t_label[:n_trie]
+        # the prefix search needs a state outside the region: grow it past that state's bound
+        need_f = INF
+        for q in range(a_size):
+            e = a_heap[q]
+            if a_j[e] == outside and a_f[e] < need_f:
+                need_f = a_f[e]
+        margin *= 2.0
+        thr = max(thr + margin, (need_f if need_f < INF else thr) + margin)
+
+
+@njit(cache=True)
+def _grow_b(a, need):
+    if need <= len(a):
+        return a
+    b = np.zeros(max(2 * len(a), need), a.dtype)
+    b[:len(a)] = a
+    return b
+
+
+@njit(cache=True)
+def _grow5(f, j, r, g, link, need):
+    return _grow_f(f, need), _grow_i(j, need), _grow_i(r, need), _grow_f(g, need), _grow_i(link, need)
+
+
+@njit(cache=True)
+def best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m):
+    """Best single path reading each sequence ``seq_lab[seq_off[i]:seq_off[i + 1]]`` (dense labels)
+    from state 0: a tropical Viterbi pass over the closed rows, states in increasing order and each
+    row in arc order, the first candidate kept among equal costs.  Returns ``(cost, arcs)``: per
+    sequence its best cost (INF: none) and its word arcs (``len`` per sequence; -1 when none)."""
+    n_seq = len(seq_off) - 1
+    cost = np.full(n_seq, INF)
+    arcs = np.full(seq_off[n_seq], -1, np.int64)
+    best_v = np.full(m, INF)
+    best_from = np.full(m, -1, np.int64)
+    best_k = np.full(m, -1, np.int64)
+    cur = np.empty(16, np.int64)
+    cur_v = np.empty(16, np.float64)
+    cur_link = np.empty(16, np.int64)
+    nxt = np.empty(16, np.int64)
+    l_arc = np.empty(1024, np.int64)
+    l_parent = np.empty(1024, np.int64)
+    for i in range(n_seq):
+        cur[0] = 0
+        cur_v[0] = 0.0
+        cur_link[0] = -1
+        n_cur = 1
+        n_links = 0
+        for p in range(seq_off[i], seq_off[i + 1]):
+            lab_ = seq_lab[p]
+            n_nxt = 0
+            for ci in range(n_cur):
+                s = cur[ci]
+                for k in range(w_off[s], w_off[s + 1]):
+                    if w_dlab[k] != lab_:
+                        continue
+                    d = w_dst[k]
+                    v = cur_v[ci] + w_bc[k]
+                    if best_from[d] < 0:
+                        nxt = _grow_i(nxt, n_nxt + 1)
+                        nxt[n_nxt] = d
+                        n_nxt += 1
+                        best_v[d] = v
+                        best_from[d] = ci
+                        best_k[d] = k
+                    elif v < best_v[d]:
+                        best_v[d] = v
+                        best_from[d] = ci
+                        best_k[d] = k
+            nxt[:n_nxt].sort()
+            l_arc = _grow_i(l_arc, n_links + n_nxt)
+            l_parent = _grow_i(l_parent, n_links + n_nxt)
+            new_v = np.empty(n_nxt, np.float64)
+            new_link = np.empty(n_nxt, np.int64)
+            for q in range(n_nxt):
+                d = nxt[q]
+                l_arc[n_links + q] = w_arc[best_k[d]]
+                l_parent[n_links + q] = cur_link[best_from[d]]
+                new_v[q] = best_v[d]
+                new_link[q] = n_links + q
+                best_v[d] = INF
+                best_from[d] = -1
+                best_k[d] = -1
+            n_links += n_nxt
+            cur = _grow_i(cur, n_nxt)
+            cur_v = _grow_f(cur_v, n_nxt)
+            cur_link = _grow_i(cur_link, n_nxt)
+            cur[:n_nxt] = nxt[:n_nxt]
+            cur_v[:n_nxt] = new_v
+            cur_link[:n_nxt] = new_link
+            n_cur = n_nxt
+            if n_cur == 0:
+                break
+        bv = INF
+        bl = -2
+        for ci in range(n_cur):
+            tot = cur_v[ci] + x_bc[cur[ci]]
+            if tot < bv:
+                bv = tot
+                bl = cur_link[ci]
+        if bl == -2:
+            continue
+        cost[i] = bv
+        q = seq_off[i + 1] - 1
+        while bl >= 0:
+            arcs[q] = l_arc[bl]
+            bl = l_parent[bl]
+            q -= 1
+    return cost, arcs
+
+
+def fast(fn, compiled: bool | None = None):
+    """``fn`` compiled (``compiled`` True or None), or its plain-Python body (False: the same code,
+    ~50x slower; tests use it to check that both agree)."""
+    return fn if compiled is not False or not hasattr(fn, "py_func") else fn.py_func
