@@ -319,16 +319,23 @@ def _reduce_pairs(e_lab, e_dst, e_v, ne, lab_cnt, lab_fill, dslot, b_dst, b_v, p
                 p_min[q] = b_v[k]
         for k in range(lo, hi):
             q = dslot[b_dst[k]]
-            p_val[q] += math.exp(p_min[q] - b_v[k])
+            dv = p_min[q] - b_v[k]
+            p_val[q] += 1.0 if dv == 0.0 else math.exp(dv)
         for q in range(first, np_):
             dslot[p_dst[q]] = -1
             p_val[q] = p_min[q] - math.log(p_val[q])
-        if np_ - first > 1:  # destinations in increasing order (the interned subset's order)
-            o = np.argsort(p_dst[first:np_])
-            tmp_d = p_dst[first:np_][o]
-            tmp_v = p_val[first:np_][o]
-            p_dst[first:np_] = tmp_d
-            p_val[first:np_] = tmp_v
+        # destinations in increasing order (the interned subset's order): an insertion sort, since
+        # a label has few destinations and one argsort per label costs more in allocations
+        for q in range(first + 1, np_):
+            d = p_dst[q]
+            v = p_val[q]
+            r = q - 1
+            while r >= first and p_dst[r] > d:
+                p_dst[r + 1] = p_dst[r]
+                p_val[r + 1] = p_val[r]
+                r -= 1
+            p_dst[r + 1] = d
+            p_val[r + 1] = v
         g_lo[gi] = first
         g_hi[gi] = np_
     return np_, ng
