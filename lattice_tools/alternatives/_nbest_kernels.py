@@ -259,6 +259,7 @@ def _subset_hash(states, rkeys, lo, hi):
 
 @njit(cache=True)
 def _rehash(table, ds_off, ds_state, ds_rkey, nds):
+    """The table of ids twice as large."""
     size = 2 * len(table)
     new = np.full(size, -1, np.int64)
     for j in range(nds):
@@ -342,6 +343,260 @@ def _reduce_pairs(e_lab, e_dst, e_v, ne, lab_cnt, lab_fill, dslot, b_dst, b_v, p
 
 
 @njit(cache=True)
+def _new_store():
+    """An empty determinized-state store holding the start state ``{0: 0}``.
+
+    Members of state ``j``: ``state[off[j]:off[j + 1]]`` (ascending) with residual costs ``resid``
+    and their rounded keys ``rkey``; ``table``: open-addressing table of ids (-1 = empty) on a hash
+    of (states, rounded keys).  Choices of an expanded state ``j``: ``ch_lo[j] .. ch_lo[j] +
+    ch_n[j]`` (``ch_n = -1``: not expanded), in label order, the end (label -1) first: the bound of
+    all completions through it, dense label, cost of the transition (of ending, for the end) and
+    successor id."""
+    off = np.zeros(1024, np.int64)
+    state = np.zeros(4096, np.int64)
+    resid = np.zeros(4096, np.float64)
+    rkey = np.zeros(4096, np.int64)
+    table = np.full(1024, -1, np.int64)
+    off[1] = 1
+    table[_subset_hash(state, rkey, 0, 1) & (len(table) - 1)] = 0
+    ch_lo = np.full(1024, -1, np.int64)
+    ch_n = np.full(1024, -1, np.int64)
+    return (off, state, resid, rkey, table, ch_lo, ch_n, np.empty(4096, np.float64), np.empty(4096, np.int64),
+            np.empty(4096, np.float64), np.empty(4096, np.int64))
+
+
+@njit(cache=True)
+def _intern(off, state, resid, rkey, table, nds, p_dst, p_val, a, b, wsum, resolution):
+    """Id of the determinized state ``{p_dst[q]: p_val[q] - wsum}`` for ``q`` in ``a:b``: an
+    existing one, or ``nds`` after writing it as state ``nds`` (the caller counts it).  The
+    arrays must have room for it (the table: at most half full after it)."""
+    base = off[nds]
+    need = base + b - a
+    for q in range(a, b):
+        rr = p_val[q] - wsum
+        state[base + q - a] = p_dst[q]
+        resid[base + q - a] = rr
+        rkey[base + q - a] = np.int64(np.rint(rr / resolution))
+    size = len(table)
+    slot = _subset_hash(state, rkey, base, need) & (size - 1)
+    while table[slot] >= 0:
+        c = table[slot]
+        c0 = off[c]
+        if off[c + 1] - c0 == b - a:
+            same = True
+            for q in range(b - a):
+                if state[c0 + q] != state[base + q] or rkey[c0 + q] != rkey[base + q]:
+                    same = False
+                    break
+            if same:
+                return c
+        slot = (slot + 1) & (size - 1)
+    table[slot] = nds
+    off[nds + 1] = need
+    return nds
+
+
+@njit(cache=True)
+def _new_scratch(m, num_labels):
+    """Expansion buffers: gathered entries (label, destination, cost), their label buckets, pairs
+    and label groups, and the label/destination tables of :func:`_reduce_pairs`."""
+    e = np.empty(1024, np.int64)
+    f = np.empty(1024, np.float64)
+    return (e, e.copy(), f, e.copy(), f.copy(), f.copy(), e.copy(), f.copy(), e.copy(), e.copy(), e.copy(), f.copy(),
+            f.copy(), np.zeros(num_labels + 1, np.int64), np.zeros(num_labels + 1, np.int64), np.full(m, -1, np.int64))
+
+
+@njit(cache=True)
+def _expand(j, st, nds, n_ch, scr, m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, resolution):
+    """Expand determinized state ``j``: gather the closed rows of its members, reduce them per
+    (label, destination) and per label, and record its choices (successors interned).  Returns
+    ``(nds, n_ch, store, scratch)``."""
+    off, state, resid = st[0], st[1], st[2]
+    e_lab, e_dst, e_v, b_dst, b_v, p_val, p_dst, p_tmp, g_lab, g_lo, g_hi, g_sum, g_bound, lab_cnt, lab_fill, \
+        dslot = scr
+    lo, hi = off[j], off[j + 1]
+    total = 0
+    for k in range(lo, hi):
+        total += w_off[state[k] + 1] - w_off[state[k]]
+    e_lab, e_dst, b_dst, p_dst, g_lab, g_lo, g_hi = (_grow_i(e_lab, total + 1), _grow_i(e_dst, total + 1),
+                                                     _grow_i(b_dst, total + 1), _grow_i(p_dst, total + 1),
+                                                     _grow_i(g_lab, total + 1), _grow_i(g_lo, total + 1),
+                                                     _grow_i(g_hi, total + 1))
+    e_v, b_v, p_val, p_tmp, g_sum, g_bound = (_grow_f(e_v, total + 1), _grow_f(b_v, total + 1),
+                                              _grow_f(p_val, total + 1), _grow_f(p_tmp, total + 1),
+                                              _grow_f(g_sum, total + 1), _grow_f(g_bound, total + 1))
+    scr = (e_lab, e_dst, e_v, b_dst, b_v, p_val, p_dst, p_tmp, g_lab, g_lo, g_hi, g_sum, g_bound, lab_cnt, lab_fill,
+           dslot)
+    ne = 0
+    end = INF
+    for k in range(lo, hi):
+        s = state[k]
+        r = resid[k]
+        xv = r + x_lc[s]
+        if xv < INF:
+            end = _log_add(end, xv)
+        for q in range(w_off[s], w_off[s + 1]):
+            v = r + w_lc[q]
+            if v < INF:
+                e_lab[ne] = w_dlab[q]
+                e_dst[ne] = w_dst[q]
+                e_v[ne] = v
+                ne += 1
+    _np, ng = _reduce_pairs(e_lab, e_dst, e_v, ne, lab_cnt, lab_fill, dslot, b_dst, b_v, p_val, p_dst, p_tmp, g_lab,
+                            g_lo, g_hi)
+    nc = 1 if end < INF else 0
+    for gi in range(ng):
+        a, b = g_lo[gi], g_hi[gi]
+        g_sum[gi] = _log_sum(p_val, a, b)
+        for q in range(a, b):
+            p_tmp[q - a] = p_val[q] + hb[p_dst[q]]
+        g_bound[gi] = _log_sum(p_tmp, 0, b - a)
+        if g_bound[gi] < INF:
+            nc += 1
+    ch_lo, ch_n = st[5], st[6]
+    ch_bound, ch_lab, ch_cost, ch_next = (_grow_f(st[7], n_ch + nc), _grow_i(st[8], n_ch + nc),
+                                          _grow_f(st[9], n_ch + nc), _grow_i(st[10], n_ch + nc))
+    st = (st[0], st[1], st[2], st[3], st[4], ch_lo, ch_n, ch_bound, ch_lab, ch_cost, ch_next)
+    ch_lo[j] = n_ch
+    ch_n[j] = nc
+    if end < INF:
+        ch_bound[n_ch] = end
+        ch_lab[n_ch] = -1
+        ch_cost[n_ch] = end
+        ch_next[n_ch] = -1
+        n_ch += 1
+    # room for every successor, so that interning writes in place
+    off, state, resid, rkey, table = st[0], st[1], st[2], st[3], st[4]
+    k_new = nc + 1
+    off, ch_lo, ch_n = _grow_i(off, nds + k_new + 1), _grow_i(ch_lo, nds + k_new), _grow_i(ch_n, nds + k_new)
+    state, resid, rkey = (_grow_i(state, off[nds] + _np + 1), _grow_f(resid, off[nds] + _np + 1),
+                          _grow_i(rkey, off[nds] + _np + 1))
+    while 2 * (nds + k_new) > len(table):  # (sizes stay powers of 2)
+        table = _rehash(table, off, state, rkey, nds)
+    st = (off, state, resid, rkey, table, ch_lo, ch_n, ch_bound, ch_lab, ch_cost, ch_next)
+    for gi in range(ng):
+        if g_bound[gi] < INF:
+            nj = _intern(off, state, resid, rkey, table, nds, p_dst, p_val, g_lo[gi], g_hi[gi], g_sum[gi], resolution)
+            if nj == nds:
+                ch_lo[nj] = -1
+                ch_n[nj] = -1
+                nds += 1
+            ch_bound[n_ch] = g_bound[gi]
+            ch_lab[n_ch] = g_lab[gi]
+            ch_cost[n_ch] = g_sum[gi]
+            ch_next[n_ch] = nj
+            n_ch += 1
+    return nds, n_ch, st, scr
+
+
+@njit(cache=True)
+def _exact_completions(st, n_ch, nds, reg, round_no, stamp, best, ex_key, ex_perm):
+    """Each region state's exact best completion ``best`` (depth-first post-order from the start;
+    a successor outside the region counts with its bound) and its choices ranked by that exact
+    key (``ex_key``; ``ex_perm``: the ranked choice indices, ties in label order, the end first).
+    ``stamp`` marks the states visited in this ``round_no``."""
+    ch_lo, ch_n, ch_bound, ch_cost, ch_next = st[5], st[6], st[7], st[9], st[10]
+    st_j = np.zeros(1024, np.int64)
+    st_r = np.zeros(1024, np.int64)
+    sp = 0
+    stamp[0] = round_no
+    while sp >= 0:
+        j = st_j[sp]
+        r = st_r[sp]
+        c0 = ch_lo[j]
+        pushed = False
+        while r < ch_n[j]:
+            nj = ch_next[c0 + r]
+            r += 1
+            if nj >= 0 and reg[nj] and stamp[nj] != round_no:
+                stamp[nj] = round_no
+                st_r[sp] = r
+                sp += 1
+                st_j = _grow_i(st_j, sp + 1)
+                st_r = _grow_i(st_r, sp + 1)
+                st_j[sp] = nj
+                st_r[sp] = 0
+                pushed = True
+                break
+        if pushed:
+            continue
+        cn = ch_n[j]
+        bj = INF
+        for c in range(c0, c0 + cn):
+            nj = ch_next[c]
+            if nj < 0:
+                ex_key[c] = ch_cost[c]
+            elif reg[nj]:
+                ex_key[c] = ch_cost[c] + best[nj]
+            else:
+                ex_key[c] = ch_bound[c]
+            if ex_key[c] < bj:
+                bj = ex_key[c]
+        best[j] = bj
+        perm = np.argsort(ex_key[c0:c0 + cn], kind="mergesort")
+        for q in range(cn):
+            ex_perm[c0 + q] = c0 + perm[q]
+        sp -= 1
+
+
+@njit(cache=True)
+def _rank_prefixes(st, reg, ex_key, ex_perm, n, max_pops):
+    """Best-first search over word prefixes with the exact keys: a heap entry is "choice ``r`` of
+    state ``j`` after prefix cost ``g``"; popping it pushes choice ``r + 1`` and the first choice
+    of the successor.  Returns ``(status, outside, found links, found costs, trie parents, trie
+    labels)``; ``outside >= 0``: the search needs that state, which is outside the region."""
+    ch_lo, ch_n, ch_lab, ch_cost, ch_next = st[5], st[6], st[8], st[9], st[10]
+    p_f, p_g = np.empty(1024, np.float64), np.empty(1024, np.float64)
+    p_j, p_r, p_link, p_heap = (np.empty(1024, np.int64), np.empty(1024, np.int64), np.empty(1024, np.int64),
+                                np.empty(1024, np.int64))
+    t_parent, t_label = np.full(1024, -1, np.int64), np.full(1024, -1, np.int64)
+    f_link, f_cost = np.empty(16, np.int64), np.empty(16, np.float64)
+    n_p = p_size = n_found = pops = 0
+    n_trie = 1
+    if ch_n[0] > 0:
+        p_f[0] = ex_key[ex_perm[ch_lo[0]]]
+        p_j[0] = p_r[0] = p_link[0] = 0
+        p_g[0] = 0.0
+        n_p = 1
+        p_heap, p_size = _heap_push(p_heap, p_size, p_f, 0)
+    while p_size > 0:
+        e, p_size = _heap_pop(p_heap, p_size, p_f)
+        pops += 1
+        if pops > max_pops:
+            return TOO_MANY_POPS, -1, f_link[:n_found], f_cost[:n_found], t_parent[:n_trie], t_label[:n_trie]
+        j, r, g, link = p_j[e], p_r[e], p_g[e], p_link[e]
+        c0 = ch_lo[j]
+        if r + 1 < ch_n[j]:
+            p_f, p_j, p_r, p_g, p_link = _grow5(p_f, p_j, p_r, p_g, p_link, n_p + 1)
+            p_f[n_p], p_j[n_p], p_r[n_p], p_g[n_p], p_link[n_p] = g + ex_key[ex_perm[c0 + r + 1]], j, r + 1, g, link
+            p_heap, p_size = _heap_push(p_heap, p_size, p_f, n_p)
+            n_p += 1
+        c = ex_perm[c0 + r]
+        nj = ch_next[c]
+        if nj < 0:
+            f_link, f_cost = _grow_i(f_link, n_found + 1), _grow_f(f_cost, n_found + 1)
+            f_link[n_found] = link
+            f_cost[n_found] = g + ch_cost[c]
+            n_found += 1
+            if 0 <= n <= n_found:
+                break
+            continue
+        if not reg[nj]:
+            return OK, nj, f_link[:0], f_cost[:0], t_parent[:0], t_label[:0]
+        if ch_n[nj] > 0:
+            gc = g + ch_cost[c]
+            t_parent, t_label = _grow_i(t_parent, n_trie + 1), _grow_i(t_label, n_trie + 1)
+            t_parent[n_trie] = link
+            t_label[n_trie] = ch_lab[c]
+            p_f, p_j, p_r, p_g, p_link = _grow5(p_f, p_j, p_r, p_g, p_link, n_p + 1)
+            p_f[n_p], p_j[n_p], p_r[n_p], p_g[n_p], p_link[n_p] = gc + ex_key[ex_perm[ch_lo[nj]]], nj, 0, gc, n_trie
+            p_heap, p_size = _heap_push(p_heap, p_size, p_f, n_p)
+            n_p += 1
+            n_trie += 1
+    return OK, -1, f_link[:n_found], f_cost[:n_found], t_parent[:n_trie], t_label[:n_trie]
+
+
+@njit(cache=True)
 def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_pops, max_states, max_members, margin,
                    resolution):
     """The ``n`` best sequences (``n < 0``: all) by exact total cost; see the module docstring.
@@ -350,85 +605,24 @@ def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_p
     Returns ``(status, found_link, found_cost, t_parent, t_label)``: the trie of word prefixes
     (node 0 the empty prefix; labels dense) and, per output sequence in order, its trie node and
     cost."""
-    # Determinized states: members ds_state[ds_off[j]:ds_off[j + 1]] (ascending) with residual
-    # costs ds_resid and their rounded keys ds_rkey, interned through an open-addressing table of
-    # ids (-1 = empty) on a hash of (states, rounded residuals).  Choices of an expanded state j:
-    # ch_lo[j] .. ch_lo[j] + ch_n[j] (ch_n = -1: not expanded), in label order, the end (label -1)
-    # first: bound of all completions through it, dense label, cost of the transition (of ending,
-    # for the end) and successor id.
-    ds_off = np.zeros(1024, np.int64)
-    ds_state = np.empty(4096, np.int64)
-    ds_resid = np.empty(4096, np.float64)
-    ds_rkey = np.empty(4096, np.int64)
-    table = np.full(1024, -1, np.int64)
-    ch_lo = np.full(1024, -1, np.int64)
-    ch_n = np.full(1024, -1, np.int64)
-    ch_bound = np.empty(4096, np.float64)
-    ch_lab = np.empty(4096, np.int64)
-    ch_cost = np.empty(4096, np.float64)
-    ch_next = np.empty(4096, np.int64)
-    n_ch = 0
-    # the start state {0: 0}
-    ds_state[0] = 0
-    ds_resid[0] = 0.0
-    ds_rkey[0] = 0
-    ds_off[1] = 1
-    nds = 1
-    table[_subset_hash(ds_state, ds_rkey, 0, 1) & (len(table) - 1)] = 0
-    # expansion scratch
-    e_key = np.empty(1024, np.int64)
-    e_dst = np.empty(1024, np.int64)
-    b_dst = np.empty(1024, np.int64)
-    b_v = np.empty(1024, np.float64)
-    lab_cnt = np.zeros(num_labels + 1, np.int64)
-    lab_fill = np.zeros(num_labels + 1, np.int64)
-    dslot = np.full(m, -1, np.int64)
-    e_v = np.empty(1024, np.float64)
-    p_val = np.empty(1024, np.float64)
-    p_dst = np.empty(1024, np.int64)
-    p_tmp = np.empty(1024, np.float64)
-    g_lab = np.empty(1024, np.int64)
-    g_lo = np.empty(1024, np.int64)
-    g_hi = np.empty(1024, np.int64)
-    g_sum = np.empty(1024, np.float64)
-    g_bound = np.empty(1024, np.float64)
-    # A* over determinized states (entries: f, g, state; -1 = an end)
-    a_f = np.empty(1024, np.float64)
-    a_g = np.empty(1024, np.float64)
-    a_j = np.empty(1024, np.int64)
-    a_heap = np.empty(1024, np.int64)
-    n_a = 0
-    a_size = 0
-    reg = np.zeros(1024, np.bool_)
-    g_of = np.empty(1024, np.float64)
-    n_reg = 0
-    a_f[0] = 0.0
-    a_g[0] = 0.0
-    a_j[0] = 0
-    n_a = 1
+    st = _new_store()
+    scr = _new_scratch(m, num_labels)
+    nds, n_ch = 1, 0
+    # A* over determinized states: entries (f, g, state; -1 = an end), heap ordered by (f, entry)
+    a_f, a_g, a_j, a_heap = np.zeros(1024), np.zeros(1024), np.zeros(1024, np.int64), np.empty(1024, np.int64)
+    n_a, a_size = 1, 0
     a_heap, a_size = _heap_push(a_heap, a_size, a_f, 0)
+    reg = np.zeros(1024, np.bool_)
+    n_reg = 0
     has_thr = n < 0
     thr = INF
-
-    # exact completions and the prefix search
-    best = np.empty(1024, np.float64)
     stamp = np.zeros(1024, np.int64)
+    best, ex_key, ex_perm = np.empty(1024), np.empty(4096), np.empty(4096, np.int64)
+    empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0)
     round_no = 0
-    ex_key = np.empty(4096, np.float64)
-    ex_perm = np.empty(4096, np.int64)
-    st_j = np.empty(1024, np.int64)
-    st_r = np.empty(1024, np.int64)
-    t_parent = np.empty(1024, np.int64)
-    t_label = np.empty(1024, np.int64)
-    f_link = np.empty(16, np.int64)
-    f_cost = np.empty(16, np.float64)
-    n_found = 0
     while True:
         # 1. grow the region: every state with g + bound <= thr, each at its cheapest prefix cost
-        while a_size > 0:
-            top = a_heap[0]
-            if has_thr and a_f[top] > thr:
-                break
+        while a_size > 0 and not (has_thr and a_f[a_heap[0]] > thr):
             e, a_size = _heap_pop(a_heap, a_size, a_f)
             j = a_j[e]
             if j < 0:
@@ -440,258 +634,37 @@ def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_p
                 continue
             reg[j] = True
             g = a_g[e]
-            g_of[j] = g
             n_reg += 1
             if n_reg > max_states:
-                return TOO_MANY_STATES, f_link[:0], f_cost[:0], t_parent[:0], t_label[:0]
-            if ch_n[j] < 0:
-                # ---- expand j: gather the closed rows of its members ----
-                lo, hi = ds_off[j], ds_off[j + 1]
-                total = 0
-                for k in range(lo, hi):
-                    s = ds_state[k]
-                    total += w_off[s + 1] - w_off[s]
-                e_key = _grow_i(e_key, total + 1)
-                e_dst = _grow_i(e_dst, total + 1)
-                e_v = _grow_f(e_v, total + 1)
-                ne = 0
-                end = INF
-                for k in range(lo, hi):
-                    s = ds_state[k]
-                    r = ds_resid[k]
-                    xv = r + x_lc[s]
-                    if xv < INF:
-                        end = _log_add(end, xv)
-                    for q in range(w_off[s], w_off[s + 1]):
-                        v = r + w_lc[q]
-                        if v < INF:
-                            e_key[ne] = w_dlab[q]
-                            e_dst[ne] = w_dst[q]
-                            e_v[ne] = v
-                            ne += 1
-                # reduce per (label, destination), then per label
-                p_val = _grow_f(p_val, ne + 1)
-                p_dst = _grow_i(p_dst, ne + 1)
-                p_tmp = _grow_f(p_tmp, ne + 1)
-                b_dst = _grow_i(b_dst, ne + 1)
-                b_v = _grow_f(b_v, ne + 1)
-                g_lab = _grow_i(g_lab, ne + 1)
-                g_lo = _grow_i(g_lo, ne + 1)
-                g_hi = _grow_i(g_hi, ne + 1)
-                g_sum = _grow_f(g_sum, ne + 1)
-                g_bound = _grow_f(g_bound, ne + 1)
-                np_, ng = _reduce_pairs(e_key, e_dst, e_v, ne, lab_cnt, lab_fill, dslot, b_dst, b_v, p_val, p_dst,
-                                        p_tmp, g_lab, g_lo, g_hi)
-                nc = 0
-                for gi in range(ng):
-                    a, b = g_lo[gi], g_hi[gi]
-                    g_sum[gi] = _log_sum(p_val, a, b)
-                    for q in range(a, b):
-                        p_tmp[q - a] = p_val[q] + hb[p_dst[q]]
-                    g_bound[gi] = _log_sum(p_tmp, 0, b - a)
-                    if g_bound[gi] < INF:
-                        nc += 1
-                if end < INF:
-                    nc += 1
-                ch_bound = _grow_f(ch_bound, n_ch + nc)
-                ch_lab = _grow_i(ch_lab, n_ch + nc)
-                ch_cost = _grow_f(ch_cost, n_ch + nc)
-                ch_next = _grow_i(ch_next, n_ch + nc)
-                ch_lo[j] = n_ch
-                ch_n[j] = nc
-                if end < INF:
-                    ch_bound[n_ch] = end
-                    ch_lab[n_ch] = -1
-                    ch_cost[n_ch] = end
-                    ch_next[n_ch] = -1
-                    n_ch += 1
-                for gi in range(ng):
-                    if not g_bound[gi] < INF:
-                        continue
-                    a, b = g_lo[gi], g_hi[gi]
-                    wsum = g_sum[gi]
-                    # the successor: destinations (ascending) with residuals, interned
-                    base = ds_off[nds]
-                    need = base + b - a
-                    if need > max_members:
-                        return TOO_MANY_MEMBERS, f_link[:0], f_cost[:0], t_parent[:0], t_label[:0]
-                    ds_state = _grow_i(ds_state, need)
-                    ds_resid = _grow_f(ds_resid, need)
-                    ds_rkey = _grow_i(ds_rkey, need)
-                    for q in range(a, b):
-                        rr = p_val[q] - wsum
-                        ds_state[base + q - a] = p_dst[q]
-                        ds_resid[base + q - a] = rr
-                        ds_rkey[base + q - a] = np.int64(np.rint(rr / resolution))
-                    hsh = _subset_hash(ds_state, ds_rkey, base, need)
-                    size = len(table)
-                    slot_ = hsh & (size - 1)
-                    nj = -1
-                    while table[slot_] >= 0:
-                        c = table[slot_]
-                        c0, c1 = ds_off[c], ds_off[c + 1]
-                        if c1 - c0 == b - a:
-                            same = True
-                            for q in range(b - a):
-                                if ds_state[c0 + q] != ds_state[base + q] or ds_rkey[c0 + q] != ds_rkey[base + q]:
-                                    same = False
-                                    break
-                            if same:
-                                nj = c
-                                break
-                        slot_ = (slot_ + 1) & (size - 1)
-                    if nj < 0:
-                        nj = nds
-                        table[slot_] = nj
-                        nds += 1
-                        ds_off = _grow_i(ds_off, nds + 1)
-                        ds_off[nds] = need
-                        ch_lo = _grow_i(ch_lo, nds)
-                        ch_n = _grow_i(ch_n, nds)
-                        ch_lo[nj] = -1
-                        ch_n[nj] = -1
-                        if 2 * nds > len(table):
-                            table = _rehash(table, ds_off, ds_state, ds_rkey, nds)
-                    ch_bound[n_ch] = g_bound[gi]
-                    ch_lab[n_ch] = g_lab[gi]
-                    ch_cost[n_ch] = wsum
-                    ch_next[n_ch] = nj
-                    n_ch += 1
+                return TOO_MANY_STATES, empty_i, empty_f, empty_i, empty_i
+            if st[6][j] < 0:
+                nds, n_ch, st, scr = _expand(j, st, nds, n_ch, scr, m, w_off, w_dlab, w_dst, w_lc, x_lc, hb,
+                                             resolution)
+                if st[0][nds] > max_members:
+                    return TOO_MANY_MEMBERS, empty_i, empty_f, empty_i, empty_i
                 reg = _grow_b(reg, nds)
-                g_of = _grow_f(g_of, nds)
-            # ---- push j's choices ----
+            ch_lo, ch_n, ch_bound, ch_cost, ch_next = st[5], st[6], st[7], st[9], st[10]
             for c in range(ch_lo[j], ch_lo[j] + ch_n[j]):
                 nj = ch_next[c]
                 if nj >= 0 and reg[nj]:
                     continue
-                a_f = _grow_f(a_f, n_a + 1)
-                a_g = _grow_f(a_g, n_a + 1)
-                a_j = _grow_i(a_j, n_a + 1)
+                a_f, a_g, a_j = _grow_f(a_f, n_a + 1), _grow_f(a_g, n_a + 1), _grow_i(a_j, n_a + 1)
                 a_f[n_a] = g + (ch_cost[c] if nj < 0 else ch_bound[c])
                 a_g[n_a] = g + ch_cost[c]
                 a_j[n_a] = nj
                 a_heap, a_size = _heap_push(a_heap, a_size, a_f, n_a)
                 n_a += 1
         if not has_thr:
-            return OK, f_link[:0], f_cost[:0], t_parent[:0], t_label[:0]  # no end reachable
-        # 2. exact best completions inside the region (depth-first post-order from the start)
+            return OK, empty_i, empty_f, empty_i, empty_i  # no end reachable
+        # 2. exact best completions inside the region
         round_no += 1
-        stamp = _grow_b(stamp, nds)
-        best = _grow_f(best, nds)
-        ex_key = _grow_f(ex_key, n_ch)
-        ex_perm = _grow_i(ex_perm, n_ch)
-        sp = 0
-        st_j[0] = 0
-        st_r[0] = 0
-        stamp[0] = round_no
-        while sp >= 0:
-            j = st_j[sp]
-            r = st_r[sp]
-            c0 = ch_lo[j]
-            pushed = False
-            while r < ch_n[j]:
-                nj = ch_next[c0 + r]
-                r += 1
-                if nj >= 0 and reg[nj] and stamp[nj] != round_no:
-                    stamp[nj] = round_no
-                    st_r[sp] = r
-                    sp += 1
-                    st_j = _grow_i(st_j, sp + 1)
-                    st_r = _grow_i(st_r, sp + 1)
-                    st_j[sp] = nj
-                    st_r[sp] = 0
-                    pushed = True
-                    break
-            if pushed:
-                continue
-            # all successors done: j's exact choice keys, sorted (stable: label order, end first)
-            cn = ch_n[j]
-            bj = INF
-            for c in range(c0, c0 + cn):
-                nj = ch_next[c]
-                if nj < 0:
-                    ex_key[c] = ch_cost[c]
-                elif reg[nj]:
-                    ex_key[c] = ch_cost[c] + best[nj]
-                else:
-                    ex_key[c] = ch_bound[c]
-                if ex_key[c] < bj:
-                    bj = ex_key[c]
-            best[j] = bj
-            perm = np.argsort(ex_key[c0:c0 + cn], kind="mergesort")
-            for q in range(cn):
-                ex_perm[c0 + q] = c0 + perm[q]
-            sp -= 1
+        stamp, best = _grow_b(stamp, nds), _grow_f(best, nds)
+        ex_key, ex_perm = _grow_f(ex_key, n_ch), _grow_i(ex_perm, n_ch)
+        _exact_completions(st, n_ch, nds, reg, round_no, stamp, best, ex_key, ex_perm)
         # 3. best-first over word prefixes with the exact bound
-        p_f = np.empty(1024, np.float64)
-        p_j = np.empty(1024, np.int64)
-        p_r = np.empty(1024, np.int64)
-        p_g = np.empty(1024, np.float64)
-        p_link = np.empty(1024, np.int64)
-        p_heap = np.empty(1024, np.int64)
-        n_p = 0
-        p_size = 0
-        t_parent[0] = -1
-        t_label[0] = -1
-        n_trie = 1
-        n_found = 0
-        pops = 0
-        outside = -1
-        if ch_n[0] > 0:
-            p_f[0] = ex_key[ex_perm[ch_lo[0]]]
-            p_j[0] = 0
-            p_r[0] = 0
-            p_g[0] = 0.0
-            p_link[0] = 0
-            n_p = 1
-            p_heap, p_size = _heap_push(p_heap, p_size, p_f, 0)
-        while p_size > 0:
-            e, p_size = _heap_pop(p_heap, p_size, p_f)
-            pops += 1
-            if pops > max_pops:
-                return TOO_MANY_POPS, f_link[:n_found], f_cost[:n_found], t_parent[:n_trie], t_label[:n_trie]
-            j, r, g, link = p_j[e], p_r[e], p_g[e], p_link[e]
-            c0 = ch_lo[j]
-            if r + 1 < ch_n[j]:
-                p_f, p_j, p_r, p_g, p_link = _grow5(p_f, p_j, p_r, p_g, p_link, n_p + 1)
-                p_f[n_p] = g + ex_key[ex_perm[c0 + r + 1]]
-                p_j[n_p] = j
-                p_r[n_p] = r + 1
-                p_g[n_p] = g
-                p_link[n_p] = link
-                p_heap, p_size = _heap_push(p_heap, p_size, p_f, n_p)
-                n_p += 1
-            c = ex_perm[c0 + r]
-            nj = ch_next[c]
-            if nj < 0:
-                f_link = _grow_i(f_link, n_found + 1)
-                f_cost = _grow_f(f_cost, n_found + 1)
-                f_link[n_found] = link
-                f_cost[n_found] = g + ch_cost[c]
-                n_found += 1
-                if 0 <= n <= n_found:
-                    break
-                continue
-            if not reg[nj]:
-                outside = nj
-                break
-            if ch_n[nj] > 0:
-                gc = g + ch_cost[c]
-                t_parent = _grow_i(t_parent, n_trie + 1)
-                t_label = _grow_i(t_label, n_trie + 1)
-                t_parent[n_trie] = link
-                t_label[n_trie] = ch_lab[c]
-                p_f, p_j, p_r, p_g, p_link = _grow5(p_f, p_j, p_r, p_g, p_link, n_p + 1)
-                p_f[n_p] = gc + ex_key[ex_perm[ch_lo[nj]]]
-                p_j[n_p] = nj
-                p_r[n_p] = 0
-                p_g[n_p] = gc
-                p_link[n_p] = n_trie
-                p_heap, p_size = _heap_push(p_heap, p_size, p_f, n_p)
-                n_p += 1
-                n_trie += 1
+        status, outside, f_link, f_cost, t_parent, t_label = _rank_prefixes(st, reg, ex_key, ex_perm, n, max_pops)
         if outside < 0:
-            return OK, f_link[:n_found], f_cost[:n_found], t_parent[:n_trie], t_label[:n_trie]
+            return status, f_link, f_cost, t_parent, t_label
         # the prefix search needs a state outside the region: grow it past that state's bound
         need_f = INF
         for q in range(a_size):
