@@ -62,7 +62,7 @@ def test_equals_kaldifst_shortest_path_on_log_determinized_lattice():
             assert mine[seq] == pytest.approx(c, abs=1e-4)
         else:  # only exchanges among near-ties at the cut-off (kaldifst weights are float32)
             assert c >= cutoff - 1e-4
-    for (s1, c1), r in zip(ref, res, strict=False):
+    for (_s1, c1), r in zip(ref, res, strict=False):
         assert r.cost == pytest.approx(c1, abs=1e-4)
 
 

@@ -15,7 +15,7 @@ of the lattice (see :mod:`lattice_tools.alternatives._search`), ranked by an exa
 Each sequence's word times are those of its best single path.  Not sampled, not an
 approximation: equal to enumerating every path and summing by word sequence (tests check this
 against brute force, kaldifst ``shortest_path(n)`` on the log-determinized lattice and the phrase
-search engine).  The loops are compiled (:mod:`._nbest_kernels`).
+search engine).  The loops are compiled (:mod:`._nbest_kernels`, :mod:`._closed_rows`).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import numpy as np
 from .._budget import check_memory
 from ..errors import BudgetExceededError
 from ..lattice import Lattice
+from . import _closed_rows as R
 from . import _nbest_kernels as K
 from ._common import dense_codes, prepare
 from ._fb import ForwardBackward
@@ -109,7 +110,7 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
     seq_lab = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
     with np.errstate(invalid="ignore", over="ignore"):
-        best_cost, best_arcs = K.fast(K.best_paths, compiled)(
+        best_cost, best_arcs = K.fast(R.best_paths, compiled)(
             rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc, seq_off, seq_lab, rows.m)
     names = rows.lab_values
     results = []
@@ -145,7 +146,7 @@ def _member_budget() -> int:
 
 
 class _ClosedRows(NamedTuple):
-    """Every state's closed row (:func:`._nbest_kernels.closed_rows`) with dense word labels."""
+    """Every state's closed row (:func:`._closed_rows.closed_rows`) with dense word labels."""
 
     m: int
     w_off: np.ndarray
@@ -166,7 +167,7 @@ class _ClosedRows(NamedTuple):
         cost = np.asarray(cost, dtype=np.float64)
         final = np.asarray(final, dtype=np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
-            w_off, w_arc, w_lc, w_bc, x_lc, x_bc = K.fast(K.closed_rows, compiled)(int(num_states), src, dst, lab,
+            w_off, w_arc, w_lc, w_bc, x_lc, x_bc = K.fast(R.closed_rows, compiled)(int(num_states), src, dst, lab,
                                                                                    cost, final)
         lab_values, w_dlab = dense_codes(lab[w_arc]) if len(w_arc) else (np.zeros(0, np.int64),
                                                                            np.zeros(0, np.int64))
@@ -176,7 +177,7 @@ class _ClosedRows(NamedTuple):
 
 def _bound(rows: _ClosedRows, compiled=None) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
-        return K.fast(K.best_word_bound, compiled)(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc,
+        return K.fast(R.best_word_bound, compiled)(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc,
                                                           rows.x_lc, max(len(rows.lab_values), 1))
 
 
