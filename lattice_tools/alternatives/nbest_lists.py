@@ -103,8 +103,10 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
         raise BudgetExceededError(f"exact sequence search exceeded {max_states} determinized states", key=key)
     if status == K.TOO_MANY_MEMBERS:
         check_memory("exact N-best search", key)
-        raise BudgetExceededError("exact sequence search exceeded the memory budget; lower N or prune the lattice",
-                                  key=key)
+        from .. import _budget
+
+        raise BudgetExceededError("exact N-best search would exceed the memory budget; raise it with "
+                                  f"{_budget._option}, lower N or prune the lattice", key=key)
     check_memory("exact N-best search", key)
     seqs = _trace_labels(f_link, t_parent, t_label)
     seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
