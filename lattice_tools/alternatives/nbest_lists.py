@@ -28,8 +28,6 @@ import numpy as np
 from .._budget import check_memory
 from ..errors import BudgetExceededError
 from ..lattice import Lattice
-from . import _closed_rows as R
-from . import _nbest_kernels as K
 from ._common import dense_codes, prepare
 from ._fb import ForwardBackward
 from ._search import SequenceResult
@@ -84,6 +82,9 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     identify determinized states; ``margin``: how far past the best sequence (nats) the first
     searched region reaches (tuning only: the lists do not depend on it); ``compiled=False`` runs
     the search loops as plain Python (the same code, ~50x slower; for tests)."""
+    from . import _closed_rows as R  # (numba is imported only when a search runs: ~0.15 s per process)
+    from . import _nbest_kernels as K
+
     key = lat.key or None
     check_memory("exact N-best search", key)
     labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
@@ -168,6 +169,9 @@ class _ClosedRows(NamedTuple):
         lab = np.asarray(labels, dtype=np.int64)
         cost = np.asarray(cost, dtype=np.float64)
         final = np.asarray(final, dtype=np.float64)
+        from . import _closed_rows as R
+        from . import _nbest_kernels as K
+
         with np.errstate(invalid="ignore", over="ignore"):
             w_off, w_arc, w_lc, w_bc, x_lc, x_bc = K.fast(R.closed_rows, compiled)(int(num_states), src, dst, lab,
                                                                                    cost, final)
@@ -178,6 +182,9 @@ class _ClosedRows(NamedTuple):
 
 
 def _bound(rows: _ClosedRows, compiled=None) -> np.ndarray:
+    from . import _closed_rows as R
+    from . import _nbest_kernels as K
+
     with np.errstate(invalid="ignore", over="ignore"):
         return K.fast(R.best_word_bound, compiled)(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc,
                                                           rows.x_lc, max(len(rows.lab_values), 1))
