@@ -42,10 +42,13 @@ def test_same_lists_as_the_phrase_search_engine(lat, n):
     ref = search_many([lattice_search_problem(lat, labels, cost, final, fb.beta)], n)[0]
     res = nbest_sequences(lat, n)[0]
     assert [r.cost for r in res] == pytest.approx([r.cost for r in ref], abs=1e-9)
-    assert {r.labels for r in res} == {r.labels for r in ref}
+    if res:  # the same sequences, except for exchanges among ties at the cut-off
+        cut = res[-1].cost - 1e-9
+        assert {r.labels for r in res if r.cost < cut} == {r.labels for r in ref if r.cost < cut}
     by_labels = {r.labels: r for r in ref}
     for r in res:
-        assert r.best_cost == pytest.approx(by_labels[r.labels].best_cost, abs=1e-9)
+        if r.labels in by_labels:
+            assert r.best_cost == pytest.approx(by_labels[r.labels].best_cost, abs=1e-9)
 
 
 def test_budgets_raise():
