@@ -65,7 +65,7 @@ def main(argv=None):
     if not os.path.exists(sclite):
         print("[2] Debian sclite not found: skipped")
         return
-    from lattice_tools.alternatives.nbest import nbest
+    from lattice_tools.alternatives.nbest_lists import nbest
     from lattice_tools.io.altctm import write_alternatives_ctm
     from lattice_tools.oracle.representations import ctm_oracle
     from lattice_tools.scoring.counts import ErrorCounts

@@ -349,3 +349,14 @@ def naive_masked_phrase_nbest(num_states, src, dst, labels, cost, final, phrase,
     fst = to_kaldifst(num_states, src, dst, masked, cost, final)
     kaldifst_log_determinize(fst)
     return fst_nbest(fst, n)
+
+
+def lattice_search_problem(lat: Lattice, labels, cost, final, beta):
+    """The whole lattice as a :class:`~lattice_tools.alternatives._fastsearch.SearchProblem` (start
+    state 0, every arc's id its index; ``beta``: the backward bound) -- the phrase search engine run
+    on a whole lattice, a differential oracle for the N-best engine."""
+    from lattice_tools.alternatives._fastsearch import SearchProblem
+
+    fin = np.flatnonzero(np.isfinite(final))
+    return SearchProblem(lat.num_states, lat.src, lat.dst, labels, cost, np.arange(lat.num_arcs), np.array([0]),
+                         np.array([0.0]), np.array([0.0]), fin, final[fin], final[fin], beta)

@@ -13,7 +13,7 @@ import pytest
 from _alt_helpers import DATA, ps_lattice
 from click.testing import CliRunner
 
-from lattice_tools.alternatives.nbest import nbest
+from lattice_tools.alternatives.nbest_lists import nbest
 from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
 from lattice_tools.alternatives.phrase_alternatives import phrases
 from lattice_tools.alternatives.sausages import sausage

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 
 from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._common import prepare
-from lattice_tools.alternatives.determinize import determinize
+from lattice_tools.alternatives.determinization import determinize
 from lattice_tools.errors import BudgetExceededError
 
 

@@ -215,7 +215,7 @@ def _paths(fsa):
 def test_nbest_matches_k2_sequence_scores(fx, source):
     """Our exact N-best (word-aligning frame-level lattices first) against k2: every distinct
     sequence scored by intersection; top-5 order, sequences and posteriors."""
-    from lattice_tools.alternatives.nbest import nbest
+    from lattice_tools.alternatives.nbest_lists import nbest
 
     if source == "random":
         cases = [(hub, fsa) for hub, fsa, _ in _hub_and_k2()]

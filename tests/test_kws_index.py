@@ -164,7 +164,7 @@ def _expected_counts(hits):
 def test_nbest_at_infinity_equals_lattice(lat, max_length):
     """The N-best list with every sequence is the lattice's exact distribution over word sequences:
     a term's expected count (sum of its hits) is the lattice's, for every term."""
-    from lattice_tools.alternatives.nbest import nbest
+    from lattice_tools.alternatives.nbest_lists import nbest
 
     lat_counts = _expected_counts(index_lattice(lat, max_length=max_length, max_silence=None))
     nb_counts = _expected_counts(index_alternatives(nbest(lat, None), max_length=max_length, max_silence=None))

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives._common import prepare
-from lattice_tools.alternatives.nbest import nbest, nbest_sequences
+from lattice_tools.alternatives.nbest_lists import nbest, nbest_sequences
 
 
 @settings(max_examples=200, deadline=None)
@@ -62,7 +62,7 @@ def test_equals_kaldifst_shortest_path_on_log_determinized_lattice():
             assert mine[seq] == pytest.approx(c, abs=1e-4)
         else:  # only exchanges among near-ties at the cut-off (kaldifst weights are float32)
             assert c >= cutoff - 1e-4
-    for (s1, c1), r in zip(ref, res, strict=False):
+    for (_s1, c1), r in zip(ref, res, strict=False):
         assert r.cost == pytest.approx(c1, abs=1e-4)
 
 

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, phrases
-from lattice_tools.alternatives.word_align import word_align
+from lattice_tools.alternatives.word_alignment import word_align
 
 
 def _brute_force_phrases(dec):

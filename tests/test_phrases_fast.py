@@ -14,7 +14,7 @@ from lattice_tools.algorithms.forward_backward import BlockPlan, ForwardBackward
 from lattice_tools.alternatives._epsilon_closure import EpsilonClosedRows
 from lattice_tools.alternatives._search import SearchTuning
 from lattice_tools.alternatives._search_arrays import argsort_stable_keys
-from lattice_tools.alternatives.nbest import alternative_from_path
+from lattice_tools.alternatives.nbest_lists import alternative_from_path
 from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, _AlternativeMaker, phrases
 
 

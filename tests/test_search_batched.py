@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from _alt_helpers import brute_force_sequences, enumerate_paths, lattice_strategy, ps_lattice
+from _alt_helpers import brute_force_sequences, enumerate_paths, lattice_search_problem, lattice_strategy, ps_lattice
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +19,7 @@ from lattice_tools.alternatives._epsilon_closure import EpsilonClosedRows
 from lattice_tools.alternatives._fastsearch import search_many
 from lattice_tools.alternatives._search import SearchTuning
 from lattice_tools.alternatives._search_arrays import GrowableColumns
-from lattice_tools.alternatives.nbest import alternative_from_path, lattice_search_problem
+from lattice_tools.alternatives.nbest_lists import alternative_from_path
 from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, _AlternativeMaker
 
 

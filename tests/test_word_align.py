@@ -7,8 +7,8 @@ import pytest
 from _alt_helpers import K2, k2_frame_lattices, lattice_strategy, ps_lattice
 from hypothesis import given, settings
 
-from lattice_tools.alternatives.nbest import nbest_sequences
-from lattice_tools.alternatives.word_align import word_align
+from lattice_tools.alternatives.nbest_lists import nbest_sequences
+from lattice_tools.alternatives.word_alignment import word_align
 
 
 def _language(lat):

@@ -4,7 +4,7 @@ Every function takes a :class:`lattice_tools.lattice.Lattice` and returns numpy 
 lattice; none modifies its input.  See ``docs/algorithms.md`` for semirings and conventions.
 """
 from ..reweight import weights_from_posteriors
-from .prune import lattice_depth, prune
+from .pruning import lattice_depth, prune
 from .scores import arc_posteriors, backward_scores, best_path, forward_scores, total_log_prob
 from .statistics import lattice_info, lattice_stats
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..io import read_lattice_inputs
 from ..lattice import Lattice
-from .prune import lattice_depth
+from .pruning import lattice_depth
 from .scores import arc_posteriors, best_path, total_log_prob
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 # The functions are imported eagerly: each lives in a submodule of the same name, and a lazy
 # attribute would be shadowed by the submodule as soon as anything imported it.
-from .determinize import determinize  # noqa: E402
-from .nbest import nbest, nbest_sequences  # noqa: E402
+from .determinization import determinize  # noqa: E402
+from .nbest_lists import nbest, nbest_sequences  # noqa: E402
 from .network import Alternative, Alternatives, Slot, depth_statistics
 from .phrase_alternatives import PhraseDecomposition, phrases  # noqa: E402
 from .sausages import sausage  # noqa: E402
-from .word_align import word_align  # noqa: E402
+from .word_alignment import word_align  # noqa: E402
 
 __all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", "word_align",
            "determinize", "nbest", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]

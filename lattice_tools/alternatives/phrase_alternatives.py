@@ -2,7 +2,7 @@
 
 The recipe of the paper, step by step, and what this module does for each step:
 
-1. **Word-align** the lattice (:func:`~lattice_tools.alternatives.word_align.word_align`; word
+1. **Word-align** the lattice (:func:`~lattice_tools.alternatives.word_alignment.word_align`; word
    lattices pass through unchanged).
 2. **Phrase boundaries** are the times not crossed by any non-silence arc whose posterior is
    ``>= posterior_threshold`` (log-semiring arc posteriors under the given scales).  A time ``t``
@@ -54,7 +54,7 @@ from ..lattice import Lattice
 from ._common import prepare
 from ._fastsearch import SearchProblem, search_many
 from ._search import DEFAULT_TUNING, SearchTuning
-from .nbest import alternative_from_path, arc_words_and_times
+from .nbest_lists import alternative_from_path, arc_words_and_times
 from .network import Alternative, Alternatives, Slot
 
 
@@ -237,7 +237,7 @@ class PhraseDecomposition:
 
 class _AlternativeMaker:
     """``make(arcs, posterior)`` and ``make.many(results, total)``: the :class:`Alternative` of
-    :func:`~lattice_tools.alternatives.nbest.alternative_from_path` (words and times of the path's
+    :func:`~lattice_tools.alternatives.nbest_lists.alternative_from_path` (words and times of the path's
     non-silence arcs, every confidence = the posterior), built without re-validating fields that
     are already normalized here (tuples of Python floats), which is most of the cost of tens of
     thousands of small objects.  Falls back to the ordinary constructor if ``Alternative`` ever
@@ -293,7 +293,7 @@ def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, ac
     confidence is the alternative's posterior.  Slot times are the phrase's cut times.
     """
     if not lat.word_aligned:
-        from .word_align import word_align
+        from .word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     with gc_paused():  # tens of thousands of search records and result objects, none cyclic
         dec = PhraseDecomposition(lat, posterior_threshold, acoustic_scale=acoustic_scale, lm_scale=lm_scale,

@@ -145,7 +145,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     :class:`LatticeError`, as Kaldi refuses them; ``False`` takes the first frame in Kaldi's order.
     """
     if not lat.word_aligned:
-        from .word_align import word_align
+        from .word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     labels = word_labels(lat, None if silence_words is None else frozenset(silence_words))
     ko = kaldi_order(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty, labels=labels)

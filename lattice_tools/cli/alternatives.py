@@ -66,7 +66,7 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, ctm
     # the memory budget replaces the node/state counts (which a user cannot relate to the machine)
     unbounded = dict(max_pops=sys.maxsize, max_states=sys.maxsize)
     if kind == "nbest":
-        from ..alternatives.nbest import nbest
+        from ..alternatives.nbest_lists import nbest
 
         def compute(lat):
             return nbest(lat, n, **kw, **unbounded)

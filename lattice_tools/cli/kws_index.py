@@ -49,7 +49,7 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                 alts = sausage(lat, 1, **scales)  # bins whose best entry is epsilon are not in a 1-best
                 alts = replace(alts, kind="1best", slots=tuple(sl for sl in alts.slots if not sl.best.is_empty))
             elif representation == "nbest":
-                from ..alternatives.nbest import nbest
+                from ..alternatives.nbest_lists import nbest
                 alts = nbest(lat, n, **scales)
             elif representation == "sausage":
                 from ..alternatives.sausages import sausage

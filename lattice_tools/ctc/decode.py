@@ -194,7 +194,7 @@ def _decode_items(g, items, backend, beam, lattice_beam, max_active, min_active,
             lat = _decode_k2(g, key, lp, beam, lattice_beam, 10000 if max_active is None else max_active,
                              30 if min_active is None else min_active, frame_shift)
         if word_align:
-            from ..alternatives.word_align import word_align as _word_align
+            from ..alternatives.word_alignment import word_align as _word_align
 
             lat = _word_align(lat)
         yield lat

@@ -119,7 +119,7 @@ def lattice_network(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
     from ..algorithms.scores import backward_scores, forward_scores
 
     if not lat.word_aligned:
-        from ..alternatives.word_align import word_align
+        from ..alternatives.word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     labels = word_labels(lat, silence_words)
     kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)

@@ -51,7 +51,7 @@ def determinize(lat: Lattice, semiring: str = "log", *, acoustic_scale: float = 
     if semiring not in ("log", "tropical"):
         raise LatticeError(f"semiring must be 'log' or 'tropical', got {semiring!r}", key=lat.key or None)
     if not lat.word_aligned:
-        from .word_align import word_align
+        from .word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     use_log = semiring == "log"
     plus = log_add if use_log else min

@@ -122,9 +122,9 @@ def word_align(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
                 old[1], old[2], old[3], old[4] = bc, bg, t0, t1
 
     w_idx = np.flatnonzero(is_word)
-    for a, s, d, w, c, g, t0 in zip(w_idx.tolist(), lat.src[w_idx].tolist(), lat.dst[w_idx].tolist(),
-                                    word[w_idx].tolist(), cost[w_idx].tolist(), lat.graph_cost[w_idx].tolist(),
-                                    lat.t0[w_idx].tolist(), strict=False):
+    for s, d, w, c, g, t0 in zip(lat.src[w_idx].tolist(), lat.dst[w_idx].tolist(), word[w_idx].tolist(),
+                                 cost[w_idx].tolist(), lat.graph_cost[w_idx].tolist(), lat.t0[w_idx].tolist(),
+                                 strict=True):
         st = cache.get(d)
         if st is None:
             st = cache[d] = stretches(d)

@@ -1,0 +1,240 @@
+"""Exact N-best lists: the N most probable *distinct* word sequences of a lattice.
+
+Algorithm: best-first search over word prefixes of a lazily explored log-semiring determinization
+of the lattice (see :mod:`lattice_tools.alternatives._search`), ranked by an exact bound:
+
+1. A* over determinized states (each reached at its cheapest prefix cost ``g``), with the
+   admissible, consistent bound :func:`best_word_bound`, expands the *region* of states with
+   ``g + bound <= T``; ``T`` starts ``margin`` nats past the best sequence, found first.
+2. Inside the region every state gets its exact best completion (a successor outside counts with
+   its bound).
+3. A best-first search over word prefixes with that exact bound pops the sequences in exact order
+   of their total posterior ``P(W) = sum over paths with words W / Z``; if it needs a state
+   outside the region, ``T`` grows past it and 1-3 run again.
+
+Each sequence's word times are those of its best single path.  Not sampled, not an
+approximation: equal to enumerating every path and summing by word sequence (tests check this
+against brute force, kaldifst ``shortest_path(n)`` on the log-determinized lattice and the phrase
+search engine).  The loops are compiled (:mod:`._nbest_kernels`, :mod:`._closed_rows`).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import numpy as np
+
+from .._budget import check_memory
+from ..algorithms.forward_backward import ForwardBackward
+from ..errors import BudgetExceededError
+from ..lattice import Lattice
+from ._common import dense_codes, prepare
+from ._search import SequenceResult
+from .network import Alternative, Alternatives, Slot
+
+
+def arc_words_and_times(lat: Lattice) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+    """Per arc, as arrays: ``(names, code, start, duration)`` -- the arc's word is
+    ``names[code[a]]`` (``""`` for epsilon), its start and duration in seconds rounded to 1e-6
+    (NaN when unknown)."""
+    fs = lat.frame_shift
+    known = (lat.t0 >= 0) & (lat.t1 >= 0)
+    uniq, code = dense_codes(lat.word.astype(np.int64))
+    names = [lat.symbols.word(int(w)) if w else "" for w in uniq.tolist()]
+    start = np.where(lat.t0 >= 0, np.round(lat.t0 * fs, 6), np.nan)
+    dur = np.where(known, np.round((lat.t1 - lat.t0) * fs, 6), np.nan)
+    return names, code, start, dur
+
+
+def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: float, _cache: dict | None = None
+                          ) -> Alternative:
+    """An :class:`Alternative` whose words and times are those of the lattice path ``arcs``
+    (silence arcs skipped); every word's confidence is the alternative's ``posterior``.
+    ``_cache`` (a dict kept by the caller for one lattice) avoids re-converting arrays."""
+    if _cache is None:
+        _cache = {}
+    if not _cache:
+        names, code, start, dur = arc_words_and_times(lat)
+        _cache["labels"] = np.asarray(labels).tolist()
+        _cache["word"] = [names[i] for i in code.tolist()]
+        _cache["start"] = start.tolist()
+        _cache["dur"] = dur.tolist()
+    lab, wid, st, du = _cache["labels"], _cache["word"], _cache["start"], _cache["dur"]
+    arcs = [a for a in arcs if lab[a] != 0]
+    words = [wid[a] for a in arcs]
+    starts = [st[a] for a in arcs]
+    durs = [du[a] for a in arcs]
+    return Alternative(tuple(words), tuple(starts), tuple(durs), posterior, (posterior,) * len(words))
+
+
+def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+                    word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
+                    max_pops: int = 2_000_000, max_states: int = 1_000_000, resolution: float = 1e-9,
+                    margin: float = 1.0, compiled: bool | None = None):
+    """``(results, total_cost, labels)``: the exact ``n`` best distinct sequences as
+    :class:`~lattice_tools.alternatives._search.SequenceResult` (word ids, log cost, best-path
+    cost and arcs), the log-semiring total cost of the lattice, and the per-arc labels used.
+
+    Budgets: ``max_pops`` prefixes popped by the ranking search, ``max_states`` determinized states
+    in the searched region (BudgetExceededError past either, or past the memory budget of
+    :func:`lattice_tools._budget.memory_budget`).  ``resolution``: residual costs closer than this
+    identify determinized states; ``margin``: how far past the best sequence (nats) the first
+    searched region reaches (tuning only: the lists do not depend on it); ``compiled=False`` runs
+    the search loops as plain Python (the same code, ~50x slower; for tests)."""
+    from . import _closed_rows as R  # (numba is imported only when a search runs: ~0.15 s per process)
+    from . import _nbest_kernels as K
+
+    key = lat.key or None
+    check_memory("exact N-best search", key)
+    labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
+    fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
+    rows = _ClosedRows.build(lat.num_states, lat.src, lat.dst, labels, cost, final, compiled)
+    h = _bound(rows, compiled)
+    kernel = K.fast(K.bounded_search, compiled)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        status, f_link, f_cost, t_parent, t_label = kernel(
+            rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, np.maximum(h, fb.beta),
+            len(rows.lab_values), -1 if n is None else int(n), int(max_pops), int(max_states),
+            _member_budget(), float(margin), float(resolution))
+    if status == K.TOO_MANY_POPS:
+        raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes after {len(f_link)} "
+                                  "sequences; lower N or prune the lattice", key=key)
+    if status == K.TOO_MANY_STATES:
+        raise BudgetExceededError(f"exact sequence search exceeded {max_states} determinized states", key=key)
+    if status == K.TOO_MANY_MEMBERS:
+        check_memory("exact N-best search", key)
+        from .. import _budget
+
+        raise BudgetExceededError("exact N-best search would exceed the memory budget; raise it with "
+                                  f"{_budget._option}, lower N or prune the lattice", key=key)
+    check_memory("exact N-best search", key)
+    seqs = _trace_labels(f_link, t_parent, t_label)
+    seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
+    seq_lab = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        best_cost, best_arcs = K.fast(R.best_paths, compiled)(
+            rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc, seq_off, seq_lab, rows.m)
+    names = rows.lab_values
+    results = []
+    for i, q in enumerate(seqs):
+        arcs = best_arcs[seq_off[i]:seq_off[i + 1]]
+        arcs = tuple(arcs.tolist()) if len(arcs) and arcs[0] >= 0 else ()
+        results.append(SequenceResult(tuple(names[q].tolist()), float(f_cost[i]), float(best_cost[i]), arcs))
+    return results, fb.total, labels
+
+
+def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray) -> list:
+    """The dense labels along each trie node's chain of parents, root first."""
+    out = []
+    par, lab = parent.tolist(), label.tolist()
+    for node in links.tolist():
+        seq = []
+        while node > 0:
+            seq.append(lab[node])
+            node = par[node]
+        seq.reverse()
+        out.append(np.array(seq, dtype=np.int64))
+    return out
+
+
+def _member_budget() -> int:
+    """How many determinized-state members the search may store: the memory budget (if one is set)
+    left after what the process holds, at 24 bytes per member and as much again for the rest."""
+    from .._budget import _limit, resident_bytes
+
+    if _limit is None:
+        return np.iinfo(np.int64).max
+    return max(0, (_limit - resident_bytes()) // 48)
+
+
+class _ClosedRows(NamedTuple):
+    """Every state's closed row (:func:`._closed_rows.closed_rows`) with dense word labels."""
+
+    m: int
+    w_off: np.ndarray
+    w_arc: np.ndarray
+    w_dlab: np.ndarray
+    w_dst: np.ndarray
+    w_lc: np.ndarray
+    w_bc: np.ndarray
+    x_lc: np.ndarray
+    x_bc: np.ndarray
+    lab_values: np.ndarray
+
+    @classmethod
+    def build(cls, num_states, src, dst, labels, cost, final, compiled=None) -> _ClosedRows:
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        lab = np.asarray(labels, dtype=np.int64)
+        cost = np.asarray(cost, dtype=np.float64)
+        final = np.asarray(final, dtype=np.float64)
+        from . import _closed_rows as R
+        from . import _nbest_kernels as K
+
+        with np.errstate(invalid="ignore", over="ignore"):
+            w_off, w_arc, w_lc, w_bc, x_lc, x_bc = K.fast(R.closed_rows, compiled)(int(num_states), src, dst, lab,
+                                                                                   cost, final)
+        lab_values, w_dlab = dense_codes(lab[w_arc]) if len(w_arc) else (np.zeros(0, np.int64),
+                                                                           np.zeros(0, np.int64))
+        return cls(int(num_states), w_off, w_arc, w_dlab.astype(np.int64), dst[w_arc], w_lc, w_bc, x_lc, x_bc,
+                   lab_values)
+
+
+def _bound(rows: _ClosedRows, compiled=None) -> np.ndarray:
+    from . import _closed_rows as R
+    from . import _nbest_kernels as K
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        return K.fast(R.best_word_bound, compiled)(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc,
+                                                          rows.x_lc, max(len(rows.lab_values), 1))
+
+
+def best_word_bound(num_states: int, src, dst, labels, cost, final) -> np.ndarray:
+    """Per state ``s``, a lower bound ``h[s]`` on the cost ``-ln max_W M_s(W)`` of the most probable
+    completion from ``s``, where ``M_s(W)`` sums the paths from ``s`` reading exactly ``W``
+    (epsilons skipped, exit weight included).
+
+    The log-semiring backward cost ``-ln sum_W M_s(W)`` bounds it too, but it counts *every*
+    completion: on a long utterance that mass is spread over astronomically many sequences, so it
+    is far below the cost of any one of them.  This bound takes, at every state, only the best next
+    word, while still summing the paths of that word (and its epsilon variants)::
+
+        h[s] = min( exit(s), min_w (+)_{closed word arcs a of s with label w} (cost(a) + h[dst(a)]) )
+
+    (``(+)`` the log sum; closed arcs: reached through epsilon paths, their costs included).  For
+    every ``W``, ``M_s(W) <= exp(-h[s])`` by induction in reverse topological order, so it is
+    admissible; and ``h[s]`` is at most the bound of each of ``s``'s choices, so it is consistent
+    (priorities never decrease along the search tree), which the search needs.  Requires
+    ``src < dst`` (topologically numbered states) and ``src`` sorted.
+    """
+    return _bound(_ClosedRows.build(num_states, src, dst, labels, cost, final))
+
+
+def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+          word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
+          max_pops: int = 2_000_000, max_states: int = 1_000_000) -> Alternatives:
+    """Exact N-best list of ``lat`` as an :class:`Alternatives` with one slot (``kind="nbest"``).
+
+    Semiring: log.  Each alternative's ``posterior`` is the total probability of all lattice
+    paths with exactly that word sequence (silence and fillers are epsilons, see
+    :func:`~lattice_tools.alternatives._common.is_silence`), divided by the lattice total, under
+    ``lm_scale * graph + acoustic_scale * acoustic + word_penalty * #words``.  Word times come from
+    the best single path with that word sequence; NaN when the lattice has no times.  ``n=None``
+    lists every sequence (bounded by ``max_pops`` search nodes, else BudgetExceededError).
+
+    Frame-level lattices are word-aligned first (:func:`word_align`).
+    """
+    if not lat.word_aligned:
+        from .word_alignment import word_align
+        lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
+    results, total, labels = nbest_sequences(lat, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                             word_penalty=word_penalty, silence_words=silence_words,
+                                             max_pops=max_pops, max_states=max_states)
+    cache: dict = {}
+    alts = tuple(alternative_from_path(lat, labels, r.best_arcs, math.exp(-(r.cost - total)), cache) for r in results)
+    end = lat.duration if lat.has_times else math.nan
+    if not alts:  # pragma: no cover - a valid lattice always has a sequence
+        alts = (Alternative((), posterior=1.0),)
+    return Alternatives(key=lat.key, slots=(Slot(0.0, end, alts),), kind="nbest",
+                        meta={"total_cost": total, "requested_n": n})
