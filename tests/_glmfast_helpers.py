@@ -1,9 +1,12 @@
-"""Helpers for tests/test_glm_fast.py: run the fast and the reference GLM filter on the same input
-and return what each produced (text or objects) or raised (exception type, message, report)."""
+"""Helpers for tests/test_glm_fast.py: run the GLM filter and its reference transcription
+(tests/_reference/glm_csrfilt.py) on the same input and return what each produced (text or objects)
+or raised (exception type, message, report).  Keyword arguments are GlmFilterOptions fields."""
 from __future__ import annotations
 
+from _reference.glm_csrfilt import reference_apply_glm, reference_filter_text
+
 from lattice_tools.errors import LatticeToolsError
-from lattice_tools.scoring.glm_filter import apply_glm, filter_text
+from lattice_tools.scoring.glm import GlmFilterOptions, apply_glm, filter_text
 
 
 def outcome(fn):
@@ -15,8 +18,8 @@ def outcome(fn):
 
 
 def filter_both(text: str, glm, fmt: str, **kw):
-    fast = outcome(lambda: filter_text(text, glm, fmt, fast=True, **kw))
-    ref = outcome(lambda: filter_text(text, glm, fmt, fast=False, **kw))
+    fast = outcome(lambda: filter_text(text, glm, fmt, GlmFilterOptions(**kw)))
+    ref = outcome(lambda: reference_filter_text(text, glm, fmt, GlmFilterOptions(**kw)))
     return fast, ref
 
 
@@ -43,6 +46,6 @@ def object_state(result):
 
 
 def apply_both(glm, items, fmt: str, **kw):
-    fast = outcome(lambda: object_state(apply_glm(glm, items, fmt=fmt, fast=True, **kw)))
-    ref = outcome(lambda: object_state(apply_glm(glm, items, fmt=fmt, fast=False, **kw)))
+    fast = outcome(lambda: object_state(apply_glm(glm, items, fmt=fmt, options=GlmFilterOptions(**kw))))
+    ref = outcome(lambda: object_state(reference_apply_glm(glm, items, fmt=fmt, options=GlmFilterOptions(**kw))))
     return fast, ref

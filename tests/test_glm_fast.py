@@ -1,6 +1,6 @@
-"""The fast GLM filter (memoized per-line pipeline, direct CTM records, GLM cache, object
-rendering/parsing shortcuts) against the reference implementation kept in glm_filter
-(``fast=False``): byte-identical text, equal objects (``raw`` fields included), same errors.
+"""The GLM filter (stages memoized per distinct line, rfilter1 per piece, direct CTM records, object
+rendering shortcuts) against the reference transcription in tests/_reference/glm_csrfilt.py:
+byte-identical text, equal objects (``raw`` fields included), same errors.
 
 Inputs: random STM/CTM/trn/txt built from the real RT-03 GLM's vocabulary, hypothesis-generated
 CTM/STM lines full of the shapes the shortcuts must refuse (odd blanks, latin-1 bytes Python
@@ -15,6 +15,7 @@ import random
 import pytest
 from _glmfast_helpers import apply_both, filter_both
 from _nist_helpers import CSRFILT_DATA, RT03_GLM, glm_vocabulary, random_ctm, random_stm, random_trn, random_txt
+from _reference.glm_csrfilt import reference_filter_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +23,8 @@ from lattice_tools.io.ctm import CtmWord, parse_ctm_lines
 from lattice_tools.io.glm import parse_glm_bytes, read_glm
 from lattice_tools.io.stm import read_stm
 from lattice_tools.io.trn import read_trn
-from lattice_tools.scoring import glm_filter
-from lattice_tools.scoring.glm_filter import filter_text
+from lattice_tools.scoring.glm import CompiledGlm, filter_text
+from lattice_tools.scoring.glm.rfilter import PiecewiseRewriter
 
 VOCAB = glm_vocabulary()
 GENERATORS = {"stm": random_stm, "ctm": random_ctm, "trn": random_trn, "txt": random_txt}
@@ -216,7 +217,6 @@ def test_glm_cache_follows_the_file_and_the_selection(tmp_path):
     g2 = parse_glm_bytes(b";;\nX => Z\n")
     assert filter_text("x\n", g1, "txt") == "Y\n" and filter_text("x\n", g2, "txt") == "Z\n"
     assert filter_text("x\n", g1, "txt") == "Y\n"
-    assert len(glm_filter._GLM_CACHE) <= glm_filter._GLM_CACHE_SIZE
     # an unknown format is still reported by csrfilt_text, not by the compiler
     fast, ref = filter_both("x\n", glm, "sgml")
     assert fast == ref and fast[0] == "error"
@@ -227,9 +227,9 @@ def test_real_rt03_glm_is_selected_per_input_type():
     # the STM selection through the cache
     stm = "f A s 0 1 it's\n"
     ctm = "f A 0 1 it's\n"
-    assert filter_text(ctm, RT03_GLM, "ctm") == filter_text(ctm, RT03_GLM, "ctm", fast=False)
+    assert filter_text(ctm, RT03_GLM, "ctm") == reference_filter_text(ctm, RT03_GLM, "ctm")
     assert "<ALT_BEGIN>" in filter_text(ctm, RT03_GLM, "ctm")
-    assert filter_text(stm, RT03_GLM, "stm") == filter_text(stm, RT03_GLM, "stm", fast=False) == "f A s 0 1 IT'S\n"
+    assert filter_text(stm, RT03_GLM, "stm") == reference_filter_text(stm, RT03_GLM, "stm") == "f A s 0 1 IT'S\n"
     assert read_glm(RT03_GLM, input_type="stm").rules != read_glm(RT03_GLM, input_type="ctm").rules
 
 
@@ -247,10 +247,8 @@ def test_piecewise_rewriting_equals_whole_line_rewriting(rules, lines, case_sens
 
     glm = Glm(tuple(GlmRule(lhs, rhs, left, right) for lhs, rhs, left, right in rules),
               case_sensitive=case_sensitive, copy_no_hit=copy_no_hit)
-    compiled = glm_filter.CompiledGlm(glm)
-    piecewise = glm_filter._PiecewiseApply(compiled)
-    if not piecewise.usable:
-        return
+    compiled = CompiledGlm(glm)
+    piecewise = PiecewiseRewriter(compiled)
     for line in lines + lines:  # the second round is answered from the memo
         assert piecewise(line) == compiled.apply(line)
         assert piecewise(" " + line + " \n") == compiled.apply(" " + line + " \n")

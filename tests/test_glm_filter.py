@@ -27,8 +27,9 @@ from lattice_tools.errors import BudgetExceededError, FormatError
 from lattice_tools.io.ctm import CtmAltBlock, CtmWord
 from lattice_tools.io.glm import parse_glm_bytes, read_glm
 from lattice_tools.io.stm import Stm, read_stm
-from lattice_tools.scoring.glm_filter import (
+from lattice_tools.scoring.glm import (
     CompiledGlm,
+    GlmFilterOptions,
     OptionalDeletionError,
     apply_glm,
     drop_ctm_words,
@@ -57,7 +58,8 @@ GOLDEN = [  # the table of tests/data/sctk/README.md
 @pytest.mark.parametrize("src, fmt, dh, expected", GOLDEN)
 def test_csrfilt_golden_files_byte_identical(src, fmt, dh, expected, tmp_path):
     out = tmp_path / expected
-    filter_file(EXAMPLE_GLM, os.path.join(CSRFILT_DATA, src), out, fmt, dh, utterance_map=EXAMPLE_UTM)
+    filter_file(EXAMPLE_GLM, os.path.join(CSRFILT_DATA, src), out, fmt, GlmFilterOptions(delete_hyphens=dh),
+                utterance_map=EXAMPLE_UTM)
     assert out.read_bytes() == open(os.path.join(CSRFILT_DATA, expected), "rb").read()
 
 
@@ -65,7 +67,7 @@ def test_plain_text_input_as_txt():
     # test.in as -i txt (checked against Debian csrfilt.sh): ';;' lines become empty lines and the
     # ids are filtered like words, so '(4NL-C0208)' becomes two optional words
     text = open(os.path.join(CSRFILT_DATA, "test.in")).read()
-    out = filter_text(text, EXAMPLE_GLM, "txt", delete_hyphens=True).splitlines()
+    out = filter_text(text, EXAMPLE_GLM, "txt", options=GlmFilterOptions(delete_hyphens=True)).splitlines()
     assert out[:4] == ["", "", "", ""]
     assert out[4] == "THE FEMALE PRODUCES A LITTER OF TWO TO FOUR YOUNG IN NOVEMBER AND DECEMBER (4NDA0101)"
     assert out[-1].endswith("THREE EIGHTH (4NL) (C0208)")
@@ -74,7 +76,8 @@ def test_plain_text_input_as_txt():
 def test_csrfilt_error_case_fails_with_its_report(tmp_path):
     out = tmp_path / "never.ctm"
     with pytest.raises(OptionalDeletionError) as err:
-        filter_file(EXAMPLE_GLM, os.path.join(CSRFILT_DATA, "test_ctm.errors.in"), out, "ctm", True)
+        filter_file(EXAMPLE_GLM, os.path.join(CSRFILT_DATA, "test_ctm.errors.in"), out, "ctm",
+                    GlmFilterOptions(delete_hyphens=True))
     message = str(err.value)
     assert "test_ctm.errors.in:16" in message and "optional deletion" in message
     golden = open(os.path.join(CSRFILT_DATA, "test_ctm.errors.out")).read().split("\n", 1)[1]
@@ -132,7 +135,7 @@ def test_matches_debian_csrfilt_on_random_texts(seed, fmt):
     for dh in (False, True):
         status, expected = run_debian_csrfilt(RT03_GLM, text.encode(), fmt, dh)
         assert status == 0 and not expected.startswith(b"Error")
-        got = filter_text(text, glm, fmt, delete_hyphens=dh).encode()
+        got = filter_text(text, glm, fmt, options=GlmFilterOptions(delete_hyphens=dh)).encode()
         assert got != text.encode()  # rules did fire
         assert got == expected
 
@@ -148,9 +151,9 @@ def test_matches_debian_csrfilt_on_edge_cases():
             status, expected = run_debian_csrfilt(EXAMPLE_GLM, text.encode(), fmt, dh)
             if expected.startswith(b"Error"):
                 with pytest.raises(OptionalDeletionError):
-                    filter_text(text, EXAMPLE_GLM, fmt, delete_hyphens=dh)
+                    filter_text(text, EXAMPLE_GLM, fmt, options=GlmFilterOptions(delete_hyphens=dh))
             else:
-                assert filter_text(text, EXAMPLE_GLM, fmt, delete_hyphens=dh).encode() == expected
+                assert filter_text(text, EXAMPLE_GLM, fmt, options=GlmFilterOptions(delete_hyphens=dh)).encode() == expected
 
 
 def test_expand_alternation():
@@ -171,14 +174,14 @@ def test_flatten_repairs_csrfilt_ctm_nesting():
     plain = filter_text(NESTING_CTM, EXAMPLE_GLM, "ctm")
     assert plain.count("<ALT_BEGIN>") == 3  # csrfilt nests a block inside the existing one
     assert "2.000 0.150 SI 0.5" in plain  # and splits {RECUR {SIVE / SI VE}} wrongly
-    fixed = filter_text(NESTING_CTM, EXAMPLE_GLM, "ctm", flatten_alternations=True)
+    fixed = filter_text(NESTING_CTM, EXAMPLE_GLM, "ctm", options=GlmFilterOptions(flatten_alternations=True))
     assert fixed.count("<ALT_BEGIN>") == 2
     assert "f1 A 2.100 0.100 SI 0.5" in fixed and "f1 A 2.000 0.100 RECUR 0.5" in fixed
     items = apply_glm(EXAMPLE_GLM, NESTING_CTM.splitlines(), fmt="txt")  # txt: plain pass-through of lines
     assert isinstance(items, str)
     with pytest.raises(FormatError):
         apply_glm(EXAMPLE_GLM, [CtmWord("f1", "A", 0.5, 0.2, "HELLO")] + _nesting_items(), fmt="ctm")
-    ok = apply_glm(EXAMPLE_GLM, _nesting_items(), fmt="ctm", flatten_alternations=True)
+    ok = apply_glm(EXAMPLE_GLM, _nesting_items(), fmt="ctm", options=GlmFilterOptions(flatten_alternations=True))
     assert [[w.word for w in a] for a in ok[0].alternatives] == [["S.'S"], ["S.", "IS"], ["S.", "HAS"], ["SHE"]]
 
 
@@ -201,7 +204,7 @@ def test_flattened_ctm_scores_right_in_sclite(tmp_path):
     ref = "f1 A spk 0.00 5.00 <O> HELLO S. HAS RECUR SI VE\n"
     status, nested = _sclite_sum(tmp_path, ref, filter_text(NESTING_CTM, EXAMPLE_GLM, "ctm"))
     assert status == 0 and nested[2] != "100.0"  # csrfilt's output is mis-scored
-    status, flat = _sclite_sum(tmp_path, ref, filter_text(NESTING_CTM, EXAMPLE_GLM, "ctm", flatten_alternations=True))
+    status, flat = _sclite_sum(tmp_path, ref, filter_text(NESTING_CTM, EXAMPLE_GLM, "ctm", options=GlmFilterOptions(flatten_alternations=True)))
     assert status == 0 and flat[1:3] == ["6", "100.0"]
 
 
@@ -214,9 +217,9 @@ def test_optional_contraction_repair_forms(tmp_path):
     stm = "f1 A spk 0.00 5.00 <O> hello (i'm) there\n"
     raw = filter_text(stm, str(glm_path), "stm")
     assert raw == "f1 A spk 0.00 5.00 <O> HELLO ({I'M) (/) (I) (AM}) THERE\n"  # what csrfilt writes
-    parens = filter_text(stm, str(glm_path), "stm", repair_optional="parens")
+    parens = filter_text(stm, str(glm_path), "stm", options=GlmFilterOptions(repair_optional="parens"))
     assert parens == "f1 A spk 0.00 5.00 <O> HELLO { (I'M) / (I) (AM) } THERE\n"
-    at = filter_text(stm, str(glm_path), "stm", repair_optional="at")
+    at = filter_text(stm, str(glm_path), "stm", options=GlmFilterOptions(repair_optional="at"))
     assert at == "f1 A spk 0.00 5.00 <O> HELLO { I'M / I AM / @ } THERE\n"
 
 
@@ -242,13 +245,13 @@ def test_hesitation_and_backchannel_classes_from_rt03():
 def test_optional_words_and_exclusions(tmp_path):
     hes, bc = glm_word_classes(RT03_GLM)
     stm = "sw1 A sw1_A 0 5 <O> uh-huh yeah um i know { uh / @ } (uh)\n"
-    out = filter_text(stm, RT03_GLM, "stm", optional_words=hes + bc)
+    out = filter_text(stm, RT03_GLM, "stm", options=GlmFilterOptions(optional_words=hes + bc))
     assert out == "sw1 A sw1_A 0 5 <O> (%BCACK) YEAH (%HESITATION) I KNOW { %HESITATION / @ } (%HESITATION)\n"
-    out = filter_text(stm, RT03_GLM, "stm", optional_words=bc, optional_style="at")
+    out = filter_text(stm, RT03_GLM, "stm", options=GlmFilterOptions(optional_words=bc, optional_style="at"))
     assert out.startswith("sw1 A sw1_A 0 5 <O> { %BCACK / @ } YEAH %HESITATION")
     assert optionalize_words("a UH b", ["uh"]) == "a (UH) b"
     ctm = "sw1 A 0.1 0.2 uh-huh\nsw1 A 0.4 0.2 um\nsw1 A 0.7 0.2 yeah 0.9\n"
-    out = filter_text(ctm, RT03_GLM, "ctm", exclude_words=hes + bc)
+    out = filter_text(ctm, RT03_GLM, "ctm", options=GlmFilterOptions(exclude_words=hes + bc))
     assert out == "sw1 A 0.700 0.200 YEAH 0.9\n"  # csrfilt rewrites every 6-field record
     block = CtmAltBlock("f", "A", ((CtmWord("f", "A", 0, 1, "UM"),), (CtmWord("f", "A", 0, 1, "I'M"),)))
     dropped = drop_ctm_words([block], ["um"])
@@ -259,9 +262,9 @@ def test_repairs_rejected_for_wrong_format():
     from lattice_tools.errors import LatticeToolsError
 
     with pytest.raises(LatticeToolsError):
-        filter_text("f A 0 1 X\n", EXAMPLE_GLM, "ctm", repair_optional="parens")
+        filter_text("f A 0 1 X\n", EXAMPLE_GLM, "ctm", options=GlmFilterOptions(repair_optional="parens"))
     with pytest.raises(LatticeToolsError):
-        filter_text("f A s 0 1 X\n", EXAMPLE_GLM, "stm", exclude_words=["X"])
+        filter_text("f A s 0 1 X\n", EXAMPLE_GLM, "stm", options=GlmFilterOptions(exclude_words=["X"]))
 
 
 def test_malformed_records_name_file_and_line(tmp_path):
@@ -312,6 +315,6 @@ _piece = st.text(alphabet="ab c", max_size=3)
 def test_compiled_glm_equals_reference_algorithm(rules, line, case_sensitive, copy_no_hit):
     from lattice_tools.io.glm import Glm, GlmRule
 
-    glm = Glm(tuple(GlmRule(l, r, lc, rc) for l, r, lc, rc in rules), case_sensitive=case_sensitive,
+    glm = Glm(tuple(GlmRule(lhs, r, lc, rc) for lhs, r, lc, rc in rules), case_sensitive=case_sensitive,
               copy_no_hit=copy_no_hit)
     assert CompiledGlm(glm).apply(line) == _rfilter1_reference(rules, line, case_sensitive, copy_no_hit)

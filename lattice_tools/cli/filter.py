@@ -1,5 +1,5 @@
 """``lattice-tools filter``: apply a NIST GLM exactly like csrfilt.sh (thin wrapper over
-:func:`lattice_tools.scoring.glm_filter.filter_file`)."""
+:func:`lattice_tools.scoring.glm.filter_file`)."""
 from __future__ import annotations
 
 import click
@@ -52,7 +52,7 @@ def filter_command(glm_path, fmt, delete_hyphens, no_upcase, extended_ascii, pur
     if (out is None) == (out_path is None):
         raise click.UsageError("give the output once: -o/--out OUT (or IN_PATH OUT_PATH)")
     out_path = out if out is not None else out_path
-    from ..scoring.glm_filter import filter_file, glm_word_classes
+    from ..scoring.glm import GlmFilterOptions, filter_file, glm_word_classes
 
     optional = list(optional_words)
     exclude = list(exclude_words)
@@ -60,8 +60,9 @@ def filter_command(glm_path, fmt, delete_hyphens, no_upcase, extended_ascii, pur
         hesitations, backchannels = glm_word_classes(glm_path, encoding=encoding)
         optional += list(hesitations) * optional_hesitations + list(backchannels) * optional_backchannels
         exclude += list(hesitations) * exclude_hesitations + list(backchannels) * exclude_backchannels
-    filter_file(glm_path, in_path, out_path, fmt, delete_hyphens, upcase=not no_upcase,
-                extended_ascii=extended_ascii, purpose=purpose, utterance_map=utterance_map, encoding=encoding,
-                flatten_alternations=flatten_alternations, repair_optional=repair_optional,
-                optional_words=tuple(optional), optional_style=optional_style, exclude_words=tuple(exclude),
-                max_alternatives=max_alternatives)
+    options = GlmFilterOptions(delete_hyphens=delete_hyphens, upcase=not no_upcase, extended_ascii=extended_ascii,
+                               purpose=purpose, encoding=encoding, flatten_alternations=flatten_alternations,
+                               repair_optional=repair_optional, optional_words=tuple(optional),
+                               optional_style=optional_style, exclude_words=tuple(exclude),
+                               max_alternatives=max_alternatives)
+    filter_file(glm_path, in_path, out_path, fmt, options, utterance_map=utterance_map)

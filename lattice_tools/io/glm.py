@@ -12,8 +12,8 @@ A GLM is a list of string-rewriting rules::
     ;; INPUT_DEPENDENT_APPLICATION = "ctm"   <- rules below only for `-i ctm` (csrfilt.sh)
 
 Rules are ``LHS => RHS [/ LEFT __ RIGHT]``; each part may be wrapped in ``[...]`` or ``"..."`` to
-keep leading/trailing blanks.  Rules are parsed here, never evaluated; :mod:`lattice_tools.scoring.
-glm_filter` applies them.
+keep leading/trailing blanks.  Rules are parsed here, never evaluated; :mod:`lattice_tools.scoring.glm`
+applies them.
 
 The parser reproduces rfilter1 exactly, quirks included, because a GLM means whatever rfilter1 makes
 of it: lines are read in chunks of at most 131 bytes (rfilter1's ``fgets`` buffer); the *first* line

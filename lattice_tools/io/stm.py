@@ -213,7 +213,7 @@ def tokenize_transcript(text: str) -> list[str]:
     and ``}`` as separate tokens (also when glued to words, as GLM output writes them:
     ``{I'M / I AM}``).  ``@`` (the empty alternative) is kept as a token.  A ``/`` outside braces
     is part of a word.  Raises nothing; balance is checked by the consumer (see
-    :func:`lattice_tools.scoring.glm_filter.expand_alternation`).
+    :func:`lattice_tools.scoring.glm.expand_alternation`).
     """
     tokens: list[str] = []
     depth = 0

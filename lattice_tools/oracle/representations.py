@@ -172,7 +172,7 @@ def glm_filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") ->
     import os
     import tempfile
 
-    from ..scoring.glm_filter import filter_file
+    from ..scoring.glm import GlmFilterOptions, filter_file
 
     if fmt not in ("stm", "trn", "text"):
         raise LatticeToolsError(f"a GLM can be applied to stm, trn or text references, not {fmt!r}", path=path)
@@ -193,13 +193,13 @@ def glm_filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") ->
             from ..io.trn import read_trn, write_trn
 
             write_trn(tmp, read_kaldi_text(path, encoding), encoding=encoding)
-            filter_file(glm, tmp, tmp, "trn", encoding=encoding)
+            filter_file(glm, tmp, tmp, "trn", GlmFilterOptions(encoding=encoding))
             utts = read_trn(tmp, encoding)
             with open(tmp, "w", encoding=encoding) as out:
                 for u in utts:
                     out.write(f"{u.utt_id} {u.text}\n")
             return tmp
-        filter_file(glm, path, tmp, fmt, encoding=encoding)
+        filter_file(glm, path, tmp, fmt, GlmFilterOptions(encoding=encoding))
     except BaseException:
         discard_temporary(tmp)
         raise

@@ -12,7 +12,7 @@ Submodules are imported lazily (``from lattice_tools.scoring import score_stm_ct
   :func:`json_report`,
   :func:`write_reports`;
 - :mod:`.ladder` -- :func:`run_ladder`, :func:`ladder_markdown`, :func:`alternation_glm`;
-- :mod:`.counts` -- :class:`ErrorCounts`; :mod:`.glm_filter` -- csrfilt-exact GLM filtering.
+- :mod:`.counts` -- :class:`ErrorCounts`; :mod:`.glm` -- csrfilt-exact GLM filtering.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ Rows (each one adds to the previous configuration; rows whose input is missing a
 9. ``+ Reference segmentation`` -- CTMs of the systems run on the reference segmentation (when given),
    scored with the multi-segment STM.
 
-GLM filtering is :mod:`lattice_tools.scoring.glm_filter` (csrfilt-exact); scoring is
+GLM filtering is :mod:`lattice_tools.scoring.glm` (csrfilt-exact); scoring is
 :func:`lattice_tools.scoring.sclite.score_stm_ctm` with ``-D -F`` like NIST's hubscr.
 """
 from __future__ import annotations
@@ -53,26 +53,28 @@ def alternation_glm(glm):
 
 
 def _filtered(glms, stm, ctm, encoding="utf-8"):
-    from .glm_filter import apply_glm
+    from .glm import GlmFilterOptions, apply_glm
 
+    ref_options = GlmFilterOptions(purpose="ref", encoding=encoding)
+    hyp_options = GlmFilterOptions(purpose="hyp", flatten_alternations=True, encoding=encoding)
     for g in glms:
-        stm = apply_glm(g, stm, fmt="stm", purpose="ref", encoding=encoding)
-        ctm = apply_glm(g, ctm, fmt="ctm", purpose="hyp", flatten_alternations=True, encoding=encoding)
+        stm = apply_glm(g, stm, fmt="stm", options=ref_options)
+        ctm = apply_glm(g, ctm, fmt="ctm", options=hyp_options)
     return stm, ctm
 
 
 def _optionalize_stm(stm, words):
     from ..io.stm import Stm
-    from .glm_filter import optionalize_words
+    from .glm import optionalize_words
 
     segs = tuple(replace(s, text=optionalize_words(s.text, words), raw=None) for s in stm.segments)
     return Stm(segs, stm.header, stm.path)
 
 
 def _repair_stm(stm):
-    """Alternations holding optional words crash sclite; rewrite them (glm_filter's repair)."""
+    """Alternations holding optional words crash sclite; rewrite them (a repair of scoring.glm)."""
     from ..io.stm import Stm
-    from .glm_filter import repair_optional_alternations
+    from .glm import repair_optional_alternations
 
     segs = tuple(replace(s, text=repair_optional_alternations(s.text), raw=None) for s in stm.segments)
     return Stm(segs, stm.header, stm.path)
@@ -96,7 +98,7 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
     from ..io.ctm import read_ctm
     from ..io.glm import read_glm
     from ..io.stm import read_stm
-    from .glm_filter import drop_ctm_words, glm_word_classes
+    from .glm import drop_ctm_words, glm_word_classes
 
     if not glms:
         raise FormatError("the ladder needs at least one GLM (the base GLM)")

@@ -678,7 +678,7 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         ``.ctm`` extension, else from the content
         (:func:`lattice_tools.io.detect.detect_transcript_format`; ambiguous content is refused).
       glms: GLM files applied in order to both sides, exactly like ``csrfilt.sh`` (see
-        :mod:`lattice_tools.scoring.glm_filter`).
+        :mod:`lattice_tools.scoring.glm`).
       nested_alternatives: a GLM rule with an alternation that rewrites a word inside an ALT block
         makes csrfilt write a nested ALT block, which sclite mis-scores: ``"flatten"`` (default)
         flattens it (:func:`~lattice_tools.io.ctm.flatten_nested_block`: alternatives in listed
@@ -749,13 +749,15 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
             # csrfilt reads every field after the fifth as words: give it what hubscr gives it
             hyp_obj = _without_rt_fields(hyp_obj)
     if glms:
-        from .glm_filter import apply_glm
+        from .glm import GlmFilterOptions, apply_glm
 
+        ref_options = GlmFilterOptions(purpose="ref", encoding=encoding)
+        hyp_options = GlmFilterOptions(purpose="hyp", encoding=encoding)
         for g in glms:
-            ref_obj = apply_glm(g, ref_obj, fmt="trn" if rfmt == "text" else rfmt, purpose="ref", encoding=encoding)
+            ref_obj = apply_glm(g, ref_obj, fmt="trn" if rfmt == "text" else rfmt, options=ref_options)
             try:
-                hyp_obj = apply_glm(g, hyp_obj, fmt="trn" if hfmt == "text" else hfmt, purpose="hyp",
-                                    nested=nested_alternatives, encoding=encoding)
+                hyp_obj = apply_glm(g, hyp_obj, fmt="trn" if hfmt == "text" else hfmt, options=hyp_options,
+                                    nested=nested_alternatives)
             except FormatError as exc:
                 if "nested <ALT_BEGIN>" not in str(exc):
                     raise
