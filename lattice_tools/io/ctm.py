@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Union
 
 from ..errors import BudgetExceededError, FormatError
 from .common import atomic_write, read_text_lines
@@ -84,7 +83,7 @@ class CtmAltBlock:
         return max(ends) if ends else None
 
 
-CtmItem = Union[CtmWord, CtmAltBlock]
+CtmItem = CtmWord | CtmAltBlock
 
 
 class CtmItems(list):

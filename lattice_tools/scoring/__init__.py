@@ -7,12 +7,16 @@ Submodules are imported lazily (``from lattice_tools.scoring import score_stm_ct
 - :mod:`.network` -- :class:`WordNetwork`, :func:`parse_transcript`, :func:`linear_network`,
   :func:`from_ctm_items`;
 - :mod:`.align` -- :func:`align_networks`, :func:`align_batch`, :func:`align_words`, :class:`AlignOptions`;
-- :mod:`.sclite` -- :func:`score_stm_ctm`, :func:`score_trn`, :func:`score_files`, :class:`ScoreResult`;
+- :mod:`.sclite` -- :func:`score_stm_ctm`, :func:`score_trn`, :func:`score_files`; :mod:`.results` --
+  :class:`ScoreResult`, :class:`SegmentScore`; :mod:`.tuning` -- :class:`EngineTuning` (which STM/CTM engine:
+  the general one of :mod:`.align`, or :mod:`.chain_scorer` with :mod:`.ctm_columns`; :mod:`.segments`
+  and :mod:`.ctm_items` hold what both share);
 - :mod:`.reports` -- :func:`kaldi_line`, :func:`sys_report`, :func:`pra_report`, :func:`dtl_report`,
   :func:`json_report`,
   :func:`write_reports`;
 - :mod:`.ladder` -- :func:`run_ladder`, :func:`ladder_markdown`, :func:`alternation_glm`;
-- :mod:`.counts` -- :class:`ErrorCounts`; :mod:`.glm` -- csrfilt-exact GLM filtering.
+- :mod:`.counts` -- :class:`ErrorCounts`; :mod:`.glm` -- csrfilt-exact GLM filtering
+  (:func:`apply_glm`, :func:`filter_text`, :func:`filter_file`, :class:`GlmFilterOptions`).
 """
 from __future__ import annotations
 
@@ -25,8 +29,9 @@ _EXPORTS = {
     "from_ctm_items": "network",
     "AlignOptions": "align", "Alignment": "align", "AlignedPair": "align", "align_networks": "align",
     "align_batch": "align", "align_words": "align",
-    "ScoreResult": "sclite", "SegmentScore": "sclite", "score_stm_ctm": "sclite", "score_trn": "sclite",
-    "score_files": "sclite",
+    "ScoreResult": "results", "SegmentScore": "results", "score_stm_ctm": "sclite", "score_trn": "sclite",
+    "score_files": "sclite", "EngineTuning": "tuning", "GlmFilterOptions": "glm", "apply_glm": "glm",
+    "filter_text": "glm", "filter_file": "glm",
     "kaldi_line": "reports", "sys_report": "reports", "pra_report": "reports", "json_report": "reports",
     "dtl_report": "reports",
     "write_reports": "reports",

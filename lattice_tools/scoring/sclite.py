@@ -16,207 +16,66 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
+import os
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import MismatchError
-from .align import Alignment, AlignOptions, align_batch
+from ..errors import FormatError, LatticeToolsError, MismatchError
+from ..io.ctm import CtmAltBlock, CtmItems, read_ctm
+from ..io.detect import detect_transcript_format
+from ..io.kaldi_data import read_kaldi_text
+from ..io.stm import StmSegment, read_stm
+from ..io.trn import read_trn
+from .align import AlignOptions, align_batch
+from .chain_scorer import heap_reuse, score_chain_jobs
 from .counts import ErrorCounts
-from .network import IGNORE_TAGS, from_ctm_items, lower_case, parse_transcript
+from .ctm_columns import read_ctm_columns
+from .ctm_items import (
+    HypItems,
+    item_mid,
+    item_span,
+    item_t1,
+    items_from_objects,
+    sclite_drops_a_word,
+    sort_items,
+    sorted_item_order,
+)
+from .glm import GlmFilterOptions, apply_glm
+from .network import from_ctm_items, parse_transcript
+from .results import ScoreResult, SegmentScore, normalized_cross_entropy, sum_counts
+from .segments import (
+    assign_items,
+    build_result,
+    check_channels,
+    drops_word_warning,
+    f32,
+    fold,
+    group_segments,
+    is_ignore,
+)
+from .tuning import DEFAULT_TUNING, EngineTuning
 
-
-@dataclass(frozen=True)
-class SegmentScore:
-    """One scored segment (STM segment or trn utterance)."""
-
-    id: str
-    speaker: str
-    file: str
-    channel: str
-    start: float | None
-    end: float | None
-    ref_text: str
-    alignment: Alignment
-    labels: str | None = None      # STM labels as sclite prints them, e.g. ``<o,f0,male>``
-
-    @property
-    def counts(self) -> ErrorCounts:
-        return self.alignment.counts
-
-
-@dataclass(frozen=True)
-class ScoreResult:
-    """Per-segment alignments, per-speaker and overall counts (speakers in order of appearance)."""
-
-    segments: tuple
-    speakers: OrderedDict[str, ErrorCounts]
-    total: ErrorCounts
-    ref_name: str = ""
-    hyp_name: str = ""
-    warnings: tuple = ()
-    options: dict = field(default_factory=dict)
-    nce: float | None = None                               # sclite's normalized cross-entropy of the
-    speaker_nce: dict = field(default_factory=dict)        # CTM confidences (None: no confidences)
-
-
-def normalized_cross_entropy(pairs_with_conf: list, counts: ErrorCounts) -> float:
-    """sclite's NCE of hypothesis confidences: ``(H(C) + sum_correct log2 p + sum_wrong log2(1-p)) / H(C)``
-    with ``H(C) = -(n log2 pc + (N-n) log2(1-pc))``, ``n`` correct and ``N`` hypothesis words, ``pc = n/N``;
-    confidences are clipped to [1e-7, 1 - 1e-7].  ``pairs_with_conf``: (op, confidence) of every
-    aligned pair that has a hypothesis word (rounded to C floats as sclite stores them).  0 when
-    there are none (as sclite prints)."""
-    if not pairs_with_conf:
-        return 0.0
-    s = 0.0
-    # sclite keeps a CTM confidence in a C float (wtokstr1.h): round it the same way
-    confs = np.asarray([c for _, c in pairs_with_conf], np.float32).astype(np.float64).tolist()
-    for (op, _), conf in zip(pairs_with_conf, confs, strict=False):
-        conf = min(max(conf, 0.0000001), 0.9999999)
-        s += math.log2(conf) if op == "C" else math.log2(1.0 - conf)
-    n, wrong = counts.correct, counts.substitutions + counts.insertions
-    pc = n / (n + wrong)
-    h = -((n * math.log2(pc) if n else 0.0) + (wrong * math.log2(1.0 - pc) if wrong else 0.0))
-    return (h + s) / h if h else float("nan")
-
-
-_COUNT_FIELDS = ("correct", "substitutions", "deletions", "insertions", "ref_words", "segments", "segment_errors",
-                 "optional_correct", "optional_deleted")
-
-
-def _sum_counts(counts: list) -> ErrorCounts:
-    """ErrorCounts.sum without one intermediate object per term (many segments)."""
-    return ErrorCounts(**{f: sum(getattr(c, f) for c in counts) for f in _COUNT_FIELDS})
-
-
-def _f32(x: float) -> float:
-    """sclite reads STM times with ``TEXT_atof`` into a C float: compare with that rounding."""
-    return float(np.float32(x))
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _fold(s: str, case_sensitive: bool, language: str | None = None) -> str:
-    return s if case_sensitive else lower_case(s, language)
-
-
-def _is_ignore(text: str) -> bool:
-    up = text.upper()
-    return "IGNORE" in up and any(t in up for t in IGNORE_TAGS)
-
-
-def _block_times(block) -> list:
-    """(start, duration) of every word line of an ALT block, the ``@`` lines included: the CTM
-    reader turns ``@`` into an empty alternative, but sclite still uses its times to place the
-    block, so they are recovered from the block's source lines when available."""
-    times = [((w.start or 0.0), (w.duration or 0.0)) for alt in block.alternatives for w in alt]
-    for line in block.raw or ():
-        if "@" not in line:
-            continue
-        parts = line.split()
-        if len(parts) >= 5 and parts[4] == "@":
-            try:
-                times.append((float(parts[2]), float(parts[3])))
-            except ValueError:
-                pass
-    return times
-
-
-def _sclite_drops_a_word(block) -> bool:
-    """True when a block's source has an empty alternative written as nothing (``<ALT>`` right after
-    ``<ALT_BEGIN>`` or ``<ALT>``, not as ``@``) followed by another alternative: sclite's
-    ``Network_create_from_WTOKE`` then silently skips the first word of that next alternative
-    (checked with Debian sclite).  We score the block as written and warn."""
-    tags = []
-    for line in block.raw or ():
-        parts = line.split()
-        if len(parts) >= 5:
-            tags.append(parts[4] if parts[4] in ("<ALT_BEGIN>", "<ALT>", "<ALT_END>") else "w")
-    for prev, cur, nxt in zip(tags, tags[1:], tags[2:], strict=False):
-        if prev in ("<ALT_BEGIN>", "<ALT>") and cur == "<ALT>" and nxt == "w":
-            return True
-    return False
-
-
-def _item_mid(item) -> float:
-    """Midpoint sclite uses to place a CTM item: a word's ``t1 + dur/2``; for an ALT block the
-    largest midpoint of its words (0 when it has none)."""
-    from ..io.ctm import CtmAltBlock
-
-    if isinstance(item, CtmAltBlock):
-        mid = 0.0
-        for t1, dur in _block_times(item):
-            m = t1 + dur / 2.0
-            if m > mid:
-                mid = m
-        return mid
-    return (item.start or 0.0) + (item.duration or 0.0) / 2.0
-
-
-def _sort_items(items: list) -> list:
-    """Stable sort by start time; an item without any time keeps its place (it takes the time of
-    the item before it).
-
-    A file/channel with ALT blocks keeps its file order, as sclite always does (checked with Debian
-    sclite): a block's place cannot be told from its words' times -- in a sausage, an alternative
-    often starts before the previous slot's words, and empty alternatives have no time."""
-    from ..io.ctm import CtmAltBlock
-
-    if any(isinstance(it, CtmAltBlock) for it in items):
-        return list(items)
-    keys, last = [], float("-inf")
-    for it in items:
-        if isinstance(it, CtmAltBlock):
-            times = _block_times(it)
-            t = min(t1 for t1, _ in times) if times else None
-        else:
-            t = it.start
-        if t is None:
-            t = last
-        keys.append(t)
-        last = t
-    order = sorted(range(len(items)), key=keys.__getitem__)
-    return [items[i] for i in order]
-
-
-def _item_t1(item) -> float:
-    from ..io.ctm import CtmAltBlock
-
-    if isinstance(item, CtmAltBlock):
-        times = _block_times(item)
-        return min(t1 for t1, _ in times) if times else 0.0
-    return item.start or 0.0
-
-
-def _item_span(item):
-    """(t1, t2) of an item's words (for ``-m``); for blocks the per-word spans."""
-    from ..io.ctm import CtmAltBlock
-
-    if isinstance(item, CtmAltBlock):
-        return [(t1, t1 + dur) for t1, dur in _block_times(item)]
-    t1 = item.start or 0.0
-    return [(t1, t1 + (item.duration or 0.0))]
+__all__ = ["ScoreResult", "SegmentScore", "chain_engine_applies", "merge_single_segment", "normalized_cross_entropy",
+           "score_files", "score_stm_ctm", "score_trn", "select_ctm_types", "trn_speaker"]
 
 
 def merge_single_segment(segments: Sequence, case_sensitive: bool = False, case_language: str | None = None):
     """Seed 001 section 2.4: one segment per file/channel/speaker spanning all its segments, text
     concatenated in time order.  ``IGNORE_TIME_SEGMENT_IN_SCORING`` segments are kept as they are
     (their words are removed before scoring by :func:`score_stm_ctm`)."""
-    from ..io.stm import StmSegment
-
     groups: OrderedDict[tuple, list] = OrderedDict()
     ignored = []
     for seg in segments:
-        if _is_ignore(seg.text):
+        if is_ignore(seg.text):
             ignored.append(seg)
             continue
-        key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language),
-               _fold(seg.speaker, case_sensitive, case_language))
+        key = (fold(seg.file, case_sensitive, case_language), fold(seg.channel, case_sensitive, case_language),
+               fold(seg.speaker, case_sensitive, case_language))
         groups.setdefault(key, []).append(seg)
     out = []
-    for key, segs in groups.items():
+    for _key, segs in groups.items():
         segs = sorted(segs, key=lambda s: s.start)
         text = " ".join(s.text.strip() for s in segs if s.text.strip())
         first = segs[0]
@@ -225,45 +84,30 @@ def merge_single_segment(segments: Sequence, case_sensitive: bool = False, case_
     return out, ignored
 
 
+def chain_engine_applies(segments: Sequence, *, fragments: bool = False, single_segment: bool = False,
+                         reduce: Sequence[str] = ()) -> bool:
+    """The chain engine (:mod:`.chain_scorer`) scores everything but ``-F``, ``single_segment``,
+    ``reduce`` and references with alternations; those need the general engine of :mod:`.align`."""
+    if fragments or single_segment or reduce:
+        return False
+    return not any("{" in seg.text or "}" in seg.text for seg in segments)
 
-def _check_channels(hyp_chans, ref_chans, allow_missing: bool, hyp_name: str, ref_name: str, warnings: list) -> None:
-    """CTM file/channels missing from the STM, or STM file/channels without CTM words, are an error
-    unless ``allow_missing`` (then they are ignored / scored as deletions, as sclite does, with a
-    warning)."""
-    extra = [k for k in hyp_chans if k not in ref_chans]
-    missing = [k for k in ref_chans if k not in hyp_chans]
-    if not len(hyp_chans) and missing:
-        # an empty hypothesis (a system that output nothing): sclite scores every reference word
-        # as deleted; unambiguous, so it needs no option, only a warning
-        warnings.append("the hypothesis has no words: every reference word is scored as a deletion (as sclite does)")
-        return
-    # the same file under other channel names on the two sides: a channel convention mismatch
-    # (e.g. a CTM written with channel 1 against an STM with channel A), not missing data
-    missing_files = {f: c for f, c in reversed(missing)}
-    clash = [(f, c, missing_files[f]) for f, c in extra if f in missing_files]
-    if clash:
-        f, hc, rc = clash[0]
-        msg = (f"channels disagree: file {f!r} has channel {hc!r} in the hypothesis and {rc!r} in the reference "
-               f"({len(clash)} file(s)); rewrite the CTM with the reference's channel (--channel {rc} on the "
-               f"command that wrote it)")
-        if not allow_missing:
-            raise MismatchError(msg, path=hyp_name or None)
-        warnings.append(msg)
-    if extra:
-        msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
-        if not allow_missing:
-            raise MismatchError(msg + " (--allow-missing ignores them)", path=hyp_name or None)
-        warnings.append(msg + " (ignored)")
-    if missing:
-        msg = "STM file/channel without CTM words: " + ", ".join(f"{f} {c}" for f, c in missing)
-        if not allow_missing:
-            raise MismatchError(msg + " (--allow-missing scores them as deletions)", path=ref_name or None)
-        warnings.append(msg + " (scored as deletions)")
+
+def _choose_engine(tuning: EngineTuning, segments, fragments, single_segment, reduce) -> str:
+    """The engine that scores: ``tuning.engine``, ``"auto"`` resolved (the one dispatcher)."""
+    applies = chain_engine_applies(segments, fragments=fragments, single_segment=single_segment, reduce=reduce)
+    if tuning.engine == "chain" and not applies:
+        raise ValueError("the chain engine cannot score -F, single_segment, reduce or references with "
+                         "alternations (engine='auto' or 'general')")
+    if tuning.engine == "auto":
+        return "chain" if applies else "general"
+    return tuning.engine
+
 
 def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False, fragments: bool = False,
                   case_sensitive: bool = False, mode: str = "sclite", single_segment: bool = False,
                   allow_missing: bool = False, reduce: Sequence[str] = (), case_language: str | None = None,
-                  ref_name: str = "", hyp_name: str = "") -> ScoreResult:
+                  ref_name: str = "", hyp_name: str = "", tuning: EngineTuning = DEFAULT_TUNING) -> ScoreResult:
     """Score CTM items (words and ALT blocks) against an STM, exactly as sclite does.
 
     Args:
@@ -283,13 +127,13 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
       reduce: sclite ``-m``: ``"ref"`` drops reference segments outside the span of the
         hypothesis words of their file/channel, ``"hyp"`` drops hypothesis words outside the span
         of the (kept) reference segments.
+      tuning: which engine scores and how it cuts its work (:class:`~.tuning.EngineTuning`); the
+        result is the same whatever it says.
     Returns:
       :class:`ScoreResult`.
     Raises:
       MismatchError as described above.
     """
-    from ..io.ctm import CtmAltBlock
-
     segments = list(getattr(stm, "segments", stm))
     if ref_name == "":
         ref_name = str(getattr(stm, "path", "") or "")
@@ -299,233 +143,132 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
     for r in reduce:
         if r not in ("ref", "hyp"):
             raise ValueError(f"reduce items must be 'ref' or 'hyp', not {r!r}")
-    if _fast_path_applies(segments, fragments, single_segment, reduce):
-        from ._fast_score import items_from_objects
-
+    if _choose_engine(tuning, segments, fragments, single_segment, reduce) == "chain":
         if not isinstance(ctm_items, (list, tuple)):
             ctm_items = list(ctm_items)
-        hyp = items_from_objects(ctm_items, functools.partial(_fold, case_sensitive=case_sensitive,
+        hyp = items_from_objects(ctm_items, functools.partial(fold, case_sensitive=case_sensitive,
                                                               language=case_language))
-        return _score_hyp_items(segments, hyp, optional_deletable=optional_deletable,
-                                case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
-                                case_language=case_language, ref_name=ref_name, hyp_name=hyp_name)
-    warnings: list[str] = []
+        return _score_chain(segments, hyp, optional_deletable=optional_deletable, case_sensitive=case_sensitive,
+                            mode=mode, allow_missing=allow_missing, case_language=case_language,
+                            ref_name=ref_name, hyp_name=hyp_name, tuning=tuning)
+    return _score_general(segments, ctm_items, optional_deletable=optional_deletable, fragments=fragments,
+                          case_sensitive=case_sensitive, mode=mode, single_segment=single_segment,
+                          allow_missing=allow_missing, reduce=reduce, case_language=case_language,
+                          ref_name=ref_name, hyp_name=hyp_name)
 
-    # --- group the STM by file/channel (sclite folds the whole line's case unless -s)
-    chan_segs: OrderedDict[tuple, list] = OrderedDict()
+
+def _reduce_segments(segs: list, items: list) -> list:
+    """sclite ``-m ref``: which segments lie within the span of the file/channel's hypothesis items."""
+    keep = [True] * len(segs)
+    if items:
+        h_t1 = item_t1(items[0])
+        last_span = item_span(items[-1])
+        h_t2 = max(t2 for _, t2 in last_span) if last_span else 0.0
+        for i, seg in enumerate(segs):
+            if h_t1 >= f32(seg.end) or h_t2 <= f32(seg.start):
+                keep[i] = False
+    return keep
+
+
+def _reduce_items(segs: list, keep: list, items: list) -> list:
+    """sclite ``-m hyp``: the items with a word within the span of the kept segments."""
+    kept = [s for s, k in zip(segs, keep, strict=True) if k]
+    if not kept:
+        return items
+    # sclite keeps these bounds in C floats
+    bt = f32(min(f32(s.start) for s in kept))
+    et = f32(max(f32(s.end) for s in kept))
+    return [it for it in items if any(not (t1 > et or t2 < bt) for t1, t2 in item_span(it))]
+
+
+def _score_general(segments, ctm_items, *, optional_deletable, fragments, case_sensitive, mode, single_segment,
+                   allow_missing, reduce, case_language, ref_name, hyp_name) -> ScoreResult:
+    """:func:`score_stm_ctm` with the general engine (networks aligned by :func:`~.align.align_batch`)."""
+    warnings: list[str] = []
     ignored_spans: dict = {}
     if single_segment:
         merged, ignored = merge_single_segment(segments, case_sensitive, case_language)
         for seg in ignored:
-            key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language))
+            key = (fold(seg.file, case_sensitive, case_language), fold(seg.channel, case_sensitive, case_language))
             ignored_spans.setdefault(key, []).append((seg.start, seg.end))
         segments = merged
-    for seg in segments:
-        key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language))
-        chan_segs.setdefault(key, []).append(seg)
-    for key in chan_segs:
-        chan_segs[key].sort(key=lambda s: s.start)
-
+    chan_segs = group_segments(segments, case_sensitive, case_language)
     chan_items: OrderedDict[tuple, list] = OrderedDict()
     for item in ctm_items:
-        key = (_fold(item.file, case_sensitive, case_language), _fold(item.channel, case_sensitive, case_language))
+        key = (fold(item.file, case_sensitive, case_language), fold(item.channel, case_sensitive, case_language))
         chan_items.setdefault(key, []).append(item)
     for key in chan_items:
-        chan_items[key] = _sort_items(chan_items[key])
-
-    odd = [it for its in chan_items.values() for it in its
-           if isinstance(it, CtmAltBlock) and _sclite_drops_a_word(it)]
+        chan_items[key] = sort_items(chan_items[key])
+    odd = [it for its in chan_items.values() for it in its if isinstance(it, CtmAltBlock) and sclite_drops_a_word(it)]
     if odd:
-        warnings.append(f"{len(odd)} ALT block(s) (first at line {odd[0].lineno}) have an empty alternative "
-                        "written without '@' before another alternative; sclite would drop that "
-                        "alternative's first word, they are scored as written")
-    _check_channels(chan_items, chan_segs, allow_missing, hyp_name, ref_name, warnings)
+        warnings.append(drops_word_warning(len(odd), odd[0].lineno))
+    check_channels(chan_items, chan_segs, allow_missing, hyp_name, ref_name, warnings)
 
     jobs = []  # (segment, items)
     for key, segs in chan_segs.items():
         items = chan_items.get(key, [])
         if key in ignored_spans:
             spans = ignored_spans[key]
-            items = [it for it in items if not any(s <= _item_mid(it) < e for s, e in spans)]
-        keep = [True] * len(segs)
-        if "ref" in reduce and items:
-            h_t1 = _item_t1(items[0])
-            last = items[-1]
-            h_t2 = max(t2 for _, t2 in _item_span(last)) if _item_span(last) else 0.0
-            for i, seg in enumerate(segs):
-                if h_t1 >= _f32(seg.end) or h_t2 <= _f32(seg.start):
-                    keep[i] = False
+            items = [it for it in items if not any(s <= item_mid(it) < e for s, e in spans)]
+        keep = _reduce_segments(segs, items) if "ref" in reduce else None
         if "hyp" in reduce:
-            kept = [s for s, k in zip(segs, keep, strict=False) if k]
-            if kept:
-                # sclite keeps these bounds in C floats
-                bt = _f32(min(_f32(s.start) for s in kept))
-                et = _f32(max(_f32(s.end) for s in kept))
-                new_items = []
-                for it in items:
-                    if isinstance(it, CtmAltBlock):
-                        usable = any(not (t1 > et or t2 < bt) for t1, t2 in _item_span(it))
-                        if usable:
-                            new_items.append(it)
-                    else:
-                        (t1, t2), = _item_span(it)
-                        if not (t1 > et or t2 < bt):
-                            new_items.append(it)
-                items = new_items
-        pos = 0
-        n_items = len(items)
-        mids = [_item_mid(it) for it in items]
-        for i, seg in enumerate(segs):
-            if not keep[i]:
-                continue
-            if i == len(segs) - 1:
-                take = n_items
-            else:
-                take = pos
-                seg_end = _f32(seg.end)
-                while take < n_items and mids[take] < seg_end:
-                    take += 1
-            seg_items = items[pos:take]
-            pos = take
-            if _is_ignore(seg.text):
-                continue
-            jobs.append((seg, seg_items))
+            items = _reduce_items(segs, keep or [True] * len(segs), items)
+        mids = np.array([item_mid(it) for it in items], np.float64)
+        for seg, span in zip(segs, assign_items(mids, segs, keep), strict=True):
+            if span is not None and not is_ignore(seg.text):
+                jobs.append((seg, items[span[0]:span[1]]))
 
     refs = [parse_transcript(seg.text, case_sensitive=case_sensitive, language=case_language,
                              where=f"{ref_name}:{seg.lineno}" if ref_name else None) for seg, _ in jobs]
     hyps = [from_ctm_items(items, case_sensitive=case_sensitive, language=case_language) for _, items in jobs]
-    options = AlignOptions(mode=mode, optional_deletable=optional_deletable, fragments=fragments)
-    alignments = align_batch(refs, hyps, options)
-
-    scored = []
-    per_speaker: OrderedDict[str, list] = OrderedDict()
+    alignments = align_batch(refs, hyps, AlignOptions(mode=mode, optional_deletable=optional_deletable,
+                                                      fragments=fragments))
     # sclite reports NCE when any word of the CTM has a confidence (one without counts as 0) and
     # leaves null words out of it
-    has_conf = any(h.num_arcs for h in hyps) and any(not np.isnan(h.confidence).all() for h in hyps if h.num_arcs)
-    conf_pairs: OrderedDict[str, list] = OrderedDict()
-    for (seg, _), ali, hnet in zip(jobs, alignments, hyps, strict=False):
-        spk = _fold(seg.speaker, case_sensitive, case_language)
-        n = len(per_speaker.setdefault(spk, []))
-        per_speaker[spk].append(ali.counts)
-        if has_conf:
-            conf_pairs.setdefault(spk, []).extend(
-                (p.op, float(np.nan_to_num(hnet.confidence[p.hyp_arc], nan=0.0))) for p in ali.pairs
-                if p.hyp_arc >= 0 and hnet.words[p.hyp_arc] is not None)
-        scored.append(SegmentScore(f"({spk}-{n:03d})", spk, _fold(seg.file, case_sensitive, case_language),
-                                   _fold(seg.channel, case_sensitive, case_language), seg.start, seg.end, seg.text, ali,
-                                   None if not seg.labels else _fold(f"<{seg.labels}>", case_sensitive, case_language)))
-    speakers = OrderedDict((k, _sum_counts(v)) for k, v in per_speaker.items())
-    total = _sum_counts(list(speakers.values()))
-    nce, speaker_nce = None, {}
-    if has_conf:
-        speaker_nce = {k: normalized_cross_entropy(conf_pairs.get(k, []), c) for k, c in speakers.items()}
-        nce = normalized_cross_entropy([x for v in conf_pairs.values() for x in v], total)
-    return ScoreResult(tuple(scored), speakers, total, ref_name, hyp_name,
-                       tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
-                                             case_sensitive=case_sensitive, mode=mode,
-                                             single_segment=single_segment, case_language=case_language),
-                       nce, speaker_nce)
+    confidences = None
+    if any(h.num_arcs for h in hyps) and any(not np.isnan(h.confidence).all() for h in hyps if h.num_arcs):
+        confidences = [[(p.op, float(np.nan_to_num(hnet.confidence[p.hyp_arc], nan=0.0))) for p in ali.pairs
+                        if p.hyp_arc >= 0 and hnet.words[p.hyp_arc] is not None]
+                       for ali, hnet in zip(alignments, hyps, strict=True)]
+    counts = np.array([dataclasses.astuple(ali.counts) for ali in alignments], np.int64).reshape(
+        -1, len(dataclasses.fields(ErrorCounts)))
+    return build_result([seg for seg, _ in jobs], alignments, counts, confidences, case_sensitive=case_sensitive,
+                        language=case_language, warnings=warnings, ref_name=ref_name, hyp_name=hyp_name,
+                        options=dict(optional_deletable=optional_deletable, fragments=fragments,
+                                     case_sensitive=case_sensitive, mode=mode, single_segment=single_segment,
+                                     case_language=case_language))
 
 
-def _fast_path_applies(segments, fragments, single_segment, reduce) -> bool:
-    """The chain-reference engine (:mod:`._fast_score`) covers everything but ``-F``,
-    ``single_segment``, ``reduce`` and references with alternations."""
-    if fragments or single_segment or reduce:
-        return False
-    return not any("{" in seg.text or "}" in seg.text for seg in segments)
-
-
-def _score_hyp_items(segments, hyp, *, optional_deletable, case_sensitive, mode, allow_missing, case_language,
-                     ref_name, hyp_name) -> ScoreResult:
-    """:func:`score_stm_ctm` on :class:`~._fast_score.HypItems` with chain references (same
-    assignment of items to segments, warnings and errors as the general code above)."""
-    from ._fast_score import score_chain_jobs, sorted_item_order
-
+def _score_chain(segments, hyp: HypItems, *, optional_deletable, case_sensitive, mode, allow_missing, case_language,
+                 ref_name, hyp_name, tuning: EngineTuning) -> ScoreResult:
+    """:func:`score_stm_ctm` with the chain engine, on :class:`~.ctm_items.HypItems` (from objects or
+    straight from a CTM file)."""
     warnings: list[str] = []
-    chan_segs: OrderedDict[tuple, list] = OrderedDict()
-    for seg in segments:
-        key = (_fold(seg.file, case_sensitive, case_language), _fold(seg.channel, case_sensitive, case_language))
-        chan_segs.setdefault(key, []).append(seg)
-    for key in chan_segs:
-        chan_segs[key].sort(key=lambda s: s.start)
-    chan_order = dict(zip(hyp.chans, sorted_item_order(hyp), strict=False))
+    chan_segs = group_segments(segments, case_sensitive, case_language)
+    chan_order = dict(zip(hyp.chans, sorted_item_order(hyp), strict=True))
     if hyp.drops_word.any():
         first = next(int(hyp.lineno[idx[hyp.drops_word[idx]][0]]) for idx in chan_order.values()
                      if hyp.drops_word[idx].any())
-        n_odd = int(hyp.drops_word.sum())
-        warnings.append(f"{n_odd} ALT block(s) (first at line {first}) have an empty alternative "
-                        "written without '@' before another alternative; sclite would drop that "
-                        "alternative's first word, they are scored as written")
-    _check_channels(chan_order, chan_segs, allow_missing, hyp_name, ref_name, warnings)
-
+        warnings.append(drops_word_warning(int(hyp.drops_word.sum()), first))
+    check_channels(chan_order, chan_segs, allow_missing, hyp_name, ref_name, warnings)
     empty = np.zeros(0, np.int64)
     job_segs, job_items = [], []
     for key, segs in chan_segs.items():
         items = chan_order.get(key, empty)
-        mids_a = hyp.mid[items]
-        n_items = len(mids_a)
-        if n_items < 2 or bool(np.all(mids_a[1:] >= mids_a[:-1])):
-            # midpoints in order (the usual case): each segment takes up to the first midpoint >= its end
-            ends = np.array([seg.end for seg in segs], np.float32).astype(np.float64)
-            takes = np.maximum.accumulate(np.searchsorted(mids_a, ends, side="left"))
-            takes[-1] = n_items
-            takes = takes.tolist()
-        else:
-            mids = mids_a.tolist()
-            takes, take = [], 0
-            for seg in segs[:-1]:
-                seg_end = _f32(seg.end)
-                while take < n_items and mids[take] < seg_end:
-                    take += 1
-                takes.append(take)
-            takes.append(n_items)
-        pos = 0
-        for seg, take in zip(segs, takes, strict=False):
-            seg_items = items[pos:take]
-            pos = take
-            if _is_ignore(seg.text):
-                continue
-            job_segs.append(seg)
-            job_items.append(seg_items)
+        for seg, (first, stop) in zip(segs, assign_items(hyp.mid[items], segs), strict=True):
+            if not is_ignore(seg.text):
+                job_segs.append(seg)
+                job_items.append(items[first:stop])
     ref_tokens = [seg.text.split() for seg in job_segs]
-    alignments, conf, counts = score_chain_jobs(ref_tokens, job_items, hyp, optional_deletable=optional_deletable,
-                                                case_sensitive=case_sensitive, language=case_language, mode=mode)
-    scored = []
-    n_of_speaker: dict = {}
-    spk_of_job = []
-    new = SegmentScore.__new__
-    for seg, ali in zip(job_segs, alignments, strict=False):
-        spk = _fold(seg.speaker, case_sensitive, case_language)
-        spk_of_job.append(spk)
-        n = n_of_speaker.get(spk, 0)
-        n_of_speaker[spk] = n + 1
-        # (the frozen dataclass's __init__ without its per-field object.__setattr__: 20k segments)
-        score = new(SegmentScore)
-        score.__dict__.update(id=f"({spk}-{n:03d})", speaker=spk, file=_fold(seg.file, case_sensitive, case_language),
-                              channel=_fold(seg.channel, case_sensitive, case_language), start=seg.start,
-                              end=seg.end, ref_text=seg.text, alignment=ali,
-                              labels=None if not seg.labels else _fold(f"<{seg.labels}>", case_sensitive,
-                                                                         case_language))
-        scored.append(score)
-    # per-speaker sums (speakers in order of first appearance) on the counts matrix
-    spk_index = {k: i for i, k in enumerate(n_of_speaker)}
-    codes = np.fromiter(map(spk_index.__getitem__, spk_of_job), np.int64, count=len(spk_of_job))
-    sums = np.zeros((len(spk_index), counts.shape[1]), np.int64)
-    np.add.at(sums, codes, counts)
-    speakers = OrderedDict((k, ErrorCounts(*sums[i].tolist())) for k, i in spk_index.items())
-    total = ErrorCounts(*sums.sum(axis=0).tolist()) if len(spk_index) else _sum_counts([])
-    nce, speaker_nce = None, {}
-    if conf is not None and job_segs:
-        conf_pairs: OrderedDict[str, list] = OrderedDict()
-        for spk, pairs in zip(spk_of_job, conf, strict=False):
-            conf_pairs.setdefault(spk, []).extend(pairs)
-        speaker_nce = {k: normalized_cross_entropy(conf_pairs.get(k, []), c) for k, c in speakers.items()}
-        nce = normalized_cross_entropy([x for v in conf_pairs.values() for x in v], total)
-    return ScoreResult(tuple(scored), speakers, total, ref_name, hyp_name,
-                       tuple(warnings), dict(optional_deletable=optional_deletable, fragments=False,
-                                             case_sensitive=case_sensitive, mode=mode,
-                                             single_segment=False, case_language=case_language),
-                       nce, speaker_nce)
+    alignments, confidences, counts = score_chain_jobs(ref_tokens, job_items, hyp,
+                                                       optional_deletable=optional_deletable,
+                                                       case_sensitive=case_sensitive, language=case_language,
+                                                       mode=mode, tuning=tuning)
+    return build_result(job_segs, alignments, counts, confidences, case_sensitive=case_sensitive,
+                        language=case_language, warnings=warnings, ref_name=ref_name, hyp_name=hyp_name,
+                        options=dict(optional_deletable=optional_deletable, fragments=False,
+                                     case_sensitive=case_sensitive, mode=mode, single_segment=False,
+                                     case_language=case_language))
 
 
 def trn_speaker(utt_id: str, id_type: str = "spu_id") -> str:
@@ -561,7 +304,7 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
     hyp_utts = list(hyp_utts)
     refs: dict = {}
     for u in ref_utts:
-        uid = _fold(u.utt_id, case_sensitive, case_language)
+        uid = fold(u.utt_id, case_sensitive, case_language)
         first = refs.setdefault(uid, u)
         # sclite refuses a repeated id; a repeat with the same words cannot change a count
         if first is not u and first.text != u.text:
@@ -570,7 +313,7 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
     jobs = []
     seen: dict = {}
     for u in hyp_utts:
-        uid = _fold(u.utt_id, case_sensitive, case_language)
+        uid = fold(u.utt_id, case_sensitive, case_language)
         if uid not in refs:
             raise MismatchError(f"no reference transcript for utterance '{u.utt_id}'", path=hyp_name or None,
                                 line=u.lineno or None)
@@ -595,28 +338,24 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
     alignments = align_batch(rnets, hnets, options)
     scored = []
     per_speaker: OrderedDict[str, list] = OrderedDict()
-    for (uid, r, h), ali in zip(jobs, alignments, strict=False):
+    for (uid, r, _h), ali in zip(jobs, alignments, strict=False):
         spk = trn_speaker(uid, id_type)
         per_speaker.setdefault(spk, []).append(ali.counts)
         scored.append(SegmentScore(f"({uid})", spk, "", "", None, None, r.text, ali))
-    speakers = OrderedDict((k, _sum_counts(v)) for k, v in per_speaker.items())
-    return ScoreResult(tuple(scored), speakers, _sum_counts(list(speakers.values())), ref_name, hyp_name,
+    speakers = OrderedDict((k, sum_counts(v)) for k, v in per_speaker.items())
+    return ScoreResult(tuple(scored), speakers, sum_counts(list(speakers.values())), ref_name, hyp_name,
                        tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
                                              case_sensitive=case_sensitive, mode=mode, id_type=id_type,
                                              case_language=case_language))
 
 
 def _ctm_words(item) -> list:
-    from ..io.ctm import CtmAltBlock
-
     return [w for alt in item.alternatives for w in alt] if isinstance(item, CtmAltBlock) else [item]
 
 
 def _map_ctm_words(items, fn):
     """``items`` with every word ``w`` replaced by ``fn(w)`` (None drops it); items and blocks that
     ``fn`` leaves alone are kept as they are (blocks keep their source lines, ``@`` times included)."""
-    from ..io.ctm import CtmAltBlock, CtmItems
-
     out = []
     for it in items:
         if isinstance(it, CtmAltBlock):
@@ -669,7 +408,8 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
                 case_sensitive: bool = False, mode: str = "sclite", single_segment: bool = False,
                 allow_missing: bool = False, reduce: Sequence[str] = (), id_type: str = "spu_id",
                 case_language: str | None = None, nested_alternatives: str = "flatten",
-                ctm_types: Sequence[str] = (), encoding: str = "utf-8") -> ScoreResult:
+                ctm_types: Sequence[str] = (), encoding: str = "utf-8",
+                tuning: EngineTuning = DEFAULT_TUNING) -> ScoreResult:
     """Read, GLM-filter and score files (what ``lattice-tools score`` does).
 
     Args:
@@ -688,17 +428,12 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         too and pad their columns by its bytes, as sclite (which works on bytes) does.
       ctm_types: NIST RT CTM token types to score (:func:`select_ctm_types`); ``()`` scores every
         token, as sclite does, with a warning when some are not ``lex``.
+      tuning: which STM/CTM engine scores and how it cuts its work (:class:`~.tuning.EngineTuning`; the
+        result is the same whatever it says).
       the other arguments: as :func:`score_stm_ctm` / :func:`score_trn`.
     Raises:
       FormatError for unreadable inputs, MismatchError for inputs that do not correspond.
     """
-    from ..errors import FormatError
-    from ..io.ctm import read_ctm
-    from ..io.detect import detect_transcript_format
-    from ..io.kaldi_data import read_kaldi_text
-    from ..io.stm import read_stm
-    from ..io.trn import read_trn
-
     if nested_alternatives not in ("flatten", "error"):
         raise ValueError(f"nested_alternatives must be 'flatten' or 'error', not {nested_alternatives!r}")
     _check_encoding(encoding)
@@ -719,24 +454,23 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         # (sclite crashes on an empty trn reference; a WER of 0 over nothing would look like a result)
         raise FormatError(f"expected at least one {'segment' if rfmt == 'stm' else 'utterance'} in the "
                           "reference, found none", path=str(ref))
-    if rfmt == "stm" and not glms and _fast_path_applies(list(ref_obj.segments), fragments, single_segment, reduce):
-        # columnar CTM reading (no object per line); None when the file needs the exact reader
-        import os
-
-        from ._fast_ctm import read_ctm_columns
-        from ._fast_score import heap_reuse
-
+    if rfmt == "stm" and not glms and _choose_engine(tuning, list(ref_obj.segments), fragments, single_segment,
+                                                     reduce) == "chain":
+        # The chain engine's common input, a canonical CTM file, is read into columns without one
+        # object per line; any file the columnar reader does not read exactly (None) is read below by
+        # the CTM reader of io.ctm, which gives the precise error or the objects.
         try:
             big = os.path.getsize(hyp) > (16 << 20)
         except OSError:
             big = False
         with heap_reuse(big):
-            hyp_items = read_ctm_columns(hyp, functools.partial(_fold, case_sensitive=case_sensitive,
-                                                                language=case_language), encoding)
+            hyp_items = read_ctm_columns(hyp, functools.partial(fold, case_sensitive=case_sensitive,
+                                                                language=case_language), encoding, tuning)
             if hyp_items is not None:
-                result = _score_hyp_items(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
-                                          case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
-                                          case_language=case_language, ref_name=str(ref), hyp_name=str(hyp))
+                result = _score_chain(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
+                                      case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
+                                      case_language=case_language, ref_name=str(ref), hyp_name=str(hyp),
+                                      tuning=tuning)
                 return dataclasses.replace(result, options={**result.options, "encoding": encoding})
     hyp_obj = (read_ctm(hyp, encoding) if hfmt == "ctm" else read_trn(hyp, encoding) if hfmt == "trn"
                else read_kaldi_text(hyp, encoding))
@@ -749,8 +483,6 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
             # csrfilt reads every field after the fifth as words: give it what hubscr gives it
             hyp_obj = _without_rt_fields(hyp_obj)
     if glms:
-        from .glm import GlmFilterOptions, apply_glm
-
         ref_options = GlmFilterOptions(purpose="ref", encoding=encoding)
         hyp_options = GlmFilterOptions(purpose="hyp", encoding=encoding)
         for g in glms:
@@ -773,7 +505,7 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
                   mode=mode, allow_missing=allow_missing, case_language=case_language, ref_name=str(ref),
                   hyp_name=str(hyp))
     if rfmt == "stm":
-        result = score_stm_ctm(ref_obj, hyp_obj, single_segment=single_segment, reduce=reduce, **common)
+        result = score_stm_ctm(ref_obj, hyp_obj, single_segment=single_segment, reduce=reduce, tuning=tuning, **common)
     else:
         if single_segment or reduce:
             raise ValueError("single_segment and reduce apply to STM/CTM scoring only")
@@ -788,6 +520,4 @@ def _check_encoding(encoding: str) -> None:
     try:
         codecs.lookup(encoding)
     except LookupError:
-        from ..errors import LatticeToolsError
-
         raise LatticeToolsError(f"unknown text encoding {encoding!r} (--encoding); e.g. utf-8, latin-1, gb2312") from None

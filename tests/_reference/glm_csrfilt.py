@@ -1,5 +1,5 @@
 """The straightforward transcription of csrfilt.sh, kept as the oracle of the tests of
-lattice_tools.scoring.glm (tests/test_glm_fast.py): each stage a flat map over all lines of the
+lattice_tools.scoring.glm (tests/test_glm_csrfilt_reference.py): each stage a flat map over all lines of the
 text, as csrfilt's pipe of Perl/C filters, with no memo and no shortcut; records rendered with
 ``format_ctm_item`` for every CTM item; the GLM read and compiled on each call."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The chain-reference fast scorer (lattice_tools.scoring._fast_score) against the general engine
+"""The chain engine (lattice_tools.scoring.chain_scorer) and the columnar CTM reader against the general engine
 (same segments, counts, costs, alignment pairs, warnings, NCE) and against Debian sclite."""
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import random
 import tempfile
 
 import pytest
-from _fastscore_helpers import random_chain_case, random_sausage_case
+from _chain_scorer_helpers import random_chain_case, random_sausage_case
 from _scoring_helpers import SCLITE, parse_pra, run_sclite
 
-import lattice_tools.scoring.sclite as sclite_mod
 from lattice_tools.io.ctm import read_ctm
 from lattice_tools.io.stm import read_stm
+from lattice_tools.scoring.ctm_columns import read_ctm_columns
+from lattice_tools.scoring.ctm_items import items_from_objects
 from lattice_tools.scoring.reports import alignment_lines
-from lattice_tools.scoring.sclite import score_stm_ctm
+from lattice_tools.scoring.sclite import chain_engine_applies, score_files, score_stm_ctm
+from lattice_tools.scoring.segments import fold as fold_case
+from lattice_tools.scoring.tuning import EngineTuning
 
 OPTION_SETS = [dict(), dict(optional_deletable=True), dict(mode="levenshtein"),
                dict(case_sensitive=True), dict(mode="levenshtein", optional_deletable=True)]
@@ -29,10 +32,11 @@ def _write(tmp, stm, ctm):
     return rp, hp
 
 
-def _general(monkeypatch, *args, **kw):
-    with monkeypatch.context() as m:
-        m.setattr(sclite_mod, "_fast_path_applies", lambda *a: False)
-        return score_stm_ctm(*args, **kw)
+GENERAL = EngineTuning(engine="general")
+
+
+def _general(*args, **kw):
+    return score_stm_ctm(*args, tuning=GENERAL, **kw)
 
 
 def _same(a, b):
@@ -53,25 +57,23 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_fast_path_equals_general_engine(seed, monkeypatch):
+def test_chain_engine_equals_general_engine(seed):
     rng = random.Random(1000 + seed)
     stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 6),
                                  conf=rng.random() < 0.4, stars=rng.random() < 0.3, shuffle=rng.random() < 0.2)
     opts = OPTION_SETS[seed % len(OPTION_SETS)]
-    if seed % 2:
-        # tiny chunks: jobs are scored in several groups of similar reference length
-        import lattice_tools.scoring._fast_score as fast_mod
-        monkeypatch.setattr(fast_mod, "MAX_CELLS", 40)
+    # odd seeds: tiny chunks, jobs are scored in several groups of similar reference length
+    tuning = EngineTuning(engine="chain", max_cells=40 if seed % 2 else EngineTuning().max_cells)
     with tempfile.TemporaryDirectory() as tmp:
         rp, hp = _write(tmp, stm, ctm)
         ref, hyp = read_stm(rp), read_ctm(hp)
-        assert sclite_mod._fast_path_applies(list(ref.segments), False, False, ())
-        fast = score_stm_ctm(ref, hyp, allow_missing=True, **opts)
-        slow = _general(monkeypatch, ref, hyp, allow_missing=True, **opts)
+        assert chain_engine_applies(list(ref.segments))
+        fast = score_stm_ctm(ref, hyp, allow_missing=True, tuning=tuning, **opts)
+        slow = _general(ref, hyp, allow_missing=True, **opts)
     _same(fast, slow)
 
 
-def test_fast_path_errors_and_empty_inputs(monkeypatch):
+def test_chain_engine_errors_and_empty_inputs():
     from lattice_tools.errors import MismatchError
     from lattice_tools.io.ctm import parse_ctm_lines
     from lattice_tools.io.stm import parse_stm_line
@@ -81,18 +83,18 @@ def test_fast_path_errors_and_empty_inputs(monkeypatch):
     with pytest.raises(MismatchError, match="f2 a"):
         score_stm_ctm(stm, extra, hyp_name="h.ctm")
     res = score_stm_ctm(stm, extra, allow_missing=True)
-    _same(res, _general(monkeypatch, stm, extra, allow_missing=True))
+    _same(res, _general(stm, extra, allow_missing=True))
     assert res.total.deletions == 3
     empty_ref = [parse_stm_line("f1 A s1 0.0 5.0", "r.stm", 1)]
     hyp = parse_ctm_lines(enumerate(["f1 A 0.5 0.1 a", "f1 A 0.7 0.1 b"], 1), "h.ctm")
     res = score_stm_ctm(empty_ref, hyp)
-    _same(res, _general(monkeypatch, empty_ref, hyp))
+    _same(res, _general(empty_ref, hyp))
     assert (res.total.insertions, res.total.ref_words) == (2, 0)
 
 
 @pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
 @pytest.mark.parametrize("seed", range(25))
-def test_fast_path_equals_sclite(seed):
+def test_chain_engine_equals_sclite(seed):
     rng = random.Random(5000 + seed)
     stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 5))
     flags = [[], ["-D"]][seed % 2]
@@ -150,11 +152,7 @@ def _decorate(rng, ctm):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_columnar_reader_equals_object_reader(seed, monkeypatch):
-    from lattice_tools.scoring._fast_ctm import read_ctm_columns
-    from lattice_tools.scoring._fast_score import items_from_objects
-    from lattice_tools.scoring.sclite import _fold, score_files
-
+def test_columnar_reader_equals_object_reader(seed):
     rng = random.Random(9000 + seed)
     stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 6),
                                  conf=rng.random() < 0.4, stars=rng.random() < 0.3, shuffle=rng.random() < 0.2)
@@ -173,16 +171,14 @@ def test_columnar_reader_equals_object_reader(seed, monkeypatch):
         cs = seed % 3 == 0
 
         def fold(x):
-            return _fold(x, cs, None)
+            return fold_case(x, cs, None)
         cols = read_ctm_columns(hp, fold)
         assert cols is not None
         _items_equal(cols, items_from_objects(read_ctm(hp), fold))
-        import lattice_tools.scoring._fast_ctm as ctm_mod
-        with monkeypatch.context() as m:                          # many small tokenization chunks
-            m.setattr(ctm_mod, "_CHUNK_BYTES", 97)
-            _items_equal(read_ctm_columns(hp, fold), cols)
+        # many small tokenization chunks
+        _items_equal(read_ctm_columns(hp, fold, tuning=EngineTuning(ctm_chunk_bytes=97)), cols)
         via_file = score_files(rp, hp, allow_missing=True, case_sensitive=cs)
-        via_objects = _general(monkeypatch, read_stm(rp), read_ctm(hp), allow_missing=True, case_sensitive=cs,
+        via_objects = _general(read_stm(rp), read_ctm(hp), allow_missing=True, case_sensitive=cs,
                                ref_name=rp, hyp_name=hp)
     _same(via_file, via_objects)
 
@@ -207,8 +203,6 @@ BAD_CTMS = [
 @pytest.mark.parametrize("text", BAD_CTMS)
 def test_columnar_reader_defers_unusual_input_to_exact_reader(text, tmp_path):
     from lattice_tools.errors import FormatError
-    from lattice_tools.scoring._fast_ctm import read_ctm_columns
-    from lattice_tools.scoring.sclite import score_files
 
     hp = tmp_path / "h.ctm"
     hp.write_bytes(text.encode() + b"\n")
@@ -229,7 +223,7 @@ def test_columnar_reader_defers_unusual_input_to_exact_reader(text, tmp_path):
 def test_unique_inverse_equals_numpy_unique():
     import numpy as np
 
-    from lattice_tools.scoring._fast_ctm import _unique_inverse
+    from lattice_tools.scoring.ctm_columns import _unique_inverse
 
     rng = np.random.default_rng(0)
     common = rng.integers(0, 1 << 62, 300, dtype=np.uint64)
@@ -243,7 +237,7 @@ def test_unique_inverse_equals_numpy_unique():
 def test_number_parser_equals_float(tmp_path):
     import numpy as np
 
-    from lattice_tools.scoring._fast_ctm import _numbers
+    from lattice_tools.scoring.ctm_columns import _numbers
 
     rng = random.Random(3)
     toks = [f"{rng.uniform(-999, 9999):.{rng.randint(0, 4)}f}"[:8].rstrip(".") for _ in range(20000)]
@@ -262,7 +256,7 @@ def test_number_parser_equals_float(tmp_path):
         assert _numbers(u, np.array([0]), np.array([len(bad)])) is None, bad
 
 
-def test_large_ctm_with_rare_words_and_chunks(tmp_path, monkeypatch):
+def test_large_ctm_with_rare_words_and_chunks(tmp_path):
     """A CTM big enough for the sampled vocabulary search and several DP chunks, scored through
     score_files (columnar path) and through the general engine on objects."""
     rng = random.Random(11)
@@ -284,13 +278,8 @@ def test_large_ctm_with_rare_words_and_chunks(tmp_path, monkeypatch):
             for j, w in enumerate(hyp):
                 ctm.append(f"file{f} A {start + 0.3 * j:.2f} 0.25 {w}")
     rp, hp = _write(str(tmp_path), stm, ctm)
-    import lattice_tools.scoring._fast_ctm as ctm_mod
-    import lattice_tools.scoring._fast_score as fast_mod
-    from lattice_tools.scoring.sclite import score_files
-    monkeypatch.setattr(fast_mod, "MAX_CELLS", 5000)
-    monkeypatch.setattr(ctm_mod, "_SAMPLE_MIN", 64)
-    fast = score_files(rp, hp)
-    slow = _general(monkeypatch, read_stm(rp), read_ctm(hp), ref_name=rp, hyp_name=hp)
+    fast = score_files(rp, hp, tuning=EngineTuning(engine="chain", max_cells=5000, ctm_sample_min=64))
+    slow = _general(read_stm(rp), read_ctm(hp), ref_name=rp, hyp_name=hp)
     _same(fast, slow)
 
 
@@ -298,9 +287,7 @@ def test_large_ctm_with_rare_words_and_chunks(tmp_path, monkeypatch):
 @pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
 def test_many_chain_cases_equal_sclite():
     """400 more random chain-reference cases (1-best words and ALT blocks) through the columnar
-    reader and the fast scorer, against Debian sclite with and without -D."""
-    from lattice_tools.scoring.sclite import score_files
-
+    reader and the chain engine, against Debian sclite with and without -D."""
     for seed in range(20000, 20400):
         rng = random.Random(seed)
         stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 6))
@@ -324,11 +311,9 @@ def test_many_chain_cases_equal_sclite():
 
 @pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
 @pytest.mark.parametrize("seed", range(30))
-def test_sausage_ctm_in_file_order_equals_sclite(seed, monkeypatch):
+def test_sausage_ctm_in_file_order_equals_sclite(seed):
     """Blocks whose alternatives start before the previous slot: scored in file order like sclite
     (columnar reader, object path and general engine alike)."""
-    from lattice_tools.scoring.sclite import score_files
-
     rng = random.Random(7000 + seed)
     stm, ctm = random_sausage_case(rng, n_segs=rng.randint(1, 4))
     if not ctm:
@@ -340,7 +325,7 @@ def test_sausage_ctm_in_file_order_equals_sclite(seed, monkeypatch):
         kw = dict(optional_deletable="-D" in flags, allow_missing=True)
         via_file = score_files(rp, hp, **kw)
         via_objects = score_stm_ctm(read_stm(rp), read_ctm(hp), **kw)
-        general = _general(monkeypatch, read_stm(rp), read_ctm(hp), ref_name=rp, hyp_name=hp, **kw)
+        general = _general(read_stm(rp), read_ctm(hp), ref_name=rp, hyp_name=hp, **kw)
         blocks = {b["id"]: b for b in parse_pra(pra)}
     _same(via_file, general)
     _same(via_objects, general)

@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.scoring._fast_ctm import _numbers
+from lattice_tools.scoring.ctm_columns import _numbers, _tokens
 
 
 def _parse(tokens):
@@ -86,7 +86,7 @@ def _tokens_reference(raw: bytes):
     n_ctrl = sum(1 for b in raw if b < 32)
     canonical = bool(spans) and spans[0][0] == 0 and all(
         s1 == s0 + l0 + 1 for (s0, l0), (s1, _) in zip(spans, spans[1:], strict=False)) and spans[-1][0] + spans[-1][1] == len(raw) - 1
-    last = [i for i, (s, l) in enumerate(spans) if raw[s + l] == 10] if canonical else None
+    last = [i for i, (s, n) in enumerate(spans) if raw[s + n] == 10] if canonical else None
     return spans, n_ctrl, last
 
 
@@ -95,18 +95,11 @@ def _tokens_reference(raw: bytes):
                 max_size=60),
        st.sampled_from([8, 16, 64, 1 << 22]))
 def test_tokens_match_reference(parts, chunk):
-    from lattice_tools.scoring import _fast_ctm
-
     raw = "".join(parts).encode()
     if not raw.endswith(b"\n"):
         raw += b"\n"
     data = bytearray(raw + bytes(137))
-    old = _fast_ctm._CHUNK_BYTES
-    _fast_ctm._CHUNK_BYTES = chunk
-    try:
-        got = _fast_ctm._tokens(np.frombuffer(data, np.uint8), len(raw))
-    finally:
-        _fast_ctm._CHUNK_BYTES = old
+    got = _tokens(np.frombuffer(data, np.uint8), len(raw), chunk_bytes=chunk)
     spans, n_ctrl, last = _tokens_reference(raw)
     assert got is not None
     starts, lens, ctrl, line_last = got

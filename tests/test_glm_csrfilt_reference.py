@@ -13,7 +13,7 @@ import os
 import random
 
 import pytest
-from _glmfast_helpers import apply_both, filter_both
+from _glm_reference_helpers import apply_both, filter_both
 from _nist_helpers import CSRFILT_DATA, RT03_GLM, glm_vocabulary, random_ctm, random_stm, random_trn, random_txt
 from _reference.glm_csrfilt import reference_filter_text
 from hypothesis import given, settings

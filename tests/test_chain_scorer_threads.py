@@ -1,4 +1,4 @@
-"""The fast scorer's threaded pieces and the columnar reader's uniform-line path: results equal the
+"""The chain engine's threaded pieces and the columnar reader's uniform-line path: results equal the
 single-threaded run and the exact (object) reader, whatever the thread count."""
 from __future__ import annotations
 
@@ -6,11 +6,16 @@ import random
 
 import numpy as np
 import pytest
-from _fastscore_helpers import random_chain_case
-from test_fast_score import _general, _items_equal, _same, _write
+from _chain_scorer_helpers import random_chain_case
+from test_chain_scorer import _general, _items_equal, _same, _write
 
 from lattice_tools.io.ctm import read_ctm
 from lattice_tools.io.stm import read_stm
+from lattice_tools.scoring.ctm_columns import _find_sorted, read_ctm_columns
+from lattice_tools.scoring.ctm_items import items_from_objects
+from lattice_tools.scoring.sclite import score_files
+from lattice_tools.scoring.segments import fold as fold_case
+from lattice_tools.scoring.tuning import EngineTuning
 
 
 def _uniform(ctm_lines, conf):
@@ -24,10 +29,6 @@ def _uniform(ctm_lines, conf):
 
 @pytest.mark.parametrize("seed", range(16))
 def test_uniform_lines_read_equal_object_reader(seed, tmp_path):
-    from lattice_tools.scoring._fast_ctm import read_ctm_columns
-    from lattice_tools.scoring._fast_score import items_from_objects
-    from lattice_tools.scoring.sclite import _fold
-
     rng = random.Random(500 + seed)
     conf = seed % 2 == 1
     stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(1, 5), conf=conf)
@@ -37,7 +38,7 @@ def test_uniform_lines_read_equal_object_reader(seed, tmp_path):
     rp, hp = _write(str(tmp_path), stm, ctm)
 
     def fold(x):
-        return _fold(x, False, None)
+        return fold_case(x, False, None)
     cols = read_ctm_columns(hp, fold)
     assert cols is not None
     _items_equal(cols, items_from_objects(read_ctm(hp), fold))
@@ -45,30 +46,23 @@ def test_uniform_lines_read_equal_object_reader(seed, tmp_path):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_thread_count_does_not_change_scores(seed, tmp_path, monkeypatch):
-    import lattice_tools.scoring._fast_ctm as ctm_mod
-    import lattice_tools.scoring._fast_score as fast_mod
-    from lattice_tools.scoring.sclite import score_files
-
     rng = random.Random(700 + seed)
     stm, ctm = random_chain_case(rng, n_files=3, n_segs=8, max_words=8, conf=seed % 2 == 0)
     rp, hp = _write(str(tmp_path), stm, ctm)
-    monkeypatch.setattr(fast_mod, "MIN_THREAD_CELLS", 16)         # many small chunks
-    monkeypatch.setattr(fast_mod, "MAX_CELLS", 200)
-    monkeypatch.setattr(ctm_mod, "_CHUNK_BYTES", 61)              # many tokenization chunks
-    monkeypatch.setattr(ctm_mod, "_THREAD_MIN_LINES", 0)          # columns parsed in threads
+    tuning = EngineTuning(engine="chain",
+                          min_thread_cells=16, max_cells=200,     # many small chunks
+                          ctm_chunk_bytes=61,                     # many tokenization chunks
+                          ctm_thread_min_lines=0)                 # columns parsed in threads
     results = []
     for threads in ("1", "2", "3"):
         monkeypatch.setenv("LATTICE_TOOLS_NUM_THREADS", threads)
-        results.append(score_files(rp, hp, allow_missing=True))
+        results.append(score_files(rp, hp, allow_missing=True, tuning=tuning))
     for r in results[1:]:
         _same(r, results[0])
-    _same(results[0], _general(monkeypatch, read_stm(rp), read_ctm(hp), allow_missing=True,
-                               ref_name=rp, hyp_name=hp))
+    _same(results[0], _general(read_stm(rp), read_ctm(hp), allow_missing=True, ref_name=rp, hyp_name=hp))
 
 
 def test_find_sorted_with_colliding_slots():
-    from lattice_tools.scoring._fast_ctm import _find_sorted
-
     rng = np.random.default_rng(1)
     uniq = np.unique(rng.integers(0, 1 << 63, 5000, dtype=np.int64).astype(np.uint64))
     keys = np.concatenate([uniq[rng.integers(0, len(uniq), 100_000)],

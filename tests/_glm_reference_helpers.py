@@ -1,4 +1,4 @@
-"""Helpers for tests/test_glm_fast.py: run the GLM filter and its reference transcription
+"""Helpers for tests/test_glm_csrfilt_reference.py: run the GLM filter and its reference transcription
 (tests/_reference/glm_csrfilt.py) on the same input and return what each produced (text or objects)
 or raised (exception type, message, report).  Keyword arguments are GlmFilterOptions fields."""
 from __future__ import annotations

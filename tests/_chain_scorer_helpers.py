@@ -1,4 +1,4 @@
-"""Helpers of tests/test_fast_score.py: random STM/CTM cases whose references are chains (the
+"""Helpers of tests/test_chain_scorer.py: random STM/CTM cases whose references are chains (the
 inputs the fast scorer takes), with confidences, '*' times, '@' and ALT blocks."""
 from __future__ import annotations
 

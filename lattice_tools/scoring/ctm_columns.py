@@ -1,6 +1,6 @@
-"""Columnar CTM reader for the fast scorer: a CTM file straight to :class:`~._fast_score.HypItems`.
+"""Columnar CTM reader for the chain engine: a CTM file straight to :class:`~.ctm_items.HypItems`.
 
-Equivalent to ``items_from_objects(read_ctm(path))`` (tests/test_fast_score.py checks it) but
+Equivalent to ``items_from_objects(read_ctm(path))`` (tests/test_chain_scorer.py checks it) but
 without one Python object per line: the file is tokenized with numpy on its bytes, word texts are
 interned through a hash of their bytes (collisions are detected, not assumed away), and numbers of
 the usual form ``[-]digits[.digits]`` are converted exactly (integer mantissa / power of ten: both
@@ -10,6 +10,13 @@ Anything unusual returns None and the caller uses :func:`lattice_tools.io.ctm.re
 reads the file line by line and raises the precise error (file, line, what was expected):
 malformed lines, nested blocks, comments inside blocks, stray tags, '@' misplaced, file/channel
 changes inside a block, unusual white space or numbers, stdin.
+
+Why two CTM readers ship: the object reader (:mod:`lattice_tools.io.ctm`) is the CTM format -- every
+line, every error, the objects GLM filtering and the general engine need; this one is a speed path
+for the chain engine's common input (a canonical CTM of millions of lines would otherwise cost one
+Python object per line, several times the scoring itself).  It never guesses: anything it does not
+read exactly is handed to the object reader by :func:`lattice_tools.scoring.sclite.score_files`,
+which is the only place that chooses.
 """
 from __future__ import annotations
 
@@ -20,7 +27,8 @@ import re
 import numpy as np
 
 from .._threads import thread_call, thread_map
-from ._fast_score import HypItems
+from .ctm_items import HypItems
+from .tuning import DEFAULT_TUNING, EngineTuning
 
 _UNICODE_SPACE = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _T_WORD, _T_BEGIN, _T_SEP, _T_END, _T_AT = 0, 1, 2, 3, 4
@@ -42,7 +50,7 @@ def _packed(u64, starts, lens, n_chunks):
     return out
 
 
-def _intern(buf, u64, starts, lens, encoding, runs=True):
+def _intern(buf, u64, starts, lens, encoding, runs=True, sample_min=DEFAULT_TUNING.ctm_sample_min):
     """(id per token, list of distinct texts) or None (too long, collision, undecodable)."""
     n = len(starts)
     if n == 0:
@@ -58,8 +66,8 @@ def _intern(buf, u64, starts, lens, encoding, runs=True):
         n_short = int(np.count_nonzero(short))
         if n_short and n_short < n:
             long_ = ~short
-            got_s = _intern(buf, u64, starts[short], lens[short], encoding, runs=False)
-            got_l = _intern(buf, u64, starts[long_], lens[long_], encoding, runs=False)
+            got_s = _intern(buf, u64, starts[short], lens[short], encoding, runs=False, sample_min=sample_min)
+            got_l = _intern(buf, u64, starts[long_], lens[long_], encoding, runs=False, sample_min=sample_min)
             if got_s is None or got_l is None:
                 return None
             ids = np.empty(n, np.int32)
@@ -88,7 +96,7 @@ def _intern(buf, u64, starts, lens, encoding, runs=True):
                 h = (h ^ hrows[k]) * _P1
                 h ^= h >> np.uint64(29)
                 h *= _P2
-    uniq, inv = _unique_inverse(h)
+    uniq, inv = _unique_inverse(h, sample_min)
     if hrows.shape[0] == 1:                                   # the keys are the bytes: decode them
         try:
             texts = [int(u).to_bytes(8, "little").rstrip(b"\0").decode(encoding) for u in uniq.tolist()]
@@ -111,16 +119,14 @@ def _intern(buf, u64, starts, lens, encoding, runs=True):
     return (inv if change is None else inv[np.cumsum(change) - 1]), texts
 
 
-_SAMPLE_MIN = 1 << 16
-
-
-def _unique_inverse(keys):
+def _unique_inverse(keys, sample_min: int = DEFAULT_TUNING.ctm_sample_min):
     """``np.unique(keys, return_inverse=True)`` for long arrays over a small vocabulary, without a
     sort of the whole array: the distinct values of a sample are sorted, and every key is found
     through a small hash table of them (:func:`_find_sorted`); keys the sample missed are added in
-    a second round.  Same result as ``np.unique``: ``uniq`` sorted, ``uniq[inv] == keys``."""
+    a second round (arrays shorter than ``sample_min``: ``np.unique``).  Same result as ``np.unique``:
+    ``uniq`` sorted, ``uniq[inv] == keys``."""
     n = len(keys)
-    if n < _SAMPLE_MIN:
+    if n < sample_min:
         uniq, inv = np.unique(keys, return_inverse=True)
         return uniq, inv.reshape(-1)
     uniq = np.unique(keys[::max(n // 8192, 1)])
@@ -261,11 +267,7 @@ def _B(byte):
 _POW10 = np.array([10.0 ** k for k in range(16)])
 
 
-_CHUNK_BYTES = 1 << 22
-_THREAD_MIN_LINES = 1 << 16          # smaller files are parsed in one thread (no pool to start)
-
-
-def _tokens(buf, n_bytes):
+def _tokens(buf, n_bytes, chunk_bytes: int = DEFAULT_TUNING.ctm_chunk_bytes):
     """Tokenize chunk by chunk (so that no temporary spans the whole file: under some kernels each
     fresh page costs a fault of several microseconds); chunks are tokenized concurrently.
 
@@ -277,7 +279,7 @@ def _tokens(buf, n_bytes):
     itype = np.int32 if n_bytes < (1 << 31) - 1 else np.int64
     bounds = [0]
     while bounds[-1] < n_bytes:                               # chunks end after a newline
-        stop = min(bounds[-1] + _CHUNK_BYTES, n_bytes)
+        stop = min(bounds[-1] + chunk_bytes, n_bytes)
         if stop < n_bytes:
             nl = buf[stop:min(stop + 65536, n_bytes)].tobytes().find(b"\n")
             if nl < 0:
@@ -350,7 +352,7 @@ def _field(tok_start, tok_len, t0, k):
     return tok_start[t0 + k], tok_len[t0 + k].astype(np.int32)
 
 
-def _columns(buf, u64, tok_start, tok_len, t0, encoding, workers):
+def _columns(buf, u64, tok_start, tok_len, t0, encoding, workers, sample_min):
     """[(file/channel id per line, distinct (file, channel) pairs), (word id per line, vocabulary),
     start times, durations] -- each None when the exact reader must decide.  The columns are
     independent and parsed concurrently (numpy releases the GIL); file + channel are interned
@@ -358,7 +360,8 @@ def _columns(buf, u64, tok_start, tok_len, t0, encoding, workers):
     def file_channel():
         f_start = _field(tok_start, tok_len, t0, 0)[0]
         c_start, c_len = _field(tok_start, tok_len, t0, 1)
-        fc = _intern(buf, u64, f_start, c_start + c_len - f_start, encoding)   # "file<space>channel" spans
+        # "file<space>channel" spans
+        fc = _intern(buf, u64, f_start, c_start + c_len - f_start, encoding, sample_min=sample_min)
         if fc is None:
             return None
         span_id, fc_spans = fc
@@ -368,13 +371,14 @@ def _columns(buf, u64, tok_start, tok_len, t0, encoding, workers):
         return pair_of_span[span_id], list(pair_ids)
 
     return thread_call(file_channel,
-                       lambda: _intern(buf, u64, *_field(tok_start, tok_len, t0, 4), encoding, runs=False),
+                       lambda: _intern(buf, u64, *_field(tok_start, tok_len, t0, 4), encoding, runs=False,
+                                       sample_min=sample_min),
                        lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 2)),
                        lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 3)),
                        workers=workers)
 
 
-def read_ctm_columns(path, fold, encoding: str = "utf-8"):
+def read_ctm_columns(path, fold, encoding: str = "utf-8", tuning: EngineTuning = DEFAULT_TUNING):
     """:class:`HypItems` of a CTM file, or None when the file needs the exact reader.
 
     ``fold(text)`` case-folds file and channel names as the scorer does."""
@@ -406,7 +410,7 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
     buf = np.frombuffer(data, np.uint8)
     # white space exactly as str.split() sees it and lines exactly as the text reader splits them:
     # no control character but tab, newline and CR (CR only in CRLF), no Unicode space
-    tok = _tokens(buf, n_bytes)
+    tok = _tokens(buf, n_bytes, tuning.ctm_chunk_bytes)
     if tok is None:
         return None
     tok_start, tok_len, n_ctrl, line_last = tok
@@ -461,7 +465,8 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8"):
         del line_tok0, line_ntok, has, first_tok, comment
 
     got = _columns(buf, u64, tok_start, tok_len, t0, encoding,
-                   workers=None if len(lines) >= _THREAD_MIN_LINES else 1)
+                   workers=None if len(lines) >= tuning.ctm_thread_min_lines else 1,
+                   sample_min=tuning.ctm_sample_min)
     if any(x is None for x in got):
         return None
     (fc_id, fc_texts), (word_id, vocab), start, dur = got
