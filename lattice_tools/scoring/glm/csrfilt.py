@@ -13,14 +13,15 @@ input (strings of latin-1 code points standing for bytes):
      word that became several words or an alternation into one line per word (the duration shared
      evenly) and ``<ALT_BEGIN>``/``<ALT>``/``<ALT_END>`` blocks; then the final blank clean-up.
 
-Speed comes from doing each distinct thing once, never from a second implementation: each stage
-is computed once per distinct line (a CTM repeats few words), rfilter1 once per distinct
+Speed comes from doing each distinct thing once, never from a second implementation: the stages
+are computed once per distinct line (a CTM repeats few words), rfilter1 once per distinct
 blank-separated piece (:class:`~.rfilter.PiecewiseRewriter`), and a CTM record of the common shape
 (5 or 6 plain fields whose filtered word is still one plain word) is split and joined by one
 regular expression instead of Perl's field splitting -- with the same result.
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -164,6 +165,8 @@ def _space_parens(line: str) -> str:
 
 
 def _delete_hyphens(line: str) -> str:
+    if "-" not in line:
+        return line  # (the common case: a regex search costs more than this scan)
     return _HYPHEN.sub(r"\1 ", line)
 
 
@@ -192,37 +195,66 @@ def _tighten_parens(line: str) -> str:
 
 
 class TranscriptStages:
-    """Step 3 of csrfilt.sh: its stages one after the other over all transcript lines, as its pipe
-    runs them.  A stage may eat or add a newline (rfilter1 with ``copy_no_hit = F``; a rule writing
-    ``(`` that the last stage joins to the next line), so each stage's output is cut into lines
-    again before the next one -- unless every output is one line, the usual case.  Each stage is
-    computed once per distinct line."""
+    """Step 3 of csrfilt.sh: its stages over all transcript lines, as its pipe runs them.
+
+    A stage reads lines and writes text that the next stage reads as lines again.  While every
+    stage writes exactly one line for each line it reads, the stages are a function of each line on
+    its own, computed once per distinct line.  A stage may eat or add a newline (rfilter1 with
+    ``copy_no_hit = F``; a rule writing ``(`` that the last stage joins to the next line): the lines
+    are then coupled, and the same stages run one after the other over the whole text, each output
+    cut into lines again, exactly as the pipe does.
+    """
 
     def __init__(self, compiled: CompiledGlm, options: GlmFilterOptions):
+        self.upcase, self.extended_ascii, self.delete_hyphens = options.upcase, options.extended_ascii, \
+            options.delete_hyphens
+        self.rewrite = PiecewiseRewriter(compiled)
+        # csrfilt's stages in order (the sequence _line follows too, unrolled: it runs once per distinct line)
         stages = []
         if options.upcase:
-            extended = options.extended_ascii
-            stages.append(lambda line: perl.upper(line, extended))
-        stages += [_space_parens, PiecewiseRewriter(compiled)]
+            stages.append(functools.partial(perl.upper, extended_ascii=options.extended_ascii))
+        stages += [_space_parens, self.rewrite]
         if options.delete_hyphens:
             stages.append(_delete_hyphens)
         stages += [_propagate_optional_deletion, _strip_one_edge_space, _tighten_parens]
         self.stages = stages
 
     def run(self, lines: list[str]) -> list[str]:
+        memo: dict[str, str | None] = {}
+        out = []
+        append = out.append
+        for line in lines:
+            try:
+                result = memo[line]
+            except KeyError:
+                result = memo[line] = self._line(line)
+            if result is None:
+                return self._whole_text(lines)
+            append(result)
+        return out
+
+    def _line(self, line: str) -> str | None:
+        """All stages on one line, or None as soon as one does not write exactly one line (only rfilter1,
+        the propagation and the parenthesis clean-up can eat or add a newline; the other stages keep
+        the line's newline where it is)."""
+        if self.upcase:
+            line = perl.upper(line, self.extended_ascii)
+        line = self.rewrite(_space_parens(line))
+        if not line.endswith("\n") or line.count("\n") != 1:
+            return None
+        if self.delete_hyphens:
+            line = _delete_hyphens(line)
+        line = _propagate_optional_deletion(line)
+        if not line.endswith("\n") or line.count("\n") != 1:
+            return None
+        line = _tighten_parens(_strip_one_edge_space(line))
+        if not line.endswith("\n") or line.count("\n") != 1:
+            return None
+        return line
+
+    def _whole_text(self, lines: list[str]) -> list[str]:
         for stage in self.stages:
-            memo: dict[str, str] = {}
-            out = []
-            append = out.append
-            for line in lines:
-                try:
-                    append(memo[line])
-                except KeyError:
-                    append(memo.setdefault(line, stage(line)))
-            if all(s.endswith("\n") and s.count("\n") == 1 for s in memo.values()):
-                lines = out
-            else:
-                lines = perl.resplit(out)
+            lines = perl.resplit([stage(line) for line in lines])
         return lines
 
 
