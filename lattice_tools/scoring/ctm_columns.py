@@ -387,6 +387,20 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8", tuning: EngineTuning =
         return None
     if encoding.replace("-", "").lower() not in ("utf8", "ascii"):
         return None
+    got = _file_bytes(path)
+    if got is None:
+        return None
+    data, n_bytes = got
+    columns = _data_lines(data, n_bytes, encoding, tuning)
+    del data, got                                             # the file's bytes are no longer needed
+    if columns is None:
+        return None
+    return _items_of_lines(fold, *columns)
+
+
+def _file_bytes(path: str):
+    """(the file's bytes, ending with a newline, padded for unaligned 8-byte reads; their number),
+    or None."""
     try:
         with open(path, "rb") as f:
             head = f.read(2)
@@ -406,6 +420,13 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8", tuning: EngineTuning =
     if n_bytes and data[n_bytes - 1] != 10:
         data[n_bytes] = 10
         n_bytes += 1
+    return data, n_bytes
+
+
+def _data_lines(data: bytearray, n_bytes: int, encoding: str, tuning: EngineTuning):
+    """The data lines of a CTM file's bytes, as columns: (data line numbers (0-based), comment line
+    numbers, file/channel id per line, distinct (file, channel) pairs, word id per line, vocabulary,
+    start times, durations, confidences (NaN: none)); None when the exact reader must decide."""
     body = memoryview(data)[:n_bytes]
     buf = np.frombuffer(data, np.uint8)
     # white space exactly as str.split() sees it and lines exactly as the text reader splits them:
@@ -488,7 +509,13 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8", tuning: EngineTuning =
         if c6 is None or np.isnan(c6).any():
             return None
         conf[six] = c6
-    del tok_start, tok_len, t0, ntok, six, u64, buf, data      # the file's bytes are no longer needed
+    return lines, comment_lines, fc_id, fc_texts, word_id, vocab, start, dur, conf
+
+
+def _items_of_lines(fold, lines, comment_lines, fc_id, fc_texts, word_id, vocab, start, dur, conf):
+    """:class:`HypItems` of the data lines of a CTM file (:func:`_data_lines`), or None when the ALT
+    block structure needs the exact reader (nesting, stray tags, a file/channel change or a
+    comment inside a block, '@' not alone in its alternative)."""
     word_id = word_id.astype(np.int32)
     fc_id = fc_id.astype(np.int32)
     tag_of_vocab = np.full(len(vocab), _T_WORD, np.int8)
@@ -588,12 +615,20 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8", tuning: EngineTuning =
         if len(hit):
             rows_b = np.flatnonzero(in_block)
             drops[np.searchsorted(item_start, rows_b[hit], side="right") - 1] = True
+    chans, item_chan = _channels(fold, fc_texts, fc_id[item_start] if n_items else np.zeros(0, np.int64))
+    return HypItems(chans, item_chan, t_sort, mid, lines[item_start] + 1, n_alts, alt0, drops, alt_len,
+                    alt_arc0, arc_word, arc_conf, vocab, item_is_block)
+
+
+def _channels(fold, fc_texts: list, item_fc):
+    """(folded (file, channel) keys in order of first appearance, channel index of every item) from the
+    file/channel pair id ``item_fc`` of every item."""
     # channel keys, folded, numbered in order of first appearance
     folded = [(fold(f), fold(c)) for f, c in fc_texts]
     key_ids: dict = {}
     fc_key = np.fromiter((key_ids.setdefault(k, len(key_ids)) for k in folded), np.int64, count=len(folded))
-    item_key = fc_key[fc_id[item_start]] if n_items else np.zeros(0, np.int64)
-    if n_items:
+    item_key = fc_key[item_fc]
+    if len(item_fc):
         uk, first = np.unique(item_key, return_index=True)
         rank = np.empty(len(key_ids), np.int64)
         by_first = uk[np.argsort(first)]
@@ -603,5 +638,4 @@ def read_ctm_columns(path, fold, encoding: str = "utf-8", tuning: EngineTuning =
         item_chan = rank[item_key]
     else:
         chans, item_chan = [], np.zeros(0, np.int64)
-    return HypItems(chans, item_chan, t_sort, mid, lines[item_start] + 1, n_alts, alt0, drops, alt_len,
-                    alt_arc0, arc_word, arc_conf, vocab, item_is_block)
+    return chans, item_chan
