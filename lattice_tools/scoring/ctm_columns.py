@@ -588,7 +588,7 @@ def _items_of_lines(fold, lines, comment_lines, fc_id, fc_texts, word_id, vocab,
     del word_rows, w_alt, conf, word_id
     alt_arc0 = np.zeros(len(alt_start), np.int64)
     np.cumsum(alt_len[:-1], out=alt_arc0[1:])
-    # item times (sclite._item_mid/_sort_items/_block_times)
+    # item times (ctm_items.item_mid/sort_items/block_times)
     item_is_block = is_begin[item_start]
     t_sort = np.full(n_items, np.nan)
     mid = np.zeros(n_items)
@@ -606,7 +606,7 @@ def _items_of_lines(fold, lines, comment_lines, fc_id, fc_texts, word_id, vocab,
         owners = b_item[seg]
         t_sort[owners] = np.minimum.reduceat(t1, seg)
         mid[owners] = np.maximum(np.maximum.reduceat(m, seg), 0.0)
-    # sclite drops a word after an empty alternative written as nothing (sclite._sclite_drops_a_word)
+    # sclite drops a word after an empty alternative written as nothing (ctm_items.sclite_drops_a_word)
     drops = np.zeros(n_items, bool)
     tags = typ[in_block]
     if len(tags) >= 3:

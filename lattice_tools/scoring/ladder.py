@@ -27,15 +27,24 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import FormatError
-from .sclite import score_stm_ctm
+from ..io.ctm import read_ctm
+from ..io.glm import Glm, read_glm
+from ..io.stm import Stm, read_stm
+from .glm import (
+    GlmFilterOptions,
+    apply_glm,
+    drop_ctm_words,
+    glm_word_classes,
+    optionalize_words,
+    repair_optional_alternations,
+)
+from .sclite import score_stm_ctm, without_rt_fields
 
 
 def alternation_glm(glm):
     """A copy of ``glm`` where every contraction expansion ``A => B C`` (A one word with an
     apostrophe, B C several words) becomes ``A => { A / B C }``, and an alternation ``A => { B / C }``
     not listing ``A`` becomes ``A => { A / B / C }``.  Other rules are unchanged."""
-    from ..io.glm import Glm, read_glm
-
     g = glm if isinstance(glm, Glm) else read_glm(glm)
     rules = []
     for r in g.rules:
@@ -53,8 +62,6 @@ def alternation_glm(glm):
 
 
 def _filtered(glms, stm, ctm, encoding="utf-8"):
-    from .glm import GlmFilterOptions, apply_glm
-
     ref_options = GlmFilterOptions(purpose="ref", encoding=encoding)
     hyp_options = GlmFilterOptions(purpose="hyp", flatten_alternations=True, encoding=encoding)
     for g in glms:
@@ -64,18 +71,12 @@ def _filtered(glms, stm, ctm, encoding="utf-8"):
 
 
 def _optionalize_stm(stm, words):
-    from ..io.stm import Stm
-    from .glm import optionalize_words
-
     segs = tuple(replace(s, text=optionalize_words(s.text, words), raw=None) for s in stm.segments)
     return Stm(segs, stm.header, stm.path)
 
 
 def _repair_stm(stm):
     """Alternations holding optional words crash sclite; rewrite them (a repair of scoring.glm)."""
-    from ..io.stm import Stm
-    from .glm import repair_optional_alternations
-
     segs = tuple(replace(s, text=repair_optional_alternations(s.text), raw=None) for s in stm.segments)
     return Stm(segs, stm.header, stm.path)
 
@@ -95,18 +96,11 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
     Returns:
       ``{"systems": [...], "rows": [{"config": str, "wer": {name: percent}, "counts": {name: dict}}]}``.
     """
-    from ..io.ctm import read_ctm
-    from ..io.glm import read_glm
-    from ..io.stm import read_stm
-    from .glm import drop_ctm_words, glm_word_classes
-
     if not glms:
         raise FormatError("the ladder needs at least one GLM (the base GLM)")
     names = [n for n, _ in systems]
-    from .sclite import _without_rt_fields
-
     # (NIST RT CTM type/speaker fields are cut before csrfilt, as hubscr does)
-    ctms = {n: _without_rt_fields(read_ctm(p, encoding)) for n, p in systems}
+    ctms = {n: without_rt_fields(read_ctm(p, encoding)) for n, p in systems}
     base_stm = read_stm(stm_path, encoding)
     glm_objs = [read_glm(g, encoding=encoding) for g in glms]
     hes, bc = set(), set()
@@ -148,7 +142,7 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
     score_row("+ Exclude backchannels", stm, alt_glms, exclude=hes | bc, optional=bc)
     score_row("+ Single-segment STM", stm, alt_glms, exclude=hes | bc, optional=bc, single=True)
     if reference_segmentation:
-        refseg = {n: _without_rt_fields(read_ctm(p, encoding)) for n, p in reference_segmentation.items()}
+        refseg = {n: without_rt_fields(read_ctm(p, encoding)) for n, p in reference_segmentation.items()}
         for n in refseg:
             if n not in names:
                 names.append(n)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import FormatError
+from ..io.ctm import CtmAltBlock
 from ..io.stm import check_alternation_depth
 
 IGNORE_TAGS = ("IGNORE_TIME_SEGMENT_IN_SCORING", "IGNORETIMESEGMENTINSCORING")
@@ -379,8 +380,6 @@ def from_ctm_items(items: Iterable, *, case_sensitive: bool = False, language: s
     null word ``@``), exactly as sclite's ``Network_create_from_WTOKE``; words keep their times and
     confidences.  Word text goes through the same tag/``*``/case treatment as transcripts.
     """
-    from ..io.ctm import CtmAltBlock  # local: io.ctm is owned by the formats module
-
     b = _Builder()
     first = cur = b.new_state()
     # plain lists and local names: this loop runs once per CTM word (millions for N-best CTMs)

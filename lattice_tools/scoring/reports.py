@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import os
 
-from ..io.common import json_text
+from ..io.common import discard_temporary, json_text, make_temporary, output_mode, remove_stale_temporaries
 from .counts import ErrorCounts
+from .network import upper_case
 
 
 def kaldi_line(counts: ErrorCounts, label: str = "%WER") -> str:
@@ -244,8 +245,6 @@ def _column(p, language=None, encoding="utf-8"):
     """(ref text, hyp text, eval letter, column width) of one aligned pair as sclite prints it:
     error words upper-cased, ``None`` for the empty side; the width (UTF-8 bytes, as sclite counts)
     is that of the words *before* upper-casing."""
-    from .network import upper_case
-
     r = p.ref if p.ref is not None else None
     h = p.hyp if p.hyp is not None else None
     width = max(_nbytes(r or "", encoding), _nbytes(h or "", encoding), 0 if p.op == "C" else 1)
@@ -441,8 +440,6 @@ def write_reports(result, out_dir: str, name: str | None = None, speaker_stats: 
     exists only beside a complete set from the same run; a run killed in between leaves some
     members of the new set and no ``.json`` (an incomplete set, never a mix), and its temporaries
     are removed on SIGTERM/SIGINT or by the next run."""
-    from ..io.common import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
-
     os.makedirs(out_dir, exist_ok=True)
     if name is None:
         name = os.path.basename(result.hyp_name or "score") or "score"

@@ -58,7 +58,7 @@ from .segments import (
 from .tuning import DEFAULT_TUNING, EngineTuning
 
 __all__ = ["ScoreResult", "SegmentScore", "chain_engine_applies", "merge_single_segment", "normalized_cross_entropy",
-           "score_files", "score_stm_ctm", "score_trn", "select_ctm_types", "trn_speaker"]
+           "score_files", "score_stm_ctm", "score_trn", "select_ctm_types", "trn_speaker", "without_rt_fields"]
 
 
 def merge_single_segment(segments: Sequence, case_sensitive: bool = False, case_language: str | None = None):
@@ -393,7 +393,7 @@ def select_ctm_types(items, types: Sequence[str] = ()):
     return kept, f"{dropped} CTM token(s) not of type {'/'.join(types)} left out"
 
 
-def _without_rt_fields(items):
+def without_rt_fields(items):
     """CTM items with the type and speaker fields of NIST RT lines dropped (and an ``NA``
     confidence left out), as ``hubscr.pl`` cuts them before csrfilt: csrfilt would filter those
     fields as words."""
@@ -481,7 +481,7 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
             glm_warnings.append(note)
         if glms:
             # csrfilt reads every field after the fifth as words: give it what hubscr gives it
-            hyp_obj = _without_rt_fields(hyp_obj)
+            hyp_obj = without_rt_fields(hyp_obj)
     if glms:
         ref_options = GlmFilterOptions(purpose="ref", encoding=encoding)
         hyp_options = GlmFilterOptions(purpose="hyp", encoding=encoding)
