@@ -71,33 +71,34 @@ class OptionalDeletionError(FormatError):
 # ----------------------------------------------------------------------------------------------
 # Steps 0 and 1: one record -> (rest of the record, transcript)
 
-class Record:
-    """One input line split like csrfilt: ``transcript`` (newline-terminated) and either ``rest``
-    (the rest of the record, newline-terminated) or, for a CTM record of the common shape,
-    ``ctm_fields`` = (file, channel, start, duration, confidence or None)."""
-
-    __slots__ = ("rest", "transcript", "ctm_fields")
-
-    def __init__(self, rest: str | None, transcript: str, ctm_fields: tuple | None = None):
-        self.rest, self.transcript, self.ctm_fields = rest, transcript, ctm_fields
-
-    def rest_text(self) -> str:
-        if self.ctm_fields is None:
-            return self.rest
-        file, chan, start, dur, conf = self.ctm_fields
-        return " ".join(["", file, chan, start, dur] + ([] if conf is None else [conf])) + "\n"
+def _ctm_rest(fields: tuple) -> str:
+    """The rest of a CTM record of the common shape (what Perl's field splitting leaves of it)."""
+    file, chan, start, dur, conf = fields
+    return " ".join(["", file, chan, start, dur] + ([] if conf is None else [conf])) + "\n"
 
 
-def split_record(line: str, number: int, fmt: str, path: str) -> Record:
+def _join_plain_ctm_word(fields: tuple, word: str) -> str:
+    """The output line of a CTM record of the common shape whose filtered word is one plain word:
+    csrfilt's post-processor keeps a 5-field line as it is and writes ``%.3f`` times for 6 fields."""
+    file, chan, start, dur, conf = fields
+    if conf is None:
+        return f"{file} {chan} {start} {dur} {word}\n"
+    begin, share = perl.perl_number(start), perl.perl_number(dur) / 1
+    return f"{file} {chan} {begin + share * 0:.3f} {share:.3f} {word} {conf}\n"
+
+
+def split_record(line: str, number: int, fmt: str, path: str) -> tuple:
     """csrfilt's clean-up of one line (without its newline) and its split into the transcript and
-    the rest; FormatError where csrfilt's Perl dies (an STM or trn line it cannot parse)."""
+    the rest: ``(rest, transcript, None)``, both newline-terminated, or for a CTM record of the
+    common shape ``(None, transcript, (file, channel, start, duration, confidence or None))``.
+    FormatError where csrfilt's Perl dies (an STM or trn line it cannot parse)."""
     if fmt == "ctm":
         m = _CTM_SIMPLE.fullmatch(line)
         if m is not None:
             file, chan, start, dur, word, conf = m.groups()
-            return Record(None, word + "\n", (file, chan, start, dur, conf))
+            return None, word + "\n", (file, chan, start, dur, conf)
     if line.startswith(";;"):
-        return Record(line + "\n", "\n")
+        return line + "\n", "\n", None
     if not line or "\t" in line or "  " in line or line.startswith(" ") or line.endswith(" "):
         orig = perl.WS_RUN.sub(" ", perl.add_edge_spaces(line + "\n"))
     else:  # no run of blanks to collapse
@@ -106,20 +107,20 @@ def split_record(line: str, number: int, fmt: str, path: str) -> Record:
     if fmt == "ctm":
         fields = perl.split_ws(orig)
         word = fields.pop(5) if len(fields) > 5 else ""
-        return Record(" ".join(fields) + "\n", word + "\n")
+        return " ".join(fields) + "\n", word + "\n", None
     if fmt == "stm":
         m = _STM_WITH_LABEL.match(body) or _STM_PLAIN.match(body)
         if not m:
             raise FormatError("expected an STM record '<file> <channel> <speaker> <start> <end> ...' "
                               "(csrfilt: Parse of stm line failed)", path=path, line=number)
-        return Record(m.group(1) + "\n", m.group(2) + "\n")
+        return m.group(1) + "\n", m.group(2) + "\n", None
     if fmt == "trn":
         m = _TRN.match(body)
         if not m:
             raise FormatError("expected a trn record ending with '(utterance-id)' "
                               "(csrfilt: Parse of trn line failed)", path=path, line=number)
-        return Record(m.group(2) + "\n", m.group(1) + "\n")
-    return Record("\n", orig)
+        return m.group(2) + "\n", m.group(1) + "\n", None
+    return "\n", orig, None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -313,24 +314,20 @@ def ctm_alternations(line: str, path: str, nested: str = "csrfilt", max_alternat
     return out
 
 
-def join_record(filtered: str, record: Record | None, fmt: str, path: str, nested: str,
+def join_record(filtered: str, record: tuple | None, fmt: str, path: str, nested: str,
                 max_alternatives: int) -> list[str]:
-    """The output lines of one record: its filtered transcript put back into the rest of it
-    (``record`` None: a line a stage added past the last record, with an empty rest)."""
+    """The output lines of one record (:func:`split_record`): its filtered transcript put back into
+    the rest of it (``record`` None: a line a stage added past the last record, with an empty rest)."""
     if fmt == "ctm":
         word = perl.chomp(filtered)
-        fields = record.ctm_fields if record is not None else None
+        fields = record[2] if record is not None else None
         if fields is not None and _CTM_PLAIN_WORD.fullmatch(word):
-            file, chan, start, dur, conf = fields
-            if conf is None:
-                return [f"{file} {chan} {start} {dur} {word}\n"]
-            begin, share = perl.perl_number(start), perl.perl_number(dur) / 1
-            return [f"{file} {chan} {begin + share * 0:.3f} {share:.3f} {word} {conf}\n"]
-        rest = record.rest_text() if record is not None else ""
+            return [_join_plain_ctm_word(fields, word)]
+        rest = (record[0] if fields is None else _ctm_rest(fields)) if record is not None else ""
         if word != "":
             rest = " ".join(perl.splice_insert(perl.split_ws(rest), 5, word)) + "\n"
         return ctm_alternations(rest, path, nested, max_alternatives)
-    rest = record.rest if record is not None else ""
+    rest = record[0] if record is not None else ""
     if fmt == "stm":
         return [perl.chomp(rest) + filtered]
     if fmt == "trn":
@@ -359,15 +356,29 @@ def csrfilt_text(text: str, glm: Glm | CompiledGlm, fmt: str = "trn", options: G
     if lines and lines[-1] == "":
         lines.pop()
     records = [split_record(line, number, fmt, path) for number, line in enumerate(lines, 1)]
-    transcripts = [r.transcript for r in records]
+    transcripts = [r[1] for r in records]
     check_optional_deletions(transcripts, path)
     filtered = TranscriptStages(compiled, options).run(transcripts)
     nested = "flatten" if options.flatten_alternations else "csrfilt"
-    out: list[str] = []
     n = len(records)
-    for i, line in enumerate(filtered):
-        out.extend(join_record(line, records[i] if i < n else None, fmt, path, nested, options.max_alternatives))
-    if all(line.endswith("\n") for line in out):
-        # (each output line is a line: nothing runs into the next record)
-        return "".join([perl.final_normalize(line) for line in out])
-    return "".join([perl.final_normalize(line) for line in perl.resplit(out)])
+    if len(filtered) > n:
+        # a stage added lines past the last record: they join an empty rest and may run into the next
+        # line, so the final clean-up reads the whole output cut into lines again, as csrfilt's does
+        out = [x for i, line in enumerate(filtered)
+               for x in join_record(line, records[i] if i < n else None, fmt, path, nested, options.max_alternatives)]
+        return "".join([perl.final_normalize(line) for line in perl.resplit(out)])
+    # Every filtered line has its record, so every output line but the text's last ends with its only
+    # newline: the final clean-up is a map over them.
+    out: list[str] = []
+    plain_word = _CTM_PLAIN_WORD.fullmatch
+    for line, record in zip(filtered, records, strict=False):
+        if record[2] is not None:
+            # (join_record's first case, inline: most lines of a CTM take it; its output has nothing
+            # for the final clean-up to change: single spaces, no blank at either end, no ';' first)
+            word = line[:-1] if line.endswith("\n") else line
+            if plain_word(word):
+                out.append(_join_plain_ctm_word(record[2], word))
+                continue
+        out.extend([perl.final_normalize(x) for x in join_record(line, record, fmt, path, nested,
+                                                                options.max_alternatives)])
+    return "".join(out)
