@@ -336,3 +336,17 @@ def test_sausage_ctm_in_file_order_equals_sclite(seed):
         c = seg.counts
         assert b["Scores:"] == f"Scores: (#C #S #D #I) {c.correct} {c.substitutions} {c.deletions} {c.insertions}"
         assert [b[k] for k in ("REF:", "HYP:", "Eval:") if k in b] == alignment_lines(seg.alignment), seg.id
+
+
+def test_ctm_types_apply_whatever_reader_reads_the_file(tmp_path):
+    # a canonical CTM (columnar reader) and the same words with an unusual number (object reader):
+    # --ctm-type must select tokens in both (it was ignored on the columnar path: 0% instead of 100% WER)
+    rp = tmp_path / "r.stm"
+    rp.write_text("f A s 0.0 5.0 a b c\n")
+    canonical, unusual = tmp_path / "h1.ctm", tmp_path / "h2.ctm"
+    canonical.write_text("f A 0.5 0.1 a\nf A 1.5 0.1 b\nf A 2.5 0.1 c\n")
+    unusual.write_text("f A 0.5 0.1 a\nf A 1.5 1e-1 b\nf A 2.5 0.1 c\n")
+    assert read_ctm_columns(str(canonical), str.lower) is not None
+    for hp in (canonical, unusual):
+        assert score_files(str(rp), str(hp), ctm_types=("frag",)).total.deletions == 3
+        assert score_files(str(rp), str(hp), ctm_types=("lex",)).total.correct == 3

@@ -454,10 +454,10 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         # (sclite crashes on an empty trn reference; a WER of 0 over nothing would look like a result)
         raise FormatError(f"expected at least one {'segment' if rfmt == 'stm' else 'utterance'} in the "
                           "reference, found none", path=str(ref))
-    if rfmt == "stm" and not glms and _choose_engine(tuning, list(ref_obj.segments), fragments, single_segment,
-                                                     reduce) == "chain":
+    if rfmt == "stm" and not glms and not ctm_types and _choose_engine(tuning, list(ref_obj.segments), fragments,
+                                                                       single_segment, reduce) == "chain":
         # The chain engine's common input, a canonical CTM file, is read into columns without one
-        # object per line; any file the columnar reader does not read exactly (None) is read below by
+        # object per line (the columns have no RT token types: --ctm-type needs the objects); any file the columnar reader does not read exactly (None) is read below by
         # the CTM reader of io.ctm, which gives the precise error or the objects.
         try:
             big = os.path.getsize(hyp) > (16 << 20)
