@@ -38,7 +38,7 @@ def default_glm() -> str:
     for cand in (os.path.join(here, "..", "..", "shared", "sctk", "glm", "en20030506.glm"),
                  "tests/data/sctk/glm/en20030506.glm"):
         if os.path.exists(cand):
-            return cand
+            return os.path.abspath(cand)  # the commands run in a temporary directory
     sys.exit("bench_glm_filter.py: pass --glm (the RT-03 GLM is in shared/sctk/glm/)")
 
 
