@@ -237,7 +237,7 @@ def test_unique_inverse_equals_numpy_unique():
 def test_number_parser_equals_float(tmp_path):
     import numpy as np
 
-    from lattice_tools.scoring.ctm_columns import _numbers
+    from lattice_tools.scoring.ctm_numbers import parse_numbers as _numbers
 
     rng = random.Random(3)
     toks = [f"{rng.uniform(-999, 9999):.{rng.randint(0, 4)}f}"[:8].rstrip(".") for _ in range(20000)]

@@ -10,7 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.scoring.ctm_columns import _numbers, _tokens
+from lattice_tools.scoring.ctm_columns import _tokens
+from lattice_tools.scoring.ctm_numbers import parse_numbers as _numbers
 
 
 def _parse(tokens):

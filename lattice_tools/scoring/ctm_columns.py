@@ -28,6 +28,7 @@ import numpy as np
 
 from .._threads import thread_call, thread_map
 from .ctm_items import HypItems
+from .ctm_numbers import MASK, parse_numbers
 from .tuning import DEFAULT_TUNING, EngineTuning
 
 _UNICODE_SPACE = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
@@ -36,7 +37,6 @@ _P1 = np.uint64(0x9E3779B97F4A7C15)
 _P2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
-_MASK = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], np.uint64)
 
 
 def _packed(u64, starts, lens, n_chunks):
@@ -46,7 +46,7 @@ def _packed(u64, starts, lens, n_chunks):
     out = np.empty((n_chunks, len(starts)), np.uint64)
     for c in range(n_chunks):
         rem = np.clip(lens - 8 * c, 0, 8)
-        out[c] = u64[starts + 8 * c] & _MASK[rem]
+        out[c] = u64[starts + 8 * c] & MASK[rem]
     return out
 
 
@@ -170,103 +170,6 @@ def _find_sorted(uniq, keys):
     return pos
 
 
-_NUM_CHUNK = 1 << 15
-
-
-def _numbers(u64, starts, lens):
-    """float64 per token; NaN for '*'; None when a token is not ``*`` or ``[-]digits[.digits]`` of
-    at most 8 characters.  Works in chunks of tokens whose temporaries stay in the CPU cache (the
-    parse is a few dozen passes over its arrays: memory-bound on whole-file arrays)."""
-    n = len(starts)
-    if n <= _NUM_CHUNK:
-        return _numbers_chunk(u64, starts, lens)
-    out = np.empty(n, np.float64)
-    for a in range(0, n, _NUM_CHUNK):
-        part = _numbers_chunk(u64, starts[a:a + _NUM_CHUNK], lens[a:a + _NUM_CHUNK])
-        if part is None:
-            return None
-        out[a:a + _NUM_CHUNK] = part
-    return out
-
-
-def _numbers_chunk(u64, starts, lens):
-    """float64 per token; NaN for '*'; None when a token is not ``*`` or ``[-]digits[.digits]`` of
-    at most 8 characters (then the exact reader decides).
-
-    SWAR on the token's 8 bytes held in one uint64 (little-endian: first character in the lowest
-    byte), about twenty whole-array operations whatever the token length: the '-' is shifted out,
-    the first '.' is found with the zero-byte trick and cut out, the digits are right-aligned
-    behind '0' padding, checked to be ASCII digits, and combined pairwise (2, 4, 8 digits) into
-    the integer mantissa (at most 8 digits: exact), divided by a power of ten (exact double ->
-    correctly rounded quotient, as ``float()`` gives)."""
-    n = len(starts)
-    if n == 0:
-        return np.zeros(0, np.float64)
-    if int(lens.max()) > 8 or int(lens.min()) < 1:
-        return None
-    length = lens.astype(np.int64)
-    v = u64[starts]
-    v &= _MASK[length]
-    first = (v & np.uint64(0xFF)).astype(np.uint8)
-    star = first == 42
-    star &= length == 1
-    neg = first == 45
-    v >>= neg.astype(np.uint64) << np.uint64(3)               # '-' shifted out
-    length -= neg
-    with np.errstate(over="ignore"):
-        x = v ^ _B(0x2E)                                      # '.' bytes become 0 (padding: 0x2E)
-        zero = x - _B(0x01)
-        zero &= ~x
-        zero &= _B(0x80)                                      # lowest set bit: the first '.' (exact)
-        zero &= -zero                                         # (two's complement: lowest bit only)
-    has_dot = zero != 0
-    # frexp of 2**(8p+7) is (0.5, 8p+8): p = position of the first '.', 0 without one
-    dot = np.frexp(zero.astype(np.float64))[1].astype(np.int64)
-    dot >>= 3
-    dot -= has_dot
-    frac = np.where(has_dot, length - 1 - dot, 0)
-    n_dig = length - has_dot
-    # a dot needs digits on both sides; at least one digit
-    ok = (n_dig >= 1) & (~has_dot | ((dot >= 1) & (frac >= 1)))
-    dot_c = np.minimum(dot, 6).astype(np.uint64)
-    dot_c <<= np.uint64(3)
-    cut = v >> (dot_c + np.uint64(8))
-    cut <<= dot_c
-    cut |= v & _MASK[dot_c >> np.uint64(3)]
-    v = np.where(has_dot, cut, v)
-    pad = (8 - np.clip(n_dig, 1, 8)).astype(np.uint64)
-    w = v << (pad << np.uint64(3))
-    w |= _B(0x30) & _MASK[pad]
-    with np.errstate(over="ignore"):
-        ok &= ((w & _B(0xF0)) == _B(0x30)) & (((w + _B(0x06)) & _B(0xF0)) == _B(0x30))
-    ok |= star
-    if not ok.all():
-        return None
-    with np.errstate(over="ignore"):
-        w -= _B(0x30)
-        w &= _B(0x0F)
-        w *= np.uint64(2561)
-        w >>= np.uint64(8)
-        w &= np.uint64(0x00FF00FF00FF00FF)
-        w *= np.uint64(6553601)
-        w >>= np.uint64(16)
-        w &= np.uint64(0x0000FFFF0000FFFF)
-        w *= np.uint64(42949672960001)
-        w >>= np.uint64(32)
-    value = w.astype(np.float64) / _POW10[frac]
-    value[neg] *= -1.0
-    value[star] = np.nan
-    return value
-
-
-def _B(byte):
-    """``byte`` repeated in all 8 bytes of a uint64."""
-    return np.uint64(byte * 0x0101010101010101)
-
-
-_POW10 = np.array([10.0 ** k for k in range(16)])
-
-
 def _tokens(buf, n_bytes, chunk_bytes: int = DEFAULT_TUNING.ctm_chunk_bytes):
     """Tokenize chunk by chunk (so that no temporary spans the whole file: under some kernels each
     fresh page costs a fault of several microseconds); chunks are tokenized concurrently.
@@ -373,8 +276,8 @@ def _columns(buf, u64, tok_start, tok_len, t0, encoding, workers, sample_min):
     return thread_call(file_channel,
                        lambda: _intern(buf, u64, *_field(tok_start, tok_len, t0, 4), encoding, runs=False,
                                        sample_min=sample_min),
-                       lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 2)),
-                       lambda: _numbers(u64, *_field(tok_start, tok_len, t0, 3)),
+                       lambda: parse_numbers(u64, *_field(tok_start, tok_len, t0, 2)),
+                       lambda: parse_numbers(u64, *_field(tok_start, tok_len, t0, 3)),
                        workers=workers)
 
 
@@ -496,7 +399,7 @@ def _data_lines(data: bytearray, n_bytes: int, encoding: str, tuning: EngineTuni
     six = ()
     if isinstance(t0, _EveryLine):
         if t0.width == 6:
-            conf = _numbers(u64, *_field(tok_start, tok_len, t0, 5))
+            conf = parse_numbers(u64, *_field(tok_start, tok_len, t0, 5))
             if conf is None or np.isnan(conf).any():
                 return None
         else:
@@ -505,7 +408,7 @@ def _data_lines(data: bytearray, n_bytes: int, encoding: str, tuning: EngineTuni
         conf = np.full(len(lines), np.nan)
         six = np.flatnonzero(ntok == 6)
     if len(six):
-        c6 = _numbers(u64, tok_start[t0[six] + 5], tok_len[t0[six] + 5].astype(np.int32))
+        c6 = parse_numbers(u64, tok_start[t0[six] + 5], tok_len[t0[six] + 5].astype(np.int32))
         if c6 is None or np.isnan(c6).any():
             return None
         conf[six] = c6
