@@ -21,8 +21,19 @@ Submodules are imported lazily (``from lattice_tools.scoring import score_stm_ct
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from .counts import ErrorCounts
+
+if TYPE_CHECKING:
+    from .align import AlignedPair, Alignment, AlignOptions, align_batch, align_networks, align_words
+    from .glm import GlmFilterOptions, apply_glm, filter_file, filter_text
+    from .ladder import alternation_glm, ladder_markdown, run_ladder
+    from .network import WordNetwork, from_ctm_items, linear_network, parse_transcript
+    from .reports import dtl_report, json_report, kaldi_line, pra_report, sys_report, write_reports
+    from .results import ScoreResult, SegmentScore
+    from .sclite import score_files, score_stm_ctm, score_trn
+    from .tuning import EngineTuning
 
 _EXPORTS = {
     "WordNetwork": "network", "parse_transcript": "network", "linear_network": "network",
@@ -38,7 +49,11 @@ _EXPORTS = {
     "run_ladder": "ladder", "ladder_markdown": "ladder", "alternation_glm": "ladder",
 }
 
-__all__ = ["ErrorCounts", *_EXPORTS]
+__all__ = ["ErrorCounts", "WordNetwork", "parse_transcript", "linear_network", "from_ctm_items", "AlignOptions",
+           "Alignment", "AlignedPair", "align_networks", "align_batch", "align_words", "ScoreResult",
+           "SegmentScore", "score_stm_ctm", "score_trn", "score_files", "EngineTuning", "GlmFilterOptions",
+           "apply_glm", "filter_text", "filter_file", "kaldi_line", "sys_report", "pra_report", "json_report",
+           "dtl_report", "write_reports", "run_ladder", "ladder_markdown", "alternation_glm"]
 
 
 def __getattr__(name):
