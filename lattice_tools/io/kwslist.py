@@ -192,7 +192,7 @@ def _num(x: float) -> str:
 
 
 def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename: str, language: str = "",
-                  system_id: str = "", kwids: Iterable[str] = (), oov_kwids: Iterable[str] = ()) -> None:
+                  system_id: str = "lattice-tools", kwids: Iterable[str] = (), oov_kwids: Iterable[str] = ()) -> None:
     """Write a kwslist (atomically: nothing is left behind on error).
 
     Every id of ``kwids`` gets a ``<detected_kwlist>``, even without detections (so that a scorer sees the
