@@ -46,9 +46,12 @@ if TYPE_CHECKING:
     from .io.ctm import read_ctm, write_ctm
     from .io.stm import read_stm, write_stm
     from .io.trn import read_trn, write_trn
+    from .kws.build import build_alternatives_index, build_lattice_index
+    from .kws.score import score_kws_files
     from .lattice import Lattice
+    from .metrics.evaluate import evaluate_system, summarize
     from .oracle import alternatives_oracle, bootstrap_wer, ctm_oracle, lattice_oracle, oracle_wer, run_study
-    from .scoring import ErrorCounts, score_files, score_stm_ctm, score_trn
+    from .scoring import ErrorCounts, GlmFilterOptions, apply_glm, filter_file, score_files, score_stm_ctm, score_trn
     from .symbols import SymbolTable
 
 __all__ = [
@@ -68,8 +71,14 @@ __all__ = [
     "read_trn", "write_trn",
     # scoring (sclite-exact)
     "score_files", "score_stm_ctm", "score_trn",
+    # GLM filtering (csrfilt-exact)
+    "apply_glm", "filter_file", "GlmFilterOptions",
     # oracle error rates
     "lattice_oracle", "alternatives_oracle", "ctm_oracle", "oracle_wer", "bootstrap_wer", "run_study",
+    # metrics beyond WER (needs the 'metrics' extra)
+    "evaluate_system", "summarize",
+    # keyword search
+    "build_lattice_index", "build_alternatives_index", "score_kws_files",
 ]
 
 # name -> the module it is imported from on first use
@@ -85,6 +94,9 @@ _LAZY = {
     "read_alternatives_ctm": "io.altctm", "write_alternatives_ctm": "io.altctm", "read_ctm": "io.ctm",
     "write_ctm": "io.ctm", "read_stm": "io.stm", "write_stm": "io.stm", "read_trn": "io.trn", "write_trn": "io.trn",
     "score_files": "scoring", "score_stm_ctm": "scoring", "score_trn": "scoring",
+    "apply_glm": "scoring", "filter_file": "scoring", "GlmFilterOptions": "scoring",
+    "evaluate_system": "metrics.evaluate", "summarize": "metrics.evaluate",
+    "build_lattice_index": "kws.build", "build_alternatives_index": "kws.build", "score_kws_files": "kws.score",
     "lattice_oracle": "oracle", "alternatives_oracle": "oracle", "ctm_oracle": "oracle", "oracle_wer": "oracle",
     "bootstrap_wer": "oracle", "run_study": "oracle",
 }
