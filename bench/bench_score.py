@@ -44,7 +44,7 @@ def make_case(workdir: str, n_segments: int, words_per_seg: int, nbest: int = 0,
         # N-best alternatives are noisier, so that the best one is rarely perfect
         p_del, p_sub = (0.12, 0.35) if nbest else (0.05, 0.12)
 
-        def noisy():
+        def noisy(ref=ref, p_del=p_del, p_sub=p_sub):
             hyp = []
             for w in ref:
                 r = rng.random()

@@ -154,7 +154,7 @@ def random_case(rng: random.Random, n_files=2, n_segs=4, alt_blocks=True, max_wo
             t = 0.0
             spk = f"spk{f}{ch}"
             segs = []
-            for s in range(n_segs):
+            for _ in range(n_segs):
                 start = round(t + rng.choice([0.0, 0.3, 1.0]), 2)
                 end = round(start + rng.uniform(1.0, 4.0), 2)
                 segs.append((start, end))

@@ -256,7 +256,7 @@ def test_tokenize_transcript():
 
 
 from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st
+from hypothesis import strategies as st  # noqa: E402
 
 _word = st.text(alphabet="ABCXYZabc'-.%", min_size=1, max_size=6)
 _time = st.floats(min_value=0, max_value=5000, allow_nan=False).map(lambda x: round(x, 3))

@@ -46,7 +46,7 @@ def test_local_run_quotes_like_run_pl(tmp_path):
     # (Kaldi scripts rely on both); an argument holding a double quote is single-quoted.
     log = tmp_path / "q.log"
     run([LOCAL_RUN, log, "printf", "[%s] \\n", "two words", 'say "hi"', "|", "tr", "a-z", "A-Z"])
-    body = [l for l in log.read_text().splitlines() if not l.startswith("#")]
+    body = [line for line in log.read_text().splitlines() if not line.startswith("#")]
     assert body == ["[TWO WORDS] ", '[SAY "HI"] ']
 
 
