@@ -273,14 +273,12 @@ def align_command(audio, transcript, out, rttm, ecf, channel, model, dictionary,
 
     if not (out or rttm or ecf):
         raise click.UsageError("give at least one output: -o/--out CTM, --rttm or --ecf")
-    paths = []
-    for a in audio:
-        from ..decode.align import _audio_paths
-        paths.extend(_audio_paths(a))
+    paths = _expand_audio(audio)
     utts = align_audio(paths, transcript, model=model, dictionary=dictionary, encoding=encoding)
     write_alignment(utts, ctm=out, rttm=rttm, ecf=ecf, channel=channel)
     result = {"utterances": len(utts), "words": sum(len(u.words) for u in utts),
-              "seconds": round(sum(u.duration for u in utts), 3)}
+              "seconds": round(sum(u.duration for u in utts), 3),
+              "aligned_without_silences": [u.key for u in utts if not u.with_silences]}
     if check_ctm:
         from ..io.ctm import CtmWord, read_ctm
 
@@ -290,3 +288,32 @@ def align_command(audio, transcript, out, rttm, ecf, channel, model, dictionary,
         result["check"] = word_time_agreement(ref, hyp)
     click.echo(json.dumps(result, sort_keys=True), err=True)
     _write_json(result, json_out)
+
+
+def _expand_audio(audio) -> list[str]:
+    """Audio arguments (files or directories of .wav/.flac) as files; a list file (``*.list``/
+    ``*.scp`` with one path per line) is read."""
+    from ..decode.align import _audio_paths
+    from ..recipe import read_list
+
+    paths: list[str] = []
+    for a in audio:
+        paths.extend(read_list(a) if a.endswith((".list", ".scp")) else _audio_paths(a))
+    return paths
+
+
+@click.command("ecf")
+@click.argument("audio", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="The ECF XML to write.")
+@channel_option
+@click.option("--language", default="english", show_default=True, help="The ECF's language attribute.")
+@click.option("--source-type", default="read", show_default=True,
+              help="Every excerpt's source_type ('splitcts' makes F4DE count it half).")
+def ecf_command(audio, out, channel, language, source_type):
+    """Write an ECF with one excerpt per AUDIO file (files, directories or *.list files) covering all of it."""
+    from ..decode.align import ecf_for_audio
+    from ..io.ecf import write_ecf
+
+    ecf = ecf_for_audio(_expand_audio(audio), channel=channel, language=language, source_type=source_type)
+    write_ecf(out, ecf)
+    click.echo(f"{len(ecf.excerpts)} excerpts, {ecf.source_signal_duration:.3f} s -> {out}", err=True)

@@ -13,7 +13,10 @@ Conventions:
   (``words (key)``) or a Kaldi ``text`` file (``key words``), told apart by the first line;
 * words are aligned as written, lowercased (the bundled en-us dictionary is lowercase);
   pronunciation variants (``was(2)``) are reported as the word (``was``);
-* silence (``<sil>``) is optional between words, so pauses are not counted in the words' times;
+* silence (``<sil>``) is optional between words, so pauses are not counted in the words' times.
+  When that search ends before the last word (pocketsphinx then returns its best partial path), the
+  words are aligned once more without silences between them (``fsgusefiller`` off): pauses are then
+  part of the words (``AlignedUtterance.with_silences`` is False);
 * pocketsphinx's alignment always finds *some* path, even for the wrong text (it stretches a few
   words and calls the rest silence).  So each file is also decoded freely (the language model
   search, as ``lattice-tools decode`` does), and the alignment is refused when it puts silence over
@@ -58,6 +61,8 @@ class AlignedUtterance:
     path: str
     duration: float  # seconds of audio
     words: tuple[AlignedWord, ...]
+    #: False when the words were aligned without silences between them (the second attempt)
+    with_silences: bool = True
 
 
 def read_transcripts(path: str, encoding: str = "utf-8") -> dict[str, str]:
@@ -150,27 +155,37 @@ def align_audio(paths: Sequence[str] | str, transcripts: Mapping[str, str] | str
         audio = load_audio(path)
         if not audio:
             raise FormatError("audio file has no samples", path=path)
-        # a fresh decoder per file: pocketsphinx carries its cepstral mean from one utterance to the
-        # next, so the times of a file would otherwise depend on the files aligned before it
-        decoder = _decoder(model, None, dictionary, dict(config or {}))
-        try:
-            decoder.set_align_text(" ".join(words))
-        except RuntimeError as exc:
-            raise FormatError(f"pocketsphinx cannot build the alignment grammar ({exc})", path=path, key=key) from None
-        decoder.start_utt()
-        decoder.process_raw(audio, full_utt=True)
-        decoder.end_utt()
-        segs = [] if decoder.hyp() is None else list(decoder.seg())
-        aligned = [
-            AlignedWord(key, round(s.start_frame / frate, 2), round((s.end_frame - s.start_frame + 1) / frate, 2),
-                        _VARIANT.sub("", s.word)) for s in segs if not is_filler(s.word)]
+        aligned, segs = [], []
+        # with optional silences between the words first; pocketsphinx sometimes ends such a search
+        # before the last words (it returns the best partial path: measured on 1 of 47 espeak-ng
+        # sentences), and then the grammar without silences is tried (pauses go to the words)
+        for fillers in (True, False):
+            segs = _align_once(model, dictionary, config, audio, words, fillers, path, key)
+            aligned = [AlignedWord(key, round(s.start_frame / frate, 2), round((s.end_frame - s.start_frame + 1) / frate, 2),
+                                   _VARIANT.sub("", s.word)) for s in segs if not is_filler(s.word)]
+            if [w.word for w in aligned] == words:
+                break
         if [w.word for w in aligned] != words:
             raise FormatError(f"the audio cannot be aligned to its transcript ({len(words)} words; pocketsphinx "
                               "found no path through them: wrong transcript, or audio cut short?)", path=path, key=key)
         if check:
             _check_coverage(model, dictionary, config, audio, segs, frate, max_unaligned_speech, path, key)
-        out.append(AlignedUtterance(key, path, len(audio) / 2 / SAMPLE_RATE, tuple(aligned)))
+        out.append(AlignedUtterance(key, path, len(audio) / 2 / SAMPLE_RATE, tuple(aligned), fillers))
     return out
+
+
+def _align_once(model, dictionary, config, audio: bytes, words: list[str], fillers: bool, path: str, key: str) -> list:
+    # a fresh decoder per file: pocketsphinx carries its cepstral mean from one utterance to the
+    # next, so the times of a file would otherwise depend on the files aligned before it
+    decoder = _decoder(model, None, dictionary, {**(config or {}), "fsgusefiller": fillers})
+    try:
+        decoder.set_align_text(" ".join(words))
+    except RuntimeError as exc:
+        raise FormatError(f"pocketsphinx cannot build the alignment grammar ({exc})", path=path, key=key) from None
+    decoder.start_utt()
+    decoder.process_raw(audio, full_utt=True)
+    decoder.end_utt()
+    return [] if decoder.hyp() is None else list(decoder.seg())
 
 
 def _check_coverage(model, dictionary, config, audio: bytes, segs, frate: int, max_unaligned_speech: float,
@@ -238,6 +253,30 @@ def write_alignment(utterances: Iterable[AlignedUtterance], *, ctm: str | None =
         write_ecf(ecf, Ecf(excerpts, round(sum(u.duration for u in utts), 3), language))
 
 
+def audio_duration(path: str) -> float:
+    """Seconds of audio in ``path`` (WAV header; other formats are converted by sox and counted)."""
+    import wave
+
+    if path.lower().endswith(".wav"):
+        try:
+            with wave.open(path, "rb") as w:
+                return w.getnframes() / w.getframerate()
+        except (wave.Error, EOFError, OSError):
+            pass
+    return len(load_audio(path)) / 2 / SAMPLE_RATE
+
+
+def ecf_for_audio(paths: Sequence[str] | str, *, channel: str = "1", language: str = "english",
+                  source_type: str = "read"):
+    """An ECF (:class:`~lattice_tools.io.ecf.Ecf`) with one excerpt per audio file covering all of it."""
+    from ..io.ecf import Ecf, EcfExcerpt
+
+    paths = _audio_paths(paths)
+    excerpts = tuple(EcfExcerpt(os.path.basename(p), channel, 0.0, round(audio_duration(p), 3), source_type)
+                     for p in paths)
+    return Ecf(excerpts, round(sum(e.dur for e in excerpts), 3), language)
+
+
 def word_time_agreement(reference: Iterable[tuple[str, float, float, str]],
                         hypothesis: Iterable[tuple[str, float, float, str]]) -> dict:
     """How well two word timings agree where their words agree (e.g. the forced alignment against
@@ -272,4 +311,4 @@ def word_time_agreement(reference: Iterable[tuple[str, float, float, str]],
 
 
 __all__ = ["AlignedWord", "AlignedUtterance", "align_audio", "write_alignment", "read_transcripts",
-           "word_time_agreement"]
+           "word_time_agreement", "audio_duration", "ecf_for_audio"]

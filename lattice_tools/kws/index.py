@@ -310,6 +310,56 @@ def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
     return sd[order], arcs[order], sw[order]
 
 
+def _chunks_by_term(ent_term: np.ndarray, deg: np.ndarray, max_candidates: int, level: int) -> list[tuple[int, int]]:
+    """Cut the partial terms (sorted by term) into ranges ``[lo, hi)`` of at most ``max_candidates``
+    extension candidates each, never splitting the entries of one term, so that every extended term
+    is complete inside one range.  Raises BudgetExceededError if one term alone needs more."""
+    n = len(ent_term)
+    if not n:
+        return []
+    bounds = np.r_[np.flatnonzero(np.r_[True, ent_term[1:] != ent_term[:-1]]), n]
+    before = np.r_[0, np.cumsum(deg)][bounds]  # candidates before each term boundary
+    out, i = [], 0
+    while bounds[i] < n:
+        j = int(np.searchsorted(before, before[i] + max_candidates, side="right")) - 1
+        if j <= i:
+            raise BudgetExceededError(
+                f"extending one partial term of {level} words to {level + 1} words needs {int(before[i + 1] - before[i])} "
+                f"candidates (budget {max_candidates}); index fewer words (max_length) or skip weak partial terms "
+                f"(min_posterior > 0, e.g. 1e-6)")
+        out.append((int(bounds[i]), int(bounds[j])))
+        i = j
+    return out
+
+
+def _extend_chunk(net: WordNetwork, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off, ent_term,
+                  ent_end, ent_mass, ent_tbeg, deg, L: int, n_end: int, max_silence, cand_floor: float, per_term: bool):
+    """Extend a range of partial terms by one word each way the network allows.  Returns ``(ext,
+    end, mass, tbeg, tend, pruned mass)``: the extended terms (``term * L + label``) merged per
+    (term, end code), sorted; with ``per_term``, merged per term (``end`` unused, ``tend`` = the
+    latest end: the hits of the last level)."""
+    total = int(deg.sum())
+    st = end_state[ent_end]
+    rep = np.repeat(np.arange(len(ent_term)), deg)
+    j = np.repeat(step_off[st] - (np.cumsum(deg) - deg), deg) + np.arange(total)
+    arcs = step_arc[j]
+    new_mass = ent_mass[rep] * step_w[j]
+    in_gap = (net.t0[arcs] - end_time[ent_end[rep]] <= max_silence + _TIME_EPS if max_silence is not None
+              else np.ones(total, dtype=bool))
+    ok = in_gap & (new_mass > cand_floor)
+    pruned = float(new_mass[in_gap & (new_mass <= cand_floor)].sum()) if cand_floor > 0 else 0.0
+    rep, arcs, new_mass = rep[ok], arcs[ok], new_mass[ok]
+    ext = ent_term[rep] * L + lab_code[arcs]
+    ends = end_code[arcs]
+    if len(ext) and int(ext.max()) >= np.iinfo(np.int64).max // max(n_end, 1):  # pragma: no cover
+        raise BudgetExceededError("too many distinct terms to number (more than 2^63 / number of end states)")
+    uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
+    if per_term:  # then per term, in the same order of sums as the per-level hits
+        ext_u, (m,), (tb,), (te,) = _group_sum(uniq // n_end, sums=(m,), mins=(tb,), maxs=(end_time[uniq % n_end],))
+        return ext_u, None, m, tb, te, pruned
+    return uniq // n_end, uniq % n_end, m, tb, None, pruned
+
+
 def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
                 max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
                 max_candidates: int = DEFAULT_MAX_CANDIDATES, stats: dict | None = None):
@@ -383,40 +433,27 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
             step_off = np.searchsorted(step_d, np.arange(net.num_states + 1))
         st = end_state[ent_end]
         deg = step_off[st + 1] - step_off[st]
-        total = int(deg.sum())
-        if total > max_candidates:
-            raise BudgetExceededError(
-                f"extending {len(ent_term)} partial terms of {level} words to {level + 1} words needs {total} "
-                f"candidates (budget {max_candidates}); index fewer words (max_length) or skip weak partial terms "
-                f"(min_posterior > 0, e.g. 1e-6)")
-        rep = np.repeat(np.arange(len(ent_term)), deg)
-        j = np.repeat(step_off[st] - (np.cumsum(deg) - deg), deg) + np.arange(total)
-        arcs = step_arc[j]
-        new_mass = ent_mass[rep] * step_w[j]
-        in_gap = (net.t0[arcs] - end_time[ent_end[rep]] <= max_silence + _TIME_EPS if max_silence is not None
-                  else np.ones(total, dtype=bool))
-        ok = in_gap & (new_mass > cand_floor)
-        if cand_floor > 0:
-            pruned += float(new_mass[in_gap & (new_mass <= cand_floor)].sum())
-        rep, arcs, new_mass = rep[ok], arcs[ok], new_mass[ok]
-        # intern the extended terms and merge per (term, end) with one sort of the candidates
-        ext = ent_term[rep] * L + lab_code[arcs]
-        ends = end_code[arcs]
-        if len(ext) and int(ext.max()) < np.iinfo(np.int64).max // max(n_end, 1):
-            uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
-            ext_u, ends_u = uniq // n_end, uniq % n_end
-        else:  # pragma: no cover - astronomically many terms
-            order = np.lexsort((ends, ext))
-            ext, ends, new_mass, tb0 = ext[order], ends[order], new_mass[order], ent_tbeg[rep][order]
-            first = np.r_[True, (ext[1:] != ext[:-1]) | (ends[1:] != ends[:-1])] if len(ext) else np.zeros(0, bool)
-            starts = np.flatnonzero(first)
-            m = np.add.reduceat(new_mass, starts) if len(starts) else new_mass
-            tb = np.minimum.reduceat(tb0, starts) if len(starts) else tb0
-            ext_u, ends_u = ext[starts], ends[starts]
+        last = level + 1 == max_length
+        ext_parts, end_parts, mass_parts, tbeg_parts, tend_parts = [], [], [], [], []
+        for lo, hi in _chunks_by_term(ent_term, deg, max_candidates, level):
+            ext_u, ends_u, m, tb, te, pm = _extend_chunk(
+                net, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off, ent_term[lo:hi], ent_end[lo:hi],
+                ent_mass[lo:hi], ent_tbeg[lo:hi], deg[lo:hi], L, n_end, max_silence, cand_floor, last)
+            pruned += pm
+            ext_parts.append(ext_u), end_parts.append(ends_u), mass_parts.append(m), tbeg_parts.append(tb)
+            tend_parts.append(te)
+        # chunks hold disjoint, increasing parent terms: the concatenation is sorted by extended term
+        ext_u = np.concatenate(ext_parts) if ext_parts else np.zeros(0, np.int64)
+        m, tb = np.concatenate(mass_parts) if mass_parts else np.zeros(0), np.concatenate(tbeg_parts) if tbeg_parts else np.zeros(0)
         t_uniq, t_inv = np.unique(ext_u, return_inverse=True)  # ext_u is sorted: cheap
         parent.append(t_uniq // L)
         last_label.append(t_uniq % L)
-        ent_term, ent_end, ent_tbeg, ent_mass = t_inv.reshape(-1), ends_u, tb, m
+        if last:  # the chunks already merged per term: these are the hits of the last level
+            te = np.concatenate(tend_parts) if tend_parts else np.zeros(0)
+            ok = m >= min_posterior if min_posterior > 0 else m > 0
+            results.append((level + 1, t_inv.reshape(-1)[ok], tb[ok], te[ok], m[ok]))
+            break
+        ent_term, ent_end, ent_tbeg, ent_mass = t_inv.reshape(-1), np.concatenate(end_parts), tb, m
     if stats is not None:
         stats["pruned_mass"] = stats.get("pruned_mass", 0.0) + pruned
     out = []
