@@ -250,7 +250,7 @@ def write_alignment(utterances: Iterable[AlignedUtterance], *, ctm: str | None =
     if ecf is not None:
         excerpts = tuple(EcfExcerpt(os.path.basename(u.path), channel, 0.0, round(u.duration, 3), source_type)
                          for u in utts)
-        write_ecf(ecf, Ecf(excerpts, round(sum(u.duration for u in utts), 3), language))
+        write_ecf(ecf, Ecf(excerpts, round(sum(e.dur for e in excerpts), 3), language))
 
 
 def audio_duration(path: str) -> float:
