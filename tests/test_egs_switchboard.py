@@ -126,7 +126,7 @@ def test_oracle_invariants(exp):
     nbest = {int(n): r for (rep, n), r in rows.items() if rep == "nbest"}
     assert set(nbest) == {1, 2}
     # lattice oracle <= N-best oracle <= 1-best (N-best N=1 is the top of the list: the 1-best of the list)
-    for n, r in nbest.items():
+    for r in nbest.values():
         assert lattice["cost"] <= r["cost"] <= nbest[1]["cost"]
         assert lattice["wer"] <= r["wer"] <= nbest[1]["wer"]
     assert lattice["cost"] <= one_best["cost"] and lattice["wer"] <= one_best["wer"]
