@@ -4,7 +4,7 @@
 # forced alignment, a keyword list, a term index, search and F4DE-exact scores.  See README.md here.
 #
 #   ./run.sh [--exp exp] [--stage N] [--stop-stage N] [--nj N] [--cmd CMD] [--max-utts N]
-#            [--decode-opts "..."] [--num-terms 200] [--index-opts "--max-length 3"] [--search-opts "..."]
+#            [--decode-opts "..."] [--num-terms 200] [--index-opts "--max-length 3 --min-posterior 1e-7"] [--search-opts "..."]
 # Stages: 0 synthesize (espeak-ng + sox), 1 lattices (pocketsphinx), 2 keyword search (recipes/kws.sh:
 #         references, kwlist, index, search, score).  A finished stage is skipped on rerun.
 set -euo pipefail
