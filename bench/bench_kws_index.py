@@ -82,7 +82,7 @@ def timed(cmd, stdout=None, stdin=None) -> tuple[float, float]:
     return time.perf_counter() - t, children_cpu() - c
 
 
-def run_kaldi(lats, terms, workdir: str, ours_hits, tag: str):
+def run_kaldi(lats, terms, workdir: str, ours_hits, tag: str, timeout: float | None = None):
     tools = {n: kaldi_bin(n) for n in ("lattice-to-kws-index", "kws-index-union", "transcripts-to-fsts", "kws-search")}
     missing = [n for n, p in tools.items() if p is None]
     if missing:
@@ -110,8 +110,15 @@ def run_kaldi(lats, terms, workdir: str, ours_hits, tag: str):
     with open(log, "w") as err:
         p1 = subprocess.Popen([tools["lattice-to-kws-index"], "--max-states-scale=4", "--max-silence-frames=50",
                                f"ark:{umap}", f"ark:{ark}", "ark:-"], stdout=subprocess.PIPE, stderr=err)
-        subprocess.run([tools["kws-index-union"], "ark:-", f"ark:{index}"], stdin=p1.stdout, check=True,
-                       stderr=subprocess.DEVNULL)
+        try:
+            subprocess.run([tools["kws-index-union"], "ark:-", f"ark:{index}"], stdin=p1.stdout, check=True,
+                           stderr=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p1.kill()
+            p1.wait()
+            print(f"Kaldi: lattice-to-kws-index | kws-index-union did not finish in {timeout:.0f} s of wall time "
+                  f"({children_cpu() - c:.1f} s CPU); no index")
+            return None
         p1.stdout.close()
         p1.wait()
     t_index, c_index = time.perf_counter() - t, children_cpu() - c
@@ -135,7 +142,8 @@ def run_kaldi(lats, terms, workdir: str, ours_hits, tag: str):
                if (u, b, e) in ours[text[kw]]
                and abs(-math.log(max(ours[text[kw]][(u, b, e)], 1e-300)) - sc) <= 2 ** -10 + 1e-9)
     n_ours = sum(len(ours[t.words]) for t in terms)
-    print(f"Kaldi: lattice-to-kws-index | kws-index-union {t_index:.2f} s wall, {c_index:.2f} s CPU"
+    print(f"Kaldi: lattice-to-kws-index | kws-index-union {t_index:.2f} s wall, {c_index:.2f} s CPU "
+          f"= {c_index / (sum(lat.duration for lat in lats) / 3600):.0f} s CPU per hour of audio"
           f"{f' (determinization stopped early on {partial} of {len(lats)} lattices: PARTIAL index)' if partial else ''}"
           f"; kws-search of {len(terms)} terms {t_search:.2f} s wall, {c_search:.2f} s CPU = "
           f"{1000 * c_search / len(terms):.2f} ms CPU/query (whole process)")
@@ -172,6 +180,7 @@ def main():
     ap.add_argument("--min-posterior", type=float, default=0.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-kaldi", action="store_true")
+    ap.add_argument("--kaldi-timeout", type=float, default=None, help="stop Kaldi's indexing after this many seconds")
     args = ap.parse_args()
     lats, seconds, tag = load_set(args)
     hours = seconds / 3600
@@ -200,7 +209,7 @@ def main():
     print(f"ours: search of {len(terms)} terms {best_q:.3f} s CPU = {1000 * best_q / len(terms):.3f} ms/query "
           f"({len(res.detections)} detections)")
     if not args.no_kaldi:
-        kal = run_kaldi(lats, terms, args.workdir, hits, tag)
+        kal = run_kaldi(lats, terms, args.workdir, hits, tag, args.kaldi_timeout)
         if kal:
             print(f"ratio Kaldi/ours (CPU): index {kal[0] / best_total:.1f}x, search {kal[1] / best_q:.1f}x "
                   f"(ours in-process, Kaldi whole processes)")
