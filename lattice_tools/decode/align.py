@@ -14,9 +14,10 @@ Conventions:
 * words are aligned as written, lowercased (the bundled en-us dictionary is lowercase);
   pronunciation variants (``was(2)``) are reported as the word (``was``);
 * silence (``<sil>``) is optional between words, so pauses are not counted in the words' times.
-  When that search ends before the last word (pocketsphinx then returns its best partial path), the
-  words are aligned once more without silences between them (``fsgusefiller`` off): pauses are then
-  part of the words (``AlignedUtterance.with_silences`` is False);
+  When that search ends before the last word (pocketsphinx then returns its best partial path, or
+  none), the words are aligned once more without silences between them (``fsgusefiller`` off), then
+  also with wider beams (``_ATTEMPTS``): pauses are then part of the words
+  (``AlignedUtterance.with_silences`` is False);
 * pocketsphinx's alignment always finds *some* path, even for the wrong text (it stretches a few
   words and calls the rest silence).  So each file is also decoded freely (the language model
   search, as ``lattice-tools decode`` does), and the alignment is refused when it puts silence over
@@ -43,6 +44,10 @@ from ..errors import FormatError, MismatchError, SymbolError
 from .pocketsphinx import SAMPLE_RATE, _decoder, is_filler, load_audio
 
 _VARIANT = re.compile(r"\(\d+\)$")
+#: The alignment searches tried in turn until one reaches the last word: (optional silences between
+#: the words?, beams).  Measured on the 47 espeak-ng sentences of egs/kws_synth: 45 align at the
+#: first, 1 needs the grammar without silences, 1 also the wider beams.
+_ATTEMPTS = ((True, {}), (False, {}), (False, {"beam": 1e-80, "wbeam": 1e-60, "pbeam": 1e-80}))
 
 
 @dataclass(frozen=True)
@@ -156,11 +161,10 @@ def align_audio(paths: Sequence[str] | str, transcripts: Mapping[str, str] | str
         if not audio:
             raise FormatError("audio file has no samples", path=path)
         aligned, segs = [], []
-        # with optional silences between the words first; pocketsphinx sometimes ends such a search
-        # before the last words (it returns the best partial path: measured on 1 of 47 espeak-ng
-        # sentences), and then the grammar without silences is tried (pauses go to the words)
-        for fillers in (True, False):
-            segs = _align_once(model, dictionary, config, audio, words, fillers, path, key)
+        # see _ATTEMPTS: pocketsphinx sometimes ends a search before the last word (it then returns
+        # its best partial path, or none)
+        for fillers, beams in _ATTEMPTS:
+            segs = _align_once(model, dictionary, {**(config or {}), **beams}, audio, words, fillers, path, key)
             aligned = [AlignedWord(key, round(s.start_frame / frate, 2), round((s.end_frame - s.start_frame + 1) / frate, 2),
                                    _VARIANT.sub("", s.word)) for s in segs if not is_filler(s.word)]
             if [w.word for w in aligned] == words:
