@@ -1,9 +1,11 @@
-"""Benchmark: term index + search on a 30 s, ~140k-link pocketsphinx lattice, against Kaldi's
-``lattice-to-kws-index`` + ``kws-index-union`` + ``kws-search``.
+"""Benchmark: term index + search against Kaldi's ``lattice-to-kws-index`` + ``kws-index-union`` +
+``kws-search``, on two lattice sets (``--set``):
 
-The lattice is bench_phrases.py's "big" lattice: the bundled librivox clips concatenated with sox
-(31.5 s) and decoded by pocketsphinx with wide beams.  Decoding takes a few minutes, then it is
-cached in ``--workdir``.
+* ``big``: bench_phrases.py's "big" lattice, one 30 s, ~140k-link pocketsphinx lattice (the bundled
+  librivox clips concatenated with sox, 31.5 s, decoded with wide beams).  Decoding takes a few
+  minutes, then it is cached in ``--workdir``;
+* ``synth``: the larger decoded set of egs/kws_synth (47 espeak-ng utterances, 404 s), its
+  ``lattices.list`` given with ``--lattice-list`` (made by ``egs/kws_synth/run.sh --stop-stage 1``).
 
 1. **Ours**: ``build_lattice_index`` (exact lattice posteriors of every 1..3-word sequence, written to
    SQLite), best of ``--repeat`` runs, in seconds and seconds per hour of audio; then the search of a
@@ -17,8 +19,9 @@ cached in ``--workdir``.
 
 Usage::
 
-    nice python bench/bench_kws_index.py [--workdir /tmp/bench_phrases] [--acoustic-scale 1.0] \\
-        [--max-length 2] [--min-posterior 0] [--no-kaldi]
+    nice python bench/bench_kws_index.py [--set big|synth] [--workdir /tmp/bench_phrases] \\
+        [--lattice-list exp/lattices/lattices.list] [--acoustic-scale 1.0] [--max-length 2] \\
+        [--min-posterior 0] [--no-kaldi]
 
 Measured figures are in docs/kws-index.md ("Performance"), with the command that produced them.
 """
@@ -79,95 +82,124 @@ def timed(cmd, stdout=None, stdin=None) -> tuple[float, float]:
     return time.perf_counter() - t, children_cpu() - c
 
 
-def run_kaldi(lat, terms, workdir: str, ours_hits) -> None:
+def run_kaldi(lats, terms, workdir: str, ours_hits, tag: str, timeout: float | None = None):
     tools = {n: kaldi_bin(n) for n in ("lattice-to-kws-index", "kws-index-union", "transcripts-to-fsts", "kws-search")}
     missing = [n for n, p in tools.items() if p is None]
     if missing:
         print(f"Kaldi: skipped ({', '.join(missing)} not on PATH nor in $LATTICE_TOOLS_KALDI_BIN)")
-        return
+        return None
     from lattice_tools.alternatives._common import word_labels
     from lattice_tools.io import write_lattices
 
-    ark = os.path.join(workdir, "kws_big.ark")
-    words_txt = os.path.join(workdir, "kws_big.words.txt")
+    symbols = lats[-1].symbols  # the lattices share one growing table: the last one has every word
+    ark = os.path.join(workdir, f"kws_{tag}.ark")
+    words_txt = os.path.join(workdir, f"kws_{tag}.words.txt")
     # silence and fillers (<sil>, !NULL, <s>, </s>) are epsilons for both indexes
-    labels = word_labels(lat)
-    write_lattices([lat.replace(word=labels, ilabel=labels)], f"ark,t:{ark}", format="kaldi")
-    lat.symbols.write(words_txt)
-    umap = os.path.join(workdir, "kws_utter.map")
-    Path(umap).write_text(f"{lat.key} 1\n")
-    kw_ids = os.path.join(workdir, "kws_keywords.int")
+    write_lattices([lat.replace(word=word_labels(lat), ilabel=word_labels(lat)) for lat in lats], f"ark,t:{ark}",
+                   format="kaldi")
+    symbols.write(words_txt)
+    umap = os.path.join(workdir, f"kws_{tag}_utter.map")
+    Path(umap).write_text("".join(f"{lat.key} {i}\n" for i, lat in enumerate(lats, 1)))
+    kw_ids = os.path.join(workdir, f"kws_{tag}_keywords.int")
     with open(kw_ids, "w") as f:
         for t in terms:
-            f.write(t.kwid + " " + " ".join(str(lat.symbols.id(w)) for w in t.words) + "\n")
-    index = os.path.join(workdir, "kws_kaldi.index")
-    log = os.path.join(workdir, "kws_kaldi.index.log")
+            f.write(t.kwid + " " + " ".join(str(symbols.id(w)) for w in t.words) + "\n")
+    index = os.path.join(workdir, f"kws_{tag}_kaldi.index")
+    log = os.path.join(workdir, f"kws_{tag}_kaldi.index.log")
     t, c = time.perf_counter(), children_cpu()
     with open(log, "w") as err:
         p1 = subprocess.Popen([tools["lattice-to-kws-index"], "--max-states-scale=4", "--max-silence-frames=50",
                                f"ark:{umap}", f"ark:{ark}", "ark:-"], stdout=subprocess.PIPE, stderr=err)
-        subprocess.run([tools["kws-index-union"], "ark:-", f"ark:{index}"], stdin=p1.stdout, check=True,
-                       stderr=subprocess.DEVNULL)
+        try:
+            subprocess.run([tools["kws-index-union"], "ark:-", f"ark:{index}"], stdin=p1.stdout, check=True,
+                           stderr=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p1.kill()
+            p1.wait()
+            print(f"Kaldi: lattice-to-kws-index | kws-index-union did not finish in {timeout:.0f} s of wall time "
+                  f"({children_cpu() - c:.1f} s CPU); no index")
+            return None
         p1.stdout.close()
         p1.wait()
     t_index, c_index = time.perf_counter() - t, children_cpu() - c
-    partial = "partial results" in Path(log).read_text()
-    fsts = os.path.join(workdir, "kws_kw.fsts")
+    partial = Path(log).read_text().count("partial results")
+    fsts = os.path.join(workdir, f"kws_{tag}_kw.fsts")
     timed([tools["transcripts-to-fsts"], f"ark:{kw_ids}", f"ark:{fsts}"])
-    hits_txt = os.path.join(workdir, "kws_kaldi.hits")
+    hits_txt = os.path.join(workdir, f"kws_{tag}_kaldi.hits")
     t_search, c_search = timed([tools["kws-search"], "--negative-tolerance=-1", f"ark:{index}", f"ark:{fsts}",
-                      f"ark,t:{hits_txt}"])
+                                f"ark,t:{hits_txt}"])
+    utt_of = {str(i): lat.key for i, lat in enumerate(lats, 1)}
     kaldi = defaultdict(list)
     for line in open(hits_txt):
-        kw, _u, b, e, s = line.split()
-        kaldi[kw].append((int(b), int(e), float(s)))
+        kw, u, b, e, sc = line.split()
+        kaldi[kw].append((utt_of[u], int(b), int(e), float(sc)))
     text = {t.kwid: t.words for t in terms}
     ours = defaultdict(dict)
     for h in ours_hits:
-        ours[h.words][(round(h.tbeg * 100), round((h.tbeg + h.dur) * 100))] = h.score
+        ours[h.words][(h.utterance, round(h.tbeg * 100), round((h.tbeg + h.dur) * 100))] = h.score
     n_k = sum(map(len, kaldi.values()))
-    same = sum(1 for kw, hs in kaldi.items() for b, e, s in hs
-               if (b, e) in ours[text[kw]] and abs(-math.log(max(ours[text[kw]][(b, e)], 1e-300)) - s) <= 2 ** -10 + 1e-9)
+    same = sum(1 for kw, hs in kaldi.items() for u, b, e, sc in hs
+               if (u, b, e) in ours[text[kw]]
+               and abs(-math.log(max(ours[text[kw]][(u, b, e)], 1e-300)) - sc) <= 2 ** -10 + 1e-9)
     n_ours = sum(len(ours[t.words]) for t in terms)
-    print(f"Kaldi: lattice-to-kws-index | kws-index-union {t_index:.2f} s wall, {c_index:.2f} s CPU"
-          f"{' (determinization stopped early: PARTIAL index)' if partial else ''}; kws-search of {len(terms)} terms "
-          f"{t_search:.2f} s wall, {c_search:.2f} s CPU = {1000 * c_search / len(terms):.2f} ms CPU/query "
-          f"(whole process)")
+    print(f"Kaldi: lattice-to-kws-index | kws-index-union {t_index:.2f} s wall, {c_index:.2f} s CPU "
+          f"= {c_index / (sum(lat.duration for lat in lats) / 3600):.0f} s CPU per hour of audio"
+          f"{f' (determinization stopped early on {partial} of {len(lats)} lattices: PARTIAL index)' if partial else ''}"
+          f"; kws-search of {len(terms)} terms {t_search:.2f} s wall, {c_search:.2f} s CPU = "
+          f"{1000 * c_search / len(terms):.2f} ms CPU/query (whole process)")
     print(f"Kaldi hits {n_k}, ours for the same terms {n_ours}; Kaldi hits that ours has at the same frames "
           f"with the same score (within 2^-10): {same}/{n_k}")
     return c_index, c_search
 
 
+def load_set(args):
+    """(lattices, seconds of audio, tag) of --set."""
+    if args.set == "big":
+        lat = read_slf_lattice(big_lattice_slf(args.workdir), "concat")
+        lats = [lat]
+    else:
+        if not args.lattice_list:
+            sys.exit("--set synth needs --lattice-list (egs/kws_synth/run.sh --stop-stage 1 makes it)")
+        from lattice_tools.io import read_lattice_inputs
+        from lattice_tools.recipe import read_list
+
+        lats = list(read_lattice_inputs(read_list(args.lattice_list)))
+    if args.acoustic_scale != 1.0:  # pre-scale, so that Kaldi (no scale option) sees the same weights
+        lats = [lat.replace(acoustic_cost=lat.acoustic_cost * args.acoustic_scale,
+                            final_acoustic_cost=lat.final_acoustic_cost * args.acoustic_scale) for lat in lats]
+    return lats, sum(lat.duration for lat in lats), args.set
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--set", choices=("big", "synth"), default="big")
     ap.add_argument("--workdir", default="/tmp/bench_phrases")
+    ap.add_argument("--lattice-list", default=None, help="--set synth: the lattices.list of egs/kws_synth")
     ap.add_argument("--acoustic-scale", type=float, default=1.0)
     ap.add_argument("--max-length", type=int, default=2)
     ap.add_argument("--min-posterior", type=float, default=0.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-kaldi", action="store_true")
+    ap.add_argument("--kaldi-timeout", type=float, default=None, help="stop Kaldi's indexing after this many seconds")
     args = ap.parse_args()
-    big_slf = big_lattice_slf(args.workdir)
-    lat = read_slf_lattice(big_slf, "concat")
-    if args.acoustic_scale != 1.0:  # pre-scale, so that Kaldi (no scale option) sees the same weights
-        lat = lat.replace(acoustic_cost=lat.acoustic_cost * args.acoustic_scale,
-                          final_acoustic_cost=lat.final_acoustic_cost * args.acoustic_scale)
-    hours = lat.duration / 3600
-    print(f"lattice: {lat.num_arcs} links, {lat.num_states} nodes, {lat.duration:.1f} s audio, "
-          f"acoustic scale {args.acoustic_scale}")
-    db = os.path.join(args.workdir, "kws_ours.db")
+    lats, seconds, tag = load_set(args)
+    hours = seconds / 3600
+    print(f"{tag}: {len(lats)} lattice(s), {sum(lat.num_arcs for lat in lats)} links, "
+          f"{sum(lat.num_states for lat in lats)} nodes, {seconds:.1f} s audio, acoustic scale {args.acoustic_scale}")
+    db = os.path.join(args.workdir, f"kws_{tag}_ours.db")
     best_idx, best_total = math.inf, math.inf
     for _ in range(args.repeat):  # CPU time: the machine is shared, wall time is noisy
         t = time.process_time()
-        hits = index_lattice(lat, max_length=args.max_length, min_posterior=args.min_posterior)
+        hits = [h for lat in lats for h in index_lattice(lat, max_length=args.max_length, min_posterior=args.min_posterior)]
         best_idx = min(best_idx, time.process_time() - t)
         t = time.process_time()
-        stats = build_lattice_index([lat], db, max_length=args.max_length, min_posterior=args.min_posterior)
+        stats = build_lattice_index(lats, db, max_length=args.max_length, min_posterior=args.min_posterior)
         best_total = min(best_total, time.process_time() - t)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"ours: index_lattice (max_length {args.max_length}, min_posterior {args.min_posterior:g}, pruned mass "
           f"{stats['pruned_mass']:.3g}) {best_idx:.2f} s CPU, "
           f"with SQLite {best_total:.2f} s CPU (best of {args.repeat}) = {best_total / hours:.0f} s per hour of audio; "
-          f"{stats['hits']} hits, {os.path.getsize(db) / 1e6:.1f} MB")
+          f"{stats['hits']} hits, {os.path.getsize(db) / 1e6:.1f} MB; peak RSS {peak:.0f} MB")
     terms = keyword_list(db)
     best_q = math.inf
     for _ in range(args.repeat):
@@ -177,8 +209,7 @@ def main():
     print(f"ours: search of {len(terms)} terms {best_q:.3f} s CPU = {1000 * best_q / len(terms):.3f} ms/query "
           f"({len(res.detections)} detections)")
     if not args.no_kaldi:
-        t = time.perf_counter()
-        kal = run_kaldi(lat, terms, args.workdir, hits)
+        kal = run_kaldi(lats, terms, args.workdir, hits, tag, args.kaldi_timeout)
         if kal:
             print(f"ratio Kaldi/ours (CPU): index {kal[0] / best_total:.1f}x, search {kal[1] / best_q:.1f}x "
                   f"(ours in-process, Kaldi whole processes)")

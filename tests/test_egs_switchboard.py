@@ -1,7 +1,7 @@
 """egs/switchboard end to end (issue 6) on the stand-in corpus laid out like LDC2002S09 + LDC2002T43.
 
 All stages (0 data, 1 lattices by decoding the audio, 2 alternatives, 3 scoring ladder + alt-CTM
-scores, 4 oracle study + plots) run with --nj 2 and tiny depths.  Checked: every stage's outputs
+scores, 4 oracle study + plots, 5 keyword search) run with --nj 2 and tiny depths.  Checked: every stage's outputs
 exist; lattice oracle <= N-best oracle <= 1-best (and the study's own invariant checks); the oracle
 of each stage-2 alt-CTM computed by the study equals what the sclite-exact scorer gives for that
 alt-CTM against the STM (two independent code paths), and Debian's NIST sclite agrees with the
@@ -87,6 +87,20 @@ def test_every_stage_writes_its_outputs(exp):
     assert (exp / "study" / "oracle_vs_n.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_stage5_keyword_search(exp):
+    """Stage 5: references by forced alignment of the decoded segments, a keyword list, the index of the
+    stage-1 lattices, search and F4DE-exact scores."""
+    kws = exp / "kws"
+    for name in ("ref/ref.rttm", "ref/ecf.xml", "kwlist.xml", "index.db", "kwslist.xml", "score/sum.txt", "score.json"):
+        assert (kws / name).is_file(), name
+    utts = [line.split()[0] for line in (exp / "data" / "segments").read_text().splitlines()]
+    aligned = {line.split()[1] for line in (kws / "ref" / "ref.rttm").read_text().splitlines()}
+    assert aligned == set(utts)
+    assert json.loads((kws / "index.json").read_text())["utterances"] == 8
+    score = json.loads((kws / "score.json").read_text())["overall"]
+    assert score["stwv"]["twv"] >= score["mtwv"]["twv"] and score["stwv"]["twv"] > 0
+
+
 def test_alt_ctms_use_the_stm_ids_and_times(exp):
     segs = {}
     for line in (exp / "data" / "stm").read_text().splitlines():
@@ -112,7 +126,7 @@ def test_oracle_invariants(exp):
     nbest = {int(n): r for (rep, n), r in rows.items() if rep == "nbest"}
     assert set(nbest) == {1, 2}
     # lattice oracle <= N-best oracle <= 1-best (N-best N=1 is the top of the list: the 1-best of the list)
-    for n, r in nbest.items():
+    for r in nbest.values():
         assert lattice["cost"] <= r["cost"] <= nbest[1]["cost"]
         assert lattice["wer"] <= r["wer"] <= nbest[1]["wer"]
     assert lattice["cost"] <= one_best["cost"] and lattice["wer"] <= one_best["wer"]
@@ -167,7 +181,8 @@ def test_rerun_does_no_work(corpus, exp):
     proc = run([RUN, "--corpus", corpus, "--exp", exp, *SMALL], timeout=600)
     for stage_dir in ("data", "lattices", "ladder", "study"):
         assert f"{stage_dir} is done, skipping" in proc.stdout, proc.stdout
-    assert proc.stdout.count("is done, skipping") == 4 + 4  # stages + the 4 alt-CTMs (scores skip silently)
+    # stages + the 4 alt-CTMs (scores skip silently) + the 5 steps of the KWS stage
+    assert proc.stdout.count("is done, skipping") == 4 + 4 + 5
     assert mtimes(exp) == before  # nothing rewritten, including the 4 skipped scores
 
 

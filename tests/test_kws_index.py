@@ -274,6 +274,26 @@ def test_min_posterior_prunes_but_keeps_strong_hits():
     assert got == pytest.approx(strong, rel=1e-12)
 
 
+@pytest.mark.parametrize("max_candidates", [300, 20_000])
+def test_chunked_extension_gives_the_same_hits(max_candidates):
+    """A level with more candidates than max_candidates is extended in chunks (1 = one partial term per
+    chunk): the hits (1..4 words, every bundled lattice) are those of one pass, up to float summation
+    order."""
+    from lattice_tools.io import read_lattices
+
+    checked = 0
+    lats = list(read_lattices(f"ark,t:{LATS / 'bundled.ark.gz'}", format="kaldi", symbols=str(LATS / "bundled.words.txt")))
+    for lat in lats[:3] + lats[-1:]:  # three cards and one LibriVox clip
+        whole = index_lattice(lat, max_length=3)
+        chunked = index_lattice(lat, max_length=3, max_candidates=max_candidates)
+        key = lambda hs: sorted((h.words, h.tbeg, h.dur) for h in hs)  # noqa: E731
+        assert key(chunked) == key(whole)
+        assert {(h.words, h.tbeg, h.dur): h.score for h in chunked} == pytest.approx(
+            {(h.words, h.tbeg, h.dur): h.score for h in whole}, rel=1e-12, abs=1e-300)
+        checked += len(whole)
+    assert checked > 1000
+
+
 def test_kaldi_hits_on_bundled_lattices():
     """Kaldi's lattice-to-kws-index + kws-search on the bundled lattices (tests/data/kaldi_kws): every
     one of its 30 hits is ours with the same utterance and frames, and a score within Kaldi's

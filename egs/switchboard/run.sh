@@ -7,7 +7,8 @@
 #            [--words words.txt] [--corrected-stm S --corrected-glm G] [--rt03-glm G] [--rt04f-glm G]
 #            [--system-ctms "NAME=asr1.ctm ..."] [--nbest-depths "2 10 100 1000"] [--study-ns "1 2 10"]
 # Stages: 0 data, 1 lattices, 2 alternatives (alt-CTM), 3 scoring (ladder + alt-CTM oracle WER),
-#         4 oracle study + plots.  A finished stage is skipped on rerun (delete its .done to redo).
+#         4 oracle study + plots, 5 keyword search (recipes/kws.sh; conf/kws.conf, --kws-rttm R --kws-ecf E).
+#         A finished stage is skipped on rerun (delete its .done to redo).
 set -euo pipefail
 cd "$(dirname "$0")"
 recipes=../../recipes
@@ -16,7 +17,7 @@ corpus=""
 exp=exp
 data=""
 stage=0
-stop_stage=4
+stop_stage=5
 nj=2
 cmd="$recipes/utils/local_run.sh"
 lattices=audio
@@ -30,6 +31,7 @@ rt04f_glm=""
 system_ctms=""
 . conf/alternatives.conf
 . conf/decode.conf
+. conf/kws.conf
 help_message="$(sed -n '2,10p' "$0")"
 . "$recipes/utils/parse_options.sh"
 [ $# -eq 0 ] || { echo "$0: unexpected arguments: $*" 1>&2; echo "$help_message" 1>&2; exit 1; }
@@ -164,4 +166,26 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
   "$recipes/oracle_study.sh" --ns "$study_ns" --prune-thresholds "$study_prune_thresholds" --study-opts "$study_opts" \
     "$data/text" "$exp/study" "main=$lat/lat"
   echo "study: $exp/study"
+fi
+
+if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
+  echo "== stage 5: keyword search (index, search, F4DE-exact scores)"
+  [ -f "$lat/.done" ] || { echo "$0: run stage 1 first ($lat/.done is missing)" 1>&2; exit 1; }
+  if [ -n "$kws_rttm" ]; then
+    ref_opts=(--rttm "$kws_rttm" --ecf "$kws_ecf")
+  elif [ -f "$exp/wav/wav.list" ]; then
+    # transcripts for the alignment: the words of data/text without transcription marks
+    mkdir -p "$exp/kws"
+    awk '{ printf "%s", $1; for (i = 2; i <= NF; i++) { w = tolower($i); if (w ~ /^[a-z][a-z'"'"']*$/) printf " %s", w }
+           print "" }' "$data/text" > "$exp/kws/align_text.tmp"
+    if cmp -s "$exp/kws/align_text.tmp" "$exp/kws/align_text"; then rm "$exp/kws/align_text.tmp"
+    else mv "$exp/kws/align_text.tmp" "$exp/kws/align_text"; fi
+    ref_opts=(--wav-list "$exp/wav/wav.list" --transcript "$exp/kws/align_text")
+  else
+    echo "$0: stage 5 needs reference word times: --kws-rttm and --kws-ecf (lattices not decoded from audio)" 1>&2
+    exit 1
+  fi
+  "$recipes/kws.sh" --nj "$nj" --cmd "$cmd" "${ref_opts[@]}" --num-terms "$kws_num_terms" \
+    --kwlist-opts "$kws_kwlist_opts" --index-opts "$kws_index_opts" --search-opts "$kws_search_opts" \
+    "$lat/lattices.list" "$exp/kws"
 fi

@@ -19,6 +19,8 @@ KWS_COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("kws_index:merge_command", "Merge term-index shards into one (Kaldi's kws-index-union)."),
     "search": ("kws_index:search_command", "Search a keyword list in a term index: detections, scores, YES/NO."),
     "study": ("kws:study_command", "The STD study: index, search and score every representation (ATWV..STWV, sizes, times)."),
+    "align": ("kws_index:align_command", "Reference word times (CTM, RTTM, ECF) by forced alignment with pocketsphinx."),
+    "ecf": ("kws_index:ecf_command", "Write an ECF covering whole audio files."),
 }
 
 

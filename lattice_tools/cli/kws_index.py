@@ -243,3 +243,77 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
     if tuning is not None:
         summary["tuning"] = tuning
     _write_json(summary, json_out)
+
+
+@click.command("align")
+@click.argument("audio", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-t", "--transcript", required=True, type=click.Path(dir_okay=False),
+              help="Transcripts: NIST trn ('words (key)') or Kaldi text ('key words'); key = audio file name "
+                   "without extension.")
+@click.option("-o", "--out", default=None, type=click.Path(dir_okay=False),
+              help="Reference CTM to write ('key channel start dur word').")
+@click.option("--rttm", default=None, type=click.Path(dir_okay=False),
+              help="Reference RTTM to write (SPEAKER turn + LEXEME lines).")
+@click.option("--ecf", default=None, type=click.Path(dir_okay=False),
+              help="ECF to write: one excerpt per audio file, all of its audio.")
+@channel_option
+@click.option("--model", default=None, type=click.Path(file_okay=False),
+              help="pocketsphinx acoustic model directory (default: the wheel's en-us).")
+@click.option("--dictionary", default=None, type=click.Path(dir_okay=False),
+              help="Pronunciation dictionary (default: the wheel's CMUdict).")
+@click.option("--check-ctm", default=None, type=click.Path(dir_okay=False),
+              help="A CTM of the same audio (e.g. the decoder's 1-best): report how far its word times are "
+                   "from the alignment's where the words agree.")
+@click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the transcripts.")
+@click.option("--json", "json_out", default=None, help="Write the counts (and the check) as JSON (PATH or -).")
+def align_command(audio, transcript, out, rttm, ecf, channel, model, dictionary, check_ctm, encoding, json_out):
+    """Reference word times by forced alignment of AUDIO (files or directories) to their transcripts
+    with pocketsphinx: a CTM, an RTTM and an ECF for keyword search scoring."""
+    from ..decode.align import align_audio, word_time_agreement, write_alignment
+
+    if not (out or rttm or ecf):
+        raise click.UsageError("give at least one output: -o/--out CTM, --rttm or --ecf")
+    paths = _expand_audio(audio)
+    utts = align_audio(paths, transcript, model=model, dictionary=dictionary, encoding=encoding)
+    write_alignment(utts, ctm=out, rttm=rttm, ecf=ecf, channel=channel)
+    result = {"utterances": len(utts), "words": sum(len(u.words) for u in utts),
+              "seconds": round(sum(u.duration for u in utts), 3),
+              "aligned_without_silences": [u.key for u in utts if not u.with_silences]}
+    if check_ctm:
+        from ..io.ctm import CtmWord, read_ctm
+
+        hyp = [(w.file, w.start, w.duration, w.word) for w in read_ctm(check_ctm, encoding)
+               if isinstance(w, CtmWord) and w.start is not None]
+        ref = [(w.key, w.start, w.dur, w.word) for u in utts for w in u.words]
+        result["check"] = word_time_agreement(ref, hyp)
+    click.echo(json.dumps(result, sort_keys=True), err=True)
+    _write_json(result, json_out)
+
+
+def _expand_audio(audio) -> list[str]:
+    """Audio arguments (files or directories of .wav/.flac) as files; a list file (``*.list``/
+    ``*.scp`` with one path per line) is read."""
+    from ..decode.align import _audio_paths
+    from ..recipe import read_list
+
+    paths: list[str] = []
+    for a in audio:
+        paths.extend(read_list(a) if a.endswith((".list", ".scp")) else _audio_paths(a))
+    return paths
+
+
+@click.command("ecf")
+@click.argument("audio", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="The ECF XML to write.")
+@channel_option
+@click.option("--language", default="english", show_default=True, help="The ECF's language attribute.")
+@click.option("--source-type", default="read", show_default=True,
+              help="Every excerpt's source_type ('splitcts' makes F4DE count it half).")
+def ecf_command(audio, out, channel, language, source_type):
+    """Write an ECF with one excerpt per AUDIO file (files, directories or *.list files) covering all of it."""
+    from ..decode.align import ecf_for_audio
+    from ..io.ecf import write_ecf
+
+    ecf = ecf_for_audio(_expand_audio(audio), channel=channel, language=language, source_type=source_type)
+    write_ecf(out, ecf)
+    click.echo(f"{len(ecf.excerpts)} excerpts, {ecf.source_signal_duration:.3f} s -> {out}", err=True)

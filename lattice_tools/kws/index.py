@@ -42,7 +42,8 @@ is minimized with delta 1/1024 and quantizes scores to multiples of 2^-10, and i
 stops after ``--max-states-scale`` x the lattice's states, leaving a partial index); sequences are
 limited to ``max_length`` words (Kaldi indexes every factor).
 
-All sums are exact (no pruning) unless ``min_posterior`` > 0: then partial chains whose total mass
+Levels too large for memory are extended in chunks of partial terms (:func:`factor_hits`).  All
+sums are exact (no pruning) unless ``min_posterior`` > 0: then partial chains whose total mass
 (an upper bound of every extension's posterior) is below it are not extended, and hits below it
 are dropped.
 """
@@ -65,8 +66,9 @@ DEFAULT_MAX_LENGTH = 3
 #: Default longest silence (seconds) between two words of one term (Kaldi: 50 frames).
 DEFAULT_MAX_SILENCE = 0.5
 _TIME_EPS = 1e-9
-#: Budget of candidate extensions per level (each needs ~60 bytes while it is merged).
-DEFAULT_MAX_CANDIDATES = 40_000_000
+#: Candidate extensions held at once (each needs ~60 bytes while it is merged): a level with more is
+#: extended in chunks of partial terms (see :func:`factor_hits`), so this bounds memory, not the index.
+DEFAULT_MAX_CANDIDATES = 10_000_000
 #: With min_posterior > 0, single extensions below min_posterior * CANDIDATE_FRACTION are dropped
 #: before merging (their mass is counted in the pruned mass).
 CANDIDATE_FRACTION = 1e-2
@@ -143,6 +145,14 @@ def lattice_network(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
     if len(uniq) and uniq[0] == 0:
         names = names[1:]
         word = np.where(word >= 0, word - 1, -1)
+    # number the words by spelling, not by the symbol table's ids: the order of every sum (and so the
+    # last bits of the scores) must not depend on which lattices shared a table (jobs of a recipe)
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    if len(names):
+        word = np.where(word >= 0, rank[np.maximum(word, 0)], -1)
+    names = tuple(names[i] for i in order)
     fs = lat.frame_shift
     return WordNetwork(lat.num_states, lat.src.astype(np.int64), lat.dst.astype(np.int64), word.astype(np.int64),
                        lat.t0 * fs, lat.t1 * fs, weight, gamma, names, fs)
@@ -310,6 +320,65 @@ def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
     return sd[order], arcs[order], sw[order]
 
 
+def _chunks(deg: np.ndarray, max_candidates: int) -> list[tuple[int, int]]:
+    """Cut the partial terms into ranges ``[lo, hi)`` of at most ``max_candidates`` extension
+    candidates each (``deg`` = candidates per partial term; a range holds at least one term)."""
+    n = len(deg)
+    csum = np.cumsum(deg)
+    if not n or int(csum[-1]) <= max_candidates:
+        return [(0, n)]
+    out, lo, base = [], 0, 0
+    while lo < n:
+        hi = max(int(np.searchsorted(csum, base + max_candidates, side="right")), lo + 1)
+        out.append((lo, hi))
+        base, lo = int(csum[hi - 1]), hi
+    return out
+
+
+def _extend_chunk(net: WordNetwork, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off, ent_term,
+                  ent_end, ent_mass, ent_tbeg, deg, L: int, n_end: int, max_silence, cand_floor: float, per_term: bool):
+    """Extend a range of partial terms by one word each way the network allows.  Returns ``(ext,
+    end, mass, tbeg, tend, pruned mass)``: the extended terms (``term * L + label``) merged per
+    (term, end code), sorted; with ``per_term``, merged per term (``end`` unused, ``tend`` = the
+    latest end: the hits of the last level)."""
+    total = int(deg.sum())
+    st = end_state[ent_end]
+    rep = np.repeat(np.arange(len(ent_term)), deg)
+    j = np.repeat(step_off[st] - (np.cumsum(deg) - deg), deg) + np.arange(total)
+    arcs = step_arc[j]
+    new_mass = ent_mass[rep] * step_w[j]
+    in_gap = (net.t0[arcs] - end_time[ent_end[rep]] <= max_silence + _TIME_EPS if max_silence is not None
+              else np.ones(total, dtype=bool))
+    ok = in_gap & (new_mass > cand_floor)
+    pruned = float(new_mass[in_gap & (new_mass <= cand_floor)].sum()) if cand_floor > 0 else 0.0
+    rep, arcs, new_mass = rep[ok], arcs[ok], new_mass[ok]
+    ext = ent_term[rep] * L + lab_code[arcs]
+    ends = end_code[arcs]
+    if len(ext) and int(ext.max()) >= np.iinfo(np.int64).max // max(n_end, 1):  # pragma: no cover
+        raise BudgetExceededError("too many distinct terms to number (more than 2^63 / number of end states)")
+    uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
+    if per_term:  # then per term, in the same order of sums as the per-level hits
+        ext_u, (m,), (tb,), (te,) = _group_sum(uniq // n_end, sums=(m,), mins=(tb,), maxs=(end_time[uniq % n_end],))
+        return ext_u, None, m, tb, te, pruned
+    return uniq // n_end, uniq % n_end, m, tb, None, pruned
+
+
+def _merge_chunks(parts: list, n_end: int, per_term: bool):
+    """Concatenate the chunks' ``(ext, end, mass, tbeg, tend)`` and merge the keys that several chunks
+    produced (a term whose partial terms were cut between chunks).  One chunk is returned as is."""
+    if len(parts) == 1:
+        return parts[0]
+    ext = np.concatenate([p[0] for p in parts])
+    m, tb = np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
+    if per_term:
+        te = np.concatenate([p[4] for p in parts])
+        ext_u, (m,), (tb,), (te,) = _group_sum(ext, sums=(m,), mins=(tb,), maxs=(te,))
+        return ext_u, None, m, tb, te
+    ends = np.concatenate([p[1] for p in parts])
+    uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(m,), mins=(tb,))
+    return uniq // n_end, uniq % n_end, m, tb, None
+
+
 def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
                 max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
                 max_candidates: int = DEFAULT_MAX_CANDIDATES, stats: dict | None = None):
@@ -318,8 +387,14 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
     Returns a list of ``(word ids tuple, tbeg, tend, score)`` (times in seconds, as in ``net``), in
     no particular order.  See the module docstring for the definitions.  With ``min_posterior`` > 0,
     ``stats["pruned_mass"]`` gets the posterior mass left out (a bound on the total under-count of
-    the longer terms' scores).  Raises BudgetExceededError if one extension step would hold more
-    than ``max_candidates`` candidates (memory: about 60 bytes each).
+    the longer terms' scores).
+
+    Memory: a level whose partial terms have more than ``max_candidates`` extension candidates
+    (about 60 bytes each while they are merged) is extended in chunks of partial terms; each chunk's
+    candidates are merged per (term, end) -- per term on the last level, whose per-end entries are
+    never kept -- and the chunks' merged rows are merged once more (a term can come from several
+    chunks).  The hits are those of one pass up to float summation order; memory is one chunk of
+    candidates plus the merged rows, so no index is refused for its size.
     """
     if max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
@@ -383,39 +458,22 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
             step_off = np.searchsorted(step_d, np.arange(net.num_states + 1))
         st = end_state[ent_end]
         deg = step_off[st + 1] - step_off[st]
-        total = int(deg.sum())
-        if total > max_candidates:
-            raise BudgetExceededError(
-                f"extending {len(ent_term)} partial terms of {level} words to {level + 1} words needs {total} "
-                f"candidates (budget {max_candidates}); index fewer words (max_length) or skip weak partial terms "
-                f"(min_posterior > 0, e.g. 1e-6)")
-        rep = np.repeat(np.arange(len(ent_term)), deg)
-        j = np.repeat(step_off[st] - (np.cumsum(deg) - deg), deg) + np.arange(total)
-        arcs = step_arc[j]
-        new_mass = ent_mass[rep] * step_w[j]
-        in_gap = (net.t0[arcs] - end_time[ent_end[rep]] <= max_silence + _TIME_EPS if max_silence is not None
-                  else np.ones(total, dtype=bool))
-        ok = in_gap & (new_mass > cand_floor)
-        if cand_floor > 0:
-            pruned += float(new_mass[in_gap & (new_mass <= cand_floor)].sum())
-        rep, arcs, new_mass = rep[ok], arcs[ok], new_mass[ok]
-        # intern the extended terms and merge per (term, end) with one sort of the candidates
-        ext = ent_term[rep] * L + lab_code[arcs]
-        ends = end_code[arcs]
-        if len(ext) and int(ext.max()) < np.iinfo(np.int64).max // max(n_end, 1):
-            uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
-            ext_u, ends_u = uniq // n_end, uniq % n_end
-        else:  # pragma: no cover - astronomically many terms
-            order = np.lexsort((ends, ext))
-            ext, ends, new_mass, tb0 = ext[order], ends[order], new_mass[order], ent_tbeg[rep][order]
-            first = np.r_[True, (ext[1:] != ext[:-1]) | (ends[1:] != ends[:-1])] if len(ext) else np.zeros(0, bool)
-            starts = np.flatnonzero(first)
-            m = np.add.reduceat(new_mass, starts) if len(starts) else new_mass
-            tb = np.minimum.reduceat(tb0, starts) if len(starts) else tb0
-            ext_u, ends_u = ext[starts], ends[starts]
+        last = level + 1 == max_length
+        parts = []
+        for lo, hi in _chunks(deg, max_candidates):
+            *part, pm = _extend_chunk(net, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off,
+                                      ent_term[lo:hi], ent_end[lo:hi], ent_mass[lo:hi], ent_tbeg[lo:hi], deg[lo:hi],
+                                      L, n_end, max_silence, cand_floor, last)
+            pruned += pm
+            parts.append(part)
+        ext_u, ends_u, m, tb, te = _merge_chunks(parts, n_end, last)
         t_uniq, t_inv = np.unique(ext_u, return_inverse=True)  # ext_u is sorted: cheap
         parent.append(t_uniq // L)
         last_label.append(t_uniq % L)
+        if last:  # merged per term already: the hits of the last level
+            ok = m >= min_posterior if min_posterior > 0 else m > 0
+            results.append((level + 1, t_inv.reshape(-1)[ok], tb[ok], te[ok], m[ok]))
+            break
         ent_term, ent_end, ent_tbeg, ent_mass = t_inv.reshape(-1), ends_u, tb, m
     if stats is not None:
         stats["pruned_mass"] = stats.get("pruned_mass", 0.0) + pruned

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import closing
 
 from ..errors import FormatError, MismatchError
+from ..io.common import output_mode
 from .index import IndexHit
 
 SCHEMA_VERSION = "1"
@@ -112,6 +113,7 @@ class IndexWriter:
         self.settings = {k: json.dumps(settings.get(k)) for k in META_KEYS}
         directory = os.path.dirname(os.path.abspath(self.path))
         fd, self._tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.tmp-", dir=directory)
+        os.fchmod(fd, output_mode(self.path))  # the mode of any new file (umask), not mkstemp's 0600
         os.close(fd)
         self._done = False
         try:

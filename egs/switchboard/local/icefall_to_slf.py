@@ -50,7 +50,7 @@ def main() -> None:
             else:
                 raise FormatError(f"{len(lats)} lattices but no {os.path.basename(keys_file)} naming their utterances",
                                   path=pt)
-            for key, lat in zip(keys, lats):
+            for key, lat in zip(keys, lats, strict=True):  # lengths checked above
                 if key in seen:
                     raise MismatchError(f"utterance {key!r} also in {seen[key]}", path=pt, key=key)
                 seen[key] = pt

@@ -85,7 +85,7 @@ def build(out: str) -> None:
         for conv, turns in CONVERSATIONS.items():
             pieces = {"A": [], "B": []}
             t = GAP
-            txt_lines = [f"#Language: eng", f"#File id: {conv}", ""]
+            txt_lines = ["#Language: eng", f"#File id: {conv}", ""]
             for side, corpus, utt in turns:
                 wav = os.path.join(DATA, corpus, f"{utt}.wav")
                 dur = wav_duration(wav)
@@ -117,11 +117,11 @@ def build(out: str) -> None:
             subprocess.run(["sox", "-M", *channel_wavs, "-t", "sph", "-e", "signed-integer", "-b", "16", sph], check=True)
             with open(os.path.join(ref_dir, "english", f"{conv}.txt"), "w", encoding="utf-8") as f:
                 f.write("\n".join(txt_lines) + "\n")
-    body = sorted(l for l in stm_lines if not l.startswith(";;"))
+    body = sorted(line for line in stm_lines if not line.startswith(";;"))
     # NIST STMs are sorted by file, channel, start time.
-    body.sort(key=lambda l: (l.split()[0], l.split()[1], float(l.split()[3])))
+    body.sort(key=lambda line: (line.split()[0], line.split()[1], float(line.split()[3])))
     with open(os.path.join(ref_dir, "hub5e00.english.000405.stm"), "w", encoding="utf-8") as f:
-        f.write("\n".join([l for l in stm_lines if l.startswith(";;")] + body) + "\n")
+        f.write("\n".join([line for line in stm_lines if line.startswith(";;")] + body) + "\n")
     with open(os.path.join(ref_dir, "en20000405_hub5.glm"), "w", encoding="utf-8") as f:
         f.write(GLM)
 

@@ -43,7 +43,7 @@ def stm_from_lhotse(corpus: str) -> list[str]:
         end = sup.start + sup.duration
         lines.append(f"{sup.recording_id} {side} {sup.recording_id}_{side} {sup.start:.2f} {end:.2f} <o,f0,unknown> "
                      f"{sup.text.lower()}")
-    lines.sort(key=lambda l: (l.split()[0], l.split()[1], float(l.split()[3])))
+    lines.sort(key=lambda line: (line.split()[0], line.split()[1], float(line.split()[3])))
     return lines
 
 
@@ -70,12 +70,12 @@ def main() -> None:
     os.makedirs(args.data, exist_ok=True)
 
     if args.corrected_stm:
-        stm_lines = [l.rstrip("\n") for l in open(args.corrected_stm, encoding="utf-8")]
+        stm_lines = [line.rstrip("\n") for line in open(args.corrected_stm, encoding="utf-8")]
     elif args.stm_source == "lhotse":
-        header = [l.rstrip("\n") for l in open(ldc_stm, encoding="utf-8") if l.startswith(";;")]
+        header = [line.rstrip("\n") for line in open(ldc_stm, encoding="utf-8") if line.startswith(";;")]
         stm_lines = header + stm_from_lhotse(args.corpus)
     else:
-        stm_lines = [l.rstrip("\n") for l in open(ldc_stm, encoding="utf-8")]
+        stm_lines = [line.rstrip("\n") for line in open(ldc_stm, encoding="utf-8")]
 
     files = {os.path.splitext(os.path.basename(p))[0]: os.path.abspath(p) for p in sphs}
     segments, text, utt2spk, recos = [], [], [], set()
@@ -106,7 +106,7 @@ def main() -> None:
         tmp = os.path.join(args.data, f".{name}.tmp")
         try:
             with open(tmp, "w", encoding="utf-8") as fh:
-                fh.writelines(l + "\n" for l in lines)
+                fh.writelines(line + "\n" for line in lines)
             os.replace(tmp, os.path.join(args.data, name))
         finally:  # no temporary file left on failure
             if os.path.exists(tmp):
