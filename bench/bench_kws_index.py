@@ -46,11 +46,11 @@ sys.path.insert(0, str(REPO / "bench"))
 from _alt_helpers import read_slf_lattice  # noqa: E402
 from bench_phrases import big_lattice_slf  # noqa: E402
 
+from lattice_tools.io.kwlist import KeywordTerm  # noqa: E402
 from lattice_tools.kws.build import build_lattice_index  # noqa: E402
 from lattice_tools.kws.index import index_lattice  # noqa: E402
 from lattice_tools.kws.search import search  # noqa: E402
 from lattice_tools.kws.store import TermIndex  # noqa: E402
-from lattice_tools.kws.types import KeywordTerm  # noqa: E402
 
 
 def kaldi_bin(name: str) -> str | None:

@@ -20,6 +20,9 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+#: The CTM channel every command writes unless told otherwise (docs/formats.md, "Channels").
+DEFAULT_CHANNEL = "1"
+
 
 @dataclass(frozen=True)
 class Alternative:
@@ -92,7 +95,7 @@ class Alternatives:
     slots: tuple[Slot, ...]
     kind: str = "phrase"
     file: str = ""
-    channel: str = "1"
+    channel: str = DEFAULT_CHANNEL
     meta: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):

@@ -45,7 +45,7 @@ def _bundled(corpus: str) -> tuple[list[str], str]:
 def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
     """An STM with one segment per bundled utterance (file = utterance id, channel 1 -- the channel every
     CTM of the toolkit has by default -- whole file)."""
-    from .io.common import atomic_write
+    from .files import atomic_write
     from .io.trn import read_trn
 
     text = {u.utt_id: u.text for p in trn_paths for u in read_trn(p)}
@@ -185,7 +185,7 @@ def oracle_reference_times(lattices: Sequence, transcripts: Mapping[str, str], *
 
 
 def _write_reference_ctm(records: Sequence, path: str) -> None:
-    from .io.common import atomic_write
+    from .files import atomic_write
 
     with atomic_write(path) as f:
         for r in records:
@@ -230,7 +230,7 @@ def run_demo_kws(lattices: Sequence, timing_lattices: Sequence, transcripts: Map
 
 def _append_kws_section(study_md: str, kws_result, kws_dir: str) -> None:
     """Replace study.md's KWS section (everything from :data:`KWS_MARKER`) by this run's."""
-    from .io.common import atomic_write
+    from .files import atomic_write
     from .kws.study import study_markdown
 
     with open(study_md, encoding="utf-8") as f:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 
+from .files import atomic_write
 from .io import kaldi_tables as T
-from .io.common import atomic_write
 from .io.inputs import read_lattice_inputs
 from .lattice import Lattice
 

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 
 from .errors import FormatError, LatticeToolsError, MismatchError
-from .io.common import atomic_write, open_binary_input, read_text_lines, write_json
+from .files import atomic_write, open_binary_input, read_text_lines, write_json
 
 _BLOCK = 1 << 20  # merge writes fixed-size blocks so gzip output does not depend on part boundaries
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from .errors import FormatError, SymbolError
+from .files import atomic_write, read_text_lines
 
 EPSILON = "<eps>"
 
@@ -47,8 +48,6 @@ class SymbolTable:
     @classmethod
     def read(cls, path: str) -> SymbolTable:
         """Read a ``words.txt``: one ``symbol id`` per line (whitespace separated)."""
-        from .io.common import read_text_lines
-
         pairs = []
         for lineno, line in read_text_lines(str(path)):
             parts = line.split()
@@ -60,8 +59,6 @@ class SymbolTable:
         return cls(pairs)
 
     def write(self, path: str) -> None:
-        from .io.common import atomic_write
-
         with atomic_write(path) as f:
             for idx in sorted(self._id2word):
                 f.write(f"{self._id2word[idx]} {idx}\n")

@@ -8,7 +8,7 @@ import pytest
 from lattice_tools import Alternative, Alternatives, ErrorCounts, Lattice, Slot, SymbolTable
 from lattice_tools.alternatives.network import depth_statistics
 from lattice_tools.errors import FormatError, LatticeError, SymbolError
-from lattice_tools.io.common import atomic_write, read_text_lines
+from lattice_tools.files import atomic_write, read_text_lines
 from lattice_tools.lattice import connect
 
 INF = math.inf

@@ -10,11 +10,10 @@ from _kws_helpers import DATA
 
 from lattice_tools.errors import FormatError
 from lattice_tools.io.ecf import Ecf, EcfExcerpt, file_id_of, read_ecf, write_ecf
-from lattice_tools.io.kwlist import read_kwlist, read_kwlist_file, write_kwlist
-from lattice_tools.io.kwslist import read_kwslist, write_kwslist
+from lattice_tools.io.kwlist import KeywordTerm, read_kwlist, read_kwlist_file, write_kwlist
+from lattice_tools.io.kwslist import Detection, read_kwslist, write_kwslist
 from lattice_tools.io.rttm import RttmRecord, check_overlaps, lexemes_from_ctm, read_rttm, write_rttm
 from lattice_tools.kws.kwlist_make import make_kwlist
-from lattice_tools.kws.types import Detection, KeywordTerm
 
 COMMON = DATA / "common"
 

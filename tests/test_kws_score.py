@@ -11,12 +11,11 @@ from _kws_helpers import DATA, compare_reports, f4de_root, f4de_skip_reason, ran
 
 from lattice_tools.errors import FormatError, MismatchError
 from lattice_tools.io.ecf import Ecf, EcfExcerpt, read_ecf
-from lattice_tools.io.kwlist import read_kwlist_file
-from lattice_tools.io.kwslist import KwsList, read_kwslist
+from lattice_tools.io.kwlist import KeywordTerm, read_kwlist_file
+from lattice_tools.io.kwslist import Detection, KwsList, read_kwslist
 from lattice_tools.io.rttm import RttmRecord, read_rttm
 from lattice_tools.kws.f4de_report import alignment_csv, f4de_stdout
 from lattice_tools.kws.score import score_kws
-from lattice_tools.kws.types import Detection, KeywordTerm
 
 EXPECTED = DATA / "expected"
 

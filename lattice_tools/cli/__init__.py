@@ -91,7 +91,7 @@ class LazyGroup(LazyCommandGroup):
             click.echo(f"lattice-tools: error: unexpected end of input ({exc})", err=True)
             ctx.exit(2)
         except KeyboardInterrupt:  # pragma: no cover
-            from ..io.common import remove_live_temporaries
+            from ..files import remove_live_temporaries
 
             remove_live_temporaries()
             click.echo("lattice-tools: interrupted", err=True)
@@ -175,7 +175,7 @@ def _install_signal_handlers() -> dict:
 def _die_by_signal(signum: int):
     """Remove temporaries, then end by ``signum`` with its default action (the exit status a shell
     and a job scheduler expect: 128 + signum)."""
-    from ..io.common import remove_live_temporaries
+    from ..files import remove_live_temporaries
 
     remove_live_temporaries()
     try:

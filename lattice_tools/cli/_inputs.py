@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import click
 
-#: The CTM channel every command writes unless told otherwise (docs/formats.md, "Channels").
-DEFAULT_CHANNEL = "1"
+from ..alternatives_network import DEFAULT_CHANNEL
 
 
 def lattice_input_options(f):

@@ -91,7 +91,7 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     Prints F4DE's summary table (and the per-keyword block table); numbers are F4DE's to the last digit."""
     import os
 
-    from ..io.common import atomic_write
+    from ..files import atomic_write
     from ..kws.f4de_report import alignment_csv, block_table, summary_table
     from ..kws.score import score_kws_files
 
@@ -214,7 +214,7 @@ def study_command(inputs, out, rttm, ctm, ecf, kwlist, num_terms, seed, represen
     """The spoken-term-detection study: index the 1-best, N-best lists, sausages, phrase alternatives and the
     whole lattice of INPUTS, search one keyword list in each and score it like F4DE (ATWV, MTWV, OTWV, STWV),
     with index sizes and times; prints the table and the invariants (docs/kws.md, "The STD study")."""
-    from ..io.common import atomic_write
+    from ..files import atomic_write
     from ..kws.study import kws_study_files
 
     if max_length < 1:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 import click
 
 from ..errors import FormatError, MismatchError
-from ..io.common import atomic_write
+from ..files import atomic_write
 from ._inputs import channel_option, lattice_input_options
 
 _REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
@@ -36,7 +36,7 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                 yield alts.__class__(key=f"{alts.file}:{alts.channel}", slots=alts.slots, kind=alts.kind,
                                      file=alts.file, channel=alts.channel)
             continue
-        from .alternatives import iter_lattices
+        from ..alternatives.lattices_to_ctm import iter_lattices
         for lat in iter_lattices([spec], format, words, frame_shift, frame_subsampling_factor):
             if isinstance(lat, tuple):
                 lat = lat[0]
@@ -112,8 +112,8 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
 
     --words is also the vocabulary of the out-of-vocabulary check (default: the lattices' words, or
     the words an alt-CTM holds)."""
+    from ..alternatives.lattices_to_ctm import iter_lattices, read_segments
     from ..kws.build import build_alternatives_index, build_lattice_index
-    from .alternatives import iter_lattices, read_segments
 
     seg = read_segments(segments, channel) if segments else None
     max_sil = None if max_silence < 0 else max_silence
@@ -156,8 +156,8 @@ def merge_command(shards, out, json_out):
 
 def read_keyword_text(path: str, encoding: str = "utf-8") -> list:
     """A plain keyword list, one ``KWID word [word ...]`` per line (Kaldi's keywords.txt with words)."""
-    from ..io.common import read_text_lines
-    from ..kws.types import KeywordTerm
+    from ..files import read_text_lines
+    from ..io.kwlist import KeywordTerm
 
     terms = []
     for lineno, line in read_text_lines(path, encoding):

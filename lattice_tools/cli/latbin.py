@@ -177,7 +177,7 @@ def oracle_path_command(lattices, format, words, frame_shift, frame_subsampling_
     """Kaldi's lattice-oracle on LATTICES: the path with the fewest word errors (Levenshtein, weights
     ignored) against word ids.  For STM/trn references, sclite costs and other representations use 'oracle'."""
     from ..errors import FormatError
-    from ..io.common import atomic_write
+    from ..files import atomic_write
     from ..latbin import oracle
 
     try:

@@ -7,7 +7,7 @@ import math
 import click
 
 from ..algorithms.statistics import lattice_info
-from ..io.common import write_json
+from ..files import write_json
 from ..io.convert import convert_lattices
 from ._inputs import lattice_input_options
 from ._options import LATTICE_FORMATS, json_option, option, out_option

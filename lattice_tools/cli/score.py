@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..io.common import write_json
+from ..files import write_json
 from ._options import check_one_stdout, json_option, out_option
 
 # '-h' is the hypothesis here (as in sclite), so help is only '--help'.
@@ -86,7 +86,7 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
               help="Text encoding of the STM, CTM and GLM files (e.g. latin-1, gb2312).")
 def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out, encoding):
     """WER under successive scoring configurations (seed 001 Table 1)."""
-    from ..io.common import atomic_write
+    from ..files import atomic_write
     from ..scoring.ladder import ladder_markdown, run_ladder
 
     def parse(items):

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FormatError, LatticeToolsError, SymbolError, require
-from ..io.common import atomic_write, read_text_lines
+from ..files import atomic_write, read_text_lines
 from ..symbols import SymbolTable
 from ._fst import FstArrays, arrays_to_fst, fst_to_arrays, make_arrays
 

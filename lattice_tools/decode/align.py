@@ -75,7 +75,7 @@ def read_transcripts(path: str, encoding: str = "utf-8") -> dict[str, str]:
 
     The format is decided by the first non-blank line (trn lines end with ``)``).  A key given twice
     is a MismatchError naming both lines."""
-    from ..io.common import read_text_lines
+    from ..files import read_text_lines
     from ..io.trn import parse_trn_line
 
     out: dict[str, str] = {}

@@ -24,7 +24,7 @@ import wave
 from collections.abc import Sequence
 
 from ..errors import FormatError, MismatchError, MissingDependencyError
-from ..io.common import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
+from ..files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
 from ..lattice import Lattice
 from ..symbols import SymbolTable
 

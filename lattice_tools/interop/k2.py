@@ -119,7 +119,7 @@ def load_k2(path, words=None, frame_shift: float = 0.04, subsampling: int = 1):
 def save_k2(lattices, path, *, aux_labels: str = "tensor") -> None:
     """Write lattices through k2: ``torch.save(to_k2(lattices).as_dict(), path)`` (atomically)."""
     torch = require("torch", "torch")
-    from ..io.common import atomic_write
+    from ..files import atomic_write
 
     fsa = to_k2(lattices, aux_labels=aux_labels)
     with atomic_write(str(path), "wb", compress=False) as f:

@@ -17,7 +17,7 @@ import xml.parsers.expat
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from .common import open_binary_input
+from ..files import open_binary_input
 
 
 @dataclass

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 
 from ..alternatives_network import Alternative, Alternatives, Slot, depth_statistics
 from ..errors import FormatError
-from .common import atomic_write
+from ..files import atomic_write
 from .ctm import CtmAltBlock, CtmWord, format_ctm_item, read_ctm
 
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import BudgetExceededError, FormatError
-from .common import atomic_write, read_text_lines
+from ..files import atomic_write, read_text_lines
 from .stm import FLT_MAX, MAX_ALTERNATION_DEPTH
 
 ALT_BEGIN = "<ALT_BEGIN>"

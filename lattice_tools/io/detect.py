@@ -62,7 +62,7 @@ def _sample_lines(path: str, encoding: str) -> list[str]:
         if len(data) > _SNIFF_BYTES:
             lines.pop()                # cut mid-line
     else:
-        from .common import open_text_input
+        from ..files import open_text_input
 
         lines = []
         try:

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
+from ..files import atomic_write
 from ._xml import float_attr, parse_xml, require_attr, xml_escape
-from .common import atomic_write
 
 # The source type whose excerpts F4DE counts at half their duration (a conversation split in two channels).
 SPLIT_CTS = "splitcts"

@@ -34,7 +34,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 
 from ..errors import FormatError
-from .common import open_binary_input
+from ..files import open_binary_input
 
 # rfilter1 reads rule lines with fgets(buf, 132): at most 131 bytes per read.
 RFILTER1_LINE_BYTES = 131

@@ -33,9 +33,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import FormatError, LatticeError, SymbolError, require
+from ..files import atomic_write, open_binary_input
 from ..lattice import Lattice
 from ..symbols import SymbolTable
-from .common import atomic_write, open_binary_input
 
 __all__ = ["Ragged", "load_k2_dict", "read_k2_lattices", "write_k2_lattice"]
 

@@ -60,11 +60,11 @@ from typing import IO
 import numpy as np
 
 from ..errors import FormatError, LatticeError, MismatchError
+from ..files import atomic_write, open_binary_input
 from ..lattice import Lattice
 from ..symbols import SymbolTable
 from ._kaldi_lattice import lattice_to_raw, raw_to_lattice
 from ._kaldi_text import RawFst, parse_text_block, parse_text_fst
-from .common import atomic_write, open_binary_input
 
 FST_MAGIC = 2125659606
 _MAGIC_BYTES = struct.pack("<i", FST_MAGIC)
@@ -435,7 +435,7 @@ def _skip_to(f: IO[bytes], offset: int, target: str, path: str, lineno: int, key
 
 
 def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
-    from .common import read_text_lines
+    from ..files import read_text_lines
 
     seen = set()
     for lineno, line in read_text_lines(path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import FormatError
-from .common import read_text_lines
+from ..files import read_text_lines
 
 
 def read_segments(path: str) -> dict[str, tuple[str, float, float]]:

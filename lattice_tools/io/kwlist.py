@@ -9,7 +9,7 @@
       </kw>
     </kwlist>
 
-:func:`read_kwlist` returns the terms as :class:`~lattice_tools.kws.types.KeywordTerm` (the type the index,
+:func:`read_kwlist` returns the terms as :class:`KeywordTerm` (the type the index,
 the search and the scorer share); :func:`read_kwlist_file` also returns the header attributes and each
 term's ``<kwinfo>`` attributes (which F4DE's ``-q`` conditional reports group by).  Duplicate keyword
 ids and empty terms are errors naming the line.
@@ -20,9 +20,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from ..kws.types import KeywordTerm
+from ..files import atomic_write
 from ._xml import parse_xml, require_attr, xml_escape
-from .common import atomic_write
+
+
+@dataclass(frozen=True)
+class KeywordTerm:
+    """One term of a keyword list: its id (``KW-0001``) and its text as written in the KWlist."""
+
+    kwid: str
+    text: str
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The term's words (white-space separated text)."""
+        return tuple(self.text.split())
 
 
 @dataclass(frozen=True)

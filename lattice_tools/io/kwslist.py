@@ -8,7 +8,7 @@
       </detected_kwlist>
     </kwslist>
 
-Detections are :class:`~lattice_tools.kws.types.Detection`.  ``<kwslist min_score= max_score=>`` (optional,
+Detections are :class:`Detection`.  ``<kwslist min_score= max_score=>`` (optional,
 both or neither) bound the scores and are used by the scorer's matching kernel, as in F4DE.  A ``file``
 attribute is reduced to its base name, and ``.sph`` is dropped (F4DE does the same).
 """
@@ -20,9 +20,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from ..kws.types import Detection
+from ..files import atomic_write
 from ._xml import read_xml_bytes, run_parser, safe_parser, xml_escape
-from .common import atomic_write
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One putative occurrence of a term: where (file, channel, start and duration in seconds), how sure
+    (``score``, higher is surer) and the system's YES/NO ``decision``."""
+
+    kwid: str
+    file: str
+    channel: str
+    tbeg: float
+    dur: float
+    score: float
+    decision: bool
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ import re
 import numpy as np
 
 from ..errors import FormatError, LatticeError, SymbolError
+from ..files import atomic_write, read_text_lines
 from ..lattice import Lattice
 from ..symbols import SymbolTable
-from .common import atomic_write, read_text_lines
 
 # ASCII decimal only: str.isdigit() also takes "²" and "①", which int() rejects, and int() takes
 # "٣" and "1_000", which OpenFst does not.  OpenFst's standard arcs store labels and states as int32.

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from .common import atomic_write, open_binary_input
+from ..files import atomic_write, open_binary_input
 
 
 @dataclass(frozen=True)

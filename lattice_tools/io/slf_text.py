@@ -12,7 +12,7 @@ import warnings
 import zlib
 
 from ..errors import FormatError
-from .common import open_binary_input
+from ..files import open_binary_input
 
 # Non-words of HTK (!NULL, HVite's !SENT_START/!SENT_END, the HTK book's !ENTER/!EXIT and
 # SENT-START/SENT-END), SRILM (<s>, </s>, the pause -pau-) and Sphinx (<s>, </s>, <sil>).

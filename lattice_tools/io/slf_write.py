@@ -10,8 +10,8 @@ import os
 import numpy as np
 
 from ..errors import LatticeError
+from ..files import atomic_write
 from ..lattice import Lattice
-from .common import atomic_write
 
 
 def _state_times(lat: Lattice) -> np.ndarray | None:

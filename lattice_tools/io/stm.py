@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from .common import atomic_write, read_text_lines
+from ..files import atomic_write, read_text_lines
 
 IGNORE_TIME_SEGMENT = "IGNORE_TIME_SEGMENT_IN_SCORING"
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from .common import atomic_write, read_text_lines
+from ..files import atomic_write, read_text_lines
 from .stm import check_alternation_depth
 
 

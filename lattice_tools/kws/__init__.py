@@ -1,4 +1,5 @@
 """Spoken term detection (keyword search): index alternatives and lattices, search terms, score like F4DE.
 
-The types every part of the keyword-search loop exchanges live in :mod:`lattice_tools.kws.types`.
+The records every part of the keyword-search loop exchanges are the file formats' own:
+:class:`lattice_tools.io.kwlist.KeywordTerm` and :class:`lattice_tools.io.kwslist.Detection`.
 """

@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ..errors import LatticeToolsError
+from ..io.kwlist import KeywordTerm
 from ..io.rttm import RttmRecord
-from .types import KeywordTerm
 
 _BAD = re.compile(r"[()\[\]<>{}%*~/\-]")
 _LETTER = re.compile(r"[^\W\d_]")

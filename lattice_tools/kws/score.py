@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ..errors import MismatchError
 from ..io.ecf import Ecf
-from ..io.kwlist import KwList
+from ..io.kwlist import KeywordTerm, KwList
 from ..io.kwslist import KwsList
 from ..io.rttm import RttmRecord
 from .matching import match
@@ -39,7 +39,6 @@ from .measures import KwsScore, Metric, OperatingPoint, TermResult, evaluate
 from .references import ReferenceIndex, RefWord, char_split, perl_num
 from .segment_scoring import score_segments
 from .trials import Block, Trials
-from .types import KeywordTerm
 
 # F4DE's matching kernel weights (KWSAlignment.pm).
 EPSILON_TIME = 1e-8

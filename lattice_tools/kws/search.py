@@ -37,9 +37,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import MismatchError
+from ..io.kwlist import KeywordTerm
+from ..io.kwslist import Detection
 from .index import IndexHit
 from .store import TermIndex
-from .types import Detection, KeywordTerm
 
 NORMALIZATIONS = ("none", "kst", "sum-to-one")
 DEFAULT_BETA = 999.9

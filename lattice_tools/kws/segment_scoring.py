@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from ..errors import MismatchError
 from ..io.ecf import Ecf
 from ..io.kwlist import KwList
-from ..io.kwslist import KwsList
+from ..io.kwslist import Detection, KwsList
 from ..io.rttm import RttmRecord
 from .references import ReferenceIndex, RefWord, round4
 from .trials import Trials
-from .types import Detection
 
 
 @dataclass(eq=False)

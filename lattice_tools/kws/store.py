@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import closing
 
 from ..errors import FormatError, MismatchError
-from ..io.common import output_mode
+from ..files import output_mode
 from .index import IndexHit
 
 SCHEMA_VERSION = "1"

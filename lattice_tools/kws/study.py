@@ -30,12 +30,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..errors import BudgetExceededError, LatticeToolsError, MismatchError
-from ..io.common import atomic_write, write_json
+from ..files import atomic_write, write_json
 from ..io.ecf import Ecf, EcfExcerpt
+from ..io.kwlist import KeywordTerm
 from ..io.rttm import RttmRecord
 from ..lattice import Lattice
 from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE
-from .types import KeywordTerm
 
 KINDS = ("1best", "nbest", "sausage", "phrase", "lattice")
 

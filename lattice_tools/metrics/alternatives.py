@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..alternatives_network import Alternatives
-from ..io.common import atomic_write
+from ..files import atomic_write
 from .entities import contains_sequence
 from .levenshtein import edit_distance
 from .text import graphemes

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import FormatError, MismatchError
-from ..io.common import read_text_lines
+from ..files import read_text_lines
 from ..io.detect import detect_transcript_format
 from ..io.trn import parse_trn_line
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from .._budget import memory_budget
 from ..errors import LatticeToolsError, MismatchError
-from ..io.common import discard_temporary, write_json
+from ..files import discard_temporary, write_json
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_wer

@@ -129,7 +129,7 @@ def load_references(path: str, *, glm: str | None = None, fmt: str | None = None
     fmt = detect_transcript_format(p, fmt, allowed=("stm", "trn", "text"), role="reference",
                                    option="--ref-format", encoding=encoding)
     if glm is not None:
-        from ..io.common import discard_temporary
+        from ..files import discard_temporary
 
         tmp = glm_filtered_copy(p, glm, fmt, encoding)
         try:  # (the filtered copy is a scratch file: removed as soon as it is read)
@@ -178,7 +178,7 @@ def glm_filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") ->
         raise LatticeToolsError(f"a GLM can be applied to stm, trn or text references, not {fmt!r}", path=path)
     import atexit
 
-    from ..io.common import _LIVE_TEMPS, discard_temporary
+    from ..files import _LIVE_TEMPS, discard_temporary
 
     fd, tmp = tempfile.mkstemp(prefix="lattice-tools-ref.", suffix="." + fmt)
     os.close(fd)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from ..alternatives.network import depth_statistics
 from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
-from ..io.common import atomic_write, write_json
+from ..files import atomic_write, write_json
 from ..io.inputs import check_times, check_word_table, is_text
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 
-from ..io.common import discard_temporary, json_text, make_temporary, output_mode, remove_stale_temporaries
+from ..files import discard_temporary, json_text, make_temporary, output_mode, remove_stale_temporaries
 from .counts import ErrorCounts
 from .network import upper_case
 

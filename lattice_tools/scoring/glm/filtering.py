@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from ...errors import FormatError
-from ...io.common import atomic_write, decode_error, open_binary_input
+from ...files import atomic_write, decode_error, open_binary_input
 from ...io.ctm import CtmWord, format_ctm_item, format_ctm_word, parse_ctm_lines
 from ...io.glm import Glm, read_glm
 from ...io.stm import Stm, format_stm_segment, parse_stm_line

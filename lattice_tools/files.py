@@ -1,4 +1,4 @@
-"""Shared I/O helpers: transparent gzip, ``-`` for stdin/stdout, atomic writes."""
+"""Shared file helpers of every layer: transparent gzip, ``-`` for stdin/stdout, atomic writes, JSON output."""
 from __future__ import annotations
 
 import contextlib
@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterator
 from typing import IO
 
-from ..errors import FormatError
+from .errors import FormatError
 
 
 def is_gzip_path(path: str) -> bool:

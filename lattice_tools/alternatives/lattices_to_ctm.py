@@ -1,0 +1,103 @@
+"""Lattices to an alt-CTM file: the job behind ``lattice-tools nbest|sausage|phrases``.
+
+Streams the lattices one utterance at a time (memory bounded by one lattice plus the list of slot depths).
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+
+from tqdm import tqdm
+
+from .._budget import memory_budget
+from ..alternatives_network import DEFAULT_CHANNEL
+from ..errors import MismatchError
+from ..files import write_json
+from ..io.altctm import AlternativesCtmWriter
+from ..io.inputs import check_times, has_bare_word_ids, read_lattice_inputs
+from ..io.kaldi_data import read_segments as read_kaldi_segments
+
+#: The default memory budget of the searches (bytes of resident memory): what the demo's densest
+#: N = inf search needs (3.9 GB measured) fits; a runaway search stops well before a laptop swaps.
+DEFAULT_MAX_MEMORY = 4 << 30
+
+
+def read_segments(path: str, channel: str = DEFAULT_CHANNEL) -> dict[str, tuple[str, str, float]]:
+    """Kaldi ``segments`` -> ``{utt: (file, channel, start)}`` (the recording id is the CTM file)."""
+    return {utt: (reco, channel, start) for utt, (reco, start, _end) in read_kaldi_segments(path).items()}
+
+
+def iter_lattices(specs: Iterable[str], format: str | None = None, words: str | None = None,
+                  frame_shift: float | None = None, frame_subsampling_factor: int | None = None) -> Iterator:
+    """Lattices from files/archives (:func:`lattice_tools.io.read_lattice_inputs`: keys unique across inputs)."""
+    yield from read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor)
+
+
+def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out: str, *, json_out: str | None = None,
+                          segments: str | None = None, posterior_threshold: float = 0.1, acoustic_scale: float = 1.0,
+                          lm_scale: float = 1.0, word_penalty: float = 0.0, format: str | None = None,
+                          words: str | None = None, frame_shift: float | None = None,
+                          frame_subsampling_factor: int | None = None, channel: str = DEFAULT_CHANNEL,
+                          allow_untimed: bool = False, progress: bool | None = None,
+                          max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
+    """Compute ``kind`` (``nbest``/``sausage``/``phrases``) alternatives of every lattice, write them as
+    an alt-CTM ``out`` cut to depth ``n`` (None = all) and return the statistics (also written as JSON to
+    ``json_out`` when given).
+
+    Each lattice goes to CTM file = its key (or its recording with ``segments``) and ``channel``.
+    A lattice without word times is refused (FormatError naming ``--allow-untimed``) unless
+    ``allow_untimed``: its CTM times would all be 0 and, for phrases, it would be one block.
+
+    The searches (N-best, phrases) are bounded by ``max_memory`` bytes of resident memory (None: no
+    bound) instead of counts of search nodes and determinized states; past it they stop with
+    :class:`~lattice_tools.errors.BudgetExceededError` naming ``max_memory`` (the CLI says
+    ``--max-memory``)."""
+    bare: list[str] = []
+    seg = read_segments(segments, channel) if segments else None
+    kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    # the memory budget replaces the node/state counts (which a user cannot relate to the machine)
+    unbounded = dict(max_pops=sys.maxsize, max_states=sys.maxsize)
+    if kind == "nbest":
+        from .nbest_lists import nbest
+
+        def compute(lat):
+            return nbest(lat, n, **kw, **unbounded)
+    elif kind == "sausage":
+        from .sausages import sausage
+
+        def compute(lat):
+            return sausage(lat, n, **kw)
+    elif kind == "phrases":
+        from .phrase_alternatives import phrases
+
+        def compute(lat):
+            return phrases(lat, n, posterior_threshold, **kw, **unbounded)
+    else:
+        raise ValueError(f"unknown kind {kind!r}")
+    disable = (not sys.stderr.isatty()) if progress is None else not progress
+    with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer:
+        lats = iter_lattices(lattices, format, words, frame_shift, frame_subsampling_factor)
+        for lat in tqdm(lats, desc=kind, unit="lat", disable=disable, file=sys.stderr):
+            check_times(lat, allow_untimed=allow_untimed, what=f"the {kind} alt-CTM")
+            if has_bare_word_ids(lat.symbols):
+                bare.append(lat.key)
+            alts = compute(lat)
+            if seg is not None:
+                if lat.key not in seg:
+                    raise MismatchError(f"utterance {lat.key!r} is not in the segments file {segments}", key=lat.key)
+                alts = alts.with_location(*seg[lat.key])
+            elif alts.channel != channel:
+                alts = alts.with_location(alts.file, channel, 0.0)
+            writer.write(alts)
+    result = writer.stats()
+    result["kind"] = kind
+    if bare:
+        # ids in a CTM score as 100 % errors against any text reference
+        result["warnings"] = [f"{len(bare)} lattice(s) (first: {bare[0]!r}) have bare integer word ids (no word "
+                              "table): the CTM has ids, not words; pass --words words.txt"]
+    if kind == "phrases":
+        result["posterior_threshold"] = posterior_threshold
+    if json_out:
+        write_json(json_out, result)
+    return result
