@@ -106,6 +106,8 @@ def test_options_keep_their_names_and_defaults(name):
             if parameter is None or parameter.default is inspect.Parameter.empty:
                 continue
             default = options[option].default
+            if type(default).__module__.startswith("click"):  # click's "no default given" sentinel (click >= 8.3)
+                continue
             if callable(default) or options[option].multiple or keyword.arg != option:
                 continue
             if isinstance(default, str):  # what the command passes: '4G' -> 4294967296, '10' -> 10
