@@ -20,15 +20,9 @@ Names are imported on first use, so ``import lattice_tools`` (and every command 
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from .errors import FormatError, LatticeToolsError, MismatchError, SymbolError
-
-try:  # pyproject.toml is the only place the version is written
-    __version__ = version("lattice-tools")
-except PackageNotFoundError:  # a source tree on PYTHONPATH that was never installed
-    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from .algorithms import (
@@ -102,7 +96,21 @@ _LAZY = {
 }
 
 
+def _version() -> str:
+    # pyproject.toml is the only place the version is written; reading the metadata costs ~15 ms, so it is
+    # read on first use, not by every command line run
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lattice-tools")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
