@@ -216,3 +216,10 @@ def test_cli_kwlist(tmp_path):
     assert len(terms) == 4 and [t.kwid for t in terms] == ["KW-0001", "KW-0002", "KW-0003", "KW-0004"]
     p = _cli("kwlist", "-r", COMMON / "test6.rttm", "--ctm", COMMON / "test6.rttm", "-o", out)
     assert p.returncode == 2
+
+
+def test_kwslist_writer_refuses_a_negative_duration(tmp_path):
+    bad = [Detection("KW-1", "f", "1", 1.0, -0.2, 0.5, True)]
+    with pytest.raises(FormatError, match="negative duration"):
+        write_kwslist(tmp_path / "s.xml", bad, kwlist_filename="k.xml")
+    assert not (tmp_path / "s.xml").exists()

@@ -74,7 +74,9 @@ def compare(lat, max_length, max_silence):
     ours = hits_by_key(lat, index_lattice(lat, max_length=max_length, max_silence=max_silence))
     ref = defaultdict(list)
     for key, (p, b, e) in brute_force_hits(lat, max_length, max_silence).items():
-        ref[tuple(w for w, _ in key)].append((round(b, 6), round(e, 6), p))
+        # a time-inverted term (incoherent times: the last word ends before the first starts) spans
+        # from the earlier to the later of the two times (docs/kws-index.md)
+        ref[tuple(w for w, _ in key)].append((round(min(b, e), 6), round(max(b, e), 6), p))
     assert set(ours) == set(ref)
     for words in ref:
         a = sorted(ours[words])
@@ -150,6 +152,15 @@ def test_alternatives_terms_cross_slots_and_multiply():
     late = Alternatives("u", (Slot(0, 2, (a,)), Slot(5, 6, (Alternative(("w",), (5.0,), (1.0,), 1.0),))), kind="1best")
     assert ("y", "w") not in {h.words for h in index_alternatives(late, max_silence=0.5)}
     assert ("y", "w") in {h.words for h in index_alternatives(late, max_silence=3.0)}
+
+
+def test_time_inverted_sausage_term_gets_a_nonnegative_span():
+    # bin 2's word ends (0.6) before bin 1's word starts (1.0): words of two different paths
+    a = Alternative(("a",), (1.0,), (0.5,), 1.0)
+    b = Alternative(("b",), (0.4,), (0.2,), 1.0)
+    alts = Alternatives("u", (Slot(0, 2, (a,)), Slot(0, 2, (b,))), kind="sausage")
+    hit = next(h for h in index_alternatives(alts, max_length=2, max_silence=None) if h.words == ("a", "b"))
+    assert (hit.tbeg, hit.dur) == pytest.approx((0.6, 0.4))
 
 
 def _expected_counts(hits):

@@ -216,6 +216,9 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
         if not (math.isfinite(d.tbeg) and math.isfinite(d.dur) and math.isfinite(d.score)):
             raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} has a non-finite time or score",
                               path=str(path))
+        if d.dur < 0:  # what read_kwslist (and F4DE) refuse is never written
+            raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} at {d.tbeg} has a negative duration "
+                              f"({d.dur})", path=str(path))
         groups.setdefault(d.kwid, []).append(d)
     oov = set(oov_kwids)
     with atomic_write(path) as f:

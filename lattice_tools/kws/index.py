@@ -496,8 +496,12 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
 def _hits(net: WordNetwork, utterance: str, file: str, channel: str, offset: float, max_length: int,
           max_silence: float | None, min_posterior: float, max_candidates: int, stats: dict | None) -> list[IndexHit]:
     names = net.words
-    return [IndexHit(tuple(names[w] for w in ws), utterance, file, channel, round(b + offset, 6),
-                     round(e - b, 6), m)
+    # A term across sausage bins can be time-inverted: a later bin's word may end before an earlier bin's
+    # word starts (the bins' words come from different paths).  Such a hit spans from the earlier to the
+    # later of the first word's start and the last word's end (docs/kws-index.md); a lattice whose times are
+    # consistent never gives one.
+    return [IndexHit(tuple(names[w] for w in ws), utterance, file, channel, round(min(b, e) + offset, 6),
+                     round(abs(e - b), 6), m)
             for ws, b, e, m in factor_hits(net, max_length=max_length, max_silence=max_silence,
                                            min_posterior=min_posterior, max_candidates=max_candidates, stats=stats)]
 
