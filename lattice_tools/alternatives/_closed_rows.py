@@ -15,13 +15,7 @@ import math
 
 import numpy as np
 
-try:  # numba is a declared dependency; without it the same code runs as Python
-    from numba import njit
-except ImportError:  # pragma: no cover
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+from ._numba import njit
 
 INF = math.inf
 

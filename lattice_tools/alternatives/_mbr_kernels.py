@@ -12,13 +12,7 @@ import sys
 
 import numpy as np
 
-try:  # numba is a declared dependency; without it the same code runs as Python
-    from numba import njit
-except ImportError:  # pragma: no cover
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+from ._numba import njit
 
 #: ``1.0 + delta()`` of Kaldi: ``delta()`` returns a float (1e-5f), added to a double 1.0.
 PENALIZED_ONE = 1.0 + float(np.float32(1.0e-5))

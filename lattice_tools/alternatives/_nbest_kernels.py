@@ -19,15 +19,8 @@ import math
 
 import numpy as np
 
-try:  # numba is a declared dependency; without it the same code runs as Python
-    from numba import njit
-except ImportError:  # pragma: no cover
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
 from ._closed_rows import _grow_b, _grow_f, _grow_i, _log_add, _log_sum
+from ._numba import njit
 
 INF = math.inf
 
