@@ -293,12 +293,12 @@ def align_command(audio, transcript, out, rttm, ecf, channel, model, dictionary,
 def _expand_audio(audio) -> list[str]:
     """Audio arguments (files or directories of .wav/.flac) as files; a list file (``*.list``/
     ``*.scp`` with one path per line) is read."""
-    from ..decode.align import _audio_paths
+    from ..decode.pocketsphinx import audio_paths
     from ..recipe import read_list
 
     paths: list[str] = []
     for a in audio:
-        paths.extend(read_list(a) if a.endswith((".list", ".scp")) else _audio_paths(a))
+        paths.extend(read_list(a) if a.endswith((".list", ".scp")) else audio_paths(a))
     return paths
 
 

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import FormatError, MismatchError, SymbolError
-from .pocketsphinx import SAMPLE_RATE, _decoder, is_filler, load_audio
+from .pocketsphinx import SAMPLE_RATE, _decoder, audio_paths, is_filler, load_audio, utterance_keys
 
 _VARIANT = re.compile(r"\(\d+\)$")
 #: The alignment searches tried in turn until one reaches the last word: (optional silences between
@@ -99,18 +99,6 @@ def read_transcripts(path: str, encoding: str = "utf-8") -> dict[str, str]:
     return out
 
 
-def _audio_paths(paths: Sequence[str] | str) -> list[str]:
-    if isinstance(paths, (str, os.PathLike)):
-        p = os.fspath(paths)
-        if os.path.isdir(p):
-            found = sorted(os.path.join(p, f) for f in os.listdir(p) if f.lower().endswith((".wav", ".flac")))
-            if not found:
-                raise FormatError("directory has no .wav or .flac files", path=p)
-            return found
-        return [p]
-    return [os.fspath(p) for p in paths]
-
-
 def align_audio(paths: Sequence[str] | str, transcripts: Mapping[str, str] | str, *, model: str | None = None,
                 dictionary: str | None = None, encoding: str = "utf-8",
                 config: dict | None = None, check: bool = True,
@@ -132,15 +120,10 @@ def align_audio(paths: Sequence[str] | str, transcripts: Mapping[str, str] | str
       SymbolError (words not in the dictionary), MismatchError (keys), FormatError (unreadable
       audio, empty transcript, audio that cannot be aligned to its transcript).
     """
-    paths = _audio_paths(paths)
+    paths = audio_paths(paths)
     if isinstance(transcripts, (str, os.PathLike)):
         transcripts = read_transcripts(os.fspath(transcripts), encoding)
-    keys = [os.path.splitext(os.path.basename(p))[0] for p in paths]
-    seen: dict[str, str] = {}
-    for k, p in zip(keys, paths, strict=True):
-        if k in seen:
-            raise MismatchError(f"two inputs have the same utterance key ({seen[k]} and {p})", key=k)
-        seen[k] = p
+    keys = utterance_keys(paths)
     missing = [k for k in keys if k not in transcripts]
     if missing:
         raise MismatchError(f"{len(missing)} audio file(s) without a transcript: {' '.join(missing[:10])}",
@@ -275,7 +258,7 @@ def ecf_for_audio(paths: Sequence[str] | str, *, channel: str = "1", language: s
     """An ECF (:class:`~lattice_tools.io.ecf.Ecf`) with one excerpt per audio file covering all of it."""
     from ..io.ecf import Ecf, EcfExcerpt
 
-    paths = _audio_paths(paths)
+    paths = audio_paths(paths)
     excerpts = tuple(EcfExcerpt(os.path.basename(p), channel, 0.0, round(audio_duration(p), 3), source_type)
                      for p in paths)
     return Ecf(excerpts, round(sum(e.dur for e in excerpts), 3), language)

@@ -45,6 +45,32 @@ def is_filler(word: str) -> bool:
     return word.startswith(("<", "[", "++")) or word in ("!NULL", "!SENT_START", "!SENT_END")
 
 
+def audio_paths(paths: Sequence[str] | str) -> list[str]:
+    """The audio files of ``paths``: a list of files, one file, or a directory (its ``.wav``/``.flac``
+    files, sorted by name; FormatError when it has none)."""
+    if isinstance(paths, (str, os.PathLike)):
+        p = os.fspath(paths)
+        if os.path.isdir(p):
+            found = sorted(os.path.join(p, f) for f in os.listdir(p) if f.lower().endswith((".wav", ".flac")))
+            if not found:
+                raise FormatError("directory has no .wav or .flac files", path=p)
+            return found
+        return [p]
+    return [os.fspath(p) for p in paths]
+
+
+def utterance_keys(paths: Sequence[str]) -> list[str]:
+    """The utterance key of each audio file (its name without extension); MismatchError when two files
+    give the same key."""
+    keys = [os.path.splitext(os.path.basename(p))[0] for p in paths]
+    seen: dict[str, str] = {}
+    for k, p in zip(keys, paths, strict=True):
+        if k in seen:
+            raise MismatchError(f"two inputs have the same utterance key ({seen[k]} and {p})", key=k)
+        seen[k] = p
+    return keys
+
+
 def load_audio(path: str) -> bytes:
     """16 kHz mono signed 16-bit little-endian samples of ``path`` as raw bytes.
 
@@ -130,23 +156,8 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
     from ..io.ctm import CtmWord, write_ctm
     from ..io.slf import read_slf
 
-    if paths is None:
-        paths = bundled_audio("librivox")
-    elif isinstance(paths, (str, os.PathLike)):
-        p = os.fspath(paths)
-        if os.path.isdir(p):
-            paths = sorted(os.path.join(p, f) for f in os.listdir(p) if f.lower().endswith((".wav", ".flac")))
-            if not paths:
-                raise FormatError("directory has no .wav or .flac files", path=p)
-        else:
-            paths = [p]
-    paths = [os.fspath(p) for p in paths]
-    keys = [os.path.splitext(os.path.basename(p))[0] for p in paths]
-    seen: dict[str, str] = {}
-    for k, p in zip(keys, paths, strict=False):
-        if k in seen:
-            raise MismatchError(f"two inputs have the same utterance key ({seen[k]} and {p})", key=k)
-        seen[k] = p
+    paths = audio_paths(bundled_audio("librivox") if paths is None else paths)
+    keys = utterance_keys(paths)
     options = {"beam": beam, "wbeam": wbeam, "pbeam": pbeam, "lw": lw, "fwdflat": fwdflat, "bestpath": bestpath,
                "maxhmmpf": maxhmmpf, **(config or {})}
     decoder = _decoder(model, lm, dictionary, options)
