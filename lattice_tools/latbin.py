@@ -8,20 +8,11 @@ half-written file.  The ``lattice-tools`` commands of the same names are thin wr
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from .files import atomic_write
 from .io import kaldi_tables as T
 from .io.inputs import read_lattice_inputs
-from .lattice import Lattice
-
-
-def iter_lattices(specs: Iterable[str] | str, *, format: str | None = None, words: str | None = None,
-                  frame_shift: float | None = None,
-                  frame_subsampling_factor: int | None = None) -> Iterator[Lattice]:
-    # the one multi-input reader every command uses: keys unique across inputs, one word table for SLF inputs
-    yield from read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
-                                   frame_subsampling_factor=frame_subsampling_factor)
 
 
 def _open_all(stack: contextlib.ExitStack, **paths):
@@ -43,8 +34,8 @@ def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_r
     total_risk = 0.0
     with contextlib.ExitStack() as stack:
         out = _open_all(stack, tra=tra, bayes_risk=bayes_risk, sausage_stats=sausage_stats, times=times, ctm=ctm)
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
-                                 frame_subsampling_factor=frame_subsampling_factor):
+        for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor):
             r = decode_one(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
             key = lat.key
             if out["tra"]:
@@ -83,8 +74,8 @@ def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str
     tot_g = tot_a = np.float32(0.0)
     with contextlib.ExitStack() as stack:
         out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
-                                 frame_subsampling_factor=frame_subsampling_factor):
+        for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor):
             bp = best_path_kaldi(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
             key = lat.key
             if out["tra"]:
@@ -123,8 +114,8 @@ def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None
     n_lat = n_ent = 0
     with contextlib.ExitStack() as stack:
         out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
-                                 frame_subsampling_factor=frame_subsampling_factor):
+        for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor):
             entries = nbest_kaldi(lat, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
             dur = (lat.t1 - lat.t0) if lat.has_times else np.zeros(lat.num_arcs, np.int64)
             for i, e in enumerate(entries, 1):
@@ -165,8 +156,8 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
     n_missing = 0
     with contextlib.ExitStack() as stack:
         out = _open_all(stack, tra=tra, errors=errors)
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
-                                 frame_subsampling_factor=frame_subsampling_factor):
+        for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor):
             if lat.key not in refs:
                 n_missing += 1
                 continue
@@ -199,7 +190,7 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
 def _rewrite(lattices, out: str, fn, *, out_format, **inputs) -> int:
     from .io import write_lattices
 
-    return write_lattices((fn(lat) for lat in iter_lattices(lattices, **inputs)), out, format=out_format)
+    return write_lattices((fn(lat) for lat in read_lattice_inputs(lattices, **inputs)), out, format=out_format)
 
 
 def scale(lattices: Iterable[str] | str, out: str, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
@@ -247,8 +238,8 @@ def depth(lattices: Iterable[str] | str, *, out: str | None = None, format: str 
     n = 0
     with contextlib.ExitStack() as stack:
         o = _open_all(stack, out=out)["out"]
-        for lat in iter_lattices(lattices, format=format, words=words, frame_shift=frame_shift,
-                                 frame_subsampling_factor=frame_subsampling_factor):
+        for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor):
             d = lattice_depth(lat)
             t = lat.num_frames
             if o:

@@ -5,7 +5,7 @@ Streams the lattices one utterance at a time (memory bounded by one lattice plus
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from tqdm import tqdm
 
@@ -25,13 +25,6 @@ DEFAULT_MAX_MEMORY = 4 << 30
 def read_segments(path: str, channel: str = DEFAULT_CHANNEL) -> dict[str, tuple[str, str, float]]:
     """Kaldi ``segments`` -> ``{utt: (file, channel, start)}`` (the recording id is the CTM file)."""
     return {utt: (reco, channel, start) for utt, (reco, start, _end) in read_kaldi_segments(path).items()}
-
-
-def iter_lattices(specs: Iterable[str], format: str | None = None, words: str | None = None,
-                  frame_shift: float | None = None, frame_subsampling_factor: int | None = None) -> Iterator:
-    """Lattices from files/archives (:func:`lattice_tools.io.read_lattice_inputs`: keys unique across inputs)."""
-    yield from read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
-                                   frame_subsampling_factor=frame_subsampling_factor)
 
 
 def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out: str, *, json_out: str | None = None,
@@ -77,7 +70,8 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
         raise ValueError(f"unknown kind {kind!r}")
     disable = (not sys.stderr.isatty()) if progress is None else not progress
     with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer:
-        lats = iter_lattices(lattices, format, words, frame_shift, frame_subsampling_factor)
+        lats = read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor)
         for lat in tqdm(lats, desc=kind, unit="lat", disable=disable, file=sys.stderr):
             check_times(lat, allow_untimed=allow_untimed, what=f"the {kind} alt-CTM")
             if has_bare_word_ids(lat.symbols):

@@ -36,8 +36,9 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                 yield alts.__class__(key=f"{alts.file}:{alts.channel}", slots=alts.slots, kind=alts.kind,
                                      file=alts.file, channel=alts.channel)
             continue
-        from ..alternatives.lattices_to_ctm import iter_lattices
-        for lat in iter_lattices([spec], format, words, frame_shift, frame_subsampling_factor):
+        from ..io import read_lattice_inputs
+        for lat in read_lattice_inputs([spec], format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor):
             if isinstance(lat, tuple):
                 lat = lat[0]
             if representation == "1best":
@@ -112,7 +113,8 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
 
     --words is also the vocabulary of the out-of-vocabulary check (default: the lattices' words, or
     the words an alt-CTM holds)."""
-    from ..alternatives.lattices_to_ctm import iter_lattices, read_segments
+    from ..alternatives.lattices_to_ctm import read_segments
+    from ..io import read_lattice_inputs
     from ..kws.build import build_alternatives_index, build_lattice_index
 
     seg = read_segments(segments, channel) if segments else None
@@ -125,7 +127,8 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             raise FormatError("a CTM holds alternatives, not a lattice: use --from 1best|nbest|sausage|phrase", path=ctms[0])
 
         def lattices():
-            for lat in iter_lattices(inputs, format, words, frame_shift, frame_subsampling_factor):
+            for lat in read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
+                                           frame_subsampling_factor=frame_subsampling_factor):
                 yield lat[0] if isinstance(lat, tuple) else lat
         result = build_lattice_index(lattices(), out, segments=seg, channel=channel, **scales, **common)
     else:
