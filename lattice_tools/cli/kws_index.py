@@ -28,6 +28,7 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                   frame_shift: float | None, frame_subsampling_factor: int | None) -> Iterator:
     """Alternatives from alt-CTM files (``*.ctm``), or computed in memory from lattices."""
     from ..io.altctm import read_alternatives_ctm
+    from ..kws.study import Representation, representation_alternatives
 
     for spec in inputs:
         if _is_ctm(spec):
@@ -41,23 +42,8 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                                        frame_subsampling_factor=frame_subsampling_factor):
             if isinstance(lat, tuple):
                 lat = lat[0]
-            if representation == "1best":
-                # the consensus 1-best, each word with its bin posterior as its confidence (like Kaldi's
-                # lattice-to-ctm-conf): one slot per word, so a term's score is the product of its words'
-                from dataclasses import replace
-
-                from ..alternatives.sausages import sausage
-                alts = sausage(lat, 1, **scales)  # bins whose best entry is epsilon are not in a 1-best
-                alts = replace(alts, kind="1best", slots=tuple(sl for sl in alts.slots if not sl.best.is_empty))
-            elif representation == "nbest":
-                from ..alternatives.nbest_lists import nbest
-                alts = nbest(lat, n, **scales)
-            elif representation == "sausage":
-                from ..alternatives.sausages import sausage
-                alts = sausage(lat, n, **scales)
-            else:
-                from ..alternatives.phrase_alternatives import phrases
-                alts = phrases(lat, n, posterior_threshold, **scales)
+            rep = Representation(representation, n, posterior_threshold if representation == "phrase" else None)
+            alts = representation_alternatives(lat, rep, **scales)
             alts.meta["vocabulary"] = [w for w, _ in lat.symbols]
             if segments is not None:
                 if lat.key not in segments:
