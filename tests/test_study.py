@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from lattice_tools.errors import MismatchError
 from lattice_tools.scoring.counts import ErrorCounts
 
 CLIPS = ("sense_and_sensibility_01_austen_64kb-0880", "sense_and_sensibility_01_austen_64kb-0930")
@@ -28,7 +29,13 @@ def test_study_on_real_speech(real_lattices, tmp_path):
     lats, trn = real_lattices
     kw = dict(ns=(1, 2, 10), representations=("nbest", "sausage", "phrase", "lattice"), prune_thresholds=(0.0, 0.01),
               out_dir=str(tmp_path / "study"), bootstrap=100, seed=1, progress=False)
+    # the trn has 5 utterances, 2 of them decoded: leaving 3 out of every WER must be asked for
+    with pytest.raises(MismatchError, match="3 reference utterance"):
+        run_study({"ps": lats}, trn, **kw)
+    assert not os.path.exists(tmp_path / "study" / "cells")
+    kw["allow_missing"] = True
     res = run_study({"ps": lats}, trn, **kw)
+    assert "3 reference utterance(s) have no lattice" in open(res.files["markdown"]).read()
     # 2 densities x (1best + nbest 1,2,10,inf + sausage 1,2,10,inf + phrase 1,2,10,inf + lattice)
     assert len(res.rows) == 2 * 14
     for f in ("markdown", "csv", "json", "plot_n", "plot_mb"):
@@ -71,7 +78,8 @@ def test_study_altctm_cells_equal_debian_sclite(real_lattices, tmp_path):
     lats, trn = real_lattices
     out = tmp_path / "study"
     res = run_study({"ps": lats}, trn, ns=(1, 5), representations=("nbest", "sausage", "phrase"),
-                    include_infinity=False, out_dir=str(out), bootstrap=0, plots=False, progress=False)
+                    include_infinity=False, out_dir=str(out), bootstrap=0, plots=False, progress=False,
+                    allow_missing=True)
     keys = {lat.key for lat in lats}
     stm = [f"{u.utt_id} 1 spk 0.00 100.00 {u.text}" for u in read_trn(trn) if u.utt_id in keys]
     (tmp_path / "ref.stm").write_text("\n".join(sorted(stm)) + "\n")
@@ -133,8 +141,11 @@ def test_cli_oracle_and_study(real_lattices, tmp_path):
     assert r.exit_code == 0, r.output
     r = runner.invoke(main, ["oracle", str(d), "-r", str(tmp_path / "missing.trn")])
     assert r.exit_code == 2 and "missing.trn" in r.output
-    r = runner.invoke(main, ["study", f"ps={d}", "-r", trn, "-o", str(tmp_path / "st"), "-n", "1,2",
-                             "--representations", "nbest,lattice", "--bootstrap", "20", "--no-plots"])
+    study = ["study", f"ps={d}", "-r", trn, "-o", str(tmp_path / "st"), "-n", "1,2",
+             "--representations", "nbest,lattice", "--bootstrap", "20", "--no-plots"]
+    r = runner.invoke(main, study)
+    assert r.exit_code == 2 and "--allow-missing" in r.output
+    r = runner.invoke(main, study + ["--allow-missing"])
     assert r.exit_code == 0, r.output
     assert "invariants" in r.output and (tmp_path / "st" / "study.md").exists()
 

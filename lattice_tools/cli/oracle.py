@@ -88,12 +88,13 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--no-plots", is_flag=True)
 @click.option("--title", default=None, help="What the data is, for table and plot titles (default: set names and "
                                            "reference file name).")
+@click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
 @allow_untimed_option
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the reference (e.g. latin-1).")
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
-                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_untimed,
-                  encoding):
+                  posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
+                  allow_untimed, encoding):
     """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
     from ..oracle.study import run_study
 
@@ -112,7 +113,7 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
                        plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                       allow_untimed=allow_untimed, encoding=encoding)
+                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing)
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

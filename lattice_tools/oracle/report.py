@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from .._budget import memory_budget
-from ..errors import LatticeToolsError, MismatchError
+from ..errors import LatticeToolsError
 from ..files import discard_temporary, write_json
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle
@@ -14,6 +14,7 @@ from .bootstrap import bootstrap_wer
 from .dp import OracleResult
 from .representations import (
     REPRESENTATIONS,
+    check_references_covered,
     ctm_oracle,
     glm_filtered_copy,
     load_references,
@@ -40,19 +41,6 @@ def _is_ctm(path: str, format: str | None = None, encoding: str = "utf-8") -> bo
             raise
     return detect_transcript_format(str(path), allowed=("ctm",), role="input", option="--format",
                                     encoding=encoding) == "ctm"
-
-
-def _check_references_covered(keys, refs: dict, allow_missing: bool, reference: str, warnings: list) -> None:
-    """References without a lattice (or CTM file) would silently leave their words out of the WER."""
-    have = set(keys)
-    missing = [k for k in refs if k not in have]
-    if not missing:
-        return
-    msg = f"{len(missing)} reference utterance(s) have no lattice, e.g. {missing[0]!r}"
-    if not allow_missing:
-        raise MismatchError(msg + " (--allow-missing leaves them out of the WER, as sclite does for trn)",
-                            path=str(reference), key=missing[0])
-    warnings.append(msg + " (left out of the WER)")
 
 
 def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None = None,
@@ -123,7 +111,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
             alts = read_alternatives_ctm(str(specs[0]), encoding=encoding)
             keys = [a.file for a in alts]
             match_references(keys, refs, what="CTM file")
-            _check_references_covered(keys, refs, allow_missing, str(reference), warnings)
+            check_references_covered(keys, refs, allow_missing, str(reference), warnings)
             # CTM words are scored as written (no filler removal), as sclite would
             results = alternatives_oracle_many(alts, [refs[k] for k in keys], nonword=lambda w: False, **opts)
             what = "alt-CTM"
@@ -150,7 +138,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                         batch_alts.append(make_alternatives(lat, representation, n, acoustic_scale=acoustic_scale,
                                                             lm_scale=lm_scale, word_penalty=word_penalty, **kw))
                     batch_refs.append(refs[lat.key])
-            _check_references_covered(keys, refs, allow_missing, str(reference), warnings)
+            check_references_covered(keys, refs, allow_missing, str(reference), warnings)
             if batch_alts:
                 results = alternatives_oracle_many(batch_alts, batch_refs, **opts)
             what = representation

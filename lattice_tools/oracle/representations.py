@@ -213,6 +213,19 @@ def match_references(keys: Iterable[str], references: Mapping[str, object], *, w
                             f"keyed by utterance id (trn/text) or recording file (stm)", key=missing[0])
 
 
+def check_references_covered(keys, refs: dict, allow_missing: bool, reference: str, warnings: list) -> None:
+    """References without a lattice (or CTM file) would silently leave their words out of the WER."""
+    have = set(keys)
+    missing = [k for k in refs if k not in have]
+    if not missing:
+        return
+    msg = f"{len(missing)} reference utterance(s) have no lattice, e.g. {missing[0]!r}"
+    if not allow_missing:
+        raise MismatchError(msg + " (--allow-missing leaves them out of the WER, as sclite does for trn)",
+                            path=str(reference), key=missing[0])
+    warnings.append(msg + " (left out of the WER)")
+
+
 # ----------------------------------------------------------------------------------------------
 # alt-CTM against STM (what sclite scores)
 # ----------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from ..io.inputs import check_times, check_word_table, is_text
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_systems
-from .representations import load_references, make_alternatives, match_references
+from .representations import check_references_covered, load_references, make_alternatives, match_references
 
 DEFAULT_NS = (1, 2, 10, 100, 1000, 10000)
 DEFAULT_REPRESENTATIONS = ("nbest", "sausage", "phrase", "lattice")
@@ -124,7 +124,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               ref_format: str | None = None, format: str | None = None, words: str | None = None,
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
               allow_untimed: bool = False, title: str | None = None,
-              baselines: list | None = None, encoding: str = "utf-8") -> StudyResult:
+              baselines: list | None = None, encoding: str = "utf-8", allow_missing: bool = False) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
@@ -149,6 +149,9 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         reference file name).
       baselines: other 1-best hypotheses to show beside the lattice's best path, e.g. the
         decoder's own: ``[{"density", "name", "wer", "C", "S", "D", "I", "ref_words"}]``.
+      allow_missing: reference utterances without a lattice are left out of every WER (said in the
+        table's notes); otherwise :class:`MismatchError`, since leaving their words out makes every
+        WER too low.
     Returns:
       :class:`StudyResult`.  Files are written atomically under ``out_dir``.
     """
@@ -197,6 +200,11 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                                              frame_subsampling_factor=frame_subsampling_factor)
             base = loaded[set_name]
             match_references([lat.key for lat in base], references)
+            uncovered: list = []
+            check_references_covered([lat.key for lat in base], references, allow_missing,
+                                     reference_name or "references", uncovered)
+            if uncovered:
+                notes[set_name] = uncovered[0]
             text_refs = is_text(references[lat.key] for lat in base)
             for lat in base:
                 check_word_table(lat, text_refs)
