@@ -84,6 +84,25 @@ def test_convert_function_to_openfst_and_k2_guessing(tmp_path):
         guess_format("x.weird")
 
 
+def test_kaldi_archive_paths_need_no_rspecifier(tmp_path):
+    """A Kaldi recipe's lat.JOB.gz, *.ark(.gz) and *.scp are read and written as they are named,
+    as 'ark:PATH' / 'scp:PATH' (Kaldi's own tools need the prefix; users type the path)."""
+    for name in ("lat.1.gz", "lat.12", "kgraph_lat.1", "x.ark", "x.ARK.gz", "x.scp", "ark:x", "scp,p:x"):
+        assert guess_format(name) == "kaldi", name
+    assert guess_format("x.lat") == "slf" and guess_format("x.lat.gz") == "slf"
+    lats = os.path.join(os.path.dirname(__file__), "data", "kaldi", "lats")
+    src, words = os.path.join(lats, "bundled.ark.gz"), os.path.join(lats, "bundled.words.txt")
+    want = [(lat.key, lat.num_arcs) for lat in read_lattices("ark:" + src, "kaldi", words)]
+    assert len(want) == 10
+    gz = str(tmp_path / "lat.1.gz")
+    assert write_lattices(read_lattices(src, "kaldi", words), gz) == 10
+    with open(gz, "rb") as f:
+        assert f.read(2) == b"\x1f\x8b"          # the .gz name chose gzip
+    assert [(lat.key, lat.num_arcs) for lat in read_lattices(gz, symbols=words)] == want
+    r = _run("info", gz, "--words", words)
+    assert r.returncode == 0 and "(10 lattices)" in r.stdout
+
+
 def test_duplicate_keys_across_inputs(tmp_path):
     lat = small_word_lattice("dup")
     d = tmp_path / "d"

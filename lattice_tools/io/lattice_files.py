@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 
 from ..errors import FormatError, MismatchError
@@ -12,13 +13,31 @@ FORMATS = ("slf", "sphinx", "kaldi", "openfst", "k2")
 _SLF_EXT = (".slf", ".lat", ".htk")
 _DAG_EXT = (".dag",)
 _FST_EXT = (".fst", ".txt")
+# What Kaldi recipes name their lattice archives: exp/*/decode*/lat.JOB.gz, and *.ark / *.scp.
+_KALDI_NAME = re.compile(r"(?:lat\.\d+|\.ark)(?:\.gz)?$|\.scp$", re.IGNORECASE)
+
+
+def _is_kaldi_specifier(spec: str) -> bool:
+    s = str(spec)
+    return ":" in s and bool(set(s.split(":", 1)[0].split(",")) & {"ark", "scp"})
+
+
+def kaldi_specifier(spec: str) -> str:
+    """``spec`` as a Kaldi r/wspecifier: a plain path becomes ``ark:PATH`` (``scp:PATH`` for ``.scp``).
+
+    Kaldi's own tools need the prefix; lattice-tools accepts ``lat.1.gz`` as it is (gzip is
+    detected by its magic bytes when reading and chosen by the ``.gz`` name when writing).
+    """
+    s = str(spec)
+    if _is_kaldi_specifier(s):
+        return s
+    return ("scp:" if s.lower().endswith(".scp") else "ark:") + s
 
 
 def guess_format(spec: str) -> str:
     """The format a spec most likely names (see the module table); FormatError if unknown."""
     s = str(spec)
-    head = s.split(":", 1)[0]
-    if ":" in s and set(head.split(",")) & {"ark", "scp"}:
+    if _is_kaldi_specifier(s) or _KALDI_NAME.search(os.path.basename(s)):
         return "kaldi"
     if os.path.isdir(s):
         return "slf"
@@ -102,7 +121,7 @@ def read_lattices(spec: str, format: str | None = None, symbols: SymbolTable | s
         from .kaldi import read_kaldi_lattices
 
         fs = 0.01 if frame_shift is None else frame_shift
-        for lat in read_kaldi_lattices(spec, symbols, fs, **options):
+        for lat in read_kaldi_lattices(kaldi_specifier(spec), symbols, fs, **options):
             yield check(lat, spec)
     elif fmt == "openfst":
         from .openfst import read_openfst
@@ -145,7 +164,7 @@ def write_lattices(lattices: Iterable[Lattice] | Lattice, spec: str, format: str
     if fmt == "kaldi":
         from .kaldi import write_kaldi_lattices
 
-        return write_kaldi_lattices(checked(lattices), spec, **options)
+        return write_kaldi_lattices(checked(lattices), kaldi_specifier(spec), **options)
     if fmt == "k2":
         from .k2file import write_k2_lattice
 

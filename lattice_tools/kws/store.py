@@ -141,7 +141,9 @@ class IndexWriter:
         self.num_hits = 0
 
     def add_vocabulary(self, words: Iterable[str]) -> None:
-        self.conn.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?)", ((w,) for w in words))
+        # Sorted: the b-tree pages (and so the file's bytes) then do not depend on set iteration order,
+        # which varies between processes with string hashing.
+        self.conn.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?)", ((w,) for w in sorted(set(words))))
 
     def add_utterance(self, utterance: str, file: str, channel: str, hits: Iterable[IndexHit],
                       pruned_mass: float = 0.0) -> None:
