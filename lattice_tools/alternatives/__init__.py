@@ -6,22 +6,44 @@ Public functions: :func:`word_align`, :func:`determinize`, :func:`nbest`, :func:
 """
 from __future__ import annotations
 
-# The functions are imported eagerly: each lives in a submodule of the same name, and a lazy
-# attribute would be shadowed by the submodule as soon as anything imported it.
-from .determinization import determinize  # noqa: E402
-from .nbest_lists import nbest, nbest_sequences  # noqa: E402
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from .network import Alternative, Alternatives, Slot, depth_statistics
-from .phrase_alternatives import PhraseDecomposition, phrases  # noqa: E402
-from .sausages import sausage  # noqa: E402
-from .word_alignment import word_align  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..io.altctm import write_alternatives_ctm
+    from .determinization import determinize
+    from .nbest_lists import nbest, nbest_sequences
+    from .phrase_alternatives import PhraseDecomposition, phrases
+    from .sausages import sausage
+    from .word_alignment import word_align
 
 __all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", "word_align",
            "determinize", "nbest", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]
 
 
+# name -> the module it is imported from on first use: importing every algorithm (and numba with
+# the compiled kernels) costs ~50 ms that a command using one of them should not pay.  No name
+# clashes with its module's (determinize / determinization, sausage / sausages, ...), so a submodule
+# import never shadows a function.  io.altctm imports this package, hence its writer is lazy too.
+_LAZY = {
+    "determinize": ".determinization", "nbest": ".nbest_lists", "nbest_sequences": ".nbest_lists",
+    "phrases": ".phrase_alternatives", "PhraseDecomposition": ".phrase_alternatives", "sausage": ".sausages",
+    "word_align": ".word_alignment", "write_alternatives_ctm": "..io.altctm",
+}
+
+
 def __getattr__(name):
-    # io.altctm imports this package, so its writer is re-exported lazily
-    if name == "write_alternatives_ctm":
-        from ..io.altctm import write_alternatives_ctm
-        return write_alternatives_ctm
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    if module.startswith(".."):
+        return value  # (not cached: the writer belongs to io.altctm)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

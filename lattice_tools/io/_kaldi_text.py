@@ -225,12 +225,11 @@ def parse_compact_text(block: bytes) -> RawFst | None:
     tok_end = np.flatnonzero(~ws & after) + 1
     nl = np.flatnonzero(a == 10)
     n_lines = len(nl) + 1
-    line_start = np.concatenate([[0], nl + 1])
-    is_comma = a == 44
-    # per line: tokens and commas (sums over each line's bytes, one pass each)
-    ntok = np.add.reduceat((~ws & before).view(np.uint8), line_start, dtype=np.int64)
-    ncomma = np.add.reduceat(is_comma.view(np.uint8), line_start, dtype=np.int64)
-    commas = np.flatnonzero(is_comma)
+    line_bounds = np.concatenate([[0], nl + 1, [n]])
+    commas = np.flatnonzero(a == 44)
+    # per line: tokens and commas (counted between the line's bounds in the sorted positions)
+    ntok = np.diff(np.searchsorted(tok_start, line_bounds))
+    ncomma = np.diff(np.searchsorted(commas, line_bounds))
     arc_w = (ntok == 4) & (ncomma == 2)
     arc_nw = (ntok == 3) & (ncomma == 0)
     fin_w = (ntok == 2) & (ncomma == 2)
@@ -307,12 +306,13 @@ def _tid_strings(t: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     digit = (t >= 48) & (t <= 57)
     if not np.all(comma | us | digit):
         return None
-    u = np.flatnonzero(us)
-    if len(u) and (u[-1] + 1 >= len(t) or not np.all(digit[u - 1]) or not np.all(digit[u + 1])):
+    # every underscore between two digits (t[0] is a comma)
+    if len(t) and (us[-1] or np.any(us[1:] & ~digit[:-1]) or np.any(us[:-1] & ~digit[1:])):
         return None
     starts = np.flatnonzero(comma)
-    nonempty = np.diff(np.append(starts, len(t))) > 1
-    per_string = np.bincount(np.searchsorted(starts, u, side="right") - 1, minlength=len(starts)) + nonempty
+    bounds = np.append(starts, len(t))
+    nonempty = np.diff(bounds) > 1
+    per_string = np.diff(np.searchsorted(np.flatnonzero(us), bounds)) + nonempty
     offsets = np.zeros(len(starts) + 1, np.int64)
     np.cumsum(per_string, out=offsets[1:])
     buf = np.where(digit, t, np.uint8(32))
