@@ -213,10 +213,12 @@ def parse_compact_text(block: bytes) -> RawFst | None:
     """The ``CompactLattice`` of ``block`` read with numpy, or None when ``block`` is not exactly in the
     layout Kaldi writes (see the module docstring); the numbers are converted as the line parser
     converts them, so the result is the same ``RawFst``."""
-    block = block.rstrip(b" \t\n")  # the last lattice of an archive may end without its blank line
-    if not block or b"\r" in block or b"\x0b" in block or b"\x0c" in block:
+    end = len(block)  # the last lattice of an archive may end without its blank line
+    while end and block[end - 1] in b" \t\n":  # (not rstrip: that copies the block)
+        end -= 1
+    if not end or b"\r" in block or b"\x0b" in block or b"\x0c" in block:
         return None
-    a = np.frombuffer(block, np.uint8)
+    a = np.frombuffer(block, np.uint8, count=end)
     n = len(a)
     ws = (a == 32) | (a == 9) | (a == 10)
     before = np.concatenate([[True], ws[:-1]])
@@ -315,8 +317,10 @@ def _tid_strings(t: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     per_string = np.diff(np.searchsorted(np.flatnonzero(us), bounds)) + nonempty
     offsets = np.zeros(len(starts) + 1, np.int64)
     np.cumsum(per_string, out=offsets[1:])
-    buf = np.where(digit, t, np.uint8(32))
-    vals = _numbers(buf, np.int64, int(offsets[-1]))
+    if not np.any(digit[1:] & digit[:-1]):  # single-digit ids (e.g. written with a placeholder id)
+        vals = t[digit].astype(np.int64) - 48
+    else:
+        vals = _numbers(np.where(digit, t, np.uint8(32)), np.int64, int(offsets[-1]))
     if vals is None or (len(vals) and vals.max() > INT32_MAX):
         return None
     return vals.astype(np.int32), offsets

@@ -238,6 +238,9 @@ def _read_string(r: _Reader, key) -> str:
     return r.read(n, "FST header string", key).decode("latin-1")
 
 
+_INT32 = struct.Struct("<i")
+
+
 def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     """Read one OpenFst binary ``vector`` FST of a lattice arc type from the reader."""
     at = r.tell()
@@ -270,6 +273,8 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     final_strings = {}
     srcs, dsts, ils, ols, w1s, w2s = [], [], [], [], [], []
     strings = [] if kind == "compact" else None
+    compact_arcs: list[tuple] = []  # (src, dst, ilabel, olabel, graph, acoustic) of a CompactLattice
+    head = struct.Struct("<ii" + ff + ff + "i")  # a CompactLattice arc up to its tid string
     if kind != "compact":
         arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4")] + [(f"w{i}", "<" + ff + str(fsize)) for i in range(nw)]
                              + [("ns", "<i4")])
@@ -299,21 +304,18 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
             ols.append(a["ol"].astype(np.int64))
             w1s.append(a["w0"].astype(np.float64))
             w2s.append(a["w1"].astype(np.float64) if nw == 2 else np.zeros(narcs))
-        else:
-            head = struct.Struct("<ii" + ff + ff + "i")
+        else:  # variable-length arcs: one at a time, into lists of Python numbers (one array each at the end)
             for _ in range(narcs):
                 il, ol, g, ac, n = head.unpack(r.read(head.size, f"arc of state {s}", key))
                 if not 0 <= n < 1 << 24:
                     raise FormatError(f"corrupt string length {n} in an arc of state {s}", path=r.name, key=key)
-                tids = np.frombuffer(r.read(4 * n, f"arc of state {s}", key), dtype="<i4").astype(np.int32)
-                (ns,) = struct.unpack("<i", r.read(4, f"arc of state {s}", key))
-                srcs.append(np.array([s]))
-                dsts.append(np.array([ns]))
-                ils.append(np.array([il]))
-                ols.append(np.array([ol]))
-                w1s.append(np.array([g]))
-                w2s.append(np.array([ac]))
-                strings.append(tids)
+                strings.append(np.frombuffer(r.read(4 * n, f"arc of state {s}", key), dtype="<i4").astype(np.int32))
+                (ns,) = _INT32.unpack(r.read(4, f"arc of state {s}", key))
+                compact_arcs.append((s, ns, il, ol, g, ac))
+    if kind == "compact":
+        cols = list(zip(*compact_arcs, strict=True)) if compact_arcs else [()] * 6
+        srcs, dsts, ils, ols = ([np.array(c, np.int64)] for c in cols[:4])
+        w1s, w2s = ([np.array(c, np.float64)] for c in cols[4:])
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
     fw1, fw2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
     raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),

@@ -1,0 +1,87 @@
+"""Benchmark: where the time of a small lattice-tools job goes -- the fixed costs of a process.
+
+Each row is a whole process, timed as CPU seconds (user + system, children included), best of
+``--rounds``, all rows interleaved round by round (the machine may be shared).  A stage's cost is the
+difference between two rows: e.g. numpy = ``import numpy`` - ``pass``.  The job rows run on kGraph's
+real Kaldi archive (tests/data/kaldi/lats/kgraph_lat.1: 10 utterances, 1,876 arcs, binary), where
+Kaldi's ``lattice-best-path`` / ``lattice-mbr-decode`` take about 0.01 s in all.
+
+Python compiles a module's source each time it is imported when no ``.pyc`` can be written
+(``PYTHONDONTWRITEBYTECODE=1``, a read-only tree); ``pip install`` writes them, so users do not pay
+that.  The rows run with ``.pyc`` files (in ``--workdir``, via ``PYTHONPYCACHEPREFIX``), and one row
+shows the cost without them.
+
+Usage::
+
+    python bench/bench_startup.py [--rounds 10] [--workdir /tmp/bench_startup]
+
+Measured 2026-11-26 (2 shared cores, --rounds 10): see docs/kaldi.md ("Where the time of a small job goes").
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ARCHIVE = f"ark:{REPO / 'tests/data/kaldi/lats/kgraph_lat.1'}"
+PY = sys.executable
+
+# (label, command): python -c snippets and lattice-tools jobs
+ROWS = [
+    ("python -S -c pass (no site module)", [PY, "-S", "-c", "pass"]),
+    ("python -c pass", [PY, "-c", "pass"]),
+    ("python -c 'import numpy'", [PY, "-c", "import numpy"]),
+    ("python -c 'import numpy, click'", [PY, "-c", "import numpy, click"]),
+    ("lattice-tools --help", [PY, "-m", "lattice_tools.cli", "--help"]),
+    ("imports of best-path", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.latbin, lattice_tools.latbin, "
+                              "lattice_tools.io.kaldi, lattice_tools.algorithms.kaldi_ops"]),
+    ("best-path on kGraph", [PY, "-m", "lattice_tools.cli", "best-path", ARCHIVE, "--acoustic-scale", "0.1",
+                             "--tra", os.devnull]),
+    ("best-path on kGraph, no .pyc", [PY, "-m", "lattice_tools.cli", "best-path", ARCHIVE, "--acoustic-scale",
+                                      "0.1", "--tra", os.devnull]),
+    ("python -c 'import numpy, numba'", [PY, "-c", "import numpy, numba"]),
+    ("imports of mbr-decode + numba", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.latbin, "
+                                       "lattice_tools.latbin, lattice_tools.io.kaldi, "
+                                       "lattice_tools.alternatives.sausages"]),
+    ("mbr-decode on kGraph", [PY, "-m", "lattice_tools.cli", "mbr-decode", ARCHIVE, "--acoustic-scale", "0.1",
+                              "--sausage-stats", os.devnull]),
+]
+
+
+def cpu_seconds(cmd: list[str], env: dict) -> float:
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if res.returncode != 0:
+        sys.exit(f"bench_startup: {' '.join(cmd)} failed (exit {res.returncode}): {res.stderr[-300:]}")
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--workdir", default="/tmp/bench_startup")
+    args = ap.parse_args()
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    base.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with_pyc = dict(base, PYTHONPYCACHEPREFIX=str(Path(args.workdir) / "pycache"))
+    without_pyc = dict(base, PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=str(Path(args.workdir) / "none"))
+    envs = [without_pyc if "no .pyc" in label else with_pyc for label, _ in ROWS]
+    for (_, cmd), env in zip(ROWS, envs, strict=True):  # warm-up: .pyc files, numba's cache, page cache
+        cpu_seconds(cmd, env)
+    best = [float("inf")] * len(ROWS)
+    for _ in range(args.rounds):
+        for i, ((_, cmd), env) in enumerate(zip(ROWS, envs, strict=True)):
+            best[i] = min(best[i], cpu_seconds(cmd, env))
+    print(f"CPU seconds, best of {args.rounds} (whole process)")
+    for (label, _), t in zip(ROWS, best, strict=True):
+        print(f"{t:7.3f}  {label}")
+
+
+if __name__ == "__main__":
+    main()
