@@ -70,7 +70,7 @@ def main():
     base.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                 PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with_pyc = dict(base, PYTHONPYCACHEPREFIX=str(Path(args.workdir) / "pycache"))
-    without_pyc = dict(base, PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=str(Path(args.workdir) / "none"))
+    without_pyc = dict(base, PYTHONDONTWRITEBYTECODE="1")  # (installed packages keep their .pyc files)
     envs = [without_pyc if "no .pyc" in label else with_pyc for label, _ in ROWS]
     for (_, cmd), env in zip(ROWS, envs, strict=True):  # warm-up: .pyc files, numba's cache, page cache
         cpu_seconds(cmd, env)

@@ -9,12 +9,11 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from .network import Alternative, Alternatives, Slot, depth_statistics
-
 if TYPE_CHECKING:
     from ..io.altctm import write_alternatives_ctm
     from .determinization import determinize
     from .nbest_lists import nbest, nbest_sequences
+    from .network import Alternative, Alternatives, Slot, depth_statistics
     from .phrase_alternatives import PhraseDecomposition, phrases
     from .sausages import sausage
     from .word_alignment import word_align
@@ -24,10 +23,12 @@ __all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alt
 
 
 # name -> the module it is imported from on first use: importing every algorithm (and numba with
-# the compiled kernels) costs ~50 ms that a command using one of them should not pay.  No name
-# clashes with its module's (determinize / determinization, sausage / sausages, ...), so a submodule
-# import never shadows a function.  io.altctm imports this package, hence its writer is lazy too.
+# the compiled kernels) costs ~50 ms that a command using one of them should not pay, and the command
+# line imports this package's numba shim (_numba.py) in every process.  No name clashes with its
+# module's (determinize / determinization, sausage / sausages, ...), so a submodule import never
+# shadows a function.  io.altctm imports this package, hence its writer is lazy too.
 _LAZY = {
+    "Alternative": ".network", "Alternatives": ".network", "Slot": ".network", "depth_statistics": ".network",
     "determinize": ".determinization", "nbest": ".nbest_lists", "nbest_sequences": ".nbest_lists",
     "phrases": ".phrase_alternatives", "PhraseDecomposition": ".phrase_alternatives", "sausage": ".sausages",
     "word_align": ".word_alignment", "write_alternatives_ctm": "..io.altctm",

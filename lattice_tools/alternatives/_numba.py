@@ -2,28 +2,32 @@
 that leaves the function as it is (the same code then runs as plain Python: correct, much slower).
 
 numba is imported by the first kernel module that is imported, not by this module, so that the command
-line can call :func:`skip_blas_probe` before: importing numba costs ~0.2 s of CPU, and the first compiled
-call (even from numba's on-disk cache) ~0.15 s more to build numba's target context -- during which
-numba probes for a BLAS by importing ``scipy.linalg`` (~0.15 s more).  No kernel of this package uses a
-BLAS (``np.dot``, ``np.linalg``), so a process that owns its numba skips the probe.
+line can call :func:`skip_numba_probes` before: importing numba costs ~0.2 s of CPU, and the first
+compiled call (even from numba's on-disk cache) ~0.15 s more to build numba's target context -- during
+which numba probes for a BLAS by importing ``scipy.linalg`` (~0.15 s more) and scans the metadata of
+every installed distribution for numba extensions to load (~0.03 s).  The kernels of this package use
+neither a BLAS (``np.dot``, ``np.linalg``) nor an extension's types, so a process that runs only them
+skips both.
 """
 from __future__ import annotations
 
 import sys
 
-_probe_blas = True
+_skip_probes = False
 _njit = None
 
 _BLAS_MODULE = "scipy.linalg.cython_blas"  # what numba.np.arraymath imports to decide whether BLAS exists
 
 
-def skip_blas_probe() -> None:
-    """Let numba record "no BLAS" instead of importing ``scipy.linalg`` to find one (saves ~0.15 s of CPU
-    per process).  Nopython code compiled later in the process then cannot use ``np.dot`` / ``np.linalg``;
-    scipy itself is unaffected.  For programs that own their process (the ``lattice-tools`` command
-    line); takes effect only if called before the first kernel module is imported."""
-    global _probe_blas
-    _probe_blas = False
+def skip_numba_probes() -> None:
+    """Let numba record "no BLAS" instead of importing ``scipy.linalg`` to find one, and load no
+    third-party numba extension (``numba_extensions`` entry points): ~0.18 s of CPU per process.
+    Nopython code compiled later in the process then cannot use ``np.dot`` / ``np.linalg`` or an
+    extension's types; scipy itself is unaffected.  For programs that own their process (the
+    ``lattice-tools`` command line); takes effect only if called before the first kernel module is
+    imported."""
+    global _skip_probes
+    _skip_probes = True
 
 
 def _load_njit():
@@ -35,7 +39,7 @@ def _load_njit():
     except ImportError:  # pragma: no cover
         _njit = _interpreted
         return _njit
-    if not _probe_blas and "numba.np.arraymath" not in sys.modules and _BLAS_MODULE not in sys.modules:
+    if _skip_probes and "numba.np.arraymath" not in sys.modules and _BLAS_MODULE not in sys.modules:
         # numba.np.arraymath runs the probe when it is first imported: import it now with the BLAS
         # module marked absent (numba catches the ImportError), then unmark it.
         sys.modules[_BLAS_MODULE] = None
@@ -44,6 +48,11 @@ def _load_njit():
         finally:
             if sys.modules.get(_BLAS_MODULE, 0) is None:
                 del sys.modules[_BLAS_MODULE]
+    if _skip_probes:
+        from numba.core import entrypoints
+
+        if hasattr(entrypoints, "_already_initialized"):  # numba's own guard against a second scan
+            entrypoints._already_initialized = True
     _njit = numba.njit
     return _njit
 
@@ -59,4 +68,4 @@ def njit(*args, **kwargs):
     return _load_njit()(*args, **kwargs)
 
 
-__all__ = ["njit", "skip_blas_probe"]
+__all__ = ["njit", "skip_numba_probes"]

@@ -1,0 +1,197 @@
+"""The fixed costs of a process: what a command imports, numba's probes, and the Kaldi readers' fast
+paths against their plain transcriptions (bench/bench_startup.py measures the costs)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+KGRAPH = f"ark:{REPO / 'tests/data/kaldi/lats/kgraph_lat.1'}"
+
+
+def _run(code: str) -> str:
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_alternatives_package_imports_its_algorithms_on_first_use():
+    """Importing the package (as the command line does for its numba shim) imports no algorithm and
+    not numba; every public name still resolves, also through ``from ... import``."""
+    code = """
+import sys
+import lattice_tools.alternatives as A
+from lattice_tools.alternatives import _numba
+loaded = sorted(m for m in sys.modules if m.startswith("lattice_tools.alternatives.") or m == "numba")
+print(loaded)
+from lattice_tools.alternatives import Alternatives, phrases, sausage, write_alternatives_ctm
+import lattice_tools.alternatives.sausages as S
+assert A.sausage is S.sausage is sausage and callable(phrases) and callable(write_alternatives_ctm)
+assert set(A.__all__) <= set(dir(A))
+print(all(getattr(A, name) is not None for name in A.__all__))
+"""
+    assert _run(code).splitlines() == ["['lattice_tools.alternatives._numba']", "True"]
+
+
+def test_unknown_name_of_the_alternatives_package_is_an_attribute_error():
+    import lattice_tools.alternatives as A
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        A.no_such_name  # noqa: B018
+
+
+_PROBES = """
+import sys
+from lattice_tools.alternatives import _numba
+if {skip}:
+    _numba.skip_numba_probes()
+from lattice_tools.alternatives._mbr_kernels import load_compiled
+load_compiled()  # (probe_blas=True: only the process-wide switch can skip the probe)
+import numba.core.entrypoints, numba.np.arraymath
+print("scipy.linalg" in sys.modules, numba.np.arraymath._HAVE_BLAS, numba.core.entrypoints._already_initialized)
+"""
+
+
+def test_skip_numba_probes_skips_the_blas_probe_and_the_extension_scan():
+    """After skip_numba_probes() numba records "no BLAS" without importing scipy.linalg and scans no
+    distribution for extensions; without it, it probes (when scipy is installed); scipy.linalg stays
+    importable either way."""
+    pytest.importorskip("scipy.linalg", reason="scipy is not installed: numba has nothing to probe")
+    assert _run(_PROBES.format(skip=True) + "import scipy.linalg.cython_blas") == "False False True"
+    assert _run(_PROBES.format(skip=False)) == "True True True"
+
+
+def test_command_line_skips_numba_probes():
+    """The command line owns its process: a command that runs numba kernels does not import scipy.linalg."""
+    pytest.importorskip("scipy.linalg", reason="scipy is not installed: numba has nothing to probe")
+    code = f"""
+import os, sys
+from lattice_tools.cli import main
+sys.argv = ["lattice-tools", "sausage", {KGRAPH!r}, "-o", os.devnull]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("numba" in sys.modules, "scipy.linalg" in sys.modules)
+"""
+    assert _run(code).splitlines()[-1] == "True False"
+
+
+def test_best_path_imports_neither_numba_nor_the_alternatives_algorithms():
+    code = f"""
+import os, sys
+from lattice_tools.cli import main
+sys.argv = ["lattice-tools", "best-path", {KGRAPH!r}, "--tra", os.devnull]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(sorted(m for m in sys.modules if m == "numba" or m.startswith("lattice_tools.alternatives.")))
+"""
+    assert _run(code).splitlines()[-1] == "['lattice_tools.alternatives._numba']"
+
+
+# ------------------------------------------------------------------------------------------------
+# CompactLattice frames by pointer doubling == the loop over the arcs it replaced
+# ------------------------------------------------------------------------------------------------
+def _frames_by_arc_loop(lat, dur):
+    """The plain transcription: frames along the arcs in order; None at the first disagreement."""
+    fr = [-1] * lat.num_states
+    fr[0] = 0
+    for s, d, n in zip(lat.src.tolist(), lat.dst.tolist(), dur.tolist(), strict=True):
+        t = fr[s] + n
+        if fr[d] < 0:
+            fr[d] = t
+        elif fr[d] != t:
+            return None
+    return np.array(fr, np.int64)
+
+
+def test_frames_by_pointer_doubling_equal_the_arc_loop():
+    from lattice_tools.io._kaldi_lattice import _accumulate_frames
+    from lattice_tools.lattice import Lattice
+    from lattice_tools.symbols import SymbolTable
+
+    rng = np.random.default_rng(7)
+    syms = SymbolTable({"a": 1})
+    outcomes = set()
+    for trial in range(1500):
+        n = int(rng.integers(1, 14))
+        m = int(rng.integers(0, 35)) if n > 1 else 0
+        src = rng.integers(0, n - 1, m) if n > 1 else np.zeros(0, np.int64)
+        dst = np.array([rng.integers(s + 1, n) for s in src], np.int64)
+        if trial % 2:  # consistent times
+            state_frame = np.sort(rng.integers(0, 6, n))
+            state_frame[0] = 0
+            dur = state_frame[dst] - state_frame[src]
+        else:  # mostly inconsistent
+            dur = rng.integers(0, 3, m)
+        lat = Lattice.from_arcs(src=src, dst=dst, word=np.ones(m, np.int64), symbols=syms,
+                                final_graph_cost=np.zeros(n), num_states=n, attrs={"d": dur})
+        d = lat.attrs["d"].astype(np.int64)
+        want, got = _frames_by_arc_loop(lat, d), _accumulate_frames(lat, d)
+        assert (want is None) == (got is None), trial
+        if want is not None:
+            assert np.array_equal(want, got), trial
+        outcomes.add(want is None)
+    assert outcomes == {True, False}
+
+
+# ------------------------------------------------------------------------------------------------
+# the Kaldi readers' fast paths
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("tids", ["1_1_1", "0_9_3", "12_7", "7_123456789", ""])
+def test_tid_strings_single_and_multi_digit(tids):
+    """Single-digit ids (read without strtol) and multi-digit ones give what the line parser gives."""
+    from lattice_tools.io._kaldi_text import parse_compact_text, parse_text_fst
+
+    block = f"0 1 5 1.5,2,{tids}\n0 2 6 1,0,3_4\n1 3 7 0.25,0,\n2 3 7 1,1,9\n3 0,0,{tids}".encode()
+    fast = parse_compact_text(block)
+    slow = parse_text_fst(list(enumerate(block.decode().split("\n"), 1)), "x", "u")
+    assert fast is not None
+    assert [s.tolist() for s in fast.strings] == [s.tolist() for s in slow.strings]
+    assert all(s.dtype == np.int32 for s in fast.strings)
+    assert {k: v.tolist() for k, v in fast.final_strings.items()} == {k: v.tolist() for k, v in slow.final_strings.items()}
+
+
+def test_text_block_with_trailing_whitespace_is_read_without_copying_it():
+    from lattice_tools.io._kaldi_text import parse_compact_text
+
+    block = b"0 1 5 1.5,2,1_2\n1 0,0,\n \t\n"
+    raw = parse_compact_text(block)
+    assert raw is not None and raw.num_states == 2 and raw.strings[0].tolist() == [1, 2]
+    assert parse_compact_text(b" \n\t") is None
+
+
+def test_binary_compact_reader_reads_what_the_text_reader_reads(tmp_path):
+    """The binary CompactLattice reader (arcs gathered into lists) gives the RawFst the text reader
+    gives for the same lattices written both ways (text weights have fewer digits), also for a
+    lattice of one final state without arcs."""
+    from lattice_tools.io import kaldi as K
+    from lattice_tools.io import read_lattices, write_lattices
+    from lattice_tools.lattice import Lattice
+    from lattice_tools.symbols import SymbolTable
+
+    lats = list(read_lattices(KGRAPH))
+    single = Lattice.from_arcs(src=[], dst=[], word=[], symbols=SymbolTable({}), final_graph_cost=[0.5],
+                               final_acoustic_cost=[0.25], key="empty")
+    write_lattices([*lats, single], f"ark:{tmp_path / 'b.ark'}", lattice_type="compact")
+    write_lattices([*lats, single], f"ark,t:{tmp_path / 't.ark'}", lattice_type="compact")
+    binary = list(K.iter_raw(f"ark:{tmp_path / 'b.ark'}"))
+    text = list(K.iter_raw(f"ark:{tmp_path / 't.ark'}"))
+    assert [k for k, _ in binary] == [k for k, _ in text] == [x.key for x in lats] + ["empty"]
+    assert binary[-1][1].num_states == 1 and len(binary[-1][1].src) == 0
+    for (_, a), (_, b) in zip(binary, text, strict=True):
+        assert (a.kind, a.start, a.num_states) == (b.kind, b.start, b.num_states) == ("compact", 0, a.num_states)
+        for f in ("src", "dst", "ilabel", "olabel"):
+            assert getattr(a, f).dtype == np.int64 and np.array_equal(getattr(a, f), getattr(b, f)), f
+        for f in ("w1", "w2", "final_w1", "final_w2"):
+            assert getattr(a, f).dtype == np.float64 and np.allclose(getattr(a, f), getattr(b, f), rtol=1e-6), f
+        assert [t.tolist() for t in a.strings] == [t.tolist() for t in b.strings]
+        assert all(t.dtype == np.int32 for t in a.strings)
