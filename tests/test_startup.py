@@ -67,34 +67,64 @@ def test_skip_numba_probes_skips_the_blas_probe_and_the_extension_scan():
     assert _run(_PROBES.format(skip=False)) == "True True True"
 
 
+_AS_THE_PROGRAM = """
+import atexit, os, sys
+def report():  # (the program ends without tearing the interpreter down, but atexit handlers run)
+    print({what})
+atexit.register(report)
+from lattice_tools.cli import main
+sys.argv = ["lattice-tools", *{argv!r}]
+main()
+"""
+
+
 def test_command_line_skips_numba_probes():
     """The command line owns its process: a command that runs numba kernels does not import scipy.linalg."""
     pytest.importorskip("scipy.linalg", reason="scipy is not installed: numba has nothing to probe")
-    code = f"""
-import os, sys
-from lattice_tools.cli import main
-sys.argv = ["lattice-tools", "sausage", {KGRAPH!r}, "-o", os.devnull]
-try:
-    main()
-except SystemExit as exc:
-    assert not exc.code, exc.code
-print("numba" in sys.modules, "scipy.linalg" in sys.modules)
-"""
+    code = _AS_THE_PROGRAM.format(what='"numba" in sys.modules, "scipy.linalg" in sys.modules',
+                                  argv=["sausage", KGRAPH, "-o", os.devnull])
     assert _run(code).splitlines()[-1] == "True False"
 
 
 def test_best_path_imports_neither_numba_nor_the_alternatives_algorithms():
-    code = f"""
-import os, sys
-from lattice_tools.cli import main
-sys.argv = ["lattice-tools", "best-path", {KGRAPH!r}, "--tra", os.devnull]
-try:
-    main()
-except SystemExit as exc:
-    assert not exc.code, exc.code
-print(sorted(m for m in sys.modules if m == "numba" or m.startswith("lattice_tools.alternatives.")))
-"""
+    what = 'sorted(m for m in sys.modules if m == "numba" or m.startswith("lattice_tools.alternatives."))'
+    code = _AS_THE_PROGRAM.format(what=what, argv=["best-path", KGRAPH, "--tra", os.devnull])
     assert _run(code).splitlines()[-1] == "['lattice_tools.alternatives._numba']"
+
+
+@pytest.mark.parametrize("argv,status,stdout,stderr", [
+    (["best-path", KGRAPH, "--tra", "-"], 0, "CVTE201703_00030_165722_1175 54432", '"lattices": 10'),
+    (["best-path", "ark:/nonexistent/x.ark", "--tra", "-"], 2, "", "lattice-tools: error: /nonexistent/x.ark"),
+    (["no-such-command"], 2, "", "No such command"),
+    (["--version"], 0, "version", ""),
+])
+def test_program_ends_with_its_outputs_flushed_and_its_status(tmp_path, argv, status, stdout, stderr):
+    """Run as the program, lattice-tools ends without the interpreter's teardown: the standard streams
+    are flushed, files written, atexit handlers run, and the exit status is click's."""
+    code = _AS_THE_PROGRAM.format(what='"atexit ran", file=sys.stderr', argv=argv)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == status, out.stderr
+    assert stdout in out.stdout and stderr in out.stderr
+    assert out.stderr.rstrip().endswith("atexit ran")
+    if argv[0] == "best-path" and status == 0:
+        assert len(out.stdout.splitlines()) == 10 and out.stdout.endswith("\n")
+
+
+def test_program_writes_complete_files_and_waits_for_its_threads(tmp_path):
+    """A file written by the command is complete; a non-daemon thread still running at the end is
+    waited for (the ordinary exit)."""
+    code = _AS_THE_PROGRAM.format(what='"atexit ran"', argv=["mbr-decode", KGRAPH, "--acoustic-scale", "0.1",
+                                                             "--sausage-stats", str(tmp_path / "saus")])
+    code = code.replace("from lattice_tools.cli import main", f"""import threading, time
+def late():
+    time.sleep(1.5)
+    open(os.path.join({str(tmp_path)!r}, "thread"), "w").write("done")
+threading.Thread(target=late).start()
+from lattice_tools.cli import main""")
+    assert _run(code).splitlines()[-1] == "atexit ran"
+    assert (tmp_path / "thread").read_text() == "done"
+    assert len((tmp_path / "saus").read_text().splitlines()) == 10
 
 
 # ------------------------------------------------------------------------------------------------
