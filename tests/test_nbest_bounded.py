@@ -15,17 +15,18 @@ from hypothesis import strategies as st
 from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives._fastsearch import search_many
-from lattice_tools.alternatives.nbest_lists import best_word_bound, nbest_sequences
+from lattice_tools.alternatives.nbest_lists import best_word_bound, nbest_sequences, suffix_bound
 from lattice_tools.errors import BudgetExceededError
 
 
 @settings(max_examples=150, deadline=None)
-@given(lattice_strategy(), st.integers(1, 6), st.booleans(), st.sampled_from([1.0, 1e-3]))
-def test_region_search_equals_brute_force(lat, n, compiled, margin):
-    """Compiled or interpreted, with a first region just past the best sequence or 1 nat wider."""
+@given(lattice_strategy(), st.integers(1, 6), st.booleans(), st.sampled_from([1.0, 1e-3]), st.sampled_from([0, 1, 8]))
+def test_region_search_equals_brute_force(lat, n, compiled, margin, suffix_lists):
+    """Compiled or interpreted, with a first region just past the best sequence or 1 nat wider,
+    with the best-next-word bound alone or with the suffix-list bound."""
     labels, cost, final = prepare(lat)
     bf = brute_force_sequences(lat, labels, cost, final)
-    res = nbest_sequences(lat, n, compiled=compiled, margin=margin)[0]
+    res = nbest_sequences(lat, n, compiled=compiled, margin=margin, suffix_lists=suffix_lists)[0]
     ranked = sorted(bf.values())
     assert len(res) == min(n, len(bf))
     for r, c in zip(res, ranked, strict=False):
@@ -73,3 +74,34 @@ def test_best_word_bound_is_admissible(lat):
     if bf:
         assert h[0] <= min(bf.values()) + 1e-9
     assert np.all(h >= fb.beta - 1e-9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lattice_strategy(), st.sampled_from([1, 2, 5]))
+def test_suffix_bound_is_admissible_and_tighter(lat, k):
+    """exp(-h[0]) bounds the probability of the most probable sequence, and h is no looser than
+    the best-next-word bound."""
+    labels, cost, final = prepare(lat)
+    bf = brute_force_sequences(lat, labels, cost, final)
+    hs = suffix_bound(lat.num_states, lat.src, lat.dst, labels, cost, final, k)
+    h = best_word_bound(lat.num_states, lat.src, lat.dst, labels, cost, final)
+    if bf:
+        assert hs[0] <= min(bf.values()) + 1e-9
+    finite = np.isfinite(h)
+    assert np.array_equal(finite, np.isfinite(hs))
+    assert np.all(hs[finite] >= h[finite] - 1e-5 * (1 + np.abs(h[finite])))
+
+
+def test_suffix_lists_do_not_change_the_lists():
+    """Bundled real lattices: the same sequences, costs and word arcs with and without the lists."""
+    from pathlib import Path
+
+    from lattice_tools.io import read_lattices
+
+    for name in ("003.lat", "004.lat"):
+        lat = next(iter(read_lattices(str(Path(__file__).parent / "data" / "inputs" / name))))
+        for scale in (1.0, 0.1):
+            ref = nbest_sequences(lat, 50, acoustic_scale=scale, suffix_lists=0)[0]
+            assert len(ref) == 50
+            for k in (1, 3, 8):
+                assert nbest_sequences(lat, 50, acoustic_scale=scale, suffix_lists=k)[0] == ref

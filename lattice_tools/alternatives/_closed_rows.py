@@ -279,3 +279,135 @@ def best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m):
             bl = l_parent[bl]
             q -= 1
     return cost, arcs
+
+
+@njit(cache=True)
+def _pair_slot(table, c_w, c_s, w, sfx, stride):
+    """Slot of the candidate ``(w, sfx)`` in the open-addressing ``table`` (-1 there: not present)."""
+    mask = len(table) - 1
+    i = ((w * stride + sfx) * 2654435761 >> 7) & mask
+    while table[i] >= 0 and (c_w[table[i]] != w or c_s[table[i]] != sfx):
+        i = (i + 1) & mask
+    return i
+
+
+@njit(cache=True)
+def _suffix_id(table, s_lab, s_next, n_suf, w, nxt, stride):
+    """Id of the suffix ``w`` followed by suffix ``nxt`` (interned in ``table``); returns ``(id, n_suf)``."""
+    i = _pair_slot(table, s_lab, s_next, w, nxt, stride)
+    if table[i] >= 0:
+        return table[i], n_suf
+    table[i] = n_suf
+    s_lab[n_suf] = w
+    s_next[n_suf] = nxt
+    return n_suf, n_suf + 1
+
+
+@njit(cache=True)
+def _keep_best(top_c, top_q, nk, cost, q):
+    """Insert ``(cost, q)`` into the ascending list ``top_c/top_q`` of at most ``len(top_c)`` entries
+    (a later entry goes after an equal one); returns the new length."""
+    k = len(top_c)
+    if nk == k and not cost < top_c[k - 1]:
+        return nk
+    i = nk if nk < k else k - 1
+    while i > 0 and cost < top_c[i - 1]:
+        top_c[i] = top_c[i - 1]
+        top_q[i] = top_q[i - 1]
+        i -= 1
+    top_c[i] = cost
+    top_q[i] = q
+    return nk + 1 if nk < k else nk
+
+
+@njit(cache=True)
+def suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k):
+    """A tighter admissible bound than :func:`best_word_bound`: per state ``s`` a list of ``k``
+    completions (word sequences, interned as suffixes: a word and the id of the suffix after it,
+    0 = the empty one) with an upper bound ``e^-L`` on the probability of each, and an upper bound
+    ``e^-U[s]`` on the probability of every completion *not* listed.  A completion ``w W'`` of
+    ``s`` is bounded by summing, over the closed ``w`` arcs ``a`` of ``s``, ``e^-cost(a)`` times
+    the bound of ``W'`` at ``dst(a)`` (its listed value there, else ``U[dst(a)]``): the
+    alignments of one continuation are summed *for that continuation*, where the best-next-word
+    bound lets every destination pick its own best one.  ``s`` lists its ``k`` best candidates;
+    ``U[s]`` is the larger of the next candidate and, per word, the sum over its arcs of
+    ``U[dst]``.  Returns ``h`` with ``h[s] = -ln max(listed, e^-U[s])`` (by induction in reverse
+    topological order an upper bound on every completion of ``s``; ``k = 0`` gives
+    :func:`best_word_bound`).  Not consistent (only admissible): the search does not need it."""
+    stride = m * k + 2
+    l_id = np.zeros(m * k + 1, np.int64)
+    l_c = np.full(m * k + 1, INF)
+    l_n = np.zeros(m, np.int64)
+    u = np.full(m, INF)
+    h = np.full(m, INF)
+    size = 1024
+    while size < 4 * (m * k + 2):
+        size *= 2
+    s_table = np.full(size, -1, np.int64)
+    s_lab = np.full(m * k + 2, -1, np.int64)
+    s_next = np.full(m * k + 2, -1, np.int64)
+    n_suf = 1
+    unl = np.zeros(num_labels)
+    seen = np.zeros(num_labels, np.bool_)
+    touched = np.empty(num_labels, np.int64)
+    c_table = np.full(1024, -1, np.int64)
+    c_w, c_s, c_v, c_slot = (np.empty(512, np.int64), np.empty(512, np.int64), np.empty(512), np.empty(512, np.int64))
+    top_c, top_q = np.empty(k + 1), np.empty(k + 1, np.int64)
+    for s in range(m - 1, -1, -1):
+        lo, hi = w_off[s], w_off[s + 1]
+        ref = x_lc[s]  # the largest single term: sums are taken relative to it
+        for q in range(lo, hi):
+            if w_lc[q] + h[w_dst[q]] < ref:
+                ref = w_lc[q] + h[w_dst[q]]
+        if ref == INF:
+            continue
+        need = 0
+        for q in range(lo, hi):
+            need += l_n[w_dst[q]]
+        if 2 * need > len(c_table):  # at most half full
+            size = len(c_table)
+            while size < 2 * need:
+                size *= 2
+            c_table = np.full(size, -1, np.int64)
+        c_w, c_s, c_v, c_slot = _grow_i(c_w, need), _grow_i(c_s, need), _grow_f(c_v, need), _grow_i(c_slot, need)
+        nt = nc = 0
+        for q in range(lo, hi):
+            d, w, c = w_dst[q], w_dlab[q], w_lc[q]
+            if not seen[w]:
+                seen[w] = True
+                touched[nt] = w
+                nt += 1
+                unl[w] = 0.0
+            eu = math.exp(ref - c - u[d]) if u[d] < INF else 0.0
+            unl[w] += eu
+            for i in range(d * k, d * k + l_n[d]):  # a listed suffix: its bound replaces U[d]
+                sl = _pair_slot(c_table, c_w, c_s, w, l_id[i], stride)
+                if c_table[sl] < 0:
+                    c_table[sl] = nc
+                    c_w[nc], c_s[nc], c_v[nc], c_slot[nc] = w, l_id[i], 0.0, sl
+                    nc += 1
+                c_v[c_table[sl]] += math.exp(ref - c - l_c[i]) - eu
+        u_cost = INF
+        for i in range(nt):
+            w = touched[i]
+            seen[w] = False
+            if unl[w] > 0.0 and ref - math.log(unl[w]) < u_cost:
+                u_cost = ref - math.log(unl[w])
+        nk = _keep_best(top_c, top_q, 0, x_lc[s], -1) if x_lc[s] < INF else 0
+        for q in range(nc):
+            c_table[c_slot[q]] = -1
+            tot = unl[c_w[q]] + c_v[q]
+            if tot > 0.0:
+                nk = _keep_best(top_c, top_q, nk, ref - math.log(tot), q)
+        kept = min(nk, k)
+        for i in range(kept):
+            q = top_q[i]
+            sid = 0
+            if q >= 0:
+                sid, n_suf = _suffix_id(s_table, s_lab, s_next, n_suf, c_w[q], c_s[q], stride)
+            l_id[s * k + i] = sid
+            l_c[s * k + i] = top_c[i]
+        l_n[s] = kept
+        u[s] = min(u_cost, top_c[k] if nk > k else INF)
+        h[s] = min(u[s], top_c[0] if nk else INF)
+    return h
