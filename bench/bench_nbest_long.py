@@ -6,19 +6,31 @@ same file bench_phrases.py uses).  Each N runs in a fresh process (peak RSS is p
 
     nice python bench/bench_nbest_long.py [--workdir /tmp/bench_phrases] [--n 1 10 100]
 
-Measured 2026-11-26 (2-core machine under load, load average ~16; best of 3 fresh processes, interleaved
-with the code of 9308b75; CPU seconds of the ``nbest`` call, which includes ~0.4 s to load the compiled
-search loops)::
+Measured 2026-11-26 (2-core machine shared with other jobs; best of 3 fresh processes, each round
+running the code before and after the change back to back; CPU seconds of the ``nbest`` call, which
+includes ~0.4 s to load the compiled search loops)::
 
-    PYTHONPATH=/work/wt/before python /work/wt/before/bench/bench_nbest_long.py --n 10 100   # x3, interleaved
-    python bench/bench_nbest_long.py --n 10 100 --rounds 3
+    for r in 1 2 3; do
+      PYTHONPATH=/work/wt/before python /work/wt/before/bench/bench_nbest_long.py --n 10 100
+      python bench/bench_nbest_long.py --n 10 100
+    done
 
-N = 10: 6.62 s -> 3.78 s, N = 100: 6.97 s -> 4.08 s (numpy engine -> compiled engine); peak RSS 0.95 GB ->
-0.53 GB; the same sequences (best cost 29.359 nats).  Of the ~3.7 s, ~2.9 s is the region search (26,053
-determinized states expanded), 0.4 s the closed rows.  (Issue 14's target, under 2 s at N = 100, is not
-reached yet.)  Earlier versions: 19.7 s wall at N = 100; before those, the lazy search's log-sum bound
-started at 0 nats while the best sequence costs 29.36 nats, and its fallback log-determinized the whole
-lattice (past 1 M states and 4 GB after 4 min).
+Compiled engine with the best-next-word bound (fc6d2d7) -> with the suffix-list bound
+(``nbest_sequences(suffix_lists=8)``): N = 10: 3.90 s -> 3.11 s, N = 100: 4.09 s -> 3.14 s (0.77x);
+peak RSS 0.53 -> 0.43 GB; the same sequences, times and posteriors (byte-identical N = 100 list; best
+cost 29.359 nats).  The bound at the start rises from 8.58 to 11.05 nats and the region search
+expands 15,393 determinized states instead of 26,053.  Of the ~3.1 s: ~1.7 s region search, ~0.4 s
+closed rows, 0.2 s suffix lists, ~0.4 s loading the compiled code.  (Issue 14's target, under 2 s at
+N = 100, is not reached yet.)  Earlier: numpy engine 6.62 / 6.97 s (N = 10 / 100), peak RSS 0.95 GB;
+19.7 s wall at N = 100 before that; before those, the lazy search's log-sum bound started at 0 nats
+while the best sequence costs 29.36 nats, and its fallback log-determinized the whole lattice (past
+1 M states and 4 GB after 4 min).
+
+A lattice unlike this one, the 30 s two-voice espeak-ng conversation of ``bench_phrases.py --suite``
+(``conv30_wide.slf``, 380,103 links, acoustic scale 1), is out of reach before and after: even N = 1
+stops with BudgetExceededError at a 3 GB memory budget after ~35-40 s of CPU (exit status 2)::
+
+    lattice-tools nbest -n 1 --max-memory 3G /tmp/conv/conv30_wide.slf -o /tmp/conv/nbest1.ctm
 """
 from __future__ import annotations
 
