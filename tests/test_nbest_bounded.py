@@ -1,9 +1,10 @@
 """Exact N-best of long lattices (issue 13 item 14, issue 14 item 3): the n best sequences come from the
 exact bound computed on the determinized states that can lie on them (A* over determinized states with the
-best-next-word bound), not from log-determinizing the whole lattice.  The engine's loops are compiled
+best-next-word and suffix-list bounds), not from log-determinizing the whole lattice.  The engine's loops are compiled
 (numba); the same code runs as plain Python, and the phrase search engine (``_fastsearch.search_many``)
 run on a whole lattice is the differential oracle.  On the bench's 31.5 s, 138,343-link pocketsphinx
-lattice (acoustic scale 0.1) N = 100 takes 4.0 s of CPU (numpy engine: 7.0 s)."""
+lattice (acoustic scale 0.1) N = 100 takes 3.1 s of CPU (best-next-word bound alone: 4.1 s; numpy engine:
+7.0 s)."""
 from __future__ import annotations
 
 import numpy as np
