@@ -20,12 +20,11 @@ from array import array
 
 import numpy as np
 
+from ..algorithms.forward_backward import _segment_reduce
 from ._common import dense_codes
 from ._epsilon_closure import EpsilonClosedRows
 from ._search import DEFAULT_TUNING, SearchTuning
-from ._search_arrays import (
-    NOT_INTERNED,
-)
+from ._search_arrays import NOT_INTERNED, run_starts
 from ._search_kernels import expand_state, row_scaling, successor_subset
 
 INF = math.inf
@@ -92,14 +91,14 @@ class Determinizer:
         self.records: list = []
         self._closure_rows()
         self._word_rows()
-        self._tables = (self._c_off, self._c_dst, self._c_lc, *row_scaling(self._c_off, self._c_lc), self._w_off,
-                        self._w_key, self._w_lc, *row_scaling(self._w_off, self._w_lc), self._pair_group,
-                        self._pair_dst, self._lab_out[self._pair_lab], self._beta_x, *self._bound_scaling())
-        M, num_pairs = union.num_states, max(self._num_pairs, 1)
-        num_groups = int(self._pair_group.max()) + 1 if self._num_pairs else 1
-        self._scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M),
-                         np.zeros(num_pairs, dtype=np.int64), np.empty(num_pairs), np.empty(num_pairs),
-                         np.zeros(num_groups, dtype=np.int64), np.zeros(num_groups, dtype=np.int64))
+        self._tables = (self._c_off, self._c_dst, self._c_lc, *row_scaling(self._c_off, self._c_lc), self._e_off,
+                        self._e_group, self._e_cost, *row_scaling(self._e_off, self._e_cost), self._e_compl,
+                        *row_scaling(self._e_off, self._e_compl), self._group_label)
+        M, num_groups = union.num_states, max(self._num_groups, 1)
+        self._scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M), np.zeros(num_groups, dtype=np.int64),
+                         np.zeros(num_groups, dtype=np.int64), np.empty(num_groups), np.empty(num_groups))
+        self._successor_tables = (self._arc_off, self._e_cost, self._arc_dst, self._arc_cost, self._arc_scaled)
+        self._successor_scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M))
         self._stamp = 0
 
     def _closure_rows(self) -> None:
@@ -117,53 +116,48 @@ class Determinizer:
         self._c_off, self._c_dst, self._c_lc = closed.w_off, closed.w_dst, closed.w_lc
 
     def _word_rows(self) -> None:
-        """Every state's own word arcs, preceded by one *end entry* when the state is final, so that
-        one grouped reduction gives an expansion's end weight along with its transitions.
+        """Every state's *entries*: one per next word (the log-sum of the state's arcs with that word,
+        and of their completions, cost plus the destination's bound ``beta``), preceded by one *end
+        entry* when the state is final (its exit cost, twice), so that one grouped reduction gives an
+        expansion's end weight along with its transitions.
 
-        An entry's key is its *pair*: (automaton, label, destination), numbered densely in that
-        order, with the end label first and each automaton's end entries sharing a dummy
-        destination ``M + i`` (completion cost 0); a *group* is an (automaton, label).  So an
-        expansion batch's groups are runs of its sorted pairs, and each request's pairs and groups
-        are contiguous.  Dense keys often fit in 16 or 32 bits, so the stable grouping sort can be
-        numpy's radix sort."""
+        An entry's *group* is its (automaton, label), numbered densely in that order with the end
+        label first.  The word arcs are kept sorted by (source, label, arc) so that each entry's arcs
+        are one range (``_arc_off``), read only when the search takes that entry's group."""
         u = self.union
         M, P = u.num_states, u.num_automata
         word = np.flatnonzero(u.lab != 0)
         self.word_arcs = word
         self.lab_values, self.word_dlab = dense_codes(u.lab[word])  # word arcs' labels, renumbered densely
-        self._lab_out = np.r_[-1, self.lab_values].astype(np.int64)  # dense label + 1 -> label (-1: the end)
+        lab_out = np.r_[-1, self.lab_values].astype(np.int64)  # dense label + 1 -> label (-1: the end)
         owner_of = np.repeat(np.arange(P, dtype=np.int64), u.sizes)
-        end_states = np.flatnonzero(u.exit_lc < INF)
         L1 = len(self.lab_values) + 1
-        entry_key = np.r_[owner_of[end_states] * L1 * (M + P) + M + owner_of[end_states],
-                          (owner_of[u.src[word]] * L1 + self.word_dlab + 1) * (M + P) + u.dst[word]]
-        pair_key, entry_pair = np.unique(entry_key, return_inverse=True)
-        row_state = np.r_[end_states, u.src[word]]
-        rows = np.argsort(row_state, kind="stable")
-        self._w_key = entry_pair.reshape(-1)[rows]
-        self._w_lc = np.r_[u.exit_lc[end_states], u.cost[word]][rows]
-        self._w_cnt = np.bincount(row_state, minlength=M)
-        self._w_off = np.r_[0, np.cumsum(self._w_cnt)]
-        self._pair_group = pair_key // (M + P)  # (automaton, label): nondecreasing in pair order
-        self._pair_dst = pair_key % (M + P)
-        self._pair_lab = self._pair_group % L1
-        self._beta_x = np.r_[u.beta, np.zeros(P)]  # the end entries' dummy destinations complete with cost 0
-        self._num_pairs = len(pair_key)
-
-    def _bound_scaling(self):
-        """``(beta_scaled, beta_base)`` per union state and end destination for
-        :func:`~lattice_tools.alternatives._search_kernels.expand_state`: ``beta_base`` the smallest
-        finite bound of the state's automaton, ``beta_scaled = exp(beta_base - beta)``."""
-        u = self.union
-        finite = np.isfinite(u.beta)
-        owner = np.repeat(np.arange(u.num_automata), u.sizes)
-        base = np.full(u.num_automata, np.inf)
-        np.minimum.at(base, owner[finite], u.beta[finite])
-        base = np.where(np.isfinite(base), base, 0.0)[owner]
-        scaled = np.zeros(u.num_states)
-        scaled[finite] = np.exp(base[finite] - u.beta[finite])
-        pad = np.zeros(u.num_automata)  # the end entries' dummy destinations: singleton groups, unused
-        return np.r_[scaled, pad], np.r_[base, pad]
+        dlab = np.asarray(self.word_dlab, dtype=np.int64) + 1
+        by_entry = np.lexsort((dlab, u.src[word]))  # stable: arc order within an entry
+        a_src, a_lab = u.src[word][by_entry], dlab[by_entry]
+        self._arc_dst, self._arc_cost = u.dst[word][by_entry], u.cost[word][by_entry]
+        firsts = run_starts(a_src * L1 + a_lab)
+        counts = np.diff(np.r_[firsts, len(by_entry)]).astype(np.int64)
+        if len(firsts):
+            w_cost = _segment_reduce(self._arc_cost, firsts, True, counts)
+            w_compl = _segment_reduce(self._arc_cost + u.beta[self._arc_dst], firsts, True, counts)
+        else:
+            w_cost = w_compl = np.zeros(0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            self._arc_scaled = np.nan_to_num(np.exp(np.repeat(w_cost, counts) - self._arc_cost), nan=0.0)
+        end_states = np.flatnonzero(u.exit_lc < INF)
+        e_src = np.r_[end_states, a_src[firsts]].astype(np.int64)
+        e_lab = np.r_[np.zeros(len(end_states), dtype=np.int64), a_lab[firsts]]
+        rows = np.lexsort((e_lab, e_src))  # by state, the end first, then by label (the arcs' order)
+        e_src, e_lab = e_src[rows], e_lab[rows]
+        self._e_cost = np.r_[u.exit_lc[end_states], w_cost][rows]
+        self._e_compl = np.r_[u.exit_lc[end_states], w_compl][rows]
+        self._arc_off = np.r_[0, np.cumsum(np.r_[np.zeros(len(end_states), dtype=np.int64), counts][rows])]
+        self._e_off = np.searchsorted(e_src, np.arange(M + 1))
+        group_key, e_group = np.unique(owner_of[e_src] * L1 + e_lab, return_inverse=True)
+        self._e_group = e_group.reshape(-1).astype(np.int64)
+        self._group_label = lab_out[group_key % L1]
+        self._num_groups = len(group_key)
 
     def intern(self, automaton: int, states: np.ndarray, resid: np.ndarray) -> int:
         """The id of the determinized state (``states``, residual costs ``resid``) of ``automaton``."""
@@ -186,10 +180,12 @@ class Determinizer:
     def resolve(self, rec: list, i: int) -> int:
         """Interned id of the successor of choice ``i`` of a choice record (the same key as
         :meth:`intern`: the int64 bytes of the states and of the rounded residuals)."""
-        dst, share, ends = rec[SUCCESSORS]
+        m_state, m_resid, m_entry, ends = rec[SUCCESSORS]
         g = rec[GROUPS][i]
-        a, b = ends[g], ends[g + 1]
-        states, resid, rounded = successor_subset(dst, share, a, b, self.resolution)
+        self._stamp += 1
+        states, resid, rounded = successor_subset(m_state, m_resid, m_entry, ends[g], ends[g + 1],
+                                                  *self._successor_tables, *self._successor_scratch, self._stamp,
+                                                  self.resolution)
         k = (states.tobytes(), rounded.tobytes())
         keys = self.keys[rec[AUTOMATON]]
         nj = keys.get(k)
@@ -216,9 +212,10 @@ class Determinizer:
             states, resid = subsets[j]
             subsets[j] = None
             self._stamp += 1
-            order, bound, label, wsum, ends, dst, share = expand_state(states, resid, *tables, *scratch, self._stamp)
-            records[j] = [array("d", bound.tobytes()), array("q", label.tobytes()), array("d", wsum.tobytes()),
-                          array("q", order.tobytes()), NOT_INTERNED * len(order), (dst, share, ends), o]
+            order, bound, label, cost, ends, m_state, m_resid, m_entry = expand_state(states, resid, *tables, *scratch,
+                                                                                      self._stamp)
+            records[j] = [array("d", bound.tobytes()), array("q", label.tobytes()), array("d", cost.tobytes()),
+                          array("q", order.tobytes()), NOT_INTERNED * len(order), (m_state, m_resid, m_entry, ends), o]
 
     def expander_for(self, automaton: int):
         """``expand(js)`` for a batch of states all of ``automaton`` (the exact-bound searches)."""

@@ -97,145 +97,125 @@ def _rows_sums(srcs, resid, off, row_key, row_cost, row_min, row_scaled, mark, g
 
 
 @njit(cache=True)
-def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, w_off, w_key, w_lc, w_min, w_scaled,
-                 pair_group, pair_dst, pair_label, beta_x, beta_scaled, beta_base,
-                 state_mark, state_min, state_sum, pair_mark, pair_min, pair_sum, group_mark, group_count, stamp):
+def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, e_off, e_group, e_cost, cost_min, cost_scaled,
+                 e_compl, compl_min, compl_scaled, group_label,
+                 state_mark, state_min, state_sum, group_mark, group_pos, group_cost, group_compl, stamp):
     """The choices of the determinized state (``states``, residual costs ``resid``).
 
     1. Epsilon closure: every member's closure row (states reachable through epsilon paths, with
        their log-sum costs ``c_lc``) added to its residual, log-summed per reached state (``c_min``,
        ``c_scaled``: see :func:`_rows_sums`).
-    2. The word-arc and end entries of the closed states (``w_key``: their dense (automaton,
-       label, destination) pair; ``w_lc``: their costs), log-summed per pair (``w_min``, ``w_scaled``).
-    3. Per group (a run of pairs of one label, ``pair_group``): the transition's cost ``wsum``,
-       the log-sum of its completions ``bound`` (with ``beta_x`` of each pair's destination;
-       ``beta_scaled = exp(beta_base - beta_x)``, ``beta_base`` the smallest bound of the
-       destination's automaton), and each pair's share of the group's probability (its
-       residual is ``-log(share)``, computed only for the successors the search takes).
+    2. The *entries* of the closed states (rows ``e_off``): one per (state, next word), holding the
+       log-sum of that state's arcs with that word (``e_cost``) and of their completions, arc cost
+       plus the bound of its destination (``e_compl``), and one end entry per final state (exit
+       cost, twice).  An entry's group ``e_group`` is its (automaton, word), numbered in word
+       order with the end first.  Summing entries instead of arcs makes an expansion cost the size
+       of the closed subset, not the number of its arcs (on pocketsphinx lattices every arc out of
+       a state carries the state's word: ~27 arcs per entry); the arcs of a group are only read
+       when the search takes it (:func:`successor_subset`).
+    3. Per group: the transition's cost (log-sum of its entries' ``e_cost`` plus residuals) and the
+       log-sum of its completions ``bound``; both are linear sums relative to one shift per
+       expansion (``cost_min``/``compl_min``: each row's smallest value, ``*_scaled = exp(row min
+       - value)``), and a group whose sum would underflow is recomputed in the log domain.
 
-    Returns ``(order, bound, label, wsum, ends, dst, share)``: the groups with a finite bound sorted
-    by bound (ties by label order, the end first) with their bounds, labels (``pair_label`` of
-    their pairs; -1: the end) and transition costs; the pair offsets of every group, and per
-    pair its destination and share (a group's pairs are in order of
-    first appearance, not sorted: only the successors the search takes need their states sorted)."""
-    # 1. epsilon closure
+    Returns ``(order, bound, label, cost, ends, m_state, m_resid, m_entry)``: the groups with a
+    finite bound sorted by bound (ties by group number: word order, the end first) with their
+    bounds, labels (-1: the end) and transition costs; the member offsets of every group (in
+    group-number order) and per member its closed state, residual and entry."""
     closed, sums, shift = _rows_sums(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, state_mark, state_min,
                                      state_sum, stamp, True)
     closed_r = sums if shift == INF else shift - np.log(sums)
-    # 2. word-arc and end entries per pair
-    pairs, sums, shift = _rows_sums(closed, closed_r, w_off, w_key, w_lc, w_min, w_scaled, pair_mark, pair_min,
-                                    pair_sum, stamp, False)
-    pairs, sums = _by_group(pairs, sums, pair_group, group_mark, group_count, stamp)
-    # 3. groups
-    num_pairs = len(pairs)
-    ends = np.empty(num_pairs + 1, np.int64)
+    # groups: count the members of each, in order of first appearance
+    n_members = 0
+    shift_c = INF
+    shift_b = INF
+    for i in range(len(closed)):
+        s = closed[i]
+        n_members += e_off[s + 1] - e_off[s]
+        if closed_r[i] + cost_min[s] < shift_c:
+            shift_c = closed_r[i] + cost_min[s]
+        if closed_r[i] + compl_min[s] < shift_b:
+            shift_b = closed_r[i] + compl_min[s]
+    groups = np.empty(n_members, np.int64)
     ng = 0
-    for p in range(num_pairs):
-        if p == 0 or pair_group[pairs[p]] != pair_group[pairs[p - 1]]:
-            ends[ng] = p
-            ng += 1
-    ends[ng] = num_pairs
-    ends = ends[:ng + 1]
-    wsum = np.empty(ng, np.float64)
+    for i in range(len(closed)):
+        s = closed[i]
+        for k in range(e_off[s], e_off[s + 1]):
+            g = e_group[k]
+            if group_mark[g] != stamp:
+                group_mark[g] = stamp
+                group_pos[g] = 0
+                groups[ng] = g
+                ng += 1
+            group_pos[g] += 1
+    groups = np.sort(groups[:ng])
+    ends = np.empty(ng + 1, np.int64)
+    start = 0
+    for u in range(ng):
+        ends[u] = start
+        c = group_pos[groups[u]]
+        group_pos[groups[u]] = start  # now the group's next member position
+        start += c
+    ends[ng] = start
+    # members grouped (closed-state order within a group), with the linear sums
+    m_state = np.empty(n_members, np.int64)
+    m_resid = np.empty(n_members, np.float64)
+    m_entry = np.empty(n_members, np.int64)
+    for u in range(ng):
+        group_cost[groups[u]] = 0.0
+        group_compl[groups[u]] = 0.0
+    for i in range(len(closed)):
+        s = closed[i]
+        r = closed_r[i]
+        if e_off[s] == e_off[s + 1]:
+            continue
+        fc = math.exp(shift_c - (r + cost_min[s])) if r + cost_min[s] < INF else 0.0
+        fb = math.exp(shift_b - (r + compl_min[s])) if r + compl_min[s] < INF else 0.0
+        for k in range(e_off[s], e_off[s + 1]):
+            g = e_group[k]
+            p = group_pos[g]
+            group_pos[g] = p + 1
+            m_state[p] = s
+            m_resid[p] = r
+            m_entry[p] = k
+            group_cost[g] += fc * cost_scaled[k]
+            group_compl[g] += fb * compl_scaled[k]
+    cost = np.empty(ng, np.float64)
     bound = np.empty(ng, np.float64)
-    group_pair = np.empty(ng, np.int64)
-    dst = np.empty(num_pairs, np.int64)
-    share = np.empty(num_pairs, np.float64)
-    for g in range(ng):
-        a, b = ends[g], ends[g + 1]
-        group_pair[g] = pairs[a]
-        for p in range(a, b):
-            dst[p] = pair_dst[pairs[p]]
-        if shift < INF:
-            wsum[g], bound[g] = _group_linear(sums, dst, a, b, shift, beta_x, beta_scaled, beta_base, share)
-        else:
-            wsum[g], bound[g] = _group_exact(sums, dst, a, b, beta_x, share)
-    order = np.argsort(bound, kind="mergesort")  # stable: ties by label order, the end first
+    for u in range(ng):
+        g = groups[u]
+        tc, tb = group_cost[g], group_compl[g]
+        if tc >= 1e-250 and tb >= 1e-250:
+            cost[u] = shift_c - math.log(tc)
+            bound[u] = shift_b - math.log(tb)
+        else:  # far below the shift (or unreachable): the group's own shifts, in the log domain
+            cost[u] = _members_logsum(m_resid, m_entry, ends[u], ends[u + 1], e_cost)
+            bound[u] = _members_logsum(m_resid, m_entry, ends[u], ends[u + 1], e_compl)
+    order = np.argsort(bound, kind="mergesort")  # stable: ties by group number
     finite = 0
     while finite < ng and bound[order[finite]] < INF:
         finite += 1
     order = order[:finite]
     labels = np.empty(finite, np.int64)
     for i in range(finite):
-        labels[i] = pair_label[group_pair[order[i]]]
-    return order, bound[order], labels, wsum[order], ends, dst, share
+        labels[i] = group_label[groups[order[i]]]
+    return order, bound[order], labels, cost[order], ends, m_state, m_resid, m_entry
 
 
 @njit(cache=True)
-def _by_group(pairs, sums, pair_group, mark, count, stamp):
-    """``pairs`` (and their ``sums``) grouped by ``pair_group``, groups in increasing order, pairs in
-    their order within each group (a counting sort: the groups are few)."""
-    groups = np.empty(len(pairs), np.int64)
-    ng = 0
-    for p in range(len(pairs)):
-        g = pair_group[pairs[p]]
-        if mark[g] != stamp:
-            mark[g] = stamp
-            count[g] = 0
-            groups[ng] = g
-            ng += 1
-        count[g] += 1
-    groups = np.sort(groups[:ng])
-    start = 0
-    for i in range(ng):
-        c = count[groups[i]]
-        count[groups[i]] = start  # now the group's next position
-        start += c
-    out_pairs = np.empty(len(pairs), np.int64)
-    out_sums = np.empty(len(pairs), np.float64)
-    for p in range(len(pairs)):
-        g = pair_group[pairs[p]]
-        out_pairs[count[g]] = pairs[p]
-        out_sums[count[g]] = sums[p]
-        count[g] += 1
-    return out_pairs, out_sums
-
-
-@njit(cache=True)
-def _group_linear(t, dst, a, b, shift, beta_x, beta_scaled, beta_base, share):
-    """One group's transition cost and bound from its pairs' probabilities ``t[a:b]`` relative to
-    ``shift``; ``share[p]``: each pair's part of the group's probability."""
-    total = 0.0
-    for p in range(a, b):
-        total += t[p]
-    wsum = shift - math.log(total)
-    for p in range(a, b):
-        share[p] = t[p] / total
-    if b - a == 1:
-        return wsum, wsum + beta_x[dst[a]]
-    completions = 0.0
-    for p in range(a, b):
-        completions += t[p] * beta_scaled[dst[p]]
-    if completions >= 1e-250:
-        return wsum, shift - math.log(completions) + beta_base[dst[a]]
+def _members_logsum(m_resid, m_entry, a, b, value):
+    """``-log(sum(exp(-(m_resid[p] + value[m_entry[p]]))))`` over members ``a:b`` (INF when empty)."""
     m = INF
     for p in range(a, b):
-        m = min(m, shift - math.log(t[p]) + beta_x[dst[p]])
-    completions = 0.0
+        v = m_resid[p] + value[m_entry[p]]
+        if v < m:
+            m = v
+    if m == INF:
+        return INF
+    t = 0.0
     for p in range(a, b):
-        completions += math.exp(m - (shift - math.log(t[p]) + beta_x[dst[p]]))
-    return wsum, m - math.log(completions)
-
-
-@njit(cache=True)
-def _group_exact(val, dst, a, b, beta_x, share):
-    """:func:`_group_linear` from the pairs' log-sums ``val[a:b]``, each sum shifted by its own
-    smallest term."""
-    m_w = INF
-    m_b = INF
-    for p in range(a, b):
-        m_w = min(m_w, val[p])
-        m_b = min(m_b, val[p] + beta_x[dst[p]])
-    s_w = 0.0
-    s_b = 0.0
-    for p in range(a, b):
-        s_w += math.exp(m_w - val[p])
-        s_b += math.exp(m_b - (val[p] + beta_x[dst[p]]))
-    wsum = m_w if m_w == INF else m_w - math.log(s_w)
-    bound = m_b if m_b == INF else m_b - math.log(s_b)
-    for p in range(a, b):
-        share[p] = math.exp(wsum - val[p])
-    return wsum, bound
+        t += math.exp(m - (m_resid[p] + value[m_entry[p]]))
+    return m - math.log(t)
 
 
 def row_scaling(off: np.ndarray, cost: np.ndarray):
@@ -369,19 +349,73 @@ def _grown_int(a, used, cap):
 
 
 @njit(cache=True)
-def successor_subset(dst, share, a, b, resolution):
-    """The subset of one choice of an expansion (its group's pairs ``a:b``): the states in increasing
-    order, their residual costs ``-log(share)`` and those rounded to ``resolution`` (its interning
-    key, as :meth:`~lattice_tools.alternatives._determinizer.Determinizer.intern` rounds)."""
-    order = np.argsort(dst[a:b])
-    n = b - a
-    states = np.empty(n, np.int64)
-    resid = np.empty(n, np.float64)
-    rounded = np.empty(n, np.int64)
-    for i in range(n):
-        p = a + order[i]
-        states[i] = dst[p]
-        r = -math.log(share[p])
+def successor_subset(m_state, m_resid, m_entry, a, b, arc_off, e_cost, arc_dst, arc_cost, arc_scaled, mark, acc,
+                     acc_min, stamp, resolution):
+    """The subset reached by one choice of an expansion: the destinations of the arcs of its
+    members ``a:b`` (entry ``m_entry[p]``'s arcs are ``arc_off[k]:arc_off[k + 1]``, with
+    ``arc_scaled = exp(e_cost[k] - arc_cost)``), each with its share of the choice's probability.
+    Returns the states in increasing order, their residual costs ``-log(share)`` and those rounded
+    to ``resolution`` (its interning key, as
+    :meth:`~lattice_tools.alternatives._determinizer.Determinizer.intern` rounds).  ``mark``/``acc``/
+    ``acc_min``: scratch per state (``mark`` holds ``stamp`` for the states seen in this call)."""
+    shift = INF
+    n = 0
+    for p in range(a, b):
+        k = m_entry[p]
+        n += arc_off[k + 1] - arc_off[k]
+        if m_resid[p] + e_cost[k] < shift:
+            shift = m_resid[p] + e_cost[k]
+    touched = np.empty(n, np.int64)
+    nt = 0
+    for p in range(a, b):
+        k = m_entry[p]
+        f = math.exp(shift - (m_resid[p] + e_cost[k])) if shift < INF else 0.0
+        for q in range(arc_off[k], arc_off[k + 1]):
+            v = arc_dst[q]
+            if mark[v] != stamp:
+                mark[v] = stamp
+                acc[v] = 0.0
+                touched[nt] = v
+                nt += 1
+            acc[v] += f * arc_scaled[q]
+    states = np.sort(touched[:nt])
+    total = 0.0
+    exact = False
+    for v in states:
+        if not acc[v] >= 1e-250:
+            exact = True
+        total += acc[v]
+    resid = np.empty(nt, np.float64)
+    rounded = np.empty(nt, np.int64)
+    if exact:  # shares far below the largest one: each state's own shift, in the log domain
+        for v in states:
+            acc_min[v] = INF
+            acc[v] = 0.0
+        for p in range(a, b):
+            for q in range(arc_off[m_entry[p]], arc_off[m_entry[p] + 1]):
+                x = m_resid[p] + arc_cost[q]
+                if x < acc_min[arc_dst[q]]:
+                    acc_min[arc_dst[q]] = x
+        for p in range(a, b):
+            for q in range(arc_off[m_entry[p]], arc_off[m_entry[p] + 1]):
+                v = arc_dst[q]
+                if acc_min[v] < INF:
+                    acc[v] += math.exp(acc_min[v] - (m_resid[p] + arc_cost[q]))
+        m = INF
+        for v in states:
+            acc_min[v] = acc_min[v] - math.log(acc[v]) if acc_min[v] < INF else INF
+            m = min(m, acc_min[v])
+        t = 0.0
+        for v in states:
+            if acc_min[v] < INF:
+                t += math.exp(m - acc_min[v])
+        total_cost = m - math.log(t)
+        for i in range(nt):
+            resid[i] = acc_min[states[i]] - total_cost
+            rounded[i] = np.int64(np.rint(resid[i] / resolution))
+        return states, resid, rounded
+    for i in range(nt):
+        r = -math.log(acc[states[i]] / total)
         resid[i] = r
         rounded[i] = np.int64(np.rint(r / resolution))
     return states, resid, rounded
