@@ -83,15 +83,6 @@ def test_fewer_searches_side_by_side_find_the_same(side_by_side):
         assert [r.cost for r in a] == pytest.approx([r.cost for r in b], rel=1e-12, abs=1e-9)
 
 
-def test_word_time_closure_in_chunks_gives_the_same_best_paths():
-    """The word-time closure is built for a few automata at a time (a memory bound): with chunks
-    of one automaton each, the best paths are the same."""
-    problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
-    reference = search_many(problems, 100)
-    for a, b in zip(reference, search_many(problems, 100, tuning=SearchTuning(closed_chunk_arcs=1)), strict=False):
-        assert [(r.labels, r.best_arcs, r.best_cost) for r in a] == [(r.labels, r.best_arcs, r.best_cost) for r in b]
-
-
 def test_budget_still_applies_per_automaton():
     lat = ps_lattice()
     problem, _ = _problem(lat)

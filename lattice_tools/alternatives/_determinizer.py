@@ -25,7 +25,7 @@ from ._common import dense_codes
 from ._epsilon_closure import EpsilonClosedRows
 from ._search import DEFAULT_TUNING, SearchTuning
 from ._search_arrays import NOT_INTERNED, run_starts
-from ._search_kernels import expand_state, row_scaling, successor_subset
+from ._search_kernels import closed_exits, expand_state, row_scaling, successor_subset
 
 INF = math.inf
 
@@ -91,20 +91,23 @@ class Determinizer:
         self.records: list = []
         self._closure_rows()
         self._word_rows()
-        self._tables = (self._c_off, self._c_dst, self._c_lc, *row_scaling(self._c_off, self._c_lc), self._e_off,
-                        self._e_group, self._e_cost, *row_scaling(self._e_off, self._e_cost), self._e_compl,
-                        *row_scaling(self._e_off, self._e_compl), self._group_label)
-        M, num_groups = union.num_states, max(self._num_groups, 1)
-        self._scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M), np.zeros(num_groups, dtype=np.int64),
-                         np.zeros(num_groups, dtype=np.int64), np.empty(num_groups), np.empty(num_groups))
+        self._closed_entries()
+        self._tables = (self._t_off, self._t_group, self._t_cost, *row_scaling(self._t_off, self._t_cost),
+                        self._t_compl, *row_scaling(self._t_off, self._t_compl), self._t_base, self._t_entry,
+                        self._e_cost, self._e_compl, self._group_label)
+        num_groups = max(self._num_groups, 1)
+        self._scratch = (np.zeros(num_groups, dtype=np.int64), np.zeros(num_groups, dtype=np.int64),
+                         np.empty(num_groups), np.empty(num_groups))
+        M = union.num_states
         self._successor_tables = (self._arc_off, self._e_cost, self._arc_dst, self._arc_cost, self._arc_scaled)
         self._successor_scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M))
         self._stamp = 0
 
     def _closure_rows(self) -> None:
         """Every state's epsilon closure: the states reachable through epsilon paths, itself
-        included, in state order, each with the log-sum cost of those paths (the closed rows of a
-        "self" pseudo-arc per state)."""
+        included, in state order, each with the log-sum (``_c_lc``) and the minimum (``_c_bc``, for
+        the word times) of the costs of those paths (the closed rows of a "self" pseudo-arc per
+        state)."""
         u = self.union
         M = u.num_states
         eps = np.flatnonzero(u.lab == 0)
@@ -112,8 +115,8 @@ class Determinizer:
         closed = EpsilonClosedRows(M, np.r_[u.src[eps], selfs], np.r_[u.dst[eps], selfs],
                                    np.r_[np.zeros(len(eps), dtype=np.int64), np.ones(M, dtype=np.int64)],
                                    np.r_[u.cost[eps], np.zeros(M)], np.r_[np.zeros(len(eps), dtype=np.int64), selfs],
-                                   np.full(M, INF), np.full(M, INF), tropical=False)
-        self._c_off, self._c_dst, self._c_lc = closed.w_off, closed.w_dst, closed.w_lc
+                                   np.full(M, INF), np.full(M, INF))
+        self._c_off, self._c_dst, self._c_lc, self._c_bc = closed.w_off, closed.w_dst, closed.w_lc, closed.w_bc
 
     def _word_rows(self) -> None:
         """Every state's *entries*: one per next word (the log-sum of the state's arcs with that word,
@@ -135,6 +138,7 @@ class Determinizer:
         dlab = np.asarray(self.word_dlab, dtype=np.int64) + 1
         by_entry = np.lexsort((dlab, u.src[word]))  # stable: arc order within an entry
         a_src, a_lab = u.src[word][by_entry], dlab[by_entry]
+        self._arc_order = word[by_entry]  # union arc index: the order of the word-time tie-breaks
         self._arc_dst, self._arc_cost = u.dst[word][by_entry], u.cost[word][by_entry]
         firsts = run_starts(a_src * L1 + a_lab)
         counts = np.diff(np.r_[firsts, len(by_entry)]).astype(np.int64)
@@ -158,6 +162,36 @@ class Determinizer:
         self._e_group = e_group.reshape(-1).astype(np.int64)
         self._group_label = lab_out[group_key % L1]
         self._num_groups = len(group_key)
+        self._e_label = self._group_label[self._e_group]
+
+    def _closed_entries(self) -> None:
+        """Every state's *closed entries* (what :func:`~lattice_tools.alternatives._search_kernels.expand_state`
+        sums): for each state ``u`` of its epsilon closure (in state order) and each entry of ``u``,
+        the entry, the log-sum cost of the epsilon paths to ``u`` (``_t_base``), the entry's group,
+        and the base plus the entry's two log-sums (``_t_cost``, ``_t_compl``)."""
+        per_closure = np.diff(self._e_off)[self._c_dst]
+        total = int(per_closure.sum())
+        starts = np.repeat(self._e_off[self._c_dst] - (np.cumsum(per_closure) - per_closure), per_closure)
+        self._t_entry = starts + np.arange(total, dtype=np.int64)
+        self._t_base = np.repeat(self._c_lc, per_closure)
+        row_len = np.add.reduceat(per_closure, self._c_off[:-1]) if len(per_closure) else np.zeros(0, np.int64)
+        row_len = np.where(np.diff(self._c_off) > 0, row_len, 0)  # reduceat gives a value to empty rows too
+        self._t_off = np.r_[0, np.cumsum(row_len)].astype(np.int64)
+        self._t_group = self._e_group[self._t_entry]
+        self._t_cost = self._t_base + self._e_cost[self._t_entry]
+        self._t_compl = self._t_base + self._e_compl[self._t_entry]
+
+    def word_time_tables(self) -> tuple:
+        """What :func:`~lattice_tools.alternatives._search_kernels.trie_viterbi` reads (union state
+        numbers): the tropical epsilon closure, the entries' labels and arcs, and every state's exit
+        cost through its best epsilon path."""
+        u = self.union
+        eps = np.flatnonzero(u.lab == 0)
+        eps = eps[np.argsort(u.src[eps], kind="stable")]
+        exits = closed_exits(u.exit_bc, np.searchsorted(u.src[eps], np.arange(u.num_states + 1)), u.dst[eps],
+                             u.cost[eps])
+        return (self._c_off, self._c_dst, self._c_bc, self._e_off, self._e_label, self._arc_off, self._arc_dst,
+                self._arc_cost, self._arc_order, u.arc_ids[self._arc_order], exits)
 
     def intern(self, automaton: int, states: np.ndarray, resid: np.ndarray) -> int:
         """The id of the determinized state (``states``, residual costs ``resid``) of ``automaton``."""
@@ -180,10 +214,10 @@ class Determinizer:
     def resolve(self, rec: list, i: int) -> int:
         """Interned id of the successor of choice ``i`` of a choice record (the same key as
         :meth:`intern`: the int64 bytes of the states and of the rounded residuals)."""
-        m_state, m_resid, m_entry, ends = rec[SUCCESSORS]
+        m_base, m_entry, ends = rec[SUCCESSORS]
         g = rec[GROUPS][i]
         self._stamp += 1
-        states, resid, rounded = successor_subset(m_state, m_resid, m_entry, ends[g], ends[g + 1],
+        states, resid, rounded = successor_subset(m_base, m_entry, ends[g], ends[g + 1],
                                                   *self._successor_tables, *self._successor_scratch, self._stamp,
                                                   self.resolution)
         k = (states.tobytes(), rounded.tobytes())
@@ -212,10 +246,9 @@ class Determinizer:
             states, resid = subsets[j]
             subsets[j] = None
             self._stamp += 1
-            order, bound, label, cost, ends, m_state, m_resid, m_entry = expand_state(states, resid, *tables, *scratch,
-                                                                                      self._stamp)
+            order, bound, label, cost, ends, m_base, m_entry = expand_state(states, resid, *tables, *scratch, self._stamp)
             records[j] = [array("d", bound.tobytes()), array("q", label.tobytes()), array("d", cost.tobytes()),
-                          array("q", order.tobytes()), NOT_INTERNED * len(order), (m_state, m_resid, m_entry, ends), o]
+                          array("q", order.tobytes()), NOT_INTERNED * len(order), (m_base, m_entry, ends), o]
 
     def expander_for(self, automaton: int):
         """``expand(js)`` for a batch of states all of ``automaton`` (the exact-bound searches)."""

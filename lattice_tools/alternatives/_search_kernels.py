@@ -21,127 +21,48 @@ INF = math.inf
 
 
 @njit(cache=True)
-def _exact_logsums(uniq, srcs, resid, off, row_key, row_cost, group_min, group_sum):
-    """:func:`_rows_logsums`' result, each group shifted by its own smallest cost (two passes and
-    one ``exp`` per entry: for the rare groups far below the shared shift)."""
-    for u in range(len(uniq)):
-        group_min[uniq[u]] = INF
-        group_sum[uniq[u]] = 0.0
-    for i in range(len(srcs)):
-        r = resid[i]
-        for k in range(off[srcs[i]], off[srcs[i] + 1]):
-            v = r + row_cost[k]
-            if v < group_min[row_key[k]]:
-                group_min[row_key[k]] = v
-    for i in range(len(srcs)):
-        r = resid[i]
-        for k in range(off[srcs[i]], off[srcs[i] + 1]):
-            g = row_key[k]
-            group_sum[g] += math.exp(group_min[g] - (r + row_cost[k]))
-    out = np.empty(len(uniq), np.float64)
-    for u in range(len(uniq)):
-        m = group_min[uniq[u]]
-        out[u] = m if m == INF else m - math.log(group_sum[uniq[u]])
-    return out
-
-
-@njit(cache=True)
-def _rows_sums(srcs, resid, off, row_key, row_cost, row_min, row_scaled, mark, group_min, group_sum, stamp,
-               sort_keys):
-    """Per key, the semiring sum of ``resid[i] + row_cost[k]`` over the rows
-    ``off[srcs[i]]:off[srcs[i] + 1]``: returns ``(keys, sums, shift)``, the distinct keys in
-    increasing order (``sort_keys``; else in order of first appearance) and, when ``shift`` is finite, their probabilities relative to ``shift``
-    (the log-sum is ``shift - log(sums)``), else (``shift`` = inf) their log-sums.
-
-    One shift for all entries (the smallest cost), and ``exp`` once per row: ``row_scaled[k] =
-    exp(row_min[s] - row_cost[k])`` is precomputed, so an entry costs a multiply-add.  If a sum
-    falls below 1e-250 (a key far above the shift: digits would be lost), every key is recomputed
-    with its own shift in the log domain (:func:`_exact_logsums`).  ``mark``/``group_*``: scratch
-    tables indexed by key (``mark`` holds ``stamp`` for the keys seen in this call, so that the
-    tables are never cleared)."""
-    shift = INF
-    n = 0
-    for i in range(len(srcs)):
-        s = srcs[i]
-        n += off[s + 1] - off[s]
-        if resid[i] + row_min[s] < shift:
-            shift = resid[i] + row_min[s]
-    uniq = np.empty(n, np.int64)
-    nu = 0
-    for i in range(len(srcs)):
-        s = srcs[i]
-        lo, hi = off[s], off[s + 1]
-        if lo == hi:
-            continue
-        f = math.exp(shift - (resid[i] + row_min[s])) if shift < INF else 0.0
-        for k in range(lo, hi):
-            g = row_key[k]
-            if mark[g] != stamp:
-                mark[g] = stamp
-                uniq[nu] = g
-                nu += 1
-                group_sum[g] = 0.0
-            group_sum[g] += f * row_scaled[k]
-    uniq = np.sort(uniq[:nu]) if sort_keys else uniq[:nu]
-    out = np.empty(nu, np.float64)
-    exact = shift == INF
-    for u in range(nu):
-        t = group_sum[uniq[u]]
-        if not t >= 1e-250:
-            exact = True
-            break
-        out[u] = t
-    if exact:
-        return uniq, _exact_logsums(uniq, srcs, resid, off, row_key, row_cost, group_min, group_sum), INF
-    return uniq, out, shift
-
-
-@njit(cache=True)
-def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, e_off, e_group, e_cost, cost_min, cost_scaled,
-                 e_compl, compl_min, compl_scaled, group_label,
-                 state_mark, state_min, state_sum, group_mark, group_pos, group_cost, group_compl, stamp):
+def expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t_compl, compl_min, compl_scaled,
+                 t_base, t_entry, e_cost, e_compl, group_label, group_mark, group_pos, group_cost, group_compl, stamp):
     """The choices of the determinized state (``states``, residual costs ``resid``).
 
-    1. Epsilon closure: every member's closure row (states reachable through epsilon paths, with
-       their log-sum costs ``c_lc``) added to its residual, log-summed per reached state (``c_min``,
-       ``c_scaled``: see :func:`_rows_sums`).
-    2. The *entries* of the closed states (rows ``e_off``): one per (state, next word), holding the
-       log-sum of that state's arcs with that word (``e_cost``) and of their completions, arc cost
-       plus the bound of its destination (``e_compl``), and one end entry per final state (exit
-       cost, twice).  An entry's group ``e_group`` is its (automaton, word), numbered in word
-       order with the end first.  Summing entries instead of arcs makes an expansion cost the size
-       of the closed subset, not the number of its arcs (on pocketsphinx lattices every arc out of
-       a state carries the state's word: ~27 arcs per entry); the arcs of a group are only read
-       when the search takes it (:func:`successor_subset`).
-    3. Per group: the transition's cost (log-sum of its entries' ``e_cost`` plus residuals) and the
-       log-sum of its completions ``bound``; both are linear sums relative to one shift per
-       expansion (``cost_min``/``compl_min``: each row's smallest value, ``*_scaled = exp(row min
-       - value)``), and a group whose sum would underflow is recomputed in the log domain.
+    Each member state's row ``t_off`` holds its *closed entries*: one per (state ``u`` of its
+    epsilon closure, entry of ``u``), where an entry is one next word of ``u`` (the log-sum of
+    ``u``'s arcs with that word, and of their completions, arc cost plus the bound of its
+    destination) or ``u``'s end (its exit cost, twice).  ``t_base`` is the log-sum cost of the
+    epsilon paths to ``u``, ``t_cost``/``t_compl`` that plus the entry's two log-sums, ``t_group``
+    the entry's (automaton, word), numbered in word order with the end first, and ``t_entry`` the
+    entry (its log-sums ``e_cost``/``e_compl``; :func:`successor_subset` reads its arcs when the
+    search takes its group).  Summing
+    closed entries instead of arcs makes an expansion cost the size of the subset's closure, not
+    the number of its arcs (on pocketsphinx lattices every arc out of a state carries the state's
+    word: ~27 arcs per entry).
 
-    Returns ``(order, bound, label, cost, ends, m_state, m_resid, m_entry)``: the groups with a
-    finite bound sorted by bound (ties by group number: word order, the end first) with their
-    bounds, labels (-1: the end) and transition costs; the member offsets of every group (in
-    group-number order) and per member its closed state, residual and entry."""
-    closed, sums, shift = _rows_sums(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, state_mark, state_min,
-                                     state_sum, stamp, True)
-    closed_r = sums if shift == INF else shift - np.log(sums)
-    # groups: count the members of each, in order of first appearance
+    Per group: the transition's cost (log-sum of residual + ``t_cost``) and the log-sum of its
+    completions ``bound``; both are linear sums relative to one shift per expansion
+    (``cost_min``/``compl_min``: each row's smallest value, ``*_scaled = exp(row min - value)``),
+    and a group whose sum would underflow is recomputed in the log domain.
+
+    Returns ``(order, bound, label, cost, ends, m_base, m_entry)``: the groups with a finite bound
+    sorted by bound (ties by group number: word order, the end first) with their bounds, labels
+    (-1: the end) and transition costs; the member offsets of every group (in group-number order)
+    and per member its cost up to its entry (residual + ``t_base``) and its entry."""
     n_members = 0
     shift_c = INF
     shift_b = INF
-    for i in range(len(closed)):
-        s = closed[i]
-        n_members += e_off[s + 1] - e_off[s]
-        if closed_r[i] + cost_min[s] < shift_c:
-            shift_c = closed_r[i] + cost_min[s]
-        if closed_r[i] + compl_min[s] < shift_b:
-            shift_b = closed_r[i] + compl_min[s]
+    for i in range(len(states)):
+        s = states[i]
+        n_members += t_off[s + 1] - t_off[s]
+        if resid[i] + cost_min[s] < shift_c:
+            shift_c = resid[i] + cost_min[s]
+        if resid[i] + compl_min[s] < shift_b:
+            shift_b = resid[i] + compl_min[s]
+    # groups: count the members of each
     groups = np.empty(n_members, np.int64)
     ng = 0
-    for i in range(len(closed)):
-        s = closed[i]
-        for k in range(e_off[s], e_off[s + 1]):
-            g = e_group[k]
+    for i in range(len(states)):
+        s = states[i]
+        for k in range(t_off[s], t_off[s + 1]):
+            g = t_group[k]
             if group_mark[g] != stamp:
                 group_mark[g] = stamp
                 group_pos[g] = 0
@@ -156,28 +77,25 @@ def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, e_off, e_gr
         c = group_pos[groups[u]]
         group_pos[groups[u]] = start  # now the group's next member position
         start += c
-    ends[ng] = start
-    # members grouped (closed-state order within a group), with the linear sums
-    m_state = np.empty(n_members, np.int64)
-    m_resid = np.empty(n_members, np.float64)
-    m_entry = np.empty(n_members, np.int64)
-    for u in range(ng):
         group_cost[groups[u]] = 0.0
         group_compl[groups[u]] = 0.0
-    for i in range(len(closed)):
-        s = closed[i]
-        r = closed_r[i]
-        if e_off[s] == e_off[s + 1]:
+    ends[ng] = start
+    # members grouped (in member order within a group), with the linear sums
+    m_base = np.empty(n_members, np.float64)
+    m_entry = np.empty(n_members, np.int64)
+    for i in range(len(states)):
+        s = states[i]
+        r = resid[i]
+        if t_off[s] == t_off[s + 1]:
             continue
         fc = math.exp(shift_c - (r + cost_min[s])) if r + cost_min[s] < INF else 0.0
         fb = math.exp(shift_b - (r + compl_min[s])) if r + compl_min[s] < INF else 0.0
-        for k in range(e_off[s], e_off[s + 1]):
-            g = e_group[k]
+        for k in range(t_off[s], t_off[s + 1]):
+            g = t_group[k]
             p = group_pos[g]
             group_pos[g] = p + 1
-            m_state[p] = s
-            m_resid[p] = r
-            m_entry[p] = k
+            m_base[p] = r + t_base[k]
+            m_entry[p] = t_entry[k]
             group_cost[g] += fc * cost_scaled[k]
             group_compl[g] += fb * compl_scaled[k]
     cost = np.empty(ng, np.float64)
@@ -188,9 +106,9 @@ def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, e_off, e_gr
         if tc >= 1e-250 and tb >= 1e-250:
             cost[u] = shift_c - math.log(tc)
             bound[u] = shift_b - math.log(tb)
-        else:  # far below the shift (or unreachable): the group's own shifts, in the log domain
-            cost[u] = _members_logsum(m_resid, m_entry, ends[u], ends[u + 1], e_cost)
-            bound[u] = _members_logsum(m_resid, m_entry, ends[u], ends[u + 1], e_compl)
+        else:  # far below the shift (or unreachable): the group's own shift, in the log domain
+            cost[u] = _members_logsum(m_base, m_entry, ends[u], ends[u + 1], e_cost)
+            bound[u] = _members_logsum(m_base, m_entry, ends[u], ends[u + 1], e_compl)
     order = np.argsort(bound, kind="mergesort")  # stable: ties by group number
     finite = 0
     while finite < ng and bound[order[finite]] < INF:
@@ -199,7 +117,7 @@ def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, e_off, e_gr
     labels = np.empty(finite, np.int64)
     for i in range(finite):
         labels[i] = group_label[groups[order[i]]]
-    return order, bound[order], labels, cost[order], ends, m_state, m_resid, m_entry
+    return order, bound[order], labels, cost[order], ends, m_base, m_entry
 
 
 @njit(cache=True)
@@ -219,7 +137,7 @@ def _members_logsum(m_resid, m_entry, a, b, value):
 
 
 def row_scaling(off: np.ndarray, cost: np.ndarray):
-    """``(row_min, row_scaled)`` of CSR rows for :func:`_rows_sums`: each row's smallest cost
+    """``(row_min, row_scaled)`` of CSR rows for :func:`expand_state`: each row's smallest cost
     (inf when empty) and ``exp(row_min - cost)`` per entry."""
     lengths = np.diff(off)
     row_min = np.full(len(lengths), INF)
@@ -232,19 +150,27 @@ def row_scaling(off: np.ndarray, cost: np.ndarray):
 
 
 @njit(cache=True)
-def trie_viterbi(row_off, row_lab, row_dst, row_cost, row_id, exit_cost, root_states, root_costs, label, ch_off,
-                 children, end_of_node, num_seqs):
-    """Best single path reading each sequence of a prefix trie (tropical): per trie node (in id
-    order: a child is numbered after its parent), the cheapest way to reach each state after
-    reading the node's prefix; a child's states come from its parent's over the closed word arcs
-    (rows ``row_off``, sorted by label within a row) of the child's label.  Among equal costs the
-    earliest candidate wins (parent states in increasing order, then arcs in row order).
+def trie_viterbi(tc_off, tc_dst, tc_cost, e_off, e_label, arc_off, arc_dst, arc_cost, arc_order, arc_id, exit_cost,
+                 root_states, root_costs, label, parent, ch_off, children, end_of_node, num_seqs):
+    """Best single path reading each sequence of a prefix trie (tropical): per trie node on the way
+    to a sequence (in id order: a child is numbered after its parent), the cheapest way to reach
+    each state after reading the node's prefix.  A child's states come from its parent's: each
+    parent state's epsilon closure (rows ``tc_off``: closure states with the cost of their best
+    epsilon path), then those states' arcs with the child's label (the arcs of entry ``e``, label
+    ``e_label[e]``, are ``arc_off[e]:arc_off[e + 1]``).  Among equal costs the earliest candidate
+    wins: parent states in increasing order, then arcs in ``arc_order`` (the automaton's arc
+    order).
 
-    ``end_of_node[v]``: the sequence ending at node ``v`` (-1: none).  Returns ``(best_cost,
-    best_link, link_arc, link_parent)``: per sequence its best cost and the last link of its path;
-    per link the arc id and the previous link (-1 at the root)."""
+    ``end_of_node[v]``: the sequence ending at node ``v`` (-1: none); ``exit_cost``: each state's
+    exit cost through its best epsilon path.  Returns ``(best_cost, best_link, link_arc,
+    link_parent)``: per sequence its best cost and the last link of its path; per link the arc id
+    (``arc_id``) and the previous link (-1 at the root)."""
     n_nodes = len(label)
     m = len(exit_cost)
+    needed = end_of_node >= 0  # the nodes on the way to a sequence
+    for v in range(n_nodes - 1, 0, -1):
+        if needed[v]:
+            needed[parent[v]] = True
     cap = max(1024, 4 * len(root_states))
     f_state = np.empty(cap, np.int64)
     f_cost = np.empty(cap, np.float64)
@@ -286,34 +212,33 @@ def trie_viterbi(row_off, row_lab, row_dst, row_cost, row_id, exit_cost, root_st
             best_link[q] = f_link[arg]
         for ci in range(ch_off[node], ch_off[node + 1]):
             c = children[ci]
+            if not needed[c]:
+                continue
             lab = label[c]
             nt = 0
             for i in range(lo, hi):
-                s = f_state[i]
                 g = f_cost[i]
-                a, b = row_off[s], row_off[s + 1]
-                while a < b:  # first arc of the row with label >= lab
-                    mid = (a + b) >> 1
-                    if row_lab[mid] < lab:
-                        a = mid + 1
-                    else:
-                        b = mid
-                k = a
-                while k < row_off[s + 1] and row_lab[k] == lab:
-                    d = row_dst[k]
-                    v = g + row_cost[k]
-                    if seen[d] != c:
-                        seen[d] = c
-                        cell_cost[d] = v
-                        cell_arc[d] = k
-                        cell_from[d] = i
-                        touched[nt] = d
-                        nt += 1
-                    elif v < cell_cost[d]:
-                        cell_cost[d] = v
-                        cell_arc[d] = k
-                        cell_from[d] = i
-                    k += 1
+                for ct in range(tc_off[f_state[i]], tc_off[f_state[i] + 1]):
+                    t = tc_dst[ct]
+                    ge = g + tc_cost[ct]
+                    for e in range(e_off[t], e_off[t + 1]):
+                        if e_label[e] != lab:
+                            continue
+                        for k in range(arc_off[e], arc_off[e + 1]):
+                            d = arc_dst[k]
+                            v = ge + arc_cost[k]
+                            if seen[d] != c:
+                                seen[d] = c
+                                cell_cost[d] = v
+                                cell_arc[d] = k
+                                cell_from[d] = i
+                                touched[nt] = d
+                                nt += 1
+                            elif v < cell_cost[d] or (v == cell_cost[d] and cell_from[d] == i
+                                                      and arc_order[k] < arc_order[cell_arc[d]]):
+                                cell_cost[d] = v
+                                cell_arc[d] = k
+                                cell_from[d] = i
             if nt == 0:
                 continue
             states = np.sort(touched[:nt])
@@ -333,12 +258,25 @@ def trie_viterbi(row_off, row_lab, row_dst, row_cost, row_id, exit_cost, root_st
                 f_state[used] = d
                 f_cost[used] = cell_cost[d]
                 f_link[used] = n_links
-                link_arc[n_links] = row_id[cell_arc[d]]
+                link_arc[n_links] = arc_id[cell_arc[d]]
                 link_parent[n_links] = f_link[cell_from[d]]
                 n_links += 1
                 used += 1
             f_hi[c] = used
     return best_cost, best_link, link_arc[:n_links], link_parent[:n_links]
+
+
+@njit(cache=True)
+def closed_exits(exit_cost, eps_off, eps_dst, eps_cost):
+    """Each state's exit cost through its best epsilon path (``min(exit, eps cost + closed exit of
+    the destination)``, states topologically numbered, epsilon arcs ``eps_off`` by source)."""
+    out = exit_cost.copy()
+    for s in range(len(out) - 1, -1, -1):
+        for k in range(eps_off[s], eps_off[s + 1]):
+            v = eps_cost[k] + out[eps_dst[k]]
+            if v < out[s]:
+                out[s] = v
+    return out
 
 
 @njit(cache=True)
@@ -349,10 +287,10 @@ def _grown_int(a, used, cap):
 
 
 @njit(cache=True)
-def successor_subset(m_state, m_resid, m_entry, a, b, arc_off, e_cost, arc_dst, arc_cost, arc_scaled, mark, acc,
+def successor_subset(m_resid, m_entry, a, b, arc_off, e_cost, arc_dst, arc_cost, arc_scaled, mark, acc,
                      acc_min, stamp, resolution):
     """The subset reached by one choice of an expansion: the destinations of the arcs of its
-    members ``a:b`` (entry ``m_entry[p]``'s arcs are ``arc_off[k]:arc_off[k + 1]``, with
+    members ``a:b`` (cost ``m_resid[p]`` up to the entry's state; entry ``m_entry[p]``'s arcs are ``arc_off[k]:arc_off[k + 1]``, with
     ``arc_scaled = exp(e_cost[k] - arc_cost)``), each with its share of the choice's probability.
     Returns the states in increasing order, their residual costs ``-log(share)`` and those rounded
     to ``resolution`` (its interning key, as
