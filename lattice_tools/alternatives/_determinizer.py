@@ -92,15 +92,17 @@ class Determinizer:
         self._closure_rows()
         self._word_rows()
         self._closed_entries()
-        self._tables = (self._t_off, self._t_group, self._t_cost, *row_scaling(self._t_off, self._t_cost),
-                        self._t_compl, *row_scaling(self._t_off, self._t_compl), self._t_base, self._t_entry,
-                        self._e_cost, self._e_compl, self._group_label)
+        self._tables = (self._a_off, self._a_group, self._a_cost, *row_scaling(self._a_off, self._a_cost),
+                        self._a_compl, *row_scaling(self._a_off, self._a_compl), self._group_label)
         num_groups = max(self._num_groups, 1)
         self._scratch = (np.zeros(num_groups, dtype=np.int64), np.zeros(num_groups, dtype=np.int64),
                          np.empty(num_groups), np.empty(num_groups))
         M = union.num_states
-        self._successor_tables = (self._arc_off, self._e_cost, self._arc_dst, self._arc_cost, self._arc_scaled)
-        self._successor_scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M))
+        self._successor_tables = (self._part_off, self._part_base, self._part_entry, self._arc_off, self._e_cost,
+                                  self._arc_dst, self._arc_cost, self._arc_scaled)
+        E = len(self._e_cost)
+        self._successor_scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M),
+                                   np.zeros(E, dtype=np.int64), np.empty(E), np.empty(E, dtype=np.int64))
         self._stamp = 0
 
     def _closure_rows(self) -> None:
@@ -166,32 +168,49 @@ class Determinizer:
 
     def _closed_entries(self) -> None:
         """Every state's *closed entries* (what :func:`~lattice_tools.alternatives._search_kernels.expand_state`
-        sums): for each state ``u`` of its epsilon closure (in state order) and each entry of ``u``,
-        the entry, the log-sum cost of the epsilon paths to ``u`` (``_t_base``), the entry's group,
-        and the base plus the entry's two log-sums (``_t_cost``, ``_t_compl``)."""
+        sums): the entries of the states of its epsilon closure, one closed entry per group, with the
+        log-sums over their epsilon paths and entries (``_a_cost``, ``_a_compl``); a closed entry's
+        parts (``_part_off``) are those entries with the log-sum cost of the epsilon paths to their
+        state (``_part_base``).  ``_t_off``/``_t_entry``: the same (state, closure state, entry)
+        triples unsorted, in closure order (the word times)."""
+        M = self.union.num_states
         per_closure = np.diff(self._e_off)[self._c_dst]
         total = int(per_closure.sum())
         starts = np.repeat(self._e_off[self._c_dst] - (np.cumsum(per_closure) - per_closure), per_closure)
         self._t_entry = starts + np.arange(total, dtype=np.int64)
-        self._t_base = np.repeat(self._c_lc, per_closure)
-        row_len = np.add.reduceat(per_closure, self._c_off[:-1]) if len(per_closure) else np.zeros(0, np.int64)
-        row_len = np.where(np.diff(self._c_off) > 0, row_len, 0)  # reduceat gives a value to empty rows too
-        self._t_off = np.r_[0, np.cumsum(row_len)].astype(np.int64)
-        self._t_group = self._e_group[self._t_entry]
-        self._t_cost = self._t_base + self._e_cost[self._t_entry]
-        self._t_compl = self._t_base + self._e_compl[self._t_entry]
+        owner = np.repeat(np.repeat(np.arange(M, dtype=np.int64), np.diff(self._c_off)), per_closure)
+        self._t_off = np.searchsorted(owner, np.arange(M + 1))
+        base = np.repeat(self._c_lc, per_closure)
+        group = self._e_group[self._t_entry]
+        by_group = np.lexsort((group, owner))  # stable: closure order within a closed entry
+        owner, group = owner[by_group], group[by_group]
+        self._part_base, self._part_entry = base[by_group], self._t_entry[by_group]
+        firsts = run_starts(owner * max(self._num_groups, 1) + group)
+        lengths = np.diff(np.r_[firsts, total]).astype(np.int64)
+        self._part_off = np.r_[firsts, total].astype(np.int64)
+        self._a_group = group[firsts]
+        self._a_off = np.searchsorted(owner[firsts], np.arange(M + 1))
+        if total:
+            self._a_cost = _segment_reduce(self._part_base + self._e_cost[self._part_entry], firsts, True, lengths)
+            self._a_compl = _segment_reduce(self._part_base + self._e_compl[self._part_entry], firsts, True, lengths)
+        else:
+            self._a_cost = self._a_compl = np.zeros(0)
 
     def word_time_tables(self) -> tuple:
         """What :func:`~lattice_tools.alternatives._search_kernels.trie_viterbi` reads (union state
-        numbers): the tropical epsilon closure, the entries' labels and arcs, and every state's exit
-        cost through its best epsilon path."""
+        numbers): every state's closed entries sorted by label, with the minimum cost of the
+        epsilon paths to the entry's state; the entries' arcs; every state's exit cost through its
+        best epsilon path."""
         u = self.union
+        per_closure = np.diff(self._e_off)[self._c_dst]
+        label = self._e_label[self._t_entry]
+        by_label = np.lexsort((label, np.repeat(np.arange(u.num_states), np.diff(self._t_off))))
         eps = np.flatnonzero(u.lab == 0)
         eps = eps[np.argsort(u.src[eps], kind="stable")]
         exits = closed_exits(u.exit_bc, np.searchsorted(u.src[eps], np.arange(u.num_states + 1)), u.dst[eps],
                              u.cost[eps])
-        return (self._c_off, self._c_dst, self._c_bc, self._e_off, self._e_label, self._arc_off, self._arc_dst,
-                self._arc_cost, self._arc_order, u.arc_ids[self._arc_order], exits)
+        return (self._t_off, label[by_label], np.repeat(self._c_bc, per_closure)[by_label], self._t_entry[by_label],
+                self._arc_off, self._arc_dst, self._arc_cost, self._arc_order, u.arc_ids[self._arc_order], exits)
 
     def intern(self, automaton: int, states: np.ndarray, resid: np.ndarray) -> int:
         """The id of the determinized state (``states``, residual costs ``resid``) of ``automaton``."""

@@ -22,20 +22,18 @@ INF = math.inf
 
 @njit(cache=True)
 def expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t_compl, compl_min, compl_scaled,
-                 t_base, t_entry, e_cost, e_compl, group_label, group_mark, group_pos, group_cost, group_compl, stamp):
+                 group_label, group_mark, group_pos, group_cost, group_compl, stamp):
     """The choices of the determinized state (``states``, residual costs ``resid``).
 
-    Each member state's row ``t_off`` holds its *closed entries*: one per (state ``u`` of its
-    epsilon closure, entry of ``u``), where an entry is one next word of ``u`` (the log-sum of
-    ``u``'s arcs with that word, and of their completions, arc cost plus the bound of its
-    destination) or ``u``'s end (its exit cost, twice).  ``t_base`` is the log-sum cost of the
-    epsilon paths to ``u``, ``t_cost``/``t_compl`` that plus the entry's two log-sums, ``t_group``
-    the entry's (automaton, word), numbered in word order with the end first, and ``t_entry`` the
-    entry (its log-sums ``e_cost``/``e_compl``; :func:`successor_subset` reads its arcs when the
-    search takes its group).  Summing
-    closed entries instead of arcs makes an expansion cost the size of the subset's closure, not
-    the number of its arcs (on pocketsphinx lattices every arc out of a state carries the state's
-    word: ~27 arcs per entry).
+    Each member state's row ``t_off`` holds its *closed entries*, one per group (``t_group``: an
+    (automaton, word), numbered in word order with the end first) of the entries of the states of
+    its epsilon closure; an entry is one next word of a state (its arcs with that word) or its end.
+    ``t_cost`` is the log-sum over the closed entry's epsilon paths and arcs (or exit), ``t_compl``
+    the same with each arc's completion (plus the bound of its destination).  Summing closed
+    entries instead of arcs makes an expansion cost the size of the subset's closure, not the
+    number of its arcs (on pocketsphinx lattices every arc out of a state carries the state's
+    word: ~27 arcs per entry); :func:`successor_subset` reads the arcs of a group's closed entries
+    when the search takes it.
 
     Per group: the transition's cost (log-sum of residual + ``t_cost``) and the log-sum of its
     completions ``bound``; both are linear sums relative to one shift per expansion
@@ -45,7 +43,7 @@ def expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t
     Returns ``(order, bound, label, cost, ends, m_base, m_entry)``: the groups with a finite bound
     sorted by bound (ties by group number: word order, the end first) with their bounds, labels
     (-1: the end) and transition costs; the member offsets of every group (in group-number order)
-    and per member its cost up to its entry (residual + ``t_base``) and its entry."""
+    and per member its state's residual and its closed entry."""
     n_members = 0
     shift_c = INF
     shift_b = INF
@@ -94,8 +92,8 @@ def expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t
             g = t_group[k]
             p = group_pos[g]
             group_pos[g] = p + 1
-            m_base[p] = r + t_base[k]
-            m_entry[p] = t_entry[k]
+            m_base[p] = r
+            m_entry[p] = k
             group_cost[g] += fc * cost_scaled[k]
             group_compl[g] += fb * compl_scaled[k]
     cost = np.empty(ng, np.float64)
@@ -107,8 +105,8 @@ def expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t
             cost[u] = shift_c - math.log(tc)
             bound[u] = shift_b - math.log(tb)
         else:  # far below the shift (or unreachable): the group's own shift, in the log domain
-            cost[u] = _members_logsum(m_base, m_entry, ends[u], ends[u + 1], e_cost)
-            bound[u] = _members_logsum(m_base, m_entry, ends[u], ends[u + 1], e_compl)
+            cost[u] = _members_logsum(m_base, m_entry, ends[u], ends[u + 1], t_cost)
+            bound[u] = _members_logsum(m_base, m_entry, ends[u], ends[u + 1], t_compl)
     order = np.argsort(bound, kind="mergesort")  # stable: ties by group number
     finite = 0
     while finite < ng and bound[order[finite]] < INF:
@@ -150,16 +148,16 @@ def row_scaling(off: np.ndarray, cost: np.ndarray):
 
 
 @njit(cache=True)
-def trie_viterbi(tc_off, tc_dst, tc_cost, e_off, e_label, arc_off, arc_dst, arc_cost, arc_order, arc_id, exit_cost,
+def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, arc_order, arc_id, exit_cost,
                  root_states, root_costs, label, parent, ch_off, children, end_of_node, num_seqs):
     """Best single path reading each sequence of a prefix trie (tropical): per trie node on the way
     to a sequence (in id order: a child is numbered after its parent), the cheapest way to reach
     each state after reading the node's prefix.  A child's states come from its parent's: each
-    parent state's epsilon closure (rows ``tc_off``: closure states with the cost of their best
-    epsilon path), then those states' arcs with the child's label (the arcs of entry ``e``, label
-    ``e_label[e]``, are ``arc_off[e]:arc_off[e + 1]``).  Among equal costs the earliest candidate
-    wins: parent states in increasing order, then arcs in ``arc_order`` (the automaton's arc
-    order).
+    parent state's closed entries of the child's label (rows ``t_off``, sorted by ``t_label``: an
+    entry of a state of its epsilon closure, with the cost ``t_cost`` of the best epsilon path
+    there), then those entries' arcs (entry ``e``'s arcs are ``arc_off[e]:arc_off[e + 1]``).
+    Among equal costs the earliest candidate wins: parent states in increasing order, then arcs in
+    ``arc_order`` (the automaton's arc order).
 
     ``end_of_node[v]``: the sequence ending at node ``v`` (-1: none); ``exit_cost``: each state's
     exit cost through its best epsilon path.  Returns ``(best_cost, best_link, link_arc,
@@ -218,27 +216,33 @@ def trie_viterbi(tc_off, tc_dst, tc_cost, e_off, e_label, arc_off, arc_dst, arc_
             nt = 0
             for i in range(lo, hi):
                 g = f_cost[i]
-                for ct in range(tc_off[f_state[i]], tc_off[f_state[i] + 1]):
-                    t = tc_dst[ct]
-                    ge = g + tc_cost[ct]
-                    for e in range(e_off[t], e_off[t + 1]):
-                        if e_label[e] != lab:
-                            continue
-                        for k in range(arc_off[e], arc_off[e + 1]):
-                            d = arc_dst[k]
-                            v = ge + arc_cost[k]
-                            if seen[d] != c:
-                                seen[d] = c
-                                cell_cost[d] = v
-                                cell_arc[d] = k
-                                cell_from[d] = i
-                                touched[nt] = d
-                                nt += 1
-                            elif v < cell_cost[d] or (v == cell_cost[d] and cell_from[d] == i
-                                                      and arc_order[k] < arc_order[cell_arc[d]]):
-                                cell_cost[d] = v
-                                cell_arc[d] = k
-                                cell_from[d] = i
+                a, b = t_off[f_state[i]], t_off[f_state[i] + 1]
+                while a < b:  # the row's first closed entry with label >= lab
+                    mid = (a + b) >> 1
+                    if t_label[mid] < lab:
+                        a = mid + 1
+                    else:
+                        b = mid
+                ct = a
+                while ct < t_off[f_state[i] + 1] and t_label[ct] == lab:
+                    ge = g + t_cost[ct]
+                    e = t_entry[ct]
+                    ct += 1
+                    for k in range(arc_off[e], arc_off[e + 1]):
+                        d = arc_dst[k]
+                        v = ge + arc_cost[k]
+                        if seen[d] != c:
+                            seen[d] = c
+                            cell_cost[d] = v
+                            cell_arc[d] = k
+                            cell_from[d] = i
+                            touched[nt] = d
+                            nt += 1
+                        elif v < cell_cost[d] or (v == cell_cost[d] and cell_from[d] == i
+                                                  and arc_order[k] < arc_order[cell_arc[d]]):
+                            cell_cost[d] = v
+                            cell_arc[d] = k
+                            cell_from[d] = i
             if nt == 0:
                 continue
             states = np.sort(touched[:nt])
@@ -287,27 +291,43 @@ def _grown_int(a, used, cap):
 
 
 @njit(cache=True)
-def successor_subset(m_resid, m_entry, a, b, arc_off, e_cost, arc_dst, arc_cost, arc_scaled, mark, acc,
-                     acc_min, stamp, resolution):
+def successor_subset(m_resid, m_closed, a, b, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost, arc_scaled,
+                     mark, acc, acc_min, entry_mark, entry_weight, entries, stamp, resolution):
     """The subset reached by one choice of an expansion: the destinations of the arcs of its
-    members ``a:b`` (cost ``m_resid[p]`` up to the entry's state; entry ``m_entry[p]``'s arcs are ``arc_off[k]:arc_off[k + 1]``, with
-    ``arc_scaled = exp(e_cost[k] - arc_cost)``), each with its share of the choice's probability.
-    Returns the states in increasing order, their residual costs ``-log(share)`` and those rounded
-    to ``resolution`` (its interning key, as
-    :meth:`~lattice_tools.alternatives._determinizer.Determinizer.intern` rounds).  ``mark``/``acc``/
-    ``acc_min``: scratch per state (``mark`` holds ``stamp`` for the states seen in this call)."""
+    members ``a:b`` (residual ``m_resid[p]``; closed entry ``m_closed[p]``, whose parts
+    ``c_off[k]:c_off[k + 1]`` are an entry ``c_entry`` reached through epsilon paths of log-sum cost
+    ``c_base``; entry ``e``'s arcs are ``arc_off[e]:arc_off[e + 1]``, with ``arc_scaled =
+    exp(e_cost[e] - arc_cost)``), each with its share of the choice's probability.  The parts
+    reaching the same entry (its state is in the epsilon closure of several states of the subset)
+    are summed first, so each entry's arcs are read once.  Returns the states in increasing order,
+    their residual costs ``-log(share)`` and those rounded to ``resolution`` (its interning key, as
+    :meth:`~lattice_tools.alternatives._determinizer.Determinizer.intern` rounds).
+    ``mark``/``acc``/``acc_min``: scratch per state, ``entry_mark``/``entry_weight``/``entries`` per
+    entry (the marks hold ``stamp`` for what was seen in this call)."""
     shift = INF
+    for p in range(a, b):
+        for j in range(c_off[m_closed[p]], c_off[m_closed[p] + 1]):
+            x = m_resid[p] + c_base[j] + e_cost[c_entry[j]]
+            if x < shift:
+                shift = x
+    ne = 0
     n = 0
     for p in range(a, b):
-        k = m_entry[p]
-        n += arc_off[k + 1] - arc_off[k]
-        if m_resid[p] + e_cost[k] < shift:
-            shift = m_resid[p] + e_cost[k]
+        for j in range(c_off[m_closed[p]], c_off[m_closed[p] + 1]):
+            k = c_entry[j]
+            if entry_mark[k] != stamp:
+                entry_mark[k] = stamp
+                entry_weight[k] = 0.0
+                entries[ne] = k
+                ne += 1
+                n += arc_off[k + 1] - arc_off[k]
+            if shift < INF:
+                entry_weight[k] += math.exp(shift - (m_resid[p] + c_base[j] + e_cost[k]))
     touched = np.empty(n, np.int64)
     nt = 0
-    for p in range(a, b):
-        k = m_entry[p]
-        f = math.exp(shift - (m_resid[p] + e_cost[k])) if shift < INF else 0.0
+    for i in range(ne):
+        k = entries[i]
+        f = entry_weight[k]
         for q in range(arc_off[k], arc_off[k + 1]):
             v = arc_dst[q]
             if mark[v] != stamp:
@@ -325,35 +345,38 @@ def successor_subset(m_resid, m_entry, a, b, arc_off, e_cost, arc_dst, arc_cost,
         total += acc[v]
     resid = np.empty(nt, np.float64)
     rounded = np.empty(nt, np.int64)
-    if exact:  # shares far below the largest one: each state's own shift, in the log domain
-        for v in states:
-            acc_min[v] = INF
-            acc[v] = 0.0
-        for p in range(a, b):
-            for q in range(arc_off[m_entry[p]], arc_off[m_entry[p] + 1]):
-                x = m_resid[p] + arc_cost[q]
-                if x < acc_min[arc_dst[q]]:
-                    acc_min[arc_dst[q]] = x
-        for p in range(a, b):
-            for q in range(arc_off[m_entry[p]], arc_off[m_entry[p] + 1]):
-                v = arc_dst[q]
-                if acc_min[v] < INF:
-                    acc[v] += math.exp(acc_min[v] - (m_resid[p] + arc_cost[q]))
-        m = INF
-        for v in states:
-            acc_min[v] = acc_min[v] - math.log(acc[v]) if acc_min[v] < INF else INF
-            m = min(m, acc_min[v])
-        t = 0.0
-        for v in states:
-            if acc_min[v] < INF:
-                t += math.exp(m - acc_min[v])
-        total_cost = m - math.log(t)
+    if not exact:
         for i in range(nt):
-            resid[i] = acc_min[states[i]] - total_cost
-            rounded[i] = np.int64(np.rint(resid[i] / resolution))
+            r = -math.log(acc[states[i]] / total)
+            resid[i] = r
+            rounded[i] = np.int64(np.rint(r / resolution))
         return states, resid, rounded
+    # shares far below the largest one: each state's own shift, in the log domain
+    for v in states:
+        acc_min[v] = INF
+        acc[v] = 0.0
+    for rep in range(2):  # the smallest cost reaching each state, then the sum relative to it
+        for p in range(a, b):
+            for j in range(c_off[m_closed[p]], c_off[m_closed[p] + 1]):
+                k = c_entry[j]
+                for q in range(arc_off[k], arc_off[k + 1]):
+                    v = arc_dst[q]
+                    x = m_resid[p] + c_base[j] + arc_cost[q]
+                    if rep == 0:
+                        if x < acc_min[v]:
+                            acc_min[v] = x
+                    elif acc_min[v] < INF:
+                        acc[v] += math.exp(acc_min[v] - x)
+    m = INF
+    for v in states:
+        acc_min[v] = acc_min[v] - math.log(acc[v]) if acc_min[v] < INF else INF
+        m = min(m, acc_min[v])
+    t = 0.0
+    for v in states:
+        if acc_min[v] < INF:
+            t += math.exp(m - acc_min[v])
+    total_cost = m - math.log(t)
     for i in range(nt):
-        r = -math.log(acc[states[i]] / total)
-        resid[i] = r
-        rounded[i] = np.int64(np.rint(r / resolution))
+        resid[i] = acc_min[states[i]] - total_cost
+        rounded[i] = np.int64(np.rint(resid[i] / resolution))
     return states, resid, rounded
