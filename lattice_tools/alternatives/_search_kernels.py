@@ -155,8 +155,9 @@ def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, ar
     each state after reading the node's prefix.  A child's states come from its parent's: each
     parent state's closed entries of the child's label (rows ``t_off``, sorted by ``t_label``: an
     entry of a state of its epsilon closure, with the cost ``t_cost`` of the best epsilon path
-    there), then those entries' arcs (entry ``e``'s arcs are ``arc_off[e]:arc_off[e + 1]``).
-    Among equal costs the earliest candidate wins: parent states in increasing order, then arcs in
+    there), each entry reached at its cheapest (the earliest parent state among equal costs), then
+    its arcs (entry ``e``'s arcs are ``arc_off[e]:arc_off[e + 1]``), each read once.  Among equal
+    costs a state keeps the candidate of the earliest parent state, then the earliest arc in
     ``arc_order`` (the automaton's arc order).
 
     ``end_of_node[v]``: the sequence ending at node ``v`` (-1: none); ``exit_cost``: each state's
@@ -193,6 +194,11 @@ def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, ar
     cell_arc = np.empty(m, np.int64)
     cell_from = np.empty(m, np.int64)
     touched = np.empty(m, np.int64)
+    n_entries = len(arc_off) - 1
+    entry_seen = np.full(n_entries, -1, np.int64)
+    entry_cost = np.empty(n_entries, np.float64)
+    entry_from = np.empty(n_entries, np.int64)
+    entry_list = np.empty(n_entries, np.int64)
     for node in range(n_nodes):
         lo, hi = f_lo[node], f_hi[node]
         if lo < 0:
@@ -214,6 +220,7 @@ def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, ar
                 continue
             lab = label[c]
             nt = 0
+            ne = 0  # the closed entries of the label, each with its best way in (cost, then parent state)
             for i in range(lo, hi):
                 g = f_cost[i]
                 a, b = t_off[f_state[i]], t_off[f_state[i] + 1]
@@ -225,24 +232,37 @@ def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, ar
                         b = mid
                 ct = a
                 while ct < t_off[f_state[i] + 1] and t_label[ct] == lab:
-                    ge = g + t_cost[ct]
+                    x = g + t_cost[ct]
                     e = t_entry[ct]
                     ct += 1
-                    for k in range(arc_off[e], arc_off[e + 1]):
-                        d = arc_dst[k]
-                        v = ge + arc_cost[k]
-                        if seen[d] != c:
-                            seen[d] = c
-                            cell_cost[d] = v
-                            cell_arc[d] = k
-                            cell_from[d] = i
-                            touched[nt] = d
-                            nt += 1
-                        elif v < cell_cost[d] or (v == cell_cost[d] and cell_from[d] == i
-                                                  and arc_order[k] < arc_order[cell_arc[d]]):
-                            cell_cost[d] = v
-                            cell_arc[d] = k
-                            cell_from[d] = i
+                    if entry_seen[e] != c:
+                        entry_seen[e] = c
+                        entry_cost[e] = x
+                        entry_from[e] = i
+                        entry_list[ne] = e
+                        ne += 1
+                    elif x < entry_cost[e]:  # parent states come in increasing order: the earliest wins ties
+                        entry_cost[e] = x
+                        entry_from[e] = i
+            for j in range(ne):  # each entry's arcs once
+                e = entry_list[j]
+                x = entry_cost[e]
+                i = entry_from[e]
+                for k in range(arc_off[e], arc_off[e + 1]):
+                    d = arc_dst[k]
+                    v = x + arc_cost[k]
+                    if seen[d] != c:
+                        seen[d] = c
+                        cell_cost[d] = v
+                        cell_arc[d] = k
+                        cell_from[d] = i
+                        touched[nt] = d
+                        nt += 1
+                    elif v < cell_cost[d] or (v == cell_cost[d] and (i < cell_from[d] or (
+                            i == cell_from[d] and arc_order[k] < arc_order[cell_arc[d]]))):
+                        cell_cost[d] = v
+                        cell_arc[d] = k
+                        cell_from[d] = i
             if nt == 0:
                 continue
             states = np.sort(touched[:nt])
