@@ -236,7 +236,7 @@ class Determinizer:
         m_base, m_entry, ends = rec[SUCCESSORS]
         g = rec[GROUPS][i]
         self._stamp += 1
-        states, resid, rounded = successor_subset(m_base, m_entry, ends[g], ends[g + 1],
+        states, resid, rounded = successor_subset(m_base, m_entry, ends, g,
                                                   *self._successor_tables, *self._successor_scratch, self._stamp,
                                                   self.resolution)
         k = (states.tobytes(), rounded.tobytes())

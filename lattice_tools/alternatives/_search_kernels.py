@@ -311,10 +311,10 @@ def _grown_int(a, used, cap):
 
 
 @njit(cache=True)
-def successor_subset(m_resid, m_closed, a, b, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost, arc_scaled,
-                     mark, acc, acc_min, entry_mark, entry_weight, entries, stamp, resolution):
-    """The subset reached by one choice of an expansion: the destinations of the arcs of its
-    members ``a:b`` (residual ``m_resid[p]``; closed entry ``m_closed[p]``, whose parts
+def successor_subset(m_resid, m_closed, ends, group, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost,
+                     arc_scaled, mark, acc, acc_min, entry_mark, entry_weight, entries, stamp, resolution):
+    """The subset reached by one choice of an expansion, its ``group``: the destinations of the arcs
+    of the group's members ``ends[group]:ends[group + 1]`` (residual ``m_resid[p]``; closed entry ``m_closed[p]``, whose parts
     ``c_off[k]:c_off[k + 1]`` are an entry ``c_entry`` reached through epsilon paths of log-sum cost
     ``c_base``; entry ``e``'s arcs are ``arc_off[e]:arc_off[e + 1]``, with ``arc_scaled =
     exp(e_cost[e] - arc_cost)``), each with its share of the choice's probability.  The parts
@@ -324,6 +324,7 @@ def successor_subset(m_resid, m_closed, a, b, c_off, c_base, c_entry, arc_off, e
     :meth:`~lattice_tools.alternatives._determinizer.Determinizer.intern` rounds).
     ``mark``/``acc``/``acc_min``: scratch per state, ``entry_mark``/``entry_weight``/``entries`` per
     entry (the marks hold ``stamp`` for what was seen in this call)."""
+    a, b = ends[group], ends[group + 1]
     shift = INF
     for p in range(a, b):
         for j in range(c_off[m_closed[p]], c_off[m_closed[p] + 1]):
