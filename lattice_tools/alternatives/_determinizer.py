@@ -25,7 +25,7 @@ from ._common import dense_codes
 from ._epsilon_closure import EpsilonClosedRows
 from ._search import DEFAULT_TUNING, SearchTuning
 from ._search_arrays import NOT_INTERNED, run_starts
-from ._search_kernels import closed_exits, expand_state, row_scaling, successor_subset
+from ._search_kernels import closed_exits, expand_state, pack_tables, row_scaling, successor_subset
 
 INF = math.inf
 
@@ -92,17 +92,17 @@ class Determinizer:
         self._closure_rows()
         self._word_rows()
         self._closed_entries()
-        self._tables = (self._a_off, self._a_group, self._a_cost, *row_scaling(self._a_off, self._a_cost),
-                        self._a_compl, *row_scaling(self._a_off, self._a_compl), self._group_label)
-        num_groups = max(self._num_groups, 1)
-        self._scratch = (np.zeros(num_groups, dtype=np.int64), np.zeros(num_groups, dtype=np.int64),
-                         np.empty(num_groups), np.empty(num_groups))
-        M = union.num_states
-        self._successor_tables = (self._part_off, self._part_base, self._part_entry, self._arc_off, self._e_cost,
-                                  self._arc_dst, self._arc_cost, self._arc_scaled)
-        E = len(self._e_cost)
-        self._successor_scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M),
-                                   np.zeros(E, dtype=np.int64), np.empty(E), np.empty(E, dtype=np.int64))
+        M, E, num_groups = union.num_states, len(self._e_cost), max(self._num_groups, 1)
+        cost_min, cost_scaled = row_scaling(self._a_off, self._a_cost)
+        compl_min, compl_scaled = row_scaling(self._a_off, self._a_compl)
+        self._expand_tables = pack_tables(  # the order of expand_state's parts, scratch last
+            [self._a_off, self._a_group, self._group_label, np.zeros(num_groups), np.zeros(num_groups)],
+            [self._a_cost, cost_min, cost_scaled, self._a_compl, compl_min, compl_scaled, np.zeros(num_groups),
+             np.zeros(num_groups)])
+        self._successor_tables = pack_tables(  # the order of successor_subset's parts, scratch last
+            [self._part_off, self._part_entry, self._arc_off, self._arc_dst, np.zeros(M), np.zeros(E), np.zeros(E)],
+            [self._part_base, self._e_cost, self._arc_cost, self._arc_scaled, np.zeros(M), np.zeros(M), np.zeros(E),
+             [resolution]])
         self._stamp = 0
 
     def _closure_rows(self) -> None:
@@ -214,7 +214,7 @@ class Determinizer:
 
     def intern(self, automaton: int, states: np.ndarray, resid: np.ndarray) -> int:
         """The id of the determinized state (``states``, residual costs ``resid``) of ``automaton``."""
-        k = (states.tobytes(), np.rint(resid / self.resolution).astype(np.int64).tobytes())
+        k = np.r_[states, np.rint(resid / self.resolution).astype(np.int64)].tobytes()
         table = self.keys[automaton]
         j = table.get(k)
         if j is None:
@@ -232,19 +232,17 @@ class Determinizer:
 
     def resolve(self, rec: list, i: int) -> int:
         """Interned id of the successor of choice ``i`` of a choice record (the same key as
-        :meth:`intern`: the int64 bytes of the states and of the rounded residuals)."""
+        :meth:`intern`: the int64 bytes of the states followed by the rounded residuals)."""
         m_base, m_entry, ends = rec[SUCCESSORS]
-        g = rec[GROUPS][i]
         self._stamp += 1
-        states, resid, rounded = successor_subset(m_base, m_entry, ends, g,
-                                                  *self._successor_tables, *self._successor_scratch, self._stamp,
-                                                  self.resolution)
-        k = (states.tobytes(), rounded.tobytes())
+        packed = successor_subset(m_base, m_entry, ends, rec[GROUPS][i], *self._successor_tables, self._stamp)
+        n = len(packed) // 3
+        k = packed[:2 * n].tobytes()
         keys = self.keys[rec[AUTOMATON]]
         nj = keys.get(k)
         if nj is None:
             nj = keys[k] = len(self.subsets)
-            self.subsets.append((states, resid))
+            self.subsets.append((packed[:n], packed[2 * n:].view(np.float64)))
             self.records.append(None)
         rec[NEXTS][i] = nj
         return nj
@@ -259,15 +257,16 @@ class Determinizer:
         never visited, so they are only interned when the search reaches them); then the
         successor data and the state's automaton.  Each state is expanded on its own
         (:func:`~lattice_tools.alternatives._search_kernels.expand_state`)."""
-        subsets, records, scratch = self.subsets, self.records, self._scratch
-        tables = self._tables
+        subsets, records, tables = self.subsets, self.records, self._expand_tables
         for j, o in zip(js, owners, strict=True):
             states, resid = subsets[j]
             subsets[j] = None
             self._stamp += 1
-            order, bound, label, cost, ends, m_base, m_entry = expand_state(states, resid, *tables, *scratch, self._stamp)
-            records[j] = [array("d", bound.tobytes()), array("q", label.tobytes()), array("d", cost.tobytes()),
-                          array("q", order.tobytes()), NOT_INTERNED * len(order), (m_base, m_entry, ends), o]
+            floats, ints, f, ng = expand_state(states, resid, *tables, self._stamp)
+            b = 2 * f
+            records[j] = [array("d", floats[:f].tobytes()), array("q", ints[:f].tobytes()),
+                          array("d", floats[f:b].tobytes()), array("q", ints[f:b].tobytes()), NOT_INTERNED * f,
+                          (floats[b:], ints[b + ng + 1:], ints[b:b + ng + 1]), o]
 
     def expander_for(self, automaton: int):
         """``expand(js)`` for a batch of states all of ``automaton`` (the exact-bound searches)."""

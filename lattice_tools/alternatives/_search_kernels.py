@@ -21,7 +21,7 @@ INF = math.inf
 
 
 @njit(cache=True)
-def expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t_compl, compl_min, compl_scaled,
+def _expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t_compl, compl_min, compl_scaled,
                  group_label, group_mark, group_pos, group_cost, group_compl, stamp):
     """The choices of the determinized state (``states``, residual costs ``resid``).
 
@@ -32,7 +32,7 @@ def expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t
     the same with each arc's completion (plus the bound of its destination).  Summing closed
     entries instead of arcs makes an expansion cost the size of the subset's closure, not the
     number of its arcs (on pocketsphinx lattices every arc out of a state carries the state's
-    word: ~27 arcs per entry); :func:`successor_subset` reads the arcs of a group's closed entries
+    word: ~27 arcs per entry); :func:`_successor_subset` reads the arcs of a group's closed entries
     when the search takes it.
 
     Per group: the transition's cost (log-sum of residual + ``t_cost``) and the log-sum of its
@@ -311,7 +311,7 @@ def _grown_int(a, used, cap):
 
 
 @njit(cache=True)
-def successor_subset(m_resid, m_closed, ends, group, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost,
+def _successor_subset(m_resid, m_closed, ends, group, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost,
                      arc_scaled, mark, acc, acc_min, entry_mark, entry_weight, entries, stamp, resolution):
     """The subset reached by one choice of an expansion, its ``group``: the destinations of the arcs
     of the group's members ``ends[group]:ends[group + 1]`` (residual ``m_resid[p]``; closed entry ``m_closed[p]``, whose parts
@@ -401,3 +401,68 @@ def successor_subset(m_resid, m_closed, ends, group, c_off, c_base, c_entry, arc
         resid[i] = acc_min[states[i]] - total_cost
         rounded[i] = np.int64(np.rint(resid[i] / resolution))
     return states, resid, rounded
+
+
+# A call into compiled code costs ~0.25 us per argument (numba types each one), more than the work of
+# a typical successor: the per-call entry points take the fixed tables packed into one int64 and one
+# float64 buffer (see :func:`pack_tables`) and hand their parts to the kernels above.
+
+def pack_tables(ints: list, floats: list) -> tuple:
+    """``(ibuf, ilay, fbuf, flay)``: the arrays ``ints`` (int64) and ``floats`` (float64) each
+    concatenated into one buffer, part ``k`` being ``buf[lay[k]:lay[k + 1]]`` (scratch arrays
+    packed here are written in place)."""
+    def pack(arrays, dtype):
+        lay = np.r_[0, np.cumsum([len(a) for a in arrays])].astype(np.int64)
+        buf = np.concatenate([np.asarray(a, dtype=dtype).reshape(-1) for a in arrays]) if arrays else np.zeros(0, dtype)
+        return buf, lay
+
+    return (*pack(ints, np.int64), *pack(floats, np.float64))
+
+
+@njit(cache=True)
+def _part(buf, lay, k):
+    return buf[lay[k]:lay[k + 1]]
+
+
+@njit(cache=True)
+def expand_state(states, resid, ibuf, ilay, fbuf, flay, stamp):
+    """:func:`_expand_state` with its tables packed by :func:`pack_tables` (ints ``t_off, t_group,
+    group_label, group_mark, group_pos``, floats ``t_cost, cost_min, cost_scaled, t_compl,
+    compl_min, compl_scaled, group_cost, group_compl``) and its results packed too (handing an
+    array back to Python costs more than filling it): ``(floats, ints, f, ng)``, floats ``bound[f],
+    cost[f], m_base``, ints ``label[f], order[f], ends[ng + 1], m_entry``."""
+    order, bound, label, cost, ends, m_base, m_entry = _expand_state(
+        states, resid, _part(ibuf, ilay, 0), _part(ibuf, ilay, 1), _part(fbuf, flay, 0), _part(fbuf, flay, 1),
+        _part(fbuf, flay, 2), _part(fbuf, flay, 3), _part(fbuf, flay, 4), _part(fbuf, flay, 5), _part(ibuf, ilay, 2),
+        _part(ibuf, ilay, 3), _part(ibuf, ilay, 4), _part(fbuf, flay, 6), _part(fbuf, flay, 7), stamp)
+    f, ng, nm = len(order), len(ends) - 1, len(m_base)
+    floats = np.empty(2 * f + nm, np.float64)
+    floats[:f] = bound
+    floats[f:2 * f] = cost
+    floats[2 * f:] = m_base
+    ints = np.empty(2 * f + ng + 1 + nm, np.int64)
+    ints[:f] = label
+    ints[f:2 * f] = order
+    ints[2 * f:2 * f + ng + 1] = ends
+    ints[2 * f + ng + 1:] = m_entry
+    return floats, ints, f, ng
+
+
+@njit(cache=True)
+def successor_subset(m_resid, m_closed, ends, group, ibuf, ilay, fbuf, flay, stamp):
+    """:func:`_successor_subset` with its tables packed by :func:`pack_tables` (ints ``c_off,
+    c_entry, arc_off, arc_dst, mark, entry_mark, entries``, floats ``c_base, e_cost, arc_cost,
+    arc_scaled, acc, acc_min, entry_weight, (resolution,)``) and its results packed into one int64
+    array: the ``n`` states, their rounded residuals (so the first ``2 n`` are the interning key),
+    then the residuals' float64 bits."""
+    states, resid, rounded = _successor_subset(
+        m_resid, m_closed, ends, group, _part(ibuf, ilay, 0), _part(fbuf, flay, 0), _part(ibuf, ilay, 1),
+        _part(ibuf, ilay, 2), _part(fbuf, flay, 1), _part(ibuf, ilay, 3), _part(fbuf, flay, 2), _part(fbuf, flay, 3),
+        _part(ibuf, ilay, 4), _part(fbuf, flay, 4), _part(fbuf, flay, 5), _part(ibuf, ilay, 5), _part(fbuf, flay, 6),
+        _part(ibuf, ilay, 6), stamp, _part(fbuf, flay, 7)[0])
+    n = len(states)
+    out = np.empty(3 * n, np.int64)
+    out[:n] = states
+    out[n:2 * n] = rounded
+    out[2 * n:] = resid.view(np.int64)
+    return out
