@@ -6,11 +6,12 @@ A *determinized state* is a subset: a pair of arrays (automaton states in increa
 residual costs).  Each one is interned once (looked up by its states and rounded residuals) and
 numbered across all automata; each automaton keeps its own table, so that a finished search's
 records can be dropped at once.  *Expanding* a determinized state (one compiled call,
-:func:`~lattice_tools.alternatives._search_kernels.expand_state`: epsilon closure of the subset,
-then its word arcs and exit weights log-summed per ``(word, destination)`` pair) turns it into its
-*choice record*: its end and one transition per next word, sorted by their bound, with the
-successor subsets kept aside until the search takes that choice (:meth:`Determinizer.resolve`):
-most choices never are.  An expansion depends on nothing but the state, so every search finds
+:func:`~lattice_tools.alternatives._search_kernels.expand_state`: its members' closed entries --
+the (word | end) entries of the states of each member's epsilon closure, precomputed once --
+log-summed per word) turns it into its *choice record*: its end and one transition per next word,
+sorted by their bound, with the members of each transition kept aside until the search takes that
+choice (:meth:`Determinizer.resolve` then reads their arcs): most choices never are.
+An expansion depends on nothing but the state, so every search finds
 exactly what it would find alone.
 """
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """Compiled loops of the sequence search (internal helper of :mod:`._determinizer`): the expansion
-of one determinized state into its choices.
+of one determinized state into its choices (:func:`expand_state`), the subset reached by a choice
+the search takes (:func:`successor_subset`), and the word-time Viterbi over the prefix trie
+(:func:`trie_viterbi`).
 
-An expansion touches every word arc of every state of its epsilon-closed subset (thousands per
-state on dense lattices, tens of millions per lattice at small phrase thresholds), so it is one
-compiled pass instead of a dozen numpy passes.  Sums of probabilities are log-sums shifted by each
-group's smallest cost (``m - log(sum(exp(m - c)))``, a singleton group gives its cost exactly);
-groups are visited in increasing key order and their members in gathering order, so the results
-do not depend on anything but the state itself.  Plain Python when numba is not importable
+An expansion sums the precomputed *closed entries* of its members (per state: the (word | end)
+entries of the states of its epsilon closure, one per word), not their arcs; a choice's arcs are
+read only when the search takes it.  Sums of probabilities are linear sums relative to one shift
+(``m - log(sum(exp(m - c)))``), recomputed in the log domain with their own shift when they would
+underflow; groups are visited in increasing key order and their members in gathering order, so the
+results do not depend on anything but the state itself.  Plain Python when numba is not importable
 (correct, much slower).
 """
 from __future__ import annotations
