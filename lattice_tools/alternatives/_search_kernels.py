@@ -220,51 +220,10 @@ def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, ar
             c = children[ci]
             if not needed[c]:
                 continue
-            lab = label[c]
-            nt = 0
-            ne = 0  # the closed entries of the label, each with its best way in (cost, then parent state)
-            for i in range(lo, hi):
-                g = f_cost[i]
-                a, b = t_off[f_state[i]], t_off[f_state[i] + 1]
-                while a < b:  # the row's first closed entry with label >= lab
-                    mid = (a + b) >> 1
-                    if t_label[mid] < lab:
-                        a = mid + 1
-                    else:
-                        b = mid
-                ct = a
-                while ct < t_off[f_state[i] + 1] and t_label[ct] == lab:
-                    x = g + t_cost[ct]
-                    e = t_entry[ct]
-                    ct += 1
-                    if entry_seen[e] != c:
-                        entry_seen[e] = c
-                        entry_cost[e] = x
-                        entry_from[e] = i
-                        entry_list[ne] = e
-                        ne += 1
-                    elif x < entry_cost[e]:  # parent states come in increasing order: the earliest wins ties
-                        entry_cost[e] = x
-                        entry_from[e] = i
-            for j in range(ne):  # each entry's arcs once
-                e = entry_list[j]
-                x = entry_cost[e]
-                i = entry_from[e]
-                for k in range(arc_off[e], arc_off[e + 1]):
-                    d = arc_dst[k]
-                    v = x + arc_cost[k]
-                    if seen[d] != c:
-                        seen[d] = c
-                        cell_cost[d] = v
-                        cell_arc[d] = k
-                        cell_from[d] = i
-                        touched[nt] = d
-                        nt += 1
-                    elif v < cell_cost[d] or (v == cell_cost[d] and (i < cell_from[d] or (
-                            i == cell_from[d] and arc_order[k] < arc_order[cell_arc[d]]))):
-                        cell_cost[d] = v
-                        cell_arc[d] = k
-                        cell_from[d] = i
+            ne = _entries_of_label(c, label[c], f_state, f_cost, lo, hi, t_off, t_label, t_cost, t_entry, entry_seen,
+                                   entry_cost, entry_from, entry_list)
+            nt = _relax_entries(c, ne, entry_list, entry_cost, entry_from, arc_off, arc_dst, arc_cost, arc_order, seen,
+                                cell_cost, cell_arc, cell_from, touched)
             if nt == 0:
                 continue
             states = np.sort(touched[:nt])
@@ -290,6 +249,69 @@ def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, ar
                 used += 1
             f_hi[c] = used
     return best_cost, best_link, link_arc[:n_links], link_parent[:n_links]
+
+
+@njit(cache=True)
+def _entries_of_label(c, lab, f_state, f_cost, lo, hi, t_off, t_label, t_cost, t_entry, entry_seen, entry_cost,
+                      entry_from, entry_list):
+    """:func:`trie_viterbi`'s closed entries of label ``lab`` from the parent's states ``lo:hi``, each
+    with its cheapest way in (``entry_cost``; ``entry_from``: the parent state, the earliest among
+    equal costs), listed in ``entry_list``; returns how many (``entry_seen`` marks them with the
+    child ``c``)."""
+    ne = 0
+    for i in range(lo, hi):
+        g = f_cost[i]
+        a, b = t_off[f_state[i]], t_off[f_state[i] + 1]
+        while a < b:  # the row's first closed entry with label >= lab
+            mid = (a + b) >> 1
+            if t_label[mid] < lab:
+                a = mid + 1
+            else:
+                b = mid
+        ct = a
+        while ct < t_off[f_state[i] + 1] and t_label[ct] == lab:
+            x = g + t_cost[ct]
+            e = t_entry[ct]
+            ct += 1
+            if entry_seen[e] != c:
+                entry_seen[e] = c
+                entry_cost[e] = x
+                entry_from[e] = i
+                entry_list[ne] = e
+                ne += 1
+            elif x < entry_cost[e]:  # parent states come in increasing order: the earliest wins ties
+                entry_cost[e] = x
+                entry_from[e] = i
+    return ne
+
+
+@njit(cache=True)
+def _relax_entries(c, ne, entry_list, entry_cost, entry_from, arc_off, arc_dst, arc_cost, arc_order, seen, cell_cost,
+                   cell_arc, cell_from, touched):
+    """:func:`trie_viterbi`'s arcs of the ``ne`` entries, each read once: per destination the cheapest
+    candidate (ties: the earliest parent state, then the earliest arc in ``arc_order``); returns how
+    many destinations, listed in ``touched`` (``seen`` marks them with the child ``c``)."""
+    nt = 0
+    for j in range(ne):
+        e = entry_list[j]
+        x = entry_cost[e]
+        i = entry_from[e]
+        for k in range(arc_off[e], arc_off[e + 1]):
+            d = arc_dst[k]
+            v = x + arc_cost[k]
+            if seen[d] != c:
+                seen[d] = c
+                cell_cost[d] = v
+                cell_arc[d] = k
+                cell_from[d] = i
+                touched[nt] = d
+                nt += 1
+            elif v < cell_cost[d] or (v == cell_cost[d] and (i < cell_from[d] or (
+                    i == cell_from[d] and arc_order[k] < arc_order[cell_arc[d]]))):
+                cell_cost[d] = v
+                cell_arc[d] = k
+                cell_from[d] = i
+    return nt
 
 
 @njit(cache=True)
