@@ -46,6 +46,8 @@ speed-up ratio (naive / ours, CPU time).  Measured (decoding takes a few minutes
       concat_wide   theta 0.1  0.73 -> 0.55 s,     theta 0.01 0.82 -> 0.59 s
       concat_narrow theta 0.1  0.20 -> 0.18 s,     theta 0.01 0.24 -> 0.23 s
       clip0870_wide theta 0.1  0.16 -> 0.12 s,     theta 0.01 0.19 -> 0.14 s
+    At a load average of ~2.5 (three rounds): conv30_wide theta 0.1 1.41-1.49 -> 0.91-0.98 s, theta 0.01
+    1.89-1.95 -> 0.82-0.86 s (issue 14's target, < 1 s and < 1 GB at both thresholds: met there).
     alt-CTM byte-identical on every lattice and threshold and on the bundled test lattices
     (docs/alternatives.md, "Performance", says what changed and where the time goes).
 """
