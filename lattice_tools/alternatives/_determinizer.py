@@ -6,11 +6,12 @@ A *determinized state* is a subset: a pair of arrays (automaton states in increa
 residual costs).  Each one is interned once (looked up by its states and rounded residuals) and
 numbered across all automata; each automaton keeps its own table, so that a finished search's
 records can be dropped at once.  *Expanding* a determinized state (one compiled call,
-:func:`~lattice_tools.alternatives._search_kernels.expand_state`: epsilon closure of the subset,
-then its word arcs and exit weights log-summed per ``(word, destination)`` pair) turns it into its
-*choice record*: its end and one transition per next word, sorted by their bound, with the
-successor subsets kept aside until the search takes that choice (:meth:`Determinizer.resolve`):
-most choices never are.  An expansion depends on nothing but the state, so every search finds
+:func:`~lattice_tools.alternatives._search_kernels.expand_state`: its members' closed entries --
+the (word | end) entries of the states of each member's epsilon closure, precomputed once --
+log-summed per word) turns it into its *choice record*: its end and one transition per next word,
+sorted by their bound, with the members of each transition kept aside until the search takes that
+choice (:meth:`Determinizer.resolve` then reads their arcs): most choices never are.
+An expansion depends on nothing but the state, so every search finds
 exactly what it would find alone.
 """
 from __future__ import annotations
@@ -20,13 +21,12 @@ from array import array
 
 import numpy as np
 
+from ..algorithms.forward_backward import _segment_reduce
 from ._common import dense_codes
 from ._epsilon_closure import EpsilonClosedRows
 from ._search import DEFAULT_TUNING, SearchTuning
-from ._search_arrays import (
-    NOT_INTERNED,
-)
-from ._search_kernels import expand_state, row_scaling, successor_subset
+from ._search_arrays import NOT_INTERNED, run_starts
+from ._search_kernels import closed_exits, expand_state, pack_tables, row_scaling, successor_subset
 
 INF = math.inf
 
@@ -92,20 +92,25 @@ class Determinizer:
         self.records: list = []
         self._closure_rows()
         self._word_rows()
-        self._tables = (self._c_off, self._c_dst, self._c_lc, *row_scaling(self._c_off, self._c_lc), self._w_off,
-                        self._w_key, self._w_lc, *row_scaling(self._w_off, self._w_lc), self._pair_group,
-                        self._pair_dst, self._lab_out[self._pair_lab], self._beta_x, *self._bound_scaling())
-        M, num_pairs = union.num_states, max(self._num_pairs, 1)
-        num_groups = int(self._pair_group.max()) + 1 if self._num_pairs else 1
-        self._scratch = (np.zeros(M, dtype=np.int64), np.empty(M), np.empty(M),
-                         np.zeros(num_pairs, dtype=np.int64), np.empty(num_pairs), np.empty(num_pairs),
-                         np.zeros(num_groups, dtype=np.int64), np.zeros(num_groups, dtype=np.int64))
+        self._closed_entries()
+        M, E, num_groups = union.num_states, len(self._e_cost), max(self._num_groups, 1)
+        cost_min, cost_scaled = row_scaling(self._a_off, self._a_cost)
+        compl_min, compl_scaled = row_scaling(self._a_off, self._a_compl)
+        self._expand_tables = pack_tables(  # the order of expand_state's parts, scratch last
+            [self._a_off, self._a_group, self._group_label, np.zeros(num_groups), np.zeros(num_groups)],
+            [self._a_cost, cost_min, cost_scaled, self._a_compl, compl_min, compl_scaled, np.zeros(num_groups),
+             np.zeros(num_groups)])
+        self._successor_tables = pack_tables(  # the order of successor_subset's parts, scratch last
+            [self._part_off, self._part_entry, self._arc_off, self._arc_dst, np.zeros(M), np.zeros(E), np.zeros(E)],
+            [self._part_base, self._e_cost, self._arc_cost, self._arc_scaled, np.zeros(M), np.zeros(M), np.zeros(E),
+             [resolution]])
         self._stamp = 0
 
     def _closure_rows(self) -> None:
         """Every state's epsilon closure: the states reachable through epsilon paths, itself
-        included, in state order, each with the log-sum cost of those paths (the closed rows of a
-        "self" pseudo-arc per state)."""
+        included, in state order, each with the log-sum (``_c_lc``) and the minimum (``_c_bc``, for
+        the word times) of the costs of those paths (the closed rows of a "self" pseudo-arc per
+        state)."""
         u = self.union
         M = u.num_states
         eps = np.flatnonzero(u.lab == 0)
@@ -113,61 +118,104 @@ class Determinizer:
         closed = EpsilonClosedRows(M, np.r_[u.src[eps], selfs], np.r_[u.dst[eps], selfs],
                                    np.r_[np.zeros(len(eps), dtype=np.int64), np.ones(M, dtype=np.int64)],
                                    np.r_[u.cost[eps], np.zeros(M)], np.r_[np.zeros(len(eps), dtype=np.int64), selfs],
-                                   np.full(M, INF), np.full(M, INF), tropical=False)
-        self._c_off, self._c_dst, self._c_lc = closed.w_off, closed.w_dst, closed.w_lc
+                                   np.full(M, INF), np.full(M, INF))
+        self._c_off, self._c_dst, self._c_lc, self._c_bc = closed.w_off, closed.w_dst, closed.w_lc, closed.w_bc
 
     def _word_rows(self) -> None:
-        """Every state's own word arcs, preceded by one *end entry* when the state is final, so that
-        one grouped reduction gives an expansion's end weight along with its transitions.
+        """Every state's *entries*: one per next word (the log-sum of the state's arcs with that word,
+        and of their completions, cost plus the destination's bound ``beta``), preceded by one *end
+        entry* when the state is final (its exit cost, twice), so that one grouped reduction gives an
+        expansion's end weight along with its transitions.
 
-        An entry's key is its *pair*: (automaton, label, destination), numbered densely in that
-        order, with the end label first and each automaton's end entries sharing a dummy
-        destination ``M + i`` (completion cost 0); a *group* is an (automaton, label).  So an
-        expansion batch's groups are runs of its sorted pairs, and each request's pairs and groups
-        are contiguous.  Dense keys often fit in 16 or 32 bits, so the stable grouping sort can be
-        numpy's radix sort."""
+        An entry's *group* is its (automaton, label), numbered densely in that order with the end
+        label first.  The word arcs are kept sorted by (source, label, arc) so that each entry's arcs
+        are one range (``_arc_off``), read only when the search takes that entry's group."""
         u = self.union
         M, P = u.num_states, u.num_automata
         word = np.flatnonzero(u.lab != 0)
         self.word_arcs = word
         self.lab_values, self.word_dlab = dense_codes(u.lab[word])  # word arcs' labels, renumbered densely
-        self._lab_out = np.r_[-1, self.lab_values].astype(np.int64)  # dense label + 1 -> label (-1: the end)
+        lab_out = np.r_[-1, self.lab_values].astype(np.int64)  # dense label + 1 -> label (-1: the end)
         owner_of = np.repeat(np.arange(P, dtype=np.int64), u.sizes)
-        end_states = np.flatnonzero(u.exit_lc < INF)
         L1 = len(self.lab_values) + 1
-        entry_key = np.r_[owner_of[end_states] * L1 * (M + P) + M + owner_of[end_states],
-                          (owner_of[u.src[word]] * L1 + self.word_dlab + 1) * (M + P) + u.dst[word]]
-        pair_key, entry_pair = np.unique(entry_key, return_inverse=True)
-        row_state = np.r_[end_states, u.src[word]]
-        rows = np.argsort(row_state, kind="stable")
-        self._w_key = entry_pair.reshape(-1)[rows]
-        self._w_lc = np.r_[u.exit_lc[end_states], u.cost[word]][rows]
-        self._w_cnt = np.bincount(row_state, minlength=M)
-        self._w_off = np.r_[0, np.cumsum(self._w_cnt)]
-        self._pair_group = pair_key // (M + P)  # (automaton, label): nondecreasing in pair order
-        self._pair_dst = pair_key % (M + P)
-        self._pair_lab = self._pair_group % L1
-        self._beta_x = np.r_[u.beta, np.zeros(P)]  # the end entries' dummy destinations complete with cost 0
-        self._num_pairs = len(pair_key)
+        dlab = np.asarray(self.word_dlab, dtype=np.int64) + 1
+        by_entry = np.lexsort((dlab, u.src[word]))  # stable: arc order within an entry
+        a_src, a_lab = u.src[word][by_entry], dlab[by_entry]
+        self._arc_order = word[by_entry]  # union arc index: the order of the word-time tie-breaks
+        self._arc_dst, self._arc_cost = u.dst[word][by_entry], u.cost[word][by_entry]
+        firsts = run_starts(a_src * L1 + a_lab)
+        counts = np.diff(np.r_[firsts, len(by_entry)]).astype(np.int64)
+        if len(firsts):
+            w_cost = _segment_reduce(self._arc_cost, firsts, True, counts)
+            w_compl = _segment_reduce(self._arc_cost + u.beta[self._arc_dst], firsts, True, counts)
+        else:
+            w_cost = w_compl = np.zeros(0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            self._arc_scaled = np.nan_to_num(np.exp(np.repeat(w_cost, counts) - self._arc_cost), nan=0.0)
+        end_states = np.flatnonzero(u.exit_lc < INF)
+        e_src = np.r_[end_states, a_src[firsts]].astype(np.int64)
+        e_lab = np.r_[np.zeros(len(end_states), dtype=np.int64), a_lab[firsts]]
+        rows = np.lexsort((e_lab, e_src))  # by state, the end first, then by label (the arcs' order)
+        e_src, e_lab = e_src[rows], e_lab[rows]
+        self._e_cost = np.r_[u.exit_lc[end_states], w_cost][rows]
+        self._e_compl = np.r_[u.exit_lc[end_states], w_compl][rows]
+        self._arc_off = np.r_[0, np.cumsum(np.r_[np.zeros(len(end_states), dtype=np.int64), counts][rows])]
+        self._e_off = np.searchsorted(e_src, np.arange(M + 1))
+        group_key, e_group = np.unique(owner_of[e_src] * L1 + e_lab, return_inverse=True)
+        self._e_group = e_group.reshape(-1).astype(np.int64)
+        self._group_label = lab_out[group_key % L1]
+        self._num_groups = len(group_key)
+        self._e_label = self._group_label[self._e_group]
 
-    def _bound_scaling(self):
-        """``(beta_scaled, beta_base)`` per union state and end destination for
-        :func:`~lattice_tools.alternatives._search_kernels.expand_state`: ``beta_base`` the smallest
-        finite bound of the state's automaton, ``beta_scaled = exp(beta_base - beta)``."""
+    def _closed_entries(self) -> None:
+        """Every state's *closed entries* (what :func:`~lattice_tools.alternatives._search_kernels.expand_state`
+        sums): the entries of the states of its epsilon closure, one closed entry per group, with the
+        log-sums over their epsilon paths and entries (``_a_cost``, ``_a_compl``); a closed entry's
+        parts (``_part_off``) are those entries with the log-sum cost of the epsilon paths to their
+        state (``_part_base``).  ``_t_off``/``_t_entry``: the same (state, closure state, entry)
+        triples unsorted, in closure order (the word times)."""
+        M = self.union.num_states
+        per_closure = np.diff(self._e_off)[self._c_dst]
+        total = int(per_closure.sum())
+        starts = np.repeat(self._e_off[self._c_dst] - (np.cumsum(per_closure) - per_closure), per_closure)
+        self._t_entry = starts + np.arange(total, dtype=np.int64)
+        owner = np.repeat(np.repeat(np.arange(M, dtype=np.int64), np.diff(self._c_off)), per_closure)
+        self._t_off = np.searchsorted(owner, np.arange(M + 1))
+        base = np.repeat(self._c_lc, per_closure)
+        group = self._e_group[self._t_entry]
+        by_group = np.lexsort((group, owner))  # stable: closure order within a closed entry
+        owner, group = owner[by_group], group[by_group]
+        self._part_base, self._part_entry = base[by_group], self._t_entry[by_group]
+        firsts = run_starts(owner * max(self._num_groups, 1) + group)
+        lengths = np.diff(np.r_[firsts, total]).astype(np.int64)
+        self._part_off = np.r_[firsts, total].astype(np.int64)
+        self._a_group = group[firsts]
+        self._a_off = np.searchsorted(owner[firsts], np.arange(M + 1))
+        if total:
+            self._a_cost = _segment_reduce(self._part_base + self._e_cost[self._part_entry], firsts, True, lengths)
+            self._a_compl = _segment_reduce(self._part_base + self._e_compl[self._part_entry], firsts, True, lengths)
+        else:
+            self._a_cost = self._a_compl = np.zeros(0)
+
+    def word_time_tables(self) -> tuple:
+        """What :func:`~lattice_tools.alternatives._search_kernels.trie_viterbi` reads (union state
+        numbers): every state's closed entries sorted by label, with the minimum cost of the
+        epsilon paths to the entry's state; the entries' arcs; every state's exit cost through its
+        best epsilon path."""
         u = self.union
-        finite = np.isfinite(u.beta)
-        owner = np.repeat(np.arange(u.num_automata), u.sizes)
-        base = np.full(u.num_automata, np.inf)
-        np.minimum.at(base, owner[finite], u.beta[finite])
-        base = np.where(np.isfinite(base), base, 0.0)[owner]
-        scaled = np.zeros(u.num_states)
-        scaled[finite] = np.exp(base[finite] - u.beta[finite])
-        pad = np.zeros(u.num_automata)  # the end entries' dummy destinations: singleton groups, unused
-        return np.r_[scaled, pad], np.r_[base, pad]
+        per_closure = np.diff(self._e_off)[self._c_dst]
+        label = self._e_label[self._t_entry]
+        by_label = np.lexsort((label, np.repeat(np.arange(u.num_states), np.diff(self._t_off))))
+        eps = np.flatnonzero(u.lab == 0)
+        eps = eps[np.argsort(u.src[eps], kind="stable")]
+        exits = closed_exits(u.exit_bc, np.searchsorted(u.src[eps], np.arange(u.num_states + 1)), u.dst[eps],
+                             u.cost[eps])
+        return (self._t_off, label[by_label], np.repeat(self._c_bc, per_closure)[by_label], self._t_entry[by_label],
+                self._arc_off, self._arc_dst, self._arc_cost, self._arc_order, u.arc_ids[self._arc_order], exits)
 
     def intern(self, automaton: int, states: np.ndarray, resid: np.ndarray) -> int:
         """The id of the determinized state (``states``, residual costs ``resid``) of ``automaton``."""
-        k = (states.tobytes(), np.rint(resid / self.resolution).astype(np.int64).tobytes())
+        k = np.r_[states, np.rint(resid / self.resolution).astype(np.int64)].tobytes()
         table = self.keys[automaton]
         j = table.get(k)
         if j is None:
@@ -185,17 +233,17 @@ class Determinizer:
 
     def resolve(self, rec: list, i: int) -> int:
         """Interned id of the successor of choice ``i`` of a choice record (the same key as
-        :meth:`intern`: the int64 bytes of the states and of the rounded residuals)."""
-        dst, share, ends = rec[SUCCESSORS]
-        g = rec[GROUPS][i]
-        a, b = ends[g], ends[g + 1]
-        states, resid, rounded = successor_subset(dst, share, a, b, self.resolution)
-        k = (states.tobytes(), rounded.tobytes())
+        :meth:`intern`: the int64 bytes of the states followed by the rounded residuals)."""
+        m_base, m_entry, ends = rec[SUCCESSORS]
+        self._stamp += 1
+        packed = successor_subset(m_base, m_entry, ends, rec[GROUPS][i], *self._successor_tables, self._stamp)
+        n = len(packed) // 3
+        k = packed[:2 * n].tobytes()
         keys = self.keys[rec[AUTOMATON]]
         nj = keys.get(k)
         if nj is None:
             nj = keys[k] = len(self.subsets)
-            self.subsets.append((states, resid))
+            self.subsets.append((packed[:n], packed[2 * n:].view(np.float64)))
             self.records.append(None)
         rec[NEXTS][i] = nj
         return nj
@@ -210,15 +258,16 @@ class Determinizer:
         never visited, so they are only interned when the search reaches them); then the
         successor data and the state's automaton.  Each state is expanded on its own
         (:func:`~lattice_tools.alternatives._search_kernels.expand_state`)."""
-        subsets, records, scratch = self.subsets, self.records, self._scratch
-        tables = self._tables
+        subsets, records, tables = self.subsets, self.records, self._expand_tables
         for j, o in zip(js, owners, strict=True):
             states, resid = subsets[j]
             subsets[j] = None
             self._stamp += 1
-            order, bound, label, wsum, ends, dst, share = expand_state(states, resid, *tables, *scratch, self._stamp)
-            records[j] = [array("d", bound.tobytes()), array("q", label.tobytes()), array("d", wsum.tobytes()),
-                          array("q", order.tobytes()), NOT_INTERNED * len(order), (dst, share, ends), o]
+            floats, ints, f, ng = expand_state(states, resid, *tables, self._stamp)
+            b = 2 * f
+            records[j] = [array("d", floats[:f].tobytes()), array("q", ints[:f].tobytes()),
+                          array("d", floats[f:b].tobytes()), array("q", ints[f:b].tobytes()), NOT_INTERNED * f,
+                          (floats[b:], ints[b + ng + 1:], ints[b:b + ng + 1]), o]
 
     def expander_for(self, automaton: int):
         """``expand(js)`` for a batch of states all of ``automaton`` (the exact-bound searches)."""

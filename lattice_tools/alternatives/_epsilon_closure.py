@@ -1,7 +1,6 @@
 """Epsilon removal of an acyclic automaton given by arc arrays: every state's closed row of word
 arcs (with the log sum and the minimum of the epsilon-path costs) and closed exit weights.  Used
-for the search's epsilon closures (see :mod:`~lattice_tools.alternatives._determinizer`) and its
-word times (:mod:`~lattice_tools.alternatives._best_paths`)."""
+for the search's epsilon closures (see :mod:`~lattice_tools.alternatives._determinizer`)."""
 from __future__ import annotations
 
 import numpy as np

@@ -112,7 +112,7 @@ def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=T
                 else:
                     found[i] = _search_determinized(det, i, starts[i], tries[i], n, max_pops, max_states, key)
                 det.release(i)
-        return sequence_results(union, det, found, tries, track_best, key, tuning)
+        return sequence_results(union, det, found, tries, track_best, key)
 
 
 def _lazy_searches(det: Determinizer, starts: list, tries: list, found: list, n: int, budget: int, key) -> None:

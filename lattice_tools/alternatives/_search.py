@@ -55,9 +55,6 @@ class SearchTuning:
     """How the search engine spends time and memory; none of these changes what it finds (tests
     check every setting against the defaults).
 
-    Word times:
-      closed_chunk_arcs: the word-time epsilon closure is built for groups of automata of about
-        this many arcs at a time (bounds its memory).
     Side-by-side searches:
       side_by_side: at most this many lazy searches run at once (their records are all alive at
         once).  Each expansion is one compiled call per state, so interleaving searches saves
@@ -69,7 +66,6 @@ class SearchTuning:
         states (bounds the batch's temporary arrays).
     """
 
-    closed_chunk_arcs: int = 200_000
     side_by_side: int = 1
     exact_batch_states: int = 1024
     exact_batch_members: int = 20_000

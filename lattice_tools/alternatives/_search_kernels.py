@@ -1,12 +1,14 @@
 """Compiled loops of the sequence search (internal helper of :mod:`._determinizer`): the expansion
-of one determinized state into its choices.
+of one determinized state into its choices (:func:`expand_state`), the subset reached by a choice
+the search takes (:func:`successor_subset`), and the word-time Viterbi over the prefix trie
+(:func:`trie_viterbi`).
 
-An expansion touches every word arc of every state of its epsilon-closed subset (thousands per
-state on dense lattices, tens of millions per lattice at small phrase thresholds), so it is one
-compiled pass instead of a dozen numpy passes.  Sums of probabilities are log-sums shifted by each
-group's smallest cost (``m - log(sum(exp(m - c)))``, a singleton group gives its cost exactly);
-groups are visited in increasing key order and their members in gathering order, so the results
-do not depend on anything but the state itself.  Plain Python when numba is not importable
+An expansion sums the precomputed *closed entries* of its members (per state: the (word | end)
+entries of the states of its epsilon closure, one per word), not their arcs; a choice's arcs are
+read only when the search takes it.  Sums of probabilities are linear sums relative to one shift
+(``m - log(sum(exp(m - c)))``), recomputed in the log domain with their own shift when they would
+underflow; groups are visited in increasing key order and their members in gathering order, so the
+results do not depend on anything but the state itself.  Plain Python when numba is not importable
 (correct, much slower).
 """
 from __future__ import annotations
@@ -21,225 +23,121 @@ INF = math.inf
 
 
 @njit(cache=True)
-def _exact_logsums(uniq, srcs, resid, off, row_key, row_cost, group_min, group_sum):
-    """:func:`_rows_logsums`' result, each group shifted by its own smallest cost (two passes and
-    one ``exp`` per entry: for the rare groups far below the shared shift)."""
-    for u in range(len(uniq)):
-        group_min[uniq[u]] = INF
-        group_sum[uniq[u]] = 0.0
-    for i in range(len(srcs)):
-        r = resid[i]
-        for k in range(off[srcs[i]], off[srcs[i] + 1]):
-            v = r + row_cost[k]
-            if v < group_min[row_key[k]]:
-                group_min[row_key[k]] = v
-    for i in range(len(srcs)):
-        r = resid[i]
-        for k in range(off[srcs[i]], off[srcs[i] + 1]):
-            g = row_key[k]
-            group_sum[g] += math.exp(group_min[g] - (r + row_cost[k]))
-    out = np.empty(len(uniq), np.float64)
-    for u in range(len(uniq)):
-        m = group_min[uniq[u]]
-        out[u] = m if m == INF else m - math.log(group_sum[uniq[u]])
-    return out
-
-
-@njit(cache=True)
-def _rows_sums(srcs, resid, off, row_key, row_cost, row_min, row_scaled, mark, group_min, group_sum, stamp,
-               sort_keys):
-    """Per key, the semiring sum of ``resid[i] + row_cost[k]`` over the rows
-    ``off[srcs[i]]:off[srcs[i] + 1]``: returns ``(keys, sums, shift)``, the distinct keys in
-    increasing order (``sort_keys``; else in order of first appearance) and, when ``shift`` is finite, their probabilities relative to ``shift``
-    (the log-sum is ``shift - log(sums)``), else (``shift`` = inf) their log-sums.
-
-    One shift for all entries (the smallest cost), and ``exp`` once per row: ``row_scaled[k] =
-    exp(row_min[s] - row_cost[k])`` is precomputed, so an entry costs a multiply-add.  If a sum
-    falls below 1e-250 (a key far above the shift: digits would be lost), every key is recomputed
-    with its own shift in the log domain (:func:`_exact_logsums`).  ``mark``/``group_*``: scratch
-    tables indexed by key (``mark`` holds ``stamp`` for the keys seen in this call, so that the
-    tables are never cleared)."""
-    shift = INF
-    n = 0
-    for i in range(len(srcs)):
-        s = srcs[i]
-        n += off[s + 1] - off[s]
-        if resid[i] + row_min[s] < shift:
-            shift = resid[i] + row_min[s]
-    uniq = np.empty(n, np.int64)
-    nu = 0
-    for i in range(len(srcs)):
-        s = srcs[i]
-        lo, hi = off[s], off[s + 1]
-        if lo == hi:
-            continue
-        f = math.exp(shift - (resid[i] + row_min[s])) if shift < INF else 0.0
-        for k in range(lo, hi):
-            g = row_key[k]
-            if mark[g] != stamp:
-                mark[g] = stamp
-                uniq[nu] = g
-                nu += 1
-                group_sum[g] = 0.0
-            group_sum[g] += f * row_scaled[k]
-    uniq = np.sort(uniq[:nu]) if sort_keys else uniq[:nu]
-    out = np.empty(nu, np.float64)
-    exact = shift == INF
-    for u in range(nu):
-        t = group_sum[uniq[u]]
-        if not t >= 1e-250:
-            exact = True
-            break
-        out[u] = t
-    if exact:
-        return uniq, _exact_logsums(uniq, srcs, resid, off, row_key, row_cost, group_min, group_sum), INF
-    return uniq, out, shift
-
-
-@njit(cache=True)
-def expand_state(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, w_off, w_key, w_lc, w_min, w_scaled,
-                 pair_group, pair_dst, pair_label, beta_x, beta_scaled, beta_base,
-                 state_mark, state_min, state_sum, pair_mark, pair_min, pair_sum, group_mark, group_count, stamp):
+def _expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t_compl, compl_min, compl_scaled,
+                 group_label, group_mark, group_pos, group_cost, group_compl, stamp):
     """The choices of the determinized state (``states``, residual costs ``resid``).
 
-    1. Epsilon closure: every member's closure row (states reachable through epsilon paths, with
-       their log-sum costs ``c_lc``) added to its residual, log-summed per reached state (``c_min``,
-       ``c_scaled``: see :func:`_rows_sums`).
-    2. The word-arc and end entries of the closed states (``w_key``: their dense (automaton,
-       label, destination) pair; ``w_lc``: their costs), log-summed per pair (``w_min``, ``w_scaled``).
-    3. Per group (a run of pairs of one label, ``pair_group``): the transition's cost ``wsum``,
-       the log-sum of its completions ``bound`` (with ``beta_x`` of each pair's destination;
-       ``beta_scaled = exp(beta_base - beta_x)``, ``beta_base`` the smallest bound of the
-       destination's automaton), and each pair's share of the group's probability (its
-       residual is ``-log(share)``, computed only for the successors the search takes).
+    Each member state's row ``t_off`` holds its *closed entries*, one per group (``t_group``: an
+    (automaton, word), numbered in word order with the end first) of the entries of the states of
+    its epsilon closure; an entry is one next word of a state (its arcs with that word) or its end.
+    ``t_cost`` is the log-sum over the closed entry's epsilon paths and arcs (or exit), ``t_compl``
+    the same with each arc's completion (plus the bound of its destination).  Summing closed
+    entries instead of arcs makes an expansion cost the size of the subset's closure, not the
+    number of its arcs (on pocketsphinx lattices every arc out of a state carries the state's
+    word: ~27 arcs per entry); :func:`_successor_subset` reads the arcs of a group's closed entries
+    when the search takes it.
 
-    Returns ``(order, bound, label, wsum, ends, dst, share)``: the groups with a finite bound sorted
-    by bound (ties by label order, the end first) with their bounds, labels (``pair_label`` of
-    their pairs; -1: the end) and transition costs; the pair offsets of every group, and per
-    pair its destination and share (a group's pairs are in order of
-    first appearance, not sorted: only the successors the search takes need their states sorted)."""
-    # 1. epsilon closure
-    closed, sums, shift = _rows_sums(states, resid, c_off, c_dst, c_lc, c_min, c_scaled, state_mark, state_min,
-                                     state_sum, stamp, True)
-    closed_r = sums if shift == INF else shift - np.log(sums)
-    # 2. word-arc and end entries per pair
-    pairs, sums, shift = _rows_sums(closed, closed_r, w_off, w_key, w_lc, w_min, w_scaled, pair_mark, pair_min,
-                                    pair_sum, stamp, False)
-    pairs, sums = _by_group(pairs, sums, pair_group, group_mark, group_count, stamp)
-    # 3. groups
-    num_pairs = len(pairs)
-    ends = np.empty(num_pairs + 1, np.int64)
+    Per group: the transition's cost (log-sum of residual + ``t_cost``) and the log-sum of its
+    completions ``bound``; both are linear sums relative to one shift per expansion
+    (``cost_min``/``compl_min``: each row's smallest value, ``*_scaled = exp(row min - value)``),
+    and a group whose sum would underflow is recomputed in the log domain.
+
+    Returns ``(order, bound, label, cost, ends, m_base, m_entry)``: the groups with a finite bound
+    sorted by bound (ties by group number: word order, the end first) with their bounds, labels
+    (-1: the end) and transition costs; the member offsets of every group (in group-number order)
+    and per member its state's residual and its closed entry."""
+    n_members = 0
+    shift_c = INF
+    shift_b = INF
+    for i in range(len(states)):
+        s = states[i]
+        n_members += t_off[s + 1] - t_off[s]
+        if resid[i] + cost_min[s] < shift_c:
+            shift_c = resid[i] + cost_min[s]
+        if resid[i] + compl_min[s] < shift_b:
+            shift_b = resid[i] + compl_min[s]
+    # groups: count the members of each
+    groups = np.empty(n_members, np.int64)
     ng = 0
-    for p in range(num_pairs):
-        if p == 0 or pair_group[pairs[p]] != pair_group[pairs[p - 1]]:
-            ends[ng] = p
-            ng += 1
-    ends[ng] = num_pairs
-    ends = ends[:ng + 1]
-    wsum = np.empty(ng, np.float64)
+    for i in range(len(states)):
+        s = states[i]
+        for k in range(t_off[s], t_off[s + 1]):
+            g = t_group[k]
+            if group_mark[g] != stamp:
+                group_mark[g] = stamp
+                group_pos[g] = 0
+                groups[ng] = g
+                ng += 1
+            group_pos[g] += 1
+    groups = np.sort(groups[:ng])
+    ends = np.empty(ng + 1, np.int64)
+    start = 0
+    for u in range(ng):
+        ends[u] = start
+        c = group_pos[groups[u]]
+        group_pos[groups[u]] = start  # now the group's next member position
+        start += c
+        group_cost[groups[u]] = 0.0
+        group_compl[groups[u]] = 0.0
+    ends[ng] = start
+    # members grouped (in member order within a group), with the linear sums
+    m_base = np.empty(n_members, np.float64)
+    m_entry = np.empty(n_members, np.int64)
+    for i in range(len(states)):
+        s = states[i]
+        r = resid[i]
+        if t_off[s] == t_off[s + 1]:
+            continue
+        fc = math.exp(shift_c - (r + cost_min[s])) if r + cost_min[s] < INF else 0.0
+        fb = math.exp(shift_b - (r + compl_min[s])) if r + compl_min[s] < INF else 0.0
+        for k in range(t_off[s], t_off[s + 1]):
+            g = t_group[k]
+            p = group_pos[g]
+            group_pos[g] = p + 1
+            m_base[p] = r
+            m_entry[p] = k
+            group_cost[g] += fc * cost_scaled[k]
+            group_compl[g] += fb * compl_scaled[k]
+    cost = np.empty(ng, np.float64)
     bound = np.empty(ng, np.float64)
-    group_pair = np.empty(ng, np.int64)
-    dst = np.empty(num_pairs, np.int64)
-    share = np.empty(num_pairs, np.float64)
-    for g in range(ng):
-        a, b = ends[g], ends[g + 1]
-        group_pair[g] = pairs[a]
-        for p in range(a, b):
-            dst[p] = pair_dst[pairs[p]]
-        if shift < INF:
-            wsum[g], bound[g] = _group_linear(sums, dst, a, b, shift, beta_x, beta_scaled, beta_base, share)
-        else:
-            wsum[g], bound[g] = _group_exact(sums, dst, a, b, beta_x, share)
-    order = np.argsort(bound, kind="mergesort")  # stable: ties by label order, the end first
+    for u in range(ng):
+        g = groups[u]
+        tc, tb = group_cost[g], group_compl[g]
+        if tc >= 1e-250 and tb >= 1e-250:
+            cost[u] = shift_c - math.log(tc)
+            bound[u] = shift_b - math.log(tb)
+        else:  # far below the shift (or unreachable): the group's own shift, in the log domain
+            cost[u] = _members_logsum(m_base, m_entry, ends[u], ends[u + 1], t_cost)
+            bound[u] = _members_logsum(m_base, m_entry, ends[u], ends[u + 1], t_compl)
+    order = np.argsort(bound, kind="mergesort")  # stable: ties by group number
     finite = 0
     while finite < ng and bound[order[finite]] < INF:
         finite += 1
     order = order[:finite]
     labels = np.empty(finite, np.int64)
     for i in range(finite):
-        labels[i] = pair_label[group_pair[order[i]]]
-    return order, bound[order], labels, wsum[order], ends, dst, share
+        labels[i] = group_label[groups[order[i]]]
+    return order, bound[order], labels, cost[order], ends, m_base, m_entry
 
 
 @njit(cache=True)
-def _by_group(pairs, sums, pair_group, mark, count, stamp):
-    """``pairs`` (and their ``sums``) grouped by ``pair_group``, groups in increasing order, pairs in
-    their order within each group (a counting sort: the groups are few)."""
-    groups = np.empty(len(pairs), np.int64)
-    ng = 0
-    for p in range(len(pairs)):
-        g = pair_group[pairs[p]]
-        if mark[g] != stamp:
-            mark[g] = stamp
-            count[g] = 0
-            groups[ng] = g
-            ng += 1
-        count[g] += 1
-    groups = np.sort(groups[:ng])
-    start = 0
-    for i in range(ng):
-        c = count[groups[i]]
-        count[groups[i]] = start  # now the group's next position
-        start += c
-    out_pairs = np.empty(len(pairs), np.int64)
-    out_sums = np.empty(len(pairs), np.float64)
-    for p in range(len(pairs)):
-        g = pair_group[pairs[p]]
-        out_pairs[count[g]] = pairs[p]
-        out_sums[count[g]] = sums[p]
-        count[g] += 1
-    return out_pairs, out_sums
-
-
-@njit(cache=True)
-def _group_linear(t, dst, a, b, shift, beta_x, beta_scaled, beta_base, share):
-    """One group's transition cost and bound from its pairs' probabilities ``t[a:b]`` relative to
-    ``shift``; ``share[p]``: each pair's part of the group's probability."""
-    total = 0.0
-    for p in range(a, b):
-        total += t[p]
-    wsum = shift - math.log(total)
-    for p in range(a, b):
-        share[p] = t[p] / total
-    if b - a == 1:
-        return wsum, wsum + beta_x[dst[a]]
-    completions = 0.0
-    for p in range(a, b):
-        completions += t[p] * beta_scaled[dst[p]]
-    if completions >= 1e-250:
-        return wsum, shift - math.log(completions) + beta_base[dst[a]]
+def _members_logsum(m_resid, m_entry, a, b, value):
+    """``-log(sum(exp(-(m_resid[p] + value[m_entry[p]]))))`` over members ``a:b`` (INF when empty)."""
     m = INF
     for p in range(a, b):
-        m = min(m, shift - math.log(t[p]) + beta_x[dst[p]])
-    completions = 0.0
+        v = m_resid[p] + value[m_entry[p]]
+        if v < m:
+            m = v
+    if m == INF:
+        return INF
+    t = 0.0
     for p in range(a, b):
-        completions += math.exp(m - (shift - math.log(t[p]) + beta_x[dst[p]]))
-    return wsum, m - math.log(completions)
-
-
-@njit(cache=True)
-def _group_exact(val, dst, a, b, beta_x, share):
-    """:func:`_group_linear` from the pairs' log-sums ``val[a:b]``, each sum shifted by its own
-    smallest term."""
-    m_w = INF
-    m_b = INF
-    for p in range(a, b):
-        m_w = min(m_w, val[p])
-        m_b = min(m_b, val[p] + beta_x[dst[p]])
-    s_w = 0.0
-    s_b = 0.0
-    for p in range(a, b):
-        s_w += math.exp(m_w - val[p])
-        s_b += math.exp(m_b - (val[p] + beta_x[dst[p]]))
-    wsum = m_w if m_w == INF else m_w - math.log(s_w)
-    bound = m_b if m_b == INF else m_b - math.log(s_b)
-    for p in range(a, b):
-        share[p] = math.exp(wsum - val[p])
-    return wsum, bound
+        t += math.exp(m - (m_resid[p] + value[m_entry[p]]))
+    return m - math.log(t)
 
 
 def row_scaling(off: np.ndarray, cost: np.ndarray):
-    """``(row_min, row_scaled)`` of CSR rows for :func:`_rows_sums`: each row's smallest cost
+    """``(row_min, row_scaled)`` of CSR rows for :func:`expand_state`: each row's smallest cost
     (inf when empty) and ``exp(row_min - cost)`` per entry."""
     lengths = np.diff(off)
     row_min = np.full(len(lengths), INF)
@@ -252,19 +150,28 @@ def row_scaling(off: np.ndarray, cost: np.ndarray):
 
 
 @njit(cache=True)
-def trie_viterbi(row_off, row_lab, row_dst, row_cost, row_id, exit_cost, root_states, root_costs, label, ch_off,
-                 children, end_of_node, num_seqs):
-    """Best single path reading each sequence of a prefix trie (tropical): per trie node (in id
-    order: a child is numbered after its parent), the cheapest way to reach each state after
-    reading the node's prefix; a child's states come from its parent's over the closed word arcs
-    (rows ``row_off``, sorted by label within a row) of the child's label.  Among equal costs the
-    earliest candidate wins (parent states in increasing order, then arcs in row order).
+def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, arc_order, arc_id, exit_cost,
+                 root_states, root_costs, label, parent, ch_off, children, end_of_node, num_seqs):
+    """Best single path reading each sequence of a prefix trie (tropical): per trie node on the way
+    to a sequence (in id order: a child is numbered after its parent), the cheapest way to reach
+    each state after reading the node's prefix.  A child's states come from its parent's: each
+    parent state's closed entries of the child's label (rows ``t_off``, sorted by ``t_label``: an
+    entry of a state of its epsilon closure, with the cost ``t_cost`` of the best epsilon path
+    there), each entry reached at its cheapest (the earliest parent state among equal costs), then
+    its arcs (entry ``e``'s arcs are ``arc_off[e]:arc_off[e + 1]``), each read once.  Among equal
+    costs a state keeps the candidate of the earliest parent state, then the earliest arc in
+    ``arc_order`` (the automaton's arc order).
 
-    ``end_of_node[v]``: the sequence ending at node ``v`` (-1: none).  Returns ``(best_cost,
-    best_link, link_arc, link_parent)``: per sequence its best cost and the last link of its path;
-    per link the arc id and the previous link (-1 at the root)."""
+    ``end_of_node[v]``: the sequence ending at node ``v`` (-1: none); ``exit_cost``: each state's
+    exit cost through its best epsilon path.  Returns ``(best_cost, best_link, link_arc,
+    link_parent)``: per sequence its best cost and the last link of its path; per link the arc id
+    (``arc_id``) and the previous link (-1 at the root)."""
     n_nodes = len(label)
     m = len(exit_cost)
+    needed = end_of_node >= 0  # the nodes on the way to a sequence
+    for v in range(n_nodes - 1, 0, -1):
+        if needed[v]:
+            needed[parent[v]] = True
     cap = max(1024, 4 * len(root_states))
     f_state = np.empty(cap, np.int64)
     f_cost = np.empty(cap, np.float64)
@@ -289,6 +196,11 @@ def trie_viterbi(row_off, row_lab, row_dst, row_cost, row_id, exit_cost, root_st
     cell_arc = np.empty(m, np.int64)
     cell_from = np.empty(m, np.int64)
     touched = np.empty(m, np.int64)
+    n_entries = len(arc_off) - 1
+    entry_seen = np.full(n_entries, -1, np.int64)
+    entry_cost = np.empty(n_entries, np.float64)
+    entry_from = np.empty(n_entries, np.int64)
+    entry_list = np.empty(n_entries, np.int64)
     for node in range(n_nodes):
         lo, hi = f_lo[node], f_hi[node]
         if lo < 0:
@@ -306,34 +218,12 @@ def trie_viterbi(row_off, row_lab, row_dst, row_cost, row_id, exit_cost, root_st
             best_link[q] = f_link[arg]
         for ci in range(ch_off[node], ch_off[node + 1]):
             c = children[ci]
-            lab = label[c]
-            nt = 0
-            for i in range(lo, hi):
-                s = f_state[i]
-                g = f_cost[i]
-                a, b = row_off[s], row_off[s + 1]
-                while a < b:  # first arc of the row with label >= lab
-                    mid = (a + b) >> 1
-                    if row_lab[mid] < lab:
-                        a = mid + 1
-                    else:
-                        b = mid
-                k = a
-                while k < row_off[s + 1] and row_lab[k] == lab:
-                    d = row_dst[k]
-                    v = g + row_cost[k]
-                    if seen[d] != c:
-                        seen[d] = c
-                        cell_cost[d] = v
-                        cell_arc[d] = k
-                        cell_from[d] = i
-                        touched[nt] = d
-                        nt += 1
-                    elif v < cell_cost[d]:
-                        cell_cost[d] = v
-                        cell_arc[d] = k
-                        cell_from[d] = i
-                    k += 1
+            if not needed[c]:
+                continue
+            ne = _entries_of_label(c, label[c], f_state, f_cost, lo, hi, t_off, t_label, t_cost, t_entry, entry_seen,
+                                   entry_cost, entry_from, entry_list)
+            nt = _relax_entries(c, ne, entry_list, entry_cost, entry_from, arc_off, arc_dst, arc_cost, arc_order, seen,
+                                cell_cost, cell_arc, cell_from, touched)
             if nt == 0:
                 continue
             states = np.sort(touched[:nt])
@@ -353,12 +243,88 @@ def trie_viterbi(row_off, row_lab, row_dst, row_cost, row_id, exit_cost, root_st
                 f_state[used] = d
                 f_cost[used] = cell_cost[d]
                 f_link[used] = n_links
-                link_arc[n_links] = row_id[cell_arc[d]]
+                link_arc[n_links] = arc_id[cell_arc[d]]
                 link_parent[n_links] = f_link[cell_from[d]]
                 n_links += 1
                 used += 1
             f_hi[c] = used
     return best_cost, best_link, link_arc[:n_links], link_parent[:n_links]
+
+
+@njit(cache=True)
+def _entries_of_label(c, lab, f_state, f_cost, lo, hi, t_off, t_label, t_cost, t_entry, entry_seen, entry_cost,
+                      entry_from, entry_list):
+    """:func:`trie_viterbi`'s closed entries of label ``lab`` from the parent's states ``lo:hi``, each
+    with its cheapest way in (``entry_cost``; ``entry_from``: the parent state, the earliest among
+    equal costs), listed in ``entry_list``; returns how many (``entry_seen`` marks them with the
+    child ``c``)."""
+    ne = 0
+    for i in range(lo, hi):
+        g = f_cost[i]
+        a, b = t_off[f_state[i]], t_off[f_state[i] + 1]
+        while a < b:  # the row's first closed entry with label >= lab
+            mid = (a + b) >> 1
+            if t_label[mid] < lab:
+                a = mid + 1
+            else:
+                b = mid
+        ct = a
+        while ct < t_off[f_state[i] + 1] and t_label[ct] == lab:
+            x = g + t_cost[ct]
+            e = t_entry[ct]
+            ct += 1
+            if entry_seen[e] != c:
+                entry_seen[e] = c
+                entry_cost[e] = x
+                entry_from[e] = i
+                entry_list[ne] = e
+                ne += 1
+            elif x < entry_cost[e]:  # parent states come in increasing order: the earliest wins ties
+                entry_cost[e] = x
+                entry_from[e] = i
+    return ne
+
+
+@njit(cache=True)
+def _relax_entries(c, ne, entry_list, entry_cost, entry_from, arc_off, arc_dst, arc_cost, arc_order, seen, cell_cost,
+                   cell_arc, cell_from, touched):
+    """:func:`trie_viterbi`'s arcs of the ``ne`` entries, each read once: per destination the cheapest
+    candidate (ties: the earliest parent state, then the earliest arc in ``arc_order``); returns how
+    many destinations, listed in ``touched`` (``seen`` marks them with the child ``c``)."""
+    nt = 0
+    for j in range(ne):
+        e = entry_list[j]
+        x = entry_cost[e]
+        i = entry_from[e]
+        for k in range(arc_off[e], arc_off[e + 1]):
+            d = arc_dst[k]
+            v = x + arc_cost[k]
+            if seen[d] != c:
+                seen[d] = c
+                cell_cost[d] = v
+                cell_arc[d] = k
+                cell_from[d] = i
+                touched[nt] = d
+                nt += 1
+            elif v < cell_cost[d] or (v == cell_cost[d] and (i < cell_from[d] or (
+                    i == cell_from[d] and arc_order[k] < arc_order[cell_arc[d]]))):
+                cell_cost[d] = v
+                cell_arc[d] = k
+                cell_from[d] = i
+    return nt
+
+
+@njit(cache=True)
+def closed_exits(exit_cost, eps_off, eps_dst, eps_cost):
+    """Each state's exit cost through its best epsilon path (``min(exit, eps cost + closed exit of
+    the destination)``, states topologically numbered, epsilon arcs ``eps_off`` by source)."""
+    out = exit_cost.copy()
+    for s in range(len(out) - 1, -1, -1):
+        for k in range(eps_off[s], eps_off[s + 1]):
+            v = eps_cost[k] + out[eps_dst[k]]
+            if v < out[s]:
+                out[s] = v
+    return out
 
 
 @njit(cache=True)
@@ -369,19 +335,158 @@ def _grown_int(a, used, cap):
 
 
 @njit(cache=True)
-def successor_subset(dst, share, a, b, resolution):
-    """The subset of one choice of an expansion (its group's pairs ``a:b``): the states in increasing
-    order, their residual costs ``-log(share)`` and those rounded to ``resolution`` (its interning
-    key, as :meth:`~lattice_tools.alternatives._determinizer.Determinizer.intern` rounds)."""
-    order = np.argsort(dst[a:b])
-    n = b - a
-    states = np.empty(n, np.int64)
-    resid = np.empty(n, np.float64)
-    rounded = np.empty(n, np.int64)
-    for i in range(n):
-        p = a + order[i]
-        states[i] = dst[p]
-        r = -math.log(share[p])
-        resid[i] = r
-        rounded[i] = np.int64(np.rint(r / resolution))
+def _successor_subset(m_resid, m_closed, ends, group, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost,
+                     arc_scaled, mark, acc, acc_min, entry_mark, entry_weight, entries, stamp, resolution):
+    """The subset reached by one choice of an expansion, its ``group``: the destinations of the arcs
+    of the group's members ``ends[group]:ends[group + 1]`` (residual ``m_resid[p]``; closed entry ``m_closed[p]``, whose parts
+    ``c_off[k]:c_off[k + 1]`` are an entry ``c_entry`` reached through epsilon paths of log-sum cost
+    ``c_base``; entry ``e``'s arcs are ``arc_off[e]:arc_off[e + 1]``, with ``arc_scaled =
+    exp(e_cost[e] - arc_cost)``), each with its share of the choice's probability.  The parts
+    reaching the same entry (its state is in the epsilon closure of several states of the subset)
+    are summed first, so each entry's arcs are read once.  Returns the states in increasing order,
+    their residual costs ``-log(share)`` and those rounded to ``resolution`` (its interning key, as
+    :meth:`~lattice_tools.alternatives._determinizer.Determinizer.intern` rounds).
+    ``mark``/``acc``/``acc_min``: scratch per state, ``entry_mark``/``entry_weight``/``entries`` per
+    entry (the marks hold ``stamp`` for what was seen in this call)."""
+    a, b = ends[group], ends[group + 1]
+    shift = INF
+    for p in range(a, b):
+        for j in range(c_off[m_closed[p]], c_off[m_closed[p] + 1]):
+            x = m_resid[p] + c_base[j] + e_cost[c_entry[j]]
+            if x < shift:
+                shift = x
+    ne = 0
+    n = 0
+    for p in range(a, b):
+        for j in range(c_off[m_closed[p]], c_off[m_closed[p] + 1]):
+            k = c_entry[j]
+            if entry_mark[k] != stamp:
+                entry_mark[k] = stamp
+                entry_weight[k] = 0.0
+                entries[ne] = k
+                ne += 1
+                n += arc_off[k + 1] - arc_off[k]
+            if shift < INF:
+                entry_weight[k] += math.exp(shift - (m_resid[p] + c_base[j] + e_cost[k]))
+    touched = np.empty(n, np.int64)
+    nt = 0
+    for i in range(ne):
+        k = entries[i]
+        f = entry_weight[k]
+        for q in range(arc_off[k], arc_off[k + 1]):
+            v = arc_dst[q]
+            if mark[v] != stamp:
+                mark[v] = stamp
+                acc[v] = 0.0
+                touched[nt] = v
+                nt += 1
+            acc[v] += f * arc_scaled[q]
+    states = np.sort(touched[:nt])
+    total = 0.0
+    exact = False
+    for v in states:
+        if not acc[v] >= 1e-250:
+            exact = True
+        total += acc[v]
+    resid = np.empty(nt, np.float64)
+    rounded = np.empty(nt, np.int64)
+    if not exact:
+        for i in range(nt):
+            r = -math.log(acc[states[i]] / total)
+            resid[i] = r
+            rounded[i] = np.int64(np.rint(r / resolution))
+        return states, resid, rounded
+    # shares far below the largest one: each state's own shift, in the log domain
+    for v in states:
+        acc_min[v] = INF
+        acc[v] = 0.0
+    for rep in range(2):  # the smallest cost reaching each state, then the sum relative to it
+        for p in range(a, b):
+            for j in range(c_off[m_closed[p]], c_off[m_closed[p] + 1]):
+                k = c_entry[j]
+                for q in range(arc_off[k], arc_off[k + 1]):
+                    v = arc_dst[q]
+                    x = m_resid[p] + c_base[j] + arc_cost[q]
+                    if rep == 0:
+                        if x < acc_min[v]:
+                            acc_min[v] = x
+                    elif acc_min[v] < INF:
+                        acc[v] += math.exp(acc_min[v] - x)
+    m = INF
+    for v in states:
+        acc_min[v] = acc_min[v] - math.log(acc[v]) if acc_min[v] < INF else INF
+        m = min(m, acc_min[v])
+    t = 0.0
+    for v in states:
+        if acc_min[v] < INF:
+            t += math.exp(m - acc_min[v])
+    total_cost = m - math.log(t)
+    for i in range(nt):
+        resid[i] = acc_min[states[i]] - total_cost
+        rounded[i] = np.int64(np.rint(resid[i] / resolution))
     return states, resid, rounded
+
+
+# A call into compiled code costs ~0.25 us per argument (numba types each one), more than the work of
+# a typical successor: the per-call entry points take the fixed tables packed into one int64 and one
+# float64 buffer (see :func:`pack_tables`) and hand their parts to the kernels above.
+
+def pack_tables(ints: list, floats: list) -> tuple:
+    """``(ibuf, ilay, fbuf, flay)``: the arrays ``ints`` (int64) and ``floats`` (float64) each
+    concatenated into one buffer, part ``k`` being ``buf[lay[k]:lay[k + 1]]`` (scratch arrays
+    packed here are written in place)."""
+    def pack(arrays, dtype):
+        lay = np.r_[0, np.cumsum([len(a) for a in arrays])].astype(np.int64)
+        buf = np.concatenate([np.asarray(a, dtype=dtype).reshape(-1) for a in arrays]) if arrays else np.zeros(0, dtype)
+        return buf, lay
+
+    return (*pack(ints, np.int64), *pack(floats, np.float64))
+
+
+@njit(cache=True)
+def _part(buf, lay, k):
+    return buf[lay[k]:lay[k + 1]]
+
+
+@njit(cache=True)
+def expand_state(states, resid, ibuf, ilay, fbuf, flay, stamp):
+    """:func:`_expand_state` with its tables packed by :func:`pack_tables` (ints ``t_off, t_group,
+    group_label, group_mark, group_pos``, floats ``t_cost, cost_min, cost_scaled, t_compl,
+    compl_min, compl_scaled, group_cost, group_compl``) and its results packed too (handing an
+    array back to Python costs more than filling it): ``(floats, ints, f, ng)``, floats ``bound[f],
+    cost[f], m_base``, ints ``label[f], order[f], ends[ng + 1], m_entry``."""
+    order, bound, label, cost, ends, m_base, m_entry = _expand_state(
+        states, resid, _part(ibuf, ilay, 0), _part(ibuf, ilay, 1), _part(fbuf, flay, 0), _part(fbuf, flay, 1),
+        _part(fbuf, flay, 2), _part(fbuf, flay, 3), _part(fbuf, flay, 4), _part(fbuf, flay, 5), _part(ibuf, ilay, 2),
+        _part(ibuf, ilay, 3), _part(ibuf, ilay, 4), _part(fbuf, flay, 6), _part(fbuf, flay, 7), stamp)
+    f, ng, nm = len(order), len(ends) - 1, len(m_base)
+    floats = np.empty(2 * f + nm, np.float64)
+    floats[:f] = bound
+    floats[f:2 * f] = cost
+    floats[2 * f:] = m_base
+    ints = np.empty(2 * f + ng + 1 + nm, np.int64)
+    ints[:f] = label
+    ints[f:2 * f] = order
+    ints[2 * f:2 * f + ng + 1] = ends
+    ints[2 * f + ng + 1:] = m_entry
+    return floats, ints, f, ng
+
+
+@njit(cache=True)
+def successor_subset(m_resid, m_closed, ends, group, ibuf, ilay, fbuf, flay, stamp):
+    """:func:`_successor_subset` with its tables packed by :func:`pack_tables` (ints ``c_off,
+    c_entry, arc_off, arc_dst, mark, entry_mark, entries``, floats ``c_base, e_cost, arc_cost,
+    arc_scaled, acc, acc_min, entry_weight, (resolution,)``) and its results packed into one int64
+    array: the ``n`` states, their rounded residuals (so the first ``2 n`` are the interning key),
+    then the residuals' float64 bits."""
+    states, resid, rounded = _successor_subset(
+        m_resid, m_closed, ends, group, _part(ibuf, ilay, 0), _part(fbuf, flay, 0), _part(ibuf, ilay, 1),
+        _part(ibuf, ilay, 2), _part(fbuf, flay, 1), _part(ibuf, ilay, 3), _part(fbuf, flay, 2), _part(fbuf, flay, 3),
+        _part(ibuf, ilay, 4), _part(fbuf, flay, 4), _part(fbuf, flay, 5), _part(ibuf, ilay, 5), _part(fbuf, flay, 6),
+        _part(ibuf, ilay, 6), stamp, _part(fbuf, flay, 7)[0])
+    n = len(states)
+    out = np.empty(3 * n, np.int64)
+    out[:n] = states
+    out[n:2 * n] = rounded
+    out[2 * n:] = resid.view(np.int64)
+    return out

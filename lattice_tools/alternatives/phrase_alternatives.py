@@ -197,7 +197,10 @@ class PhraseDecomposition:
             xi = ex_order[ex_off[k]:ex_off[k + 1]]
             ai = arc_order[arc_off[k]:arc_off[k + 1]]
             gsrc, gdst = lat.src[ai].astype(np.int64), lat.dst[ai].astype(np.int64)
-            states = np.unique(np.r_[ent_u[ei], st_v[xi], gsrc, gdst])
+            member = np.zeros(lat.num_states, dtype=bool)  # faster than np.unique of the 2 x arcs ends
+            for ends in (ent_u[ei], st_v[xi], gsrc, gdst):
+                member[ends] = True
+            states = np.flatnonzero(member)
             local = states.searchsorted  # global -> phrase-local state ids
             out.append(SearchProblem(len(states), local(gsrc), local(gdst), self.labels[ai], self.cost[ai], ai,
                                      local(ent_u[ei]), a_log[ei], a_vit[ei], local(st_v[xi]), e_log[xi], e_vit[xi],
