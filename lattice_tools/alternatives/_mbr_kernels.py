@@ -33,107 +33,122 @@ def _log_add(x, y):
 
 
 @njit(cache=True)
-def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglike, state_times, R, n_codes):
-    """Kaldi's ``EditDistance`` + ``AccStats`` for hypothesis ``R`` (word codes with their epsilons;
-    states 0-based, the last one the single final state; ``arc_code``: the arc's word as a code in
-    ``0 .. n_codes-1``, 0 = epsilon).  Returns the expected edit distance and Kaldi's statistics per
-    (position q = 1..Q, word code): ``gamma``, ``tau_b``, ``tau_e`` (sums in Kaldi's order of
-    additions) and ``present`` (an entry exists: some non-zero value was added, as Kaldi's
-    ``AddToMap`` skips zeros), as ``(Q + 1) x n_codes`` arrays."""
-    N = num_states
+def _forward(N, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglike, R, alpha, post, choice):
+    """Kaldi's ``EditDistance``: fills ``alpha`` (log forward), ``post`` (arc posterior given its end
+    state, per position k of ``pre_arcs``) and ``choice[k, q]`` (which of Kaldi's three moves the
+    backward pass takes at (arc, q): 1 substitution/match, 2 insertion, 3 deletion, with Kaldi's
+    tie order); returns ``alpha_dash``.  Sums and minima are Kaldi's, in Kaldi's order."""
     Q = len(R)
-    alpha = np.empty(N)
     alpha_dash = np.zeros((N, Q + 1))
-    ada = np.empty(Q + 1)
+    ref_cost = np.empty(Q + 1)  # l(epsilon, R[q-1]): 0 or 1
+    best12 = np.empty(Q + 1)
+    move12 = np.empty(Q + 1, np.int8)
     alpha[0] = 0.0
     for q in range(1, Q + 1):
-        alpha_dash[0, q] = alpha_dash[0, q - 1] + (0.0 if R[q - 1] == 0 else 1.0)
+        ref_cost[q] = 0.0 if R[q - 1] == 0 else 1.0
+        alpha_dash[0, q] = alpha_dash[0, q - 1] + ref_cost[q]
     for n in range(1, N):
         alpha_n = -np.inf
         for k in range(pre_offsets[n], pre_offsets[n + 1]):
             i = pre_arcs[k]
             alpha_n = _log_add(alpha_n, alpha[arc_start[i]] + arc_loglike[i])
         alpha[n] = alpha_n
+        out = alpha_dash[n]
         for k in range(pre_offsets[n], pre_offsets[n + 1]):
             i = pre_arcs[k]
             s = arc_start[i]
             w = arc_code[i]
             pen = 0.0 if w == 0 else PENALIZED_ONE
-            post = math.exp(alpha[s] + arc_loglike[i] - alpha[n])
-            ada[0] = alpha_dash[s, 0] + pen
-            alpha_dash[n, 0] += post * ada[0]
+            p = math.exp(alpha[s] + arc_loglike[i] - alpha_n)
+            post[k] = p
+            prev = alpha_dash[s]
+            # substitution vs insertion need no previous column: computed first, off the serial
+            # chain of the deletion move (ada[q] depends on ada[q-1])
             for q in range(1, Q + 1):
-                rq = R[q - 1]
-                a1 = alpha_dash[s, q - 1] + (0.0 if w == rq else 1.0)
-                a2 = alpha_dash[s, q] + pen
-                a3 = ada[q - 1] + (0.0 if rq == 0 else 1.0)
-                m = a2 if a2 < a3 else a3
-                ada[q] = a1 if a1 < m else m
-                alpha_dash[n, q] += post * ada[q]
-    risk = alpha_dash[N - 1, Q]
+                a1 = prev[q - 1] + (0.0 if w == R[q - 1] else 1.0)
+                a2 = prev[q] + pen
+                if a1 <= a2:
+                    best12[q] = a1
+                    move12[q] = 1
+                else:
+                    best12[q] = a2
+                    move12[q] = 2
+            moves = choice[k]
+            ada = prev[0] + pen
+            out[0] += p * ada
+            for q in range(1, Q + 1):
+                a3 = ada + ref_cost[q]
+                b = best12[q]
+                if b <= a3:
+                    ada = b
+                    moves[q] = move12[q]
+                else:
+                    ada = a3
+                    moves[q] = 3
+                out[q] += p * ada
+    return alpha_dash
 
-    gamma = np.zeros((Q + 1, n_codes))
-    tau_b = np.zeros((Q + 1, n_codes))
-    tau_e = np.zeros((Q + 1, n_codes))
-    present = np.zeros((Q + 1, n_codes), np.bool_)
+
+@njit(cache=True)
+def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglike, state_times, R, n_codes):
+    """Kaldi's ``EditDistance`` + ``AccStats`` for hypothesis ``R`` (word codes with their epsilons;
+    states 0-based, the last one the single final state; ``arc_code``: the arc's word as a code in
+    ``0 .. n_codes-1``, 0 = epsilon).  Returns the expected edit distance and Kaldi's statistics per
+    (position q = 1..Q, word code): ``gamma``, ``tau_b``, ``tau_e`` (sums in Kaldi's order of
+    additions), as ``(Q + 1) x n_codes`` arrays; an entry exists in Kaldi's map iff its ``gamma`` is
+    not 0 (Kaldi's ``AddToMap`` skips zeros and every added value is positive).
+
+    The forward pass records the move chosen at every (arc, position), so the backward pass does
+    not recompute the edit-distance minima (Kaldi does: the same values, twice)."""
+    N = num_states
+    Q = len(R)
+    n_pre = len(pre_arcs)
+    alpha = np.empty(N)
+    post = np.empty(n_pre)
+    choice = np.empty((n_pre, Q + 1), np.int8)
+    alpha_dash = _forward(N, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglike, R, alpha, post, choice)
+    risk = alpha_dash[N - 1, Q]
+    # gamma, tau_b, tau_e of one (q, word) side by side: one cache line per update
+    stats = np.zeros((Q + 1, n_codes, 3))
     beta_dash = np.zeros((N, Q + 1))
     bda = np.zeros(Q + 1)
-    b_arc = np.zeros(Q + 1, np.int8)
     beta_dash[N - 1, Q] = 1.0
     for n in range(N - 1, 0, -1):
+        beta_n = beta_dash[n]
+        tn = float(state_times[n])
         for k in range(pre_offsets[n], pre_offsets[n + 1]):
             i = pre_arcs[k]
             s = arc_start[i]
             w = arc_code[i]
-            pen = 0.0 if w == 0 else PENALIZED_ONE
-            ada[0] = alpha_dash[s, 0] + pen
-            for q in range(1, Q + 1):
-                rq = R[q - 1]
-                a1 = alpha_dash[s, q - 1] + (0.0 if w == rq else 1.0)
-                a2 = alpha_dash[s, q] + pen
-                a3 = ada[q - 1] + (0.0 if rq == 0 else 1.0)
-                if a1 <= a2:
-                    if a1 <= a3:
-                        b_arc[q] = 1
-                        ada[q] = a1
-                    else:
-                        b_arc[q] = 3
-                        ada[q] = a3
-                else:
-                    if a2 <= a3:
-                        b_arc[q] = 2
-                        ada[q] = a2
-                    else:
-                        b_arc[q] = 3
-                        ada[q] = a3
+            moves = choice[k]
+            beta_s = beta_dash[s]
             bda[:] = 0.0
-            post = math.exp(alpha[s] + arc_loglike[i] - alpha[n])
+            p = post[k]
             ts = float(state_times[s])
-            tn = float(state_times[n])
             for q in range(Q, 0, -1):
-                bda[q] += post * beta_dash[n, q]
+                bda[q] += p * beta_n[q]
                 v = bda[q]
-                c = b_arc[q]
+                c = moves[q]
                 if c == 2:
-                    beta_dash[s, q] += v
+                    beta_s[q] += v
                     continue
                 if c == 1:
-                    beta_dash[s, q - 1] += v
+                    beta_s[q - 1] += v
                 else:
                     bda[q - 1] += v
                 if v != 0.0:
                     if c == 1:
-                        gamma[q, w] += v
-                        tau_b[q, w] += ts * v
-                        tau_e[q, w] += tn * v
-                        present[q, w] = True
+                        cell = stats[q, w]
+                        cell[0] += v
+                        cell[1] += ts * v
+                        cell[2] += tn * v
                     else:
-                        gamma[q, 0] += v
-                        tau_b[q, 0] += tn * v
-                        tau_e[q, 0] += tn * v
-                        present[q, 0] = True
-            bda[0] += post * beta_dash[n, 0]
-            beta_dash[s, 0] += bda[0]
+                        cell = stats[q, 0]
+                        cell[0] += v
+                        cell[1] += tn * v
+                        cell[2] += tn * v
+            bda[0] += p * beta_n[0]
+            beta_s[0] += bda[0]
     bda[:] = 0.0
     t0 = float(state_times[0])
     for q in range(Q, 0, -1):
@@ -141,11 +156,11 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglik
         bda[q - 1] += bda[q]
         v = bda[q]
         if v != 0.0:
-            gamma[q, 0] += v
-            tau_b[q, 0] += t0 * v
-            tau_e[q, 0] += t0 * v
-            present[q, 0] = True
-    return risk, gamma, tau_b, tau_e, present
+            cell = stats[q, 0]
+            cell[0] += v
+            cell[1] += t0 * v
+            cell[2] += t0 * v
+    return risk, stats[:, :, 0], stats[:, :, 1], stats[:, :, 2]
 
 
 def load_compiled(*, probe_blas: bool = True) -> None:

@@ -106,12 +106,12 @@ def _normalize_eps(words) -> np.ndarray:
     return out
 
 
-def _gamma(words, gamma, tau_b, tau_e, present):
+def _gamma(words, gamma, tau_b, tau_e):
     """Per bin q = 1..Q: its entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts
     them (posterior descending, then the larger word id first), and their times as Kaldi's
     ``times_`` holds them (tau / posterior in float32; nan for a zero posterior)."""
     Q = gamma.shape[0] - 1
-    qs, cs = np.nonzero(present[1:])
+    qs, cs = np.nonzero(gamma[1:])  # Kaldi's map entries: the non-zero sums
     g32 = gamma[1:][qs, cs].astype(np.float32)
     w = words[cs]
     order = np.lexsort((-w, -g32, qs))
