@@ -13,6 +13,7 @@ than loading compiled code would cost (numba: ~0.6 s per process), so ``best-pat
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -246,7 +247,6 @@ def tropical_best_path(num_states: int, arc_offsets: list, arc_dst: list, arc_co
     fin = final_cost32.astype(np.float32).tolist()
     dist = [inf] * num_states
     parent = [-1] * num_states
-    src_of = [0] * len(arc_dst)
     dist[0] = 0.0
     f_dist, f_state = inf, -1
     for s in range(num_states):
@@ -259,17 +259,20 @@ def tropical_best_path(num_states: int, arc_offsets: list, arc_dst: list, arc_co
                 f_dist, f_state = t, s
         for a in range(arc_offsets[s], arc_offsets[s + 1]):
             d = arc_dst[a]
-            src_of[a] = s
-            w = float(f32(sd + cost[a]))
+            # rounding to float32 is monotone and dist[d] is a float32 value, so a sum that is not
+            # below dist[d] in double cannot be below it in float32: round only the candidates
+            w = sd + cost[a]
             if w < dist[d]:
-                dist[d] = w
-                parent[d] = a
+                w = float(f32(w))
+                if w < dist[d]:
+                    dist[d] = w
+                    parent[d] = a
     path = []
     s = f_state
     while s > 0:
         a = parent[s]
         path.append(a)
-        s = src_of[a]
+        s = bisect.bisect_right(arc_offsets, a) - 1  # offsets[s] <= a < offsets[s + 1]: a leaves s
     return path[::-1] if f_state >= 0 else []
 
 

@@ -106,27 +106,49 @@ def _normalize_eps(words) -> np.ndarray:
     return out
 
 
-def _gamma(words, gamma, tau_b, tau_e):
-    """Per bin q = 1..Q: its entries ``(word, float32 posterior, tau_b, tau_e)`` sorted as Kaldi sorts
-    them (posterior descending, then the larger word id first), and their times as Kaldi's
-    ``times_`` holds them (tau / posterior in float32; nan for a zero posterior)."""
+def _sorted_entries(words, gamma) -> tuple[np.ndarray, ...]:
+    """Kaldi's map entries of every bin q = 1..Q (the non-zero ``gamma`` sums) in Kaldi's order:
+    bin by bin, posterior (as float32) descending, then the larger word id first.  Returns the
+    arrays ``(bin, code, posterior32, word)`` of the entries and ``(start, count)`` per bin."""
     Q = gamma.shape[0] - 1
-    qs, cs = np.nonzero(gamma[1:])  # Kaldi's map entries: the non-zero sums
+    qs, cs = np.nonzero(gamma[1:])
     g32 = gamma[1:][qs, cs].astype(np.float32)
     w = words[cs]
     order = np.lexsort((-w, -g32, qs))
-    qs, cs, g32, w = qs[order], cs[order], g32[order], w[order]
+    counts = np.bincount(qs, minlength=Q)
+    return qs[order], cs[order], g32[order], w[order], np.cumsum(counts) - counts, counts
+
+
+def _next_hypothesis(Rn: np.ndarray, entries) -> tuple[list[int], float]:
+    """Kaldi's update of ``R`` after a pass: every bin's first entry (0 for an empty bin), and
+    ``delta_q``, the sum over bins of (posterior of the old word - posterior of the new one)."""
+    qs, _, g32, w, starts, counts = entries
+    has = counts > 0
+    first = np.minimum(starts, max(len(w) - 1, 0))
+    top = np.where(has, w[first], 0) if len(w) else np.zeros(len(Rn), np.int64)
+    new = np.where(has, g32[first], 0.0).astype(np.float64) if len(w) else np.zeros(len(Rn))
+    old = np.zeros(len(Rn))
+    mine = w == Rn[qs]  # (bin, word) pairs are unique
+    old[qs[mine]] = g32[mine]
+    delta_q = 0.0
+    for o, n in zip(old.tolist(), new.tolist(), strict=True):  # summed in Kaldi's order
+        delta_q += o - n
+    return top.tolist(), delta_q
+
+
+def _entry_lists(entries, tau_b, tau_e):
+    """Per bin: its entries ``(word, float32 posterior, tau_b, tau_e)`` in Kaldi's order, and their
+    times as Kaldi's ``times_`` holds them (tau / posterior in float32; nan for a zero posterior)."""
+    qs, cs, g32, w, starts, counts = entries
     tb, te = tau_b[1:][qs, cs], tau_e[1:][qs, cs]
     g64 = g32.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         wb = np.where(g32 != 0, (tb / g64).astype(np.float32), np.nan)
         we = np.where(g32 != 0, (te / g64).astype(np.float32), np.nan)
-    entries = list(zip(w.tolist(), g64.tolist(), tb.tolist(), te.tolist(), strict=True))
+    items = list(zip(w.tolist(), g64.tolist(), tb.tolist(), te.tolist(), strict=True))
     times = list(zip(wb.tolist(), we.tolist(), strict=True))
-    ends = np.cumsum(np.bincount(qs, minlength=Q)).tolist()
-    starts = [0, *ends[:-1]]
-    return ([entries[i:j] for i, j in zip(starts, ends, strict=True)],
-            [times[i:j] for i, j in zip(starts, ends, strict=True)])
+    bounds = list(zip(starts.tolist(), (starts + counts).tolist(), strict=True))
+    return [items[i:j] for i, j in bounds], [times[i:j] for i, j in bounds]
 
 
 def _f(x: float) -> float:
@@ -182,33 +204,24 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
         if (len(Rn) + 1) * len(words) * 25 > MAX_STATS_BYTES:
             raise BudgetExceededError(f"MBR statistics for {len(Rn)} bins x {len(words)} distinct words would need "
                                       f"more than {MAX_STATS_BYTES // 10**9} GB", key=lat.key or None)
-        risk, *stats = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, code, loglike, times, Rcode, len(words))
+        risk, gamma, tau_b, tau_e = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, code, loglike, times, Rcode,
+                                                len(words))
         passes += 1
         Q = len(Rn)
-        bins, entry_times = _gamma(words, *stats)
-        delta_q = 0.0
-        R = Rn.tolist()
-        one_best_times: list[list[float]] = []
-        confidences: list[float] = []
-        word_times = []
-        for q in range(Q):
-            b = bins[q]
-            # Kaldi's times_: tau / gamma (gamma as float)
-            wt = entry_times[q]
-            word_times.append(wt)
-            old = next((x[1] for x in b if x[0] == R[q]), 0.0)
-            new = b[0][1] if b else 0.0
-            delta_q += old - new
-            R[q] = b[0][0] if b else 0
-            if R[q] != 0:
-                s = next((j for j, x in enumerate(b) if x[0] == R[q]), 0)
-                one_best_times.append(list(wt[s]))
-                i = len(one_best_times)
-                if i > 1 and one_best_times[i - 2][1] > one_best_times[i - 1][0]:
-                    _fix_overlap(one_best_times, i)
-                confidences.append(b[s][1])
+        entries = _sorted_entries(words, gamma)
+        R, delta_q = _next_hypothesis(Rn, entries)
         if delta_q == 0 or passes >= MAX_PASSES:
             break
+    bins, word_times = _entry_lists(entries, tau_b, tau_e)
+    one_best_times: list[list[float]] = []
+    confidences: list[float] = []
+    for q in range(Q):
+        if R[q] != 0:  # R[q] is the first entry of bin q
+            one_best_times.append(list(word_times[q][0]))
+            i = len(one_best_times)
+            if i > 1 and one_best_times[i - 2][1] > one_best_times[i - 1][0]:
+                _fix_overlap(one_best_times, i)
+            confidences.append(bins[q][0][1])
     bin_times = []
     for q in range(Q):
         b = bins[q]
