@@ -111,7 +111,6 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglik
     # gamma, tau_b, tau_e of one (q, word) side by side: one cache line per update
     stats = np.zeros((Q + 1, n_codes, 3))
     beta_dash = np.zeros((N, Q + 1))
-    bda = np.zeros(Q + 1)
     beta_dash[N - 1, Q] = 1.0
     for n in range(N - 1, 0, -1):
         beta_n = beta_dash[n]
@@ -122,12 +121,14 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglik
             w = arc_code[i]
             moves = choice[k]
             beta_s = beta_dash[s]
-            bda[:] = 0.0
             p = post[k]
             ts = float(state_times[s])
+            # Kaldi's beta_dash_arc[q] is the value carried down by a deletion at q + 1 (or 0) plus
+            # this arc's share of beta_dash[n][q]: one addition, whose order does not matter
+            carry = 0.0
             for q in range(Q, 0, -1):
-                bda[q] += p * beta_n[q]
-                v = bda[q]
+                v = carry + p * beta_n[q]
+                carry = 0.0
                 c = moves[q]
                 if c == 2:
                     beta_s[q] += v
@@ -135,7 +136,7 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglik
                 if c == 1:
                     beta_s[q - 1] += v
                 else:
-                    bda[q - 1] += v
+                    carry = v
                 if v != 0.0:
                     if c == 1:
                         cell = stats[q, w]
@@ -147,14 +148,12 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglik
                         cell[0] += v
                         cell[1] += tn * v
                         cell[2] += tn * v
-            bda[0] += p * beta_n[0]
-            beta_s[0] += bda[0]
-    bda[:] = 0.0
+            beta_s[0] += carry + p * beta_n[0]
     t0 = float(state_times[0])
-    for q in range(Q, 0, -1):
-        bda[q] += beta_dash[0, q]
-        bda[q - 1] += bda[q]
-        v = bda[q]
+    carry = 0.0
+    for q in range(Q, 0, -1):  # the start state: deletions down to position 0
+        v = carry + beta_dash[0, q]
+        carry = v
         if v != 0.0:
             cell = stats[q, 0]
             cell[0] += v

@@ -51,8 +51,15 @@ from .network import Alternative, Alternatives, Slot
 
 #: Kaldi stops ``MbrDecode`` after this many passes (``counter > 100``) with a warning.
 MAX_PASSES = 102
-#: Memory cap of the per-(bin, word) statistics (3 doubles and a flag each).
+#: Memory cap of one pass of the recursion (see :func:`_pass_bytes`).
 MAX_STATS_BYTES = 2 * 10**9
+
+
+def _pass_bytes(num_bins: int, num_words: int, num_states: int, num_arcs: int) -> int:
+    """Memory of one pass of ``_mbr_kernels.acc_stats``, per position 0..Q: three doubles per word
+    (gamma, tau_b, tau_e), two per state (the forward and backward edit distances) and the byte of
+    the move chosen per arc."""
+    return (num_bins + 1) * (24 * num_words + 16 * num_states + num_arcs)
 
 
 def kaldi_order(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
@@ -201,9 +208,10 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
             remap[order] = np.arange(len(order))
             code = remap[code]
             Rcode = np.searchsorted(words, Rn)
-        if (len(Rn) + 1) * len(words) * 25 > MAX_STATS_BYTES:
-            raise BudgetExceededError(f"MBR statistics for {len(Rn)} bins x {len(words)} distinct words would need "
-                                      f"more than {MAX_STATS_BYTES // 10**9} GB", key=lat.key or None)
+        if _pass_bytes(len(Rn), len(words), N, len(pre_arcs)) > MAX_STATS_BYTES:
+            raise BudgetExceededError(f"MBR statistics for {len(Rn)} bins x {len(words)} distinct words on {N} states "
+                                      f"and {len(pre_arcs)} arcs would need more than {MAX_STATS_BYTES // 10**9} GB",
+                                      key=lat.key or None)
         risk, gamma, tau_b, tau_e = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, code, loglike, times, Rcode,
                                                 len(words))
         passes += 1
