@@ -123,3 +123,16 @@ import scipy.linalg.cython_blas  # still importable
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(mbr_decode(next(iter(read_lattices(spec.replace(":", f":{repo}/", 1))))).bins)
+
+
+def test_mbr_memory_budget_is_checked_before_a_pass(monkeypatch):
+    """A pass that would need more memory than MAX_STATS_BYTES raises BudgetExceededError naming
+    the sizes, instead of allocating."""
+    from lattice_tools.alternatives import sausages
+    from lattice_tools.errors import BudgetExceededError
+
+    lat = ps_lattice()
+    assert sausages.mbr_decode(lat, acoustic_scale=0.1).words
+    monkeypatch.setattr(sausages, "MAX_STATS_BYTES", 10_000)
+    with pytest.raises(BudgetExceededError, match=r"MBR statistics for \d+ bins x \d+ distinct words on \d+ states"):
+        sausages.mbr_decode(lat, acoustic_scale=0.1)
