@@ -142,6 +142,83 @@ def timed(cmd, env) -> tuple[float, float] | None:
     return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), wall
 
 
+#: Run in a fresh interpreter by --breakdown: CPU seconds of each phase of our side of a job, in the
+#: order the command line goes through them (the interpreter's own start-up is the CPU already used
+#: when the first line runs).
+_PHASES = r"""
+import json, resource, sys
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+job, spec, scale = sys.argv[1], sys.argv[2], float(sys.argv[3])
+t = {"interpreter": cpu()}
+import numpy
+t["numpy"] = cpu()
+import click, lattice_tools.cli.latbin
+from lattice_tools.io import read_lattices
+from lattice_tools.io import kaldi_tables as T
+from lattice_tools.algorithms.kaldi_ops import best_path_kaldi
+t["lattice-tools imports"] = cpu()
+if job == "mbr":
+    from lattice_tools.alternatives import _mbr_kernels as K
+    from lattice_tools.alternatives.sausages import mbr_decode
+    t["numba import"] = cpu()
+    K.load_compiled(probe_blas=False)
+    t["numba cache load"] = cpu()
+lats = list(read_lattices(spec))
+t["read archive"] = cpu()
+if job == "mbr":
+    kernel = [0.0]
+    compiled = K.acc_stats
+    def timed_kernel(*a):
+        c = cpu()
+        r = compiled(*a)
+        kernel[0] += cpu() - c
+        return r
+    K.acc_stats = timed_kernel
+    res = [mbr_decode(lat, acoustic_scale=scale) for lat in lats]
+    t["compute"] = cpu()
+    lines = [T.posterior_line(lat.key, r.bins) + T.int_vector_line(lat.key, r.words) for lat, r in zip(lats, res)]
+else:
+    res = [best_path_kaldi(lat, acoustic_scale=scale) for lat in lats]
+    t["compute"] = cpu()
+    lines = [T.int_vector_line(lat.key, r.words) for lat, r in zip(lats, res)]
+t["format output"] = cpu()
+names, prev, out = list(t), 0.0, {}
+for n in names:
+    out[n], prev = t[n] - prev, t[n]
+if job == "mbr":
+    out["compute: of which the MBR kernel"] = kernel[0]
+print(json.dumps(out))
+"""
+
+
+def breakdown(archives: dict, names: list, jobs: list, kd: str, env: dict, scale: str, rounds: int) -> None:
+    """Where the CPU time of our side goes, phase by phase (best of ``rounds`` per phase), next to
+    Kaldi's whole process and Kaldi's ``lattice-copy`` of the same archive (its reading)."""
+    import json
+
+    for name in names:
+        spec = archives[name][0]
+        copy = [t for t in (timed([os.path.join(kd, "lattice-copy"), spec, "ark:/dev/null"], env)
+                            for _ in range(rounds)) if t]
+        for job in jobs:
+            if job not in ("mbr", "best"):
+                continue
+            runs = []
+            for _ in range(rounds):
+                res = subprocess.run([sys.executable, "-c", _PHASES, job, spec, scale], env=env, capture_output=True,
+                                     text=True, timeout=TIMEOUT)
+                if res.returncode != 0:
+                    print(f"  breakdown failed: {res.stderr[-300:]}")
+                    return
+                runs.append(json.loads(res.stdout))
+            best = {k: min(r[k] for r in runs) for k in runs[0]}
+            parts = ", ".join(f"{k} {v:.3f}" for k, v in best.items())
+            print(f"{name:8s} {job:5s} ours CPU s: {parts}; Kaldi's lattice-copy (read + write) "
+                  f"{min(t[0] for t in copy):.3f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workdir", default="/tmp/bench_kaldi")
@@ -150,6 +227,9 @@ def main():
     ap.add_argument("--archives", default="big,bundled,kgraph")
     ap.add_argument("--acoustic-scale", default="0.1")
     ap.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per process (default 300)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also print, for mbr and best, the CPU time of each phase of our side (interpreter, "
+                         "imports, numba, reading, computation, kernel) and Kaldi's lattice-copy of the archive")
     args = ap.parse_args()
     globals()["TIMEOUT"] = args.timeout
     kd = kaldi_dir()
@@ -187,6 +267,9 @@ def main():
             verdict = ("identical" if same else "DIFFERENT") if compare else "-"
             print(f"{name:8s} {job:7s} {kc_cpu:11.2f} {oc_cpu:10.2f} {oc_cpu / kc_cpu:5.2f}x   {kc_wall:10.2f} "
                   f"{oc_wall:9.2f}  {verdict}", flush=True)
+    if args.breakdown:
+        breakdown(archives, args.archives.split(","), args.jobs.split(","), kd, env, args.acoustic_scale,
+                  args.rounds)
 
 
 if __name__ == "__main__":
