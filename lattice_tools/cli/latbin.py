@@ -70,6 +70,7 @@ def mbr_decode_command(lattices, format, words, frame_shift, frame_subsampling_f
 
     load_compiled(probe_blas=False)  # this process owns numba: skip its BLAS probe (0.2 s)
     _skip_final_gc()
+    gc.freeze()  # numba's objects (loaded above) stay for the process: later collections need not walk them
     result = mbr_decode(list(lattices), tra=tra, bayes_risk=bayes_risk, sausage_stats=sausage_stats, times=times,
                         one_best_times=one_best_times, ctm=ctm, confidence_digits=confidence_digits, format=format,
                         words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
