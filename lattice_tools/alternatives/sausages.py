@@ -143,19 +143,27 @@ def _next_hypothesis(Rn: np.ndarray, entries) -> tuple[list[int], float]:
     return top.tolist(), delta_q
 
 
-def _entry_lists(entries, tau_b, tau_e):
-    """Per bin: its entries ``(word, float32 posterior, tau_b, tau_e)`` in Kaldi's order, and their
-    times as Kaldi's ``times_`` holds them (tau / posterior in float32; nan for a zero posterior)."""
+def _final_bins(entries, tau_b, tau_e):
+    """Per bin: its entries ``(word, float32 posterior)`` in Kaldi's order, their times as Kaldi's
+    ``times_`` holds them (tau / posterior in float32; nan for a zero posterior), and the bin's
+    ``(sum of tau_b, sum of tau_e)`` added entry by entry in that order."""
     qs, cs, g32, w, starts, counts = entries
     tb, te = tau_b[1:][qs, cs], tau_e[1:][qs, cs]
     g64 = g32.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         wb = np.where(g32 != 0, (tb / g64).astype(np.float32), np.nan)
         we = np.where(g32 != 0, (te / g64).astype(np.float32), np.nan)
-    items = list(zip(w.tolist(), g64.tolist(), tb.tolist(), te.tolist(), strict=True))
-    times = list(zip(wb.tolist(), we.tolist(), strict=True))
-    bounds = list(zip(starts.tolist(), (starts + counts).tolist(), strict=True))
-    return [items[i:j] for i, j in bounds], [times[i:j] for i, j in bounds]
+    w, g64, tb, te, wb, we = (x.tolist() for x in (w, g64, tb, te, wb, we))
+    bins, word_times, tau_sums = [], [], []
+    for i, j in zip(starts.tolist(), (starts + counts).tolist(), strict=True):
+        bins.append(tuple(zip(w[i:j], g64[i:j], strict=True)))
+        word_times.append(tuple(zip(wb[i:j], we[i:j], strict=True)))
+        t_b = t_e = 0.0
+        for x, y in zip(tb[i:j], te[i:j], strict=True):
+            t_b += x
+            t_e += y
+        tau_sums.append((t_b, t_e))
+    return bins, word_times, tau_sums
 
 
 def _f(x: float) -> float:
@@ -220,7 +228,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
         R, delta_q = _next_hypothesis(Rn, entries)
         if delta_q == 0 or passes >= MAX_PASSES:
             break
-    bins, word_times = _entry_lists(entries, tau_b, tau_e)
+    bins, word_times, tau_sums = _final_bins(entries, tau_b, tau_e)
     one_best_times: list[list[float]] = []
     confidences: list[float] = []
     for q in range(Q):
@@ -231,21 +239,14 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
                 _fix_overlap(one_best_times, i)
             confidences.append(bins[q][0][1])
     bin_times = []
-    for q in range(Q):
-        b = bins[q]
-        t_b = t_e = 0.0
-        for x in b:
-            t_b += x[2]
-            t_e += x[3]
+    for q, (t_b, t_e) in enumerate(tau_sums):
         bin_times.append([_f(t_b), _f(t_e)])
         if q > 0 and bin_times[q - 1][1] > bin_times[q][0]:
             mid = _f(0.5 * float(np.float32(bin_times[q - 1][1]) + np.float32(bin_times[q][0])))
             bin_times[q - 1][1] = bin_times[q][0] = mid
     return MbrResult(
-        key=lat.key, words=tuple(w for w in R if w != 0), bayes_risk=_f(risk),
-        bins=tuple(tuple((x[0], x[1]) for x in b) for b in bins),
-        bin_times=tuple((a, b) for a, b in bin_times),
-        word_times=tuple(tuple(wt) for wt in word_times),
+        key=lat.key, words=tuple(w for w in R if w != 0), bayes_risk=_f(risk), bins=tuple(bins),
+        bin_times=tuple((a, b) for a, b in bin_times), word_times=tuple(word_times),
         one_best_times=tuple((a, b) for a, b in one_best_times),
         confidences=tuple(confidences), passes=passes,
         meta={"resorted": ko.resorted, "frame_shift": lat.frame_shift, "has_times": lat.has_times,
