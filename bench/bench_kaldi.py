@@ -17,17 +17,26 @@ $LATTICE_TOOLS_KALDI_BIN); otherwise it says so and exits.
 Usage::
 
     python bench/bench_kaldi.py [--workdir /tmp/bench_kaldi] [--rounds 3] [--jobs mbr,nbest,oracle,best]
-                                [--timeout 300]
+                                [--archives big,bundled,kgraph] [--timeout 300] [--breakdown]
 
-Measured 2026-11-26 (``LATTICE_TOOLS_KALDI_BIN=/work/shared/tools/kaldi-peer/bin python bench/bench_kaldi.py
---rounds 3 --timeout 60``, acoustic scale 0.1; CPU seconds, Kaldi vs ours, ratio): big mbr 1.24 / 1.69 (1.36x,
-identical), nbest 7.58 / 2.32 (0.31x), oracle Kaldi did not finish in 60 s / 0.67, best 0.25 / 0.56 (2.22x,
-identical); bundled mbr 0.06 / 0.83 (14x, identical), nbest 1.42 / 0.31 (0.22x), oracle 0.63 / 0.22 (0.35x,
-identical), best 0.03 / 0.21 (6.1x, identical); kgraph mbr 0.01 / 0.74, nbest 0.05 / 0.19, best 0.01 / 0.19
-(identical).  Before this round (same command, same day): big mbr 1.15 / 1.63, best 0.24 / 1.35, oracle
-- / 1.33; bundled mbr 0.06 / 1.08, best 0.04 / 0.52; kgraph mbr 0.01 / 0.94, best 0.01 / 0.50.  A Python
-process costs ~0.2 s before it reads a lattice (numba ~0.4 s more for MBR): docs/kaldi.md ("Speed")
-says where the time goes.
+``--breakdown`` also prints, for ``mbr`` and ``best``, the CPU time of each phase of our side (interpreter,
+numpy, imports, numba import and cache load, reading, computation and for MBR its compiled recursion,
+formatting; best of ``--rounds``, in a fresh interpreter each) next to Kaldi's ``lattice-copy`` of the same
+archive (its reading).
+
+Measured 2026-11-26 after the MBR work (``LATTICE_TOOLS_KALDI_BIN=/work/shared/tools/kaldi-peer/bin python
+bench/bench_kaldi.py --rounds 5 --timeout 60 --jobs mbr,best --breakdown``, acoustic scale 0.1; CPU seconds,
+Kaldi vs ours, ratio; every output identical): big mbr 1.21 / 1.01 (0.83x), best 0.25 / 0.54 (2.14x);
+bundled mbr 0.06 / 0.59, best 0.04 / 0.23; kgraph mbr 0.01 / 0.51, best 0.01 / 0.19.  Breakdown on big,
+mbr: interpreter 0.03, numpy 0.045, imports 0.04, numba import 0.19 + cache load 0.13, reading 0.33,
+computation 0.26 (compiled recursion 0.13), formatting 0.01 -- Kaldi's lattice-copy of the archive 0.27, so
+Kaldi's MBR computation is ~0.94 s; best: the same start-up, reading 0.32, the search 0.025.  The same command
+with the checkout before the MBR work: big mbr 1.24 / 1.68 (1.35x), best 0.26 / 0.57.
+
+Measured earlier the same day (``--rounds 3 --timeout 60``, all jobs): big nbest 7.58 / 2.32 (0.31x), oracle
+Kaldi did not finish in 60 s / 0.67; bundled nbest 1.42 / 0.31 (0.22x), oracle 0.63 / 0.22 (0.35x,
+identical); kgraph nbest 0.05 / 0.19.  A Python process costs ~0.12 s before it reads a lattice (numba 0.32 s
+more for MBR): docs/kaldi.md ("Speed") says where the time goes.
 """
 from __future__ import annotations
 

@@ -2,8 +2,14 @@
 
 :func:`acc_stats` runs the loops of Kaldi's ``MinimumBayesRisk`` (``lat/sausages.cc``: Figures 4-6 of
 Xu et al. 2011) in Kaldi's order of states, arcs and positions, with the same double-precision
-operations, so that the sums come out as Kaldi's do (not merely close).  It runs as plain Python
-when numba is not importable (correct, ~100x slower).
+operations, so that the sums come out as Kaldi's do (not merely close; no fastmath: a fused or
+reordered addition would change them).  What differs from Kaldi is only what is kept in memory:
+the forward pass stores the move it chooses at every (arc, position) in a byte, so the backward
+pass reads it instead of recomputing the three edit costs and their minimum (Kaldi computes them
+twice); the statistics of a (position, word) -- gamma, tau_b, tau_e -- are stored side by side;
+Kaldi's per-arc ``beta_dash_arc`` vector is a scalar carry.  Measured on a 138k-arc lattice with
+185 positions: 0.066 s per pass, 0.2 s before (Kaldi's whole computation: ~0.9 s for two passes).
+It runs as plain Python when numba is not importable (correct, ~100x slower).
 """
 from __future__ import annotations
 
