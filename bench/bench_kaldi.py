@@ -24,14 +24,14 @@ numpy, imports, numba import and cache load, reading, computation and for MBR it
 formatting; best of ``--rounds``, in a fresh interpreter each) next to Kaldi's ``lattice-copy`` of the same
 archive (its reading).
 
-Measured 2026-11-26 after the MBR work (``LATTICE_TOOLS_KALDI_BIN=/work/shared/tools/kaldi-peer/bin python
-bench/bench_kaldi.py --rounds 5 --timeout 60 --jobs mbr,best --breakdown``, acoustic scale 0.1; CPU seconds,
-Kaldi vs ours, ratio; every output identical): big mbr 1.21 / 1.01 (0.83x), best 0.25 / 0.54 (2.14x);
-bundled mbr 0.06 / 0.59, best 0.04 / 0.23; kgraph mbr 0.01 / 0.51, best 0.01 / 0.19.  Breakdown on big,
-mbr: interpreter 0.03, numpy 0.045, imports 0.04, numba import 0.19 + cache load 0.13, reading 0.33,
-computation 0.26 (compiled recursion 0.13), formatting 0.01 -- Kaldi's lattice-copy of the archive 0.27, so
-Kaldi's MBR computation is ~0.94 s; best: the same start-up, reading 0.32, the search 0.025.  The same command
-with the checkout before the MBR work: big mbr 1.24 / 1.68 (1.35x), best 0.26 / 0.57.
+Measured 2026-11-26 after the MBR work and the start-up work (``LATTICE_TOOLS_KALDI_BIN=/work/shared/tools/
+kaldi-peer/bin python bench/bench_kaldi.py --rounds 5 --timeout 60 --jobs mbr,best --breakdown``, acoustic scale
+0.1; CPU seconds, Kaldi vs ours, ratio; every output identical): big mbr 1.17 / 0.79 (0.68x), best 0.24 / 0.38
+(1.57x); bundled mbr 0.05 / 0.40, best 0.03 / 0.15; kgraph mbr 0.01 / 0.36, best 0.01 / 0.13.  Breakdown on
+big, mbr: interpreter 0.025, numpy 0.035, imports 0.03, numba import 0.12 + cache load 0.105, reading 0.23,
+computation 0.22 (compiled recursion 0.12), formatting 0.01 -- Kaldi's lattice-copy of the archive 0.27, so
+Kaldi's MBR computation is ~0.9 s; best: the same start-up without numba, reading 0.23, the search 0.023.
+With the checkout before both (same command, same day): big mbr 1.24 / 1.68 (1.35x), best 0.26 / 0.57.
 
 Measured earlier the same day (``--rounds 3 --timeout 60``, all jobs): big nbest 7.58 / 2.32 (0.31x), oracle
 Kaldi did not finish in 60 s / 0.67; bundled nbest 1.42 / 0.31 (0.22x), oracle 0.63 / 0.22 (0.35x,
