@@ -151,6 +151,14 @@ def _score_table(ev: list[Block], attr: str) -> tuple[list[list[float]], np.ndar
     return lists, flat, block, np.cumsum(sizes) - sizes
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (np.unique without its import of numpy.ma, ~30 ms)."""
+    values = np.sort(values)
+    keep = np.ones(len(values), dtype=bool)
+    keep[1:] = values[1:] != values[:-1]
+    return values[keep]
+
+
 def _keys(block: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Keys that numpy orders by block, then value (complex numbers sort lexicographically)."""
     keys = np.empty(len(block), dtype=np.complex128)
@@ -171,7 +179,7 @@ def evaluate(trials: Trials, metric: Metric, path: str) -> KwsScore:
     # the evaluated blocks, ascending; at threshold t the hits with score >= t are YES.
     targ_l, t_flat, t_block, t_start = _score_table(ev, "targ")
     non_l, n_flat, n_block, n_start = _score_table(ev, "nontarg")
-    u = np.unique(np.concatenate((t_flat, n_flat)))
+    u = _distinct(np.concatenate((t_flat, n_flat)))
     det_points: list[tuple[float, float, float, float]] = []
 
     def state(k: int, t: float) -> tuple[int, int]:

@@ -64,13 +64,32 @@ class ReferenceIndex:
         self.by_spkr = by_spkr = {}
         self.lookup: dict[str, list[RefWord]] = {}
         self.words: list[RefWord] = []
+        words = self.words
+        lookup = self.lookup
+        lower = lowercase
         for r in records:
             if r.type != "LEXEME":
                 continue
-            text = r.ortho
-            if char_split_text:
-                text = char_split(text, not_ascii, delete_hyphens)
-            tokens = re.split(r"\s", text) if char_split_text else [text]
+            if not char_split_text:
+                # One token per record (the common case, kept lean: it runs once per reference word).
+                tok = RefWord(r.file, r.channel, r.tbeg, round(r.tbeg + r.dur, 4), r.raw_tbeg or perl_num(r.tbeg),
+                              r.ortho, r.subtype, r.speaker, None, None, len(words))
+                words.append(tok)
+                key = (r.file, r.channel, r.speaker)
+                spk = by_spkr.get(key)
+                if spk is None:
+                    spk = by_spkr[key] = []
+                spk.append(tok)
+                if r.subtype != "frag" and r.subtype != "fp":
+                    token = r.ortho.lower() if lower else r.ortho
+                    found = lookup.get(token)
+                    if found is None:
+                        lookup[token] = [tok]
+                    else:
+                        found.append(tok)
+                continue
+            text = char_split(r.ortho, not_ascii, delete_hyphens)
+            tokens = re.split(r"\s", text)
             raw_bt = r.raw_tbeg or perl_num(r.tbeg)
             bt, dur = r.tbeg, r.dur
             n = len(tokens)
@@ -82,11 +101,11 @@ class ReferenceIndex:
                     raw_bt = f"{r.tbeg + dur * i:.3f}"
                     bt = float(raw_bt)
                 tok = RefWord(r.file, r.channel, bt, round4(bt + dur), raw_bt, token, r.subtype, r.speaker, None, None,
-                              len(self.words))
-                self.words.append(tok)
+                              len(words))
+                words.append(tok)
                 by_spkr.setdefault((r.file, r.channel, r.speaker), []).append(tok)
                 if r.subtype not in ("frag", "fp"):
-                    self.lookup.setdefault(self.normalize(token), []).append(tok)
+                    lookup.setdefault(self.normalize(token), []).append(tok)
         for recs in by_spkr.values():
             ordered = sorted(recs, key=lambda t: t.bt)   # stable, like Perl's merge sort
             # F4DE links the i-th record *in file order* to the (i+1)-th *in time order*; on a
