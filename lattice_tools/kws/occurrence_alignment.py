@@ -134,10 +134,8 @@ def align_occurrences(order: list[str], texts: dict[str, str], kwslist: KwsList,
 
 def refs_arrays(refs: ReferenceIndex, excerpts: ExcerptTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Begin, end and ECF channel number of every reference word."""
-    words = refs.words
-    n = len(words)
-    return (np.fromiter((w.bt for w in words), np.float64, n), np.fromiter((w.et for w in words), np.float64, n),
-            excerpts.codes([w.file for w in words], [w.chan for w in words]))
+    return (np.asarray(refs.bt, dtype=np.float64), np.asarray(refs.et, dtype=np.float64),
+            excerpts.codes(refs.file, refs.chan))
 
 
 def _group_min_max(group: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:

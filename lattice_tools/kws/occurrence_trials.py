@@ -69,7 +69,6 @@ def alignment_rows(al: OccurrenceAlignment, cols: DetectionColumns, refs: Refere
     """F4DE's alignment, in its order: per keyword, per (file, channel) with reference occurrences (in the
     order they are found): the pairs, the missed occurrences, the unmatched hits; then the channels with
     hits only.  Each row: (kwid, file, channel, (first word, last word) or None, detection or None, label)."""
-    words = refs.words
     n_kw = len(al.order)
     hits_of = positions_by_keyword(al.h_kw[al.h_in], np.nonzero(al.h_in)[0], n_kw)
     occs_of = positions_by_keyword(al.o_kw, np.arange(len(al.o_kw)), n_kw)
@@ -82,18 +81,17 @@ def alignment_rows(al: OccurrenceAlignment, cols: DetectionColumns, refs: Refere
             hits.setdefault((cols.file[i], cols.channel[i]), []).append(i)
         occs: dict[tuple[str, str], list[int]] = {}
         for o in occs_of[k]:
-            w = words[o_first[o]]
-            occs.setdefault((w.file, w.chan), []).append(o)
+            occs.setdefault((refs.file[o_first[o]], refs.chan[o_first[o]]), []).append(o)
         for (file, chan), olist in occs.items():
             rlist = [o for o in olist if o_in[o]]
             for o in rlist:
                 i = o_match[o]
                 if i >= 0:
-                    rows.append((kwid, file, chan, (words[o_first[o]], words[o_last[o]]), i,
+                    rows.append((kwid, file, chan, (refs.word(o_first[o]), refs.word(o_last[o])), i,
                                  "CORR" if cols.decision[i] else "MISS"))
             for o in rlist:
                 if o_match[o] < 0:
-                    rows.append((kwid, file, chan, (words[o_first[o]], words[o_last[o]]), None, "MISS"))
+                    rows.append((kwid, file, chan, (refs.word(o_first[o]), refs.word(o_last[o])), None, "MISS"))
             for i in hits.get((file, chan), ()):
                 if h_match[i] < 0:
                     rows.append((kwid, file, chan, None, i, "FA" if cols.decision[i] else "CORR!DET"))

@@ -290,13 +290,12 @@ class _Conditions:
 
     def add_all(self, al, texts: dict[str, str], cols, refs: ReferenceIndex) -> None:
         """The trials of an :class:`OccurrenceAlignment`, keyword by keyword in alignment order."""
-        words = refs.words
         hits_of = positions_by_keyword(al.h_kw[al.h_in], np.nonzero(al.h_in)[0], len(al.order))
         occs_of = positions_by_keyword(al.o_kw[al.o_in], np.nonzero(al.o_in)[0], len(al.order))
         for k, kwid in enumerate(al.order):
             text = texts[kwid]
             for o in occs_of[k]:
-                w = words[al.o_first[o]]
+                w = refs.word(al.o_first[o])
                 i = al.o_match[o]
                 if i >= 0:
                     self.add(kwid, text, cols.score[i], cols.decision[i], True, w.file, w.chan, w.bt, w.et)
@@ -334,7 +333,7 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     from ..io.ecf import read_ecf
     from ..io.kwlist import read_kwlist_file
     from ..io.kwslist import read_kwslist
-    from ..io.rttm import check_overlaps, lexemes_from_ctm, read_rttm
+    from ..io.rttm import check_overlaps, lexemes_from_ctm, read_rttm_table
 
     if (rttm is None) == (ctm is None):
         raise MismatchError("give the reference as exactly one of an RTTM or a CTM")
@@ -343,8 +342,8 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     kwl = read_kwlist_file(kwlist, encoding=encoding)
     kws = read_kwslist(kwslist, encoding=enc)
     if rttm is not None:
-        refs = read_rttm(rttm, encoding=encoding,
-                         types=("LEXEME", "SPEAKER") if options.get("segment_based") else ("LEXEME",))
+        refs = read_rttm_table(rttm, encoding=encoding,
+                               types=("LEXEME", "SPEAKER") if options.get("segment_based") else ("LEXEME",))
     else:
         refs = lexemes_from_ctm(ctm, encoding=encoding)
     if check_reference_overlaps:

@@ -4,7 +4,8 @@ tested against (tests/test_kws_score_arrays.py).
 
 It was the package's implementation until fc6d2d7 (then 10x slower than F4DE-relative targets at 100
 files); kept verbatim in its logic: per keyword, per (file, channel), a dict of kernel values given to
-lattice_tools.kws.matching.match, trials added one by one, the threshold sweep with bisect per keyword.
+lattice_tools.kws.matching.match, trials added one by one, the threshold sweep with bisect per keyword,
+occurrences found by walking the linked RefWord objects from every occurrence of the first word.
 """
 from __future__ import annotations
 
@@ -143,10 +144,10 @@ def find_occurrences_reference(self, text: str, find_threshold: float = 0.5) -> 
     if not words:
         raise FormatError(f"empty term {text!r}")
     if len(words) == 1:
-        return [[t] for t in self.lookup.get(words[0], ())]
+        return [[t] for t in [self.words[i] for i in self.lookup.get(words[0], ())]]
     out = []
     folded = [w.casefold() for w in words]
-    for first in self.lookup.get(words[0], ()):
+    for first in [self.words[i] for i in self.lookup.get(words[0], ())]:
         occ = [first]
         hop = first
         ok = True
