@@ -135,8 +135,8 @@ class ReferenceIndex:
                     lookup[key] = [i]
                 else:
                     ids.append(i)
-        # (first word, find_threshold) -> {next word, case-folded: first words it follows within the gap}
-        self._followers: dict[tuple[str, float], dict[str, list[int]]] = {}
+        # first word -> {next word, case-folded: the first words it follows}
+        self._followers: dict[str, dict[str, list[int]]] = {}
 
     def normalize(self, token: str) -> str:
         return token.lower() if self.lowercase else token
@@ -169,21 +169,27 @@ class ReferenceIndex:
 
     def _followed(self, first: str, second: str, find_threshold: float) -> list[int]:
         """The first words ``first`` (in lookup order) whose next word is ``second`` (case-folded) within
-        the gap; each first word's successor is looked at once per threshold, whatever the number of terms."""
-        table = self._followers.get((first, find_threshold))
+        the gap.  Each first word's successor is looked at once, whatever the number of terms starting with
+        it; the gap is checked only for the successors that match."""
+        table = self._followers.get(first)
         if table is None:
-            table = self._followers[(first, find_threshold)] = {}
-            nxt, bt, et, token = self.nxt, self.bt, self.et, self.token
+            table = self._followers[first] = {}
+            nxt, folded = self.nxt, self._folded
             for i in self.lookup.get(first, ()):
                 j = nxt[i]
-                if j >= 0 and round4(bt[j] - et[i]) <= find_threshold:
-                    table.setdefault(token[j].casefold(), []).append(i)
-        return table.get(second, [])
+                if j >= 0:
+                    table.setdefault(folded[j], []).append(i)
+        nxt, bt, et = self.nxt, self.bt, self.et
+        return [i for i in table.get(second, ()) if round4(bt[nxt[i]] - et[i]) <= find_threshold]
+
+    @cached_property
+    def _folded(self) -> list[str]:
+        return [t.casefold() for t in self.token]
 
     def _occurrence_ids(self, words: list[str], find_threshold: float) -> list[list[int]]:
         if len(words) == 1:
             return [[i] for i in self.lookup.get(words[0], ())]
-        nxt, bt, et, token = self.nxt, self.bt, self.et, self.token
+        nxt, bt, et, token = self.nxt, self.bt, self.et, self._folded
         folded = [w.casefold() for w in words]
         out = []
         for first in self._followed(words[0], folded[1], find_threshold):
@@ -191,7 +197,7 @@ class ReferenceIndex:
             occ = [first, hop]
             for w in folded[2:]:
                 j = nxt[hop]
-                if j >= 0 and round4(bt[j] - et[hop]) <= find_threshold and token[j].casefold() == w:
+                if j >= 0 and round4(bt[j] - et[hop]) <= find_threshold and token[j] == w:
                     occ.append(j)
                     hop = j
                 else:
