@@ -107,9 +107,12 @@ def run_parser(parser, path: str, data: bytes, encoding: str | None) -> None:
     run_parser_on_text(parser, path, decode_xml(data, path, encoding))
 
 
-def run_parser_on_text(parser, path: str, text: str) -> None:
-    """:func:`run_parser` on a document already decoded by :func:`decode_xml`."""
-    data = text.encode("utf-8")
+def run_parser_on_text(parser, path: str, text: str, raw: bytes | None = None) -> None:
+    """:func:`run_parser` on a document already decoded by :func:`decode_xml` from ``raw`` (if given)."""
+    # ASCII bytes that decoded one character per byte are the text's UTF-8 as they are (expat's UTF-8
+    # setting overrides whatever encoding their declaration names): no need to encode a copy.
+    ascii_as_is = raw is not None and len(raw) == len(text) and raw.isascii()
+    data = raw if ascii_as_is else text.encode("utf-8")
     try:
         parser.Parse(data, True)
     except _Refused as exc:

@@ -191,9 +191,10 @@ def read_kwslist(path: str, *, encoding: str | None = None, plain_layout: bool =
     error, goes through expat's element events (``plain_layout=False`` forces that for all files).  Both give
     the same :class:`KwsList`."""
     path = str(path)
-    text = decode_xml(read_xml_bytes(path), path, encoding)
+    raw = read_xml_bytes(path)
+    text = decode_xml(raw, path, encoding)
     if plain_layout:
-        run_parser_on_text(safe_parser(path), path, text)      # well-formed, no DTD: else FormatError here
+        run_parser_on_text(safe_parser(path), path, text, raw)      # well-formed, no DTD: else FormatError here
         kws = _read_plain(path, text, encoding)
         if kws is not None:
             return kws
