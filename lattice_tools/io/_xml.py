@@ -50,8 +50,9 @@ def _line_of_offset(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def _to_utf8(data: bytes, path: str, encoding: str | None) -> bytes:
-    """The document as UTF-8 bytes with its declaration saying so.
+def decode_xml(data: bytes, path: str, encoding: str | None) -> str:
+    """The document as text, its declaration (if any) saying UTF-8 (the encoding :func:`run_parser`
+    hands to expat).
 
     Without ``encoding`` the bytes must be UTF-8 (or declare an encoding Python knows); a file that is
     not gives a FormatError naming the line of the first bad byte and suggesting ``--encoding``."""
@@ -72,10 +73,10 @@ def _to_utf8(data: bytes, path: str, encoding: str | None) -> bytes:
     if text.startswith("\ufeff"):
         text = text[1:]
     if m:
-        # The text is re-encoded as UTF-8 below, so the declaration must say so.
+        # The text reaches expat as UTF-8, so the declaration must say so.
         text = re.sub(r"^(<\?xml[^>]*?encoding\s*=\s*[\"'])[A-Za-z0-9._-]+([\"'])", r"\g<1>UTF-8\g<2>", text,
                       count=1, flags=re.S)
-    return text.encode("utf-8")
+    return text
 
 
 def safe_parser(path: str):
@@ -103,7 +104,15 @@ def safe_parser(path: str):
 def run_parser(parser, path: str, data: bytes, encoding: str | None) -> None:
     """Feed the document to ``parser``; errors become FormatError naming file and line.  Handlers may
     raise FormatError themselves (it passes through)."""
-    data = _to_utf8(data, path, encoding)
+    run_parser_on_text(parser, path, decode_xml(data, path, encoding))
+
+
+def run_parser_on_text(parser, path: str, text: str, raw: bytes | None = None) -> None:
+    """:func:`run_parser` on a document already decoded by :func:`decode_xml` from ``raw`` (if given)."""
+    # ASCII bytes that decoded one character per byte are the text's UTF-8 as they are (expat's UTF-8
+    # setting overrides whatever encoding their declaration names): no need to encode a copy.
+    ascii_as_is = raw is not None and len(raw) == len(text) and raw.isascii()
+    data = raw if ascii_as_is else text.encode("utf-8")
     try:
         parser.Parse(data, True)
     except _Refused as exc:

@@ -15,13 +15,15 @@ attribute is reduced to its base name, and ``.sph`` is dropped (F4DE does the sa
 from __future__ import annotations
 
 import math
+import re
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..errors import FormatError
 from ..files import atomic_write
-from ._xml import read_xml_bytes, run_parser, safe_parser, xml_escape
+from ._xml import decode_xml, read_xml_bytes, run_parser_on_text, safe_parser, xml_escape
 
 
 @dataclass(frozen=True)
@@ -55,11 +57,96 @@ class DetectedList:
             return False
 
 
+class DetectionColumns:
+    """The detections of a kwslist as parallel columns (what the scorer works on): per detection its
+    keyword id, file id, channel, start, duration, score and decision, in file order."""
+
+    __slots__ = ("kwid", "file", "channel", "tbeg", "dur", "score", "decision", "_arrays")
+
+    def __init__(self, kwid: list[str], file: list[str], channel: list[str], tbeg: list[float], dur: list[float],
+                 score: list[float], decision: list[bool]):
+        self.kwid, self.file, self.channel = kwid, file, channel
+        self.tbeg, self.dur, self.score, self.decision = tbeg, dur, score, decision
+        self._arrays = None
+
+    @classmethod
+    def of(cls, detections: Iterable[Detection]) -> DetectionColumns:
+        dets = list(detections)
+        return cls([d.kwid for d in dets], [d.file for d in dets], [d.channel for d in dets],
+                   [d.tbeg for d in dets], [d.dur for d in dets], [d.score for d in dets],
+                   [d.decision for d in dets])
+
+    def __len__(self) -> int:
+        return len(self.kwid)
+
+    def arrays(self):
+        """``(tbeg, dur, score, decision)`` as numpy arrays (made once)."""
+        if self._arrays is None:
+            import numpy as np
+
+            self._arrays = (np.asarray(self.tbeg, dtype=np.float64), np.asarray(self.dur, dtype=np.float64),
+                            np.asarray(self.score, dtype=np.float64), np.asarray(self.decision, dtype=bool))
+        return self._arrays
+
+
+class _DetectionView(Sequence):
+    """The :class:`Detection` objects of :class:`DetectionColumns`, made when asked for (a kwslist of a
+    million hits is scored without ever building them)."""
+
+    def __init__(self, columns: DetectionColumns):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __getitem__(self, i):
+        c = self.columns
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(c))))
+        return Detection(c.kwid[i], c.file[i], c.channel[i], c.tbeg[i], c.dur[i], c.score[i], c.decision[i])
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None
+
+
+class _RawView(Sequence):
+    """The ``(tbeg, dur, score)`` strings of each detection, as written, from three columns."""
+
+    def __init__(self, tbeg: list[str], dur: list[str], score: list[str]):
+        self.columns = (tbeg, dur, score)
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        return (self.columns[0][i], self.columns[1][i], self.columns[2][i])
+
+
+class _KwLines(Sequence):
+    """Line numbers of the ``<kw>`` elements of a kwslist read by the plain-layout scanner, found again
+    with the event parser when an error message needs one."""
+
+    def __init__(self, path: str, encoding: str | None, count: int):
+        self.path, self.encoding, self.count, self._lines = path, encoding, count, None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i):
+        if self._lines is None:
+            self._lines = _read_events(self.path, decode_xml(read_xml_bytes(self.path), self.path, self.encoding)).lines
+        return self._lines[i]
+
+
 @dataclass(frozen=True)
 class KwsList:
     """A whole kwslist: detections in file order, per-term headers and the file header."""
 
-    detections: tuple[Detection, ...]
+    detections: Sequence[Detection]
     lists: tuple[DetectedList, ...]
     kwlist_filename: str = ""
     language: str = ""
@@ -68,8 +155,8 @@ class KwsList:
     max_score: float | None = None
     # The tbeg/dur/score attribute strings of each detection as written in the file (F4DE prints them
     # verbatim in its alignment CSV); empty when the list was built in memory.
-    raw: tuple[tuple[str, str, str], ...] = field(default=(), compare=False, repr=False)
-    lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    raw: Sequence[tuple[str, str, str]] = field(default=(), compare=False, repr=False)
+    lines: Sequence[int] = field(default=(), compare=False, repr=False)
     path: str = field(default="", compare=False)
 
     @property
@@ -80,18 +167,157 @@ class KwsList:
     def oov_kwids(self) -> set[str]:
         return {d.kwid for d in self.lists if d.is_oov}
 
+    @cached_property
+    def columns(self) -> DetectionColumns:
+        """The detections as :class:`DetectionColumns`."""
+        if isinstance(self.detections, _DetectionView):
+            return self.detections.columns
+        return DetectionColumns.of(self.detections)
+
 
 def _file_id(file: str) -> str:
     base = file.rsplit("/", 1)[-1]
     return base[:-4] if base.endswith(".sph") else base
 
 
-def read_kwslist(path: str, *, encoding: str | None = None) -> KwsList:
+def read_kwslist(path: str, *, encoding: str | None = None, plain_layout: bool = True) -> KwsList:
     """Read a kwslist.  FormatError (file, line) on malformed XML, a missing or non-numeric attribute, a
     decision other than YES/NO, a score outside ``[min_score, max_score]``, a ``<kw>`` outside a
-    ``<detected_kwlist>`` or a keyword id listed twice."""
+    ``<detected_kwlist>`` or a keyword id listed twice.
+
+    Files in the plain layout every writer uses (``<kw file= channel= tbeg= dur= score= decision=/>``, no
+    comments, entities or CDATA among the hits) are read by a scanner that checks the document with expat
+    and takes the hits with one regular expression per keyword; every other file, and every file with an
+    error, goes through expat's element events (``plain_layout=False`` forces that for all files).  Both give
+    the same :class:`KwsList`."""
     path = str(path)
-    data = read_xml_bytes(path)
+    raw = read_xml_bytes(path)
+    text = decode_xml(raw, path, encoding)
+    if plain_layout:
+        run_parser_on_text(safe_parser(path), path, text, raw)      # well-formed, no DTD: else FormatError here
+        kws = _read_plain(path, text, encoding)
+        if kws is not None:
+            return kws
+    return _read_events(path, text)
+
+
+# The plain layout (see read_kwslist): attribute values without entities, tabs or line breaks (which expat
+# would decode or normalise), so that the scanned strings are the ones expat would report.
+_WS = "[ \\t\\r\\n]"
+_VALUE = '"([^"&<\\t\\r\\n]*)"'
+_PLAIN_KW = re.compile(f"<kw{_WS}+file={_VALUE}{_WS}+channel={_VALUE}{_WS}+tbeg={_VALUE}{_WS}+dur={_VALUE}"
+                       f'{_WS}+score={_VALUE}{_WS}+decision="(YES|NO)"{_WS}*/>')
+_SKELETON = re.compile(f"<(/?)(kwslist|detected_kwlist)((?:{_WS}+[^ \t\r\n=/>\"']+{_WS}*={_WS}*"
+                       f"(?:\"[^\"<]*\"|'[^'<]*'))*){_WS}*(/?)>")
+_PROLOG = re.compile(f"(?:<\\?xml[^>]*\\?>)?{_WS}*")
+
+
+def _tag_attrs(tag: str) -> dict[str, str]:
+    """The attributes of one start tag, decoded by expat itself (entities, white space)."""
+    import xml.parsers.expat
+
+    got: dict[str, str] = {}
+    p = xml.parsers.expat.ParserCreate("UTF-8")
+    p.StartElementHandler = lambda _name, attrs: got.update(attrs)
+    p.Parse(tag if tag.endswith("/>") else tag[:-1] + "/>", True)
+    return got
+
+
+def _line_breaks(text: str, start: int, end: int) -> int:
+    n = text.count("\n", start, end)
+    cr = text.count("\r", start, end)
+    return n + cr - text.count("\r\n", start, end) if cr else n
+
+
+def _read_plain(path: str, text: str, encoding: str | None) -> KwsList | None:
+    """The kwslist of a well-formed document in the plain layout; None when it is not in that layout or
+    holds an error (the event parser then reads it, and names the line of the error)."""
+    pos = _PROLOG.match(text).end()
+    root = _SKELETON.match(text, pos)
+    if root is None or root.group(1) or root.group(2) != "kwslist":
+        return None
+    header = _tag_attrs(root.group(0))
+    bounds = None
+    if ("min_score" in header) != ("max_score" in header):
+        return None
+    if "min_score" in header:
+        try:
+            bounds = (float(header["min_score"]), float(header["max_score"]))
+        except ValueError:
+            return None
+        if not (math.isfinite(bounds[0]) and math.isfinite(bounds[1])):
+            return None
+    lists: list[DetectedList] = []
+    seen: set[str] = set()
+    rows: list[tuple] = []
+    kwid_col: list[str] = []
+    line, line_pos = 1, 0
+    pos = root.end()
+    closed = bool(root.group(4))
+    while not closed:
+        m = _SKELETON.search(text, pos)
+        if m is None or text.count("<", pos, m.start()):
+            return None
+        if m.group(1):                              # </kwslist>
+            if m.group(2) != "kwslist":
+                return None
+            pos = m.end()
+            break
+        if m.group(2) != "detected_kwlist":
+            return None
+        attrs = _tag_attrs(m.group(0))
+        kwid = attrs.get("kwid")
+        if kwid is None or kwid in seen:
+            return None
+        seen.add(kwid)
+        line += _line_breaks(text, line_pos, m.start())
+        line_pos = m.start()
+        lists.append(DetectedList(kwid, attrs.get("search_time", "0"), attrs.get("oov_count", "0"), line))
+        pos = m.end()
+        if m.group(4):                              # <detected_kwlist .../>
+            continue
+        end = _SKELETON.search(text, pos)
+        if end is None or not end.group(1) or end.group(2) != "detected_kwlist":
+            return None
+        hits = _PLAIN_KW.findall(text, pos, end.start())
+        if len(hits) != text.count("<", pos, end.start()):
+            return None
+        rows += hits
+        kwid_col += [kwid] * len(hits)
+        pos = end.end()
+    if text.count("<", pos):
+        return None
+    if not header and not lists:
+        return None
+    return _plain_kwslist(path, encoding, header, bounds, lists, rows, kwid_col)
+
+
+def _plain_kwslist(path, encoding, header, bounds, lists, rows, kwid_col) -> KwsList | None:
+    files, chans, tb_s, du_s, sc_s, dec_s = ([r[i] for r in rows] for i in range(6))
+    try:
+        tbeg = list(map(float, tb_s))
+        dur = list(map(float, du_s))
+        score = list(map(float, sc_s))
+    except ValueError:
+        return None
+    isfinite = math.isfinite
+    if not all(map(isfinite, tbeg)) or not all(map(isfinite, dur)) or not all(map(isfinite, score)):
+        return None
+    if dur and min(dur) < 0:
+        return None
+    if bounds is not None and score and (min(score) < bounds[0] or max(score) > bounds[1]):
+        return None
+    ids = {f: _file_id(f) for f in set(files) if "/" in f or f.endswith(".sph")}
+    if ids:
+        files = [ids.get(f, f) for f in files]
+    cols = DetectionColumns(kwid_col, files, chans, tbeg, dur, score, [d == "YES" for d in dec_s])
+    return KwsList(_DetectionView(cols), tuple(lists), header.get("kwlist_filename", ""), header.get("language", ""),
+                   header.get("system_id", ""), bounds[0] if bounds else None, bounds[1] if bounds else None,
+                   _RawView(tb_s, du_s, sc_s), _KwLines(path, encoding, len(rows)), path)
+
+
+def _read_events(path: str, text: str) -> KwsList:
+    """The general reader: expat's element events, every check naming its line."""
     parser = safe_parser(path)
     header: dict[str, str] = {}
     lists: list[DetectedList] = []
@@ -190,7 +416,7 @@ def read_kwslist(path: str, *, encoding: str | None = None) -> KwsList:
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
-    run_parser(parser, path, data, encoding)
+    run_parser_on_text(parser, path, text)
     if not header and not lists:
         raise FormatError("no <kwslist> element found", path=path)
     bounds = state["bounds"]
@@ -234,4 +460,4 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
         f.write("</kwslist>\n")
 
 
-__all__ = ["KwsList", "DetectedList", "read_kwslist", "write_kwslist"]
+__all__ = ["KwsList", "DetectedList", "DetectionColumns", "read_kwslist", "write_kwslist"]

@@ -117,4 +117,81 @@ def match(n_ref: int, n_sys: int, edges: dict[tuple[int, int], float]) -> list[t
     return out
 
 
-__all__ = ["match"]
+def _complex_keys(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Keys that numpy orders by group, then value (complex numbers sort lexicographically)."""
+    keys = np.empty(len(group), dtype=np.complex128)
+    keys.real = group
+    keys.imag = value
+    return keys
+
+
+def match_windows(h_group: np.ndarray, h_mid: np.ndarray, h_rank: np.ndarray, o_group: np.ndarray,
+                  o_from: np.ndarray, o_to: np.ndarray, o_rank: np.ndarray, kernel) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`match` for many independent problems at once: hit ``s`` may pair with occurrence ``r`` when
+    they belong to the same group and ``o_from[r] <= h_mid[s] <= o_to[r]``; ``kernel(r, s)`` (arrays of
+    candidate pairs) gives their kernel values.  Returns the matched ``(r, s)`` index arrays.
+
+    Each connected component is solved on its own, exactly as :func:`match` solves it on the pairs of its
+    group: a star (one occurrence or one hit) keeps its best pair (ties: lowest ``o_rank``, then lowest
+    ``h_rank``, the order :func:`match` sees them in); a larger component goes to :func:`match`."""
+    order = np.lexsort((h_mid, h_group))
+    keys = _complex_keys(h_group[order].astype(np.float64), h_mid[order])
+    lo = np.searchsorted(keys, _complex_keys(o_group.astype(np.float64), o_from), side="left")
+    hi = np.searchsorted(keys, _complex_keys(o_group.astype(np.float64), o_to), side="right")
+    count = np.maximum(hi - lo, 0)
+    n_edges = int(count.sum())
+    if n_edges == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    e_occ = np.repeat(np.arange(len(o_group)), count)
+    starts = np.cumsum(count) - count
+    e_hit = order[lo[e_occ] + (np.arange(n_edges) - starts[e_occ])]
+    e_k = kernel(e_occ, e_hit)
+    # Components: the hits an occurrence may pair with are one run of ``order``; occurrences whose runs
+    # share a hit are connected, so merging overlapping runs (sorted by start) gives the components.
+    live = np.nonzero(count > 0)[0]
+    live = live[np.argsort(lo[live], kind="stable")]
+    reach = np.maximum.accumulate(hi[live])
+    new = np.ones(len(live), dtype=bool)
+    new[1:] = lo[live[1:]] >= reach[:-1]
+    comp_of_live = np.cumsum(new) - 1
+    comp_of_occ = np.full(len(o_group), -1, np.int64)
+    comp_of_occ[live] = comp_of_live
+    n_comp = int(comp_of_live[-1]) + 1
+    occs_in = np.bincount(comp_of_live, minlength=n_comp)
+    first_hit = np.full(n_comp, np.iinfo(np.int64).max)
+    np.minimum.at(first_hit, comp_of_live, lo[live])
+    last_hit = np.zeros(n_comp, np.int64)
+    np.maximum.at(last_hit, comp_of_live, hi[live])
+    star = (occs_in == 1) | (last_hit - first_hit == 1)
+    e_comp = comp_of_occ[e_occ]
+    best = np.lexsort((h_rank[e_hit], o_rank[e_occ], -e_k, e_comp))
+    first = np.ones(len(best), dtype=bool)
+    first[1:] = e_comp[best[1:]] != e_comp[best[:-1]]
+    chosen = best[first & star[e_comp[best]]]
+    out_r, out_s = [e_occ[chosen]], [e_hit[chosen]]
+    general = np.nonzero(~star)[0]
+    if len(general):
+        sel = np.nonzero(~star[e_comp])[0]
+        sel = sel[np.argsort(e_comp[sel], kind="stable")]
+        bounds = np.searchsorted(e_comp[sel], general, side="left").tolist() + [len(sel)]
+        for j in range(len(general)):
+            r, s = _match_component(e_occ[sel[bounds[j]:bounds[j + 1]]], e_hit[sel[bounds[j]:bounds[j + 1]]],
+                                    e_k[sel[bounds[j]:bounds[j + 1]]], o_rank, h_rank)
+            out_r.append(r)
+            out_s.append(s)
+    return np.concatenate(out_r), np.concatenate(out_s)
+
+
+def _match_component(e_occ, e_hit, e_k, o_rank, h_rank) -> tuple[np.ndarray, np.ndarray]:
+    """One component of :func:`match_windows` given to :func:`match`, its rows and columns numbered in
+    rank order (the order the per-group call would give them)."""
+    occs = sorted(set(e_occ.tolist()), key=lambda r: o_rank[r])
+    hits = sorted(set(e_hit.tolist()), key=lambda s: h_rank[s])
+    r_pos = {r: i for i, r in enumerate(occs)}
+    s_pos = {s: i for i, s in enumerate(hits)}
+    edges = {(r_pos[r], s_pos[s]): k for r, s, k in zip(e_occ.tolist(), e_hit.tolist(), e_k.tolist(), strict=True)}
+    pairs = match(len(occs), len(hits), edges)
+    return (np.asarray([occs[r] for r, _ in pairs], np.int64), np.asarray([hits[s] for _, s in pairs], np.int64))
+
+
+__all__ = ["match", "match_windows"]

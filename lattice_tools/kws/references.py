@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..errors import FormatError
-from ..io.rttm import RttmRecord
+from ..io.rttm import RttmRecord, RttmTable
 
 
 def perl_num(x: float) -> str:
@@ -49,70 +50,178 @@ class RefWord:
     spkr: str
     nxt: RefWord | None = None
     seg: object | None = None       # segment scoring: the speech segment the word lies in
+    idx: int = -1                   # position in ReferenceIndex.words
+
+
+def _word_columns(records, char_split_text: bool, not_ascii: bool, delete_hyphens: bool) -> tuple[list, ...]:
+    """(file, chan, bt, et, raw_bt, token, stype, spkr) of every LEXEME word (or character with charsplit), in
+    file order; et is the end rounded to 0.1 ms (F4DE)."""
+    if isinstance(records, RttmTable) and not char_split_text:
+        t = records
+        keep = None if all(typ == "LEXEME" for typ in t.type) else [i for i, typ in enumerate(t.type)
+                                                                     if typ == "LEXEME"]
+
+        def pick(col: list) -> list:
+            return col if keep is None else [col[i] for i in keep]
+
+        tbeg, dur, raw = pick(t.tbeg), pick(t.dur), pick(t.raw_tbeg)
+        return (pick(t.file), pick(t.channel), tbeg, [round(b + d, 4) for b, d in zip(tbeg, dur, strict=True)],
+                [r or perl_num(b) for r, b in zip(raw, tbeg, strict=True)], pick(t.ortho), pick(t.subtype),
+                pick(t.speaker))
+    cols: tuple[list, ...] = ([], [], [], [], [], [], [], [])
+    file, chan, bt_c, et_c, raw_c, tok_c, st_c, sp_c = cols
+    for r in records:
+        if r.type != "LEXEME":
+            continue
+        if char_split_text:
+            tokens = re.split(r"\s", char_split(r.ortho, not_ascii, delete_hyphens))
+        else:
+            tokens = [r.ortho]
+        raw_bt = r.raw_tbeg or perl_num(r.tbeg)
+        bt, dur = r.tbeg, r.dur
+        n = len(tokens)
+        for i, token in enumerate(tokens):
+            if n > 1:
+                # F4DE spreads a split word's duration evenly, rounding to ms.
+                dur = float(f"{r.dur / n:.3f}")
+                raw_bt = f"{r.tbeg + dur * i:.3f}"
+                bt = float(raw_bt)
+            file.append(r.file)
+            chan.append(r.channel)
+            bt_c.append(bt)
+            et_c.append(round4(bt + dur))
+            raw_c.append(raw_bt)
+            tok_c.append(token)
+            st_c.append(r.subtype)
+            sp_c.append(r.speaker)
+    return cols
 
 
 class ReferenceIndex:
-    """The LEXEME records of a reference, linked per speaker, with a lookup by first word."""
+    """The LEXEME words of a reference as columns (``file``, ``chan``, ``bt``, ``et``, ``raw_bt``, ``token``,
+    ``stype``, ``spkr``; word ``i`` is position ``i``), each linked to its speaker's next word (``nxt``), with a
+    lookup by first word.  :meth:`occurrence_spans` gives a term's occurrences as arrays of word positions;
+    :class:`RefWord` objects (``words``, ``by_spkr``, :meth:`find_occurrences`) are made only when asked for."""
 
     def __init__(self, records: Iterable[RttmRecord], *, lowercase: bool = False, char_split_text: bool = False,
                  not_ascii: bool = False, delete_hyphens: bool = False):
         self.lowercase = lowercase
-        self.by_spkr = by_spkr = {}
-        self.lookup: dict[str, list[RefWord]] = {}
-        for r in records:
-            if r.type != "LEXEME":
-                continue
-            text = r.ortho
-            if char_split_text:
-                text = char_split(text, not_ascii, delete_hyphens)
-            tokens = re.split(r"\s", text) if char_split_text else [text]
-            raw_bt = r.raw_tbeg or perl_num(r.tbeg)
-            bt, dur = r.tbeg, r.dur
-            n = len(tokens)
-            for i, token in enumerate(tokens):
-                if n > 1:
-                    # F4DE spreads a split word's duration evenly, rounding to ms.
-                    d_s = f"{r.dur / n:.3f}"
-                    dur = float(d_s)
-                    raw_bt = f"{r.tbeg + dur * i:.3f}"
-                    bt = float(raw_bt)
-                tok = RefWord(r.file, r.channel, bt, round4(bt + dur), raw_bt, token, r.subtype, r.speaker)
-                by_spkr.setdefault((r.file, r.channel, r.speaker), []).append(tok)
-                if r.subtype not in ("frag", "fp"):
-                    self.lookup.setdefault(self.normalize(token), []).append(tok)
-        for recs in by_spkr.values():
-            ordered = sorted(recs, key=lambda t: t.bt)   # stable, like Perl's merge sort
+        (self.file, self.chan, self.bt, self.et, self.raw_bt, self.token, self.stype,
+         self.spkr) = _word_columns(records, char_split_text, not_ascii, delete_hyphens)
+        speakers: dict[tuple[str, str, str], list[int]] = {}
+        for i, key in enumerate(zip(self.file, self.chan, self.spkr, strict=True)):
+            ids = speakers.get(key)
+            if ids is None:
+                speakers[key] = [i]
+            else:
+                ids.append(i)
+        self.speakers = speakers
+        nxt = [-1] * len(self.bt)
+        bt = self.bt
+        for ids in speakers.values():
+            ordered = sorted(ids, key=bt.__getitem__)   # stable, like Perl's merge sort
             # F4DE links the i-th record *in file order* to the (i+1)-th *in time order*; on a
             # time-sorted RTTM that is simply "the speaker's next word".  Kept as is for identical results.
-            for i in range(len(recs) - 1):
-                recs[i].nxt = ordered[i + 1]
+            for a, b in zip(ids, ordered[1:], strict=False):
+                nxt[a] = b
+        self.nxt = nxt
+        self.lookup: dict[str, list[int]] = {}
+        lookup = self.lookup
+        for i, (token, stype) in enumerate(zip(self.token, self.stype, strict=True)):
+            if stype != "frag" and stype != "fp":
+                key = token.lower() if lowercase else token
+                ids = lookup.get(key)
+                if ids is None:
+                    lookup[key] = [i]
+                else:
+                    ids.append(i)
+        # first word -> {next word, case-folded: the first words it follows}
+        self._followers: dict[str, dict[str, list[int]]] = {}
 
     def normalize(self, token: str) -> str:
         return token.lower() if self.lowercase else token
 
-    def find_occurrences(self, text: str, find_threshold: float = 0.5) -> list[list[RefWord]]:
+    def word(self, i: int) -> RefWord:
+        """Word ``i`` as a :class:`RefWord` (not linked)."""
+        return RefWord(self.file[i], self.chan[i], self.bt[i], self.et[i], self.raw_bt[i], self.token[i],
+                       self.stype[i], self.spkr[i], None, None, i)
+
+    @cached_property
+    def words(self) -> list[RefWord]:
+        """Every word as a linked :class:`RefWord` (``words[i].nxt`` is the speaker's next word)."""
+        words = [self.word(i) for i in range(len(self.bt))]
+        for w, j in zip(words, self.nxt, strict=True):
+            if j >= 0:
+                w.nxt = words[j]
+        return words
+
+    @cached_property
+    def by_spkr(self) -> dict[tuple[str, str, str], list[RefWord]]:
+        """Each speaker's words (file, channel, speaker), in file order."""
+        words = self.words
+        return {key: [words[i] for i in ids] for key, ids in self.speakers.items()}
+
+    def _words_of(self, text: str) -> list[str]:
         words = self.normalize(text.strip()).split()
         if not words:
             raise FormatError(f"empty term {text!r}")
+        return words
+
+    def _followed(self, first: str, second: str, find_threshold: float) -> list[int]:
+        """The first words ``first`` (in lookup order) whose next word is ``second`` (case-folded) within
+        the gap.  Each first word's successor is looked at once, whatever the number of terms starting with
+        it; the gap is checked only for the successors that match."""
+        table = self._followers.get(first)
+        if table is None:
+            table = self._followers[first] = {}
+            nxt, folded = self.nxt, self._folded
+            for i in self.lookup.get(first, ()):
+                j = nxt[i]
+                if j >= 0:
+                    table.setdefault(folded[j], []).append(i)
+        nxt, bt, et = self.nxt, self.bt, self.et
+        return [i for i in table.get(second, ()) if round4(bt[nxt[i]] - et[i]) <= find_threshold]
+
+    @cached_property
+    def _folded(self) -> list[str]:
+        return [t.casefold() for t in self.token]
+
+    def _occurrence_ids(self, words: list[str], find_threshold: float) -> list[list[int]]:
         if len(words) == 1:
-            return [[t] for t in self.lookup.get(words[0], ())]
-        out = []
+            return [[i] for i in self.lookup.get(words[0], ())]
+        nxt, bt, et, token = self.nxt, self.bt, self.et, self._folded
         folded = [w.casefold() for w in words]
-        for first in self.lookup.get(words[0], ()):
-            occ = [first]
-            hop = first
-            ok = True
-            for w in folded[1:]:
-                nxt = hop.nxt
-                if nxt is not None and round4(nxt.bt - hop.et) <= find_threshold and nxt.token.casefold() == w:
-                    occ.append(nxt)
-                    hop = nxt
+        out = []
+        for first in self._followed(words[0], folded[1], find_threshold):
+            hop = nxt[first]
+            occ = [first, hop]
+            for w in folded[2:]:
+                j = nxt[hop]
+                if j >= 0 and round4(bt[j] - et[hop]) <= find_threshold and token[j] == w:
+                    occ.append(j)
+                    hop = j
                 else:
-                    ok = False
                     break
-            if ok:
+            else:
                 out.append(occ)
         return out
+
+    def find_occurrences(self, text: str, find_threshold: float = 0.5) -> list[list[RefWord]]:
+        """The reference occurrences of ``text``: lists of linked :class:`RefWord` (see :mod:`.score`)."""
+        words = self.words
+        return [[words[i] for i in occ] for occ in self._occurrence_ids(self._words_of(text), find_threshold)]
+
+    def occurrence_spans(self, text: str, find_threshold: float = 0.5):
+        """The occurrences of :meth:`find_occurrences` as two integer arrays: the positions of their first
+        and of their last words."""
+        import numpy as np
+
+        terms = self._words_of(text)
+        if len(terms) == 1:
+            ids = np.asarray(self.lookup.get(terms[0], ()), dtype=np.int64)
+            return ids, ids
+        occs = self._occurrence_ids(terms, find_threshold)
+        return (np.asarray([o[0] for o in occs], dtype=np.int64), np.asarray([o[-1] for o in occs], dtype=np.int64))
 
 
 __all__ = ["ReferenceIndex", "RefWord", "char_split", "perl_num", "round4"]

@@ -26,23 +26,23 @@ What is computed, and how (each rule checked against F4DE 3.5.0's code and golde
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
 
 from ..errors import MismatchError
 from ..io.ecf import Ecf
 from ..io.kwlist import KeywordTerm, KwList
 from ..io.kwslist import KwsList
 from ..io.rttm import RttmRecord
-from .matching import match
 from .measures import KwsScore, Metric, OperatingPoint, TermResult, evaluate
-from .references import ReferenceIndex, RefWord, char_split, perl_num
+from .occurrence_alignment import ExcerptTable, align_occurrences
+from .occurrence_trials import alignment_rows, fill_blocks, positions_by_keyword
+from .references import ReferenceIndex, char_split, perl_num
 from .segment_scoring import score_segments
 from .trials import Block, Trials
-
-# F4DE's matching kernel weights (KWSAlignment.pm).
-EPSILON_TIME = 1e-8
-EPSILON_SCORE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -68,18 +68,23 @@ class KwsEvaluation:
 
     overall: KwsScore
     conditions: dict[str, KwsScore]
-    # (kwid, file, channel, occurrence or None, detection index or None, alignment label): formatted into
-    # AlignmentRow only when asked for (most runs never print the alignment).
-    raw_alignment: list[tuple] = field(repr=False, default_factory=list)
+    # Makes the (kwid, file, channel, (first word, last word) or None, detection index or None, alignment label)
+    # tuples of the alignment when asked for (most runs never print it).
+    alignment_source: Callable[[], list[tuple]] | None = field(repr=False, default=None)
     language: str = ""
     system_id: str = ""
     kwslist: KwsList | None = field(repr=False, default=None)
     texts: dict[str, str] = field(repr=False, default_factory=dict)
 
+    @cached_property
+    def raw_alignment(self) -> list[tuple]:
+        return self.alignment_source() if self.alignment_source is not None else []
+
     @property
     def alignment(self) -> list[AlignmentRow]:
         kws = self.kwslist
         raw = kws.raw if kws is not None else ()
+        cols = kws.columns if kws is not None else None
         rows = []
         for kwid, file, chan, occ, i, label in self.raw_alignment:
             if occ is not None:
@@ -88,20 +93,13 @@ class KwsEvaluation:
                 ref_b = ref_e = ""
             if i is not None:
                 # F4DE prints tbeg and score as written, the end as a Perl number.
-                d = kws.detections[i]
-                tb, _du, sc = raw[i] if raw else (perl_num(d.tbeg), perl_num(d.dur), perl_num(d.score))
-                sys_f = (tb, perl_num(d.tbeg + d.dur), sc, "YES" if d.decision else "NO")
+                tbeg, dur, score = cols.tbeg[i], cols.dur[i], cols.score[i]
+                tb, _du, sc = raw[i] if raw else (perl_num(tbeg), perl_num(dur), perl_num(score))
+                sys_f = (tb, perl_num(tbeg + dur), sc, "YES" if cols.decision[i] else "NO")
             else:
                 sys_f = ("", "", "", "")
             rows.append(AlignmentRow(kwid, self.texts[kwid], file, chan, ref_b, ref_e, *sys_f, label))
         return rows
-
-
-def _belongs(by_chan: dict, file: str, chan: str, bt: float, et: float) -> bool:
-    for ex_tbeg, ex_tend in by_chan.get((file, chan), ()):
-        if bt >= ex_tbeg and et <= ex_tend:
-            return True
-    return False
 
 
 def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Sequence[KeywordTerm],
@@ -155,18 +153,11 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         texts[t.kwid] = text
     refs = ReferenceIndex(references, lowercase=lowercase, char_split_text=char_split_text, not_ascii=not_ascii,
                           delete_hyphens=delete_hyphens)
-    by_chan: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for e in ecf.excerpts:
-        by_chan.setdefault((e.file, e.channel), []).append((e.tbeg, e.tend))
+    excerpts = ExcerptTable(ecf)
     kws_path = kwslist.path
+    cols = kwslist.columns
     if outside_ecf == "error":
-        for i, d in enumerate(kwslist.detections):
-            if (d.file, d.channel) not in by_chan:
-                line = kwslist.lines[i] if kwslist.lines else None
-                raise MismatchError(f"hit of {d.kwid!r} in file {d.file!r} channel {d.channel!r}, which the ECF "
-                                    f"({ecf.path or 'in memory'}) does not name (pass outside_ecf='ignore' / "
-                                    f"--ignore-outside-ecf to drop such hits like F4DE)", path=kws_path or None,
-                                    line=line)
+        _check_inside_ecf(ecf, kwslist, excerpts)
     tot_dur = ecf.total_duration()
     metric_args = (cost, value, prob_of_term)
     if segment_based:
@@ -178,17 +169,12 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         overall.params = {"cost": cost, "value": value, "prob_of_term": prob_of_term,
                           "trials_per_second": trials_per_second}
         overall.segment_based = True
-        return KwsEvaluation(overall, {}, [], kwl.language, kwslist.system_id, kwslist, texts)
+        return KwsEvaluation(overall, {}, None, kwl.language, kwslist.system_id, kwslist, texts)
     main = Trials("Occurrence", tot_dur, trials_per_second, include_no_targets)
     conds = _Conditions(ecf, kwl, source_type_groups, attribute_queries, trials_per_second, include_no_targets)
-    alignment: list[tuple] = []
-    dets_by_kw: dict[str, list[int]] = {}
-    for i, d in enumerate(kwslist.detections):
-        dets_by_kw.setdefault(d.kwid, []).append(i)
     order = list(kwslist.kwids)
-    for kwid in dets_by_kw:
-        if kwid not in set(order):
-            order.append(kwid)
+    seen = set(order)
+    order += [kwid for kwid in dict.fromkeys(cols.kwid) if kwid not in seen]
     for kwid in order:
         if kwid not in texts:
             raise MismatchError(f"keyword {kwid!r} of the system output is not in the KWlist",
@@ -197,10 +183,11 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         seen = set(order)
         order += [t.kwid for t in kwl.terms if t.kwid not in seen]
     min_max = (kwslist.min_score, kwslist.max_score) if kwslist.min_score is not None else None
-    for kwid in order:
-        _align_keyword(kwid, texts[kwid], main.block(kwid, texts[kwid]), dets_by_kw.get(kwid, ()), kwslist, refs,
-                       by_chan, conds, alignment, find_threshold=find_threshold,
-                       similarity_threshold=similarity_threshold, min_max=min_max)
+    al = align_occurrences(order, texts, kwslist, refs, excerpts, find_threshold=find_threshold,
+                           similarity_threshold=similarity_threshold, min_max=min_max)
+    fill_blocks(main, al, texts, cols)
+    if conds.active:
+        conds.add_all(al, texts, cols, refs)
 
     for tr in [main, *conds.trials.values()]:
         for b in tr.blocks.values():
@@ -217,7 +204,21 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
     overall.params = params
     for c in conditions.values():
         c.params = params
-    return KwsEvaluation(overall, conditions, alignment, kwl.language, kwslist.system_id, kwslist, texts)
+    return KwsEvaluation(overall, conditions, lambda: alignment_rows(al, cols, refs), kwl.language,
+                         kwslist.system_id, kwslist, texts)
+
+
+def _check_inside_ecf(ecf: Ecf, kwslist: KwsList, excerpts: ExcerptTable) -> None:
+    """MismatchError naming the first hit (in file order) for a file/channel the ECF does not name."""
+    cols = kwslist.columns
+    for pair in dict.fromkeys(zip(cols.file, cols.channel, strict=True)):
+        if excerpts.code[pair] < 0:
+            i = next(j for j, p in enumerate(zip(cols.file, cols.channel, strict=True)) if p == pair)
+            line = kwslist.lines[i] if kwslist.lines else None
+            raise MismatchError(f"hit of {cols.kwid[i]!r} in file {pair[0]!r} channel {pair[1]!r}, which the ECF "
+                                f"({ecf.path or 'in memory'}) does not name (pass outside_ecf='ignore' / "
+                                f"--ignore-outside-ecf to drop such hits like F4DE)", path=kwslist.path or None,
+                                line=line)
 
 
 class _Conditions:
@@ -287,6 +288,26 @@ class _Conditions:
             for g in self.groups_of(kwid, file, chan, bt, et):
                 self.group_trials(g).block(kwid, text).add(score, decision, is_targ)
 
+    def add_all(self, al, texts: dict[str, str], cols, refs: ReferenceIndex) -> None:
+        """The trials of an :class:`OccurrenceAlignment`, keyword by keyword in alignment order."""
+        hits_of = positions_by_keyword(al.h_kw[al.h_in], np.nonzero(al.h_in)[0], len(al.order))
+        occs_of = positions_by_keyword(al.o_kw[al.o_in], np.nonzero(al.o_in)[0], len(al.order))
+        for k, kwid in enumerate(al.order):
+            text = texts[kwid]
+            for o in occs_of[k]:
+                w = refs.word(al.o_first[o])
+                i = al.o_match[o]
+                if i >= 0:
+                    self.add(kwid, text, cols.score[i], cols.decision[i], True, w.file, w.chan, w.bt, w.et)
+                else:
+                    self.add(kwid, text, None, None, True, w.file, w.chan, w.bt, w.et)
+            for i in hits_of[k]:
+                if al.h_match[i] < 0:
+                    self.add(kwid, text, cols.score[i], cols.decision[i], False, cols.file[i], cols.channel[i],
+                             cols.tbeg[i], cols.tbeg[i] + cols.dur[i])
+            if not occs_of[k] and not hits_of[k]:
+                self.add_empty(kwid, text)
+
     def add_empty(self, kwid, text) -> None:
         """F4DE adds a keyword without trials to every condition it could belong to."""
         possible: list[str] = []
@@ -298,77 +319,6 @@ class _Conditions:
             if g not in self.trials and self.group_duration(g) == 0:
                 continue   # F4DE: "No ECF segments available for group"
             self.group_trials(g).block(kwid, text)
-
-
-def _kernel_edges(rlist, slist, kwslist, similarity_threshold, min_max) -> dict:
-    """F4DE's kernel value of each (occurrence, hit) pair that may match."""
-    scores = [kwslist.detections[i].score for i in slist]
-    lo, hi = min_max if min_max else (min(scores), max(scores))
-    d_score = hi - lo
-    edges = {}
-    for ri, o in enumerate(rlist):
-        r_bt, r_et = o[0].bt, o[-1].et
-        ref_d = r_et - r_bt
-        for si, i in enumerate(slist):
-            d = kwslist.detections[i]
-            s_bt, s_et = d.tbeg, d.tbeg + d.dur
-            mid = d.tbeg + d.dur / 2.0
-            if mid < r_bt - similarity_threshold or mid > r_et + similarity_threshold:
-                continue
-            time_cgr = (min(s_et, r_et) - max(s_bt, r_bt)) / (ref_d if ref_d > 0.00001 else 0.00001)
-            score_cgr = (d.score - lo) / (d_score if d_score > 0.00001 else 0.00001)
-            edges[(ri, si)] = 1 + EPSILON_TIME * time_cgr + EPSILON_SCORE * score_cgr
-    return edges
-
-
-def _align_keyword(kwid: str, text: str, block: Block, det_ids: Sequence[int], kwslist: KwsList,
-                   refs: ReferenceIndex, by_chan: dict, conds: _Conditions, alignment: list, *,
-                   find_threshold: float, similarity_threshold: float, min_max) -> None:
-    """Pair one keyword's hits with its reference occurrences (per file/channel) and record the trials."""
-
-    def add(score, decision, is_targ, file, chan, bt, et):
-        block.add(score, decision, is_targ)
-        conds.add(kwid, text, score, decision, is_targ, file, chan, bt, et)
-
-    # Hits inside the ECF, per (file, channel), in file order.
-    hits: dict[tuple[str, str], list[int]] = {}
-    for i in det_ids:
-        d = kwslist.detections[i]
-        if _belongs(by_chan, d.file, d.channel, d.tbeg, d.tbeg + d.dur):
-            hits.setdefault((d.file, d.channel), []).append(i)
-    occs: dict[tuple[str, str], list[list[RefWord]]] = {}
-    for occ in refs.find_occurrences(text, find_threshold):
-        occs.setdefault((occ[0].file, occ[0].chan), []).append(occ)
-    for (file, chan), olist in occs.items():
-        rlist = [o for o in olist if _belongs(by_chan, file, chan, o[0].bt, o[0].et)]
-        slist = hits.get((file, chan), [])
-        pairs = match(len(rlist), len(slist), _kernel_edges(rlist, slist, kwslist, similarity_threshold,
-                                                            min_max)) if slist else []
-        matched_r = {r for r, _ in pairs}
-        matched_s = {s for _, s in pairs}
-        for ri, si in sorted(pairs):
-            o, i = rlist[ri], slist[si]
-            d = kwslist.detections[i]
-            add(d.score, d.decision, True, file, chan, o[0].bt, o[0].et)
-            alignment.append((kwid, file, chan, o, i, "CORR" if d.decision else "MISS"))
-        for ri, o in enumerate(rlist):
-            if ri not in matched_r:
-                add(None, None, True, file, chan, o[0].bt, o[0].et)
-                alignment.append((kwid, file, chan, o, None, "MISS"))
-        for si, i in enumerate(slist):
-            if si not in matched_s:
-                d = kwslist.detections[i]
-                add(d.score, d.decision, False, file, chan, d.tbeg, d.tbeg + d.dur)
-                alignment.append((kwid, file, chan, None, i, "FA" if d.decision else "CORR!DET"))
-    for (file, chan), slist in hits.items():
-        if (file, chan) in occs:
-            continue
-        for i in slist:
-            d = kwslist.detections[i]
-            add(d.score, d.decision, False, file, chan, d.tbeg, d.tbeg + d.dur)
-            alignment.append((kwid, file, chan, None, i, "FA" if d.decision else "CORR!DET"))
-    if block.n_true == 0 and block.n_sys == 0:
-        conds.add_empty(kwid, text)
 
 
 __all__ = ["score_kws", "score_kws_files", "KwsEvaluation", "KwsScore", "OperatingPoint", "TermResult", "AlignmentRow", "Block",
@@ -383,7 +333,7 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     from ..io.ecf import read_ecf
     from ..io.kwlist import read_kwlist_file
     from ..io.kwslist import read_kwslist
-    from ..io.rttm import check_overlaps, lexemes_from_ctm, read_rttm
+    from ..io.rttm import check_overlaps, lexemes_from_ctm, read_rttm_table
 
     if (rttm is None) == (ctm is None):
         raise MismatchError("give the reference as exactly one of an RTTM or a CTM")
@@ -392,8 +342,8 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     kwl = read_kwlist_file(kwlist, encoding=encoding)
     kws = read_kwslist(kwslist, encoding=enc)
     if rttm is not None:
-        refs = read_rttm(rttm, encoding=encoding,
-                         types=("LEXEME", "SPEAKER") if options.get("segment_based") else ("LEXEME",))
+        refs = read_rttm_table(rttm, encoding=encoding,
+                               types=("LEXEME", "SPEAKER") if options.get("segment_based") else ("LEXEME",))
     else:
         refs = lexemes_from_ctm(ctm, encoding=encoding)
     if check_reference_overlaps:
