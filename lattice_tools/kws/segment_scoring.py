@@ -74,10 +74,7 @@ def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwsl
     dets_by_kw: dict[str, list[Detection]] = {}
     for d in kwslist.detections:
         dets_by_kw.setdefault(d.kwid, []).append(d)
-    order = list(kwslist.kwids)
-    for kwid in dets_by_kw:
-        if kwid not in order:
-            order.append(kwid)
+    order = list(dict.fromkeys([*kwslist.kwids, *dets_by_kw]))   # first appearance; no list scan per keyword
     for kwid in order:
         if kwid not in texts:
             raise MismatchError(f"keyword {kwid!r} of the system output is not in the KWlist",
