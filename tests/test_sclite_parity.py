@@ -26,7 +26,7 @@ from _scoring_helpers import BASE, SCLITE, SCTK_DATA, parse_summary
 from click.testing import CliRunner
 
 from lattice_tools.cli import main
-from lattice_tools.errors import FormatError
+from lattice_tools.errors import FormatError, MismatchError
 from lattice_tools.scoring.reports import dtl_report, pra_report, sys_report
 from lattice_tools.scoring.sclite import score_files
 
@@ -450,3 +450,33 @@ def test_wer_sigtest_buckwalter_numbers(hyp, errors):
                          id_type="wsj")
     assert (result.total.errors, result.total.ref_words) == (errors, 12322)
 
+
+
+@pytest.mark.parametrize("side", ["hyp", "ref"])
+@pytest.mark.parametrize("fmt", ["text", "ctm"])
+def test_word_ids_against_words_are_refused(tmp_path, side, fmt):
+    """Kaldi's lattice-best-path / nbest-to-ctm output before utils/int2sym.pl scores as ~100 % WER
+    against a text reference; it is refused, naming the file, instead of printed as a result."""
+    words = "the cat sat on the mat".split()
+    ids = [str(7 + 3 * i) for i in range(len(words))]
+    if fmt == "text":
+        ref_text, ref_ids = "spk1-u1 " + " ".join(words) + "\n", "spk1-u1 " + " ".join(ids) + "\n"
+        hyp_text, hyp_ids = ref_text, ref_ids
+        ref_name, hyp_name, kw = "ref.txt", "hyp.txt", dict(ref_format="text", hyp_format="text")
+    else:
+        if side == "ref":
+            pytest.skip("an STM reference in ids is not a case of a CTM hypothesis")
+        ref_text = "f1 1 spk 0.00 9.00 " + " ".join(words) + "\n"
+        hyp_text = "".join(f"f1 1 {i:.2f} 0.50 {w}\n" for i, w in enumerate(words))
+        hyp_ids = "".join(f"f1 1 {i:.2f} 0.50 {w}\n" for i, w in enumerate(ids))
+        ref_name, hyp_name, kw = "ref.stm", "hyp.ctm", {}
+    (tmp_path / ref_name).write_text(ref_ids if side == "ref" else ref_text)
+    (tmp_path / hyp_name).write_text(hyp_ids if side == "hyp" else hyp_text)
+    bad = str(tmp_path / (hyp_name if side == "hyp" else ref_name))
+    with pytest.raises(MismatchError, match="integers .* word ids") as err:
+        score_files(str(tmp_path / ref_name), str(tmp_path / hyp_name), **kw)
+    assert err.value.path == bad
+    # both sides in ids (an int2sym-free pipeline end to end) and both in words score as usual
+    (tmp_path / ref_name).write_text(ref_ids if fmt == "text" else ref_text)
+    (tmp_path / hyp_name).write_text(hyp_ids if fmt == "text" else hyp_text)
+    assert score_files(str(tmp_path / ref_name), str(tmp_path / hyp_name), **kw).total.errors == 0

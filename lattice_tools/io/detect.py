@@ -85,6 +85,36 @@ def _sample_lines(path: str, encoding: str) -> list[str]:
     return out
 
 
+def sample_words(path: str, fmt: str, encoding: str = "utf-8") -> list[str]:
+    """The words of a transcript's first :data:`SNIFF_LINES` lines (``stm``, ``trn``, ``ctm`` or
+    ``text``), for sanity checks before scoring; tags, ``@`` and ALT-block lines are left out and
+    lines that do not parse are skipped (the reader reports them)."""
+    words: list[str] = []
+    for line in _sample_lines(path, encoding):
+        try:
+            if fmt == "stm":
+                from .stm import parse_stm_line
+
+                seg = parse_stm_line(line)
+                found = seg.text.split() if seg else []
+            elif fmt == "trn":
+                from .trn import parse_trn_line
+
+                utt = parse_trn_line(line)
+                found = utt.text.split() if utt else []
+            elif fmt == "ctm":
+                from .ctm import parse_ctm_line
+
+                item = parse_ctm_line(line)
+                found = [item.word] if item else []
+            else:
+                found = line.split()[1:]
+        except FormatError:
+            continue
+        words += [w for w in found if not w.startswith(("<", "@", "{", "/", "}"))]
+    return words
+
+
 def _fits(fmt: str, lines: list[str]) -> bool:
     if fmt == "stm":
         from .stm import parse_stm_line as parse

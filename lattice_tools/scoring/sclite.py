@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import FormatError, LatticeToolsError, MismatchError
 from ..io.ctm import CtmAltBlock, CtmItems, read_ctm
-from ..io.detect import detect_transcript_format
+from ..io.detect import detect_transcript_format, sample_words
 from ..io.kaldi_data import read_kaldi_text
 from ..io.stm import StmSegment, read_stm
 from ..io.trn import read_trn
@@ -441,6 +441,7 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
                                     option="--ref-format", encoding=encoding)
     hfmt = detect_transcript_format(hyp, hyp_format, allowed=("ctm", "trn", "text"), role="hypothesis",
                                     option="--hyp-format", empty="ctm" if rfmt == "stm" else "trn", encoding=encoding)
+    _check_not_word_ids(ref, rfmt, hyp, hfmt, encoding)
     if rfmt == "stm" and hfmt != "ctm":
         raise FormatError(f"an STM reference needs a CTM hypothesis (got {hfmt}; --hyp-format overrides the "
                           "detected format)", path=hyp)
@@ -512,6 +513,20 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         result = score_trn(ref_obj, hyp_obj, id_type=id_type, **common)
     return dataclasses.replace(result, warnings=tuple(glm_warnings) + result.warnings,
                                options={**result.options, "encoding": encoding})
+
+
+def _check_not_word_ids(ref: str, rfmt: str, hyp: str, hfmt: str, encoding: str) -> None:
+    """One side in integer word ids, the other in words (Kaldi's lattice-best-path or nbest-to-ctm
+    output before utils/int2sym.pl) would score as a WER near 100 %: refuse it.  Judged on the first
+    lines of each file; a side counts as ids when every sampled word (at least 5) is an integer, and
+    the other side as words when fewer than half of its sampled words are integers."""
+    sides = [(ref, sample_words(ref, rfmt, encoding)), (hyp, sample_words(hyp, hfmt, encoding))]
+    for (path, words), (other_path, other) in (sides, sides[::-1]):
+        if len(words) >= 5 and all(w.isdigit() for w in words) and other \
+                and sum(w.isdigit() for w in other) < len(other) / 2:
+            raise MismatchError(f"its words are integers ({' '.join(words[:5])} ...) while {other_path}'s are "
+                                "words: word ids? map them to words first (Kaldi: utils/int2sym.pl -f 2- "
+                                "words.txt for text, -f 5 for a CTM)", path=str(path))
 
 
 def _check_encoding(encoding: str) -> None:
