@@ -169,10 +169,12 @@ from lattice_tools.io import kaldi_tables as T
 from lattice_tools.algorithms.kaldi_ops import best_path_kaldi
 t["lattice-tools imports"] = cpu()
 if job == "mbr":
+    from lattice_tools.alternatives import _numba
+    _numba.skip_numba_probes()  # as the command line does
     from lattice_tools.alternatives import _mbr_kernels as K
     from lattice_tools.alternatives.sausages import mbr_decode
     t["numba import"] = cpu()
-    K.load_compiled(probe_blas=False)
+    K.load_compiled()
     t["numba cache load"] = cpu()
 lats = list(read_lattices(spec))
 t["read archive"] = cpu()

@@ -98,8 +98,8 @@ def test_real_lattice_equals_literal_transcription():
 
 
 def test_mbr_kernel_loads_without_the_blas_probe_and_leaves_scipy_importable():
-    """load_compiled(probe_blas=False) (what mbr-decode does) skips numba's scipy.linalg import, yet
-    scipy.linalg stays importable afterwards and the kernel gives the same statistics."""
+    """skip_numba_probes() then load_compiled() (what mbr-decode does) skips numba's scipy.linalg
+    import, yet scipy.linalg stays importable afterwards and the kernel gives the same statistics."""
     pytest.importorskip("scipy.linalg", reason="scipy is not installed (numba does not need it): nothing to keep importable")
     import subprocess
     import sys
@@ -111,8 +111,10 @@ def test_mbr_kernel_loads_without_the_blas_probe_and_leaves_scipy_importable():
     spec = "ark:tests/data/kaldi/lats/insertion.ark"
     code = f"""
 import sys
+from lattice_tools.alternatives._numba import skip_numba_probes
+skip_numba_probes()
 from lattice_tools.alternatives._mbr_kernels import load_compiled
-load_compiled(probe_blas=False)
+load_compiled()
 assert "scipy.linalg" not in sys.modules, "numba probed for a BLAS"
 from lattice_tools.io import read_lattices
 from lattice_tools.alternatives.sausages import mbr_decode

@@ -52,7 +52,7 @@ from lattice_tools.alternatives import _numba
 if {skip}:
     _numba.skip_numba_probes()
 from lattice_tools.alternatives._mbr_kernels import load_compiled
-load_compiled()  # (probe_blas=True: only the process-wide switch can skip the probe)
+load_compiled()
 import numba.core.entrypoints, numba.np.arraymath
 print("scipy.linalg" in sys.modules, numba.np.arraymath._HAVE_BLAS, numba.core.entrypoints._already_initialized)
 """

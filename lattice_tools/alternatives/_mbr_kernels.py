@@ -14,7 +14,6 @@ It runs as plain Python when numba is not importable (correct, ~100x slower).
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
@@ -168,21 +167,12 @@ def acc_stats(num_states, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglik
     return risk, stats[:, :, 0], stats[:, :, 1], stats[:, :, 2]
 
 
-def load_compiled(*, probe_blas: bool = True) -> None:
+def load_compiled() -> None:
     """Load the compiled :func:`acc_stats` now (once per process; its first call otherwise pays it).
 
-    Loading numba's cached machine code initialises numba's compiler (~0.15 s of CPU), and numba
-    then probes for a BLAS by importing ``scipy.linalg`` (~0.2 s more).  The kernel uses no BLAS, so
-    a process that owns its numba -- the ``lattice-tools`` command line -- passes
-    ``probe_blas=False``: the probe fails at once and numba records "no BLAS", i.e. nopython code
-    compiled later in the same process cannot use ``np.dot``/``np.linalg``.  Library callers keep
-    the default."""
-    blocked = not probe_blas and "scipy.linalg.cython_blas" not in sys.modules
-    if blocked:
-        sys.modules["scipy.linalg.cython_blas"] = None  # makes `import scipy.linalg.cython_blas` fail
-    try:
-        one = np.zeros(1, np.int64)
-        acc_stats(2, np.array([0, 0, 1]), one, one, one, np.zeros(1), np.array([0, 1]), np.array([0, 1, 0]), 2)
-    finally:
-        if blocked and sys.modules.get("scipy.linalg.cython_blas", 0) is None:
-            del sys.modules["scipy.linalg.cython_blas"]
+    Loading numba's cached machine code initialises numba's compiler (~0.15 s of CPU).  A process
+    that owns its numba -- the ``lattice-tools`` command line -- also calls
+    :func:`lattice_tools.alternatives._numba.skip_numba_probes` before the first kernel module is
+    imported, so that numba does not import ``scipy.linalg`` to look for a BLAS the kernel never uses."""
+    one = np.zeros(1, np.int64)
+    acc_stats(2, np.array([0, 0, 1]), one, one, one, np.zeros(1), np.array([0, 1]), np.array([0, 1, 0]), 2)

@@ -49,7 +49,7 @@ def mbr_decode_command(lattices, format, words, frame_shift, frame_subsampling_f
     from ..alternatives._mbr_kernels import load_compiled
     from ..latbin import mbr_decode
 
-    load_compiled(probe_blas=False)  # this process owns numba: skip its BLAS probe (0.2 s)
+    load_compiled()  # (the command line has already told numba not to probe for a BLAS: cli.LazyGroup)
     # numba's objects (loaded above) live as long as the process: frozen, the full collections during
     # reading and MBR and the last one before exit (cli._end_process) do not walk them (~0.07 s)
     gc.freeze()
