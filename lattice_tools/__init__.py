@@ -19,9 +19,9 @@ Names are imported on first use, so ``import lattice_tools`` (and every command 
 """
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
+from ._exports import lazy_exports
 from .errors import FormatError, LatticeToolsError, MismatchError, SymbolError
 
 if TYPE_CHECKING:
@@ -107,17 +107,11 @@ def _version() -> str:
         return "0+unknown"
 
 
+_export, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+
 def __getattr__(name: str):
     if name == "__version__":
         globals()[name] = value = _version()
         return value
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return _export(name)

@@ -6,8 +6,9 @@ Public functions: :func:`word_align`, :func:`determinize`, :func:`nbest`, :func:
 """
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from .._exports import lazy_exports
 
 if TYPE_CHECKING:
     from ..io.altctm import write_alternatives_ctm
@@ -35,16 +36,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    if module.startswith(".."):
-        return value  # (not cached: the writer belongs to io.altctm)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

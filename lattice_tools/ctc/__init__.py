@@ -6,8 +6,9 @@ Imported lazily so that ``import lattice_tools.ctc`` loads neither kaldifst nor 
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .._exports import lazy_exports
 
 if TYPE_CHECKING:
     from .decode import decode_ctc, iter_decode_ctc, load_graph
@@ -21,8 +22,4 @@ __all__ = ["build_graph", "prepare_lang", "decode_ctc", "iter_decode_ctc", "load
            "iter_logprobs"]
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

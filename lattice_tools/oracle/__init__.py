@@ -17,8 +17,9 @@ Names are loaded lazily on first access so that ``import lattice_tools.oracle`` 
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .._exports import lazy_exports
 
 if TYPE_CHECKING:
     from .api import alternatives_oracle, alternatives_oracle_many, lattice_oracle, sequence_oracle
@@ -66,14 +67,4 @@ _SOURCE = {
 }
 
 
-def __getattr__(name: str):
-    module = _SOURCE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCE, globals())

@@ -20,9 +20,9 @@ Submodules are imported lazily (``from lattice_tools.scoring import score_stm_ct
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from .._exports import lazy_exports
 from .counts import ErrorCounts
 
 if TYPE_CHECKING:
@@ -56,8 +56,4 @@ __all__ = ["ErrorCounts", "WordNetwork", "parse_transcript", "linear_network", "
            "dtl_report", "write_reports", "run_ladder", "ladder_markdown", "alternation_glm"]
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
