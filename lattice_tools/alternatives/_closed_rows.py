@@ -21,16 +21,9 @@ INF = math.inf
 
 
 @njit(cache=True)
-def _grow_i(a, need):
-    if need <= len(a):
-        return a
-    b = np.empty(max(2 * len(a), need), a.dtype)
-    b[:len(a)] = a
-    return b
-
-
-@njit(cache=True)
-def _grow_f(a, need):
+def _grow(a, need):
+    """``a``, or a copy with room for ``need`` entries (at least doubled); numba compiles one version
+    per array type."""
     if need <= len(a):
         return a
     b = np.empty(max(2 * len(a), need), a.dtype)
@@ -81,9 +74,9 @@ def closed_rows(m, src, dst, lab, cost, final):
         # a word arc met again is reduced into its first entry
         for a in range(off[s], off[s + 1]):
             if lab[a] != 0:
-                t_arc = _grow_i(t_arc, nt + 1)
-                t_lc = _grow_f(t_lc, nt + 1)
-                t_bc = _grow_f(t_bc, nt + 1)
+                t_arc = _grow(t_arc, nt + 1)
+                t_lc = _grow(t_lc, nt + 1)
+                t_bc = _grow(t_bc, nt + 1)
                 slot[a] = nt
                 t_arc[nt] = a
                 t_lc[nt] = cost[a]
@@ -107,9 +100,9 @@ def closed_rows(m, src, dst, lab, cost, final):
                 vb = r_bc[k] + c
                 j = slot[w]
                 if j < 0:
-                    t_arc = _grow_i(t_arc, nt + 1)
-                    t_lc = _grow_f(t_lc, nt + 1)
-                    t_bc = _grow_f(t_bc, nt + 1)
+                    t_arc = _grow(t_arc, nt + 1)
+                    t_lc = _grow(t_lc, nt + 1)
+                    t_bc = _grow(t_bc, nt + 1)
                     slot[w] = nt
                     t_arc[nt] = w
                     t_lc[nt] = vl
@@ -120,9 +113,9 @@ def closed_rows(m, src, dst, lab, cost, final):
                     if vb < t_bc[j]:
                         t_bc[j] = vb
         order = np.argsort(t_arc[:nt])
-        r_arc = _grow_i(r_arc, used + nt)
-        r_lc = _grow_f(r_lc, used + nt)
-        r_bc = _grow_f(r_bc, used + nt)
+        r_arc = _grow(r_arc, used + nt)
+        r_lc = _grow(r_lc, used + nt)
+        r_bc = _grow(r_bc, used + nt)
         for k in range(nt):
             j = order[k]
             r_arc[used + k] = t_arc[j]
@@ -229,7 +222,7 @@ def best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m):
                     d = w_dst[k]
                     v = cur_v[ci] + w_bc[k]
                     if best_from[d] < 0:
-                        nxt = _grow_i(nxt, n_nxt + 1)
+                        nxt = _grow(nxt, n_nxt + 1)
                         nxt[n_nxt] = d
                         n_nxt += 1
                         best_v[d] = v
@@ -240,8 +233,8 @@ def best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m):
                         best_from[d] = ci
                         best_k[d] = k
             nxt[:n_nxt].sort()
-            l_arc = _grow_i(l_arc, n_links + n_nxt)
-            l_parent = _grow_i(l_parent, n_links + n_nxt)
+            l_arc = _grow(l_arc, n_links + n_nxt)
+            l_parent = _grow(l_parent, n_links + n_nxt)
             new_v = np.empty(n_nxt, np.float64)
             new_link = np.empty(n_nxt, np.int64)
             for q in range(n_nxt):
@@ -254,9 +247,9 @@ def best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m):
                 best_from[d] = -1
                 best_k[d] = -1
             n_links += n_nxt
-            cur = _grow_i(cur, n_nxt)
-            cur_v = _grow_f(cur_v, n_nxt)
-            cur_link = _grow_i(cur_link, n_nxt)
+            cur = _grow(cur, n_nxt)
+            cur_v = _grow(cur_v, n_nxt)
+            cur_link = _grow(cur_link, n_nxt)
             cur[:n_nxt] = nxt[:n_nxt]
             cur_v[:n_nxt] = new_v
             cur_link[:n_nxt] = new_link
@@ -369,7 +362,7 @@ def suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k):
             while size < 2 * need:
                 size *= 2
             c_table = np.full(size, -1, np.int64)
-        c_w, c_s, c_v, c_slot = _grow_i(c_w, need), _grow_i(c_s, need), _grow_f(c_v, need), _grow_i(c_slot, need)
+        c_w, c_s, c_v, c_slot = _grow(c_w, need), _grow(c_s, need), _grow(c_v, need), _grow(c_slot, need)
         nt = nc = 0
         for q in range(lo, hi):
             d, w, c = w_dst[q], w_dlab[q], w_lc[q]

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ._closed_rows import _grow_b, _grow_f, _grow_i, _log_add, _log_sum
+from ._closed_rows import _grow, _grow_b, _log_add, _log_sum
 from ._numba import njit
 
 INF = math.inf
@@ -32,7 +32,7 @@ OK, TOO_MANY_POPS, TOO_MANY_STATES, TOO_MANY_MEMBERS = 0, 1, 2, 3
 def _heap_push(heap, size, key, e):
     """Push entry ``e`` on a binary heap of entry ids ordered by ``(key[e], e)`` (an older entry
     goes first among equal keys)."""
-    heap = _grow_i(heap, size + 1)
+    heap = _grow(heap, size + 1)
     i = size
     ke = key[e]
     while i > 0:
@@ -245,13 +245,13 @@ def _expand(j, st, nds, n_ch, scr, m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, reso
     total = 0
     for k in range(lo, hi):
         total += w_off[state[k] + 1] - w_off[state[k]]
-    e_lab, e_dst, b_dst, p_dst, g_lab, g_lo, g_hi = (_grow_i(e_lab, total + 1), _grow_i(e_dst, total + 1),
-                                                     _grow_i(b_dst, total + 1), _grow_i(p_dst, total + 1),
-                                                     _grow_i(g_lab, total + 1), _grow_i(g_lo, total + 1),
-                                                     _grow_i(g_hi, total + 1))
-    e_v, b_v, p_val, p_tmp, g_sum, g_bound = (_grow_f(e_v, total + 1), _grow_f(b_v, total + 1),
-                                              _grow_f(p_val, total + 1), _grow_f(p_tmp, total + 1),
-                                              _grow_f(g_sum, total + 1), _grow_f(g_bound, total + 1))
+    e_lab, e_dst, b_dst, p_dst, g_lab, g_lo, g_hi = (_grow(e_lab, total + 1), _grow(e_dst, total + 1),
+                                                     _grow(b_dst, total + 1), _grow(p_dst, total + 1),
+                                                     _grow(g_lab, total + 1), _grow(g_lo, total + 1),
+                                                     _grow(g_hi, total + 1))
+    e_v, b_v, p_val, p_tmp, g_sum, g_bound = (_grow(e_v, total + 1), _grow(b_v, total + 1),
+                                              _grow(p_val, total + 1), _grow(p_tmp, total + 1),
+                                              _grow(g_sum, total + 1), _grow(g_bound, total + 1))
     scr = (e_lab, e_dst, e_v, b_dst, b_v, p_val, p_dst, p_tmp, g_lab, g_lo, g_hi, g_sum, g_bound, lab_cnt, lab_fill,
            dslot)
     ne = 0
@@ -281,8 +281,8 @@ def _expand(j, st, nds, n_ch, scr, m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, reso
         if g_bound[gi] < INF:
             nc += 1
     ch_lo, ch_n = st[5], st[6]
-    ch_bound, ch_lab, ch_cost, ch_next = (_grow_f(st[7], n_ch + nc), _grow_i(st[8], n_ch + nc),
-                                          _grow_f(st[9], n_ch + nc), _grow_i(st[10], n_ch + nc))
+    ch_bound, ch_lab, ch_cost, ch_next = (_grow(st[7], n_ch + nc), _grow(st[8], n_ch + nc),
+                                          _grow(st[9], n_ch + nc), _grow(st[10], n_ch + nc))
     st = (st[0], st[1], st[2], st[3], st[4], ch_lo, ch_n, ch_bound, ch_lab, ch_cost, ch_next)
     ch_lo[j] = n_ch
     ch_n[j] = nc
@@ -295,9 +295,9 @@ def _expand(j, st, nds, n_ch, scr, m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, reso
     # room for every successor, so that interning writes in place
     off, state, resid, rkey, table = st[0], st[1], st[2], st[3], st[4]
     k_new = nc + 1
-    off, ch_lo, ch_n = _grow_i(off, nds + k_new + 1), _grow_i(ch_lo, nds + k_new), _grow_i(ch_n, nds + k_new)
-    state, resid, rkey = (_grow_i(state, off[nds] + _np + 1), _grow_f(resid, off[nds] + _np + 1),
-                          _grow_i(rkey, off[nds] + _np + 1))
+    off, ch_lo, ch_n = _grow(off, nds + k_new + 1), _grow(ch_lo, nds + k_new), _grow(ch_n, nds + k_new)
+    state, resid, rkey = (_grow(state, off[nds] + _np + 1), _grow(resid, off[nds] + _np + 1),
+                          _grow(rkey, off[nds] + _np + 1))
     while 2 * (nds + k_new) > len(table):  # (sizes stay powers of 2)
         table = _rehash(table, off, state, rkey, nds)
     st = (off, state, resid, rkey, table, ch_lo, ch_n, ch_bound, ch_lab, ch_cost, ch_next)
@@ -339,8 +339,8 @@ def _exact_completions(st, n_ch, nds, reg, round_no, stamp, best, ex_key, ex_per
                 stamp[nj] = round_no
                 st_r[sp] = r
                 sp += 1
-                st_j = _grow_i(st_j, sp + 1)
-                st_r = _grow_i(st_r, sp + 1)
+                st_j = _grow(st_j, sp + 1)
+                st_r = _grow(st_r, sp + 1)
                 st_j[sp] = nj
                 st_r[sp] = 0
                 pushed = True
@@ -401,7 +401,7 @@ def _rank_prefixes(st, reg, ex_key, ex_perm, n, max_pops):
         c = ex_perm[c0 + r]
         nj = ch_next[c]
         if nj < 0:
-            f_link, f_cost = _grow_i(f_link, n_found + 1), _grow_f(f_cost, n_found + 1)
+            f_link, f_cost = _grow(f_link, n_found + 1), _grow(f_cost, n_found + 1)
             f_link[n_found] = link
             f_cost[n_found] = g + ch_cost[c]
             n_found += 1
@@ -412,7 +412,7 @@ def _rank_prefixes(st, reg, ex_key, ex_perm, n, max_pops):
             return OK, nj, f_link[:0], f_cost[:0], t_parent[:0], t_label[:0]
         if ch_n[nj] > 0:
             gc = g + ch_cost[c]
-            t_parent, t_label = _grow_i(t_parent, n_trie + 1), _grow_i(t_label, n_trie + 1)
+            t_parent, t_label = _grow(t_parent, n_trie + 1), _grow(t_label, n_trie + 1)
             t_parent[n_trie] = link
             t_label[n_trie] = ch_lab[c]
             p_f, p_j, p_r, p_g, p_link = _grow5(p_f, p_j, p_r, p_g, p_link, n_p + 1)
@@ -475,7 +475,7 @@ def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_p
                 nj = ch_next[c]
                 if nj >= 0 and reg[nj]:
                     continue
-                a_f, a_g, a_j = _grow_f(a_f, n_a + 1), _grow_f(a_g, n_a + 1), _grow_i(a_j, n_a + 1)
+                a_f, a_g, a_j = _grow(a_f, n_a + 1), _grow(a_g, n_a + 1), _grow(a_j, n_a + 1)
                 a_f[n_a] = g + (ch_cost[c] if nj < 0 else ch_bound[c])
                 a_g[n_a] = g + ch_cost[c]
                 a_j[n_a] = nj
@@ -485,8 +485,8 @@ def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_p
             return OK, empty_i, empty_f, empty_i, empty_i  # no end reachable
         # 2. exact best completions inside the region
         round_no += 1
-        stamp, best = _grow_b(stamp, nds), _grow_f(best, nds)
-        ex_key, ex_perm = _grow_f(ex_key, n_ch), _grow_i(ex_perm, n_ch)
+        stamp, best = _grow_b(stamp, nds), _grow(best, nds)
+        ex_key, ex_perm = _grow(ex_key, n_ch), _grow(ex_perm, n_ch)
         _exact_completions(st, n_ch, nds, reg, round_no, stamp, best, ex_key, ex_perm)
         # 3. best-first over word prefixes with the exact bound
         status, outside, f_link, f_cost, t_parent, t_label = _rank_prefixes(st, reg, ex_key, ex_perm, n, max_pops)
@@ -504,7 +504,7 @@ def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_p
 
 @njit(cache=True)
 def _grow5(f, j, r, g, link, need):
-    return _grow_f(f, need), _grow_i(j, need), _grow_i(r, need), _grow_f(g, need), _grow_i(link, need)
+    return _grow(f, need), _grow(j, need), _grow(r, need), _grow(g, need), _grow(link, need)
 
 
 def fast(fn, compiled: bool | None = None):
