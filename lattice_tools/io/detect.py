@@ -85,30 +85,33 @@ def _sample_lines(path: str, encoding: str) -> list[str]:
     return out
 
 
+def _line_words(fmt: str):
+    """A function from one line of a ``fmt`` transcript to its words, raising FormatError when the
+    line is not one; None for Kaldi ``text``, which any line is."""
+    if fmt == "stm":
+        from .stm import parse_stm_line
+
+        return lambda line: seg.text.split() if (seg := parse_stm_line(line)) else []
+    if fmt == "trn":
+        from .trn import parse_trn_line
+
+        return lambda line: utt.text.split() if (utt := parse_trn_line(line)) else []
+    if fmt == "ctm":
+        from .ctm import parse_ctm_line
+
+        return lambda line: [item.word] if (item := parse_ctm_line(line)) else []
+    return None
+
+
 def sample_words(path: str, fmt: str, encoding: str = "utf-8") -> list[str]:
     """The words of a transcript's first :data:`SNIFF_LINES` lines (``stm``, ``trn``, ``ctm`` or
     ``text``), for sanity checks before scoring; tags, ``@`` and ALT-block lines are left out and
     lines that do not parse are skipped (the reader reports them)."""
+    words_of = _line_words(fmt) or (lambda line: line.split()[1:])
     words: list[str] = []
     for line in _sample_lines(path, encoding):
         try:
-            if fmt == "stm":
-                from .stm import parse_stm_line
-
-                seg = parse_stm_line(line)
-                found = seg.text.split() if seg else []
-            elif fmt == "trn":
-                from .trn import parse_trn_line
-
-                utt = parse_trn_line(line)
-                found = utt.text.split() if utt else []
-            elif fmt == "ctm":
-                from .ctm import parse_ctm_line
-
-                item = parse_ctm_line(line)
-                found = [item.word] if item else []
-            else:
-                found = line.split()[1:]
+            found = words_of(line)
         except FormatError:
             continue
         words += [w for w in found if not w.startswith(("<", "@", "{", "/", "}"))]
@@ -116,17 +119,12 @@ def sample_words(path: str, fmt: str, encoding: str = "utf-8") -> list[str]:
 
 
 def _fits(fmt: str, lines: list[str]) -> bool:
-    if fmt == "stm":
-        from .stm import parse_stm_line as parse
-    elif fmt == "trn":
-        from .trn import parse_trn_line as parse
-    elif fmt == "ctm":
-        from .ctm import parse_ctm_line as parse
-    else:
+    words_of = _line_words(fmt)
+    if words_of is None:
         return True
     try:
         for line in lines:
-            parse(line)
+            words_of(line)
     except FormatError:
         return False
     return True
