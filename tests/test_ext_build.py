@@ -1,0 +1,36 @@
+"""The compiled kernels (``lattice_tools/_ext/*.c``) are built, importable, and not older than their
+sources: a source tree updated without re-running ``pip install -e .`` would otherwise test (and run) the
+previous build's machine code."""
+from __future__ import annotations
+
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+import pytest
+
+from lattice_tools._ext import native
+
+EXT = Path(__file__).resolve().parent.parent / "lattice_tools" / "_ext"
+SOURCES = sorted(EXT.glob("*.c"))
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[s.stem for s in SOURCES])
+def test_built_and_current(source: Path):
+    module = native(source.stem)
+    built = Path(module.__file__)
+    if built.parent != EXT:
+        pytest.skip(f"{source.stem} is an installed build ({built}), not this source tree's")
+    newest_source = max(p.stat().st_mtime for p in [source, *EXT.glob("*.h")])
+    assert built.stat().st_mtime >= newest_source, (
+        f"{built.name} is older than {source.name}: rebuild with `python -m pip install -e .` "
+        "(or `python setup.py build_ext --inplace`)")
+
+
+def test_missing_module_names_the_build_command():
+    with pytest.raises(ImportError, match=r"lattice_tools\._ext\.no_such_kernel is not built: run `python -m pip"):
+        native("no_such_kernel")
+
+
+def test_every_built_module_has_a_source():
+    built = {p.name.split(".")[0] for p in EXT.iterdir() if any(p.name.endswith(s) for s in EXTENSION_SUFFIXES)}
+    assert built <= {s.stem for s in SOURCES}, f"builds without a source (stale): {sorted(built - {s.stem for s in SOURCES})}"
