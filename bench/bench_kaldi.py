@@ -169,18 +169,15 @@ from lattice_tools.io import kaldi_tables as T
 from lattice_tools.algorithms.kaldi_ops import best_path_kaldi
 t["lattice-tools imports"] = cpu()
 if job == "mbr":
-    from lattice_tools.alternatives import _numba
-    _numba.skip_numba_probes()  # as the command line does
-    from lattice_tools.alternatives import _mbr_kernels as K
+    from lattice_tools._ext import native
     from lattice_tools.alternatives.sausages import mbr_decode
-    t["numba import"] = cpu()
-    K.load_compiled()
-    t["numba cache load"] = cpu()
+    K = native("mbr")
+    t["MBR imports (sausages, C kernel)"] = cpu()
 lats = list(read_lattices(spec))
 t["read archive"] = cpu()
 if job == "mbr":
     kernel = [0.0]
-    compiled = K.acc_stats
+    compiled = K.acc_stats  # (sausages looks the kernel up in the module at every call)
     def timed_kernel(*a):
         c = cpu()
         r = compiled(*a)
@@ -240,7 +237,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per process (default 300)")
     ap.add_argument("--breakdown", action="store_true",
                     help="also print, for mbr and best, the CPU time of each phase of our side (interpreter, "
-                         "imports, numba, reading, computation, kernel) and Kaldi's lattice-copy of the archive")
+                         "imports, reading, computation, MBR kernel, formatting) and Kaldi's lattice-copy of the archive")
     args = ap.parse_args()
     globals()["TIMEOUT"] = args.timeout
     kd = kaldi_dir()
@@ -265,7 +262,7 @@ def main():
             if job == "oracle" and ref is None:
                 continue
             kc, oc, compare = commands(job, spec, ref, kd, w, args.acoustic_scale)
-            timed(oc, env)  # warm-up: numba's compiled-code cache, page cache
+            timed(oc, env)  # warm-up: page cache, bytecode caches
             tk, to = [], []
             for _ in range(args.rounds):
                 tk.append(timed(kc, env))

@@ -73,7 +73,7 @@ def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
     """The numba kernels do Kaldi's floating-point operations in Kaldi's order: the MBR words, risk,
     bins, bin times, one-best times and confidences equal a literal, dict-based transcription of
     lat/sausages.cc exactly (tests/_mbr_reference.py)."""
-    from _mbr_reference import reference_mbr
+    from _reference.mbr import reference_mbr
 
     from lattice_tools.alternatives.sausages import kaldi_order, mbr_decode
 
@@ -86,7 +86,7 @@ def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
 
 
 def test_real_lattice_equals_literal_transcription():
-    from _mbr_reference import reference_mbr
+    from _reference.mbr import reference_mbr
 
     from lattice_tools.alternatives.sausages import kaldi_order, mbr_decode
 
@@ -97,34 +97,120 @@ def test_real_lattice_equals_literal_transcription():
     assert list(got.bin_times) == stimes
 
 
-def test_mbr_kernel_loads_without_the_blas_probe_and_leaves_scipy_importable():
-    """skip_numba_probes() then load_compiled() (what mbr-decode does) skips numba's scipy.linalg
-    import, yet scipy.linalg stays importable afterwards and the kernel gives the same statistics."""
-    pytest.importorskip("scipy.linalg", reason="scipy is not installed (numba does not need it): nothing to keep importable")
-    import subprocess
-    import sys
-    from pathlib import Path
+# ------------------------------------------------------------------------------------------------
+# the compiled recursion (lattice_tools/_ext/mbr.c) against the literal transcription of Kaldi
+# ------------------------------------------------------------------------------------------------
+N_CODES = 5  # codes 0 (epsilon) .. 3 on arcs; 4 only in hypotheses (a starting word not in the lattice)
 
-    from lattice_tools.alternatives.sausages import mbr_decode
-    from lattice_tools.io import read_lattices
 
-    spec = "ark:tests/data/kaldi/lats/insertion.ark"
-    code = f"""
-import sys
-from lattice_tools.alternatives._numba import skip_numba_probes
-skip_numba_probes()
-from lattice_tools.alternatives._mbr_kernels import load_compiled
-load_compiled()
-assert "scipy.linalg" not in sys.modules, "numba probed for a BLAS"
-from lattice_tools.io import read_lattices
-from lattice_tools.alternatives.sausages import mbr_decode
-print(mbr_decode(next(iter(read_lattices({spec!r})))).bins)
-import scipy.linalg.cython_blas  # still importable
-"""
-    repo = Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(mbr_decode(next(iter(read_lattices(spec.replace(":", f":{repo}/", 1))))).bins)
+@st.composite
+def small_recursions(draw):
+    """A lattice in Kaldi's order (every state after the start entered by an arc from an earlier
+    state; the last state the final one), arcs with epsilons and repeated words and weights (ties in
+    the edit costs and the posteriors), non-decreasing state times, and a hypothesis with Kaldi's
+    epsilons.  Includes the single-state lattice."""
+    n = draw(st.integers(1, 7))
+    weights = st.sampled_from([0.0, -0.5, -1.0, -2.302585092994046]) | st.floats(-8.0, 0.0)
+    arcs = []  # (code, start, end, loglike), 0-based states
+    for d in range(1, n):
+        for _ in range(draw(st.integers(1, 3))):
+            arcs.append((draw(st.integers(0, 3)), draw(st.integers(0, d - 1)), d, draw(weights)))
+    arcs.sort(key=lambda a: a[1])  # arcs grouped by start state, as the view lists them
+    steps = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    times = np.cumsum([0, *steps[1:]]).astype(np.int64)
+    words = draw(st.lists(st.integers(1, N_CODES - 1), max_size=4))
+    R = [0] + [x for w in words for x in (w, 0)]
+    return n, arcs, times, R
+
+
+def _kernel_args(n, arcs, times, R):
+    code = np.array([a[0] for a in arcs], np.int64)
+    start = np.array([a[1] for a in arcs], np.int64)
+    end = np.array([a[2] for a in arcs], np.int64)
+    loglike = np.array([a[3] for a in arcs], np.float64)
+    pre_arcs = np.argsort(end, kind="stable")
+    pre_offsets = np.searchsorted(end[pre_arcs], np.arange(n + 1))
+    stats = np.full((len(R) + 1, N_CODES, 3), np.nan)  # the kernel clears it
+    return [pre_offsets, pre_arcs, start, code, loglike, times, np.array(R, np.int64), stats, N_CODES]
+
+
+@settings(max_examples=300, deadline=None)
+@given(small_recursions())
+def test_compiled_pass_equals_kaldi_transcription_bit_for_bit(case):
+    """One pass of the C kernel gives the expected edit distance and every gamma, tau_b, tau_e sum
+    of Kaldi's maps bit for bit (an entry of Kaldi's map exists iff the kernel's gamma is not 0)."""
+    from _reference.mbr import acc_stats
+
+    from lattice_tools._ext import native
+
+    n, arcs, times, R = case
+    args = _kernel_args(n, arcs, times, R)
+    risk = native("mbr").acc_stats(*args)
+    stats = args[7]
+    ref_arcs = [(w, s + 1, d + 1, ll) for w, s, d, ll in arcs]
+    pre = [[] for _ in range(n + 1)]
+    for i, (_, _, d, _) in enumerate(arcs):
+        pre[d + 1].append(i)
+    L, gamma, tau_b, tau_e = acc_stats(n, ref_arcs, pre, [0, *times.tolist()], R)
+    assert risk == L and np.float64(risk).tobytes() == np.float64(L).tobytes()
+    assert not stats[0].any()
+    for q in range(1, len(R) + 1):
+        assert set(np.flatnonzero(stats[q, :, 0])) == set(gamma[q])
+        for c in range(N_CODES):
+            want = (gamma[q].get(c, 0.0), tau_b[q].get(c, 0.0), tau_e[q].get(c, 0.0))
+            assert tuple(stats[q, c].tolist()) == want, (q, c)
+
+
+def test_compiled_pass_on_the_single_state_lattice():
+    """One final start state, no arcs: all the mass deletes down to position 0 (epsilon bins)."""
+    from lattice_tools._ext import native
+
+    args = _kernel_args(1, [], np.array([3], np.int64), [0, 2, 0])
+    assert native("mbr").acc_stats(*args) == 1.0  # the word of R is deleted
+    stats = args[7]
+    assert stats[1:, 0].tolist() == [[1.0, 3.0, 3.0]] * 3 and not stats[1:, 1:].any()
+
+
+def _good_args():
+    return _kernel_args(3, [(1, 0, 1, -0.5), (0, 0, 1, -1.0), (2, 1, 2, 0.0)], np.array([0, 2, 5], np.int64),
+                        [0, 1, 0])
+
+
+@pytest.mark.parametrize("index,bad,error,match", [
+    (0, lambda a: a.astype(np.int32), TypeError, "pre_offsets must hold int64"),
+    (4, lambda a: a.astype(np.float32), TypeError, "arc_loglike must hold float64"),
+    (2, lambda a: a.astype(np.float64), TypeError, "arc_start must hold int64"),
+    (7, lambda a: a.astype(np.float32), TypeError, "stats must hold float64"),
+    (3, lambda a: a.tolist(), TypeError, "arc_code must be a C-contiguous array"),
+    (1, lambda a: np.repeat(a, 2)[::2], TypeError, "pre_arcs must be a C-contiguous array"),
+    (7, lambda a: np.lib.stride_tricks.as_strided(a, writeable=False), TypeError, "stats must be a C-contiguous writable"),
+    (0, lambda a: a[:-1], ValueError, r"pre_offsets has 3 items, expected len.state_times. \+ 1 = 4"),
+    (0, lambda a: np.array([0, 2, 1, 3]), ValueError, "pre_offsets decreases at state 1"),
+    (0, lambda a: np.array([0, 1, 2, 2]), ValueError, "pre_offsets must run from 0 to len.pre_arcs. = 3"),
+    (1, lambda a: np.array([0, 1, 3]), ValueError, r"pre_arcs\[2\] = 3 is not an arc"),
+    (2, lambda a: np.array([0, -1, 1]), ValueError, r"arc_start\[1\] = -1 is not a state"),
+    (2, lambda a: np.array([0, 0, 3]), ValueError, r"arc_start\[2\] = 3 is not a state"),
+    (3, lambda a: np.array([1, 5, 2]), ValueError, r"arc_code\[1\] = 5 is not a code \(0 .. 4\)"),
+    (3, lambda a: a[:2], ValueError, "arc_start, arc_code and arc_loglike must have the same length"),
+    (6, lambda a: np.array([0, 7, 0]), ValueError, r"R\[1\] = 7 is not a code"),
+    (6, lambda a: a[:0], ValueError, "expected len.R. >= 1 and n_codes >= 1, got 0 and 5"),
+    (8, lambda a: 0, ValueError, "expected len.R. >= 1 and n_codes >= 1, got 3 and 0"),
+    (8, lambda a: "5", TypeError, "integer"),
+    (7, lambda a: a[:, :-1].copy(), ValueError, r"stats has 48 items, expected \(len\(R\) \+ 1\) x n_codes x 3 = 4 x 5 x 3"),
+    (5, lambda a: a[:0], ValueError, "state_times is empty"),
+])
+def test_compiled_pass_rejects_bad_buffers(index, bad, error, match):
+    """Every argument's type, size and indices are checked before the loops: a wrong buffer raises
+    TypeError/ValueError naming it, never reads or writes out of bounds."""
+    from lattice_tools._ext import native
+
+    args = _good_args()
+    native("mbr").acc_stats(*args)  # the good arguments pass
+    args[index] = bad(args[index])
+    with pytest.raises(error, match=match):
+        native("mbr").acc_stats(*args)
+    with pytest.raises(TypeError):
+        native("mbr").acc_stats(*_good_args()[:-1])
 
 
 def test_mbr_memory_budget_is_checked_before_a_pass(monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 KGRAPH = f"ark:{REPO / 'tests/data/kaldi/lats/kgraph_lat.1'}"
+BUNDLED = f"ark:gunzip -c {REPO / 'tests/data/kaldi/lats/bundled.ark.gz'} |"
 
 
 def _run(code: str) -> str:
@@ -51,8 +52,8 @@ import sys
 from lattice_tools.alternatives import _numba
 if {skip}:
     _numba.skip_numba_probes()
-from lattice_tools.alternatives._mbr_kernels import load_compiled
-load_compiled()
+from lattice_tools.alternatives._numba import njit
+assert njit(lambda x: x + 1)(1) == 2  # a first compiled call builds numba's target context (the probes)
 import numba.core.entrypoints, numba.np.arraymath
 print("scipy.linalg" in sys.modules, numba.np.arraymath._HAVE_BLAS, numba.core.entrypoints._already_initialized)
 """
@@ -82,8 +83,23 @@ def test_command_line_skips_numba_probes():
     """The command line owns its process: a command that runs numba kernels does not import scipy.linalg."""
     pytest.importorskip("scipy.linalg", reason="scipy is not installed: numba has nothing to probe")
     code = _AS_THE_PROGRAM.format(what='"numba" in sys.modules, "scipy.linalg" in sys.modules',
-                                  argv=["sausage", KGRAPH, "-o", os.devnull])
+                                  argv=["phrases", KGRAPH, "-o", os.devnull])
     assert _run(code).splitlines()[-1] == "True False"
+
+
+@pytest.mark.parametrize("argv", [
+    ["mbr-decode", BUNDLED, "--acoustic-scale", "0.1", "--tra", "-", "--sausage-stats", os.devnull, "--ctm", os.devnull],
+    ["sausage", KGRAPH, "-o", os.devnull],
+])
+def test_mbr_commands_do_not_import_numba(argv):
+    """MBR decoding and sausages run the compiled C recursion (lattice_tools/_ext/mbr.c): numba is not
+    imported, and the command still decodes every lattice."""
+    code = _AS_THE_PROGRAM.format(what='"numba" in sys.modules, "lattice_tools._ext.mbr" in sys.modules', argv=argv)
+    lines = _run(code).splitlines()
+    assert lines[-1] == "False True"
+    if argv[0] == "mbr-decode":
+        keys = [line.split()[0] for line in lines[:-1]]
+        assert keys[:5] == ["001", "002", "003", "004", "005"] and len(keys) == 10
 
 
 def test_best_path_imports_neither_numba_nor_the_alternatives_algorithms():

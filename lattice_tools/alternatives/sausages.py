@@ -24,7 +24,7 @@ What makes the numbers Kaldi's (``docs/kaldi.md`` has the details and the tests)
   lattices use their own numbering (the one ``lattice-tools convert --to kaldi`` writes).  That
   view of the lattice is :func:`lattice_tools.algorithms.kaldi_order.stored_order_view`.
 * **Arithmetic.**  Weights are float32 as in Kaldi (scaled in double, stored in float); the
-  recursion runs in double in Kaldi's order (compiled with numba: ``_mbr_kernels.acc_stats``,
+  recursion runs in double in Kaldi's order (compiled C: ``lattice_tools/_ext/mbr.c``,
   tested against the literal transcription in ``tests/_mbr_reference.py``); bin posteriors and times are
   rounded to float32 as Kaldi stores them; within a bin, entries are sorted by posterior, ties by
   the larger word id first; the tie-breaking ``delta`` (1e-5) is added only to edits that cost
@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._ext import native
 from ..algorithms.kaldi_order import StoredOrderView, state_times, stored_order_view, tropical_best_path
 from ..errors import BudgetExceededError, LatticeError
 from ..lattice import Lattice
-from . import _mbr_kernels as K
 from ._common import dense_codes, word_labels
 from .network import Alternative, Alternatives, Slot
 
@@ -56,10 +56,10 @@ MAX_STATS_BYTES = 2 * 10**9
 
 
 def _pass_bytes(num_bins: int, num_words: int, num_states: int, num_arcs: int) -> int:
-    """Memory of one pass of ``_mbr_kernels.acc_stats``, per position 0..Q: three doubles per word
-    (gamma, tau_b, tau_e), two per state (the forward and backward edit distances) and the byte of
-    the move chosen per arc."""
-    return (num_bins + 1) * (24 * num_words + 16 * num_states + num_arcs)
+    """Memory of one pass of the recursion (``lattice_tools/_ext/mbr.c``), per position 0..Q: three
+    doubles per word (gamma, tau_b, tau_e), one per state (the forward, then the backward edit
+    distances) and the byte of the move chosen per arc."""
+    return (num_bins + 1) * (24 * num_words + 8 * num_states + num_arcs)
 
 
 def kaldi_order(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
@@ -192,6 +192,8 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     words, code = dense_codes(np.r_[0, ko.word])  # word ids -> dense codes, 0 = epsilon
     code = code[1:].astype(np.int64)
 
+    kernels = native("mbr")
+    arc_start = np.ascontiguousarray(ko.src, np.int64)
     arc_offsets = np.searchsorted(ko.src, np.arange(N + 1))
     pre_arcs = np.argsort(ko.dst, kind="stable")
     pre_offsets = np.searchsorted(ko.dst[pre_arcs], np.arange(N + 1))
@@ -220,8 +222,9 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
             raise BudgetExceededError(f"MBR statistics for {len(Rn)} bins x {len(words)} distinct words on {N} states "
                                       f"and {len(pre_arcs)} arcs would need more than {MAX_STATS_BYTES // 10**9} GB",
                                       key=lat.key or None)
-        risk, gamma, tau_b, tau_e = K.acc_stats(N, pre_offsets, pre_arcs, ko.src, code, loglike, times, Rcode,
-                                                len(words))
+        stats = np.empty((len(Rn) + 1, len(words), 3))
+        risk = kernels.acc_stats(pre_offsets, pre_arcs, arc_start, code, loglike, times, Rcode, stats, len(words))
+        gamma, tau_b, tau_e = stats[:, :, 0], stats[:, :, 1], stats[:, :, 2]
         passes += 1
         Q = len(Rn)
         entries = _sorted_entries(words, gamma)

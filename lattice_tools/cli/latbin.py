@@ -1,7 +1,6 @@
 """``lattice-tools mbr-decode|...``: Kaldi latbin jobs with Kaldi's answers (``docs/kaldi.md``)."""
 from __future__ import annotations
 
-import gc
 import json
 
 import click
@@ -46,13 +45,8 @@ def mbr_decode_command(lattices, format, words, frame_shift, frame_subsampling_f
                        sausage_stats, times, one_best_times, ctm, confidence_digits):
     """Kaldi's lattice-mbr-decode and lattice-to-ctm-conf on LATTICES: the same MBR words, Bayes
     risk, sausage bins (pure-epsilon bins included), times and confidences.  '-' = stdout."""
-    from ..alternatives._mbr_kernels import load_compiled
     from ..latbin import mbr_decode
 
-    load_compiled()  # (the command line has already told numba not to probe for a BLAS: cli.LazyGroup)
-    # numba's objects (loaded above) live as long as the process: frozen, the full collections during
-    # reading and MBR and the last one before exit (cli._end_process) do not walk them (~0.07 s)
-    gc.freeze()
     result = mbr_decode(list(lattices), tra=tra, bayes_risk=bayes_risk, sausage_stats=sausage_stats, times=times,
                         one_best_times=one_best_times, ctm=ctm, confidence_digits=confidence_digits, format=format,
                         words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
