@@ -74,12 +74,12 @@ def _state_times(n, src, dst, dur, key, strict: bool = True) -> np.ndarray:
     """Kaldi's ``CompactLatticeStateTimes``: every path must reach a state at the same frame (Kaldi
     asserts it).  ``strict=False``: a state keeps the frame of the first arc that reaches it in
     Kaldi's order (what Kaldi's loop computes without the assertion)."""
-    times, bad = state_times(n, src.tolist(), dst.tolist(), dur.tolist(), strict)
+    times, bad = state_times(n, src, dst, dur, strict)
     if bad >= 0:
         arr = [int(times[s]) + int(d) for s, d2, d in zip(src, dst, dur, strict=False) if d2 == bad]
         raise LatticeError(f"paths reach a state at frames {min(arr)} and {max(arr)}: Kaldi needs consistent "
                            "state times (word-level lattices with their frame counts)", key=key or None)
-    return np.array(times, np.int64)
+    return times
 
 
 @dataclass(frozen=True)
@@ -200,8 +200,7 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     if initial_words is None:
         final32 = np.full(N, np.inf, np.float32)
         final32[N - 1] = 0.0
-        path = tropical_best_path(N, arc_offsets.tolist(), ko.dst.tolist(), (ko.graph + ko.acoustic).astype(np.float32),
-                                  final32)
+        path = tropical_best_path(N, arc_offsets, ko.dst, (ko.graph + ko.acoustic).astype(np.float32), final32)
         R = [int(x) for x in ko.word[path] if x != 0]
     else:
         R = [int(x) for x in initial_words]

@@ -1,0 +1,383 @@
+/* The linear-time graph loops of lattice_tools.algorithms.kaldi_order that depend on Kaldi's order of
+ * states and arcs: OpenFst's depth-first TopSort, Kaldi's CompactLatticeStateTimes and the tropical
+ * ShortestPath (n = 1) with float32 weights.  Their oracles are the plain-Python transcriptions in
+ * tests/_reference/kaldi_order.py (tests/test_kaldi_order_loops.py compares them).
+ *
+ * Arrays cross as buffers (no numpy headers): every argument's type and size is checked on entry and
+ * every index before it is followed, so no input reads or writes out of bounds.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static void release(Buf *b)
+{
+    if (b->held) {
+        PyBuffer_Release(&b->view);
+        b->held = 0;
+    }
+}
+
+/* A C-contiguous buffer of items of type `kind` ('q': int64, 'f': float32), writable if asked;
+ * TypeError naming `fn` and `name` otherwise. */
+static int get_buffer(PyObject *obj, Buf *b, const char *fn, const char *name, char kind, int writable)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a C-contiguous%s array", fn, name, writable ? " writable" : "");
+        return -1;
+    }
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '@' || *f == '=' || *f == '<')
+        f++;
+    int ok = kind == 'f' ? strcmp(f, "f") == 0 && b->view.itemsize == 4
+                         : (strcmp(f, "q") == 0 || strcmp(f, "l") == 0) && b->view.itemsize == 8;
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must hold %s, got format '%s' (itemsize %zd)", fn, name,
+                     kind == 'f' ? "float32" : "int64", b->view.format ? b->view.format : "B", b->view.itemsize);
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static Py_ssize_t items(const Buf *b)
+{
+    return b->view.len / b->view.itemsize;
+}
+
+/* arc_offsets (num_states + 1 items) runs from 0 to num_arcs without decreasing; arc_dst are states. */
+static int check_graph(const char *fn, const Buf *offsets, const Buf *dst, Py_ssize_t num_states)
+{
+    const int64_t *off = offsets->view.buf, *d = dst->view.buf;
+    const Py_ssize_t m = items(dst);
+    if (items(offsets) != num_states + 1) {
+        PyErr_Format(PyExc_ValueError, "%s: arc_offsets has %zd items, expected num_states + 1 = %zd", fn,
+                     items(offsets), num_states + 1);
+        return -1;
+    }
+    if (off[0] != 0 || off[num_states] != m) {
+        PyErr_Format(PyExc_ValueError, "%s: arc_offsets must run from 0 to len(arc_dst) = %zd", fn, m);
+        return -1;
+    }
+    for (Py_ssize_t s = 0; s < num_states; s++)
+        if (off[s + 1] < off[s]) {
+            PyErr_Format(PyExc_ValueError, "%s: arc_offsets decreases at state %zd", fn, s);
+            return -1;
+        }
+    for (Py_ssize_t a = 0; a < m; a++)
+        if (d[a] < 0 || d[a] >= num_states) {
+            PyErr_Format(PyExc_ValueError, "%s: arc_dst[%zd] = %lld is not a state (0 .. %zd)", fn, a,
+                         (long long)d[a], num_states - 1);
+            return -1;
+        }
+    return 0;
+}
+
+PyDoc_STRVAR(top_sort_doc,
+"top_sort(start, arc_offsets, arc_dst, new_id) -> bool\n\n"
+"OpenFst's TopSort: depth-first search from start (then from every unvisited state in increasing order),\n"
+"the arcs of state s being arc_dst[arc_offsets[s]:arc_offsets[s + 1]] in stored order; new_id[s] (int64,\n"
+"writable, num_states items) receives the position of s in the reverse finishing order.  Returns False\n"
+"(new_id undefined) if there is a cycle.");
+
+static PyObject *top_sort(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_ssize_t start;
+    PyObject *o_off, *o_dst, *o_new;
+    Buf off = {0}, dst = {0}, out = {0};
+    PyObject *result = NULL;
+    unsigned char *color = NULL;
+    int64_t *stack_state = NULL, *stack_arc = NULL, *finish = NULL;
+    if (!PyArg_ParseTuple(args, "nOOO:top_sort", &start, &o_off, &o_dst, &o_new))
+        return NULL;
+    if (get_buffer(o_off, &off, "top_sort", "arc_offsets", 'q', 0) < 0 ||
+        get_buffer(o_dst, &dst, "top_sort", "arc_dst", 'q', 0) < 0 ||
+        get_buffer(o_new, &out, "top_sort", "new_id", 'q', 1) < 0)
+        goto done;
+    const Py_ssize_t n = items(&out);
+    if (check_graph("top_sort", &off, &dst, n) < 0)
+        goto done;
+    if (n == 0 || start < 0 || start >= n) {
+        PyErr_Format(PyExc_ValueError, "top_sort: start %zd is not a state (0 .. %zd)", start, n - 1);
+        goto done;
+    }
+    const int64_t *o = off.view.buf, *d = dst.view.buf;
+    int64_t *new_id = out.view.buf;
+    color = calloc((size_t)n, 1);  /* 0 white, 1 grey, 2 black */
+    stack_state = malloc(sizeof(int64_t) * (size_t)n);
+    stack_arc = malloc(sizeof(int64_t) * (size_t)n);
+    finish = malloc(sizeof(int64_t) * (size_t)n);
+    if (!color || !stack_state || !stack_arc || !finish) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_finished = 0, root = start;
+    int acyclic = 1;
+    for (;;) {
+        if (color[root] == 0) {
+            Py_ssize_t depth = 0;
+            color[root] = 1;
+            stack_state[0] = root;
+            stack_arc[0] = o[root];
+            depth = 1;
+            while (depth > 0 && acyclic) {
+                const int64_t s = stack_state[depth - 1];
+                int64_t a = stack_arc[depth - 1];
+                const int64_t end = o[s + 1];
+                int pushed = 0;
+                while (a < end) {
+                    const int64_t t = d[a++];
+                    if (color[t] == 0) {
+                        stack_arc[depth - 1] = a;
+                        color[t] = 1;
+                        stack_state[depth] = t;  /* depth < n: every state on the stack is grey, once */
+                        stack_arc[depth] = o[t];
+                        depth++;
+                        pushed = 1;
+                        break;
+                    }
+                    if (color[t] == 1) {
+                        acyclic = 0;
+                        break;
+                    }
+                }
+                if (!pushed && acyclic) {
+                    color[s] = 2;
+                    finish[n_finished++] = s;
+                    depth--;
+                }
+            }
+            if (!acyclic)
+                break;
+        }
+        /* next root: 0 after the start's tree, then increasing */
+        Py_ssize_t next = root == start ? 0 : root + 1;
+        while (next < n && color[next] != 0)
+            next++;
+        if (next >= n)
+            break;
+        root = next;
+    }
+    if (acyclic)
+        for (Py_ssize_t i = 0; i < n_finished; i++)
+            new_id[finish[i]] = n_finished - 1 - i;
+    result = PyBool_FromLong(acyclic);
+done:
+    free(color);
+    free(stack_state);
+    free(stack_arc);
+    free(finish);
+    release(&off);
+    release(&dst);
+    release(&out);
+    return result;
+}
+
+PyDoc_STRVAR(state_times_doc,
+"state_times(src, dst, dur, times, strict) -> int\n\n"
+"Kaldi's CompactLatticeStateTimes over arcs sorted by source (int64 src, dst, dur of equal length): the\n"
+"frame of every state (times: int64, writable, one per state), the first arc reaching a state setting it\n"
+"(an arc from a state not reached yet counts from -1).  Returns -1, with unreached states at frame 0; with\n"
+"strict, the first state reached at two different frames, times then left as they were at that arc.");
+
+static PyObject *state_times(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_src, *o_dst, *o_dur, *o_times;
+    int strict;
+    Buf src = {0}, dst = {0}, dur = {0}, out = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOp:state_times", &o_src, &o_dst, &o_dur, &o_times, &strict))
+        return NULL;
+    if (get_buffer(o_src, &src, "state_times", "src", 'q', 0) < 0 ||
+        get_buffer(o_dst, &dst, "state_times", "dst", 'q', 0) < 0 ||
+        get_buffer(o_dur, &dur, "state_times", "dur", 'q', 0) < 0 ||
+        get_buffer(o_times, &out, "state_times", "times", 'q', 1) < 0)
+        goto done;
+    const Py_ssize_t n = items(&out), m = items(&src);
+    if (items(&dst) != m || items(&dur) != m) {
+        PyErr_Format(PyExc_ValueError, "state_times: src, dst and dur must have the same length (%zd, %zd, %zd)",
+                     m, items(&dst), items(&dur));
+        goto done;
+    }
+    const int64_t *s = src.view.buf, *d = dst.view.buf, *du = dur.view.buf;
+    int64_t *t = out.view.buf;
+    if (n == 0) {
+        PyErr_SetString(PyExc_ValueError, "state_times: times is empty (a lattice has at least one state)");
+        goto done;
+    }
+    for (Py_ssize_t a = 0; a < m; a++)
+        if (s[a] < 0 || s[a] >= n || d[a] < 0 || d[a] >= n) {
+            PyErr_Format(PyExc_ValueError, "state_times: arc %zd (%lld -> %lld) has a state outside 0 .. %zd", a,
+                         (long long)s[a], (long long)d[a], n - 1);
+            goto done;
+        }
+    t[0] = 0;
+    for (Py_ssize_t i = 1; i < n; i++)
+        t[i] = -1;
+    for (Py_ssize_t a = 0; a < m; a++) {
+        const int64_t want = t[s[a]] + du[a];
+        const int64_t have = t[d[a]];
+        if (have < 0) {
+            t[d[a]] = want;
+        } else if (have != want && strict) {
+            result = PyLong_FromLongLong((long long)d[a]);
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (t[i] < 0)
+            t[i] = 0;
+    result = PyLong_FromLong(-1);
+done:
+    release(&src);
+    release(&dst);
+    release(&dur);
+    release(&out);
+    return result;
+}
+
+/* The state arc a leaves: the last state s with arc_offsets[s] <= a (states without arcs share offsets). */
+static Py_ssize_t arc_source(const int64_t *offsets, Py_ssize_t num_states, int64_t a)
+{
+    Py_ssize_t lo = 0, hi = num_states;
+    while (hi - lo > 1) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (offsets[mid] <= a)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+PyDoc_STRVAR(tropical_best_path_doc,
+"tropical_best_path(arc_offsets, arc_dst, arc_cost, final_cost) -> list\n\n"
+"OpenFst's ShortestPath (n = 1) on a topologically numbered FST with float32 weights (arc_cost per arc,\n"
+"final_cost per state, inf = not final): states relaxed in numeric order, an arc replaces a distance only\n"
+"if its float32 sum is strictly better, the first best final state wins.  Returns the arcs of the path\n"
+"(empty if no final state is reachable).");
+
+static PyObject *tropical_best_path(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_off, *o_dst, *o_cost, *o_fin;
+    Buf off = {0}, dst = {0}, cost = {0}, fin = {0};
+    PyObject *result = NULL;
+    float *dist = NULL;
+    int64_t *parent = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO:tropical_best_path", &o_off, &o_dst, &o_cost, &o_fin))
+        return NULL;
+    if (get_buffer(o_off, &off, "tropical_best_path", "arc_offsets", 'q', 0) < 0 ||
+        get_buffer(o_dst, &dst, "tropical_best_path", "arc_dst", 'q', 0) < 0 ||
+        get_buffer(o_cost, &cost, "tropical_best_path", "arc_cost", 'f', 0) < 0 ||
+        get_buffer(o_fin, &fin, "tropical_best_path", "final_cost", 'f', 0) < 0)
+        goto done;
+    const Py_ssize_t n = items(&fin);
+    if (check_graph("tropical_best_path", &off, &dst, n) < 0)
+        goto done;
+    if (items(&cost) != items(&dst)) {
+        PyErr_Format(PyExc_ValueError, "tropical_best_path: arc_cost has %zd items, arc_dst %zd", items(&cost),
+                     items(&dst));
+        goto done;
+    }
+    if (n == 0) {
+        result = PyList_New(0);
+        goto done;
+    }
+    const int64_t *o = off.view.buf, *d = dst.view.buf;
+    const float *c = cost.view.buf, *f = fin.view.buf;
+    dist = malloc(sizeof(float) * (size_t)n);
+    parent = malloc(sizeof(int64_t) * (size_t)n);
+    if (!dist || !parent) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t s = 0; s < n; s++) {
+        dist[s] = INFINITY;
+        parent[s] = -1;
+    }
+    dist[0] = 0.0f;
+    float f_dist = INFINITY;
+    Py_ssize_t f_state = -1;
+    for (Py_ssize_t s = 0; s < n; s++) {
+        const float sd = dist[s];
+        if (sd == INFINITY)
+            continue;
+        if (f[s] != INFINITY) {
+            const float t = (float)((double)sd + (double)f[s]);  /* the float32 sum, rounded once */
+            if (t < f_dist) {
+                f_dist = t;
+                f_state = s;
+            }
+        }
+        for (int64_t a = o[s]; a < o[s + 1]; a++) {
+            const float w = (float)((double)sd + (double)c[a]);
+            if (w < dist[d[a]]) {
+                dist[d[a]] = w;
+                parent[d[a]] = a;
+            }
+        }
+    }
+    /* the path backwards, twice: its length, then its arcs (a parent chain longer than the number
+     * of states means the numbering was not topological) */
+    Py_ssize_t len = 0;
+    for (Py_ssize_t s = f_state; s > 0; s = arc_source(o, n, parent[s])) {
+        if (parent[s] < 0 || ++len > n) {
+            PyErr_SetString(PyExc_ValueError, "tropical_best_path: the states are not numbered topologically");
+            goto done;
+        }
+    }
+    result = PyList_New(len);
+    if (!result)
+        goto done;
+    Py_ssize_t i = len;
+    for (Py_ssize_t s = f_state; s > 0; s = arc_source(o, n, parent[s])) {
+        PyObject *v = PyLong_FromLongLong((long long)parent[s]);
+        if (!v) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, --i, v);
+    }
+done:
+    free(dist);
+    free(parent);
+    release(&off);
+    release(&dst);
+    release(&cost);
+    release(&fin);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"top_sort", top_sort, METH_VARARGS, top_sort_doc},
+    {"state_times", state_times, METH_VARARGS, state_times_doc},
+    {"tropical_best_path", tropical_best_path, METH_VARARGS, tropical_best_path_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "lattice_tools._ext.kaldi_order",
+    "Kaldi's order-dependent graph loops (TopSort, CompactLatticeStateTimes, tropical ShortestPath) for "
+    "lattice_tools.algorithms.kaldi_order.",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit_kaldi_order(void)
+{
+    return PyModule_Create(&module);
+}
