@@ -20,23 +20,24 @@ Usage::
                                 [--archives big,bundled,kgraph] [--timeout 300] [--breakdown]
 
 ``--breakdown`` also prints, for ``mbr`` and ``best``, the CPU time of each phase of our side (interpreter,
-numpy, imports, numba import and cache load, reading, computation and for MBR its compiled recursion,
-formatting; best of ``--rounds``, in a fresh interpreter each) next to Kaldi's ``lattice-copy`` of the same
-archive (its reading).
+numpy, imports -- for MBR also the sausages module with its C kernel --, reading, computation and for MBR its
+C recursion, formatting; best of ``--rounds``, in a fresh interpreter each) next to Kaldi's ``lattice-copy``
+of the same archive (its reading).
 
-Measured 2026-11-26 after the MBR work and the start-up work (``LATTICE_TOOLS_KALDI_BIN=/work/shared/tools/
-kaldi-peer/bin python bench/bench_kaldi.py --rounds 5 --timeout 60 --jobs mbr,best --breakdown``, acoustic scale
-0.1; CPU seconds, Kaldi vs ours, ratio; every output identical): big mbr 1.17 / 0.79 (0.68x), best 0.24 / 0.38
-(1.57x); bundled mbr 0.05 / 0.40, best 0.03 / 0.15; kgraph mbr 0.01 / 0.36, best 0.01 / 0.13.  Breakdown on
-big, mbr: interpreter 0.025, numpy 0.035, imports 0.03, numba import 0.12 + cache load 0.105, reading 0.23,
-computation 0.22 (compiled recursion 0.12), formatting 0.01 -- Kaldi's lattice-copy of the archive 0.27, so
-Kaldi's MBR computation is ~0.9 s; best: the same start-up without numba, reading 0.23, the search 0.023.
-With the checkout before both (same command, same day): big mbr 1.24 / 1.68 (1.35x), best 0.26 / 0.57.
+Measured 2026-11-26 after the MBR recursion moved from numba to C (``LATTICE_TOOLS_KALDI_BIN=/work/shared/
+tools/kaldi-peer/bin python bench/bench_kaldi.py --rounds 5 --timeout 60 --jobs mbr,best --breakdown``,
+acoustic scale 0.1; CPU seconds, Kaldi vs ours, ratio; every output identical): big mbr 1.18 / 0.50 (0.42x),
+best 0.24 / 0.36 (1.50x); bundled mbr 0.05 / 0.14, best 0.03 / 0.13; kgraph mbr 0.01 / 0.12, best 0.01 / 0.11.
+Breakdown on big, mbr: interpreter 0.028, numpy 0.041, lattice-tools imports 0.016, MBR imports (sausages, C
+kernel) 0.002, reading 0.231, computation 0.139 (C recursion 0.104 for two passes), formatting 0.009 --
+Kaldi's lattice-copy of the archive 0.27, so Kaldi's MBR computation is ~0.9 s; best: the same start-up,
+reading 0.237, the search 0.022.  The numba checkout the same day (same command): big mbr 1.23 / 0.88
+(0.71x), bundled 0.06 / 0.44, kgraph 0.01 / 0.43.
 
 Measured earlier the same day (``--rounds 3 --timeout 60``, all jobs): big nbest 7.58 / 2.32 (0.31x), oracle
 Kaldi did not finish in 60 s / 0.67; bundled nbest 1.42 / 0.31 (0.22x), oracle 0.63 / 0.22 (0.35x,
-identical); kgraph nbest 0.05 / 0.19.  A Python process costs ~0.12 s before it reads a lattice (numba 0.32 s
-more for MBR): docs/kaldi.md ("Speed") says where the time goes.
+identical); kgraph nbest 0.05 / 0.19.  A Python process costs ~0.1 s before it reads a lattice (numba 0.3 s
+more for the commands that still use it): docs/kaldi.md ("Speed") says where the time goes.
 """
 from __future__ import annotations
 
