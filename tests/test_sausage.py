@@ -224,3 +224,46 @@ def test_mbr_memory_budget_is_checked_before_a_pass(monkeypatch):
     monkeypatch.setattr(sausages, "MAX_STATS_BYTES", 10_000)
     with pytest.raises(BudgetExceededError, match=r"MBR statistics for \d+ bins x \d+ distinct words on \d+ states"):
         sausages.mbr_decode(lat, acoustic_scale=0.1)
+
+
+def test_compiled_pass_can_be_interrupted():
+    """A long pass checks for signals as it goes (Ctrl-C works): a handler that raises stops it
+    within milliseconds of CPU, not after the pass."""
+    import signal
+    import time
+
+    from lattice_tools._ext import native
+
+    n, fan, q = 1500, 8, 3001
+    src = np.repeat(np.arange(n - 1), fan)
+    dst = src + 1
+    R = np.zeros(q, np.int64)
+    R[1::2] = 1 + np.arange(q // 2) % 3
+    pre_arcs = np.argsort(dst, kind="stable")
+    args = [np.searchsorted(dst[pre_arcs], np.arange(n + 1)), pre_arcs, src, np.arange(len(src)) % 4,
+            np.full(len(src), -1.0), np.arange(n), R, np.empty((q + 1, 4, 3)), 4]
+
+    def cpu():
+        return time.process_time()
+
+    t = cpu()
+    native("mbr").acc_stats(*args)
+    full = cpu() - t
+
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGVTALRM, handler)
+    try:
+        t = cpu()
+        signal.setitimer(signal.ITIMER_VIRTUAL, full / 10)
+        with pytest.raises(Interrupted):
+            native("mbr").acc_stats(*args)
+        stopped = cpu() - t
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+    assert stopped < 0.6 * full, (stopped, full)
