@@ -190,6 +190,8 @@ def _good_args():
     (1, lambda a: np.array([0, 1, 3]), ValueError, r"pre_arcs\[2\] = 3 is not an arc"),
     (2, lambda a: np.array([0, -1, 1]), ValueError, r"arc_start\[1\] = -1 is not a state"),
     (2, lambda a: np.array([0, 0, 3]), ValueError, r"arc_start\[2\] = 3 is not a state"),
+    (2, lambda a: np.array([0, 2, 1]), ValueError, "arc 1 enters state 1 from state 2: the states must be numbered "
+     "topologically"),
     (3, lambda a: np.array([1, 5, 2]), ValueError, r"arc_code\[1\] = 5 is not a code \(0 .. 4\)"),
     (3, lambda a: a[:2], ValueError, "arc_start, arc_code and arc_loglike must have the same length"),
     (6, lambda a: np.array([0, 7, 0]), ValueError, r"R\[1\] = 7 is not a code"),

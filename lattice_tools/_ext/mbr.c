@@ -282,7 +282,8 @@ static int backward(Pass *P)
 }
 
 /* Every index the loops follow is in range: pre_offsets runs from 0 to n_pre without decreasing,
- * pre_arcs are arcs, arc_start are states, arc_code and R are codes. */
+ * pre_arcs are arcs, arc_start are states (earlier than the state an arc enters), arc_code and R
+ * are codes. */
 static int check_indices(const Pass *P, Py_ssize_t n_arcs)
 {
     if (P->pre_offsets[0] != 0 || P->pre_offsets[P->N] != P->n_pre) {
@@ -312,6 +313,14 @@ static int check_indices(const Pass *P, Py_ssize_t n_arcs)
             return -1;
         }
     }
+    for (Py_ssize_t n = 0; n < P->N; n++)  /* the forward pass reads alpha of earlier states only */
+        for (int64_t k = P->pre_offsets[n]; k < P->pre_offsets[n + 1]; k++)
+            if (P->arc_start[P->pre_arcs[k]] >= n) {
+                PyErr_Format(PyExc_ValueError, "acc_stats: arc %lld enters state %zd from state %lld: the states "
+                             "must be numbered topologically", (long long)P->pre_arcs[k], n,
+                             (long long)P->arc_start[P->pre_arcs[k]]);
+                return -1;
+            }
     for (Py_ssize_t q = 0; q < P->Q; q++)
         if (P->R[q] < 0 || P->R[q] >= P->n_codes) {
             PyErr_Format(PyExc_ValueError, "acc_stats: R[%zd] = %lld is not a code (0 .. %zd)", q,
