@@ -74,10 +74,13 @@ static Py_ssize_t items(const Buf *b)
     return b->view.len / b->view.itemsize;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
 /* Two doubles at a time (GCC/Clang vector extensions: SIMD where the target has it, plain code
  * otherwise); a comparison gives a lane mask of all ones (true) or zeros. */
 typedef double vdouble __attribute__((vector_size(16)));
 typedef long long vmask __attribute__((vector_size(16)));
+#define MBR_VECTORS 1
+#endif
 
 /* ``1.0 + delta()`` of Kaldi: delta() returns a float (1e-5f), added to a double 1.0. */
 static const double PENALIZED_ONE = 1.0 + (double)1.0e-5f;
@@ -166,6 +169,7 @@ static int forward(Pass *P, double *risk)
              * chain of the deletion move (ada[q] depends on ada[q-1]) */
             {
                 Py_ssize_t q = 1;
+#ifdef MBR_VECTORS
                 const vdouble vw = {w, w}, vpen = {pen, pen}, one = {1.0, 1.0};
                 for (; q + 1 <= Q; q += 2) {
                     vdouble pm1, p0, rw;
@@ -181,6 +185,7 @@ static int forward(Pass *P, double *risk)
                     for (int j = 0; j < 2; j++)
                         move12[q + j] = (signed char)(2 + sub[j]);
                 }
+#endif
                 for (; q <= Q; q++) {
                     const double a1 = prev[q - 1] + (w == ref_word[q] ? 0.0 : 1.0);
                     const double a2 = prev[q] + pen;
