@@ -70,9 +70,9 @@ def test_real_lattice():
 @settings(max_examples=60, deadline=None)
 @given(lattice_strategy(), st.sampled_from([1.0, 0.1, 3.0]))
 def test_compiled_recursion_equals_literal_transcription_of_kaldi(lat, ac):
-    """The numba kernels do Kaldi's floating-point operations in Kaldi's order: the MBR words, risk,
+    """The C recursion does Kaldi's floating-point operations in Kaldi's order: the MBR words, risk,
     bins, bin times, one-best times and confidences equal a literal, dict-based transcription of
-    lat/sausages.cc exactly (tests/_mbr_reference.py)."""
+    lat/sausages.cc exactly (tests/_reference/mbr.py)."""
     from _reference.mbr import reference_mbr
 
     from lattice_tools.alternatives.sausages import kaldi_order, mbr_decode

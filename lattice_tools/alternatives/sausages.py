@@ -24,9 +24,9 @@ What makes the numbers Kaldi's (``docs/kaldi.md`` has the details and the tests)
   lattices use their own numbering (the one ``lattice-tools convert --to kaldi`` writes).  That
   view of the lattice is :func:`lattice_tools.algorithms.kaldi_order.stored_order_view`.
 * **Arithmetic.**  Weights are float32 as in Kaldi (scaled in double, stored in float); the
-  recursion runs in double in Kaldi's order (compiled C: ``lattice_tools/_ext/mbr.c``,
-  tested against the literal transcription in ``tests/_mbr_reference.py``); bin posteriors and times are
-  rounded to float32 as Kaldi stores them; within a bin, entries are sorted by posterior, ties by
+  recursion runs in double in Kaldi's order (compiled C: ``lattice_tools/_ext/mbr.c``, tested bit
+  for bit against the literal transcription in ``tests/_reference/mbr.py``); bin posteriors and
+  times are rounded to float32 as Kaldi stores them; within a bin, entries are sorted by posterior, ties by
   the larger word id first; the tie-breaking ``delta`` (1e-5) is added only to edits that cost
   something (Kaldi's "conceptual bug-fix").
 * **Epsilon bins.**  Kaldi keeps every position of ``R``, including pure-epsilon bins ``[ <eps> 1 ]``
