@@ -51,6 +51,7 @@ def test_bins_sum_to_one_and_depth_cut(lat, n):
         assert post == sorted(post, reverse=True)
     cut = sausage(lat, n)
     assert all(s.depth <= n for s in cut.slots)
+    assert cut == full.truncated(n)  # (the cut builds only the alternatives it keeps)
 
 
 def test_real_lattice():

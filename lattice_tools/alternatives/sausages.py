@@ -287,11 +287,14 @@ def sausage(lat: Lattice, n: int | None = None, *, acoustic_scale: float = 1.0, 
     fs = lat.frame_shift
     known = lat.has_times
     slots, kept = [], []
+    limit = n if n is not None and n >= 1 else None  # bins are sorted: what the cut drops is not built
     for q, (b, (tb, te), wt) in enumerate(zip(res.bins, res.bin_times, res.word_times, strict=False)):
         if all(w == 0 for w, _ in b):
             continue
         alts = []
         for (w, gam), (wb, we) in zip(b, wt, strict=False):
+            if limit is not None and len(alts) == limit:
+                break
             if gam <= 0:
                 continue
             if w == 0:
