@@ -1,10 +1,9 @@
 """Exact N-best of long lattices (issue 13 item 14, issue 14 item 3): the n best sequences come from the
 exact bound computed on the determinized states that can lie on them (A* over determinized states with the
 best-next-word and suffix-list bounds), not from log-determinizing the whole lattice.  The engine's loops are compiled
-(numba); the same code runs as plain Python, and the phrase search engine (``_fastsearch.search_many``)
-run on a whole lattice is the differential oracle.  On the bench's 31.5 s, 138,343-link pocketsphinx
-lattice (acoustic scale 0.1) N = 100 takes 3.1 s of CPU (best-next-word bound alone: 4.1 s; numpy engine:
-7.0 s)."""
+C (lattice_tools/_ext/nbest.c; tests/test_nbest_native.py checks them against their plain-Python transcription), and
+the phrase search engine (``_fastsearch.search_many``) run on a whole lattice is the differential oracle.  Speed:
+bench/bench_nbest_long.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,13 +20,13 @@ from lattice_tools.errors import BudgetExceededError
 
 
 @settings(max_examples=150, deadline=None)
-@given(lattice_strategy(), st.integers(1, 6), st.booleans(), st.sampled_from([1.0, 1e-3]), st.sampled_from([0, 1, 8]))
-def test_region_search_equals_brute_force(lat, n, compiled, margin, suffix_lists):
-    """Compiled or interpreted, with a first region just past the best sequence or 1 nat wider,
-    with the best-next-word bound alone or with the suffix-list bound."""
+@given(lattice_strategy(), st.integers(1, 6), st.sampled_from([1.0, 1e-3]), st.sampled_from([0, 1, 8]))
+def test_region_search_equals_brute_force(lat, n, margin, suffix_lists):
+    """With a first region just past the best sequence or 1 nat wider, with the best-next-word bound
+    alone or with the suffix-list bound."""
     labels, cost, final = prepare(lat)
     bf = brute_force_sequences(lat, labels, cost, final)
-    res = nbest_sequences(lat, n, compiled=compiled, margin=margin, suffix_lists=suffix_lists)[0]
+    res = nbest_sequences(lat, n, margin=margin, suffix_lists=suffix_lists)[0]
     ranked = sorted(bf.values())
     assert len(res) == min(n, len(bf))
     for r, c in zip(res, ranked, strict=False):

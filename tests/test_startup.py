@@ -112,6 +112,14 @@ def test_best_path_imports_neither_numba_nor_the_alternatives_algorithms():
     assert _run(code).splitlines()[-1] == "['lattice_tools.alternatives._numba']"
 
 
+def test_nbest_runs_without_numba():
+    """The exact N-best search is compiled C (lattice_tools/_ext/nbest.c): the command imports no numba."""
+    what = '"numba" in sys.modules, "lattice_tools._ext.nbest" in sys.modules'
+    lat = str(REPO / "tests/data/inputs/003.lat")
+    code = _AS_THE_PROGRAM.format(what=what, argv=["nbest", "-n", "20", "--acoustic-scale", "0.1", lat, "-o", os.devnull])
+    assert _run(code).splitlines()[-1] == "False True"
+
+
 @pytest.mark.parametrize("argv,status,stdout,stderr", [
     (["best-path", KGRAPH, "--tra", "-"], 0, "CVTE201703_00030_165722_1175 54432", '"lattices": 10'),
     (["best-path", "ark:/nonexistent/x.ark", "--tra", "-"], 2, "", "lattice-tools: error: /nonexistent/x.ark"),

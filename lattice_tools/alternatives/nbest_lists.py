@@ -16,7 +16,7 @@ of the lattice (see :mod:`lattice_tools.alternatives._search`), ranked by an exa
 Each sequence's word times are those of its best single path.  Not sampled, not an
 approximation: equal to enumerating every path and summing by word sequence (tests check this
 against brute force, kaldifst ``shortest_path(n)`` on the log-determinized lattice and the phrase
-search engine).  The loops are compiled (:mod:`._nbest_kernels`, :mod:`._closed_rows`).
+search engine).  The loops are compiled C (``lattice_tools/_ext/nbest.c``).
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: 
 def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
                     word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
                     max_pops: int = 2_000_000, max_states: int = 1_000_000, resolution: float = 1e-9,
-                    margin: float = 1.0, suffix_lists: int = 8, compiled: bool | None = None):
+                    margin: float = 1.0, suffix_lists: int = 8):
     """``(results, total_cost, labels)``: the exact ``n`` best distinct sequences as
     :class:`~lattice_tools.alternatives._search.SequenceResult` (word ids, log cost, best-path
     cost and arcs), the log-semiring total cost of the lattice, and the per-arc labels used.
@@ -83,31 +83,28 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     identify determinized states; ``margin``: how far past the best sequence (nats) the first
     searched region reaches; ``suffix_lists``: how many completions per state the bound lists
     (:func:`suffix_bound`; 0: :func:`best_word_bound` alone) -- both tuning only: the lists do not
-    depend on them; ``compiled=False`` runs the search loops as plain Python (the same code, ~50x
-    slower; for tests)."""
-    from . import _closed_rows as R  # (numba is imported only when a search runs: ~0.15 s per process)
-    from . import _nbest_kernels as K
-
+    depend on them."""
     key = lat.key or None
     check_memory("exact N-best search", key)
     labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
     fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
-    rows = _ClosedRows.build(lat.num_states, lat.src, lat.dst, labels, cost, final, compiled)
-    h = np.maximum(_bound(rows, compiled), fb.beta)
+    rows = _ClosedRows.build(lat.num_states, lat.src, lat.dst, labels, cost, final)
+    h = np.maximum(_bound(rows), fb.beta)
     if suffix_lists > 0:
-        h = np.maximum(h, _suffix_bound(rows, int(suffix_lists), compiled))
-    kernel = K.fast(K.bounded_search, compiled)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        status, f_link, f_cost, t_parent, t_label = kernel(
-            rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, h,
-            len(rows.lab_values), -1 if n is None else int(n), int(max_pops), int(max_states),
-            _member_budget(), float(margin), float(resolution))
-    if status == K.TOO_MANY_POPS:
+        h = np.maximum(h, _suffix_bound(rows, int(suffix_lists)))
+    kernel = _kernels()
+    status, f_link, f_cost, t_parent, t_label = kernel.bounded_search(
+        rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, np.ascontiguousarray(h, np.float64),
+        max(len(rows.lab_values), 1), -1 if n is None else int(n), int(max_pops), int(max_states),
+        _member_budget(), float(margin), float(resolution))
+    f_link, t_parent, t_label = (np.frombuffer(a, np.int64) for a in (f_link, t_parent, t_label))
+    f_cost = np.frombuffer(f_cost, np.float64)
+    if status == kernel.TOO_MANY_POPS:
         raise BudgetExceededError(f"exact sequence search exceeded {max_pops} search nodes after {len(f_link)} "
                                   "sequences; lower N or prune the lattice", key=key)
-    if status == K.TOO_MANY_STATES:
+    if status == kernel.TOO_MANY_STATES:
         raise BudgetExceededError(f"exact sequence search exceeded {max_states} determinized states", key=key)
-    if status == K.TOO_MANY_MEMBERS:
+    if status == kernel.TOO_MANY_MEMBERS:
         check_memory("exact N-best search", key)
         from .. import _budget
 
@@ -117,9 +114,9 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     seqs = _trace_labels(f_link, t_parent, t_label)
     seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
     seq_lab = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        best_cost, best_arcs = K.fast(R.best_paths, compiled)(
-            rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc, seq_off, seq_lab, rows.m)
+    best_cost, best_arcs = kernel.best_paths(rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc,
+                                             seq_off, seq_lab, rows.m)
+    best_cost, best_arcs = np.frombuffer(best_cost, np.float64), np.frombuffer(best_arcs, np.int64)
     names = rows.lab_values
     results = []
     for i, q in enumerate(seqs):
@@ -127,6 +124,13 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
         arcs = tuple(arcs.tolist()) if len(arcs) and arcs[0] >= 0 else ()
         results.append(SequenceResult(tuple(names[q].tolist()), float(f_cost[i]), float(best_cost[i]), arcs))
     return results, fb.total, labels
+
+
+def _kernels():
+    """The compiled module (lattice_tools/_ext/nbest.c)."""
+    from .._ext import native
+
+    return native("nbest")
 
 
 def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray) -> list:
@@ -154,7 +158,8 @@ def _member_budget() -> int:
 
 
 class _ClosedRows(NamedTuple):
-    """Every state's closed row (:func:`._closed_rows.closed_rows`) with dense word labels."""
+    """Every state's closed row (``closed_rows`` in lattice_tools/_ext/nbest.c: the word arcs reachable
+    through epsilon paths, log sum and minimum of the path costs) with dense word labels."""
 
     m: int
     w_off: np.ndarray
@@ -168,43 +173,34 @@ class _ClosedRows(NamedTuple):
     lab_values: np.ndarray
 
     @classmethod
-    def build(cls, num_states, src, dst, labels, cost, final, compiled=None) -> _ClosedRows:
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
-        lab = np.asarray(labels, dtype=np.int64)
-        cost = np.asarray(cost, dtype=np.float64)
-        final = np.asarray(final, dtype=np.float64)
-        from . import _closed_rows as R
-        from . import _nbest_kernels as K
-
-        with np.errstate(invalid="ignore", over="ignore"):
-            w_off, w_arc, w_lc, w_bc, x_lc, x_bc = K.fast(R.closed_rows, compiled)(int(num_states), src, dst, lab,
-                                                                                   cost, final)
+    def build(cls, num_states, src, dst, labels, cost, final) -> _ClosedRows:
+        src = np.ascontiguousarray(src, dtype=np.int64)
+        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        lab = np.ascontiguousarray(labels, dtype=np.int64)
+        cost = np.ascontiguousarray(cost, dtype=np.float64)
+        final = np.ascontiguousarray(final, dtype=np.float64)
+        out = _kernels().closed_rows(int(num_states), src, dst, lab, cost, final)
+        w_off, w_arc = (np.frombuffer(a, np.int64) for a in out[:2])
+        w_lc, w_bc, x_lc, x_bc = (np.frombuffer(a, np.float64) for a in out[2:])
         lab_values, w_dlab = dense_codes(lab[w_arc]) if len(w_arc) else (np.zeros(0, np.int64),
                                                                            np.zeros(0, np.int64))
-        return cls(int(num_states), w_off, w_arc, w_dlab.astype(np.int64), dst[w_arc], w_lc, w_bc, x_lc, x_bc,
-                   lab_values)
+        return cls(int(num_states), w_off, w_arc, np.ascontiguousarray(w_dlab, np.int64), dst[w_arc], w_lc, w_bc,
+                   x_lc, x_bc, lab_values)
 
 
-def _bound(rows: _ClosedRows, compiled=None) -> np.ndarray:
-    from . import _closed_rows as R
-    from . import _nbest_kernels as K
-
-    with np.errstate(invalid="ignore", over="ignore"):
-        return K.fast(R.best_word_bound, compiled)(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc,
-                                                          rows.x_lc, max(len(rows.lab_values), 1))
+def _bound(rows: _ClosedRows) -> np.ndarray:
+    h = _kernels().best_word_bound(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc,
+                                   max(len(rows.lab_values), 1))
+    return np.frombuffer(h, np.float64)
 
 
-def _suffix_bound(rows: _ClosedRows, k: int, compiled=None) -> np.ndarray:
-    """:func:`._closed_rows.suffix_list_bound`, lowered by a margin far above its rounding errors
-    (sums of up to a few thousand terms per state, relative error ~1e-13 per level), so that it
-    stays a bound: the search ranks by exact costs, the bound only decides what it explores."""
-    from . import _closed_rows as R
-    from . import _nbest_kernels as K
-
-    with np.errstate(invalid="ignore", over="ignore"):
-        h = K.fast(R.suffix_list_bound, compiled)(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc,
-                                                  max(len(rows.lab_values), 1), k)
+def _suffix_bound(rows: _ClosedRows, k: int) -> np.ndarray:
+    """The suffix-list bound (``suffix_list_bound`` in lattice_tools/_ext/nbest.c), lowered by a margin
+    far above its rounding errors (sums of up to a few thousand terms per state, relative error ~1e-13
+    per level), so that it stays a bound: the search ranks by exact costs, the bound only decides what
+    it explores."""
+    h = np.frombuffer(_kernels().suffix_list_bound(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc,
+                                                   rows.x_lc, max(len(rows.lab_values), 1), k), np.float64)
     finite = np.isfinite(h)
     h[finite] -= 1e-6 * (1.0 + np.abs(h[finite]))
     return h
@@ -215,7 +211,7 @@ def suffix_bound(num_states: int, src, dst, labels, cost, final, k: int = 8) -> 
     :func:`best_word_bound` bounds), at least as tight as that one: each state lists ``k``
     completions with an upper bound on the probability of each and a bound on every completion
     it does not list, and a completion's bound sums the paths of its next word *for that
-    completion* (see :func:`._closed_rows.suffix_list_bound`).  On the bench's 31.5 s lattice
+    completion* (see ``suffix_list_bound`` in lattice_tools/_ext/nbest.c).  On the bench's 31.5 s lattice
     the best-next-word bound of the start is 8.58 nats, this one 11.05 (k = 8), the best
     sequence costs 29.36: the search expands 41 % fewer determinized states (15,393 instead of
     26,053 at N = 100).  Admissible, not

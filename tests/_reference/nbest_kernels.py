@@ -1,9 +1,7 @@
-"""Compiled loops of the exact N-best search (internal helper of :mod:`.nbest_lists`).
-
-The search is described in :mod:`.nbest_lists`; here are its loops, written for numba (plain
-Python when numba is not importable, or with ``compiled=False``: the same code, ~50x slower).
-Loading the compiled code costs ~0.4 s once per process (numba's import and its cache).  The
-closed rows, the bound and the best paths are in :mod:`._closed_rows`.
+"""The region search of the exact N-best lists as plain Python: the oracle of tests/test_nbest_native.py
+for the compiled ``bounded_search`` of lattice_tools/_ext/nbest.c.  It was the package's numba kernel
+(lattice_tools/alternatives/_nbest_kernels.py) until the C port replaced it; the same code, without
+numba (slow: small inputs only); the C code does the same operations in the same order.
 
 * :func:`bounded_search` -- A* over log-determinized states builds the region that can hold the
   ``n`` best sequences, the exact best completion is computed inside it, and a best-first search
@@ -19,8 +17,7 @@ import math
 
 import numpy as np
 
-from ._closed_rows import _grow, _grow_b, _log_add, _log_sum
-from ._numba import njit
+from .nbest_closed_rows import _grow, _grow_b, _log_add, _log_sum
 
 INF = math.inf
 
@@ -28,7 +25,6 @@ INF = math.inf
 OK, TOO_MANY_POPS, TOO_MANY_STATES, TOO_MANY_MEMBERS = 0, 1, 2, 3
 
 
-@njit(cache=True)
 def _heap_push(heap, size, key, e):
     """Push entry ``e`` on a binary heap of entry ids ordered by ``(key[e], e)`` (an older entry
     goes first among equal keys)."""
@@ -46,7 +42,6 @@ def _heap_push(heap, size, key, e):
     return heap, size + 1
 
 
-@njit(cache=True)
 def _heap_pop(heap, size, key):
     top = heap[0]
     size -= 1
@@ -75,16 +70,14 @@ def _heap_pop(heap, size, key):
 _MASK = (1 << 61) - 1
 
 
-@njit(cache=True)
 def _subset_hash(states, rkeys, lo, hi):
     h = 1469598103934665603 & _MASK
     for k in range(lo, hi):
-        h = (h * 1000003 + states[k]) & _MASK
-        h = (h * 1000003 + rkeys[k]) & _MASK
+        h = (h * 1000003 + int(states[k])) & _MASK  # (Python ints: numba wrapped at 64 bits)
+        h = (h * 1000003 + int(rkeys[k])) & _MASK
     return h
 
 
-@njit(cache=True)
 def _rehash(table, ds_off, ds_state, ds_rkey, nds):
     """The table of ids twice as large."""
     size = 2 * len(table)
@@ -97,7 +90,6 @@ def _rehash(table, ds_off, ds_state, ds_rkey, nds):
     return new
 
 
-@njit(cache=True)
 def _reduce_pairs(e_lab, e_dst, e_v, ne, lab_cnt, lab_fill, dslot, b_dst, b_v, p_val, p_dst, p_min, g_lab, g_lo,
                   g_hi):
     """Reduce the gathered entries ``(label, destination, cost)`` by log sum per pair, pairs grouped
@@ -169,7 +161,6 @@ def _reduce_pairs(e_lab, e_dst, e_v, ne, lab_cnt, lab_fill, dslot, b_dst, b_v, p
     return np_, ng
 
 
-@njit(cache=True)
 def _new_store():
     """An empty determinized-state store holding the start state ``{0: 0}``.
 
@@ -192,7 +183,6 @@ def _new_store():
             np.empty(4096, np.float64), np.empty(4096, np.int64))
 
 
-@njit(cache=True)
 def _intern(off, state, resid, rkey, table, nds, p_dst, p_val, a, b, wsum, resolution):
     """Id of the determinized state ``{p_dst[q]: p_val[q] - wsum}`` for ``q`` in ``a:b``: an
     existing one, or ``nds`` after writing it as state ``nds`` (the caller counts it).  The
@@ -223,7 +213,6 @@ def _intern(off, state, resid, rkey, table, nds, p_dst, p_val, a, b, wsum, resol
     return nds
 
 
-@njit(cache=True)
 def _new_scratch(m, num_labels):
     """Expansion buffers: gathered entries (label, destination, cost), their label buckets, pairs
     and label groups, and the label/destination tables of :func:`_reduce_pairs`."""
@@ -233,7 +222,6 @@ def _new_scratch(m, num_labels):
             f.copy(), np.zeros(num_labels + 1, np.int64), np.zeros(num_labels + 1, np.int64), np.full(m, -1, np.int64))
 
 
-@njit(cache=True)
 def _expand(j, st, nds, n_ch, scr, m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, resolution):
     """Expand determinized state ``j``: gather the closed rows of its members, reduce them per
     (label, destination) and per label, and record its choices (successors interned).  Returns
@@ -316,7 +304,6 @@ def _expand(j, st, nds, n_ch, scr, m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, reso
     return nds, n_ch, st, scr
 
 
-@njit(cache=True)
 def _exact_completions(st, n_ch, nds, reg, round_no, stamp, best, ex_key, ex_perm):
     """Each region state's exact best completion ``best`` (depth-first post-order from the start;
     a successor outside the region counts with its bound) and its choices ranked by that exact
@@ -366,7 +353,6 @@ def _exact_completions(st, n_ch, nds, reg, round_no, stamp, best, ex_key, ex_per
         sp -= 1
 
 
-@njit(cache=True)
 def _rank_prefixes(st, reg, ex_key, ex_perm, n, max_pops):
     """Best-first search over word prefixes with the exact keys: a heap entry is "choice ``r`` of
     state ``j`` after prefix cost ``g``"; popping it pushes choice ``r + 1`` and the first choice
@@ -423,7 +409,6 @@ def _rank_prefixes(st, reg, ex_key, ex_perm, n, max_pops):
     return OK, -1, f_link[:n_found], f_cost[:n_found], t_parent[:n_trie], t_label[:n_trie]
 
 
-@njit(cache=True)
 def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_pops, max_states, max_members, margin,
                    resolution):
     """The ``n`` best sequences (``n < 0``: all) by exact total cost; see the module docstring.
@@ -502,12 +487,5 @@ def bounded_search(m, w_off, w_dlab, w_dst, w_lc, x_lc, hb, num_labels, n, max_p
         thr = max(thr + margin, (need_f if need_f < INF else thr) + margin)
 
 
-@njit(cache=True)
 def _grow5(f, j, r, g, link, need):
     return _grow(f, need), _grow(j, need), _grow(r, need), _grow(g, need), _grow(link, need)
-
-
-def fast(fn, compiled: bool | None = None):
-    """``fn`` compiled (``compiled`` True or None), or its plain-Python body (False: the same code,
-    ~50x slower; tests use it to check that both agree)."""
-    return fn if compiled is not False or not hasattr(fn, "py_func") else fn.py_func

@@ -1,6 +1,8 @@
-"""Closed rows of a lattice (internal helper of :mod:`.nbest_lists` and :mod:`._nbest_kernels`).
-
-Compiled loops (numba; plain Python without it, the same code):
+"""The closed rows, bounds and best paths of the exact N-best search as plain Python: the oracle of
+tests/test_nbest_native.py for the compiled ``closed_rows``, ``best_word_bound``, ``suffix_list_bound``
+and ``best_paths`` of lattice_tools/_ext/nbest.c.  They were the package's numba kernels
+(lattice_tools/alternatives/_closed_rows.py) until the C port replaced them; the same code, without
+numba (slow: small inputs only).
 
 * :func:`closed_rows` -- every state's word arcs reachable through epsilon paths (log sum and
   minimum of the path costs) and its closed exit weight;
@@ -15,12 +17,9 @@ import math
 
 import numpy as np
 
-from ._numba import njit
-
 INF = math.inf
 
 
-@njit(cache=True)
 def _grow(a, need):
     """``a``, or a copy with room for ``need`` entries (at least doubled); numba compiles one version
     per array type."""
@@ -31,7 +30,6 @@ def _grow(a, need):
     return b
 
 
-@njit(cache=True)
 def _log_sum(x, lo, hi):
     """``-log(sum(exp(-x[lo:hi])))`` (INF for an empty or all-INF segment)."""
     m = INF
@@ -46,7 +44,6 @@ def _log_sum(x, lo, hi):
     return m - math.log(s)
 
 
-@njit(cache=True)
 def closed_rows(m, src, dst, lab, cost, final):
     """Per state ``s`` its *closed row*: the word arcs reachable from ``s`` through epsilon paths
     (epsilon arcs: ``lab == 0``), sorted by arc id, each with the log sum (``w_lc``) and the
@@ -140,7 +137,6 @@ def closed_rows(m, src, dst, lab, cost, final):
     return w_off, w_arc, w_lc, w_bc, x_lc, x_bc
 
 
-@njit(cache=True)
 def _log_add(a, b):
     """``-log(exp(-a) + exp(-b))`` for costs."""
     if a > b:
@@ -150,7 +146,6 @@ def _log_add(a, b):
     return a - math.log1p(math.exp(a - b))
 
 
-@njit(cache=True)
 def best_word_bound(m, w_off, w_lab, w_dst, w_lc, x_lc, num_labels):
     """``h[s] = min(exit(s), min_w (+)_{closed arcs of s with label w} (cost + h[dst]))`` in reverse
     topological order (see :func:`.nbest_lists.best_word_bound`)."""
@@ -178,7 +173,6 @@ def best_word_bound(m, w_off, w_lab, w_dst, w_lc, x_lc, num_labels):
     return h
 
 
-@njit(cache=True)
 def _grow_b(a, need):
     if need <= len(a):
         return a
@@ -187,7 +181,6 @@ def _grow_b(a, need):
     return b
 
 
-@njit(cache=True)
 def best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m):
     """Best single path reading each sequence ``seq_lab[seq_off[i]:seq_off[i + 1]]`` (dense labels)
     from state 0: a tropical Viterbi pass over the closed rows, states in increasing order and each
@@ -274,17 +267,15 @@ def best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m):
     return cost, arcs
 
 
-@njit(cache=True)
 def _pair_slot(table, c_w, c_s, w, sfx, stride):
     """Slot of the candidate ``(w, sfx)`` in the open-addressing ``table`` (-1 there: not present)."""
     mask = len(table) - 1
-    i = ((w * stride + sfx) * 2654435761 >> 7) & mask
+    i = ((int(w) * int(stride) + int(sfx)) * 2654435761 >> 7) & mask
     while table[i] >= 0 and (c_w[table[i]] != w or c_s[table[i]] != sfx):
         i = (i + 1) & mask
     return i
 
 
-@njit(cache=True)
 def _suffix_id(table, s_lab, s_next, n_suf, w, nxt, stride):
     """Id of the suffix ``w`` followed by suffix ``nxt`` (interned in ``table``); returns ``(id, n_suf)``."""
     i = _pair_slot(table, s_lab, s_next, w, nxt, stride)
@@ -296,7 +287,6 @@ def _suffix_id(table, s_lab, s_next, n_suf, w, nxt, stride):
     return n_suf, n_suf + 1
 
 
-@njit(cache=True)
 def _keep_best(top_c, top_q, nk, cost, q):
     """Insert ``(cost, q)`` into the ascending list ``top_c/top_q`` of at most ``len(top_c)`` entries
     (a later entry goes after an equal one); returns the new length."""
@@ -313,7 +303,6 @@ def _keep_best(top_c, top_q, nk, cost, q):
     return nk + 1 if nk < k else nk
 
 
-@njit(cache=True)
 def suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k):
     """A tighter admissible bound than :func:`best_word_bound`: per state ``s`` a list of ``k``
     completions (word sequences, interned as suffixes: a word and the id of the suffix after it,

@@ -1,0 +1,151 @@
+"""The compiled N-best loops (lattice_tools/_ext/nbest.c) against their plain-Python transcription
+(tests/_reference/nbest_*.py, the numba kernels they replaced) on random lattices, their argument
+checks, and Ctrl-C during a long search."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _alt_helpers import lattice_strategy
+from _reference import nbest_closed_rows as R
+from _reference import nbest_kernels as K
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lattice_tools._ext import native
+from lattice_tools.alternatives._common import prepare
+from lattice_tools.alternatives.nbest_lists import _ClosedRows
+
+C = native("nbest")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _i(b):
+    return np.frombuffer(b, np.int64)
+
+
+def _f(b):
+    return np.frombuffer(b, np.float64)
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _problem(lat):
+    labels, cost, final = prepare(lat)
+    src, dst = lat.src.astype(np.int64), lat.dst.astype(np.int64)
+    return lat.num_states, src, dst, labels.astype(np.int64), cost.astype(np.float64), final.astype(np.float64)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lattice_strategy(max_states=9, max_arcs=24), st.sampled_from([0, 1, 3]))
+def test_rows_bounds_and_best_paths_are_the_reference_bits(lat, k):
+    m, src, dst, lab, cost, final = _problem(lat)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = R.closed_rows(m, src, dst, lab, cost, final)
+    got = C.closed_rows(m, src, dst, lab, cost, final)
+    for w, g, conv in zip(want, got, (_i, _i, _f, _f, _f, _f), strict=True):
+        assert _same_bits(w, conv(g))
+    rows = _ClosedRows.build(m, src, dst, lab, cost, final)
+    nl = max(len(rows.lab_values), 1)
+    args = (m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl)
+    with np.errstate(invalid="ignore", over="ignore"):
+        assert _same_bits(R.best_word_bound(*args), _f(C.best_word_bound(*args)))
+        assert _same_bits(R.suffix_list_bound(*args, k), _f(C.suffix_list_bound(*args, k)))
+    # every sequence of up to 3 dense labels, also ones no path reads
+    seqs = [[], *[[a] for a in range(nl)], *[[a, b] for a in range(nl) for b in range(nl)], [0, 0, 0]]
+    seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
+    seq_lab = np.array([x for q in seqs for x in q], np.int64)
+    bp = (rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc, seq_off, seq_lab, m)
+    want_c, want_a = R.best_paths(*bp)
+    got_c, got_a = C.best_paths(*bp)
+    assert _same_bits(want_c, _f(got_c)) and _same_bits(want_a, _i(got_a))
+
+
+@settings(max_examples=150, deadline=None)
+@given(lattice_strategy(max_states=9, max_arcs=24), st.sampled_from([1, 3, 20, -1]),
+       st.sampled_from([1.0, 1e-3]), st.sampled_from([0, 8]))
+def test_bounded_search_is_the_reference(lat, n, margin, k):
+    m, src, dst, lab, cost, final = _problem(lat)
+    rows = _ClosedRows.build(m, src, dst, lab, cost, final)
+    nl = max(len(rows.lab_values), 1)
+    args = (m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl)
+    hb = _f(C.suffix_list_bound(*args, k)) if k else _f(C.best_word_bound(*args))
+    hb = np.where(np.isfinite(hb), hb - 1e-6 * (1 + np.abs(hb)), hb)
+    call = (m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, hb, nl, n, 10**6, 10**6, 10**12, margin,
+            1e-9)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        want = K.bounded_search(*call)
+    got = C.bounded_search(*call)
+    assert got[0] == want[0]
+    assert _same_bits(want[1], _i(got[1])) and _same_bits(want[2], _f(got[2]))
+    assert _same_bits(want[3], _i(got[3])) and _same_bits(want[4], _i(got[4]))
+
+
+def test_arguments_are_checked():
+    m, src, dst = 3, np.array([0, 1], np.int64), np.array([1, 2], np.int64)
+    lab, cost, final = np.array([1, 0], np.int64), np.zeros(2), np.array([np.inf, np.inf, 0.0])
+    with pytest.raises(TypeError, match="argument cost must be a float64 array"):
+        C.closed_rows(m, src, dst, lab, cost.astype(np.float32), final)
+    with pytest.raises(TypeError, match="argument src must be an int64 array"):
+        C.closed_rows(m, src.astype(np.int32), dst, lab, cost, final)
+    with pytest.raises(ValueError, match="argument final has 2 entries, expected 3"):
+        C.closed_rows(m, src, dst, lab, cost, final[:2])
+    with pytest.raises(ValueError, match="numbered topologically"):
+        C.closed_rows(m, src, np.array([1, 1], np.int64), lab, cost, final)
+    with pytest.raises(TypeError, match="argument src must be a contiguous array"):
+        C.closed_rows(m, [0, 1], dst, lab, cost, final)
+    rows = _ClosedRows.build(m, src, dst, lab, cost, final)
+    bad_dlab = np.full_like(rows.w_dlab, 5)
+    with pytest.raises(ValueError, match="label 5 out of range"):
+        C.best_word_bound(m, rows.w_off, bad_dlab, rows.w_dst, rows.w_lc, rows.x_lc, 1)
+    with pytest.raises(ValueError, match="k must be >= 0"):
+        C.suffix_list_bound(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, 1, -1)
+    with pytest.raises(ValueError, match="argument hb has 2 entries"):
+        C.bounded_search(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, np.zeros(2), 1, 1, 10, 10, 10,
+                         1.0, 1e-9)
+    with pytest.raises(ValueError, match="seq_off must start at 0"):
+        C.best_paths(rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc,
+                     np.array([0, 2], np.int64), np.zeros(1, np.int64), m)
+
+
+_ENDLESS = """
+import numpy as np
+from lattice_tools.alternatives.nbest_lists import nbest_sequences
+from lattice_tools.lattice import Lattice
+from lattice_tools.symbols import SymbolTable
+slots, width = 40, 5  # a sausage with 5**40 word sequences, all wanted
+src = np.repeat(np.arange(slots), width)
+syms = SymbolTable.from_words([f"w{i}" for i in range(width)])
+word = np.tile(np.arange(1, width + 1), slots)
+lat = Lattice.from_arcs(src=src, dst=src + 1, word=word, symbols=syms, graph_cost=np.tile(np.arange(width) * 0.1, slots),
+                        final_graph_cost=np.r_[np.full(slots, np.inf), 0.0], num_states=slots + 1)
+print("started", flush=True)
+try:
+    nbest_sequences(lat, None, max_pops=10**12)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_a_long_search():
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-c", _ENDLESS], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(0.7)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert out.strip() == "interrupted"
+
