@@ -72,8 +72,10 @@ def main():
     for n in args.n:
         runs = []
         for _ in range(args.rounds):
+            # (cwd: ``python -c`` puts the working directory first on sys.path, which would otherwise
+            # import whichever lattice_tools the shell happens to be in)
             out = subprocess.run([sys.executable, "-c", _CHILD, slf, str(n), str(args.acoustic_scale)], env=env,
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, cwd=REPO)
             if not out.stdout.strip():
                 print(json.dumps({"n": n, "error": out.stderr.strip().splitlines()[-1:]}), flush=True)
                 break

@@ -1,5 +1,6 @@
 """The compiled N-best loops (lattice_tools/_ext/nbest.c) against their plain-Python transcription
-(tests/_reference/nbest_*.py, the numba kernels they replaced) on random lattices, their argument
+(tests/_reference/nbest_*.py, the numba kernels they replaced) on random lattices -- the same bits, except
+the region search's costs (same lists; see test_bounded_search_is_the_reference) --, their argument
 checks, and Ctrl-C during a long search."""
 from __future__ import annotations
 
@@ -70,24 +71,51 @@ def test_rows_bounds_and_best_paths_are_the_reference_bits(lat, k):
     assert _same_bits(want_c, _f(got_c)) and _same_bits(want_a, _i(got_a))
 
 
+def _sequences(found_link, parent, label):
+    out = []
+    for node in np.asarray(found_link).tolist():
+        seq = []
+        while node > 0:
+            seq.append(int(label[node]))
+            node = int(parent[node])
+        out.append(tuple(reversed(seq)))
+    return out
+
+
 @settings(max_examples=150, deadline=None)
 @given(lattice_strategy(max_states=9, max_arcs=24), st.sampled_from([1, 3, 20, -1]),
        st.sampled_from([1.0, 1e-3]), st.sampled_from([0, 8]))
 def test_bounded_search_is_the_reference(lat, n, margin, k):
+    """The same sequences in the same order (up to exchanges among ties) and the same costs to 1e-12
+    relative: the C search gathers a determinized state's word arcs by propagating its members through
+    the epsilon arcs (each arc once) where the reference gathers the members' closed rows (an arc once
+    per member that reaches it), so the log sums add the same terms in another order."""
     m, src, dst, lab, cost, final = _problem(lat)
     rows = _ClosedRows.build(m, src, dst, lab, cost, final)
     nl = max(len(rows.lab_values), 1)
     args = (m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl)
     hb = _f(C.suffix_list_bound(*args, k)) if k else _f(C.best_word_bound(*args))
     hb = np.where(np.isfinite(hb), hb - 1e-6 * (1 + np.abs(hb)), hb)
-    call = (m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, hb, nl, n, 10**6, 10**6, 10**12, margin,
-            1e-9)
+    tail = (hb, nl, n, 10**6, 10**6, 10**12, margin, 1e-9)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        want = K.bounded_search(*call)
-    got = C.bounded_search(*call)
+        want = K.bounded_search(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, *tail)
+    dlab = np.full(len(lab), -1, np.int64)
+    dlab[lab != 0] = np.searchsorted(rows.lab_values, lab[lab != 0])
+    got = C.bounded_search(m, src, dst, dlab, cost, final, *tail)
     assert got[0] == want[0]
-    assert _same_bits(want[1], _i(got[1])) and _same_bits(want[2], _f(got[2]))
-    assert _same_bits(want[3], _i(got[3])) and _same_bits(want[4], _i(got[4]))
+    want_seqs, want_cost = _sequences(want[1], want[3], want[4]), want[2]
+    got_seqs, got_cost = _sequences(_i(got[1]), _i(got[3]), _i(got[4])), _f(got[2])
+    assert len(got_seqs) == len(want_seqs)
+    assert np.allclose(got_cost, want_cost, rtol=1e-12, atol=0)
+    by_seq = dict(zip(want_seqs, want_cost, strict=True))
+    for seq, c in zip(got_seqs, got_cost, strict=True):
+        if seq not in by_seq:  # only at the cut-off, among ties
+            assert abs(c - want_cost[-1]) <= 1e-12 * abs(c)
+        else:
+            assert by_seq[seq] == pytest.approx(c, rel=1e-12, abs=0)
+    ties = np.any(np.abs(np.diff(want_cost)) <= 1e-12 * np.abs(want_cost[1:])) if len(want_cost) > 1 else False
+    if not ties:
+        assert got_seqs == want_seqs
 
 
 def test_arguments_are_checked():
@@ -109,9 +137,12 @@ def test_arguments_are_checked():
         C.best_word_bound(m, rows.w_off, bad_dlab, rows.w_dst, rows.w_lc, rows.x_lc, 1)
     with pytest.raises(ValueError, match="k must be >= 0"):
         C.suffix_list_bound(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, 1, -1)
+    dlab = np.array([0, -1], np.int64)
     with pytest.raises(ValueError, match="argument hb has 2 entries"):
-        C.bounded_search(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, np.zeros(2), 1, 1, 10, 10, 10,
-                         1.0, 1e-9)
+        C.bounded_search(m, src, dst, dlab, cost, final, np.zeros(2), 1, 1, 10, 10, 10, 1.0, 1e-9)
+    with pytest.raises(ValueError, match="dense label 1 out of range"):
+        C.bounded_search(m, src, dst, np.array([1, -1], np.int64), cost, final, np.zeros(3), 1, 1, 10, 10, 10, 1.0,
+                         1e-9)
     with pytest.raises(ValueError, match="seq_off must start at 0"):
         C.best_paths(rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc,
                      np.array([0, 2], np.int64), np.zeros(1, np.int64), m)

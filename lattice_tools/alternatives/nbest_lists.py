@@ -93,10 +93,15 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     if suffix_lists > 0:
         h = np.maximum(h, _suffix_bound(rows, int(suffix_lists)))
     kernel = _kernels()
+    src, dst, lab, cost, final = (np.ascontiguousarray(a, t) for a, t in ((lat.src, np.int64), (lat.dst, np.int64),
+                                                                         (labels, np.int64), (cost, np.float64),
+                                                                         (final, np.float64)))
+    dlab = np.full(len(lab), -1, np.int64)  # the arcs' dense labels (those of the rows), -1: epsilon
+    dlab[lab != 0] = np.searchsorted(rows.lab_values, lab[lab != 0])
     status, f_link, f_cost, t_parent, t_label = kernel.bounded_search(
-        rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, np.ascontiguousarray(h, np.float64),
-        max(len(rows.lab_values), 1), -1 if n is None else int(n), int(max_pops), int(max_states),
-        _member_budget(), float(margin), float(resolution))
+        rows.m, src, dst, dlab, cost, final, np.ascontiguousarray(h, np.float64), max(len(rows.lab_values), 1),
+        -1 if n is None else int(n), int(max_pops), int(max_states), _member_budget(), float(margin),
+        float(resolution))
     f_link, t_parent, t_label = (np.frombuffer(a, np.int64) for a in (f_link, t_parent, t_label))
     f_cost = np.frombuffer(f_cost, np.float64)
     if status == kernel.TOO_MANY_POPS:
