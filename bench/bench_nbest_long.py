@@ -7,28 +7,33 @@ same file bench_phrases.py uses).  Each N runs in a fresh process (peak RSS is p
     nice python bench/bench_nbest_long.py [--workdir /tmp/bench_phrases] [--n 1 10 100]
 
 Measured 2026-11-26 (2-core machine shared with other jobs; best of 3 fresh processes, each round
-running the code before and after the change back to back; CPU seconds of the ``nbest`` call, which
-includes ~0.4 s to load the compiled search loops)::
+running the code before and after the change back to back; CPU seconds of the ``nbest`` call)::
 
     for r in 1 2 3; do
-      PYTHONPATH=/work/wt/before python /work/wt/before/bench/bench_nbest_long.py --n 10 100
-      python bench/bench_nbest_long.py --n 10 100
+      (cd /work/wt/before && PYTHONPATH=/work/wt/before python bench/bench_nbest_long.py --n 10 100)
+      (cd /work/wt/nbestc && PYTHONPATH=/work/wt/nbestc python bench/bench_nbest_long.py --n 10 100)
     done
 
-Compiled engine with the best-next-word bound (fc6d2d7) -> with the suffix-list bound
-(``nbest_sequences(suffix_lists=8)``): N = 10: 3.90 s -> 3.11 s, N = 100: 4.09 s -> 3.14 s (0.77x);
-peak RSS 0.53 -> 0.43 GB; the same sequences, times and posteriors (byte-identical N = 100 list; best
-cost 29.359 nats).  The bound at the start rises from 8.58 to 11.05 nats and the region search
-expands 15,393 determinized states instead of 26,053.  Of the ~3.1 s: ~1.7 s region search, ~0.4 s
-closed rows, 0.2 s suffix lists, ~0.4 s loading the compiled code.  (Issue 14's target, under 2 s at
-N = 100, is not reached yet.)  Earlier: numpy engine 6.62 / 6.97 s (N = 10 / 100), peak RSS 0.95 GB;
-19.7 s wall at N = 100 before that; before those, the lazy search's log-sum bound started at 0 nats
-while the best sequence costs 29.36 nats, and its fallback log-determinized the whole lattice (past
-1 M states and 4 GB after 4 min).
+(Run the old code from its own directory: before this script passed ``cwd`` to its child,
+``python -c`` put the shell's working directory first on ``sys.path``.)
+
+numba kernels (95320b5) -> C kernels (``lattice_tools/_ext/nbest.c``) with the epsilon-propagating
+expansion: N = 10: 3.06 s -> 1.14 s, N = 100: 3.16 s -> 1.25 s (0.40x; issue 14's target: under 2 s);
+peak RSS 0.43 -> 0.30 GB.  Same sequences in the same order with the same word times; costs and
+posteriors differ by at most 3.6e-16 relative (the expansion adds the same terms in another order).
+Of the 1.25 s: ~0.75 s region search (15,393 determinized states expanded, 17.4 M word arcs gathered,
+69.6 M before: the members' closed rows reached the same arc once per member with an epsilon path to
+it), 0.14 s suffix lists, 0.11 s closed rows, 0.08 s best paths (word times), 0.05 s best-next-word
+bound; no numba to load (it cost ~0.4 s per process).  The plain C port (same operations as the numba
+code, same bits) took ~1.7 s.  Earlier: compiled numba engine with the best-next-word bound alone 4.09 s,
+numpy engine 6.97 s (N = 100), 19.7 s wall before that; before those, the lazy search's log-sum bound
+started at 0 nats while the best sequence costs 29.36 nats, and its fallback log-determinized the whole
+lattice (past 1 M states and 4 GB after 4 min).
 
 A lattice unlike this one, the 30 s two-voice espeak-ng conversation of ``bench_phrases.py --suite``
-(``conv30_wide.slf``, 380,103 links, acoustic scale 1), is out of reach before and after: even N = 1
-stops with BudgetExceededError at a 3 GB memory budget after ~35-40 s of CPU (exit status 2)::
+(``conv30_wide.slf``, 380,103 links, acoustic scale 1), is still out of reach: even N = 1 stops with
+BudgetExceededError at a 3 GB memory budget (exit status 2) -- now after 11.6 s of CPU (peak RSS
+2.2 GB), ~35-40 s with the numba kernels::
 
     lattice-tools nbest -n 1 --max-memory 3G /tmp/conv/conv30_wide.slf -o /tmp/conv/nbest1.ctm
 """
