@@ -9,9 +9,13 @@
  * best_paths         the best single path reading each output sequence (for word times)
  *
  * The algorithms are described in nbest_lists.py.  Every log sum is m - log(sum(exp(m - x))) around
- * the segment's minimum m, summed in a fixed order, so results are deterministic; the operations are
- * those of the numba kernels this file replaced (tests/_reference/nbest_kernels.py keeps them as a
- * plain-Python oracle), so the lists and their costs are the same bits.
+ * the segment's minimum m, summed in a fixed order, so results are deterministic.  The operations are
+ * those of the numba kernels this file replaced (tests/_reference/nbest_*.py keeps them as a
+ * plain-Python oracle; the same bits), except one: an expansion of the region search propagates the
+ * determinized state's members through the epsilon arcs and gathers each word arc once, where the
+ * numba code gathered every member's closed row (the same arc once per member that reaches it, ~4x
+ * the work on long dense lattices): the same terms summed in another order, so the same lists with
+ * costs equal to ~1e-15 relative.
  *
  * Arrays cross as buffers (int64 'l'/'q', float64 'd', bool '?'), checked on entry; results are
  * returned as bytearrays (numpy.frombuffer views them).  Long loops poll PyErr_CheckSignals.
@@ -194,6 +198,10 @@ static int check_arcs(i64 m, const i64 *src, const i64 *dst, i64 n_arcs)
     return 0;
 }
 
+/* Per state s its closed row: the word arcs reachable from s through epsilon paths (epsilon: lab == 0),
+ * sorted by arc id, each with the log sum (w_lc) and the minimum (w_bc) of "epsilon path + arc" costs;
+ * and the closed exit costs x_lc / x_bc (final reached through epsilon paths).  Returns (w_off, w_arc,
+ * w_lc, w_bc, x_lc, x_bc). */
 static PyObject *py_closed_rows(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -376,6 +384,8 @@ static int get_rows(Views *vs, Rows *r, i64 m, PyObject *o_off, PyObject *o_dlab
     return 0;
 }
 
+/* h[s] = min(exit(s), min_w logsum_{closed arcs of s with label w} (cost + h[dst])) in reverse topological
+ * order (see nbest_lists.best_word_bound). */
 static PyObject *py_best_word_bound(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -454,6 +464,16 @@ static i64 keep_best(double *top_c, i64 *top_q, i64 cap, i64 nk, double cost, i6
     return nk < cap ? nk + 1 : nk;
 }
 
+/* A tighter admissible bound than best_word_bound: per state s a list of k completions (word sequences,
+ * interned as suffixes: a word and the id of the suffix after it, 0 = the empty one) with an upper bound
+ * e^-L on the probability of each, and an upper bound e^-U[s] on the probability of every completion
+ * *not* listed.  A completion w W' of s is bounded by summing, over the closed w arcs a of s, e^-cost(a)
+ * times the bound of W' at dst(a) (its listed value there, else U[dst(a)]): the alignments of one
+ * continuation are summed *for that continuation*, where the best-next-word bound lets every
+ * destination pick its own best one.  s lists its k best candidates; U[s] is the larger of the next
+ * candidate and, per word, the sum over its arcs of U[dst].  Returns h with h[s] = -ln max(listed,
+ * e^-U[s]) (by induction in reverse topological order an upper bound on every completion of s; k = 0
+ * gives best_word_bound).  Not consistent (only admissible): the search does not need it. */
 static PyObject *py_suffix_list_bound(PyObject *self, PyObject *args)
 {
     (void)self;
