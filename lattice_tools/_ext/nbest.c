@@ -198,6 +198,107 @@ static int check_arcs(i64 m, const i64 *src, const i64 *dst, i64 n_arcs)
     return 0;
 }
 
+typedef struct {
+    i64 m, n_arcs;
+    const i64 *dst, *lab;
+    const double *cost;
+    i64 *off, *row_lo, *row_len, *r_arc, *slot;
+    double *r_lc, *r_bc, *x_lc, *x_bc;
+    RowEntry *t;
+    i64 r_cap, r_cap2, r_cap3, t_cap, used;
+} RowsWork;
+
+static int row_entry(RowsWork *w, i64 *nt, i64 arc, double lc, double bc)
+{
+    if (GROW(w->t, w->t_cap, *nt + 1) < 0)
+        return -1;
+    w->slot[arc] = *nt;
+    w->t[*nt].arc = arc;
+    w->t[*nt].lc = lc;
+    w->t[*nt].bc = bc;
+    *nt += 1;
+    return 0;
+}
+
+/* The closed row of state s (those of its epsilon successors are done): its own word arcs, then each
+ * epsilon successor's row (its arc's cost added); a word arc met again is reduced into its first entry. */
+static int close_state(RowsWork *w, i64 s)
+{
+    const i64 *off = w->off, *lab = w->lab, *dst = w->dst;
+    const double *cost = w->cost;
+    i64 nt = 0;
+    for (i64 a = off[s]; a < off[s + 1]; a++)
+        if (lab[a] != 0 && row_entry(w, &nt, a, cost[a], cost[a]) < 0)
+            return -1;
+    for (i64 a = off[s]; a < off[s + 1]; a++) {
+        if (lab[a] != 0)
+            continue;
+        i64 d = dst[a];
+        double c = cost[a];
+        double xl = c + w->x_lc[d];
+        if (xl < INF)
+            w->x_lc[s] = log_add(w->x_lc[s], xl);
+        double xb = c + w->x_bc[d];
+        if (xb < w->x_bc[s])
+            w->x_bc[s] = xb;
+        i64 lo = w->row_lo[d];
+        for (i64 k = lo; k < lo + w->row_len[d]; k++) {
+            i64 arc = w->r_arc[k], j = w->slot[arc];
+            double vl = w->r_lc[k] + c, vb = w->r_bc[k] + c;
+            if (j < 0) {
+                if (row_entry(w, &nt, arc, vl, vb) < 0)
+                    return -1;
+            } else {
+                w->t[j].lc = log_add(w->t[j].lc, vl);
+                if (vb < w->t[j].bc)
+                    w->t[j].bc = vb;
+            }
+        }
+    }
+    if (nt > 1)
+        qsort(w->t, (size_t)nt, sizeof(RowEntry), cmp_row_entry);
+    i64 used = w->used;
+    if (GROW(w->r_arc, w->r_cap, used + nt) < 0 || GROW(w->r_lc, w->r_cap2, used + nt) < 0 ||
+        GROW(w->r_bc, w->r_cap3, used + nt) < 0)
+        return -1;
+    for (i64 k = 0; k < nt; k++) {
+        w->r_arc[used + k] = w->t[k].arc;
+        w->r_lc[used + k] = w->t[k].lc;
+        w->r_bc[used + k] = w->t[k].bc;
+        w->slot[w->t[k].arc] = -1;
+    }
+    w->row_lo[s] = used;
+    w->row_len[s] = nt;
+    w->used = used + nt;
+    return 0;
+}
+
+/* The rows in state order, as the tuple closed_rows returns. */
+static PyObject *rows_result(RowsWork *w)
+{
+    i64 m = w->m, used = w->used;
+    i64 *w_off = NULL, *w_arc = NULL;
+    double *w_lc = NULL, *w_bc = NULL;
+    PyObject *result = NULL;
+    if (ALLOC(w_off, m + 1) && ALLOC(w_arc, used) && ALLOC(w_lc, used) && ALLOC(w_bc, used)) {
+        w_off[0] = 0;
+        for (i64 s = 0; s < m; s++) {
+            w_off[s + 1] = w_off[s] + w->row_len[s];
+            memcpy(w_arc + w_off[s], w->r_arc + w->row_lo[s], (size_t)w->row_len[s] * sizeof(i64));
+            memcpy(w_lc + w_off[s], w->r_lc + w->row_lo[s], (size_t)w->row_len[s] * sizeof(double));
+            memcpy(w_bc + w_off[s], w->r_bc + w->row_lo[s], (size_t)w->row_len[s] * sizeof(double));
+        }
+        result = Py_BuildValue("(NNNNNN)", out_array(w_off, m + 1, 8), out_array(w_arc, used, 8),
+                               out_array(w_lc, used, 8), out_array(w_bc, used, 8), out_array(w->x_lc, m, 8),
+                               out_array(w->x_bc, m, 8));
+    }
+    free(w_off);
+    free(w_arc);
+    free(w_lc);
+    free(w_bc);
+    return result;
+}
+
 /* Per state s its closed row: the word arcs reachable from s through epsilon paths (epsilon: lab == 0),
  * sorted by arc id, each with the log sum (w_lc) and the minimum (w_bc) of "epsilon path + arc" costs;
  * and the closed exit costs x_lc / x_bc (final reached through epsilon paths).  Returns (w_off, w_arc,
@@ -213,126 +314,41 @@ static PyObject *py_closed_rows(PyObject *self, PyObject *args)
         return PyErr_Format(PyExc_ValueError, "nbest: num_states must be >= 0, not %zd", m);
     Views vs = {.n = 0};
     PyObject *result = NULL;
-    i64 *off = NULL, *row_lo = NULL, *row_len = NULL, *r_arc = NULL, *slot = NULL, *w_off = NULL, *w_arc = NULL;
-    double *r_lc = NULL, *r_bc = NULL, *x_lc = NULL, *x_bc = NULL, *w_lc = NULL, *w_bc = NULL;
-    RowEntry *t = NULL;
-    i64 r_cap = 0, r_cap2 = 0, r_cap3 = 0, t_cap = 0;
+    RowsWork w;
+    memset(&w, 0, sizeof(w));
     const i64 *src = view(&vs, os, "src", K_I64, -1, &n_arcs);
-    const i64 *dst = src ? view(&vs, od, "dst", K_I64, n_arcs, NULL) : NULL;
-    const i64 *lab = dst ? view(&vs, ol, "lab", K_I64, n_arcs, NULL) : NULL;
-    const double *cost = lab ? view(&vs, oc, "cost", K_F64, n_arcs, NULL) : NULL;
-    const double *final = cost ? view(&vs, of, "final", K_F64, m, NULL) : NULL;
-    if (!final || check_arcs(m, src, dst, n_arcs) < 0)
+    w.dst = src ? view(&vs, od, "dst", K_I64, n_arcs, NULL) : NULL;
+    w.lab = w.dst ? view(&vs, ol, "lab", K_I64, n_arcs, NULL) : NULL;
+    w.cost = w.lab ? view(&vs, oc, "cost", K_F64, n_arcs, NULL) : NULL;
+    const double *final = w.cost ? view(&vs, of, "final", K_F64, m, NULL) : NULL;
+    if (!final || check_arcs(m, src, w.dst, n_arcs) < 0)
         goto done;
-    if (!ALLOC(off, m + 1) || !ALLOC(row_lo, m) || !ALLOC(row_len, m) || !ALLOC(x_lc, m) || !ALLOC(x_bc, m) ||
-        !ALLOC(slot, n_arcs))
+    w.m = m;
+    w.n_arcs = n_arcs;
+    if (!ALLOC(w.off, m + 1) || !ALLOC(w.row_lo, m) || !ALLOC(w.row_len, m) || !ALLOC(w.x_lc, m) ||
+        !ALLOC(w.x_bc, m) || !ALLOC(w.slot, n_arcs))
         goto done;
-    {
-        i64 a = 0;
-        for (i64 s = 0; s <= m; s++) {
-            while (a < n_arcs && src[a] < s)
-                a++;
-            off[s] = a;
-        }
+    for (i64 s = 0, a = 0; s <= m; s++) {
+        while (a < n_arcs && src[a] < s)
+            a++;
+        w.off[s] = a;
     }
-    memcpy(x_lc, final, (size_t)m * sizeof(double));
-    memcpy(x_bc, final, (size_t)m * sizeof(double));
+    memcpy(w.x_lc, final, (size_t)m * sizeof(double));
+    memcpy(w.x_bc, final, (size_t)m * sizeof(double));
     for (i64 a = 0; a < n_arcs; a++)
-        slot[a] = -1;
+        w.slot[a] = -1;
     i64 cap0 = 2 * n_arcs > 16 ? 2 * n_arcs : 16;
-    if (GROW(r_arc, r_cap, cap0) < 0 || GROW(r_lc, r_cap2, cap0) < 0 || GROW(r_bc, r_cap3, cap0) < 0)
+    if (GROW(w.r_arc, w.r_cap, cap0) < 0 || GROW(w.r_lc, w.r_cap2, cap0) < 0 || GROW(w.r_bc, w.r_cap3, cap0) < 0)
         goto done;
-    i64 used = 0;
-    for (i64 s = m - 1; s >= 0; s--) {
-        i64 nt = 0;
-        /* the state's own word arcs, then each epsilon successor's row (its arc's cost added); a word
-         * arc met again is reduced into its first entry */
-        for (i64 a = off[s]; a < off[s + 1]; a++) {
-            if (lab[a] == 0)
-                continue;
-            if (GROW(t, t_cap, nt + 1) < 0)
-                goto done;
-            slot[a] = nt;
-            t[nt].arc = a;
-            t[nt].lc = cost[a];
-            t[nt].bc = cost[a];
-            nt++;
-        }
-        for (i64 a = off[s]; a < off[s + 1]; a++) {
-            if (lab[a] != 0)
-                continue;
-            i64 d = dst[a];
-            double c = cost[a];
-            double xl = c + x_lc[d];
-            if (xl < INF)
-                x_lc[s] = log_add(x_lc[s], xl);
-            double xb = c + x_bc[d];
-            if (xb < x_bc[s])
-                x_bc[s] = xb;
-            i64 lo = row_lo[d];
-            for (i64 k = lo; k < lo + row_len[d]; k++) {
-                i64 w = r_arc[k];
-                double vl = r_lc[k] + c, vb = r_bc[k] + c;
-                i64 j = slot[w];
-                if (j < 0) {
-                    if (GROW(t, t_cap, nt + 1) < 0)
-                        goto done;
-                    slot[w] = nt;
-                    t[nt].arc = w;
-                    t[nt].lc = vl;
-                    t[nt].bc = vb;
-                    nt++;
-                } else {
-                    t[j].lc = log_add(t[j].lc, vl);
-                    if (vb < t[j].bc)
-                        t[j].bc = vb;
-                }
-            }
-        }
-        if (nt > 1)
-            qsort(t, (size_t)nt, sizeof(RowEntry), cmp_row_entry);
-        if (GROW(r_arc, r_cap, used + nt) < 0 || GROW(r_lc, r_cap2, used + nt) < 0 ||
-            GROW(r_bc, r_cap3, used + nt) < 0)
+    for (i64 s = m - 1; s >= 0; s--)
+        if (close_state(&w, s) < 0)
             goto done;
-        for (i64 k = 0; k < nt; k++) {
-            r_arc[used + k] = t[k].arc;
-            r_lc[used + k] = t[k].lc;
-            r_bc[used + k] = t[k].bc;
-            slot[t[k].arc] = -1;
-        }
-        row_lo[s] = used;
-        row_len[s] = nt;
-        used += nt;
-    }
-    if (!ALLOC(w_off, m + 1) || !ALLOC(w_arc, used) || !ALLOC(w_lc, used) || !ALLOC(w_bc, used))
-        goto done;
-    w_off[0] = 0;
-    for (i64 s = 0; s < m; s++)
-        w_off[s + 1] = w_off[s] + row_len[s];
-    for (i64 s = 0; s < m; s++) {
-        memcpy(w_arc + w_off[s], r_arc + row_lo[s], (size_t)row_len[s] * sizeof(i64));
-        memcpy(w_lc + w_off[s], r_lc + row_lo[s], (size_t)row_len[s] * sizeof(double));
-        memcpy(w_bc + w_off[s], r_bc + row_lo[s], (size_t)row_len[s] * sizeof(double));
-    }
-    result = Py_BuildValue("(NNNNNN)", out_array(w_off, m + 1, 8), out_array(w_arc, used, 8),
-                           out_array(w_lc, used, 8), out_array(w_bc, used, 8), out_array(x_lc, m, 8),
-                           out_array(x_bc, m, 8));
+    result = rows_result(&w);
 done:
     views_release(&vs);
-    free(off);
-    free(row_lo);
-    free(row_len);
-    free(r_arc);
-    free(slot);
-    free(w_off);
-    free(w_arc);
-    free(r_lc);
-    free(r_bc);
-    free(x_lc);
-    free(x_bc);
-    free(w_lc);
-    free(w_bc);
-    free(t);
+    void *ps[] = {w.off, w.row_lo, w.row_len, w.r_arc, w.slot, w.r_lc, w.r_bc, w.x_lc, w.x_bc, w.t};
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+        free(ps[i]);
     return result;
 }
 
@@ -464,6 +480,161 @@ static i64 keep_best(double *top_c, i64 *top_q, i64 cap, i64 nk, double cost, i6
     return nk < cap ? nk + 1 : nk;
 }
 
+typedef struct {
+    Rows r;
+    i64 k, stride, size, c_size, n_suf;
+    i64 *l_id, *l_n, *s_table, *s_lab, *s_next, *touched, *c_table, *c_w, *c_s, *c_slot, *top_q;
+    double *l_c, *u, *h, *unl, *c_v, *top_c;
+    char *seen;
+    i64 cap_w, cap_s, cap_v, cap_slot;
+} SuffixWork;
+
+/* Candidates (word, suffix at the destination) of state s with their summed bounds relative to ref,
+ * and per word the sum of the unlisted bounds (unl).  Returns the number of candidates, -1 on error;
+ * *nt: the words touched (touched[:nt]). */
+static i64 suffix_candidates(SuffixWork *w, i64 s, double ref, i64 *nt_out)
+{
+    const i64 *w_off = w->r.w_off, *w_dlab = w->r.w_dlab, *w_dst = w->r.w_dst;
+    const double *w_lc = w->r.w_lc;
+    i64 lo = w_off[s], hi = w_off[s + 1], k = w->k;
+    i64 need = 0;
+    for (i64 q = lo; q < hi; q++)
+        need += w->l_n[w_dst[q]];
+    if (2 * need > w->c_size) { /* at most half full */
+        i64 ns = w->c_size;
+        while (ns < 2 * need)
+            ns *= 2;
+        free(w->c_table);
+        if (!ALLOC(w->c_table, ns))
+            return -1;
+        w->c_size = ns;
+        for (i64 i = 0; i < ns; i++)
+            w->c_table[i] = -1;
+    }
+    if (GROW(w->c_w, w->cap_w, need) < 0 || GROW(w->c_s, w->cap_s, need) < 0 || GROW(w->c_v, w->cap_v, need) < 0 ||
+        GROW(w->c_slot, w->cap_slot, need) < 0)
+        return -1;
+    i64 nt = 0, nc = 0;
+    for (i64 q = lo; q < hi; q++) {
+        i64 d = w_dst[q], wd = w_dlab[q];
+        double c = w_lc[q];
+        if (!w->seen[wd]) {
+            w->seen[wd] = 1;
+            w->touched[nt++] = wd;
+            w->unl[wd] = 0.0;
+        }
+        double eu = w->u[d] < INF ? exp(ref - c - w->u[d]) : 0.0;
+        w->unl[wd] += eu;
+        for (i64 i = d * k; i < d * k + w->l_n[d]; i++) { /* a listed suffix: its bound replaces U[d] */
+            i64 sl = pair_slot(w->c_table, w->c_size - 1, w->c_w, w->c_s, wd, w->l_id[i], w->stride);
+            if (w->c_table[sl] < 0) {
+                w->c_table[sl] = nc;
+                w->c_w[nc] = wd;
+                w->c_s[nc] = w->l_id[i];
+                w->c_v[nc] = 0.0;
+                w->c_slot[nc] = sl;
+                nc++;
+            }
+            w->c_v[w->c_table[sl]] += exp(ref - c - w->l_c[i]) - eu;
+        }
+    }
+    *nt_out = nt;
+    return nc;
+}
+
+/* The list, U and h of state s (its successors are done). */
+static int suffix_state(SuffixWork *w, i64 s)
+{
+    const i64 *w_off = w->r.w_off, *w_dst = w->r.w_dst;
+    const double *w_lc = w->r.w_lc, *x_lc = w->r.x_lc;
+    i64 k = w->k;
+    double *h = w->h;
+    double ref = x_lc[s]; /* the largest single term: sums are taken relative to it */
+    for (i64 q = w_off[s]; q < w_off[s + 1]; q++)
+        if (w_lc[q] + h[w_dst[q]] < ref)
+            ref = w_lc[q] + h[w_dst[q]];
+    if (ref == INF)
+        return 0;
+    i64 nt;
+    i64 nc = suffix_candidates(w, s, ref, &nt);
+    if (nc < 0)
+        return -1;
+    double u_cost = INF;
+    for (i64 i = 0; i < nt; i++) {
+        i64 wd = w->touched[i];
+        w->seen[wd] = 0;
+        if (w->unl[wd] > 0.0 && ref - log(w->unl[wd]) < u_cost)
+            u_cost = ref - log(w->unl[wd]);
+    }
+    i64 nk = x_lc[s] < INF ? keep_best(w->top_c, w->top_q, k + 1, 0, x_lc[s], -1) : 0;
+    for (i64 q = 0; q < nc; q++) {
+        w->c_table[w->c_slot[q]] = -1;
+        double tot = w->unl[w->c_w[q]] + w->c_v[q];
+        if (tot > 0.0)
+            nk = keep_best(w->top_c, w->top_q, k + 1, nk, ref - log(tot), q);
+    }
+    i64 kept = nk < k ? nk : k;
+    for (i64 i = 0; i < kept; i++) {
+        i64 q = w->top_q[i], sid = 0;
+        if (q >= 0) { /* intern the suffix (word c_w[q], then suffix c_s[q]) */
+            i64 sl = pair_slot(w->s_table, w->size - 1, w->s_lab, w->s_next, w->c_w[q], w->c_s[q], w->stride);
+            if (w->s_table[sl] >= 0) {
+                sid = w->s_table[sl];
+            } else {
+                w->s_table[sl] = w->n_suf;
+                w->s_lab[w->n_suf] = w->c_w[q];
+                w->s_next[w->n_suf] = w->c_s[q];
+                sid = w->n_suf++;
+            }
+        }
+        w->l_id[s * k + i] = sid;
+        w->l_c[s * k + i] = w->top_c[i];
+    }
+    w->l_n[s] = kept;
+    double tk = nk > k ? w->top_c[k] : INF;
+    w->u[s] = tk < u_cost ? tk : u_cost; /* (Python's min: the first of equals) */
+    double t0 = nk ? w->top_c[0] : INF;
+    h[s] = t0 < w->u[s] ? t0 : w->u[s];
+    return 0;
+}
+
+static int suffix_init(SuffixWork *w, i64 m, i64 num_labels)
+{
+    i64 k = w->k, mk = m * k;
+    w->stride = mk + 2;
+    w->size = 1024;
+    while (w->size < 4 * (mk + 2))
+        w->size *= 2;
+    w->c_size = 1024;
+    w->n_suf = 1;
+    if (!ALLOC(w->l_id, mk + 1) || !ALLOC(w->l_c, mk + 1) || !ALLOC(w->l_n, m) || !ALLOC(w->u, m) ||
+        !ALLOC(w->h, m) || !ALLOC(w->s_table, w->size) || !ALLOC(w->s_lab, mk + 2) || !ALLOC(w->s_next, mk + 2) ||
+        !ALLOC(w->unl, num_labels) || !ALLOC(w->seen, num_labels) || !ALLOC(w->touched, num_labels) ||
+        !ALLOC(w->c_table, w->c_size) || !ALLOC(w->top_c, k + 1) || !ALLOC(w->top_q, k + 1))
+        return -1;
+    if (GROW(w->c_w, w->cap_w, 512) < 0 || GROW(w->c_s, w->cap_s, 512) < 0 || GROW(w->c_v, w->cap_v, 512) < 0 ||
+        GROW(w->c_slot, w->cap_slot, 512) < 0)
+        return -1;
+    for (i64 i = 0; i <= mk; i++) {
+        w->l_id[i] = 0;
+        w->l_c[i] = INF;
+    }
+    for (i64 s = 0; s < m; s++) {
+        w->l_n[s] = 0;
+        w->u[s] = w->h[s] = INF;
+    }
+    for (i64 i = 0; i < w->size; i++)
+        w->s_table[i] = -1;
+    for (i64 i = 0; i < mk + 2; i++)
+        w->s_lab[i] = w->s_next[i] = -1;
+    for (i64 i = 0; i < w->c_size; i++)
+        w->c_table[i] = -1;
+    memset(w->seen, 0, (size_t)num_labels);
+    for (i64 i = 0; i < num_labels; i++)
+        w->unl[i] = 0.0;
+    return 0;
+}
+
 /* A tighter admissible bound than best_word_bound: per state s a list of k completions (word sequences,
  * interned as suffixes: a word and the id of the suffix after it, 0 = the empty one) with an upper bound
  * e^-L on the probability of each, and an upper bound e^-U[s] on the probability of every completion
@@ -484,157 +655,22 @@ static PyObject *py_suffix_list_bound(PyObject *self, PyObject *args)
     if (k < 0)
         return PyErr_Format(PyExc_ValueError, "nbest: k must be >= 0, not %zd", k);
     Views vs = {.n = 0};
-    Rows r;
     PyObject *result = NULL;
-    i64 *l_id = NULL, *l_n = NULL, *s_table = NULL, *s_lab = NULL, *s_next = NULL, *touched = NULL, *c_table = NULL;
-    i64 *c_w = NULL, *c_s = NULL, *c_slot = NULL, *top_q = NULL;
-    double *l_c = NULL, *u = NULL, *h = NULL, *unl = NULL, *c_v = NULL, *top_c = NULL;
-    char *seen = NULL;
-    i64 cap_w = 0, cap_s = 0, cap_v = 0, cap_slot = 0;
-    if (get_rows(&vs, &r, m, o_off, o_dlab, o_dst, o_lc, o_xlc, num_labels) < 0)
+    SuffixWork w;
+    memset(&w, 0, sizeof(w));
+    w.k = k;
+    if (get_rows(&vs, &w.r, m, o_off, o_dlab, o_dst, o_lc, o_xlc, num_labels) < 0 || suffix_init(&w, m, num_labels) < 0)
         goto done;
-    const i64 *w_off = r.w_off, *w_dlab = r.w_dlab, *w_dst = r.w_dst;
-    const double *w_lc = r.w_lc, *x_lc = r.x_lc;
-    i64 mk = m * k, stride = mk + 2;
-    i64 size = 1024;
-    while (size < 4 * (mk + 2))
-        size *= 2;
-    i64 c_size = 1024;
-    if (!ALLOC(l_id, mk + 1) || !ALLOC(l_c, mk + 1) || !ALLOC(l_n, m) || !ALLOC(u, m) || !ALLOC(h, m) ||
-        !ALLOC(s_table, size) || !ALLOC(s_lab, mk + 2) || !ALLOC(s_next, mk + 2) || !ALLOC(unl, num_labels) ||
-        !ALLOC(seen, num_labels) || !ALLOC(touched, num_labels) || !ALLOC(c_table, c_size) || !ALLOC(top_c, k + 1) ||
-        !ALLOC(top_q, k + 1))
-        goto done;
-    if (GROW(c_w, cap_w, 512) < 0 || GROW(c_s, cap_s, 512) < 0 || GROW(c_v, cap_v, 512) < 0 ||
-        GROW(c_slot, cap_slot, 512) < 0)
-        goto done;
-    for (i64 i = 0; i <= mk; i++) {
-        l_id[i] = 0;
-        l_c[i] = INF;
-    }
-    for (i64 s = 0; s < m; s++) {
-        l_n[s] = 0;
-        u[s] = INF;
-        h[s] = INF;
-    }
-    for (i64 i = 0; i < size; i++)
-        s_table[i] = -1;
-    for (i64 i = 0; i < mk + 2; i++)
-        s_lab[i] = s_next[i] = -1;
-    for (i64 i = 0; i < c_size; i++)
-        c_table[i] = -1;
-    memset(seen, 0, (size_t)num_labels);
-    for (i64 w = 0; w < num_labels; w++)
-        unl[w] = 0.0;
-    i64 n_suf = 1;
-    for (i64 s = m - 1; s >= 0; s--) {
-        i64 lo = w_off[s], hi = w_off[s + 1];
-        double ref = x_lc[s]; /* the largest single term: sums are taken relative to it */
-        for (i64 q = lo; q < hi; q++)
-            if (w_lc[q] + h[w_dst[q]] < ref)
-                ref = w_lc[q] + h[w_dst[q]];
-        if (ref == INF)
-            continue;
-        i64 need = 0;
-        for (i64 q = lo; q < hi; q++)
-            need += l_n[w_dst[q]];
-        if (2 * need > c_size) { /* at most half full */
-            i64 ns = c_size;
-            while (ns < 2 * need)
-                ns *= 2;
-            free(c_table);
-            c_table = NULL;
-            if (!ALLOC(c_table, ns))
-                goto done;
-            c_size = ns;
-            for (i64 i = 0; i < c_size; i++)
-                c_table[i] = -1;
-        }
-        if (GROW(c_w, cap_w, need) < 0 || GROW(c_s, cap_s, need) < 0 || GROW(c_v, cap_v, need) < 0 ||
-            GROW(c_slot, cap_slot, need) < 0)
+    for (i64 s = m - 1; s >= 0; s--)
+        if (suffix_state(&w, s) < 0)
             goto done;
-        i64 nt = 0, nc = 0;
-        for (i64 q = lo; q < hi; q++) {
-            i64 d = w_dst[q], w = w_dlab[q];
-            double c = w_lc[q];
-            if (!seen[w]) {
-                seen[w] = 1;
-                touched[nt++] = w;
-                unl[w] = 0.0;
-            }
-            double eu = u[d] < INF ? exp(ref - c - u[d]) : 0.0;
-            unl[w] += eu;
-            for (i64 i = d * k; i < d * k + l_n[d]; i++) { /* a listed suffix: its bound replaces U[d] */
-                i64 sl = pair_slot(c_table, c_size - 1, c_w, c_s, w, l_id[i], stride);
-                if (c_table[sl] < 0) {
-                    c_table[sl] = nc;
-                    c_w[nc] = w;
-                    c_s[nc] = l_id[i];
-                    c_v[nc] = 0.0;
-                    c_slot[nc] = sl;
-                    nc++;
-                }
-                c_v[c_table[sl]] += exp(ref - c - l_c[i]) - eu;
-            }
-        }
-        double u_cost = INF;
-        for (i64 i = 0; i < nt; i++) {
-            i64 w = touched[i];
-            seen[w] = 0;
-            if (unl[w] > 0.0 && ref - log(unl[w]) < u_cost)
-                u_cost = ref - log(unl[w]);
-        }
-        i64 nk = x_lc[s] < INF ? keep_best(top_c, top_q, k + 1, 0, x_lc[s], -1) : 0;
-        for (i64 q = 0; q < nc; q++) {
-            c_table[c_slot[q]] = -1;
-            double tot = unl[c_w[q]] + c_v[q];
-            if (tot > 0.0)
-                nk = keep_best(top_c, top_q, k + 1, nk, ref - log(tot), q);
-        }
-        i64 kept = nk < k ? nk : k;
-        for (i64 i = 0; i < kept; i++) {
-            i64 q = top_q[i], sid = 0;
-            if (q >= 0) { /* intern the suffix (word c_w[q], then suffix c_s[q]) */
-                i64 sl = pair_slot(s_table, size - 1, s_lab, s_next, c_w[q], c_s[q], stride);
-                if (s_table[sl] >= 0) {
-                    sid = s_table[sl];
-                } else {
-                    s_table[sl] = n_suf;
-                    s_lab[n_suf] = c_w[q];
-                    s_next[n_suf] = c_s[q];
-                    sid = n_suf++;
-                }
-            }
-            l_id[s * k + i] = sid;
-            l_c[s * k + i] = top_c[i];
-        }
-        l_n[s] = kept;
-        double tk = nk > k ? top_c[k] : INF;
-        u[s] = tk < u_cost ? tk : u_cost; /* (Python's min: the first of equals) */
-        double t0 = nk ? top_c[0] : INF;
-        h[s] = t0 < u[s] ? t0 : u[s];
-    }
-    result = out_array(h, m, 8);
+    result = out_array(w.h, m, 8);
 done:
     views_release(&vs);
-    free(l_id);
-    free(l_n);
-    free(s_table);
-    free(s_lab);
-    free(s_next);
-    free(touched);
-    free(c_table);
-    free(c_w);
-    free(c_s);
-    free(c_slot);
-    free(top_q);
-    free(l_c);
-    free(u);
-    free(h);
-    free(unl);
-    free(c_v);
-    free(top_c);
-    free(seen);
+    void *ps[] = {w.l_id, w.l_n, w.s_table, w.s_lab, w.s_next, w.touched, w.c_table, w.c_w, w.c_s, w.c_slot,
+                  w.top_q, w.l_c, w.u, w.h, w.unl, w.c_v, w.top_c, w.seen};
+    for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+        free(ps[i]);
     return result;
 }
 
@@ -934,12 +970,13 @@ static int get_arcs(Views *vs, Arcs *g, i64 m, PyObject *o_src, PyObject *o_dst,
     return 0;
 }
 
-/* Expand determinized state j: propagate its members' residual costs through the epsilon arcs (states
- * in increasing = topological order, a log sum per epsilon arc), gather the word arcs of every state
- * reached, each arc once, reduce them per (label, destination) and per label, and record the choices
- * (successors interned).  (Gathering the members' closed rows instead reaches the same arc once per
- * member that has an epsilon path to it: ~3.5x the entries on long dense lattices.) */
-static int expand(i64 j, Store *st, Scratch *sc, const Arcs *g, const double *hb, double resolution)
+/* Gather the word arcs that determinized state j reaches: propagate its members' residual costs through
+ * the epsilon arcs (states in increasing = topological order, a log sum per epsilon arc) and take the
+ * word arcs of every state reached, each arc once, as entries (label, destination, cost).  (Gathering
+ * the members' closed rows instead reaches the same arc once per member that has an epsilon path to
+ * it: ~4x the entries on long dense lattices.)  Returns the number of entries (-1 on error); *end: the
+ * log sum of the exits. */
+static i64 gather(i64 j, const Store *st, Scratch *sc, const Arcs *g, double *end_out)
 {
     const i64 *off = g->off, *dst = g->dst, *dlab = g->dlab;
     const double *cost = g->cost;
@@ -1008,6 +1045,18 @@ static int expand(i64 j, Store *st, Scratch *sc, const Arcs *g, const double *hb
             }
         }
     }
+    *end_out = end;
+    return ne;
+}
+
+/* Expand determinized state j: gather its word arcs (gather), reduce them per (label, destination) and
+ * per label, and record its choices (successors interned). */
+static int expand(i64 j, Store *st, Scratch *sc, const Arcs *g, const double *hb, double resolution)
+{
+    double end;
+    i64 ne = gather(j, st, sc, g, &end);
+    if (ne < 0)
+        return -1;
     i64 ng;
     i64 n_pairs = reduce_pairs(sc, ne, &ng);
     const i64 *g_lo = sc->g_lo.p, *g_hi = sc->g_hi.p, *g_lab = sc->g_lab.p, *p_dst = sc->p_dst.p;
