@@ -156,20 +156,6 @@ static inline double log_add(double a, double b)
     return a - log1p(exp(a - b));
 }
 
-static double log_sum(const double *x, i64 lo, i64 hi)
-{
-    double m = INF;
-    for (i64 k = lo; k < hi; k++)
-        if (x[k] < m)
-            m = x[k];
-    if (m == INF)
-        return INF;
-    double s = 0.0;
-    for (i64 k = lo; k < hi; k++)
-        s += exp(m - x[k]);
-    return m - log(s);
-}
-
 /* ------------------------------------------------------------------------------------------------ */
 /* closed rows                                                                                       */
 /* ------------------------------------------------------------------------------------------------ */
@@ -898,28 +884,24 @@ static i64 intern(Store *st, const i64 *p_dst, const double *p_val, i64 a, i64 b
 {
     i64 nds = st->nds, *off = st->off.p, *state = st->state.p, *rkey = st->rkey.p, *table = st->table.p;
     double *resid = st->resid.p;
-    i64 base = off[nds], need = base + b - a;
-    for (i64 q = a; q < b; q++) {
-        double rr = p_val[q] - wsum;
-        state[base + q - a] = p_dst[q];
-        resid[base + q - a] = rr;
-        rkey[base + q - a] = (i64)rint(rr / resolution);
+    i64 base = off[nds], len = b - a, need = base + len;
+    uint64_t hv = 1469598103934665603ull & MASK61; /* subset_hash, computed while writing */
+    for (i64 q = 0; q < len; q++) {
+        double rr = p_val[a + q] - wsum, x = rint(rr / resolution);
+        i64 key = x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (i64)x;
+        state[base + q] = p_dst[a + q];
+        resid[base + q] = rr;
+        rkey[base + q] = key;
+        hv = (hv * 1000003u + (uint64_t)p_dst[a + q]) & MASK61;
+        hv = (hv * 1000003u + (uint64_t)key) & MASK61;
     }
     i64 size = st->table_size;
-    i64 slot = (i64)(subset_hash(state, rkey, base, need) & (uint64_t)(size - 1));
+    i64 slot = (i64)(hv & (uint64_t)(size - 1));
+    size_t bytes = (size_t)len * sizeof(i64);
     while (table[slot] >= 0) {
         i64 c = table[slot], c0 = off[c];
-        if (off[c + 1] - c0 == b - a) {
-            int same = 1;
-            for (i64 q = 0; q < b - a; q++) {
-                if (state[c0 + q] != state[base + q] || rkey[c0 + q] != rkey[base + q]) {
-                    same = 0;
-                    break;
-                }
-            }
-            if (same)
-                return c;
-        }
+        if (off[c + 1] - c0 == len && !memcmp(state + c0, state + base, bytes) && !memcmp(rkey + c0, rkey + base, bytes))
+            return c;
         slot = (slot + 1) & (size - 1);
     }
     table[slot] = nds;
@@ -1063,12 +1045,24 @@ static int expand(i64 j, Store *st, Scratch *sc, const Arcs *g, const double *hb
     const double *p_val = sc->p_val.p;
     double *p_tmp = sc->p_tmp.p, *g_sum = sc->g_sum.p, *g_bound = sc->g_bound.p;
     i64 nc = end < INF ? 1 : 0;
-    for (i64 gi = 0; gi < ng; gi++) {
+    for (i64 gi = 0; gi < ng; gi++) { /* log_sum of p_val and of p_val + hb, in one pass */
         i64 a = g_lo[gi], b = g_hi[gi];
-        g_sum[gi] = log_sum(p_val, a, b);
-        for (i64 q = a; q < b; q++)
-            p_tmp[q - a] = p_val[q] + hb[p_dst[q]];
-        g_bound[gi] = log_sum(p_tmp, 0, b - a);
+        double m1 = INF, m2 = INF;
+        for (i64 q = a; q < b; q++) {
+            double y = p_val[q] + hb[p_dst[q]];
+            p_tmp[q - a] = y;
+            if (p_val[q] < m1)
+                m1 = p_val[q];
+            if (y < m2)
+                m2 = y;
+        }
+        double s1 = 0.0, s2 = 0.0;
+        for (i64 q = a; q < b; q++) {
+            s1 += exp(m1 - p_val[q]);
+            s2 += exp(m2 - p_tmp[q - a]);
+        }
+        g_sum[gi] = m1 == INF ? INF : m1 - log(s1);
+        g_bound[gi] = m2 == INF ? INF : m2 - log(s2);
         if (g_bound[gi] < INF)
             nc++;
     }
