@@ -164,12 +164,6 @@ typedef struct {
     double lc, bc;
 } RowEntry;
 
-static int cmp_row_entry(const void *a, const void *b)
-{
-    i64 x = ((const RowEntry *)a)->arc, y = ((const RowEntry *)b)->arc;
-    return (x > y) - (x < y);
-}
-
 /* Arcs numbered topologically with sorted sources: ValueError otherwise (the loops index by them). */
 static int check_arcs(i64 m, const i64 *src, const i64 *dst, i64 n_arcs)
 {
@@ -190,8 +184,8 @@ typedef struct {
     const double *cost;
     i64 *off, *row_lo, *row_len, *r_arc, *slot;
     double *r_lc, *r_bc, *x_lc, *x_bc;
-    RowEntry *t;
-    i64 r_cap, r_cap2, r_cap3, t_cap, used;
+    RowEntry *t, *t2;
+    i64 r_cap, r_cap2, r_cap3, t_cap, t2_cap, used;
 } RowsWork;
 
 static int row_entry(RowsWork *w, i64 *nt, i64 arc, double lc, double bc)
@@ -203,6 +197,33 @@ static int row_entry(RowsWork *w, i64 *nt, i64 arc, double lc, double bc)
     w->t[*nt].lc = lc;
     w->t[*nt].bc = bc;
     *nt += 1;
+    return 0;
+}
+
+/* Sort the row being built (w->t[:nt]) by arc id (ids are distinct): a bottom-up merge sort with the
+ * comparison inline (qsort's callback cost as much as the rest of the closed rows). */
+static int sort_row(RowsWork *w, i64 nt)
+{
+    if (GROW(w->t2, w->t2_cap, nt) < 0)
+        return -1;
+    RowEntry *a = w->t, *b = w->t2;
+    for (i64 width = 1; width < nt; width *= 2) {
+        for (i64 lo = 0; lo < nt; lo += 2 * width) {
+            i64 mid = lo + width < nt ? lo + width : nt, hi = lo + 2 * width < nt ? lo + 2 * width : nt;
+            i64 i = lo, j = mid, o = lo;
+            while (i < mid && j < hi)
+                b[o++] = a[j].arc < a[i].arc ? a[j++] : a[i++];
+            while (i < mid)
+                b[o++] = a[i++];
+            while (j < hi)
+                b[o++] = a[j++];
+        }
+        RowEntry *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != w->t)
+        memcpy(w->t, a, (size_t)nt * sizeof(RowEntry));
     return 0;
 }
 
@@ -241,8 +262,8 @@ static int close_state(RowsWork *w, i64 s)
             }
         }
     }
-    if (nt > 1)
-        qsort(w->t, (size_t)nt, sizeof(RowEntry), cmp_row_entry);
+    if (nt > 1 && sort_row(w, nt) < 0)
+        return -1;
     i64 used = w->used;
     if (GROW(w->r_arc, w->r_cap, used + nt) < 0 || GROW(w->r_lc, w->r_cap2, used + nt) < 0 ||
         GROW(w->r_bc, w->r_cap3, used + nt) < 0)
@@ -332,7 +353,7 @@ static PyObject *py_closed_rows(PyObject *self, PyObject *args)
     result = rows_result(&w);
 done:
     views_release(&vs);
-    void *ps[] = {w.off, w.row_lo, w.row_len, w.r_arc, w.slot, w.r_lc, w.r_bc, w.x_lc, w.x_bc, w.t};
+    void *ps[] = {w.off, w.row_lo, w.row_len, w.r_arc, w.slot, w.r_lc, w.r_bc, w.x_lc, w.x_bc, w.t, w.t2};
     for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
         free(ps[i]);
     return result;
