@@ -18,13 +18,14 @@ running the code before and after the change back to back; CPU seconds of the ``
 ``python -c`` put the shell's working directory first on ``sys.path``.)
 
 numba kernels (95320b5) -> C kernels (``lattice_tools/_ext/nbest.c``) with the epsilon-propagating
-expansion: N = 10: 3.06 s -> 1.14 s, N = 100: 3.16 s -> 1.25 s (0.40x; issue 14's target: under 2 s);
-peak RSS 0.43 -> 0.30 GB.  Same sequences in the same order with the same word times; costs and
-posteriors differ by at most 3.6e-16 relative (the expansion adds the same terms in another order).
-Of the 1.25 s: ~0.75 s region search (15,393 determinized states expanded, 17.4 M word arcs gathered,
-69.6 M before: the members' closed rows reached the same arc once per member with an epsilon path to
-it), 0.14 s suffix lists, 0.11 s closed rows, 0.08 s best paths (word times), 0.05 s best-next-word
-bound; no numba to load (it cost ~0.4 s per process).  The plain C port (same operations as the numba
+expansion: N = 10: 2.66 s -> 0.97 s, N = 100: 2.80 s -> 1.03 s (0.37x; issue 14's target: under 2 s);
+peak RSS 0.43 -> 0.30 GB.  (An earlier round under heavier load: 3.06 -> 1.14 s and 3.16 -> 1.25 s.)
+Same sequences in the same order with the same word times; costs and posteriors differ by at most
+3.6e-16 relative (the expansion adds the same terms in another order).  Of the ~1.0 s: ~0.65 s region
+search (15,393 determinized states expanded, 17.4 M word arcs gathered, 69.6 M before: the members'
+closed rows reached the same arc once per member with an epsilon path to it), 0.14 s suffix lists,
+0.09 s closed rows, 0.08 s best paths (word times), 0.05 s best-next-word bound; no numba to load (it
+cost ~0.4 s per process).  The plain C port (same operations as the numba
 code, same bits) took ~1.7 s.  Earlier: compiled numba engine with the best-next-word bound alone 4.09 s,
 numpy engine 6.97 s (N = 100), 19.7 s wall before that; before those, the lazy search's log-sum bound
 started at 0 nats while the best sequence costs 29.36 nats, and its fallback log-determinized the whole
@@ -32,8 +33,8 @@ lattice (past 1 M states and 4 GB after 4 min).
 
 A lattice unlike this one, the 30 s two-voice espeak-ng conversation of ``bench_phrases.py --suite``
 (``conv30_wide.slf``, 380,103 links, acoustic scale 1), is still out of reach: even N = 1 stops with
-BudgetExceededError at a 3 GB memory budget (exit status 2) -- now after 11.6 s of CPU (peak RSS
-2.2 GB), ~35-40 s with the numba kernels::
+BudgetExceededError at a 3 GB memory budget (exit status 2) -- now after 10.9 s of CPU (peak RSS
+2.2 GB); the numba kernels stopped there after 36.1 s (2.8 GB)::
 
     lattice-tools nbest -n 1 --max-memory 3G /tmp/conv/conv30_wide.slf -o /tmp/conv/nbest1.ctm
 """
