@@ -139,7 +139,7 @@ def timed(cmd, env) -> tuple[float, float] | None:
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     try:
-        res = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        res = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO,
                              timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         print(f"  timed out after {TIMEOUT:.0f} s: {' '.join(map(str, cmd))[:200]}", flush=True)
@@ -217,7 +217,7 @@ def breakdown(archives: dict, names: list, jobs: list, kd: str, env: dict, scale
             runs = []
             for _ in range(rounds):
                 res = subprocess.run([sys.executable, "-c", _PHASES, job, spec, scale], env=env, capture_output=True,
-                                     text=True, timeout=TIMEOUT)
+                                     text=True, timeout=TIMEOUT, cwd=REPO)
                 if res.returncode != 0:
                     print(f"  breakdown failed: {res.stderr[-300:]}")
                     return

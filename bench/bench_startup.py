@@ -54,7 +54,7 @@ ROWS = [
 
 def cpu_seconds(cmd: list[str], env: dict) -> float:
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    res = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         sys.exit(f"bench_startup: {' '.join(cmd)} failed (exit {res.returncode}): {res.stderr[-300:]}")
