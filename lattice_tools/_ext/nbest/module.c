@@ -1,0 +1,133 @@
+/* Compiled loops of the exact N-best search (lattice_tools.alternatives.nbest_lists).
+ *
+ * closed_rows        every state's word arcs reachable through epsilon paths, with the log sum and the
+ *                    minimum of the path costs, and its closed exit cost
+ * best_word_bound    the admissible, consistent best-completion bound per state
+ * suffix_list_bound  the tighter (admissible, not consistent) suffix-list bound per state
+ * bounded_search     A* over log-determinized states builds the region that can hold the n best
+ *                    sequences; exact best completions inside it; best-first search over word prefixes
+ * best_paths         the best single path reading each output sequence (for word times)
+ *
+ * The files: module.c (this one: the method table and the argument glue), buffers.c (growable arrays),
+ * closed_rows.c, bounds.c (best_word_bound, suffix_list_bound), region_states.c (the determinized states
+ * of the region search and their expansion), region_search.c (the A* rounds and the prefix search),
+ * best_paths.c; nbest.h and region.h declare what they share.
+ *
+ * The algorithms are described in nbest_lists.py.  Every log sum is m - log(sum(exp(m - x))) around
+ * the segment's minimum m, summed in a fixed order, so results are deterministic.  The operations are
+ * those of the numba kernels this module replaced (tests/_reference/nbest_*.py keeps them as a
+ * plain-Python oracle; the same bits), except one: an expansion of the region search propagates the
+ * determinized state's members through the epsilon arcs and gathers each word arc once, where the
+ * numba code gathered every member's closed row (the same arc once per member that reaches it, ~4x
+ * the work on long dense lattices): the same terms summed in another order, so the same lists with
+ * costs equal to ~1e-15 relative.
+ *
+ * Arrays cross as buffers (int64 'l'/'q', float64 'd', bool '?'), checked on entry; results are
+ * returned as bytearrays (numpy.frombuffer views them).  Long loops poll PyErr_CheckSignals.
+ */
+#include "nbest.h"
+
+/* ------------------------------------------------------------------------------------------------ */
+/* buffers in, bytearrays out                                                                        */
+/* ------------------------------------------------------------------------------------------------ */
+void views_release(Views *vs)
+{
+    for (int i = 0; i < vs->n; i++)
+        PyBuffer_Release(&vs->v[i]);
+    vs->n = 0;
+}
+
+void *view(Views *vs, PyObject *obj, const char *name, int kind, Py_ssize_t len, Py_ssize_t *out_len)
+{
+    if (vs->n >= MAX_VIEWS) {
+        PyErr_SetString(PyExc_RuntimeError, "nbest: too many buffers");
+        return NULL;
+    }
+    Py_buffer *b = &vs->v[vs->n];
+    if (PyObject_GetBuffer(obj, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "nbest: argument %s must be a contiguous array, not %.100s", name,
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    vs->n++;
+    const char *f = b->format ? b->format : "B";
+    if (*f == '@' || *f == '=' || (PY_LITTLE_ENDIAN && *f == '<'))
+        f++;
+    int ok;
+    const char *want;
+    if (kind == K_I64) {
+        ok = b->itemsize == 8 && (f[0] == 'l' || f[0] == 'q') && !f[1];
+        want = "an int64";
+    } else if (kind == K_F64) {
+        ok = b->itemsize == 8 && f[0] == 'd' && !f[1];
+        want = "a float64";
+    } else {
+        ok = b->itemsize == 1 && f[0] == '?' && !f[1];
+        want = "a bool";
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "nbest: argument %s must be %s array (buffer format '%s', item size %zd)",
+                     name, want, b->format ? b->format : "B", b->itemsize);
+        return NULL;
+    }
+    Py_ssize_t n = b->len / b->itemsize;
+    if (len >= 0 && n != len) {
+        PyErr_Format(PyExc_ValueError, "nbest: argument %s has %zd entries, expected %zd", name, n, len);
+        return NULL;
+    }
+    if (out_len)
+        *out_len = n;
+    return b->buf;
+}
+
+PyObject *out_array(const void *p, i64 count, size_t itemsize)
+{
+    return PyByteArray_FromStringAndSize(count ? (const char *)p : NULL, (Py_ssize_t)(count * (i64)itemsize));
+}
+
+int check_arcs(i64 m, const i64 *src, const i64 *dst, i64 n_arcs)
+{
+    for (i64 a = 0; a < n_arcs; a++) {
+        if (src[a] < 0 || dst[a] <= src[a] || dst[a] >= m || (a && src[a] < src[a - 1])) {
+            PyErr_Format(PyExc_ValueError, "nbest: arc %lld (%lld -> %lld) of a %lld-state lattice: states must be "
+                         "numbered topologically (src < dst < num_states) and src sorted", (long long)a,
+                         (long long)src[a], (long long)dst[a], (long long)m);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+static PyMethodDef methods[] = {
+    {"closed_rows", py_closed_rows, METH_VARARGS,
+     "closed_rows(m, src, dst, lab, cost, final) -> (w_off, w_arc, w_lc, w_bc, x_lc, x_bc) as bytearrays"},
+    {"best_word_bound", py_best_word_bound, METH_VARARGS,
+     "best_word_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels) -> h (float64 bytearray)"},
+    {"suffix_list_bound", py_suffix_list_bound, METH_VARARGS,
+     "suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k) -> h (float64 bytearray)"},
+    {"bounded_search", py_bounded_search, METH_VARARGS,
+     "bounded_search(m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, max_members, "
+     "margin, resolution) -> (status, found_link, found_cost, t_parent, t_label)"},
+    {"best_paths", py_best_paths, METH_VARARGS,
+     "best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m) -> (cost, arcs)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "nbest", "Compiled loops of the exact N-best search.",
+                                    -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit_nbest(void)
+{
+    PyObject *mod = PyModule_Create(&module);
+    if (!mod)
+        return NULL;
+    if (PyModule_AddIntConstant(mod, "OK", ST_OK) < 0 || PyModule_AddIntConstant(mod, "TOO_MANY_POPS", ST_TOO_MANY_POPS) < 0 ||
+        PyModule_AddIntConstant(mod, "TOO_MANY_STATES", ST_TOO_MANY_STATES) < 0 ||
+        PyModule_AddIntConstant(mod, "TOO_MANY_MEMBERS", ST_TOO_MANY_MEMBERS) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
