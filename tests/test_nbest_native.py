@@ -1,4 +1,4 @@
-"""The compiled N-best loops (lattice_tools/_ext/nbest.c) against their plain-Python transcription
+"""The compiled N-best loops (lattice_tools/_ext/nbest/) against their plain-Python transcription
 (tests/_reference/nbest_*.py, the numba kernels they replaced) on random lattices -- the same bits, except
 the region search's costs (same lists; see test_bounded_search_is_the_reference) --, their argument
 checks, and Ctrl-C during a long search."""
@@ -88,15 +88,17 @@ def _sequences(found_link, parent, label):
 def test_bounded_search_is_the_reference(lat, n, margin, k):
     """The same sequences in the same order (up to exchanges among ties) and the same costs to 1e-12
     relative, or 1e-12 absolute near 0 (a log sum's rounding error scales with its terms, not with its
-    result: 16 parallel paths of cost 0 and one of cost 6 sum to -1.67e-5 with an error of ~1e-17): the C search gathers a determinized state's word arcs by propagating its members through
-    the epsilon arcs (each arc once) where the reference gathers the members' closed rows (an arc once
-    per member that reaches it), so the log sums add the same terms in another order."""
+    result: 16 parallel paths of cost 0 and one of cost 6 sum to -1.67e-5 with an error of ~1e-17): the C
+    search gathers a determinized state's word arcs by propagating its members through the epsilon arcs
+    (each arc once) where the reference gathers the members' closed rows (an arc once per member that
+    reaches it), so the log sums add the same terms in another order."""
     m, src, dst, lab, cost, final = _problem(lat)
     rows = _ClosedRows.build(m, src, dst, lab, cost, final)
     nl = max(len(rows.lab_values), 1)
     args = (m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl)
     hb = _f(C.suffix_list_bound(*args, k)) if k else _f(C.best_word_bound(*args))
-    hb = np.where(np.isfinite(hb), hb - 1e-6 * (1 + np.abs(hb)), hb)
+    finite = np.isfinite(hb)  # (only those: inf - inf would warn)
+    hb[finite] -= 1e-6 * (1 + np.abs(hb[finite]))
     tail = (hb, nl, n, 10**6, 10**6, 10**12, margin, 1e-9)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         want = K.bounded_search(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, *tail)
