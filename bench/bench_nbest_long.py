@@ -17,7 +17,7 @@ running the code before and after the change back to back; CPU seconds of the ``
 (Run the old code from its own directory: before this script passed ``cwd`` to its child,
 ``python -c`` put the shell's working directory first on ``sys.path``.)
 
-numba kernels (95320b5) -> C kernels (``lattice_tools/_ext/nbest.c``) with the epsilon-propagating
+numba kernels (95320b5) -> C kernels (``lattice_tools/_ext/nbest/``) with the epsilon-propagating
 expansion: N = 10: 2.66 s -> 0.97 s, N = 100: 2.80 s -> 1.03 s (0.37x; issue 14's target: under 2 s);
 peak RSS 0.43 -> 0.30 GB.  (An earlier round under heavier load: 3.06 -> 1.14 s and 3.16 -> 1.25 s.)
 Same sequences in the same order with the same word times; costs and posteriors differ by at most

@@ -1,7 +1,7 @@
 """Exact N-best of long lattices (issue 13 item 14, issue 14 item 3): the n best sequences come from the
 exact bound computed on the determinized states that can lie on them (A* over determinized states with the
 best-next-word and suffix-list bounds), not from log-determinizing the whole lattice.  The engine's loops are compiled
-C (lattice_tools/_ext/nbest.c; tests/test_nbest_native.py checks them against their plain-Python transcription), and
+C (lattice_tools/_ext/nbest/; tests/test_nbest_native.py checks them against their plain-Python transcription), and
 the phrase search engine (``_fastsearch.search_many``) run on a whole lattice is the differential oracle.  Speed:
 bench/bench_nbest_long.py."""
 from __future__ import annotations

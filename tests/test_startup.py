@@ -113,7 +113,7 @@ def test_best_path_imports_neither_numba_nor_the_alternatives_algorithms():
 
 
 def test_nbest_runs_without_numba():
-    """The exact N-best search is compiled C (lattice_tools/_ext/nbest.c): the command imports no numba."""
+    """The exact N-best search is compiled C (lattice_tools/_ext/nbest/): the command imports no numba."""
     what = '"numba" in sys.modules, "lattice_tools._ext.nbest" in sys.modules'
     lat = str(REPO / "tests/data/inputs/003.lat")
     code = _AS_THE_PROGRAM.format(what=what, argv=["nbest", "-n", "20", "--acoustic-scale", "0.1", lat, "-o", os.devnull])

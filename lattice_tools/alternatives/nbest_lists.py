@@ -16,7 +16,7 @@ of the lattice (see :mod:`lattice_tools.alternatives._search`), ranked by an exa
 Each sequence's word times are those of its best single path.  Not sampled, not an
 approximation: equal to enumerating every path and summing by word sequence (tests check this
 against brute force, kaldifst ``shortest_path(n)`` on the log-determinized lattice and the phrase
-search engine).  The loops are compiled C (``lattice_tools/_ext/nbest.c``).
+search engine).  The loops are compiled C (``lattice_tools/_ext/nbest/``).
 """
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
 
 
 def _kernels():
-    """The compiled module (lattice_tools/_ext/nbest.c)."""
+    """The compiled module (lattice_tools/_ext/nbest/)."""
     from .._ext import native
 
     return native("nbest")
@@ -163,7 +163,7 @@ def _member_budget() -> int:
 
 
 class _ClosedRows(NamedTuple):
-    """Every state's closed row (``closed_rows`` in lattice_tools/_ext/nbest.c: the word arcs reachable
+    """Every state's closed row (``closed_rows`` in lattice_tools/_ext/nbest/closed_rows.c: the word arcs reachable
     through epsilon paths, log sum and minimum of the path costs) with dense word labels."""
 
     m: int
@@ -200,7 +200,7 @@ def _bound(rows: _ClosedRows) -> np.ndarray:
 
 
 def _suffix_bound(rows: _ClosedRows, k: int) -> np.ndarray:
-    """The suffix-list bound (``suffix_list_bound`` in lattice_tools/_ext/nbest.c), lowered by a margin
+    """The suffix-list bound (``suffix_list_bound`` in lattice_tools/_ext/nbest/bounds.c), lowered by a margin
     far above its rounding errors (sums of up to a few thousand terms per state, relative error ~1e-13
     per level), so that it stays a bound: the search ranks by exact costs, the bound only decides what
     it explores."""
@@ -216,7 +216,7 @@ def suffix_bound(num_states: int, src, dst, labels, cost, final, k: int = 8) -> 
     :func:`best_word_bound` bounds), at least as tight as that one: each state lists ``k``
     completions with an upper bound on the probability of each and a bound on every completion
     it does not list, and a completion's bound sums the paths of its next word *for that
-    completion* (see ``suffix_list_bound`` in lattice_tools/_ext/nbest.c).  On the bench's 31.5 s lattice
+    completion* (see ``suffix_list_bound`` in lattice_tools/_ext/nbest/bounds.c).  On the bench's 31.5 s lattice
     the best-next-word bound of the start is 8.58 nats, this one 11.05 (k = 8), the best
     sequence costs 29.36: the search expands 41 % fewer determinized states (15,393 instead of
     26,053 at N = 100).  Admissible, not

@@ -1,6 +1,6 @@
 """The closed rows, bounds and best paths of the exact N-best search as plain Python: the oracle of
 tests/test_nbest_native.py for the compiled ``closed_rows``, ``best_word_bound``, ``suffix_list_bound``
-and ``best_paths`` of lattice_tools/_ext/nbest.c.  They were the package's numba kernels
+and ``best_paths`` of lattice_tools/_ext/nbest/.  They were the package's numba kernels
 (lattice_tools/alternatives/_closed_rows.py) until the C port replaced them; the same code, without
 numba (slow: small inputs only).
 

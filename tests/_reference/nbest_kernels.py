@@ -1,5 +1,5 @@
 """The region search of the exact N-best lists as plain Python: the oracle of tests/test_nbest_native.py
-for the compiled ``bounded_search`` of lattice_tools/_ext/nbest.c.  It was the package's numba kernel
+for the compiled ``bounded_search`` of lattice_tools/_ext/nbest/region_search.c.  It was the package's numba kernel
 (lattice_tools/alternatives/_nbest_kernels.py) until the C port replaced it; the same code, without
 numba (slow: small inputs only); the C code does the same operations in the same order.
 
