@@ -16,6 +16,7 @@ from _io_helpers import (
 )
 
 from lattice_tools.errors import FormatError, LatticeError, MismatchError, SymbolError
+from lattice_tools.io._kaldi_text import parse_text_block
 from lattice_tools.io.kaldi import (
     _Reader,
     format_binary_fst,
@@ -23,7 +24,6 @@ from lattice_tools.io.kaldi import (
     iter_raw,
     lattice_to_raw,
     parse_specifier,
-    parse_text_fst,
     raw_to_lattice,
     read_binary_fst,
     read_kaldi_lattices,
@@ -85,8 +85,7 @@ def test_binary_reader_matches_kaldifst_writer_and_text(tmp_path):
     ours = format_text_fst(raw)
     assert _same_rows(ours, k.to_str())
     # and the text parser reads that dump to the same arrays
-    lines = list(enumerate(k.to_str().splitlines(), 1))
-    raw2 = parse_text_fst(lines, "to_str", None)
+    raw2 = parse_text_block(k.to_str().encode(), 1, "to_str", None)
     assert raw2.kind == "lattice"
     for name in ("src", "dst", "ilabel", "olabel"):
         assert np.array_equal(getattr(raw, name), getattr(raw2, name))
@@ -175,7 +174,7 @@ def test_compact_text_as_kaldi_prints_it():
 3\t4\t7
 4\t1.5,2.5,9_9
 """
-    raw = parse_text_fst(list(enumerate(text.splitlines(), 1)), "t", "k")
+    raw = parse_text_block(text.encode(), 1, "t", "k")
     assert raw.kind == "compact" and raw.final_strings[4].tolist() == [9, 9]
     lat = raw_to_lattice(raw, "k")
     # The two paths reach state 3 after 3 and 5 frames (tid strings are not word-aligned), so
@@ -190,7 +189,7 @@ def test_compact_text_as_kaldi_prints_it():
 def test_compact_lattice_not_time_synchronous_is_split_exactly():
     # two paths reach state 2 after 3 and 5 frames; state 2 -> 3 carries a 2-frame word
     text = "0\t1\t1\t1,1,5_5\n1\t2\t2\t1,1,5\n0\t2\t3\t2,2,6_6_6_6_6\n2\t3\t4\t0.5,0.5,7_7\n3\n"
-    raw = parse_text_fst(list(enumerate(text.splitlines(), 1)), "t", "k")
+    raw = parse_text_block(text.encode(), 1, "t", "k")
     lat = raw_to_lattice(raw, "k")
     arcs = canonical_arcs(lat)
     assert ("4", 3, 5, 0.5, 0.5) in arcs and ("4", 5, 7, 0.5, 0.5) in arcs
@@ -200,7 +199,7 @@ def test_compact_lattice_not_time_synchronous_is_split_exactly():
 
 def test_frame_level_lattice_must_be_time_synchronous():
     text = "0\t1\t5\t1\t1,1\n1\t2\t5\t0\t1,1\n0\t2\t0\t2\t1,1\n2\t0,0\n"
-    raw = parse_text_fst(list(enumerate(text.splitlines(), 1)), "t", "k")
+    raw = parse_text_block(text.encode(), 1, "t", "k")
     with pytest.raises(LatticeError, match="different frames") as err:
         raw_to_lattice(raw, "k")
     assert "[k]" in str(err.value)

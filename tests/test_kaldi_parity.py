@@ -281,9 +281,11 @@ def _same_raw(a, b):
 
 
 @pytest.mark.parametrize("name", ["bundled", "insertion", "edge"])
-def test_vectorized_text_reader_equals_line_parser(tmp_path, name):
-    """The two text readers of io/_kaldi_text.py give the same RawFst on Kaldi's layout."""
-    from lattice_tools.io._kaldi_text import parse_compact_text, parse_text_fst
+def test_text_reader_equals_the_line_parser_it_replaced(tmp_path, name):
+    """The C text reader gives the RawFst the Python line parser (tests/_reference) gave."""
+    from _reference.kaldi_text import parse_text_fst
+
+    from lattice_tools.io._kaldi_text import parse_text_block
 
     if name == "edge":
         (tmp_path / "e.ark").write_text(EDGE_ARCHIVE)
@@ -293,10 +295,8 @@ def test_vectorized_text_reader_equals_line_parser(tmp_path, name):
     blocks = list(_blocks(spec))
     assert blocks
     for key, block in blocks:
-        fast = parse_compact_text(block)
-        assert fast is not None, key  # Kaldi's layout: the vectorized reader takes it
         lines = list(enumerate(block.decode().split("\n"), 1))
-        _same_raw(fast, parse_text_fst(lines, "x", key))
+        _same_raw(parse_text_block(block, 1, "x", key), parse_text_fst(lines, "x", key))
 
 
 @pytest.mark.parametrize("bad,msg", [("u\n0 1 2 x,0,1\n1\n\n", "bad Kaldi"), ("u\n0 1 2 3 4 5\n\n", "at most 5"),
@@ -307,13 +307,11 @@ def test_vectorized_text_reader_equals_line_parser(tmp_path, name):
                                      ("u\n0 1 2 1,0,9999999999\n1\n\n", "9999999999"),
                                      ("u\n0 1 2 1.5.1,0,1\n1\n\n", "1.5.1"), ("u\n0 1 2 nan,0,1\n1\n\n", "NaN"),
                                      ("u\n0 1 2 1,0,1\n1\n1\n\n", "two final")])
-def test_vectorized_text_reader_leaves_errors_to_the_line_parser(tmp_path, bad, msg):
-    """Malformed text is never read by the vectorized reader: the line parser names the problem."""
+def test_text_reader_names_the_problem(tmp_path, bad, msg):
+    """Malformed text is refused with an error that says what is wrong."""
     from lattice_tools.errors import LatticeToolsError
-    from lattice_tools.io._kaldi_text import parse_compact_text
 
     (tmp_path / "b.ark").write_text(bad)
-    assert all(parse_compact_text(block) is None for _, block in _blocks(f"ark:{tmp_path / 'b.ark'}"))
     with pytest.raises(LatticeToolsError, match=msg):
         list(read_lattices(f"ark:{tmp_path / 'b.ark'}"))
 

@@ -206,25 +206,27 @@ def test_frames_by_pointer_doubling_equal_the_arc_loop():
 # ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("tids", ["1_1_1", "0_9_3", "12_7", "7_123456789", ""])
 def test_tid_strings_single_and_multi_digit(tids):
-    """Single-digit ids (read without strtol) and multi-digit ones give what the line parser gives."""
-    from lattice_tools.io._kaldi_text import parse_compact_text, parse_text_fst
+    """Single-digit and multi-digit ids: the C reader gives what the Python line parser gave."""
+    from _reference.kaldi_text import parse_text_fst
+
+    from lattice_tools.io._kaldi_text import parse_text_block
 
     block = f"0 1 5 1.5,2,{tids}\n0 2 6 1,0,3_4\n1 3 7 0.25,0,\n2 3 7 1,1,9\n3 0,0,{tids}".encode()
-    fast = parse_compact_text(block)
+    fast = parse_text_block(block, 1, "x", "u")
     slow = parse_text_fst(list(enumerate(block.decode().split("\n"), 1)), "x", "u")
-    assert fast is not None
     assert [s.tolist() for s in fast.strings] == [s.tolist() for s in slow.strings]
     assert all(s.dtype == np.int32 for s in fast.strings)
     assert {k: v.tolist() for k, v in fast.final_strings.items()} == {k: v.tolist() for k, v in slow.final_strings.items()}
 
 
-def test_text_block_with_trailing_whitespace_is_read_without_copying_it():
-    from lattice_tools.io._kaldi_text import parse_compact_text
+def test_text_block_with_trailing_whitespace_is_read():
+    from lattice_tools.errors import FormatError
+    from lattice_tools.io._kaldi_text import parse_text_block
 
-    block = b"0 1 5 1.5,2,1_2\n1 0,0,\n \t\n"
-    raw = parse_compact_text(block)
-    assert raw is not None and raw.num_states == 2 and raw.strings[0].tolist() == [1, 2]
-    assert parse_compact_text(b" \n\t") is None
+    raw = parse_text_block(b"0 1 5 1.5,2,1_2\n1 0,0,\n \t\n", 1, "x", "u")
+    assert raw.num_states == 2 and raw.strings[0].tolist() == [1, 2]
+    with pytest.raises(FormatError, match="empty lattice"):
+        parse_text_block(b" \n\t", 1, "x", "u")
 
 
 def test_binary_compact_reader_reads_what_the_text_reader_reads(tmp_path):

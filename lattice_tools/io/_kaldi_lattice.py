@@ -23,6 +23,11 @@ def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: s
     return symbols
 
 
+def _object_array(items: list) -> np.ndarray:
+    """A 1-d object array holding ``items`` (``np.array`` would make a 2-d array of equal-length ones)."""
+    return np.fromiter(items, dtype=object, count=len(items))
+
+
 #: OpenFst's ``kTopSorted`` property bit.
 K_TOP_SORTED = 0x0000004000000000
 
@@ -39,7 +44,7 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
     fw1, fw2 = raw.final_w1, raw.final_w2
     attrs = {}
     if raw.kind == "compact":
-        strings = list(raw.strings)
+        strings = raw.strings
         if raw.final_strings:
             # Final tid strings become epsilon arcs into a new final state (keeps times + totals).
             extra = sorted(raw.final_strings)
@@ -66,10 +71,7 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
                       else bool(np.all(raw.src < raw.dst)))
         attrs["kaldi"] = np.stack([np.r_[np.arange(n_raw), np.full(n_extra, -1)], src, dst,
                                    np.full(len(src), int(top_sorted))], axis=1).astype(np.int64)
-        tids = np.empty(len(strings), dtype=object)
-        for i, t in enumerate(strings):
-            tids[i] = t
-        attrs["tids"] = tids
+        attrs["tids"] = _object_array(strings)
         word = olab
         word_aligned = True
     else:
@@ -236,5 +238,5 @@ def lattice_to_raw(lat: Lattice, lattice_type: str = "auto", placeholder_tid: in
                     strings.append(np.full(int(dur[i]), placeholder_tid, np.int32))
         else:
             strings = [np.zeros(0, np.int32) for _ in range(lat.num_arcs)]
-        raw.strings = strings
+        raw.set_strings(strings)
     return raw

@@ -64,7 +64,7 @@ from ..files import atomic_write, open_binary_input
 from ..lattice import Lattice
 from ..symbols import SymbolTable
 from ._kaldi_lattice import lattice_to_raw, raw_to_lattice
-from ._kaldi_text import RawFst, parse_text_block, parse_text_fst
+from ._kaldi_text import RawFst, parse_text_block
 
 FST_MAGIC = 2125659606
 _MAGIC_BYTES = struct.pack("<i", FST_MAGIC)
@@ -319,8 +319,10 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
     fw1, fw2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
     raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
-                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2, strings, final_strings,
-                 props)
+                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2,
+                 final_strings=final_strings, props=props)
+    if strings is not None:
+        raw.set_strings(strings)
     for name in ("w1", "w2"):
         arr = getattr(raw, name)
         if not np.all(np.isfinite(arr)):
@@ -353,19 +355,7 @@ def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
         r.readline()
         start_line = r.lineno
         block, _ = r.read_text_block()
-
-        def lines_of_block():
-            lines = []
-            for i, line in enumerate(block.split(b"\n")):
-                try:
-                    s = line.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise FormatError("not valid text (binary data in a text lattice?)", path=r.name,
-                                      line=start_line + i, key=key) from None
-                lines.append((start_line + i, s))
-            return lines
-
-        return parse_text_block(block, lines_of_block, r.name, key, lattice_type)
+        return parse_text_block(block, start_line, r.name, key, lattice_type)
     else:
         raise FormatError(f"does not look like a lattice (neither text nor OpenFst binary) at byte {r.tell()}",
                           path=r.name, line=r.lineno, key=key)
@@ -476,14 +466,14 @@ def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
                 raw = _read_object(r, key, lattice_type)
             else:
                 # a whole file holding "key lattice" is not Kaldi's convention; a text FST file is
-                lines = []
+                first, lines = r.lineno, []
                 while True:
-                    ln = r.lineno
                     line2 = r.readline()
                     if line2 is None or not line2.strip():
                         break
-                    lines.append((ln, line2.decode("utf-8", "replace")))
-                raw = parse_text_fst(lines, target, key, lattice_type)
+                    lines.append(line2)
+                raw = parse_text_block(b"\n".join(lines), first if lines else None, target, key, lattice_type,
+                                       errors="replace")
         finally:
             f.close()
         yield key, raw
@@ -523,7 +513,7 @@ def format_text_fst(raw: RawFst) -> str:
     for i in order.tolist():
         w = f"{_ffmt(raw.w1[i])},{_ffmt(raw.w2[i])}"
         if compact:
-            t = raw.strings[i]
+            t = raw.string(i)
             out.append(f"{raw.src[i]}\t{raw.dst[i]}\t{raw.olabel[i]}\t{w},{'_'.join(map(str, t.tolist()))}")
         else:
             out.append(f"{raw.src[i]}\t{raw.dst[i]}\t{raw.ilabel[i]}\t{raw.olabel[i]}\t{w}")
@@ -572,7 +562,7 @@ def format_binary_fst(raw: RawFst, double: bool = False) -> bytes:
             parts.append(arcs[a:b].tobytes())
         else:
             for i in order[a:b].tolist():
-                t = np.asarray(raw.strings[i], "<i4")
+                t = np.asarray(raw.string(i), "<i4")
                 parts.append(struct.pack("<ii" + ff + ff + "i", raw.olabel[i], raw.olabel[i], raw.w1[i], raw.w2[i], len(t))
                              + t.tobytes() + struct.pack("<i", raw.dst[i]))
     return b"".join(parts)

@@ -1,0 +1,703 @@
+/* Kaldi text lattices: the bytes of one lattice (its lines, up to the blank line that ends it) to the
+ * arrays of lattice_tools.io._kaldi_text.RawFst, in one pass over the bytes.
+ *
+ * parse_block(block, kind) reads OpenFst text lines as Kaldi's LatticeHolder/CompactLatticeHolder
+ * write them: `src dst word [g,a,t1_t2_...]` and `state [g,a,tids]` (CompactLattice), `src dst ilabel
+ * olabel [g,a]` and `state [g,a]` (Lattice); the type is inferred from the columns when kind is 0.
+ * It returns a tuple of bytearrays (numpy views them) or, for bad input, a tuple describing the first
+ * error in the order the reader has always reported them (too many columns anywhere, then no lines,
+ * then lines of both types, then the first bad line, then an implausibly large state id); Python
+ * turns that into a FormatError naming the line (io/_kaldi_text.py, which documents the tuples).
+ *
+ * Numbers: integers are ASCII decimal in 0..INT32_MAX; weights are what Python's float() reads
+ * (without its '_' separators), converted correctly rounded and independently of the user's locale:
+ * exact 128-bit integer arithmetic for up to 19 significant digits and small exponents (nearly every
+ * weight), strtod_l in the "C" locale otherwise.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <locale.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+
+#ifdef _WIN32
+typedef _locale_t c_locale_type;
+#define STRTOD_L _strtod_l
+#else
+typedef locale_t c_locale_type;
+#define STRTOD_L strtod_l
+#endif
+
+static c_locale_type c_locale;
+
+#define INT32_LIMIT 2147483647LL
+
+/* error codes (the first item of an error tuple) */
+enum {
+    E_COLUMNS = 1,   /* (code, line, ncols) */
+    E_EMPTY = 2,     /* (code,) */
+    E_VOTE = 3,      /* (code, line, kind, first_line, first_kind) */
+    E_STATE = 4,     /* (code, line, kind, reason, tok_start, tok_end): a bad state id in column 1 */
+    E_BADLINE = 5,   /* (code, line, kind, field, reason, tok_start, tok_end); field 0: no detail */
+    E_TWO_FINALS = 6,/* (code, line, kind, state) */
+    E_INF_ARC = 7,   /* (code, line, kind) */
+    E_BIG_STATE = 8  /* (code, line or -1, kind, state, rows) */
+};
+/* integer fields (named in messages by Python) */
+enum { F_NONE = 0, F_STATE = 1, F_LABEL = 2, F_ILABEL = 3, F_OLABEL = 4, F_TID = 5 };
+/* integer failures */
+enum { R_NOT_INT = 1, R_RANGE = 2 }; /* (0: a valid integer) */
+enum { K_AUTO = 0, K_COMPACT = 1, K_LATTICE = 2 };
+
+/* ------------------------------------------------------------------------------------------------ */
+/* growable arrays                                                                                   */
+/* ------------------------------------------------------------------------------------------------ */
+typedef struct {
+    char *data;
+    size_t len, cap, item;
+} Vec;
+
+static int vec_grow(Vec *v, size_t need) {
+    if (v->len + need <= v->cap) return 0;
+    size_t cap = v->cap ? v->cap : 256;
+    while (cap < v->len + need) cap *= 2;
+    void *p = realloc(v->data, cap * v->item);
+    if (!p) return -1;
+    v->data = p;
+    v->cap = cap;
+    return 0;
+}
+
+#define VEC_AT(v, T) ((T *)(v).data)
+
+/* ------------------------------------------------------------------------------------------------ */
+/* numbers                                                                                           */
+/* ------------------------------------------------------------------------------------------------ */
+static inline int is_space(unsigned char c) {
+    /* the ASCII characters Python's str.split() splits on, except the newline that ends a line */
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1f);
+}
+
+/* A non-negative int32 in ASCII decimal ([+-]?[0-9]+, as the reader has always taken): 0 and *out, or
+ * R_NOT_INT / R_RANGE. */
+static int parse_int32(const char *p, const char *end, int64_t *out) {
+    const char *q = p;
+    int neg = 0;
+    if (q < end && (*q == '+' || *q == '-')) {
+        neg = *q == '-';
+        q++;
+    }
+    if (q == end) return R_NOT_INT;
+    int64_t v = 0;
+    for (; q < end; q++) {
+        unsigned d = (unsigned char)*q - '0';
+        if (d > 9) return R_NOT_INT;
+        if (v <= INT32_LIMIT) v = v * 10 + d; /* saturates above the limit: stays > INT32_LIMIT */
+    }
+    if (v > INT32_LIMIT || (neg && v != 0)) return R_RANGE;
+    *out = v;
+    return 0;
+}
+
+static inline int lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+
+static int equals_nocase(const char *p, const char *end, const char *word) {
+    size_t n = strlen(word);
+    if ((size_t)(end - p) != n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (lower((unsigned char)p[i]) != word[i]) return 0;
+    return 1;
+}
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef unsigned __int128 u128;
+
+static int bit_length(u128 v) {
+    uint64_t hi = (uint64_t)(v >> 64);
+    if (hi) return 128 - __builtin_clzll(hi);
+    uint64_t lo = (uint64_t)v;
+    return lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* (v + a fraction that is non-zero iff sticky) * 2^e2, rounded to nearest-even; v has >= 55 bits (so
+ * the dropped bits decide the rounding) and the result is a normal double (the caller checks). */
+static double round_to_double(u128 v, int sticky, int e2) {
+    int shift = bit_length(v) - 53;
+    u128 top = v >> shift;
+    u128 rest = v & ((((u128)1) << shift) - 1);
+    u128 half = ((u128)1) << (shift - 1);
+    if (rest > half || (rest == half && (sticky || (top & 1)))) top++;
+    return ldexp((double)(uint64_t)top, e2 + shift);
+}
+
+static const uint64_t POW10[20] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+                                   100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+                                   1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+                                   1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+                                   1000000000000000000ULL, 10000000000000000000ULL};
+
+/* m * 10^e exactly rounded, for m < 10^19 and -27 <= e <= 19; 0 and *out, or -1 (use strtod). */
+static int exact_decimal(uint64_t m, int e, double *out) {
+    if (m == 0) {
+        *out = 0.0;
+        return 0;
+    }
+    if (e >= 0) {
+        if (e > 19) return -1;
+        u128 v = (u128)m * POW10[e];
+        if (bit_length(v) <= 53) {
+            *out = (double)(uint64_t)v;
+            return 0;
+        }
+        int sh = bit_length(v) < 55 ? 55 - bit_length(v) : 0;
+        *out = round_to_double(v << sh, 0, -sh);
+        return 0;
+    }
+    if (e < -27) return -1;
+    int k = -e;
+    uint64_t five = 1;
+    for (int i = 0; i < k; i++) five *= 5; /* 5^27 < 2^63 */
+    /* m / 10^k = (m * 2^s / 5^k) * 2^(-s-k); choose s so that the quotient has >= 56 bits */
+    int s = 56 + bit_length(five) - bit_length(m);
+    if (s < 0) s = 0;
+    u128 num = ((u128)m) << s;
+    u128 q = num / five;
+    int sticky = (num % five) != 0;
+    *out = round_to_double(q, sticky, -s - k);
+    return 0;
+}
+#endif
+
+/* A weight as Python's float() reads it ([+-]? digits [. digits] [e [+-] digits], or inf, infinity,
+ * nan in any case; no '_'), correctly rounded: 0 and *out, or -1 if the token is not a number or
+ * is NaN (the reader has always refused NaN). */
+static int parse_float(const char *p, const char *end, double *out) {
+    const char *q = p;
+    int neg = 0;
+    if (q < end && (*q == '+' || *q == '-')) {
+        neg = *q == '-';
+        q++;
+    }
+    if (q < end && !(*q >= '0' && *q <= '9') && *q != '.') {
+        if (equals_nocase(q, end, "inf") || equals_nocase(q, end, "infinity")) {
+            *out = neg ? -INFINITY : INFINITY;
+            return 0;
+        }
+        return -1; /* nan, or not a number */
+    }
+    uint64_t m = 0;
+    int digits = 0, dropped = 0, seen_digit = 0;
+    long long exp10 = 0;
+    for (; q < end && *q >= '0' && *q <= '9'; q++) {
+        seen_digit = 1;
+        if (m == 0 && *q == '0') continue;
+        if (digits < 19) {
+            m = m * 10 + (uint64_t)(*q - '0');
+            digits++;
+        } else {
+            dropped = dropped || *q != '0';
+            exp10++;
+        }
+    }
+    if (q < end && *q == '.') {
+        q++;
+        for (; q < end && *q >= '0' && *q <= '9'; q++) {
+            seen_digit = 1;
+            if (m == 0 && *q == '0') {
+                exp10--;
+                continue;
+            }
+            if (digits < 19) {
+                m = m * 10 + (uint64_t)(*q - '0');
+                digits++;
+                exp10--;
+            } else {
+                dropped = dropped || *q != '0';
+            }
+        }
+    }
+    if (!seen_digit) return -1;
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        q++;
+        int eneg = 0;
+        if (q < end && (*q == '+' || *q == '-')) {
+            eneg = *q == '-';
+            q++;
+        }
+        if (q == end) return -1;
+        long ev = 0;
+        for (; q < end && *q >= '0' && *q <= '9'; q++)
+            if (ev < 100000) ev = ev * 10 + (*q - '0');
+        if (q != end) return -1;
+        exp10 += eneg ? -ev : ev;
+    } else if (q != end) {
+        return -1;
+    }
+    double v;
+#ifdef __SIZEOF_INT128__
+    if (!dropped && exp10 >= -27 && exp10 <= 19 && exact_decimal(m, (int)exp10, &v) == 0) {
+        *out = neg ? -v : v;
+        return 0;
+    }
+#endif
+    /* long mantissas and large exponents: the C library's correctly rounded conversion, "C" locale */
+    char small[64];
+    size_t n = (size_t)(end - p);
+    char *buf = n < sizeof small ? small : malloc(n + 1);
+    if (!buf) return -2;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    char *stop;
+    v = STRTOD_L(buf, &stop, c_locale);
+    int ok = stop == buf + n;
+    if (buf != small) free(buf);
+    if (!ok) return -1;
+    *out = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* the parser                                                                                        */
+/* ------------------------------------------------------------------------------------------------ */
+typedef struct {
+    Vec src, dst, ilabel, olabel, w1, w2, tid_off, tids;  /* per arc; tids: the pool */
+    Vec fstate, fline, fw1, fw2, ftid_start, ftid_end;     /* per final line, in order */
+    Vec ftids;
+} Out;
+
+typedef struct {
+    int code;
+    long long v[6];
+    int nv;
+} Err;
+
+static void set_err(Err *e, int code, int nv, long long a, long long b, long long c, long long d, long long f,
+                    long long g) {
+    e->code = code;
+    e->nv = nv;
+    e->v[0] = a, e->v[1] = b, e->v[2] = c, e->v[3] = d, e->v[4] = f, e->v[5] = g;
+}
+
+#define MAX_COLS 5
+
+typedef struct {
+    const char *base;
+    long long line;
+    int kind;  /* the kind the line is parsed as */
+    Err *err;
+    int oom;
+} Ctx;
+
+/* the integer token [p, end) of field `field`; 0, or -1 with the error set */
+static int line_int(Ctx *c, const char *p, const char *end, int field, int64_t *out) {
+    int r = parse_int32(p, end, out);
+    if (r == 0) return 0;
+    set_err(c->err, E_BADLINE, 6, c->line, c->kind, field, r, p - c->base, end - c->base);
+    return -1;
+}
+
+/* A weight token: "g,a" (Lattice) or "g,a[,t1_t2...]" (CompactLattice), tids appended to `pool`
+ * (their count in *ntids); 0, or -1 with the error set (a bad transition id names itself). */
+static int parse_weight(Ctx *c, const char *p, const char *end, int compact, double *g, double *a, Vec *pool,
+                        size_t *ntids) {
+    const char *c1 = NULL, *c2 = NULL, *c3 = NULL; /* the first three commas (tokens are short) */
+    for (const char *q = p; q < end && !c3; q++) {
+        if (*q == ',') {
+            if (!c1) c1 = q;
+            else if (!c2) c2 = q;
+            else c3 = q;
+        }
+    }
+    const char *a_end = c2 ? c2 : end;
+    *ntids = 0;
+    if (!c1 || c3 || (c2 && !compact)) goto bad;
+    if (c2 && c2 + 1 < end) {  /* the tids, parsed before the costs as the reader always has */
+        const char *t = c2 + 1;
+        for (;;) {
+            const char *te = t;
+            while (te < end && *te != '_') te++;
+            const char *u = te < end ? te : NULL;
+            int64_t v;
+            int r = parse_int32(t, te, &v);
+            if (r) {
+                pool->len -= *ntids;
+                *ntids = 0;
+                set_err(c->err, E_BADLINE, 6, c->line, c->kind, F_TID, r, t - c->base, te - c->base);
+                return -1;
+            }
+            if (vec_grow(pool, 1)) {
+                c->oom = 1;
+                return -1;
+            }
+            VEC_AT(*pool, int32_t)[pool->len++] = (int32_t)v;
+            (*ntids)++;
+            if (!u) break;
+            t = u + 1;
+        }
+    }
+    int r1 = parse_float(p, c1, g);
+    int r2 = r1 ? r1 : parse_float(c1 + 1, a_end, a);
+    if (r1 == -2 || r2 == -2) {
+        c->oom = 1;
+        return -1;
+    }
+    if (r1 == 0 && r2 == 0) return 0;
+    pool->len -= *ntids;
+    *ntids = 0;
+bad:
+    set_err(c->err, E_BADLINE, 6, c->line, c->kind, F_NONE, 0, 0, 0);
+    return -1;
+}
+
+#define PUSH(v, T, x)                                   \
+    do {                                                \
+        if (vec_grow(&(v), 1)) return -2;               \
+        VEC_AT(v, T)[(v).len++] = (x);                  \
+    } while (0)
+
+/* One non-empty line of `n` tokens (tok[i] = start, end); 0, -1 (error set) or -2 (out of memory). */
+static int parse_line(Ctx *c, Out *o, const char *const tok[][2], int n, int64_t *max_state, int64_t *start) {
+    int compact = c->kind != K_LATTICE;
+    int64_t s, d, il, ol;
+    double g = 0.0, a = 0.0;
+    size_t ntids = 0;
+    int r = parse_int32(tok[0][0], tok[0][1], &s);
+    if (r) {
+        set_err(c->err, E_STATE, 6, c->line, c->kind, r, tok[0][0] - c->base, tok[0][1] - c->base, 0);
+        return -1;
+    }
+    if (*start < 0) *start = s;
+    if (s > *max_state) *max_state = s;
+    if (n <= 2) {
+        size_t before = o->ftids.len;
+        if (n == 2 && parse_weight(c, tok[1][0], tok[1][1], compact, &g, &a, &o->ftids, &ntids))
+            return c->oom ? -2 : -1;
+        PUSH(o->fstate, int64_t, s);
+        PUSH(o->fline, int64_t, c->line);
+        PUSH(o->fw1, double, g);
+        PUSH(o->fw2, double, a);
+        PUSH(o->ftid_start, int64_t, (int64_t)before);
+        PUSH(o->ftid_end, int64_t, (int64_t)o->ftids.len);
+        return 0;
+    }
+    if (compact ? n > 4 : n < 4) {
+        set_err(c->err, E_BADLINE, 6, c->line, c->kind, F_NONE, 0, 0, 0);
+        return -1;
+    }
+    if (line_int(c, tok[1][0], tok[1][1], F_STATE, &d)) return -1;
+    if (compact) {
+        if (line_int(c, tok[2][0], tok[2][1], F_LABEL, &il)) return -1;
+        ol = il;
+        if (n == 4 && parse_weight(c, tok[3][0], tok[3][1], 1, &g, &a, &o->tids, &ntids)) return c->oom ? -2 : -1;
+    } else {
+        if (line_int(c, tok[2][0], tok[2][1], F_ILABEL, &il)) return -1;
+        if (line_int(c, tok[3][0], tok[3][1], F_OLABEL, &ol)) return -1;
+        if (n == 5 && parse_weight(c, tok[4][0], tok[4][1], 0, &g, &a, &o->tids, &ntids)) return c->oom ? -2 : -1;
+    }
+    if (isinf(g) || isinf(a)) {
+        o->tids.len -= ntids;
+        set_err(c->err, E_INF_ARC, 3, c->line, c->kind, 0, 0, 0, 0);
+        return -1;
+    }
+    if (d > *max_state) *max_state = d;
+    PUSH(o->src, int64_t, s);
+    PUSH(o->dst, int64_t, d);
+    PUSH(o->ilabel, int64_t, il);
+    PUSH(o->olabel, int64_t, ol);
+    PUSH(o->w1, double, g);
+    PUSH(o->w2, double, a);
+    PUSH(o->tid_off, int64_t, (int64_t)o->tids.len);
+    return 0;
+}
+
+/* The kind a line of `n` tokens looks like (K_AUTO: no opinion), as Kaldi's reader infers it. */
+static int vote(const char *const tok[][2], int n) {
+    if (n == 3) return K_COMPACT;
+    if (n == 5) return K_LATTICE;
+    if (n == 4) {
+        for (const char *q = tok[3][0]; q < tok[3][1]; q++)
+            if (*q == ',') return K_COMPACT;
+        return K_LATTICE;
+    }
+    if (n == 2) {
+        int commas = 0;
+        for (const char *q = tok[1][0]; q < tok[1][1]; q++) commas += *q == ',';
+        if (commas == 2) return K_COMPACT;
+    }
+    return K_AUTO;
+}
+
+typedef struct {
+    const int64_t *state, *line;
+} FinalKeys;
+
+static FinalKeys sort_keys; /* qsort has no context argument in C11; the GIL serializes the calls */
+
+static int cmp_final_idx(const void *x, const void *y) {
+    int64_t i = *(const int64_t *)x, j = *(const int64_t *)y;
+    if (sort_keys.state[i] != sort_keys.state[j]) return sort_keys.state[i] < sort_keys.state[j] ? -1 : 1;
+    return sort_keys.line[i] < sort_keys.line[j] ? -1 : (sort_keys.line[i] > sort_keys.line[j]);
+}
+
+/* The earliest line that gives a state its second final weight (-1: none); its state in *state. */
+static long long duplicate_final(const Out *o, int64_t *state) {
+    size_t n = o->fstate.len;
+    long long best = -1;
+    if (n < 2) return -1;
+    int64_t *idx = malloc(n * sizeof *idx);
+    if (!idx) return -2;
+    for (size_t i = 0; i < n; i++) idx[i] = (int64_t)i;
+    sort_keys.state = VEC_AT(o->fstate, int64_t);
+    sort_keys.line = VEC_AT(o->fline, int64_t);
+    qsort(idx, n, sizeof *idx, cmp_final_idx);
+    for (size_t i = 1; i < n; i++) {
+        if (sort_keys.state[idx[i]] == sort_keys.state[idx[i - 1]] &&
+            (best < 0 || sort_keys.line[idx[i]] < best)) {
+            best = sort_keys.line[idx[i]];
+            *state = sort_keys.state[idx[i]];
+        }
+    }
+    free(idx);
+    return best;
+}
+
+/* The first line whose first or second column is written exactly as `state` in decimal (-1: none). */
+static long long line_naming(const char *p, const char *end, int64_t state) {
+    char text[32];
+    int tn = snprintf(text, sizeof text, "%lld", (long long)state);
+    long long line = 0;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        const char *q = p;
+        for (int col = 0; col < 2; col++) {
+            while (q < eol && is_space((unsigned char)*q)) q++;
+            const char *t = q;
+            while (q < eol && !is_space((unsigned char)*q)) q++;
+            if (q == t) break;
+            if (q - t == tn && memcmp(t, text, (size_t)tn) == 0) return line;
+        }
+        if (eol == end) break;
+        p = eol + 1;
+        line++;
+    }
+    return -1;
+}
+
+static void out_free(Out *o) {
+    Vec *all[] = {&o->src, &o->dst, &o->ilabel, &o->olabel, &o->w1, &o->w2, &o->tid_off, &o->tids,
+                  &o->fstate, &o->fline, &o->fw1, &o->fw2, &o->ftid_start, &o->ftid_end, &o->ftids};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->data);
+}
+
+static PyObject *as_bytearray(const Vec *v) {
+    return PyByteArray_FromStringAndSize(v->data ? v->data : "", (Py_ssize_t)(v->len * v->item));
+}
+
+static PyObject *error_tuple(const Err *e) {
+    PyObject *t = PyTuple_New(1 + e->nv);
+    if (!t) return NULL;
+    PyObject *items[7];
+    items[0] = PyLong_FromLong(e->code);
+    for (int i = 0; i < e->nv; i++) items[1 + i] = PyLong_FromLongLong(e->v[i]);
+    for (int i = 0; i <= e->nv; i++) {
+        if (!items[i]) {
+            for (int j = 0; j <= e->nv; j++) Py_XDECREF(items[j]);
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    for (int i = 0; i <= e->nv; i++) PyTuple_SET_ITEM(t, i, items[i]);
+    return t;
+}
+
+static PyObject *result_tuple(Out *o, int kind, int64_t start, int64_t num_states) {
+    const Vec *arrays[] = {&o->src, &o->dst, &o->ilabel, &o->olabel, &o->w1, &o->w2, &o->tid_off, &o->tids,
+                           &o->fstate, &o->fw1, &o->fw2, &o->ftid_start, &o->ftid_end, &o->ftids};
+    size_t n = sizeof arrays / sizeof *arrays;
+    PyObject *t = PyTuple_New((Py_ssize_t)(3 + n));
+    if (!t) return NULL;
+    PyObject *head[3] = {PyLong_FromLong(kind), PyLong_FromLongLong(start), PyLong_FromLongLong(num_states)};
+    for (int i = 0; i < 3; i++) {
+        if (!head[i]) {
+            for (int j = 0; j < 3; j++) Py_XDECREF(head[j]);
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, head[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        PyObject *b = as_bytearray(arrays[i]);
+        if (!b) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, (Py_ssize_t)(3 + i), b);
+    }
+    return t;
+}
+
+static const char PARSE_DOC[] =
+    "parse_block(block, kind) -> tuple\n\n"
+    "The lines of one Kaldi text lattice (bytes-like, lines separated by newlines, no blank line) read as\n"
+    "kind 0 (inferred), 1 (CompactLattice) or 2 (Lattice).  Success: (kind, start, num_states, src, dst,\n"
+    "ilabel, olabel, graph, acoustic, tid_offsets, tids, final_state, final_graph, final_acoustic,\n"
+    "final_tid_start, final_tid_end, final_tids) with bytearrays of int64 / float64 / int32 (tids);\n"
+    "tid_offsets has one entry per arc: the end of its tids in tids (the start is the previous arc's end).  Bad input: a shorter tuple\n"
+    "of ints whose first item is an error code (see io/_kaldi_text.py).";
+
+/* The line loop: tokens, the type vote, the parse of each line until the first bad one (after
+ * which lines are still scanned for too many columns and conflicting votes, which are reported
+ * first).  Returns 0, or -2 when out of memory or interrupted (Python error set). */
+static int parse_lines(const char *base, const char *end, int kind_req, Out *o, Err *first_bad, Err *structural,
+                       int *kind_out, int64_t *start, int64_t *max_state, long long *rows) {
+    int kind = kind_req;
+    long long first_vote_line = -1;
+    int first_vote = K_AUTO;
+    Ctx ctx = {base, 0, kind_req, first_bad, 0};
+    const char *p = base;
+    long long line = 0;
+    for (;;) {
+        const char *tok[MAX_COLS + 1][2];
+        int n = 0;
+        const char *q = p;
+        for (;;) { /* the line's tokens, up to its newline (or the end) */
+            while (q < end && *q != '\n' && is_space((unsigned char)*q)) q++;
+            if (q == end || *q == '\n') break;
+            const char *t = q;
+            while (q < end && *q != '\n' && !is_space((unsigned char)*q)) q++;
+            if (n <= MAX_COLS) {
+                tok[n][0] = t;
+                tok[n][1] = q;
+            }
+            n++;
+        }
+        const char *eol = q;
+        if (n > MAX_COLS) {
+            if (structural->code != E_COLUMNS) set_err(structural, E_COLUMNS, 2, line, n, 0, 0, 0, 0);
+            goto next; /* reported before anything else: only the first one matters */
+        }
+        if (n == 0) goto next;
+        (*rows)++;
+        if (structural->code == E_COLUMNS) goto next;
+        if (kind_req == K_AUTO) {
+            int v = vote((const char *const(*)[2])tok, n);
+            if (v != K_AUTO) {
+                if (first_vote == K_AUTO) {
+                    first_vote = v;
+                    first_vote_line = line;
+                    kind = v;
+                } else if (v != first_vote && structural->code == 0) {
+                    set_err(structural, E_VOTE, 4, line, v, first_vote_line, first_vote, 0, 0);
+                }
+            }
+        }
+        if (first_bad->code == 0 && structural->code == 0) {
+            /* before the first line that shows the type, lines parse the same either way */
+            ctx.kind = kind == K_AUTO ? K_COMPACT : kind;
+            ctx.line = line;
+            int r = parse_line(&ctx, o, (const char *const(*)[2])tok, n, max_state, start);
+            if (r == -2 || ctx.oom) {
+                PyErr_NoMemory();
+                return -2;
+            }
+        }
+    next:
+        line++;
+        if ((line & 0xffff) == 0 && PyErr_CheckSignals()) return -2;
+        if (eol == end) break;
+        p = eol + 1;
+    }
+    *kind_out = kind == K_AUTO ? K_COMPACT : kind;
+    return 0;
+}
+
+static PyObject *parse_block(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buf;
+    int kind_req;
+    if (!PyArg_ParseTuple(args, "y*i", &buf, &kind_req)) return NULL;
+    if (kind_req < K_AUTO || kind_req > K_LATTICE) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "kind must be 0 (auto), 1 (compact) or 2 (lattice)");
+        return NULL;
+    }
+    Out o;
+    memset(&o, 0, sizeof o);
+    Vec *i64[] = {&o.src, &o.dst, &o.ilabel, &o.olabel, &o.tid_off, &o.fstate, &o.fline, &o.ftid_start,
+                  &o.ftid_end};
+    for (size_t i = 0; i < sizeof i64 / sizeof *i64; i++) i64[i]->item = 8;
+    o.w1.item = o.w2.item = o.fw1.item = o.fw2.item = 8;
+    o.tids.item = o.ftids.item = 4;
+    Err first_bad = {0}, structural = {0};
+    int kind = K_COMPACT;
+    int64_t start = -1, max_state = -1;
+    long long rows = 0;
+    const char *base = buf.buf;
+    PyObject *res = NULL;
+    int r = parse_lines(base, base + buf.len, kind_req, &o, &first_bad, &structural, &kind, &start, &max_state,
+                        &rows);
+    if (r) goto done;
+    Err e = {0};
+    if (structural.code == E_COLUMNS) {
+        e = structural;
+    } else if (rows == 0) {
+        set_err(&e, E_EMPTY, 0, 0, 0, 0, 0, 0, 0);
+    } else if (structural.code) {
+        e = structural;
+    } else {
+        int64_t dup_state = 0;
+        long long dup = duplicate_final(&o, &dup_state);
+        if (dup == -2) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (dup >= 0) {
+            set_err(&e, E_TWO_FINALS, 3, dup, kind, dup_state, 0, 0, 0);
+        } else if (first_bad.code) {
+            e = first_bad;
+            e.v[1] = kind; /* the type the whole lattice turned out to be */
+        } else {
+            long long limit = 4 * rows > (1 << 20) ? 4 * rows : (1 << 20);
+            if (max_state + 1 > limit)
+                set_err(&e, E_BIG_STATE, 4, line_naming(base, base + buf.len, max_state), kind, max_state, rows,
+                        0, 0);
+        }
+    }
+    res = e.code ? error_tuple(&e) : result_tuple(&o, kind, start, max_state + 1);
+done:
+    out_free(&o);
+    PyBuffer_Release(&buf);
+    return res;
+}
+
+static PyMethodDef methods[] = {
+    {"parse_block", parse_block, METH_VARARGS, PARSE_DOC},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "kaldi_text",
+    "Kaldi text lattices read in C (lattice_tools.io._kaldi_text is the Python side).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit_kaldi_text(void) {
+#ifdef _WIN32
+    c_locale = _create_locale(LC_ALL, "C");
+#else
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+#endif
+    if (!c_locale) {
+        PyErr_SetString(PyExc_OSError, "cannot create the \"C\" locale for reading numbers");
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}
