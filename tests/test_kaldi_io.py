@@ -27,6 +27,7 @@ from lattice_tools.io.kaldi import (
     raw_to_lattice,
     read_binary_fst,
     read_kaldi_lattices,
+    transition_ids,
     write_kaldi_lattices,
 )
 from lattice_tools.io.slf import format_slf, read_slf
@@ -161,7 +162,9 @@ def test_compact_lattice_text_binary_round_trip(tmp_path):
     assert data.startswith(b"utt1 \xd6\xfd\xb2\x7e") and b"compactlattice44" in data
     back = next(read_kaldi_lattices(f"ark:{tmp_path}/c.ark", lat.symbols))
     assert back.word_aligned and canonical_arcs(back) == canonical_arcs(lat)
-    assert "tids" in back.attrs and [len(t) for t in back.attrs["tids"]] == (back.t1 - back.t0).tolist()
+    tids = transition_ids(back)
+    assert tids is not None and [len(t) for t in tids] == (back.t1 - back.t0).tolist()
+    assert all(t.dtype == np.int32 and not t.flags.writeable for t in tids)
     assert total_log_prob_reference(back) == pytest.approx(total_log_prob_reference(lat), abs=1e-4)
 
 

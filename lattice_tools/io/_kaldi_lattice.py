@@ -1,7 +1,8 @@
 """Kaldi lattices (:class:`RawFst`, as stored) <-> the hub :class:`~lattice_tools.lattice.Lattice`
 (internal helper of :mod:`lattice_tools.io.kaldi`, whose docstring gives the conventions): frames
 accumulated along paths, final tid strings as epsilon arcs, the stored order kept in
-``attrs["kaldi"]`` and the tid strings in ``attrs["tids"]``."""
+``attrs["kaldi"]`` and the tid strings in ``attrs["tid_span"]`` / ``attrs["tid_pool"]``
+(:func:`transition_ids`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,9 +24,22 @@ def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: s
     return symbols
 
 
-def _object_array(items: list) -> np.ndarray:
-    """A 1-d object array holding ``items`` (``np.array`` would make a 2-d array of equal-length ones)."""
-    return np.fromiter(items, dtype=object, count=len(items))
+def transition_ids(lat: Lattice) -> list[np.ndarray] | None:
+    """The transition-id string of each arc of a lattice read from a Kaldi ``CompactLattice``
+    (int32 arrays; read-only views), or None if it has none.
+
+    They are stored per arc as ``attrs["tid_span"]`` (int64, ``[start, end)``) into
+    ``attrs["tid_pool"]`` (the int32 array holding the strings; the same object for every arc of
+    a lattice), which cost nothing per arc to build or to carry through algorithms."""
+    spans, pools = lat.attrs.get("tid_span"), lat.attrs.get("tid_pool")
+    if spans is None or pools is None:
+        return None
+    out = []
+    for pool, (a, b) in zip(pools.tolist(), spans.tolist(), strict=True):
+        view = pool[a:b] if isinstance(pool, np.ndarray) else np.zeros(0, np.int32)
+        view.flags.writeable = False
+        out.append(view)
+    return out
 
 
 #: OpenFst's ``kTopSorted`` property bit.
@@ -44,7 +58,8 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
     fw1, fw2 = raw.final_w1, raw.final_w2
     attrs = {}
     if raw.kind == "compact":
-        strings = raw.strings
+        pool, offsets = raw.tids, raw.tid_offsets
+        starts, ends = offsets[:-1], offsets[1:]
         if raw.final_strings:
             # Final tid strings become epsilon arcs into a new final state (keeps times + totals).
             extra = sorted(raw.final_strings)
@@ -56,7 +71,11 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
             olab = np.concatenate([raw.olabel, zeros])
             w1 = np.concatenate([raw.w1, fw1[extra]])
             w2 = np.concatenate([raw.w2, fw2[extra]])
-            strings += [raw.final_strings[s] for s in extra]
+            lengths = np.array([len(raw.final_strings[s]) for s in extra], np.int64)
+            extra_ends = len(pool) + np.cumsum(lengths)
+            starts = np.concatenate([starts, extra_ends - lengths])
+            ends = np.concatenate([ends, extra_ends])
+            pool = np.concatenate([pool, *(raw.final_strings[s] for s in extra)]).astype(np.int32, copy=False)
             fw1 = np.append(fw1.copy(), 0.0)
             fw2 = np.append(fw2.copy(), 0.0)
             fw1[extra] = np.inf
@@ -64,14 +83,18 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
             n += 1
         else:
             ilab, olab, w1, w2 = raw.ilabel, raw.olabel, raw.w1, raw.w2
-        dur = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+        dur = ends - starts
         n_raw = len(raw.src)
         n_extra = len(src) - n_raw
         top_sorted = (bool(raw.props & K_TOP_SORTED) if raw.props is not None
                       else bool(np.all(raw.src < raw.dst)))
         attrs["kaldi"] = np.stack([np.r_[np.arange(n_raw), np.full(n_extra, -1)], src, dst,
                                    np.full(len(src), int(top_sorted))], axis=1).astype(np.int64)
-        attrs["tids"] = _object_array(strings)
+        attrs["tid_span"] = np.stack([starts, ends], axis=1)
+        pool = pool.view()
+        pool.flags.writeable = False
+        attrs["tid_pool"] = np.empty(len(src), dtype=object)
+        attrs["tid_pool"].fill(pool)  # (one array, not one per arc: 138k small arrays cost 0.035 s)
         word = olab
         word_aligned = True
     else:
@@ -81,16 +104,14 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
         word_aligned = False
     syms = _symbols_for(word, symbols, key, name)
     try:
-        lat = Lattice.from_arcs(src=src, dst=dst, word=word, ilabel=ilab, symbols=syms, final_graph_cost=fw1,
-                                final_acoustic_cost=fw2, num_states=n, start=raw.start, graph_cost=w1,
-                                acoustic_cost=w2, frame_shift=frame_shift, key=key, word_aligned=word_aligned,
-                                attrs={**attrs, "_dur": dur})
+        lat, _, arc_idx = Lattice.from_arcs(
+            src=src, dst=dst, word=word, ilabel=ilab, symbols=syms, final_graph_cost=fw1, final_acoustic_cost=fw2,
+            num_states=n, start=raw.start, graph_cost=w1, acoustic_cost=w2, frame_shift=frame_shift, key=key,
+            word_aligned=word_aligned, attrs=attrs, return_maps=True)
     except LatticeError as exc:
         raise LatticeError(exc.message, path=name, key=key) from None
     # Frames: accumulate durations in topological order; all paths must agree.
-    d = lat.attrs["_dur"].astype(np.int64)
-    attrs_out = {k: v for k, v in lat.attrs.items() if k != "_dur"}
-    lat = lat.replace(attrs=attrs_out)
+    d = dur[arc_idx]
     frame = _accumulate_frames(lat, d)
     if frame is None:
         if raw.kind != "compact":
@@ -225,7 +246,7 @@ def lattice_to_raw(lat: Lattice, lattice_type: str = "auto", placeholder_tid: in
                  lat.acoustic_cost.copy(), lat.final_graph_cost.copy(), lat.final_acoustic_cost.copy())
     if kind == "compact":
         raw.ilabel = raw.olabel.copy()
-        tids = lat.attrs.get("tids")
+        tids = transition_ids(lat)
         strings = []
         if lat.has_times and lat.num_arcs:
             _state_frames(lat)  # consistency check

@@ -25,7 +25,8 @@ Hub conversion:
   non-zero ilabel spans one frame; frames are accumulated along paths (every path must reach a
   state at the same frame, which holds for Kaldi lattices; otherwise LatticeError).
 * ``CompactLattice`` -> ``word_aligned=True``; an arc spans ``len(tids)`` frames; the tid strings
-  are kept in ``lat.attrs["tids"]`` (object array of int32 arrays).  A final weight with a
+  are kept per arc as ``lat.attrs["tid_span"]`` (int64 ``[start, end)``) into ``lat.attrs["tid_pool"]``
+  (the lattice's int32 array of all of them): :func:`transition_ids` lists them.  A final weight with a
   non-empty tid string becomes an epsilon arc to a new final state carrying the final costs
   and tids, so times and totals are preserved.
 * ``CompactLattice`` -> ``lat.attrs["kaldi"]`` (int64, one row per arc): the arc's position in the
@@ -33,7 +34,7 @@ Hub conversion:
   whether Kaldi considers the stored numbering topologically sorted (text: every arc goes to a
   higher state; binary: the header's ``kTopSorted`` bit).  Algorithms whose result depends on
   Kaldi's order of states (best paths, MBR / sausages: ``lattice_tools.algorithms.kaldi_order``) use it.
-* Writing a word-aligned lattice as CompactLattice uses ``attrs["tids"]`` when present; otherwise
+* Writing a word-aligned lattice as CompactLattice uses its tid strings when present; otherwise
   the durations are written as ``t1 - t0`` copies of ``placeholder_tid`` (default 1) -- only the
   *length* of those strings is meaningful (times), not the ids.  Document this when you hand such
   lattices to Kaldi tools that interpret transition ids (e.g. ``lattice-align-words``).
@@ -63,7 +64,7 @@ from ..errors import FormatError, LatticeError, MismatchError
 from ..files import atomic_write, open_binary_input
 from ..lattice import Lattice
 from ..symbols import SymbolTable
-from ._kaldi_lattice import lattice_to_raw, raw_to_lattice
+from ._kaldi_lattice import lattice_to_raw, raw_to_lattice, transition_ids
 from ._kaldi_text import RawFst, parse_text_block
 
 FST_MAGIC = 2125659606
