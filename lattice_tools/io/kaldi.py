@@ -64,7 +64,8 @@ from ..errors import FormatError, LatticeError, MismatchError
 from ..files import atomic_write, open_binary_input
 from ..lattice import Lattice
 from ..symbols import SymbolTable
-from ._kaldi_lattice import lattice_to_raw, raw_to_lattice, transition_ids
+from ._kaldi_lattice import lattice_to_raw, raw_to_lattice
+from ._kaldi_lattice import transition_ids as transition_ids  # (public: part of this module's API)
 from ._kaldi_text import RawFst, parse_text_block
 
 FST_MAGIC = 2125659606
