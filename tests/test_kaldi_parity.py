@@ -266,7 +266,7 @@ def _blocks(spec):
             return
         key = r.read_token().decode()
         r.readline()
-        yield key, r.read_text_block()[0]
+        yield key, bytes(r.read_text_block()[0])
 
 
 def _same_raw(a, b):

@@ -20,7 +20,6 @@
 #include <locale.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__APPLE__)
@@ -39,16 +38,16 @@ static c_locale_type c_locale;
 
 #define INT32_LIMIT 2147483647LL
 
-/* error codes (the first item of an error tuple) */
+/* error reports: (code, then six numbers, unused ones 0); lines count from 0 in the block */
 enum {
-    E_COLUMNS = 1,   /* (code, line, ncols) */
-    E_EMPTY = 2,     /* (code,) */
-    E_VOTE = 3,      /* (code, line, kind, first_line, first_kind) */
-    E_STATE = 4,     /* (code, line, kind, reason, tok_start, tok_end): a bad state id in column 1 */
-    E_BADLINE = 5,   /* (code, line, kind, field, reason, tok_start, tok_end); field 0: no detail */
-    E_TWO_FINALS = 6,/* (code, line, kind, state) */
-    E_INF_ARC = 7,   /* (code, line, kind) */
-    E_BIG_STATE = 8  /* (code, line or -1, kind, state, rows) */
+    E_COLUMNS = 1,   /* line, ncols */
+    E_EMPTY = 2,     /* - */
+    E_VOTE = 3,      /* line, kind, first_line, first_kind */
+    E_STATE = 4,     /* line, kind, reason, tok_start, tok_end: a bad state id in column 1 */
+    E_BADLINE = 5,   /* line, kind, field, reason, tok_start, tok_end; field 0: no detail */
+    E_TWO_FINALS = 6,/* line, kind, state */
+    E_INF_ARC = 7,   /* line, kind */
+    E_BIG_STATE = 8  /* 0, kind, state, rows (Python finds the line naming the state) */
 };
 /* integer fields (named in messages by Python) */
 enum { F_NONE = 0, F_STATE = 1, F_LABEL = 2, F_ILABEL = 3, F_OLABEL = 4, F_TID = 5 };
@@ -59,20 +58,38 @@ enum { K_AUTO = 0, K_COMPACT = 1, K_LATTICE = 2 };
 /* ------------------------------------------------------------------------------------------------ */
 /* growable arrays                                                                                   */
 /* ------------------------------------------------------------------------------------------------ */
+/* Kept in a bytearray, which is handed to Python as it is (numpy views it): no copy at the end, and
+ * pages of a generous initial capacity that are never written cost nothing. */
 typedef struct {
+    PyObject *array;
     char *data;
     size_t len, cap, item;
 } Vec;
+
+static int vec_reserve(Vec *v, size_t cap) {
+    if (cap > (size_t)PY_SSIZE_T_MAX / v->item) return -1;
+    if (!v->array) v->array = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(cap * v->item));
+    else if (PyByteArray_Resize(v->array, (Py_ssize_t)(cap * v->item))) return -1;
+    if (!v->array) return -1;
+    v->data = PyByteArray_AS_STRING(v->array);
+    v->cap = cap;
+    return 0;
+}
 
 static int vec_grow(Vec *v, size_t need) {
     if (v->len + need <= v->cap) return 0;
     size_t cap = v->cap ? v->cap : 256;
     while (cap < v->len + need) cap *= 2;
-    void *p = realloc(v->data, cap * v->item);
-    if (!p) return -1;
-    v->data = p;
-    v->cap = cap;
-    return 0;
+    return vec_reserve(v, cap);
+}
+
+/* The bytearray, cut to the items written (a new reference), or NULL. */
+static PyObject *vec_take(Vec *v) {
+    if (!v->array) return PyByteArray_FromStringAndSize("", 0);
+    if (PyByteArray_Resize(v->array, (Py_ssize_t)(v->len * v->item))) return NULL;
+    PyObject *out = v->array;
+    v->array = NULL;
+    return out;
 }
 
 #define VEC_AT(v, T) ((T *)(v).data)
@@ -137,11 +154,7 @@ static double round_to_double(u128 v, int sticky, int e2) {
     return ldexp((double)(uint64_t)top, e2 + shift);
 }
 
-static const uint64_t POW10[20] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
-                                   100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
-                                   1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
-                                   1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
-                                   1000000000000000000ULL, 10000000000000000000ULL};
+static uint64_t POW10[20]; /* filled when the module is loaded */
 
 /* m * 10^e exactly rounded, for m < 10^19 and -27 <= e <= 19; 0 and *out, or -1 (use strtod). */
 static int exact_decimal(uint64_t m, int e, double *out) {
@@ -275,13 +288,10 @@ typedef struct {
 typedef struct {
     int code;
     long long v[6];
-    int nv;
 } Err;
 
-static void set_err(Err *e, int code, int nv, long long a, long long b, long long c, long long d, long long f,
-                    long long g) {
+static void set_err(Err *e, int code, long long a, long long b, long long c, long long d, long long f, long long g) {
     e->code = code;
-    e->nv = nv;
     e->v[0] = a, e->v[1] = b, e->v[2] = c, e->v[3] = d, e->v[4] = f, e->v[5] = g;
 }
 
@@ -299,7 +309,7 @@ typedef struct {
 static int line_int(Ctx *c, const char *p, const char *end, int field, int64_t *out) {
     int r = parse_int32(p, end, out);
     if (r == 0) return 0;
-    set_err(c->err, E_BADLINE, 6, c->line, c->kind, field, r, p - c->base, end - c->base);
+    set_err(c->err, E_BADLINE, c->line, c->kind, field, r, p - c->base, end - c->base);
     return -1;
 }
 
@@ -329,7 +339,7 @@ static int parse_weight(Ctx *c, const char *p, const char *end, int compact, dou
             if (r) {
                 pool->len -= *ntids;
                 *ntids = 0;
-                set_err(c->err, E_BADLINE, 6, c->line, c->kind, F_TID, r, t - c->base, te - c->base);
+                set_err(c->err, E_BADLINE, c->line, c->kind, F_TID, r, t - c->base, te - c->base);
                 return -1;
             }
             if (vec_grow(pool, 1)) {
@@ -352,7 +362,7 @@ static int parse_weight(Ctx *c, const char *p, const char *end, int compact, dou
     pool->len -= *ntids;
     *ntids = 0;
 bad:
-    set_err(c->err, E_BADLINE, 6, c->line, c->kind, F_NONE, 0, 0, 0);
+    set_err(c->err, E_BADLINE, c->line, c->kind, F_NONE, 0, 0, 0);
     return -1;
 }
 
@@ -370,7 +380,7 @@ static int parse_line(Ctx *c, Out *o, const char *const tok[][2], int n, int64_t
     size_t ntids = 0;
     int r = parse_int32(tok[0][0], tok[0][1], &s);
     if (r) {
-        set_err(c->err, E_STATE, 6, c->line, c->kind, r, tok[0][0] - c->base, tok[0][1] - c->base, 0);
+        set_err(c->err, E_STATE, c->line, c->kind, r, tok[0][0] - c->base, tok[0][1] - c->base, 0);
         return -1;
     }
     if (*start < 0) *start = s;
@@ -388,7 +398,7 @@ static int parse_line(Ctx *c, Out *o, const char *const tok[][2], int n, int64_t
         return 0;
     }
     if (compact ? n > 4 : n < 4) {
-        set_err(c->err, E_BADLINE, 6, c->line, c->kind, F_NONE, 0, 0, 0);
+        set_err(c->err, E_BADLINE, c->line, c->kind, F_NONE, 0, 0, 0);
         return -1;
     }
     if (line_int(c, tok[1][0], tok[1][1], F_STATE, &d)) return -1;
@@ -403,7 +413,7 @@ static int parse_line(Ctx *c, Out *o, const char *const tok[][2], int n, int64_t
     }
     if (isinf(g) || isinf(a)) {
         o->tids.len -= ntids;
-        set_err(c->err, E_INF_ARC, 3, c->line, c->kind, 0, 0, 0, 0);
+        set_err(c->err, E_INF_ARC, c->line, c->kind, 0, 0, 0, 0);
         return -1;
     }
     if (d > *max_state) *max_state = d;
@@ -468,78 +478,26 @@ static long long duplicate_final(const Out *o, int64_t *state) {
     return best;
 }
 
-/* The first line whose first or second column is written exactly as `state` in decimal (-1: none). */
-static long long line_naming(const char *p, const char *end, int64_t state) {
-    char text[32];
-    int tn = snprintf(text, sizeof text, "%lld", (long long)state);
-    long long line = 0;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol) eol = end;
-        const char *q = p;
-        for (int col = 0; col < 2; col++) {
-            while (q < eol && is_space((unsigned char)*q)) q++;
-            const char *t = q;
-            while (q < eol && !is_space((unsigned char)*q)) q++;
-            if (q == t) break;
-            if (q - t == tn && memcmp(t, text, (size_t)tn) == 0) return line;
-        }
-        if (eol == end) break;
-        p = eol + 1;
-        line++;
-    }
-    return -1;
-}
-
 static void out_free(Out *o) {
     Vec *all[] = {&o->src, &o->dst, &o->ilabel, &o->olabel, &o->w1, &o->w2, &o->tid_off, &o->tids,
                   &o->fstate, &o->fline, &o->fw1, &o->fw2, &o->ftid_start, &o->ftid_end, &o->ftids};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->data);
-}
-
-static PyObject *as_bytearray(const Vec *v) {
-    return PyByteArray_FromStringAndSize(v->data ? v->data : "", (Py_ssize_t)(v->len * v->item));
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) Py_XDECREF(all[i]->array);
 }
 
 static PyObject *error_tuple(const Err *e) {
-    PyObject *t = PyTuple_New(1 + e->nv);
-    if (!t) return NULL;
-    PyObject *items[7];
-    items[0] = PyLong_FromLong(e->code);
-    for (int i = 0; i < e->nv; i++) items[1 + i] = PyLong_FromLongLong(e->v[i]);
-    for (int i = 0; i <= e->nv; i++) {
-        if (!items[i]) {
-            for (int j = 0; j <= e->nv; j++) Py_XDECREF(items[j]);
-            Py_DECREF(t);
-            return NULL;
-        }
-    }
-    for (int i = 0; i <= e->nv; i++) PyTuple_SET_ITEM(t, i, items[i]);
-    return t;
+    return Py_BuildValue("(iLLLLLL)", e->code, e->v[0], e->v[1], e->v[2], e->v[3], e->v[4], e->v[5]);
 }
 
 static PyObject *result_tuple(Out *o, int kind, int64_t start, int64_t num_states) {
-    const Vec *arrays[] = {&o->src, &o->dst, &o->ilabel, &o->olabel, &o->w1, &o->w2, &o->tid_off, &o->tids,
+    Vec *arrays[] = {&o->src, &o->dst, &o->ilabel, &o->olabel, &o->w1, &o->w2, &o->tid_off, &o->tids,
                            &o->fstate, &o->fw1, &o->fw2, &o->ftid_start, &o->ftid_end, &o->ftids};
-    size_t n = sizeof arrays / sizeof *arrays;
-    PyObject *t = PyTuple_New((Py_ssize_t)(3 + n));
-    if (!t) return NULL;
-    PyObject *head[3] = {PyLong_FromLong(kind), PyLong_FromLongLong(start), PyLong_FromLongLong(num_states)};
-    for (int i = 0; i < 3; i++) {
-        if (!head[i]) {
-            for (int j = 0; j < 3; j++) Py_XDECREF(head[j]);
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, i, head[i]);
-    }
-    for (size_t i = 0; i < n; i++) {
-        PyObject *b = as_bytearray(arrays[i]);
-        if (!b) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, (Py_ssize_t)(3 + i), b);
+    Py_ssize_t n = (Py_ssize_t)(sizeof arrays / sizeof *arrays);
+    PyObject *t = PyTuple_New(3 + n);
+    for (Py_ssize_t i = 0; t && i < 3 + n; i++) {
+        PyObject *item = i == 0 ? PyLong_FromLong(kind) : i == 1 ? PyLong_FromLongLong(start)
+                       : i == 2 ? PyLong_FromLongLong(num_states) : vec_take(arrays[i - 3]);
+        if (!item) Py_CLEAR(t); /* (a tuple's unset items are NULL, which its deallocation skips) */
+        else PyTuple_SET_ITEM(t, i, item);
     }
     return t;
 }
@@ -581,7 +539,7 @@ static int parse_lines(const char *base, const char *end, int kind_req, Out *o, 
         }
         const char *eol = q;
         if (n > MAX_COLS) {
-            if (structural->code != E_COLUMNS) set_err(structural, E_COLUMNS, 2, line, n, 0, 0, 0, 0);
+            if (structural->code != E_COLUMNS) set_err(structural, E_COLUMNS, line, n, 0, 0, 0, 0);
             goto next; /* reported before anything else: only the first one matters */
         }
         if (n == 0) goto next;
@@ -595,7 +553,7 @@ static int parse_lines(const char *base, const char *end, int kind_req, Out *o, 
                     first_vote_line = line;
                     kind = v;
                 } else if (v != first_vote && structural->code == 0) {
-                    set_err(structural, E_VOTE, 4, line, v, first_vote_line, first_vote, 0, 0);
+                    set_err(structural, E_VOTE, line, v, first_vote_line, first_vote, 0, 0);
                 }
             }
         }
@@ -636,6 +594,23 @@ static PyObject *parse_block(PyObject *self, PyObject *args) {
     for (size_t i = 0; i < sizeof i64 / sizeof *i64; i++) i64[i]->item = 8;
     o.w1.item = o.w2.item = o.fw1.item = o.fw2.item = 8;
     o.tids.item = o.ftids.item = 4;
+    /* room for every arc at once (an arc line takes >= 6 bytes with its newline) and a third of the
+     * bytes as tids; what is never written is never touched */
+    size_t lines = 1, arcs_max = ((size_t)buf.len + 1) / 6;
+    for (const char *q = buf.buf, *end = q + buf.len; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) lines++;
+    Vec *per_arc[] = {&o.src, &o.dst, &o.ilabel, &o.olabel, &o.w1, &o.w2, &o.tid_off};
+    for (size_t i = 0; i < sizeof per_arc / sizeof *per_arc; i++) {
+        if (vec_reserve(per_arc[i], (lines < arcs_max ? lines : arcs_max) + 1)) {
+            out_free(&o);
+            PyBuffer_Release(&buf);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+        }
+    }
+    if (vec_reserve(&o.tids, (size_t)buf.len / 3 + 16)) {
+        out_free(&o);
+        PyBuffer_Release(&buf);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
     Err first_bad = {0}, structural = {0};
     int kind = K_COMPACT;
     int64_t start = -1, max_state = -1;
@@ -649,7 +624,7 @@ static PyObject *parse_block(PyObject *self, PyObject *args) {
     if (structural.code == E_COLUMNS) {
         e = structural;
     } else if (rows == 0) {
-        set_err(&e, E_EMPTY, 0, 0, 0, 0, 0, 0, 0);
+        set_err(&e, E_EMPTY, 0, 0, 0, 0, 0, 0);
     } else if (structural.code) {
         e = structural;
     } else {
@@ -660,15 +635,14 @@ static PyObject *parse_block(PyObject *self, PyObject *args) {
             goto done;
         }
         if (dup >= 0) {
-            set_err(&e, E_TWO_FINALS, 3, dup, kind, dup_state, 0, 0, 0);
+            set_err(&e, E_TWO_FINALS, dup, kind, dup_state, 0, 0, 0);
         } else if (first_bad.code) {
             e = first_bad;
             e.v[1] = kind; /* the type the whole lattice turned out to be */
         } else {
             long long limit = 4 * rows > (1 << 20) ? 4 * rows : (1 << 20);
             if (max_state + 1 > limit)
-                set_err(&e, E_BIG_STATE, 4, line_naming(base, base + buf.len, max_state), kind, max_state, rows,
-                        0, 0);
+                set_err(&e, E_BIG_STATE, 0, kind, max_state, rows, 0, 0);
         }
     }
     res = e.code ? error_tuple(&e) : result_tuple(&o, kind, start, max_state + 1);
@@ -690,6 +664,8 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit_kaldi_text(void) {
+    POW10[0] = 1;
+    for (int i = 1; i < 20; i++) POW10[i] = POW10[i - 1] * 10;
 #ifdef _WIN32
     c_locale = _create_locale(LC_ALL, "C");
 #else

@@ -85,12 +85,15 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
             ilab, olab, w1, w2 = raw.ilabel, raw.olabel, raw.w1, raw.w2
         dur = ends - starts
         n_raw = len(raw.src)
-        n_extra = len(src) - n_raw
         top_sorted = (bool(raw.props & K_TOP_SORTED) if raw.props is not None
                       else bool(np.all(raw.src < raw.dst)))
-        attrs["kaldi"] = np.stack([np.r_[np.arange(n_raw), np.full(n_extra, -1)], src, dst,
-                                   np.full(len(src), int(top_sorted))], axis=1).astype(np.int64)
-        attrs["tid_span"] = np.stack([starts, ends], axis=1)
+        kaldi = np.empty((len(src), 4), np.int64)  # (filled column by column: no temporaries)
+        kaldi[:n_raw, 0] = np.arange(n_raw)
+        kaldi[n_raw:, 0] = -1
+        kaldi[:, 1], kaldi[:, 2], kaldi[:, 3] = src, dst, int(top_sorted)
+        attrs["kaldi"] = kaldi
+        attrs["tid_span"] = np.empty((len(src), 2), np.int64)
+        attrs["tid_span"][:, 0], attrs["tid_span"][:, 1] = starts, ends
         pool = pool.view()
         pool.flags.writeable = False
         attrs["tid_pool"] = np.empty(len(src), dtype=object)

@@ -1,5 +1,5 @@
-"""Kaldi text lattices: the ``RawFst`` they are read into and the reader of their lines (internal
-helper of :mod:`lattice_tools.io.kaldi`).
+"""Kaldi text lattices: the ``RawFst`` they are read into, the reader of their lines and their
+writer (:func:`format_text_fst`; internal helper of :mod:`lattice_tools.io.kaldi`).
 
 One reader, :func:`parse_text_block`: the bytes of one lattice (its lines up to the blank line that
 ends it) go to the C kernel ``lattice_tools._ext.kaldi_text`` (lattice_tools/_ext/kaldi_text.c),
@@ -19,6 +19,7 @@ converted correctly rounded whatever the user's locale.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,6 +74,41 @@ class RawFst:
                      if len(strings) else np.zeros(0, np.int32))
 
 
+def _ffmt(x: float) -> str:
+    """Shortest text that reads back to exactly ``x`` (float32 text for float32 values, as read
+    from binary archives, so they print like Kaldi's ``36.657368`` rather than 17 digits)."""
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    f32 = np.float32(x)
+    if float(f32) == x:  # a float32 value (binary archives): float32 shortest text, as Kaldi reads it back
+        return str(f32)
+    return repr(float(x))
+
+
+def format_text_fst(raw: RawFst) -> str:
+    """Kaldi text form of one lattice (without the key, without the terminating blank line)."""
+    out = []
+    order = np.argsort(raw.src, kind="stable")
+    compact = raw.kind == "compact"
+    # OpenFst prints states in order starting with the start state (start = 0 here).
+    for i in order.tolist():
+        w = f"{_ffmt(raw.w1[i])},{_ffmt(raw.w2[i])}"
+        if compact:
+            t = raw.string(i)
+            out.append(f"{raw.src[i]}\t{raw.dst[i]}\t{raw.olabel[i]}\t{w},{'_'.join(map(str, t.tolist()))}")
+        else:
+            out.append(f"{raw.src[i]}\t{raw.dst[i]}\t{raw.ilabel[i]}\t{raw.olabel[i]}\t{w}")
+    for s in np.nonzero(np.isfinite(raw.final_w1))[0].tolist():
+        w = f"{_ffmt(raw.final_w1[s])},{_ffmt(raw.final_w2[s])}"
+        if compact:
+            t = raw.final_strings.get(s)
+            w += "," + ("" if t is None else "_".join(map(str, t.tolist())))
+        out.append(f"{s}\t{w}")
+    return "\n".join(out) + "\n"
+
+
 _KINDS = {"auto": 0, "compact": 1, "lattice": 2}
 _KIND_NAMES = {1: "compact", 2: "lattice"}
 _FIELDS = {1: "state id", 2: "label", 3: "input label", 4: "output label", 5: "transition id"}
@@ -90,7 +126,7 @@ def _parse(block, kind: int):
     return _kernel.parse_block(block, kind)
 
 
-def parse_text_block(block: bytes, first_line: int | None, name: str, key: str | None,
+def parse_text_block(block: bytes | memoryview, first_line: int | None, name: str, key: str | None,
                      lattice_type: str = "auto", errors: str = "strict") -> RawFst:
     """One text lattice: ``block`` holds its lines (the first is line ``first_line`` of the file;
     None: the lattice has no lines) without the blank line that ends it.  Bad input raises
@@ -99,7 +135,7 @@ def parse_text_block(block: bytes, first_line: int | None, name: str, key: str |
     if lattice_type not in _KINDS:
         raise ValueError(f"lattice_type must be 'auto', 'compact' or 'lattice', not {lattice_type!r}")
     res = _parse(block, _KINDS[lattice_type])
-    if len(res) < 17:
+    if len(res) == 7:
         _raise(res, block, first_line, name, key, errors)
     (kind, start, num_states, src, dst, il, ol, w1, w2, tid_end, tids, fstate, fw1, fw2, ft_start, ft_end,
      ftids) = res
@@ -123,8 +159,9 @@ def parse_text_block(block: bytes, first_line: int | None, name: str, key: str |
     return raw
 
 
-def _raise(err: tuple, block: bytes, first_line: int | None, name: str, key: str | None, errors: str):
+def _raise(err: tuple, block: bytes | memoryview, first_line: int | None, name: str, key: str | None, errors: str):
     """The FormatError of the kernel's error report ``err`` (see lattice_tools/_ext/kaldi_text.c)."""
+    block = bytes(block)  # (may be a view)
     def fail(message: str, line: int | None):
         raise FormatError(message, path=name, line=None if line is None or first_line is None else first_line + line,
                           key=key)
@@ -152,8 +189,8 @@ def _raise(err: tuple, block: bytes, first_line: int | None, name: str, key: str
     if code == _E_EMPTY:
         fail("empty lattice (no lines before the terminating blank line)", 0)
     if code == _E_VOTE:
-        line, kind, first, first_kind = v
-        fail(f"line looks like a Kaldi {_KIND_NAMES[kind]} line but earlier lines (line {first_line + first}) "
+        line, kind, first, first_kind = v[:4]
+        fail(f"line looks like a Kaldi {_KIND_NAMES[kind]} line but earlier lines (line {(first_line or 0) + first}) "
              f"look like a {_KIND_NAMES[first_kind]}", line)
     line, kind = v[0], _KIND_NAMES[v[1]]
     if code == _E_STATE:
@@ -167,5 +204,7 @@ def _raise(err: tuple, block: bytes, first_line: int | None, name: str, key: str
     if code == _E_INF_ARC:
         fail("arc weight is infinite (Zero); arcs must have finite weights", line)
     if code == _E_BIG_STATE:
-        fail(f"state id {v[2]} is implausibly large for a lattice of {v[3]} lines", None if line < 0 else line)
+        text = str(v[2])  # the first line that has it in its first two columns, spelled that way
+        line = next((i for i, x in enumerate(lines) if text in x.decode("utf-8", "replace").split()[:2]), None)
+        fail(f"state id {text} is implausibly large for a lattice of {v[3]} lines", line)
     raise AssertionError(f"unknown error report {err!r} from the Kaldi text kernel")

@@ -66,7 +66,7 @@ from ..lattice import Lattice
 from ..symbols import SymbolTable
 from ._kaldi_lattice import lattice_to_raw, raw_to_lattice
 from ._kaldi_lattice import transition_ids as transition_ids  # (public: part of this module's API)
-from ._kaldi_text import RawFst, parse_text_block
+from ._kaldi_text import RawFst, format_text_fst, parse_text_block
 
 FST_MAGIC = 2125659606
 _MAGIC_BYTES = struct.pack("<i", FST_MAGIC)
@@ -141,9 +141,11 @@ def parse_specifier(spec: str, write: bool = False) -> Specifier:
 # a small buffered byte reader (peek / exact reads / lines) over any binary stream
 # ----------------------------------------------------------------------------------------------
 class _Reader:
+    # The buffer is a bytearray: appending a chunk and dropping what was consumed (from the front,
+    # which CPython does in O(1)) copy nothing, and a text block goes to the parser as a view of it.
     def __init__(self, f: IO[bytes], name: str):
         self.f, self.name = f, name
-        self.buf = b""
+        self.buf = bytearray()
         self.pos = 0
         self.offset = 0  # absolute offset of buf[0]
         self.lineno = 1
@@ -158,7 +160,8 @@ class _Reader:
             if not chunk:
                 return False
             self.offset += self.pos
-            self.buf = self.buf[self.pos:] + chunk
+            del self.buf[:self.pos]
+            self.buf += chunk
             self.pos = 0
         return True
 
@@ -193,26 +196,25 @@ class _Reader:
 
     _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
 
-    def read_text_block(self) -> tuple[bytes, bool]:
+    def read_text_block(self) -> tuple[memoryview, bool]:
         """The bytes up to (not including) the next blank line, which is consumed; ``(block, True)``
-        if a blank line was found, else the rest of the input and ``False``.  Line numbers advance."""
+        if a blank line was found, else the rest of the input and ``False``.  Line numbers advance.
+        The block is a view of the buffer: release it (drop it) before reading on."""
         searched = self.pos  # no blank line starts before this (a match starts at a newline)
         while True:
             m = self._BLANK_LINE.search(self.buf, searched)
             if m is not None:
-                block = self.buf[self.pos:m.start()]
-                self.lineno += block.count(b"\n") + 2
-                self.pos = m.end()
-                return block, True
+                start, end, self.pos = self.pos, m.start(), m.end()
+                self.lineno += self.buf.count(b"\n", start, end) + 2
+                return memoryview(self.buf)[start:end], True
             have = len(self.buf) - self.pos
             searched = max(self.pos, self.buf.rfind(b"\n", self.pos)) - self.pos
-            self._fill(have + max(have, 1 << 20))  # doubling: a long block is copied O(1) times
+            self._fill(have + max(have, 1 << 20))  # doubling: a long block is read in O(log) steps
             searched += self.pos
             if len(self.buf) - self.pos == have:  # end of input
-                block = self.buf[self.pos:]
-                self.lineno += block.count(b"\n")
-                self.pos = len(self.buf)
-                return block, False
+                start, self.pos = self.pos, len(self.buf)
+                self.lineno += self.buf.count(b"\n", start)
+                return memoryview(self.buf)[start:], False
 
     def skip_whitespace(self) -> None:
         while True:
@@ -357,7 +359,8 @@ def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
         r.readline()
         start_line = r.lineno
         block, _ = r.read_text_block()
-        return parse_text_block(block, start_line, r.name, key, lattice_type)
+        with block:  # (released even on an error, so the reader's buffer can grow again)
+            return parse_text_block(block, start_line, r.name, key, lattice_type)
     else:
         raise FormatError(f"does not look like a lattice (neither text nor OpenFst binary) at byte {r.tell()}",
                           path=r.name, line=r.lineno, key=key)
@@ -493,41 +496,6 @@ def iter_raw(spec: str, lattice_type: str = "auto") -> Iterator[tuple[str, RawFs
 # ----------------------------------------------------------------------------------------------
 # writing
 # ----------------------------------------------------------------------------------------------
-def _ffmt(x: float) -> str:
-    """Shortest text that reads back to exactly ``x`` (float32 text for float32 values, as read
-    from binary archives, so they print like Kaldi's ``36.657368`` rather than 17 digits)."""
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == int(x) and abs(x) < 1e15:
-        return str(int(x))
-    f32 = np.float32(x)
-    if float(f32) == x:  # a float32 value (binary archives): float32 shortest text, as Kaldi reads it back
-        return str(f32)
-    return repr(float(x))
-
-
-def format_text_fst(raw: RawFst) -> str:
-    """Kaldi text form of one lattice (without the key, without the terminating blank line)."""
-    out = []
-    order = np.argsort(raw.src, kind="stable")
-    compact = raw.kind == "compact"
-    # OpenFst prints states in order starting with the start state (start = 0 here).
-    for i in order.tolist():
-        w = f"{_ffmt(raw.w1[i])},{_ffmt(raw.w2[i])}"
-        if compact:
-            t = raw.string(i)
-            out.append(f"{raw.src[i]}\t{raw.dst[i]}\t{raw.olabel[i]}\t{w},{'_'.join(map(str, t.tolist()))}")
-        else:
-            out.append(f"{raw.src[i]}\t{raw.dst[i]}\t{raw.ilabel[i]}\t{raw.olabel[i]}\t{w}")
-    for s in np.nonzero(np.isfinite(raw.final_w1))[0].tolist():
-        w = f"{_ffmt(raw.final_w1[s])},{_ffmt(raw.final_w2[s])}"
-        if compact:
-            t = raw.final_strings.get(s)
-            w += "," + ("" if t is None else "_".join(map(str, t.tolist())))
-        out.append(f"{s}\t{w}")
-    return "\n".join(out) + "\n"
-
-
 def format_binary_fst(raw: RawFst, double: bool = False) -> bytes:
     """OpenFst binary ``vector`` FST of arc type lattice4/compactlattice44 (or the 8-byte forms)."""
     ff = "d" if double else "f"
