@@ -97,14 +97,20 @@ static PyObject *vec_take(Vec *v) {
 /* ------------------------------------------------------------------------------------------------ */
 /* numbers                                                                                           */
 /* ------------------------------------------------------------------------------------------------ */
-static inline int is_space(unsigned char c) {
-    /* the ASCII characters Python's str.split() splits on, except the newline that ends a line */
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1f);
+/* byte classes: SEP = the ASCII characters Python's str.split() splits on, except the newline, which
+ * ends a line (EOL); everything else is part of a token (filled when the module is loaded) */
+enum { TOKEN = 0, SEP = 1, EOL = 2 };
+static unsigned char byte_class[256];
+
+static void init_byte_class(void) {
+    const char *seps = " \t\r\v\f\x1c\x1d\x1e\x1f";
+    for (const char *c = seps; *c; c++) byte_class[(unsigned char)*c] = SEP;
+    byte_class['\n'] = EOL;
 }
 
 /* A non-negative int32 in ASCII decimal ([+-]?[0-9]+, as the reader has always taken): 0 and *out, or
  * R_NOT_INT / R_RANGE. */
-static int parse_int32(const char *p, const char *end, int64_t *out) {
+static inline int parse_int32(const char *p, const char *end, int64_t *out) {
     const char *q = p;
     int neg = 0;
     if (q < end && (*q == '+' || *q == '-')) {
@@ -317,39 +323,38 @@ static int line_int(Ctx *c, const char *p, const char *end, int field, int64_t *
  * (their count in *ntids); 0, or -1 with the error set (a bad transition id names itself). */
 static int parse_weight(Ctx *c, const char *p, const char *end, int compact, double *g, double *a, Vec *pool,
                         size_t *ntids) {
-    const char *c1 = NULL, *c2 = NULL, *c3 = NULL; /* the first three commas (tokens are short) */
-    for (const char *q = p; q < end && !c3; q++) {
+    const char *c1 = NULL, *c2 = NULL; /* the first two commas; a third one makes tids fail below */
+    for (const char *q = p; q < end && !c2; q++) {
         if (*q == ',') {
             if (!c1) c1 = q;
-            else if (!c2) c2 = q;
-            else c3 = q;
+            else c2 = q;
         }
     }
     const char *a_end = c2 ? c2 : end;
     *ntids = 0;
-    if (!c1 || c3 || (c2 && !compact)) goto bad;
+    if (!c1 || (c2 && !compact)) goto bad;
     if (c2 && c2 + 1 < end) {  /* the tids, parsed before the costs as the reader always has */
         const char *t = c2 + 1;
         for (;;) {
             const char *te = t;
             while (te < end && *te != '_') te++;
-            const char *u = te < end ? te : NULL;
             int64_t v;
             int r = parse_int32(t, te, &v);
             if (r) {
                 pool->len -= *ntids;
                 *ntids = 0;
+                if (memchr(c2 + 1, ',', (size_t)(end - c2 - 1))) goto bad; /* more than 3 parts */
                 set_err(c->err, E_BADLINE, c->line, c->kind, F_TID, r, t - c->base, te - c->base);
                 return -1;
             }
-            if (vec_grow(pool, 1)) {
+            if (pool->len == pool->cap && vec_grow(pool, 1)) {
                 c->oom = 1;
                 return -1;
             }
             VEC_AT(*pool, int32_t)[pool->len++] = (int32_t)v;
             (*ntids)++;
-            if (!u) break;
-            t = u + 1;
+            if (te == end) break;
+            t = te + 1;
         }
     }
     int r1 = parse_float(p, c1, g);
@@ -527,10 +532,10 @@ static int parse_lines(const char *base, const char *end, int kind_req, Out *o, 
         int n = 0;
         const char *q = p;
         for (;;) { /* the line's tokens, up to its newline (or the end) */
-            while (q < end && *q != '\n' && is_space((unsigned char)*q)) q++;
+            while (q < end && byte_class[(unsigned char)*q] == SEP) q++;
             if (q == end || *q == '\n') break;
             const char *t = q;
-            while (q < end && *q != '\n' && !is_space((unsigned char)*q)) q++;
+            while (q < end && byte_class[(unsigned char)*q] == TOKEN) q++;
             if (n <= MAX_COLS) {
                 tok[n][0] = t;
                 tok[n][1] = q;
@@ -664,6 +669,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit_kaldi_text(void) {
+    init_byte_class();
     POW10[0] = 1;
     for (int i = 1; i < 20; i++) POW10[i] = POW10[i - 1] * 10;
 #ifdef _WIN32
