@@ -300,3 +300,27 @@ def test_cli_reports_a_bad_text_archive_on_one_line(tmp_path):
                          text=True, env=env, stdin=subprocess.DEVNULL)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.count("\n") == 1 and "a.ark:3 [u1]: " in res.stderr and "bad Kaldi compact line" in res.stderr
+
+
+def test_kernel_checks_its_arguments():
+    from lattice_tools._ext import native
+
+    kernel = native("kaldi_text")
+    with pytest.raises(ValueError, match="kind"):
+        kernel.parse_block(b"0 1 2\n1", 7)
+    src, dst, dur = np.array([0, 1]), np.array([1, 2]), np.array([1, 1])
+    frame = np.empty(3, np.int64)
+    assert kernel.state_frames(0, src, dst, dur, frame) and frame.tolist() == [0, 1, 2]
+    with pytest.raises(TypeError, match="dur must be a contiguous int64 array"):
+        kernel.state_frames(0, src, dst, dur.astype(np.int32), frame)
+    with pytest.raises(TypeError, match="dst must be"):
+        kernel.state_frames(0, src, dst[:1], dur, frame)
+    with pytest.raises(ValueError, match="outside"):
+        kernel.state_frames(0, src, np.array([1, 3]), dur, frame)
+    with pytest.raises(ValueError, match="negative duration"):
+        kernel.state_frames(0, src, dst, np.array([1, -1]), frame)
+    with pytest.raises(ValueError, match="start state"):
+        kernel.state_frames(3, src, dst, dur, frame)
+    with pytest.raises((TypeError, ValueError)):
+        kernel.state_frames(0, src, dst, dur, np.empty(3, np.int64)[::2])  # not contiguous
+    assert not kernel.state_frames(0, np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1, 1, 1]), frame)

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._ext import native
 from ..errors import FormatError, LatticeError, SymbolError
 from ..lattice import Lattice
 from ..symbols import SymbolTable
 from ._kaldi_text import RawFst
+
+
+def _kernel():
+    return native("kaldi_text")
 
 
 def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: str) -> SymbolTable:
@@ -106,17 +111,18 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
         word = olab
         word_aligned = False
     syms = _symbols_for(word, symbols, key, name)
+    # Frames: the durations summed along the paths from the start, which must all agree
+    frame = np.empty(n, np.int64)
+    synchronous = 0 <= raw.start < n and _kernel().state_frames(raw.start, src, dst, dur, frame)
+    t0 = frame[src] if synchronous else None
     try:
         lat, _, arc_idx = Lattice.from_arcs(
             src=src, dst=dst, word=word, ilabel=ilab, symbols=syms, final_graph_cost=fw1, final_acoustic_cost=fw2,
             num_states=n, start=raw.start, graph_cost=w1, acoustic_cost=w2, frame_shift=frame_shift, key=key,
-            word_aligned=word_aligned, attrs=attrs, return_maps=True)
+            word_aligned=word_aligned, attrs=attrs, return_maps=True, t0=t0, t1=None if t0 is None else t0 + dur)
     except LatticeError as exc:
         raise LatticeError(exc.message, path=name, key=key) from None
-    # Frames: accumulate durations in topological order; all paths must agree.
-    d = dur[arc_idx]
-    frame = _accumulate_frames(lat, d)
-    if frame is None:
+    if not synchronous:
         if raw.kind != "compact":
             raise LatticeError("paths reach a state at different frames; a frame-level Kaldi lattice must be "
                                "time-synchronous", path=name, key=key)
@@ -124,38 +130,8 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
         # to words): split each state into one copy per arrival frame, which keeps every path.
         # (Kaldi's MBR refuses such lattices; the stored order no longer applies.)
         lat = lat.replace(attrs={k: v for k, v in lat.attrs.items() if k != "kaldi"})
-        return _expand_by_frame(lat, d)
-    t0 = frame[lat.src]
-    return lat.replace(t0=t0, t1=t0 + d)
-
-
-def _accumulate_frames(lat: Lattice, dur: np.ndarray) -> np.ndarray | None:
-    """Frame of each state (start = 0) or None if two paths reach a state at different frames.
-
-    Every state but the start has an incoming arc (``Lattice.from_arcs`` drops the others), so each
-    state's frame is the sum of the durations along any path to it: follow one incoming arc per
-    state back to the start by pointer doubling (log2(depth) vectorized steps instead of a Python
-    loop over the arcs), then check that every arc agrees."""
-    n = lat.num_states
-    src, dst = lat.src.astype(np.int64), lat.dst.astype(np.int64)
-    states = np.arange(n)
-    via = np.full(n, -1, np.int64)
-    via[dst[::-1]] = np.arange(len(dst) - 1, -1, -1)  # one incoming arc per state (the first)
-    has_in = via >= 0
-    parent = states.copy()
-    parent[has_in] = src[via[has_in]]
-    frame = np.zeros(n, np.int64)  # duration from ``parent`` to the state
-    frame[has_in] = dur[via[has_in]]
-    while True:
-        grand = parent[parent]
-        if np.array_equal(grand, parent):
-            break
-        frame = frame + frame[parent]
-        parent = grand
-    frame = frame + np.where(parent == 0, 0, -1)  # (a state no path reaches: frame -1, as never set)
-    if not np.array_equal(frame[src] + dur, frame[dst]):
-        return None
-    return frame
+        return _expand_by_frame(lat, dur[arc_idx])
+    return lat
 
 
 def _expand_by_frame(lat: Lattice, dur: np.ndarray) -> Lattice:
