@@ -305,9 +305,9 @@ def test_cli_reports_a_bad_text_archive_on_one_line(tmp_path):
 def test_kernel_checks_its_arguments():
     from lattice_tools._ext import native
 
-    kernel = native("kaldi_text")
     with pytest.raises(ValueError, match="kind"):
-        kernel.parse_block(b"0 1 2\n1", 7)
+        native("kaldi_text").parse_block(b"0 1 2\n1", 7)
+    kernel = native("kaldi_frames")
     src, dst, dur = np.array([0, 1]), np.array([1, 2]), np.array([1, 1])
     frame = np.empty(3, np.int64)
     assert kernel.state_frames(0, src, dst, dur, frame) and frame.tolist() == [0, 1, 2]

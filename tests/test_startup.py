@@ -194,7 +194,7 @@ def test_kaldi_state_frames_equal_the_arc_loop():
                                 final_graph_cost=np.zeros(n), num_states=n, attrs={"d": dur})
         d = lat.attrs["d"].astype(np.int64)
         got = np.empty(lat.num_states, np.int64)
-        consistent = native("kaldi_text").state_frames(0, lat.src.astype(np.int64), lat.dst.astype(np.int64), d, got)
+        consistent = native("kaldi_frames").state_frames(0, lat.src.astype(np.int64), lat.dst.astype(np.int64), d, got)
         want = _frames_by_arc_loop(lat, d)
         assert (want is None) == (not consistent), trial
         if want is not None:

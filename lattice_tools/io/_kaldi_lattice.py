@@ -15,7 +15,7 @@ from ._kaldi_text import RawFst
 
 
 def _kernel():
-    return native("kaldi_text")
+    return native("kaldi_frames")
 
 
 def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: str) -> SymbolTable:
