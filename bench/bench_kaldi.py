@@ -33,6 +33,8 @@ kernel) 0.002, reading 0.231, computation 0.139 (C recursion 0.104 for two passe
 Kaldi's lattice-copy of the archive 0.27, so Kaldi's MBR computation is ~0.9 s; best: the same start-up,
 reading 0.237, the search 0.022.  The numba checkout the same day (same command): big mbr 1.23 / 0.88
 (0.71x), bundled 0.06 / 0.44, kgraph 0.01 / 0.43.
+After the Kaldi text reader moved to C (``--rounds 3 --jobs best,mbr --breakdown``, interleaved with the checkout
+before it): big best 0.24 / 0.23 (0.96x; 0.35-0.36 before), its reading phase 0.09-0.10 (0.22-0.27 before).
 
 Measured earlier the same day (``--rounds 3 --timeout 60``, all jobs): big nbest 7.58 / 2.32 (0.31x), oracle
 Kaldi did not finish in 60 s / 0.67; bundled nbest 1.42 / 0.31 (0.22x), oracle 0.63 / 0.22 (0.35x,
