@@ -34,7 +34,8 @@ Kaldi's lattice-copy of the archive 0.27, so Kaldi's MBR computation is ~0.9 s; 
 reading 0.237, the search 0.022.  The numba checkout the same day (same command): big mbr 1.23 / 0.88
 (0.71x), bundled 0.06 / 0.44, kgraph 0.01 / 0.43.
 After the Kaldi text reader moved to C (``--rounds 3 --jobs best,mbr --breakdown``, interleaved with the checkout
-before it): big best 0.24 / 0.23 (0.96x; 0.35-0.36 before), its reading phase 0.09-0.10 (0.22-0.27 before).
+before the session): big best 0.23 / 0.20 (0.86x; 1.37-1.5x before), mbr 1.18 / 0.36 (0.31x), the reading phase
+0.09-0.10 (0.22-0.27 before); bundled best 0.03 / 0.11, kgraph best 0.01 / 0.11 (reading 0.012, as before).
 
 Measured earlier the same day (``--rounds 3 --timeout 60``, all jobs): big nbest 7.58 / 2.32 (0.31x), oracle
 Kaldi did not finish in 60 s / 0.67; bundled nbest 1.42 / 0.31 (0.22x), oracle 0.63 / 0.22 (0.35x,

@@ -1,4 +1,4 @@
-"""The C reader of Kaldi text lattices (lattice_tools/_ext/kaldi_text.c behind io/_kaldi_text.py).
+"""The C reader of Kaldi text lattices (lattice_tools/_ext/kaldi_text/ behind io/_kaldi_text.py).
 
 * Differential: on random lattices written in every spelling the reader takes, and on byte mutations
   of them, it gives exactly the RawFst -- or exactly the error (message, line) -- of the Python line

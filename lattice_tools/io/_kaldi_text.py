@@ -2,7 +2,7 @@
 writer (:func:`format_text_fst`; internal helper of :mod:`lattice_tools.io.kaldi`).
 
 One reader, :func:`parse_text_block`: the bytes of one lattice (its lines up to the blank line that
-ends it) go to the C kernel ``lattice_tools._ext.kaldi_text`` (lattice_tools/_ext/kaldi_text.c),
+ends it) go to the C kernel ``lattice_tools._ext.kaldi_text`` (lattice_tools/_ext/kaldi_text/),
 which reads them in one pass into the arrays of a :class:`RawFst` -- a 10 MB archive in a few
 hundredths of a second -- or, for bad input, reports the first error; this module turns that
 report into a :class:`~lattice_tools.errors.FormatError` naming the line and what was expected.
@@ -160,7 +160,7 @@ def parse_text_block(block: bytes | memoryview, first_line: int | None, name: st
 
 
 def _raise(err: tuple, block: bytes | memoryview, first_line: int | None, name: str, key: str | None, errors: str):
-    """The FormatError of the kernel's error report ``err`` (see lattice_tools/_ext/kaldi_text.c)."""
+    """The FormatError of the kernel's error report ``err`` (see lattice_tools/_ext/kaldi_text/lines.c)."""
     block = bytes(block)  # (may be a view)
     def fail(message: str, line: int | None):
         raise FormatError(message, path=name, line=None if line is None or first_line is None else first_line + line,

@@ -1,5 +1,5 @@
 """The Python line parser of Kaldi text lattices that lattice_tools.io._kaldi_text's C kernel
-(lattice_tools/_ext/kaldi_text.c) replaced: the oracle of tests/test_kaldi_text_reader.py, which
+(lattice_tools/_ext/kaldi_text/) replaced: the oracle of tests/test_kaldi_text_reader.py, which
 checks that the kernel gives the same RawFst and the same errors (message, line) on valid, random
 and mutated inputs.  It was the package's reader for every text lattice not in the layout Kaldi
 writes (and for every error) until then; run uncompiled, on small inputs.

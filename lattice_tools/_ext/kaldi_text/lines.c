@@ -9,34 +9,19 @@
  * then lines of both types, then the first bad line, then an implausibly large state id); Python
  * turns that into a FormatError naming the line (io/_kaldi_text.py, which documents the tuples).
  *
- * Numbers: integers are ASCII decimal in 0..INT32_MAX; weights are what Python's float() reads
- * (without its '_' separators), converted correctly rounded and independently of the user's locale:
- * exact 128-bit integer arithmetic for up to 19 significant digits and small exponents (nearly every
- * weight), strtod_l in the "C" locale otherwise.
+ * Numbers (numbers.h, numbers.c): integers are ASCII decimal in 0..INT32_MAX; weights are what
+ * Python's float() reads (without its '_' separators), converted correctly rounded and independently
+ * of the user's locale.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__APPLE__)
-#include <xlocale.h>
-#endif
 
-#ifdef _WIN32
-typedef _locale_t c_locale_type;
-#define STRTOD_L _strtod_l
-#else
-typedef locale_t c_locale_type;
-#define STRTOD_L strtod_l
-#endif
-
-static c_locale_type c_locale;
-
-#define INT32_LIMIT 2147483647LL
+#include "numbers.h"
 
 /* error reports: (code, then six numbers, unused ones 0); lines count from 0 in the block */
 enum {
@@ -51,8 +36,6 @@ enum {
 };
 /* integer fields (named in messages by Python) */
 enum { F_NONE = 0, F_STATE = 1, F_LABEL = 2, F_ILABEL = 3, F_OLABEL = 4, F_TID = 5 };
-/* integer failures */
-enum { R_NOT_INT = 1, R_RANGE = 2 }; /* (0: a valid integer) */
 enum { K_AUTO = 0, K_COMPACT = 1, K_LATTICE = 2 };
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -95,7 +78,7 @@ static PyObject *vec_take(Vec *v) {
 #define VEC_AT(v, T) ((T *)(v).data)
 
 /* ------------------------------------------------------------------------------------------------ */
-/* numbers                                                                                           */
+/* tokens                                                                                            */
 /* ------------------------------------------------------------------------------------------------ */
 /* byte classes: SEP = the ASCII characters Python's str.split() splits on, except the newline, which
  * ends a line (EOL); everything else is part of a token (filled when the module is loaded) */
@@ -106,180 +89,6 @@ static void init_byte_class(void) {
     const char *seps = " \t\r\v\f\x1c\x1d\x1e\x1f";
     for (const char *c = seps; *c; c++) byte_class[(unsigned char)*c] = SEP;
     byte_class['\n'] = EOL;
-}
-
-/* A non-negative int32 in ASCII decimal ([+-]?[0-9]+, as the reader has always taken): 0 and *out, or
- * R_NOT_INT / R_RANGE. */
-static inline int parse_int32(const char *p, const char *end, int64_t *out) {
-    const char *q = p;
-    int neg = 0;
-    if (q < end && (*q == '+' || *q == '-')) {
-        neg = *q == '-';
-        q++;
-    }
-    if (q == end) return R_NOT_INT;
-    int64_t v = 0;
-    for (; q < end; q++) {
-        unsigned d = (unsigned char)*q - '0';
-        if (d > 9) return R_NOT_INT;
-        if (v <= INT32_LIMIT) v = v * 10 + d; /* saturates above the limit: stays > INT32_LIMIT */
-    }
-    if (v > INT32_LIMIT || (neg && v != 0)) return R_RANGE;
-    *out = v;
-    return 0;
-}
-
-static inline int lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
-
-static int equals_nocase(const char *p, const char *end, const char *word) {
-    size_t n = strlen(word);
-    if ((size_t)(end - p) != n) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)p[i]) != word[i]) return 0;
-    return 1;
-}
-
-#ifdef __SIZEOF_INT128__
-__extension__ typedef unsigned __int128 u128;
-
-static int bit_length(u128 v) {
-    uint64_t hi = (uint64_t)(v >> 64);
-    if (hi) return 128 - __builtin_clzll(hi);
-    uint64_t lo = (uint64_t)v;
-    return lo ? 64 - __builtin_clzll(lo) : 0;
-}
-
-/* (v + a fraction that is non-zero iff sticky) * 2^e2, rounded to nearest-even; v has >= 55 bits (so
- * the dropped bits decide the rounding) and the result is a normal double (the caller checks). */
-static double round_to_double(u128 v, int sticky, int e2) {
-    int shift = bit_length(v) - 53;
-    u128 top = v >> shift;
-    u128 rest = v & ((((u128)1) << shift) - 1);
-    u128 half = ((u128)1) << (shift - 1);
-    if (rest > half || (rest == half && (sticky || (top & 1)))) top++;
-    return ldexp((double)(uint64_t)top, e2 + shift);
-}
-
-static uint64_t POW10[20]; /* filled when the module is loaded */
-
-/* m * 10^e exactly rounded, for m < 10^19 and -27 <= e <= 19; 0 and *out, or -1 (use strtod). */
-static int exact_decimal(uint64_t m, int e, double *out) {
-    if (m == 0) {
-        *out = 0.0;
-        return 0;
-    }
-    if (e >= 0) {
-        if (e > 19) return -1;
-        u128 v = (u128)m * POW10[e];
-        if (bit_length(v) <= 53) {
-            *out = (double)(uint64_t)v;
-            return 0;
-        }
-        int sh = bit_length(v) < 55 ? 55 - bit_length(v) : 0;
-        *out = round_to_double(v << sh, 0, -sh);
-        return 0;
-    }
-    if (e < -27) return -1;
-    int k = -e;
-    uint64_t five = 1;
-    for (int i = 0; i < k; i++) five *= 5; /* 5^27 < 2^63 */
-    /* m / 10^k = (m * 2^s / 5^k) * 2^(-s-k); choose s so that the quotient has >= 56 bits */
-    int s = 56 + bit_length(five) - bit_length(m);
-    if (s < 0) s = 0;
-    u128 num = ((u128)m) << s;
-    u128 q = num / five;
-    int sticky = (num % five) != 0;
-    *out = round_to_double(q, sticky, -s - k);
-    return 0;
-}
-#endif
-
-/* A weight as Python's float() reads it ([+-]? digits [. digits] [e [+-] digits], or inf, infinity,
- * nan in any case; no '_'), correctly rounded: 0 and *out, or -1 if the token is not a number or
- * is NaN (the reader has always refused NaN). */
-static int parse_float(const char *p, const char *end, double *out) {
-    const char *q = p;
-    int neg = 0;
-    if (q < end && (*q == '+' || *q == '-')) {
-        neg = *q == '-';
-        q++;
-    }
-    if (q < end && !(*q >= '0' && *q <= '9') && *q != '.') {
-        if (equals_nocase(q, end, "inf") || equals_nocase(q, end, "infinity")) {
-            *out = neg ? -INFINITY : INFINITY;
-            return 0;
-        }
-        return -1; /* nan, or not a number */
-    }
-    uint64_t m = 0;
-    int digits = 0, dropped = 0, seen_digit = 0;
-    long long exp10 = 0;
-    for (; q < end && *q >= '0' && *q <= '9'; q++) {
-        seen_digit = 1;
-        if (m == 0 && *q == '0') continue;
-        if (digits < 19) {
-            m = m * 10 + (uint64_t)(*q - '0');
-            digits++;
-        } else {
-            dropped = dropped || *q != '0';
-            exp10++;
-        }
-    }
-    if (q < end && *q == '.') {
-        q++;
-        for (; q < end && *q >= '0' && *q <= '9'; q++) {
-            seen_digit = 1;
-            if (m == 0 && *q == '0') {
-                exp10--;
-                continue;
-            }
-            if (digits < 19) {
-                m = m * 10 + (uint64_t)(*q - '0');
-                digits++;
-                exp10--;
-            } else {
-                dropped = dropped || *q != '0';
-            }
-        }
-    }
-    if (!seen_digit) return -1;
-    if (q < end && (*q == 'e' || *q == 'E')) {
-        q++;
-        int eneg = 0;
-        if (q < end && (*q == '+' || *q == '-')) {
-            eneg = *q == '-';
-            q++;
-        }
-        if (q == end) return -1;
-        long ev = 0;
-        for (; q < end && *q >= '0' && *q <= '9'; q++)
-            if (ev < 100000) ev = ev * 10 + (*q - '0');
-        if (q != end) return -1;
-        exp10 += eneg ? -ev : ev;
-    } else if (q != end) {
-        return -1;
-    }
-    double v;
-#ifdef __SIZEOF_INT128__
-    if (!dropped && exp10 >= -27 && exp10 <= 19 && exact_decimal(m, (int)exp10, &v) == 0) {
-        *out = neg ? -v : v;
-        return 0;
-    }
-#endif
-    /* long mantissas and large exponents: the C library's correctly rounded conversion, "C" locale */
-    char small[64];
-    size_t n = (size_t)(end - p);
-    char *buf = n < sizeof small ? small : malloc(n + 1);
-    if (!buf) return -2;
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    char *stop;
-    v = STRTOD_L(buf, &stop, c_locale);
-    int ok = stop == buf + n;
-    if (buf != small) free(buf);
-    if (!ok) return -1;
-    *out = v;
-    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -670,16 +479,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit_kaldi_text(void) {
     init_byte_class();
-    POW10[0] = 1;
-    for (int i = 1; i < 20; i++) POW10[i] = POW10[i - 1] * 10;
-#ifdef _WIN32
-    c_locale = _create_locale(LC_ALL, "C");
-#else
-    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-#endif
-    if (!c_locale) {
-        PyErr_SetString(PyExc_OSError, "cannot create the \"C\" locale for reading numbers");
-        return NULL;
-    }
+    if (numbers_init()) return NULL;
     return PyModule_Create(&module);
 }
