@@ -259,14 +259,15 @@ def _blocks(spec):
     from lattice_tools.io import kaldi as K
 
     path = K.parse_specifier(spec).path
-    r = K._Reader(K.open_binary_input(path), path)
-    while True:
-        r.skip_whitespace()
-        if not r.peek(1):
-            return
-        key = r.read_token().decode()
-        r.readline()
-        yield key, bytes(r.read_text_block()[0])
+    with K.open_binary_input(path) as f:
+        r = K._Reader(f, path)
+        while True:
+            r.skip_whitespace()
+            if not r.peek(1):
+                return
+            key = r.read_token().decode()
+            r.readline()
+            yield key, bytes(r.read_text_block()[0])
 
 
 def _same_raw(a, b):
