@@ -120,6 +120,17 @@ def test_nbest_runs_without_numba():
     assert _run(code).splitlines()[-1] == "False True"
 
 
+def test_phrases_command_runs_without_numba(tmp_path):
+    """The phrase search runs on the compiled C kernels (lattice_tools/_ext/search.c): a ``phrases`` run
+    imports no numba, and does run the search (its output has alternatives)."""
+    out = tmp_path / "p.ctm"
+    what = '"numba" in sys.modules, "lattice_tools.alternatives._determinizer" in sys.modules'
+    code = _AS_THE_PROGRAM.format(what=what, argv=["phrases", str(REPO / "tests/data/slf/pocketsphinx_cards_002.lat.gz"),
+                                                    "-n", "10", "--acoustic-scale", "0.1", "-o", str(out)])
+    assert _run(code).splitlines()[-1] == "False True"
+    assert "<ALT_BEGIN>" in out.read_text()
+
+
 @pytest.mark.parametrize("argv,status,stdout,stderr", [
     (["best-path", KGRAPH, "--tra", "-"], 0, "CVTE201703_00030_165722_1175 54432", '"lattices": 10'),
     (["best-path", "ark:/nonexistent/x.ark", "--tra", "-"], 2, "", "lattice-tools: error: /nonexistent/x.ark"),

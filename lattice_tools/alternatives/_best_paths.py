@@ -1,8 +1,8 @@
 """Word times of the search's output sequences: the best single path reading each sequence, by a
 tropical Viterbi pass over the search's prefix trie (only the prefixes of the output sequences),
-one compiled pass per automaton
-(:func:`~lattice_tools.alternatives._search_kernels.trie_viterbi`) over the determinizer's own
-tables: each state's epsilon closure, then the closure states' arcs of the next word.
+one compiled pass per automaton (``WordTimes.best_paths`` of lattice_tools/_ext/search.c) over the
+determinizer's own tables: each state's epsilon closure, then the closure states' arcs of the next
+word.
 """
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import math
 
 import numpy as np
 
+from .. import _budget
 from .._budget import check_memory
+from ..errors import BudgetExceededError
 from ._search import SequenceResult
 from ._search_arrays import argsort_stable_keys, trace_chains
-from ._search_kernels import trie_viterbi
 
 INF = math.inf
 
@@ -28,13 +29,15 @@ class PrefixTrie:
         self.parent, self.label, self.depth = [-1], [-1], [0]
 
 
-def best_paths(tables: tuple, root_s, root_b, parent, label, depth, ends) -> tuple[list, list]:
+def best_paths(tables, root_s, root_b, parent, label, depth, ends, key=None) -> tuple[list, list]:
     """Best single path (cost, word-arc ids) reading each sequence: a tropical Viterbi pass over
     the prefixes of the sequences in the search's prefix trie (``parent``, ``label``, ``depth`` per
     node, node 0 the root; ``ends``: each sequence's node) from the initial states ``root_s``
     (costs ``root_b``), over the determinizer's ``tables``
     (:meth:`~lattice_tools.alternatives._determinizer.Determinizer.word_time_tables`); the best
     candidate of each ``(trie node, state)`` is the cheapest, the earliest one among equal costs.
+    The pass's columns (per trie node and state reached) stay within the memory budget
+    (:mod:`lattice_tools._budget`; BudgetExceededError naming ``key`` past it).
 
     Returns ``(costs, arcs)``: per sequence, the best path's cost and its tuple of arc ids."""
     n_nodes = len(parent)
@@ -42,13 +45,27 @@ def best_paths(tables: tuple, root_s, root_b, parent, label, depth, ends) -> tup
     end_of_node[ends] = np.arange(len(ends))
     children = argsort_stable_keys(parent[1:]) + 1  # grouped by parent, in node order
     ch_off = np.searchsorted(parent[children], np.arange(n_nodes + 1))
-    best_cost, best_link, link_arc, link_parent = trie_viterbi(
-        *tables, np.ascontiguousarray(root_s, dtype=np.int64), np.ascontiguousarray(root_b, dtype=np.float64), label,
-        parent, ch_off, children, end_of_node, len(ends))
+    status, *columns = tables.best_paths(
+        np.ascontiguousarray(root_s, dtype=np.int64), np.ascontiguousarray(root_b, dtype=np.float64), label, parent,
+        ch_off.astype(np.int64), children.astype(np.int64), end_of_node, len(ends), _bytes_left())
+    if status:
+        what = "exact sequence search (best paths)"
+        check_memory(what, key)
+        raise BudgetExceededError(f"{what} would exceed the memory budget; raise it with {_budget._option}, lower N "
+                                  "or prune the lattice", key=key)
+    best_cost, best_link, link_arc, link_parent = (np.frombuffer(c, dtype=t) for c, t in zip(
+        columns, (np.float64, np.int64, np.int64, np.int64), strict=True))
     # trace every sequence's best path back at once (one arc per word of the sequence)
     found = best_link >= 0
     arcs = trace_chains(np.where(found, best_link, 0), np.where(found, depth[ends], 0), link_parent, link_arc)
     return best_cost.tolist(), arcs
+
+
+def _bytes_left() -> int:
+    """What the memory budget (if one is set) leaves above what the process holds (-1: no budget)."""
+    if _budget._limit is None:
+        return -1
+    return max(0, _budget._limit - _budget.resident_bytes())
 
 
 def sequence_results(union, determinizer, found: list, tries: list, track_best: bool, key) -> list:
@@ -73,6 +90,6 @@ def sequence_results(union, determinizer, found: list, tries: list, track_best: 
             continue
         rs, _, rb = union.roots[i]
         with np.errstate(invalid="ignore", over="ignore"):
-            best_costs, best_arcs = best_paths(tables, rs, rb, parent, label, depth, ends)
+            best_costs, best_arcs = best_paths(tables, rs, rb, parent, label, depth, ends, key)
         results.append(list(map(SequenceResult, seqs, costs, best_costs, best_arcs)))
     return results

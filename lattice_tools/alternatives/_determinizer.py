@@ -6,33 +6,57 @@ A *determinized state* is a subset: a pair of arrays (automaton states in increa
 residual costs).  Each one is interned once (looked up by its states and rounded residuals) and
 numbered across all automata; each automaton keeps its own table, so that a finished search's
 records can be dropped at once.  *Expanding* a determinized state (one compiled call,
-:func:`~lattice_tools.alternatives._search_kernels.expand_state`: its members' closed entries --
+``Expander.expand`` of lattice_tools/_ext/search.c: its members' closed entries --
 the (word | end) entries of the states of each member's epsilon closure, precomputed once --
 log-summed per word) turns it into its *choice record*: its end and one transition per next word,
 sorted by their bound, with the members of each transition kept aside until the search takes that
 choice (:meth:`Determinizer.resolve` then reads their arcs): most choices never are.
 An expansion depends on nothing but the state, so every search finds
 exactly what it would find alone.
+
+A determinized state crosses into the compiled code as two bytes objects: its interning key (the
+int64 states, then the int64 residuals rounded to the resolution) and its float64 residual costs.
 """
 from __future__ import annotations
 
 import math
-from array import array
 
 import numpy as np
 
+from .._ext import native
 from ..algorithms.forward_backward import _segment_reduce
 from ._common import dense_codes
 from ._epsilon_closure import EpsilonClosedRows
 from ._search import DEFAULT_TUNING, SearchTuning
 from ._search_arrays import NOT_INTERNED, run_starts
-from ._search_kernels import closed_exits, expand_state, pack_tables, row_scaling, successor_subset
 
 INF = math.inf
+_search = native("search")
 
 # A choice record is a list of seven fields (a list, not an object: the best-first loop unpacks
 # tens of thousands of them); the positions are:
 BOUNDS, LABELS, COSTS, GROUPS, NEXTS, SUCCESSORS, AUTOMATON = range(7)
+
+
+def _int64s(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _float64s(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def row_scaling(off: np.ndarray, cost: np.ndarray):
+    """``(row_min, row_scaled)`` of CSR rows for the expansion: each row's smallest cost (inf when
+    empty) and ``exp(row_min - cost)`` per entry."""
+    lengths = np.diff(off)
+    row_min = np.full(len(lengths), INF)
+    nonempty = lengths > 0
+    if len(cost):
+        row_min[nonempty] = np.minimum.reduceat(cost, off[:-1][nonempty])
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = np.exp(np.repeat(row_min, lengths) - cost)
+    return row_min, np.nan_to_num(scaled, nan=0.0)
 
 
 class AutomataUnion:
@@ -93,18 +117,14 @@ class Determinizer:
         self._closure_rows()
         self._word_rows()
         self._closed_entries()
-        M, E, num_groups = union.num_states, len(self._e_cost), max(self._num_groups, 1)
         cost_min, cost_scaled = row_scaling(self._a_off, self._a_cost)
         compl_min, compl_scaled = row_scaling(self._a_off, self._a_compl)
-        self._expand_tables = pack_tables(  # the order of expand_state's parts, scratch last
-            [self._a_off, self._a_group, self._group_label, np.zeros(num_groups), np.zeros(num_groups)],
-            [self._a_cost, cost_min, cost_scaled, self._a_compl, compl_min, compl_scaled, np.zeros(num_groups),
-             np.zeros(num_groups)])
-        self._successor_tables = pack_tables(  # the order of successor_subset's parts, scratch last
-            [self._part_off, self._part_entry, self._arc_off, self._arc_dst, np.zeros(M), np.zeros(E), np.zeros(E)],
-            [self._part_base, self._e_cost, self._arc_cost, self._arc_scaled, np.zeros(M), np.zeros(M), np.zeros(E),
-             [resolution]])
-        self._stamp = 0
+        i, f = _int64s, _float64s
+        self._expander = _search.Expander(
+            i(self._a_off), i(self._a_group), i(self._group_label), f(self._a_cost), f(cost_min), f(cost_scaled),
+            f(self._a_compl), f(compl_min), f(compl_scaled), i(self._part_off), f(self._part_base),
+            i(self._part_entry), i(self._arc_off), f(self._e_cost), i(self._arc_dst), f(self._arc_cost),
+            f(self._arc_scaled), float(resolution))
 
     def _closure_rows(self) -> None:
         """Every state's epsilon closure: the states reachable through epsilon paths, itself
@@ -168,8 +188,7 @@ class Determinizer:
         self._e_label = self._group_label[self._e_group]
 
     def _closed_entries(self) -> None:
-        """Every state's *closed entries* (what :func:`~lattice_tools.alternatives._search_kernels.expand_state`
-        sums): the entries of the states of its epsilon closure, one closed entry per group, with the
+        """Every state's *closed entries* (what an expansion sums): the entries of the states of its epsilon closure, one closed entry per group, with the
         log-sums over their epsilon paths and entries (``_a_cost``, ``_a_compl``); a closed entry's
         parts (``_part_off``) are those entries with the log-sum cost of the epsilon paths to their
         state (``_part_base``).  ``_t_off``/``_t_entry``: the same (state, closure state, entry)
@@ -197,9 +216,9 @@ class Determinizer:
         else:
             self._a_cost = self._a_compl = np.zeros(0)
 
-    def word_time_tables(self) -> tuple:
-        """What :func:`~lattice_tools.alternatives._search_kernels.trie_viterbi` reads (union state
-        numbers): every state's closed entries sorted by label, with the minimum cost of the
+    def word_time_tables(self):
+        """The tables of the word-time Viterbi (``WordTimes`` of lattice_tools/_ext/search.c; union
+        state numbers): every state's closed entries sorted by label, with the minimum cost of the
         epsilon paths to the entry's state; the entries' arcs; every state's exit cost through its
         best epsilon path."""
         u = self.union
@@ -208,19 +227,24 @@ class Determinizer:
         by_label = np.lexsort((label, np.repeat(np.arange(u.num_states), np.diff(self._t_off))))
         eps = np.flatnonzero(u.lab == 0)
         eps = eps[np.argsort(u.src[eps], kind="stable")]
-        exits = closed_exits(u.exit_bc, np.searchsorted(u.src[eps], np.arange(u.num_states + 1)), u.dst[eps],
-                             u.cost[eps])
-        return (self._t_off, label[by_label], np.repeat(self._c_bc, per_closure)[by_label], self._t_entry[by_label],
-                self._arc_off, self._arc_dst, self._arc_cost, self._arc_order, u.arc_ids[self._arc_order], exits)
+        i, f = _int64s, _float64s
+        exits = np.frombuffer(_search.closed_exits(
+            f(u.exit_bc), i(np.searchsorted(u.src[eps], np.arange(u.num_states + 1))), i(u.dst[eps]),
+            f(u.cost[eps])), dtype=np.float64)
+        return _search.WordTimes(
+            i(self._t_off), i(label[by_label]), f(np.repeat(self._c_bc, per_closure)[by_label]),
+            i(self._t_entry[by_label]), i(self._arc_off), i(self._arc_dst), f(self._arc_cost), i(self._arc_order),
+            i(u.arc_ids[self._arc_order]), exits)
 
     def intern(self, automaton: int, states: np.ndarray, resid: np.ndarray) -> int:
         """The id of the determinized state (``states``, residual costs ``resid``) of ``automaton``."""
+        resid = _float64s(resid)
         k = np.r_[states, np.rint(resid / self.resolution).astype(np.int64)].tobytes()
         table = self.keys[automaton]
         j = table.get(k)
         if j is None:
             j = table[k] = len(self.subsets)
-            self.subsets.append((states, resid))
+            self.subsets.append((k, resid.tobytes()))
             self.records.append(None)
         return j
 
@@ -234,16 +258,12 @@ class Determinizer:
     def resolve(self, rec: list, i: int) -> int:
         """Interned id of the successor of choice ``i`` of a choice record (the same key as
         :meth:`intern`: the int64 bytes of the states followed by the rounded residuals)."""
-        m_base, m_entry, ends = rec[SUCCESSORS]
-        self._stamp += 1
-        packed = successor_subset(m_base, m_entry, ends, rec[GROUPS][i], *self._successor_tables, self._stamp)
-        n = len(packed) // 3
-        k = packed[:2 * n].tobytes()
+        k, resid = self._expander.successor(rec[SUCCESSORS], rec[GROUPS][i])
         keys = self.keys[rec[AUTOMATON]]
         nj = keys.get(k)
         if nj is None:
             nj = keys[k] = len(self.subsets)
-            self.subsets.append((packed[:n], packed[2 * n:].view(np.float64)))
+            self.subsets.append((k, resid))
             self.records.append(None)
         rec[NEXTS][i] = nj
         return nj
@@ -256,18 +276,14 @@ class Determinizer:
         the exact total cost of ending here), the index of its successor among the state's groups,
         and the successor's interned id (-1 until :meth:`resolve` looks it up: most successors are
         never visited, so they are only interned when the search reaches them); then the
-        successor data and the state's automaton.  Each state is expanded on its own
-        (:func:`~lattice_tools.alternatives._search_kernels.expand_state`)."""
-        subsets, records, tables = self.subsets, self.records, self._expand_tables
+        successor data (opaque bytes for ``Expander.successor``) and the state's automaton.  Each state
+        is expanded on its own (one ``Expander.expand`` call)."""
+        subsets, records, expand = self.subsets, self.records, self._expander.expand
         for j, o in zip(js, owners, strict=True):
-            states, resid = subsets[j]
+            key, resid = subsets[j]
             subsets[j] = None
-            self._stamp += 1
-            floats, ints, f, ng = expand_state(states, resid, *tables, self._stamp)
-            b = 2 * f
-            records[j] = [array("d", floats[:f].tobytes()), array("q", ints[:f].tobytes()),
-                          array("d", floats[f:b].tobytes()), array("q", ints[f:b].tobytes()), NOT_INTERNED * f,
-                          (floats[b:], ints[b + ng + 1:], ints[b:b + ng + 1]), o]
+            bounds, labels, costs, groups, successors = expand(key, resid)
+            records[j] = [bounds, labels, costs, groups, NOT_INTERNED * len(bounds), successors, o]
 
     def expander_for(self, automaton: int):
         """``expand(js)`` for a batch of states all of ``automaton`` (the exact-bound searches)."""

@@ -205,7 +205,7 @@ def _exact_choices(det: Determinizer, automaton: int, j0: int, max_states: int, 
             while stop < len(frontier) and stop - start < tuning.exact_batch_states \
                     and members < tuning.exact_batch_members:
                 sets = det_sets[frontier[stop]]
-                members += len(sets[0]) if sets is not None else 0
+                members += len(sets[1]) // 8 if sets is not None else 0  # (key, float64 residuals)
                 stop += 1
             batch = frontier[start:stop]
             check_memory("log-determinization for the exact-bound sequence search", key)

@@ -1,15 +1,15 @@
-"""Compiled loops of the sequence search (internal helper of :mod:`._determinizer`): the expansion
-of one determinized state into its choices (:func:`expand_state`), the subset reached by a choice
-the search takes (:func:`successor_subset`), and the word-time Viterbi over the prefix trie
-(:func:`trie_viterbi`).
+"""The numba kernels of the sequence search as they were before their port to C
+(lattice_tools/_ext/search.c): the oracle of tests/test_search_kernels.py, run as plain Python (no
+numba) on small inputs.  The expansion of one determinized state into its choices
+(:func:`expand_state`), the subset reached by a choice (:func:`successor_subset`), the word-time
+Viterbi over the prefix trie (:func:`trie_viterbi`) and :func:`closed_exits`.
 
 An expansion sums the precomputed *closed entries* of its members (per state: the (word | end)
 entries of the states of its epsilon closure, one per word), not their arcs; a choice's arcs are
 read only when the search takes it.  Sums of probabilities are linear sums relative to one shift
 (``m - log(sum(exp(m - c)))``), recomputed in the log domain with their own shift when they would
 underflow; groups are visited in increasing key order and their members in gathering order, so the
-results do not depend on anything but the state itself.  Plain Python when numba is not importable
-(correct, much slower).
+results do not depend on anything but the state itself.
 """
 from __future__ import annotations
 
@@ -17,13 +17,10 @@ import math
 
 import numpy as np
 
-from ._numba import njit
-
 INF = math.inf
 
 
-@njit(cache=True)
-def _expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t_compl, compl_min, compl_scaled,
+def expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, t_compl, compl_min, compl_scaled,
                  group_label, group_mark, group_pos, group_cost, group_compl, stamp):
     """The choices of the determinized state (``states``, residual costs ``resid``).
 
@@ -34,7 +31,7 @@ def _expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, 
     the same with each arc's completion (plus the bound of its destination).  Summing closed
     entries instead of arcs makes an expansion cost the size of the subset's closure, not the
     number of its arcs (on pocketsphinx lattices every arc out of a state carries the state's
-    word: ~27 arcs per entry); :func:`_successor_subset` reads the arcs of a group's closed entries
+    word: ~27 arcs per entry); :func:`successor_subset` reads the arcs of a group's closed entries
     when the search takes it.
 
     Per group: the transition's cost (log-sum of residual + ``t_cost``) and the log-sum of its
@@ -120,7 +117,6 @@ def _expand_state(states, resid, t_off, t_group, t_cost, cost_min, cost_scaled, 
     return order, bound[order], labels, cost[order], ends, m_base, m_entry
 
 
-@njit(cache=True)
 def _members_logsum(m_resid, m_entry, a, b, value):
     """``-log(sum(exp(-(m_resid[p] + value[m_entry[p]]))))`` over members ``a:b`` (INF when empty)."""
     m = INF
@@ -136,20 +132,6 @@ def _members_logsum(m_resid, m_entry, a, b, value):
     return m - math.log(t)
 
 
-def row_scaling(off: np.ndarray, cost: np.ndarray):
-    """``(row_min, row_scaled)`` of CSR rows for :func:`expand_state`: each row's smallest cost
-    (inf when empty) and ``exp(row_min - cost)`` per entry."""
-    lengths = np.diff(off)
-    row_min = np.full(len(lengths), INF)
-    nonempty = lengths > 0
-    if len(cost):
-        row_min[nonempty] = np.minimum.reduceat(cost, off[:-1][nonempty])
-    with np.errstate(invalid="ignore", over="ignore"):
-        scaled = np.exp(np.repeat(row_min, lengths) - cost)
-    return row_min, np.nan_to_num(scaled, nan=0.0)
-
-
-@njit(cache=True)
 def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, arc_order, arc_id, exit_cost,
                  root_states, root_costs, label, parent, ch_off, children, end_of_node, num_seqs):
     """Best single path reading each sequence of a prefix trie (tropical): per trie node on the way
@@ -251,7 +233,6 @@ def trie_viterbi(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, ar
     return best_cost, best_link, link_arc[:n_links], link_parent[:n_links]
 
 
-@njit(cache=True)
 def _entries_of_label(c, lab, f_state, f_cost, lo, hi, t_off, t_label, t_cost, t_entry, entry_seen, entry_cost,
                       entry_from, entry_list):
     """:func:`trie_viterbi`'s closed entries of label ``lab`` from the parent's states ``lo:hi``, each
@@ -285,7 +266,6 @@ def _entries_of_label(c, lab, f_state, f_cost, lo, hi, t_off, t_label, t_cost, t
     return ne
 
 
-@njit(cache=True)
 def _relax_entries(c, ne, entry_list, entry_cost, entry_from, arc_off, arc_dst, arc_cost, arc_order, seen, cell_cost,
                    cell_arc, cell_from, touched):
     """:func:`trie_viterbi`'s arcs of the ``ne`` entries, each read once: per destination the cheapest
@@ -314,7 +294,6 @@ def _relax_entries(c, ne, entry_list, entry_cost, entry_from, arc_off, arc_dst, 
     return nt
 
 
-@njit(cache=True)
 def closed_exits(exit_cost, eps_off, eps_dst, eps_cost):
     """Each state's exit cost through its best epsilon path (``min(exit, eps cost + closed exit of
     the destination)``, states topologically numbered, epsilon arcs ``eps_off`` by source)."""
@@ -327,15 +306,13 @@ def closed_exits(exit_cost, eps_off, eps_dst, eps_cost):
     return out
 
 
-@njit(cache=True)
 def _grown_int(a, used, cap):
     out = np.empty(cap, np.int64)
     out[:used] = a[:used]
     return out
 
 
-@njit(cache=True)
-def _successor_subset(m_resid, m_closed, ends, group, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost,
+def successor_subset(m_resid, m_closed, ends, group, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost,
                      arc_scaled, mark, acc, acc_min, entry_mark, entry_weight, entries, stamp, resolution):
     """The subset reached by one choice of an expansion, its ``group``: the destinations of the arcs
     of the group's members ``ends[group]:ends[group + 1]`` (residual ``m_resid[p]``; closed entry ``m_closed[p]``, whose parts
@@ -425,68 +402,3 @@ def _successor_subset(m_resid, m_closed, ends, group, c_off, c_base, c_entry, ar
         resid[i] = acc_min[states[i]] - total_cost
         rounded[i] = np.int64(np.rint(resid[i] / resolution))
     return states, resid, rounded
-
-
-# A call into compiled code costs ~0.25 us per argument (numba types each one), more than the work of
-# a typical successor: the per-call entry points take the fixed tables packed into one int64 and one
-# float64 buffer (see :func:`pack_tables`) and hand their parts to the kernels above.
-
-def pack_tables(ints: list, floats: list) -> tuple:
-    """``(ibuf, ilay, fbuf, flay)``: the arrays ``ints`` (int64) and ``floats`` (float64) each
-    concatenated into one buffer, part ``k`` being ``buf[lay[k]:lay[k + 1]]`` (scratch arrays
-    packed here are written in place)."""
-    def pack(arrays, dtype):
-        lay = np.r_[0, np.cumsum([len(a) for a in arrays])].astype(np.int64)
-        buf = np.concatenate([np.asarray(a, dtype=dtype).reshape(-1) for a in arrays]) if arrays else np.zeros(0, dtype)
-        return buf, lay
-
-    return (*pack(ints, np.int64), *pack(floats, np.float64))
-
-
-@njit(cache=True)
-def _part(buf, lay, k):
-    return buf[lay[k]:lay[k + 1]]
-
-
-@njit(cache=True)
-def expand_state(states, resid, ibuf, ilay, fbuf, flay, stamp):
-    """:func:`_expand_state` with its tables packed by :func:`pack_tables` (ints ``t_off, t_group,
-    group_label, group_mark, group_pos``, floats ``t_cost, cost_min, cost_scaled, t_compl,
-    compl_min, compl_scaled, group_cost, group_compl``) and its results packed too (handing an
-    array back to Python costs more than filling it): ``(floats, ints, f, ng)``, floats ``bound[f],
-    cost[f], m_base``, ints ``label[f], order[f], ends[ng + 1], m_entry``."""
-    order, bound, label, cost, ends, m_base, m_entry = _expand_state(
-        states, resid, _part(ibuf, ilay, 0), _part(ibuf, ilay, 1), _part(fbuf, flay, 0), _part(fbuf, flay, 1),
-        _part(fbuf, flay, 2), _part(fbuf, flay, 3), _part(fbuf, flay, 4), _part(fbuf, flay, 5), _part(ibuf, ilay, 2),
-        _part(ibuf, ilay, 3), _part(ibuf, ilay, 4), _part(fbuf, flay, 6), _part(fbuf, flay, 7), stamp)
-    f, ng, nm = len(order), len(ends) - 1, len(m_base)
-    floats = np.empty(2 * f + nm, np.float64)
-    floats[:f] = bound
-    floats[f:2 * f] = cost
-    floats[2 * f:] = m_base
-    ints = np.empty(2 * f + ng + 1 + nm, np.int64)
-    ints[:f] = label
-    ints[f:2 * f] = order
-    ints[2 * f:2 * f + ng + 1] = ends
-    ints[2 * f + ng + 1:] = m_entry
-    return floats, ints, f, ng
-
-
-@njit(cache=True)
-def successor_subset(m_resid, m_closed, ends, group, ibuf, ilay, fbuf, flay, stamp):
-    """:func:`_successor_subset` with its tables packed by :func:`pack_tables` (ints ``c_off,
-    c_entry, arc_off, arc_dst, mark, entry_mark, entries``, floats ``c_base, e_cost, arc_cost,
-    arc_scaled, acc, acc_min, entry_weight, (resolution,)``) and its results packed into one int64
-    array: the ``n`` states, their rounded residuals (so the first ``2 n`` are the interning key),
-    then the residuals' float64 bits."""
-    states, resid, rounded = _successor_subset(
-        m_resid, m_closed, ends, group, _part(ibuf, ilay, 0), _part(fbuf, flay, 0), _part(ibuf, ilay, 1),
-        _part(ibuf, ilay, 2), _part(fbuf, flay, 1), _part(ibuf, ilay, 3), _part(fbuf, flay, 2), _part(fbuf, flay, 3),
-        _part(ibuf, ilay, 4), _part(fbuf, flay, 4), _part(fbuf, flay, 5), _part(ibuf, ilay, 5), _part(fbuf, flay, 6),
-        _part(ibuf, ilay, 6), stamp, _part(fbuf, flay, 7)[0])
-    n = len(states)
-    out = np.empty(3 * n, np.int64)
-    out[:n] = states
-    out[n:2 * n] = rounded
-    out[2 * n:] = resid.view(np.int64)
-    return out
