@@ -17,7 +17,6 @@ from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._common import dense_codes, prepare
 from lattice_tools.alternatives._epsilon_closure import EpsilonClosedRows
 from lattice_tools.alternatives._fastsearch import search_many
-from lattice_tools.alternatives._search import SearchTuning
 from lattice_tools.alternatives._search_arrays import GrowableColumns
 from lattice_tools.alternatives.nbest_lists import alternative_from_path
 from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, _AlternativeMaker
@@ -31,10 +30,10 @@ def _problem(lat):
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(lattice_strategy(), min_size=1, max_size=4), st.integers(1, 6), st.sampled_from([0, 50_000]))
-def test_side_by_side_searches_equal_brute_force(lats, n, lazy_pops):
+def test_batched_searches_equal_brute_force(lats, n, lazy_pops):
     """Each automaton of a batch gets its exact n best sequences with exact costs and best paths.
     ``lazy_pops=0`` makes most lazy searches run out of pops and fall back to the exact-bound
-    search while the others go on side by side."""
+    search."""
     problems, prepared = zip(*(_problem(lat) for lat in lats), strict=False)
     results = search_many(list(problems), n, lazy_pops=lazy_pops)
     assert len(results) == len(lats)
@@ -87,19 +86,6 @@ def test_batched_phrases_equal_phrases_searched_one_at_a_time():
         assert [r.best_cost for r in batched] == [r.best_cost for r in alone]
         checked += len(alone)
     assert checked > 1000
-
-
-@pytest.mark.parametrize("side_by_side", [1, 3])
-def test_fewer_searches_side_by_side_find_the_same(side_by_side):
-    """The cap on concurrent searches (a memory bound) changes which searches share a batch,
-    never what any of them finds; released records are never read again."""
-    problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
-    reference = search_many(problems, 100)
-    for a, b in zip(reference, search_many(problems, 100, tuning=SearchTuning(side_by_side=side_by_side)),
-                    strict=False):
-        assert [r.labels for r in a] == [r.labels for r in b]
-        assert [r.best_arcs for r in a] == [r.best_arcs for r in b]
-        assert [r.cost for r in a] == pytest.approx([r.cost for r in b], rel=1e-12, abs=1e-9)
 
 
 def test_budget_still_applies_per_automaton():

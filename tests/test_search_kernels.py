@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from lattice_tools._budget import memory_budget, resident_bytes
 from lattice_tools._ext import native
 from lattice_tools.algorithms.forward_backward import ForwardBackward
-from lattice_tools.alternatives._best_paths import best_paths
+from lattice_tools.alternatives._best_paths import PrefixTrie, best_paths
 from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives._determinizer import AutomataUnion, Determinizer, row_scaling
+from lattice_tools.alternatives._fastsearch import _best_first
 from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition
 from lattice_tools.errors import BudgetExceededError
 
@@ -101,6 +102,71 @@ def test_expansions_and_successors_equal_the_numba_kernels(lats, scale):
 def test_expansions_and_successors_equal_the_numba_kernels_on_a_real_lattice():
     dec = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1)
     assert _walk_and_compare(Determinizer(AutomataUnion(dec.problems())), limit=25) > 300
+
+
+def _python_lazy_search(det, i, j0, n, max_pops):
+    """_fastsearch's best-first loop (the generator the exact-bound searches run) over the
+    determinizer's Python records: (found, trie), or None when it runs out of pops."""
+    trie = PrefixTrie()
+    gen = _best_first(j0, det.resolve, det.records, trie, n, max_pops, None)
+    value = None
+    try:
+        while True:
+            j = gen.send(value) if value is not None else next(gen)
+            det.expand([j], [i])
+            value = True
+    except StopIteration as stop:
+        return stop.value, trie
+    except BudgetExceededError:
+        return None
+
+
+def _compare_lazy_searches(problems, n, max_pops) -> int:
+    compiled, python = Determinizer(AutomataUnion(problems)), Determinizer(AutomataUnion(problems))
+    found = 0
+    for i, (rs, rr, _) in enumerate(compiled.union.roots):
+        if not len(rs):
+            continue
+        got = compiled.lazy_search(compiled.intern(i, rs, rr), n, max_pops, lambda: None)
+        want = _python_lazy_search(python, i, python.intern(i, rs, rr), n, max_pops)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got[0] == want[0]  # the same ends, in the same order, with the same costs (bits)
+            assert (got[1].parent, got[1].label, got[1].depth) == (want[1].parent, want[1].label, want[1].depth)
+            found += len(got[0])
+    return found
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(lattice_strategy(), min_size=1, max_size=3), st.integers(1, 8), st.sampled_from([1.0, 700.0]),
+       st.sampled_from([3, 20, 10**6]))
+def test_compiled_lazy_search_equals_the_python_loop(lats, n, scale, max_pops):
+    """The compiled lazy search (Expander.lazy_search) pops what _fastsearch._best_first pops over
+    the Python records: the same ends, costs and prefix trie, and runs out of pops alike."""
+    _compare_lazy_searches([_problem(lat, scale)[0] for lat in lats], n, max_pops)
+
+
+def test_compiled_lazy_search_equals_the_python_loop_on_a_real_lattice():
+    problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
+    assert _compare_lazy_searches(problems, 300, 10**6) > 500
+
+
+def test_lazy_search_runs_its_check_and_stops_on_its_error():
+    """check() (the memory budget) runs every 4096 pops; what it raises ends the search."""
+    problems = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1).problems()
+    det = Determinizer(AutomataUnion(problems))
+    calls = []
+
+    def check():
+        calls.append(1)
+        if len(calls) > 1:
+            raise BudgetExceededError("over budget")
+
+    big = max(range(len(problems)), key=lambda i: len(problems[i].src))
+    rs, rr, _ = det.union.roots[big]
+    with pytest.raises(BudgetExceededError, match="over budget"):
+        det.lazy_search(det.intern(big, rs, rr), 10**6, 10**7, check)
+    assert len(calls) == 2
 
 
 def _trie_of(sequences):

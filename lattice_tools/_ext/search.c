@@ -264,20 +264,18 @@ static int subset_args(Expander *self, PyObject *key, PyObject *resid, Py_ssize_
     return 0;
 }
 
-/* The choices of the determinized state (key, resid): see _determinizer.Determinizer.expand.  Returns
- * (bounds, labels, costs, groups) as typed arrays ('d', 'q', 'd', 'q': the groups with a finite bound
- * sorted by bound, ties by group number) and the successor data (bytes: ng, nm, ends[ng + 1],
- * m_entry[nm], m_base[nm]). */
-static PyObject *Expander_expand(Expander *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_ssize_t n;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "expand(key, resid)");
-        return NULL;
-    }
-    if (subset_args(self, args[0], args[1], &n) < 0) return NULL;
-    const char *kst = PyBytes_AS_STRING(args[0]), *krs = PyBytes_AS_STRING(args[1]);
+typedef struct { /* an expansion, in the Expander's scratch (valid until its next call) */
+    Py_ssize_t nm, ng, f; /* members, groups, choices (the groups with a finite bound) */
+    i64 *groups, *order, *m_entry, *ends;
+    double *m_base, *cost, *bound;
+} Expansion;
+
+/* The choices of the determinized state (states kst, residuals krs: n of each, checked): per group (an
+ * automaton and a word, or the end) of its members' closed entries, the transition's cost and the bound
+ * of its completions; the groups with a finite bound sorted by bound (ties by group number). */
+static int expand_core(Expander *self, const char *kst, const char *krs, Py_ssize_t n, Expansion *x) {
     Py_buffer *t = self->t;
-    const i64 *t_off = I(&t[T_OFF]), *t_group = I(&t[T_GROUP]), *group_label = I(&t[GROUP_LABEL]);
+    const i64 *t_off = I(&t[T_OFF]), *t_group = I(&t[T_GROUP]);
     const double *t_cost = D(&t[T_COST]), *cost_min = D(&t[COST_MIN]), *cost_scaled = D(&t[COST_SCALED]);
     const double *t_compl = D(&t[T_COMPL]), *compl_min = D(&t[COMPL_MIN]), *compl_scaled = D(&t[COMPL_SCALED]);
     i64 *group_mark = self->group_mark, *group_pos = self->group_pos;
@@ -295,9 +293,11 @@ static PyObject *Expander_expand(Expander *self, PyObject *const *args, Py_ssize
     /* integer scratch: groups[nm], order[nm], tmp[nm], m_entry[nm], ends[nm + 1] */
     if (reserve((void **)&self->iscr, &self->icap, 5 * nm + 1, 8) < 0 ||
         reserve((void **)&self->dscr, &self->dcap, 3 * nm, 8) < 0)
-        return NULL;
+        return -1;
     i64 *groups = self->iscr, *order = groups + nm, *tmp = order + nm, *m_entry = tmp + nm, *ends = m_entry + nm;
     double *m_base = self->dscr, *cost = m_base + nm, *bound = cost + nm;
+    *x = (Expansion){.nm = nm, .groups = groups, .order = order, .m_entry = m_entry, .ends = ends, .m_base = m_base,
+                     .cost = cost, .bound = bound};
     Py_ssize_t ng = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         i64 s = ld_i(kst, i);
@@ -351,26 +351,52 @@ static PyObject *Expander_expand(Expander *self, PyObject *const *args, Py_ssize
     argsort_stable(bound, order, tmp, ng);
     Py_ssize_t f = 0;
     while (f < ng && bound[order[f]] < INFINITY) f++;
+    x->ng = ng;
+    x->f = f;
+    return 0;
+}
+
+/* The successor data of an expansion: ng, nm, ends[ng + 1], m_entry[nm], m_base[nm] (8 bytes each). */
+static Py_ssize_t successor_data_size(const Expansion *x) { return 8 * (3 + x->ng + 2 * x->nm); }
+
+static void successor_data(const Expansion *x, char *ps) {
+    st_i(ps, 0, x->ng);
+    st_i(ps, 1, x->nm);
+    memcpy(ps + 16, x->ends, 8 * (size_t)(x->ng + 1));
+    memcpy(ps + 8 * (3 + x->ng), x->m_entry, 8 * (size_t)x->nm);
+    memcpy(ps + 8 * (3 + x->ng + x->nm), x->m_base, 8 * (size_t)x->nm);
+}
+
+/* expand(key, resid): the choices of the determinized state (key, resid) as typed arrays (bounds 'd',
+ * labels 'q' (-1: the end), costs 'd', groups 'q') and its successor data (bytes). */
+static PyObject *Expander_expand(Expander *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t n;
+    Expansion x;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "expand(key, resid)");
+        return NULL;
+    }
+    if (subset_args(self, args[0], args[1], &n) < 0 ||
+        expand_core(self, PyBytes_AS_STRING(args[0]), PyBytes_AS_STRING(args[1]), n, &x) < 0)
+        return NULL;
+    const i64 *group_label = I(&self->t[GROUP_LABEL]);
+    Py_ssize_t f = x.f;
     PyObject *ob = PyBytes_FromStringAndSize(NULL, 8 * f), *ol = PyBytes_FromStringAndSize(NULL, 8 * f);
     PyObject *oc = PyBytes_FromStringAndSize(NULL, 8 * f), *og = PyBytes_FromStringAndSize(NULL, 8 * f);
-    PyObject *succ = PyBytes_FromStringAndSize(NULL, 8 * (3 + ng + 2 * nm));
+    PyObject *succ = PyBytes_FromStringAndSize(NULL, successor_data_size(&x));
     if (!ob || !ol || !oc || !og || !succ) {
         Py_XDECREF(ob); Py_XDECREF(ol); Py_XDECREF(oc); Py_XDECREF(og); Py_XDECREF(succ);
         return NULL;
     }
     char *pb = PyBytes_AS_STRING(ob), *pl = PyBytes_AS_STRING(ol), *pc = PyBytes_AS_STRING(oc);
-    char *pg = PyBytes_AS_STRING(og), *ps = PyBytes_AS_STRING(succ);
+    char *pg = PyBytes_AS_STRING(og);
     for (Py_ssize_t i = 0; i < f; i++) {
-        st_d(pb, i, bound[order[i]]);
-        st_i(pl, i, group_label[groups[order[i]]]);
-        st_d(pc, i, cost[order[i]]);
-        st_i(pg, i, order[i]);
+        st_d(pb, i, x.bound[x.order[i]]);
+        st_i(pl, i, group_label[x.groups[x.order[i]]]);
+        st_d(pc, i, x.cost[x.order[i]]);
+        st_i(pg, i, x.order[i]);
     }
-    st_i(ps, 0, ng);
-    st_i(ps, 1, nm);
-    memcpy(ps + 16, ends, 8 * (size_t)(ng + 1));
-    memcpy(ps + 8 * (3 + ng), m_entry, 8 * (size_t)nm);
-    memcpy(ps + 8 * (3 + ng + nm), m_base, 8 * (size_t)nm);
+    successor_data(&x, PyBytes_AS_STRING(succ));
     PyObject *a = typed(code_d, ob), *b = typed(code_q, ol), *c = typed(code_d, oc), *d = typed(code_q, og);
     if (!a || !b || !c || !d) {
         Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(c); Py_XDECREF(d); Py_DECREF(succ);
@@ -380,15 +406,14 @@ static PyObject *Expander_expand(Expander *self, PyObject *const *args, Py_ssize
 }
 
 /* The successor data of expand, checked: its member range of group g, every member's closed entry valid. */
-static int successor_range(Expander *self, PyObject *succ, Py_ssize_t g, i64 *a, i64 *b, const char **ends,
-                           const char **m_entry, const char **m_base) {
-    if (!PyBytes_Check(succ) || PyBytes_GET_SIZE(succ) < 24) {
-        PyErr_SetString(PyExc_TypeError, "successor data: expected the bytes that expand returned");
+static int successor_range(Expander *self, const char *p, Py_ssize_t size, Py_ssize_t g, i64 *a, i64 *b,
+                           const char **ends, const char **m_entry, const char **m_base) {
+    if (size < 24) {
+        PyErr_SetString(PyExc_ValueError, "successor data: inconsistent sizes");
         return -1;
     }
-    const char *p = PyBytes_AS_STRING(succ);
-    i64 ng = ld_i(p, 0), nm = ld_i(p, 1), len = PyBytes_GET_SIZE(succ) / 8;
-    if (ng < 0 || nm < 0 || ng > len || nm > len || PyBytes_GET_SIZE(succ) != 8 * (3 + ng + 2 * nm)) {
+    i64 ng = ld_i(p, 0), nm = ld_i(p, 1), len = size / 8;
+    if (ng < 0 || nm < 0 || ng > len || nm > len || size != 8 * (3 + ng + 2 * nm)) {
         PyErr_SetString(PyExc_ValueError, "successor data: inconsistent sizes");
         return -1;
     }
@@ -457,18 +482,14 @@ static void exact_shares(Expander *self, i64 a, i64 b, const char *m_entry, cons
     for (Py_ssize_t i = 0; i < nt; i++) resid[i] = acc_min[states[i]] - total_cost;
 }
 
-/* The subset reached by choice group g of an expansion: the destinations of the arcs of the group's members'
- * closed entries, each with its share of the choice's probability.  Returns (key, resid). */
-static PyObject *Expander_successor(Expander *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "successor(data, group)");
-        return NULL;
-    }
-    Py_ssize_t g = PyLong_AsSsize_t(args[1]);
-    if (g == -1 && PyErr_Occurred()) return NULL;
+/* The subset reached by choice group g of an expansion (its successor data: size bytes at data): the
+ * destinations of the arcs of the group's members' closed entries, each with its share of the choice's
+ * probability.  Returns how many states (in increasing order in self->iscr, their residual costs in
+ * self->dscr), -1 on error. */
+static Py_ssize_t successor_core(Expander *self, const char *data, Py_ssize_t size, Py_ssize_t g) {
     i64 a, b;
     const char *ends, *m_entry, *m_base;
-    if (successor_range(self, args[0], g, &a, &b, &ends, &m_entry, &m_base) < 0) return NULL;
+    if (successor_range(self, data, size, g, &a, &b, &ends, &m_entry, &m_base) < 0) return -1;
     Py_buffer *t = self->t;
     const i64 *c_off = I(&t[C_OFF]), *c_entry = I(&t[C_ENTRY]), *arc_off = I(&t[ARC_OFF]), *arc_dst = I(&t[ARC_DST]);
     const double *c_base = D(&t[C_BASE]), *e_cost = D(&t[E_COST]), *arc_scaled = D(&t[ARC_SCALED]);
@@ -500,7 +521,7 @@ static PyObject *Expander_successor(Expander *self, PyObject *const *args, Py_ss
         }
     }
     if (reserve((void **)&self->iscr, &self->icap, n, 8) < 0 || reserve((void **)&self->dscr, &self->dcap, n, 8) < 0)
-        return NULL;
+        return -1;
     i64 *touched = self->iscr;
     Py_ssize_t nt = 0;
     for (Py_ssize_t i = 0; i < ne; i++) {
@@ -527,18 +548,311 @@ static PyObject *Expander_successor(Expander *self, PyObject *const *args, Py_ss
         for (Py_ssize_t i = 0; i < nt; i++) resid[i] = -log(acc[touched[i]] / total);
     else
         exact_shares(self, a, b, m_entry, m_base, touched, nt, resid);
-    PyObject *key = PyBytes_FromStringAndSize(NULL, 16 * nt), *res = PyBytes_FromStringAndSize(NULL, 8 * nt);
-    if (!key || !res) {
-        Py_XDECREF(key); Py_XDECREF(res);
+    return nt;
+}
+
+/* The interning key (states, then residuals rounded to the resolution) and the residuals of the nt states
+ * successor_core left in the scratch, as bytes. */
+static int subset_bytes(Expander *self, Py_ssize_t nt, PyObject **key, PyObject **res) {
+    *key = PyBytes_FromStringAndSize(NULL, 16 * nt);
+    *res = PyBytes_FromStringAndSize(NULL, 8 * nt);
+    if (!*key || !*res) {
+        Py_CLEAR(*key);
+        Py_CLEAR(*res);
+        return -1;
+    }
+    char *pk = PyBytes_AS_STRING(*key), *pr = PyBytes_AS_STRING(*res);
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        st_i(pk, i, self->iscr[i]);
+        st_i(pk, nt + i, rint_i64(self->dscr[i] / self->resolution));
+        st_d(pr, i, self->dscr[i]);
+    }
+    return 0;
+}
+
+/* successor(data, group) -> (key, resid) of the subset reached by that choice group. */
+static PyObject *Expander_successor(Expander *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "successor(data, group)");
         return NULL;
     }
-    char *pk = PyBytes_AS_STRING(key), *pr = PyBytes_AS_STRING(res);
-    for (Py_ssize_t i = 0; i < nt; i++) {
-        st_i(pk, i, touched[i]);
-        st_i(pk, nt + i, rint_i64(resid[i] / self->resolution));
-        st_d(pr, i, resid[i]);
+    if (!PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "successor data: expected the bytes that expand returned");
+        return NULL;
     }
+    Py_ssize_t g = PyLong_AsSsize_t(args[1]);
+    if (g == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t nt = successor_core(self, PyBytes_AS_STRING(args[0]), PyBytes_GET_SIZE(args[0]), g);
+    PyObject *key, *res;
+    if (nt < 0 || subset_bytes(self, nt, &key, &res) < 0) return NULL;
     return Py_BuildValue("(NN)", key, res);
+}
+
+/* ---- the lazy best-first search (what _fastsearch._best_first does over Python records) ----------- */
+
+typedef struct { /* a determinized state of a lazy search */
+    PyObject *key, *resid; /* the subset, until it is expanded */
+    Py_ssize_t f;          /* its choices, -1 until it is expanded */
+    double *bound, *cost;  /* one block: bound, cost, label, group, next (f each), the successor data */
+    i64 *label, *group, *next;
+    char *succ;
+    Py_ssize_t succ_size;
+} Rec;
+
+typedef struct { double prio; i64 counter, rec, i; double g; i64 link; } Entry; /* choice i of rec after prefix link */
+
+typedef struct {
+    Rec *recs;
+    Py_ssize_t n_recs, cap_recs;
+    PyObject *ids; /* key -> state number */
+    Entry *heap;
+    Py_ssize_t n_heap, cap_heap;
+    i64 *parent, *label, *depth; /* the prefix trie, node 0 the empty prefix */
+    Py_ssize_t n_trie, cap_trie;
+    i64 *found_link;
+    double *found_cost;
+    Py_ssize_t n_found, cap_found;
+} Lazy;
+
+static void lazy_free(Lazy *L) {
+    for (Py_ssize_t j = 0; j < L->n_recs; j++) {
+        Py_XDECREF(L->recs[j].key);
+        Py_XDECREF(L->recs[j].resid);
+        free(L->recs[j].bound);
+    }
+    free(L->recs); Py_XDECREF(L->ids); free(L->heap);
+    free(L->parent); free(L->label); free(L->depth); free(L->found_link); free(L->found_cost);
+}
+
+/* grow an array of n items of size sz to hold need (contents kept) */
+static int keep_grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t sz) {
+    if (need <= *cap) return 0;
+    Py_ssize_t c = need > 2 * *cap ? need : 2 * *cap;
+    void *q = realloc(*p, (size_t)c * sz);
+    if (!q) { PyErr_NoMemory(); return -1; }
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* the number of the determinized state (key, resid) in this search; -1 on error */
+static i64 lazy_intern(Lazy *L, PyObject *key, PyObject *resid) {
+    PyObject *id = PyDict_GetItemWithError(L->ids, key);
+    if (id) return PyLong_AsLongLong(id);
+    if (PyErr_Occurred() || keep_grow((void **)&L->recs, &L->cap_recs, L->n_recs + 1, sizeof(Rec)) < 0) return -1;
+    i64 j = L->n_recs;
+    id = PyLong_FromLongLong(j);
+    if (!id || PyDict_SetItem(L->ids, key, id) < 0) {
+        Py_XDECREF(id);
+        return -1;
+    }
+    Py_DECREF(id);
+    Rec *r = &L->recs[L->n_recs++];
+    memset(r, 0, sizeof(Rec));
+    r->f = -1;
+    Py_INCREF(key);
+    Py_INCREF(resid);
+    r->key = key;
+    r->resid = resid;
+    return j;
+}
+
+/* the choice record of state j (expanded once) */
+static int lazy_expand(Expander *self, Lazy *L, i64 j) {
+    Rec *r = &L->recs[j];
+    if (r->f >= 0) return 0;
+    Expansion x;
+    if (expand_core(self, PyBytes_AS_STRING(r->key), PyBytes_AS_STRING(r->resid), PyBytes_GET_SIZE(r->resid) / 8,
+                    &x) < 0)
+        return -1;
+    Py_ssize_t f = x.f, size = successor_data_size(&x);
+    char *block = malloc((size_t)(40 * f + size));
+    if (!block) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    const i64 *group_label = I(&self->t[GROUP_LABEL]);
+    r->bound = (double *)block;
+    r->cost = r->bound + f;
+    r->label = (i64 *)(r->cost + f);
+    r->group = r->label + f;
+    r->next = r->group + f;
+    r->succ = (char *)(r->next + f);
+    r->succ_size = size;
+    for (Py_ssize_t i = 0; i < f; i++) {
+        r->bound[i] = x.bound[x.order[i]];
+        r->cost[i] = x.cost[x.order[i]];
+        r->label[i] = group_label[x.groups[x.order[i]]];
+        r->group[i] = x.order[i];
+        r->next[i] = -1;
+    }
+    successor_data(&x, r->succ);
+    r->f = f;
+    Py_CLEAR(r->key); /* (the dict keeps the key) */
+    Py_CLEAR(r->resid);
+    return 0;
+}
+
+/* the state reached by choice i of state j (interned) */
+static i64 lazy_resolve(Expander *self, Lazy *L, i64 j, i64 i) {
+    Rec *r = &L->recs[j];
+    if (r->next[i] >= 0) return r->next[i];
+    Py_ssize_t nt = successor_core(self, r->succ, r->succ_size, r->group[i]);
+    PyObject *key, *res;
+    if (nt < 0 || subset_bytes(self, nt, &key, &res) < 0) return -1;
+    i64 nj = lazy_intern(L, key, res);
+    Py_DECREF(key);
+    Py_DECREF(res);
+    if (nj >= 0) L->recs[j].next[i] = nj; /* (recs may have moved) */
+    return nj;
+}
+
+static inline int entry_less(const Entry *a, const Entry *b) {
+    return a->prio < b->prio || (a->prio == b->prio && a->counter < b->counter);
+}
+
+static int heap_push(Lazy *L, Entry e) {
+    if (keep_grow((void **)&L->heap, &L->cap_heap, L->n_heap + 1, sizeof(Entry)) < 0) return -1;
+    Py_ssize_t k = L->n_heap++;
+    while (k > 0) {
+        Py_ssize_t up = (k - 1) / 2;
+        if (!entry_less(&e, &L->heap[up])) break;
+        L->heap[k] = L->heap[up];
+        k = up;
+    }
+    L->heap[k] = e;
+    return 0;
+}
+
+static Entry heap_pop(Lazy *L) {
+    Entry top = L->heap[0], last = L->heap[--L->n_heap];
+    Py_ssize_t k = 0, n = L->n_heap;
+    for (;;) {
+        Py_ssize_t c = 2 * k + 1;
+        if (c >= n) break;
+        if (c + 1 < n && entry_less(&L->heap[c + 1], &L->heap[c])) c++;
+        if (!entry_less(&L->heap[c], &last)) break;
+        L->heap[k] = L->heap[c];
+        k = c;
+    }
+    if (n) L->heap[k] = last;
+    return top;
+}
+
+static int trie_append(Lazy *L, i64 parent, i64 label) {
+    Py_ssize_t cap = L->cap_trie;
+    if (keep_grow((void **)&L->parent, &cap, L->n_trie + 1, 8) < 0) return -1;
+    cap = L->cap_trie;
+    if (keep_grow((void **)&L->label, &cap, L->n_trie + 1, 8) < 0) return -1;
+    cap = L->cap_trie;
+    if (keep_grow((void **)&L->depth, &cap, L->n_trie + 1, 8) < 0) return -1;
+    L->cap_trie = cap;
+    L->parent[L->n_trie] = parent;
+    L->label[L->n_trie] = label;
+    L->depth[L->n_trie] = parent >= 0 ? L->depth[parent] + 1 : 0;
+    L->n_trie++;
+    return 0;
+}
+
+static int found_append(Lazy *L, i64 link, double cost) {
+    Py_ssize_t cap = L->cap_found;
+    if (keep_grow((void **)&L->found_link, &cap, L->n_found + 1, 8) < 0) return -1;
+    cap = L->cap_found;
+    if (keep_grow((void **)&L->found_cost, &cap, L->n_found + 1, 8) < 0) return -1;
+    L->cap_found = cap;
+    L->found_link[L->n_found] = link;
+    L->found_cost[L->n_found++] = cost;
+    return 0;
+}
+
+/* The best-first loop of _fastsearch._best_first from state j0: 0 when done (n ends found, or every
+ * one), 1 when it needed more than max_pops pops, -1 on error (check() raised, Ctrl-C, memory). */
+static int lazy_loop(Expander *self, Lazy *L, i64 j0, i64 n, i64 max_pops, PyObject *check) {
+    if (lazy_expand(self, L, j0) < 0) return -1;
+    /* the entry to handle next when it is known without the heap: a new prefix's first choice that is
+     * strictly better than the heap's top (the heap would return it at once) */
+    Entry nxt = {0.0, 0, j0, 0, 0.0, 0};
+    int have_nxt = L->recs[j0].f > 0;
+    i64 counter = 0, pops = 0;
+    for (;;) {
+        Entry e;
+        if (have_nxt) {
+            e = nxt;
+            have_nxt = 0;
+        } else if (L->n_heap) {
+            e = heap_pop(L);
+        } else {
+            break;
+        }
+        pops++;
+        if (!(pops & 4095)) {
+            if (PyErr_CheckSignals() < 0) return -1;
+            PyObject *ok = PyObject_CallNoArgs(check);
+            if (!ok) return -1;
+            Py_DECREF(ok);
+        }
+        if (pops > max_pops) return 1;
+        Rec *r = &L->recs[e.rec];
+        if (e.i + 1 < r->f) {
+            counter++;
+            Entry next_choice = {e.g + r->bound[e.i + 1], counter, e.rec, e.i + 1, e.g, e.link};
+            if (heap_push(L, next_choice) < 0) return -1;
+        }
+        i64 w = r->label[e.i];
+        if (w < 0) {
+            if (found_append(L, e.link, e.g + r->cost[e.i]) < 0) return -1;
+            if (n >= 0 && L->n_found >= n) break;
+            continue;
+        }
+        double gc = e.g + r->cost[e.i];
+        i64 nj = lazy_resolve(self, L, e.rec, e.i);
+        if (nj < 0 || lazy_expand(self, L, nj) < 0) return -1;
+        Rec *q = &L->recs[nj];
+        if (q->f > 0) {
+            counter++;
+            if (trie_append(L, e.link, w) < 0) return -1; /* the new prefix: this one extended by w */
+            Entry first = {gc + q->bound[0], counter, nj, 0, gc, L->n_trie - 1};
+            if (!L->n_heap || first.prio < L->heap[0].prio) {
+                nxt = first;
+                have_nxt = 1;
+            } else if (heap_push(L, first) < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* lazy_search(key, resid, n, max_pops, check): the lazy best-first search from the determinized state
+ * (key, resid) (n < 0: every sequence), calling check() every 4096 pops.  Returns (0, found links, found
+ * costs, trie parent, trie label, trie depth) (bytes: int64 / float64), or (1, None...) when the search
+ * needed more than max_pops pops. */
+static PyObject *Expander_lazy_search(Expander *self, PyObject *args) {
+    PyObject *key, *resid, *check, *result = NULL;
+    long long n, max_pops;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "SSLLO:lazy_search", &key, &resid, &n, &max_pops, &check)) return NULL;
+    if (!PyCallable_Check(check)) {
+        PyErr_SetString(PyExc_TypeError, "check must be callable");
+        return NULL;
+    }
+    if (subset_args(self, key, resid, &count) < 0) return NULL;
+    Lazy L = {0};
+    L.ids = PyDict_New();
+    int status = -1;
+    if (L.ids && trie_append(&L, -1, -1) == 0) {
+        i64 j0 = lazy_intern(&L, key, resid);
+        if (j0 >= 0) status = lazy_loop(self, &L, j0, n, max_pops, check);
+    }
+    if (status == 1) {
+        result = Py_BuildValue("(iOOOOO)", 1, Py_None, Py_None, Py_None, Py_None, Py_None);
+    } else if (status == 0) {
+        result = Py_BuildValue("(iy#y#y#y#y#)", 0, (const char *)L.found_link, 8 * L.n_found,
+                               (const char *)L.found_cost, 8 * L.n_found, (const char *)L.parent, 8 * L.n_trie,
+                               (const char *)L.label, 8 * L.n_trie, (const char *)L.depth, 8 * L.n_trie);
+    }
+    lazy_free(&L);
+    return result;
 }
 
 static PyMethodDef Expander_methods[] = {
@@ -546,6 +860,8 @@ static PyMethodDef Expander_methods[] = {
      "expand(key, resid) -> (bounds, labels, costs, groups, successor data)"},
     {"successor", (PyCFunction)(void (*)(void))Expander_successor, METH_FASTCALL,
      "successor(data, group) -> (key, resid)"},
+    {"lazy_search", (PyCFunction)Expander_lazy_search, METH_VARARGS,
+     "lazy_search(key, resid, n, max_pops, check) -> (status, found links, found costs, parent, label, depth)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ExpanderType = {

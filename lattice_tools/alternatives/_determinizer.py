@@ -25,6 +25,7 @@ import numpy as np
 
 from .._ext import native
 from ..algorithms.forward_backward import _segment_reduce
+from ._best_paths import PrefixTrie
 from ._common import dense_codes
 from ._epsilon_closure import EpsilonClosedRows
 from ._search import DEFAULT_TUNING, SearchTuning
@@ -267,6 +268,24 @@ class Determinizer:
             self.records.append(None)
         rec[NEXTS][i] = nj
         return nj
+
+    def lazy_search(self, j0: int, n: int, max_pops: int, check) -> tuple | None:
+        """The lazy best-first search (log-sum bound) from determinized state ``j0``, in one compiled
+        call (``Expander.lazy_search``: the loop of
+        :func:`~lattice_tools.alternatives._fastsearch._best_first` over its own records and
+        interning table, which it drops when it returns; ``check()`` runs every 4096 pops).  Returns
+        ``(found, trie)`` -- the first ``n`` ends popped as ``[(prefix node, cost)]`` and the
+        :class:`~lattice_tools.alternatives._best_paths.PrefixTrie` of their prefixes -- or None when
+        the search needed more than ``max_pops`` pops."""
+        key, resid = self.subsets[j0]
+        status, links, costs, parent, label, depth = self._expander.lazy_search(key, resid, n, max_pops, check)
+        if status:
+            return None
+        trie = PrefixTrie()
+        trie.parent, trie.label, trie.depth = (np.frombuffer(b, dtype=np.int64).tolist() for b in (parent, label, depth))
+        found = list(zip(np.frombuffer(links, dtype=np.int64).tolist(), np.frombuffer(costs, dtype=np.float64).tolist(),
+                         strict=True))
+        return found, trie
 
     def expand(self, js: list, owners: list) -> None:
         """Expand determinized states ``js`` (of automata ``owners``) into their choice records,

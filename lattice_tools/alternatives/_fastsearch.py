@@ -3,11 +3,13 @@
 determinization of :class:`~lattice_tools.alternatives._determinizer.Determinizer`.
 
 * several automata (the phrases of a lattice) are searched by one call (:func:`search_many`),
-  one lazy search at a time by default (``SearchTuning.side_by_side``); every search is exactly
-  the one it would be alone;
-* each search is a generator (:func:`_best_first`) that yields the determinized state it needs
-  expanded; an expansion's choices (its end and one transition per word) are sorted once by
-  their bound, and a successor is interned only when the search takes that choice;
+  one at a time; every search is exactly the one it would be alone;
+* the lazy search (log-sum bound, the common case) runs as one compiled call per automaton
+  (:meth:`~lattice_tools.alternatives._determinizer.Determinizer.lazy_search`: the loop of
+  :func:`_best_first` in lattice_tools/_ext/search.c, over its own records); the exact-bound
+  searches below run :func:`_best_first`, a generator that yields the determinized state it needs
+  expanded.  Either way an expansion's choices (its end and one transition per word) are sorted
+  once by their bound, and a successor is interned only when the search takes that choice;
 * a search whose log-sum bound proves too loose falls back to the exact bound computed on the
   states that can lie on its ``n`` best (:func:`_bounded_exact_search`), or, for ``n = None``, on
   the whole determinized automaton (:func:`_exact_choices`);
@@ -70,8 +72,8 @@ def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=T
                 determinize_first=False, max_states=1_000_000, lazy_pops=50_000,
                 tuning: SearchTuning = DEFAULT_TUNING) -> list:
     """Exact ``n`` best distinct label sequences (``None`` = all) of each of several independent
-    acyclic automata (:class:`SearchProblem`), sharing one :class:`Determinizer` (at most
-    ``tuning.side_by_side`` lazy searches at a time).  Each search finds what it would find alone.
+    acyclic automata (:class:`SearchProblem`), sharing one :class:`Determinizer`, one search at a
+    time.  Each search finds what it would find alone.
 
     Options:
       max_pops: budget on popped search nodes per automaton (BudgetExceededError past it).
@@ -116,26 +118,24 @@ def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=T
 
 
 def _lazy_searches(det: Determinizer, starts: list, tries: list, found: list, n: int, budget: int, key) -> None:
-    """The lazy searches with the log-sum bound, at most ``tuning.side_by_side`` at a time, each
-    round expanding the state every running search waits for in one batch.  A search that finishes
-    puts its sequences in ``found`` and releases its states; one whose bound proves too loose (its
-    ``budget`` of pops runs out: probability spread over very many sequences) leaves ``found[i]``
-    None and keeps its states for the exact-bound search."""
-    waiting = [i for i in range(len(starts)) if starts[i] >= 0][::-1]
-    running: dict = {}
-    wants: dict = {}
-    while waiting or wants:
-        while waiting and len(running) < det.tuning.side_by_side:
-            i = waiting.pop()
-            running[i] = _best_first(starts[i], det.resolve, det.records, tries[i], n, budget, key)
-            _advance(i, running[i], None, running, wants, found, det.release)
-        if not wants:
+    """The lazy searches with the log-sum bound, one automaton at a time, each one compiled call
+    (:meth:`Determinizer.lazy_search`).  A search that finishes puts its sequences in ``found`` and
+    its prefixes in ``tries``; one whose bound proves too loose (its ``budget`` of pops runs out:
+    probability spread over very many sequences), or that meets the memory budget, leaves
+    ``found[i]`` None for the exact-bound search."""
+    def check():
+        check_memory("exact sequence search", key)
+
+    for i, j0 in enumerate(starts):
+        if j0 < 0:
             continue
-        owners = sorted(wants)
-        det.expand([wants[i] for i in owners], owners)
-        ready, wants = wants, {}
-        for i in ready:
-            _advance(i, running[i], True, running, wants, found, det.release)
+        try:
+            result = det.lazy_search(j0, n, budget, check)
+        except BudgetExceededError:
+            continue
+        if result is not None:
+            found[i], tries[i] = result
+            det.release(i)
 
 
 def _search_determinized(det: Determinizer, automaton: int, j0: int, trie: PrefixTrie, n, max_pops: int,
@@ -148,20 +148,6 @@ def _search_determinized(det: Determinizer, automaton: int, j0: int, trie: Prefi
     except StopIteration as stop:
         return stop.value
     raise AssertionError("the exact search expands nothing")  # every state is expanded
-
-
-def _advance(i, gen, value, running, wants, found, release) -> None:
-    """Resume search ``i`` until it needs a state expanded (recorded in ``wants``) or ends: its
-    sequences go to ``found`` and its states are released; if the lazy budget ran out, ``found``
-    keeps ``None`` and the states stay for the exact-bound search."""
-    try:
-        wants[i] = gen.send(value) if value is not None else next(gen)
-    except StopIteration as stop:
-        found[i] = stop.value
-        del running[i]
-        release(i)
-    except BudgetExceededError:
-        del running[i]
 
 
 def _post_order(j0, det_exp, within=None) -> list:

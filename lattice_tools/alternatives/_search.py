@@ -55,18 +55,12 @@ class SearchTuning:
     """How the search engine spends time and memory; none of these changes what it finds (tests
     check every setting against the defaults).
 
-    Side-by-side searches:
-      side_by_side: at most this many lazy searches run at once (their records are all alive at
-        once).  Each expansion is one compiled call per state, so interleaving searches saves
-        nothing: one at a time is fastest and keeps the least memory (30 s conversation, 380k
-        links, theta 0.01: 3.2 s, 782 MB peak with 1; 4.0 s, 901 MB with 8).
-    Exact-bound fallback:
+    Exact-bound fallback (the lazy searches run one at a time, each in one compiled call):
       exact_batch_states, exact_batch_members: an exact-bound expansion batch holds at most this
         many determinized states, and stops growing once their subsets hold this many lattice
         states (bounds the batch's temporary arrays).
     """
 
-    side_by_side: int = 1
     exact_batch_states: int = 1024
     exact_batch_members: int = 20_000
 
