@@ -50,6 +50,23 @@ speed-up ratio (naive / ours, CPU time).  Measured (decoding takes a few minutes
     1.89-1.95 -> 0.82-0.86 s (issue 14's target, < 1 s and < 1 GB at both thresholds: met there).
     alt-CTM byte-identical on every lattice and threshold and on the bundled test lattices
     (docs/alternatives.md, "Performance", says what changed and where the time goes).
+
+    C kernels, no numba (lattice_tools/_ext/search.c: expansions, successors, the whole lazy
+    best-first search and the word-time Viterbi; 95320b5 -> this version), interleaved fresh
+    processes, three rounds, best of 3, load average ~2.5-3 on 2 cores (2026-11-26)::
+
+        python bench/bench_phrases.py --one '["/tmp/bench_phrases/conv30_wide.slf"]' 1.0 0.01 1000
+        (before: the same command with PYTHONPATH and the script from a checkout of 95320b5)
+
+      conv30_wide   theta 0.1  0.95 -> 0.57 s CPU, theta 0.01 0.99 -> 0.57 s; peak RSS 765 -> 696 MB
+      concat_wide   theta 0.1  0.48 -> 0.27 s,     theta 0.01 0.51 -> 0.26 s; peak RSS 342 -> 277 MB
+    The whole process (``/usr/bin/time lattice-tools phrases LAT -n 1000 --acoustic-scale S
+    --posterior-threshold T --max-memory inf -o out.ctm``, user + sys, best of 3): conv30_wide
+    2.85 -> 2.14 s (theta 0.1), 2.61 -> 1.92 s (0.01), max RSS 788 -> 716 MB; concat_wide 1.68 -> 1.19 s,
+    1.69 -> 1.19 s, 357 -> 287 MB (numba's import and cached code, ~0.3 s and ~70 MB, are gone; most of
+    the rest is reading the SLF).  alt-CTM byte-identical in every run; every alternative, posterior,
+    time and raw search cost bit-identical on the suite's lattices (also clip0870 at N = inf), the
+    bundled test lattices and the demo's lattices.
 """
 from __future__ import annotations
 
