@@ -348,3 +348,15 @@ def test_long_viterbi_pass_stops_on_ctrl_c():
                               -1)
     finally:
         killer.wait()
+
+
+def test_uninitialised_tables_raise():
+    with pytest.raises(RuntimeError, match="not initialised"):
+        K.Expander.__new__(K.Expander).expand(b"", b"")
+    with pytest.raises(RuntimeError, match="not initialised"):
+        K.Expander.__new__(K.Expander).successor(b"", 0)
+    with pytest.raises(RuntimeError, match="not initialised"):
+        K.Expander.__new__(K.Expander).lazy_search(b"", b"", 1, 1, lambda: None)
+    empty = np.zeros(0, np.int64)
+    with pytest.raises(RuntimeError, match="not initialised"):
+        K.WordTimes.__new__(K.WordTimes).best_paths(empty, np.zeros(0), empty, empty, empty, empty, empty, 0, -1)

@@ -151,7 +151,7 @@ static const char table_kinds[N_TABLES + 1] = "iiiddddddidiididd";
 typedef struct {
     PyObject_HEAD
     Py_buffer t[N_TABLES];
-    int held;
+    int held, ready; /* buffers held; 1 once __init__ succeeded */
     Py_ssize_t M, K, G, E;
     double resolution;
     i64 stamp;
@@ -227,6 +227,15 @@ static int Expander_init(Expander *self, PyObject *args, PyObject *kwds) {
         PyErr_NoMemory();
         return -1;
     }
+    self->ready = 1;
+    return 0;
+}
+
+static int expander_ready(Expander *self) {
+    if (!self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "Expander is not initialised");
+        return -1;
+    }
     return 0;
 }
 
@@ -244,6 +253,7 @@ static double members_logsum(const double *m_resid, const i64 *m_entry, i64 a, i
 }
 
 static int subset_args(Expander *self, PyObject *key, PyObject *resid, Py_ssize_t *n) {
+    if (expander_ready(self) < 0) return -1;
     if (!PyBytes_Check(key) || !PyBytes_Check(resid)) {
         PyErr_SetString(PyExc_TypeError, "key, resid: expected bytes");
         return -1;
@@ -576,6 +586,7 @@ static PyObject *Expander_successor(Expander *self, PyObject *const *args, Py_ss
         PyErr_SetString(PyExc_TypeError, "successor(data, group)");
         return NULL;
     }
+    if (expander_ready(self) < 0) return NULL;
     if (!PyBytes_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "successor data: expected the bytes that expand returned");
         return NULL;
@@ -889,7 +900,7 @@ static const char wtable_kinds[N_WTABLES + 1] = "iidiiidiid";
 typedef struct {
     PyObject_HEAD
     Py_buffer t[N_WTABLES];
-    int held;
+    int held, ready; /* buffers held; 1 once __init__ succeeded */
     Py_ssize_t M, E;
     i64 base; /* marks of a call are base + child node: unique across calls */
     i64 *seen, *cell_arc, *cell_from, *touched, *entry_seen, *entry_from, *entry_list;
@@ -942,6 +953,7 @@ static int WordTimes_init(WordTimes *self, PyObject *args, PyObject *kwds) {
     }
     for (size_t k = 0; k < m; k++) self->seen[k] = -1;
     for (size_t k = 0; k < e; k++) self->entry_seen[k] = -1;
+    self->ready = 1;
     return 0;
 }
 
@@ -1166,6 +1178,10 @@ static PyObject *WordTimes_best_paths(WordTimes *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOnL:best_paths", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &obj[5],
                           &obj[6], &num_seqs, &max_bytes))
         return NULL;
+    if (!self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "WordTimes is not initialised");
+        return NULL;
+    }
     Py_buffer a[N_TRIE];
     int held = 0;
     PyObject *result = NULL, *bc = NULL, *bl = NULL;
