@@ -101,9 +101,38 @@ static int reserve(void **p, Py_ssize_t *cap, Py_ssize_t n, size_t sz) {
     return 0;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    i64 x = *(const i64 *)a, y = *(const i64 *)b;
-    return (x > y) - (x < y);
+/* Sort a[0:n] ascending: quicksort (median of three) with insertion sort for short runs, comparisons
+ * inline (qsort's callback cost more than the kernels' own work).  The kernels sort sets of distinct
+ * state or group numbers, so any correct sort gives the same order. */
+static void sort_i64(i64 *a, Py_ssize_t n) {
+    while (n > 16) {
+        i64 x = a[0], y = a[n / 2], z = a[n - 1];
+        i64 pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        Py_ssize_t i = 0, j = n - 1;
+        for (;;) {
+            while (a[i] < pivot) i++;
+            while (a[j] > pivot) j--;
+            if (i >= j) break;
+            i64 t = a[i];
+            a[i++] = a[j];
+            a[j--] = t;
+        }
+        /* a[0:j + 1] <= pivot <= a[j + 1:n]: recurse on the shorter part, loop on the longer */
+        if (j + 1 < n - j - 1) {
+            sort_i64(a, j + 1);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            sort_i64(a + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        i64 v = a[i];
+        Py_ssize_t k = i;
+        for (; k > 0 && a[k - 1] > v; k--) a[k] = a[k - 1];
+        a[k] = v;
+    }
 }
 
 /* numpy's order for float64 sorting: NaN after everything */
@@ -321,7 +350,7 @@ static int expand_core(Expander *self, const char *kst, const char *krs, Py_ssiz
             group_pos[g] += 1;
         }
     }
-    qsort(groups, (size_t)ng, sizeof(i64), cmp_i64);
+    sort_i64(groups, ng);
     i64 start = 0;
     for (Py_ssize_t u = 0; u < ng; u++) {
         ends[u] = start;
@@ -547,7 +576,7 @@ static Py_ssize_t successor_core(Expander *self, const char *data, Py_ssize_t si
             acc[v] += f * arc_scaled[q];
         }
     }
-    qsort(touched, (size_t)nt, sizeof(i64), cmp_i64);
+    sort_i64(touched, nt);
     double total = 0.0, *resid = self->dscr;
     int exact = 0;
     for (Py_ssize_t i = 0; i < nt; i++) {
@@ -1143,7 +1172,7 @@ static int viterbi(WordTimes *self, Py_buffer *a, Columns *col, double *best_cos
                 }
             }
             if (nt == 0) continue;
-            qsort(self->touched, (size_t)nt, sizeof(i64), cmp_i64);
+            sort_i64(self->touched, nt);
             if ((status = columns_reserve(col, used + nt, n_links + nt)) != 0) goto done;
             f_lo[c] = used;
             for (Py_ssize_t k = 0; k < nt; k++) {
