@@ -58,15 +58,15 @@ speed-up ratio (naive / ours, CPU time).  Measured (decoding takes a few minutes
         python bench/bench_phrases.py --one '["/tmp/bench_phrases/conv30_wide.slf"]' 1.0 0.01 1000
         (before: the same command with PYTHONPATH and the script from a checkout of 95320b5)
 
-      conv30_wide   theta 0.1  0.95 -> 0.57 s CPU, theta 0.01 0.99 -> 0.57 s; peak RSS 765 -> 696 MB
-      concat_wide   theta 0.1  0.48 -> 0.27 s,     theta 0.01 0.51 -> 0.26 s; peak RSS 342 -> 277 MB
+      conv30_wide   theta 0.1  0.96 -> 0.49 s CPU, theta 0.01 0.98 -> 0.50 s; peak RSS 765 -> 696 MB
+      concat_wide   theta 0.1  0.47 -> 0.26 s,     theta 0.01 0.49 -> 0.24 s; peak RSS 342 -> 277 MB
     The whole process (``/usr/bin/time lattice-tools phrases LAT -n 1000 --acoustic-scale S
-    --posterior-threshold T --max-memory inf -o out.ctm``, user + sys, best of 3): conv30_wide
-    2.85 -> 2.14 s (theta 0.1), 2.61 -> 1.92 s (0.01), max RSS 788 -> 716 MB; concat_wide 1.68 -> 1.19 s,
-    1.69 -> 1.19 s, 357 -> 287 MB (numba's import and cached code, ~0.3 s and ~70 MB, are gone; most of
-    the rest is reading the SLF).  alt-CTM byte-identical in every run; every alternative, posterior,
-    time and raw search cost bit-identical on the suite's lattices (also clip0870 at N = inf), the
-    bundled test lattices and the demo's lattices.
+    --posterior-threshold T -o out.ctm``, user + sys, best of 3): conv30_wide 3.49 -> 2.18 s (theta
+    0.1), 2.65 -> 1.90 s (0.01), max RSS 788 -> 716 MB; concat_wide 1.62 -> 1.17 s, 1.80 -> 1.19 s,
+    357 -> 286 MB (numba's import and cached code, ~0.3 s and ~70 MB, are gone; most of the rest is
+    reading the SLF).  alt-CTM byte-identical in every run; every alternative, posterior, time and raw
+    search cost bit-identical on the suite's lattices (also clip0870 at N = inf), the bundled test
+    lattices and the demo's lattices.
 """
 from __future__ import annotations
 

@@ -16,6 +16,9 @@ exactly what it would find alone.
 
 A determinized state crosses into the compiled code as two bytes objects: its interning key (the
 int64 states, then the int64 residuals rounded to the resolution) and its float64 residual costs.
+The lazy searches (:meth:`Determinizer.lazy_search`) keep their records inside the compiled code,
+one call per search; the exact-bound searches use the Python records built by
+:meth:`Determinizer.expand` and :meth:`Determinizer.resolve` from the same compiled expansion.
 """
 from __future__ import annotations
 
