@@ -360,3 +360,22 @@ def test_uninitialised_tables_raise():
     empty = np.zeros(0, np.int64)
     with pytest.raises(RuntimeError, match="not initialised"):
         K.WordTimes.__new__(K.WordTimes).best_paths(empty, np.zeros(0), empty, empty, empty, empty, empty, 0, -1)
+
+
+@pytest.mark.parametrize("position,bad,error,match", [
+    (0, lambda a: a.astype(np.float64), TypeError, "t_off: expected a 1-d int64 array"),
+    (2, lambda a: a.astype(np.int64), TypeError, "t_cost: expected a 1-d float64 array"),
+    (3, lambda a: a + 10**9, ValueError, r"t_entry\[0\]"),
+    (5, lambda a: a - 10**9, ValueError, r"arc_dst\[0\]"),
+    (4, lambda a: a[::-1].copy(), ValueError, "arc_off: offsets must be nondecreasing"),
+    (8, lambda a: a[:-1], ValueError, "arc_id: expected"),
+])
+def test_word_times_reject_bad_tables(small_det, position, bad, error, match):
+    d, u = small_det, small_det.union
+    per_closure = np.diff(d._e_off)[d._c_dst]
+    args = [d._t_off, d._e_label[d._t_entry], np.repeat(d._c_bc, per_closure), d._t_entry, d._arc_off, d._arc_dst,
+            d._arc_cost, d._arc_order, u.arc_ids[d._arc_order], u.exit_bc]
+    assert K.WordTimes(*args)
+    args[position] = bad(args[position])
+    with pytest.raises(error, match=match):
+        K.WordTimes(*args)
