@@ -51,7 +51,7 @@ speed-up ratio (naive / ours, CPU time).  Measured (decoding takes a few minutes
     alt-CTM byte-identical on every lattice and threshold and on the bundled test lattices
     (docs/alternatives.md, "Performance", says what changed and where the time goes).
 
-    C kernels, no numba (lattice_tools/_ext/search.c: expansions, successors, the whole lazy
+    C kernels, no numba (lattice_tools/_ext/search/: expansions, successors, the whole lazy
     best-first search and the word-time Viterbi; 95320b5 -> this version), interleaved fresh
     processes, three rounds, best of 3, load average ~2.5-3 on 2 cores (2026-11-26)::
 

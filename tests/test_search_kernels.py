@@ -1,4 +1,4 @@
-"""The compiled search kernels (lattice_tools/_ext/search.c) against the numba kernels they replace
+"""The compiled search kernels (lattice_tools/_ext/search/) against the numba kernels they replace
 (tests/_reference/search_kernels.py, run as plain Python): bit-identical expansions, successor subsets,
 word-time paths and closed exits on random lattices (costs scaled past the double range too, so the
 log-domain fallbacks run); clean errors on bad buffers; the memory budget and Ctrl-C in the Viterbi pass."""

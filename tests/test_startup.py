@@ -121,7 +121,7 @@ def test_nbest_runs_without_numba():
 
 
 def test_phrases_command_runs_without_numba(tmp_path):
-    """The phrase search runs on the compiled C kernels (lattice_tools/_ext/search.c): a ``phrases`` run
+    """The phrase search runs on the compiled C kernels (lattice_tools/_ext/search/): a ``phrases`` run
     imports no numba, and does run the search (its output has alternatives)."""
     out = tmp_path / "p.ctm"
     what = '"numba" in sys.modules, "lattice_tools.alternatives._determinizer" in sys.modules'

@@ -1,6 +1,6 @@
 """Word times of the search's output sequences: the best single path reading each sequence, by a
 tropical Viterbi pass over the search's prefix trie (only the prefixes of the output sequences),
-one compiled pass per automaton (``WordTimes.best_paths`` of lattice_tools/_ext/search.c) over the
+one compiled pass per automaton (``WordTimes.best_paths`` of lattice_tools/_ext/search/) over the
 determinizer's own tables: each state's epsilon closure, then the closure states' arcs of the next
 word.
 """

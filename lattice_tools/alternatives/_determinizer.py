@@ -6,7 +6,7 @@ A *determinized state* is a subset: a pair of arrays (automaton states in increa
 residual costs).  Each one is interned once (looked up by its states and rounded residuals) and
 numbered across all automata; each automaton keeps its own table, so that a finished search's
 records can be dropped at once.  *Expanding* a determinized state (one compiled call,
-``Expander.expand`` of lattice_tools/_ext/search.c: its members' closed entries --
+``Expander.expand`` of lattice_tools/_ext/search/: its members' closed entries --
 the (word | end) entries of the states of each member's epsilon closure, precomputed once --
 log-summed per word) turns it into its *choice record*: its end and one transition per next word,
 sorted by their bound, with the members of each transition kept aside until the search takes that
@@ -221,7 +221,7 @@ class Determinizer:
             self._a_cost = self._a_compl = np.zeros(0)
 
     def word_time_tables(self):
-        """The tables of the word-time Viterbi (``WordTimes`` of lattice_tools/_ext/search.c; union
+        """The tables of the word-time Viterbi (``WordTimes`` of lattice_tools/_ext/search/; union
         state numbers): every state's closed entries sorted by label, with the minimum cost of the
         epsilon paths to the entry's state; the entries' arcs; every state's exit cost through its
         best epsilon path."""

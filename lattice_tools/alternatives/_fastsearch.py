@@ -6,7 +6,7 @@ determinization of :class:`~lattice_tools.alternatives._determinizer.Determinize
   one at a time; every search is exactly the one it would be alone;
 * the lazy search (log-sum bound, the common case) runs as one compiled call per automaton
   (:meth:`~lattice_tools.alternatives._determinizer.Determinizer.lazy_search`: the loop of
-  :func:`_best_first` in lattice_tools/_ext/search.c, over its own records); the exact-bound
+  :func:`_best_first` in lattice_tools/_ext/search/, over its own records); the exact-bound
   searches below run :func:`_best_first`, a generator that yields the determinized state it needs
   expanded.  Either way an expansion's choices (its end and one transition per word) are sorted
   once by their bound, and a successor is interned only when the search takes that choice;

@@ -1,0 +1,113 @@
+/* Buffers, checks and sorting shared by the search module's files. */
+#include "search.h"
+
+PyObject *array_type, *code_d, *code_q;
+
+/* A read-only (or writable) C-contiguous 1-d buffer of int64 (kind 'i') or float64 (kind 'd'). */
+int get_array(PyObject *obj, Py_buffer *view, char kind, const char *name) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a contiguous array (buffer), got %.100s", name,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    const char *f = view->format ? view->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    int ok = view->itemsize == 8 && f[1] == '\0' &&
+             (kind == 'd' ? f[0] == 'd' : (f[0] == 'q' || f[0] == 'l'));
+    if (!ok || view->ndim > 1) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a 1-d %s array, got format '%s' itemsize %zd", name,
+                     kind == 'd' ? "float64" : "int64", view->format ? view->format : "B", view->itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+
+int check_offsets(const Py_buffer *off, Py_ssize_t rows, Py_ssize_t total, const char *name) {
+    const i64 *o = I(off);
+    if (len8(off) != rows + 1) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd offsets, got %zd", name, rows + 1, len8(off));
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r <= rows; r++)
+        if (o[r] < 0 || o[r] > total || (r && o[r] < o[r - 1])) {
+            PyErr_Format(PyExc_ValueError, "%s: offsets must be nondecreasing within [0, %zd] (row %zd)", name,
+                         total, r);
+            return -1;
+        }
+    return 0;
+}
+
+int check_range(const Py_buffer *a, i64 lo, i64 hi, const char *name) {
+    const i64 *x = I(a);
+    for (Py_ssize_t k = 0; k < len8(a); k++)
+        if (x[k] < lo || x[k] >= hi) {
+            PyErr_Format(PyExc_ValueError, "%s[%zd] = %lld is outside [%lld, %lld)", name, k, (long long)x[k],
+                         (long long)lo, (long long)hi);
+            return -1;
+        }
+    return 0;
+}
+
+int check_len(const Py_buffer *a, Py_ssize_t n, const char *name) {
+    if (len8(a) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd values, got %zd", name, n, len8(a));
+        return -1;
+    }
+    return 0;
+}
+
+/* Grow a scratch area to hold n items of size sz (contents not kept). */
+int reserve(void **p, Py_ssize_t *cap, Py_ssize_t n, size_t sz) {
+    if (n <= *cap) return 0;
+    Py_ssize_t c = n > 2 * *cap ? n : 2 * *cap;
+    void *q = malloc((size_t)c * sz);
+    if (!q) { PyErr_NoMemory(); return -1; }
+    free(*p);
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Sort a[0:n] ascending: quicksort (median of three) with insertion sort for short runs, comparisons
+ * inline (qsort's callback cost more than the kernels' own work).  The kernels sort sets of distinct
+ * state or group numbers, so any correct sort gives the same order. */
+void sort_i64(i64 *a, Py_ssize_t n) {
+    while (n > 16) {
+        i64 x = a[0], y = a[n / 2], z = a[n - 1];
+        i64 pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        Py_ssize_t i = 0, j = n - 1;
+        for (;;) {
+            while (a[i] < pivot) i++;
+            while (a[j] > pivot) j--;
+            if (i >= j) break;
+            i64 t = a[i];
+            a[i++] = a[j];
+            a[j--] = t;
+        }
+        /* a[0:j + 1] <= pivot <= a[j + 1:n]: recurse on the shorter part, loop on the longer */
+        if (j + 1 < n - j - 1) {
+            sort_i64(a, j + 1);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            sort_i64(a + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        i64 v = a[i];
+        Py_ssize_t k = i;
+        for (; k > 0 && a[k - 1] > v; k--) a[k] = a[k - 1];
+        a[k] = v;
+    }
+}
+
+PyObject *typed(PyObject *code, PyObject *bytes) {
+    if (!bytes) return NULL;
+    PyObject *a = PyObject_CallFunctionObjArgs(array_type, code, bytes, NULL);
+    Py_DECREF(bytes);
+    return a;
+}
+
