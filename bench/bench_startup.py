@@ -43,8 +43,7 @@ ROWS = [
                              "--tra", os.devnull]),
     ("best-path on kGraph, no .pyc", [PY, "-m", "lattice_tools.cli", "best-path", ARCHIVE, "--acoustic-scale",
                                       "0.1", "--tra", os.devnull]),
-    ("python -c 'import numpy, numba'", [PY, "-c", "import numpy, numba"]),
-    ("imports of mbr-decode + numba", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.latbin, "
+    ("imports of mbr-decode", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.latbin, "
                                        "lattice_tools.latbin, lattice_tools.io.kaldi, "
                                        "lattice_tools.alternatives.sausages"]),
     ("mbr-decode on kGraph", [PY, "-m", "lattice_tools.cli", "mbr-decode", ARCHIVE, "--acoustic-scale", "0.1",
@@ -72,7 +71,7 @@ def main():
     with_pyc = dict(base, PYTHONPYCACHEPREFIX=str(Path(args.workdir) / "pycache"))
     without_pyc = dict(base, PYTHONDONTWRITEBYTECODE="1")  # (installed packages keep their .pyc files)
     envs = [without_pyc if "no .pyc" in label else with_pyc for label, _ in ROWS]
-    for (_, cmd), env in zip(ROWS, envs, strict=True):  # warm-up: .pyc files, numba's cache, page cache
+    for (_, cmd), env in zip(ROWS, envs, strict=True):  # warm-up: .pyc files, page cache
         cpu_seconds(cmd, env)
     best = [float("inf")] * len(ROWS)
     for _ in range(args.rounds):

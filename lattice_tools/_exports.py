@@ -1,5 +1,5 @@
 """Package attributes imported from their modules on first use (PEP 562), for the packages whose
-``__init__`` should not import what a command does not need (numpy, numba, kaldifst, torch...)."""
+``__init__`` should not import what a command does not need (numpy, kaldifst, torch...)."""
 from __future__ import annotations
 
 from collections.abc import Callable

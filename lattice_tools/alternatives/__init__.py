@@ -23,9 +23,8 @@ __all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alt
            "determinize", "nbest", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]
 
 
-# name -> the module it is imported from on first use: importing every algorithm (and numba with
-# the compiled kernels) costs ~50 ms that a command using one of them should not pay, and the command
-# line imports this package's numba shim (_numba.py) in every process.  No name clashes with its
+# name -> the module it is imported from on first use: importing every algorithm costs ~50 ms that a
+# command using one of them should not pay.  No name clashes with its
 # module's (determinize / determinization, sausage / sausages, ...), so a submodule import never
 # shadows a function.  io.altctm imports this package, hence its writer is lazy too.
 _LAZY = {

@@ -72,9 +72,6 @@ class LazyGroup(LazyCommandGroup):
         raise AssertionError("unreachable: click's standalone main always exits")  # pragma: no cover
 
     def invoke(self, ctx):
-        from ..alternatives._numba import skip_numba_probes
-
-        skip_numba_probes()  # this process owns numba: no BLAS probe, no extension scan (~0.18 s)
         previous = _install_signal_handlers()
         try:
             return super().invoke(ctx)
@@ -188,8 +185,8 @@ def _install_signal_handlers() -> dict:
 
 def _end_process(code) -> None:
     """End the program with exit status ``code`` (as ``sys.exit(code)``), skipping the interpreter's
-    teardown: freeing every object one by one costs more than the work of a small job once numba is
-    loaded (measured: 0.2-0.25 s of CPU after an MBR kernel ran, 0.01 s with numpy only).  Everything
+    teardown: freeing every object one by one costs CPU in proportion to what the process built (0.01 s
+    after a small numpy-only job; 0.2-0.25 s when the kernels were numba's).  Everything
     an ordinary exit does that matters still happens, in the same order: other threads are waited for
     (with any running, the ordinary exit is taken), atexit handlers run (temporaries, logging,
     coverage), garbage cycles are collected (a file object in one is closed, so flushed), and the

@@ -40,8 +40,8 @@ def is_nonword(word: str) -> bool:
     plus any ``<...>`` tag other than ``<unk>``.  ``<unk>`` is a word (an error against any
     reference word).
     """
-    # Imported here, not at the top: the lattice_tools.alternatives package loads numba (~0.3 s CPU),
-    # which callers passing their own ``nonword`` (lattice-tools oracle-path) never need.
+    # Imported here, not at the top: callers passing their own ``nonword`` (lattice-tools oracle-path)
+    # never need the alternatives package (tests/test_oracle.py keeps oracle-path's imports that small).
     from ..alternatives._common import is_silence
 
     return is_silence(word) or _own_is_nonword(word)
