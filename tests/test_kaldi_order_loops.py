@@ -74,6 +74,41 @@ def test_tropical_best_path_equals_transcription(g, data):
     assert K.tropical_best_path(n, _offsets(n, src), dst, cost, fin) == want
 
 
+@settings(max_examples=300, deadline=None)
+@given(graphs(acyclic=True), st.data())
+def test_compact_shortest_path_equals_transcription(g, data):
+    """Ties (equal costs on parallel arcs and on paths through different predecessors), unreachable
+    final states, states without arcs."""
+    n, _, src, dst = g
+    costs = st.sampled_from([0.0, 0.5, 1.0, 0.1 + 0.2, 0.3]) | st.floats(-3, 30)
+    cost = np.array(data.draw(st.lists(costs, min_size=len(src), max_size=len(src))), np.float64)
+    fin = np.array(data.draw(st.lists(costs | st.just(math.inf), min_size=n, max_size=n)), np.float64)
+    offs = _offsets(n, src)
+    want = ref.compact_shortest_path(n, offs.tolist(), dst.tolist(), cost.tolist(), fin.tolist())
+    assert K.compact_shortest_path(n, offs, dst, cost, fin) == want
+
+
+def test_compact_shortest_path_keeps_the_first_of_equal_arcs_and_predecessors():
+    # 0 -> 1 (1.0), 0 -> 2 (1.0) -> 3 from both with equal totals: 3 keeps predecessor 1 (relaxed first);
+    # 1 -> 3 twice at the same cost: the first arc; finals 3 and 4 at equal totals: the first, 3
+    src, dst = np.array([0, 0, 1, 1, 2, 3]), np.array([1, 2, 3, 3, 3, 4])
+    cost = np.array([1.0, 1.0, 2.0, 2.0, 2.0, 0.0])
+    fin = np.array([math.inf, math.inf, math.inf, 0.0, 0.0])
+    assert K.compact_shortest_path(5, _offsets(5, src), dst, cost, fin) == ([0, 2], 3)
+    assert ref.compact_shortest_path(5, _offsets(5, src).tolist(), dst.tolist(), cost.tolist(), fin.tolist()) \
+        == ([0, 2], 3)
+    no_final = np.full(5, math.inf)
+    assert K.compact_shortest_path(5, _offsets(5, src), dst, cost, no_final) == ([], -1)
+
+
+def test_compact_shortest_path_on_a_non_topological_numbering_is_an_error_not_a_hang():
+    C = native("kaldi_order")
+    off, dst = np.array([0, 1, 2, 3]), np.array([1, 2, 1])  # 2 -> 1 (-10): 1 and 2 each other's predecessor
+    cost, fin = np.array([0.0, 0.0, -10.0]), np.array([math.inf, math.inf, 0.0])
+    with pytest.raises(ValueError, match="not numbered topologically"):
+        C.compact_shortest_path(off, dst, cost, fin)
+
+
 def test_float32_rounding_makes_a_tie_and_the_first_arc_stays():
     """1 -> 2 twice: 1.0 + 1e-8 and 1.0 + 0 differ in double but are the same float32, so the second
     arc is not strictly better and the first one stays on the path (as OpenFst keeps it)."""
@@ -123,6 +158,16 @@ def test_non_topological_parent_chain_is_an_error_not_a_hang():
                                     np.zeros(2, np.float32)), TypeError, "arc_cost must hold float32"),
     (lambda C: C.tropical_best_path(np.array([0, 1, 1]), np.array([1]), np.zeros(2, np.float32),
                                     np.zeros(2, np.float32)), ValueError, "arc_cost has 2 items, arc_dst 1"),
+    (lambda C: C.compact_shortest_path(np.array([0, 1, 1]), np.array([1]), np.zeros(1, np.float32),
+                                       np.zeros(2)), TypeError, "compact_shortest_path: arc_cost must hold float64"),
+    (lambda C: C.compact_shortest_path(np.array([0, 1, 1]), np.array([1]), np.zeros(2), np.zeros(2)), ValueError,
+     "arc_cost has 2 items, arc_dst 1"),
+    (lambda C: C.compact_shortest_path(np.array([0, 1]), np.array([1]), np.zeros(1), np.zeros(2)), ValueError,
+     "arc_offsets has 2 items, expected num_states . 1 = 3"),
+    (lambda C: C.compact_shortest_path(np.array([0, 1, 1]), np.array([2]), np.zeros(1), np.zeros(2)), ValueError,
+     r"arc_dst\[0\] = 2 is not a state"),
+    (lambda C: C.compact_shortest_path(np.array([0, 1, 1]), np.array([1]), np.zeros(1), bytes(16)), TypeError,
+     "final_cost must hold float64"),
 ])
 def test_bad_buffers_raise(call, error, match):
     with pytest.raises(error, match=match):

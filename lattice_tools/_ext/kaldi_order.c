@@ -1,7 +1,8 @@
 /* The linear-time graph loops of lattice_tools.algorithms.kaldi_order that depend on Kaldi's order of
- * states and arcs: OpenFst's depth-first TopSort, Kaldi's CompactLatticeStateTimes and the tropical
- * ShortestPath (n = 1) with float32 weights.  Their oracles are the plain-Python transcriptions in
- * tests/_reference/kaldi_order.py (tests/test_kaldi_order_loops.py compares them).
+ * states and arcs: OpenFst's depth-first TopSort, Kaldi's CompactLatticeStateTimes, the tropical
+ * ShortestPath (n = 1) with float32 weights and Kaldi's CompactLatticeShortestPath (double sums).  Their
+ * oracles are the plain-Python transcriptions in tests/_reference/kaldi_order.py
+ * (tests/test_kaldi_order_loops.py compares them).
  *
  * Arrays cross as buffers (no numpy headers): every argument's type and size is checked on entry and
  * every index before it is followed, so no input reads or writes out of bounds.
@@ -27,7 +28,7 @@ static void release(Buf *b)
     }
 }
 
-/* A C-contiguous buffer of items of type `kind` ('q': int64, 'f': float32), writable if asked;
+/* A C-contiguous buffer of items of type `kind` ('q': int64, 'f': float32, 'd': float64), writable if asked;
  * TypeError naming `fn` and `name` otherwise. */
 static int get_buffer(PyObject *obj, Buf *b, const char *fn, const char *name, char kind, int writable)
 {
@@ -41,11 +42,13 @@ static int get_buffer(PyObject *obj, Buf *b, const char *fn, const char *name, c
     const char *f = b->view.format ? b->view.format : "B";
     if (*f == '@' || *f == '=' || *f == '<')
         f++;
-    int ok = kind == 'f' ? strcmp(f, "f") == 0 && b->view.itemsize == 4
-                         : (strcmp(f, "q") == 0 || strcmp(f, "l") == 0) && b->view.itemsize == 8;
+    int ok = kind == 'f'   ? strcmp(f, "f") == 0 && b->view.itemsize == 4
+             : kind == 'd' ? strcmp(f, "d") == 0 && b->view.itemsize == 8
+                           : (strcmp(f, "q") == 0 || strcmp(f, "l") == 0) && b->view.itemsize == 8;
     if (!ok) {
         PyErr_Format(PyExc_TypeError, "%s: %s must hold %s, got format '%s' (itemsize %zd)", fn, name,
-                     kind == 'f' ? "float32" : "int64", b->view.format ? b->view.format : "B", b->view.itemsize);
+                     kind == 'f' ? "float32" : kind == 'd' ? "float64" : "int64",
+                     b->view.format ? b->view.format : "B", b->view.itemsize);
         release(b);
         return -1;
     }
@@ -363,10 +366,116 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(compact_shortest_path_doc,
+"compact_shortest_path(arc_offsets, arc_dst, arc_cost, final_cost) -> (list, int)\n\n"
+"Kaldi's CompactLatticeShortestPath on a topologically numbered lattice (start 0; arc_cost per arc and\n"
+"final_cost per state as float64, inf = not final): states relaxed in numeric order, a state keeps the\n"
+"first predecessor state that strictly improves it (double sums), the super-final the first best final\n"
+"state; between two consecutive states of the path, the cheapest arc (the first on a tie).  Returns the\n"
+"arcs of the path and its last state, or ([], -1) when no final state is reachable.");
+
+static PyObject *compact_shortest_path(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_off, *o_dst, *o_cost, *o_fin;
+    Buf off = {0}, dst = {0}, cost = {0}, fin = {0};
+    PyObject *result = NULL, *path = NULL;
+    double *best = NULL;
+    int64_t *pred = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO:compact_shortest_path", &o_off, &o_dst, &o_cost, &o_fin))
+        return NULL;
+    if (get_buffer(o_off, &off, "compact_shortest_path", "arc_offsets", 'q', 0) < 0 ||
+        get_buffer(o_dst, &dst, "compact_shortest_path", "arc_dst", 'q', 0) < 0 ||
+        get_buffer(o_cost, &cost, "compact_shortest_path", "arc_cost", 'd', 0) < 0 ||
+        get_buffer(o_fin, &fin, "compact_shortest_path", "final_cost", 'd', 0) < 0)
+        goto done;
+    const Py_ssize_t n = items(&fin);
+    if (check_graph("compact_shortest_path", &off, &dst, n) < 0)
+        goto done;
+    if (items(&cost) != items(&dst)) {
+        PyErr_Format(PyExc_ValueError, "compact_shortest_path: arc_cost has %zd items, arc_dst %zd", items(&cost),
+                     items(&dst));
+        goto done;
+    }
+    if (n == 0) {
+        result = Py_BuildValue("([]i)", -1);
+        goto done;
+    }
+    const int64_t *o = off.view.buf, *d = dst.view.buf;
+    const double *c = cost.view.buf, *f = fin.view.buf;
+    best = malloc(sizeof(double) * (size_t)n);
+    pred = malloc(sizeof(int64_t) * (size_t)n);
+    if (!best || !pred) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t s = 0; s < n; s++) {
+        best[s] = INFINITY;
+        pred[s] = -1;
+    }
+    best[0] = 0.0;
+    double sf_best = INFINITY;
+    Py_ssize_t sf_pred = -1;
+    for (Py_ssize_t s = 0; s < n; s++) {
+        const double my = best[s];
+        for (int64_t a = o[s]; a < o[s + 1]; a++) {
+            const double next = my + c[a];
+            if (next < best[d[a]]) {
+                best[d[a]] = next;
+                pred[d[a]] = s;
+            }
+        }
+        const double total = my + f[s];
+        if (total < sf_best) {
+            sf_best = total;
+            sf_pred = s;
+        }
+    }
+    if (sf_pred < 0) {
+        result = Py_BuildValue("([]i)", -1);
+        goto done;
+    }
+    /* the states of the path backwards: its length first (a chain longer than the number of states, or
+     * one that stops before state 0, means the numbering was not topological) */
+    Py_ssize_t len = 0;
+    for (int64_t s = sf_pred; s != 0; s = pred[s]) {
+        if (pred[s] < 0 || ++len > n) {
+            PyErr_SetString(PyExc_ValueError, "compact_shortest_path: the states are not numbered topologically");
+            goto done;
+        }
+    }
+    path = PyList_New(len);
+    if (!path)
+        goto done;
+    Py_ssize_t i = len;
+    for (int64_t t = sf_pred; t != 0; t = pred[t]) {
+        const int64_t s = pred[t];
+        int64_t chosen = -1;
+        for (int64_t a = o[s]; a < o[s + 1]; a++)
+            if (d[a] == t && (chosen < 0 || c[a] < c[chosen]))
+                chosen = a;
+        PyObject *v = PyLong_FromLongLong((long long)chosen);
+        if (!v)
+            goto done;
+        PyList_SET_ITEM(path, --i, v);
+    }
+    result = Py_BuildValue("(On)", path, sf_pred);
+done:
+    Py_XDECREF(path);
+    free(best);
+    free(pred);
+    release(&off);
+    release(&dst);
+    release(&cost);
+    release(&fin);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"top_sort", top_sort, METH_VARARGS, top_sort_doc},
     {"state_times", state_times, METH_VARARGS, state_times_doc},
     {"tropical_best_path", tropical_best_path, METH_VARARGS, tropical_best_path_doc},
+    {"compact_shortest_path", compact_shortest_path, METH_VARARGS, compact_shortest_path_doc},
     {NULL, NULL, 0, NULL},
 };
 

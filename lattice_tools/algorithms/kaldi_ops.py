@@ -126,7 +126,7 @@ def best_path_kaldi(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
     cost = v.graph.astype(np.float64) + v.acoustic.astype(np.float64)
     fcost = v.final_graph.astype(np.float64) + v.final_acoustic.astype(np.float64)
     offs = np.searchsorted(v.src, np.arange(n + 1))
-    path, last = compact_shortest_path(n, offs.tolist(), v.dst.tolist(), cost.tolist(), fcost.tolist())
+    path, last = compact_shortest_path(n, offs, v.dst, cost, fcost)
     if last < 0:
         raise LatticeError("lattice has no complete path from the start to a final state", key=lat.key or None)
     arcs = path

@@ -8,10 +8,9 @@ state numbering and arc order (``attrs["kaldi"]``, see :mod:`lattice_tools.io.ka
 float32 as Kaldi holds them (scaled in double, stored in float); the states are renumbered by
 depth-first ``TopSort`` when Kaldi would (see :func:`stored_order_view`).
 
-``TopSort``, the state times and the tropical best path run in C (``lattice_tools/_ext/kaldi_order.c``;
-measured on 138k arcs: 0.1-0.2 ms each, 9-15 ms each as the Python loops they replaced, which are now
-the tests' oracle in ``tests/_reference/kaldi_order.py``); ``CompactLatticeShortestPath`` (``best-path``)
-is still a Python loop over lists.
+``TopSort``, the state times, the tropical best path and ``CompactLatticeShortestPath`` (``best-path``) run
+in C (``lattice_tools/_ext/kaldi_order.c``; measured on 138k arcs: 0.1-0.2 ms each, 9-15 ms each as the
+Python loops they replaced, which are now the tests' oracle in ``tests/_reference/kaldi_order.py``).
 """
 from __future__ import annotations
 
@@ -216,39 +215,14 @@ def _int64(values) -> np.ndarray:
     return np.ascontiguousarray(values, np.int64)
 
 
-def compact_shortest_path(num_states: int, arc_offsets: list, arc_dst: list, arc_cost: list,
-                          final_cost: list) -> tuple[list, int]:
+def compact_shortest_path(num_states: int, arc_offsets: np.ndarray, arc_dst: np.ndarray, arc_cost: np.ndarray,
+                          final_cost: np.ndarray) -> tuple[list, int]:
     """Kaldi's ``CompactLatticeShortestPath`` on a topologically numbered lattice (double costs):
     a state keeps the first predecessor state that strictly improves it, the super-final the first
     best final state; between two consecutive states of the path, the cheapest arc (the first on a
     tie).  Returns the arcs of the path and its last state (-1: no complete path)."""
-    inf = float("inf")
-    best = [inf] * num_states
-    pred = [-1] * num_states
-    best[0] = 0.0
-    sf_best, sf_pred = inf, -1
-    for s in range(num_states):
-        my = best[s]
-        for a in range(arc_offsets[s], arc_offsets[s + 1]):
-            d = arc_dst[a]
-            nxt = my + arc_cost[a]
-            if nxt < best[d]:
-                best[d] = nxt
-                pred[d] = s
-        tot = my + final_cost[s]
-        if tot < sf_best:
-            sf_best, sf_pred = tot, s
-    if sf_pred < 0:
-        return [], -1
-    states = [sf_pred]
-    while states[-1] != 0:
-        states.append(pred[states[-1]])
-    states.reverse()
-    arcs = []
-    for s, d in zip(states, states[1:], strict=False):
-        chosen = -1
-        for a in range(arc_offsets[s], arc_offsets[s + 1]):
-            if arc_dst[a] == d and (chosen < 0 or arc_cost[a] < arc_cost[chosen]):
-                chosen = a
-        arcs.append(chosen)
-    return arcs, sf_pred
+    if len(final_cost) != num_states:
+        raise ValueError(f"compact_shortest_path: {len(final_cost)} final costs for {num_states} states")
+    return native("kaldi_order").compact_shortest_path(
+        _int64(arc_offsets), _int64(arc_dst), np.ascontiguousarray(arc_cost, np.float64),
+        np.ascontiguousarray(final_cost, np.float64))

@@ -1,6 +1,7 @@
 """The plain-Python transcriptions of the order-dependent graph loops of
 lattice_tools.algorithms.kaldi_order -- OpenFst's depth-first ``TopSort``, Kaldi's
-``CompactLatticeStateTimes`` and the tropical ``ShortestPath`` with float32 weights -- that were the
+``CompactLatticeStateTimes``, the tropical ``ShortestPath`` with float32 weights and Kaldi's
+``CompactLatticeShortestPath`` -- that were the
 package's implementation until the C loops (lattice_tools/_ext/kaldi_order.c) replaced them: the oracle
 of tests/test_kaldi_order_loops.py.  They take Python lists."""
 from __future__ import annotations
@@ -108,3 +109,39 @@ def tropical_best_path(num_states: int, arc_offsets: list, arc_dst: list, arc_co
     return path[::-1] if f_state >= 0 else []
 
 
+def compact_shortest_path(num_states: int, arc_offsets: list, arc_dst: list, arc_cost: list,
+                          final_cost: list) -> tuple[list, int]:
+    """Kaldi's ``CompactLatticeShortestPath`` on a topologically numbered lattice (double costs):
+    a state keeps the first predecessor state that strictly improves it, the super-final the first
+    best final state; between two consecutive states of the path, the cheapest arc (the first on a
+    tie).  Returns the arcs of the path and its last state (-1: no complete path)."""
+    inf = float("inf")
+    best = [inf] * num_states
+    pred = [-1] * num_states
+    best[0] = 0.0
+    sf_best, sf_pred = inf, -1
+    for s in range(num_states):
+        my = best[s]
+        for a in range(arc_offsets[s], arc_offsets[s + 1]):
+            d = arc_dst[a]
+            nxt = my + arc_cost[a]
+            if nxt < best[d]:
+                best[d] = nxt
+                pred[d] = s
+        tot = my + final_cost[s]
+        if tot < sf_best:
+            sf_best, sf_pred = tot, s
+    if sf_pred < 0:
+        return [], -1
+    states = [sf_pred]
+    while states[-1] != 0:
+        states.append(pred[states[-1]])
+    states.reverse()
+    arcs = []
+    for s, d in zip(states, states[1:], strict=False):
+        chosen = -1
+        for a in range(arc_offsets[s], arc_offsets[s + 1]):
+            if arc_dst[a] == d and (chosen < 0 or arc_cost[a] < arc_cost[chosen]):
+                chosen = a
+        arcs.append(chosen)
+    return arcs, sf_pred
