@@ -73,6 +73,21 @@ class Lattice:
     attrs: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self):
+        self._adopt_arrays(copy_attrs=True)
+
+    @classmethod
+    def _from_fresh_arrays(cls, **fields) -> Lattice:
+        """The constructor for arrays just built for the lattice and held by nobody else (from_arcs):
+        the same conversions and checks, without copying ``attrs`` again (on the big Kaldi archive's
+        138k arcs: 7.7 MB less to copy)."""
+        lat = object.__new__(cls)
+        for f in dataclasses.fields(cls):
+            object.__setattr__(lat, f.name, fields[f.name])
+        lat._adopt_arrays(copy_attrs=False)
+        return lat
+
+    def _adopt_arrays(self, copy_attrs: bool) -> None:
+        """Arrays in the stored dtypes, read-only; ``attrs`` copied unless they are the lattice's own."""
         conv = {"src": np.int32, "dst": np.int32, "word": np.int32, "ilabel": np.int32, "t0": np.int32,
                 "t1": np.int32, "graph_cost": np.float64, "acoustic_cost": np.float64,
                 "final_graph_cost": np.float64, "final_acoustic_cost": np.float64}
@@ -82,7 +97,7 @@ class Lattice:
             object.__setattr__(self, name, arr)
         attrs = {}
         for name, arr in dict(self.attrs).items():
-            arr = np.array(arr, copy=True)
+            arr = np.array(arr, copy=True) if copy_attrs else arr
             arr.setflags(write=False)
             attrs[name] = arr
         object.__setattr__(self, "attrs", attrs)
@@ -153,11 +168,11 @@ class Lattice:
 
             def take(a):  # (np.take: ~8x faster than a[arc_idx] on the 2-D attrs)
                 return np.take(a, arc_idx, axis=0)
-        lat = cls(num_states=len(order), src=new_src, dst=new_dst, word=take(word), ilabel=take(ilabel),
-                  t0=take(t0), t1=take(t1), graph_cost=take(graph_cost), acoustic_cost=take(acoustic_cost),
-                  final_graph_cost=final_graph_cost[order], final_acoustic_cost=final_acoustic_cost[order],
-                  symbols=symbols, frame_shift=frame_shift, key=key, word_aligned=word_aligned,
-                  attrs={k: v if unchanged_numbering else take(v) for k, v in attrs.items()})  # (the constructor copies)
+        lat = cls._from_fresh_arrays(
+            num_states=len(order), src=new_src, dst=new_dst, word=take(word), ilabel=take(ilabel), t0=take(t0),
+            t1=take(t1), graph_cost=take(graph_cost), acoustic_cost=take(acoustic_cost),
+            final_graph_cost=final_graph_cost[order], final_acoustic_cost=final_acoustic_cost[order], symbols=symbols,
+            frame_shift=frame_shift, key=key, word_aligned=word_aligned, attrs={k: take(v) for k, v in attrs.items()})
         if return_maps:
             return lat, state_map, arc_idx
         return lat

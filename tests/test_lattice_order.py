@@ -195,3 +195,14 @@ def test_arc_order_sorts_like_lexsort_and_drops_arcs_of_dropped_states():
     assert new_src[:count].tolist() == ns[want].tolist() and new_dst[:count].tolist() == nd[want].tolist()
     assert C.arc_order(_ints(0, 0, 1), _ints(1, 2, 2), _ints(0, 1, 2), *(np.empty(3, np.int64) for _ in range(3))) \
         == (3, True)
+
+
+def test_from_arcs_never_shares_or_freezes_the_callers_arrays():
+    src, dst = np.array([0, 2, 0]), np.array([2, 1, 1])  # renumbered and reordered
+    costs, column = np.array([1.0, 2.0, 3.0]), np.array([7, 8, 9])
+    lat = Lattice.from_arcs(src=src, dst=dst, word=np.array([1, 1, 1]), symbols=SymbolTable.from_words(["a"]),
+                            final_graph_cost=np.array([np.inf, 0.0, np.inf]), graph_cost=costs,
+                            attrs={"column": column})
+    assert lat.attrs["column"].tolist() == [7, 9, 8] and lat.graph_cost.tolist() == [1.0, 3.0, 2.0]
+    for mine, theirs in ((lat.attrs["column"], column), (lat.graph_cost, costs)):
+        assert theirs.flags.writeable and not mine.flags.writeable and not np.shares_memory(mine, theirs)
