@@ -172,3 +172,14 @@ def test_non_topological_parent_chain_is_an_error_not_a_hang():
 def test_bad_buffers_raise(call, error, match):
     with pytest.raises(error, match=match):
         call(native("kaldi_order"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), unique=True, max_size=30) | st.lists(st.integers(0, 10**9), unique=True,
+                                                                         max_size=30))
+def test_arcs_placed_by_stored_index_equal_the_stable_argsort(indices):
+    """stored_order_view's O(arcs) placement (and its argsort branch for sparse indices)."""
+    file_idx = np.array(indices + [-1, -1], np.int64)  # two final-string arcs (-1) are not among the arcs
+    arcs = np.arange(len(indices), dtype=np.int64)
+    want = arcs[np.argsort(file_idx[arcs], kind="stable")]
+    assert K._in_stored_order(arcs, file_idx).tolist() == want.tolist()

@@ -55,6 +55,20 @@ def _stored_order(lat: Lattice):
     return orig, file_idx, real, bool(ksorted[0])
 
 
+def _in_stored_order(arcs: np.ndarray, file_idx: np.ndarray) -> np.ndarray:
+    """``arcs`` sorted by their (distinct, non-negative) stored index: placed by index, O(arcs) (a stable
+    argsort takes 0.6 ms on 138k arcs); by argsort when the indices are too sparse to place."""
+    if len(arcs) == 0:
+        return arcs
+    positions = file_idx[arcs]
+    top = int(positions.max())
+    if top > 4 * len(arcs) + 64:  # (not an archive's numbering: the reader stores 0 .. arcs - 1)
+        return arcs[np.argsort(positions, kind="stable")]
+    slots = np.full(top + 1, -1, np.int64)
+    slots[positions] = arcs
+    return slots[slots >= 0]
+
+
 def _has_repeats(values: np.ndarray) -> bool:
     s = np.sort(values)  # (np.unique hashes: 30x slower on 100k values)
     return bool(np.any(s[1:] == s[:-1]))
@@ -102,8 +116,7 @@ def stored_order_view(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: fl
         order_states = present[np.argsort(orig[present], kind="stable")]
         new_of_hub = np.full(lat.num_states, -1, np.int64)
         new_of_hub[order_states] = np.arange(len(order_states))
-        arcs = np.flatnonzero(real)
-        arcs = arcs[np.argsort(file_idx[arcs], kind="stable")]
+        arcs = _in_stored_order(np.flatnonzero(real), file_idx)
         n_states = len(order_states)
         src, dst = new_of_hub[lat.src[arcs]], new_of_hub[lat.dst[arcs]]
         f_g = np.full(n_states, np.inf)
@@ -156,9 +169,9 @@ def stored_order_view(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: fl
             f_g = np.r_[np.full(n_states - 1, np.inf, np.float32), np.float32(0)]
             f_a = f_g.copy()
             f_dur = np.zeros(n_states, np.int64)
-    by_src = np.argsort(src, kind="stable")  # arcs of each state in stored order
-    cols = [src, dst, w, d, g, ac, hub]
-    src, dst, w, d, g, ac, hub = (c[by_src] for c in cols)
+    if np.any(src[1:] < src[:-1]):  # (archives list arcs state by state: usually sorted already)
+        by_src = np.argsort(src, kind="stable")  # arcs of each state in stored order
+        src, dst, w, d, g, ac, hub = (c[by_src] for c in (src, dst, w, d, g, ac, hub))
     topological = start == 0 and not np.any(dst <= src)
     resorted = not topological or (not sorted_prop and not resort_only_if_unsorted)
     if resorted:
