@@ -36,6 +36,10 @@ reading 0.237, the search 0.022.  The numba checkout the same day (same command)
 After the Kaldi text reader moved to C (``--rounds 3 --jobs best,mbr --breakdown``, interleaved with the checkout
 before the session): big best 0.23 / 0.20 (0.86x; 1.37-1.5x before), mbr 1.18 / 0.36 (0.31x), the reading phase
 0.09-0.10 (0.22-0.27 before); bundled best 0.03 / 0.11, kgraph best 0.01 / 0.11 (reading 0.012, as before).
+After Lattice.from_arcs (topological order, arc reindexing) and CompactLatticeShortestPath moved to C (``--rounds 5
+--timeout 60 --jobs best,mbr --breakdown``; main just before: big best 0.24 / 0.20, 0.82x): big best 0.25 / 0.18
+(0.70x), reading 0.088 -> 0.068, the search 0.022 -> 0.008; mbr 1.20 / 0.36 (0.30x); bundled best 0.04 / 0.12,
+kgraph 0.01 / 0.11 (the start-up floor).
 
 Measured earlier the same day (``--rounds 3 --timeout 60``, all jobs): big nbest 7.58 / 2.32 (0.31x), oracle
 Kaldi did not finish in 60 s / 0.67; bundled nbest 1.42 / 0.31 (0.22x), oracle 0.63 / 0.22 (0.35x,
