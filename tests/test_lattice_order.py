@@ -144,6 +144,17 @@ def _ints(*values):
     return np.array(values, np.int64)
 
 
+def _shared_output():
+    """arc_idx laid over new_dst (read back as sort keys while arc_idx is written)."""
+    out = np.zeros(3, np.int64)
+    return _ints(0, 0, 1), _ints(1, 2, 2), _ints(0, 1, 2), out, np.zeros(3, np.int64), out
+
+
+def _output_over_input():
+    src = _ints(0, 0, 1)
+    return src, _ints(1, 2, 2), _ints(0, 1, 2), np.zeros(3, np.int64), src, np.zeros(3, np.int64)
+
+
 @pytest.mark.parametrize("call,error,match", [
     (lambda C: C.topological_order(0, np.array([0], np.int32), _ints(0), np.empty(1, np.int64)), TypeError,
      "topological_order: src must hold int64"),
@@ -175,6 +186,8 @@ def _ints(*values):
      "state_map is empty"),
     (lambda C: C.arc_order(_ints(0), _ints(1), _ints(0, 1), np.empty(1, np.float64), np.empty(1, np.int64),
                            np.empty(1, np.int64)), TypeError, "arc_idx must hold int64"),
+    (lambda C: C.arc_order(*_shared_output()), ValueError, "must not share memory"),
+    (lambda C: C.arc_order(*_output_over_input()), ValueError, "must not share memory"),
 ])
 def test_bad_buffers_raise(call, error, match):
     with pytest.raises(error, match=match):

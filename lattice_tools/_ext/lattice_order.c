@@ -283,6 +283,14 @@ PyDoc_STRVAR(arc_order_doc,
 "the first count items of arc_idx (the input index of each kept arc), new_src and new_dst (int64,\n"
 "writable, one item per arc).  unchanged: every arc is kept in its input order.");
 
+/* Whether two buffers share memory (the outputs of arc_order are read back as sort keys while it writes
+ * them: an output laid over another argument could send a key out of range). */
+static int overlap(const Buf *a, const Buf *b)
+{
+    const char *a0 = a->view.buf, *b0 = b->view.buf;
+    return a->view.len > 0 && b->view.len > 0 && a0 < b0 + b->view.len && b0 < a0 + a->view.len;
+}
+
 /* A stable counting sort of the `count` arc indices in `in` by key[in[i]] (keys 0 .. n - 1) into `out`;
  * bucket: scratch of n + 1 items. */
 static void sort_by_key(const int64_t *in, Py_ssize_t count, const int64_t *key, Py_ssize_t n, int64_t *bucket,
@@ -325,6 +333,14 @@ static PyObject *arc_order(PyObject *self, PyObject *args)
                      "%zd)", m, items(&idx), items(&nsrc), items(&ndst));
         goto done;
     }
+    const Buf *outputs[3] = {&idx, &nsrc, &ndst}, *inputs[3] = {&src, &dst, &map};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            if ((j > i && overlap(outputs[i], outputs[j])) || overlap(outputs[i], inputs[j])) {
+                PyErr_SetString(PyExc_ValueError, "arc_order: arc_idx, new_src and new_dst must not share memory "
+                                "with each other or with src, dst, state_map");
+                goto done;
+            }
     const int64_t *s = src.view.buf, *d = dst.view.buf, *sm = map.view.buf;
     for (Py_ssize_t i = 0; i < n; i++)
         if (sm[i] < -1 || sm[i] >= n) {
