@@ -178,13 +178,21 @@ def _good_args():
 
 
 @pytest.mark.parametrize("index,bad,error,match", [
-    (0, lambda a: a.astype(np.int32), TypeError, "pre_offsets must hold int64"),
-    (4, lambda a: a.astype(np.float32), TypeError, "arc_loglike must hold float64"),
-    (2, lambda a: a.astype(np.float64), TypeError, "arc_start must hold int64"),
-    (7, lambda a: a.astype(np.float32), TypeError, "stats must hold float64"),
-    (3, lambda a: a.tolist(), TypeError, "arc_code must be a C-contiguous array"),
-    (1, lambda a: np.repeat(a, 2)[::2], TypeError, "pre_arcs must be a C-contiguous array"),
-    (7, lambda a: np.lib.stride_tricks.as_strided(a, writeable=False), TypeError, "stats must be a C-contiguous writable"),
+    (0, lambda a: a.astype(np.int32), TypeError, "acc_stats: argument "
+         "pre_offsets must be a C-contiguous array of int64 "
+         r"\(got format 'i', itemsize 4, ndim 1\)"),
+    (4, lambda a: a.astype(np.float32), TypeError, "acc_stats: argument "
+         "arc_loglike must be a C-contiguous array of float64"),
+    (2, lambda a: a.astype(np.float64), TypeError, "acc_stats: argument "
+         "arc_start must be a C-contiguous array of int64"),
+    (7, lambda a: a.astype(np.float32), TypeError, "acc_stats: argument "
+         "stats must be a C-contiguous writable array of float64"),
+    (3, lambda a: a.tolist(), TypeError, r"acc_stats: argument "
+         r"arc_code must be a C-contiguous array of int64 \(list is not one\)"),
+    (1, lambda a: np.repeat(a, 2)[::2], TypeError, "acc_stats: argument "
+         "pre_arcs must be a C-contiguous array of int64"),
+    (7, lambda a: np.lib.stride_tricks.as_strided(a, writeable=False), TypeError, "acc_stats: argument "
+         "stats must be a C-contiguous writable array of float64"),
     (0, lambda a: a[:-1], ValueError, r"pre_offsets has 3 items, expected len.state_times. \+ 1 = 4"),
     (0, lambda a: np.array([0, 2, 1, 3]), ValueError, "pre_offsets decreases at state 1"),
     (0, lambda a: np.array([0, 1, 2, 2]), ValueError, "pre_offsets must run from 0 to len.pre_arcs. = 3"),

@@ -252,14 +252,15 @@ def small_det():
 
 
 @pytest.mark.parametrize("position,bad,error,match", [
-    (0, lambda a: a.astype(np.float64), TypeError, "t_off: expected a 1-d int64 array"),
-    (3, lambda a: a.astype(np.int64), TypeError, "t_cost: expected a 1-d float64 array"),
+    (0, lambda a: a.astype(np.float64), TypeError, "Expander: argument t_off must be a C-contiguous array of int64"),
+    (3, lambda a: a.astype(np.int64), TypeError, "Expander: argument t_cost must be a C-contiguous array of float64"),
     (1, lambda a: a.astype(np.int32), TypeError, "t_group"),
-    (5, lambda a: a[:-1], ValueError, "cost_scaled: expected"),
+    (5, lambda a: a[:-1], ValueError, r"Expander: argument cost_scaled must have \d+ items \(got \d+\)"),
     (1, lambda a: a + 10**6, ValueError, r"t_group\[0\]"),
     (14, lambda a: -a - 1, ValueError, r"arc_dst\[0\]"),
     (0, lambda a: a[::-1].copy(), ValueError, "t_off: offsets must be nondecreasing"),
-    (9, lambda a: a[::2], TypeError, "c_off: expected a contiguous array"),
+    (9, lambda a: a[::2], TypeError, r"Expander: argument "
+         r"c_off must be a C-contiguous array of int64 \(numpy.ndarray is not one\)"),
     (17, lambda a: -1.0, ValueError, "resolution"),
     (2, lambda a: "text", TypeError, "group_label"),
 ])
@@ -363,12 +364,12 @@ def test_uninitialised_tables_raise():
 
 
 @pytest.mark.parametrize("position,bad,error,match", [
-    (0, lambda a: a.astype(np.float64), TypeError, "t_off: expected a 1-d int64 array"),
-    (2, lambda a: a.astype(np.int64), TypeError, "t_cost: expected a 1-d float64 array"),
+    (0, lambda a: a.astype(np.float64), TypeError, "WordTimes: argument t_off must be a C-contiguous array of int64"),
+    (2, lambda a: a.astype(np.int64), TypeError, "WordTimes: argument t_cost must be a C-contiguous array of float64"),
     (3, lambda a: a + 10**9, ValueError, r"t_entry\[0\]"),
     (5, lambda a: a - 10**9, ValueError, r"arc_dst\[0\]"),
     (4, lambda a: a[::-1].copy(), ValueError, "arc_off: offsets must be nondecreasing"),
-    (8, lambda a: a[:-1], ValueError, "arc_id: expected"),
+    (8, lambda a: a[:-1], ValueError, r"WordTimes: argument arc_id must have \d+ items \(got \d+\)"),
 ])
 def test_word_times_reject_bad_tables(small_det, position, bad, error, match):
     d, u = small_det, small_det.union

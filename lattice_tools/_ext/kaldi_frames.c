@@ -7,21 +7,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "buffers.h"
+
 #include <stdint.h>
 #include <stdlib.h>
-
-static int get_array(PyObject *obj, Py_buffer *b, const char *name, char type, Py_ssize_t n, int writable) {
-    if (PyObject_GetBuffer(obj, b, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0))) return -1;
-    const char *f = b->format ? b->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    int ok = b->itemsize == 8 && (type == 'q' ? (*f == 'q' || *f == 'l') : *f == type) && f[1] == 0;
-    if (!ok || (n >= 0 && b->len / 8 != n)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous int64 array%s", name, n >= 0 ? " of the right size" : "");
-        PyBuffer_Release(b);
-        return -1;
-    }
-    return 0;
-}
 
 static const char FRAMES_DOC[] =
     "state_frames(start, src, dst, dur, frame) -> bool\n\n"
@@ -38,7 +27,8 @@ static PyObject *state_frames(PyObject *self, PyObject *args) {
     const char *names[4] = {"src", "dst", "dur", "frame"};
     int got = 0;
     for (; got < 4; got++)
-        if (get_array(objs[got], &b[got], names[got], 'q', got == 0 || got == 3 ? -1 : b[0].len / 8, got == 3))
+        if (buffer_get(&b[got], objs[got], "state_frames", names[got], 'q', got == 3 ? BUF_WRITABLE : 0,
+                       got == 0 || got == 3 ? -1 : buffer_items(&b[0])))
             break;
     PyObject *res = NULL;
     int64_t *order = NULL, *first = NULL, *stack = NULL;
@@ -92,7 +82,7 @@ done:
     free(order);
     free(first);
     free(stack);
-    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    for (int i = 0; i < got; i++) buffer_release(&b[i]);
     return res;
 }
 

@@ -17,6 +17,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "buffers.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -25,54 +27,6 @@
 
 /* Work (inner-loop iterations) between two checks for Ctrl-C. */
 #define SIGNAL_CHECK_WORK 100000
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-static void release(Buf *b)
-{
-    if (b->held) {
-        PyBuffer_Release(&b->view);
-        b->held = 0;
-    }
-}
-
-/* Get a C-contiguous buffer of one-dimensional items of type `kind` ('i': int64, 'd': double),
- * writable if asked; raises TypeError naming `name` for another item type. */
-static int get_buffer(PyObject *obj, Buf *b, const char *name, char kind, int writable)
-{
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &b->view, flags) < 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "acc_stats: %s must be a C-contiguous%s array", name,
-                     writable ? " writable" : "");
-        return -1;
-    }
-    b->held = 1;
-    const char *f = b->view.format ? b->view.format : "B";
-    if (*f == '@' || *f == '=' || *f == '<')
-        f++;
-    int ok;
-    if (kind == 'd')
-        ok = strcmp(f, "d") == 0 && b->view.itemsize == 8;
-    else
-        ok = (strcmp(f, "q") == 0 || strcmp(f, "l") == 0) && b->view.itemsize == 8;
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "acc_stats: %s must hold %s, got format '%s' (itemsize %zd)", name,
-                     kind == 'd' ? "float64" : "int64", b->view.format ? b->view.format : "B",
-                     b->view.itemsize);
-        release(b);
-        return -1;
-    }
-    return 0;
-}
-
-static Py_ssize_t items(const Buf *b)
-{
-    return b->view.len / b->view.itemsize;
-}
 
 #if defined(__GNUC__) || defined(__clang__)
 /* Two doubles at a time (GCC/Clang vector extensions: SIMD where the target has it, plain code
@@ -368,8 +322,8 @@ static PyObject *acc_stats(PyObject *self, PyObject *args)
     PyObject *o[8];
     static const char *const names[8] = {"pre_offsets", "pre_arcs", "arc_start", "arc_code", "arc_loglike",
                                          "state_times", "R", "stats"};
-    static const char kinds[8] = {'i', 'i', 'i', 'i', 'd', 'i', 'i', 'd'};
-    Buf b[8];
+    static const char kinds[8] = {'q', 'q', 'q', 'q', 'd', 'q', 'q', 'd'};
+    Py_buffer b[8];
     memset(b, 0, sizeof b);
     Pass P;
     memset(&P, 0, sizeof P);
@@ -380,24 +334,24 @@ static PyObject *acc_stats(PyObject *self, PyObject *args)
                           &n_codes))
         return NULL;
     for (int j = 0; j < 8; j++)
-        if (get_buffer(o[j], &b[j], names[j], kinds[j], j == 7) < 0)
+        if (buffer_get(&b[j], o[j], "acc_stats", names[j], kinds[j], j == 7 ? BUF_WRITABLE : 0, -1) < 0)
             goto done;
-    P.N = items(&b[5]);
-    P.n_pre = items(&b[1]);
-    P.Q = items(&b[6]);
-    const Py_ssize_t n_arcs = items(&b[2]);
+    P.N = buffer_items(&b[5]);
+    P.n_pre = buffer_items(&b[1]);
+    P.Q = buffer_items(&b[6]);
+    const Py_ssize_t n_arcs = buffer_items(&b[2]);
     if (P.N < 1) {
         PyErr_SetString(PyExc_ValueError, "acc_stats: state_times is empty (a lattice has at least one state)");
         goto done;
     }
-    if (items(&b[0]) != P.N + 1) {
+    if (buffer_items(&b[0]) != P.N + 1) {
         PyErr_Format(PyExc_ValueError, "acc_stats: pre_offsets has %zd items, expected len(state_times) + 1 = %zd",
-                     items(&b[0]), P.N + 1);
+                     buffer_items(&b[0]), P.N + 1);
         goto done;
     }
-    if (items(&b[3]) != n_arcs || items(&b[4]) != n_arcs) {
+    if (buffer_items(&b[3]) != n_arcs || buffer_items(&b[4]) != n_arcs) {
         PyErr_Format(PyExc_ValueError, "acc_stats: arc_start, arc_code and arc_loglike must have the same length "
-                     "(%zd, %zd, %zd)", n_arcs, items(&b[3]), items(&b[4]));
+                     "(%zd, %zd, %zd)", n_arcs, buffer_items(&b[3]), buffer_items(&b[4]));
         goto done;
     }
     const Py_ssize_t W = P.Q + 1;
@@ -406,20 +360,20 @@ static PyObject *acc_stats(PyObject *self, PyObject *args)
                      n_codes);
         goto done;
     }
-    if (product(W, n_codes, 3) != items(&b[7])) {
+    if (product(W, n_codes, 3) != buffer_items(&b[7])) {
         PyErr_Format(PyExc_ValueError, "acc_stats: stats has %zd items, expected (len(R) + 1) x n_codes x 3 = "
-                     "%zd x %zd x 3", items(&b[7]), W, n_codes);
+                     "%zd x %zd x 3", buffer_items(&b[7]), W, n_codes);
         goto done;
     }
     P.n_codes = n_codes;
-    P.pre_offsets = b[0].view.buf;
-    P.pre_arcs = b[1].view.buf;
-    P.arc_start = b[2].view.buf;
-    P.arc_code = b[3].view.buf;
-    P.arc_loglike = b[4].view.buf;
-    P.state_times = b[5].view.buf;
-    P.R = b[6].view.buf;
-    P.stats = b[7].view.buf;
+    P.pre_offsets = b[0].buf;
+    P.pre_arcs = b[1].buf;
+    P.arc_start = b[2].buf;
+    P.arc_code = b[3].buf;
+    P.arc_loglike = b[4].buf;
+    P.state_times = b[5].buf;
+    P.R = b[6].buf;
+    P.stats = b[7].buf;
     if (check_indices(&P, n_arcs) < 0)
         goto done;
     P.alpha = alloc(product(P.N, 1, sizeof(double)));
@@ -434,7 +388,7 @@ static PyObject *acc_stats(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    memset(P.stats, 0, (size_t)b[7].view.len);
+    memset(P.stats, 0, (size_t)b[7].len);
     P.ref_cost[0] = P.ref_word[0] = 0.0;
     if (forward(&P, &risk) < 0 || backward(&P) < 0)
         goto done;
@@ -449,7 +403,7 @@ done:
     free(P.ref_word);
     free(P.move12);
     for (int j = 0; j < 8; j++)
-        release(&b[j]);
+        buffer_release(&b[j]);
     return result;
 }
 

@@ -99,7 +99,7 @@ PyObject *py_best_paths(PyObject *self, PyObject *args)
     PyObject *o_off, *o_dlab, *o_dst, *o_bc, *o_arc, *o_xbc, *o_soff, *o_slab;
     if (!PyArg_ParseTuple(args, "OOOOOOOOn", &o_off, &o_dlab, &o_dst, &o_bc, &o_arc, &o_xbc, &o_soff, &o_slab, &m))
         return NULL;
-    Views vs = {.n = 0};
+    Views vs = {.n = 0, .fn = "best_paths"};
     PathScratch ps;
     memset(&ps, 0, sizeof(ps));
     PyObject *result = NULL;

@@ -51,7 +51,7 @@ PyObject *py_best_word_bound(PyObject *self, PyObject *args)
     PyObject *o_off, *o_dlab, *o_dst, *o_lc, *o_xlc;
     if (!PyArg_ParseTuple(args, "nOOOOOn", &m, &o_off, &o_dlab, &o_dst, &o_lc, &o_xlc, &num_labels))
         return NULL;
-    Views vs = {.n = 0};
+    Views vs = {.n = 0, .fn = "best_word_bound"};
     Rows r;
     PyObject *result = NULL;
     double *h = NULL, *acc = NULL;
@@ -296,7 +296,7 @@ PyObject *py_suffix_list_bound(PyObject *self, PyObject *args)
         return NULL;
     if (k < 0)
         return PyErr_Format(PyExc_ValueError, "nbest: k must be >= 0, not %zd", k);
-    Views vs = {.n = 0};
+    Views vs = {.n = 0, .fn = "suffix_list_bound"};
     PyObject *result = NULL;
     SuffixWork w;
     memset(&w, 0, sizeof(w));

@@ -148,7 +148,7 @@ PyObject *py_closed_rows(PyObject *self, PyObject *args)
         return NULL;
     if (m < 0)
         return PyErr_Format(PyExc_ValueError, "nbest: num_states must be >= 0, not %zd", m);
-    Views vs = {.n = 0};
+    Views vs = {.n = 0, .fn = "closed_rows"};
     PyObject *result = NULL;
     RowsWork w;
     memset(&w, 0, sizeof(w));

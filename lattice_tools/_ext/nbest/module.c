@@ -44,40 +44,11 @@ void *view(Views *vs, PyObject *obj, const char *name, int kind, Py_ssize_t len,
         return NULL;
     }
     Py_buffer *b = &vs->v[vs->n];
-    if (PyObject_GetBuffer(obj, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "nbest: argument %s must be a contiguous array, not %.100s", name,
-                     Py_TYPE(obj)->tp_name);
+    if (buffer_get(b, obj, vs->fn, name, (char)kind, 0, len) < 0)
         return NULL;
-    }
     vs->n++;
-    const char *f = b->format ? b->format : "B";
-    if (*f == '@' || *f == '=' || (PY_LITTLE_ENDIAN && *f == '<'))
-        f++;
-    int ok;
-    const char *want;
-    if (kind == K_I64) {
-        ok = b->itemsize == 8 && (f[0] == 'l' || f[0] == 'q') && !f[1];
-        want = "an int64";
-    } else if (kind == K_F64) {
-        ok = b->itemsize == 8 && f[0] == 'd' && !f[1];
-        want = "a float64";
-    } else {
-        ok = b->itemsize == 1 && f[0] == '?' && !f[1];
-        want = "a bool";
-    }
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "nbest: argument %s must be %s array (buffer format '%s', item size %zd)",
-                     name, want, b->format ? b->format : "B", b->itemsize);
-        return NULL;
-    }
-    Py_ssize_t n = b->len / b->itemsize;
-    if (len >= 0 && n != len) {
-        PyErr_Format(PyExc_ValueError, "nbest: argument %s has %zd entries, expected %zd", name, n, len);
-        return NULL;
-    }
     if (out_len)
-        *out_len = n;
+        *out_len = buffer_items(b);
     return b->buf;
 }
 

@@ -8,6 +8,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "../buffers.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,12 +25,13 @@ enum { ST_OK = 0, ST_TOO_MANY_POPS = 1, ST_TOO_MANY_STATES = 2, ST_TOO_MANY_MEMB
 /* ------------------------------------------------------------------------------------------------ */
 /* buffers in, bytearrays out (module.c)                                                             */
 /* ------------------------------------------------------------------------------------------------ */
-enum { K_I64, K_F64, K_BOOL };
+enum { K_I64 = 'q', K_F64 = 'd', K_BOOL = '?' }; /* buffers.h's item types */
 
 #define MAX_VIEWS 16
 typedef struct {
     Py_buffer v[MAX_VIEWS];
     int n;
+    const char *fn; /* the function the buffers are arguments of, for the errors */
 } Views;
 
 void views_release(Views *vs);

@@ -437,7 +437,7 @@ PyObject *py_bounded_search(PyObject *self, PyObject *args)
     if (!(resolution > 0.0) || !(margin >= 0.0))
         return PyErr_Format(PyExc_ValueError, "nbest: resolution must be > 0 and margin >= 0 (got %g, %g)", resolution,
                             margin);
-    Views vs = {.n = 0};
+    Views vs = {.n = 0, .fn = "bounded_search"};
     Arcs rows;
     Search s;
     memset(&s, 0, sizeof(s));

@@ -1,28 +1,7 @@
-/* Buffers, checks and sorting shared by the search module's files. */
+/* Checks, scratch areas and sorting shared by the search module's files. */
 #include "search.h"
 
 PyObject *array_type, *code_d, *code_q;
-
-/* A read-only (or writable) C-contiguous 1-d buffer of int64 (kind 'i') or float64 (kind 'd'). */
-int get_array(PyObject *obj, Py_buffer *view, char kind, const char *name) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a contiguous array (buffer), got %.100s", name,
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    const char *f = view->format ? view->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    int ok = view->itemsize == 8 && f[1] == '\0' &&
-             (kind == 'd' ? f[0] == 'd' : (f[0] == 'q' || f[0] == 'l'));
-    if (!ok || view->ndim > 1) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a 1-d %s array, got format '%s' itemsize %zd", name,
-                     kind == 'd' ? "float64" : "int64", view->format ? view->format : "B", view->itemsize);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
 
 int check_offsets(const Py_buffer *off, Py_ssize_t rows, Py_ssize_t total, const char *name) {
     const i64 *o = I(off);
@@ -47,14 +26,6 @@ int check_range(const Py_buffer *a, i64 lo, i64 hi, const char *name) {
                          (long long)lo, (long long)hi);
             return -1;
         }
-    return 0;
-}
-
-int check_len(const Py_buffer *a, Py_ssize_t n, const char *name) {
-    if (len8(a) != n) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd values, got %zd", name, n, len8(a));
-        return -1;
-    }
     return 0;
 }
 

@@ -5,7 +5,7 @@
 static const char *table_names[N_TABLES] = {
     "t_off", "t_group", "group_label", "t_cost", "cost_min", "cost_scaled", "t_compl", "compl_min",
     "compl_scaled", "c_off", "c_base", "c_entry", "arc_off", "e_cost", "arc_dst", "arc_cost", "arc_scaled"};
-static const char table_kinds[N_TABLES + 1] = "iiiddddddidiididd";
+static const char table_kinds[N_TABLES + 1] = "qqqddddddqdqqdqdd";
 
 /* numpy's order for float64 sorting: NaN after everything */
 static inline int less_d(double a, double b) { return a < b || (b != b && a == a); }
@@ -42,14 +42,15 @@ static int Expander_validate(Expander *s) {
         return -1;
     }
     s->M = M; s->K = K; s->E = E; s->G = len8(&t[GROUP_LABEL]);
+    const char *fn = "Expander";
     if (check_offsets(&t[T_OFF], M, K, "t_off") || check_range(&t[T_GROUP], 0, s->G, "t_group") ||
-        check_len(&t[T_COST], K, "t_cost") || check_len(&t[COST_SCALED], K, "cost_scaled") ||
-        check_len(&t[T_COMPL], K, "t_compl") || check_len(&t[COMPL_SCALED], K, "compl_scaled") ||
-        check_len(&t[COST_MIN], M, "cost_min") || check_len(&t[COMPL_MIN], M, "compl_min") ||
-        check_offsets(&t[C_OFF], K, P, "c_off") || check_len(&t[C_BASE], P, "c_base") ||
+        buffer_check_items(&t[T_COST], fn, "t_cost", K) || buffer_check_items(&t[COST_SCALED], fn, "cost_scaled", K) ||
+        buffer_check_items(&t[T_COMPL], fn, "t_compl", K) || buffer_check_items(&t[COMPL_SCALED], fn, "compl_scaled", K) ||
+        buffer_check_items(&t[COST_MIN], fn, "cost_min", M) || buffer_check_items(&t[COMPL_MIN], fn, "compl_min", M) ||
+        check_offsets(&t[C_OFF], K, P, "c_off") || buffer_check_items(&t[C_BASE], fn, "c_base", P) ||
         check_range(&t[C_ENTRY], 0, E, "c_entry") || check_offsets(&t[ARC_OFF], E, A, "arc_off") ||
-        check_len(&t[E_COST], E, "e_cost") || check_range(&t[ARC_DST], 0, M, "arc_dst") ||
-        check_len(&t[ARC_COST], A, "arc_cost") || check_len(&t[ARC_SCALED], A, "arc_scaled"))
+        buffer_check_items(&t[E_COST], fn, "e_cost", E) || check_range(&t[ARC_DST], 0, M, "arc_dst") ||
+        buffer_check_items(&t[ARC_COST], fn, "arc_cost", A) || buffer_check_items(&t[ARC_SCALED], fn, "arc_scaled", A))
         return -1;
     return 0;
 }
@@ -70,7 +71,8 @@ static int Expander_init(Expander *self, PyObject *args, PyObject *kwds) {
                           &obj[14], &obj[15], &obj[16], &resolution))
         return -1;
     for (int k = 0; k < N_TABLES; k++) {
-        if (get_array(obj[k], &self->t[k], table_kinds[k], table_names[k]) < 0) return -1;
+        if (buffer_get(&self->t[k], obj[k], "Expander", table_names[k], table_kinds[k], BUF_FLAT, -1) < 0)
+            return -1;
         self->held = k + 1;
     }
     if (!(resolution > 0)) {

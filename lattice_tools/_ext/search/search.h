@@ -4,6 +4,9 @@
 #define LATTICE_TOOLS_SEARCH_H
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "../buffers.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,10 +32,8 @@ static inline i64 rint_i64(double x) {
 
 /* buffers.c */
 extern PyObject *array_type, *code_d, *code_q; /* array.array, "d", "q" */
-int get_array(PyObject *obj, Py_buffer *view, char kind, const char *name);
 int check_offsets(const Py_buffer *off, Py_ssize_t rows, Py_ssize_t total, const char *name);
 int check_range(const Py_buffer *a, i64 lo, i64 hi, const char *name);
-int check_len(const Py_buffer *a, Py_ssize_t n, const char *name);
 int reserve(void **p, Py_ssize_t *cap, Py_ssize_t n, size_t sz);
 void sort_i64(i64 *a, Py_ssize_t n);
 PyObject *typed(PyObject *code, PyObject *bytes);

@@ -5,7 +5,7 @@ enum { W_T_OFF, W_T_LABEL, W_T_COST, W_T_ENTRY, W_ARC_OFF, W_ARC_DST, W_ARC_COST
        N_WTABLES };
 static const char *wtable_names[N_WTABLES] = {"t_off", "t_label", "t_cost", "t_entry", "arc_off", "arc_dst",
                                               "arc_cost", "arc_order", "arc_id", "exit_cost"};
-static const char wtable_kinds[N_WTABLES + 1] = "iidiiidiid";
+static const char wtable_kinds[N_WTABLES + 1] = "qqdqqqdqqd";
 
 typedef struct {
     PyObject_HEAD
@@ -34,7 +34,8 @@ static int WordTimes_init(WordTimes *self, PyObject *args, PyObject *kwds) {
                           &obj[6], &obj[7], &obj[8], &obj[9]))
         return -1;
     for (int k = 0; k < N_WTABLES; k++) {
-        if (get_array(obj[k], &self->t[k], wtable_kinds[k], wtable_names[k]) < 0) return -1;
+        if (buffer_get(&self->t[k], obj[k], "WordTimes", wtable_names[k], wtable_kinds[k], BUF_FLAT, -1) < 0)
+            return -1;
         self->held = k + 1;
     }
     Py_buffer *t = self->t;
@@ -43,11 +44,12 @@ static int WordTimes_init(WordTimes *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "arc_off: need at least one offset");
         return -1;
     }
-    if (check_offsets(&t[W_T_OFF], M, T, "t_off") || check_len(&t[W_T_COST], T, "t_cost") ||
-        check_len(&t[W_T_ENTRY], T, "t_entry") || check_range(&t[W_T_ENTRY], 0, E, "t_entry") ||
+    const char *fn = "WordTimes";
+    if (check_offsets(&t[W_T_OFF], M, T, "t_off") || buffer_check_items(&t[W_T_COST], fn, "t_cost", T) ||
+        buffer_check_items(&t[W_T_ENTRY], fn, "t_entry", T) || check_range(&t[W_T_ENTRY], 0, E, "t_entry") ||
         check_offsets(&t[W_ARC_OFF], E, A, "arc_off") || check_range(&t[W_ARC_DST], 0, M, "arc_dst") ||
-        check_len(&t[W_ARC_COST], A, "arc_cost") || check_len(&t[W_ARC_ORDER], A, "arc_order") ||
-        check_len(&t[W_ARC_ID], A, "arc_id"))
+        buffer_check_items(&t[W_ARC_COST], fn, "arc_cost", A) || buffer_check_items(&t[W_ARC_ORDER], fn, "arc_order", A) ||
+        buffer_check_items(&t[W_ARC_ID], fn, "arc_id", A))
         return -1;
     self->M = M;
     self->E = E;
@@ -171,14 +173,17 @@ static int columns_reserve(Columns *c, Py_ssize_t f_need, Py_ssize_t link_need) 
 enum { R_STATES, R_COSTS, N_LABEL, N_PARENT, N_CH_OFF, N_CHILDREN, N_END, N_TRIE };
 static const char *trie_names[N_TRIE] = {"root_states", "root_costs", "label", "parent", "ch_off", "children",
                                          "end_of_node"};
-static const char trie_kinds[N_TRIE + 1] = "idiiiii";
+static const char trie_kinds[N_TRIE + 1] = "qdqqqqq";
 
 static int check_trie(WordTimes *self, Py_buffer *a, Py_ssize_t num_seqs) {
     Py_ssize_t n_nodes = len8(&a[N_LABEL]);
     const i64 *parent = I(&a[N_PARENT]);
-    if (check_range(&a[R_STATES], 0, self->M, "root_states") || check_len(&a[R_COSTS], len8(&a[R_STATES]), "root_costs") ||
-        check_len(&a[N_PARENT], n_nodes, "parent") || check_offsets(&a[N_CH_OFF], n_nodes, len8(&a[N_CHILDREN]), "ch_off") ||
-        check_range(&a[N_CHILDREN], 0, n_nodes, "children") || check_len(&a[N_END], n_nodes, "end_of_node") ||
+    const char *fn = "WordTimes.best_paths";
+    if (check_range(&a[R_STATES], 0, self->M, "root_states") ||
+        buffer_check_items(&a[R_COSTS], fn, "root_costs", len8(&a[R_STATES])) ||
+        buffer_check_items(&a[N_PARENT], fn, "parent", n_nodes) ||
+        check_offsets(&a[N_CH_OFF], n_nodes, len8(&a[N_CHILDREN]), "ch_off") ||
+        check_range(&a[N_CHILDREN], 0, n_nodes, "children") || buffer_check_items(&a[N_END], fn, "end_of_node", n_nodes) ||
         check_range(&a[N_END], -1, num_seqs, "end_of_node"))
         return -1;
     for (Py_ssize_t v = 1; v < n_nodes; v++)
@@ -298,7 +303,8 @@ static PyObject *WordTimes_best_paths(WordTimes *self, PyObject *args) {
     Columns col = {0};
     col.max_bytes = max_bytes;
     for (; held < N_TRIE; held++)
-        if (get_array(obj[held], &a[held], trie_kinds[held], trie_names[held]) < 0) goto done;
+        if (buffer_get(&a[held], obj[held], "WordTimes.best_paths", trie_names[held], trie_kinds[held], BUF_FLAT, -1) < 0)
+            goto done;
     if (num_seqs < 0) {
         PyErr_SetString(PyExc_ValueError, "num_seqs must be >= 0");
         goto done;
@@ -365,13 +371,15 @@ PyObject *closed_exits(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOO:closed_exits", &obj[0], &obj[1], &obj[2], &obj[3])) return NULL;
     Py_buffer a[4];
     static const char *names[4] = {"exit_cost", "eps_off", "eps_dst", "eps_cost"};
-    static const char kinds[5] = "diid";
+    static const char kinds[5] = "dqqd";
     int held = 0;
     PyObject *out = NULL;
     for (; held < 4; held++)
-        if (get_array(obj[held], &a[held], kinds[held], names[held]) < 0) goto done;
+        if (buffer_get(&a[held], obj[held], "closed_exits", names[held], kinds[held], BUF_FLAT, -1) < 0) goto done;
     Py_ssize_t m = len8(&a[0]);
-    if (check_offsets(&a[1], m, len8(&a[2]), "eps_off") || check_len(&a[3], len8(&a[2]), "eps_cost")) goto done;
+    if (check_offsets(&a[1], m, len8(&a[2]), "eps_off") ||
+        buffer_check_items(&a[3], "closed_exits", "eps_cost", len8(&a[2])))
+        goto done;
     const i64 *eps_off = I(&a[1]), *eps_dst = I(&a[2]);
     for (Py_ssize_t s = 0; s < m; s++)
         for (i64 k = eps_off[s]; k < eps_off[s + 1]; k++)
