@@ -10,9 +10,11 @@
  *     ... b.buf, buffer_items(&b) ...
  *     buffer_release(&b);   (also safe on a zeroed buffer, one buffer_get refused, or one released already)
  *
- * Item types: 'q' int64 (numpy's 'l' or 'q'), 'd' float64, 'f' float32, '?' bool.  Errors:
+ * Item types: 'q' int64 (numpy's 'l' or 'q'), 'd' float64, 'f' float32, '?' bool, 'B' bool or uint8 (a byte
+ * written, not read as C's bool).  Errors:
  *     TypeError  "FN: argument NAME must be a C-contiguous[ writable] array of TYPE (TYPENAME is not one)"
- *     TypeError  "FN: argument NAME must be a C-contiguous[ writable] array of TYPE (got format 'F', itemsize N, ndim D)"
+ *     TypeError  "FN: argument NAME must be a C-contiguous[ writable] array of TYPE
+ *                 (got format 'F', itemsize N, ndim D)"
  *     ValueError "FN: argument NAME must have N items (got M)"
  */
 #ifndef LATTICE_TOOLS_EXT_BUFFERS_H
@@ -33,6 +35,7 @@ static inline const char *buffer_type_name(char type)
     case 'd': return "float64";
     case 'f': return "float32";
     case '?': return "bool";
+    case 'B': return "bool or uint8";
     default: return "(unknown item type)";
     }
 }
@@ -50,6 +53,7 @@ static inline int buffer_type_matches(const Py_buffer *view, char type)
     case 'd': return view->itemsize == 8 && f[0] == 'd';
     case 'f': return view->itemsize == 4 && f[0] == 'f';
     case '?': return view->itemsize == 1 && f[0] == '?';
+    case 'B': return view->itemsize == 1 && (f[0] == '?' || f[0] == 'B');
     default: return 0;
     }
 }

@@ -10,66 +10,20 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "buffers.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-static void release(Buf *b)
-{
-    if (b->held) {
-        PyBuffer_Release(&b->view);
-        b->held = 0;
-    }
-}
-
-/* A C-contiguous buffer of items of type `kind` ('q': int64, 'f': float32, 'd': float64), writable if asked;
- * TypeError naming `fn` and `name` otherwise. */
-static int get_buffer(PyObject *obj, Buf *b, const char *fn, const char *name, char kind, int writable)
-{
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &b->view, flags) < 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: %s must be a C-contiguous%s array", fn, name, writable ? " writable" : "");
-        return -1;
-    }
-    b->held = 1;
-    const char *f = b->view.format ? b->view.format : "B";
-    if (*f == '@' || *f == '=' || *f == '<')
-        f++;
-    int ok = kind == 'f'   ? strcmp(f, "f") == 0 && b->view.itemsize == 4
-             : kind == 'd' ? strcmp(f, "d") == 0 && b->view.itemsize == 8
-                           : (strcmp(f, "q") == 0 || strcmp(f, "l") == 0) && b->view.itemsize == 8;
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must hold %s, got format '%s' (itemsize %zd)", fn, name,
-                     kind == 'f' ? "float32" : kind == 'd' ? "float64" : "int64",
-                     b->view.format ? b->view.format : "B", b->view.itemsize);
-        release(b);
-        return -1;
-    }
-    return 0;
-}
-
-static Py_ssize_t items(const Buf *b)
-{
-    return b->view.len / b->view.itemsize;
-}
-
 /* arc_offsets (num_states + 1 items) runs from 0 to num_arcs without decreasing; arc_dst are states. */
-static int check_graph(const char *fn, const Buf *offsets, const Buf *dst, Py_ssize_t num_states)
+static int check_graph(const char *fn, const Py_buffer *offsets, const Py_buffer *dst, Py_ssize_t num_states)
 {
-    const int64_t *off = offsets->view.buf, *d = dst->view.buf;
-    const Py_ssize_t m = items(dst);
-    if (items(offsets) != num_states + 1) {
-        PyErr_Format(PyExc_ValueError, "%s: arc_offsets has %zd items, expected num_states + 1 = %zd", fn,
-                     items(offsets), num_states + 1);
+    const int64_t *off = offsets->buf, *d = dst->buf;
+    const Py_ssize_t m = buffer_items(dst);
+    if (buffer_check_items(offsets, fn, "arc_offsets", num_states + 1) < 0)
         return -1;
-    }
     if (off[0] != 0 || off[num_states] != m) {
         PyErr_Format(PyExc_ValueError, "%s: arc_offsets must run from 0 to len(arc_dst) = %zd", fn, m);
         return -1;
@@ -100,25 +54,25 @@ static PyObject *top_sort(PyObject *self, PyObject *args)
     (void)self;
     Py_ssize_t start;
     PyObject *o_off, *o_dst, *o_new;
-    Buf off = {0}, dst = {0}, out = {0};
+    Py_buffer off = {0}, dst = {0}, out = {0};
     PyObject *result = NULL;
     unsigned char *color = NULL;
     int64_t *stack_state = NULL, *stack_arc = NULL, *finish = NULL;
     if (!PyArg_ParseTuple(args, "nOOO:top_sort", &start, &o_off, &o_dst, &o_new))
         return NULL;
-    if (get_buffer(o_off, &off, "top_sort", "arc_offsets", 'q', 0) < 0 ||
-        get_buffer(o_dst, &dst, "top_sort", "arc_dst", 'q', 0) < 0 ||
-        get_buffer(o_new, &out, "top_sort", "new_id", 'q', 1) < 0)
+    if (buffer_get(&off, o_off, "top_sort", "arc_offsets", 'q', 0, -1) < 0 ||
+        buffer_get(&dst, o_dst, "top_sort", "arc_dst", 'q', 0, -1) < 0 ||
+        buffer_get(&out, o_new, "top_sort", "new_id", 'q', BUF_WRITABLE, -1) < 0)
         goto done;
-    const Py_ssize_t n = items(&out);
+    const Py_ssize_t n = buffer_items(&out);
     if (check_graph("top_sort", &off, &dst, n) < 0)
         goto done;
     if (n == 0 || start < 0 || start >= n) {
         PyErr_Format(PyExc_ValueError, "top_sort: start %zd is not a state (0 .. %zd)", start, n - 1);
         goto done;
     }
-    const int64_t *o = off.view.buf, *d = dst.view.buf;
-    int64_t *new_id = out.view.buf;
+    const int64_t *o = off.buf, *d = dst.buf;
+    int64_t *new_id = out.buf;
     color = calloc((size_t)n, 1);  /* 0 white, 1 grey, 2 black */
     stack_state = malloc(sizeof(int64_t) * (size_t)n);
     stack_arc = malloc(sizeof(int64_t) * (size_t)n);
@@ -183,9 +137,9 @@ done:
     free(stack_state);
     free(stack_arc);
     free(finish);
-    release(&off);
-    release(&dst);
-    release(&out);
+    buffer_release(&off);
+    buffer_release(&dst);
+    buffer_release(&out);
     return result;
 }
 
@@ -201,23 +155,23 @@ static PyObject *state_times(PyObject *self, PyObject *args)
     (void)self;
     PyObject *o_src, *o_dst, *o_dur, *o_times;
     int strict;
-    Buf src = {0}, dst = {0}, dur = {0}, out = {0};
+    Py_buffer src = {0}, dst = {0}, dur = {0}, out = {0};
     PyObject *result = NULL;
     if (!PyArg_ParseTuple(args, "OOOOp:state_times", &o_src, &o_dst, &o_dur, &o_times, &strict))
         return NULL;
-    if (get_buffer(o_src, &src, "state_times", "src", 'q', 0) < 0 ||
-        get_buffer(o_dst, &dst, "state_times", "dst", 'q', 0) < 0 ||
-        get_buffer(o_dur, &dur, "state_times", "dur", 'q', 0) < 0 ||
-        get_buffer(o_times, &out, "state_times", "times", 'q', 1) < 0)
+    if (buffer_get(&src, o_src, "state_times", "src", 'q', 0, -1) < 0 ||
+        buffer_get(&dst, o_dst, "state_times", "dst", 'q', 0, -1) < 0 ||
+        buffer_get(&dur, o_dur, "state_times", "dur", 'q', 0, -1) < 0 ||
+        buffer_get(&out, o_times, "state_times", "times", 'q', BUF_WRITABLE, -1) < 0)
         goto done;
-    const Py_ssize_t n = items(&out), m = items(&src);
-    if (items(&dst) != m || items(&dur) != m) {
+    const Py_ssize_t n = buffer_items(&out), m = buffer_items(&src);
+    if (buffer_items(&dst) != m || buffer_items(&dur) != m) {
         PyErr_Format(PyExc_ValueError, "state_times: src, dst and dur must have the same length (%zd, %zd, %zd)",
-                     m, items(&dst), items(&dur));
+                     m, buffer_items(&dst), buffer_items(&dur));
         goto done;
     }
-    const int64_t *s = src.view.buf, *d = dst.view.buf, *du = dur.view.buf;
-    int64_t *t = out.view.buf;
+    const int64_t *s = src.buf, *d = dst.buf, *du = dur.buf;
+    int64_t *t = out.buf;
     if (n == 0) {
         PyErr_SetString(PyExc_ValueError, "state_times: times is empty (a lattice has at least one state)");
         goto done;
@@ -246,10 +200,10 @@ static PyObject *state_times(PyObject *self, PyObject *args)
             t[i] = 0;
     result = PyLong_FromLong(-1);
 done:
-    release(&src);
-    release(&dst);
-    release(&dur);
-    release(&out);
+    buffer_release(&src);
+    buffer_release(&dst);
+    buffer_release(&dur);
+    buffer_release(&out);
     return result;
 }
 
@@ -278,31 +232,31 @@ static PyObject *tropical_best_path(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *o_off, *o_dst, *o_cost, *o_fin;
-    Buf off = {0}, dst = {0}, cost = {0}, fin = {0};
+    Py_buffer off = {0}, dst = {0}, cost = {0}, fin = {0};
     PyObject *result = NULL;
     float *dist = NULL;
     int64_t *parent = NULL;
     if (!PyArg_ParseTuple(args, "OOOO:tropical_best_path", &o_off, &o_dst, &o_cost, &o_fin))
         return NULL;
-    if (get_buffer(o_off, &off, "tropical_best_path", "arc_offsets", 'q', 0) < 0 ||
-        get_buffer(o_dst, &dst, "tropical_best_path", "arc_dst", 'q', 0) < 0 ||
-        get_buffer(o_cost, &cost, "tropical_best_path", "arc_cost", 'f', 0) < 0 ||
-        get_buffer(o_fin, &fin, "tropical_best_path", "final_cost", 'f', 0) < 0)
+    if (buffer_get(&off, o_off, "tropical_best_path", "arc_offsets", 'q', 0, -1) < 0 ||
+        buffer_get(&dst, o_dst, "tropical_best_path", "arc_dst", 'q', 0, -1) < 0 ||
+        buffer_get(&cost, o_cost, "tropical_best_path", "arc_cost", 'f', 0, -1) < 0 ||
+        buffer_get(&fin, o_fin, "tropical_best_path", "final_cost", 'f', 0, -1) < 0)
         goto done;
-    const Py_ssize_t n = items(&fin);
+    const Py_ssize_t n = buffer_items(&fin);
     if (check_graph("tropical_best_path", &off, &dst, n) < 0)
         goto done;
-    if (items(&cost) != items(&dst)) {
-        PyErr_Format(PyExc_ValueError, "tropical_best_path: arc_cost has %zd items, arc_dst %zd", items(&cost),
-                     items(&dst));
+    if (buffer_items(&cost) != buffer_items(&dst)) {
+        PyErr_Format(PyExc_ValueError, "tropical_best_path: arc_cost has %zd items, arc_dst %zd", buffer_items(&cost),
+                     buffer_items(&dst));
         goto done;
     }
     if (n == 0) {
         result = PyList_New(0);
         goto done;
     }
-    const int64_t *o = off.view.buf, *d = dst.view.buf;
-    const float *c = cost.view.buf, *f = fin.view.buf;
+    const int64_t *o = off.buf, *d = dst.buf;
+    const float *c = cost.buf, *f = fin.buf;
     dist = malloc(sizeof(float) * (size_t)n);
     parent = malloc(sizeof(int64_t) * (size_t)n);
     if (!dist || !parent) {
@@ -359,10 +313,10 @@ static PyObject *tropical_best_path(PyObject *self, PyObject *args)
 done:
     free(dist);
     free(parent);
-    release(&off);
-    release(&dst);
-    release(&cost);
-    release(&fin);
+    buffer_release(&off);
+    buffer_release(&dst);
+    buffer_release(&cost);
+    buffer_release(&fin);
     return result;
 }
 
@@ -378,31 +332,31 @@ static PyObject *compact_shortest_path(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *o_off, *o_dst, *o_cost, *o_fin;
-    Buf off = {0}, dst = {0}, cost = {0}, fin = {0};
+    Py_buffer off = {0}, dst = {0}, cost = {0}, fin = {0};
     PyObject *result = NULL, *path = NULL;
     double *best = NULL;
     int64_t *pred = NULL;
     if (!PyArg_ParseTuple(args, "OOOO:compact_shortest_path", &o_off, &o_dst, &o_cost, &o_fin))
         return NULL;
-    if (get_buffer(o_off, &off, "compact_shortest_path", "arc_offsets", 'q', 0) < 0 ||
-        get_buffer(o_dst, &dst, "compact_shortest_path", "arc_dst", 'q', 0) < 0 ||
-        get_buffer(o_cost, &cost, "compact_shortest_path", "arc_cost", 'd', 0) < 0 ||
-        get_buffer(o_fin, &fin, "compact_shortest_path", "final_cost", 'd', 0) < 0)
+    if (buffer_get(&off, o_off, "compact_shortest_path", "arc_offsets", 'q', 0, -1) < 0 ||
+        buffer_get(&dst, o_dst, "compact_shortest_path", "arc_dst", 'q', 0, -1) < 0 ||
+        buffer_get(&cost, o_cost, "compact_shortest_path", "arc_cost", 'd', 0, -1) < 0 ||
+        buffer_get(&fin, o_fin, "compact_shortest_path", "final_cost", 'd', 0, -1) < 0)
         goto done;
-    const Py_ssize_t n = items(&fin);
+    const Py_ssize_t n = buffer_items(&fin);
     if (check_graph("compact_shortest_path", &off, &dst, n) < 0)
         goto done;
-    if (items(&cost) != items(&dst)) {
-        PyErr_Format(PyExc_ValueError, "compact_shortest_path: arc_cost has %zd items, arc_dst %zd", items(&cost),
-                     items(&dst));
+    if (buffer_items(&cost) != buffer_items(&dst)) {
+        PyErr_Format(PyExc_ValueError, "compact_shortest_path: arc_cost has %zd items, arc_dst %zd",
+                     buffer_items(&cost), buffer_items(&dst));
         goto done;
     }
     if (n == 0) {
         result = Py_BuildValue("([]i)", -1);
         goto done;
     }
-    const int64_t *o = off.view.buf, *d = dst.view.buf;
-    const double *c = cost.view.buf, *f = fin.view.buf;
+    const int64_t *o = off.buf, *d = dst.buf;
+    const double *c = cost.buf, *f = fin.buf;
     best = malloc(sizeof(double) * (size_t)n);
     pred = malloc(sizeof(int64_t) * (size_t)n);
     if (!best || !pred) {
@@ -464,10 +418,10 @@ done:
     Py_XDECREF(path);
     free(best);
     free(pred);
-    release(&off);
-    release(&dst);
-    release(&cost);
-    release(&fin);
+    buffer_release(&off);
+    buffer_release(&dst);
+    buffer_release(&cost);
+    buffer_release(&fin);
     return result;
 }
 

@@ -10,6 +10,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "buffers.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,62 +19,20 @@
 /* Loops over arcs call PyErr_CheckSignals every this many iterations (Ctrl-C on huge inputs). */
 #define SIGNAL_EVERY 131072
 
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-static void release(Buf *b)
-{
-    if (b->held) {
-        PyBuffer_Release(&b->view);
-        b->held = 0;
-    }
-}
-
-/* A C-contiguous buffer of items of type `kind` ('q': int64, '?': bool / uint8), writable if asked;
- * TypeError naming `fn` and `name` otherwise. */
-static int get_buffer(PyObject *obj, Buf *b, const char *fn, const char *name, char kind, int writable)
-{
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &b->view, flags) < 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: %s must be a C-contiguous%s array", fn, name, writable ? " writable" : "");
-        return -1;
-    }
-    b->held = 1;
-    const char *f = b->view.format ? b->view.format : "B";
-    if (*f == '@' || *f == '=' || *f == '<')
-        f++;
-    int ok = kind == '?' ? (strcmp(f, "?") == 0 || strcmp(f, "B") == 0) && b->view.itemsize == 1
-                         : (strcmp(f, "q") == 0 || strcmp(f, "l") == 0) && b->view.itemsize == 8;
-    if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s: %s must hold %s, got format '%s' (itemsize %zd)", fn, name,
-                     kind == '?' ? "bool" : "int64", b->view.format ? b->view.format : "B", b->view.itemsize);
-        release(b);
-        return -1;
-    }
-    return 0;
-}
-
-static Py_ssize_t items(const Buf *b)
-{
-    return b->view.len / b->view.itemsize;
-}
-
 /* src and dst have the same length and hold states 0 .. num_states - 1; start is a state. */
-static int check_arcs(const char *fn, const Buf *src, const Buf *dst, Py_ssize_t num_states, Py_ssize_t start)
+static int check_arcs(const char *fn, const Py_buffer *src, const Py_buffer *dst, Py_ssize_t num_states,
+                      Py_ssize_t start)
 {
-    const Py_ssize_t m = items(src);
-    if (items(dst) != m) {
-        PyErr_Format(PyExc_ValueError, "%s: src has %zd items, dst %zd", fn, m, items(dst));
+    const Py_ssize_t m = buffer_items(src);
+    if (buffer_items(dst) != m) {
+        PyErr_Format(PyExc_ValueError, "%s: src has %zd items, dst %zd", fn, m, buffer_items(dst));
         return -1;
     }
     if (start < 0 || start >= num_states) {
         PyErr_Format(PyExc_ValueError, "%s: start %zd is not a state (0 .. %zd)", fn, start, num_states - 1);
         return -1;
     }
-    const int64_t *s = src->view.buf, *d = dst->view.buf;
+    const int64_t *s = src->buf, *d = dst->buf;
     for (Py_ssize_t a = 0; a < m; a++)
         if (s[a] < 0 || s[a] >= num_states || d[a] < 0 || d[a] >= num_states) {
             PyErr_Format(PyExc_ValueError, "%s: arc %zd (%lld -> %lld) has a state outside 0 .. %zd", fn, a,
@@ -144,26 +104,26 @@ static PyObject *reachable(PyObject *self, PyObject *args)
     (void)self;
     Py_ssize_t start;
     PyObject *o_src, *o_dst, *o_mask;
-    Buf src = {0}, dst = {0}, mask = {0};
+    Py_buffer src = {0}, dst = {0}, mask = {0};
     PyObject *result = NULL;
     int64_t *offsets = NULL, *succ = NULL, *stack = NULL;
     if (!PyArg_ParseTuple(args, "nOOO:reachable", &start, &o_src, &o_dst, &o_mask))
         return NULL;
-    if (get_buffer(o_src, &src, "reachable", "src", 'q', 0) < 0 ||
-        get_buffer(o_dst, &dst, "reachable", "dst", 'q', 0) < 0 ||
-        get_buffer(o_mask, &mask, "reachable", "mask", '?', 1) < 0)
+    if (buffer_get(&src, o_src, "reachable", "src", 'q', 0, -1) < 0 ||
+        buffer_get(&dst, o_dst, "reachable", "dst", 'q', 0, -1) < 0 ||
+        buffer_get(&mask, o_mask, "reachable", "mask", 'B', BUF_WRITABLE, -1) < 0)
         goto done;
-    const Py_ssize_t n = items(&mask), m = items(&src);
+    const Py_ssize_t n = buffer_items(&mask), m = buffer_items(&src);
     if (check_arcs("reachable", &src, &dst, n, start) < 0)
         goto done;
-    if (successor_lists(src.view.buf, dst.view.buf, m, n, &offsets, &succ) < 0)
+    if (successor_lists(src.buf, dst.buf, m, n, &offsets, &succ) < 0)
         goto done;
     stack = malloc(sizeof(int64_t) * (size_t)n);
     if (!stack) {
         PyErr_NoMemory();
         goto done;
     }
-    unsigned char *reach = mask.view.buf;
+    unsigned char *reach = mask.buf;
     memset(reach, 0, (size_t)n);
     const Py_ssize_t count = mark_reachable(start, offsets, succ, reach, stack);
     if (count >= 0)
@@ -172,9 +132,9 @@ done:
     free(offsets);
     free(succ);
     free(stack);
-    release(&src);
-    release(&dst);
-    release(&mask);
+    buffer_release(&src);
+    buffer_release(&dst);
+    buffer_release(&mask);
     return result;
 }
 
@@ -248,31 +208,31 @@ static PyObject *topological_order(PyObject *self, PyObject *args)
     (void)self;
     Py_ssize_t start;
     PyObject *o_src, *o_dst, *o_order;
-    Buf src = {0}, dst = {0}, order = {0};
+    Py_buffer src = {0}, dst = {0}, order = {0};
     PyObject *result = NULL;
     int64_t *offsets = NULL, *succ = NULL;
     if (!PyArg_ParseTuple(args, "nOOO:topological_order", &start, &o_src, &o_dst, &o_order))
         return NULL;
-    if (get_buffer(o_src, &src, "topological_order", "src", 'q', 0) < 0 ||
-        get_buffer(o_dst, &dst, "topological_order", "dst", 'q', 0) < 0 ||
-        get_buffer(o_order, &order, "topological_order", "order", 'q', 1) < 0)
+    if (buffer_get(&src, o_src, "topological_order", "src", 'q', 0, -1) < 0 ||
+        buffer_get(&dst, o_dst, "topological_order", "dst", 'q', 0, -1) < 0 ||
+        buffer_get(&order, o_order, "topological_order", "order", 'q', BUF_WRITABLE, -1) < 0)
         goto done;
-    const Py_ssize_t n = items(&order), m = items(&src);
+    const Py_ssize_t n = buffer_items(&order), m = buffer_items(&src);
     if (check_arcs("topological_order", &src, &dst, n, start) < 0)
         goto done;
-    if (successor_lists(src.view.buf, dst.view.buf, m, n, &offsets, &succ) < 0)
+    if (successor_lists(src.buf, dst.buf, m, n, &offsets, &succ) < 0)
         goto done;
     int status = 0;
     Py_ssize_t value = 0;
-    if (kahn(start, n, src.view.buf, dst.view.buf, m, offsets, succ, order.view.buf, &status, &value) < 0)
+    if (kahn(start, n, src.buf, dst.buf, m, offsets, succ, order.buf, &status, &value) < 0)
         goto done;
     result = Py_BuildValue("(in)", status, value);
 done:
     free(offsets);
     free(succ);
-    release(&src);
-    release(&dst);
-    release(&order);
+    buffer_release(&src);
+    buffer_release(&dst);
+    buffer_release(&order);
     return result;
 }
 
@@ -285,10 +245,10 @@ PyDoc_STRVAR(arc_order_doc,
 
 /* Whether two buffers share memory (the outputs of arc_order are read back as sort keys while it writes
  * them: an output laid over another argument could send a key out of range). */
-static int overlap(const Buf *a, const Buf *b)
+static int overlap(const Py_buffer *a, const Py_buffer *b)
 {
-    const char *a0 = a->view.buf, *b0 = b->view.buf;
-    return a->view.len > 0 && b->view.len > 0 && a0 < b0 + b->view.len && b0 < a0 + a->view.len;
+    const char *a0 = a->buf, *b0 = b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + b->len && b0 < a0 + a->len;
 }
 
 /* A stable counting sort of the `count` arc indices in `in` by key[in[i]] (keys 0 .. n - 1) into `out`;
@@ -309,31 +269,31 @@ static PyObject *arc_order(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *o_src, *o_dst, *o_map, *o_idx, *o_nsrc, *o_ndst;
-    Buf src = {0}, dst = {0}, map = {0}, idx = {0}, nsrc = {0}, ndst = {0};
+    Py_buffer src = {0}, dst = {0}, map = {0}, idx = {0}, nsrc = {0}, ndst = {0};
     PyObject *result = NULL;
     int64_t *kept = NULL, *bucket = NULL;
     if (!PyArg_ParseTuple(args, "OOOOOO:arc_order", &o_src, &o_dst, &o_map, &o_idx, &o_nsrc, &o_ndst))
         return NULL;
-    if (get_buffer(o_src, &src, "arc_order", "src", 'q', 0) < 0 ||
-        get_buffer(o_dst, &dst, "arc_order", "dst", 'q', 0) < 0 ||
-        get_buffer(o_map, &map, "arc_order", "state_map", 'q', 0) < 0 ||
-        get_buffer(o_idx, &idx, "arc_order", "arc_idx", 'q', 1) < 0 ||
-        get_buffer(o_nsrc, &nsrc, "arc_order", "new_src", 'q', 1) < 0 ||
-        get_buffer(o_ndst, &ndst, "arc_order", "new_dst", 'q', 1) < 0)
+    if (buffer_get(&src, o_src, "arc_order", "src", 'q', 0, -1) < 0 ||
+        buffer_get(&dst, o_dst, "arc_order", "dst", 'q', 0, -1) < 0 ||
+        buffer_get(&map, o_map, "arc_order", "state_map", 'q', 0, -1) < 0 ||
+        buffer_get(&idx, o_idx, "arc_order", "arc_idx", 'q', BUF_WRITABLE, -1) < 0 ||
+        buffer_get(&nsrc, o_nsrc, "arc_order", "new_src", 'q', BUF_WRITABLE, -1) < 0 ||
+        buffer_get(&ndst, o_ndst, "arc_order", "new_dst", 'q', BUF_WRITABLE, -1) < 0)
         goto done;
-    const Py_ssize_t n = items(&map), m = items(&src);
+    const Py_ssize_t n = buffer_items(&map), m = buffer_items(&src);
     if (n == 0) {
         PyErr_SetString(PyExc_ValueError, "arc_order: state_map is empty (a lattice has at least one state)");
         goto done;
     }
     if (check_arcs("arc_order", &src, &dst, n, 0) < 0)
         goto done;
-    if (items(&idx) != m || items(&nsrc) != m || items(&ndst) != m) {
+    if (buffer_items(&idx) != m || buffer_items(&nsrc) != m || buffer_items(&ndst) != m) {
         PyErr_Format(PyExc_ValueError, "arc_order: arc_idx, new_src and new_dst must have %zd items (got %zd, %zd, "
-                     "%zd)", m, items(&idx), items(&nsrc), items(&ndst));
+                     "%zd)", m, buffer_items(&idx), buffer_items(&nsrc), buffer_items(&ndst));
         goto done;
     }
-    const Buf *outputs[3] = {&idx, &nsrc, &ndst}, *inputs[3] = {&src, &dst, &map};
+    const Py_buffer *outputs[3] = {&idx, &nsrc, &ndst}, *inputs[3] = {&src, &dst, &map};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
             if ((j > i && overlap(outputs[i], outputs[j])) || overlap(outputs[i], inputs[j])) {
@@ -341,14 +301,14 @@ static PyObject *arc_order(PyObject *self, PyObject *args)
                                 "with each other or with src, dst, state_map");
                 goto done;
             }
-    const int64_t *s = src.view.buf, *d = dst.view.buf, *sm = map.view.buf;
+    const int64_t *s = src.buf, *d = dst.buf, *sm = map.buf;
     for (Py_ssize_t i = 0; i < n; i++)
         if (sm[i] < -1 || sm[i] >= n) {
             PyErr_Format(PyExc_ValueError, "arc_order: state_map[%zd] = %lld is neither -1 nor a state (0 .. %zd)", i,
                          (long long)sm[i], n - 1);
             goto done;
         }
-    int64_t *out_idx = idx.view.buf, *out_src = nsrc.view.buf, *out_dst = ndst.view.buf;
+    int64_t *out_idx = idx.buf, *out_src = nsrc.buf, *out_dst = ndst.buf;
     kept = malloc(sizeof(int64_t) * (size_t)(m ? m : 1));
     bucket = malloc(sizeof(int64_t) * ((size_t)n + 1));
     if (!kept || !bucket) {
@@ -378,12 +338,12 @@ static PyObject *arc_order(PyObject *self, PyObject *args)
 done:
     free(kept);
     free(bucket);
-    release(&src);
-    release(&dst);
-    release(&map);
-    release(&idx);
-    release(&nsrc);
-    release(&ndst);
+    buffer_release(&src);
+    buffer_release(&dst);
+    buffer_release(&map);
+    buffer_release(&idx);
+    buffer_release(&nsrc);
+    buffer_release(&ndst);
     return result;
 }
 
