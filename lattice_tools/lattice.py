@@ -118,39 +118,12 @@ class Lattice:
         also returns ``(state_map, arc_map)``: new id of each input state (-1 if dropped) and
         the input index of each output arc.
         """
-        src = np.ascontiguousarray(src, dtype=np.int64)
-        dst = np.ascontiguousarray(dst, dtype=np.int64)
+        (src, dst, word, ilabel, t0, t1, graph_cost, acoustic_cost, final_graph_cost, final_acoustic_cost, attrs,
+         num_states) = _arc_arrays(src=src, dst=dst, word=word, final_graph_cost=final_graph_cost,
+                                   final_acoustic_cost=final_acoustic_cost, num_states=num_states, start=start,
+                                   ilabel=ilabel, t0=t0, t1=t1, graph_cost=graph_cost, acoustic_cost=acoustic_cost,
+                                   key=key, attrs=attrs)
         n_arcs = len(src)
-        final_graph_cost = np.asarray(final_graph_cost, dtype=np.float64)
-        if num_states is None:
-            num_states = len(final_graph_cost)
-        if len(final_graph_cost) != num_states:
-            raise LatticeError(f"final_graph_cost has {len(final_graph_cost)} entries, expected {num_states}")
-        final_acoustic_cost = (np.zeros(num_states) if final_acoustic_cost is None
-                               else np.asarray(final_acoustic_cost, dtype=np.float64))
-        final_acoustic_cost = np.where(np.isinf(final_graph_cost), INF, final_acoustic_cost)
-
-        def arr(x, default, dtype):
-            return np.full(n_arcs, default, dtype=dtype) if x is None else np.asarray(x, dtype=dtype)
-
-        word = arr(word, 0, np.int64)
-        ilabel = word.copy() if ilabel is None else np.asarray(ilabel, dtype=np.int64)
-        t0 = arr(t0, -1, np.int64)
-        t1 = arr(t1, -1, np.int64)
-        graph_cost = arr(graph_cost, 0.0, np.float64)
-        acoustic_cost = arr(acoustic_cost, 0.0, np.float64)
-        attrs = {k: np.asarray(v) for k, v in (attrs or {}).items()}
-        for name, a in [("dst", dst), ("word", word), ("ilabel", ilabel), ("t0", t0), ("t1", t1),
-                        ("graph_cost", graph_cost), ("acoustic_cost", acoustic_cost), *attrs.items()]:
-            if len(a) != n_arcs:
-                raise LatticeError(f"arc array {name!r} has {len(a)} entries, expected {n_arcs}", key=key or None)
-        if num_states == 0:
-            raise LatticeError("lattice has no states", key=key or None)
-        if n_arcs and (src.min() < 0 or dst.min() < 0 or src.max() >= num_states or dst.max() >= num_states):
-            raise LatticeError(f"arc state id outside 0..{num_states - 1}", key=key or None)
-        if not 0 <= start < num_states:
-            raise LatticeError(f"start state {start} outside 0..{num_states - 1}", key=key or None)
-
         order = topological_order(num_states, src, dst, start, key=key)
         state_map = np.full(num_states, -1, dtype=np.int64)
         state_map[order] = np.arange(len(order))
@@ -349,6 +322,48 @@ class Lattice:
     def __repr__(self) -> str:
         return (f"Lattice(key={self.key!r}, states={self.num_states}, arcs={self.num_arcs}, "
                 f"frames={self.num_frames}, word_aligned={self.word_aligned})")
+
+
+def _arc_arrays(*, src, dst, word, final_graph_cost, final_acoustic_cost=None, num_states: int | None = None,
+                start: int = 0, ilabel=None, t0=None, t1=None, graph_cost=None, acoustic_cost=None, key: str = "",
+                attrs: Mapping[str, Sequence] | None = None) -> tuple:
+    """:meth:`Lattice.from_arcs`' arguments as the arrays it builds from, defaults filled in and checked
+    (lengths, state ids, start state; :class:`LatticeError` naming ``key``): ``(src, dst, word, ilabel, t0, t1,
+    graph_cost, acoustic_cost, final_graph_cost, final_acoustic_cost, attrs, num_states)``."""
+    src = np.ascontiguousarray(src, dtype=np.int64)
+    dst = np.ascontiguousarray(dst, dtype=np.int64)
+    n_arcs = len(src)
+    final_graph_cost = np.asarray(final_graph_cost, dtype=np.float64)
+    if num_states is None:
+        num_states = len(final_graph_cost)
+    if len(final_graph_cost) != num_states:
+        raise LatticeError(f"final_graph_cost has {len(final_graph_cost)} entries, expected {num_states}")
+    final_acoustic_cost = (np.zeros(num_states) if final_acoustic_cost is None
+                           else np.asarray(final_acoustic_cost, dtype=np.float64))
+    final_acoustic_cost = np.where(np.isinf(final_graph_cost), INF, final_acoustic_cost)
+
+    def arr(x, default, dtype):
+        return np.full(n_arcs, default, dtype=dtype) if x is None else np.asarray(x, dtype=dtype)
+
+    word = arr(word, 0, np.int64)
+    ilabel = word.copy() if ilabel is None else np.asarray(ilabel, dtype=np.int64)
+    t0 = arr(t0, -1, np.int64)
+    t1 = arr(t1, -1, np.int64)
+    graph_cost = arr(graph_cost, 0.0, np.float64)
+    acoustic_cost = arr(acoustic_cost, 0.0, np.float64)
+    attrs = {k: np.asarray(v) for k, v in (attrs or {}).items()}
+    for name, a in [("dst", dst), ("word", word), ("ilabel", ilabel), ("t0", t0), ("t1", t1),
+                    ("graph_cost", graph_cost), ("acoustic_cost", acoustic_cost), *attrs.items()]:
+        if len(a) != n_arcs:
+            raise LatticeError(f"arc array {name!r} has {len(a)} entries, expected {n_arcs}", key=key or None)
+    if num_states == 0:
+        raise LatticeError("lattice has no states", key=key or None)
+    if n_arcs and (src.min() < 0 or dst.min() < 0 or src.max() >= num_states or dst.max() >= num_states):
+        raise LatticeError(f"arc state id outside 0..{num_states - 1}", key=key or None)
+    if not 0 <= start < num_states:
+        raise LatticeError(f"start state {start} outside 0..{num_states - 1}", key=key or None)
+    return (src, dst, word, ilabel, t0, t1, graph_cost, acoustic_cost, final_graph_cost, final_acoustic_cost, attrs,
+            num_states)
 
 
 def _order_kernel():
