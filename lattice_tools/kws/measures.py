@@ -254,6 +254,19 @@ def evaluate(trials: Trials, metric: Metric, path: str) -> KwsScore:
                     det_points)
 
 
+def _optimum_threshold(targets, nontargets, n_target_misses: int, n_fa: int, t: float) -> float:
+    """F4DE's reported threshold of a keyword's optimum (OTWV) operating point at score ``t``: from the next
+    non-target score after the ``n_fa`` false alarms and the next target score after the ``n_target_misses``
+    misses of scored targets (``targets``/``nontargets``: the keyword's sorted scores), whichever exist."""
+    fa_t = nontargets[n_fa] if n_fa < len(nontargets) else None
+    mi_t = targets[n_target_misses] if n_target_misses < len(targets) else None
+    if fa_t is not None and mi_t is not None:
+        return min(fa_t, mi_t) if (fa_t > t and mi_t > t) else max(fa_t, mi_t, t)
+    if fa_t is not None:
+        return fa_t if fa_t > t else t
+    return mi_t if (mi_t is not None and mi_t > t) else t
+
+
 def _optimum_per_keyword(ev, targ_l, non_l, targ_table, non_table, u, T, metric) -> dict:
     """F4DE's optimum (per keyword) threshold of every keyword with targets: kwid -> (TWV, N_miss, N_FA,
     threshold).  A keyword's counts change only at its own scores; the state that rejects its scores up to s
@@ -287,16 +300,7 @@ def _optimum_per_keyword(ev, targ_l, non_l, targ_table, non_table, u, T, metric)
         k = int(c_block[j])
         t, nm, nf = float(c_t[j]), int(n_miss[j]), int(n_fa[j])
         targ, nontarg = targ_l[k], non_l[k]
-        fa_t = nontarg[nf] if nf < len(nontarg) else None
-        k_mi = nm - ev[k].omitted
-        mi_t = targ[k_mi] if k_mi < len(targ) else None
-        if fa_t is not None and mi_t is not None:
-            thr = min(fa_t, mi_t) if (fa_t > t and mi_t > t) else max(fa_t, mi_t, t)
-        elif fa_t is not None:
-            thr = fa_t if fa_t > t else t
-        else:
-            thr = mi_t if (mi_t is not None and mi_t > t) else t
-        per_opt[ev[k].kwid] = (float(c[j]), nm, nf, thr)
+        per_opt[ev[k].kwid] = (float(c[j]), nm, nf, _optimum_threshold(targ, nontarg, nm - ev[k].omitted, nf, t))
     return per_opt
 
 

@@ -17,7 +17,14 @@ import numpy as np
 from lattice_tools.errors import FormatError, MismatchError
 from lattice_tools.io.kwslist import KwsList
 from lattice_tools.kws.matching import match
-from lattice_tools.kws.measures import KwsScore, Metric, OperatingPoint, TermResult, _decision_threshold
+from lattice_tools.kws.measures import (
+    KwsScore,
+    Metric,
+    OperatingPoint,
+    TermResult,
+    _decision_threshold,
+    _optimum_threshold,
+)
 from lattice_tools.kws.references import ReferenceIndex, RefWord, round4
 from lattice_tools.kws.score import _Conditions
 from lattice_tools.kws.trials import Block, Trials
@@ -249,16 +256,8 @@ def evaluate_reference(trials: Trials, metric: Metric, path: str) -> KwsScore:
                 if best_b is None or c > best_b[0]:
                     best_b = (c, n_miss, n_fa, t)
             c, n_miss, n_fa, t = best_b
-            fa_t = nontarg[b.kwid][n_fa] if n_fa < len(nontarg[b.kwid]) else None
-            k_mi = n_miss - b.omitted
-            mi_t = targ[b.kwid][k_mi] if k_mi < len(targ[b.kwid]) else None
-            if fa_t is not None and mi_t is not None:
-                thr = min(fa_t, mi_t) if (fa_t > t and mi_t > t) else max(fa_t, mi_t, t)
-            elif fa_t is not None:
-                thr = fa_t if fa_t > t else t
-            else:
-                thr = mi_t if (mi_t is not None and mi_t > t) else t
-            per_opt[b.kwid] = (c, n_miss, n_fa, thr)
+            per_opt[b.kwid] = (c, n_miss, n_fa, _optimum_threshold(targ[b.kwid], nontarg[b.kwid], n_miss - b.omitted,
+                                                                   n_fa, t))
         o_twv, o_pm, o_pf = metric.block_set((per_opt[k][1], per_opt[k][2], blocks[k].n_true) for k in sorted(per_opt))
         opt = OperatingPoint(o_twv, o_pm, o_pf, None)
         s_twv, s_pm, s_pf = metric.block_set((b.omitted, 0, b.n_true) for b in ev)
