@@ -172,16 +172,7 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         return KwsEvaluation(overall, {}, None, kwl.language, kwslist.system_id, kwslist, texts)
     main = Trials("Occurrence", tot_dur, trials_per_second, include_no_targets)
     conds = _Conditions(ecf, kwl, source_type_groups, attribute_queries, trials_per_second, include_no_targets)
-    order = list(kwslist.kwids)
-    seen = set(order)
-    order += [kwid for kwid in dict.fromkeys(cols.kwid) if kwid not in seen]
-    for kwid in order:
-        if kwid not in texts:
-            raise MismatchError(f"keyword {kwid!r} of the system output is not in the KWlist",
-                                path=kws_path or None, key=kwid)
-    if not just_system_terms:
-        seen = set(order)
-        order += [t.kwid for t in kwl.terms if t.kwid not in seen]
+    order = _keyword_order(kwslist.kwids, cols.kwid, texts, kwl, just_system_terms, kws_path)
     min_max = (kwslist.min_score, kwslist.max_score) if kwslist.min_score is not None else None
     al = align_occurrences(order, texts, kwslist, refs, excerpts, find_threshold=find_threshold,
                            similarity_threshold=similarity_threshold, min_max=min_max)
@@ -206,6 +197,24 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         c.params = params
     return KwsEvaluation(overall, conditions, lambda: alignment_rows(al, cols, refs), kwl.language,
                          kwslist.system_id, kwslist, texts)
+
+
+def _keyword_order(listed_kwids: Sequence[str], detected_kwids: Sequence[str], texts: dict, kwl: KwList,
+                   just_system_terms: bool, kws_path: str) -> list[str]:
+    """The keywords in F4DE's scoring order: the system output's keyword lists, then keywords that only
+    have detections (first detection first), then -- unless ``just_system_terms`` -- the KWlist's other
+    terms.  A system keyword missing from the KWlist (``texts``) is a :class:`MismatchError`."""
+    order = list(listed_kwids)
+    seen = set(order)
+    order += [kwid for kwid in dict.fromkeys(detected_kwids) if kwid not in seen]
+    for kwid in order:
+        if kwid not in texts:
+            raise MismatchError(f"keyword {kwid!r} of the system output is not in the KWlist",
+                                path=kws_path or None, key=kwid)
+    if not just_system_terms:
+        seen = set(order)
+        order += [t.kwid for t in kwl.terms if t.kwid not in seen]
+    return order
 
 
 def _check_inside_ecf(ecf: Ecf, kwslist: KwsList, excerpts: ExcerptTable) -> None:

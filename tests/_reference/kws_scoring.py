@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lattice_tools.errors import FormatError, MismatchError
+from lattice_tools.errors import FormatError
 from lattice_tools.io.kwslist import KwsList
 from lattice_tools.kws.matching import match
 from lattice_tools.kws.measures import (
@@ -26,7 +26,7 @@ from lattice_tools.kws.measures import (
     _optimum_threshold,
 )
 from lattice_tools.kws.references import ReferenceIndex, RefWord, round4
-from lattice_tools.kws.score import _Conditions
+from lattice_tools.kws.score import _Conditions, _keyword_order
 from lattice_tools.kws.trials import Block, Trials
 
 EPSILON_TIME = 1e-8
@@ -48,17 +48,7 @@ def reference_trials(ecf, refs, kwl, kwslist: KwsList, texts: dict[str, str], *,
     dets_by_kw: dict[str, list[int]] = {}
     for i, d in enumerate(kwslist.detections):
         dets_by_kw.setdefault(d.kwid, []).append(i)
-    order = list(kwslist.kwids)
-    for kwid in dets_by_kw:
-        if kwid not in order:
-            order.append(kwid)
-    for kwid in order:
-        if kwid not in texts:
-            raise MismatchError(f"keyword {kwid!r} of the system output is not in the KWlist",
-                                path=kws_path or None, key=kwid)
-    if not just_system_terms:
-        seen = set(order)
-        order += [t.kwid for t in kwl.terms if t.kwid not in seen]
+    order = _keyword_order(kwslist.kwids, list(dets_by_kw), texts, kwl, just_system_terms, kws_path)
     min_max = (kwslist.min_score, kwslist.max_score) if kwslist.min_score is not None else None
     for kwid in order:
         _align_keyword(kwid, texts[kwid], main.block(kwid, texts[kwid]), dets_by_kw.get(kwid, ()), kwslist, refs,
