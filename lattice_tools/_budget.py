@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import NoReturn
 
 from .errors import BudgetExceededError
 
@@ -62,3 +63,19 @@ def check_memory(what: str, key: str | None = None) -> None:
         raise BudgetExceededError(f"{what} exceeded the memory budget: {format_size(rss)} resident > "
                                   f"{format_size(_limit)}; raise it with {_option}, lower N or prune the lattice",
                                   key=key)
+
+
+def bytes_left() -> int | None:
+    """What the memory budget leaves above the process's resident memory (None: no budget is set), for
+    compiled loops that take a byte limit instead of calling :func:`check_memory`."""
+    if _limit is None:
+        return None
+    return max(0, _limit - resident_bytes())
+
+
+def refuse_growth(what: str, key: str | None = None) -> NoReturn:
+    """Raise BudgetExceededError for a search that stopped because its next allocation would not fit in
+    :func:`bytes_left` (the exceeded error of :func:`check_memory` if the budget is already exceeded)."""
+    check_memory(what, key)
+    raise BudgetExceededError(f"{what} would exceed the memory budget; raise it with {_option}, lower N or "
+                              "prune the lattice", key=key)

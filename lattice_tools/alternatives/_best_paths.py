@@ -10,9 +10,7 @@ import math
 
 import numpy as np
 
-from .. import _budget
-from .._budget import check_memory
-from ..errors import BudgetExceededError
+from .._budget import bytes_left, check_memory, refuse_growth
 from ._search import SequenceResult
 from ._search_arrays import argsort_stable_keys, trace_chains
 
@@ -49,10 +47,7 @@ def best_paths(tables, root_s, root_b, parent, label, depth, ends, key=None) -> 
         np.ascontiguousarray(root_s, dtype=np.int64), np.ascontiguousarray(root_b, dtype=np.float64), label, parent,
         ch_off.astype(np.int64), children.astype(np.int64), end_of_node, len(ends), _bytes_left())
     if status:
-        what = "exact sequence search (best paths)"
-        check_memory(what, key)
-        raise BudgetExceededError(f"{what} would exceed the memory budget; raise it with {_budget._option}, lower N "
-                                  "or prune the lattice", key=key)
+        refuse_growth("exact sequence search (best paths)", key)
     best_cost, best_link, link_arc, link_parent = (np.frombuffer(c, dtype=t) for c, t in zip(
         columns, (np.float64, np.int64, np.int64, np.int64), strict=True))
     # trace every sequence's best path back at once (one arc per word of the sequence)
@@ -63,9 +58,8 @@ def best_paths(tables, root_s, root_b, parent, label, depth, ends, key=None) -> 
 
 def _bytes_left() -> int:
     """What the memory budget (if one is set) leaves above what the process holds (-1: no budget)."""
-    if _budget._limit is None:
-        return -1
-    return max(0, _budget._limit - _budget.resident_bytes())
+    left = bytes_left()
+    return -1 if left is None else left
 
 
 def sequence_results(union, determinizer, found: list, tries: list, track_best: bool, key) -> list:

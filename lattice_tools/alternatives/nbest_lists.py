@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._budget import check_memory
+from .._budget import bytes_left, check_memory, refuse_growth
 from ..algorithms.forward_backward import ForwardBackward
 from ..errors import BudgetExceededError
 from ..lattice import Lattice
@@ -110,11 +110,7 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     if status == kernel.TOO_MANY_STATES:
         raise BudgetExceededError(f"exact sequence search exceeded {max_states} determinized states", key=key)
     if status == kernel.TOO_MANY_MEMBERS:
-        check_memory("exact N-best search", key)
-        from .. import _budget
-
-        raise BudgetExceededError("exact N-best search would exceed the memory budget; raise it with "
-                                  f"{_budget._option}, lower N or prune the lattice", key=key)
+        refuse_growth("exact N-best search", key)
     check_memory("exact N-best search", key)
     seqs = _trace_labels(f_link, t_parent, t_label)
     seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
@@ -155,11 +151,8 @@ def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray) -> l
 def _member_budget() -> int:
     """How many determinized-state members the search may store: the memory budget (if one is set)
     left after what the process holds, at 24 bytes per member and as much again for the rest."""
-    from .._budget import _limit, resident_bytes
-
-    if _limit is None:
-        return np.iinfo(np.int64).max
-    return max(0, (_limit - resident_bytes()) // 48)
+    left = bytes_left()
+    return np.iinfo(np.int64).max if left is None else left // 48
 
 
 class _ClosedRows(NamedTuple):
