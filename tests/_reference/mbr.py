@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from lattice_tools.alternatives.sausages import _fix_overlap
+
 DELTA = float(np.float32(1e-5))
 MIN_LOG_DIFF = math.log(np.finfo(np.float64).eps)
 
@@ -178,15 +180,7 @@ def reference_mbr(view):
                 conf.append(g[0][1])
                 i = len(obt)
                 if i > 1 and obt[i - 2][1] > obt[i - 1][0]:
-                    F = np.float32
-                    prev_right = obt[i - 3][1] if i > 2 else 0.0
-                    left = max(F(prev_right), min(F(obt[i - 2][0]), F(obt[i - 1][0])))
-                    right = max(F(obt[i - 2][1]), F(obt[i - 1][1]))
-                    d1 = F(F(obt[i - 2][1]) - F(obt[i - 2][0]))
-                    d2 = F(F(obt[i - 1][1]) - F(obt[i - 1][0]))
-                    mid = F(left + (right - left) * d1 / (d1 + d2)) if d1 > 0 else left
-                    obt[i - 2] = [float(left), float(mid)]
-                    obt[i - 1] = [float(mid), float(right)]
+                    _fix_overlap(obt, i)  # (the recursion is the oracle here, not Kaldi's time fix-up)
         if delta_q == 0 or counter > 100:
             break
         counter += 1
