@@ -2,7 +2,7 @@
 
 Baselines: kaldialign.edit_distance per utterance (C++ plain WER) and jiwer.process_words on the
 whole corpus.  Measured: lattice_tools.metrics.evaluate_system (WER + CER + SFR + CMI/switch points
-+ NE; with and without the seed-004 orthographic alignment), the seed-004 alignment alone
++ NE; with and without the punctuation/case alignment), the punctuation/case alignment alone
 (punctuation.score_orthography_many on the raw texts) and a 10,000-resample bootstrap CI.
 
     nice python bench/bench_metrics.py [--utterances 10000] [--repeats 3] [--reference]
@@ -13,8 +13,8 @@ ratios; plain WER 0.09 s; "before" = this script run on the tree of commit e8602
 
     task                                   before (e860256)   after
     metrics (WER,CER,SFR,CMI,SP,NE)         x5.4-5.7           x3.5-3.7
-      + seed-004 orthographic alignment     x12.4-12.8         x4.6-4.9
-    seed-004 alignment alone                x6.1-6.2           x1.2-1.3
+      + punctuation/case alignment     x12.4-12.8         x4.6-4.9
+    punctuation/case alignment alone                x6.1-6.2           x1.2-1.3
 
 (docs/metrics.md, "Speed", has the table and where the time goes.)
 """
@@ -90,9 +90,9 @@ def main():
                  timed(lambda: jiwer.process_words([refs[k] for k in keys], [hyps[k] for k in keys]))[0]))
     t_core, res = timed(lambda: evaluate_system(refs, hyps, anns, EvalConfig(orthography=False)))
     rows.append(("metrics (WER,CER,SFR,CMI,SP,NE)", t_core))
-    rows.append(("  + seed-004 orthographic alignment",
+    rows.append(("  + punctuation/case alignment",
                  timed(lambda: evaluate_system(refs, hyps, anns, EvalConfig(orthography=True)))[0]))
-    rows.append(("seed-004 alignment alone", timed(
+    rows.append(("punctuation/case alignment alone", timed(
         lambda: score_orthography_many([refs[k] for k in keys], [hyps[k] for k in keys]))[0]))
     if args.reference:
         # the per-utterance reference is a test oracle, kept under tests/ (not in the package)
@@ -101,7 +101,7 @@ def main():
 
         rows.append(("reference path: metrics", timed(
             lambda: evaluate_system_reference(refs, hyps, anns, EvalConfig(orthography=False)))[0]))
-        rows.append(("reference path: + seed-004", timed(
+        rows.append(("reference path: + punctuation/case", timed(
             lambda: evaluate_system_reference(refs, hyps, anns, EvalConfig(orthography=True)))[0]))
     rows.append(("summary, 10,000-resample CIs", timed(lambda: summarize(res, resamples=10_000, seed=42))[0]))
     print(f"{args.utterances} utterances, best of {REPEATS} runs; ratios to kaldialign plain WER")

@@ -1,4 +1,4 @@
-"""Benchmark: exact N-best of a long, dense utterance (issue 13, item 14).
+"""Benchmark: exact N-best of a long, dense utterance.
 
 The lattice is bench_phrases.py's BIG one: the bundled LibriVox clips concatenated with sox (31.5 s)
 decoded by pocketsphinx with wide beams (138,343 links); it is decoded once into ``--workdir`` (the
@@ -18,7 +18,7 @@ running the code before and after the change back to back; CPU seconds of the ``
 ``python -c`` put the shell's working directory first on ``sys.path``.)
 
 numba kernels (95320b5) -> C kernels (``lattice_tools/_ext/nbest/``) with the epsilon-propagating
-expansion: N = 10: 2.66 s -> 0.97 s, N = 100: 2.80 s -> 1.03 s (0.37x; issue 14's target: under 2 s);
+expansion: N = 10: 2.66 s -> 0.97 s, N = 100: 2.80 s -> 1.03 s (0.37x; target: under 2 s);
 peak RSS 0.43 -> 0.30 GB.  (An earlier round under heavier load: 3.06 -> 1.14 s and 3.16 -> 1.25 s.)
 Same sequences in the same order with the same word times; costs and posteriors differ by at most
 3.6e-16 relative (the expansion adds the same terms in another order).  Of the ~1.0 s: ~0.65 s region

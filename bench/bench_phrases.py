@@ -1,4 +1,4 @@
-"""Benchmark: phrase alternatives (seed 001 section 3.4) on real pocketsphinx lattices.
+"""Benchmark: phrase alternatives (Faria et al., section 3.4) on real pocketsphinx lattices.
 
 1. Big lattice: the bundled librivox clips concatenated with sox (~32 s of speech) decoded by
    pocketsphinx with wide beams (~140k links); time ``phrases(lat, N=1000)``.
@@ -36,7 +36,7 @@ speed-up ratio (naive / ours, CPU time).  Measured (decoding takes a few minutes
     under a load average of ~15): concat_wide theta 0.1 1.42 -> 0.85 s, theta 0.01 1.40 -> 0.80 s;
     conv30_wide (380,103 links, acoustic scale 1) theta 0.1 3.64 -> 1.90 s, theta 0.01 6.47 -> 2.90 s.
 
-    Closed entries (fc6d2d7 -> this version; issue 14 item 4), ``--one`` runs interleaved with
+    Closed entries (fc6d2d7 -> this version), ``--one`` runs interleaved with
     ``PYTHONPATH=/work/wt/before``, best of 2, load average ~9 on 2 cores (2026-11-26)::
 
         python bench/bench_phrases.py --one '["/tmp/bench_phrases/conv30_wide.slf"]' 1.0 0.01 1000
@@ -47,7 +47,7 @@ speed-up ratio (naive / ours, CPU time).  Measured (decoding takes a few minutes
       concat_narrow theta 0.1  0.20 -> 0.18 s,     theta 0.01 0.24 -> 0.23 s
       clip0870_wide theta 0.1  0.16 -> 0.12 s,     theta 0.01 0.19 -> 0.14 s
     At a load average of ~2.5 (three rounds): conv30_wide theta 0.1 1.41-1.49 -> 0.91-0.98 s, theta 0.01
-    1.89-1.95 -> 0.82-0.86 s (issue 14's target, < 1 s and < 1 GB at both thresholds: met there).
+    1.89-1.95 -> 0.82-0.86 s (target < 1 s and < 1 GB at both thresholds: met there).
     alt-CTM byte-identical on every lattice and threshold and on the bundled test lattices
     (docs/alternatives.md, "Performance", says what changed and where the time goes).
 

@@ -129,7 +129,7 @@ class Alternatives:
 
 
 def depth_statistics(depths: Sequence[int]) -> dict:
-    """N_max, N_.9 and N_.5 of seed 001 Tables 3-6: the deepest block, and the block depth at the
+    """N_max, N_.9 and N_.5 of Faria et al., Tables 3-6: the deepest block, and the block depth at the
     90th percentile and the median (nearest-rank percentiles over blocks), plus the block count."""
     if not depths:
         return {"blocks": 0, "N_max": 0, "N_.9": 0, "N_.5": 0}

@@ -5,7 +5,7 @@
 2. score the decoder's 1-best CTM against the references exactly like sclite (``%WER`` line, ``.sys``,
    ``.pra``, JSON);
 3. derive N-best lists, sausages and phrase alternatives and write them as alt-CTM files;
-4. run the oracle study (seed 001 Tables 3-6 in structure: oracle WER, N, N_max, N_.9, N_.5, MB,
+4. run the oracle study (Faria et al., Tables 3-6 in structure: oracle WER, N, N_max, N_.9, N_.5, MB,
    bootstrap intervals) over both densities, with the whole-lattice oracle, and plot it;
 5. run the spoken-term-detection study (:mod:`lattice_tools.kws.study`) on the default-beam lattices:
    every representation indexed, a keyword list searched and scored like F4DE (ATWV, MTWV, OTWV, STWV),

@@ -47,6 +47,19 @@ INF = float("inf")
 _ARC_ARRAYS = ("src", "dst", "word", "ilabel", "t0", "t1", "graph_cost", "acoustic_cost")
 
 
+class _FrozenAttrs(dict):
+    """A lattice's ``attrs``: a dict that refuses changes after construction (an array of another length
+    added later would break every arc-indexed use), and still pickles (to worker processes)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("Lattice.attrs is read-only: build a new lattice (Lattice.replace(attrs=...)) instead")
+
+    __setitem__ = __delitem__ = __ior__ = update = pop = popitem = clear = setdefault = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return (_FrozenAttrs, (dict(self),))
+
+
 @dataclass(frozen=True, eq=False)
 class Lattice:
     """An immutable, acyclic, weighted word lattice (see the module docstring for conventions).
@@ -100,7 +113,7 @@ class Lattice:
             arr = np.array(arr, copy=True) if copy_attrs else arr
             arr.setflags(write=False)
             attrs[name] = arr
-        object.__setattr__(self, "attrs", attrs)
+        object.__setattr__(self, "attrs", _FrozenAttrs(attrs))
         self.validate()
 
     # ------------------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ def merge_files(parts: Sequence[str], out: str) -> None:
 def measure_ctm(path: str) -> dict:
     """Size of a (possibly gzipped) CTM's text: ``bytes`` and ``gzip_bytes`` exactly as
     :class:`lattice_tools.io.altctm.AlternativesCtmWriter` measures them (zlib level 9, gzip
-    wrapper, no header mtime), and ``MB`` = gzip_bytes / 10^6 (seed 001 Tables 3-6)."""
+    wrapper, no header mtime), and ``MB`` = gzip_bytes / 10^6 (Faria et al., Tables 3-6)."""
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
     raw = gz = 0
     for block in _iter_blocks([path]):

@@ -9,7 +9,7 @@
 # Writes, for each kind K in --kinds and depth N in --depths:
 #   <out-dir>/K.nN/alt.ctm.gz     the alt-CTM (flat <ALT_BEGIN>/<ALT>/<ALT_END> blocks), in list order
 #   <out-dir>/K.nN/stats.json     N, N_max, N_.9, N_.5, blocks, alt_blocks, utterances, bytes, MB
-#                                 (MB measured on alt.ctm.gz's text, seed 001 Tables 3-6)
+#                                 (MB measured on alt.ctm.gz's text, Faria et al., Tables 3-6)
 # and logs under <out-dir>/log/K.nN.JOB.log.
 # With --segments (and --reco2file-and-channel), lattice keys are utterance ids: the alt-CTM gets the
 # recordings' file/channel ids and absolute times (`lattice-tools convert-ctm`), ready for the STM.

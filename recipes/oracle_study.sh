@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stage script: the lattice-density vs oracle-error study (seed 001 Tables 3-6 and plots).
+# Stage script: the lattice-density vs oracle-error study (Faria et al., Tables 3-6 and plots).
 #
 #   recipes/oracle_study.sh [--ns "1 2 10 100 1000"] [--prune-thresholds "0 0.001 0.01"]
 #                           [--optional-deletions true] [--study-opts "..."] <references> <out-dir> <name>=<lattices> [...]

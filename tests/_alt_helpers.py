@@ -342,7 +342,7 @@ def ps_lattice(wav_name: str = "sense_and_sensibility_01_austen_64kb-0880.wav") 
 
 
 def naive_masked_phrase_nbest(num_states, src, dst, labels, cost, final, phrase, k, n):
-    """Seed 001 section 3.4 literally, with kaldifst: mask every arc outside phrase k to epsilon,
+    """Faria et al., section 3.4 literally, with kaldifst: mask every arc outside phrase k to epsilon,
     log-determinize the whole masked lattice (pitfalls.md workaround, delta 1e-6), take the n
     shortest paths.  Returns [(labels, cost)] best first."""
     masked = np.where(np.asarray(phrase) == k, labels, 0)

@@ -1,4 +1,4 @@
-"""How commands write their outputs and check their options (issue 13, items 8, 9, 13, 14):
+"""How commands write their outputs and check their options:
 one spelling per concept, the user's umask, strict JSON, ``--json -``, closed pipes, report sets that
 are never a mix of two runs, temporaries removed on signals and by the next run, memory budgets.
 
@@ -222,7 +222,7 @@ def test_json_dash_prints_only_json_score_info_oracle(lats, scoring_files, tmp_p
     trn = tmp_path / "ref.trn"
     trn.write_text("the cat sat (u1)\na hat (u2)\n")
     r = _cli("oracle", lats["ark"], "--words", lats["words"], "-r", trn, "--json", "-")
-    if "no such option" in r.stderr.lower():  # the word-table option is another change of issue 13
+    if "no such option" in r.stderr.lower():  # an older build without the word-table option
         r = _cli("oracle", lats["ark"], "-r", trn, "--json", "-")
     assert r.returncode in (0, 2), r.stderr
     if r.returncode == 0:
@@ -470,6 +470,6 @@ def test_oracle_glm_scratch_reference_is_removed(lats, tmp_path):
     env["TMPDIR"] = str(scratch)
     r = subprocess.run([sys.executable, "-m", "lattice_tools", "oracle", lats["ark"], "-r", str(trn), "--glm",
                         str(tmp_path / "t.glm"), "--json", "-"], capture_output=True, text=True, env=env)
-    assert r.returncode in (0, 2), r.stderr  # (bare word ids may be refused: another change of issue 13)
+    assert r.returncode in (0, 2), r.stderr  # (bare word ids may be refused)
     assert "Traceback" not in r.stderr
     assert sorted(os.listdir(scratch)) == []

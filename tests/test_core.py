@@ -91,6 +91,19 @@ def test_error_counts_are_frozen_and_additive():
         a.correct = 3
 
 
+def test_error_counts_from_dict_round_trips_and_refuses_unknown_keys():
+    a = ErrorCounts(correct=8, substitutions=1, deletions=1, insertions=2, ref_words=10, segments=3)
+    assert ErrorCounts.from_dict(a.as_dict()) == a
+    assert ErrorCounts.from_dict({"correct": 2, "ref_words": 2}) == ErrorCounts(correct=2, ref_words=2)
+    with pytest.raises(ValueError, match="unknown key.*'errros'"):
+        ErrorCounts.from_dict({"errros": 3})
+    with pytest.raises(ValueError, match="errors=5 but the counts give 4"):
+        ErrorCounts.from_dict({**a.as_dict(), "errors": 5})
+    with pytest.raises(ValueError, match="whole number"):
+        ErrorCounts(correct=2.5)
+    assert ErrorCounts(correct=2.0).correct == 2
+
+
 def test_alternatives_and_depth_statistics():
     slot1 = Slot(0.0, 1.0, (Alternative(("a", "b"), posterior=0.7), Alternative((), posterior=0.3)))
     slot2 = Slot(1.0, 2.0, (Alternative(("c",), starts=(1.2,), durations=(0.3,)),))
@@ -121,3 +134,21 @@ def test_truncated_gzip_names_file(tmp_path):
     p.write_bytes(gzip.compress(b"line one\nline two\n" * 100)[:40])
     with pytest.raises(FormatError, match="t.gz"):
         list(read_text_lines(str(p)))
+
+
+def test_lattice_attrs_are_read_only_and_pickle():
+    import pickle
+
+    import numpy as np
+    lat = Lattice.from_arcs(src=[0, 1], dst=[1, 2], word=[1, 2], symbols=SymbolTable.from_words(["a", "b"]),
+                            final_graph_cost=[np.inf, np.inf, 0.0], attrs={"conf": [0.5, 0.25]})
+    with pytest.raises(TypeError, match="read-only"):
+        lat.attrs["conf"] = np.zeros(5)
+    with pytest.raises(TypeError, match="read-only"):
+        lat.attrs.update(other=np.zeros(5))
+    with pytest.raises(ValueError):
+        lat.attrs["conf"][0] = 1.0
+    back = pickle.loads(pickle.dumps(lat))
+    assert list(back.attrs["conf"]) == [0.5, 0.25]
+    with pytest.raises(TypeError, match="read-only"):
+        back.attrs["x"] = 1

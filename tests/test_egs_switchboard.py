@@ -1,4 +1,4 @@
-"""egs/switchboard end to end (issue 6) on the stand-in corpus laid out like LDC2002S09 + LDC2002T43.
+"""egs/switchboard end to end on the stand-in corpus laid out like LDC2002S09 + LDC2002T43.
 
 All stages (0 data, 1 lattices by decoding the audio, 2 alternatives, 3 scoring ladder + alt-CTM
 scores, 4 oracle study + plots, 5 keyword search) run with --nj 2 and tiny depths.  Checked: every stage's outputs

@@ -1,4 +1,4 @@
-"""Bad input never crashes a reader (issue 13, item 11).
+"""Bad input never crashes a reader.
 
 * A byte-mutation fuzzer (tests/_fuzz_helpers.py, fixed seeds) runs every reader -- SLF, Kaldi text
   and binary archives, scp, OpenFst text, k2 .pt, CTM, alt-CTM, STM, trn, GLM, Kaldi ``text`` -- on

@@ -1,4 +1,4 @@
-"""How commands take their inputs (issue 13 items 1, 2, 4, 5, 12): transcript formats detected from the
+"""How commands take their inputs: transcript formats detected from the
 content, one word table and time base for every lattice-reading command, several inputs, lattices
 without times, CTM channels, and duplicate or missing ids -- each case a clear refusal or the right
 number, never a silent wrong WER.  Data: tests/data/inputs (see its PROVENANCE.md)."""

@@ -1,4 +1,4 @@
-"""Reference word times by forced alignment with pocketsphinx (issue 16, item 1): the bundled
+"""Reference word times by forced alignment with pocketsphinx: the bundled
 recordings aligned to their transcripts; every reference word aligned; times agree with the decoder's
 1-best where the words agree; the CTM/RTTM/ECF outputs read back; wrong, incomplete and out-of-dictionary
 transcripts are named errors (exit 2, no output file)."""

@@ -187,7 +187,7 @@ def test_nbest_at_infinity_equals_lattice(lat, max_length):
 @given(lattice_strategy(max_states=8, max_arcs=14), st.sampled_from([0.05, 0.3, 0.6]))
 def test_phrases_at_infinity_equal_lattice_for_single_words(lat, theta):
     """Phrase alternatives at N = infinity: every single-word term lies inside one phrase, and its
-    expected count is exactly the lattice's (seed 001 eq. 6: the phrase marginals are exact)."""
+    expected count is exactly the lattice's (Faria et al., eq. 6: the phrase marginals are exact)."""
     from lattice_tools.alternatives.phrase_alternatives import phrases
 
     lat_counts = _expected_counts(index_lattice(lat, max_length=1, max_silence=None))

@@ -1,4 +1,4 @@
-"""The KWS recipe stage (recipes/kws.sh) and egs/kws_synth (issue 16, items 6-7): espeak-ng speech,
+"""The KWS recipe stage (recipes/kws.sh) and egs/kws_synth: espeak-ng speech,
 pocketsphinx lattices, references by forced alignment, keyword list, index shards + merge, search,
 F4DE-exact scores.
 

@@ -1,4 +1,4 @@
-"""The scoring ladder (seed 001 Table 1): GLM-with-alternations conversion, and ladder rows equal to
+"""The scoring ladder (Faria et al., Table 1): GLM-with-alternations conversion, and ladder rows equal to
 Debian csrfilt.sh + sclite -D -F run on the same inputs."""
 from __future__ import annotations
 

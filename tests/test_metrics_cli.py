@@ -50,7 +50,7 @@ def test_leaderboard_command(files):
     rep = json.loads(out.read_text())
     assert rep["systems"]["B"]["all"]["coverage"] == 0.75
     assert rep["systems"]["B"]["languages"]["ml"]["taxonomy"]["no_output"] == 1
-    # the code-switched utterance is its own group (seed 002 Table 3's "Hi-En CS" column)
+    # the code-switched utterance is its own group (Lin, BharatVoice-Bench, Table 3's "Hi-En CS" column)
     assert {t["language"] for t in rep["paired_tests"]["wer"]} == {"all", "en", "hi", "hin-eng"}
     assert rep["systems"]["A"]["languages"]["hin-eng"]["wer_by_cmi"]["mid"]["utterances"] == 1
     text = md.read_text()

@@ -1,4 +1,4 @@
-"""The batched seed-004 engine (lattice_tools.metrics.orthography_batch, behind
+"""The batched punctuation/case engine (lattice_tools.metrics.orthography_batch, behind
 punctuation.score_orthography_many and punctuation.score_orthography) equals the per-pair reference
 implementation tests/_reference/orthography.py (tokenize -> extended_align -> orthographic_counts) on random
 inputs with punctuation, case changes, compounds (spaced, glued, hyphenated), numbers in words

@@ -1,4 +1,4 @@
-"""Seed 004: lexer, non-destructive normalizers, extended Levenshtein costs, classes, SER/F1."""
+"""Punctuation- and case-aware scoring (Kuhn et al., Beyond Levenshtein): lexer, non-destructive normalizers, extended Levenshtein costs, classes, SER/F1."""
 # The imports after require_metrics_extras() need the metrics extras: the module is skipped first without them.
 # ruff: noqa: E402
 from _metrics_helpers import require_metrics_extras
@@ -125,7 +125,7 @@ def test_full_example_counts():
 
 
 def _brute_cost(ref, hyp):
-    """Seed 004 eq. (1)-(3) evaluated literally (all compound slices x, y; K = infinity)."""
+    """Kuhn et al. (Beyond Levenshtein), eq. (1)-(3) evaluated literally (all compound slices x, y; K = infinity)."""
 
     P = set(".,!?;:")
 

@@ -117,7 +117,7 @@ def test_switch_point_f1_through_alignment():
 def test_composite():
     assert composite(0.277, 0.964, 0.323) == pytest.approx(0.723 * 0.964 * 0.677)
     assert composite(1.3, 0.5, 0.2) == 0.0                    # WER > 1 clipped
-    assert 0.47 < composite(0.277, 0.964, 0.323) < 0.48      # seed 002 Table 1, Scribe-v2: 0.472
+    assert 0.47 < composite(0.277, 0.964, 0.323) < 0.48      # Lin, BharatVoice-Bench, Table 1, Scribe-v2: 0.472
 
 
 def test_taxonomy_and_coverage():

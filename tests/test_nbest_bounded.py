@@ -1,4 +1,4 @@
-"""Exact N-best of long lattices (issue 13 item 14, issue 14 item 3): the n best sequences come from the
+"""Exact N-best of long lattices: the n best sequences come from the
 exact bound computed on the determinized states that can lie on them (A* over determinized states with the
 best-next-word and suffix-list bounds), not from log-determinizing the whole lattice.  The engine's loops are compiled
 C (lattice_tools/_ext/nbest/; tests/test_nbest_native.py checks them against their plain-Python transcription), and

@@ -1,5 +1,5 @@
 """The compiled N-best loops (lattice_tools/_ext/nbest/) against their plain-Python transcription
-(tests/_reference/nbest_*.py, the numba kernels they replaced) on random lattices -- the same bits, except
+(tests/_reference/nbest_*.py) on random lattices -- the same bits, except
 the region search's costs (same lists; see test_bounded_search_is_the_reference) --, their argument
 checks, and Ctrl-C during a long search."""
 from __future__ import annotations

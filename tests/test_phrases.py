@@ -1,4 +1,4 @@
-"""Phrase alternatives (seed 001 section 3.4): brute force, eq. 6, and the naive kaldifst masked method."""
+"""Phrase alternatives (Faria et al., section 3.4): brute force, eq. 6, and the naive kaldifst masked method."""
 from __future__ import annotations
 
 import itertools

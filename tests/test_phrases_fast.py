@@ -1,4 +1,4 @@
-"""The speed-ups of the phrase search (issue 4) change no output: each fast path is checked against
+"""The speed-ups of the phrase search change no output: each fast path is checked against
 the plain numpy operation it replaces, and the whole search is run with every sort path forced."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Recipes (issue 6): the run.pl-compatible local runner, the option parser, the job split/merge
+"""Recipes: the run.pl-compatible local runner, the option parser, the job split/merge
 commands, CTM conversion, and the stage scripts on real pocketsphinx lattices -- ``--nj 2`` gives
 byte-identical outputs to ``--nj 1``, a rerun does no work, a failed or killed stage leaves nothing
 that a rerun would trust."""

@@ -1,4 +1,4 @@
-"""sclite parity on real-world inputs (issue 13 items 6 and 7).
+"""sclite parity on real-world inputs.
 
 Every case compares our reports with what sclite wrote: once against the outputs stored in
 tests/data/sclite-parity (regenerate.sh says how Debian's SCTK 2.4.10 made them) and

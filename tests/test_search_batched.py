@@ -1,4 +1,4 @@
-"""The batched search engine (issue 4's speed work): several automata searched side by side give
+"""The batched search engine: several automata searched side by side give
 what each gives alone and what brute force gives; its helpers against the numpy operations
 they replace."""
 from __future__ import annotations

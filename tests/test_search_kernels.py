@@ -1,5 +1,5 @@
-"""The compiled search kernels (lattice_tools/_ext/search/) against the numba kernels they replace
-(tests/_reference/search_kernels.py, run as plain Python): bit-identical expansions, successor subsets,
+"""The compiled search kernels (lattice_tools/_ext/search/) against their plain-Python
+transcription (tests/_reference/search_kernels.py): bit-identical expansions, successor subsets,
 word-time paths and closed exits on random lattices (costs scaled past the double range too, so the
 log-domain fallbacks run); clean errors on bad buffers; the memory budget and Ctrl-C in the Viterbi pass."""
 from __future__ import annotations
@@ -92,14 +92,14 @@ def _walk_and_compare(det, limit=60) -> int:
 
 @settings(max_examples=120, deadline=None)
 @given(st.lists(lattice_strategy(), min_size=1, max_size=3), st.sampled_from([1.0, 0.1, 700.0]))
-def test_expansions_and_successors_equal_the_numba_kernels(lats, scale):
+def test_expansions_and_successors_equal_the_reference(lats, scale):
     """Scale 700: probabilities within one expansion or successor differ by more than 1e-250 (the
     log-domain fallbacks run)."""
     det = Determinizer(AutomataUnion([_problem(lat, scale)[0] for lat in lats]))
     _walk_and_compare(det)
 
 
-def test_expansions_and_successors_equal_the_numba_kernels_on_a_real_lattice():
+def test_expansions_and_successors_equal_the_reference_on_a_real_lattice():
     dec = PhraseDecomposition(ps_lattice(), 0.05, acoustic_scale=0.1)
     assert _walk_and_compare(Determinizer(AutomataUnion(dec.problems())), limit=25) > 300
 
@@ -200,7 +200,7 @@ def _reference_word_times(det):
 
 @settings(max_examples=150, deadline=None)
 @given(lattice_strategy(), st.sampled_from([1.0, 700.0]), st.randoms(use_true_random=False))
-def test_word_times_equal_the_numba_kernel(lat, scale, rnd):
+def test_word_times_equal_the_reference(lat, scale, rnd):
     """Every sequence of the lattice (and some that it does not read) through the Viterbi pass of both."""
     problem, (labels, cost, final) = _problem(lat, scale)
     sequences = list(brute_force_sequences(lat, labels, cost, final))

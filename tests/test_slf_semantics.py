@@ -1,4 +1,4 @@
-"""SLF semantics on real files (issue 13 item 3) and the SLF crash cases of item 11.
+"""SLF semantics on real files and the SLF crash cases.
 
 Real files: a Sphinx-III SLF lattice without end= (tests/data/slf/PROVENANCE.md); the HTK/SRILM
 score fields (n=, header scales) on small files written in those tools' layouts.
@@ -227,7 +227,7 @@ def test_alternatives_ctm_has_no_htk_fillers(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# malformed input (issue 13 item 11): only the project's errors, naming the line
+# malformed input: only the project's errors, naming the line
 # ---------------------------------------------------------------------------------------------
 GOOD = "VERSION=1.0\nN=3 L=2\nI=0 t=0.0\nI=1 t=0.3\nI=2 t=0.6\nJ=0 S=0 E=1 W=a a=-1\nJ=1 S=1 E=2 W=b a=-2\n"
 

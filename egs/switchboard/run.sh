@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# egs/switchboard: seed 001's experiments ("Toward Zero Oracle WER on the Switchboard Benchmark")
+# egs/switchboard: Faria et al.'s experiments ("Toward Zero Oracle WER on the Switchboard Benchmark")
 # as a Kaldi-style recipe.  See README.md here for what each stage needs and writes.
 #
 #   ./run.sh --corpus /path/with/LDC2002S09+LDC2002T43 [--stage N] [--stop-stage N] [--nj N] [--cmd CMD]
@@ -119,7 +119,7 @@ if [ "$stage" -le 2 ] && [ "$stop_stage" -ge 2 ]; then
 fi
 
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
-  echo "== stage 3: scoring ladder (seed 001 Table 1 structure) and oracle WER of every alt-CTM"
+  echo "== stage 3: scoring ladder (Faria et al., Table 1 structure) and oracle WER of every alt-CTM"
   glms=(); while read -r g; do glms+=("$g"); done < "$data/glms"
   hyps=()
   for s in $system_ctms; do hyps+=(-h "$s"); done
@@ -160,7 +160,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
 fi
 
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
-  echo "== stage 4: oracle study (seed 001 Tables 3-6 structure) and plots"
+  echo "== stage 4: oracle study (Faria et al., Tables 3-6 structure) and plots"
   [ -f "$lat/.done" ] || { echo "$0: run stage 1 first ($lat/.done is missing)" 1>&2; exit 1; }
   # References keyed by utterance id (data/text) match the per-utterance lattices (reference segmentation).
   "$recipes/oracle_study.sh" --ns "$study_ns" --prune-thresholds "$study_prune_thresholds" --study-opts "$study_opts" \

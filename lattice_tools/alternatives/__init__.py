@@ -1,5 +1,5 @@
 """Alternatives from lattices: word alignment, determinization, exact N-best, sausages, phrase
-alternatives (seed 001 section 3).  See ``docs/alternatives.md``.
+alternatives (Faria et al., section 3).  See ``docs/alternatives.md``.
 
 Public functions: :func:`word_align`, :func:`determinize`, :func:`nbest`, :func:`sausage`,
 :func:`phrases`, and :func:`write_alternatives_ctm` (from :mod:`lattice_tools.io.altctm`).

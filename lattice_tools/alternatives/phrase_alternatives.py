@@ -1,4 +1,4 @@
-"""Phrase alternatives (seed 001 section 3.4), computed in about one pass over the lattice.
+"""Phrase alternatives (Faria et al., section 3.4), computed in about one pass over the lattice.
 
 The recipe of the paper, step by step, and what this module does for each step:
 
@@ -16,7 +16,7 @@ The recipe of the paper, step by step, and what this module does for each step:
    arcs entering its source state, so that phrase indices never decrease along a path.  Every
    path thus splits into consecutive (possibly empty) segments, one per phrase, and its word
    sequence is the concatenation of its segments' word sequences: the cross product of the
-   phrase alternatives at N = infinity contains every lattice path (seed 001 eq. 6).
+   phrase alternatives at N = infinity contains every lattice path (Faria et al., eq. 6).
 4. **Per phrase**: the paper masks all arcs outside the phrase to epsilon and log-determinizes the
    whole masked lattice.  That is quadratic (one full-lattice determinization per phrase).  The
    same distribution is obtained from the arcs of the phrase alone::
@@ -287,7 +287,7 @@ class _AlternativeMaker:
 def phrases(lat: Lattice, n: int | None, posterior_threshold: float = 0.1, *, acoustic_scale: float = 1.0,
             lm_scale: float = 1.0, word_penalty: float = 0.0, silence_words: Iterable[str] | None = None,
             max_pops: int = 2_000_000, max_states: int = 1_000_000) -> Alternatives:
-    """Phrase alternatives of ``lat`` (seed 001 section 3.4) as an :class:`Alternatives`
+    """Phrase alternatives of ``lat`` (Faria et al., section 3.4) as an :class:`Alternatives`
     (``kind="phrase"``, one slot per phrase, at most ``n`` alternatives each; ``None`` = all).
 
     Semiring: log.  Each alternative's ``posterior`` is the exact total probability of the lattice

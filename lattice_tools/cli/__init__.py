@@ -38,12 +38,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "depth": ("latbin:depth_command", "Kaldi's lattice-depth: arcs crossing each frame."),
     "oracle-path": ("latbin:oracle_path_command", "Kaldi's lattice-oracle: the fewest-errors path against word ids."),
     "mbr-decode": ("latbin:mbr_decode_command", "Kaldi's lattice-mbr-decode / lattice-to-ctm-conf: MBR words, sausages, CTM."),
-    "phrases": ("alternatives:phrases_command", "Phrase alternatives (seed 001 section 3.4) as alt-CTM."),
+    "phrases": ("alternatives:phrases_command", "Phrase alternatives (Faria et al., section 3.4) as alt-CTM."),
     "score": ("score:score_command", "Score a CTM/alt-CTM/trn against an STM/trn reference exactly like sclite."),
     "filter": ("filter:filter_command", "Apply a NIST GLM to STM/CTM/trn/text exactly like csrfilt.sh."),
-    "ladder": ("score:ladder_command", "WER under successive scoring configurations (seed 001 Table 1)."),
+    "ladder": ("score:ladder_command", "WER under successive scoring configurations (Faria et al., Table 1)."),
     "oracle": ("oracle:oracle_command", "Exact oracle WER of 1-best, N-best, sausage, phrase or whole lattices."),
-    "study": ("oracle:study_command", "Lattice density vs oracle error study (seed 001 Tables 3-6, plots)."),
+    "study": ("oracle:study_command", "Lattice density vs oracle error study (Faria et al., Tables 3-6, plots)."),
     "build-graph": ("ctc:build_graph_command", "Build a CTC decoding graph (tokens, lexicon, words, ARPA LM)."),
     "decode-ctc": ("ctc:decode_ctc_command", "Decode CTC log-probabilities into lattices (Kaldi or k2 decoder)."),
     "metrics": ("metrics:metrics_command", "CER, script fidelity, code-switching, NE-WER, punctuation-aware metrics."),
@@ -186,7 +186,7 @@ def _install_signal_handlers() -> dict:
 def _end_process(code) -> None:
     """End the program with exit status ``code`` (as ``sys.exit(code)``), skipping the interpreter's
     teardown: freeing every object one by one costs CPU in proportion to what the process built (0.01 s
-    after a small numpy-only job; 0.2-0.25 s when the kernels were numba's).  Everything
+    after a small numpy-only job, more after large ones).  Everything
     an ordinary exit does that matters still happens, in the same order: other threads are waited for
     (with any running, the ordinary exit is taken), atexit handlers run (temporaries, logging,
     coverage), garbage cycles are collected (a file object in one is closed, so flushed), and the

@@ -72,7 +72,7 @@ def sausage_command(lattices, n, out, json_out, segments, format, acoustic_scale
               help="Phrase boundaries are times not crossed by a word arc with at least this posterior.")
 def phrases_command(lattices, n, out, json_out, segments, format, acoustic_scale, lm_scale, word_penalty, max_memory,
                     posterior_threshold, **inputs):
-    """Phrase alternatives (seed 001 section 3.4) of LATTICES as alt-CTM."""
+    """Phrase alternatives (Faria et al., section 3.4) of LATTICES as alt-CTM."""
     check_one_stdout(**{"-o/--out": out, "--json": json_out})
     result = make_alternatives_ctm(lattices, "phrases", n, out, json_out=json_out, segments=segments, format=format,
                                    acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,

@@ -49,7 +49,7 @@ _common = [
                  help="Text normalization before WER/CER (auto: indic-nlp for Indic languages, plain otherwise)."),
     click.option("--lang", default=None, help="Language of utterances without an annotation (e.g. hi, en)."),
     click.option("--orthography/--no-orthography", default=True, show_default=True,
-                 help="Seed-004 punctuation and capitalisation metrics on the raw text."),
+                 help="Punctuation and capitalisation metrics on the raw text."),
     click.option("--resamples", type=click.IntRange(0), default=10_000, show_default=True,
                  help="Bootstrap resamples (0: no intervals)."),
     click.option("--seed", type=int, default=42, show_default=True, help="Bootstrap random seed."),

@@ -95,7 +95,7 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
                   allow_untimed, encoding):
-    """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
+    """Density vs oracle WER (Faria et al., Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
     from ..oracle.study import run_study
 
     sets = {}

@@ -77,7 +77,7 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
 @click.option("-h", "--hyp", "hyps", required=True, multiple=True, help="System CTM (repeatable; NAME=PATH to label).")
 @click.option("--glm", "glms", multiple=True, required=True,
               help="GLMs: the first is the base GLM, each further one is added in turn (repeatable).")
-@click.option("--corrected-stm", default=None, help="Corrected reference STM (seed 001 'STM with corrections').")
+@click.option("--corrected-stm", default=None, help="Corrected reference STM (Faria et al., 'STM with corrections').")
 @click.option("--reference-segmentation", "ref_seg_hyps", multiple=True,
               help="NAME=PATH CTM of a system run on the reference segmentation (last row).")
 @out_option("Write the Markdown table here ('-' = stdout, default).", default=None)
@@ -85,7 +85,7 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the STM, CTM and GLM files (e.g. latin-1, gb2312).")
 def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out, encoding):
-    """WER under successive scoring configurations (seed 001 Table 1)."""
+    """WER under successive scoring configurations (Faria et al., Table 1)."""
     from ..files import atomic_write
     from ..scoring.ladder import ladder_markdown, run_ladder
 

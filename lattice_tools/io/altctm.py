@@ -1,4 +1,4 @@
-"""Alternatives <-> CTM with flat ``<ALT_BEGIN>``/``<ALT>``/``<ALT_END>`` blocks (seed 001 section 3.5).
+"""Alternatives <-> CTM with flat ``<ALT_BEGIN>``/``<ALT>``/``<ALT_END>`` blocks (Faria et al., section 3.5).
 
 Writing (:func:`write_alternatives_ctm`, :func:`alternatives_to_ctm_items`):
 
@@ -60,7 +60,7 @@ def alternatives_to_ctm_items(alts: Alternatives, n: int | None = None) -> list:
 
 
 class AlternativesCtmWriter:
-    """Streaming alt-CTM writer that also collects the statistics of seed 001 Tables 3-6.
+    """Streaming alt-CTM writer that also collects the statistics of Faria et al., Tables 3-6.
 
     Use as a context manager; :meth:`write` one :class:`Alternatives` at a time (memory stays
     bounded by one utterance plus the list of slot depths).  ``stats()`` gives N requested,

@@ -4,7 +4,7 @@ One word per line::
 
     <file> <channel> <start> <duration> <word> [<confidence>]
 
-``;;`` lines are comments.  Alternatives (seed 001 section 3.5; what csrfilt writes when a GLM rule
+``;;`` lines are comments.  Alternatives (Faria et al., section 3.5; what csrfilt writes when a GLM rule
 has an alternation) are spelled with tag lines whose times are ``*``::
 
     sw_4390 A * * <ALT_BEGIN>

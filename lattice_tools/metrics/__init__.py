@@ -1,4 +1,4 @@
-"""Metrics beyond WER (seeds 002-004): CER on grapheme clusters, Indic normalization, Script
+"""Metrics beyond WER (the papers by Lin (BharatVoice-Bench), Wang et al. (ContextASR-Bench) and Kuhn et al. (Beyond Levenshtein)): CER on grapheme clusters, Indic normalization, Script
 Fidelity Rate, code-switching (CMI, switch-point F1, composite), named entities (NE-WER, NE-FNR),
 punctuation- and case-aware alignment, bootstrap CIs and paired tests, oracle metrics and
 alternative coverage over alt-CTM alternatives.  See docs/metrics.md.

@@ -1,4 +1,4 @@
-"""Metrics on alternatives: oracle hypotheses and "alternative coverage" (issue 8, item 7).
+"""Metrics on alternatives: oracle hypotheses and "alternative coverage".
 
 An :class:`~lattice_tools.alternatives_network.Alternatives` object is a linear word network:
 every path picks one alternative per slot.  Here:

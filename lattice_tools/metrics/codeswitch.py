@@ -1,4 +1,4 @@
-"""Code-switching metrics (seed 002 sections 3.3, 4.3 and 4.4).
+"""Code-switching metrics (Lin, BharatVoice-Bench, sections 3.3, 4.3 and 4.4).
 
 * Per-token language tags.  The default tagger is script based: a token whose dominant script is
   one of a language's expected scripts gets that language; tokens without any scripted character
@@ -14,7 +14,7 @@
   skipped) whose tags differ, placed at the index of the second token.  Hypothesis boundaries are
   mapped into reference token positions through the word alignment, and matched one-to-one with
   reference boundaries at distance <= ``tolerance`` (default 1 token); F1 = 2 TP / (|ref| + |hyp|).
-* Composite (seed 002 eq. in 4.4): ``(1 - WER) * SFR * (1 - WER_CS)``, each ``1 - x`` clipped to
+* Composite (Lin, BharatVoice-Bench, eq. in 4.4): ``(1 - WER) * SFR * (1 - WER_CS)``, each ``1 - x`` clipped to
   ``[0, 1]`` so the product stays in ``[0, 1]`` when a WER exceeds 1.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Named-entity metrics NE-WER and NE-FNR (seed 003 section 2.3).
+"""Named-entity metrics NE-WER and NE-FNR (Wang et al., ContextASR-Bench, section 2.3).
 
 For a reference entity of ``n`` units (words; characters for languages written without spaces):
 

@@ -8,11 +8,11 @@ is present is an output and is scored (all deletions).
 
 Text is normalized per language before WER/CER (``normalizer='auto'``: indic-nlp-library for Indic
 languages, :class:`~lattice_tools.metrics.text.PlainNormalizer` otherwise); SFR is computed on the raw
-hypothesis, the seed-004 orthographic metrics on raw reference and hypothesis (they need case and
+hypothesis, the punctuation- and case-aware metrics (Kuhn et al., Beyond Levenshtein) on raw reference and hypothesis (they need case and
 punctuation).
 
 :func:`summarize` turns results into per-language and overall metrics, each a ratio of sums with a
-bootstrap CI (:mod:`lattice_tools.metrics.stats`).  Failure taxonomy (seed 002 section 6.7):
+bootstrap CI (:mod:`lattice_tools.metrics.stats`).  Failure taxonomy (Lin, BharatVoice-Bench, section 6.7):
 ``no_output``; ``script_collapse`` (SFR < 0.5 and another script dominates); ``high_wer``
 (WER > 0.5, script not collapsed); ``ok``.
 """
@@ -149,7 +149,7 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
 
 
 def composite_of(metrics: dict) -> dict:
-    """Seed 002's composite ``(1-WER)*SFR*(1-WER_CS)`` from summary metrics.  WER is the
+    """Lin's (BharatVoice-Bench) composite ``(1-WER)*SFR*(1-WER_CS)`` from summary metrics.  WER is the
     monolingual (non code-switched) WER when there are such utterances; a factor whose metric is
     undefined is left out and ``factors`` says which were used."""
     def val(k):
@@ -165,7 +165,7 @@ def composite_of(metrics: dict) -> dict:
 
 def by_language(results: Sequence[UtteranceResult]) -> dict[str, list[UtteranceResult]]:
     """Group results by language; code-switched utterances form the group of their pair
-    (``hin-eng``), as the separate "Hi-En CS" column of seed 002 Table 3.  No language: ``-``."""
+    (``hin-eng``), as the separate "Hi-En CS" column of Lin, BharatVoice-Bench, Table 3.  No language: ``-``."""
     groups: dict[str, list[UtteranceResult]] = {}
     for r in results:
         groups.setdefault(r.cs or r.lang or "-", []).append(r)

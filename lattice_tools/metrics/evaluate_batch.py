@@ -16,7 +16,7 @@ down to what cannot be batched:
   :class:`ScriptTagger` are a function of the word, kept per word id);
 * NE-WER skips the approximate-substring DP when an entity occurs exactly (distance 0, counts all
   correct) or cannot match fuzzily (tolerance 0: counts all deleted);
-* the seed-004 orthographic alignment runs batched
+* the punctuation/case alignment runs batched
   (:func:`~lattice_tools.metrics.punctuation.score_orthography_many`);
 * result objects are built without the frozen dataclasses' per-field ``__setattr__``, and the
   cyclic garbage collector is paused while they are built (:func:`evaluate_many`).
@@ -401,7 +401,7 @@ def evaluate_many(refs: dict[str, str], hyps: dict[str, str], annotations: dict[
                   config: EvalConfig, keys: Sequence[str], progress=None, chunk_size: int = CHUNK,
                   batch_cells: int = BATCH_CELLS) -> list:
     """:func:`evaluate_chunk` over ``keys`` in chunks of ``chunk_size`` utterances (tuning: they
-    bound the per-chunk lists; ``batch_cells`` bounds the seed-004 DP batches)."""
+    bound the per-chunk lists; ``batch_cells`` bounds the punctuation/case DP batches)."""
     # The cyclic garbage collector is paused while the results are built: they are tens of
     # thousands of small acyclic objects (see lattice_tools._gc).
     with gc_paused():

@@ -1,4 +1,4 @@
-"""Leaderboard over several systems and languages (seed 002 Tables 1-5): JSON and Markdown.
+"""Leaderboard over several systems and languages (Lin, BharatVoice-Bench, Tables 1-5): JSON and Markdown.
 
 For every system: the summary over all utterances and per language (coverage, failure taxonomy,
 every metric with a bootstrap CI, script confusion, WER by CMI bucket) and the composite rating.

@@ -1,10 +1,10 @@
-"""The seed-004 alignment engine: the extended-Levenshtein DP and backtrace of
+"""The punctuation- and case-aware alignment engine: the extended-Levenshtein DP and backtrace of
 :func:`~lattice_tools.metrics.punctuation.score_orthography_many` (a corpus) and of
 :func:`~lattice_tools.metrics.punctuation.score_orthography` / ``extended_align`` (one pair: a
 batch of one, whose backtrace also returns the route), with almost no Python per token or per DP
 cell.  The rules it applies are :mod:`~lattice_tools.metrics.orthography_rules`; the tokens arrive
 as integers (:mod:`~lattice_tools.metrics.orthography_vocabulary`).  The per-pair transcription of
-seed 004 it is tested against lives in ``tests/_reference/orthography.py``.
+Kuhn et al. (Beyond Levenshtein) it is tested against lives in ``tests/_reference/orthography.py``.
 
 * **DP over a batch.**  The recursion (doubled integer costs) runs for a batch of similar-length
   utterances as one numpy row recursion over padded ``(n+1, m+1, B)`` arrays (utterance axis

@@ -1,4 +1,4 @@
-"""Seed-004 scoring rules ("Beyond Levenshtein", section 2): costs, compounds, substitution
+"""Punctuation- and case-aware scoring rules (Kuhn et al., "Beyond Levenshtein", section 2): costs, compounds, substitution
 classes and counts.
 
 **Costs** (seed eq. 2-3; kept doubled internally so they are integers):
@@ -206,13 +206,13 @@ def _merge(a, b):
 
 
 def ser(c: ErrorCounts) -> float | None:
-    """Slot error rate (S+D+I)/(C+S+D) (seed 004 eq. 4); None when there is no reference slot."""
+    """Slot error rate (S+D+I)/(C+S+D) (Kuhn et al., Beyond Levenshtein, eq. 4); None when there is no reference slot."""
     d = c.correct + c.substitutions + c.deletions
     return (c.substitutions + c.deletions + c.insertions) / d if d else None
 
 
 def f1(c: ErrorCounts) -> float | None:
-    """2C / (2C + 2S + D + I) (seed 004 eq. 5); None when there is nothing on either side."""
+    """2C / (2C + 2S + D + I) (Kuhn et al., Beyond Levenshtein, eq. 5); None when there is nothing on either side."""
     d = 2 * c.correct + 2 * c.substitutions + c.deletions + c.insertions
     return 2 * c.correct / d if d else None
 

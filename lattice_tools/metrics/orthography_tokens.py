@@ -1,4 +1,4 @@
-"""Seed-004 tokens: the lexer and the non-destructive normalizers (seed 004, section 2).
+"""Punctuation- and case-aware tokens: the lexer and the non-destructive normalizers (Kuhn et al., Beyond Levenshtein, section 2).
 
 **Tokens** (:class:`Token`) keep their raw text, a comparison ``value``, the non-word characters
 around them (``prefix``/``suffix``: spaces, quotes, dashes, brackets) and the tuple of

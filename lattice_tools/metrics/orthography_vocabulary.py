@@ -1,4 +1,4 @@
-"""Seed-004 tokens as integers, for the batched alignment (:mod:`~lattice_tools.metrics.orthography_batch`).
+"""Punctuation- and case-aware tokens as integers, for the batched alignment (:mod:`~lattice_tools.metrics.orthography_batch`).
 
 A token is interned once per corpus by what the counts read of it (``kind``, ``value``,
 ``normalizations``); per token id the :class:`Vocabulary` keeps the value id, the lower-cased

@@ -1,4 +1,4 @@
-"""Punctuation- and case-aware scoring (seed 004, "Beyond Levenshtein", section 2): the public API.
+"""Punctuation- and case-aware scoring (Kuhn et al. (Beyond Levenshtein), "Beyond Levenshtein", section 2): the public API.
 
 Pipeline: :func:`lex` -> non-destructive normalizers (:func:`tokenize`) -> :func:`extended_align`
 (extended Levenshtein with compound words and variable costs) -> route with classified
@@ -26,7 +26,7 @@ BATCH_CELLS = 200_000   # default bound of a padded batch's DP cells (~10 MB of 
 
 
 def extended_align(ref: Sequence[Token], hyp: Sequence[Token], K: int | None = None) -> tuple[float, list[RouteElement]]:
-    """Minimum-cost route between token lists (seed 004 eq. 1-3).  Returns ``(cost, route)``,
+    """Minimum-cost route between token lists (Kuhn et al., Beyond Levenshtein, eq. 1-3).  Returns ``(cost, route)``,
     cost in the seed's units (may be a multiple of 0.5).  Backtrace preference: ok, compound,
     substitution, deletion, insertion."""
     route, counts = align_tokens(ref, hyp, K)

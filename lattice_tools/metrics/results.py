@@ -25,7 +25,7 @@ class EvalConfig:
 
     normalizer: str = "auto"            # auto | none | plain | indic | whisper-basic
     default_lang: str | None = None     # language of utterances without an annotation
-    orthography: bool = True            # seed-004 punctuation/capitalisation metrics
+    orthography: bool = True            # punctuation/capitalisation metrics
     orthography_normalizers: tuple[str, ...] | None = None
     high_wer: float = 0.5
     collapse_threshold: float = 0.5

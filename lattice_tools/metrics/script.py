@@ -1,4 +1,4 @@
-"""Script Fidelity Rate, script collapse and cross-script confusion (seed 002 section 4.2).
+"""Script Fidelity Rate, script collapse and cross-script confusion (Lin, BharatVoice-Bench, section 4.2).
 
 For a hypothesis ``h`` and target language ``l`` with expected script ``s_l``::
 

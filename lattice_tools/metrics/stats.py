@@ -1,4 +1,4 @@
-"""Bootstrap confidence intervals and paired bootstrap tests (seed 002 sections 4.1 and 6.6).
+"""Bootstrap confidence intervals and paired bootstrap tests (Lin, BharatVoice-Bench, sections 4.1 and 6.6).
 
 Every corpus metric here is a *ratio of sums* over utterances, ``sum(num) / sum(den)`` (WER:
 errors / reference words; SFR: expected-script characters / scripted characters; a per-utterance

@@ -1,4 +1,4 @@
-"""Text units and normalizers for the metrics (seed 002 section 1 and 4.1).
+"""Text units and normalizers for the metrics (Lin, BharatVoice-Bench, section 1 and 4.1).
 
 Two units are scored everywhere: *words* (whitespace-separated tokens) and *characters*, where a
 character is a Unicode extended grapheme cluster (``\\X``).  Grapheme clusters keep an Indic

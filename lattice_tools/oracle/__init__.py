@@ -5,7 +5,7 @@
   (best joint choice per slot, sclite's semantics), :func:`alternatives_oracle_many` batched;
 * :func:`ctm_oracle` -- an alt-CTM against an STM, as Debian sclite scores it;
 * :func:`bootstrap_wer` / :func:`bootstrap_systems` -- utterance-bootstrap intervals;
-* :func:`run_study` -- the density-vs-oracle study (seed 001 Tables 3-6, plots);
+* :func:`run_study` -- the density-vs-oracle study (Faria et al., Tables 3-6, plots);
 * :func:`oracle_wer` -- what ``lattice-tools oracle`` runs.
 
 Modules: ``costs`` (integer cost models), ``graphs`` (reference and hypothesis networks in array

@@ -6,7 +6,7 @@ a hypothesis network (one state per slot boundary, one chain per alternative, an
 alternative = sclite's NULL word ``@``), so the oracle is the best *joint* choice of one
 alternative per slot together with the alignment -- exactly what sclite computes for an alt-CTM.
 
-Segmentation rule (seed 001 scores with the reference segmentation): lattices are per utterance
+Segmentation rule (Faria et al. scores with the reference segmentation): lattices are per utterance
 and references are per utterance; a lattice is matched to its reference by key (trn utterance id,
 or STM ``file`` -- all segments of that file and its first channel, in time order, make one
 reference).  Alternatives therefore never cross a reference segment boundary.  An alt-CTM scored

@@ -1,9 +1,9 @@
-"""The density-vs-oracle study: seed 001 Tables 3-6 for your own lattices, with bootstrap CIs and plots.
+"""The density-vs-oracle study: Faria et al., Tables 3-6 for your own lattices, with bootstrap CIs and plots.
 
 For every *density* (a lattice set, optionally posterior-pruned at several thresholds) and every
 *representation* (N-best, sausage, phrase, whole lattice; the 1-best is always added as the
 baseline), the oracle WER is computed exactly for every requested depth N, together with the
-columns of seed 001's tables: N, N_max, N_.9, N_.5 (depth of the deepest, 90th-percentile and
+columns of Faria et al.'s tables: N, N_max, N_.9, N_.5 (depth of the deepest, 90th-percentile and
 median block) and MB (size of the gzip-compressed alt-CTM of that representation), plus C/S/D/I,
 precision, recall and utterance-bootstrap 95% intervals.
 
@@ -22,7 +22,7 @@ the oracle minimises -- its integer part, because sclite charges 0.001 for skipp
 ``@`` of an empty alternative while a lattice epsilon is free; in Levenshtein mode the cost is the
 error count):
 lattice <= N-best(N) <= N-best(1); lattice <= 1-best; N-best and phrase never rise with N;
-phrase(N=inf) <= lattice (seed 001 eq. 6).  The same checks on error counts are reported too
+phrase(N=inf) <= lattice (Faria et al., eq. 6).  The same checks on error counts are reported too
 (in sclite mode the cheapest alignment need not have the fewest errors).
 """
 from __future__ import annotations
@@ -345,7 +345,7 @@ def _add_intervals(rows: list, replications: int, seed: int) -> None:
 
 
 def check_invariants(rows: list) -> list:
-    """The seed-001 invariants on every density (see the module docstring); one dict per check."""
+    """The invariants of Faria et al.'s tables on every density (see the module docstring); one dict per check."""
     out = []
     by_density: dict = {}
     for r in rows:
@@ -412,7 +412,7 @@ def _fmt(v, col):
 
 def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "sclite", notes: dict | None = None,
                  title: str | None = None, baselines: list | None = None) -> dict:
-    """``study.md`` (tables shaped like seed 001 Tables 3-6, plus CI, C/S/D/I and precision/recall),
+    """``study.md`` (tables shaped like Faria et al., Tables 3-6, plus CI, C/S/D/I and precision/recall),
     ``study.csv`` and ``study.json``.  ``title`` names the data; ``baselines``: extra 1-best rows
     (e.g. the decoder's own hypothesis, ``{"density", "name", "wer", ...}``) shown beside the
     lattice's best path."""

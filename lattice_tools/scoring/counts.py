@@ -31,7 +31,13 @@ class ErrorCounts:
         for f in fields(self):
             v = getattr(self, f.name)
             if not isinstance(v, int) or isinstance(v, bool):
-                object.__setattr__(self, f.name, int(v))
+                try:
+                    whole = int(v)
+                except (TypeError, ValueError, OverflowError):
+                    raise ValueError(f"ErrorCounts.{f.name} must be a whole number, got {v!r}") from None
+                if whole != v:
+                    raise ValueError(f"ErrorCounts.{f.name} must be a whole number, got {v!r}")
+                object.__setattr__(self, f.name, whole)
             if getattr(self, f.name) < 0:
                 raise ValueError(f"ErrorCounts.{f.name} must be >= 0, got {v}")
 
@@ -62,20 +68,20 @@ class ErrorCounts:
 
     @property
     def wer(self) -> float:
-        """Error rate in [0, inf): errors / ref_words (eq. 1 of seed 001, as a fraction)."""
+        """Error rate in [0, inf): errors / ref_words (eq. 1 of Faria et al., as a fraction)."""
         if self.ref_words == 0:
             return 0.0 if self.errors == 0 else float("inf")
         return self.errors / self.ref_words
 
     @property
     def precision(self) -> float:
-        """C / (C + S + I) (seed 001 eq. 2); 1.0 when nothing was hypothesized."""
+        """C / (C + S + I) (Faria et al., eq. 2); 1.0 when nothing was hypothesized."""
         d = self.correct + self.substitutions + self.insertions
         return self.correct / d if d else 1.0
 
     @property
     def recall(self) -> float:
-        """C / (C + S + D) (seed 001 eq. 3); 1.0 when the reference is empty."""
+        """C / (C + S + D) (Faria et al., eq. 3); 1.0 when the reference is empty."""
         d = self.correct + self.substitutions + self.deletions
         return self.correct / d if d else 1.0
 
@@ -96,7 +102,23 @@ class ErrorCounts:
 
     @classmethod
     def from_dict(cls, d: dict) -> ErrorCounts:
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+        """The counts of :meth:`as_dict`'s output (or of any dict of count fields; missing fields are 0).
+
+        A key that is neither a count field nor one of the derived values ``as_dict`` adds (``errors``,
+        ``wer``, ``precision``, ``recall``) is refused, so a misspelt field never reads as a zero count; a
+        derived ``errors`` that disagrees with the counts is refused too."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names - _DERIVED)
+        if unknown:
+            raise ValueError(f"ErrorCounts.from_dict: unknown key(s) {', '.join(map(repr, unknown))} "
+                             f"(count fields: {', '.join(sorted(names))})")
+        counts = cls(**{k: v for k, v in d.items() if k in names})
+        if "errors" in d and d["errors"] != counts.errors:
+            raise ValueError(f"ErrorCounts.from_dict: errors={d['errors']!r} but the counts give {counts.errors}")
+        return counts
+
+
+_DERIVED = frozenset({"errors", "wer", "precision", "recall"})
 
 
 ErrorCounts.zero = ErrorCounts()  # type: ignore[attr-defined]

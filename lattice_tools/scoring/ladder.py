@@ -1,4 +1,4 @@
-"""The scoring ladder of seed 001 Table 1: WER of each system under successively improved scoring
+"""The scoring ladder of Faria et al., Table 1: WER of each system under successively improved scoring
 configurations.
 
 Rows (each one adds to the previous configuration; rows whose input is missing are skipped):

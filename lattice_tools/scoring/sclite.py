@@ -62,7 +62,7 @@ __all__ = ["ScoreResult", "SegmentScore", "chain_engine_applies", "merge_single_
 
 
 def merge_single_segment(segments: Sequence, case_sensitive: bool = False, case_language: str | None = None):
-    """Seed 001 section 2.4: one segment per file/channel/speaker spanning all its segments, text
+    """Faria et al., section 2.4: one segment per file/channel/speaker spanning all its segments, text
     concatenated in time order.  ``IGNORE_TIME_SEGMENT_IN_SCORING`` segments are kept as they are
     (their words are removed before scoring by :func:`score_stm_ctm`)."""
     groups: OrderedDict[tuple, list] = OrderedDict()
@@ -117,7 +117,7 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
         is what sclite needs its input to be; with ALT blocks the file order is kept, as sclite does).
       optional_deletable: sclite ``-D``; fragments: sclite ``-F``; case_sensitive: sclite ``-s``.
       mode: ``"sclite"`` weights or ``"levenshtein"`` (1/1/1).
-      single_segment: merge each file/channel/speaker's segments into one (seed 001 section 2.4);
+      single_segment: merge each file/channel/speaker's segments into one (Faria et al., section 2.4);
         hypothesis words inside ``IGNORE_TIME_SEGMENT_IN_SCORING`` spans are dropped first.
       allow_missing: a CTM file/channel absent from the STM is ignored with a warning, an STM
         file/channel without CTM words is scored as all deletions (what sclite does, test16_*);

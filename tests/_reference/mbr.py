@@ -6,8 +6,8 @@ the compiled recursion (lattice_tools/_ext/mbr.c, behind lattice_tools.alternati
 oracle (tests/test_sausage.py compares the two bit for bit); :func:`reference_mbr` is the whole
 MbrDecode on a lattice already in Kaldi's order (lattice_tools.alternatives.sausages.kaldi_order).
 It recomputes the three edit costs in the backward pass as Kaldi does, where the kernel reads the
-move it recorded in the forward pass.  (It replaced the plain-Python run of the former numba
-kernel as the one reference: that was the kernel's own structure, this is Kaldi's.)"""
+move it recorded in the forward pass.  (It follows Kaldi's structure, not the
+kernel's, so the two are independent transcriptions.)"""
 from __future__ import annotations
 
 import math

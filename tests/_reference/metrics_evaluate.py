@@ -2,7 +2,7 @@
 (lattice_tools.metrics.evaluate_batch, behind evaluate.evaluate_system) is tested against.
 
 The plain definitions, one utterance at a time: normalize, align the words with kaldialign, count
-graphemes, script fidelity, code-mixing and switch points, named entities, and the seed-004
+graphemes, script fidelity, code-mixing and switch points, named entities, and the punctuation/case
 orthographic counts (by the per-pair reference of tests/_reference/orthography.py).  It was the
 package's implementation until the batched engine replaced it (same results:
 tests/test_metrics_fast*.py).

@@ -1,8 +1,7 @@
 """The closed rows, bounds and best paths of the exact N-best search as plain Python: the oracle of
 tests/test_nbest_native.py for the compiled ``closed_rows``, ``best_word_bound``, ``suffix_list_bound``
-and ``best_paths`` of lattice_tools/_ext/nbest/.  They were the package's numba kernels
-(lattice_tools/alternatives/_closed_rows.py) until the C port replaced them; the same code, without
-numba (slow: small inputs only).
+and ``best_paths`` of lattice_tools/_ext/nbest/.  The same operations as the C code in plain
+Python (slow: small inputs only).
 
 * :func:`closed_rows` -- every state's word arcs reachable through epsilon paths (log sum and
   minimum of the path costs) and its closed exit weight;
@@ -21,8 +20,7 @@ INF = math.inf
 
 
 def _grow(a, need):
-    """``a``, or a copy with room for ``need`` entries (at least doubled); numba compiles one version
-    per array type."""
+    """``a``, or a copy with room for ``need`` entries (at least doubled)."""
     if need <= len(a):
         return a
     b = np.empty(max(2 * len(a), need), a.dtype)

@@ -1,7 +1,6 @@
 """The region search of the exact N-best lists as plain Python: the oracle of tests/test_nbest_native.py
-for the compiled ``bounded_search`` of lattice_tools/_ext/nbest/region_search.c.  It was the package's numba kernel
-(lattice_tools/alternatives/_nbest_kernels.py) until the C port replaced it; the same code, without
-numba (slow: small inputs only); the C code does the same operations in the same order.
+for the compiled ``bounded_search`` of lattice_tools/_ext/nbest/region_search.c.  Slow (small inputs
+only); the C code does the same operations in the same order.
 
 * :func:`bounded_search` -- A* over log-determinized states builds the region that can hold the
   ``n`` best sequences, the exact best completion is computed inside it, and a best-first search
@@ -73,7 +72,7 @@ _MASK = (1 << 61) - 1
 def _subset_hash(states, rkeys, lo, hi):
     h = 1469598103934665603 & _MASK
     for k in range(lo, hi):
-        h = (h * 1000003 + int(states[k])) & _MASK  # (Python ints: numba wrapped at 64 bits)
+        h = (h * 1000003 + int(states[k])) & _MASK  # (Python ints: masked to 64 bits as C wraps)
         h = (h * 1000003 + int(rkeys[k])) & _MASK
     return h
 

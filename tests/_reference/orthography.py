@@ -1,7 +1,7 @@
-"""The per-pair seed-004 alignment and counts: the oracle the batched engine
+"""The per-pair punctuation/case alignment and counts: the oracle the batched engine
 (lattice_tools.metrics.orthography_batch, behind metrics.punctuation) is tested against.
 
-A direct transcription of seed 004, section 2: one pair at a time, a row-vectorized DP over
+A direct transcription of Kuhn et al. (Beyond Levenshtein), section 2: one pair at a time, a row-vectorized DP over
 ``Token`` objects, a backtrace building ``RouteElement``s (preference: ok, compound,
 substitution, deletion, insertion), and counts read off the route one element at a time.  It
 was the package's implementation until the batched engine replaced it (same routes, same
@@ -42,7 +42,7 @@ def _sub_costs(a: Token, hyp_vals, hyp_low, hyp_punct) -> np.ndarray:
 
 
 def extended_align_reference(ref: Sequence[Token], hyp: Sequence[Token], K: int | None = None):
-    """Minimum-cost route between token lists (seed 004 eq. 1-3).  Returns ``(cost, route)``,
+    """Minimum-cost route between token lists (Kuhn et al., Beyond Levenshtein, eq. 1-3).  Returns ``(cost, route)``,
     cost in the seed's units (may be a multiple of 0.5).
 
     Row-vectorized DP: within a row the insertion chain is a prefix minimum

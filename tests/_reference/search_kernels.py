@@ -1,6 +1,5 @@
-"""The numba kernels of the sequence search as they were before their port to C
-(lattice_tools/_ext/search/): the oracle of tests/test_search_kernels.py, run as plain Python (no
-numba) on small inputs.  The expansion of one determinized state into its choices
+"""The kernels of the sequence search (lattice_tools/_ext/search/) as plain Python: the oracle of
+tests/test_search_kernels.py, run on small inputs.  The expansion of one determinized state into its choices
 (:func:`expand_state`), the subset reached by a choice (:func:`successor_subset`), the word-time
 Viterbi over the prefix trie (:func:`trie_viterbi`) and :func:`closed_exits`.
 

@@ -12,7 +12,7 @@ releases, or the stand-in from make_standin_corpus.py).  Writes to <data-dir>:
   reco2file_and_channel   recording file channel          (for CTM file/channel ids)
   utt2spk, text           Kaldi conventions (text = raw STM transcript)
   stm, glm                the reference STM and GLM (LDC's, built from the transcripts with lhotse,
-                          or the corrected ones of seed 001 when given)
+                          or the corrected ones of Faria et al. when given)
   glms                    one GLM path per line: the base GLM then every --extra-glm (RT-03, RT-04F)
 """
 from __future__ import annotations
@@ -52,8 +52,8 @@ def main() -> None:
     ap.add_argument("corpus")
     ap.add_argument("data")
     ap.add_argument("--stm-source", choices=["ldc", "lhotse"], default="ldc")
-    ap.add_argument("--corrected-stm", default="", help="seed 001's switchboard-benchmark.stm (replaces the STM)")
-    ap.add_argument("--corrected-glm", default="", help="seed 001's switchboard-benchmark.glm (replaces the GLM)")
+    ap.add_argument("--corrected-stm", default="", help="Faria et al.'s switchboard-benchmark.stm (replaces the STM)")
+    ap.add_argument("--corrected-glm", default="", help="Faria et al.'s switchboard-benchmark.glm (replaces the GLM)")
     ap.add_argument("--extra-glm", action="append", default=[], help="further GLMs (RT-03, RT-04F), in order")
     args = ap.parse_args()
 

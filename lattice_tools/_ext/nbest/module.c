@@ -15,12 +15,12 @@
  *
  * The algorithms are described in nbest_lists.py.  Every log sum is m - log(sum(exp(m - x))) around
  * the segment's minimum m, summed in a fixed order, so results are deterministic.  The operations are
- * those of the numba kernels this module replaced (tests/_reference/nbest_*.py keeps them as a
- * plain-Python oracle; the same bits), except one: an expansion of the region search propagates the
- * determinized state's members through the epsilon arcs and gathers each word arc once, where the
- * numba code gathered every member's closed row (the same arc once per member that reaches it, ~4x
- * the work on long dense lattices): the same terms summed in another order, so the same lists with
- * costs equal to ~1e-15 relative.
+ * those of the plain-Python transcription in tests/_reference/nbest_*.py (the tests' oracle; the same
+ * bits), except one: an expansion of the region search propagates the determinized state's members
+ * through the epsilon arcs and gathers each word arc once, where the transcription gathers every
+ * member's closed row (the same arc once per member that reaches it, ~4x the work on long dense
+ * lattices): the same terms summed in another order, so the same lists with costs equal to ~1e-15
+ * relative.
  *
  * Arrays cross as buffers (int64 'l'/'q', float64 'd', bool '?'), checked on entry; results are
  * returned as bytearrays (numpy.frombuffer views them).  Long loops poll PyErr_CheckSignals.

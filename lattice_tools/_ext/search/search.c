@@ -10,7 +10,7 @@
  *
  * Files: buffers.c (buffer checks, sorting), expander.c, lazy_search.c, word_times.c, this one (the module).
  *
- * The floating-point operations are those of the numba kernels they replace, in the same order (the
+ * The floating-point operations are those of tests/_reference/search_kernels.py, in the same order (the
  * package is built with -ffp-contract=off), so every cost is bit-identical.  A determinized state
  * crosses as two bytes objects: its key (n int64 states, then n int64 residuals rounded to the
  * resolution: what the Python side interns) and its n float64 residual costs.

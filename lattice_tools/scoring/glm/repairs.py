@@ -1,4 +1,4 @@
-"""The opt-in repairs sclite users need (seed 001 sections 2.3 and 3.5), and alternation expansion.
+"""The opt-in repairs sclite users need (Faria et al., sections 2.3 and 3.5), and alternation expansion.
 
 * :func:`flatten_ctm_alternations` -- csrfilt turns a word inside an existing ALT block that a rule
   expands into a *nested* block, and a nested alternation ``{a/b {c/d}}`` into a wrong flat one;
@@ -226,7 +226,7 @@ def optionalize_words(text: str, words: Sequence[str], *, style: str = "parens")
 
 
 def drop_ctm_words(items: Iterable, words: Sequence[str]) -> CtmItems:
-    """Exclude ``words`` (case-insensitive) from a hypothesis CTM (seed 001 section 2.3).  Inside
+    """Exclude ``words`` (case-insensitive) from a hypothesis CTM (Faria et al., section 2.3).  Inside
     an ALT block the words are removed from each alternative (an emptied alternative becomes
     ``@``); a block left with one alternative is replaced by its words."""
     wanted = {w.upper() for w in words}
