@@ -12,5 +12,5 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! { { command -v 
   apt-get update -qq >/dev/null && apt-get install -y -qq sctk sox espeak-ng >/dev/null
 fi
 python -m pip install -q "torch==2.13.0" || echo "note: torch 2.13.0 is not installable here; torch tests will be skipped"
-python -m pip install -q -e '.[test,lhotse,metrics]'
+python -m pip install -q -e '.[test,decode,plots,lhotse,metrics]'
 python -m pytest -q -m "not slow" "$@"

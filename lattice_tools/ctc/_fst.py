@@ -54,7 +54,9 @@ def make_arrays(num_states, start, arcs, finals) -> FstArrays:
 
 def fst_to_arrays(fst) -> FstArrays:
     """Read every arc and final weight of a kaldifst ``StdVectorFst`` (or ``StdConstFst``)."""
-    import kaldifst
+    from .._optional import kaldifst as _kaldifst
+
+    kaldifst = _kaldifst()
 
     src, dst, il, ol, w = [], [], [], [], []
     n = fst.num_states
@@ -74,7 +76,9 @@ def fst_to_arrays(fst) -> FstArrays:
 
 def arrays_to_fst(arr: FstArrays):
     """Build a kaldifst ``StdVectorFst`` with exactly these states, arcs (in order) and finals."""
-    import kaldifst
+    from .._optional import kaldifst as _kaldifst
+
+    kaldifst = _kaldifst()
 
     fst = kaldifst.StdVectorFst()
     for _ in range(arr.num_states):

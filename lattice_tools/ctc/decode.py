@@ -98,7 +98,9 @@ def load_graph(graph, *, backend: str = "kaldi", words=None) -> CtcGraph:
         words = SymbolTable.read(str(words))
     is_k2_file = gpath.suffix == ".pt"
     if backend == "kaldi":
-        import kaldifst
+        from .._optional import kaldifst as _kaldifst
+
+        kaldifst = _kaldifst()
 
         if is_k2_file:
             from ._fst import arrays_to_fst
@@ -217,8 +219,9 @@ def _as_items(logprobs, lengths, keys):
 
 def _decode_kaldi(g: CtcGraph, key: str, lp: np.ndarray, beam: float, lattice_beam: float,
                   frame_shift: float) -> Lattice:
-    import kaldi_decoder
-    import kaldifst  # noqa: F401  (kaldi_decoder needs kaldifst's types registered first)
+    from .._optional import kaldi_decoder as _kaldi_decoder
+
+    kaldi_decoder = _kaldi_decoder()
 
     from ..io.kaldi import raw_to_lattice
 

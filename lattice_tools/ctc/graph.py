@@ -2,7 +2,7 @@
 
 Two builders produce graphs for the two decoders of :mod:`lattice_tools.ctc.decode`:
 
-* ``backend="kaldifst"`` (always available) writes ``HLG.fst`` (or ``HL.fst`` without an LM), an
+* ``backend="kaldifst"`` (the ``[decode]`` extra) writes ``HLG.fst`` (or ``HL.fst`` without an LM), an
   OpenFst ``StdVectorFst`` for Kaldi's ``LatticeSimpleDecoder`` (kaldi-decoder).  Its input labels
   are **token id + 1** (the CTC blank, token 0, is input label 1; input label 0 is epsilon, i.e. a
   non-emitting arc), its output labels are word ids of ``words.txt``.
@@ -289,7 +289,9 @@ def _read_openfst_text(path: str, words: SymbolTable) -> FstArrays:
 
 def _read_arpa(path: str, words: SymbolTable, max_order: int) -> FstArrays:
     kaldilm = require("kaldilm", None)
-    import kaldifst
+    from .._optional import kaldifst as _kaldifst
+
+    kaldifst = _kaldifst()
 
     with tempfile.TemporaryDirectory() as tmp:
         wpath = os.path.join(tmp, "words.txt")
@@ -313,7 +315,9 @@ def compile_hlg_kaldifst(lang: Lang, grammar: FstArrays | None, *, sil_prob: flo
 
     Returns a ``kaldifst.StdVectorFst`` (input = token + 1, output = word id), ilabel-sorted.
     """
-    import kaldifst
+    from .._optional import kaldifst as _kaldifst
+
+    kaldifst = _kaldifst()
 
     L = arrays_to_fst(lexicon_arrays(lang, sil_prob))
     if grammar is not None:

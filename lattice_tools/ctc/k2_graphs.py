@@ -99,7 +99,9 @@ def fst_graph_to_k2(path):
     ``intersect_dense_pruned``: input-epsilon arcs are removed with ``k2.remove_epsilon``
     (tropical; their words move into ragged ``aux_labels``), labels become token ids (0 = blank)."""
     k2 = _k2()
-    import kaldifst
+    from .._optional import kaldifst as _kaldifst
+
+    kaldifst = _kaldifst()
 
     fst = kaldifst.StdVectorFst.read(str(path))
     if fst is None or fst.num_states == 0:

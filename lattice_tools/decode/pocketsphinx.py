@@ -102,9 +102,9 @@ def load_audio(path: str) -> bytes:
 
 
 def _decoder(model: str | None, lm: str | None, dictionary: str | None, options: dict):
-    from ..errors import require
+    from .._optional import pocketsphinx
 
-    ps = require("pocketsphinx")
+    ps = pocketsphinx()
     kwargs = {"loglevel": "FATAL"}
     if model is not None:
         if not os.path.isdir(model):

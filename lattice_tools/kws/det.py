@@ -17,10 +17,9 @@ def _dev(p: float) -> float:
 
 def plot_det(scores: dict[str, KwsScore] | KwsScore, path: str, *, title: str = "") -> None:
     """Write the DET curve(s) as a PNG (written to a temporary file, then renamed)."""
-    import matplotlib
+    from .._optional import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     if isinstance(scores, KwsScore):
         scores = {scores.title: scores}

@@ -457,10 +457,9 @@ def study_markdown(rows: Sequence[dict], invariants: Sequence[dict], settings: M
 
 
 def _plot(rows: Sequence[dict], path: str, title: str | None) -> None:
-    import matplotlib
+    from .._optional import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     done = [r for r in rows if "skipped" not in r]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))

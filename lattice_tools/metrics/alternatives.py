@@ -163,10 +163,9 @@ def plot_coverage(rows: Sequence[CoverageRow], path: str) -> None:
     """The alternative-coverage figure: recovered share of 1-best word errors (left) and of
     missed entities (right) against depth ``k`` (``all`` = every alternative), one line per
     representation.  Format from the extension of ``path`` (png, pdf, svg)."""
-    import matplotlib
+    from .._optional import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     ks = sorted({r.k for r in rows}, key=lambda k: (k is None, k or 0))
     labels = ["all" if k is None else str(k) for k in ks]

@@ -488,10 +488,9 @@ def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: li
     being left out; MB points are labelled with their N; titles name the data and each panel its
     size.  The lattice's best path and, when given, the decoder's hypothesis (``baselines``) are
     drawn as separate, named 1-best lines."""
-    import matplotlib
+    from .._optional import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     densities = list(dict.fromkeys(r["density"] for r in rows if "wer" in r or "skipped" in r))
     if not densities:
