@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "lattice_tools"
 
 # Lowest layer first.  A module may import from its own layer and the ones before it.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"errors", "_optional", "symbols", "lattice", "files", "reweight", "alternatives_network", "_budget", "_gc", "_threads",
+    ("base", {"errors", "_optional", "parallel", "symbols", "lattice", "files", "reweight", "alternatives_network", "_budget", "_gc", "_threads",
               "_exports", "_ext"}),
     ("io", {"io", "interop"}),
     ("algorithms", {"algorithms"}),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from tqdm import tqdm
 
@@ -16,6 +17,7 @@ from ..files import write_json
 from ..io.altctm import AlternativesCtmWriter
 from ..io.inputs import check_times, has_bare_word_ids, read_lattice_inputs
 from ..io.kaldi_data import read_segments as read_kaldi_segments
+from ..parallel import ShardStore, run_shards, shard_lattices
 
 #: The default memory budget of the searches (bytes of resident memory): what the demo's densest
 #: N = inf search needs (3.9 GB measured) fits; a runaway search stops well before a laptop swaps.
@@ -27,13 +29,54 @@ def read_segments(path: str, channel: str = DEFAULT_CHANNEL) -> dict[str, tuple[
     return {utt: (reco, channel, start) for utt, (reco, start, _end) in read_kaldi_segments(path).items()}
 
 
+@dataclass(frozen=True)
+class AlternativesJob:
+    """What one utterance's alternatives depend on (sent to the workers with each shard)."""
+
+    kind: str
+    n: int | None
+    posterior_threshold: float = 0.1
+    acoustic_scale: float = 1.0
+    lm_scale: float = 1.0
+    word_penalty: float = 0.0
+    max_memory: int | None = DEFAULT_MAX_MEMORY
+
+    def __post_init__(self):
+        if self.kind not in ("nbest", "sausage", "phrases"):
+            raise ValueError(f"unknown kind {self.kind!r}")
+
+    def compute(self, lat):
+        """The alternatives of one lattice."""
+        kw = dict(acoustic_scale=self.acoustic_scale, lm_scale=self.lm_scale, word_penalty=self.word_penalty)
+        # the memory budget replaces the node/state counts (which a user cannot relate to the machine)
+        unbounded = dict(max_pops=sys.maxsize, max_states=sys.maxsize)
+        if self.kind == "nbest":
+            from .nbest_lists import nbest
+
+            return nbest(lat, self.n, **kw, **unbounded)
+        if self.kind == "sausage":
+            from .sausages import sausage
+
+            return sausage(lat, self.n, **kw)
+        from .phrase_alternatives import phrases
+
+        return phrases(lat, self.n, self.posterior_threshold, **kw, **unbounded)
+
+
+def alternatives_of_shard(job: AlternativesJob, lattices) -> list:
+    """The alternatives of each lattice of a shard (what a worker runs), under the job's memory budget."""
+    with memory_budget(job.max_memory):
+        return [job.compute(lat) for lat in lattices]
+
+
 def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out: str, *, json_out: str | None = None,
                           segments: str | None = None, posterior_threshold: float = 0.1, acoustic_scale: float = 1.0,
                           lm_scale: float = 1.0, word_penalty: float = 0.0, format: str | None = None,
                           words: str | None = None, frame_shift: float | None = None,
                           frame_subsampling_factor: int | None = None, channel: str = DEFAULT_CHANNEL,
                           allow_untimed: bool = False, progress: bool | None = None,
-                          max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
+                          max_memory: int | None = DEFAULT_MAX_MEMORY, executor=None,
+                          shard_dir: str | None = None) -> dict:
     """Compute ``kind`` (``nbest``/``sausage``/``phrases``) alternatives of every lattice, write them as
     an alt-CTM ``out`` cut to depth ``n`` (None = all) and return the statistics (also written as JSON to
     ``json_out`` when given).
@@ -43,47 +86,44 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
     ``allow_untimed``: its CTM times would all be 0 and, for phrases, it would be one block.
 
     The searches (N-best, phrases) are bounded by ``max_memory`` bytes of resident memory (None: no
-    bound) instead of counts of search nodes and determinized states; past it they stop with
-    :class:`~lattice_tools.errors.BudgetExceededError` naming ``max_memory`` (the CLI says
-    ``--max-memory``)."""
+    bound; in each worker process when run in parallel) instead of counts of search nodes and
+    determinized states; past it they stop with :class:`~lattice_tools.errors.BudgetExceededError`
+    naming ``max_memory`` (the CLI says ``--max-memory``).
+
+    ``executor``: None computes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
+    computes shards of utterances on its workers (:mod:`lattice_tools.parallel`); the file is the same
+    bytes either way.  ``shard_dir``: finished shards are kept there, so that a killed run started again
+    recomputes only the rest; removed when the file is complete."""
+    job = AlternativesJob(kind, n, posterior_threshold, acoustic_scale, lm_scale, word_penalty, max_memory)
     bare: list[str] = []
     seg = read_segments(segments, channel) if segments else None
-    kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
-    # the memory budget replaces the node/state counts (which a user cannot relate to the machine)
-    unbounded = dict(max_pops=sys.maxsize, max_states=sys.maxsize)
-    if kind == "nbest":
-        from .nbest_lists import nbest
-
-        def compute(lat):
-            return nbest(lat, n, **kw, **unbounded)
-    elif kind == "sausage":
-        from .sausages import sausage
-
-        def compute(lat):
-            return sausage(lat, n, **kw)
-    elif kind == "phrases":
-        from .phrase_alternatives import phrases
-
-        def compute(lat):
-            return phrases(lat, n, posterior_threshold, **kw, **unbounded)
-    else:
-        raise ValueError(f"unknown kind {kind!r}")
     disable = (not sys.stderr.isatty()) if progress is None else not progress
-    with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer:
-        lats = read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
-                                   frame_subsampling_factor=frame_subsampling_factor)
-        for lat in tqdm(lats, desc=kind, unit="lat", disable=disable, file=sys.stderr):
+    store = ShardStore(shard_dir) if shard_dir else None
+
+    def checked(lats):
+        for lat in lats:
             check_times(lat, allow_untimed=allow_untimed, what=f"the {kind} alt-CTM")
             if has_bare_word_ids(lat.symbols):
                 bare.append(lat.key)
-            alts = compute(lat)
-            if seg is not None:
-                if lat.key not in seg:
-                    raise MismatchError(f"utterance {lat.key!r} is not in the segments file {segments}", key=lat.key)
-                alts = alts.with_location(*seg[lat.key])
-            elif alts.channel != channel:
-                alts = alts.with_location(alts.file, channel, 0.0)
-            writer.write(alts)
+            yield lat
+
+    with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer, \
+            tqdm(desc=kind, unit="lat", disable=disable, file=sys.stderr) as bar:
+        lats = read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor)
+        shards = shard_lattices(checked(lats), repr(job))
+        for shard, results in run_shards(alternatives_of_shard, shards, executor=executor, args=(job,), store=store,
+                                         progress=lambda s: bar.update(len(s.keys))):
+            for key, alts in zip(shard.keys, results, strict=True):
+                if seg is not None:
+                    if key not in seg:
+                        raise MismatchError(f"utterance {key!r} is not in the segments file {segments}", key=key)
+                    alts = alts.with_location(*seg[key])
+                elif alts.channel != channel:
+                    alts = alts.with_location(alts.file, channel, 0.0)
+                writer.write(alts)
+    if store:
+        store.remove()
     result = writer.stats()
     result["kind"] = kind
     if bare:

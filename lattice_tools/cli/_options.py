@@ -146,3 +146,14 @@ def check_one_stdout(**paths) -> None:
     on_stdout = [name for name, p in paths.items() if p == "-"]
     if len(on_stdout) > 1:
         raise click.UsageError(f"only one of {', '.join(on_stdout)} can be '-' (stdout)")
+
+
+def parallel_options(f):
+    """``--jobs N`` / ``--scheduler ADDRESS``: where a corpus-level command runs (lattice_tools.parallel)."""
+    f = click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="Run on the workers of a running Dask scheduler (tcp://host:8786, e.g. one that "
+                          "dask-jobqueue's SLURMCluster started). Same output bytes as one process.")(f)
+    f = click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Run on a local Dask cluster of N worker processes. Same output bytes as one process; "
+                          "a killed run started again recomputes only unfinished shards.")(f)
+    return f

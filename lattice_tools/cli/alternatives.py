@@ -8,14 +8,16 @@ import click
 
 from ..alternatives.lattices_to_ctm import make_alternatives_ctm
 from ..files import json_text
+from ..parallel import open_executor, shard_dir_for
 from ._inputs import allow_untimed_option, channel_option, lattice_input_options
-from ._options import DEPTH, LATTICE_FORMATS, SIZE, check_one_stdout, json_option, out_option
+from ._options import DEPTH, LATTICE_FORMATS, SIZE, check_one_stdout, json_option, out_option, parallel_options
 
 
 def _options(f):
     f = click.option("--format", "format", type=click.Choice(LATTICE_FORMATS), default=None,
                      help="Lattice format (default: from the file name).")(f)
     f = lattice_input_options(f)
+    f = parallel_options(f)
     f = channel_option(f)
     f = allow_untimed_option(f)
     f = click.option("--segments", type=click.Path(dir_okay=False), default=None,
@@ -45,24 +47,28 @@ def _report(result: dict, json_out: str | None) -> None:
 @click.command("nbest")
 @_options
 def nbest_command(lattices, n, out, json_out, segments, format, acoustic_scale, lm_scale, word_penalty, max_memory,
-                  **inputs):
+                  jobs, scheduler, **inputs):
     """Exact N-best lists (utterance-level alternatives) of LATTICES as alt-CTM."""
     check_one_stdout(**{"-o/--out": out, "--json": json_out})
-    result = make_alternatives_ctm(lattices, "nbest", n, out, json_out=json_out, segments=segments, format=format,
-                                   acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                                   max_memory=max_memory, **inputs)
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        result = make_alternatives_ctm(lattices, "nbest", n, out, json_out=json_out, segments=segments,
+                                       format=format, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                       word_penalty=word_penalty, max_memory=max_memory, executor=executor,
+                                       shard_dir=shard_dir_for(out, executor), **inputs)
     _report(result, json_out)
 
 
 @click.command("sausage")
 @_options
 def sausage_command(lattices, n, out, json_out, segments, format, acoustic_scale, lm_scale, word_penalty, max_memory,
-                    **inputs):
+                    jobs, scheduler, **inputs):
     """Confusion networks (word-level alternatives, Xu et al. 2011 MBR) of LATTICES as alt-CTM."""
     check_one_stdout(**{"-o/--out": out, "--json": json_out})
-    result = make_alternatives_ctm(lattices, "sausage", n, out, json_out=json_out, segments=segments, format=format,
-                                   acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                                   max_memory=max_memory, **inputs)
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        result = make_alternatives_ctm(lattices, "sausage", n, out, json_out=json_out, segments=segments,
+                                       format=format, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                       word_penalty=word_penalty, max_memory=max_memory, executor=executor,
+                                       shard_dir=shard_dir_for(out, executor), **inputs)
     _report(result, json_out)
 
 
@@ -71,10 +77,13 @@ def sausage_command(lattices, n, out, json_out, segments, format, acoustic_scale
 @click.option("--posterior-threshold", type=float, default=0.1, show_default=True,
               help="Phrase boundaries are times not crossed by a word arc with at least this posterior.")
 def phrases_command(lattices, n, out, json_out, segments, format, acoustic_scale, lm_scale, word_penalty, max_memory,
-                    posterior_threshold, **inputs):
+                    posterior_threshold, jobs, scheduler, **inputs):
     """Phrase alternatives (Faria et al., section 3.4) of LATTICES as alt-CTM."""
     check_one_stdout(**{"-o/--out": out, "--json": json_out})
-    result = make_alternatives_ctm(lattices, "phrases", n, out, json_out=json_out, segments=segments, format=format,
-                                   acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                                   max_memory=max_memory, posterior_threshold=posterior_threshold, **inputs)
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        result = make_alternatives_ctm(lattices, "phrases", n, out, json_out=json_out, segments=segments,
+                                       format=format, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                       word_penalty=word_penalty, max_memory=max_memory,
+                                       posterior_threshold=posterior_threshold, executor=executor,
+                                       shard_dir=shard_dir_for(out, executor), **inputs)
     _report(result, json_out)

@@ -1,0 +1,204 @@
+"""Corpus-level work on several processes (lattice_tools.parallel): the same bytes as one process for any
+number of workers and any completion order, retries of a dead worker's shard, a loud failure for a shard
+that fails twice, and a killed run that resumes without recomputing finished shards.  Engines: the
+standard library's process pool, a Dask LocalCluster of worker processes, and (when Slurm runs)
+dask-jobqueue's SLURMCluster."""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pytest
+
+import lattice_tools.parallel as parallel
+from lattice_tools.alternatives.lattices_to_ctm import make_alternatives_ctm
+from lattice_tools.errors import FormatError, LatticeToolsError
+from lattice_tools.io.lattice_files import read_lattices
+from lattice_tools.parallel import Shard, ShardStore, run_shards, shard_lattices
+
+REPO = Path(__file__).resolve().parent.parent
+# real lattices of three decoders (pocketsphinx, Sphinx-3, Kaldi's kGraph): see tests/data/*/PROVENANCE.md
+LATTICES = [str(REPO / "tests" / "data" / p) for p in (
+    "inputs/003.lat", "inputs/004.lat", "slf/pocketsphinx_cards_002.lat.gz", "slf/sphinx3_pittsburgh.lat.gz",
+    "slf/kaldi_kgraph_utt8.slf.gz")]
+
+
+def _shards(n):
+    return [Shard(i, (i,), (f"u{i}",), f"fp{i}") for i in range(n)]
+
+
+def _square(items):
+    return [x * x for x in items]
+
+
+def _slow_first(items):  # the first shards finish last
+    (x,) = items
+    time.sleep(0.02 * (8 - x))
+    return x
+
+
+def test_results_come_in_shard_order_whatever_finishes_first():
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        out = [r for _, r in run_shards(_slow_first, _shards(8), executor=pool, window=8)]
+    assert out == list(range(8))
+    assert [r for _, r in run_shards(_square, _shards(5))] == [[i * i] for i in range(5)]
+
+
+class _Flaky:
+    """Fails (like a worker that died) the first ``failures`` times it is called on shard 2."""
+
+    def __init__(self, failures):
+        self.failures, self.lock = failures, threading.Lock()
+
+    def __call__(self, items):
+        with self.lock:
+            if items == (2,) and self.failures:
+                self.failures -= 1
+                raise BrokenProcessPool("a worker died")
+        return items[0]
+
+
+def test_a_failed_shard_is_retried_once():
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        assert [r for _, r in run_shards(_Flaky(1), _shards(4), executor=pool)] == [0, 1, 2, 3]
+
+
+def test_a_shard_that_fails_twice_fails_the_job_naming_its_utterances():
+    shards = [Shard(i, (i,), (f"utt{i}a", f"utt{i}z"), f"fp{i}") for i in range(4)]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool, \
+            pytest.raises(LatticeToolsError, match=r"2 utterances 'utt2a' \.\. 'utt2z' failed twice.*a worker died"):
+        list(run_shards(_Flaky(2), shards, executor=pool))
+
+
+def _bad_input(items):
+    raise FormatError("bad arc", path="x.lat", line=3)
+
+
+def test_an_input_error_is_not_retried():
+    calls = []
+
+    def counting(items):
+        calls.append(items)
+        return _bad_input(items)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool, pytest.raises(FormatError, match="x.lat.*bad arc"):
+        list(run_shards(counting, _shards(1), executor=pool))
+    assert len(calls) == 1
+
+
+def test_shards_close_at_the_arc_and_utterance_limits():
+    lats = [lat for path in LATTICES for lat in read_lattices(path)]
+    by_count = list(shard_lattices(lats, max_utterances=2, max_arcs=10**9))
+    assert [len(s.keys) for s in by_count] == [2, 2, 1]
+    assert [k for s in by_count for k in s.keys] == [lat.key for lat in lats]
+    by_arcs = list(shard_lattices(lats, max_arcs=1, max_utterances=100))
+    assert [len(s.keys) for s in by_arcs] == [1] * len(lats)
+    # the fingerprint follows the lattices and the parameters, nothing else
+    again = list(shard_lattices(list(read_lattices(LATTICES[0])), "p"))
+    assert again[0].fingerprint == list(shard_lattices(list(read_lattices(LATTICES[0])), "p"))[0].fingerprint
+    assert again[0].fingerprint != list(shard_lattices(list(read_lattices(LATTICES[0])), "q"))[0].fingerprint
+
+
+def test_a_killed_run_resumes_with_the_finished_shards(tmp_path):
+    store = ShardStore(str(tmp_path / "shards"))
+    calls = []
+
+    def counting(items):
+        calls.append(items)
+        return items[0] * 10
+
+    run = run_shards(counting, _shards(6), store=store)
+    assert [next(run)[1] for _ in range(3)] == [0, 10, 20]   # killed after three shards
+    run.close()
+    calls.clear()
+    assert [r for _, r in run_shards(counting, _shards(6), store=store)] == [0, 10, 20, 30, 40, 50]
+    assert calls == [(3,), (4,), (5,)]
+    # a shard whose inputs changed (another fingerprint) is computed again
+    changed = [Shard(0, (0,), ("u0",), "other")] + _shards(6)[1:]
+    calls.clear()
+    assert [r for _, r in run_shards(counting, changed, store=store)][0] == 0 and calls == [(0,)]
+    store.remove()
+    assert not (tmp_path / "shards").exists()
+
+
+@pytest.fixture(scope="module")
+def serial_outputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("serial")
+    out = {}
+    for kind in ("nbest", "sausage", "phrases"):
+        make_alternatives_ctm(LATTICES, kind, 4, str(root / f"{kind}.ctm"), progress=False)
+        out[kind] = (root / f"{kind}.ctm").read_bytes()
+    return out
+
+
+def test_process_pool_equals_the_serial_run(serial_outputs, tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 1)   # one utterance per shard: several shards
+    with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        for kind, expected in serial_outputs.items():
+            path = tmp_path / f"{kind}.ctm"
+            make_alternatives_ctm(LATTICES, kind, 4, str(path), executor=pool, progress=False)
+            assert path.read_bytes() == expected, kind
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed", reason="needs Dask: pip install 'lattice-tools[dask]'")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  memory_limit=0) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def test_dask_local_cluster_equals_the_serial_run(serial_outputs, dask_client, tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 2)
+    for kind, expected in serial_outputs.items():
+        path = tmp_path / f"{kind}.ctm"
+        make_alternatives_ctm(LATTICES, kind, 4, str(path), executor=dask_client, shard_dir=str(tmp_path / "s"),
+                              progress=False)
+        assert path.read_bytes() == expected, kind
+        assert not (tmp_path / "s").exists()   # the finished run leaves no shards behind
+
+
+def test_cli_jobs_equals_the_serial_run(serial_outputs, tmp_path):
+    out = tmp_path / "phrases.ctm"
+    r = subprocess.run([sys.executable, "-m", "lattice_tools", "phrases", *LATTICES, "-n", "4", "-o", str(out),
+                        "--jobs", "2"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    if r.returncode == 2 and "needs Dask" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == serial_outputs["phrases"]
+    assert not Path(f"{out}.shards").exists()
+    r = subprocess.run([sys.executable, "-m", "lattice_tools", "phrases", LATTICES[0], "-o", str(out), "--jobs", "0"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 2 and "--jobs" in r.stderr and "Traceback" not in r.stderr
+
+
+def _slurm_ready() -> bool:
+    if shutil.which("sinfo") is None:
+        return False
+    proc = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20)
+    return proc.returncode == 0 and "idle" in proc.stdout
+
+
+@pytest.mark.skipif(not _slurm_ready(), reason="no Slurm cluster answers (scripts/slurm_local.sh starts one)")
+def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, tmp_path):
+    jobqueue = pytest.importorskip("dask_jobqueue", reason="needs dask-jobqueue")
+    distributed = pytest.importorskip("distributed")
+    env = [f"export PYTHONPATH={REPO}"]
+    with jobqueue.SLURMCluster(cores=1, processes=1, memory="2GB", walltime="00:10:00", python=sys.executable,
+                               job_script_prologue=env, log_directory=str(tmp_path / "logs"),
+                               local_directory=str(tmp_path / "dask"), scheduler_options={"dashboard_address": ":0"},
+                               worker_extra_args=["--memory-limit", "0"]) as cluster:
+        cluster.scale(2)
+        with distributed.Client(cluster) as client:
+            client.wait_for_workers(2, timeout=120)
+            path = tmp_path / "sausage.ctm"
+            make_alternatives_ctm(LATTICES, "sausage", 4, str(path), executor=client, progress=False)
+    assert path.read_bytes() == serial_outputs["sausage"]
