@@ -202,3 +202,21 @@ def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, tmp_p
             path = tmp_path / "sausage.ctm"
             make_alternatives_ctm(LATTICES, "sausage", 4, str(path), executor=client, progress=False)
     assert path.read_bytes() == serial_outputs["sausage"]
+
+
+def test_decoding_on_a_process_pool_equals_the_serial_run(tmp_path):
+    pytest.importorskip("pocketsphinx", reason="needs the decode extra")
+    from lattice_tools.decode.pocketsphinx import decode_audio
+
+    clips = [str(REPO / "lattice_tools" / "data" / "cards" / f"00{i}.wav") for i in (1, 2, 3)]
+    decode_audio(clips, out_dir=str(tmp_path / "serial"), ctm=str(tmp_path / "serial.ctm"), progress=False)
+    with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        lats = decode_audio(clips, out_dir=str(tmp_path / "pool"), ctm=str(tmp_path / "pool.ctm"), progress=False,
+                            executor=pool, shard_dir=str(tmp_path / "shards"))
+    assert [lat.key for lat in lats] == ["001", "002", "003"]
+    for key in ("001", "002", "003"):
+        assert (tmp_path / "pool" / f"{key}.lat").read_bytes() == (tmp_path / "serial" / f"{key}.lat").read_bytes()
+    assert (tmp_path / "pool.ctm").read_bytes() == (tmp_path / "serial.ctm").read_bytes()
+    assert not (tmp_path / "shards").exists()
+    with pytest.raises(LatticeToolsError, match="fresh decoder per file"):
+        decode_audio(clips, out_dir=str(tmp_path / "x"), independent=False, executor=pool)

@@ -1,9 +1,11 @@
 """``lattice-tools decode``: a thin wrapper over :func:`lattice_tools.decode.pocketsphinx.decode_audio`."""
 from __future__ import annotations
 
+import os
+
 import click
 
-from ._options import out_option
+from ._options import out_option, parallel_options
 
 
 @click.command("decode")
@@ -25,18 +27,22 @@ from ._options import out_option
 @click.option("--independent/--reuse-decoder", default=True, show_default=True,
               help="Fresh decoder per file (outputs independent of file order) or one decoder for all (faster).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@parallel_options
 def decode_command(audio, out, ctm, model, lm, dictionary, beam, wbeam, pbeam, lw, fwdflat, bestpath,
-                   maxhmmpf, channel, independent, progress):
+                   maxhmmpf, channel, independent, progress, jobs, scheduler):
     """Decode 16 kHz audio (WAV; other formats/rates via sox) with pocketsphinx into one SLF lattice
     per file and a 1-best CTM.  AUDIO: files or a directory (default: the bundled LibriVox clips)."""
     from ..decode.pocketsphinx import decode_audio
+    from ..parallel import open_executor
 
     paths = None
     if audio:
         paths = list(audio) if len(audio) > 1 else audio[0]
     out_dir = out
-    lats = decode_audio(paths, out_dir=out_dir, ctm=ctm, model=model, lm=lm, dictionary=dictionary, beam=beam,
-                        wbeam=wbeam, pbeam=pbeam, lw=lw, fwdflat=fwdflat, bestpath=bestpath, maxhmmpf=maxhmmpf,
-                        channel=channel, independent=independent, progress=progress)
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        lats = decode_audio(paths, out_dir=out_dir, ctm=ctm, model=model, lm=lm, dictionary=dictionary, beam=beam,
+                            wbeam=wbeam, pbeam=pbeam, lw=lw, fwdflat=fwdflat, bestpath=bestpath, maxhmmpf=maxhmmpf,
+                            channel=channel, independent=independent, progress=progress, executor=executor,
+                            shard_dir=None if executor is None else os.path.join(out_dir, ".shards"))
     arcs = sum(lat.num_arcs for lat in lats)
     click.echo(f"decoded {len(lats)} file(s), {arcs} arcs -> {out_dir}" + (f", {ctm}" if ctm else ""), err=True)

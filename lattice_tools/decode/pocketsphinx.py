@@ -16,12 +16,14 @@ passes), ``maxhmmpf``; any other option via ``config``.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import wave
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..errors import FormatError, MismatchError, MissingDependencyError
 from ..files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
@@ -121,12 +123,69 @@ def _decoder(model: str | None, lm: str | None, dictionary: str | None, options:
         raise FormatError(f"pocketsphinx rejected the configuration {kwargs}: {exc}") from None
 
 
+@dataclass(frozen=True)
+class _DecodeJob:
+    """What decoding one file depends on (sent to the workers with each file)."""
+
+    model: str | None
+    lm: str | None
+    dictionary: str | None
+    options: tuple                      # sorted (name, value) pairs
+    out_dir: str
+    independent: bool
+
+
+_shared_decoder: dict = {}   # independent=False: the one decoder of this process, by job
+
+
+def _decode_file(job: _DecodeJob, items) -> tuple:
+    """Decode one audio file into ``out_dir/<key>.lat``; returns ``(frames per second, 1-best segments)``."""
+    ((key, path),) = items
+    audio = load_audio(path)
+    if not audio:
+        raise FormatError("audio file has no samples", path=path)
+    if job.independent:
+        decoder = _decoder(job.model, job.lm, job.dictionary, dict(job.options))
+    else:
+        decoder = _shared_decoder.get(job) or _shared_decoder.setdefault(
+            job, _decoder(job.model, job.lm, job.dictionary, dict(job.options)))
+    decoder.start_utt()
+    decoder.process_raw(audio, full_utt=True)
+    decoder.end_utt()
+    hyp = decoder.hyp()  # must precede get_lattice(): it computes the link posteriors
+    if hyp is None:
+        raise FormatError("pocketsphinx found no hypothesis for this file", path=path, key=key)
+    segs = [(s.word, s.start_frame, s.end_frame, s.prob) for s in decoder.seg()]
+    lat_ps = decoder.get_lattice()
+    out_path = os.path.join(job.out_dir, key + ".lat")
+    remove_stale_temporaries(out_path)
+    fd, tmp = make_temporary(out_path)
+    try:
+        os.fchmod(fd, output_mode(out_path))
+        os.close(fd)
+        lat_ps.write_htk(tmp)
+        os.replace(tmp, out_path)
+        discard_temporary(tmp, remove=False)
+    finally:
+        discard_temporary(tmp, remove=os.path.exists(tmp))
+    return int(decoder.config["frate"]), segs
+
+
+def _audio_fingerprint(path: str, job: _DecodeJob) -> str:
+    h = hashlib.sha256(repr(job).encode())
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm: str | None = None,
                  model: str | None = None, lm: str | None = None, dictionary: str | None = None,
                  beam: float | None = None, wbeam: float | None = None, pbeam: float | None = None,
                  lw: float | None = None, fwdflat: bool | None = None, bestpath: bool | None = None,
                  maxhmmpf: int | None = None, config: dict | None = None, channel: str = "1",
-                 progress: bool | None = None, independent: bool = True) -> list[Lattice]:
+                 progress: bool | None = None, independent: bool = True, executor=None,
+                 shard_dir: str | None = None) -> list[Lattice]:
     """Decode audio files into SLF lattices (``out_dir/<key>.lat``) and an optional 1-best CTM.
 
     Args:
@@ -144,7 +203,11 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
         state such as its live cepstral mean from one utterance to the next, so the same file gives
         a different lattice after other files; fresh decoders make each output depend on its own
         audio only (and parallel jobs byte-identical to one job), at ~0.5 s of model loading per
-        file.  ``False`` reuses one decoder (faster, order-dependent).
+        file.  ``False`` reuses one decoder (faster, order-dependent; not with ``executor``).
+      executor: None decodes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
+        decodes one file per task on its workers (:mod:`lattice_tools.parallel`; ``out_dir`` must be on a
+        file system they share): the same files, byte for byte.
+      shard_dir: decoded files are noted there, so that a killed run started again decodes only the rest.
     Returns:
       The lattices (pocketsphinx SLF variant read back with :func:`read_slf`), in input order,
       sharing one word table (the last lattice's ``symbols`` holds every word).
@@ -155,52 +218,40 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
 
     from ..io.ctm import CtmWord, write_ctm
     from ..io.slf import read_slf
+    from ..parallel import Shard, ShardStore, run_shards
 
     paths = audio_paths(bundled_audio("librivox") if paths is None else paths)
     keys = utterance_keys(paths)
+    if executor is not None and not independent:
+        raise MismatchError("decoding on several workers needs a fresh decoder per file (independent=True, "
+                            "the command line's --independent): a shared decoder's output depends on file order")
     options = {"beam": beam, "wbeam": wbeam, "pbeam": pbeam, "lw": lw, "fwdflat": fwdflat, "bestpath": bestpath,
                "maxhmmpf": maxhmmpf, **(config or {})}
-    decoder = _decoder(model, lm, dictionary, options)
-    frate = int(decoder.config["frate"])
+    _decoder(model, lm, dictionary, options)  # the model and options are checked here, before any work
+    job = _DecodeJob(model, lm, dictionary, tuple(sorted(options.items())), out_dir, independent)
     os.makedirs(out_dir, exist_ok=True)
+    store = ShardStore(shard_dir) if shard_dir else None
+    shards = (Shard(i, ((key, path),), (key,), _audio_fingerprint(path, job) if store else "")
+              for i, (key, path) in enumerate(zip(keys, paths, strict=True)))
     lattices: list[Lattice] = []
     ctm_words: list = []
     symbols = SymbolTable()
-    bar = tqdm(list(zip(keys, paths, strict=False)), desc="decode", unit="utt", disable=(None if progress is None else not progress))
-    for i, (key, path) in enumerate(bar):
-        audio = load_audio(path)
-        if not audio:
-            raise FormatError("audio file has no samples", path=path)
-        if independent and i > 0:
-            decoder = _decoder(model, lm, dictionary, options)
-        decoder.start_utt()
-        decoder.process_raw(audio, full_utt=True)
-        decoder.end_utt()
-        hyp = decoder.hyp()  # must precede get_lattice(): it computes the link posteriors
-        if hyp is None:
-            raise FormatError("pocketsphinx found no hypothesis for this file", path=path, key=key)
-        segs = [(s.word, s.start_frame, s.end_frame, s.prob) for s in decoder.seg()]
-        lat_ps = decoder.get_lattice()
-        out_path = os.path.join(out_dir, key + ".lat")
-        remove_stale_temporaries(out_path)
-        fd, tmp = make_temporary(out_path)
-        try:
-            os.fchmod(fd, output_mode(out_path))
-            os.close(fd)
-            lat_ps.write_htk(tmp)
-            os.replace(tmp, out_path)
-            discard_temporary(tmp, remove=False)
-        finally:
-            discard_temporary(tmp, remove=os.path.exists(tmp))
-        # one growing word table for all files, so a word has the same id in every lattice
-        lat = read_slf(out_path, symbols=symbols, frame_shift=1.0 / frate, key=key)
-        symbols = lat.symbols
-        lattices.append(lat)
-        for word, sf, ef, prob in segs:
-            if is_filler(word):
-                continue
-            ctm_words.append(CtmWord(key, channel, round(sf / frate, 2), round((ef - sf + 1) / frate, 2),
-                                     _VARIANT.sub("", word), round(float(prob), 4)))
+    with tqdm(total=len(keys), desc="decode", unit="utt", disable=None if progress is None else not progress) as bar:
+        for shard, (frate, segs) in run_shards(_decode_file, shards, executor=executor, args=(job,), store=store,
+                                               progress=lambda s: bar.update(1)):
+            key = shard.keys[0]
+            # one growing word table for all files, so a word has the same id in every lattice
+            lat = read_slf(os.path.join(out_dir, key + ".lat"), symbols=symbols, frame_shift=1.0 / frate, key=key)
+            symbols = lat.symbols
+            lattices.append(lat)
+            for word, sf, ef, prob in segs:
+                if is_filler(word):
+                    continue
+                ctm_words.append(CtmWord(key, channel, round(sf / frate, 2), round((ef - sf + 1) / frate, 2),
+                                         _VARIANT.sub("", word), round(float(prob), 4)))
+    _shared_decoder.clear()
+    if store:
+        store.remove()
     if ctm is not None:
         write_ctm(ctm, ctm_words)
     return lattices
