@@ -27,7 +27,9 @@ def reference_and_lattice_options(command):
 @reference_and_lattice_options
 @click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
 @allow_untimed_option
-@click.option("--glm", default=None, help="GLM applied to the reference like csrfilt.sh (alternations, ...).")
+@click.option("--glm", "glm", multiple=True,
+              help="GLM applied like csrfilt.sh to the reference and to the hypothesis words (the alt-CTM, or the "
+                   "alternatives built from the lattices), as 'score --glm' (repeatable, in order).")
 @click.option("-D", "optional_deletable", is_flag=True, help="Optional (parenthesised) words are deletable (sclite -D).")
 @click.option("--mode", type=click.Choice(["sclite", "levenshtein"]), default="sclite", show_default=True,
               help="sclite weights and tie rules, or plain Levenshtein (fewest errors).")
@@ -54,7 +56,7 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
 
-    report = oracle_wer(list(inputs), reference, glm=glm, optional_deletable=optional_deletable, mode=mode,
+    report = oracle_wer(list(inputs), reference, glm=list(glm), optional_deletable=optional_deletable, mode=mode,
                         representation=representation, n=n, posterior_threshold=posterior_threshold,
                         acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                         bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
@@ -90,18 +92,24 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                                            "reference file name).")
 @click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
 @allow_untimed_option
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the reference (e.g. latin-1).")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of the reference and GLM files (e.g. latin-1).")
+@click.option("--glm", "glm", multiple=True,
+              help="GLM applied like csrfilt.sh to the reference and to the words of every representation's "
+                   "alternatives (repeatable, in order; not with the lattice representation).")
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding):
-    """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
+                  allow_untimed, encoding, glm):
+    """Density vs oracle WER (Tables 3-6 of "Toward Zero Oracle Word Error Rate on the Switchboard Benchmark"
+    by Faria et al.).  LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself); NAME=a NAME=b or a quoted
+    pattern (NAME='lat.*.gz') joins several inputs into one set."""
     from ..oracle.study import run_study
 
-    sets = {}
-    for item in lattice_sets:
+    sets: dict = {}
+    for item in lattice_sets:  # NAME=a NAME=b (or a pattern) join one set: never one silently replaced
         name, _, spec = item.partition("=") if "=" in item else (item, "", item)
-        sets[name] = spec
+        sets.setdefault(name, []).append(spec)
     n_list = [n for n in ns if n is not None]
     try:
         thresholds = [float(x) for x in prune_thresholds.split(",") if x.strip()]
@@ -113,7 +121,7 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
                        plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing)
+                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm))
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

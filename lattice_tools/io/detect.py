@@ -141,9 +141,9 @@ def _refuse_structured_as_text(path: str, role: str, option: str, encoding: str)
     fits = [f for f in ("stm", "ctm") if lines and _fits(f, lines)
             and any("." in field for line in lines for field in line.split()[time_fields[f]])]
     if fits:
-        raise FormatError(f"{option} text, but every one of its first {len(lines)} line(s) is a "
-                          f"{' and a '.join(f.upper() for f in fits)} line (numeric time fields, which a Kaldi "
-                          f"text would score as words); pass {option} {fits[0]}", path=path)
+        raise FormatError(f"{option} text, but its first {len(lines)} line(s) parse as "
+                          f"{' and as '.join(f.upper() for f in fits)} lines with decimal times, which a Kaldi "
+                          f"text would score as words; pass {option} {fits[0]}", path=path)
 
 
 def detect_transcript_format(path: str, explicit: str | None = None, *, allowed=TRANSCRIPT_FORMATS,
