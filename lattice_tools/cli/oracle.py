@@ -48,7 +48,8 @@ def reference_and_lattice_options(command):
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the reference, GLM and CTM files (e.g. latin-1, gb2312).")
 @click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-              help="Memory budget of the N-best/phrase searches (resident memory: 2G, 500M; 'inf' = none).")
+              help="Memory budget of every step: reading, the N-best/phrase searches, the oracle (resident memory: "
+                   "2G, 500M; 'inf' = none): a clean error past it.")
 def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
                    posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out, encoding,
@@ -97,10 +98,12 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--glm", "glm", multiple=True,
               help="GLM applied like csrfilt.sh to the reference and to the words of every representation's "
                    "alternatives (repeatable, in order; not with the lattice representation).")
+@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+              help="Memory budget of every step (resident memory: 2G, 500M; 'inf' = none): a clean error past it.")
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding, glm):
+                  allow_untimed, encoding, glm, max_memory):
     """Density vs oracle WER (Tables 3-6 of "Toward Zero Oracle Word Error Rate on the Switchboard Benchmark"
     by Faria et al.).  LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself); NAME=a NAME=b or a quoted
     pattern (NAME='lat.*.gz') joins several inputs into one set."""
@@ -121,7 +124,8 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
                        plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm))
+                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
+                       max_memory=max_memory)
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

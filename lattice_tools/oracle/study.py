@@ -38,6 +38,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .._budget import memory_budget
 from ..alternatives.network import depth_statistics
 from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..files import atomic_write, write_json
@@ -143,7 +144,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
               allow_untimed: bool = False, title: str | None = None,
               baselines: list | None = None, encoding: str = "utf-8", allow_missing: bool = False,
-              glm=None) -> StudyResult:
+              glm=None, max_memory: int | None = None) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
@@ -172,6 +173,9 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         reference file name).
       baselines: other 1-best hypotheses to show beside the lattice's best path, e.g. the
         decoder's own: ``[{"density", "name", "wer", "C", "S", "D", "I", "ref_words"}]``.
+      max_memory: bytes of resident memory every step may reach (reading, pruning, the searches, the
+        oracles): past it BudgetExceededError (at N=inf the cell is recorded as stopped by the budget
+        instead); None: the searches' node budgets ``max_pops``/``inf_max_pops`` only.
       allow_missing: as ``score`` and ``oracle`` (:func:`lattice_tools.scoring.inputs.match_keys`):
         lattices without reference are left out, reference utterances without a lattice are left
         out of every WER (trn/text) or scored as all deletions (STM files), said in the table's
@@ -233,44 +237,45 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                 "max_pops": int(max_pops), "inf_max_pops": int(inf_max_pops)}
     rows, notes = [], {}
     loaded: dict = {}
-    for set_name, thr, density in densities:
-        plan = [("1best", 1)] + [(r, n) for r in reps for n in cells_for(r)]
-        missing = [(r, n) for r, n in plan if not _cell_current(_cell_path(out_dir, density, r, n), settings)]
-        lats, absent = None, []
-        if missing:
-            if set_name not in loaded:
-                loaded[set_name] = _load_set(lattice_sets[set_name], set_name, format=format, words=words,
-                                             frame_shift=frame_shift,
-                                             frame_subsampling_factor=frame_subsampling_factor)
-            base = loaded[set_name]
-            uncovered: list = []
-            no_lattice = match_keys([lat.key for lat in base], references, allow_missing=allow_missing,
-                                 warnings=uncovered, hyp_what="lattice", hyp_name=set_name,
-                                 ref_name=reference_name or "references", ref_format=reference_format, show=repr)
-            base = [lat for lat in base if lat.key in references]
-            if uncovered:
-                notes[set_name] = "; ".join(uncovered)
-            absent = no_lattice if reference_format == "stm" else []
-            text_refs = is_text(references[lat.key] for lat in base)
-            for lat in base:
-                check_word_table(lat, text_refs)
-                check_times(lat, allow_untimed=allow_untimed, what="the study (alt-CTMs, phrase cells)")
-            lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
-            if note:
-                notes[density] = note
-        for rep in ["1best"] + reps:
-            rep_cells = [(r, n) for r, n in plan if r == rep]
-            todo = [(r, n) for r, n in rep_cells if (r, n) in missing]
-            if todo:
-                _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir, scales, opts,
-                               posterior_threshold, max_pops, inf_max_pops, absent=absent, glms=glms,
-                               encoding=encoding, settings=settings)
-            for r, n in rep_cells:
-                path = _cell_path(out_dir, density, r, n)
-                if os.path.exists(path):
-                    with open(path, encoding="utf-8") as f:
-                        rows.append(json.load(f))
-                bar.update(1)
+    with memory_budget(max_memory):
+        for set_name, thr, density in densities:
+            plan = [("1best", 1)] + [(r, n) for r in reps for n in cells_for(r)]
+            missing = [(r, n) for r, n in plan if not _cell_current(_cell_path(out_dir, density, r, n), settings)]
+            lats, absent = None, []
+            if missing:
+                if set_name not in loaded:
+                    loaded[set_name] = _load_set(lattice_sets[set_name], set_name, format=format, words=words,
+                                                 frame_shift=frame_shift,
+                                                 frame_subsampling_factor=frame_subsampling_factor)
+                base = loaded[set_name]
+                uncovered: list = []
+                no_lattice = match_keys([lat.key for lat in base], references, allow_missing=allow_missing,
+                                     warnings=uncovered, hyp_what="lattice", hyp_name=set_name,
+                                     ref_name=reference_name or "references", ref_format=reference_format, show=repr)
+                base = [lat for lat in base if lat.key in references]
+                if uncovered:
+                    notes[set_name] = "; ".join(uncovered)
+                absent = no_lattice if reference_format == "stm" else []
+                text_refs = is_text(references[lat.key] for lat in base)
+                for lat in base:
+                    check_word_table(lat, text_refs)
+                    check_times(lat, allow_untimed=allow_untimed, what="the study (alt-CTMs, phrase cells)")
+                lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
+                if note:
+                    notes[density] = note
+            for rep in ["1best"] + reps:
+                rep_cells = [(r, n) for r, n in plan if r == rep]
+                todo = [(r, n) for r, n in rep_cells if (r, n) in missing]
+                if todo:
+                    _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir, scales, opts,
+                                   posterior_threshold, max_pops, inf_max_pops, absent=absent, glms=glms,
+                                   encoding=encoding, settings=settings)
+                for r, n in rep_cells:
+                    path = _cell_path(out_dir, density, r, n)
+                    if os.path.exists(path):
+                        with open(path, encoding="utf-8") as f:
+                            rows.append(json.load(f))
+                    bar.update(1)
     bar.close()
 
     _add_intervals(rows, bootstrap, seed)
