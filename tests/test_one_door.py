@@ -321,6 +321,29 @@ def test_lattices_and_references_are_matched_both_ways(cards):
     assert _counts(report["counts"]) == _counts(scored.total) and report["counts"]["deletions"] >= 2
 
 
+def test_segments_key_an_stm_by_utterance(cards):
+    """Kaldi's utterance-keyed lattices against an STM keyed by recording (`oracle --segments`):
+    each STM segment is the reference of the utterance it overlaps most; the numbers equal those of
+    the same STM keyed by utterance."""
+    (cards / "segments").write_text("003 rec 0.00 2.00\n004 rec 3.00 5.00\n")
+    (cards / "rec.stm").write_text("rec 1 spk 0.50 1.50 seven of clubs\nrec 1 spk 3.20 4.80 five five\n")
+    for rep in ("lattice", "1best", "nbest"):
+        keyed = oracle_wer([LAT3, LAT4], str(cards / "ref.stm"), representation=rep, n=3)
+        mapped = oracle_wer([LAT3, LAT4], str(cards / "rec.stm"), representation=rep, n=3,
+                            segments=str(cards / "segments"))
+        assert mapped["counts"] == keyed["counts"] and mapped["counts"]["correct"] == 5
+    with pytest.raises(MismatchError, match="--segments"):
+        oracle_wer([LAT3, LAT4], str(cards / "rec.stm"))
+    # a segment no utterance overlaps is a reference without hypothesis: refused, or all deletions
+    (cards / "rec3.stm").write_text((cards / "rec.stm").read_text() + "rec 1 spk 8.00 9.00 nobody said this\n")
+    r = _cli("oracle", LAT3, LAT4, "-r", cards / "rec3.stm", "--segments", cards / "segments")
+    assert r.exit_code == 2 and "rec 8.00-9.00" in r.output and "--allow-missing" in r.output, r.output
+    r = _cli("oracle", LAT3, LAT4, "-r", cards / "rec3.stm", "--segments", cards / "segments", "--allow-missing")
+    assert r.exit_code == 0 and "%WER 37.50 [ 3 / 8, 0 ins, 3 del, 0 sub ]" in r.output, r.output
+    r = _cli("oracle", LAT3, LAT4, "-r", cards / "text", "--segments", cards / "segments")
+    assert r.exit_code == 2 and "leave --segments out" in r.output
+
+
 def test_empty_references_are_refused(cards):
     (cards / "empty.trn").write_text("")
     for fmt in (None, "trn"):

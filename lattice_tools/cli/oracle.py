@@ -22,6 +22,14 @@ def reference_and_lattice_options(command):
     return command
 
 
+def segments_option(f):
+    """``--segments`` (parameter ``segments``): utterance-keyed lattices against an STM."""
+    return click.option("--segments", type=click.Path(dir_okay=False), default=None,
+                        help="Kaldi segments file 'utt recording start end': lattices keyed by utterance against an "
+                             "STM keyed by recording (each STM segment is the reference of the utterance it overlaps "
+                             "most).")(f)
+
+
 @click.command("oracle")
 @click.argument("inputs", nargs=-1, required=True)
 @reference_and_lattice_options
@@ -50,10 +58,11 @@ def reference_and_lattice_options(command):
 @click.option("--max-memory", type=SIZE, default="4G", show_default=True,
               help="Memory budget of every step: reading, the N-best/phrase searches, the oracle (resident memory: "
                    "2G, 500M; 'inf' = none): a clean error past it.")
+@segments_option
 def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
                    posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out, encoding,
-                   max_memory):
+                   max_memory, segments):
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
 
@@ -63,7 +72,7 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                         bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
                         words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                         allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
-                        encoding=encoding)
+                        encoding=encoding, segments=segments)
     for w in report.get("warnings", ()):
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if json_out != "-":
@@ -100,10 +109,11 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                    "alternatives (repeatable, in order; not with the lattice representation).")
 @click.option("--max-memory", type=SIZE, default="4G", show_default=True,
               help="Memory budget of every step (resident memory: 2G, 500M; 'inf' = none): a clean error past it.")
+@segments_option
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding, glm, max_memory):
+                  allow_untimed, encoding, glm, max_memory, segments):
     """Density vs oracle WER (Tables 3-6 of "Toward Zero Oracle Word Error Rate on the Switchboard Benchmark"
     by Faria et al.).  LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself); NAME=a NAME=b or a quoted
     pattern (NAME='lat.*.gz') joins several inputs into one set."""
@@ -125,7 +135,7 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                        allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
-                       max_memory=max_memory)
+                       max_memory=max_memory, segments=segments)
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

@@ -50,7 +50,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                json_out: str | None = None, progress: bool | None = None, ref_format: str | None = None,
                format: str | None = None, words: str | None = None, frame_shift: float | None = None,
                frame_subsampling_factor: int | None = None, allow_missing: bool = False,
-               allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8") -> dict:
+               allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8",
+               segments: str | None = None) -> dict:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
@@ -69,6 +70,9 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         references without any hypothesis are scored as all deletions (STM) or left out
         (trn/text) -- what ``score --allow-missing`` does -- each with a warning in the report's
         ``warnings``; otherwise MismatchError (:func:`lattice_tools.scoring.inputs.match_keys`).
+      segments: a Kaldi ``segments`` file (``utt recording start end``) for utterance-keyed lattices
+        against an STM keyed by recording: each STM segment is the reference of the utterance it
+        overlaps most (:func:`lattice_tools.scoring.inputs.reference_transcripts`).
       allow_untimed: accept lattices without word times for the phrase representation (whose
         boundaries are times).
       optional_deletable: sclite ``-D``.
@@ -97,6 +101,9 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     is_ctm = [_is_ctm(x, format, encoding) for x in specs]
     if any(is_ctm) and len(specs) > 1:
         raise LatticeToolsError("an alt-CTM input is scored on its own: give one CTM file, or lattices")
+    if is_ctm[0] and segments:
+        raise LatticeToolsError("segments map the keys of lattices; a CTM names its recordings already "
+                                "(convert-ctm maps an utterance-keyed CTM)")
     warnings: list[str] = []
     ref = read_reference(str(reference), ref_format, glms=() if is_ctm[0] else glms, encoding=encoding)
     results: list[OracleResult]
@@ -122,7 +129,10 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         what = "alt-CTM"
     else:
         refuse_glm_on_lattice(glms, [representation])
-        results = _lattice_results(specs, ref, reference_transcripts(ref), warnings, representation=representation,
+        from ..io.kaldi_data import read_segments
+
+        refs = reference_transcripts(ref, read_segments(segments) if segments else None)
+        results = _lattice_results(specs, ref, refs, warnings, representation=representation,
                                    n=n, posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale,
                                    lm_scale=lm_scale, word_penalty=word_penalty, glms=glms, encoding=encoding,
                                    format=format, words=words, frame_shift=frame_shift,
@@ -168,7 +178,7 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
     with memory_budget(max_memory):
         lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
                                    frame_subsampling_factor=frame_subsampling_factor)
-        for lat in tqdm(lats, desc="oracle", unit="utt", disable=disable):
+        for lat in tqdm(lats, desc="oracle", unit="utt", delay=2, disable=disable):  # shown after ~2 s
             keys.append(lat.key)
             if lat.key not in refs:
                 if not allow_missing:

@@ -144,7 +144,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
               allow_untimed: bool = False, title: str | None = None,
               baselines: list | None = None, encoding: str = "utf-8", allow_missing: bool = False,
-              glm=None, max_memory: int | None = None) -> StudyResult:
+              glm=None, max_memory: int | None = None, segments: str | None = None) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
@@ -173,6 +173,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         reference file name).
       baselines: other 1-best hypotheses to show beside the lattice's best path, e.g. the
         decoder's own: ``[{"density", "name", "wer", "C", "S", "D", "I", "ref_words"}]``.
+      segments: a Kaldi ``segments`` file keying an STM reference by utterance (as ``oracle --segments``).
       max_memory: bytes of resident memory every step may reach (reading, pruning, the searches, the
         oracles): past it BudgetExceededError (at N=inf the cell is recorded as stopped by the budget
         instead); None: the searches' node budgets ``max_pops``/``inf_max_pops`` only.
@@ -197,9 +198,11 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
     if isinstance(references, (str, os.PathLike)):
         ref = read_reference(str(references), ref_format, glms=glms, encoding=encoding)
         reference_format = ref.format
-        references = reference_transcripts(ref)
-    elif glms:
-        raise LatticeToolsError("glm needs the reference as a file (it is applied to the file as csrfilt does)")
+        from ..io.kaldi_data import read_segments
+
+        references = reference_transcripts(ref, read_segments(segments) if segments else None)
+    elif glms or segments:
+        raise LatticeToolsError("glm and segments need the reference as a file")
     if not references:
         raise LatticeToolsError("nothing to score: the reference has no utterances")
     reps = [r for r in representations if r != "1best"]
@@ -227,12 +230,15 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         for thr in prune_thresholds:
             densities.append((set_name, float(thr), set_name if thr == 0 else f"{set_name}@{thr:g}"))
     total_cells = sum(1 + sum(len(cells_for(r)) for r in reps) for _ in densities)
-    bar = tqdm(total=total_cells, desc="study cells", unit="cell", disable=(not _isatty()) if progress is None else not progress)
+    # (on a terminal, shown once the study has run ~2 s)
+    bar = tqdm(total=total_cells, desc="study cells", unit="cell", delay=2,
+               disable=(not _isatty()) if progress is None else not progress)
     scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     opts = dict(mode=mode, optional_deletable=optional_deletable)
     # what a cached cell's numbers depend on besides its lattices: a cell made otherwise is recomputed
     settings = {"mode": mode, "optional_deletable": bool(optional_deletable), "glm": [str(g) for g in glms],
-                "reference": reference_name, "reference_keys": len(references), "allow_missing": bool(allow_missing),
+                "reference": reference_name, "reference_keys": len(references), "segments": str(segments) if segments else None,
+                "allow_missing": bool(allow_missing),
                 "posterior_threshold": float(posterior_threshold), **{k: float(v) for k, v in scales.items()},
                 "max_pops": int(max_pops), "inf_max_pops": int(inf_max_pops)}
     rows, notes = [], {}

@@ -213,12 +213,22 @@ def is_ignore(text: str) -> bool:
     return "IGNORE" in up and any(t in up for t in IGNORE_TAGS)
 
 
-def reference_transcripts(reference: Reference) -> dict:
+def reference_transcripts(reference: Reference, segments: dict | None = None) -> dict:
     """``{key: transcript}`` for per-utterance hypotheses (lattices, alternatives): trn/text by
     utterance id (an id given twice with different words is refused, naming both lines); STM by
     recording file, the file's scored segments (``IGNORE_TIME_SEGMENT_IN_SCORING`` left out) joined
     in time order.  A file with segments on several channels is refused: a per-utterance
-    hypothesis has no channel, and keeping one channel would drop the other's words."""
+    hypothesis has no channel, and keeping one channel would drop the other's words.
+
+    ``segments`` (a Kaldi ``segments`` file read by :func:`lattice_tools.io.kaldi_data.read_segments`:
+    ``{utt: (recording, start, end)}``) keys an STM by utterance instead (Kaldi's utterance-keyed
+    lattices): each scored STM segment goes to the utterance of its recording it overlaps most (ties:
+    the earlier utterance) and an utterance's reference is its segments' words in time order (no
+    segment: empty, its words are insertions).  A segment that overlaps no utterance keeps its
+    words under its own key ``"<file> <start>-<end>"``, a reference without hypothesis that
+    :func:`match_keys` reports (scored as deletions with ``allow_missing``)."""
+    if segments is not None:
+        return _utterance_transcripts(reference, segments)
     refs: dict = {}
     if reference.format in ("trn", "text"):
         lines: dict = {}
@@ -248,6 +258,37 @@ def reference_transcripts(reference: Reference) -> dict:
     return refs
 
 
+def _utterance_transcripts(reference: Reference, segments: dict) -> dict:
+    """:func:`reference_transcripts` of an STM keyed by the utterances of a Kaldi ``segments`` map."""
+    if reference.format != "stm":
+        raise FormatError(f"a segments file maps utterances to the recordings of an STM; this {reference.format} "
+                          "reference is keyed by utterance already (leave --segments out)", path=reference.path)
+    reference_transcripts(reference)   # the same refusal of files with segments on several channels
+    utts: dict = {}
+    for utt, (reco, start, end) in segments.items():
+        utts.setdefault(reco, []).append((start, float("inf") if end == -1 else end, utt))
+    for spans in utts.values():
+        spans.sort()
+    texts: dict = {utt: [] for utt, (reco, _s, _e) in segments.items() if reco in
+                   {seg.file for seg in reference.records.segments}}
+    refs: dict = {}
+    for seg in sorted(reference.records.segments, key=lambda x: (x.file, x.start)):
+        if is_ignore(seg.text):
+            continue
+        best, best_overlap = None, 0.0
+        for start, end, utt in utts.get(seg.file, ()):
+            overlap = min(end, seg.end) - max(start, seg.start)
+            if overlap > best_overlap:
+                best, best_overlap = utt, overlap
+        if best is None:
+            refs[f"{seg.file} {seg.start:.2f}-{seg.end:.2f}"] = seg.text
+        else:
+            texts[best].append(seg.text)
+    for utt, parts in texts.items():
+        refs[utt] = " ".join(parts)
+    return refs
+
+
 def match_keys(hyp_keys: Iterable, ref_keys: Iterable, *, allow_missing: bool, warnings: list,
                hyp_what: str = "hypothesis utterance", ref_what: str = "reference utterance",
                hyp_name: str = "", ref_name: str = "", ref_format: str = "trn", show=str) -> list:
@@ -263,7 +304,7 @@ def match_keys(hyp_keys: Iterable, ref_keys: Iterable, *, allow_missing: bool, w
     missing = [k for k in ref_keys if k not in have_hyp]
     if extra:
         msg = (f"{len(extra)} {hyp_what}(s) have no reference (first: {show(extra[0])}); references are keyed by "
-               f"utterance id (trn/text) or recording file (stm)")
+               f"utterance id (trn/text) or recording file (stm; utterance keys against an STM need --segments)")
         if not allow_missing:
             raise MismatchError(msg + " (--allow-missing leaves them out)", path=hyp_name or None,
                                 key=show(extra[0]).strip("'"))
