@@ -90,7 +90,14 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     """
     if representation not in REPRESENTATIONS:
         raise LatticeToolsError(f"unknown representation {representation!r}; expected one of {', '.join(REPRESENTATIONS)}")
-    from ..scoring.inputs import check_encoding, match_keys, read_hypothesis, read_reference, reference_transcripts
+    from ..scoring.inputs import (
+        check_encoding,
+        match_keys,
+        read_hypothesis,
+        read_reference,
+        reference_format,
+        reference_transcripts,
+    )
 
     check_encoding(encoding)
     glms = glm_list(glm)
@@ -105,17 +112,17 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         raise LatticeToolsError("segments map the keys of lattices; a CTM names its recordings already "
                                 "(convert-ctm maps an utterance-keyed CTM)")
     warnings: list[str] = []
-    ref = read_reference(str(reference), ref_format, glms=() if is_ctm[0] else glms, encoding=encoding)
+    rfmt = reference_format(str(reference), ref_format, encoding=encoding)
     results: list[OracleResult]
-    if is_ctm[0] and ref.format == "stm":
+    if is_ctm[0] and rfmt == "stm":
         # the scorer itself (GLM on both sides, channels, segments): oracle of an alt-CTM = score of it
-        results = ctm_oracle(str(specs[0]), ref.path, glm=glms, allow_missing=allow_missing, warnings=warnings,
+        results = ctm_oracle(str(specs[0]), str(reference), glm=glms, allow_missing=allow_missing, warnings=warnings,
                              encoding=encoding, **opts)
         what = "alt-CTM"
     elif is_ctm[0]:
         from ..io.altctm import alternatives_from_ctm_items
 
-        ref = read_reference(str(reference), ref.format, glms=glms, encoding=encoding)
+        ref = read_reference(str(reference), rfmt, glms=glms, encoding=encoding)
         refs = reference_transcripts(ref)
         items, more = read_hypothesis(str(specs[0]), "ctm", glms=glms, encoding=encoding)
         warnings += more
@@ -131,6 +138,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         refuse_glm_on_lattice(glms, [representation])
         from ..io.kaldi_data import read_segments
 
+        ref = read_reference(str(reference), rfmt, glms=glms, encoding=encoding)
         refs = reference_transcripts(ref, read_segments(segments) if segments else None)
         results = _lattice_results(specs, ref, refs, warnings, representation=representation,
                                    n=n, posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale,
