@@ -223,6 +223,18 @@ def test_oracle_refuses_ctm_files_absent_from_the_stm(mr):
     assert r.exit_code == 0 and "f9 1" in r.output and "warning" in r.output, r.output
 
 
+def test_ladder_refuses_a_channel_mismatch_too(mr):
+    """The ladder scored with allow_missing always on: channel A against 1 was 100 % deletions."""
+    r = _cli("ladder", "-r", mr / "ref.stm", "-h", f"sys={mr / 'hypA.ctm'}", "--glm", RT03_GLM)
+    assert r.exit_code == 2 and "--channel 1" in r.output, r.output
+    r = _cli("ladder", "-r", mr / "ref.stm", "-h", f"sys={mr / 'hyp.ctm'}", "--glm", RT03_GLM, "--json", "-")
+    assert r.exit_code == 0, r.output
+    first = json.loads(r.output)["rows"][0]
+    assert first["wer"]["sys"] == round(100 * score_files(str(mr / "ref.stm"), str(mr / "hyp.ctm"),
+                                                          glms=[RT03_GLM], optional_deletable=True,
+                                                          fragments=True).total.wer, 2)
+
+
 @pytest.mark.parametrize("cmd", ["oracle", "score"])
 def test_an_stm_is_never_read_as_kaldi_text(mr, cmd):
     """`oracle -r stm --ref-format text --allow-missing` scored the STM's fields as words (41 %)."""
