@@ -5,7 +5,7 @@ import os
 from collections.abc import Sequence
 
 from .._budget import check_memory, memory_budget
-from ..errors import LatticeToolsError
+from ..errors import LatticeToolsError, MismatchError
 from ..files import write_json
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle
@@ -80,9 +80,9 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
       representation: ``lattice``, ``1best``, ``nbest``, ``sausage`` or ``phrase``; ``n`` its depth.
       bootstrap, seed: utterance-bootstrap replications (0: none) for 95% intervals.
       json_out: also write the report (with per-utterance counts) as JSON.
-      max_memory: bound every step (reading the lattices, the N-best/phrase searches, which then
-        stop on it instead of their node/state counts, and the oracle) by this many bytes of
-        resident memory (BudgetExceededError past it; None: the searches' counts only).
+      max_memory: bound every step (reading the lattices, the N-best/phrase searches, the oracle)
+        by this many bytes of resident memory (BudgetExceededError past it); the searches keep their
+        node/state budgets too (None: those alone).
       encoding: text encoding of the reference, GLM and CTM files (e.g. ``latin-1``, ``gb2312``).
     Returns:
       ``{"counts": {...}, "wer": ..., "precision": ..., "recall": ..., "intervals": {...},
@@ -127,6 +127,11 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         items, more = read_hypothesis(str(specs[0]), "ctm", glms=glms, encoding=encoding)
         warnings += more
         alts = alternatives_from_ctm_items(items)
+        channels: dict = {}
+        for a in alts:
+            if channels.setdefault(a.file, a.channel) != a.channel:
+                raise MismatchError(f"file {a.file!r} has words on channels {channels[a.file]!r} and {a.channel!r}; a "
+                                    f"{rfmt} reference has no channel (score it against an STM)", path=str(specs[0]))
         match_keys([a.file for a in alts], refs, allow_missing=allow_missing, warnings=warnings,
                    hyp_what="CTM file", hyp_name=str(specs[0]), ref_name=ref.path, ref_format=ref.format,
                    show=repr)

@@ -183,8 +183,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         notes; otherwise :class:`MismatchError`, since leaving their words out makes every WER too
         low.
     Raises:
-      LatticeToolsError instead of writing tables whose invariants fail or could not be checked (no two cells of a density comparable, or cells of one density
-      over different utterances).
+      LatticeToolsError instead of writing tables whose invariants fail or could not be checked
+      (no two cells of a density comparable, or cells of one density over different utterances).
     Returns:
       :class:`StudyResult`.  Files are written atomically under ``out_dir``.
     """
