@@ -30,6 +30,8 @@ RT03_GLM = str(HERE / "data" / "sctk" / "glm" / "en20030506.glm")
 LAT3, LAT4 = str(INPUTS / "003.lat"), str(INPUTS / "004.lat")
 CARDS_TRN = HERE.parent / "lattice_tools" / "data" / "cards" / "transcription.trn"
 LIBRIVOX_TRN = HERE.parent / "lattice_tools" / "data" / "librivox" / "transcription.trn"
+DENSE = {"nbest": INPUTS / "sense_and_sensibility_01_austen_64kb-0930.lat.gz",
+         "phrase": INPUTS / "sense_and_sensibility_01_austen_64kb-0890.lat.gz"}
 COUNTS = ("correct", "substitutions", "deletions", "insertions", "ref_words")
 
 
@@ -84,6 +86,26 @@ def test_oracle_1best_equals_score_of_its_ctm(cards, ref, glm):
     assert _counts(report["counts"]) == _counts(scored.total)
     if glm == "six":   # the GLM reached both sides: 'seven' and SEVEN both became SIX
         assert report["counts"]["correct"] == 5 and report["wer"] == 0
+
+
+@pytest.mark.parametrize("glm", [None, RT03_GLM])
+@pytest.mark.parametrize("mode", ["sclite", "levenshtein"])
+def test_oracle_1best_equals_score_on_librivox(tmp_path, mode, glm):
+    """The same on two LibriVox clips (lattices vendored in tests/data/inputs) against the bundled trn
+    of five clips: --allow-missing leaves the other three out in both commands."""
+    from lattice_tools.io import read_lattice_inputs
+    from lattice_tools.oracle.representations import one_best
+
+    lats = [str(DENSE["phrase"]), str(DENSE["nbest"])]
+    (tmp_path / "hyp.txt").write_text("".join(
+        f"{a.key} {' '.join(w for s in a.slots for w in s.alternatives[0].words)}\n"
+        for a in (one_best(lat) for lat in read_lattice_inputs(lats))))
+    glms = [glm] if glm else []
+    report = oracle_wer(lats, str(LIBRIVOX_TRN), representation="1best", mode=mode, glm=glms, allow_missing=True)
+    scored = score_files(str(LIBRIVOX_TRN), str(tmp_path / "hyp.txt"), hyp_format="text", mode=mode, glms=glms,
+                         allow_missing=True, id_type="sp")
+    assert _counts(report["counts"]) == _counts(scored.total) and len(report["utterances"]) == 2
+    assert len(report["warnings"]) == 1 and "3 reference utterance" in report["warnings"][0]
 
 
 @pytest.mark.parametrize("glm", [None, "six"])
@@ -366,8 +388,6 @@ def test_empty_references_are_refused(cards):
 # ------------------------------------------------------------------------------------------------
 # Memory budget of the oracle searches, under a real address-space limit
 # ------------------------------------------------------------------------------------------------
-DENSE = {"nbest": INPUTS / "sense_and_sensibility_01_austen_64kb-0930.lat.gz",
-         "phrase": INPUTS / "sense_and_sensibility_01_austen_64kb-0890.lat.gz"}
 # address space the process may map: the interpreter, numpy and the package take ~300 MB of it; the
 # budget below is 100M of resident memory, so this leaves a wide margin for the budget to act first
 ADDRESS_SPACE = 800 << 20
