@@ -35,7 +35,7 @@ def test_study_on_real_speech(real_lattices, tmp_path):
     assert not os.path.exists(tmp_path / "study" / "cells")
     kw["allow_missing"] = True
     res = run_study({"ps": lats}, trn, **kw)
-    assert "3 reference utterance(s) have no lattice" in open(res.files["markdown"]).read()
+    assert "3 reference utterance(s) have no hypothesis" in open(res.files["markdown"]).read()
     # 2 densities x (1best + nbest 1,2,10,inf + sausage 1,2,10,inf + phrase 1,2,10,inf + lattice)
     assert len(res.rows) == 2 * 14
     for f in ("markdown", "csv", "json", "plot_n", "plot_mb"):

@@ -22,12 +22,22 @@ def reference_and_lattice_options(command):
     return command
 
 
+def segments_option(f):
+    """``--segments`` (parameter ``segments``): utterance-keyed lattices against an STM."""
+    return click.option("--segments", type=click.Path(dir_okay=False), default=None,
+                        help="Kaldi segments file 'utt recording start end': lattices keyed by utterance against an "
+                             "STM keyed by recording (each STM segment is the reference of the utterance it overlaps "
+                             "most).")(f)
+
+
 @click.command("oracle")
 @click.argument("inputs", nargs=-1, required=True)
 @reference_and_lattice_options
 @click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
 @allow_untimed_option
-@click.option("--glm", default=None, help="GLM applied to the reference like csrfilt.sh (alternations, ...).")
+@click.option("--glm", "glm", multiple=True,
+              help="GLM applied like csrfilt.sh to the reference and to the hypothesis words (the alt-CTM, or the "
+                   "alternatives built from the lattices), as 'score --glm' (repeatable, in order).")
 @click.option("-D", "optional_deletable", is_flag=True, help="Optional (parenthesised) words are deletable (sclite -D).")
 @click.option("--mode", type=click.Choice(["sclite", "levenshtein"]), default="sclite", show_default=True,
               help="sclite weights and tie rules, or plain Levenshtein (fewest errors).")
@@ -46,21 +56,23 @@ def reference_and_lattice_options(command):
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the reference, GLM and CTM files (e.g. latin-1, gb2312).")
 @click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-              help="Memory budget of the N-best/phrase searches (resident memory: 2G, 500M; 'inf' = none).")
+              help="Memory budget of every step: reading, the N-best/phrase searches, the oracle (resident memory: "
+                   "2G, 500M; 'inf' = none): a clean error past it.")
+@segments_option
 def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
                    posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out, encoding,
-                   max_memory):
+                   max_memory, segments):
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
 
-    report = oracle_wer(list(inputs), reference, glm=glm, optional_deletable=optional_deletable, mode=mode,
+    report = oracle_wer(list(inputs), reference, glm=list(glm), optional_deletable=optional_deletable, mode=mode,
                         representation=representation, n=n, posterior_threshold=posterior_threshold,
                         acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                         bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
                         words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                         allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
-                        encoding=encoding)
+                        encoding=encoding, segments=segments)
     for w in report.get("warnings", ()):
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if json_out != "-":
@@ -90,18 +102,27 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                                            "reference file name).")
 @click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
 @allow_untimed_option
-@click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the reference (e.g. latin-1).")
+@click.option("--encoding", default="utf-8", show_default=True,
+              help="Text encoding of the reference and GLM files (e.g. latin-1).")
+@click.option("--glm", "glm", multiple=True,
+              help="GLM applied like csrfilt.sh to the reference and to the words of every representation's "
+                   "alternatives (repeatable, in order; not with the lattice representation).")
+@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+              help="Memory budget of every step (resident memory: 2G, 500M; 'inf' = none): a clean error past it.")
+@segments_option
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding):
-    """Density vs oracle WER (Faria et al., Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
+                  allow_untimed, encoding, glm, max_memory, segments):
+    """Density vs oracle WER (Tables 3-6 of "Toward Zero Oracle Word Error Rate on the Switchboard Benchmark"
+    by Faria et al.).  LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself); NAME=a NAME=b or a quoted
+    pattern (NAME='lat.*.gz') joins several inputs into one set."""
     from ..oracle.study import run_study
 
-    sets = {}
-    for item in lattice_sets:
+    sets: dict = {}
+    for item in lattice_sets:  # NAME=a NAME=b (or a pattern) join one set: never one silently replaced
         name, _, spec = item.partition("=") if "=" in item else (item, "", item)
-        sets[name] = spec
+        sets.setdefault(name, []).append(spec)
     n_list = [n for n in ns if n is not None]
     try:
         thresholds = [float(x) for x in prune_thresholds.split(",") if x.strip()]
@@ -113,7 +134,8 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
                        plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing)
+                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
+                       max_memory=max_memory, segments=segments)
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

@@ -84,7 +84,8 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
 @json_option("Write the JSON results here ('-' = stdout instead of the table).")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the STM, CTM and GLM files (e.g. latin-1, gb2312).")
-def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out, encoding):
+@click.option("--allow-missing", is_flag=True, help="Tolerate files/channels missing on one side (as score).")
+def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out, encoding, allow_missing):
     """WER under successive scoring configurations (Faria et al., Table 1)."""
     from ..files import atomic_write
     from ..scoring.ladder import ladder_markdown, run_ladder
@@ -97,7 +98,10 @@ def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out, 
         return out_list
 
     result = run_ladder(ref, parse(hyps), list(glms), corrected_stm=corrected_stm,
-                        reference_segmentation=dict(parse(ref_seg_hyps)), encoding=encoding)
+                        reference_segmentation=dict(parse(ref_seg_hyps)), encoding=encoding,
+                        allow_missing=allow_missing)
+    for w in result["warnings"]:
+        click.echo(f"lattice-tools: warning: {w}", err=True)
     table = ladder_markdown(result)
     check_one_stdout(**{"-o/--out": out, "--json": json_out})
     if out and out != "-":

@@ -151,8 +151,14 @@ def _slot_span(alternatives: Iterable[Alternative]) -> tuple[float, float]:
 
 def read_alternatives_ctm(path: str, kind: str = "ctm", encoding: str = "utf-8") -> list[Alternatives]:
     """Read an (alt-)CTM back into one :class:`Alternatives` per ``(file, channel)`` (file order)."""
+    return alternatives_from_ctm_items(read_ctm(path, encoding), kind)
+
+
+def alternatives_from_ctm_items(items: Iterable, kind: str = "ctm") -> list[Alternatives]:
+    """CTM items (:class:`CtmWord` / flat :class:`CtmAltBlock`) as one :class:`Alternatives` per
+    ``(file, channel)`` (file order): a word is a one-alternative slot, an ALT block a slot."""
     groups: dict[tuple[str, str], list[Slot]] = {}
-    for item in read_ctm(path, encoding):
+    for item in items:
         if isinstance(item, CtmWord):
             alt = _alternative_from_words((item,), None)
             slot = Slot(*_slot_span([alt]), (alt,))

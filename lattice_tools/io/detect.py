@@ -130,6 +130,22 @@ def _fits(fmt: str, lines: list[str]) -> bool:
     return True
 
 
+def _refuse_structured_as_text(path: str, role: str, option: str, encoding: str) -> None:
+    """Kaldi ``text`` takes any line, so an STM or CTM read as text would score its channel, speaker
+    and time fields as words (a wrong WER, no error): content whose every sampled line is an STM
+    segment or a CTM word, with decimal times, is refused as ``text``.  A trn line is not refused:
+    its last token ``(id)`` cannot be told from a word of a Kaldi text."""
+    lines = _sample_lines(path, encoding)
+    # (a text of integer word ids can parse as STM lines too: its "times" have no decimal point)
+    time_fields = {"stm": slice(3, 5), "ctm": slice(2, 4)}
+    fits = [f for f in ("stm", "ctm") if lines and _fits(f, lines)
+            and any("." in field for line in lines for field in line.split()[time_fields[f]])]
+    if fits:
+        raise FormatError(f"{option} text, but its first {len(lines)} line(s) parse as "
+                          f"{' and as '.join(f.upper() for f in fits)} lines with decimal times, which a Kaldi "
+                          f"text would score as words; pass {option} {fits[0]}", path=path)
+
+
 def detect_transcript_format(path: str, explicit: str | None = None, *, allowed=TRANSCRIPT_FORMATS,
                              role: str = "reference", option: str = "--ref-format",
                              encoding: str = "utf-8", empty: str | None = None) -> str:
@@ -150,6 +166,8 @@ def detect_transcript_format(path: str, explicit: str | None = None, *, allowed=
         if explicit not in allowed:
             raise FormatError(f"{option} {explicit} is not a {role} format here (expected one of "
                               f"{', '.join(allowed)})", path=path)
+        if explicit == "text":
+            _refuse_structured_as_text(path, role, option, encoding)
         return explicit
     by_name = format_from_name(path)
     if by_name is not None:

@@ -32,9 +32,9 @@ def read_transcripts(path: str, fmt: str = "auto", encoding: str = "utf-8") -> d
     """``{utterance_id: text}`` in file order; duplicate ids are an error naming both lines.  ``auto``:
     the toolkit's one detection rule (:func:`lattice_tools.io.detect.detect_transcript_format`; an STM
     or CTM is refused rather than read as text).  ``encoding``: the file's text encoding."""
-    if fmt == "auto":
-        fmt = detect_transcript_format(path, None, allowed=("trn", "text"), role="transcript", option="--format",
-                                       empty="text", encoding=encoding)
+    if fmt in ("auto", "trn", "text"):  # (an explicit 'text' is checked too: an STM is never read as text)
+        fmt = detect_transcript_format(path, None if fmt == "auto" else fmt, allowed=("trn", "text"),
+                                       role="transcript", option="--format", empty="text", encoding=encoding)
     lines = [(n, ln) for n, ln in read_text_lines(path, encoding) if ln.strip() and not ln.lstrip().startswith(";;")]
     out: dict[str, str] = {}
     seen: dict[str, int] = {}

@@ -186,7 +186,8 @@ def alternatives_oracle_many(alts_list, references, *, mode: str | OracleCosts =
     else:
         best = first_best(cost, np.asarray(owner))
         results = [_first_best_alignment(alts_list[b.index].key, hyps[i], int(cost[i]), refs[b.index], costs,
-                                         optional_deletable) for b, i in zip(batched, best.tolist(), strict=True)]
+                                         optional_deletable, case_sensitive)
+                   for b, i in zip(batched, best.tolist(), strict=True)]
     for b, r in zip(batched, results, strict=True):
         out[b.index] = r
     return out
@@ -220,9 +221,11 @@ def _sclite_choice(batched: list[_Batched], alts_list, refs, cost: np.ndarray, c
 
 
 def _first_best_alignment(key: str, words: list, total: int, reference, costs: OracleCosts,
-                          optional_deletable: bool) -> OracleResult:
-    """Levenshtein mode: the first listed minimum-cost candidate, aligned by the network DP."""
-    r = sequence_oracle([w for w in words if w != "@"], reference, mode=costs, case_sensitive=True,
+                          optional_deletable: bool, case_sensitive: bool) -> OracleResult:
+    """Levenshtein mode: the first listed minimum-cost candidate, aligned by the network DP.  The
+    candidate's words are already folded; the reference is folded the same way (else an upper-case
+    reference would match nothing)."""
+    r = sequence_oracle([w for w in words if w != "@"], reference, mode=costs, case_sensitive=case_sensitive,
                         optional_deletable=optional_deletable)
     return OracleResult(key=key, mode=costs.name, counts=r.counts, cost=total, words=r.words, starts=(),
                         durations=(), alignment=r.alignment)

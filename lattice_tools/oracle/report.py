@@ -2,24 +2,24 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 
-from .._budget import memory_budget
-from ..errors import LatticeToolsError
-from ..files import discard_temporary, write_json
+from .._budget import check_memory, memory_budget
+from ..errors import LatticeToolsError, MismatchError
+from ..files import write_json
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_wer
 from .dp import OracleResult
 from .representations import (
     REPRESENTATIONS,
-    check_references_covered,
     ctm_oracle,
-    glm_filtered_copy,
-    load_references,
+    deletions_only,
+    filter_alternatives,
+    glm_list,
+    lattice_specs,
     make_alternatives,
-    match_references,
+    refuse_glm_on_lattice,
 )
 
 
@@ -50,7 +50,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                json_out: str | None = None, progress: bool | None = None, ref_format: str | None = None,
                format: str | None = None, words: str | None = None, frame_shift: float | None = None,
                frame_subsampling_factor: int | None = None, allow_missing: bool = False,
-               allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8") -> dict:
+               allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8",
+               segments: str | None = None) -> dict:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
@@ -59,10 +60,19 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         ``frame_shift``, ``frame_subsampling_factor``), or one (alt-)CTM file (then
         ``representation``/``n`` are ignored: the file's own blocks are the alternatives; against an
         STM it is scored per segment like sclite).
-      reference: STM, trn or Kaldi ``text`` file (``ref_format``, else detected: see
-        :func:`lattice_tools.oracle.representations.load_references`); ``glm`` filters it like csrfilt.
-      allow_missing: reference utterances without a lattice are left out (with a warning in the
-        report's ``warnings``) instead of raising MismatchError.
+      reference: STM, trn or Kaldi ``text`` file, read by the scorer's input layer
+        (:mod:`lattice_tools.scoring.inputs`: format from ``ref_format``, else extension, else
+        content; an empty reference is refused).
+      glm: one GLM file or several, applied like csrfilt to *both* sides, as ``score --glm`` does:
+        to the reference and to the words of the alt-CTM or of the alternatives built from the
+        lattices (refused with ``representation="lattice"``: a whole lattice is no transcript).
+      allow_missing: lattices (or CTM files/channels) without reference are left out, and
+        references without any hypothesis are scored as all deletions (STM) or left out
+        (trn/text) -- what ``score --allow-missing`` does -- each with a warning in the report's
+        ``warnings``; otherwise MismatchError (:func:`lattice_tools.scoring.inputs.match_keys`).
+      segments: a Kaldi ``segments`` file (``utt recording start end``) for utterance-keyed lattices
+        against an STM keyed by recording: each STM segment is the reference of the utterance it
+        overlaps most (:func:`lattice_tools.scoring.inputs.reference_transcripts`).
       allow_untimed: accept lattices without word times for the phrase representation (whose
         boundaries are times).
       optional_deletable: sclite ``-D``.
@@ -70,78 +80,78 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
       representation: ``lattice``, ``1best``, ``nbest``, ``sausage`` or ``phrase``; ``n`` its depth.
       bootstrap, seed: utterance-bootstrap replications (0: none) for 95% intervals.
       json_out: also write the report (with per-utterance counts) as JSON.
-      max_memory: bound the N-best/phrase searches by this many bytes of resident memory instead of
-        their node/state counts (BudgetExceededError past it; None: the counts).
+      max_memory: bound every step (reading the lattices, the N-best/phrase searches, the oracle)
+        by this many bytes of resident memory (BudgetExceededError past it); the searches keep their
+        node/state budgets too (None: those alone).
       encoding: text encoding of the reference, GLM and CTM files (e.g. ``latin-1``, ``gb2312``).
     Returns:
       ``{"counts": {...}, "wer": ..., "precision": ..., "recall": ..., "intervals": {...},
       "utterances": [...]}``.
     """
-    from tqdm import tqdm
-
     if representation not in REPRESENTATIONS:
         raise LatticeToolsError(f"unknown representation {representation!r}; expected one of {', '.join(REPRESENTATIONS)}")
-    from ..io.detect import detect_transcript_format
-    from ..io.inputs import check_times, check_word_table, is_text
+    from ..scoring.inputs import (
+        check_encoding,
+        match_keys,
+        read_hypothesis,
+        read_reference,
+        reference_format,
+        reference_transcripts,
+    )
 
-    disable = (not os.isatty(2)) if progress is None else not progress
+    check_encoding(encoding)
+    glms = glm_list(glm)
     opts = dict(mode=mode, optional_deletable=optional_deletable)
-    specs = [inputs] if isinstance(inputs, (str, os.PathLike)) else [str(x) for x in inputs]
+    specs = lattice_specs(inputs)
+    if not specs:
+        raise LatticeToolsError("nothing to score: no inputs")
     is_ctm = [_is_ctm(x, format, encoding) for x in specs]
     if any(is_ctm) and len(specs) > 1:
         raise LatticeToolsError("an alt-CTM input is scored on its own: give one CTM file, or lattices")
+    if is_ctm[0] and segments:
+        raise LatticeToolsError("segments map the keys of lattices; a CTM names its recordings already "
+                                "(convert-ctm maps an utterance-keyed CTM)")
     warnings: list[str] = []
-    rfmt = detect_transcript_format(str(reference), ref_format, allowed=("stm", "trn", "text"), role="reference",
-                                    option="--ref-format", encoding=encoding)
+    rfmt = reference_format(str(reference), ref_format, encoding=encoding)
     results: list[OracleResult]
     if is_ctm[0] and rfmt == "stm":
-        stm_path = reference
-        if glm is not None:
-            stm_path = glm_filtered_copy(str(reference), glm, "stm", encoding)
-        try:
-            results = ctm_oracle(str(specs[0]), str(stm_path), encoding=encoding, **opts)
-        finally:  # the GLM-filtered copy is a scratch file: removed as soon as it is scored
-            if stm_path is not reference:
-                discard_temporary(stm_path)
+        # the scorer itself (GLM on both sides, channels, segments): oracle of an alt-CTM = score of it
+        results = ctm_oracle(str(specs[0]), str(reference), glm=glms, allow_missing=allow_missing, warnings=warnings,
+                             encoding=encoding, **opts)
+        what = "alt-CTM"
+    elif is_ctm[0]:
+        from ..io.altctm import alternatives_from_ctm_items
+
+        ref = read_reference(str(reference), rfmt, glms=glms, encoding=encoding)
+        refs = reference_transcripts(ref)
+        items, more = read_hypothesis(str(specs[0]), "ctm", glms=glms, encoding=encoding)
+        warnings += more
+        alts = alternatives_from_ctm_items(items)
+        channels: dict = {}
+        for a in alts:
+            if channels.setdefault(a.file, a.channel) != a.channel:
+                raise MismatchError(f"file {a.file!r} has words on channels {channels[a.file]!r} and {a.channel!r}; a "
+                                    f"{rfmt} reference has no channel (score it against an STM)", path=str(specs[0]))
+        match_keys([a.file for a in alts], refs, allow_missing=allow_missing, warnings=warnings,
+                   hyp_what="CTM file", hyp_name=str(specs[0]), ref_name=ref.path, ref_format=ref.format,
+                   show=repr)
+        alts = [a for a in alts if a.file in refs]
+        # CTM words are scored as written (no filler removal), as sclite would
+        results = alternatives_oracle_many(alts, [refs[a.file] for a in alts], nonword=lambda w: False, **opts)
         what = "alt-CTM"
     else:
-        refs = load_references(str(reference), glm=glm, fmt=rfmt, encoding=encoding)
-        if is_ctm[0]:
-            from ..io.altctm import read_alternatives_ctm
-            alts = read_alternatives_ctm(str(specs[0]), encoding=encoding)
-            keys = [a.file for a in alts]
-            match_references(keys, refs, what="CTM file")
-            check_references_covered(keys, refs, allow_missing, str(reference), warnings)
-            # CTM words are scored as written (no filler removal), as sclite would
-            results = alternatives_oracle_many(alts, [refs[k] for k in keys], nonword=lambda w: False, **opts)
-            what = "alt-CTM"
-        else:
-            from ..io import read_lattice_inputs
-            results = []
-            batch_alts, batch_refs, keys = [], [], []
-            lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor)
-            text_refs = is_text(refs.values())
-            for lat in tqdm(lats, desc="oracle", unit="utt", disable=disable):
-                match_references([lat.key], refs)
-                check_word_table(lat, text_refs)
-                if representation == "phrase":
-                    check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation")
-                keys.append(lat.key)
-                if representation == "lattice":
-                    results.append(lattice_oracle(lat, refs[lat.key], **opts))
-                else:
-                    kw = {"posterior_threshold": posterior_threshold} if representation == "phrase" else {}
-                    if max_memory is not None and representation in ("nbest", "phrase"):
-                        kw.update(max_pops=sys.maxsize, max_states=sys.maxsize)  # the memory budget governs
-                    with memory_budget(max_memory):
-                        batch_alts.append(make_alternatives(lat, representation, n, acoustic_scale=acoustic_scale,
-                                                            lm_scale=lm_scale, word_penalty=word_penalty, **kw))
-                    batch_refs.append(refs[lat.key])
-            check_references_covered(keys, refs, allow_missing, str(reference), warnings)
-            if batch_alts:
-                results = alternatives_oracle_many(batch_alts, batch_refs, **opts)
-            what = representation
+        refuse_glm_on_lattice(glms, [representation])
+        from ..io.kaldi_data import read_segments
+
+        ref = read_reference(str(reference), rfmt, glms=glms, encoding=encoding)
+        refs = reference_transcripts(ref, read_segments(segments) if segments else None)
+        results = _lattice_results(specs, ref, refs, warnings, representation=representation,
+                                   n=n, posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale,
+                                   lm_scale=lm_scale, word_penalty=word_penalty, glms=glms, encoding=encoding,
+                                   format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor, allow_missing=allow_missing,
+                                   allow_untimed=allow_untimed, max_memory=max_memory, progress=progress, opts=opts)
+        what = representation
     if not results:
         raise LatticeToolsError("nothing to score: no utterances", path=str(inputs))
     total = ErrorCounts.sum(r.counts for r in results)
@@ -157,6 +167,58 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     if json_out:  # strict JSON: undefined values (e.g. precision of an empty output) are null
         write_json(json_out, report, indent=1, sort_keys=False)
     return report
+
+
+def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, n, posterior_threshold,
+                     acoustic_scale, lm_scale, word_penalty, glms, encoding, format, words, frame_shift,
+                     frame_subsampling_factor, allow_missing, allow_untimed, max_memory, progress,
+                     opts) -> list[OracleResult]:
+    """The oracle of every lattice of ``specs`` matched to its reference (``match_keys``: the same
+    errors and ``allow_missing`` as ``score``), under the memory budget ``max_memory`` (every
+    step: reading, building the alternatives, the oracle DP)."""
+    from tqdm import tqdm
+
+    from ..io import read_lattice_inputs
+    from ..io.inputs import check_times, check_word_table, is_text
+    from ..scoring.inputs import match_keys
+
+    disable = (not os.isatty(2)) if progress is None else not progress
+    match = dict(allow_missing=allow_missing, warnings=warnings, hyp_what="lattice", hyp_name=" ".join(specs),
+                 ref_name=ref.path, ref_format=ref.format, show=repr)
+    results: list[OracleResult] = []
+    batch_alts, batch_refs, keys = [], [], []
+    text_refs = is_text(refs.values())
+    with memory_budget(max_memory):
+        lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor)
+        for lat in tqdm(lats, desc="oracle", unit="utt", delay=2, disable=disable):  # shown after ~2 s
+            keys.append(lat.key)
+            if lat.key not in refs:
+                if not allow_missing:
+                    match_keys([lat.key], [], **{**match, "warnings": []})
+                continue
+            check_memory("the oracle", lat.key)
+            check_word_table(lat, text_refs)
+            if representation == "phrase":
+                check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation")
+            if representation == "lattice":
+                results.append(lattice_oracle(lat, refs[lat.key], **opts))
+                continue
+            # (the searches keep their node/state budgets under a memory budget: their compiled loops
+            # do not measure every structure they grow, and without those budgets an N-best search with
+            # no N reached 8 GB under a 500M budget)
+            kw = {"posterior_threshold": posterior_threshold} if representation == "phrase" else {}
+            alts = make_alternatives(lat, representation, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                     word_penalty=word_penalty, **kw)
+            batch_alts.extend(filter_alternatives([alts], glms, encoding=encoding))
+            batch_refs.append(refs[lat.key])
+        missing = match_keys(keys, refs, **match)
+        if batch_alts:
+            check_memory("the oracle")
+            results = alternatives_oracle_many(batch_alts, batch_refs, **opts)
+        if missing and ref.format == "stm":
+            results += deletions_only(missing, refs, **opts)
+    return results
 
 
 def format_report(report: dict) -> str:

@@ -18,11 +18,13 @@ what is left.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 
 from ..alternatives.network import Alternative, Alternatives, Slot
-from ..errors import LatticeToolsError, MismatchError
+from ..errors import LatticeToolsError
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle, lattice_oracle
 from .dp import OracleResult
@@ -108,138 +110,108 @@ def utterance_oracle(lat, reference, representation: str, n: int | None = None, 
 
 
 # ----------------------------------------------------------------------------------------------
-# References
+# References and hypotheses: through the scorer's input layer (lattice_tools.scoring.inputs)
 # ----------------------------------------------------------------------------------------------
-def load_references(path: str, *, glm: str | None = None, fmt: str | None = None, encoding: str = "utf-8") -> dict:
+def glm_list(glm) -> tuple:
+    """``glm``: None, one GLM file or a sequence of them (applied in order)."""
+    if glm is None:
+        return ()
+    return (glm,) if isinstance(glm, (str, os.PathLike)) else tuple(glm)
+
+
+def lattice_specs(specs) -> list[str]:
+    """Lattice specs with shell-style patterns (``lat.*.gz``, quoted so the shell left them) expanded
+    in sorted order; a spec that names an existing path, or a Kaldi rspecifier (``ark:...``), is
+    kept as it is.  A pattern that matches nothing is refused (not silently an empty set)."""
+    import glob
+
+    from ..errors import FormatError
+
+    out = []
+    for spec in [specs] if isinstance(specs, (str, os.PathLike)) else specs:
+        spec = os.fspath(spec)
+        if os.path.exists(spec) or ":" in spec.split("/", 1)[0] or not glob.has_magic(spec):
+            out.append(spec)
+            continue
+        found = sorted(glob.glob(spec))
+        if not found:
+            raise FormatError("expected the pattern to match lattice files, found none", path=spec)
+        out.extend(found)
+    return out
+
+
+def load_references(path: str, *, glm=None, fmt: str | None = None, encoding: str = "utf-8") -> dict:
     """Reference transcripts keyed for per-utterance lattices: ``{key: transcript text}``.
 
-    ``fmt`` is ``"trn"`` (key = utterance id), ``"stm"`` (key = file; the segments of that file's
-    first channel joined in time order, ``IGNORE_TIME_SEGMENT_IN_SCORING`` segments dropped) or
-    ``"text"`` (``key word word ...`` per line, Kaldi style).  When None it comes from a
-    ``.stm``/``.trn`` extension, else from the content
-    (:func:`lattice_tools.io.detect.detect_transcript_format`: Kaldi's ``data/eval/stm`` and
-    csrfilt's ``ref.stm.filt`` are STM; ambiguous content is refused, naming ``--ref-format``).
-    ``glm``: a NIST GLM applied to the reference as csrfilt does (needs the toolkit's filter).
-    An utterance id given twice with different words raises MismatchError naming both lines.
-    ``encoding``: the text encoding of the reference and GLM files.
+    Read, checked and GLM-filtered by :func:`lattice_tools.scoring.inputs.read_reference` (what
+    ``score`` reads), keyed by :func:`lattice_tools.scoring.inputs.reference_transcripts`: ``trn``
+    and ``text`` by utterance id, ``stm`` by recording file (its scored segments joined in time
+    order).  ``fmt`` None: detected (extension, else content); ``glm``: one GLM file or several,
+    applied as csrfilt does; ``encoding``: of the reference and GLM files.
     """
-    from ..io.detect import detect_transcript_format
+    from ..scoring.inputs import read_reference, reference_transcripts
 
-    p = str(path)
-    fmt = detect_transcript_format(p, fmt, allowed=("stm", "trn", "text"), role="reference",
-                                   option="--ref-format", encoding=encoding)
-    if glm is not None:
-        from ..files import discard_temporary
-
-        tmp = glm_filtered_copy(p, glm, fmt, encoding)
-        try:  # (the filtered copy is a scratch file: removed as soon as it is read)
-            return load_references(tmp, fmt=fmt, encoding=encoding)
-        finally:
-            discard_temporary(tmp)
-    refs: dict = {}
-    if fmt in ("trn", "text"):
-        from ..io.kaldi_data import read_kaldi_text
-        from ..io.trn import read_trn
-        lines: dict = {}
-        for u in (read_trn(p, encoding) if fmt == "trn" else read_kaldi_text(p, encoding)):
-            if u.utt_id in refs and refs[u.utt_id] != u.text:
-                raise MismatchError(f"utterance id {u.utt_id!r} appears twice in the reference with different "
-                                    f"words (lines {lines[u.utt_id]} and {u.lineno})", path=str(path), key=u.utt_id)
-            refs[u.utt_id] = u.text
-            lines.setdefault(u.utt_id, u.lineno)
-        return refs
-    if fmt == "stm":
-        from ..io.stm import read_stm
-        stm = read_stm(p, encoding)
-        first_channel: dict = {}
-        segs: dict = {}
-        for seg in stm.segments:
-            if seg.is_ignore_time_segment:
-                continue
-            ch = first_channel.setdefault(seg.file, seg.channel)
-            if seg.channel != ch:
-                continue
-            segs.setdefault(seg.file, []).append(seg)
-        for f, ss in segs.items():
-            ss.sort(key=lambda s: s.start)
-            refs[f] = " ".join(s.text for s in ss)
-        return refs
-    raise LatticeToolsError(f"unknown reference format {fmt!r}; expected stm, trn or text", path=p)
+    return reference_transcripts(read_reference(str(path), fmt, glms=glm_list(glm), encoding=encoding))
 
 
-def glm_filtered_copy(path: str, glm: str, fmt: str, encoding: str = "utf-8") -> str:
-    """Apply a GLM to a reference file with the toolkit's csrfilt-exact filter (into a temp file)."""
-    import os
-    import tempfile
+def filter_alternatives(alts_list: list, glms, *, encoding: str = "utf-8") -> list:
+    """``alts_list`` with the GLMs applied to their words as csrfilt does to a hypothesis alt-CTM
+    (:func:`lattice_tools.scoring.inputs.filter_hypothesis_items`: what ``score --glm`` does to
+    the alt-CTM of the same alternatives).  Needs word times (an alt-CTM has them)."""
+    glms = glm_list(glms)
+    if not glms:
+        return list(alts_list)
+    from ..io.altctm import alternatives_from_ctm_items, alternatives_to_ctm_items
+    from ..scoring.inputs import filter_hypothesis_items
 
-    from ..scoring.glm import GlmFilterOptions, filter_file
-
-    if fmt not in ("stm", "trn", "text"):
-        raise LatticeToolsError(f"a GLM can be applied to stm, trn or text references, not {fmt!r}", path=path)
-    import atexit
-
-    from ..files import _LIVE_TEMPS, discard_temporary
-
-    fd, tmp = tempfile.mkstemp(prefix="lattice-tools-ref.", suffix="." + fmt)
-    os.close(fd)
-    # a scratch file: removed when the process ends, also by SIGTERM/SIGINT (the CLI's handlers)
-    _LIVE_TEMPS.add(tmp)
-    atexit.register(discard_temporary, tmp)
-    try:
-        # csrfilt's 'txt' mode filters the whole line, utterance id included: a Kaldi text is filtered
-        # as trn, one '(id)' per line, then turned back into 'id words'
-        if fmt == "text":
-            from ..io.kaldi_data import read_kaldi_text
-            from ..io.trn import read_trn, write_trn
-
-            write_trn(tmp, read_kaldi_text(path, encoding), encoding=encoding)
-            filter_file(glm, tmp, tmp, "trn", GlmFilterOptions(encoding=encoding))
-            utts = read_trn(tmp, encoding)
-            with open(tmp, "w", encoding=encoding) as out:
-                for u in utts:
-                    out.write(f"{u.utt_id} {u.text}\n")
-            return tmp
-        filter_file(glm, path, tmp, fmt, GlmFilterOptions(encoding=encoding))
-    except BaseException:
-        discard_temporary(tmp)
-        raise
-    return tmp
+    out = []
+    for alts in alts_list:
+        items, _ = filter_hypothesis_items(alternatives_to_ctm_items(alts), glms, fmt="ctm", encoding=encoding)
+        back = alternatives_from_ctm_items(items, alts.kind)
+        slots = tuple(slot for a in back for slot in a.slots)
+        out.append(dc_replace(alts, slots=slots))
+    return out
 
 
-def match_references(keys: Iterable[str], references: Mapping[str, object], *, what: str = "lattice") -> None:
-    missing = [k for k in keys if k not in references]
-    if missing:
-        raise MismatchError(f"{len(missing)} {what}(s) have no reference (first: {missing[0]!r}); references are "
-                            f"keyed by utterance id (trn/text) or recording file (stm)", key=missing[0])
+def refuse_glm_on_lattice(glm, representations) -> None:
+    """A GLM rewrites transcripts; a whole lattice is not one, and filtering only the reference
+    would make its oracle a wrong number: refused."""
+    if glm_list(glm) and "lattice" in representations:
+        raise LatticeToolsError("a GLM cannot be applied to a whole lattice (only to the words of its "
+                                "1best/nbest/sausage/phrase alternatives, as to an alt-CTM); leave the lattice "
+                                "representation out or drop the GLM")
 
 
-def check_references_covered(keys, refs: dict, allow_missing: bool, reference: str, warnings: list) -> None:
-    """References without a lattice (or CTM file) would silently leave their words out of the WER."""
-    have = set(keys)
-    missing = [k for k in refs if k not in have]
-    if not missing:
-        return
-    msg = f"{len(missing)} reference utterance(s) have no lattice, e.g. {missing[0]!r}"
-    if not allow_missing:
-        raise MismatchError(msg + " (--allow-missing leaves them out of the WER, as sclite does for trn)",
-                            path=str(reference), key=missing[0])
-    warnings.append(msg + " (left out of the WER)")
+def deletions_only(keys: Iterable[str], references: Mapping[str, object], *, mode: str = "sclite",
+                   optional_deletable: bool = False) -> list[OracleResult]:
+    """The results of references without any hypothesis (an STM file the lattices miss, scored
+    as all deletions with ``allow_missing``, as sclite scores an STM channel without CTM words)."""
+    from .api import alternatives_oracle_many
+
+    keys = list(keys)
+    empty = [Alternatives(key=k, slots=(), kind="1best") for k in keys]
+    return alternatives_oracle_many(empty, [references[k] for k in keys], mode=mode,
+                                    optional_deletable=optional_deletable)
 
 
 # ----------------------------------------------------------------------------------------------
 # alt-CTM against STM (what sclite scores)
 # ----------------------------------------------------------------------------------------------
 def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_deletable: bool = False,
-               case_sensitive: bool = False, with_words: bool = True, encoding: str = "utf-8") -> list[OracleResult]:
+               case_sensitive: bool = False, with_words: bool = True, encoding: str = "utf-8", glm=None,
+               allow_missing: bool = False, warnings: list | None = None) -> list[OracleResult]:
     """Oracle of an (alt-)CTM file against an STM, one result per scored STM segment.
 
     This is exactly what sclite computes for an alt-CTM, so it *is* the scorer
-    (:func:`lattice_tools.scoring.sclite.score_files`): the same assignment of CTM items to STM
-    segments (time midpoint; gap words to the next segment; leftovers to the last; ALT-block
-    channels in file order), the same network DP that picks, per segment, the best joint choice of
-    alternatives with sclite's costs and tie rules (``mode="sclite"``) or with 1/1/1 costs
-    (``mode="levenshtein"``), and its batched fast path for large files.  CTM files or channels
-    missing from the STM are skipped, as sclite does.
+    (:func:`lattice_tools.scoring.sclite.score_files`): the same GLM filtering of both sides
+    (``glm``: one GLM file or several), the same matching of files and channels (a CTM file or
+    channel missing from the STM, or an STM file/channel without CTM words, is a MismatchError
+    unless ``allow_missing``; then they are ignored / scored as deletions and said in
+    ``warnings``), the same assignment of CTM items to STM segments (time midpoint; gap words to
+    the next segment; leftovers to the last; ALT-block channels in file order), the same network
+    DP that picks, per segment, the best joint choice of alternatives with sclite's costs and tie
+    rules (``mode="sclite"``) or with 1/1/1 costs (``mode="levenshtein"``), and its batched fast
+    path for large files.
 
     Returns one :class:`OracleResult` per segment (``counts`` with ``segments=1``; ``cost`` in the
     mode's units; ``words`` the chosen hypothesis words (``()`` with ``with_words=False``, which
@@ -248,9 +220,11 @@ def ctm_oracle(ctm_path: str, stm_path: str, *, mode: str = "sclite", optional_d
     """
     from ..scoring.sclite import score_files
 
-    result = score_files(str(stm_path), str(ctm_path), ref_format="stm", hyp_format="ctm", mode=mode,
-                         optional_deletable=optional_deletable, case_sensitive=case_sensitive, allow_missing=True,
-                         encoding=encoding)
+    result = score_files(str(stm_path), str(ctm_path), glms=glm_list(glm), ref_format="stm", hyp_format="ctm",
+                         mode=mode, optional_deletable=optional_deletable, case_sensitive=case_sensitive,
+                         allow_missing=allow_missing, encoding=encoding)
+    if warnings is not None:
+        warnings.extend(result.warnings)
     out = []
     for seg in result.segments:
         a = seg.alignment

@@ -38,6 +38,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .._budget import memory_budget
 from ..alternatives.network import depth_statistics
 from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..files import atomic_write, write_json
@@ -45,7 +46,14 @@ from ..io.inputs import check_times, check_word_table, is_text
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_systems
-from .representations import check_references_covered, load_references, make_alternatives, match_references
+from .representations import (
+    deletions_only,
+    filter_alternatives,
+    glm_list,
+    lattice_specs,
+    make_alternatives,
+    refuse_glm_on_lattice,
+)
 
 DEFAULT_NS = (1, 2, 10, 100, 1000, 10000)
 DEFAULT_REPRESENTATIONS = ("nbest", "sausage", "phrase", "lattice")
@@ -72,11 +80,13 @@ class StudyResult:
 
 
 def _load_set(spec, name: str, **inputs) -> list:
-    if isinstance(spec, (list, tuple)):
+    """One study set: a lattice spec, a list of specs (several archives or a glob: their lattices
+    joined, never one dropped) or a list of :class:`Lattice`."""
+    if isinstance(spec, (list, tuple)) and not all(isinstance(x, (str, os.PathLike)) for x in spec):
         return list(spec)
     from ..io import read_lattice_inputs
 
-    return list(read_lattice_inputs(str(spec), **inputs))
+    return list(read_lattice_inputs(lattice_specs(spec), **inputs))
 
 
 def _density_lattices(lats: list, threshold: float, acoustic_scale: float, lm_scale: float) -> tuple[list, str]:
@@ -111,6 +121,15 @@ def _cell_path(out_dir: str, density: str, rep: str, n) -> str:
     return os.path.join(out_dir, "cells", _safe(density), f"{rep}-{_n_label(n)}.json")
 
 
+def _cell_current(path: str, settings: dict) -> bool:
+    """A cached cell that exists and was computed with ``settings``."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f).get("settings") == settings
+    except (OSError, ValueError):
+        return False
+
+
 def _write_json(path: str, obj) -> None:
     write_json(path, obj, indent=1)
 
@@ -124,16 +143,21 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               ref_format: str | None = None, format: str | None = None, words: str | None = None,
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
               allow_untimed: bool = False, title: str | None = None,
-              baselines: list | None = None, encoding: str = "utf-8", allow_missing: bool = False) -> StudyResult:
+              baselines: list | None = None, encoding: str = "utf-8", allow_missing: bool = False,
+              glm=None, max_memory: int | None = None, segments: str | None = None) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
       lattice_sets: ``{name: lattices}``, each a spec for :func:`lattice_tools.io.read_lattices`
-        (SLF directory, ``ark:``, ``.pt`` ...) or a list of :class:`Lattice` -- e.g. the same audio
-        decoded with different beams.
-      references: ``{key: transcript}`` or a path (stm/trn/text, see :func:`load_references`;
-        ``encoding``: its text encoding);
-        keys must match the lattice keys (per-utterance lattices, reference segmentation).
+        (SLF directory, ``ark:``, ``.pt`` ...), a list of specs (e.g. the archives ``lat.1.gz``,
+        ``lat.2.gz`` of one Kaldi decode: joined into one set) or a list of :class:`Lattice` --
+        e.g. the same audio decoded with different beams.
+      references: ``{key: transcript}`` or a path (stm/trn/text, read by the scorer's input layer
+        :mod:`lattice_tools.scoring.inputs`; ``encoding``: its text encoding); keys must match the
+        lattice keys (per-utterance lattices, reference segmentation).
+      glm: one GLM file or several, applied like csrfilt to the reference file and to the words of
+        every representation's alternatives (as ``score --glm`` does to an alt-CTM); refused with
+        the ``lattice`` representation (a whole lattice is no transcript).
       ns: depths N to request; ``include_infinity`` adds N=inf (every alternative) for sausage
         and phrase and N-best, each when the search budget ``inf_max_pops`` allows it (else the
         cell is recorded as skipped); ``max_pops`` bounds the finite-N searches.
@@ -149,19 +173,41 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         reference file name).
       baselines: other 1-best hypotheses to show beside the lattice's best path, e.g. the
         decoder's own: ``[{"density", "name", "wer", "C", "S", "D", "I", "ref_words"}]``.
-      allow_missing: reference utterances without a lattice are left out of every WER (said in the
-        table's notes); otherwise :class:`MismatchError`, since leaving their words out makes every
-        WER too low.
+      segments: a Kaldi ``segments`` file keying an STM reference by utterance (as ``oracle --segments``).
+      max_memory: bytes of resident memory every step may reach (reading, pruning, the searches, the
+        oracles): past it BudgetExceededError (at N=inf the cell is recorded as stopped by the budget
+        instead); None: the searches' node budgets ``max_pops``/``inf_max_pops`` only.
+      allow_missing: as ``score`` and ``oracle`` (:func:`lattice_tools.scoring.inputs.match_keys`):
+        lattices without reference are left out, reference utterances without a lattice are left
+        out of every WER (trn/text) or scored as all deletions (STM files), said in the table's
+        notes; otherwise :class:`MismatchError`, since leaving their words out makes every WER too
+        low.
+    Raises:
+      LatticeToolsError instead of writing tables whose invariants fail or could not be checked
+      (no two cells of a density comparable, or cells of one density over different utterances).
     Returns:
       :class:`StudyResult`.  Files are written atomically under ``out_dir``.
     """
     from tqdm import tqdm
 
+    from ..scoring.inputs import match_keys, read_reference, reference_transcripts
+
     reference_name = str(references) if isinstance(references, (str, os.PathLike)) else None
+    reference_format = "trn"
+    glms = glm_list(glm)
     if isinstance(references, (str, os.PathLike)):
-        references = load_references(str(references), fmt=ref_format, encoding=encoding)
-    os.makedirs(out_dir, exist_ok=True)
+        ref = read_reference(str(references), ref_format, glms=glms, encoding=encoding)
+        reference_format = ref.format
+        from ..io.kaldi_data import read_segments
+
+        references = reference_transcripts(ref, read_segments(segments) if segments else None)
+    elif glms or segments:
+        raise LatticeToolsError("glm and segments need the reference as a file")
+    if not references:
+        raise LatticeToolsError("nothing to score: the reference has no utterances")
     reps = [r for r in representations if r != "1best"]
+    refuse_glm_on_lattice(glms, reps)
+    os.makedirs(out_dir, exist_ok=True)
     unknown = set(reps) - {"nbest", "sausage", "phrase", "lattice"}
     if unknown:
         raise LatticeToolsError(f"unknown representation(s) {sorted(unknown)}; expected nbest, sausage, phrase, lattice")
@@ -184,52 +230,66 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         for thr in prune_thresholds:
             densities.append((set_name, float(thr), set_name if thr == 0 else f"{set_name}@{thr:g}"))
     total_cells = sum(1 + sum(len(cells_for(r)) for r in reps) for _ in densities)
-    bar = tqdm(total=total_cells, desc="study cells", unit="cell", disable=(not _isatty()) if progress is None else not progress)
+    # (on a terminal, shown once the study has run ~2 s)
+    bar = tqdm(total=total_cells, desc="study cells", unit="cell", delay=2,
+               disable=(not _isatty()) if progress is None else not progress)
     scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     opts = dict(mode=mode, optional_deletable=optional_deletable)
+    # what a cached cell's numbers depend on besides its lattices: a cell made otherwise is recomputed
+    settings = {"mode": mode, "optional_deletable": bool(optional_deletable), "glm": [str(g) for g in glms],
+                "reference": reference_name, "reference_keys": len(references), "segments": str(segments) if segments else None,
+                "allow_missing": bool(allow_missing),
+                "posterior_threshold": float(posterior_threshold), **{k: float(v) for k, v in scales.items()},
+                "max_pops": int(max_pops), "inf_max_pops": int(inf_max_pops)}
     rows, notes = [], {}
     loaded: dict = {}
-    for set_name, thr, density in densities:
-        plan = [("1best", 1)] + [(r, n) for r in reps for n in cells_for(r)]
-        missing = [(r, n) for r, n in plan if not os.path.exists(_cell_path(out_dir, density, r, n))]
-        lats = None
-        if missing:
-            if set_name not in loaded:
-                loaded[set_name] = _load_set(lattice_sets[set_name], set_name, format=format, words=words,
-                                             frame_shift=frame_shift,
-                                             frame_subsampling_factor=frame_subsampling_factor)
-            base = loaded[set_name]
-            match_references([lat.key for lat in base], references)
-            uncovered: list = []
-            check_references_covered([lat.key for lat in base], references, allow_missing,
-                                     reference_name or "references", uncovered)
-            if uncovered:
-                notes[set_name] = uncovered[0]
-            text_refs = is_text(references[lat.key] for lat in base)
-            for lat in base:
-                check_word_table(lat, text_refs)
-                check_times(lat, allow_untimed=allow_untimed, what="the study (alt-CTMs, phrase cells)")
-            lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
-            if note:
-                notes[density] = note
-        for rep in ["1best"] + reps:
-            rep_cells = [(r, n) for r, n in plan if r == rep]
-            todo = [(r, n) for r, n in rep_cells if (r, n) in missing]
-            if todo:
-                _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir, scales, opts,
-                               posterior_threshold, max_pops, inf_max_pops)
-            for r, n in rep_cells:
-                path = _cell_path(out_dir, density, r, n)
-                if os.path.exists(path):
-                    with open(path, encoding="utf-8") as f:
-                        rows.append(json.load(f))
-                bar.update(1)
+    with memory_budget(max_memory):
+        for set_name, thr, density in densities:
+            plan = [("1best", 1)] + [(r, n) for r in reps for n in cells_for(r)]
+            missing = [(r, n) for r, n in plan if not _cell_current(_cell_path(out_dir, density, r, n), settings)]
+            lats, absent = None, []
+            if missing:
+                if set_name not in loaded:
+                    loaded[set_name] = _load_set(lattice_sets[set_name], set_name, format=format, words=words,
+                                                 frame_shift=frame_shift,
+                                                 frame_subsampling_factor=frame_subsampling_factor)
+                base = loaded[set_name]
+                uncovered: list = []
+                no_lattice = match_keys([lat.key for lat in base], references, allow_missing=allow_missing,
+                                     warnings=uncovered, hyp_what="lattice", hyp_name=set_name,
+                                     ref_name=reference_name or "references", ref_format=reference_format, show=repr)
+                base = [lat for lat in base if lat.key in references]
+                if uncovered:
+                    notes[set_name] = "; ".join(uncovered)
+                absent = no_lattice if reference_format == "stm" else []
+                text_refs = is_text(references[lat.key] for lat in base)
+                for lat in base:
+                    check_word_table(lat, text_refs)
+                    check_times(lat, allow_untimed=allow_untimed, what="the study (alt-CTMs, phrase cells)")
+                lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
+                if note:
+                    notes[density] = note
+            for rep in ["1best"] + reps:
+                rep_cells = [(r, n) for r, n in plan if r == rep]
+                todo = [(r, n) for r, n in rep_cells if (r, n) in missing]
+                if todo:
+                    _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir, scales, opts,
+                                   posterior_threshold, max_pops, inf_max_pops, absent=absent, glms=glms,
+                                   encoding=encoding, settings=settings)
+                for r, n in rep_cells:
+                    path = _cell_path(out_dir, density, r, n)
+                    if os.path.exists(path):
+                        with open(path, encoding="utf-8") as f:
+                            rows.append(json.load(f))
+                    bar.update(1)
     bar.close()
 
     _add_intervals(rows, bootstrap, seed)
     invariants = check_invariants(rows)
+    refuse_unchecked(rows, invariants)
     for r in rows:
         r.pop("per_utterance", None)
+        r.pop("settings", None)
     if title is None:  # name the data: the lattice sets and the reference
         ref_name = os.path.basename(str(reference_name)) if reference_name else "references"
         title = f"{', '.join(map(str, lattice_sets))} against {ref_name}"
@@ -246,27 +306,37 @@ def _isatty() -> bool:
 
 
 def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir, scales, opts,
-                   posterior_threshold, max_pops, inf_max_pops) -> None:
+                   posterior_threshold, max_pops, inf_max_pops, *, absent=(), glms=(), encoding="utf-8",
+                   settings=None) -> None:
     """Compute and cache the cells ``todo`` of one representation at one density.  The
     alternatives are built once at the deepest requested N and cut to each shallower N (exact for
     N-best lists, phrases and sausages: their slots do not depend on N).  N-best at N=inf is a
-    separate search under the budget ``inf_max_pops``."""
+    separate search under the budget ``inf_max_pops``.  ``absent``: reference keys without a
+    lattice scored as all deletions in every cell; ``glms`` are applied to the alternatives'
+    words before their oracle; ``settings`` is stored in each cell (a rerun with other settings
+    recomputes it)."""
     from ..io.altctm import write_alternatives_ctm
 
-    keys = [lat.key for lat in lats]
+    def write(n, cell):
+        cell["settings"] = settings
+        _write_json(_cell_path(out_dir, density, rep, n), cell)
+
+    keys = [lat.key for lat in lats] + list(absent)
     arcs = [int(lat.num_arcs) for lat in lats]
     if rep == "lattice":
         t = time.time()
         res = [lattice_oracle(lat, references[lat.key], **opts) for lat in lats]
-        cell = _cell(rep, None, density, set_name, thr, keys, res, None, _slf_gzip_mb(lats), time.time() - t, arcs)
-        _write_json(_cell_path(out_dir, density, rep, None), cell)
+        res += deletions_only(absent, references, **opts)
+        write(None, _cell(rep, None, density, set_name, thr, keys, res, None, _slf_gzip_mb(lats), time.time() - t,
+                          arcs))
         return
     ns = [n for _, n in todo]
     if None in ns and len(ns) > 1:
         # N=inf may exceed the search budget: compute the finite depths on their own first
         finite = [(rep, n) for n in ns if n is not None]
         _compute_cells(rep, finite, lats, references, density, set_name, thr, out_dir, scales, opts,
-                       posterior_threshold, max_pops, inf_max_pops)
+                       posterior_threshold, max_pops, inf_max_pops, absent=absent, glms=glms, encoding=encoding,
+                       settings=settings)
         ns = [None]
     deepest = None if any(n is None for n in ns) else max(ns)
     t = time.time()
@@ -283,21 +353,21 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
         if deepest is not None:
             raise
         # N=inf is out of budget (e.g. N-best of a dense lattice): record it as not computable.
-        cell = {"representation": rep, "N": "inf", "density": density, "set": set_name, "prune": thr,
-                "skipped": f"N=inf exceeds the search budget ({exc.message})"}
-        _write_json(_cell_path(out_dir, density, rep, None), cell)
+        write(None, {"representation": rep, "N": "inf", "density": density, "set": set_name, "prune": thr,
+                     "skipped": f"N=inf exceeds the search budget ({exc.message})"})
         return
     build_seconds = time.time() - t
     for n in ns:
         t = time.time()
         cut = [a.truncated(n) for a in alts_list]
-        res = alternatives_oracle_many(cut, [references[a.key] for a in cut], **opts)
+        scored = filter_alternatives(cut, glms, encoding=encoding)
+        res = alternatives_oracle_many(scored, [references[a.key] for a in scored], **opts)
+        res += deletions_only(absent, references, **opts)
         ctm_path = os.path.join(out_dir, "altctm", _safe(density), f"{rep}-{_n_label(n)}.ctm.gz")
         write_alternatives_ctm(ctm_path, [_located(a) for a in cut])
         mb = os.path.getsize(ctm_path) / 1e6
         depths = [d for a in cut for d in a.depths]
-        cell = _cell(rep, n, density, set_name, thr, keys, res, depths, mb, time.time() - t + build_seconds, arcs)
-        _write_json(_cell_path(out_dir, density, rep, n), cell)
+        write(n, _cell(rep, n, density, set_name, thr, keys, res, depths, mb, time.time() - t + build_seconds, arcs))
 
 
 def _located(alts):
@@ -342,6 +412,36 @@ def _add_intervals(rows: list, replications: int, seed: int) -> None:
         for r in rs:
             iv = ivs[(r["representation"], r["N"])]["wer"]
             r["wer_low"], r["wer_high"] = 100 * iv.low, 100 * iv.high
+
+
+def refuse_unchecked(rows: list, invariants: list) -> None:
+    """No table whose numbers the invariants could not vouch for: every cell of a density must be
+    over the same utterances (else their comparison means nothing), at least one invariant must be
+    checkable, and every invariant on the optimal cost must hold (a violation is a wrong number
+    somewhere).  Raises LatticeToolsError naming what failed; the cached cells stay for a rerun."""
+    by_density: dict = {}
+    for r in rows:
+        if "per_utterance" in r:
+            by_density.setdefault(r["density"], []).append(r)
+    for density, cells in by_density.items():
+        keys = {(c["representation"], c["N"]): sorted(u["key"] for u in c["per_utterance"]) for c in cells}
+        (first, first_keys), *rest = keys.items()
+        for cell, ks in rest:
+            if ks != first_keys:
+                raise LatticeToolsError(f"study density {density!r}: the cells {first[0]}(N={first[1]}) and "
+                                        f"{cell[0]}(N={cell[1]}) are over different utterances ({len(first_keys)} vs "
+                                        f"{len(ks)}); their invariants cannot be checked (remove the cells/ "
+                                        "directory to recompute)", key=density)
+    if not invariants:
+        raise LatticeToolsError("the study has no two comparable cells, so none of its invariants can be checked "
+                                "(lattice <= 1best, deeper N never worse, ...): add the lattice representation or "
+                                "a second depth N")
+    bad = [i for i in invariants if not i["holds"]]
+    if bad:
+        i = bad[0]
+        raise LatticeToolsError(f"study invariant violated on {i['density']!r}: {i['check']} "
+                                f"(cost {i['lhs_cost']} > {i['rhs_cost']}; {len(bad)} of {len(invariants)} fail); "
+                                "the tables are not written", key=i["density"])
 
 
 def check_invariants(rows: list) -> list:

@@ -83,7 +83,7 @@ def _repair_stm(stm):
 
 def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, corrected_stm: str | None = None,
                reference_segmentation: dict | None = None, optional_deletable: bool = True,
-               fragments: bool = True, encoding: str = "utf-8") -> dict:
+               fragments: bool = True, encoding: str = "utf-8", allow_missing: bool = False) -> dict:
     """Score every system under every configuration of the ladder (see the module docstring).
 
     Args:
@@ -93,6 +93,9 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
       corrected_stm: a corrected reference STM (row 3); without it rows 3- use ``stm_path``.
       reference_segmentation: ``{name: ctm_path}`` of systems run on the reference segmentation.
       encoding: text encoding of every STM, CTM and GLM file (e.g. ``latin-1``, ``gb2312``).
+      allow_missing: as ``score``: CTM files/channels absent from the STM are ignored and STM
+        files/channels without CTM words scored as deletions (said in the result's ``warnings``);
+        otherwise MismatchError (a CTM with another channel than the STM's would score 100 %).
     Returns:
       ``{"systems": [...], "rows": [{"config": str, "wer": {name: percent}, "counts": {name: dict}}]}``.
     """
@@ -108,7 +111,9 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
         h, b = glm_word_classes(g)
         hes.update(w.upper() for w in h)
         bc.update(w.upper() for w in b)
-    rows = []
+    rows: list = []
+    warnings: list = []
+    seen_warnings: set = set()
 
     def score_row(label, stm, glm_list, *, exclude=(), optional=(), single=False, ctm_map=None):
         wer, counts = {}, {}
@@ -123,7 +128,9 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
             if exclude:
                 c = drop_ctm_words(c, sorted(exclude))
             res = score_stm_ctm(s, c, optional_deletable=optional_deletable, fragments=fragments,
-                                single_segment=single, allow_missing=True)
+                                single_segment=single, allow_missing=allow_missing)
+            warnings.extend(f"{name}, {label}: {w}" for w in res.warnings if w not in seen_warnings)
+            seen_warnings.update(res.warnings)
             wer[name] = round(100.0 * res.total.wer, 2)
             counts[name] = res.total.as_dict()
         rows.append({"config": label, "wer": wer, "counts": counts})
@@ -148,7 +155,7 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
                 names.append(n)
         score_row("+ Reference segmentation", stm, alt_glms, exclude=hes | bc, optional=bc, ctm_map=refseg)
     return {"systems": names, "rows": rows, "options": {"optional_deletable": optional_deletable,
-                                                         "fragments": fragments}}
+                                                         "fragments": fragments}, "warnings": warnings}
 
 
 def ladder_markdown(result: dict) -> str:

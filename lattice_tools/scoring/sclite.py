@@ -22,12 +22,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import FormatError, LatticeToolsError, MismatchError
-from ..io.ctm import CtmAltBlock, CtmItems, read_ctm
-from ..io.detect import detect_transcript_format, sample_words
-from ..io.kaldi_data import read_kaldi_text
-from ..io.stm import StmSegment, read_stm
-from ..io.trn import read_trn
+from ..errors import FormatError, MismatchError
+from ..io.ctm import CtmAltBlock
+from ..io.detect import sample_words
+from ..io.stm import StmSegment
 from .align import AlignOptions, align_batch
 from .chain_scorer import heap_reuse, score_chain_jobs
 from .counts import ErrorCounts
@@ -42,7 +40,17 @@ from .ctm_items import (
     sort_items,
     sorted_item_order,
 )
-from .glm import GlmFilterOptions, apply_glm
+from .inputs import (
+    check_encoding,
+    hypothesis_format,
+    is_ignore,
+    match_keys,
+    read_hypothesis,
+    read_reference,
+    reference_format,
+    select_ctm_types,
+    without_rt_fields,
+)
 from .network import from_ctm_items, parse_transcript
 from .results import ScoreResult, SegmentScore, normalized_cross_entropy, sum_counts
 from .segments import (
@@ -53,7 +61,6 @@ from .segments import (
     f32,
     fold,
     group_segments,
-    is_ignore,
 )
 from .tuning import DEFAULT_TUNING, EngineTuning
 
@@ -296,9 +303,10 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
 
     Utterances are matched by id (case folded unless ``case_sensitive``); they are scored in
     hypothesis order, speakers come from the ids (:func:`trn_speaker`).  A hypothesis id without
-    reference raises MismatchError (sclite exits); a reference without hypothesis raises
-    MismatchError unless ``allow_missing`` (then it is skipped, as sclite does).  Both sides may
-    contain alternations, optional words and ``@``.
+    reference or a reference without hypothesis raises MismatchError unless ``allow_missing``
+    (then it is skipped with a warning, as sclite skips a reference;
+    :func:`lattice_tools.scoring.inputs.match_keys`).  Both sides may contain alternations,
+    optional words and ``@``.
     """
     ref_utts = list(ref_utts)
     hyp_utts = list(hyp_utts)
@@ -314,22 +322,16 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
     seen: dict = {}
     for u in hyp_utts:
         uid = fold(u.utt_id, case_sensitive, case_language)
-        if uid not in refs:
-            raise MismatchError(f"no reference transcript for utterance '{u.utt_id}'", path=hyp_name or None,
-                                line=u.lineno or None)
         if uid in seen:
             # it would be scored twice (sclite refuses it)
             raise MismatchError(f"utterance id '{u.utt_id}' appears twice in the hypothesis (lines "
                                 f"{seen[uid].lineno} and {u.lineno})", path=hyp_name or None, key=u.utt_id)
         seen[uid] = u
-        jobs.append((uid, refs[uid], u))
-    missing = [u.utt_id for k, u in refs.items() if k not in seen]
-    warnings = []
-    if missing:
-        msg = f"{len(missing)} reference utterance(s) without hypothesis, e.g. '{missing[0]}'"
-        if not allow_missing:
-            raise MismatchError(msg + " (--allow-missing skips them)", path=ref_name or None)
-        warnings.append(msg + " (skipped, as sclite does)")
+        if uid in refs:
+            jobs.append((uid, refs[uid], u))
+    warnings: list[str] = []
+    match_keys(seen, refs, allow_missing=allow_missing, warnings=warnings, hyp_name=hyp_name, ref_name=ref_name,
+               ref_format="trn", show=lambda k: repr((seen.get(k) or refs[k]).utt_id))
     rnets = [parse_transcript(r.text, case_sensitive=case_sensitive, language=case_language,
                               where=f"{ref_name}:{r.lineno}" if ref_name else None) for _, r, _ in jobs]
     hnets = [parse_transcript(h.text, case_sensitive=case_sensitive, language=case_language,
@@ -347,60 +349,6 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
                        tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
                                              case_sensitive=case_sensitive, mode=mode, id_type=id_type,
                                              case_language=case_language))
-
-
-def _ctm_words(item) -> list:
-    return [w for alt in item.alternatives for w in alt] if isinstance(item, CtmAltBlock) else [item]
-
-
-def _map_ctm_words(items, fn):
-    """``items`` with every word ``w`` replaced by ``fn(w)`` (None drops it); items and blocks that
-    ``fn`` leaves alone are kept as they are (blocks keep their source lines, ``@`` times included)."""
-    out = []
-    for it in items:
-        if isinstance(it, CtmAltBlock):
-            alts = tuple(tuple(x for x in (fn(w) for w in alt) if x is not None) for alt in it.alternatives)
-            same = all(len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=False)) for a, b in zip(alts, it.alternatives, strict=False))
-            out.append(it if same else CtmAltBlock(it.file, it.channel, alts, it.lineno))
-        else:
-            w = fn(it)
-            if w is not None:
-                out.append(w)
-    return CtmItems(out, list(getattr(items, "comments", [])) if len(out) == len(items) else [],
-                    getattr(items, "path", ""))
-
-
-def select_ctm_types(items, types: Sequence[str] = ()):
-    """NIST RT CTM token types: keep the words whose type is in ``types`` (a word without a type
-    counts as ``lex``); ``()`` keeps everything, as sclite does (it ignores the type field).
-    ``("lex",)`` is what ``hubscr.pl -h rt-stt`` scores.  Returns (items, note): the note says how
-    many non-lexical tokens were scored or dropped (None when there were none)."""
-    counts: dict = {}
-    for it in items:
-        for w in _ctm_words(it):
-            if w.type is not None and w.type != "lex":
-                counts[w.type] = counts.get(w.type, 0) + 1
-    if not types:
-        if not counts:
-            return items, None
-        what = ", ".join(f"{n} {t}" for t, n in sorted(counts.items()))
-        return items, (f"the CTM has non-lexical tokens ({what}); they are scored as words, as sclite does "
-                       "(hubscr -h rt-stt scores only 'lex' tokens: --ctm-type lex)")
-    dropped = sum(1 for it in items for w in _ctm_words(it) if (w.type or "lex") not in types)
-    if not dropped:
-        return items, None
-    kept = _map_ctm_words(items, lambda w: w if (w.type or "lex") in types else None)
-    return kept, f"{dropped} CTM token(s) not of type {'/'.join(types)} left out"
-
-
-def without_rt_fields(items):
-    """CTM items with the type and speaker fields of NIST RT lines dropped (and an ``NA``
-    confidence left out), as ``hubscr.pl`` cuts them before csrfilt: csrfilt would filter those
-    fields as words."""
-    if not any(w.type or w.speaker for it in items for w in _ctm_words(it)):
-        return items
-    return _map_ctm_words(items, lambda w: dataclasses.replace(w, type=None, speaker=None, raw=None)
-                          if w.type or w.speaker else w)
 
 
 def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str | None = None,
@@ -436,11 +384,9 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     """
     if nested_alternatives not in ("flatten", "error"):
         raise ValueError(f"nested_alternatives must be 'flatten' or 'error', not {nested_alternatives!r}")
-    _check_encoding(encoding)
-    rfmt = detect_transcript_format(ref, ref_format, allowed=("stm", "trn", "text"), role="reference",
-                                    option="--ref-format", encoding=encoding)
-    hfmt = detect_transcript_format(hyp, hyp_format, allowed=("ctm", "trn", "text"), role="hypothesis",
-                                    option="--hyp-format", empty="ctm" if rfmt == "stm" else "trn", encoding=encoding)
+    check_encoding(encoding)
+    rfmt = reference_format(ref, ref_format, encoding=encoding)
+    hfmt = hypothesis_format(hyp, hyp_format, reference=rfmt, encoding=encoding)
     _check_not_word_ids(ref, rfmt, hyp, hfmt, encoding)
     if rfmt == "stm" and hfmt != "ctm":
         raise FormatError(f"an STM reference needs a CTM hypothesis (got {hfmt}; --hyp-format overrides the "
@@ -448,13 +394,7 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     if rfmt != "stm" and hfmt == "ctm":
         raise FormatError(f"a {rfmt} reference needs a trn or text hypothesis (got ctm; --ref-format overrides "
                           "the detected format)", path=hyp)
-    # Kaldi text is trn without the parentheses: read as trn utterances, scored and filtered as trn
-    ref_obj = (read_stm(ref, encoding) if rfmt == "stm" else read_trn(ref, encoding) if rfmt == "trn"
-               else read_kaldi_text(ref, encoding))
-    if not len(ref_obj.segments if rfmt == "stm" else ref_obj):
-        # (sclite crashes on an empty trn reference; a WER of 0 over nothing would look like a result)
-        raise FormatError(f"expected at least one {'segment' if rfmt == 'stm' else 'utterance'} in the "
-                          "reference, found none", path=str(ref))
+    ref_obj = read_reference(ref, rfmt, glms=glms, encoding=encoding).records
     if rfmt == "stm" and not glms and not ctm_types and _choose_engine(tuning, list(ref_obj.segments), fragments,
                                                                        single_segment, reduce) == "chain":
         # The chain engine's common input, a canonical CTM file, is read into columns without one
@@ -473,35 +413,8 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
                                       case_language=case_language, ref_name=str(ref), hyp_name=str(hyp),
                                       tuning=tuning)
                 return dataclasses.replace(result, options={**result.options, "encoding": encoding})
-    hyp_obj = (read_ctm(hyp, encoding) if hfmt == "ctm" else read_trn(hyp, encoding) if hfmt == "trn"
-               else read_kaldi_text(hyp, encoding))
-    glm_warnings = []
-    if hfmt == "ctm":
-        hyp_obj, note = select_ctm_types(hyp_obj, ctm_types)
-        if note:
-            glm_warnings.append(note)
-        if glms:
-            # csrfilt reads every field after the fifth as words: give it what hubscr gives it
-            hyp_obj = without_rt_fields(hyp_obj)
-    if glms:
-        ref_options = GlmFilterOptions(purpose="ref", encoding=encoding)
-        hyp_options = GlmFilterOptions(purpose="hyp", encoding=encoding)
-        for g in glms:
-            ref_obj = apply_glm(g, ref_obj, fmt="trn" if rfmt == "text" else rfmt, options=ref_options)
-            try:
-                hyp_obj = apply_glm(g, hyp_obj, fmt="trn" if hfmt == "text" else hfmt, options=hyp_options,
-                                    nested=nested_alternatives)
-            except FormatError as exc:
-                if "nested <ALT_BEGIN>" not in str(exc):
-                    raise
-                raise FormatError(f"the GLM {g} made a nested ALT block in the hypothesis (line {exc.line} of "
-                                  "its filtered CTM), which sclite mis-scores; expected no nesting, or "
-                                  "--nested-alternatives flatten to flatten them", path=str(hyp)) from None
-            n_nested = getattr(hyp_obj, "nested_blocks", 0)
-            if n_nested:
-                glm_warnings.append(f"the GLM {g} made {n_nested} nested ALT block(s) in the hypothesis; "
-                                    "they were flattened (alternatives in listed order, so ties still favour "
-                                    "the earlier one); sclite would mis-score them")
+    hyp_obj, glm_warnings = read_hypothesis(hyp, hfmt, glms=glms, encoding=encoding, ctm_types=ctm_types,
+                                            nested=nested_alternatives)
     common = dict(optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                   mode=mode, allow_missing=allow_missing, case_language=case_language, ref_name=str(ref),
                   hyp_name=str(hyp))
@@ -527,12 +440,3 @@ def _check_not_word_ids(ref: str, rfmt: str, hyp: str, hfmt: str, encoding: str)
             raise MismatchError(f"its words are integers ({' '.join(words[:5])} ...) while {other_path}'s are "
                                 "words: word ids? map them to words first (Kaldi: utils/int2sym.pl -f 2- "
                                 "words.txt for text, -f 5 for a CTM)", path=str(path))
-
-
-def _check_encoding(encoding: str) -> None:
-    import codecs
-
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise LatticeToolsError(f"unknown text encoding {encoding!r} (--encoding); e.g. utf-8, latin-1, gb2312") from None

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..errors import MismatchError
 from .counts import ErrorCounts
-from .network import IGNORE_TAGS, lower_case
+from .inputs import match_keys
+from .network import lower_case
 from .results import ScoreResult, SegmentScore, normalized_cross_entropy, sum_counts
 
 
@@ -30,11 +31,6 @@ def f32(x: float) -> float:
 @functools.lru_cache(maxsize=1 << 14)
 def fold(s: str, case_sensitive: bool, language: str | None = None) -> str:
     return s if case_sensitive else lower_case(s, language)
-
-
-def is_ignore(text: str) -> bool:
-    up = text.upper()
-    return "IGNORE" in up and any(t in up for t in IGNORE_TAGS)
 
 
 def group_segments(segments: Sequence, case_sensitive: bool, language: str | None) -> OrderedDict:
@@ -71,16 +67,9 @@ def check_channels(hyp_chans, ref_chans, allow_missing: bool, hyp_name: str, ref
         if not allow_missing:
             raise MismatchError(msg, path=hyp_name or None)
         warnings.append(msg)
-    if extra:
-        msg = "CTM file/channel not in the STM: " + ", ".join(f"{f} {c}" for f, c in extra)
-        if not allow_missing:
-            raise MismatchError(msg + " (--allow-missing ignores them)", path=hyp_name or None)
-        warnings.append(msg + " (ignored)")
-    if missing:
-        msg = "STM file/channel without CTM words: " + ", ".join(f"{f} {c}" for f, c in missing)
-        if not allow_missing:
-            raise MismatchError(msg + " (--allow-missing scores them as deletions)", path=ref_name or None)
-        warnings.append(msg + " (scored as deletions)")
+    match_keys(hyp_chans, ref_chans, allow_missing=allow_missing, warnings=warnings, hyp_what="CTM file/channel",
+               ref_what="STM file/channel", hyp_name=hyp_name, ref_name=ref_name, ref_format="stm",
+               show=lambda k: f"{k[0]} {k[1]}")
 
 
 def drops_word_warning(n_blocks: int, first_line) -> str:
