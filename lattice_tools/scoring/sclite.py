@@ -409,7 +409,8 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
                 allow_missing: bool = False, reduce: Sequence[str] = (), id_type: str = "spu_id",
                 case_language: str | None = None, nested_alternatives: str = "flatten",
                 ctm_types: Sequence[str] = (), encoding: str = "utf-8",
-                tuning: EngineTuning = DEFAULT_TUNING) -> ScoreResult:
+                tuning: EngineTuning = DEFAULT_TUNING, segment_free: bool = False,
+                collar: float | None = None) -> ScoreResult:
     """Read, GLM-filter and score files (what ``lattice-tools score`` does).
 
     Args:
@@ -430,6 +431,8 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         token, as sclite does, with a warning when some are not ``lex``.
       tuning: which STM/CTM engine scores and how it cuts its work (:class:`~.tuning.EngineTuning`; the
         result is the same whatever it says).
+      segment_free: STM/CTM only: one alignment per file and channel, reported in the STM's segments
+        (:func:`~.segment_free.score_segment_free`); ``collar``: its time constraint in seconds (None: none).
       the other arguments: as :func:`score_stm_ctm` / :func:`score_trn`.
     Raises:
       FormatError for unreadable inputs, MismatchError for inputs that do not correspond.
@@ -437,6 +440,10 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     if nested_alternatives not in ("flatten", "error"):
         raise ValueError(f"nested_alternatives must be 'flatten' or 'error', not {nested_alternatives!r}")
     _check_encoding(encoding)
+    if collar is not None and not segment_free:
+        raise ValueError("collar applies to segment-free scoring only (segment_free=True)")
+    if segment_free and (fragments or single_segment or reduce):
+        raise ValueError("segment_free does not combine with fragments, single_segment or reduce")
     rfmt = detect_transcript_format(ref, ref_format, allowed=("stm", "trn", "text"), role="reference",
                                     option="--ref-format", encoding=encoding)
     hfmt = detect_transcript_format(hyp, hyp_format, allowed=("ctm", "trn", "text"), role="hypothesis",
@@ -455,7 +462,10 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         # (sclite crashes on an empty trn reference; a WER of 0 over nothing would look like a result)
         raise FormatError(f"expected at least one {'segment' if rfmt == 'stm' else 'utterance'} in the "
                           "reference, found none", path=str(ref))
-    if rfmt == "stm" and not glms and not ctm_types and _choose_engine(tuning, list(ref_obj.segments), fragments,
+    if segment_free and rfmt != "stm":
+        raise FormatError(f"segment-free scoring needs an STM reference (got {rfmt}; --ref-format overrides the "
+                          "detected format)", path=ref)
+    if rfmt == "stm" and not glms and not ctm_types and not segment_free and _choose_engine(tuning, list(ref_obj.segments), fragments,
                                                                        single_segment, reduce) == "chain":
         # The chain engine's common input, a canonical CTM file, is read into columns without one
         # object per line (the columns have no RT token types: --ctm-type needs the objects); any file the columnar reader does not read exactly (None) is read below by
@@ -505,7 +515,12 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     common = dict(optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                   mode=mode, allow_missing=allow_missing, case_language=case_language, ref_name=str(ref),
                   hyp_name=str(hyp))
-    if rfmt == "stm":
+    if segment_free:
+        from .segment_free import score_segment_free
+
+        del common["fragments"]
+        result = score_segment_free(ref_obj, hyp_obj, collar=collar, **common)
+    elif rfmt == "stm":
         result = score_stm_ctm(ref_obj, hyp_obj, single_segment=single_segment, reduce=reduce, tuning=tuning, **common)
     else:
         if single_segment or reduce:
