@@ -83,8 +83,13 @@ def sides(seed: int = 0, n_sides: int = 80, n_words: int = 300, p_block: float =
                         while j + 1 < len(words) and words[j + 1][3] == words[i][3]:
                             j += 1
                         if j + 1 < len(words):
-                            i = max(i, j - rng.randint(0, 1))
+                            start = max(i, j - rng.randint(0, 1))
+                            lines.extend(f"{f} {ch} {x[1]:.2f} {x[2]:.2f} {x[0]}" for x in words[i:start])
+                            i = start
                             length = max(length, j + 2 - i)
+                    else:
+                        while length > 1 and words[min(i + length, len(words)) - 1][3] != words[i][3]:
+                            length -= 1
                     span = words[i:i + length]
                     if span[0][3] != span[-1][3]:
                         stats["crossing"] += 1
@@ -164,7 +169,7 @@ def main() -> None:
     ap.add_argument("--sides", type=int, default=80)
     ap.add_argument("--words", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--collar", type=float, default=1.0)
+    ap.add_argument("--collar", type=float, default=5.0)
     ap.add_argument("--no-sclite", action="store_true")
     args = ap.parse_args()
     stm, ctm, stats = sides(args.seed, args.sides, args.words)

@@ -162,7 +162,7 @@ def _slot_hull(slot: np.ndarray, t0: np.ndarray, t1: np.ndarray, n_slots: int):
     """Per slot (0 = head): the smallest span holding its arcs' spans (NaN where no arc has a time)."""
     lo = np.full(n_slots + 1, np.inf)
     hi = np.full(n_slots + 1, -np.inf)
-    ok = ~np.isnan(t0)
+    ok = ~(np.isnan(t0) | np.isnan(t1))
     np.minimum.at(lo, slot[ok], t0[ok])
     np.maximum.at(hi, slot[ok], t1[ok])
     empty = ~np.isfinite(lo)
@@ -217,7 +217,7 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
                banded: bool = True, what: str = "segment-free alignment") -> tuple[Alignment, int]:
     """Align two networks with sclite's recursion; with ``collar``, pair arcs only where
     ``ref_t0 < hyp_t1 + collar and ref_t1 > hyp_t0 - collar`` (``ref_times``/``hyp_times``: per-arc (t0, t1)
-    arrays; NaN times pair with anything) and compute only the band (``banded=False``: every cell, for tests).
+    arrays; an arc without time takes its slot's span) and compute only the band (``banded=False``: every cell, for tests).
 
     Returns (alignment, number of cells computed).  Memory: :data:`BYTES_PER_CELL` per cell; refused with
     BudgetExceededError beyond the memory budget (``--max-memory``)."""
@@ -241,10 +241,8 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
         r0, r1 = (np.asarray(x, np.float64) for x in ref_times)
         h0, h1 = (np.asarray(x, np.float64) for x in hyp_times)
         h0, h1 = h0 - collar, h1 + collar
-        r0 = np.where(np.isnan(r0), -np.inf, r0)
-        r1 = np.where(np.isnan(r1), np.inf, r1)
-        h0 = np.where(np.isnan(h0), -np.inf, h0)
-        h1 = np.where(np.isnan(h1), np.inf, h1)
+        r0, r1 = _fill_times(ref, r0, r1)
+        h0, h1 = _fill_times(hyp, h0, h1)
         if banded:
             lo, hi = band_of(slots_of(ref), r0, r1, slots_of(hyp), h0, h1)
         else:
@@ -279,20 +277,25 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
     return ali, cells
 
 
-def _hyp_times(hyp: WordNetwork):
-    """Per hypothesis arc (t0, t1): meeteval's ``character_based_points`` of a one-word CTM line, the point
-    ``(start + (start + duration)) / 2``; the null arc of an empty alternative takes its slot's span."""
-    start = hyp.start
-    end = start + np.nan_to_num(hyp.duration, nan=0.0)
-    mid = (start + end) / 2
-    t0, t1 = mid.copy(), mid.copy()
-    if hyp.num_arcs and np.isnan(mid).any():
-        slot = slots_of(hyp)
-        lo, hi = _slot_hull(slot, mid, mid, int(slot[-1]))
-        miss = np.isnan(mid)
+def _fill_times(net: WordNetwork, t0: np.ndarray, t1: np.ndarray):
+    """Arcs without a time (NaN: the null arc of an empty alternative) take their slot's span; in a slot
+    without any time they pair with anything (-inf, inf)."""
+    t0, t1 = t0.copy(), t1.copy()
+    miss = np.isnan(t0) | np.isnan(t1)
+    if miss.any():
+        slot = slots_of(net)
+        lo, hi = _slot_hull(slot, t0, t1, int(slot[-1]))
         t0[miss] = lo[slot[miss]]
         t1[miss] = hi[slot[miss]]
-    return t0, t1
+    return np.where(np.isnan(t0), -np.inf, t0), np.where(np.isnan(t1), np.inf, t1)
+
+
+def _hyp_times(hyp: WordNetwork):
+    """Per hypothesis arc (t0, t1): meeteval's ``character_based_points`` of a one-word CTM line, the point
+    ``(start + (start + duration)) / 2`` (NaN for the null arc of an empty alternative)."""
+    start = hyp.start
+    mid = (start + (start + np.nan_to_num(hyp.duration, nan=0.0))) / 2
+    return mid, mid.copy()
 
 
 def _segment_of_pairs(pairs, arc_seg: np.ndarray, hyp: WordNetwork, seg_ends: np.ndarray) -> np.ndarray:
