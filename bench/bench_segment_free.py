@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ def _word(rng: random.Random) -> str:
     return rng.choice(VOCAB)
 
 
-def sides(seed: int = 0, n_sides: int = 80, n_words: int = 300, p_block: float = 0.07, p_cross: float = 0.33,
+def sides(seed: int = 0, n_sides: int = 80, n_words: int = 300, p_block: float = 0.08, p_cross: float = 0.33,
           noise: float = 0.0, channel_b: bool = False):
     """(stm_lines, ctm_lines, stats): ``n_sides`` sides (files ``sw<k>``, channel A (and B if ``channel_b``)),
     each ``n_words`` reference words.  A block starts at a word with probability ``p_block``; with
@@ -144,24 +143,40 @@ def merged_stm(stm_lines: list[str]) -> list[str]:
 
 def _run(cmd: list[str]) -> tuple[float, float, int, str]:
     """(wall s, child CPU s, child max RSS MB, stdout) of one whole process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr}")
-    return wall, cpu, after.ru_maxrss // 1024, proc.stdout
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"failed: {' '.join(cmd)}\n{err.read()}")
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, out.read()
 
 
 def _wer(text: str) -> str:
-    for line in text.splitlines():
+    """The error rate a run printed: Kaldi's %WER line, else the Err column of sclite's Sum/Avg row."""
+    lines = text.splitlines()
+    for line in lines:
         if line.startswith("%WER"):
-            return line.split("[")[0].strip()
+            return line.split("[")[0].replace("%WER", "").strip() + " %"
+    for line in lines:
         if "Sum/Avg" in line:
-            return "Err " + line.split("|")[3].split()[-2] + " %"
+            return line.split("|")[3].split()[-2] + " %"
     return "?"
+
+
+def in_process(stm_path: str, ctm_path: str, collar: float | None) -> tuple[float, float]:
+    """(CPU s, WER %) of score_files(..., segment_free=True) in this process (reading and filtering included,
+    interpreter start-up and imports not)."""
+    from lattice_tools.scoring.sclite import score_files
+
+    score_files(stm_path, ctm_path, segment_free=True, collar=collar)      # warm: imports, compiled module
+    t = time.process_time()
+    result = score_files(stm_path, ctm_path, segment_free=True, collar=collar)
+    return time.process_time() - t, 100.0 * result.total.errors / max(result.total.ref_words, 1)
 
 
 def main() -> None:
@@ -196,10 +211,14 @@ def main() -> None:
                                                               paths["hyp.ctm"], "ctm", "-o", "sum", "stdout"]))
             rows.append(("sclite, one STM segment per side", [sclite, "-r", paths["merged.stm"], "stm", "-h",
                                                                paths["hyp.ctm"], "ctm", "-o", "sum", "stdout"]))
-        print(f"{'command':58s} {'result':>16s} {'wall s':>8s} {'CPU s':>8s}")
+        print(f"{'whole process':58s} {'WER':>9s} {'wall s':>8s} {'CPU s':>8s} {'max RSS MB':>11s}")
         for label, cmd in rows:
-            wall, cpu, _rss, out = _run(cmd)
-            print(f"{label:58s} {_wer(out):>16s} {wall:8.2f} {cpu:8.2f}")
+            wall, cpu, rss, out = _run(cmd)
+            print(f"{label:58s} {_wer(out):>9s} {wall:8.2f} {cpu:8.2f} {rss:11d}")
+        for collar in (None, args.collar):
+            cpu, wer = in_process(paths["ref.stm"], paths["hyp.ctm"], collar)
+            label = "score_files(segment_free=True" + ("" if collar is None else f", collar={collar}") + ")"
+            print(f"{label + ' in process':58s} {wer:7.2f} % {'':>8s} {cpu:8.2f}")
 
 
 if __name__ == "__main__":

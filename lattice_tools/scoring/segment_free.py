@@ -405,14 +405,16 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
         seg_of = _segment_of_pairs(pairs, arc_seg_a, hyp, seg_ends)
         if hyp.num_arcs and not np.isnan(hyp.confidence).all():
             any_conf = True
-        cut = np.searchsorted(seg_of, np.arange(len(segs) + 1), side="left")
+        cut = np.searchsorted(seg_of, np.arange(len(segs) + 1), side="left").tolist()
+        conf = np.nan_to_num(hyp.confidence, nan=0.0).tolist()
+        hwords = hyp.words
         for k, seg in enumerate(segs):
-            piece = pairs[int(cut[k]):int(cut[k + 1])]
+            piece = pairs[cut[k]:cut[k + 1]]
             counts = _count(piece, ref, hyp)
             job_segs.append(seg)
             job_alis.append(Alignment(piece, counts, _piece_cost(piece, options)))
-            job_conf.append([(p.op, float(np.nan_to_num(hyp.confidence[p.hyp_arc], nan=0.0))) for p in piece
-                             if p.hyp_arc >= 0 and hyp.words[p.hyp_arc] is not None])
+            job_conf.append([(p.op, conf[p.hyp_arc]) for p in piece
+                             if p.hyp_arc >= 0 and hwords[p.hyp_arc] is not None])
     counts = np.array([[getattr(a.counts, f) for f in ErrorCounts.__dataclass_fields__] for a in job_alis],
                       np.int64).reshape(-1, len(ErrorCounts.__dataclass_fields__))
     return build_result(job_segs, job_alis, counts, job_conf if any_conf else None, case_sensitive=case_sensitive,
