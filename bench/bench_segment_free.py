@@ -129,6 +129,22 @@ def sides(seed: int = 0, n_sides: int = 80, n_words: int = 300, p_block: float =
     return stm, ctm, stats
 
 
+def first_alternatives(ctm_lines: list[str]) -> list[str]:
+    """The 1-best CTM of an alt-CTM: each ALT block replaced by its first alternative (``@`` dropped)."""
+    out, in_block, first = [], False, False
+    for line in ctm_lines:
+        tag = line.split()[4]
+        if tag == "<ALT_BEGIN>":
+            in_block, first = True, True
+        elif tag == "<ALT>":
+            first = False
+        elif tag == "<ALT_END>":
+            in_block = False
+        elif tag != "@" and (first or not in_block):
+            out.append(line)
+    return out
+
+
 def merged_stm(stm_lines: list[str]) -> list[str]:
     """One STM segment per file/channel/speaker: first start .. last end, the words in order."""
     groups: dict = {}
@@ -179,6 +195,28 @@ def in_process(stm_path: str, ctm_path: str, collar: float | None) -> tuple[floa
     return time.process_time() - t, 100.0 * result.total.errors / max(result.total.ref_words, 1)
 
 
+def _try(cmd: list[str]) -> str:
+    """How a peer that may refuse the input ends: its exit status and the first FATAL/ERROR line."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    said = [x.strip() for x in (proc.stdout + proc.stderr).splitlines() if "FATAL" in x or "rror" in x]
+    return f"exit {proc.returncode}" + (f": {said[0][:90]}" if said else "")
+
+
+def meeteval_tcpwer(stm_lines: list[str], ctm_lines: list[str], collar: float) -> tuple[float, float]:
+    """(CPU s, WER %) of meeteval's tcpwer in this process (one speaker per file, as the generator makes)."""
+    from meeteval.io.seglst import SegLST
+    from meeteval.wer import tcpwer
+
+    ref = SegLST([dict(session_id=f, speaker="s", start_time=float(t0), end_time=float(t1), words=" ".join(w))
+                  for f, _c, _s, t0, t1, _l, *w in (x.split(" ") for x in stm_lines)])
+    hyp = SegLST([dict(session_id=f, speaker="s", start_time=float(t), end_time=float(t) + float(d), words=w)
+                  for f, _c, t, d, w in (x.split() for x in ctm_lines)])
+    t = time.process_time()
+    rates = tcpwer(ref, hyp, collar=collar)
+    cpu = time.process_time() - t
+    return cpu, 100.0 * sum(r.errors for r in rates.values()) / sum(r.length for r in rates.values())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sides", type=int, default=80)
@@ -219,6 +257,23 @@ def main() -> None:
             cpu, wer = in_process(paths["ref.stm"], paths["hyp.ctm"], collar)
             label = "score_files(segment_free=True" + ("" if collar is None else f", collar={collar}") + ")"
             print(f"{label + ' in process':58s} {wer:7.2f} % {'':>8s} {cpu:8.2f}")
+        asclite = shutil.which("asclite")
+        if asclite:
+            print(f"asclite on the alt-CTM: {_try([asclite, '-r', paths['ref.stm'], 'stm', '-h', paths['hyp.ctm'], 'ctm'])}")
+        # meeteval reads no ALT blocks: compare on the 1-best of each block's first alternative
+        one_best = first_alternatives(ctm)
+        paths["1best.ctm"] = os.path.join(tmp, "1best.ctm")
+        with open(paths["1best.ctm"], "w") as f:
+            f.write("\n".join(one_best) + "\n")
+        print(f"1-best (first alternative of each block), collar {args.collar}, Levenshtein weights:")
+        _w, cpu, _r, out = _run(lt + ["-r", paths["ref.stm"], "-h", paths["1best.ctm"], "--segment-free", "--collar",
+                                      str(args.collar), "--mode", "levenshtein"])
+        print(f"{'lattice-tools score --segment-free --collar (whole process)':58s} {_wer(out):>9s} {'':>8s} {cpu:8.2f}")
+        try:
+            cpu, wer = meeteval_tcpwer(stm, one_best, args.collar)
+            print(f"{'meeteval tcpwer (in process)':58s} {wer:7.2f} % {'':>8s} {cpu:8.2f}")
+        except ImportError:
+            print("meeteval not installed")
 
 
 if __name__ == "__main__":
