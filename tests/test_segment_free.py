@@ -306,3 +306,71 @@ def test_cli_segment_free_reports_and_errors():
         wrong = subprocess.run([sys.executable, "-m", "lattice_tools", "score", "-r", trn, "-h", htrn,
                                 "--segment-free"], capture_output=True, text=True, env=env)
         assert wrong.returncode == 2 and "needs an STM reference" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# GLM alternations, missing channels, the memory budget
+GLM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "sctk", "glm", "en20030506.glm")
+CONTRACTIONS = ["can't", "he's", "i'd", "gonna", "okay", "uh-huh", "can not", "he is", "going to", "o. k."]
+
+
+def _with_contractions(rng, lines, field):
+    """Lines with some words (from field ``field`` on) replaced by words the GLM rewrites."""
+    out = []
+    for line in lines:
+        parts = line.split(" ")
+        for k in range(field, len(parts)):
+            if parts[k] not in ("*", "@") and not parts[k].startswith("<") and rng.random() < 0.15:
+                parts[k] = rng.choice(CONTRACTIONS).split()[0] if field == 4 else rng.choice(CONTRACTIONS)
+        out.append(" ".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_glm_alternations_equal_one_segment_per_side(seed):
+    """With a GLM (alternations on the reference, nested ALT blocks in the hypothesis, flattened), the
+    segment-free alignment of each side equals the sclite-exact scorer's on the STM merged per side."""
+    rng = random.Random(seed)
+    stm, ctm, _ = sides(seed, n_sides=2, n_words=40, p_block=0.2, p_cross=0.5, noise=0.1)
+    stm = [" ".join(x.split(" ")[:6]) + " " + " ".join(_with_contractions(rng, [" ".join(x.split(" ")[6:])], 0))
+           for x in stm]
+    ctm = _with_contractions(rng, ctm, 4)
+    with tempfile.TemporaryDirectory() as tmp:
+        ref, hyp = _write(tmp, "r.stm", stm), _write(tmp, "h.ctm", ctm)
+        merged = _write(tmp, "m.stm", merged_stm(stm))
+        for flags in (dict(), dict(optional_deletable=True)):
+            free = score_files(ref, hyp, glms=[GLM], segment_free=True, **flags)
+            single = score_files(merged, hyp, glms=[GLM], **flags)
+            assert free.total.ref_words == single.total.ref_words
+            assert free.total.errors == single.total.errors
+            for key, pairs in _side_pairs(free).items():
+                seg = next(s for s in single.segments if (s.file, s.channel) == key)
+                assert [(p.op, p.ref, p.hyp) for p in pairs] == [(p.op, p.ref, p.hyp) for p in seg.alignment.pairs]
+
+
+def test_missing_channels_and_empty_hypothesis():
+    stm = ["f1 A s1 0.00 2.00 <o,f0,male> a b c", "f1 A s1 3.00 4.00 <o,f0,male> d",
+           "f2 A s2 0.00 1.00 <o,f0,male> e f"]
+    ctm = ["f1 A 0.10 0.20 a", "f1 A 3.20 0.20 d", "f3 A 0.10 0.20 x"]
+    with tempfile.TemporaryDirectory() as tmp:
+        ref, hyp = _write(tmp, "r.stm", stm), _write(tmp, "h.ctm", ctm)
+        from lattice_tools.errors import MismatchError
+        with pytest.raises(MismatchError, match="CTM file/channel not in the STM: f3 a"):
+            score_files(ref, hyp, segment_free=True)
+        result = score_files(ref, hyp, segment_free=True, allow_missing=True)
+    assert [(s.counts.correct, s.counts.deletions) for s in result.segments] == [(1, 2), (1, 0), (0, 2)]
+    assert any("f2 a" in w for w in result.warnings)
+
+
+def test_memory_budget_refuses_a_side_too_large():
+    from lattice_tools._budget import memory_budget, resident_bytes
+    from lattice_tools.errors import BudgetExceededError
+
+    stm, ctm, _ = sides(1, n_sides=1, n_words=600)
+    with tempfile.TemporaryDirectory() as tmp:
+        ref, hyp = _write(tmp, "r.stm", stm), _write(tmp, "h.ctm", ctm)
+        with memory_budget(resident_bytes() + (1 << 20)):
+            with pytest.raises(BudgetExceededError, match="segment-free alignment of file sw0000 channel a"):
+                score_files(ref, hyp, segment_free=True)
+            # the band of a collar fits
+            assert score_files(ref, hyp, segment_free=True, collar=5.0).total.errors == 0
