@@ -50,7 +50,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                json_out: str | None = None, progress: bool | None = None, ref_format: str | None = None,
                format: str | None = None, words: str | None = None, frame_shift: float | None = None,
                frame_subsampling_factor: int | None = None, allow_missing: bool = False,
-               allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8") -> dict:
+               allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8",
+               segment_free: bool = False, collar: float | None = None) -> dict:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
@@ -73,6 +74,9 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
       max_memory: bound the N-best/phrase searches by this many bytes of resident memory instead of
         their node/state counts (BudgetExceededError past it; None: the counts).
       encoding: text encoding of the reference, GLM and CTM files (e.g. ``latin-1``, ``gb2312``).
+      segment_free: whole-side lattices against an STM: one lattice per file/channel, aligned against all
+        the side's segments (:func:`lattice_tools.oracle.segment_free.segment_free_oracle`); ``collar``: its
+        time constraint in seconds (None: none).
     Returns:
       ``{"counts": {...}, "wer": ..., "precision": ..., "recall": ..., "intervals": {...},
       "utterances": [...]}``.
@@ -94,7 +98,15 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     rfmt = detect_transcript_format(str(reference), ref_format, allowed=("stm", "trn", "text"), role="reference",
                                     option="--ref-format", encoding=encoding)
     results: list[OracleResult]
-    if is_ctm[0] and rfmt == "stm":
+    if collar is not None and not segment_free:
+        raise LatticeToolsError("a collar applies to segment-free oracles only (--segment-free)")
+    if segment_free:
+        results = _segment_free(specs, is_ctm[0], rfmt, str(reference), glm, representation, collar, warnings,
+                                dict(format=format, words=words, frame_shift=frame_shift,
+                                     frame_subsampling_factor=frame_subsampling_factor),
+                                allow_missing=allow_missing, encoding=encoding, max_memory=max_memory, **opts)
+        what = "lattice"
+    elif is_ctm[0] and rfmt == "stm":
         stm_path = reference
         if glm is not None:
             stm_path = glm_filtered_copy(str(reference), glm, "stm", encoding)
@@ -157,6 +169,32 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     if json_out:  # strict JSON: undefined values (e.g. precision of an empty output) are null
         write_json(json_out, report, indent=1, sort_keys=False)
     return report
+
+
+def _segment_free(specs, is_ctm, rfmt, reference, glm, representation, collar, warnings, lattice_options, *,
+                  allow_missing, encoding, max_memory, mode, optional_deletable) -> list[OracleResult]:
+    """The segment-free branch of :func:`oracle_wer`: whole-side lattices against an STM."""
+    from ..io import read_lattice_inputs
+    from ..io.stm import read_stm
+    from .segment_free import segment_free_oracle
+
+    if is_ctm:
+        raise LatticeToolsError("--segment-free takes lattices; for an alt-CTM, 'lattice-tools score "
+                                "--segment-free' aligns its ALT blocks across segments (its alignment is the oracle "
+                                "over them)")
+    if rfmt != "stm" or representation != "lattice":
+        raise LatticeToolsError("--segment-free needs an STM reference and the lattice representation",
+                                path=reference)
+    stm_path = glm_filtered_copy(reference, glm, "stm", encoding) if glm is not None else reference
+    try:
+        stm = read_stm(stm_path, encoding)
+    finally:
+        if stm_path is not reference:
+            discard_temporary(stm_path)
+    lats = read_lattice_inputs(specs, **lattice_options)
+    with memory_budget(max_memory):
+        return segment_free_oracle(lats, stm, collar=collar, mode=mode, optional_deletable=optional_deletable,
+                                   allow_missing=allow_missing, warnings=warnings, ref_name=reference)
 
 
 def format_report(report: dict) -> str:

@@ -55,7 +55,8 @@ from .segments import (
     is_ignore,
 )
 
-__all__ = ["BYTES_PER_CELL", "align_side", "band_of", "reference_times", "score_segment_free", "slots_of"]
+__all__ = ["BYTES_PER_CELL", "align_side", "band_of", "reference_times", "score_segment_free", "side_reference",
+           "slots_of"]
 
 BYTES_PER_CELL = 9  # float32 value, move, two predecessor ranks (lattice_tools/_ext/banded_align.c)
 
@@ -127,6 +128,25 @@ def _concat(nets: Sequence[WordNetwork]) -> WordNetwork:
     return WordNetwork(num_states=base + 1, src=cat(src, np.int32), dst=cat(dst, np.int32), words=tuple(words),
                        optional=cat(opt, bool), fragment=cat(frag, bool), start=nan, duration=nan,
                        confidence=nan.copy())
+
+
+def side_reference(segs: Sequence, *, case_sensitive: bool = False, case_language: str | None = None,
+                   ref_name: str = "") -> tuple[WordNetwork, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """The reference of one side: the networks of its STM segments (in the order given) in series, the
+    segment index of every arc, and every arc's (t0, t1) (:func:`reference_times`).  FormatError names
+    ``ref_name`` and the segment's line for a malformed transcript."""
+    nets, arc_seg, t0s, t1s = [], [], [], []
+    for k, seg in enumerate(segs):
+        net = parse_transcript(seg.text, case_sensitive=case_sensitive, language=case_language,
+                               where=f"{ref_name}:{seg.lineno}" if ref_name else None)
+        nets.append(net)
+        arc_seg.append(np.full(net.num_arcs, k, np.int64))
+        t0, t1 = reference_times(net, seg.start, seg.end)
+        t0s.append(t0)
+        t1s.append(t1)
+    empty = np.zeros(0)
+    return (_concat(nets), np.concatenate(arc_seg) if arc_seg else np.zeros(0, np.int64),
+            (np.concatenate(t0s) if t0s else empty, np.concatenate(t1s) if t1s else empty))
 
 
 def _preds(net: WordNetwork):
@@ -214,10 +234,13 @@ def band_of(r_slot, r_t0, r_t1, h_slot, h_t0, h_t1) -> tuple[np.ndarray, np.ndar
 
 def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None = None, *,
                ref_times: tuple | None = None, hyp_times: tuple | None = None, collar: float | None = None,
-               banded: bool = True, what: str = "segment-free alignment") -> tuple[Alignment, int]:
+               banded: bool = True, free_hyp_nulls: bool = False,
+               what: str = "segment-free alignment") -> tuple[Alignment, int]:
     """Align two networks with sclite's recursion; with ``collar``, pair arcs only where
     ``ref_t0 < hyp_t1 + collar and ref_t1 > hyp_t0 - collar`` (``ref_times``/``hyp_times``: per-arc (t0, t1)
     arrays; an arc without time takes its slot's span) and compute only the band (``banded=False``: every cell, for tests).
+    ``free_hyp_nulls``: the hypothesis's null arcs cost nothing to pass (lattice epsilons) instead of the
+    mode's cost of ``@``.
 
     Returns (alignment, number of cells computed).  Memory: :data:`BYTES_PER_CELL` per cell; refused with
     BudgetExceededError beyond the memory budget (``--max-memory``)."""
@@ -229,10 +252,10 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
     c = options.costs
     vocab: dict = {}
     sides = []
-    for net in (ref, hyp):
+    for net, null_cost in ((ref, float(c["null"])), (hyp, 0.0 if free_hyp_nulls else float(c["null"]))):
         keys, optdel, frag = _arc_keys(net, options)
         word = np.array([-1] + [-1 if k is None else vocab.setdefault(k, len(vocab)) for k in keys], np.int64)
-        cost = np.array([0.0] + [float(c["null"]) if k is None else float(c["optdel"] if od else c["insdel"])
+        cost = np.array([0.0] + [null_cost if k is None else float(c["optdel"] if od else c["insdel"])
                                  for k, od in zip(keys, optdel, strict=True)], np.float32)
         sides.append((keys, optdel, frag, word, cost, *_preds(net)))
     NA, NB = ref.num_arcs + 1, hyp.num_arcs + 1
@@ -380,24 +403,12 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
             items = [it for it in items if not any(s <= item_mid(it) < e for s, e in ignored)]
         if not segs:
             continue
-        nets, arc_seg, r_t0, r_t1 = [], [], [], []
-        for k, seg in enumerate(segs):
-            net = parse_transcript(seg.text, case_sensitive=case_sensitive, language=case_language,
-                                   where=f"{ref_name}:{seg.lineno}" if ref_name else None)
-            nets.append(net)
-            arc_seg.append(np.full(net.num_arcs, k, np.int64))
-            if collar is not None:
-                t0, t1 = reference_times(net, seg.start, seg.end)
-                r_t0.append(t0)
-                r_t1.append(t1)
-        ref = _concat(nets)
-        arc_seg_a = np.concatenate(arc_seg) if arc_seg else np.zeros(0, np.int64)
+        ref, arc_seg_a, ref_times = side_reference(segs, case_sensitive=case_sensitive, case_language=case_language,
+                                                   ref_name=ref_name)
         hyp = from_ctm_items(items, case_sensitive=case_sensitive, language=case_language)
         times = {}
         if collar is not None:
-            times = dict(ref_times=(np.concatenate(r_t0) if r_t0 else np.zeros(0),
-                                    np.concatenate(r_t1) if r_t1 else np.zeros(0)),
-                         hyp_times=_hyp_times(hyp))
+            times = dict(ref_times=ref_times, hyp_times=_hyp_times(hyp))
         ali, _cells = align_side(ref, hyp, options, collar=collar,
                                  what=f"the segment-free alignment of file {key[0]} channel {key[1]}", **times)
         pairs = ali.pairs
