@@ -23,7 +23,13 @@ from lattice_tools.scoring.align import Alignment, AlignOptions, align_reference
 from lattice_tools.scoring.network import from_ctm_items, parse_transcript
 from lattice_tools.scoring.reports import alignment_lines
 from lattice_tools.scoring.sclite import score_files, score_stm_ctm
-from lattice_tools.scoring.segment_free import _concat, align_side, reference_times, score_segment_free, slots_of
+from lattice_tools.scoring.segment_free import (
+    align_side,
+    reference_times,
+    score_segment_free,
+    side_reference,
+    slots_of,
+)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 try:
@@ -65,7 +71,7 @@ def test_unconstrained_alignment_equals_sclite_recursion(seed):
 def _timed_case(rng, n_ref, n_hyp, p_alt):
     """A reference network (one segment over [0, n_ref]) and a CTM network whose words and ALT blocks are
     spread over the same time, with times of their own."""
-    ref = parse_transcript(random_ref_text(rng, n_ref, p_alt=p_alt, nested=False))
+    ref = parse_transcript(random_ref_text(rng, n_ref, p_alt=p_alt))
     t0, t1 = reference_times(ref, 0.0, float(max(n_ref, 1)))
     lines = []
     t = 0.0
@@ -115,10 +121,7 @@ def test_band_is_linear_in_the_side_length():
         with tempfile.TemporaryDirectory() as tmp:
             segs = read_stm(_write(tmp, "r.stm", stm)).segments
             items = read_ctm(_write(tmp, "h.ctm", ctm))
-        nets = [parse_transcript(s.text) for s in segs]
-        ref = _concat(nets)
-        times = [reference_times(net, s.start, s.end) for net, s in zip(nets, segs, strict=True)]
-        rt = (np.concatenate([t[0] for t in times]), np.concatenate([t[1] for t in times]))
+        ref, _, rt = side_reference(segs)
         hyp = from_ctm_items(items)
         mid = (hyp.start + (hyp.start + np.nan_to_num(hyp.duration))) / 2
         ali, cells = align_side(ref, hyp, AlignOptions(), ref_times=rt, hyp_times=(mid, mid), collar=5.0)
