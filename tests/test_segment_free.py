@@ -170,6 +170,14 @@ def test_equals_sclite_with_one_segment_per_side(seed):
         _sclite_case(seed, tmp)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
+def test_many_sides_equal_sclite_with_one_segment_per_side():
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(1000, 1200):
+            _sclite_case(seed, tmp, ["-D"] if seed % 2 else [])
+
+
 @pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
 @pytest.mark.parametrize("seed", range(4))
 def test_equals_sclite_with_reference_alternations_and_optional_words(seed):

@@ -118,7 +118,8 @@ def segment_free_oracle(lattices: Iterable, stm, *, collar: float | None = None,
                                 f"{side[1]}", key=lat.key)
         seen[side] = lat.key
         segs = [s for s in sides[side] if not is_ignore(s.text)]
-        ref, _arc_seg, ref_times = side_reference(segs, case_sensitive=case_sensitive, ref_name=ref_name)
+        ref, _arc_seg, ref_times = side_reference(segs, case_sensitive=case_sensitive, ref_name=ref_name,
+                                                  times=collar is not None)
         hyp = lattice_network(lat, nonword=nonword, case_sensitive=case_sensitive)
         mid = (hyp.start + (hyp.start + np.nan_to_num(hyp.duration))) / 2
         timed = dict(collar=collar, ref_times=ref_times) if collar is not None else {}

@@ -131,22 +131,23 @@ def _concat(nets: Sequence[WordNetwork]) -> WordNetwork:
 
 
 def side_reference(segs: Sequence, *, case_sensitive: bool = False, case_language: str | None = None,
-                   ref_name: str = "") -> tuple[WordNetwork, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+                   ref_name: str = "", times: bool = True) -> tuple[WordNetwork, np.ndarray, tuple | None]:
     """The reference of one side: the networks of its STM segments (in the order given) in series, the
-    segment index of every arc, and every arc's (t0, t1) (:func:`reference_times`).  FormatError names
-    ``ref_name`` and the segment's line for a malformed transcript."""
+    segment index of every arc, and (with ``times``, else None) every arc's (t0, t1) (:func:`reference_times`).
+    FormatError names ``ref_name`` and the segment's line for a malformed transcript."""
     nets, arc_seg, t0s, t1s = [], [], [], []
     for k, seg in enumerate(segs):
         net = parse_transcript(seg.text, case_sensitive=case_sensitive, language=case_language,
                                where=f"{ref_name}:{seg.lineno}" if ref_name else None)
         nets.append(net)
         arc_seg.append(np.full(net.num_arcs, k, np.int64))
-        t0, t1 = reference_times(net, seg.start, seg.end)
-        t0s.append(t0)
-        t1s.append(t1)
+        if times:
+            t0, t1 = reference_times(net, seg.start, seg.end)
+            t0s.append(t0)
+            t1s.append(t1)
     empty = np.zeros(0)
     return (_concat(nets), np.concatenate(arc_seg) if arc_seg else np.zeros(0, np.int64),
-            (np.concatenate(t0s) if t0s else empty, np.concatenate(t1s) if t1s else empty))
+            (np.concatenate(t0s) if t0s else empty, np.concatenate(t1s) if t1s else empty) if times else None)
 
 
 def _preds(net: WordNetwork):
@@ -404,7 +405,7 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
         if not segs:
             continue
         ref, arc_seg_a, ref_times = side_reference(segs, case_sensitive=case_sensitive, case_language=case_language,
-                                                   ref_name=ref_name)
+                                                   ref_name=ref_name, times=collar is not None)
         hyp = from_ctm_items(items, case_sensitive=case_sensitive, language=case_language)
         times = {}
         if collar is not None:
