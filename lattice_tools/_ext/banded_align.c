@@ -70,11 +70,33 @@ static int check_side(const Side *s, const char *name)
             PyErr_Format(PyExc_ValueError, "banded_align: %s predecessor out of range", name);
             return -1;
         }
+    /* the order must be a permutation starting with the head arc in which every arc comes after its
+     * predecessors (so no cell is read before it is computed) */
+    int64_t *pos = malloc((size_t)n * sizeof *pos);
+    if (!pos) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (Py_ssize_t k = 0; k < n; k++)
-        if (s->order[k] < 0 || s->order[k] >= n) {
-            PyErr_Format(PyExc_ValueError, "banded_align: %s order out of range", name);
-            return -1;
-        }
+        pos[k] = -1;
+    int ok = s->order[0] == 0;
+    for (Py_ssize_t k = 0; ok && k < n; k++) {
+        int64_t a = s->order[k];
+        if (a < 0 || a >= n || pos[a] >= 0)
+            ok = 0;
+        else
+            pos[a] = k;
+    }
+    for (Py_ssize_t k = 1; ok && k < n; k++)
+        for (int64_t i = s->pred_ptr[k]; i < s->pred_ptr[k + 1]; i++)
+            if (pos[s->pred[i]] >= pos[k])
+                ok = 0;
+    free(pos);
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "banded_align: the %s order is not a topological permutation of its arcs",
+                     name);
+        return -1;
+    }
     return 0;
 }
 
@@ -152,6 +174,8 @@ static PyObject *banded_align(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
+    for (int64_t c = 0; c < cells; c++)
+        V[c] = INFINITY;
     Band band = {lo, hi, rowoff};
     int64_t work = 0;
     for (Py_ssize_t ia = 0; ia < NA; ia++) {
