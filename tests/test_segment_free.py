@@ -251,9 +251,10 @@ def test_collar_equals_meeteval_tcpwer_on_one_best(seed, collar):
     hypothesis = SegLST([dict(session_id=f, speaker="s", start_time=float(t), end_time=float(t) + float(d), words=w)
                          for f, _ch, t, d, w in (x.split() for x in ctm)])
     rates = tcpwer(reference, hypothesis, collar=collar)
-    errors = sum(r.errors for r in rates.values())
-    length = sum(r.length for r in rates.values())
-    assert (ours.total.errors, ours.total.ref_words) == (errors, length)
+    theirs = [sum(getattr(r, k) for r in rates.values())
+              for k in ("errors", "length", "insertions", "deletions", "substitutions")]
+    t = ours.total
+    assert [t.errors, t.ref_words, t.insertions, t.deletions, t.substitutions] == theirs
 
 
 # ----------------------------------------------------------------------------------------------
@@ -385,3 +386,29 @@ def test_memory_budget_refuses_a_side_too_large():
                 score_files(ref, hyp, segment_free=True)
             # the band of a collar fits
             assert score_files(ref, hyp, segment_free=True, collar=5.0).total.errors == 0
+
+
+def test_compiled_alignment_refuses_bad_arguments():
+    from lattice_tools._ext.banded_align import banded_align
+
+    def z(n):
+        return np.zeros(n, np.int64)
+
+    args = [np.array([-1, 1]), np.array([0, 3], np.float32), np.array([0, 0, 1]), np.array([0]), np.array([0, 1]),
+            np.zeros(2), np.zeros(2), np.array([-1]), np.zeros(1, np.float32), np.array([0, 0]), z(0), np.array([0]),
+            np.zeros(1), np.zeros(1), z(2), z(2), np.array([1]), np.array([0]), np.array([4, 1], np.float32), z(3),
+            z(3), z(2), 0, 0]
+    cost, n_path, cells = banded_align(*args)          # one deletion
+    assert (cost, n_path, cells) == (3.0, 2, 2)
+    bad_order = list(args)
+    bad_order[4] = np.array([1, 0])
+    with pytest.raises(ValueError, match="not a topological permutation"):
+        banded_align(*bad_order)
+    bad_type = list(args)
+    bad_type[1] = np.zeros(2, np.float64)
+    with pytest.raises(TypeError, match="argument r_cost must be"):
+        banded_align(*bad_type)
+    bad_band = list(args)
+    bad_band[15] = np.array([0, 5])
+    with pytest.raises(ValueError, match="band of row 1 out of range"):
+        banded_align(*bad_band)
