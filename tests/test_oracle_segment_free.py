@@ -124,3 +124,53 @@ def test_cli_oracle_segment_free(tmp_path):
         assert [u["key"] for u in report["utterances"]] == ["f1-A", "f2-A"]
     bad = subprocess.run(run + ["--collar", "1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "segment-free" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_collar_on_lattices_with_final_states_inside(seed):
+    """A final state with arcs after it (its null arc to the new final state comes out of order) and a
+    collar: the oracle still equals brute force under the same time constraint."""
+    rng = np.random.default_rng(seed)
+    lat = random_lattice(rng, 7, 8)
+    fin = np.asarray(lat.final_graph_cost).copy()
+    fin[3] = 0.0
+    lat = type(lat).from_arcs(src=lat.src, dst=lat.dst, word=lat.word, symbols=lat.symbols, final_graph_cost=fin,
+                              t0=np.asarray(lat.src) * 50, t1=np.asarray(lat.dst) * 50, key="f1")
+    segs = _side(random.Random(seed), 3)
+    [res] = segment_free_oracle([lat], segs, mode="levenshtein", collar=0.3)
+    ref, _, rt = side_reference(segs)
+    from lattice_tools.oracle.segment_free import lattice_network
+    net = lattice_network(lat)
+    best = np.inf
+    # brute force: every path of the network (word arcs with their times), aligned under the collar
+    out: dict = {}
+    for a in range(net.num_arcs):
+        out.setdefault(int(net.src[a]), []).append(a)
+    stack = [(0, ())]
+    while stack:
+        s, arcs = stack.pop()
+        if s == net.final:
+            words = [a for a in arcs if net.words[a] is not None]
+            line = linear_network([net.words[a] for a in words], starts=[net.start[a] for a in words],
+                                  durations=[net.duration[a] for a in words])
+            mid = (line.start + (line.start + line.duration)) / 2
+            cost = align_side(ref, line, AlignOptions(mode="levenshtein"), ref_times=rt, hyp_times=(mid, mid),
+                              collar=0.3, banded=False)[0].cost
+            best = min(best, cost)
+        for a in out.get(s, []):
+            stack.append((int(net.dst[a]), arcs + (a,)))
+    assert res.cost == pytest.approx(best, abs=1e-4)
+    assert res.counts.errors == round(best)
+
+
+def test_collar_needs_lattice_times():
+    from lattice_tools.errors import LatticeError
+
+    rng = np.random.default_rng(1)
+    lat = random_lattice(rng, 4, 2, eps_prob=0.0)
+    untimed = type(lat).from_arcs(src=lat.src, dst=lat.dst, word=lat.word, symbols=lat.symbols,
+                                  final_graph_cost=lat.final_graph_cost, key="f1")
+    segs = _side(random.Random(0), 2)
+    with pytest.raises(LatticeError, match="collar needs the times"):
+        segment_free_oracle([untimed], segs, collar=1.0)
+    assert segment_free_oracle([untimed], segs)[0].counts.ref_words == side_reference(segs)[0].num_arcs

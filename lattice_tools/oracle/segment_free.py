@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from ..errors import MismatchError
+from ..errors import LatticeError, MismatchError
 from ..scoring.align import AlignOptions
 from ..scoring.network import WordNetwork, linear_network
 from ..scoring.segment_free import align_side, side_reference
@@ -97,7 +97,8 @@ def segment_free_oracle(lattices: Iterable, stm, *, collar: float | None = None,
       over the whole side, counted as one segment).
     Raises:
       MismatchError for a lattice key that names no side, two lattices of one side, or (without
-      ``allow_missing``) a side without lattice; BudgetExceededError past the memory budget.
+      ``allow_missing``) a side without lattice; LatticeError for a collar on a lattice without word times;
+      BudgetExceededError past the memory budget.
     """
     options = AlignOptions(mode=mode, optional_deletable=optional_deletable)
     if collar is not None and not (float(collar) >= 0):
@@ -121,6 +122,9 @@ def segment_free_oracle(lattices: Iterable, stm, *, collar: float | None = None,
         ref, _arc_seg, ref_times = side_reference(segs, case_sensitive=case_sensitive, ref_name=ref_name,
                                                   times=collar is not None)
         hyp = lattice_network(lat, nonword=nonword, case_sensitive=case_sensitive)
+        if collar is not None and np.isnan(hyp.start[[w is not None for w in hyp.words]]).any():
+            raise LatticeError("a collar needs the times of the lattice's words; this lattice has words without "
+                               "times", key=lat.key)
         mid = (hyp.start + (hyp.start + np.nan_to_num(hyp.duration))) / 2
         timed = dict(collar=collar, ref_times=ref_times) if collar is not None else {}
         what = f"the segment-free oracle of lattice {lat.key}"

@@ -16,7 +16,7 @@ substituted) with a reference word only when the word's point in time -- its CTM
 both sides overlaps the reference word's span; reference words get spans the way meeteval estimates them,
 the segment's time divided among its words in proportion to their characters (an alternation of the
 reference takes the characters of its longest word, every word in it the whole share).  In ``levenshtein``
-mode on 1-best CTMs the error count is meeteval's ``tcpwer`` with the same collar.
+mode on 1-best CTMs the counts are meeteval's ``tcpwer`` with the same collar.
 
 The band.  With a collar the alignment computes only a band of cells, chosen from the times before the DP:
 the networks are cut into *slots* (the stretches between states every path passes: a word, an ALT block, a
@@ -61,10 +61,11 @@ __all__ = ["BYTES_PER_CELL", "align_side", "band_of", "reference_times", "score_
 BYTES_PER_CELL = 9  # float32 value, move, two predecessor ranks (lattice_tools/_ext/banded_align.c)
 
 
-def slots_of(net: WordNetwork) -> np.ndarray:
+def slots_of(net: WordNetwork, grouped: bool = True) -> np.ndarray:
     """The slot (1, 2, ...) of every arc: slots are the stretches between *cut* states, the states every
     path from start to final passes (no arc jumps over them).  Arcs of one slot are consecutive and slots
-    increase with the arc index for every network the builders make (checked)."""
+    increase with the arc index for every network the builders make (checked unless ``grouped`` is False:
+    the band needs it)."""
     m = net.num_arcs
     if m == 0:
         return np.zeros(0, np.int64)
@@ -75,7 +76,7 @@ def slots_of(net: WordNetwork) -> np.ndarray:
     np.add.at(cover, dst, -1)
     cut = np.cumsum(cover)[: net.num_states] == 0
     slot = np.cumsum(cut)[src]
-    if np.any(np.diff(slot) < 0):
+    if grouped and np.any(np.diff(slot) < 0):
         raise AssertionError("word network arcs are not grouped by slot")
     return slot
 
@@ -239,7 +240,8 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
                what: str = "segment-free alignment") -> tuple[Alignment, int]:
     """Align two networks with sclite's recursion; with ``collar``, pair arcs only where
     ``ref_t0 < hyp_t1 + collar and ref_t1 > hyp_t0 - collar`` (``ref_times``/``hyp_times``: per-arc (t0, t1)
-    arrays; an arc without time takes its slot's span) and compute only the band (``banded=False``: every cell, for tests).
+    arrays; an arc without time takes its slot's span) and compute only the band (``banded=False``: every
+    cell, for tests and for networks whose arcs are not grouped in slots, such as lattices).
     ``free_hyp_nulls``: the hypothesis's null arcs cost nothing to pass (lattice epsilons) instead of the
     mode's cost of ``@``.
 
@@ -307,7 +309,7 @@ def _fill_times(net: WordNetwork, t0: np.ndarray, t1: np.ndarray):
     t0, t1 = t0.copy(), t1.copy()
     miss = np.isnan(t0) | np.isnan(t1)
     if miss.any():
-        slot = slots_of(net)
+        slot = slots_of(net, grouped=False)
         lo, hi = _slot_hull(slot, t0, t1, int(slot[-1]))
         t0[miss] = lo[slot[miss]]
         t1[miss] = hi[slot[miss]]
@@ -361,7 +363,7 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
         :func:`~.sclite.score_stm_ctm` orders them).
       collar: None: no time constraint (sclite with one segment per side); a number of seconds >= 0: a
         hypothesis word pairs only with a reference word whose span, widened by it, holds the word's midpoint
-        (meeteval's tcpWER convention; with ``mode="levenshtein"`` the error count is meeteval's ``tcpwer``).
+        (meeteval's tcpWER convention; with ``mode="levenshtein"`` the counts are meeteval's ``tcpwer``).
       optional_deletable, case_sensitive, mode, allow_missing, case_language: as
         :func:`~.sclite.score_stm_ctm` (fragments are not implemented here).
     Returns:
