@@ -60,7 +60,8 @@ def test_unconstrained_alignment_equals_sclite_recursion(seed):
     rng = random.Random(seed)
     ref = parse_transcript(random_ref_text(rng, rng.randint(0, 9)))
     hyp = parse_transcript(random_ref_text(rng, rng.randint(0, 9), p_alt=0.3))
-    for opts in (AlignOptions(), AlignOptions(optional_deletable=True), AlignOptions(mode="levenshtein")):
+    for opts in (AlignOptions(), AlignOptions(optional_deletable=True), AlignOptions(mode="levenshtein"),
+                 AlignOptions(fragments=True), AlignOptions(optional_deletable=True, fragments=True)):
         expected = align_reference(ref, hyp, opts)
         got, cells = align_side(ref, hyp, opts)
         assert (got.pairs, got.counts) == (expected.pairs, expected.counts)
@@ -179,9 +180,10 @@ def test_many_sides_equal_sclite_with_one_segment_per_side():
 
 
 @pytest.mark.skipif(SCLITE is None, reason="Debian sclite (sctk) not installed")
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(8))
 def test_equals_sclite_with_reference_alternations_and_optional_words(seed):
-    """Reference alternations, optional words and @ (sclite -D and without) over whole sides."""
+    """Reference alternations, optional words, fragments and @ (sclite -D, -F, both, neither) over whole
+    sides."""
     rng = random.Random(100 + seed)
     stm, ctm = [], []
     for s in range(2):
@@ -195,19 +197,20 @@ def test_equals_sclite_with_reference_alternations_and_optional_words(seed):
             if rng.random() < 0.2:
                 ctm.append(f"f{s} A * * <ALT_BEGIN>")
                 for _j in range(rng.randint(2, 3)):
-                    ctm.extend(f"f{s} A {tm + 0.7 * i:.2f} 0.20 {rng.choice(['a', 'b', 'uh', 'the'])}"
+                    ctm.extend(f"f{s} A {tm + 0.7 * i:.2f} 0.20 {rng.choice(['a', 'b', 'uh', 'the', 'ab-', 'abc'])}"
                                for i in range(rng.randint(1, 3)))
                     ctm.append(f"f{s} A * * <ALT>")
                 ctm[-1] = f"f{s} A * * <ALT_END>"
             else:
-                ctm.append(f"f{s} A {tm:.2f} 0.20 {rng.choice(['a', 'b', 'c', 'uh', 'the', 'um'])}")
+                ctm.append(f"f{s} A {tm:.2f} 0.20 {rng.choice(['a', 'b', 'c', 'uh', 'the', 'um', 'abc', '-ing', 'cd'])}")
     with tempfile.TemporaryDirectory() as tmp:
         ref, hyp = _write(tmp, "r.stm", stm), _write(tmp, "h.ctm", ctm)
         merged = _write(tmp, "m.stm", merged_stm(stm))
-        for flags in ([], ["-D"]):
+        for flags in ([], ["-D"], ["-F"], ["-D", "-F"]):
+            opts = dict(optional_deletable="-D" in flags, fragments="-F" in flags)
             expected, pra = run_sclite(merged, "stm", hyp, "ctm", flags, tmp)
-            ours = score_segment_free(read_stm(ref), read_ctm(hyp), optional_deletable=bool(flags))
-            single = score_stm_ctm(read_stm(merged), read_ctm(hyp), optional_deletable=bool(flags))
+            ours = score_segment_free(read_stm(ref), read_ctm(hyp), **opts)
+            single = score_stm_ctm(read_stm(merged), read_ctm(hyp), **opts)
             assert ours.total.ref_words == single.total.ref_words == expected["Sum"][1]
             for key, pairs in _side_pairs(ours).items():
                 seg = next(s for s in single.segments if (s.file, s.channel) == key)
@@ -397,7 +400,7 @@ def test_compiled_alignment_refuses_bad_arguments():
     args = [np.array([-1, 1]), np.array([0, 3], np.float32), np.array([0, 0, 1]), np.array([0]), np.array([0, 1]),
             np.zeros(2), np.zeros(2), np.array([-1]), np.zeros(1, np.float32), np.array([0, 0]), z(0), np.array([0]),
             np.zeros(1), np.zeros(1), z(2), z(2), np.array([1]), np.array([0]), np.array([4, 1], np.float32), z(3),
-            z(3), z(2), 0, 0]
+            z(3), z(2), z(0), 2, 0, 0]
     cost, n_path, cells = banded_align(*args)          # one deletion
     assert (cost, n_path, cells) == (3.0, 2, 2)
     bad_order = list(args)
@@ -408,6 +411,10 @@ def test_compiled_alignment_refuses_bad_arguments():
     bad_type[1] = np.zeros(2, np.float64)
     with pytest.raises(TypeError, match="argument r_cost must be"):
         banded_align(*bad_type)
+    bad_word = list(args)
+    bad_word[23] = 1
+    with pytest.raises(ValueError, match="word id out of range"):
+        banded_align(*bad_word)
     bad_band = list(args)
     bad_band[15] = np.array([0, 5])
     with pytest.raises(ValueError, match="band of row 1 out of range"):

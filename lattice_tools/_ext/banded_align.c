@@ -11,7 +11,8 @@
  *     D[a][b] = sub if sub <  del and sub <  ins else del if del < ins else ins     (strict: Levenshtein)
  *
  * each ``min`` over predecessors keeping its first minimum, in float32 as sclite computes, so ties break
- * as there.  The band (chosen by the caller) decides only which cells exist; the test oracle is
+ * as there.  Words are ids (-1 the null word): equal ids match, and so do the pairs the caller lists in
+ * equal_pairs (sclite's fragments).  The band (chosen by the caller) decides only which cells exist; the test oracle is
  * align_reference (full band, no time constraint) and a full-band run with the time constraint.
  *
  * Memory: 9 bytes per cell of the band (the float32 value, the move, the ranks of the chosen predecessors).
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #define SIGNAL_CHECK_CELLS 200000
+#define NBUF 23
 #define MAX_PREDS 65535
 
 enum { MOVE_SUB = 0, MOVE_DEL = 1, MOVE_INS = 2 };
@@ -47,6 +49,27 @@ static inline float cell_value(const float *V, const Band *band, int64_t a, int6
     if (b < band->lo[a] || b > band->hi[a])
         return INFINITY;
     return V[band->rowoff[a] + (b - band->lo[a])];
+}
+
+/* Word ids are equal words, or a pair listed in equal_pairs (x * n_words + y, sorted: sclite's fragment
+ * matches, -F). */
+static inline int words_equal(int64_t x, int64_t y, const int64_t *equal_pairs, Py_ssize_t n_equal,
+                              int64_t n_words)
+{
+    if (x == y)
+        return 1;
+    if (n_equal == 0)
+        return 0;
+    int64_t key = x * n_words + y;
+    Py_ssize_t lo = 0, hi = n_equal;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (equal_pairs[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n_equal && equal_pairs[lo] == key;
 }
 
 static int check_side(const Side *s, const char *name)
@@ -102,24 +125,26 @@ static int check_side(const Side *s, const char *name)
 
 static PyObject *banded_align(PyObject *self, PyObject *args)
 {
-    PyObject *o[24];
+    PyObject *o[NBUF];
     int strict = 0, use_time = 0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOii", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+    long long n_words = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOOOOOOOOOOLii", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
                           &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17],
-                          &o[18], &o[19], &o[20], &o[21], &strict, &use_time))
+                          &o[18], &o[19], &o[20], &o[21], &o[22], &n_words, &strict, &use_time))
         return NULL;
-    static const char *names[22] = {"r_word", "r_cost", "r_pred_ptr", "r_pred", "r_order", "r_t0", "r_t1",
-                                    "h_word", "h_cost", "h_pred_ptr", "h_pred", "h_order", "h_t0", "h_t1",
-                                    "lo", "hi", "r_final", "h_final", "weights", "path_a", "path_b", "rowoff"};
-    static const char types[22] = {'q', 'f', 'q', 'q', 'q', 'd', 'd', 'q', 'f', 'q', 'q', 'q', 'd', 'd',
-                                   'q', 'q', 'q', 'q', 'f', 'q', 'q', 'q'};
-    Py_buffer b[22];
+    static const char *names[NBUF] = {"r_word", "r_cost", "r_pred_ptr", "r_pred", "r_order", "r_t0", "r_t1",
+                                      "h_word", "h_cost", "h_pred_ptr", "h_pred", "h_order", "h_t0", "h_t1",
+                                      "lo", "hi", "r_final", "h_final", "weights", "path_a", "path_b", "rowoff",
+                                      "equal_pairs"};
+    static const char types[NBUF] = {'q', 'f', 'q', 'q', 'q', 'd', 'd', 'q', 'f', 'q', 'q', 'q', 'd', 'd',
+                                     'q', 'q', 'q', 'q', 'f', 'q', 'q', 'q', 'q'};
+    Py_buffer b[NBUF];
     memset(b, 0, sizeof b);
     PyObject *result = NULL;
     float *V = NULL;
     uint8_t *move = NULL;
     uint16_t *rank_a = NULL, *rank_b = NULL;
-    for (int i = 0; i < 22; i++) {
+    for (int i = 0; i < NBUF; i++) {
         int flags = BUF_FLAT | ((i == 19 || i == 20 || i == 21) ? BUF_WRITABLE : 0);
         if (buffer_get(&b[i], o[i], "banded_align", names[i], types[i], flags, -1) < 0)
             goto done;
@@ -129,9 +154,9 @@ static PyObject *banded_align(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "banded_align: each network needs its head arc");
         goto done;
     }
-    const Py_ssize_t want[22] = {NA, NA, NA + 1, -1, NA, NA, NA, NB, NB, NB + 1, -1, NB, NB, NB,
-                                 NA, NA, -1, -1, 2, NA + NB, NA + NB, NA};
-    for (int i = 0; i < 22; i++)
+    const Py_ssize_t want[NBUF] = {NA, NA, NA + 1, -1, NA, NA, NA, NB, NB, NB + 1, -1, NB, NB, NB,
+                                   NA, NA, -1, -1, 2, NA + NB, NA + NB, NA, -1};
+    for (int i = 0; i < NBUF; i++)
         if (want[i] >= 0 && buffer_check_items(&b[i], "banded_align", names[i], want[i]) < 0)
             goto done;
     Side R = {NA, b[0].buf, b[2].buf, b[3].buf, b[4].buf, b[1].buf, b[5].buf, b[6].buf};
@@ -142,6 +167,20 @@ static PyObject *banded_align(PyObject *self, PyObject *args)
     }
     if (check_side(&R, "reference") < 0 || check_side(&H, "hypothesis") < 0)
         goto done;
+    for (Py_ssize_t k = 0; k < NA + NB; k++) {
+        int64_t w = k < NA ? R.word[k] : H.word[k - NA];
+        if (w < -1 || w >= n_words) {
+            PyErr_SetString(PyExc_ValueError, "banded_align: word id out of range");
+            goto done;
+        }
+    }
+    const int64_t *equal_pairs = b[22].buf;
+    Py_ssize_t n_equal = buffer_items(&b[22]);
+    for (Py_ssize_t i = 1; i < n_equal; i++)
+        if (equal_pairs[i] <= equal_pairs[i - 1]) {
+            PyErr_SetString(PyExc_ValueError, "banded_align: equal_pairs must be sorted and distinct");
+            goto done;
+        }
     const int64_t *lo = b[14].buf, *hi = b[15].buf, *r_final = b[16].buf, *h_final = b[17].buf;
     Py_ssize_t n_rf = buffer_items(&b[16]), n_hf = buffer_items(&b[17]);
     const float w_sub = ((const float *)b[18].buf)[0], w_nullsub = ((const float *)b[18].buf)[1];
@@ -227,7 +266,8 @@ static PyObject *banded_align(PyObject *self, PyObject *args)
                         }
                     }
                 int64_t x = R.word[a], y = H.word[bb];
-                float w = (x < 0 && y < 0) ? w_nullsub : (x >= 0 && x == y) ? 0.0f : w_sub;
+                float w = (x < 0 && y < 0) ? w_nullsub
+                          : (x >= 0 && y >= 0 && words_equal(x, y, equal_pairs, n_equal, n_words)) ? 0.0f : w_sub;
                 sb = sb + w;
             }
             int take_sub = strict ? (sb < dl && sb < ins) : (sb <= dl && sb <= ins);
@@ -315,7 +355,7 @@ done:
     free(move);
     free(rank_a);
     free(rank_b);
-    for (int i = 0; i < 22; i++)
+    for (int i = 0; i < NBUF; i++)
         buffer_release(&b[i]);
     return result;
 }
@@ -323,7 +363,8 @@ done:
 static PyMethodDef methods[] = {
     {"banded_align", banded_align, METH_VARARGS,
      "banded_align(r_word, r_cost, r_pred_ptr, r_pred, r_order, r_t0, r_t1, h_word, h_cost, h_pred_ptr, h_pred, "
-     "h_order, h_t0, h_t1, lo, hi, r_final, h_final, weights, path_a, path_b, rowoff, strict, use_time) -> "
+     "h_order, h_t0, h_t1, lo, hi, r_final, h_final, weights, path_a, path_b, rowoff, equal_pairs, n_words, "
+     "strict, use_time) -> "
      "(cost, path length, cells): sclite's network alignment over the band lo..hi of each reference arc's "
      "row; the back-trace (final cell first) is written to path_a/path_b."},
     {NULL, NULL, 0, NULL},

@@ -63,8 +63,8 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
 
     if collar is not None and not segment_free:
         raise click.UsageError("--collar applies to --segment-free scoring only")
-    if segment_free and (fragments or single_segment or reduce):
-        raise click.UsageError("--segment-free does not combine with -F, --single-segment or -m")
+    if segment_free and (single_segment or reduce):
+        raise click.UsageError("--segment-free does not combine with --single-segment or -m")
     result = score_files(ref, hyp, glms=glms, ref_format=ref_format, hyp_format=hyp_format,
                          optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                          mode=mode, single_segment=single_segment, allow_missing=allow_missing, reduce=reduce,

@@ -442,8 +442,8 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     _check_encoding(encoding)
     if collar is not None and not segment_free:
         raise ValueError("collar applies to segment-free scoring only (segment_free=True)")
-    if segment_free and (fragments or single_segment or reduce):
-        raise ValueError("segment_free does not combine with fragments, single_segment or reduce")
+    if segment_free and (single_segment or reduce):
+        raise ValueError("segment_free does not combine with single_segment or reduce")
     rfmt = detect_transcript_format(ref, ref_format, allowed=("stm", "trn", "text"), role="reference",
                                     option="--ref-format", encoding=encoding)
     hfmt = detect_transcript_format(hyp, hyp_format, allowed=("ctm", "trn", "text"), role="hypothesis",
@@ -518,7 +518,6 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     if segment_free:
         from .segment_free import score_segment_free
 
-        del common["fragments"]
         result = score_segment_free(ref_obj, hyp_obj, collar=collar, **common)
     elif rfmt == "stm":
         result = score_stm_ctm(ref_obj, hyp_obj, single_segment=single_segment, reduce=reduce, tuning=tuning, **common)

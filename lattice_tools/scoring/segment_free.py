@@ -40,7 +40,7 @@ import numpy as np
 from .._budget import bytes_left, format_size
 from ..errors import BudgetExceededError
 from ..io.ctm import CtmAltBlock
-from .align import Alignment, AlignOptions, _arc_keys, _count, _extract
+from .align import Alignment, AlignOptions, _arc_keys, _count, _extract, words_equal
 from .counts import ErrorCounts
 from .ctm_items import item_mid, sclite_drops_a_word, sort_items
 from .network import WordNetwork, from_ctm_items, parse_transcript
@@ -250,14 +250,13 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
     from .._ext.banded_align import banded_align
 
     options = options or AlignOptions()
-    if options.fragments:
-        raise ValueError("segment-free alignment does not implement fragments (-F)")
     c = options.costs
-    vocab: dict = {}
+    vocab: dict = {}           # (compare string, fragment flag) -> word id
     sides = []
     for net, null_cost in ((ref, float(c["null"])), (hyp, 0.0 if free_hyp_nulls else float(c["null"]))):
         keys, optdel, frag = _arc_keys(net, options)
-        word = np.array([-1] + [-1 if k is None else vocab.setdefault(k, len(vocab)) for k in keys], np.int64)
+        word = np.array([-1] + [-1 if k is None else vocab.setdefault((k, bool(f)), len(vocab))
+                                for k, f in zip(keys, frag, strict=True)], np.int64)
         cost = np.array([0.0] + [null_cost if k is None else float(c["optdel"] if od else c["insdel"])
                                  for k, od in zip(keys, optdel, strict=True)], np.float32)
         sides.append((keys, optdel, frag, word, cost, *_preds(net)))
@@ -289,9 +288,10 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
     path_b = np.zeros(NA + NB, np.int64)
     rowoff = np.zeros(NA, np.int64)
     weights = np.array([c["sub"], c["nullsub"]], np.float32)
+    equal = _fragment_matches(vocab, set(rw[1:].tolist()), set(hw[1:].tolist()))
     try:
         cost, n_path, cells = banded_align(rw, rc, rp, rpl, rord, rt[0], rt[1], hw, hc, hp, hpl, hord, ht[0], ht[1],
-                                           lo, hi, rfin, hfin, weights, path_a, path_b, rowoff,
+                                           lo, hi, rfin, hfin, weights, path_a, path_b, rowoff, equal, len(vocab),
                                            int(options.mode == "levenshtein"), int(use_time))
     except MemoryError:
         raise BudgetExceededError(f"{what}: out of memory for {cells} cells ({format_size(cells * BYTES_PER_CELL)}); "
@@ -301,6 +301,21 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
     ali = _extract(ref, hyp, options, rk, ro, rf, hk, ho, hf, None, None, int(path_a[0]), int(path_b[0]),
                    float(cost), back=lambda x, y: back[(x, y)])
     return ali, cells
+
+
+def _fragment_matches(vocab: dict, ref_ids: set, hyp_ids: set) -> np.ndarray:
+    """The (reference id, hypothesis id) pairs of different words that sclite's ``-F`` equality matches (a
+    fragment ``pla-``/``-ing`` against a word it begins or ends), as sorted ``x * len(vocab) + y`` keys."""
+    words = {i: key for key, i in vocab.items()}
+    frag_ref = [i for i in ref_ids if i >= 0 and words[i][1]]
+    frag_hyp = [i for i in hyp_ids if i >= 0 and words[i][1]]
+    if not frag_ref and not frag_hyp:
+        return np.zeros(0, np.int64)
+    n = len(vocab)
+    pairs = {(x, y) for x in frag_ref for y in hyp_ids if y >= 0}
+    pairs |= {(x, y) for x in ref_ids if x >= 0 for y in frag_hyp}
+    keys = sorted(x * n + y for x, y in pairs if x != y and words_equal(*words[x], *words[y]))
+    return np.array(keys, np.int64)
 
 
 def _fill_times(net: WordNetwork, t0: np.ndarray, t1: np.ndarray):
@@ -352,7 +367,8 @@ def _segment_of_pairs(pairs, arc_seg: np.ndarray, hyp: WordNetwork, seg_ends: np
 
 
 def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None, optional_deletable: bool = False,
-                       case_sensitive: bool = False, mode: str = "sclite", allow_missing: bool = False,
+                       fragments: bool = False, case_sensitive: bool = False, mode: str = "sclite",
+                       allow_missing: bool = False,
                        case_language: str | None = None, ref_name: str = "", hyp_name: str = "") -> ScoreResult:
     """Score CTM items (words and ALT blocks) against an STM with one alignment per file and channel
     (see the module docstring), reported in the STM's segments.
@@ -364,8 +380,8 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
       collar: None: no time constraint (sclite with one segment per side); a number of seconds >= 0: a
         hypothesis word pairs only with a reference word whose span, widened by it, holds the word's midpoint
         (meeteval's tcpWER convention; with ``mode="levenshtein"`` the counts are meeteval's ``tcpwer``).
-      optional_deletable, case_sensitive, mode, allow_missing, case_language: as
-        :func:`~.sclite.score_stm_ctm` (fragments are not implemented here).
+      optional_deletable, fragments, case_sensitive, mode, allow_missing, case_language: as
+        :func:`~.sclite.score_stm_ctm`.
     Returns:
       :class:`~.results.ScoreResult` with one :class:`~.results.SegmentScore` per scored STM segment.
       Hypothesis words inside ``IGNORE_TIME_SEGMENT_IN_SCORING`` segments are dropped.
@@ -377,7 +393,7 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
         collar = float(collar)
         if not math.isfinite(collar) or collar < 0:
             raise ValueError(f"collar must be a number of seconds >= 0, not {collar!r}")
-    options = AlignOptions(mode=mode, optional_deletable=optional_deletable)
+    options = AlignOptions(mode=mode, optional_deletable=optional_deletable, fragments=fragments)
     segments = list(getattr(stm, "segments", stm))
     if ref_name == "":
         ref_name = str(getattr(stm, "path", "") or "")
@@ -433,7 +449,7 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
                       np.int64).reshape(-1, len(ErrorCounts.__dataclass_fields__))
     return build_result(job_segs, job_alis, counts, job_conf if any_conf else None, case_sensitive=case_sensitive,
                         language=case_language, warnings=warnings, ref_name=ref_name, hyp_name=hyp_name,
-                        options=dict(optional_deletable=optional_deletable, fragments=False,
+                        options=dict(optional_deletable=optional_deletable, fragments=fragments,
                                      case_sensitive=case_sensitive, mode=mode, single_segment=False,
                                      case_language=case_language, segment_free=True, collar=collar))
 
