@@ -259,7 +259,8 @@ def main() -> None:
             print(f"{label + ' in process':58s} {wer:7.2f} % {'':>8s} {cpu:8.2f}")
         asclite = shutil.which("asclite")
         if asclite:
-            print(f"asclite on the alt-CTM: {_try([asclite, '-r', paths['ref.stm'], 'stm', '-h', paths['hyp.ctm'], 'ctm'])}")
+            said = _try([asclite, "-r", paths["ref.stm"], "stm", "-h", paths["hyp.ctm"], "ctm"])
+            print(f"asclite on the alt-CTM: {said}")
         # meeteval reads no ALT blocks: compare on the 1-best of each block's first alternative
         one_best = first_alternatives(ctm)
         paths["1best.ctm"] = os.path.join(tmp, "1best.ctm")
@@ -268,7 +269,8 @@ def main() -> None:
         print(f"1-best (first alternative of each block), collar {args.collar}, Levenshtein weights:")
         _w, cpu, _r, out = _run(lt + ["-r", paths["ref.stm"], "-h", paths["1best.ctm"], "--segment-free", "--collar",
                                       str(args.collar), "--mode", "levenshtein"])
-        print(f"{'lattice-tools score --segment-free --collar (whole process)':58s} {_wer(out):>9s} {'':>8s} {cpu:8.2f}")
+        label = "lattice-tools score --segment-free --collar (whole process)"
+        print(f"{label:58s} {_wer(out):>9s} {'':>8s} {cpu:8.2f}")
         try:
             cpu, wer = meeteval_tcpwer(stm, one_best, args.collar)
             print(f"{'meeteval tcpwer (in process)':58s} {wer:7.2f} % {'':>8s} {cpu:8.2f}")

@@ -55,8 +55,8 @@ _CTX = {"help_option_names": ["--help"]}
 @click.option("--name", default=None, help="Base name of the report files (default: hypothesis file name).")
 @json_option("Write the JSON report here ('-' = stdout instead of the table).")
 def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fragments, case_sensitive,
-                  case_language, single_segment, segment_free, collar, mode, allow_missing, reduce, id_type, nested_alternatives, speaker_stats,
-                  ctm_types, encoding, out, name, json_out):
+                  case_language, single_segment, segment_free, collar, mode, allow_missing, reduce, id_type,
+                  nested_alternatives, speaker_stats, ctm_types, encoding, out, name, json_out):
     """Score a CTM/alt-CTM/trn against an STM/trn reference exactly like NIST sclite."""
     from ..scoring.reports import json_report, sys_report, write_reports
     from ..scoring.sclite import score_files

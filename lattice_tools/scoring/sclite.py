@@ -465,8 +465,8 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     if segment_free and rfmt != "stm":
         raise FormatError(f"segment-free scoring needs an STM reference (got {rfmt}; --ref-format overrides the "
                           "detected format)", path=ref)
-    if rfmt == "stm" and not glms and not ctm_types and not segment_free and _choose_engine(tuning, list(ref_obj.segments), fragments,
-                                                                       single_segment, reduce) == "chain":
+    if rfmt == "stm" and not glms and not ctm_types and not segment_free \
+            and _choose_engine(tuning, list(ref_obj.segments), fragments, single_segment, reduce) == "chain":
         # The chain engine's common input, a canonical CTM file, is read into columns without one
         # object per line (the columns have no RT token types: --ctm-type needs the objects); any file the columnar reader does not read exactly (None) is read below by
         # the CTM reader of io.ctm, which gives the precise error or the objects.
