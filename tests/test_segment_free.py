@@ -421,3 +421,14 @@ def test_compiled_alignment_refuses_bad_arguments():
     bad_band[15] = np.array([0, 5])
     with pytest.raises(ValueError, match="band of row 1 out of range"):
         banded_align(*bad_band)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_collar_wider_than_the_side_changes_nothing(seed):
+    with tempfile.TemporaryDirectory() as tmp:
+        stm, ctm, _ = sides(seed, n_sides=2, n_words=60, p_block=0.2, p_cross=0.5, noise=0.2)
+        ref, hyp = _write(tmp, "r.stm", stm), _write(tmp, "h.ctm", ctm)
+        free = score_files(ref, hyp, segment_free=True)
+        wide = score_files(ref, hyp, segment_free=True, collar=1e6)
+    assert [s.alignment.pairs for s in free.segments] == [s.alignment.pairs for s in wide.segments]
+    assert free.total == wide.total
