@@ -49,6 +49,12 @@ def segments_option(f):
 @click.option("--acoustic-scale", default=1.0, show_default=True, type=float)
 @click.option("--lm-scale", default=1.0, show_default=True, type=float)
 @click.option("--word-penalty", default=0.0, show_default=True, type=float)
+@click.option("--segment-free", is_flag=True,
+              help="Whole-side lattices (keys file-channel, file_channel or file) against all the STM segments "
+                   "of their side.")
+@click.option("--collar", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="With --segment-free: a word pairs only with a reference word whose span widened by SECONDS "
+                   "holds its midpoint (meeteval's tcpWER convention).")
 @click.option("--bootstrap", "bootstrap", default=0, show_default=True, type=int,
               help="Utterance-bootstrap replications for a 95% interval (0: none).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Bootstrap seed.")
@@ -61,8 +67,8 @@ def segments_option(f):
 @segments_option
 def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
-                   posterior_threshold, acoustic_scale, lm_scale, word_penalty, bootstrap, seed, json_out, encoding,
-                   max_memory, segments):
+                   posterior_threshold, acoustic_scale, lm_scale, word_penalty, segment_free, collar, bootstrap, seed,
+                   json_out, encoding, max_memory, segments):
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
 
@@ -72,7 +78,7 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                         bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
                         words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                         allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
-                        encoding=encoding, segments=segments)
+                        encoding=encoding, segments=segments, segment_free=segment_free, collar=collar)
     for w in report.get("warnings", ()):
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if json_out != "-":

@@ -26,6 +26,12 @@ _CTX = {"help_option_names": ["--help"]}
 @click.option("--case-language", default=None,
               help="Case folding: ascii (default, like sclite), unicode, turkish, vietnamese, ukrainian.")
 @click.option("--single-segment", is_flag=True, help="Merge each speaker/channel's STM segments into one.")
+@click.option("--segment-free", is_flag=True,
+              help="One alignment per file and channel (ALT blocks may cross STM segments), reported in the "
+                   "STM's segments; without --collar the counts of sclite with one segment per side.")
+@click.option("--collar", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="With --segment-free: a word pairs only with a reference word whose span widened by SECONDS "
+                   "holds its midpoint (meeteval's tcpWER convention).")
 @click.option("--mode", type=click.Choice(["sclite", "levenshtein"]), default="sclite", show_default=True)
 @click.option("--allow-missing", is_flag=True, help="Tolerate files/channels/utterances missing on one side.")
 @click.option("-m", "--reduce", "reduce", multiple=True, type=click.Choice(["ref", "hyp"]),
@@ -49,17 +55,21 @@ _CTX = {"help_option_names": ["--help"]}
 @click.option("--name", default=None, help="Base name of the report files (default: hypothesis file name).")
 @json_option("Write the JSON report here ('-' = stdout instead of the table).")
 def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fragments, case_sensitive,
-                  case_language, single_segment, mode, allow_missing, reduce, id_type, nested_alternatives, speaker_stats,
-                  ctm_types, encoding, out, name, json_out):
+                  case_language, single_segment, segment_free, collar, mode, allow_missing, reduce, id_type,
+                  nested_alternatives, speaker_stats, ctm_types, encoding, out, name, json_out):
     """Score a CTM/alt-CTM/trn against an STM/trn reference exactly like NIST sclite."""
     from ..scoring.reports import json_report, sys_report, write_reports
     from ..scoring.sclite import score_files
 
+    if collar is not None and not segment_free:
+        raise click.UsageError("--collar applies to --segment-free scoring only")
+    if segment_free and (single_segment or reduce):
+        raise click.UsageError("--segment-free does not combine with --single-segment or -m")
     result = score_files(ref, hyp, glms=glms, ref_format=ref_format, hyp_format=hyp_format,
                          optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                          mode=mode, single_segment=single_segment, allow_missing=allow_missing, reduce=reduce,
                          id_type=id_type, case_language=case_language, nested_alternatives=nested_alternatives,
-                         ctm_types=ctm_types, encoding=encoding)
+                         ctm_types=ctm_types, encoding=encoding, segment_free=segment_free, collar=collar)
     for w in result.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if out:

@@ -51,7 +51,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                format: str | None = None, words: str | None = None, frame_shift: float | None = None,
                frame_subsampling_factor: int | None = None, allow_missing: bool = False,
                allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8",
-               segments: str | None = None) -> dict:
+               segments: str | None = None, segment_free: bool = False, collar: float | None = None) -> dict:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
@@ -84,6 +84,9 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         by this many bytes of resident memory (BudgetExceededError past it); the searches keep their
         node/state budgets too (None: those alone).
       encoding: text encoding of the reference, GLM and CTM files (e.g. ``latin-1``, ``gb2312``).
+      segment_free: whole-side lattices against an STM: one lattice per file/channel, aligned against all
+        the side's segments (:func:`lattice_tools.oracle.segment_free.segment_free_oracle`); ``collar``: its
+        time constraint in seconds (None: none).
     Returns:
       ``{"counts": {...}, "wer": ..., "precision": ..., "recall": ..., "intervals": {...},
       "utterances": [...]}``.
@@ -114,7 +117,17 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     warnings: list[str] = []
     rfmt = reference_format(str(reference), ref_format, encoding=encoding)
     results: list[OracleResult]
-    if is_ctm[0] and rfmt == "stm":
+    if collar is not None and not segment_free:
+        raise LatticeToolsError("a collar applies to segment-free oracles only (--segment-free)")
+    if segment_free:
+        if segments:
+            raise LatticeToolsError("--segment-free takes whole-side lattices; --segments maps utterance lattices")
+        results = _segment_free(specs, is_ctm[0], rfmt, str(reference), glms, representation, collar, warnings,
+                                dict(format=format, words=words, frame_shift=frame_shift,
+                                     frame_subsampling_factor=frame_subsampling_factor),
+                                allow_missing=allow_missing, encoding=encoding, max_memory=max_memory, **opts)
+        what = "lattice"
+    elif is_ctm[0] and rfmt == "stm":
         # the scorer itself (GLM on both sides, channels, segments): oracle of an alt-CTM = score of it
         results = ctm_oracle(str(specs[0]), str(reference), glm=glms, allow_missing=allow_missing, warnings=warnings,
                              encoding=encoding, **opts)
@@ -219,6 +232,28 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
         if missing and ref.format == "stm":
             results += deletions_only(missing, refs, **opts)
     return results
+
+
+def _segment_free(specs, is_ctm, rfmt, reference, glms, representation, collar, warnings, lattice_options, *,
+                  allow_missing, encoding, max_memory, mode, optional_deletable) -> list[OracleResult]:
+    """The segment-free branch of :func:`oracle_wer`: whole-side lattices against an STM."""
+    from ..io import read_lattice_inputs
+    from ..scoring.inputs import read_reference
+    from .segment_free import segment_free_oracle
+
+    if is_ctm:
+        raise LatticeToolsError("--segment-free takes lattices; for an alt-CTM, 'lattice-tools score "
+                                "--segment-free' aligns its ALT blocks across segments (its alignment is the oracle "
+                                "over them)")
+    if rfmt != "stm" or representation != "lattice":
+        raise LatticeToolsError("--segment-free needs an STM reference and the lattice representation",
+                                path=reference)
+    refuse_glm_on_lattice(glms, [representation])   # a GLM on the reference side only would be a wrong number
+    stm = read_reference(reference, "stm", encoding=encoding).records
+    lats = read_lattice_inputs(specs, **lattice_options)
+    with memory_budget(max_memory):
+        return segment_free_oracle(lats, stm, collar=collar, mode=mode, optional_deletable=optional_deletable,
+                                   allow_missing=allow_missing, warnings=warnings, ref_name=reference)
 
 
 def format_report(report: dict) -> str:

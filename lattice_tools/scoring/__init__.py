@@ -11,6 +11,8 @@ Submodules are imported lazily (``from lattice_tools.scoring import score_stm_ct
   :class:`ScoreResult`, :class:`SegmentScore`; :mod:`.tuning` -- :class:`EngineTuning` (which STM/CTM engine:
   the general one of :mod:`.align`, or :mod:`.chain_scorer` with :mod:`.ctm_columns`; :mod:`.segments`
   and :mod:`.ctm_items` hold what both share);
+- :mod:`.segment_free` -- :func:`score_segment_free` (one alignment per file and channel, ALT blocks across
+  segment boundaries, an optional time collar);
 - :mod:`.reports` -- :func:`kaldi_line`, :func:`sys_report`, :func:`pra_report`, :func:`dtl_report`,
   :func:`json_report`,
   :func:`write_reports`;
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from .reports import dtl_report, json_report, kaldi_line, pra_report, sys_report, write_reports
     from .results import ScoreResult, SegmentScore
     from .sclite import score_files, score_stm_ctm, score_trn
+    from .segment_free import score_segment_free
     from .tuning import EngineTuning
 
 _EXPORTS = {
@@ -41,7 +44,8 @@ _EXPORTS = {
     "AlignOptions": "align", "Alignment": "align", "AlignedPair": "align", "align_networks": "align",
     "align_batch": "align", "align_words": "align",
     "ScoreResult": "results", "SegmentScore": "results", "score_stm_ctm": "sclite", "score_trn": "sclite",
-    "score_files": "sclite", "EngineTuning": "tuning", "GlmFilterOptions": "glm", "apply_glm": "glm",
+    "score_files": "sclite", "score_segment_free": "segment_free", "EngineTuning": "tuning",
+    "GlmFilterOptions": "glm", "apply_glm": "glm",
     "filter_text": "glm", "filter_file": "glm",
     "kaldi_line": "reports", "sys_report": "reports", "pra_report": "reports", "json_report": "reports",
     "dtl_report": "reports",
@@ -51,7 +55,8 @@ _EXPORTS = {
 
 __all__ = ["ErrorCounts", "WordNetwork", "parse_transcript", "linear_network", "from_ctm_items", "AlignOptions",
            "Alignment", "AlignedPair", "align_networks", "align_batch", "align_words", "ScoreResult",
-           "SegmentScore", "score_stm_ctm", "score_trn", "score_files", "EngineTuning", "GlmFilterOptions",
+           "SegmentScore", "score_stm_ctm", "score_trn", "score_files", "score_segment_free", "EngineTuning",
+           "GlmFilterOptions",
            "apply_glm", "filter_text", "filter_file", "kaldi_line", "sys_report", "pra_report", "json_report",
            "dtl_report", "write_reports", "run_ladder", "ladder_markdown", "alternation_glm"]
 

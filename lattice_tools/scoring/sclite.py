@@ -357,7 +357,8 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
                 allow_missing: bool = False, reduce: Sequence[str] = (), id_type: str = "spu_id",
                 case_language: str | None = None, nested_alternatives: str = "flatten",
                 ctm_types: Sequence[str] = (), encoding: str = "utf-8",
-                tuning: EngineTuning = DEFAULT_TUNING) -> ScoreResult:
+                tuning: EngineTuning = DEFAULT_TUNING, segment_free: bool = False,
+                collar: float | None = None) -> ScoreResult:
     """Read, GLM-filter and score files (what ``lattice-tools score`` does).
 
     Args:
@@ -378,6 +379,8 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         token, as sclite does, with a warning when some are not ``lex``.
       tuning: which STM/CTM engine scores and how it cuts its work (:class:`~.tuning.EngineTuning`; the
         result is the same whatever it says).
+      segment_free: STM/CTM only: one alignment per file and channel, reported in the STM's segments
+        (:func:`~.segment_free.score_segment_free`); ``collar``: its time constraint in seconds (None: none).
       the other arguments: as :func:`score_stm_ctm` / :func:`score_trn`.
     Raises:
       FormatError for unreadable inputs, MismatchError for inputs that do not correspond.
@@ -385,6 +388,10 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     if nested_alternatives not in ("flatten", "error"):
         raise ValueError(f"nested_alternatives must be 'flatten' or 'error', not {nested_alternatives!r}")
     check_encoding(encoding)
+    if collar is not None and not segment_free:
+        raise ValueError("collar applies to segment-free scoring only (segment_free=True)")
+    if segment_free and (single_segment or reduce):
+        raise ValueError("segment_free does not combine with single_segment or reduce")
     rfmt = reference_format(ref, ref_format, encoding=encoding)
     hfmt = hypothesis_format(hyp, hyp_format, reference=rfmt, encoding=encoding)
     _check_not_word_ids(ref, rfmt, hyp, hfmt, encoding)
@@ -394,9 +401,12 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     if rfmt != "stm" and hfmt == "ctm":
         raise FormatError(f"a {rfmt} reference needs a trn or text hypothesis (got ctm; --ref-format overrides "
                           "the detected format)", path=hyp)
+    if segment_free and rfmt != "stm":
+        raise FormatError(f"segment-free scoring needs an STM reference (got {rfmt}; --ref-format overrides the "
+                          "detected format)", path=ref)
     ref_obj = read_reference(ref, rfmt, glms=glms, encoding=encoding).records
-    if rfmt == "stm" and not glms and not ctm_types and _choose_engine(tuning, list(ref_obj.segments), fragments,
-                                                                       single_segment, reduce) == "chain":
+    if rfmt == "stm" and not glms and not ctm_types and not segment_free \
+            and _choose_engine(tuning, list(ref_obj.segments), fragments, single_segment, reduce) == "chain":
         # The chain engine's common input, a canonical CTM file, is read into columns without one
         # object per line (the columns have no RT token types: --ctm-type needs the objects); any file the columnar reader does not read exactly (None) is read below by
         # the CTM reader of io.ctm, which gives the precise error or the objects.
@@ -418,7 +428,11 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
     common = dict(optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                   mode=mode, allow_missing=allow_missing, case_language=case_language, ref_name=str(ref),
                   hyp_name=str(hyp))
-    if rfmt == "stm":
+    if segment_free:
+        from .segment_free import score_segment_free
+
+        result = score_segment_free(ref_obj, hyp_obj, collar=collar, **common)
+    elif rfmt == "stm":
         result = score_stm_ctm(ref_obj, hyp_obj, single_segment=single_segment, reduce=reduce, tuning=tuning, **common)
     else:
         if single_segment or reduce:
