@@ -32,8 +32,9 @@ _FORMATS = click.Choice(LATTICE_FORMATS)
 @json_option("Write the statistics as JSON here ('-' = stdout instead of the table; undefined values are null).")
 def info_command(lattices, format, words, frame_shift, frame_subsampling_factor, acoustic_scale, lm_scale,
                  word_penalty, json_out):
-    """Per-lattice and total statistics: states, arcs, duration, arcs/s, depth, best path,
-    log-likelihood and posterior sanity (max |posterior mass crossing a frame - 1|)."""
+    """Per-lattice and total statistics: states, arcs, trimmed arcs (on no complete path, dropped when
+    read), duration, arcs/s, depth, best path, log-likelihood and posterior sanity (max |posterior mass
+    crossing a frame - 1|)."""
     result = lattice_info(list(lattices), format=format, words=words, frame_shift=frame_shift,
                           frame_subsampling_factor=frame_subsampling_factor, acoustic_scale=acoustic_scale,
                           lm_scale=lm_scale, word_penalty=word_penalty)
@@ -41,7 +42,7 @@ def info_command(lattices, format, words, frame_shift, frame_subsampling_factor,
         write_json(json_out, result, indent=1, sort_keys=False)
         if json_out == "-":
             return
-    cols = ["key", "states", "arcs", "duration", "arcs_per_second", "depth", "log_likelihood", "posterior_sanity"]
+    cols = ["key", "states", "arcs", "trimmed_arcs", "duration", "arcs_per_second", "depth", "log_likelihood", "posterior_sanity"]
     click.echo("\t".join(cols + ["best_path"]))
     for r in result["lattices"]:
         click.echo("\t".join(_fmt(r[c]) for c in cols) + "\t" + r["best_path"])
