@@ -56,7 +56,8 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
     """Yield the lattices of every spec in ``specs``, in order (see the module docstring).
 
     Raises:
-      MismatchError when a key appears twice (within one input or across inputs), naming both.
+      MismatchError when a key appears twice (within one input or across inputs), naming both;
+      FormatError when a key contains whitespace (it would split every CTM, STM or archive line).
     """
     if isinstance(specs, (str, os.PathLike)):
         specs = [specs]
@@ -72,6 +73,10 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
         for lat in read_lattices(spec, format=fmt, symbols=table, frame_shift=fs, **options):
             if isinstance(lat, tuple):          # readers that return (lattice, header)
                 lat = lat[0]
+            if any(c.isspace() for c in lat.key):  # (e.g. from a file name): it would split CTM/STM/ark lines
+                raise FormatError(f"lattice key {lat.key!r} of {spec} contains whitespace, but an utterance key is one "
+                                  "field of CTM, STM and Kaldi archive lines: rename the input", path=spec,
+                                  key=lat.key)
             if lat.key in seen:
                 raise MismatchError(f"lattice key {lat.key!r} is given twice (in {seen[lat.key]} and in {spec}); "
                                     "each utterance must be given once", key=lat.key)

@@ -408,6 +408,11 @@ def _build(block: Block, path: str, symbols: SymbolTable | None, frame_shift: fl
     attrs = {k: links[k] for k in ("p", "r") if links[k] is not None}
     fields, hnum = header.fields, header.numbers
     key = fields.get("UTTERANCE") or ""
+    if key and any(c.isspace() for c in key):
+        # theanolm writes UTTERANCE="utterance 123": as a key it would split every CTM line it starts
+        raise FormatError(f"UTTERANCE={key!r} contains whitespace, but an utterance key is one field of CTM, STM and "
+                          "Kaldi archive lines: rename it in the file (e.g. spaces to '_') so that it matches the "
+                          "reference's utterance ids", path=path, line=header.line["UTTERANCE"])
     try:  # (from_arcs trims the links on no start -> end path, e.g. the other dead ends)
         lat = Lattice.from_arcs(src=src, dst=dst, word=words.word, symbols=words.symbols, final_graph_cost=final,
                                 num_states=n_nodes, start=start, t0=t0, t1=t1, graph_cost=graph_cost,
