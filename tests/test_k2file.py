@@ -141,7 +141,9 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
             assert lat.ilabel[first] == max(ref["label"][off + k], 0)
             assert np.all(lat.graph_cost[rest] == 0) and np.all(lat.acoustic_cost[rest] == 0)
             assert np.all(lat.ilabel[rest] == 0)
-            assert np.all(lat.t0[chain_arcs] == ref["frame"][off + k])
+            # the first piece spans the frame, the others no frame at its end (one frame per state)
+            assert lat.t0[first] == ref["frame"][off + k] and lat.t1[first] == ref["frame"][off + k] + 1
+            assert np.all(lat.t0[rest] == ref["frame"][off + k] + 1) and np.all(lat.t1[rest] == lat.t0[rest])
             assert np.all(lat.attrs["frame"][chain_arcs] == ref["frame"][off + k])
             assert np.all(lat.attrs["tokens"][rest] == 0)
         # words
@@ -154,8 +156,8 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
             assert np.array_equal(lat.word, np.maximum(label, 0))
         # times and attributes
         if "frame" in ref:
-            assert np.array_equal(lat.t0, np.array(ref["frame"])[g])
-            assert np.array_equal(lat.t1, lat.t0 + 1)
+            assert np.array_equal(lat.t0[single], np.array(ref["frame"])[g][single])
+            assert np.array_equal(lat.t1[single], lat.t0[single] + 1)
             assert not lat.word_aligned
         else:
             assert lat.word_aligned and not lat.has_times
@@ -178,7 +180,8 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
         assert lat.words(bp) == want["symbols"]
         assert [int(w) for w in lat.word[bp] if w] == want["ids"]
         if want["start_frames"] is not None:
-            assert [int(t) for t, w in zip(lat.t0[bp], lat.word[bp], strict=False) if w] == want["start_frames"]
+            frames = lat.attrs["frame"][bp]  # k2's frame of the arc carrying each word (t0 of a later piece is one more)
+            assert [int(t) for t, w in zip(frames, lat.word[bp], strict=False) if w] == want["start_frames"]
         assert -lat.acoustic_cost[bp].sum() == pytest.approx(want["am_score"], abs=1e-5)
         assert -(lat.graph_cost[bp] + lat.acoustic_cost[bp]).sum() == pytest.approx(want["score"], abs=1e-9)
     assert (name == "hlg_lattice.pt") == (chained > 0)
@@ -216,6 +219,12 @@ def test_write_read_round_trip(k2dir, tmp_path, name, aux_mode, no_k2):
         back = read_k2_lattices(out, symbols=_symbols(k2dir, name), engine=engine)
         assert len(back) == len(lats)
         for a, b in zip(lats, back, strict=False):
+            if name == "hlg_lattice.pt":
+                # a multi-word arc's later pieces span no frame (t0 = t1 = its frame + 1); written back they
+                # are arcs of their own, which k2 times by their frame attribute: only their times change
+                chained = (a.t0 == a.t1) & (a.ilabel == 0)
+                assert np.array_equal(b.t0[chained], a.t0[chained] - 1)
+                a = a.replace(t0=np.where(chained, b.t0, a.t0), t1=np.where(chained, b.t1, a.t1))
             assert a.equals(b) and a.word_aligned == b.word_aligned and a.key == b.key
             assert set(a.attrs) == set(b.attrs)
             for k in a.attrs:
@@ -448,3 +457,47 @@ def test_mbr_decode_and_sausage_on_a_pruned_k2_lattice_give_k2s_words(k2dir, exp
         assert [w for words in top for w in words] == want
         for slot in cn.slots:  # every bin's posteriors sum to 1 (a dead end does not)
             assert sum(a.posterior for a in slot.alternatives) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_pruned_k2_lattice_with_multi_word_arcs_converts_to_kaldi_and_slf(k2dir, expected, tmp_path):
+    """hlg_lattice.pt has arcs carrying 2 words: the later words span no frame at the arc's end, so every
+    state has one frame and `convert --to kaldi` writes an archive Kaldi accepts (it used to refuse: 'arc
+    starts at frame 15 but its source state is at frame 16').  Read back, the Kaldi and SLF lattices keep
+    k2's total probability and best path; Kaldi's lattice-mbr-decode on the archive gives the spoken words
+    and the tables lattice-tools' mbr-decode writes for the same archive."""
+    import subprocess
+
+    from _kaldi_helpers import kaldi_env, kaldi_bin
+    from click.testing import CliRunner
+
+    from lattice_tools import latbin
+    from lattice_tools.cli import main
+    from lattice_tools.io import read_lattices
+
+    pt, words = str(k2dir / "hlg_lattice.pt"), str(k2dir / "words.txt")
+    ark, slf = tmp_path / "h.ark", tmp_path / "slf"
+    for out in (f"ark,t:{ark}", str(slf)):
+        extra = ["--out-format", "slf"] if out == str(slf) else []
+        result = CliRunner().invoke(main, ["convert", pt, "--words", words, "-o", out, *extra])
+        assert result.exit_code == 0, result.output
+    utts = expected["hlg_lattice.pt"]["utterances"]
+    from_ark = list(read_lattices(f"ark:{ark}", symbols=SymbolTable.read(words)))
+    from_slf = [next(iter(read_lattices(str(slf / f"{u['index']}.lat")))) for u in utts]
+    for lats in (from_ark, from_slf):
+        assert [lat.key for lat in lats] == [str(u["index"]) for u in utts]
+        for lat, utt in zip(lats, utts, strict=True):
+            assert total_log_prob(lat) == pytest.approx(utt["tot_score_log"], abs=1e-4)
+            assert lat.words(best_path(lat)) == utt["best_path"]["symbols"]
+    decode = kaldi_bin("lattice-mbr-decode")
+    if decode is None:
+        pytest.skip("Kaldi's lattice-mbr-decode not on PATH or in $LATTICE_TOOLS_KALDI_BIN")
+    names = ("tra", "risk", "saus", "times")
+    subprocess.run([decode, f"ark:{ark}", *(f"ark,t:{tmp_path / ('kaldi.' + n)}" for n in names)], check=True,
+                   env=kaldi_env(), capture_output=True)
+    latbin.mbr_decode(f"ark:{ark}", **{k: str(tmp_path / f"ours.{n}") for k, n in
+                                       zip(("tra", "bayes_risk", "sausage_stats", "times"), names, strict=True)})
+    for n in names:
+        assert (tmp_path / f"ours.{n}").read_text() == (tmp_path / f"kaldi.{n}").read_text(), n
+    table = SymbolTable.read(words)
+    spoken = [line.split()[1:] for line in (tmp_path / "kaldi.tra").read_text().splitlines()]
+    assert [[table.word(int(w)) for w in ids] for ids in spoken] == [u["spoken_words"].split() for u in utts]
