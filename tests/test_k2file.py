@@ -467,7 +467,7 @@ def test_a_pruned_k2_lattice_with_multi_word_arcs_converts_to_kaldi_and_slf(k2di
     and the tables lattice-tools' mbr-decode writes for the same archive."""
     import subprocess
 
-    from _kaldi_helpers import kaldi_env, kaldi_bin
+    from _kaldi_helpers import kaldi_bin, kaldi_env
     from click.testing import CliRunner
 
     from lattice_tools import latbin
