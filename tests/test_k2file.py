@@ -501,3 +501,36 @@ def test_a_pruned_k2_lattice_with_multi_word_arcs_converts_to_kaldi_and_slf(k2di
     table = SymbolTable.read(words)
     spoken = [line.split()[1:] for line in (tmp_path / "kaldi.tra").read_text().splitlines()]
     assert [[table.word(int(w)) for w in ids] for ids in spoken] == [u["spoken_words"].split() for u in utts]
+
+
+def test_convert_names_a_pt_files_lattices_with_keys(k2dir, tmp_path):
+    """--keys FILE names the lattices of a .pt (numbered 0, 1, ... by position) in input order, e.g. with
+    icefall cut ids; a count that does not match, a blank or spaced key, or a key given twice is one error
+    line naming the file (and the line), exit 2, and nothing is written."""
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+    from lattice_tools.io import read_lattices
+
+    pt, words = str(k2dir / "hlg_lattice.pt"), str(k2dir / "words.txt")
+    keys, out = tmp_path / "cuts.txt", tmp_path / "out.ark"
+    cuts = ["1089-134686-0000-0", "1089-134686-0001-1", "1089-134686-0002-2"]
+    keys.write_text("\n".join(cuts) + "\n")
+    result = CliRunner().invoke(main, ["convert", pt, "--words", words, "--keys", str(keys), "-o", f"ark,t:{out}"])
+    assert result.exit_code == 0, result.output
+    got = list(read_lattices(f"ark:{out}", symbols=SymbolTable.read(words)))
+    plain = read_k2_lattices(pt, symbols=words)
+    assert [lat.key for lat in got] == cuts
+    assert [lat.words(best_path(lat)) for lat in got] == [lat.words(best_path(lat)) for lat in plain]
+    out.unlink()
+    for text, message, line in [
+            ("\n".join(cuts[:2]) + "\n", "has 2 keys but the inputs hold more lattices", None),
+            ("\n".join([*cuts, "extra"]) + "\n", "has 4 keys but the inputs hold 3 lattices", None),
+            (f"{cuts[0]}\n\n{cuts[2]}\n", "one key per line", 2),
+            (f"{cuts[0]}\nspeaker 1\n{cuts[2]}\n", "one key per line", 2),
+            (f"{cuts[0]}\n{cuts[1]}\n{cuts[0]}\n", "given twice (lines 1 and 3)", 3)]:
+        keys.write_text(text)
+        result = CliRunner().invoke(main, ["convert", pt, "--words", words, "--keys", str(keys), "-o", f"ark,t:{out}"])
+        assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+        assert str(keys) + (f":{line}" if line else "") in result.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["cuts.txt"]  # no output, no temporary

@@ -61,8 +61,11 @@ def info_command(lattices, format, words, frame_shift, frame_subsampling_factor,
 @lattice_input_options
 @click.option("--write-words", type=click.Path(dir_okay=False), default=None,
               help="Write the output's words.txt here (ids used in Kaldi/k2/OpenFst output).")
+@click.option("--keys", type=click.Path(dir_okay=False), default=None,
+              help="Name the lattices from this file: one key per line, in input order, one per lattice (e.g. "
+                   "the icefall cut ids of a k2 .pt file, whose lattices are otherwise numbered 0, 1, ...).")
 def convert_command(inputs, out, from_format, to_format, words, frame_shift, frame_subsampling_factor,
-                    write_words):
+                    write_words, keys):
     """Convert lattices: INPUTS (files, SLF directories, Kaldi rspecifiers) -> -o OUT (an SLF
     directory or file, a Kaldi wspecifier such as ark,t:out.txt, an OpenFst .fst/.txt, a k2 .pt)."""
     inputs = list(inputs)
@@ -73,5 +76,5 @@ def convert_command(inputs, out, from_format, to_format, words, frame_shift, fra
     output = out
     n = convert_lattices(list(inputs), output, from_format=from_format, to_format=to_format, words=words,
                          frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                         write_words=write_words)
+                         write_words=write_words, keys=keys)
     click.echo(f"converted {n} lattice(s) -> {output}", err=True)
