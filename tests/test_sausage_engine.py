@@ -109,3 +109,21 @@ def test_sausage_is_mbr_decode_on_generated_lattices_with_silence(lat, acoustic_
     """The generated lattices use the words a..d and <sil>: a silence word is aligned as Kaldi aligns it
     (it used to be turned into epsilon before the alignment, which moved neighbouring words to other bins)."""
     assert_one_engine(lat, acoustic_scale, lm_scale)
+
+
+def test_the_engine_trims_a_lattice_built_with_the_plain_constructor():
+    """Readers trim lattices when they build them; a lattice built with the plain constructor may keep a
+    dead-end arc, which mbr_decode (and so sausage) trims first instead of giving its word a bin."""
+    import numpy as np
+
+    syms = SymbolTable.from_words(["a", "b", "dead"])
+    inf = np.array([np.inf, np.inf, 0.0, np.inf])
+    # 0 -a-> 1 -b-> 2 (final); 1 -dead-> 3 (a dead end, cheaper than b)
+    lat = Lattice(num_states=4, src=np.array([0, 1, 1]), dst=np.array([1, 2, 3]), word=np.array([1, 2, 3]),
+                  ilabel=np.array([1, 2, 3]), t0=np.array([0, 5, 5]), t1=np.array([5, 9, 9]),
+                  graph_cost=np.array([0.0, 2.0, 0.0]), acoustic_cost=np.zeros(3), final_graph_cost=inf,
+                  final_acoustic_cost=inf, symbols=syms)
+    res = mbr_decode(lat)
+    assert [syms.word(w) for w in res.words] == ["a", "b"]
+    assert all(w != 3 for b in res.bins for w, _ in b)
+    assert [[a.words for a in slot.alternatives] for slot in sausage(lat).slots] == [[("a",)], [("b",)]]

@@ -48,7 +48,7 @@ import numpy as np
 from .._ext import native
 from ..algorithms.kaldi_order import StoredOrderView, state_times, stored_order_view, tropical_best_path
 from ..errors import BudgetExceededError, LatticeError
-from ..lattice import Lattice
+from ..lattice import Lattice, connect
 from ._common import dense_codes, is_silence, word_labels
 from .network import Alternative, Alternatives, Slot
 
@@ -184,6 +184,10 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     ``strict_times``: paths reaching a state (or the final states) at different frames raise
     :class:`LatticeError`, as Kaldi refuses them; ``False`` takes the first frame in Kaldi's order.
     """
+    # Readers build trimmed lattices (Lattice.from_arcs); one built with the plain constructor may hold arcs on
+    # no complete path, and a dead-end word would take a bin with posterior 1: trimmed here (a no-op check
+    # on a trimmed lattice), once for every caller of the engine
+    lat = connect(lat)
     if not lat.word_aligned:
         from .word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
