@@ -29,6 +29,10 @@ Conventions
   :func:`lattice_tools.alternatives.word_align` first.
 * ``attrs`` holds extra per-arc numpy arrays that readers or converters want to keep
   (e.g. k2 ``tokens``; a pocketsphinx link posterior ``p``), each of length ``num_arcs``.
+* **Trimmed.**  :meth:`Lattice.from_arcs`, which every reader builds its lattices with, keeps only the
+  arcs on some path from the start to a final state (k2's pruned intersection leaves dead ends; a
+  dead-end word would get a whole MBR bin); ``trimmed_arcs`` counts what it dropped.  The plain
+  constructor does not trim: :func:`connect` does, and the MBR/sausage engine calls it.
 """
 from __future__ import annotations
 
