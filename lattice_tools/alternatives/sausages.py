@@ -337,7 +337,7 @@ def _silence_ids(lat: Lattice, bins, silence_words: Iterable[str] | None) -> fro
 def _silence_as_epsilon(entries: list, silent: frozenset[int]) -> list:
     """A bin's ``((word, posterior), (start, end))`` entries with the silence words' posteriors added to
     the epsilon entry, re-sorted as Kaldi sorts a bin (posterior descending, then the larger id first)."""
-    eps = sum(g for (w, g), _ in entries if w == 0 or w in silent)
+    eps = math.fsum(g for (w, g), _ in entries if w == 0 or w in silent)
     rest = [e for e in entries if e[0][0] != 0 and e[0][0] not in silent]
     merged = [*rest, ((0, eps), (math.nan, math.nan))]
     return sorted(merged, key=lambda e: (-e[0][1], -e[0][0]))
