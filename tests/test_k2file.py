@@ -534,3 +534,18 @@ def test_convert_names_a_pt_files_lattices_with_keys(k2dir, tmp_path):
         assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
         assert str(keys) + (f":{line}" if line else "") in result.output
         assert sorted(p.name for p in tmp_path.iterdir()) == ["cuts.txt"]  # no output, no temporary
+
+
+def test_info_counts_the_trimmed_arcs(k2dir, expected):
+    """`lattice-tools info` shows how many arcs of each lattice lay on no complete path: at least the k2 arcs
+    k2 gives posterior 0 (more where such an arc carried 2+ words), and none for lattices without dead ends."""
+    from lattice_tools.algorithms.statistics import lattice_info
+
+    for name in ("hlg_lattice.pt", "word_lattice.pt"):
+        info = lattice_info([str(k2dir / name)], words=str(k2dir / "words.txt"), progress=False)
+        dead = [sum(p == 0 for p in utt["arc_post"]) for utt in expected[name]["utterances"]]
+        rows = info["lattices"]
+        assert [r["trimmed_arcs"] >= d for r, d in zip(rows, dead, strict=True)] == [True] * len(rows)
+        assert [r["trimmed_arcs"] > 0 for r in rows] == [d > 0 for d in dead]
+        assert info["total"]["trimmed_arcs"] == sum(r["trimmed_arcs"] for r in rows)
+    assert dead == [0]  # (word_lattice.pt: nothing to trim)
