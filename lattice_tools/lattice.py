@@ -29,6 +29,10 @@ Conventions
   :func:`lattice_tools.alternatives.word_align` first.
 * ``attrs`` holds extra per-arc numpy arrays that readers or converters want to keep
   (e.g. k2 ``tokens``; a pocketsphinx link posterior ``p``), each of length ``num_arcs``.
+* **Trimmed.**  :meth:`Lattice.from_arcs`, which every reader builds its lattices with, keeps only the
+  arcs on some path from the start to a final state (k2's pruned intersection leaves dead ends; a
+  dead-end word would get a whole MBR bin); ``trimmed_arcs`` counts what it dropped.  The plain
+  constructor does not trim: :func:`connect` does, and the MBR/sausage engine calls it.
 """
 from __future__ import annotations
 
@@ -84,6 +88,9 @@ class Lattice:
     key: str = ""
     word_aligned: bool = True
     attrs: Mapping[str, np.ndarray] = field(default_factory=dict)
+    #: Arcs dropped when the lattice was built because they lie on no path from the start to a final state
+    #: (:meth:`from_arcs`, :func:`connect`); ``lattice-tools info`` shows it.
+    trimmed_arcs: int = 0
 
     def __post_init__(self):
         self._adopt_arrays(copy_attrs=True)
@@ -125,8 +132,13 @@ class Lattice:
                   return_maps: bool = False):
         """Build a lattice from arcs in any state numbering.
 
-        States are renumbered in topological order with ``start`` first; states not reachable
-        from ``start`` are dropped along with their arcs.  A cycle raises :class:`LatticeError`.
+        States are renumbered in topological order with ``start`` first.  The lattice is trimmed to its
+        connected part: states not reachable from ``start``, and states from which no final state can be
+        reached (dead ends, e.g. the beam-pruned partial paths k2's ``intersect_dense_pruned`` leaves),
+        are dropped along with their arcs; :attr:`trimmed_arcs` counts the arcs dropped.  Every reader
+        builds its lattices here, so no algorithm sees an arc that lies on no complete path (a dead-end
+        word would otherwise take a share of MBR's alignment that no path supports).  A cycle among the
+        reachable states raises :class:`LatticeError`, and so does a lattice without any complete path.
         Final costs are given per input state (``inf`` = not final).  With ``return_maps=True``
         also returns ``(state_map, arc_map)``: new id of each input state (-1 if dropped) and
         the input index of each output arc.
@@ -138,6 +150,13 @@ class Lattice:
                                    key=key, attrs=attrs)
         n_arcs = len(src)
         order = topological_order(num_states, src, dst, start, key=key)
+        live = coreachable_mask(num_states, src, dst, np.isfinite(final_graph_cost))
+        if not live[start]:
+            raise LatticeError("lattice has no final state" if not np.isfinite(final_graph_cost).any() else
+                               "lattice has no complete path from the start to a final state", key=key or None)
+        live_order = live[order]
+        if not live_order.all():
+            order = order[live_order]
         state_map = np.full(num_states, -1, dtype=np.int64)
         state_map[order] = np.arange(len(order))
         arc_idx, new_src, new_dst = np.empty(n_arcs, np.int64), np.empty(n_arcs, np.int64), np.empty(n_arcs, np.int64)
@@ -158,7 +177,8 @@ class Lattice:
             num_states=len(order), src=new_src, dst=new_dst, word=take(word), ilabel=take(ilabel), t0=take(t0),
             t1=take(t1), graph_cost=take(graph_cost), acoustic_cost=take(acoustic_cost),
             final_graph_cost=final_graph_cost[order], final_acoustic_cost=final_acoustic_cost[order], symbols=symbols,
-            frame_shift=frame_shift, key=key, word_aligned=word_aligned, attrs={k: take(v) for k, v in attrs.items()})
+            frame_shift=frame_shift, key=key, word_aligned=word_aligned, attrs={k: take(v) for k, v in attrs.items()},
+            trimmed_arcs=n_arcs - (n_arcs if unchanged_numbering else int(n_kept)))
         if return_maps:
             return lat, state_map, arc_idx
         return lat
@@ -202,6 +222,8 @@ class Lattice:
             raise LatticeError("lattice has no final state", key=key)
         if self.frame_shift <= 0:
             raise LatticeError(f"frame_shift must be positive, got {self.frame_shift}", key=key)
+        if self.trimmed_arcs < 0:
+            raise LatticeError(f"trimmed_arcs must be >= 0, got {self.trimmed_arcs}", key=key)
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -278,7 +300,7 @@ class Lattice:
                        acoustic_cost=self.acoustic_cost[arc_idx], final_graph_cost=self.final_graph_cost,
                        final_acoustic_cost=self.final_acoustic_cost, symbols=self.symbols,
                        frame_shift=self.frame_shift, key=self.key, word_aligned=self.word_aligned,
-                       attrs={k: v[arc_idx] for k, v in self.attrs.items()})
+                       attrs={k: v[arc_idx] for k, v in self.attrs.items()}, trimmed_arcs=self.trimmed_arcs)
 
     def out_arc_offsets(self) -> np.ndarray:
         """CSR offsets: arcs leaving state ``s`` are ``offsets[s]:offsets[s+1]``."""
@@ -411,36 +433,40 @@ def _int64(values) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.int64)
 
 
-def connect(lat: Lattice) -> Lattice:
-    """Keep only states that are reachable from the start and can reach a final state."""
-    n = lat.num_states
+def coreachable_mask(num_states: int, src: np.ndarray, dst: np.ndarray, is_final: np.ndarray) -> np.ndarray:
+    """Boolean mask of the states from which a final state (``is_final``) can be reached: the states
+    reachable from a virtual state ``num_states`` along the reversed arcs plus one arc from it to every
+    final state. O(states + arcs), in C (``lattice_tools/_ext/lattice_order.c``)."""
+    finals = np.flatnonzero(is_final).astype(np.int64)
+    rsrc = np.concatenate([_int64(dst), np.full(len(finals), num_states, np.int64)])
+    rdst = np.concatenate([_int64(src), finals])
+    mask = np.empty(num_states + 1, dtype=bool)
+    _order_kernel().reachable(num_states, rsrc, rdst, mask)
+    return mask[:num_states]
+
+
+def connect(lat: Lattice, return_maps: bool = False):
+    """Keep only states that are reachable from the start and can reach a final state (numbering order
+    kept); :attr:`Lattice.trimmed_arcs` grows by the arcs dropped.  Raises :class:`LatticeError` when
+    no path leads from the start to a final state.  With ``return_maps=True`` also returns
+    ``(state_map, arc_idx)``: the new id of each state (-1 if dropped) and the index of each kept arc."""
     src, dst = lat.src, lat.dst
-    # States are topologically numbered and arcs sorted by src: one forward sweep suffices.
-    # The sweeps run over Python lists (numpy scalar indexing is ~10x slower per arc).
-    src_list, dst_list = src.tolist(), dst.tolist()
-    fwd_list = [False] * n
-    fwd_list[0] = True
-    for s, d in zip(src_list, dst_list, strict=False):
-        if fwd_list[s]:
-            fwd_list[d] = True
-    bwd_list = lat.is_final.tolist()
-    for s, d in zip(reversed(src_list), reversed(dst_list), strict=False):
-        if bwd_list[d]:
-            bwd_list[s] = True
-    live = np.array(fwd_list, dtype=bool) & np.array(bwd_list, dtype=bool)
+    live = reachable_mask(lat.num_states, src, dst, 0) & coreachable_mask(lat.num_states, src, dst, lat.is_final)
     if not live[0]:
         raise LatticeError("lattice has no complete path from the start to a final state", key=lat.key or None)
-    if live.all() and bool(np.all(live[src] & live[dst])):
-        return lat
     keep_arc = live[src] & live[dst]
-    new_id = np.cumsum(live) - 1
+    new_id = np.where(live, np.cumsum(live) - 1, -1)
+    if live.all() and bool(keep_arc.all()):
+        return (lat, new_id, np.arange(lat.num_arcs, dtype=np.int64)) if return_maps else lat
     idx = np.nonzero(keep_arc)[0]
-    return Lattice(num_states=int(live.sum()), src=new_id[src[idx]], dst=new_id[dst[idx]], word=lat.word[idx],
-                   ilabel=lat.ilabel[idx], t0=lat.t0[idx], t1=lat.t1[idx], graph_cost=lat.graph_cost[idx],
-                   acoustic_cost=lat.acoustic_cost[idx], final_graph_cost=lat.final_graph_cost[live],
-                   final_acoustic_cost=lat.final_acoustic_cost[live], symbols=lat.symbols,
-                   frame_shift=lat.frame_shift, key=lat.key, word_aligned=lat.word_aligned,
-                   attrs={k: v[idx] for k, v in lat.attrs.items()})
+    out = Lattice(num_states=int(live.sum()), src=new_id[src[idx]], dst=new_id[dst[idx]], word=lat.word[idx],
+                  ilabel=lat.ilabel[idx], t0=lat.t0[idx], t1=lat.t1[idx], graph_cost=lat.graph_cost[idx],
+                  acoustic_cost=lat.acoustic_cost[idx], final_graph_cost=lat.final_graph_cost[live],
+                  final_acoustic_cost=lat.final_acoustic_cost[live], symbols=lat.symbols,
+                  frame_shift=lat.frame_shift, key=lat.key, word_aligned=lat.word_aligned,
+                  attrs={k: v[idx] for k, v in lat.attrs.items()},
+                  trimmed_arcs=lat.trimmed_arcs + lat.num_arcs - len(idx))
+    return (out, new_id, idx) if return_maps else out
 
 
 # -- networkx conversion (Lattice.to_networkx / Lattice.from_networkx) ---------------------------------
@@ -553,5 +579,5 @@ def _from_networkx(graph, symbols: SymbolTable | None, key: str | None) -> Latti
     if in_lattice_layout:
         # states already topological and arcs sorted by source (e.g. a graph to_networkx wrote): keep the
         # numbering and arc order exactly; from_arcs would re-sort arcs by (src, dst)
-        return Lattice(num_states=len(nodes), src=src, dst=dst, **fields)
+        return connect(Lattice(num_states=len(nodes), src=src, dst=dst, **fields))
     return Lattice.from_arcs(src=src, dst=dst, num_states=len(nodes), start=index[start], **fields)

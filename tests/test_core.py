@@ -52,13 +52,26 @@ def test_cycle_and_bad_input_are_rejected():
         small(word=[1, 2, 3])
 
 
-def test_unreachable_states_dropped_and_connect_trims_dead_ends():
+def test_from_arcs_drops_unreachable_states_and_dead_ends():
     lat = Lattice.from_arcs(src=[0, 0, 3], dst=[1, 2, 1], word=[1, 2, 3], symbols=SYMS,
                             final_graph_cost=[INF, 0, INF, INF])
-    assert lat.num_states == 3 and lat.num_arcs == 2      # state 3 unreachable
-    trimmed = connect(lat)                                 # state reached by 'b' is a dead end
-    assert trimmed.num_arcs == 1 and trimmed.words() == ["a"]
+    # state 3 is unreachable and the state reached by 'b' is a dead end: only 'a' is on a complete path
+    assert lat.num_states == 2 and lat.num_arcs == 1 and lat.words() == ["a"]
+    assert lat.trimmed_arcs == 2
+    with pytest.raises(LatticeError, match="no complete path"):
+        Lattice.from_arcs(src=[0], dst=[1], word=[1], symbols=SYMS, final_graph_cost=[INF, INF, 0])
+
+
+def test_connect_trims_a_lattice_built_with_the_plain_constructor():
+    inf = np.array([INF, 0.0, INF])
+    lat = Lattice(num_states=3, src=np.array([0, 0]), dst=np.array([1, 2]), word=np.array([1, 2]),
+                  ilabel=np.array([1, 2]), t0=np.array([0, 0]), t1=np.array([1, 1]), graph_cost=np.zeros(2),
+                  acoustic_cost=np.zeros(2), final_graph_cost=inf, final_acoustic_cost=inf, symbols=SYMS)
+    trimmed, state_map, arc_idx = connect(lat, return_maps=True)
+    assert trimmed.num_arcs == 1 and trimmed.words() == ["a"] and trimmed.trimmed_arcs == 1
+    assert state_map.tolist() == [0, 1, -1] and arc_idx.tolist() == [0]
     assert lat.num_arcs == 2                               # input untouched
+    assert connect(trimmed) is trimmed
 
 
 def test_arc_costs_scales_and_penalty():

@@ -98,11 +98,16 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
     lats, maps = read_k2_lattices(k2dir / name, symbols=_symbols(k2dir, name), return_arc_maps=True, engine=engine)
     assert len(lats) == len(exp["utterances"])
     ragged = isinstance(ref.get("aux_labels", [None])[0], list)
+    chained = 0  # k2 arcs on complete paths that carry 2+ words
     for lat, arc_map, utt in zip(lats, maps, exp["utterances"], strict=False):
         off = utt["arc_offset"]
         n_arcs = utt["num_arcs"]
-        # Every k2 arc is represented; only arcs with 2+ words produce extra hub arcs.
-        assert sorted(set(arc_map.tolist())) == list(range(n_arcs))
+        # Every k2 arc on a complete path is represented (only arcs with 2+ words produce extra hub arcs);
+        # the arcs trimmed away are exactly those k2's get_arc_post gives posterior 0 (dead ends that
+        # intersect_dense_pruned leaves in hlg_lattice.pt)
+        on_paths = np.flatnonzero(np.array(utt["arc_post"]) > 0).tolist()
+        assert sorted(set(arc_map.tolist())) == on_paths
+        assert (lat.trimmed_arcs > 0) == (len(on_paths) < n_arcs) == (name == "hlg_lattice.pt")
         g = arc_map + off
         scores = np.array(ref["score"])[g]
         lm = np.array(ref["lm_scores"])[g] if "lm_scores" in ref else np.zeros(len(g))
@@ -110,7 +115,8 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
         label = np.array(ref["label"])[g]
         # arcs mapped once are k2 arcs unchanged; chains (2+ words) are checked below
         counts = np.bincount(arc_map, minlength=n_arcs)
-        assert (name == "hlg_lattice.pt") == bool(np.any(counts > 1))
+        assert name == "hlg_lattice.pt" or not np.any(counts > 1)
+        chained += int(np.sum(counts > 1))
         single = counts[arc_map] == 1
         assert np.array_equal(lat.graph_cost[single] + lat.acoustic_cost[single], -scores[single])
         assert np.array_equal(lat.graph_cost[single], -lm[single])
@@ -135,7 +141,9 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
             assert lat.ilabel[first] == max(ref["label"][off + k], 0)
             assert np.all(lat.graph_cost[rest] == 0) and np.all(lat.acoustic_cost[rest] == 0)
             assert np.all(lat.ilabel[rest] == 0)
-            assert np.all(lat.t0[chain_arcs] == ref["frame"][off + k])
+            # the first piece spans the frame, the others no frame at its end (one frame per state)
+            assert lat.t0[first] == ref["frame"][off + k] and lat.t1[first] == ref["frame"][off + k] + 1
+            assert np.all(lat.t0[rest] == ref["frame"][off + k] + 1) and np.all(lat.t1[rest] == lat.t0[rest])
             assert np.all(lat.attrs["frame"][chain_arcs] == ref["frame"][off + k])
             assert np.all(lat.attrs["tokens"][rest] == 0)
         # words
@@ -148,8 +156,8 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
             assert np.array_equal(lat.word, np.maximum(label, 0))
         # times and attributes
         if "frame" in ref:
-            assert np.array_equal(lat.t0, np.array(ref["frame"])[g])
-            assert np.array_equal(lat.t1, lat.t0 + 1)
+            assert np.array_equal(lat.t0[single], np.array(ref["frame"])[g][single])
+            assert np.array_equal(lat.t1[single], lat.t0[single] + 1)
             assert not lat.word_aligned
         else:
             assert lat.word_aligned and not lat.has_times
@@ -172,9 +180,11 @@ def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, e
         assert lat.words(bp) == want["symbols"]
         assert [int(w) for w in lat.word[bp] if w] == want["ids"]
         if want["start_frames"] is not None:
-            assert [int(t) for t, w in zip(lat.t0[bp], lat.word[bp], strict=False) if w] == want["start_frames"]
+            frames = lat.attrs["frame"][bp]  # k2's frame of the arc carrying each word (t0 of a later piece is one more)
+            assert [int(t) for t, w in zip(frames, lat.word[bp], strict=False) if w] == want["start_frames"]
         assert -lat.acoustic_cost[bp].sum() == pytest.approx(want["am_score"], abs=1e-5)
         assert -(lat.graph_cost[bp] + lat.acoustic_cost[bp]).sum() == pytest.approx(want["score"], abs=1e-9)
+    assert (name == "hlg_lattice.pt") == (chained > 0)
 
 
 def test_depth_of_frame_level_lattice_is_arcs_per_frame(k2dir):
@@ -209,6 +219,12 @@ def test_write_read_round_trip(k2dir, tmp_path, name, aux_mode, no_k2):
         back = read_k2_lattices(out, symbols=_symbols(k2dir, name), engine=engine)
         assert len(back) == len(lats)
         for a, b in zip(lats, back, strict=False):
+            if name == "hlg_lattice.pt":
+                # a multi-word arc's later pieces span no frame (t0 = t1 = its frame + 1); written back they
+                # are arcs of their own, which k2 times by their frame attribute: only their times change
+                chained = (a.t0 == a.t1) & (a.ilabel == 0)
+                assert np.array_equal(b.t0[chained], a.t0[chained] - 1)
+                a = a.replace(t0=np.where(chained, b.t0, a.t0), t1=np.where(chained, b.t1, a.t1))
             assert a.equals(b) and a.word_aligned == b.word_aligned and a.key == b.key
             assert set(a.attrs) == set(b.attrs)
             for k in a.attrs:
@@ -422,3 +438,114 @@ def test_non_topological_k2_numbering_is_renumbered(tmp_path):
     # paths: 0-2-1-3 (-1 -4 -0.5) and 0-1-3 (-2 -0.5)
     assert total_log_prob(lat) == pytest.approx(np.logaddexp(-5.5, -2.5), abs=1e-12)
     assert arc_map[best_path(lat)].tolist() == [1, 2]
+
+
+def test_mbr_decode_and_sausage_on_a_pruned_k2_lattice_give_k2s_words(k2dir, expected):
+    """hlg_lattice.pt comes from k2's intersect_dense_pruned, which leaves dead-end arcs: read and trimmed,
+    the MBR words and the sausage's most probable words are k2's best path, the words spoken (a dead-end
+    word used to take a whole bin with posterior 1: "SEE THE RED AN", "A", "THE EAT")."""
+    from lattice_tools.alternatives.sausages import mbr_decode, sausage
+
+    lats = read_k2_lattices(k2dir / "hlg_lattice.pt", symbols=k2dir / "words.txt")
+    for lat, utt in zip(lats, expected["hlg_lattice.pt"]["utterances"], strict=True):
+        want = utt["best_path"]["symbols"]
+        assert want == utt["spoken_words"].split()
+        assert lat.trimmed_arcs > 0
+        assert [lat.symbols.word(w) for w in mbr_decode(lat).words] == want
+        cn = sausage(lat)
+        top = [slot.alternatives[0].words for slot in cn.slots]
+        assert [w for words in top for w in words] == want
+        for slot in cn.slots:  # every bin's posteriors sum to 1 (a dead end does not)
+            assert sum(a.posterior for a in slot.alternatives) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_pruned_k2_lattice_with_multi_word_arcs_converts_to_kaldi_and_slf(k2dir, expected, tmp_path):
+    """hlg_lattice.pt has arcs carrying 2 words: the later words span no frame at the arc's end, so every
+    state has one frame and `convert --to kaldi` writes an archive Kaldi accepts (it used to refuse: 'arc
+    starts at frame 15 but its source state is at frame 16').  Read back, the Kaldi and SLF lattices keep
+    k2's total probability and best path; Kaldi's lattice-mbr-decode on the archive gives the spoken words
+    and the tables lattice-tools' mbr-decode writes for the same archive."""
+    import subprocess
+
+    from _kaldi_helpers import kaldi_bin, kaldi_env
+    from click.testing import CliRunner
+
+    from lattice_tools import latbin
+    from lattice_tools.cli import main
+    from lattice_tools.io import read_lattices
+
+    pt, words = str(k2dir / "hlg_lattice.pt"), str(k2dir / "words.txt")
+    ark, slf = tmp_path / "h.ark", tmp_path / "slf"
+    for out in (f"ark,t:{ark}", str(slf)):
+        extra = ["--out-format", "slf"] if out == str(slf) else []
+        result = CliRunner().invoke(main, ["convert", pt, "--words", words, "-o", out, *extra])
+        assert result.exit_code == 0, result.output
+    utts = expected["hlg_lattice.pt"]["utterances"]
+    from_ark = list(read_lattices(f"ark:{ark}", symbols=SymbolTable.read(words)))
+    from_slf = [next(iter(read_lattices(str(slf / f"{u['index']}.lat")))) for u in utts]
+    for lats in (from_ark, from_slf):
+        assert [lat.key for lat in lats] == [str(u["index"]) for u in utts]
+        for lat, utt in zip(lats, utts, strict=True):
+            assert total_log_prob(lat) == pytest.approx(utt["tot_score_log"], abs=1e-4)
+            assert lat.words(best_path(lat)) == utt["best_path"]["symbols"]
+    decode = kaldi_bin("lattice-mbr-decode")
+    if decode is None:
+        pytest.skip("Kaldi's lattice-mbr-decode not on PATH or in $LATTICE_TOOLS_KALDI_BIN")
+    names = ("tra", "risk", "saus", "times")
+    subprocess.run([decode, f"ark:{ark}", *(f"ark,t:{tmp_path / ('kaldi.' + n)}" for n in names)], check=True,
+                   env=kaldi_env(), capture_output=True)
+    latbin.mbr_decode(f"ark:{ark}", **{k: str(tmp_path / f"ours.{n}") for k, n in
+                                       zip(("tra", "bayes_risk", "sausage_stats", "times"), names, strict=True)})
+    for n in names:
+        assert (tmp_path / f"ours.{n}").read_text() == (tmp_path / f"kaldi.{n}").read_text(), n
+    table = SymbolTable.read(words)
+    spoken = [line.split()[1:] for line in (tmp_path / "kaldi.tra").read_text().splitlines()]
+    assert [[table.word(int(w)) for w in ids] for ids in spoken] == [u["spoken_words"].split() for u in utts]
+
+
+def test_convert_names_a_pt_files_lattices_with_keys(k2dir, tmp_path):
+    """--keys FILE names the lattices of a .pt (numbered 0, 1, ... by position) in input order, e.g. with
+    icefall cut ids; a count that does not match, a blank or spaced key, or a key given twice is one error
+    line naming the file (and the line), exit 2, and nothing is written."""
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+    from lattice_tools.io import read_lattices
+
+    pt, words = str(k2dir / "hlg_lattice.pt"), str(k2dir / "words.txt")
+    keys, out = tmp_path / "cuts.txt", tmp_path / "out.ark"
+    cuts = ["1089-134686-0000-0", "1089-134686-0001-1", "1089-134686-0002-2"]
+    keys.write_text("\n".join(cuts) + "\n")
+    result = CliRunner().invoke(main, ["convert", pt, "--words", words, "--keys", str(keys), "-o", f"ark,t:{out}"])
+    assert result.exit_code == 0, result.output
+    got = list(read_lattices(f"ark:{out}", symbols=SymbolTable.read(words)))
+    plain = read_k2_lattices(pt, symbols=words)
+    assert [lat.key for lat in got] == cuts
+    assert [lat.words(best_path(lat)) for lat in got] == [lat.words(best_path(lat)) for lat in plain]
+    out.unlink()
+    for text, message, line in [
+            ("\n".join(cuts[:2]) + "\n", "has 2 keys but the inputs hold more lattices", None),
+            ("\n".join([*cuts, "extra"]) + "\n", "has 4 keys but the inputs hold 3 lattices", None),
+            (f"{cuts[0]}\n\n{cuts[2]}\n", "one key per line", 2),
+            (f"{cuts[0]}\nspeaker 1\n{cuts[2]}\n", "one key per line", 2),
+            (f"{cuts[0]}\n{cuts[1]}\n{cuts[0]}\n", "given twice (lines 1 and 3)", 3)]:
+        keys.write_text(text)
+        result = CliRunner().invoke(main, ["convert", pt, "--words", words, "--keys", str(keys), "-o", f"ark,t:{out}"])
+        assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+        assert str(keys) + (f":{line}" if line else "") in result.output
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["cuts.txt"]  # no output, no temporary
+
+
+def test_info_counts_the_trimmed_arcs(k2dir, expected):
+    """`lattice-tools info` shows how many arcs of each lattice lay on no complete path: at least the k2 arcs
+    k2 gives posterior 0 (more where such an arc carried 2+ words), and none for lattices without dead ends."""
+    from lattice_tools.algorithms.statistics import lattice_info
+
+    for name in ("hlg_lattice.pt", "word_lattice.pt"):
+        info = lattice_info([str(k2dir / name)], words=str(k2dir / "words.txt"), progress=False)
+        dead = [sum(p == 0 for p in utt["arc_post"]) for utt in expected[name]["utterances"]]
+        rows = info["lattices"]
+        assert [r["trimmed_arcs"] >= d for r, d in zip(rows, dead, strict=True)] == [True] * len(rows)
+        assert [r["trimmed_arcs"] > 0 for r in rows] == [d > 0 for d in dead]
+        assert info["total"]["trimmed_arcs"] == sum(r["trimmed_arcs"] for r in rows)
+    assert dead == [0]  # (word_lattice.pt: nothing to trim)

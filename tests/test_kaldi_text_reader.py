@@ -243,13 +243,24 @@ def _arcs(lats):
              x.t0.tolist(), x.t1.tolist()) for x in lats]
 
 
-@pytest.mark.parametrize("variant", ["crlf", "no final newline", "no blank line at the end", "extra whitespace"])
+@pytest.mark.parametrize("variant", ["crlf", "extra whitespace", "blank line of whitespace at the end"])
 def test_archive_layouts_read_the_same(tmp_path, variant):
     want = _arcs(_read(tmp_path, _GOOD.encode()))
-    data = {"crlf": _GOOD.replace("\n", "\r\n"), "no final newline": _GOOD.rstrip("\n") + "\n",
-            "no blank line at the end": _GOOD.rstrip("\n"),
-            "extra whitespace": _GOOD.replace("0 1 5 1.5", " 0  1\t5 \t1.5").replace("\n\nu2", "\n \t\nu2")}[variant]
+    data = {"crlf": _GOOD.replace("\n", "\r\n"),
+            "extra whitespace": _GOOD.replace("0 1 5 1.5", " 0  1\t5 \t1.5").replace("\n\nu2", "\n \t\nu2"),
+            "blank line of whitespace at the end": _GOOD.rstrip("\n") + "\n \t\r\n"}[variant]
     assert _arcs(_read(tmp_path, data.encode())) == want
+
+
+@pytest.mark.parametrize("ending", ["\n", ""])
+def test_a_text_lattice_without_its_empty_line_is_a_truncated_archive(tmp_path, ending):
+    """Kaldi ends every text lattice with an empty line: an archive whose last lattice lacks it was cut (a cut
+    at a line boundary would otherwise read as a smaller lattice), whether or not its last line is whole."""
+    data = _GOOD.rstrip("\n") + ending
+    with pytest.raises(FormatError, match="truncated archive") as err:
+        _read(tmp_path, data.encode())
+    assert err.value.key == "u2" and err.value.path == str(tmp_path / "a.ark")
+    assert err.value.line == data.count("\n") + 1  # where the empty line is missing
 
 
 @pytest.mark.parametrize("data, message, line", [
@@ -324,3 +335,43 @@ def test_kernel_checks_its_arguments():
     with pytest.raises((TypeError, ValueError)):
         kernel.state_frames(0, src, dst, dur, np.empty(3, np.int64)[::2])  # not contiguous
     assert not kernel.state_frames(0, np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1, 1, 1]), frame)
+
+
+
+@pytest.mark.parametrize("layout", ["text", "binary", "text.gz", "binary.gz"])
+def test_an_archive_cut_anywhere_is_an_error_naming_the_file(tmp_path, test_data_dir, layout):
+    """A Kaldi archive cut inside a lattice is refused (text: with the line), never read as a shorter archive;
+    only a cut between two lattices leaves a valid archive.  Three lattices of the Kaldi-written
+    bundled archive, cut at 150 random bytes (text and binary, plain and gzip-compressed)."""
+    import gzip
+    import itertools
+
+    from lattice_tools.errors import LatticeError
+    from lattice_tools.io.kaldi import read_kaldi_lattices, write_kaldi_lattices
+
+    lats = list(itertools.islice(read_kaldi_lattices(f"ark:{test_data_dir / 'kaldi/lats/bundled.ark.gz'}"), 3))
+    text, gz = layout.startswith("text"), layout.endswith(".gz")
+    ends = []  # the archive's length after each whole lattice
+    for k in range(len(lats) + 1):
+        write_kaldi_lattices(lats[:k], f"ark{',t' if text else ''}:{tmp_path / 'whole.ark'}")
+        ends.append(len((tmp_path / "whole.ark").read_bytes()))
+    data = (tmp_path / "whole.ark").read_bytes()
+    packed = gzip.compress(data, mtime=0) if gz else data
+    cut = tmp_path / ("cut.ark.gz" if gz else "cut.ark")
+    rng = random.Random(7)
+    refused = 0
+    for n in sorted(rng.sample(range(1, len(packed)), 150)):
+        cut.write_bytes(packed[:n])
+        try:
+            got = [lat.key for lat in read_kaldi_lattices(f"ark:{cut}")]
+        except (FormatError, LatticeError) as exc:
+            refused += 1
+            assert exc.path == str(cut)
+            if text and not gz:
+                assert exc.line is not None
+            continue
+        # accepted: the cut is at the end of a whole lattice (text: maybe inside its empty line)
+        assert not gz
+        whole = [k for k, end in enumerate(ends) if data[:n].rstrip() == data[:end].rstrip()]
+        assert whole and got == [lat.key for lat in lats][:whole[0]]
+    assert refused == 150 if gz else refused >= 140

@@ -92,7 +92,7 @@ def _same(built, want):
         return
     (lat, state_map, arc_map), (lat_ref, state_map_ref, arc_map_ref) = built[1], want[1]
     assert lat.equals(lat_ref)
-    assert (lat.key, lat.word_aligned) == (lat_ref.key, lat_ref.word_aligned)
+    assert (lat.key, lat.word_aligned, lat.trimmed_arcs) == (lat_ref.key, lat_ref.word_aligned, lat_ref.trimmed_arcs)
     assert state_map.tolist() == state_map_ref.tolist() and arc_map.tolist() == arc_map_ref.tolist()
     assert sorted(lat.attrs) == sorted(lat_ref.attrs)
     for name, values in lat_ref.attrs.items():

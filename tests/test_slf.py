@@ -368,3 +368,25 @@ def test_numpy_engine_applies_to_real_writers_and_equals_line_engine():
                 assert (vl[k] is None) == (sl[k] is None), (name, k)
                 if vl[k] is not None:
                     assert list(vl[k]) == list(sl[k]), (name, k)
+
+
+def test_an_utterance_key_with_whitespace_is_refused_naming_file_and_line(tmp_path):
+    """theanolm writes UTTERANCE="utterance 123": as a key it would make 7-field CTM lines that every scorer
+    misreads, so the reader refuses it (naming the UTTERANCE= line) and the command line exits 2 in one line."""
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+
+    p = _write(tmp_path, GOOD.replace("VERSION=1.0\n", 'VERSION=1.0\nUTTERANCE="utterance 123"\n'), "theano.lat")
+    with pytest.raises(FormatError, match="contains whitespace") as err:
+        read_slf(p)
+    assert err.value.path == p and err.value.line == 2
+    out = tmp_path / "out.ctm"
+    result = CliRunner().invoke(main, ["sausage", p, "-o", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output and not out.exists()
+    assert "theano.lat:2" in result.output and "contains whitespace" in result.output
+    # a key taken from a file name with a space is refused by every command's input reader
+    spaced = _write(tmp_path, GOOD, "utt 7.lat")
+    assert read_slf(spaced).key == "utt 7"
+    result = CliRunner().invoke(main, ["sausage", spaced, "-o", str(out)])
+    assert result.exit_code == 2 and "'utt 7'" in result.output and not out.exists()

@@ -48,6 +48,7 @@ def lattice_stats(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float 
         "key": lat.key,
         "states": lat.num_states,
         "arcs": lat.num_arcs,
+        "trimmed_arcs": lat.trimmed_arcs,
         "word_arcs": int(np.count_nonzero(lat.word)),
         "duration": duration,
         "arcs_per_second": lat.num_arcs / duration if duration and duration > 0 else float("nan"),
@@ -64,7 +65,8 @@ def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str
                  progress: bool | None = None) -> dict:
     """Per-lattice and total statistics of the lattices in ``inputs``.
 
-    For each lattice: states, arcs, word arcs, duration (s), arcs per second, depth (Kaldi's
+    For each lattice: states, arcs, trimmed arcs (arcs of the file on no path from the start to a final
+    state, which reading dropped: e.g. the dead ends of k2's pruned intersection), word arcs, duration (s), arcs per second, depth (Kaldi's
     ``lattice-depth``: frames covered by arcs / frames), best-path words (minimum cost under the
     scales), log-likelihood (log-sum over all paths of ``-cost``) and the posterior sanity value
     ``max |sum of posteriors crossing a frame - 1|`` (should be ~1e-12; larger means times or
@@ -79,7 +81,7 @@ def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str
     for lat in tqdm(lats, desc="info", unit="lat", disable=(None if progress is None else not progress)):
         rows.append(lattice_stats(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty))
     total = {"lattices": len(rows), "states": sum(r["states"] for r in rows), "arcs": sum(r["arcs"] for r in rows),
-             "word_arcs": sum(r["word_arcs"] for r in rows)}
+             "trimmed_arcs": sum(r["trimmed_arcs"] for r in rows), "word_arcs": sum(r["word_arcs"] for r in rows)}
     durs = [r["duration"] for r in rows if not math.isnan(r["duration"])]
     total["duration"] = float(sum(durs)) if durs else float("nan")
     total["arcs_per_second"] = (sum(r["arcs"] for r in rows if not math.isnan(r["duration"])) / total["duration"]

@@ -33,6 +33,9 @@ What makes the numbers Kaldi's (``docs/kaldi.md`` has the details and the tests)
   between words.  :func:`mbr_decode` returns all of them (as Kaldi prints them); :func:`sausage`
   (the alt-CTM representation) keeps the bins holding at least one word -- so every word of
   Kaldi's sausage is in it -- and drops only the bins whose sole entry is epsilon.
+* **One engine.**  :func:`sausage` is :func:`mbr_decode`'s bins, never a second alignment: silence and
+  filler words are aligned as the words Kaldi sees and only shown as epsilon afterwards, so alt-CTMs,
+  oracles and keyword indexes put every word in the bin ``lattice-tools mbr-decode`` (and Kaldi) put it.
 """
 from __future__ import annotations
 
@@ -45,8 +48,8 @@ import numpy as np
 from .._ext import native
 from ..algorithms.kaldi_order import StoredOrderView, state_times, stored_order_view, tropical_best_path
 from ..errors import BudgetExceededError, LatticeError
-from ..lattice import Lattice
-from ._common import dense_codes, word_labels
+from ..lattice import Lattice, connect
+from ._common import dense_codes, is_silence, word_labels
 from .network import Alternative, Alternatives, Slot
 
 #: Kaldi stops ``MbrDecode`` after this many passes (``counter > 100``) with a warning.
@@ -181,6 +184,10 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
     ``strict_times``: paths reaching a state (or the final states) at different frames raise
     :class:`LatticeError`, as Kaldi refuses them; ``False`` takes the first frame in Kaldi's order.
     """
+    # Readers build trimmed lattices (Lattice.from_arcs); one built with the plain constructor may hold arcs on
+    # no complete path, and a dead-end word would take a bin with posterior 1: trimmed here (a no-op check
+    # on a trimmed lattice), once for every caller of the engine
+    lat = connect(lat)
     if not lat.word_aligned:
         from .word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
@@ -271,28 +278,36 @@ def _fix_overlap(t: list[list[float]], i: int) -> None:
 
 def sausage(lat: Lattice, n: int | None = None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
             word_penalty: float = 0.0, silence_words: Iterable[str] | None = None) -> Alternatives:
-    """Confusion network of ``lat`` as an :class:`Alternatives` (``kind="sausage"``): Kaldi's
-    ``lattice-mbr-decode`` bins (see the module docstring) that hold at least one word, one slot
-    each, with single-word alternatives and ``()`` for epsilon, Kaldi's posteriors (also the
-    words' confidences), most probable first, cut to ``n`` (``None`` = all).  Slot times are
-    Kaldi's bin times, word times the word's own average; seconds = frames x frame shift.
+    """Confusion network of ``lat`` as an :class:`Alternatives` (``kind="sausage"``): the bins of
+    :func:`mbr_decode` (Kaldi's ``lattice-mbr-decode``, see the module docstring) that hold at least one
+    word, one slot each, in Kaldi's order, with Kaldi's posteriors (also the words' confidences), most
+    probable first, single-word alternatives and ``()`` for epsilon, cut to ``n`` (``None`` = all).  Slot
+    times are Kaldi's bin times, word times the word's own average; seconds = frames x frame shift.
 
-    ``silence_words``: ``None`` maps silence/filler words to epsilon (lattice-tools' rule); ``()``
-    treats every word as Kaldi does.  Final states at different frames are accepted (the
-    super-final state takes the first one's frame in Kaldi's order).  ``meta``: ``risk`` (Kaldi's Bayes risk), ``kaldi_bins``
-    (the index of each slot's bin among Kaldi's bins), ``requested_n``.
+    One engine: the bins are those of ``mbr_decode`` at the same scales, always aligned as Kaldi aligns
+    them (every word id a word), so every caller (alt-CTMs, oracles, keyword indexes) sees the bins
+    ``lattice-tools mbr-decode`` prints.  ``silence_words`` only says which words are *shown* as
+    epsilon: ``None`` (lattice-tools' silence/filler rule: ``<sil>``, ``[NOISE]``, ``++LAUGH++``, ...),
+    ``()`` none.  A silence word's posterior joins its bin's epsilon entry, and a bin left with epsilon
+    alone is dropped like Kaldi's pure-epsilon bins.  Final states at different frames are accepted (the
+    super-final state takes the first one's frame in Kaldi's order).  ``meta``: ``risk`` (Kaldi's Bayes
+    risk), ``kaldi_bins`` (the index of each slot's bin among Kaldi's bins), ``requested_n``.
     """
     res = mbr_decode(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                     silence_words=silence_words, strict_times=False)
+                     silence_words=(), strict_times=False)
     fs = lat.frame_shift
     known = lat.has_times
+    shown_as_epsilon = _silence_ids(lat, res.bins, silence_words)
     slots, kept = [], []
     limit = n if n is not None and n >= 1 else None  # bins are sorted: what the cut drops is not built
-    for q, (b, (tb, te), wt) in enumerate(zip(res.bins, res.bin_times, res.word_times, strict=False)):
-        if all(w == 0 for w, _ in b):
+    for q, (b, (tb, te), wt) in enumerate(zip(res.bins, res.bin_times, res.word_times, strict=True)):
+        if all(w == 0 or w in shown_as_epsilon for w, _ in b):
             continue
+        entries = list(zip(b, wt, strict=True))
+        if shown_as_epsilon and any(w in shown_as_epsilon for w, _ in b):
+            entries = _silence_as_epsilon(entries, shown_as_epsilon)
         alts = []
-        for (w, gam), (wb, we) in zip(b, wt, strict=False):
+        for (w, gam), (wb, we) in entries:
             if limit is not None and len(alts) == limit:
                 break
             if gam <= 0:
@@ -308,3 +323,21 @@ def sausage(lat: Lattice, n: int | None = None, *, acoustic_scale: float = 1.0, 
         kept.append(q)
     return Alternatives(key=lat.key, slots=tuple(slots), kind="sausage",
                         meta={"risk": res.bayes_risk, "requested_n": n, "kaldi_bins": tuple(kept)})
+
+
+def _silence_ids(lat: Lattice, bins, silence_words: Iterable[str] | None) -> frozenset[int]:
+    """The word ids of the bins that ``silence_words`` (see :func:`sausage`) shows as epsilon."""
+    if silence_words is not None and not silence_words:
+        return frozenset()
+    rule = None if silence_words is None else frozenset(silence_words)
+    ids = {w for b in bins for w, _ in b if w != 0}
+    return frozenset(w for w in ids if is_silence(lat.symbols.word(w) if w in lat.symbols else str(w), rule))
+
+
+def _silence_as_epsilon(entries: list, silent: frozenset[int]) -> list:
+    """A bin's ``((word, posterior), (start, end))`` entries with the silence words' posteriors added to
+    the epsilon entry, re-sorted as Kaldi sorts a bin (posterior descending, then the larger id first)."""
+    eps = math.fsum(g for (w, g), _ in entries if w == 0 or w in silent)
+    rest = [e for e in entries if e[0][0] != 0 and e[0][0] not in silent]
+    merged = [*rest, ((0, eps), (math.nan, math.nan))]
+    return sorted(merged, key=lambda e: (-e[0][1], -e[0][0]))

@@ -32,8 +32,9 @@ _FORMATS = click.Choice(LATTICE_FORMATS)
 @json_option("Write the statistics as JSON here ('-' = stdout instead of the table; undefined values are null).")
 def info_command(lattices, format, words, frame_shift, frame_subsampling_factor, acoustic_scale, lm_scale,
                  word_penalty, json_out):
-    """Per-lattice and total statistics: states, arcs, duration, arcs/s, depth, best path,
-    log-likelihood and posterior sanity (max |posterior mass crossing a frame - 1|)."""
+    """Per-lattice and total statistics: states, arcs, trimmed arcs (on no complete path, dropped when
+    read), duration, arcs/s, depth, best path, log-likelihood and posterior sanity (max |posterior mass
+    crossing a frame - 1|)."""
     result = lattice_info(list(lattices), format=format, words=words, frame_shift=frame_shift,
                           frame_subsampling_factor=frame_subsampling_factor, acoustic_scale=acoustic_scale,
                           lm_scale=lm_scale, word_penalty=word_penalty)
@@ -41,7 +42,7 @@ def info_command(lattices, format, words, frame_shift, frame_subsampling_factor,
         write_json(json_out, result, indent=1, sort_keys=False)
         if json_out == "-":
             return
-    cols = ["key", "states", "arcs", "duration", "arcs_per_second", "depth", "log_likelihood", "posterior_sanity"]
+    cols = ["key", "states", "arcs", "trimmed_arcs", "duration", "arcs_per_second", "depth", "log_likelihood", "posterior_sanity"]
     click.echo("\t".join(cols + ["best_path"]))
     for r in result["lattices"]:
         click.echo("\t".join(_fmt(r[c]) for c in cols) + "\t" + r["best_path"])
@@ -60,8 +61,11 @@ def info_command(lattices, format, words, frame_shift, frame_subsampling_factor,
 @lattice_input_options
 @click.option("--write-words", type=click.Path(dir_okay=False), default=None,
               help="Write the output's words.txt here (ids used in Kaldi/k2/OpenFst output).")
+@click.option("--keys", type=click.Path(dir_okay=False), default=None,
+              help="Name the lattices from this file: one key per line, in input order, one per lattice (e.g. "
+                   "the icefall cut ids of a k2 .pt file, whose lattices are otherwise numbered 0, 1, ...).")
 def convert_command(inputs, out, from_format, to_format, words, frame_shift, frame_subsampling_factor,
-                    write_words):
+                    write_words, keys):
     """Convert lattices: INPUTS (files, SLF directories, Kaldi rspecifiers) -> -o OUT (an SLF
     directory or file, a Kaldi wspecifier such as ark,t:out.txt, an OpenFst .fst/.txt, a k2 .pt)."""
     inputs = list(inputs)
@@ -72,5 +76,5 @@ def convert_command(inputs, out, from_format, to_format, words, frame_shift, fra
     output = out
     n = convert_lattices(list(inputs), output, from_format=from_format, to_format=to_format, words=words,
                          frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                         write_words=write_words)
+                         write_words=write_words, keys=keys)
     click.echo(f"converted {n} lattice(s) -> {output}", err=True)

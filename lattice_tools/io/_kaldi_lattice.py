@@ -130,7 +130,8 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
         # to words): split each state into one copy per arrival frame, which keeps every path.
         # (Kaldi's MBR refuses such lattices; the stored order no longer applies.)
         lat = lat.replace(attrs={k: v for k, v in lat.attrs.items() if k != "kaldi"})
-        return _expand_by_frame(lat, dur[arc_idx])
+        expanded = _expand_by_frame(lat, dur[arc_idx])
+        return expanded.replace(trimmed_arcs=expanded.trimmed_arcs + lat.trimmed_arcs)
     return lat
 
 

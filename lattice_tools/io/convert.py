@@ -10,13 +10,16 @@ from .lattice_files import write_lattices
 def convert_lattices(inputs: Sequence[str] | str, output: str, *, from_format: str | None = None,
                      to_format: str | None = None, words: str | None = None, frame_shift: float | None = None,
                      frame_subsampling_factor: int | None = None, write_words: str | None = None,
-                     progress: bool | None = None, **write_options) -> int:
+                     keys: str | None = None, progress: bool | None = None, **write_options) -> int:
     """Read lattices from ``inputs`` (any readable format) and write them to ``output``.
 
     Streams one lattice at a time for Kaldi archives and SLF directories.  ``words`` is a
     ``words.txt`` used to map ids to words when reading; ``write_words`` writes the symbol table
     of the output (for SLF inputs: all words seen in all inputs, with the ids used in the output --
-    give it to Kaldi/k2 tools together with the archive).  Returns the number converted.
+    give it to Kaldi/k2 tools together with the archive).  ``keys``: a file naming the lattices in input
+    order, one key per line, as many as there are lattices (e.g. the icefall cut ids of a k2 ``.pt``,
+    whose lattices are otherwise numbered ``0, 1, ...``); a count that does not match is an error and
+    nothing is written.  Returns the number converted.
     """
     from tqdm import tqdm
 
@@ -25,7 +28,7 @@ def convert_lattices(inputs: Sequence[str] | str, output: str, *, from_format: s
     def stream():
         # SLF inputs share one growing word table (read_lattice_inputs), so ids agree across files
         for lat in read_lattice_inputs(inputs, format=from_format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             last_symbols[:] = [lat.symbols]
             yield lat
 

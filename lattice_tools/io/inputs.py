@@ -13,7 +13,11 @@
   files (icefall: 10 ms x subsampling 4).  Kaldi chain models write lattices at the subsampled
   rate: pass ``--frame-subsampling-factor 3`` (0.03 s per lattice frame) or their times -- and the
   STM segment each word is assigned to -- are three times too small;
-* keys unique across all inputs (the same lattice given twice would be scored twice).
+* keys unique across all inputs (the same lattice given twice would be scored twice), each one field
+  (no whitespace: it would split every CTM, STM and archive line);
+* optionally, the keys from a file (``keys``, ``--keys FILE``: one key per line, in input order, as many
+  as there are lattices), e.g. icefall cut ids for the lattices of a k2 ``.pt`` file, which are
+  otherwise numbered ``0, 1, ...`` by position.
 
 :func:`check_word_table` refuses lattices whose words are bare ids (no word table given) when they
 are compared with text, naming ``--words``; :func:`check_times` refuses time-dependent outputs for
@@ -25,6 +29,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 from ..errors import FormatError, MismatchError
+from ..files import read_text_lines
 from ..lattice import Lattice
 from ..symbols import SymbolTable
 from .lattice_files import guess_format, read_lattices
@@ -50,13 +55,36 @@ def effective_frame_shift(fmt: str, frame_shift: float | None = None,
     return frame_shift * (frame_subsampling_factor or 1)
 
 
+def read_keys(path: str) -> list[str]:
+    """The keys of a ``--keys`` file: one per line (surrounding whitespace stripped), none empty, none
+    containing whitespace, none twice; :class:`FormatError` / :class:`MismatchError` name the line."""
+    keys: list[str] = []
+    first: dict[str, int] = {}
+    for lineno, line in read_text_lines(path):
+        key = line.strip()
+        if not key or any(c.isspace() for c in key):
+            raise FormatError(f"expected one utterance key on the line, got {line!r} (one key per line, no blanks)",
+                              path=path, line=lineno)
+        if key in first:
+            raise MismatchError(f"key {key!r} is given twice (lines {first[key]} and {lineno})", path=path,
+                                line=lineno, key=key)
+        first[key] = lineno
+        keys.append(key)
+    return keys
+
+
 def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None,
                         words: SymbolTable | str | None = None, frame_shift: float | None = None,
-                        frame_subsampling_factor: int | None = None, **options) -> Iterator[Lattice]:
+                        frame_subsampling_factor: int | None = None, keys: str | None = None,
+                        **options) -> Iterator[Lattice]:
     """Yield the lattices of every spec in ``specs``, in order (see the module docstring).
 
+    ``keys``: a file of keys (:func:`read_keys`) that name the lattices in order instead of their own keys;
+    it must hold exactly one key per lattice (:class:`MismatchError` naming the file and both counts).
+
     Raises:
-      MismatchError when a key appears twice (within one input or across inputs), naming both.
+      MismatchError when a key appears twice (within one input or across inputs), naming both;
+      FormatError when a key contains whitespace (it would split every CTM, STM or archive line).
     """
     if isinstance(specs, (str, os.PathLike)):
         specs = [specs]
@@ -64,6 +92,8 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
         words = SymbolTable.read(os.fspath(words))
     seen: dict[str, str] = {}
     slf_table = words
+    names = read_keys(os.fspath(keys)) if keys is not None else None
+    count = 0
     for spec in specs:
         spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
         fmt = format or guess_format(spec)
@@ -72,6 +102,16 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
         for lat in read_lattices(spec, format=fmt, symbols=table, frame_shift=fs, **options):
             if isinstance(lat, tuple):          # readers that return (lattice, header)
                 lat = lat[0]
+            if names is not None:
+                if count == len(names):
+                    raise MismatchError(f"{keys} has {len(names)} keys but the inputs hold more lattices (one key "
+                                        "per lattice, in input order)", path=os.fspath(keys))
+                lat = lat.with_key(names[count])
+            count += 1
+            if any(c.isspace() for c in lat.key):  # (e.g. from a file name): it would split CTM/STM/ark lines
+                raise FormatError(f"lattice key {lat.key!r} of {spec} contains whitespace, but an utterance key is one "
+                                  "field of CTM, STM and Kaldi archive lines: rename the input", path=spec,
+                                  key=lat.key)
             if lat.key in seen:
                 raise MismatchError(f"lattice key {lat.key!r} is given twice (in {seen[lat.key]} and in {spec}); "
                                     "each utterance must be given once", key=lat.key)
@@ -79,6 +119,9 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
             if fmt == "slf":
                 slf_table = lat.symbols        # later SLF inputs extend this table
             yield lat
+    if names is not None and count != len(names):
+        raise MismatchError(f"{keys} has {len(names)} keys but the inputs hold {count} lattices (one key per "
+                            "lattice, in input order)", path=os.fspath(keys))
 
 
 def has_bare_word_ids(symbols: SymbolTable) -> bool:

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import FormatError, LatticeError, SymbolError, require
 from ..files import atomic_write, open_binary_input
-from ..lattice import Lattice
+from ..lattice import Lattice, connect
 from ..symbols import SymbolTable
 
 __all__ = ["Ragged", "load_k2_dict", "read_k2_lattices", "write_k2_lattice"]
@@ -381,14 +381,18 @@ def read_k2_lattices(path: str, symbols: SymbolTable | str | None = None, frame_
       * States keep k2's numbering (k2 lattices are top-sorted), except that the states of split
         multi-word arcs (below) are inserted right after their source state; k2's super-final state stays a
         normal state, final with cost 0, entered by the k2 final arcs (label -1), which become
-        epsilon arcs (``word = ilabel = 0``).  Unreachable and dead-end states are kept, like k2
-        (their arcs get posterior 0).  If k2's numbering is not topological the lattice is
-        renumbered with :meth:`Lattice.from_arcs` (which also drops unreachable states).
+        epsilon arcs (``word = ilabel = 0``).  Unreachable and dead-end states (``intersect_dense_pruned``
+        leaves dead ends: partial paths cut by the beam; k2 gives their arcs posterior 0) are dropped with
+        their arcs, as :meth:`Lattice.from_arcs` drops them for every reader (``Lattice.trimmed_arcs``
+        counts them; the arc map says which k2 arcs are kept).  If k2's numbering is not topological
+        the lattice is renumbered with :meth:`Lattice.from_arcs`.
       * Arcs map 1:1 to k2 arcs (hub arcs are sorted by ``(src, dst)``, see the arc map), EXCEPT
         arcs whose ragged ``aux_labels`` hold 2+ words: such an arc becomes a chain of arcs
         through new states, one word each; the first carries the score, the ``ilabel`` and all
-        attributes, the others have cost 0, ``ilabel`` 0, attributes 0 except ``frame``; all pieces
-        have the arc's frame times.  Each piece maps to the same k2 arc.
+        attributes, the others have cost 0, ``ilabel`` 0, attributes 0 except ``frame``.  The first
+        piece spans the arc's frame, the others no frame at its end (``t0 = t1 = frame + 1``): every
+        state then has one frame, as Kaldi lattices need (``convert --to kaldi``), and the words get
+        distinct times in order.  Each piece maps to the same k2 arc.
       * ``word`` = the aux_label word id (0 if none, and for -1); for an acceptor (no
         ``aux_labels``) the label.  ``ilabel`` = the k2 label (token id; -1 becomes 0).
       * Times: with a ``frame`` attribute every arc spans one frame, ``t0 = frame``,
@@ -574,7 +578,9 @@ def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word
         ilabel = np.concatenate([ilabel, np.zeros(k, dtype=np.int64)])
         graph_cost = np.concatenate([graph_cost, np.zeros(k)])
         acoustic_cost = np.concatenate([acoustic_cost, np.zeros(k)])
-        t0 = np.concatenate([t0, t0[pieces_arc]])
+        # the first piece consumes the arc's frame; the others are input-epsilon arcs of no duration at its end,
+        # so every state has one frame (Kaldi lattices need that) and the words get distinct times in order
+        t0 = np.concatenate([t0, t1[pieces_arc]])
         t1 = np.concatenate([t1, t1[pieces_arc]])
         for name, v in list(attrs.items()):
             filler = v[pieces_arc] if name == "frame" else np.zeros((k,) + v.shape[1:], dtype=v.dtype)
@@ -593,7 +599,10 @@ def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word
                           acoustic_cost=acoustic_cost[order], final_graph_cost=final_cost,
                           final_acoustic_cost=final_cost.copy(), symbols=SymbolTable(), frame_shift=frame_shift,
                           key=key, word_aligned=word_aligned, attrs={k: v[order] for k, v in attrs.items()})
-            return lat, arc_map[order]
+            # k2's pruned intersection leaves dead-end arcs (partial paths cut by the beam): trimmed here
+            # as from_arcs trims every other reader's lattices
+            lat, _state_map, kept = connect(lat, return_maps=True)
+            return lat, arc_map[order][kept]
         lat, _state_map, arcs_kept = Lattice.from_arcs(
             src=src, dst=dst, word=word, ilabel=ilabel, t0=t0, t1=t1, graph_cost=graph_cost,
             acoustic_cost=acoustic_cost, final_graph_cost=final_cost, num_states=num_states, symbols=SymbolTable(),

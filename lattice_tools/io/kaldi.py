@@ -174,7 +174,8 @@ class _Reader:
 
     def read(self, n: int, what: str, key: str | None) -> bytes:
         if not self._fill(n):
-            raise FormatError(f"unexpected end of file reading {what} (byte {self.tell()})", path=self.name, key=key)
+            raise FormatError(f"truncated archive: end of file reading {what} (byte {self.tell()})", path=self.name,
+                              key=key)
         out = self.buf[self.pos:self.pos + n]
         self.pos += n
         return out
@@ -195,11 +196,20 @@ class _Reader:
                 return None
 
     _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
+    _FIRST_LINE = re.compile(rb"[ \t\r]*(\n|[^ \t\r])")
 
     def read_text_block(self) -> tuple[memoryview, bool]:
         """The bytes up to (not including) the next blank line, which is consumed; ``(block, True)``
         if a blank line was found, else the rest of the input and ``False``.  Line numbers advance.
         The block is a view of the buffer: release it (drop it) before reading on."""
+        while True:  # an empty block: the first line is blank
+            m = self._FIRST_LINE.match(self.buf, self.pos)
+            if m is not None or not self._fill(len(self.buf) - self.pos + 1):
+                break
+        if m is not None and m.group(1) == b"\n":
+            self.pos = m.end()
+            self.lineno += 1
+            return memoryview(self.buf)[self.pos:self.pos], True
         searched = self.pos  # no blank line starts before this (a match starts at a newline)
         while True:
             m = self._BLANK_LINE.search(self.buf, searched)
@@ -358,9 +368,20 @@ def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
             raise FormatError("expected a newline after the key of a text lattice", path=r.name, line=r.lineno, key=key)
         r.readline()
         start_line = r.lineno
-        block, _ = r.read_text_block()
+        block, terminated = r.read_text_block()
         with block:  # (released even on an error, so the reader's buffer can grow again)
-            return parse_text_block(block, start_line, r.name, key, lattice_type)
+            if terminated:
+                return parse_text_block(block, start_line, r.name, key, lattice_type)
+            # Kaldi ends every text lattice with an empty line; without it the archive was cut, and a cut
+            # at a line boundary (or inside a weight) would otherwise read as a smaller lattice
+            try:
+                parse_text_block(block, start_line, r.name, key, lattice_type)
+            except FormatError as exc:
+                raise FormatError(f"truncated archive (the file ends inside this lattice): {exc.message}",
+                                  path=r.name, line=exc.line, key=key) from None
+            raise FormatError(f"truncated archive: the text lattice that starts at line {start_line} has no empty "
+                              "line after it (Kaldi ends every text lattice with one; add it if the file is complete)",
+                              path=r.name, line=r.lineno, key=key)
     else:
         raise FormatError(f"does not look like a lattice (neither text nor OpenFst binary) at byte {r.tell()}",
                           path=r.name, line=r.lineno, key=key)

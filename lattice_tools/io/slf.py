@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import FormatError, LatticeError
-from ..lattice import Lattice, connect, reachable_mask
+from ..lattice import Lattice, reachable_mask
 from ..reweight import weights_from_posteriors
 from ..symbols import SymbolTable
 from .slf_body import parse_body_lines, split_body
@@ -398,25 +398,28 @@ def _build(block: Block, path: str, symbols: SymbolTable | None, frame_shift: fl
         raise FormatError(f"link {src[bad]}->{dst[bad]} is a self-loop (SLF lattices are acyclic)",
                           path=path, line=link_items[bad][0])
     first_line = (header_items or link_items)[0][0]
-    start, end, n_end_candidates = _start_and_end(header, n_nodes, src, dst, node_time, node_word, words, variant,
+    start, end, _ = _start_and_end(header, n_nodes, src, dst, node_time, node_word, words, variant,
                                                   first_line, path)
+    if not reachable_mask(n_nodes, src, dst, start)[end]:
+        raise FormatError("end node is not reachable from the start node", path=path,
+                          line=header.line.get("end", block.start + 1))
     final = np.full(n_nodes, np.inf)
     final[end] = 0.0
     attrs = {k: links[k] for k in ("p", "r") if links[k] is not None}
     fields, hnum = header.fields, header.numbers
     key = fields.get("UTTERANCE") or ""
-    try:
+    if key and any(c.isspace() for c in key):
+        # theanolm writes UTTERANCE="utterance 123": as a key it would split every CTM line it starts
+        raise FormatError(f"UTTERANCE={key!r} contains whitespace, but an utterance key is one field of CTM, STM and "
+                          "Kaldi archive lines: rename it in the file (e.g. spaces to '_') so that it matches the "
+                          "reference's utterance ids", path=path, line=header.line["UTTERANCE"])
+    try:  # (from_arcs trims the links on no start -> end path, e.g. the other dead ends)
         lat = Lattice.from_arcs(src=src, dst=dst, word=words.word, symbols=words.symbols, final_graph_cost=final,
                                 num_states=n_nodes, start=start, t0=t0, t1=t1, graph_cost=graph_cost,
                                 acoustic_cost=acoustic_cost, frame_shift=frame_shift, key=key,
                                 word_aligned=True, attrs=attrs)
     except LatticeError as exc:
         raise FormatError(exc.message, path=path, line=header.counts_line or block.start + 1, key=key or None) from None
-    if not np.any(lat.is_final):
-        raise FormatError("end node is not reachable from the start node", path=path,
-                          line=header.line.get("end", block.start + 1))
-    if n_end_candidates > 1:
-        lat = connect(lat)  # the other dead ends lead nowhere now
     extra = {k: v for k, v in fields.items() if k not in {"UTTERANCE", "lmscale", "wdpenalty", "acscale", "ngscale",
                                                           "prscale", "base", "N", "L", "start", "end"}}
     hdr = SlfHeader(utterance=fields.get("UTTERANCE"), lmscale=hnum.get("lmscale"),

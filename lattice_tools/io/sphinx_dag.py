@@ -34,7 +34,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..errors import FormatError, LatticeError
-from ..lattice import Lattice, connect, reachable_mask
+from ..lattice import Lattice, reachable_mask
 from ..symbols import SymbolTable
 from .slf_text import clean_word, is_filler, load_text
 
@@ -203,7 +203,7 @@ def parse_sphinx_dag(text: str, path: str, symbols: SymbolTable | None = None, f
                                 word_aligned=True)
     except LatticeError as exc:
         raise FormatError(exc.message, path=path, line=nodes_line + 1, key=key or None) from None
-    return connect(lat)
+    return lat  # (trimmed to its complete paths by from_arcs)
 
 
 def read_sphinx_dag(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,

@@ -70,6 +70,18 @@ def from_arcs(*, src, dst, word, symbols, final_graph_cost, final_acoustic_cost=
                                ilabel=ilabel, t0=t0, t1=t1, graph_cost=graph_cost, acoustic_cost=acoustic_cost,
                                key=key, attrs=attrs)
     order = topological_order(num_states, src, dst, start, key=key)
+    # trimmed to the states that reach a final state (a backward sweep to a fixed point)
+    live = [bool(c) for c in np.isfinite(final_graph_cost)]
+    changed = True
+    while changed:
+        changed = False
+        for s, d in zip(src.tolist(), dst.tolist(), strict=True):
+            if live[d] and not live[s]:
+                live[s] = changed = True
+    if not live[start]:
+        raise LatticeError("lattice has no final state" if not np.isfinite(final_graph_cost).any() else
+                           "lattice has no complete path from the start to a final state", key=key or None)
+    order = np.array([s for s in order.tolist() if live[s]], dtype=np.int64)
     state_map = np.full(num_states, -1, dtype=np.int64)
     state_map[order] = np.arange(len(order))
     keep = (state_map[src] >= 0) & (state_map[dst] >= 0)
@@ -83,7 +95,7 @@ def from_arcs(*, src, dst, word, symbols, final_graph_cost, final_acoustic_cost=
                   graph_cost=graph_cost[arc_idx], acoustic_cost=acoustic_cost[arc_idx],
                   final_graph_cost=final_graph_cost[order], final_acoustic_cost=final_acoustic_cost[order],
                   symbols=symbols, frame_shift=frame_shift, key=key, word_aligned=word_aligned,
-                  attrs={k: v[arc_idx] for k, v in attrs.items()})
+                  attrs={k: v[arc_idx] for k, v in attrs.items()}, trimmed_arcs=len(src) - len(arc_idx))
     if return_maps:
         return lat, state_map, arc_idx
     return lat
