@@ -25,7 +25,10 @@ class LatticeToolsError(Exception):
         elif self.line is not None:
             where.append(f"line {self.line}")
         if self.key is not None:
-            where.append(f"[{self.key}]")
+            # a key comes from the input: an error quotes at most 80 characters of it (a corrupt file
+            # can make a 'key' of a megabyte)
+            key = self.key if len(self.key) <= 80 else self.key[:80] + "..."
+            where.append(f"[{key}]")
         prefix = " ".join(where)
         return f"{prefix}: {self.message}" if prefix else self.message
 

@@ -10,10 +10,7 @@ from ..alternatives.network import Alternatives
 from ..errors import MismatchError
 from ..lattice import Lattice
 from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, index_alternatives, index_lattice
-from .store import IndexWriter
-
-#: Representations an index can be built from (stored in its ``meta``).
-REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
+from .store import REPRESENTATIONS, IndexWriter
 
 
 def _settings(max_length, max_silence, min_posterior, representation):
