@@ -349,3 +349,23 @@ def test_search_results_hold_valid_times(small_index):
 def test_an_error_quotes_a_long_key_briefly():
     text = str(FormatError("bad", path="x.ark", key="\0" * 200_000))
     assert len(text) < 120 and text.startswith("x.ark [")
+
+
+def _file_size_limit():
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails (EFBIG) as on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+
+def test_a_failed_write_names_the_output_and_leaves_nothing(small_index, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    shard = tmp_path / "shard.db"
+    r = _cli("kws", "index", f"ark,t:{ARK}", "--words", WORDS, "-o", shard)
+    assert r.returncode == 0 and shard.stat().st_size > 200_000
+    for args in (["index", f"ark,t:{ARK}", "--words", WORDS], ["merge", shard]):
+        r = _cli("kws", *args, "-o", out / "full.db", preexec_fn=_file_size_limit)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert "full.db: cannot write" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert list(out.iterdir()) == []

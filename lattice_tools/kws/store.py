@@ -81,23 +81,24 @@ def _quote(value) -> str:
     return text if len(text) <= _QUOTE else text[:_QUOTE] + "..."
 
 
-def _sqlite_error(exc: sqlite3.Error, path: str) -> LatticeToolsError:
-    """The one-line error of an SQLite failure on ``path``."""
+def _sqlite_error(exc: sqlite3.Error, path: str, output: str | None = None) -> LatticeToolsError:
+    """The one-line error of an SQLite failure on ``path`` (a failed write names ``output`` if given)."""
     text = str(exc)
     if "disk is full" in text or "disk I/O error" in text:
-        return LatticeToolsError(f"cannot write the term index: {text}", path=path)
+        return LatticeToolsError(f"cannot write the term index: {text}", path=output or path)
     if "readonly" in text or "unable to open" in text:
         return LatticeToolsError(f"cannot open the term index: {text}", path=path)
     return FormatError(f"not a usable SQLite term index: {_quote(text)[1:-1]}", path=path)
 
 
 @contextlib.contextmanager
-def _sqlite_errors(path: str) -> Iterator[None]:
-    """SQLite errors (a corrupt page, a missing table, a full disk...) as one-line errors naming ``path``."""
+def _sqlite_errors(path: str, output: str | None = None) -> Iterator[None]:
+    """SQLite errors (a corrupt page, a missing table, a full disk...) as one-line errors naming ``path``
+    (a failed write: ``output``, when the statement reads ``path`` and writes ``output``)."""
     try:
         yield
     except sqlite3.Error as exc:
-        raise _sqlite_error(exc, path) from None
+        raise _sqlite_error(exc, path, output) from None
 
 
 def _file_uri(path: str, readonly: bool = False) -> str:
@@ -470,7 +471,7 @@ def merge_indexes(out: str, shards: Sequence[str]) -> dict:
                 if dup:
                     raise MismatchError(f"utterance {_quote(dup[0])} is in more than one shard", path=s,
                                         key=dup[0])
-                with _sqlite_errors(s):
+                with _sqlite_errors(s, output=os.fspath(out)):
                     conn.execute("BEGIN")
                     offset = conn.execute("SELECT coalesce(max(id), 0) FROM main.utterances").fetchone()[0]
                     conn.execute("INSERT INTO main.utterances SELECT id + ?, utterance, file, channel, pruned_mass "
