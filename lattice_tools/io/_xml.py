@@ -199,3 +199,22 @@ def float_attr(el: XmlElement, name: str, path: str) -> float:
     if not math.isfinite(value):
         raise FormatError(f"<{el.tag} {name}=...> must be finite, got {raw!r}", path=path, line=el.line)
     return value
+
+
+_XSD_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def xsd_decimal(x: float) -> str:
+    """``x`` as an XML Schema ``decimal`` (no exponent, unlike ``repr``): the shortest digits that read
+    back as the same double, written out positionally (``1e-05`` -> ``0.00001``)."""
+    from decimal import Decimal
+
+    text = format(Decimal(repr(float(x))), "f")
+    return text if "." in text else text + ".0"
+
+
+def check_channel(channel: str, what: str, path: str) -> None:
+    """F4DE's schemas type a channel as an integer: refuse writing another (its file would be refused)."""
+    if not _XSD_INTEGER.fullmatch(str(channel)):
+        raise FormatError(f"{what} has channel {str(channel)[:40]!r}: F4DE's schemas require an integer channel "
+                          "(e.g. 1)", path=path)

@@ -23,7 +23,7 @@ from functools import cached_property
 
 from ..errors import FormatError
 from ..files import atomic_write
-from ._xml import decode_xml, read_xml_bytes, run_parser_on_text, safe_parser, xml_escape
+from ._xml import check_channel, decode_xml, read_xml_bytes, run_parser_on_text, safe_parser, xml_escape, xsd_decimal
 
 
 @dataclass(frozen=True)
@@ -426,7 +426,8 @@ def _read_events(path: str, text: str) -> KwsList:
 
 
 def _num(x: float) -> str:
-    # Shortest text that reads back as the same double (so a write/read round trip is exact).
+    # Shortest text that reads back as the same double (so a write/read round trip is exact); an
+    # exponent is valid in the schema's xsd:float (the score), not in its xsd:decimal (times: xsd_decimal).
     return repr(float(x))
 
 
@@ -442,6 +443,7 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
         if not (math.isfinite(d.tbeg) and math.isfinite(d.dur) and math.isfinite(d.score)):
             raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} has a non-finite time or score",
                               path=str(path))
+        check_channel(d.channel, f"detection of {d.kwid[:40]!r} in {d.file[:40]!r}", str(path))
         if d.dur < 0:  # what read_kwslist (and F4DE) refuse is never written
             raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} at {d.tbeg} has a negative duration "
                               f"({d.dur})", path=str(path))
@@ -454,8 +456,8 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
             f.write(f'  <detected_kwlist kwid="{xml_escape(kwid)}" search_time="0" '
                     f'oov_count="{1 if kwid in oov else 0}">\n')
             for d in dets:
-                f.write(f'    <kw file="{xml_escape(d.file)}" channel="{xml_escape(d.channel)}" tbeg="{_num(d.tbeg)}" '
-                        f'dur="{_num(d.dur)}" score="{_num(d.score)}" decision="{"YES" if d.decision else "NO"}"/>\n')
+                f.write(f'    <kw file="{xml_escape(d.file)}" channel="{xml_escape(d.channel)}" '
+                        f'tbeg="{xsd_decimal(d.tbeg)}" dur="{xsd_decimal(d.dur)}" score="{_num(d.score)}" decision="{"YES" if d.decision else "NO"}"/>\n')
             f.write("  </detected_kwlist>\n")
         f.write("</kwslist>\n")
 

@@ -99,6 +99,9 @@ def _sqlite_errors(path: str, output: str | None = None) -> Iterator[None]:
         yield
     except sqlite3.Error as exc:
         raise _sqlite_error(exc, path, output) from None
+    except UnicodeDecodeError as exc:  # a TEXT value that is not UTF-8 (a damaged page, another program)
+        raise FormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start]:#04x}): a damaged index",
+                          path=path) from None
 
 
 def _file_uri(path: str, readonly: bool = False) -> str:
@@ -160,20 +163,33 @@ def _settings_of(meta: dict, path: str) -> dict:
         except ValueError:
             raise FormatError(f"meta {k} is not a JSON value: {_quote(raw)}", path=path) from None
         settings[k] = value
-    ml, ms, mp, rep = (settings[k] for k in META_KEYS)
+    problem = settings_problem(settings)
+    if problem is not None:
+        key = problem.split()[0]
+        raise FormatError(f"meta {problem}, got {_quote(meta[key])}", path=path)
+    return normalized_settings(settings)
+
+
+def settings_problem(settings: dict) -> str | None:
+    """What is wrong with build settings (None when nothing): ``max_length`` an integer >= 1,
+    ``max_silence`` None or a finite number >= 0, ``min_posterior`` a number in [0, 1],
+    ``representation`` one of :data:`REPRESENTATIONS`.  The message starts with the key."""
+    ml, ms, mp, rep = (settings.get(k) for k in META_KEYS)
     if type(ml) is not int or ml < 1:
-        raise FormatError(f"meta max_length must be an integer >= 1, got {_quote(meta['max_length'])}", path=path)
+        return "max_length must be an integer >= 1"
     if ms is not None and (type(ms) not in (int, float) or not math.isfinite(ms) or ms < 0):
-        raise FormatError(f"meta max_silence must be null or a finite number >= 0, got {_quote(meta['max_silence'])}",
-                          path=path)
+        return "max_silence must be None (no limit) or a finite number >= 0"
     if type(mp) not in (int, float) or not 0 <= mp <= 1:
-        raise FormatError(f"meta min_posterior must be a number in [0, 1], got {_quote(meta['min_posterior'])}",
-                          path=path)
+        return "min_posterior must be a number in [0, 1]"
     if rep not in REPRESENTATIONS:
-        raise FormatError(f"meta representation must be one of {', '.join(REPRESENTATIONS)}, got "
-                          f"{_quote(meta['representation'])}", path=path)
-    return {"max_length": ml, "max_silence": None if ms is None else float(ms), "min_posterior": float(mp),
-            "representation": rep}
+        return f"representation must be one of {', '.join(REPRESENTATIONS)}"
+    return None
+
+
+def normalized_settings(settings: dict) -> dict:
+    ms = settings["max_silence"]
+    return {"max_length": settings["max_length"], "max_silence": None if ms is None else float(ms),
+            "min_posterior": float(settings["min_posterior"]), "representation": settings["representation"]}
 
 
 def _read_settings(conn: sqlite3.Connection, path: str, schema: str = "main") -> dict:
