@@ -52,6 +52,14 @@ def small_index(tmp_path_factory):
     return path
 
 
+def small_index_path(tmp_path: Path) -> Path:
+    """A fresh index of one utterance (for tests that need a file of their own)."""
+    lats = read_lattices(f"ark,t:{ARK}", format="kaldi", symbols=WORDS)
+    path = tmp_path / "one.db"
+    build_lattice_index([next(iter(lats))], str(path), max_length=1)
+    return path
+
+
 def _terms(path) -> list[str]:
     with sqlite3.connect(path) as c:
         return [t for (t,) in c.execute("SELECT DISTINCT term FROM hits ORDER BY term")]
@@ -349,6 +357,18 @@ def test_search_results_hold_valid_times(small_index):
 def test_an_error_quotes_a_long_key_briefly():
     text = str(FormatError("bad", path="x.ark", key="\0" * 200_000))
     assert len(text) < 120 and text.startswith("x.ark [")
+    assert len(str(FormatError("bad key " + "\0" * 200_000, path="x.ark"))) < 1100
+
+
+def test_a_file_of_nul_bytes_is_a_short_error(tmp_path):
+    nul = tmp_path / "nul.ark"
+    nul.write_bytes(b"\0" * 200_000)
+    for args in (["kws", "index", f"ark,t:{nul}", "-o", tmp_path / "x.db"],
+                 ["kws", "search", nul, "--kwlist", KW, "-o", tmp_path / "o.tsv"],
+                 ["kws", "merge", nul, "-o", tmp_path / "m.db"],
+                 ["kws", "search", small_index_path(tmp_path), "--kwlist", nul, "-o", tmp_path / "o.tsv"]):
+        r = _cli(*args)
+        assert r.returncode == 2 and len(r.stderr) < 1200 and len(r.stderr.splitlines()) == 1, r.stderr[:300]
 
 
 def _file_size_limit():
