@@ -389,3 +389,10 @@ def test_a_failed_write_names_the_output_and_leaves_nothing(small_index, tmp_pat
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert "full.db: cannot write" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", [["--max-length", "0"], ["--min-posterior", "nan"], ["--min-posterior", "2"]])
+def test_bad_build_settings_are_one_line_errors(option, tmp_path):
+    r = _cli("kws", "index", f"ark,t:{ARK}", "--words", WORDS, "-o", tmp_path / "x.db", *option)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert option[0][2:].replace("-", "_") in r.stderr and list(tmp_path.iterdir()) == []
