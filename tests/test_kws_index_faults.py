@@ -347,6 +347,50 @@ def test_sigterm_at_any_moment_of_merge_leaves_a_usable_index_or_none(tmp_path):
             (out / "m.db").unlink()
 
 
+# Pauses the merge at a moment given on the command line: in the commit (after the rows are in, before
+# the term index is built and the file renamed) or right after the rename, and says so on stdout.
+_PAUSE_IN_MERGE = r"""
+import os, sys, time
+import lattice_tools.kws.store as store
+moment = sys.argv.pop(1)
+commit, real_replace = store.IndexWriter.commit, os.replace
+def slow_commit(self):
+    if moment == "commit":
+        print("PAUSED", flush=True)
+        time.sleep(60)
+    commit(self)
+def replace(a, b):
+    real_replace(a, b)
+    if moment == "renamed":
+        print("PAUSED", flush=True)
+        time.sleep(60)
+store.IndexWriter.commit = slow_commit
+os.replace = replace
+sys.argv = ["lattice-tools"] + sys.argv[1:]
+from lattice_tools.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("moment", ["commit", "renamed"])
+def test_sigterm_late_in_merge(moment, small_index, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _PAUSE_IN_MERGE, moment, "kws", "merge", str(small_index), "-o",
+                             str(out / "m.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    line = proc.stdout.readline()
+    assert line.startswith("PAUSED"), proc.stderr.read()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == -signal.SIGTERM
+    names = sorted(p.name for p in out.iterdir())
+    if moment == "commit":
+        assert names == []  # the temporary removed, no index
+    else:
+        assert names == ["m.db"]  # renamed: complete and usable
+        with TermIndex(str(out / "m.db")) as merged, TermIndex(str(small_index)) as whole:
+            assert merged.counts() == whole.counts()
+
+
 def test_search_results_hold_valid_times(small_index):
     terms = [KeywordTerm(f"KW-{i}", t) for i, t in enumerate(_terms(small_index)[:50])]
     res = search(str(small_index), terms)
