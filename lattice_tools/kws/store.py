@@ -31,6 +31,11 @@ is faster than maintaining it).  Memory is one utterance's hits, whatever the ar
 **Shards and merge** (Kaldi's ``kws-index-union``): one index per job, then :func:`merge_indexes`.
 Indexes merge only if built with the same settings (``META_KEYS``), and an utterance may be in only
 one shard.
+
+**Checked on read.**  An index comes from a file anyone can edit: opening one checks its tables, schema
+version and settings (:func:`settings_problem`, the rule the writer applies too); every hit read is checked
+(:func:`check_hit`); a merge checks each shard's rows in SQL.  Every SQLite, JSON or text fault is a one-line
+:class:`~lattice_tools.errors.FormatError` naming the file and quoting at most 80 characters of the value.
 """
 from __future__ import annotations
 
