@@ -6,6 +6,8 @@ status 2; it never shows a traceback for these.
 """
 from __future__ import annotations
 
+_MAX_MESSAGE = 1000  # characters of a message printed; readers quote at most ~80 characters of bad input
+
 
 class LatticeToolsError(Exception):
     """Base class of all errors this toolkit raises on bad input or impossible requests."""
@@ -25,9 +27,15 @@ class LatticeToolsError(Exception):
         elif self.line is not None:
             where.append(f"line {self.line}")
         if self.key is not None:
-            where.append(f"[{self.key}]")
+            # a key comes from the input: an error quotes at most 80 characters of it (a corrupt file
+            # can make a 'key' of a megabyte)
+            key = self.key if len(self.key) <= 80 else self.key[:80] + "..."
+            where.append(f"[{key}]")
         prefix = " ".join(where)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        message = self.message
+        if len(message) > _MAX_MESSAGE:  # a message quoting a huge bad value stays one readable line
+            message = message[:_MAX_MESSAGE] + "... (cut)"
+        return f"{prefix}: {message}" if prefix else message
 
 
 class FormatError(LatticeToolsError):

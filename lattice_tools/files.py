@@ -74,6 +74,8 @@ def read_text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, s
                 yield lineno, line.rstrip("\r\n")
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise FormatError(f"truncated or corrupt gzip data ({exc})", path=str(path)) from None
+    except LookupError:  # an unknown encoding, or a codec transform (rot13, hex, zlib) that decodes no text
+        raise FormatError(f"{encoding[:40]!r} is not a text encoding Python knows", path=str(path)) from None
     except UnicodeDecodeError as exc:
         # the decoder reads ahead: find the line in the bytes (a file is read again; stdin cannot be)
         bad_line = None
@@ -86,6 +88,9 @@ def read_text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, s
                         bad_line = n
                         break
         raise decode_error(path, encoding, exc, line=bad_line if bad_line is not None else lineno + 1) from None
+    except UnicodeError:  # codecs that fail otherwise (punycode, undefined)
+        raise FormatError(f"cannot decode as {encoding[:40]} text (give the file's encoding with --encoding)",
+                          path=str(path), line=lineno + 1) from None
 
 
 # Temporary files of atomic writes are named ``.tmp.<host>.<pid>.<random>.<target name>``: a later write

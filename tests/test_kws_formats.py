@@ -41,7 +41,7 @@ def test_file_ids():
 
 
 def test_round_trips(tmp_path):
-    ecf = Ecf((EcfExcerpt("a/F1.sph", "1", 0.5, 10.25, "cts"), EcfExcerpt("F2.wav", "A", 0.0, 3.0, "bnews")),
+    ecf = Ecf((EcfExcerpt("a/F1.sph", "1", 0.5, 10.25, "cts"), EcfExcerpt("F2.wav", "2", 0.0, 3.0, "bnews")),
               language="english", version="1")
     write_ecf(tmp_path / "e.xml", ecf)
     back = read_ecf(tmp_path / "e.xml")

@@ -74,6 +74,10 @@ def _parse_groups(items):
               help="Drop hits for files/channels the ECF does not name (as F4DE does) instead of failing.")
 @click.option("--allow-overlapping-reference", is_flag=True,
               help="Accept reference words of one speaker that overlap in time (F4DE does not check).")
+@click.option("--xml-correct", is_flag=True,
+              help="Read texts as the XML and Unicode standards say, not as F4DE does (default: F4DE's numbers): "
+                   "decode entities such as &amp; in <kwtext>, lowercase a final capital sigma to ς, and remove "
+                   "only a last .sph from a kwslist file name (docs/kws.md).")
 @click.option("--otwv/--no-otwv", default=True, show_default=True, help="Report the optimum (per-keyword) TWV.")
 @click.option("--stwv/--no-stwv", default=True, show_default=True, help="Report the supremum TWV (hit-list recall).")
 @click.option("--block/--no-block", default=True, show_default=True, help="Print the per-keyword table too.")
@@ -84,8 +88,8 @@ def _parse_groups(items):
 @click.option("--json", "json_out", default=None, help="Write the scores as JSON here ('-' = stdout).")
 def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets, just_system_terms, find_threshold,
                   similarity_threshold, trials_per_second, prob_of_term, cost, value, char_split, not_ascii,
-                  delete_hyphens, source_types, queries, segment_based, ignore_outside_ecf, allow_overlapping_reference, otwv, stwv,
-                  block, out, alignment, det, json_out):
+                  delete_hyphens, source_types, queries, segment_based, ignore_outside_ecf, allow_overlapping_reference,
+                  xml_correct, otwv, stwv, block, out, alignment, det, json_out):
     """Score a kwslist against reference occurrences exactly like NIST F4DE KWSEval (occurrence scoring).
 
     Prints F4DE's summary table (and the per-keyword block table); numbers are F4DE's to the last digit."""
@@ -104,7 +108,8 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
                          trials_per_second=trials_per_second, prob_of_term=prob_of_term, cost=cost, value=value,
                          char_split_text=char_split, not_ascii=not_ascii, delete_hyphens=delete_hyphens,
                          source_type_groups=_parse_groups(source_types) or None, attribute_queries=list(queries),
-                         outside_ecf="ignore" if ignore_outside_ecf else "error", segment_based=segment_based)
+                         outside_ecf="ignore" if ignore_outside_ecf else "error", segment_based=segment_based,
+                         xml_correct=xml_correct)
     reports = {"sum.txt": summary_table([ev.overall], optimum=otwv, supremum=stwv),
                "bsum.txt": block_table([ev.overall], optimum=otwv, supremum=stwv)}
     conds = list(ev.conditions.values())

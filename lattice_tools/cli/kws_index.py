@@ -296,8 +296,9 @@ def _expand_audio(audio) -> list[str]:
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), help="The ECF XML to write.")
 @channel_option
 @click.option("--language", default="english", show_default=True, help="The ECF's language attribute.")
-@click.option("--source-type", default="read", show_default=True,
-              help="Every excerpt's source_type ('splitcts' makes F4DE count it half).")
+@click.option("--source-type", type=click.Choice(["bnews", "cts", "splitcts", "confmtg"]), default="bnews",
+              show_default=True, help="Every excerpt's source_type, one of the four F4DE's schema allows "
+                                      "(bnews for read speech; splitcts makes F4DE count it half).")
 def ecf_command(audio, out, channel, language, source_type):
     """Write an ECF with one excerpt per AUDIO file (files, directories or *.list files) covering all of it."""
     from ..decode.align import ecf_for_audio

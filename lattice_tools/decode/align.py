@@ -214,7 +214,7 @@ def _check_coverage(model, dictionary, config, audio: bytes, segs, frate: int, m
 
 def write_alignment(utterances: Iterable[AlignedUtterance], *, ctm: str | None = None, rttm: str | None = None,
                     ecf: str | None = None, channel: str = "1", language: str = "english",
-                    source_type: str = "read") -> None:
+                    source_type: str = "bnews") -> None:
     """Write aligned references: a CTM (``key channel start dur word``), an RTTM (one SPEAKER turn
     from the first word's start to the last word's end, then a LEXEME line per word; speaker =
     ``key``), and an ECF with one excerpt per file covering all of its audio.  Each file is written
@@ -254,7 +254,7 @@ def audio_duration(path: str) -> float:
 
 
 def ecf_for_audio(paths: Sequence[str] | str, *, channel: str = "1", language: str = "english",
-                  source_type: str = "read"):
+                  source_type: str = "bnews"):
     """An ECF (:class:`~lattice_tools.io.ecf.Ecf`) with one excerpt per audio file covering all of it."""
     from ..io.ecf import Ecf, EcfExcerpt
 

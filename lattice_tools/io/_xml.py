@@ -50,6 +50,21 @@ def _line_of_offset(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
+def check_text_encoding(encoding: str, path: str) -> str:
+    """Refuse an ``encoding`` Python does not know or that is not a text encoding; returns its name
+    as an error message quotes it (at most 40 characters)."""
+    shown = encoding if len(encoding) <= 40 else encoding[:40] + "..."
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        raise FormatError(f"unknown text encoding {shown!r}", path=path) from None
+    # Python's codec registry also holds bytes-to-bytes and text-to-text transforms (hex, base64, zlib,
+    # rot13): none of them decodes a document
+    if not getattr(info, "_is_text_encoding", True):
+        raise FormatError(f"{shown!r} is not a text encoding (it is one of Python's codec transforms)", path=path)
+    return shown
+
+
 def decode_xml(data: bytes, path: str, encoding: str | None) -> str:
     """The document as text, its declaration (if any) saying UTF-8 (the encoding :func:`run_parser`
     hands to expat).
@@ -59,17 +74,19 @@ def decode_xml(data: bytes, path: str, encoding: str | None) -> str:
     m = _DECL.match(data)
     declared = m.group(2).decode("ascii") if m else None
     enc = encoding or declared or "utf-8"
-    try:
-        codecs.lookup(enc)
-    except LookupError:
-        raise FormatError(f"unknown text encoding {enc!r}", path=path) from None
+    shown = check_text_encoding(enc, path)
     try:
         text = data.decode(enc)
     except UnicodeDecodeError as exc:
         line = _line_of_offset(data, exc.start)
         hint = "" if encoding else " (give its encoding with --encoding)"
-        raise FormatError(f"not valid {enc} text: byte {data[exc.start]:#04x} at offset {exc.start}{hint}",
+        raise FormatError(f"not valid {shown} text: byte {data[exc.start]:#04x} at offset {exc.start}{hint}",
                           path=path, line=line) from None
+    except (UnicodeError, LookupError, ValueError, TypeError) as exc:
+        # codecs that raise something else (punycode, undefined, ...): say so, quoting little of the reason
+        reason = str(exc) if len(str(exc)) <= 80 else str(exc)[:80] + "..."
+        hint = "" if encoding else " (give its encoding with --encoding)"
+        raise FormatError(f"cannot decode the document as {shown} ({reason}){hint}", path=path) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if m:
@@ -182,3 +199,22 @@ def float_attr(el: XmlElement, name: str, path: str) -> float:
     if not math.isfinite(value):
         raise FormatError(f"<{el.tag} {name}=...> must be finite, got {raw!r}", path=path, line=el.line)
     return value
+
+
+_XSD_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def xsd_decimal(x: float) -> str:
+    """``x`` as an XML Schema ``decimal`` (no exponent, unlike ``repr``): the shortest digits that read
+    back as the same double, written out positionally (``1e-05`` -> ``0.00001``)."""
+    from decimal import Decimal
+
+    text = format(Decimal(repr(float(x))), "f")
+    return text if "." in text else text + ".0"
+
+
+def check_channel(channel: str, what: str, path: str) -> None:
+    """F4DE's schemas type a channel as an integer: refuse writing another (its file would be refused)."""
+    if not _XSD_INTEGER.fullmatch(str(channel)):
+        raise FormatError(f"{what} has channel {str(channel)[:40]!r}: F4DE's schemas require an integer channel "
+                          "(e.g. 1)", path=path)

@@ -19,10 +19,13 @@ from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ..files import atomic_write
-from ._xml import float_attr, parse_xml, require_attr, xml_escape
+from ._xml import check_channel, float_attr, parse_xml, require_attr, xml_escape
 
 # The source type whose excerpts F4DE counts at half their duration (a conversation split in two channels).
 SPLIT_CTS = "splitcts"
+#: The source types F4DE's ECF schema (KWSEval-ecf.xsd) allows: broadcast news, conversational telephone
+#: speech, one side of a split conversation, meetings.  Read speech and any other whole recording is ``bnews``.
+SOURCE_TYPES = ("bnews", "cts", SPLIT_CTS, "confmtg")
 
 
 def file_id_of(audio_filename: str) -> str:
@@ -42,7 +45,7 @@ class EcfExcerpt:
     channel: str
     tbeg: float
     dur: float
-    source_type: str = ""
+    source_type: str = "bnews"  # a whole recording (F4DE's schema requires one of SOURCE_TYPES)
     language: str = ""
     line: int = 0
 
@@ -145,7 +148,11 @@ def read_ecf(path: str, *, encoding: str | None = None) -> Ecf:
 
 def write_ecf(path: str, ecf: Ecf | Iterable[EcfExcerpt], *, language: str | None = None,
               version: str | None = None, source_signal_duration: float | None = None) -> None:
-    """Write an ECF (atomically: a temporary file renamed into place)."""
+    """Write an ECF (atomically: a temporary file renamed into place) that F4DE's schema accepts: an
+    excerpt's source type must be one of :data:`SOURCE_TYPES`, its channel an integer and its times
+    finite and >= 0 (FormatError before anything is written)."""
+    import math
+
     if not isinstance(ecf, Ecf):
         ecf = Ecf(tuple(ecf))
     lang = ecf.language if language is None else language
@@ -153,13 +160,24 @@ def write_ecf(path: str, ecf: Ecf | Iterable[EcfExcerpt], *, language: str | Non
     ssd = ecf.source_signal_duration if source_signal_duration is None else source_signal_duration
     if not ssd:
         ssd = sum(e.dur for e in ecf.excerpts)
+    for e in ecf.excerpts:
+        what = f"excerpt {e.audio_filename[:80]!r}"
+        if e.source_type not in SOURCE_TYPES:
+            raise FormatError(f"{what} has source_type {e.source_type[:40]!r}: F4DE's schema allows only "
+                              f"{', '.join(SOURCE_TYPES)} (use bnews for read speech)", path=str(path))
+        check_channel(e.channel, what, str(path))
+        if not (math.isfinite(e.tbeg) and math.isfinite(e.dur) and e.tbeg >= 0 and e.dur >= 0):
+            raise FormatError(f"{what} has a negative or non-finite time (tbeg={e.tbeg}, dur={e.dur})",
+                              path=str(path))
+    if not (math.isfinite(ssd) and ssd >= 0):
+        raise FormatError(f"source_signal_duration {ssd} is not a finite number >= 0", path=str(path))
     with atomic_write(path) as f:
         f.write(f'<ecf source_signal_duration="{ssd:.3f}" language="{xml_escape(lang)}" '
-                f'version="{xml_escape(ver)}">\n')
+                f'version="{xml_escape(ver or "1")}">\n')
         for e in ecf.excerpts:
             f.write(f'  <excerpt audio_filename="{xml_escape(e.audio_filename)}" channel="{xml_escape(e.channel)}" '
                     f'tbeg="{e.tbeg:.3f}" dur="{e.dur:.3f}" source_type="{xml_escape(e.source_type)}"/>\n')
         f.write("</ecf>\n")
 
 
-__all__ = ["Ecf", "EcfExcerpt", "read_ecf", "write_ecf", "file_id_of", "SPLIT_CTS"]
+__all__ = ["Ecf", "EcfExcerpt", "read_ecf", "write_ecf", "file_id_of", "SPLIT_CTS", "SOURCE_TYPES"]

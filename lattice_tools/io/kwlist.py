@@ -127,7 +127,13 @@ def write_kwlist(path: str, terms: Iterable[KeywordTerm], *, ecf_filename: str =
         seen.add(t.kwid)
         if not t.text.split():
             raise FormatError(f"empty term for keyword {t.kwid!r}", path=str(path))
-    enc_name = "UTF-8" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    # F4DE's schema (KWSEval-kwlist.xsd) allows these two encodings and these two normalizations only
+    enc_name = {"utf-8": "UTF-8", "utf8": "UTF-8", "gb2312": "GB2312"}.get(encoding.lower().replace("_", "-"))
+    if enc_name is None:
+        raise FormatError(f"a KWlist in {encoding[:40]!r}: F4DE's schema allows only UTF-8 and GB2312", path=str(path))
+    if compare_normalize not in ("", "lowercase"):
+        raise FormatError(f"compareNormalize {compare_normalize[:40]!r}: F4DE's schema allows only '' and 'lowercase'",
+                          path=str(path))
     with atomic_write(path, encoding=encoding) as f:
         f.write(f'<?xml version="1.0" encoding="{enc_name}"?>\n')
         f.write(f'<kwlist ecf_filename="{xml_escape(ecf_filename)}" version="{xml_escape(version)}" '

@@ -23,7 +23,7 @@ from functools import cached_property
 
 from ..errors import FormatError
 from ..files import atomic_write
-from ._xml import decode_xml, read_xml_bytes, run_parser_on_text, safe_parser, xml_escape
+from ._xml import check_channel, decode_xml, read_xml_bytes, run_parser_on_text, safe_parser, xml_escape, xsd_decimal
 
 
 @dataclass(frozen=True)
@@ -175,12 +175,36 @@ class KwsList:
         return DetectionColumns.of(self.detections)
 
 
-def _file_id(file: str) -> str:
+_LEADING_DOTS = re.compile(r"(\.+)(?=[^.])")
+_FIRST_DOT = re.compile(r"([^.]+?)\.(.+)", re.S)
+
+
+def kwslist_file_id(file: str, xml_correct: bool = False) -> str:
+    """The recording id of a kwslist ``<kw file=...>``.
+
+    As F4DE reads it (default; ``MMisc::split_dir_file_ext`` in KWSList.pm): the directory is dropped, the
+    name is cut at its first dot (after leading dots) into name and extension, and only an extension of
+    exactly ``sph`` is removed: ``dir/F01.sph`` -> ``F01`` but ``F01.a.sph`` stays ``F01.a.sph`` (its
+    extension is ``a.sph``), and an extension starting with a dot loses that dot (``F..sph`` -> ``F.sph``).
+    With ``xml_correct`` the name's last ``.sph`` is removed (``F01.a.sph`` -> ``F01.a``)."""
     base = file.rsplit("/", 1)[-1]
-    return base[:-4] if base.endswith(".sph") else base
+    if xml_correct:
+        return base[:-4] if base.endswith(".sph") else base
+    m = _LEADING_DOTS.match(base)
+    lead = m.group(1) if m else ""
+    rest = base[len(lead):]
+    m = _FIRST_DOT.fullmatch(rest)
+    if not m:
+        return lead + rest
+    name, ext = lead + m.group(1), m.group(2)
+    if ext == "sph":
+        return name
+    ext = ext[1:] if ext.startswith(".") else ext
+    return name + "." + ext if ext.strip() else name
 
 
-def read_kwslist(path: str, *, encoding: str | None = None, plain_layout: bool = True) -> KwsList:
+def read_kwslist(path: str, *, encoding: str | None = None, plain_layout: bool = True,
+                 xml_correct: bool = False) -> KwsList:
     """Read a kwslist.  FormatError (file, line) on malformed XML, a missing or non-numeric attribute, a
     decision other than YES/NO, a score outside ``[min_score, max_score]``, a ``<kw>`` outside a
     ``<detected_kwlist>`` or a keyword id listed twice.
@@ -189,16 +213,17 @@ def read_kwslist(path: str, *, encoding: str | None = None, plain_layout: bool =
     comments, entities or CDATA among the hits) are read by a scanner that checks the document with expat
     and takes the hits with one regular expression per keyword; every other file, and every file with an
     error, goes through expat's element events (``plain_layout=False`` forces that for all files).  Both give
-    the same :class:`KwsList`."""
+    the same :class:`KwsList`.  A ``<kw file=...>`` becomes a recording id as F4DE makes it, or with
+    ``xml_correct`` by removing a last ``.sph`` (:func:`kwslist_file_id`)."""
     path = str(path)
     raw = read_xml_bytes(path)
     text = decode_xml(raw, path, encoding)
     if plain_layout:
         run_parser_on_text(safe_parser(path), path, text, raw)      # well-formed, no DTD: else FormatError here
-        kws = _read_plain(path, text, encoding)
+        kws = _read_plain(path, text, encoding, xml_correct)
         if kws is not None:
             return kws
-    return _read_events(path, text)
+    return _read_events(path, text, xml_correct)
 
 
 # The plain layout (see read_kwslist): attribute values without entities, tabs or line breaks (which expat
@@ -229,7 +254,7 @@ def _line_breaks(text: str, start: int, end: int) -> int:
     return n + cr - text.count("\r\n", start, end) if cr else n
 
 
-def _read_plain(path: str, text: str, encoding: str | None) -> KwsList | None:
+def _read_plain(path: str, text: str, encoding: str | None, xml_correct: bool = False) -> KwsList | None:
     """The kwslist of a well-formed document in the plain layout; None when it is not in that layout or
     holds an error (the event parser then reads it, and names the line of the error)."""
     pos = _PROLOG.match(text).end()
@@ -289,10 +314,10 @@ def _read_plain(path: str, text: str, encoding: str | None) -> KwsList | None:
         return None
     if not header and not lists:
         return None
-    return _plain_kwslist(path, encoding, header, bounds, lists, rows, kwid_col)
+    return _plain_kwslist(path, encoding, header, bounds, lists, rows, kwid_col, xml_correct)
 
 
-def _plain_kwslist(path, encoding, header, bounds, lists, rows, kwid_col) -> KwsList | None:
+def _plain_kwslist(path, encoding, header, bounds, lists, rows, kwid_col, xml_correct=False) -> KwsList | None:
     files, chans, tb_s, du_s, sc_s, dec_s = ([r[i] for r in rows] for i in range(6))
     try:
         tbeg = list(map(float, tb_s))
@@ -307,7 +332,7 @@ def _plain_kwslist(path, encoding, header, bounds, lists, rows, kwid_col) -> Kws
         return None
     if bounds is not None and score and (min(score) < bounds[0] or max(score) > bounds[1]):
         return None
-    ids = {f: _file_id(f) for f in set(files) if "/" in f or f.endswith(".sph")}
+    ids = {f: kwslist_file_id(f, xml_correct) for f in set(files) if "/" in f or "." in f}
     if ids:
         files = [ids.get(f, f) for f in files]
     cols = DetectionColumns(kwid_col, files, chans, tbeg, dur, score, [d == "YES" for d in dec_s])
@@ -316,7 +341,7 @@ def _plain_kwslist(path, encoding, header, bounds, lists, rows, kwid_col) -> Kws
                    _RawView(tb_s, du_s, sc_s), _KwLines(path, encoding, len(rows)), path)
 
 
-def _read_events(path: str, text: str) -> KwsList:
+def _read_events(path: str, text: str, xml_correct: bool = False) -> KwsList:
     """The general reader: expat's element events, every check naming its line."""
     parser = safe_parser(path)
     header: dict[str, str] = {}
@@ -401,8 +426,8 @@ def _read_events(path: str, text: str) -> KwsList:
             bounds = state["bounds"]
             if bounds is not None and not (bounds[0] <= score <= bounds[1]):
                 bad(f"score {sc_s} outside the file's [min_score, max_score] = [{bounds[0]}, {bounds[1]}]")
-            if "/" in file or file.endswith(".sph"):
-                file = _file_id(file)
+            if "/" in file or "." in file:
+                file = kwslist_file_id(file, xml_correct)
             dets.append(Detection(kwid, file, chan, tbeg, dur, score, yes))
             raw.append((tb_s, du_s, sc_s))
             lines.append(parser.CurrentLineNumber)
@@ -426,7 +451,8 @@ def _read_events(path: str, text: str) -> KwsList:
 
 
 def _num(x: float) -> str:
-    # Shortest text that reads back as the same double (so a write/read round trip is exact).
+    # Shortest text that reads back as the same double (so a write/read round trip is exact); an
+    # exponent is valid in the schema's xsd:float (the score), not in its xsd:decimal (times: xsd_decimal).
     return repr(float(x))
 
 
@@ -442,6 +468,7 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
         if not (math.isfinite(d.tbeg) and math.isfinite(d.dur) and math.isfinite(d.score)):
             raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} has a non-finite time or score",
                               path=str(path))
+        check_channel(d.channel, f"detection of {d.kwid[:40]!r} in {d.file[:40]!r}", str(path))
         if d.dur < 0:  # what read_kwslist (and F4DE) refuse is never written
             raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} at {d.tbeg} has a negative duration "
                               f"({d.dur})", path=str(path))
@@ -454,10 +481,10 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
             f.write(f'  <detected_kwlist kwid="{xml_escape(kwid)}" search_time="0" '
                     f'oov_count="{1 if kwid in oov else 0}">\n')
             for d in dets:
-                f.write(f'    <kw file="{xml_escape(d.file)}" channel="{xml_escape(d.channel)}" tbeg="{_num(d.tbeg)}" '
-                        f'dur="{_num(d.dur)}" score="{_num(d.score)}" decision="{"YES" if d.decision else "NO"}"/>\n')
+                f.write(f'    <kw file="{xml_escape(d.file)}" channel="{xml_escape(d.channel)}" '
+                        f'tbeg="{xsd_decimal(d.tbeg)}" dur="{xsd_decimal(d.dur)}" score="{_num(d.score)}" decision="{"YES" if d.decision else "NO"}"/>\n')
             f.write("  </detected_kwlist>\n")
         f.write("</kwslist>\n")
 
 
-__all__ = ["KwsList", "DetectedList", "DetectionColumns", "read_kwslist", "write_kwslist"]
+__all__ = ["KwsList", "DetectedList", "DetectionColumns", "read_kwslist", "write_kwslist", "kwslist_file_id"]

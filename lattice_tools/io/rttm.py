@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ..errors import FormatError
 from ..files import atomic_write, open_binary_input
+from ._xml import check_text_encoding
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class RttmRecord:
 
 
 def _decode_lines(path: str, encoding: str):
+    check_text_encoding(encoding, path)
     with open_binary_input(path) as f:
         try:
             data = f.read()
@@ -60,7 +62,7 @@ def _decode_lines(path: str, encoding: str):
         lines = data.decode(encoding).split("\n")
         if len(lines) != len(blines):
             raise UnicodeError
-    except UnicodeError:
+    except (UnicodeError, ValueError, TypeError):  # also codecs that fail otherwise (punycode, undefined)
         lines = None
     for lineno, bline in enumerate(blines, 1):
         if lines is not None:
@@ -71,6 +73,9 @@ def _decode_lines(path: str, encoding: str):
         except UnicodeDecodeError as exc:
             raise FormatError(f"not valid {encoding} text: byte {bline[exc.start]:#04x} at column {exc.start + 1}"
                               f" (give the file's encoding with --encoding)", path=path, line=lineno) from None
+        except (UnicodeError, ValueError, TypeError):
+            raise FormatError(f"cannot decode the line as {encoding} (give the file's encoding with --encoding)",
+                              path=path, line=lineno) from None
 
 
 _new = object.__new__

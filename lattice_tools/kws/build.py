@@ -7,22 +7,26 @@ from collections.abc import Iterable, Mapping
 
 from ..alternatives._common import is_silence
 from ..alternatives.network import Alternatives
-from ..errors import MismatchError
+from ..errors import LatticeToolsError, MismatchError
 from ..lattice import Lattice
 from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, index_alternatives, index_lattice
-from .store import IndexWriter
-
-#: Representations an index can be built from (stored in its ``meta``).
-REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
+from .store import IndexWriter, normalized_settings, settings_problem
 
 
 def _settings(max_length, max_silence, min_posterior, representation):
-    if representation not in REPRESENTATIONS:
-        raise ValueError(f"unknown representation {representation!r} (expected one of {', '.join(REPRESENTATIONS)})")
-    if max_length < 1:
-        raise ValueError(f"max_length must be >= 1, got {max_length}")
-    return {"max_length": int(max_length), "max_silence": None if max_silence is None else float(max_silence),
-            "min_posterior": float(min_posterior), "representation": representation}
+    import math
+    import numbers
+
+    if isinstance(max_silence, numbers.Real) and math.isinf(max_silence) and max_silence > 0:
+        max_silence = None  # an infinite limit is no limit
+    settings = {"max_length": int(max_length) if isinstance(max_length, numbers.Integral) else max_length,
+                "max_silence": max_silence, "representation": representation,
+                "min_posterior": float(min_posterior) if isinstance(min_posterior, numbers.Real) else min_posterior}
+    problem = settings_problem(settings)
+    if problem is not None:
+        key = problem.split()[0]
+        raise LatticeToolsError(f"{problem}, got {settings[key]!r}")
+    return normalized_settings(settings)
 
 
 def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: int = DEFAULT_MAX_LENGTH,

@@ -2,10 +2,10 @@
 sweep MTWV is taken from), on normal-deviate axes like F4DE's, with the actual-decision and MTWV points."""
 from __future__ import annotations
 
-import os
 from statistics import NormalDist
 
 from ..errors import LatticeToolsError
+from ..files import atomic_write
 from .score import KwsScore
 
 _ND = NormalDist()
@@ -45,14 +45,11 @@ def plot_det(scores: dict[str, KwsScore] | KwsScore, path: str, *, title: str = 
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
-    tmp = f"{path}.tmp.{os.getpid()}.png"
     try:
-        fig.savefig(tmp, dpi=100)
-        os.replace(tmp, path)
+        with atomic_write(path, "wb") as out:
+            fig.savefig(out, format="png", dpi=100)
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 __all__ = ["plot_det"]

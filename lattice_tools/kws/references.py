@@ -97,6 +97,20 @@ def _word_columns(records, char_split_text: bool, not_ascii: bool, delete_hyphen
     return cols
 
 
+def f4de_kwtext(text: str) -> str:
+    """A ``<kwtext>`` as F4DE reads it: F4DE takes the text from ``xmllint``'s re-serialisation of the KWlist
+    and does not decode entities, so ``&``, ``<``, ``>`` (and a carriage return) stay escaped as xmllint
+    writes them: ``a &amp; b`` is the three words ``a``, ``&amp;``, ``b``."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+
+
+def perl_lc(text: str) -> str:
+    """Perl's ``lc`` (what F4DE lower-cases with): Unicode's lowercase mapping without its one
+    context-dependent rule, so a capital sigma always becomes σ (Python's ``str.lower`` makes a
+    word-final one ς)."""
+    return text.replace("\u03a3", "\u03c3").lower()
+
+
 class ReferenceIndex:
     """The LEXEME words of a reference as columns (``file``, ``chan``, ``bt``, ``et``, ``raw_bt``, ``token``,
     ``stype``, ``spkr``; word ``i`` is position ``i``), each linked to its speaker's next word (``nxt``), with a
@@ -104,8 +118,10 @@ class ReferenceIndex:
     :class:`RefWord` objects (``words``, ``by_spkr``, :meth:`find_occurrences`) are made only when asked for."""
 
     def __init__(self, records: Iterable[RttmRecord], *, lowercase: bool = False, char_split_text: bool = False,
-                 not_ascii: bool = False, delete_hyphens: bool = False):
+                 not_ascii: bool = False, delete_hyphens: bool = False, unicode_lowercase: bool = False):
         self.lowercase = lowercase
+        # F4DE lower-cases with Perl's lc; Python's lower() differs on a word-final capital sigma
+        self._lower = str.lower if unicode_lowercase else perl_lc
         (self.file, self.chan, self.bt, self.et, self.raw_bt, self.token, self.stype,
          self.spkr) = _word_columns(records, char_split_text, not_ascii, delete_hyphens)
         speakers: dict[tuple[str, str, str], list[int]] = {}
@@ -129,7 +145,7 @@ class ReferenceIndex:
         lookup = self.lookup
         for i, (token, stype) in enumerate(zip(self.token, self.stype, strict=True)):
             if stype != "frag" and stype != "fp":
-                key = token.lower() if lowercase else token
+                key = self._lower(token) if lowercase else token
                 ids = lookup.get(key)
                 if ids is None:
                     lookup[key] = [i]
@@ -139,7 +155,7 @@ class ReferenceIndex:
         self._followers: dict[str, dict[str, list[int]]] = {}
 
     def normalize(self, token: str) -> str:
-        return token.lower() if self.lowercase else token
+        return self._lower(token) if self.lowercase else token
 
     def word(self, i: int) -> RefWord:
         """Word ``i`` as a :class:`RefWord` (not linked)."""
@@ -224,4 +240,4 @@ class ReferenceIndex:
         return (np.asarray([o[0] for o in occs], dtype=np.int64), np.asarray([o[-1] for o in occs], dtype=np.int64))
 
 
-__all__ = ["ReferenceIndex", "RefWord", "char_split", "perl_num", "round4"]
+__all__ = ["ReferenceIndex", "RefWord", "char_split", "perl_lc", "perl_num", "round4", "f4de_kwtext"]

@@ -40,7 +40,7 @@ from ..io.rttm import RttmRecord
 from .measures import KwsScore, Metric, OperatingPoint, TermResult, evaluate
 from .occurrence_alignment import ExcerptTable, align_occurrences
 from .occurrence_trials import alignment_rows, fill_blocks, positions_by_keyword
-from .references import ReferenceIndex, char_split, perl_num
+from .references import ReferenceIndex, char_split, f4de_kwtext, perl_num
 from .segment_scoring import score_segments
 from .trials import Block, Trials
 
@@ -109,7 +109,7 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
               char_split_text: bool = False, not_ascii: bool = False, delete_hyphens: bool = False,
               lowercase: bool | None = None, source_type_groups: dict[str, list[str]] | None = None,
               attribute_queries: Sequence[str] = (), outside_ecf: str = "error",
-              segment_based: bool = False) -> KwsEvaluation:
+              segment_based: bool = False, xml_correct: bool = False) -> KwsEvaluation:
     """Score a system's detections like F4DE's ``KWSEval.pl`` (occurrence alignment, or segment alignment
     with ``segment_based``).
 
@@ -131,6 +131,11 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
       segment_based: F4DE ``-g``: the trials are the speech/non-speech segments of the ECF excerpts (from the
         RTTM's SPEAKER turns, which ``references`` must then include); a keyword is a target of a segment
         holding a whole occurrence; the best-scoring hit whose midpoint falls in a segment is its detection.
+      xml_correct: read the texts as the XML and Unicode standards say instead of as F4DE does (the default,
+        for the numbers people publish): a ``<kwtext>``'s entities decoded (F4DE keeps ``&amp;`` as it is,
+        :func:`~lattice_tools.kws.references.f4de_kwtext`) and Python's lowercasing (F4DE's Perl ``lc`` makes
+        a final capital sigma σ, not ς).  The kwslist's file names are read by
+        :func:`~lattice_tools.io.kwslist.read_kwslist` (its ``xml_correct``; :func:`score_kws_files` passes it).
     Raises:
       MismatchError for kwslist keywords missing from the KWlist or hits outside the ECF's files;
       FormatError for decisions no single threshold explains, or an empty term.
@@ -147,12 +152,12 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
     for t in kwl.terms:
         if t.kwid in texts:
             raise MismatchError(f"duplicate keyword id {t.kwid!r} in the keyword list", key=t.kwid)
-        text = t.text
+        text = t.text if xml_correct else f4de_kwtext(t.text)
         if char_split_text:
             text = char_split(text, not_ascii, delete_hyphens)
         texts[t.kwid] = text
     refs = ReferenceIndex(references, lowercase=lowercase, char_split_text=char_split_text, not_ascii=not_ascii,
-                          delete_hyphens=delete_hyphens)
+                          delete_hyphens=delete_hyphens, unicode_lowercase=xml_correct)
     excerpts = ExcerptTable(ecf)
     kws_path = kwslist.path
     cols = kwslist.columns
@@ -224,10 +229,10 @@ def _check_inside_ecf(ecf: Ecf, kwslist: KwsList, excerpts: ExcerptTable) -> Non
         if excerpts.code[pair] < 0:
             i = next(j for j, p in enumerate(zip(cols.file, cols.channel, strict=True)) if p == pair)
             line = kwslist.lines[i] if kwslist.lines else None
-            raise MismatchError(f"hit of {cols.kwid[i]!r} in file {pair[0]!r} channel {pair[1]!r}, which the ECF "
-                                f"({ecf.path or 'in memory'}) does not name (pass outside_ecf='ignore' / "
-                                f"--ignore-outside-ecf to drop such hits like F4DE)", path=kwslist.path or None,
-                                line=line)
+            raise MismatchError(f"hit of {cols.kwid[i][:80]!r} in file {pair[0][:80]!r} channel {pair[1][:40]!r}, "
+                                f"which the ECF ({ecf.path or 'in memory'}) does not name; F4DE drops such hits "
+                                f"silently (e.g. when a subset of the data is scored): pass outside_ecf='ignore' / "
+                                f"--ignore-outside-ecf to drop them too", path=kwslist.path or None, line=line)
 
 
 class _Conditions:
@@ -349,7 +354,7 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     enc = None if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
     e = read_ecf(ecf, encoding=enc)
     kwl = read_kwlist_file(kwlist, encoding=encoding)
-    kws = read_kwslist(kwslist, encoding=enc)
+    kws = read_kwslist(kwslist, encoding=enc, xml_correct=options.get("xml_correct", False))
     if rttm is not None:
         refs = read_rttm_table(rttm, encoding=encoding,
                                types=("LEXEME", "SPEAKER") if options.get("segment_based") else ("LEXEME",))

@@ -18,8 +18,11 @@ scans the hits (``EXPLAIN QUERY PLAN`` in the tests).  For example::
                       ON u.id = h.utterance_id WHERE h.term = 'of clubs' ORDER BY h.score DESC"
 
 **Atomic writes.**  Every build, add and merge writes a temporary file next to the target
-(``.index.db.tmp-XXXX``) and renames it over the target when complete: an interrupted or failed
-build leaves the previous index (or no file) untouched.  Adding to an index copies it first.
+(named as every atomic write of the toolkit names its temporaries, :func:`lattice_tools.files.make_temporary`)
+and renames it over the target when complete: an interrupted or failed build leaves the previous index (or
+no file) untouched, SIGTERM removes the temporary, and the next write of the same index removes those a
+killed process left.  Adding to an index copies it first, under a lock of the directory: concurrent
+``--append`` runs add one after the other.
 
 **Bounded memory.**  :class:`IndexWriter` takes one utterance's hits at a time and inserts them in
 one ``executemany``; the term index is built once at the end (``CREATE INDEX`` after the bulk insert
@@ -28,24 +31,32 @@ is faster than maintaining it).  Memory is one utterance's hits, whatever the ar
 **Shards and merge** (Kaldi's ``kws-index-union``): one index per job, then :func:`merge_indexes`.
 Indexes merge only if built with the same settings (``META_KEYS``), and an utterance may be in only
 one shard.
+
+**Checked on read.**  An index comes from a file anyone can edit: opening one checks its tables, schema
+version and settings (:func:`settings_problem`, the rule the writer applies too); every hit read is checked
+(:func:`check_hit`); a merge checks each shard's rows in SQL.  Every SQLite, JSON or text fault is a one-line
+:class:`~lattice_tools.errors.FormatError` naming the file and quoting at most 80 characters of the value.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import shutil
 import sqlite3
-import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 
-from ..errors import FormatError, MismatchError
-from ..files import output_mode
+from ..errors import FormatError, LatticeToolsError, MismatchError
+from ..files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
 from .index import IndexHit
 
 SCHEMA_VERSION = "1"
 #: Settings that must agree for two indexes to be merged or added to.
 META_KEYS = ("max_length", "max_silence", "min_posterior", "representation")
+#: Representations an index can be built from (stored in its ``meta``).
+REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -55,9 +66,13 @@ CREATE TABLE vocabulary (word TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE hits (term TEXT NOT NULL, utterance_id INTEGER NOT NULL, tbeg REAL NOT NULL, dur REAL NOT NULL,
                    score REAL NOT NULL);
 """
+#: The columns every table must have (an index of another version or another program lacks some).
+_COLUMNS = {"meta": ("key", "value"), "utterances": ("id", "utterance", "file", "channel", "pruned_mass"),
+            "vocabulary": ("word",), "hits": ("term", "utterance_id", "tbeg", "dur", "score")}
 _TERM_INDEX = "CREATE INDEX IF NOT EXISTS hits_by_term ON hits(term)"
 TERM_QUERY = ("SELECT u.utterance, u.file, u.channel, h.tbeg, h.dur, h.score FROM hits h "
               "JOIN utterances u ON u.id = h.utterance_id WHERE h.term = ?")
+_QUOTE = 80  # characters of a bad value an error message quotes
 
 
 def term_key(words: Sequence[str]) -> str:
@@ -65,31 +80,170 @@ def term_key(words: Sequence[str]) -> str:
     return " ".join(words)
 
 
+def _quote(value) -> str:
+    """``repr(value)``, at most about 80 characters (an error never echoes a whole corrupt file)."""
+    text = repr(value)
+    return text if len(text) <= _QUOTE else text[:_QUOTE] + "..."
+
+
+def _sqlite_error(exc: sqlite3.Error, path: str, output: str | None = None) -> LatticeToolsError:
+    """The one-line error of an SQLite failure on ``path`` (a failed write names ``output`` if given)."""
+    text = str(exc)
+    if "disk is full" in text or "disk I/O error" in text:
+        return LatticeToolsError(f"cannot write the term index: {text}", path=output or path)
+    if "readonly" in text or "unable to open" in text:
+        return LatticeToolsError(f"cannot open the term index: {text}", path=path)
+    return FormatError(f"not a usable SQLite term index: {_quote(text)[1:-1]}", path=path)
+
+
+@contextlib.contextmanager
+def _sqlite_errors(path: str, output: str | None = None) -> Iterator[None]:
+    """SQLite errors (a corrupt page, a missing table, a full disk...) as one-line errors naming ``path``
+    (a failed write: ``output``, when the statement reads ``path`` and writes ``output``)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _sqlite_error(exc, path, output) from None
+    except UnicodeDecodeError as exc:  # a TEXT value that is not UTF-8 (a damaged page, another program)
+        raise FormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start]:#04x}): a damaged index",
+                          path=path) from None
+
+
+def _file_uri(path: str, readonly: bool = False) -> str:
+    from urllib.parse import quote
+
+    return f"file:{quote(os.path.abspath(path))}" + ("?mode=ro" if readonly else "")
+
+
 def _connect(path: str, readonly: bool = False) -> sqlite3.Connection:
     if readonly:
         if not os.path.exists(path):
             raise FormatError("no such index file", path=path)
-        from urllib.parse import quote
-        conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
+        conn = sqlite3.connect(_file_uri(path, readonly=True), uri=True)
     else:
         conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA schema_version").fetchone()
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
         conn.close()
-        raise FormatError(f"not an SQLite term index ({exc})", path=path) from None
+        raise FormatError(f"not an SQLite term index ({_quote(str(exc))[1:-1]})", path=path) from None
     return conn
 
 
-def _read_meta(conn: sqlite3.Connection, path: str) -> dict:
-    try:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    except sqlite3.DatabaseError as exc:
-        raise FormatError(f"not a lattice-tools term index ({exc})", path=path) from None
-    if meta.get("schema_version") != SCHEMA_VERSION:
-        raise FormatError(f"term index schema version {meta.get('schema_version')!r}, expected {SCHEMA_VERSION}",
-                          path=path)
-    return meta
+def _check_tables(conn: sqlite3.Connection, path: str, schema: str = "main") -> None:
+    """Every table of the schema with its columns, else a FormatError naming what is missing."""
+    for table, columns in _COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA {schema}.table_info({table})")}
+        if not have:
+            raise FormatError(f"no {table!r} table: not a lattice-tools term index (or one of another version)",
+                              path=path)
+        missing = [c for c in columns if c not in have]
+        if missing:
+            raise FormatError(f"table {table!r} has no column {missing[0]!r}: a term index of another version; "
+                              "rebuild it with this version", path=path)
+
+
+def _not_json_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _settings_of(meta: dict, path: str) -> dict:
+    """The build settings of a ``meta`` table, each checked (type and range), else a FormatError
+    naming the key and quoting the bad value."""
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        if version is None:
+            raise FormatError("no schema_version in the meta table: not a lattice-tools term index", path=path)
+        raise FormatError(f"term index schema version {_quote(version)}, expected {SCHEMA_VERSION!r} "
+                          "(an index of another version of lattice-tools: rebuild it)", path=path)
+    settings = {}
+    for k in META_KEYS:
+        if k not in meta:
+            raise FormatError(f"meta key {k!r} is missing: the index cannot say how it was built", path=path)
+        raw = meta[k]
+        try:
+            if not isinstance(raw, str):
+                raise ValueError
+            value = json.loads(raw, parse_constant=_not_json_constant)
+        except ValueError:
+            raise FormatError(f"meta {k} is not a JSON value: {_quote(raw)}", path=path) from None
+        settings[k] = value
+    problem = settings_problem(settings)
+    if problem is not None:
+        key = problem.split()[0]
+        raise FormatError(f"meta {problem}, got {_quote(meta[key])}", path=path)
+    return normalized_settings(settings)
+
+
+def settings_problem(settings: dict) -> str | None:
+    """What is wrong with build settings (None when nothing): ``max_length`` an integer >= 1,
+    ``max_silence`` None or a finite number >= 0, ``min_posterior`` a number in [0, 1],
+    ``representation`` one of :data:`REPRESENTATIONS`.  The message starts with the key."""
+    ml, ms, mp, rep = (settings.get(k) for k in META_KEYS)
+    if type(ml) is not int or ml < 1:
+        return "max_length must be an integer >= 1"
+    if ms is not None and (type(ms) not in (int, float) or not math.isfinite(ms) or ms < 0):
+        return "max_silence must be None (no limit) or a finite number >= 0"
+    if type(mp) not in (int, float) or not 0 <= mp <= 1:
+        return "min_posterior must be a number in [0, 1]"
+    if rep not in REPRESENTATIONS:
+        return f"representation must be one of {', '.join(REPRESENTATIONS)}"
+    return None
+
+
+def normalized_settings(settings: dict) -> dict:
+    ms = settings["max_silence"]
+    return {"max_length": settings["max_length"], "max_silence": None if ms is None else float(ms),
+            "min_posterior": float(settings["min_posterior"]), "representation": settings["representation"]}
+
+
+def _read_settings(conn: sqlite3.Connection, path: str, schema: str = "main") -> dict:
+    """Check the tables and the meta of an open index; its build settings."""
+    with _sqlite_errors(path):
+        _check_tables(conn, path, schema)
+        rows = conn.execute(f"SELECT key, value FROM {schema}.meta").fetchall()
+    return _settings_of(dict(rows), path)
+
+
+def _finite_at_least_zero(x) -> bool:
+    return type(x) in (int, float) and math.isfinite(x) and x >= 0
+
+
+def check_hit(tbeg, dur, score) -> str | None:
+    """What is wrong with a hit's time and score (None when nothing): times and the score are
+    finite numbers >= 0 (a score is an expected count, so it may exceed 1)."""
+    for name, value in (("start time", tbeg), ("duration", dur), ("score", score)):
+        if not _finite_at_least_zero(value):
+            return f"{name} {_quote(value)} is not a finite number >= 0"
+    return None
+
+
+def _check_shard(conn: sqlite3.Connection, path: str) -> None:
+    """The rows of an attached shard: texts where texts belong, finite numbers >= 0 for times, scores
+    and pruned masses, every hit's utterance present (one pass over each table)."""
+    number = "typeof({c}) IN ('real', 'integer') AND {c} >= 0 AND {c} <= 1.7976931348623157e308"
+    kinds = {"text": ("typeof({c}) = 'text'", "is not text"), "id": ("typeof({c}) = 'integer'", "is not an integer"),
+             "number": (number, "is not a finite number >= 0")}
+    checks = [("utterances", "utterance", {"utterance": "text", "file": "text", "channel": "text",
+                                           "pruned_mass": "number"}),
+              ("hits", "term", {"term": "text", "utterance_id": "id", "tbeg": "number", "dur": "number",
+                                "score": "number"}),
+              ("vocabulary", "word", {"word": "text"})]
+    for table, name, columns in checks:
+        good = {c: kinds[kind][0].format(c=c) for c, kind in columns.items()}
+        first_bad = "CASE " + " ".join(f"WHEN NOT ({g}) THEN '{c}'" for c, g in good.items()) + " END"
+        where = " OR ".join(f"NOT ({g})" for g in good.values())
+        row = conn.execute(f"SELECT {first_bad}, {name} FROM shard.{table} WHERE {where} LIMIT 1").fetchone()
+        if row is not None:
+            column = row[0]
+            value = conn.execute(f"SELECT {column} FROM shard.{table} WHERE NOT ({good[column]}) LIMIT 1").fetchone()
+            raise FormatError(f"table {table!r}, row of {name} {_quote(row[1])}: {column} "
+                              f"{_quote(value[0] if value else None)} {kinds[columns[column]][1]}", path=path)
+    row = conn.execute("SELECT h.term, h.utterance_id FROM shard.hits h LEFT JOIN shard.utterances u "
+                       "ON u.id = h.utterance_id WHERE u.id IS NULL LIMIT 1").fetchone()
+    if row is not None:
+        raise FormatError(f"hit of term {_quote(row[0])} names utterance id {_quote(row[1])}, which the index does "
+                          "not hold", path=path)
 
 
 def _check_compatible(ours: dict, theirs: dict, what: str) -> None:
@@ -99,41 +253,74 @@ def _check_compatible(ours: dict, theirs: dict, what: str) -> None:
                                 "indexes merge only with the same settings")
 
 
+class _DirectoryLock:
+    """An exclusive ``flock`` on a directory: ``--append`` runs on the indexes of one directory take it
+    from before they read the index until after they rename the new one into place, so concurrent
+    appends run one after the other (the second adds to what the first wrote) and none is lost."""
+
+    def __init__(self, directory: str):
+        self.fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            return
+        self.fd = os.open(directory, os.O_RDONLY)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            self.fd = None
+            raise
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the only descriptor releases the lock
+            self.fd = None
+
+
 class IndexWriter:
     """Writes a term index atomically (see the module docstring).
 
     ``settings`` are the build settings (``max_length``, ``max_silence``, ``min_posterior``,
     ``representation``; stored in ``meta``).  With ``append=True`` and an existing ``path``, the
-    new utterances are added to a copy of it (the settings must agree).  Use as a context manager:
-    the file appears at ``path`` only when the block ends without an exception.
+    new utterances are added to a copy of it (the settings must agree), under a lock of the
+    directory (:class:`_DirectoryLock`).  Use as a context manager: the file appears at ``path``
+    only when the block ends without an exception.
     """
 
     def __init__(self, path: str, settings: dict, *, append: bool = False):
         self.path = os.fspath(path)
-        self.settings = {k: json.dumps(settings.get(k)) for k in META_KEYS}
+        self.settings = {k: settings.get(k) for k in META_KEYS}
         directory = os.path.dirname(os.path.abspath(self.path))
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.tmp-", dir=directory)
-        os.fchmod(fd, output_mode(self.path))  # the mode of any new file (umask), not mkstemp's 0600
-        os.close(fd)
+        self._lock = _DirectoryLock(directory) if append else None
+        self._tmp: str | None = None
         self._done = False
         try:
+            remove_stale_temporaries(self.path)
+            fd, self._tmp = make_temporary(self.path)
+            assert fd is not None
+            os.fchmod(fd, output_mode(self.path))  # the mode of any new file (umask), not mkstemp's 0600
+            os.close(fd)
             fresh = not (append and os.path.exists(self.path))
             if not fresh:
                 with closing(_connect(self.path, readonly=True)) as src:
-                    _check_compatible(self.settings, _read_meta(src, self.path), self.path)
+                    _check_compatible(self.settings, _read_settings(src, self.path), self.path)
                 shutil.copyfile(self.path, self._tmp)
-            # autocommit mode: transactions are explicit (BEGIN/COMMIT), pragmas run outside them
-            self.conn = sqlite3.connect(self._tmp, isolation_level=None)
-            # The temporary file is thrown away on failure, so no rollback journal is needed.
-            self.conn.execute("PRAGMA journal_mode=OFF")
-            self.conn.execute("PRAGMA synchronous=OFF")
-            self.conn.execute("BEGIN")
-            if fresh:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self.conn.execute(statement)
-                meta = dict(self.settings, schema_version=SCHEMA_VERSION)
-                self.conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+            with _sqlite_errors(self.path):
+                # autocommit mode: transactions are explicit (BEGIN/COMMIT), pragmas run outside them
+                # a URI, so that a merge can ATTACH its shards read-only (``mode=ro``)
+                self.conn = sqlite3.connect(_file_uri(self._tmp), uri=True, isolation_level=None)
+                # The temporary file is thrown away on failure, so no rollback journal is needed.
+                self.conn.execute("PRAGMA journal_mode=OFF")
+                self.conn.execute("PRAGMA synchronous=OFF")
+                self.conn.execute("BEGIN")
+                if fresh:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            self.conn.execute(statement)
+                    meta = {k: json.dumps(v, allow_nan=False) for k, v in self.settings.items()}
+                    meta["schema_version"] = SCHEMA_VERSION
+                    self.conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
         except BaseException:
             self._discard()
             raise
@@ -143,82 +330,124 @@ class IndexWriter:
     def add_vocabulary(self, words: Iterable[str]) -> None:
         # Sorted: the b-tree pages (and so the file's bytes) then do not depend on set iteration order,
         # which varies between processes with string hashing.
-        self.conn.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?)", ((w,) for w in sorted(set(words))))
+        with _sqlite_errors(self.path):
+            self.conn.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?)", ((w,) for w in sorted(set(words))))
 
     def add_utterance(self, utterance: str, file: str, channel: str, hits: Iterable[IndexHit],
                       pruned_mass: float = 0.0) -> None:
-        """Add one utterance and its hits (an utterance already in the index is an error)."""
-        try:
-            cur = self.conn.execute("INSERT INTO utterances (utterance, file, channel, pruned_mass) VALUES (?, ?, ?, ?)",
-                                    (utterance, file, channel, pruned_mass))
-        except sqlite3.IntegrityError:
-            raise MismatchError(f"utterance {utterance!r} is already in the index", path=self.path,
-                                key=utterance) from None
-        uid = cur.lastrowid
-        rows = [(term_key(h.words), uid, h.tbeg, h.dur, h.score) for h in hits]
-        self.conn.executemany("INSERT INTO hits VALUES (?, ?, ?, ?, ?)", rows)
+        """Add one utterance and its hits (an utterance already in the index, a negative or
+        non-finite time or score is an error)."""
+        rows = []
+        for h in hits:
+            problem = check_hit(h.tbeg, h.dur, h.score)
+            if problem is not None:
+                raise FormatError(f"hit {_quote(term_key(h.words))}: {problem} (check the input's times and the "
+                                  "segments' offsets)", key=utterance)
+            rows.append((term_key(h.words), h.tbeg, h.dur, h.score))
+        if not _finite_at_least_zero(pruned_mass):
+            raise FormatError(f"pruned posterior mass {_quote(pruned_mass)} is not a finite number >= 0",
+                              key=utterance)
+        with _sqlite_errors(self.path):
+            try:
+                cur = self.conn.execute("INSERT INTO utterances (utterance, file, channel, pruned_mass) "
+                                        "VALUES (?, ?, ?, ?)", (utterance, file, channel, pruned_mass))
+            except sqlite3.IntegrityError:
+                raise MismatchError(f"utterance {_quote(utterance)} is already in the index", path=self.path,
+                                    key=utterance) from None
+            uid = cur.lastrowid
+            self.conn.executemany("INSERT INTO hits VALUES (?, ?, ?, ?, ?)",
+                                  [(term, uid, tb, d, s) for term, tb, d, s in rows])
         self.num_utterances += 1
         self.num_hits += len(rows)
 
     def commit(self) -> None:
         """Build the term index, close and rename the file into place."""
-        self.conn.execute(_TERM_INDEX)
-        self.conn.execute("COMMIT")
-        self.conn.execute("ANALYZE")
-        self.conn.close()
+        assert self._tmp is not None
+        with _sqlite_errors(self.path):
+            self.conn.execute(_TERM_INDEX)
+            self.conn.execute("COMMIT")
+            self.conn.execute("ANALYZE")
+            self.conn.close()
         with open(self._tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(self._tmp, self.path)
+        discard_temporary(self._tmp, remove=False)
         self._done = True
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _discard(self) -> None:
         conn = getattr(self, "conn", None)
         if conn is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 conn.close()
-            except sqlite3.Error:  # pragma: no cover
-                pass
-        if os.path.exists(self._tmp):
-            os.unlink(self._tmp)
+        if self._tmp is not None:
+            discard_temporary(self._tmp)
+        self._unlock()
 
     def __enter__(self) -> IndexWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
-            self.commit()
+            try:
+                self.commit()
+            except BaseException:
+                self._discard()
+                raise
         elif not self._done:
             self._discard()
 
 
 class TermIndex:
-    """A term index opened for search (read-only)."""
+    """A term index opened for search (read-only).  Opening checks its tables and build settings;
+    every hit read is checked (finite times and score >= 0), so a damaged or hand-edited index gives
+    an error naming the file, never a wrong detection."""
 
     def __init__(self, path: str):
         self.path = os.fspath(path)
         self.conn = _connect(self.path, readonly=True)
-        self.meta = _read_meta(self.conn, self.path)
-        self.settings = {k: json.loads(self.meta[k]) for k in META_KEYS if k in self.meta}
+        try:
+            self.settings = _read_settings(self.conn, self.path)
+        except BaseException:
+            self.conn.close()
+            raise
 
     @property
     def max_length(self) -> int:
         return int(self.settings["max_length"])
 
     def in_vocabulary(self, word: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM vocabulary WHERE word = ?", (word,)).fetchone() is not None
+        with _sqlite_errors(self.path):
+            return self.conn.execute("SELECT 1 FROM vocabulary WHERE word = ?", (word,)).fetchone() is not None
 
     def lookup(self, words: Sequence[str]) -> list[IndexHit]:
         """Every hit of the word sequence (an index search, never a scan)."""
-        return [IndexHit(tuple(words), u, f, c, tb, d, s)
-                for u, f, c, tb, d, s in self.conn.execute(TERM_QUERY, (term_key(words),))]
+        with _sqlite_errors(self.path):
+            rows = self.conn.execute(TERM_QUERY, (term_key(words),)).fetchall()
+        hits = []
+        for u, f, c, tb, d, s in rows:
+            problem = check_hit(tb, d, s)
+            if problem is None and not (type(u) is str and type(f) is str and type(c) is str):
+                problem = f"utterance, file or channel is not text: {_quote((u, f, c))}"
+            if problem is not None:
+                raise FormatError(f"hit of term {_quote(term_key(words))} in utterance {_quote(u)}: {problem}",
+                                  path=self.path)
+            hits.append(IndexHit(tuple(words), u, f, c, tb, d, s))
+        return hits
 
     def counts(self) -> dict:
         q = self.conn.execute
-        return {"utterances": q("SELECT count(*) FROM utterances").fetchone()[0],
-                "hits": q("SELECT count(*) FROM hits").fetchone()[0],
-                "terms": q("SELECT count(DISTINCT term) FROM hits").fetchone()[0],
-                "vocabulary": q("SELECT count(*) FROM vocabulary").fetchone()[0],
-                "pruned_mass": q("SELECT coalesce(sum(pruned_mass), 0) FROM utterances").fetchone()[0]}
+        with _sqlite_errors(self.path):
+            return {"utterances": q("SELECT count(*) FROM utterances").fetchone()[0],
+                    "hits": q("SELECT count(*) FROM hits").fetchone()[0],
+                    "terms": q("SELECT count(DISTINCT term) FROM hits").fetchone()[0],
+                    "vocabulary": q("SELECT count(*) FROM vocabulary").fetchone()[0],
+                    "pruned_mass": q("SELECT coalesce(sum(pruned_mass), 0) FROM utterances").fetchone()[0]}
 
     def close(self) -> None:
         self.conn.close()
@@ -232,36 +461,52 @@ class TermIndex:
 
 def merge_indexes(out: str, shards: Sequence[str]) -> dict:
     """Merge shard indexes into one (Kaldi's ``kws-index-union``), atomically.  ``out`` may be one
-    of the shards.  Returns the merged counts."""
+    of the shards.  Every shard is checked first (schema version, tables, build settings: their
+    types and ranges, and that all shards agree); its rows while it is merged (types, finite times
+    and scores >= 0, hits of utterances it holds).  Returns the merged counts."""
     if not shards:
         raise MismatchError("no index to merge")
-    metas = []
-    for s in shards:
-        with closing(_connect(os.fspath(s), readonly=True)) as c:
-            metas.append(_read_meta(c, os.fspath(s)))
-    first = {k: metas[0].get(k) for k in META_KEYS}
-    for s, m in zip(shards[1:], metas[1:], strict=False):
-        _check_compatible(first, m, os.fspath(s))
-    settings = {k: json.loads(first[k]) for k in META_KEYS}
-    with IndexWriter(out, settings) as w:
+    paths = [os.fspath(s) for s in shards]
+    settings = []
+    for s in paths:
+        with closing(_connect(s, readonly=True)) as c:
+            settings.append(_read_settings(c, s))
+    for s, m in zip(paths[1:], settings[1:], strict=False):
+        _check_compatible(settings[0], m, s)
+    with IndexWriter(out, settings[0]) as w:
         conn = w.conn
-        conn.execute("COMMIT")  # ATTACH runs outside a transaction
-        for s in shards:
-            conn.execute("ATTACH DATABASE ? AS shard", (os.path.abspath(os.fspath(s)),))
-            dup = conn.execute("SELECT s.utterance FROM shard.utterances s JOIN main.utterances m "
-                               "ON m.utterance = s.utterance LIMIT 1").fetchone()
-            if dup:
-                conn.execute("DETACH DATABASE shard")
-                raise MismatchError(f"utterance {dup[0]!r} is in more than one shard", path=os.fspath(s), key=dup[0])
+        with _sqlite_errors(out):
+            conn.execute("COMMIT")  # ATTACH runs outside a transaction
+        for s in paths:
+            if not os.path.exists(s):  # ATTACH would create an empty database
+                raise FormatError("no such index file", path=s)
+            with _sqlite_errors(s):
+                # read-only: a merge never changes a shard (nor leaves a journal beside it)
+                conn.execute("ATTACH DATABASE ? AS shard", (_file_uri(s, readonly=True),))
+            try:
+                with _sqlite_errors(s):
+                    _check_tables(conn, s, "shard")
+                    _check_shard(conn, s)
+                    dup = conn.execute("SELECT s.utterance FROM shard.utterances s JOIN main.utterances m "
+                                       "ON m.utterance = s.utterance LIMIT 1").fetchone()
+                if dup:
+                    raise MismatchError(f"utterance {_quote(dup[0])} is in more than one shard", path=s,
+                                        key=dup[0])
+                with _sqlite_errors(s, output=os.fspath(out)):
+                    conn.execute("BEGIN")
+                    offset = conn.execute("SELECT coalesce(max(id), 0) FROM main.utterances").fetchone()[0]
+                    conn.execute("INSERT INTO main.utterances SELECT id + ?, utterance, file, channel, pruned_mass "
+                                 "FROM shard.utterances", (offset,))
+                    conn.execute("INSERT INTO main.hits SELECT term, utterance_id + ?, tbeg, dur, score "
+                                 "FROM shard.hits", (offset,))
+                    conn.execute("INSERT OR IGNORE INTO main.vocabulary SELECT word FROM shard.vocabulary")
+                    conn.execute("COMMIT")
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    conn.execute("DETACH DATABASE shard")
+        with _sqlite_errors(out):
             conn.execute("BEGIN")
-            offset = conn.execute("SELECT coalesce(max(id), 0) FROM main.utterances").fetchone()[0]
-            conn.execute("INSERT INTO main.utterances SELECT id + ?, utterance, file, channel, pruned_mass FROM shard.utterances",
-                         (offset,))
-            conn.execute("INSERT INTO main.hits SELECT term, utterance_id + ?, tbeg, dur, score FROM shard.hits",
-                         (offset,))
-            conn.execute("INSERT OR IGNORE INTO main.vocabulary SELECT word FROM shard.vocabulary")
-            conn.execute("COMMIT")
-            conn.execute("DETACH DATABASE shard")
-        conn.execute("BEGIN")
     with TermIndex(out) as idx:
         return idx.counts()

@@ -481,10 +481,11 @@ def _plot(rows: Sequence[dict], path: str, title: str | None) -> None:
     axes[0].legend(fontsize=8)
     fig.suptitle(f"Spoken term detection{': ' + title if title else ''}", fontsize=10)
     fig.tight_layout()
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        with atomic_write(path, "wb") as out:
+            fig.savefig(out, format="png", dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def write_study(rows: Sequence[dict], invariants: Sequence[dict], out_dir: str, *, settings: Mapping,
