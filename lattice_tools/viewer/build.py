@@ -1,0 +1,246 @@
+"""``lattice-tools view``: one self-contained HTML page of lattices, alternatives, alignments and keyword hits."""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Sequence
+
+from .._budget import memory_budget
+from ..errors import LatticeToolsError, MismatchError
+from ..scoring.counts import ErrorCounts
+from .utterances import (
+    check_representation,
+    chosen_alternatives,
+    counts_dict,
+    lattice_dict,
+    recovered_flags,
+    score_one_best,
+    slots_dict,
+)
+
+REPRESENTATIONS = ("nbest", "sausage", "phrase", "lattice")
+
+
+def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequence[str] = (),
+         reference: str | None = None, ref_format: str | None = None, glm: str | None = None,
+         kwslist: str | None = None, kwlist: str | None = None,
+         representations: Sequence[str] = REPRESENTATIONS, n: int | None = 10, posterior_threshold: float = 0.1,
+         acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+         optional_deletable: bool = False, mode: str = "sclite", max_arcs: int = 5000, top_k: int = 300,
+         max_alternatives: int = 10, title: str | None = None, format: str | None = None,
+         words: str | None = None, frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+         max_memory: int | None = None, encoding: str = "utf-8") -> dict:
+    """Write ``out``: ONE self-contained HTML file (inline JavaScript, SVG and CSS; no request of any kind
+    leaves it, so it opens from ``file://`` offline) showing, per utterance, the 1-best aligned with the
+    reference, the alternatives with their posteriors and the oracle's choice, the lattice on a time axis
+    and keyword hits.
+
+    Args:
+      inputs: lattice specs (:func:`lattice_tools.io.read_lattice_inputs` with ``format``, ``words``,
+        ``frame_shift``, ``frame_subsampling_factor``).
+      alt_ctm: (alt-)CTM files, each one more representation (named by its file name); an utterance is a
+        CTM file id.  Without lattices the 1-best is the first alternative of every slot.
+      reference, ref_format: STM, trn or Kaldi text (optional).  Utterances match it by key as in
+        ``lattice-tools oracle`` (trn/text: utterance id; STM: recording, its segments in time order).
+      glm: NIST GLM applied like ``csrfilt.sh`` (both sides for the 1-best's scoring, as ``score``; the
+        reference for the oracles, as ``oracle``).
+      kwslist: keyword-search detections (NIST kwslist, e.g. ``lattice-tools kws search -o``) drawn on the
+        time axis of the utterance whose key is their file id; ``kwlist`` names the keywords.
+      representations: which of ``nbest``, ``sausage``, ``phrase``, ``lattice`` to compute from lattices;
+        ``n`` their depth (None: all), ``posterior_threshold`` the phrase boundary threshold, the scales
+        those of the searches, posteriors and best path.
+      optional_deletable, mode: sclite ``-D``; ``sclite`` or ``levenshtein`` costs.
+      max_arcs: the most probable word arcs of each lattice kept in the page (plus the best path); the
+        page's top-K control (initially ``top_k``) draws the K most probable of them.
+      max_alternatives: alternatives per slot listed (the oracle's choice is added when deeper).
+      max_memory: memory budget (bytes) of the N-best/phrase searches (None: their node/state counts).
+    Returns:
+      a summary: ``{"out", "utterances", "bytes", "totals": {"1best": counts, <representation>: counts}}``.
+    """
+    from ..algorithms import arc_posteriors, best_path
+    from ..oracle import lattice_oracle
+    from ..oracle.api import alternatives_oracle_many
+    from ..oracle.graphs import is_nonword
+    from ..oracle.representations import load_references, make_alternatives, one_best
+    from .page import write_page
+
+    reps = list(representations)
+    for r in reps:
+        check_representation(r, REPRESENTATIONS)
+    if mode not in ("sclite", "levenshtein"):
+        raise LatticeToolsError(f"unknown mode {mode!r}; expected sclite or levenshtein")
+    if max_arcs < 1 or top_k < 1 or max_alternatives < 1:
+        raise LatticeToolsError("max_arcs, top_k and max_alternatives must be at least 1")
+    specs = [inputs] if isinstance(inputs, (str, os.PathLike)) else [str(x) for x in inputs]
+    if not specs and not alt_ctm:
+        raise LatticeToolsError("nothing to show: give lattices and/or --alt-ctm files")
+    scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    opts = dict(mode=mode, optional_deletable=optional_deletable)
+
+    rfmt = refs = None
+    if reference is not None:
+        from ..io.detect import detect_transcript_format
+
+        rfmt = detect_transcript_format(str(reference), ref_format, allowed=("stm", "trn", "text"), role="reference",
+                                        option="--ref-format", encoding=encoding)
+        refs = load_references(str(reference), glm=glm, fmt=rfmt, encoding=encoding)
+
+    utts: dict = {}          # key -> the page's record
+    best_alts: dict = {}     # key -> 1-best Alternatives
+    rep_alts: dict = {}      # representation -> {key: Alternatives}
+    lattice_results: dict = {}
+    if specs:
+        from ..io import read_lattice_inputs
+
+        for lat in read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor):
+            if refs is not None and lat.key not in refs:
+                raise MismatchError(f"lattice {lat.key!r} has no reference (references are keyed by utterance id "
+                                    "(trn/text) or recording file (stm))", path=str(reference), key=lat.key)
+            post = arc_posteriors(lat, **scales)
+            best = best_path(lat, **scales)
+            record = utts.setdefault(lat.key, {"key": lat.key, "reps": {}})
+            record["lat"] = lattice_dict(lat, post, best, is_nonword, max_arcs)
+            best_alts[lat.key] = one_best(lat, **scales)
+            for r in reps:
+                if r == "lattice":
+                    if refs is not None:
+                        lattice_results[lat.key] = lattice_oracle(lat, refs[lat.key], **opts)
+                    continue
+                kw = {"posterior_threshold": posterior_threshold} if r == "phrase" else {}
+                if max_memory is not None and r in ("nbest", "phrase"):
+                    kw.update(max_pops=sys.maxsize, max_states=sys.maxsize)  # the memory budget governs
+                with memory_budget(max_memory):
+                    rep_alts.setdefault(r, {})[lat.key] = make_alternatives(lat, r, n, **scales, **kw)
+    ctm_names = []
+    for path in alt_ctm:
+        from ..io.altctm import read_alternatives_ctm
+
+        name = os.path.basename(str(path))
+        if name in rep_alts or name in ctm_names:
+            raise LatticeToolsError(f"two representations named {name!r}: rename one of the files", path=str(path))
+        ctm_names.append(name)
+        rep_alts[name] = {}
+        for alts in read_alternatives_ctm(str(path), encoding=encoding):
+            key = alts.file or alts.key
+            if refs is not None and key not in refs:
+                raise MismatchError(f"CTM file id {key!r} has no reference", path=str(path), key=key)
+            rep_alts[name][key] = alts
+            utts.setdefault(key, {"key": key, "reps": {}})
+            if key not in best_alts:  # no lattice: the first alternative of every slot
+                best_alts[key] = alts.truncated(1)
+    if not utts:
+        raise LatticeToolsError("nothing to show: the inputs hold no utterance")
+
+    # the 1-best, scored like `lattice-tools score`
+    keys = list(utts)
+    for key in keys:
+        ob = best_alts[key]
+        record = utts[key]
+        record["onebest"] = {"words": [w for s in ob.slots for a in s.alternatives[:1] for w in a.words]}
+        ends = [s.end for s in ob.slots if math.isfinite(s.end)]
+        lat = record.get("lat")
+        if lat and lat["t1"]:
+            ends.append(max(lat["t1"]))
+        record["dur"] = round(max(ends), 2) if ends else 0.0
+    totals: dict = {}
+    if refs is not None:
+        scored = score_one_best(str(reference), rfmt, [best_alts[k] for k in keys], glm, encoding=encoding, **opts)
+        missing = [k for k in keys if k not in scored]
+        if missing:
+            raise MismatchError(f"the scorer found no reference segment for {missing[0]!r}", path=str(reference),
+                                key=missing[0])
+        for key in keys:
+            utts[key]["onebest"].update(scored[key])
+            utts[key]["ref"] = refs[key]
+        totals["1best"] = _total([utts[k]["onebest"]["counts"] for k in keys])
+
+    # the alternatives and their oracles
+    names = [r for r in reps if r != "lattice" and r in rep_alts] + ctm_names
+    for name in names:
+        nonword = (lambda w: False) if name in ctm_names else is_nonword
+        by_key = rep_alts[name]
+        have = [k for k in keys if k in by_key]
+        results = alternatives_oracle_many([by_key[k] for k in have], [refs[k] for k in have], nonword=nonword,
+                                           **opts) if refs is not None else [None] * len(have)
+        for key, res in zip(have, results, strict=True):
+            alts = by_key[key]
+            entry: dict = {"kind": name, "n_slots": len(alts.slots)}
+            recovered: list = []
+            choice = None
+            if res is not None:
+                oracle_words = [w for w in res.words if w != "@" and not nonword(w)]
+                entry.update(counts=counts_dict(res.counts), words=oracle_words)
+                recovered = recovered_flags(refs[key], utts[key]["onebest"]["words"], oracle_words, **opts)
+                entry["recovered"] = [i for i, f in enumerate(recovered) if f]
+                choice = chosen_alternatives(alts, oracle_words, nonword)
+            entry["slots"] = slots_dict(alts, choice, recovered, nonword, max_alternatives)
+            utts[key]["reps"][name] = entry
+        if res_counts := [utts[k]["reps"][name]["counts"] for k in have if "counts" in utts[k]["reps"][name]]:
+            totals[name] = _total(res_counts)
+    if "lattice" in reps and lattice_results:
+        for key, res in lattice_results.items():
+            words_ = list(res.words)
+            recovered = recovered_flags(refs[key], utts[key]["onebest"]["words"], words_, **opts)
+            utts[key]["reps"]["lattice"] = {
+                "kind": "lattice", "counts": counts_dict(res.counts), "words": words_,
+                "starts": [_round(x) for x in res.starts], "durs": [_round(x) for x in res.durations],
+                "recovered": [i for i, f in enumerate(recovered) if f]}
+        totals["lattice"] = _total([utts[k]["reps"]["lattice"]["counts"] for k in lattice_results])
+
+    for key in keys:
+        record = utts[key]
+        base = record["onebest"].get("counts")
+        oracle_errors = [r["counts"]["E"] for r in record["reps"].values() if "counts" in r]
+        record["gain"] = (base["E"] - min(oracle_errors)) if base and oracle_errors else None
+        record["wer"] = base["wer"] if base else None
+    if kwslist is not None:
+        _attach_hits(utts, kwslist, kwlist, encoding)
+
+    data = {"title": title or "lattice-tools view", "utterances": [utts[k] for k in keys], "totals": totals,
+            "representations": [r for r in ["1best", *names, "lattice"] if r in totals or r in names],
+            "settings": {"n": n, "posterior_threshold": posterior_threshold, "mode": mode,
+                         "optional_deletable": optional_deletable, "max_arcs": max_arcs, "top_k": top_k,
+                         "reference": os.path.basename(str(reference)) if reference else None,
+                         "glm": os.path.basename(str(glm)) if glm else None,
+                         "kwslist": os.path.basename(str(kwslist)) if kwslist else None}}
+    size = write_page(out, data)
+    return {"out": str(out), "utterances": len(keys), "bytes": size, "totals": totals}
+
+
+def _total(counts: list[dict]) -> dict:
+    total = ErrorCounts(correct=sum(c["C"] for c in counts), substitutions=sum(c["S"] for c in counts),
+                        deletions=sum(c["D"] for c in counts), insertions=sum(c["I"] for c in counts),
+                        ref_words=sum(c["N"] for c in counts))
+    return counts_dict(total)
+
+
+def _round(x: float) -> float | None:
+    return round(float(x), 3) if x is not None and math.isfinite(x) else None
+
+
+def _attach_hits(utts: dict, kwslist: str, kwlist: str | None, encoding: str) -> None:
+    """Every detection of ``kwslist`` on the utterance whose key is its file id (others are counted)."""
+    from ..io.kwslist import read_kwslist
+
+    texts = {}
+    if kwlist is not None:
+        from ..io.kwlist import read_kwlist
+
+        texts = {t.kwid: t.text for t in read_kwlist(str(kwlist), encoding=encoding)}
+    unplaced = 0
+    for d in read_kwslist(str(kwslist)).detections:
+        record = utts.get(d.file)
+        if record is None:
+            unplaced += 1
+            continue
+        record.setdefault("hits", []).append({"kwid": d.kwid, "text": texts.get(d.kwid, ""), "tbeg": round(d.tbeg, 3),
+                                              "dur": round(d.dur, 3), "score": d.score, "yes": bool(d.decision)})
+    for record in utts.values():
+        record.setdefault("hits", [])
+        record["hits"].sort(key=lambda h: (h["tbeg"], -h["score"]))
+    if unplaced:
+        utts_any = next(iter(utts.values()))
+        utts_any.setdefault("notes", []).append(f"{unplaced} detection(s) of {os.path.basename(str(kwslist))} are on "
+                                                "files not shown")
