@@ -1,0 +1,338 @@
+"""``lattice-tools view``: the page is self-contained and every number it shows is the toolkit's.
+
+The browser tests drive Debian's chromium (``/usr/bin/chromium``) with playwright, headless; they are
+skipped with the reason when either is missing (playwright never downloads a browser here).  Each page is
+opened from ``file://`` with every request recorded, and the numbers in its ``data-`` attributes are compared
+with the JSON of ``lattice-tools score``, ``lattice-tools oracle`` and the kwslist of ``lattice-tools kws
+search`` run as separate processes on the same inputs (two real pocketsphinx lattices, tests/data/inputs).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "inputs"
+CHROMIUM = "/usr/bin/chromium"
+REPS = ("nbest", "sausage", "phrase", "lattice")
+
+# the 1-best of 003.lat is "seven of clubs", of 004.lat "five five"
+STM = ("003 1 spk003 0.0 10.0 seven and clubs\n"
+       "004 1 spk004 0.0 10.0 five nine\n")
+GLM = ("* name \"view-test\"\n* desc \"an alternation for the view's test\"\n* format = 'NIST1'\n"
+       "* max_nrules = '10'\n* copy_no_hit = 'T'\n* case_sensitive = 'F'\n"
+       "SEVEN => {SEVEN / 7} / [ ] __ [ ]\n")
+
+
+def _run(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent))
+    proc = subprocess.run([sys.executable, "-m", "lattice_tools", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """The inputs, the page and the peers' JSON for the same inputs."""
+    d = tmp_path_factory.mktemp("view")
+    lats = [DATA / "003.lat", DATA / "004.lat"]
+    (d / "ref.stm").write_text(STM)
+    (d / "map.glm").write_text(GLM)
+    from lattice_tools.io.kwlist import KeywordTerm, write_kwlist
+
+    write_kwlist(str(d / "kwlist.xml"), [KeywordTerm("KW-1", "seven"), KeywordTerm("KW-2", "clubs"),
+                                          KeywordTerm("KW-3", "five")])
+    _run("kws", "index", *lats, "-o", d / "index.sqlite")
+    _run("kws", "search", d / "index.sqlite", "--kwlist", d / "kwlist.xml", "-o", d / "hits.xml")
+    summary = json.loads(_run("view", *lats, "-r", d / "ref.stm", "--glm", d / "map.glm", "--kwslist", d / "hits.xml",
+                              "--kwlist", d / "kwlist.xml", "-o", d / "view.html", "--json", "-"))
+    # the 1-best as a CTM (the best path of each lattice), scored by `score` with the same GLM
+    from lattice_tools.io import read_lattice_inputs
+    from lattice_tools.io.altctm import write_alternatives_ctm
+    from lattice_tools.oracle.representations import one_best
+
+    write_alternatives_ctm(str(d / "1best.ctm"), [one_best(lat) for lat in read_lattice_inputs([str(x) for x in lats])],
+                           n=1)
+    score = json.loads(_run("score", "-r", d / "ref.stm", "-h", d / "1best.ctm", "--glm", d / "map.glm", "--json", "-"))
+    oracle = {rep: json.loads(_run("oracle", *lats, "-r", d / "ref.stm", "--glm", d / "map.glm", "--representation",
+                                   rep, *(["-n", "10"] if rep != "lattice" else []), "--json", "-"))
+              for rep in ("1best", *REPS)}
+    return {"dir": d, "page": d / "view.html", "summary": summary, "score": score, "oracle": oracle}
+
+
+def test_the_page_is_one_self_contained_file(made):
+    html = made["page"].read_text(encoding="utf-8")
+    # no address of any kind but the SVG namespace (a name, never fetched); no external element at all
+    for needle in ("https:", "//cdn", "<link", " src=", "@import", "url(", "fetch(", "XMLHttpRequest", "WebSocket"):
+        assert needle not in html, needle
+    assert html.count("http:") == html.count("http://www.w3.org/2000/svg")
+    assert "default-src 'none'" in html  # the page forbids itself any request
+    assert made["summary"]["bytes"] == made["page"].stat().st_size
+
+
+def test_data_cannot_end_its_script_element():
+    from lattice_tools.viewer.page import data_json, render_page
+
+    text = data_json({"w": ["</s>", "<!--", "</script>"]})
+    assert "</" not in text and "<!--" not in text
+    assert json.loads(text) == {"w": ["</s>", "<!--", "</script>"]}
+    page = render_page({"title": "<b>&", "utterances": [], "totals": {}, "representations": [], "settings": {}})
+    assert "<title>&lt;b&gt;&amp;</title>" in page
+
+
+def test_summary_totals_are_the_scorers(made):
+    """Without a browser: the totals the page is given equal score's and oracle's JSON."""
+    totals = made["summary"]["totals"]
+    o = made["score"]["overall"]
+    assert totals["1best"] == {"C": o["correct"], "S": o["substitutions"], "D": o["deletions"], "I": o["insertions"],
+                               "N": o["ref_words"], "E": o["errors"], "wer": o["wer"]}
+    for rep in REPS:
+        c = made["oracle"][rep]["counts"]
+        assert totals[rep]["E"] == c["errors"] and totals[rep]["N"] == c["ref_words"], rep
+        assert totals[rep]["wer"] == pytest.approx(made["oracle"][rep]["wer"]), rep
+    assert totals["1best"]["E"] > totals["lattice"]["E"]  # the fixture has something to recover
+
+
+def test_errors_are_one_line_and_leave_no_output(tmp_path):
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+
+    (tmp_path / "ref.stm").write_text("other 1 s 0.0 1.0 x\n")
+    out = tmp_path / "v.html"
+    res = CliRunner().invoke(main, ["view", str(DATA / "003.lat"), "-r", str(tmp_path / "ref.stm"), "-o", str(out)])
+    assert res.exit_code == 2 and "003" in res.output and "Traceback" not in res.output
+    assert not out.exists() and os.listdir(tmp_path) == ["ref.stm"]
+    res = CliRunner().invoke(main, ["view", "-o", str(out)])
+    assert res.exit_code == 2 and "nothing to show" in res.output
+    res = CliRunner().invoke(main, ["view", str(DATA / "003.lat"), "--representations", "nbest,bogus", "-o", str(out)])
+    assert res.exit_code == 2 and "bogus" in res.output
+
+
+def test_without_reference_the_page_still_shows_alternatives_and_lattice(tmp_path):
+    from lattice_tools import view
+
+    s = view([str(DATA / "004.lat")], str(tmp_path / "v.html"), representations=("sausage",), max_arcs=50)
+    assert s["utterances"] == 1 and s["totals"] == {}
+    html = (tmp_path / "v.html").read_text(encoding="utf-8")
+    data = json.loads(html.split('id="view-data">', 1)[1].split("</script>", 1)[0])
+    u = data["utterances"][0]
+    assert len(u["lat"]["w"]) <= 50 + len(u["lat"]["best"]) and u["reps"]["sausage"]["slots"]
+    kept = u["lat"]["p"][:50]  # the most probable first (best-path arcs beyond them follow)
+    assert kept == sorted(kept, reverse=True) and u["lat"]["n_word_arcs"] > 50
+
+
+# ----------------------------------------------------------------------------------------------
+# In the browser
+# ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no chromium at {CHROMIUM} (Debian package 'chromium')")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)  # never a downloaded browser
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, made):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 950})
+    pg = ctx.new_page()
+    requests, errors = [], []
+    url = made["page"].resolve().as_uri()
+
+    def route(r):
+        requests.append(r.request.url)
+        if r.request.url == url:
+            r.continue_()
+        else:
+            r.abort()
+
+    pg.route("**/*", route)
+    pg.on("request", lambda r: requests.append(r.url))
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.goto(url)
+    pg.wait_for_selector("body[data-ready='1']")
+    yield pg
+    assert set(requests) == {url}, f"requests left the page: {set(requests) - {url}}"
+    assert not errors, errors
+    ctx.close()
+
+
+def _counts_of(el) -> dict:
+    a = el.evaluate("e => Object.assign({}, e.dataset)")
+    return {"C": int(a["c"]), "S": int(a["s"]), "D": int(a["d"]), "I": int(a["i"]), "N": int(a["n"]), "E": int(a["e"])}
+
+
+def _select(page, key: str) -> None:
+    page.click(f".row[data-key='{key}']")
+    page.wait_for_selector(f"#detail h2[data-key='{key}']")
+
+
+def test_every_count_on_the_page_is_scores_and_oracles(page, made):
+    score, oracle = made["score"], made["oracle"]
+    # totals table
+    o = score["overall"]
+    row = page.query_selector("tr.total[data-rep='1best']")
+    assert _counts_of_cells(row) == (o["correct"], o["substitutions"], o["deletions"], o["insertions"],
+                                     o["ref_words"], o["errors"])
+    assert float(row.query_selector("td[data-wer]").get_attribute("data-wer")) == pytest.approx(o["wer"])
+    for rep in REPS:
+        c = oracle[rep]["counts"]
+        row = page.query_selector(f"tr.total[data-rep='{rep}']")
+        assert _counts_of_cells(row) == (c["correct"], c["substitutions"], c["deletions"], c["insertions"],
+                                         c["ref_words"], c["errors"]), rep
+    # per utterance: the 1-best against score's per-speaker counts (one speaker per recording), the
+    # oracles against oracle's per-utterance counts
+    for key in ("003", "004"):
+        _select(page, key)
+        sp = score["speakers"][f"spk{key}"]
+        got = _counts_of(page.query_selector("#detail p.summary[data-rep='1best']"))
+        assert got == {"C": sp["correct"], "S": sp["substitutions"], "D": sp["deletions"], "I": sp["insertions"],
+                       "N": sp["ref_words"], "E": sp["errors"]}, key
+        ops = page.eval_on_selector_all("#detail .pair", "ps => ps.map(p => p.dataset.op)")
+        assert ops.count("S") == sp["substitutions"] and ops.count("C") == sp["correct"]
+        assert ops.count("D") == sp["deletions"] and ops.count("I") == sp["insertions"]
+        for rep in REPS:
+            ref = next(u for u in oracle[rep]["utterances"] if u["key"] == key)
+            got = _counts_of(page.query_selector(f"#detail p.summary[data-rep='{rep}']"))
+            assert got == {"C": ref["correct"], "S": ref["substitutions"], "D": ref["deletions"],
+                           "I": ref["insertions"], "N": ref["ref_words"], "E": ref["errors"]}, (key, rep)
+        one = next(u for u in oracle["1best"]["utterances"] if u["key"] == key)
+        assert got_errors(page, "1best") == one["errors"]
+
+
+def _counts_of_cells(row):
+    return tuple(int(row.query_selector(f"td[data-{k}]").get_attribute(f"data-{k}")) for k in "csdine")
+
+
+def got_errors(page, rep):
+    return int(page.query_selector(f"#detail p.summary[data-rep='{rep}']").get_attribute("data-e"))
+
+
+def test_oracle_choice_recovered_words_and_glm_alternation(page):
+    _select(page, "003")
+    # the reference after the GLM shows its alternation; the N-best oracle takes "seven and clubs"
+    assert page.query_selector("#detail .alt-ref .alt") is not None
+    chosen = page.eval_on_selector_all("#detail section[data-kind='nbest'] .alt-row[data-oracle]",
+                                       "rs => rs.map(r => r.dataset.words)")
+    assert chosen == ["seven and clubs"]
+    rec = page.eval_on_selector_all("#detail section[data-kind='nbest'] mark.rec", "ms => ms.map(m => m.textContent)")
+    assert rec == ["✓and"]  # "of" was the 1-best's substitution for "and"
+    # posteriors shown are the alternatives' (N-best posteriors of one slot sum to at most 1)
+    ps = [float(x) for x in page.eval_on_selector_all("#detail section[data-kind='nbest'] .alt-row",
+                                                        "rs => rs.map(r => r.dataset.p)")]
+    assert ps == sorted(ps, reverse=True) and 0 < sum(ps) <= 1 + 1e-6
+
+
+def test_lattice_arcs_top_k_and_hover(page, made):
+    from lattice_tools.algorithms import arc_posteriors
+    from lattice_tools.io import read_lattices
+
+    _select(page, "003")
+    lat = next(iter(read_lattices(str(DATA / "003.lat"))))
+    post = arc_posteriors(lat)
+    arcs = page.eval_on_selector_all("#detail rect.arc", "rs => rs.map(r => Object.assign({}, r.dataset))")
+    k = int(page.query_selector("#detail svg").get_attribute("data-k"))
+    assert k == min(300, len(arcs)) and len(arcs) >= k
+    # every arc drawn is a lattice arc with that word, times and posterior (rounded to 4 digits)
+    fs = lat.frame_shift
+    table = {}
+    for i in range(lat.num_arcs):
+        table.setdefault((lat.symbols.word(int(lat.word[i])), round(lat.t0[i] * fs, 3), round(lat.t1[i] * fs, 3)),
+                         []).append(round(float(post[i]), 4))
+    for a in arcs:
+        assert float(a["p"]) in table[(a["word"], float(a["t0"]), float(a["t1"]))]
+    # the K control redraws: 5 arcs, plus best-path arcs beyond them
+    page.fill("#knum", "5")
+    page.dispatch_event("#knum", "change")
+    best = page.eval_on_selector_all("#detail rect.arc.best", "rs => rs.length")
+    n = page.eval_on_selector_all("#detail rect.arc", "rs => rs.length")
+    assert 5 <= n <= 5 + best and page.query_selector("#detail svg").get_attribute("data-k") == "5"
+    # the 5 drawn are the 5 most probable word arcs
+    ps = sorted((float(x) for x in page.eval_on_selector_all("#detail rect.arc:not(.best)", "rs => rs.map(r => r.dataset.p)")),
+                reverse=True)
+    assert all(p >= min(ps) for p in ps)
+    # hover shows word, times, posterior and costs
+    first = page.query_selector("#detail rect.arc")
+    first.hover()
+    tip = page.inner_text("#tip")
+    d = first.evaluate("e => Object.assign({}, e.dataset)")
+    assert d["word"] in tip and f"{float(d['p']):.4f}" in tip and f"{float(d['ac']):.2f}" in tip
+    # keyboard: focus the drawing, arrow keys read arcs
+    page.focus("#latwrap")
+    page.keyboard.press("ArrowRight")
+    assert not page.query_selector("#tip").is_hidden() and "posterior" in page.inner_text("#tip")
+
+
+def test_keyword_hits_are_kws_search_scores(page, made):
+    root = ET.parse(made["dir"] / "hits.xml").getroot()
+    expected = {}
+    for lst in root:
+        for kw in lst:
+            expected.setdefault(kw.get("file"), []).append((lst.get("kwid"), float(kw.get("tbeg")),
+                                                            float(kw.get("score")), kw.get("decision") == "YES"))
+    assert expected
+    for key, hits in expected.items():
+        _select(page, key)
+        rows = page.eval_on_selector_all("#detail tr.hitrow", "rs => rs.map(r => Object.assign({}, r.dataset))")
+        got = sorted((r["kwid"], float(r["tbeg"]), float(r["score"]), r["yes"] == "1") for r in rows)
+        assert got == sorted(hits)
+        marks = page.eval_on_selector_all("#detail svg path.hit", "ps => ps.map(p => parseFloat(p.dataset.score))")
+        assert sorted(marks) == sorted(h[2] for h in hits)
+    # the keyword filter keeps the utterances with that keyword's hits
+    page.select_option("#keyword", "KW-3")
+    keys = page.eval_on_selector_all("#list .row", "rs => rs.map(r => r.dataset.key)")
+    assert keys == sorted(k for k, hs in expected.items() if any(h[0] == "KW-3" for h in hs))
+
+
+def test_filter_sort_and_keyboard(page):
+    page.fill("#filter", "nine")  # a reference word of 004 only
+    assert page.eval_on_selector_all("#list .row", "rs => rs.map(r => r.dataset.key)") == ["004"]
+    page.fill("#filter", "")
+    page.select_option("#sort", "wer")
+    wers = page.eval_on_selector_all("#list .row", "rs => rs.map(r => parseFloat(r.dataset.wer))")
+    assert wers == sorted(wers, reverse=True) and len(wers) == 2
+    page.focus("#list")
+    page.keyboard.press("Home")
+    first = page.get_attribute("#detail", "data-key")
+    page.keyboard.press("ArrowDown")
+    second = page.get_attribute("#detail", "data-key")
+    assert {first, second} == {"003", "004"}
+    assert page.get_attribute(f".row[data-key='{second}']", "aria-selected") == "true"
+
+
+def _not_blank(png: bytes) -> float:
+    from PIL import Image, ImageStat
+
+    img = Image.open(io.BytesIO(png)).convert("L")
+    return ImageStat.Stat(img).stddev[0]
+
+
+def test_screenshots_light_dark_and_print(page, made):
+    light = page.screenshot(full_page=True)
+    assert _not_blank(light) > 20
+    bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    page.click("#theme")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") != bg
+    dark = page.screenshot(full_page=True)
+    assert _not_blank(dark) > 20 and dark != light
+    out = made["dir"] / "shots"
+    out.mkdir(exist_ok=True)
+    (out / "light.png").write_bytes(light)
+    (out / "dark.png").write_bytes(dark)
+    page.emulate_media(media="print")
+    assert page.evaluate("getComputedStyle(document.getElementById('listpane')).display") == "none"
+    assert page.evaluate("getComputedStyle(document.getElementById('detail')).display") != "none"
+    assert len(page.pdf()) > 1000  # headless chromium prints it
