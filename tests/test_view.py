@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -336,3 +337,35 @@ def test_screenshots_light_dark_and_print(page, made):
     assert page.evaluate("getComputedStyle(document.getElementById('listpane')).display") == "none"
     assert page.evaluate("getComputedStyle(document.getElementById('detail')).display") != "none"
     assert len(page.pdf()) > 1000  # headless chromium prints it
+
+
+def test_trn_reference_counts_are_scores_and_oracles(tmp_path):
+    """A trn reference (ids with a speaker part, as sclite's spu_id needs): per-utterance counts equal
+    `score`'s per-speaker counts and `oracle`'s per-utterance counts."""
+    for name in ("003", "004"):
+        shutil.copy(DATA / f"{name}.lat", tmp_path / f"s{name}-{name}.lat")
+    lats = [tmp_path / "s003-003.lat", tmp_path / "s004-004.lat"]
+    (tmp_path / "ref.trn").write_text("seven and clubs (s003-003)\nfive nine (s004-004)\n")
+    from lattice_tools import view
+    from lattice_tools.io import read_lattice_inputs
+    from lattice_tools.io.trn import TrnUtterance, write_trn
+    from lattice_tools.oracle.representations import one_best
+
+    s = view([str(x) for x in lats], str(tmp_path / "v.html"), reference=str(tmp_path / "ref.trn"),
+             representations=("sausage", "lattice"))
+    write_trn(str(tmp_path / "1best.trn"), [TrnUtterance(lat.key, " ".join(one_best(lat).one_best()))
+                                            for lat in read_lattice_inputs([str(x) for x in lats])])
+    score = json.loads(_run("score", "-r", tmp_path / "ref.trn", "-h", tmp_path / "1best.trn", "--json", "-"))
+    html = (tmp_path / "v.html").read_text(encoding="utf-8")
+    data = json.loads(html.split('id="view-data">', 1)[1].split("</script>", 1)[0])
+    for u in data["utterances"]:
+        sp = score["speakers"][u["key"].split("-")[0]]
+        assert u["onebest"]["counts"]["E"] == sp["errors"] and u["onebest"]["counts"]["N"] == sp["ref_words"]
+        assert [p[0] for p in u["onebest"]["align"]].count("S") == sp["substitutions"]
+    for rep in ("sausage", "lattice"):
+        extra = ["-n", "10"] if rep == "sausage" else []
+        o = json.loads(_run("oracle", *lats, "-r", tmp_path / "ref.trn", "--representation", rep, *extra, "--json", "-"))
+        assert s["totals"][rep]["E"] == o["counts"]["errors"]
+        by_key = {u["key"]: u for u in o["utterances"]}
+        for u in data["utterances"]:
+            assert u["reps"][rep]["counts"]["E"] == by_key[u["key"]]["errors"], (rep, u["key"])

@@ -91,10 +91,12 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--allow-missing", is_flag=True, help="Leave reference utterances without a lattice out of the WER.")
 @allow_untimed_option
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the reference (e.g. latin-1).")
+@click.option("--no-view", is_flag=True, help="Do not write view.html (the browser view of the first lattice set, "
+                                             "linked from study.md; see 'lattice-tools view').")
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding):
+                  allow_untimed, encoding, no_view):
     """Density vs oracle WER (seed 001 Tables 3-6). LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself)."""
     from ..oracle.study import run_study
 
@@ -114,6 +116,20 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                        allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing)
+    if not no_view and "markdown" in result.files:
+        import os
+
+        from ..viewer.build import link_view, view
+
+        first = next(iter(sets))
+        page = os.path.join(out, "view.html")
+        view([sets[first]], page, reference=reference, ref_format=ref_format, mode=mode,
+             optional_deletable=optional_deletable, posterior_threshold=posterior_threshold,
+             acoustic_scale=acoustic_scale, lm_scale=lm_scale, format=format, words=words, frame_shift=frame_shift,
+             frame_subsampling_factor=frame_subsampling_factor, encoding=encoding, title=title,
+             representations=[r.strip() for r in representations.split(",")])
+        link_view(result.files["markdown"], page, f"the lattice set {first!r}, its alternatives and oracles")
+        result.files["view"] = page
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

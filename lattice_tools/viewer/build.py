@@ -244,3 +244,23 @@ def _attach_hits(utts: dict, kwslist: str, kwlist: str | None, encoding: str) ->
         utts_any = next(iter(utts.values()))
         utts_any.setdefault("notes", []).append(f"{unplaced} detection(s) of {os.path.basename(str(kwslist))} are on "
                                                 "files not shown")
+
+
+#: The line of a Markdown report that links to its view (a rerun replaces it).
+VIEW_MARKER = "<!-- view -->"
+
+
+def link_view(report_md: str, page: str, what: str) -> None:
+    """Put one line linking ``page`` (relative to the report) under the first heading of ``report_md``
+    (``study.md``), replacing the link an earlier run put there."""
+    from ..files import atomic_write
+
+    with open(report_md, encoding="utf-8") as f:
+        lines = [x for x in f.read().split("\n") if not x.startswith(VIEW_MARKER)]
+    rel = os.path.relpath(os.path.abspath(page), os.path.dirname(os.path.abspath(report_md))).replace(os.sep, "/")
+    line = (f"{VIEW_MARKER}Browse the data: [{rel}]({rel}) -- {what} (one HTML file: open it in a browser, "
+            "no network needed; docs/view.md).")
+    at = next((i + 1 for i, x in enumerate(lines) if x.startswith("#")), 0)
+    lines[at:at] = ["", line] if at else [line, ""]
+    with atomic_write(report_md) as f:
+        f.write("\n".join(lines))

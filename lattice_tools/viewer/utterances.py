@@ -77,6 +77,8 @@ def score_one_best(reference: str, ref_format: str, one_best: Sequence, glm: str
     folded = {k.casefold(): k for k in keys}
     for seg in result.segments:
         name = seg.file if ref_format == "stm" else seg.id
+        if ref_format != "stm" and name.startswith("(") and name.endswith(")"):  # the scorer keeps trn's "(id)"
+            name = name[1:-1]
         key = name if name in keys else folded.get(str(name).casefold())
         if key is not None:
             by_key.setdefault(key, []).append(seg)
