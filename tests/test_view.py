@@ -369,3 +369,21 @@ def test_trn_reference_counts_are_scores_and_oracles(tmp_path):
         by_key = {u["key"]: u for u in o["utterances"]}
         for u in data["utterances"]:
             assert u["reps"][rep]["counts"]["E"] == by_key[u["key"]]["errors"], (rep, u["key"])
+
+
+def test_alt_ctm_inputs_are_shown_with_their_oracles(tmp_path):
+    """An alt-CTM from `lattice-tools sausage`, without lattices: its oracle counts are `oracle`'s on the same
+    file (one STM segment per recording, so oracle's per-segment and the view's per-recording agree)."""
+    (tmp_path / "ref.stm").write_text(STM)
+    lats = [DATA / "003.lat", DATA / "004.lat"]
+    _run("sausage", *lats, "-n", "5", "-o", tmp_path / "sausage.ctm")
+    from lattice_tools import view
+
+    s = view((), str(tmp_path / "v.html"), alt_ctm=[str(tmp_path / "sausage.ctm")], reference=str(tmp_path / "ref.stm"))
+    o = json.loads(_run("oracle", tmp_path / "sausage.ctm", "-r", tmp_path / "ref.stm", "--json", "-"))
+    assert s["totals"]["sausage.ctm"]["E"] == o["counts"]["errors"]
+    assert s["totals"]["sausage.ctm"]["N"] == o["counts"]["ref_words"]
+    # the 1-best of an alt-CTM is its first alternatives: scored as `score` scores that CTM
+    _run("sausage", *lats, "-n", "1", "-o", tmp_path / "first.ctm")
+    sc = json.loads(_run("score", "-r", tmp_path / "ref.stm", "-h", tmp_path / "first.ctm", "--json", "-"))
+    assert s["totals"]["1best"]["E"] == sc["overall"]["errors"]

@@ -75,7 +75,10 @@ def score_one_best(reference: str, ref_format: str, one_best: Sequence, glm: str
     by_key: dict = {}
     keys = {a.key for a in one_best}
     folded = {k.casefold(): k for k in keys}
+    first_channel: dict = {}  # an STM recording's first channel only, as the oracle's references (load_references)
     for seg in result.segments:
+        if ref_format == "stm" and first_channel.setdefault(seg.file, seg.channel) != seg.channel:
+            continue
         name = seg.file if ref_format == "stm" else seg.id
         if ref_format != "stm" and name.startswith("(") and name.endswith(")"):  # the scorer keeps trn's "(id)"
             name = name[1:-1]
