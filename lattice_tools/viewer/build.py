@@ -195,10 +195,16 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         oracle_errors = [r["counts"]["E"] for r in record["reps"].values() if "counts" in r]
         record["gain"] = (base["E"] - min(oracle_errors)) if base and oracle_errors else None
         record["wer"] = base["wer"] if base else None
+    notes = []
+    if refs is not None and (unseen := [k for k in refs if k not in utts]):
+        notes.append(f"{len(unseen)} reference utterance(s) have no lattice or CTM and are not shown (e.g. {unseen[0]!r})")
     if kwslist is not None:
-        _attach_hits(utts, kwslist, kwlist, encoding)
+        unplaced = _attach_hits(utts, kwslist, kwlist, encoding)
+        if unplaced:
+            notes.append(f"{unplaced} detection(s) of {os.path.basename(str(kwslist))} are on files not shown")
 
     data = {"title": title or "lattice-tools view", "utterances": [utts[k] for k in keys], "totals": totals,
+            "notes": notes,
             "representations": [r for r in ["1best", *names, "lattice"] if r in totals or r in names],
             "settings": {"n": n, "posterior_threshold": posterior_threshold, "mode": mode,
                          "optional_deletable": optional_deletable, "max_arcs": max_arcs, "top_k": top_k,
@@ -220,8 +226,9 @@ def _round(x: float) -> float | None:
     return round(float(x), 3) if x is not None and math.isfinite(x) else None
 
 
-def _attach_hits(utts: dict, kwslist: str, kwlist: str | None, encoding: str) -> None:
-    """Every detection of ``kwslist`` on the utterance whose key is its file id (others are counted)."""
+def _attach_hits(utts: dict, kwslist: str, kwlist: str | None, encoding: str) -> int:
+    """Every detection of ``kwslist`` on the utterance whose key is its file id; returns how many are on
+    other files."""
     from ..io.kwslist import read_kwslist
 
     texts = {}
@@ -240,10 +247,7 @@ def _attach_hits(utts: dict, kwslist: str, kwlist: str | None, encoding: str) ->
     for record in utts.values():
         record.setdefault("hits", [])
         record["hits"].sort(key=lambda h: (h["tbeg"], -h["score"]))
-    if unplaced:
-        utts_any = next(iter(utts.values()))
-        utts_any.setdefault("notes", []).append(f"{unplaced} detection(s) of {os.path.basename(str(kwslist))} are on "
-                                                "files not shown")
+    return unplaced
 
 
 #: The line of a Markdown report that links to its view (a rerun replaces it).
