@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -139,9 +140,8 @@ def main():
             for r in range(20):
                 key = f"s{r:02d}-{c}"
                 dst = os.path.join(lats, key + ".slf")
-                if not os.path.exists(dst):
-                    with open(one) as src, open(dst, "w") as out:
-                        out.write(src.read().replace(f"UTTERANCE={c}_wide", f"UTTERANCE={key}"))
+                if not os.path.exists(dst):  # pocketsphinx's SLF has no UTTERANCE=: the key is the file name
+                    shutil.copyfile(one, dst)
                 lines.append(f"{refs[name]} ({key})")
         with open(trn100, "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -391,3 +391,21 @@ def test_alt_ctm_inputs_are_shown_with_their_oracles(tmp_path):
     _run("sausage", *lats, "-n", "1", "-o", tmp_path / "first.ctm")
     sc = json.loads(_run("score", "-r", tmp_path / "ref.stm", "-h", tmp_path / "first.ctm", "--json", "-"))
     assert s["totals"]["1best"]["E"] == sc["overall"]["errors"]
+
+
+def test_study_links_its_view(tmp_path):
+    d = tmp_path / "lats"
+    d.mkdir()
+    for name in ("003", "004"):
+        shutil.copy(DATA / f"{name}.lat", d / f"{name}.lat")
+    (tmp_path / "ref.stm").write_text(STM)
+    _run("study", f"ps={d}", "-r", tmp_path / "ref.stm", "-o", tmp_path / "st", "-n", "1,2",
+         "--representations", "sausage,lattice", "--bootstrap", "0", "--no-plots")
+    md = (tmp_path / "st" / "study.md").read_text(encoding="utf-8")
+    assert md.count("[view.html](view.html)") == 1 and (tmp_path / "st" / "view.html").stat().st_size > 1000
+    from lattice_tools.viewer.build import link_view
+
+    link_view(str(tmp_path / "st" / "study.md"), str(tmp_path / "view2.html"), "again")  # a rerun replaces the link
+    md2 = (tmp_path / "st" / "study.md").read_text(encoding="utf-8")
+    assert "[view.html](view.html)" not in md2 and md2.count("[../view2.html](../view2.html)") == 1
+    assert md2.replace(md2.split("\n")[2], "") == md.replace(md.split("\n")[2], "")  # nothing else changed

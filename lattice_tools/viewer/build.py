@@ -260,7 +260,9 @@ def link_view(report_md: str, page: str, what: str) -> None:
     from ..files import atomic_write
 
     with open(report_md, encoding="utf-8") as f:
-        lines = [x for x in f.read().split("\n") if not x.startswith(VIEW_MARKER)]
+        lines = f.read().split("\n")
+    for i in reversed([i for i, x in enumerate(lines) if x.startswith(VIEW_MARKER)]):  # with the blank line before it
+        del lines[i - 1 if i and not lines[i - 1] else i:i + 1]
     rel = os.path.relpath(os.path.abspath(page), os.path.dirname(os.path.abspath(report_md))).replace(os.sep, "/")
     line = (f"{VIEW_MARKER}Browse the data: [{rel}]({rel}) -- {what} (one HTML file: open it in a browser, "
             "no network needed; docs/view.md).")
