@@ -65,7 +65,33 @@ def made(tmp_path_factory):
     oracle = {rep: json.loads(_run("oracle", *lats, "-r", d / "ref.stm", "--glm", d / "map.glm", "--representation",
                                    rep, *(["-n", "10"] if rep != "lattice" else []), "--json", "-"))
               for rep in ("1best", *REPS)}
+    for rep in ("nbest", "sausage", "phrases"):
+        _run(rep, *lats, "-n", "10", "-o", d / f"{rep}.ctm")
     return {"dir": d, "page": d / "view.html", "summary": summary, "score": score, "oracle": oracle}
+
+
+def _alt_ctm_slots(path) -> dict:
+    """{file: [[(words, posterior), ...] per slot]} of an alt-CTM, read line by line (the posterior of an
+    alternative is its words' confidence; '@' alternatives have none and are left out)."""
+    out: dict = {}
+    block = None
+    for line in Path(path).read_text().splitlines():
+        f = line.split()
+        if not f:
+            continue
+        slots = out.setdefault(f[0], [])
+        if f[4] == "<ALT_BEGIN>":
+            block = [[]]
+        elif f[4] == "<ALT>":
+            block.append([])
+        elif f[4] == "<ALT_END>":
+            slots.append([(" ".join(w for w, _ in alt), alt[0][1]) for alt in block if alt and alt[0][0] != "@"])
+            block = None
+        elif block is not None:
+            block[-1].append((f[4], float(f[5]) if len(f) > 5 else None))
+        else:
+            slots.append([(f[4], float(f[5]))])
+    return out
 
 
 def test_the_page_is_one_self_contained_file(made):
@@ -409,3 +435,19 @@ def test_study_links_its_view(tmp_path):
     md2 = (tmp_path / "st" / "study.md").read_text(encoding="utf-8")
     assert "[view.html](view.html)" not in md2 and md2.count("[../view2.html](../view2.html)") == 1
     assert md2.replace(md2.split("\n")[2], "") == md.replace(md.split("\n")[2], "")  # nothing else changed
+
+
+def test_alternatives_and_posteriors_are_the_alt_ctm_commands(page, made):
+    """Every slot, alternative and posterior the page lists is what `nbest`, `sausage` and `phrases` write."""
+    for rep, file in (("nbest", "nbest.ctm"), ("sausage", "sausage.ctm"), ("phrase", "phrases.ctm")):
+        expected = _alt_ctm_slots(made["dir"] / file)
+        for key in ("003", "004"):
+            _select(page, key)
+            slots = page.eval_on_selector_all(
+                f"#detail section[data-kind='{rep}'] .slot",
+                "ss => ss.map(s => [...s.querySelectorAll('.alt-row')].map(r => [r.dataset.words, r.dataset.p]))")
+            got = [[(w, float(p)) for w, p in slot if w != "@"] for slot in slots]
+            assert len(got) == len(expected[key]), (rep, key)
+            for g, e in zip(got, expected[key], strict=True):
+                assert [w for w, _ in g] == [w for w, _ in e], (rep, key)
+                assert [p for _, p in g] == pytest.approx([p for _, p in e], abs=1e-4), (rep, key)
