@@ -87,6 +87,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         refs = load_references(str(reference), glm=glm, fmt=rfmt, encoding=encoding)
 
     utts: dict = {}          # key -> the page's record
+    sources: dict = {}       # key -> where its 1-best comes from (default: the lattice's best path)
     best_alts: dict = {}     # key -> 1-best Alternatives
     rep_alts: dict = {}      # representation -> {key: Alternatives}
     lattice_results: dict = {}
@@ -130,6 +131,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
             utts.setdefault(key, {"key": key, "reps": {}})
             if key not in best_alts:  # no lattice: the first alternative of every slot
                 best_alts[key] = alts.truncated(1)
+                sources[key] = f"the first alternative of every slot of {name}"
     if not utts:
         raise LatticeToolsError("nothing to show: the inputs hold no utterance")
 
@@ -138,7 +140,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
     for key in keys:
         ob = best_alts[key]
         record = utts[key]
-        record["onebest"] = {"words": [w for s in ob.slots for a in s.alternatives[:1] for w in a.words]}
+        record["onebest"] = {"words": [w for s in ob.slots for a in s.alternatives[:1] for w in a.words],
+                             "source": sources.get(key, "the lattice's best path (Viterbi, the given scales)")}
         ends = [s.end for s in ob.slots if math.isfinite(s.end)]
         lat = record.get("lat")
         if lat and lat["t1"]:

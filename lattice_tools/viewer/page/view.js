@@ -142,7 +142,7 @@
     }
     const c = ob.counts;
     let h = `<p class="summary" data-rep="1best" data-c="${c.C}" data-s="${c.S}" data-d="${c.D}" data-i="${c.I}" ` +
-      `data-n="${c.N}" data-e="${c.E}" data-wer="${c.wer === null ? "" : c.wer}">1-best: WER ${pct(c.wer)} ` +
+      `data-n="${c.N}" data-e="${c.E}" data-wer="${c.wer === null ? "" : c.wer}" title="1-best: ${esc(ob.source)}">1-best (${esc(ob.source)}): WER ${pct(c.wer)} ` +
       `(${c.E} errors / ${c.N} words: ${c.S} sub, ${c.D} del, ${c.I} ins; ${c.C} correct)</p>`;
     h += "<p class='legend' aria-hidden='true'><span style='color:var(--sub)'>S substitution (wavy underline)</span>" +
       "<span style='color:var(--del)'>D deletion (struck out)</span><span style='color:var(--ins)'>I insertion (dotted underline)</span></p>";
