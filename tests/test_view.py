@@ -152,7 +152,7 @@ def test_without_reference_the_page_still_shows_alternatives_and_lattice(tmp_pat
     data = json.loads(html.split('id="view-data">', 1)[1].split("</script>", 1)[0])
     u = data["utterances"][0]
     assert len(u["lat"]["w"]) <= 50 + len(u["lat"]["best"]) and u["reps"]["sausage"]["slots"]
-    kept = u["lat"]["p"][:50]  # the most probable first (best-path arcs beyond them follow)
+    kept = u["lat"]["q"][:50]  # the most probable first (best-path arcs beyond them follow)
     assert kept == sorted(kept, reverse=True) and u["lat"]["n_word_arcs"] > 50
 
 

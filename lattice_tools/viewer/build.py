@@ -144,8 +144,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
                              "source": sources.get(key, "the lattice's best path (Viterbi, the given scales)")}
         ends = [s.end for s in ob.slots if math.isfinite(s.end)]
         lat = record.get("lat")
-        if lat and lat["t1"]:
-            ends.append(max(lat["t1"]))
+        if lat and lat["f1"]:
+            ends.append(max(lat["f1"]) * lat["fs"])
         record["dur"] = round(max(ends), 2) if ends else 0.0
     totals: dict = {}
     if refs is not None:

@@ -191,7 +191,8 @@ def lattice_dict(lat, posteriors: np.ndarray, best: np.ndarray, nonword: Callabl
     best-path arc), most probable first; None for a lattice without word times."""
     word = lat.word
     if lat.num_arcs == 0:
-        return {"n_arcs": 0, "vocab": [], "w": [], "t0": [], "t1": [], "p": [], "ac": [], "lm": [], "best": []}
+        return {"n_arcs": 0, "vocab": [], "w": [], "fs": float(lat.frame_shift), "f0": [], "f1": [], "q": [], "ac": [],
+                "lm": [], "best": []}
     if int(lat.t0.min()) < 0 or int(lat.t1.min()) < 0:
         return None
     wids = np.unique(word)
@@ -211,8 +212,9 @@ def lattice_dict(lat, posteriors: np.ndarray, best: np.ndarray, nonword: Callabl
         "n_arcs": int(lat.num_arcs), "n_word_arcs": int(candidates.size),
         "vocab": [lat.symbols.word(int(w)) for w in vocab_ids.tolist()],
         "w": w_index.astype(int).tolist(),
-        "t0": np.round(lat.t0[keep] * fs, 3).tolist(), "t1": np.round(lat.t1[keep] * fs, 3).tolist(),
-        "p": np.round(posteriors[keep], 4).tolist(),
+        # compact (the page is mostly arcs): times in frames of ``fs`` seconds, posteriors in 1e-4 units
+        "fs": float(fs), "f0": lat.t0[keep].astype(int).tolist(), "f1": lat.t1[keep].astype(int).tolist(),
+        "q": np.round(posteriors[keep] * 1e4).astype(int).tolist(),
         "ac": np.round(lat.acoustic_cost[keep], 2).tolist(), "lm": np.round(lat.graph_cost[keep], 2).tolist(),
         "best": [pos[int(a)] for a in best_words.tolist()],
     }

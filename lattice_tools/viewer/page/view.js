@@ -3,6 +3,13 @@
 (function () {
   const DATA = JSON.parse(document.getElementById("view-data").textContent);
   const UTTS = DATA.utterances;
+  for (const u of UTTS) {  // the lattice's compact columns: frames -> seconds, 1e-4 units -> posteriors
+    const L = u.lat;
+    if (!L) continue;
+    L.t0 = L.f0.map((f) => Math.round(f * L.fs * 1000) / 1000);
+    L.t1 = L.f1.map((f) => Math.round(f * L.fs * 1000) / 1000);
+    L.p = L.q.map((q) => q / 10000);
+  }
   const ROW = 30;                         // list row height (px): the list draws only the rows in view
   const SVGNS = "http://www.w3.org/2000/svg";
   const $ = (id) => document.getElementById(id);
