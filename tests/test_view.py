@@ -451,3 +451,19 @@ def test_alternatives_and_posteriors_are_the_alt_ctm_commands(page, made):
             for g, e in zip(got, expected[key], strict=True):
                 assert [w for w, _ in g] == [w for w, _ in e], (rep, key)
                 assert [p for _, p in g] == pytest.approx([p for _, p in e], abs=1e-4), (rep, key)
+
+
+def test_searching_an_index_gives_kws_search_hits(made, tmp_path):
+    """--index with --kwlist: the page's hits are those `kws search` writes at its defaults."""
+    from lattice_tools import view
+
+    d = made["dir"]
+    view([str(DATA / "003.lat"), str(DATA / "004.lat")], str(tmp_path / "v.html"), representations=(),
+         index=str(d / "index.sqlite"), kwlist=str(d / "kwlist.xml"))
+    html = (tmp_path / "v.html").read_text(encoding="utf-8")
+    data = json.loads(html.split('id="view-data">', 1)[1].split("</script>", 1)[0])
+    got = sorted((u["key"], h["kwid"], h["tbeg"], h["score"], h["yes"]) for u in data["utterances"] for h in u["hits"])
+    root = ET.parse(d / "hits.xml").getroot()
+    expected = sorted((kw.get("file"), lst.get("kwid"), float(kw.get("tbeg")), float(kw.get("score")),
+                       kw.get("decision") == "YES") for lst in root for kw in lst)
+    assert got == expected and got

@@ -18,7 +18,10 @@ from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
 @click.option("--glm", default=None, help="GLM applied like csrfilt.sh (as score does for the 1-best, oracle for the oracles).")
 @click.option("--kwslist", default=None, type=click.Path(dir_okay=False),
               help="Keyword-search detections (NIST kwslist, e.g. from 'kws search') drawn on the time axis.")
-@click.option("--kwlist", default=None, type=click.Path(dir_okay=False), help="The KWlist naming the keywords.")
+@click.option("--kwlist", default=None, type=click.Path(dir_okay=False),
+              help="The NIST KWlist (XML) naming the keywords (with --index: the keywords searched).")
+@click.option("--index", default=None, type=click.Path(dir_okay=False),
+              help="A term index (kws index) searched for the --kwlist keywords as 'kws search' does by default.")
 @click.option("--representations", default="nbest,sausage,phrase,lattice", show_default=True,
               help="Comma-separated: nbest, sausage, phrase, lattice (computed from the lattices).")
 @click.option("-n", "n", type=DEPTH, default="10", show_default=True,
@@ -45,7 +48,7 @@ from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the reference, GLM, CTM and KWlist files.")
 @json_option("Also write the summary (utterances, bytes, total counts) as JSON here.")
-def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwlist, representations, n,
+def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwlist, index, representations, n,
                  posterior_threshold, acoustic_scale, lm_scale, word_penalty, optional_deletable, mode, max_arcs,
                  top_k, max_alternatives, title, format, words, frame_shift, frame_subsampling_factor, max_memory,
                  encoding, json_out):
@@ -57,7 +60,7 @@ def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwli
 
     reps = tuple(r.strip() for r in representations.split(",") if r.strip())
     summary = view(list(inputs), out, alt_ctm=alt_ctm, reference=reference, ref_format=ref_format, glm=glm,
-                   kwslist=kwslist, kwlist=kwlist, representations=reps, n=n,
+                   kwslist=kwslist, kwlist=kwlist, index=index, representations=reps, n=n,
                    posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                    word_penalty=word_penalty, optional_deletable=optional_deletable, mode=mode, max_arcs=max_arcs,
                    top_k=top_k, max_alternatives=max_alternatives, title=title, format=format, words=words,

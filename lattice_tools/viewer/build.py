@@ -24,7 +24,7 @@ REPRESENTATIONS = ("nbest", "sausage", "phrase", "lattice")
 
 def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequence[str] = (),
          reference: str | None = None, ref_format: str | None = None, glm: str | None = None,
-         kwslist: str | None = None, kwlist: str | None = None,
+         kwslist: str | None = None, kwlist: str | None = None, index: str | None = None,
          representations: Sequence[str] = REPRESENTATIONS, n: int | None = 10, posterior_threshold: float = 0.1,
          acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
          optional_deletable: bool = False, mode: str = "sclite", max_arcs: int = 5000, top_k: int = 300,
@@ -46,7 +46,10 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
       glm: NIST GLM applied like ``csrfilt.sh`` (both sides for the 1-best's scoring, as ``score``; the
         reference for the oracles, as ``oracle``).
       kwslist: keyword-search detections (NIST kwslist, e.g. ``lattice-tools kws search -o``) drawn on the
-        time axis of the utterance whose key is their file id; ``kwlist`` names the keywords.
+        time axis of the utterance whose key is their file id; ``kwlist`` (NIST KWlist XML) names the keywords.
+      index: a term index (``lattice-tools kws index``) searched for the keywords of ``kwlist`` with
+        :func:`lattice_tools.kws.search.search` at its defaults (what ``kws search`` does by default),
+        instead of a ``kwslist``.
       representations: which of ``nbest``, ``sausage``, ``phrase``, ``lattice`` to compute from lattices;
         ``n`` their depth (None: all), ``posterior_threshold`` the phrase boundary threshold, the scales
         those of the searches, posteriors and best path.
@@ -201,10 +204,10 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
     notes = []
     if refs is not None and (unseen := [k for k in refs if k not in utts]):
         notes.append(f"{len(unseen)} reference utterance(s) have no lattice or CTM and are not shown (e.g. {unseen[0]!r})")
-    if kwslist is not None:
-        unplaced = _attach_hits(utts, kwslist, kwlist, encoding)
+    if kwslist is not None or index is not None:
+        unplaced = _attach_hits(utts, kwslist, kwlist, index, encoding)
         if unplaced:
-            notes.append(f"{unplaced} detection(s) of {os.path.basename(str(kwslist))} are on files not shown")
+            notes.append(f"{unplaced} detection(s) of {os.path.basename(str(kwslist or index))} are on files not shown")
 
     data = {"title": title or "lattice-tools view", "utterances": [utts[k] for k in keys], "totals": totals,
             "notes": notes,
@@ -213,7 +216,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
                          "optional_deletable": optional_deletable, "max_arcs": max_arcs, "top_k": top_k,
                          "reference": os.path.basename(str(reference)) if reference else None,
                          "glm": os.path.basename(str(glm)) if glm else None,
-                         "kwslist": os.path.basename(str(kwslist)) if kwslist else None}}
+                         "kwslist": os.path.basename(str(kwslist or index)) if kwslist or index else None}}
     size = write_page(out, data)
     return {"out": str(out), "utterances": len(keys), "bytes": size, "totals": totals}
 
@@ -229,18 +232,29 @@ def _round(x: float) -> float | None:
     return round(float(x), 3) if x is not None and math.isfinite(x) else None
 
 
-def _attach_hits(utts: dict, kwslist: str, kwlist: str | None, encoding: str) -> int:
-    """Every detection of ``kwslist`` on the utterance whose key is its file id; returns how many are on
-    other files."""
-    from ..io.kwslist import read_kwslist
-
-    texts = {}
+def _attach_hits(utts: dict, kwslist: str | None, kwlist: str | None, index: str | None, encoding: str) -> int:
+    """Every detection of ``kwslist`` (or of searching ``index`` for ``kwlist``) on the utterance whose key is
+    its file id; returns how many are on other files."""
+    if kwslist is not None and index is not None:
+        raise LatticeToolsError("give either a kwslist or an index to search, not both")
+    terms = []
     if kwlist is not None:
         from ..io.kwlist import read_kwlist
 
-        texts = {t.kwid: t.text for t in read_kwlist(str(kwlist), encoding=encoding)}
+        terms = read_kwlist(str(kwlist), encoding=encoding)
+    texts = {t.kwid: t.text for t in terms}
+    if index is not None:
+        if kwlist is None:
+            raise LatticeToolsError("searching an index needs the keywords: give a KWlist (--kwlist)", path=str(index))
+        from ..kws.search import search
+
+        detections = search(str(index), terms).detections
+    else:
+        from ..io.kwslist import read_kwslist
+
+        detections = read_kwslist(str(kwslist)).detections
     unplaced = 0
-    for d in read_kwslist(str(kwslist)).detections:
+    for d in detections:
         record = utts.get(d.file)
         if record is None:
             unplaced += 1
