@@ -4,7 +4,7 @@ The browser tests drive Debian's chromium (``/usr/bin/chromium``) with playwrigh
 skipped with the reason when either is missing (playwright never downloads a browser here).  Each page is
 opened from ``file://`` with every request recorded, and the numbers in its ``data-`` attributes are compared
 with the JSON of ``lattice-tools score``, ``lattice-tools oracle`` and the kwslist of ``lattice-tools kws
-search`` run as separate processes on the same inputs (two real pocketsphinx lattices, tests/data/inputs).
+search`` run as command lines on the same inputs (two real pocketsphinx lattices, tests/data/inputs).
 """
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -31,12 +29,15 @@ GLM = ("* name \"view-test\"\n* desc \"an alternation for the view's test\"\n* f
        "SEVEN => {SEVEN / 7} / [ ] __ [ ]\n")
 
 
-def _run(*args, cwd=None):
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent))
-    proc = subprocess.run([sys.executable, "-m", "lattice_tools", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+def _run(*args) -> str:
+    """A lattice-tools command line, run in this process; its standard output."""
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exit_code == 0, res.output
+    return res.stdout
 
 
 @pytest.fixture(scope="module")
