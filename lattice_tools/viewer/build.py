@@ -147,8 +147,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
                              "source": sources.get(key, "the lattice's best path (Viterbi, the given scales)")}
         ends = [s.end for s in ob.slots if math.isfinite(s.end)]
         lat = record.get("lat")
-        if lat and lat["f1"]:
-            ends.append(max(lat["f1"]) * lat["fs"])
+        if lat and lat["f0"]:
+            ends.append(max(f + d for f, d in zip(lat["f0"], lat["d"], strict=True)) * lat["fs"])
         record["dur"] = round(max(ends), 2) if ends else 0.0
     totals: dict = {}
     if refs is not None:

@@ -208,16 +208,29 @@ def lattice_dict(lat, posteriors: np.ndarray, best: np.ndarray, nonword: Callabl
     vocab_ids, w_index = np.unique(word[keep], return_inverse=True)
     fs = lat.frame_shift
     pos = {int(a): i for i, a in enumerate(keep.tolist())}
-    return {
+    out = {
         "n_arcs": int(lat.num_arcs), "n_word_arcs": int(candidates.size),
         "vocab": [lat.symbols.word(int(w)) for w in vocab_ids.tolist()],
         "w": w_index.astype(int).tolist(),
         # compact (the page is mostly arcs): times in frames of ``fs`` seconds, posteriors in 1e-4 units
-        "fs": float(fs), "f0": lat.t0[keep].astype(int).tolist(), "f1": lat.t1[keep].astype(int).tolist(),
+        "fs": float(fs), "f0": lat.t0[keep].astype(int).tolist(), "d": (lat.t1[keep] - lat.t0[keep]).astype(int).tolist(),
         "q": np.round(posteriors[keep] * 1e4).astype(int).tolist(),
-        "ac": np.round(lat.acoustic_cost[keep], 2).tolist(), "lm": np.round(lat.graph_cost[keep], 2).tolist(),
+        "ac": _column(lat.acoustic_cost[keep], 2), "lm": _column(lat.graph_cost[keep], 2),
         "best": [pos[int(a)] for a in best_words.tolist()],
     }
+    if "orig_acoustic_cost" in lat.attrs:  # weights made from the file's posteriors (pocketsphinx): its own costs too
+        out["ac0"] = _column(np.asarray(lat.attrs["orig_acoustic_cost"])[keep], 0)
+        out["lm0"] = _column(np.asarray(lat.attrs["orig_graph_cost"])[keep], 0)
+    return out
+
+
+def _column(values: np.ndarray, digits: int):
+    """Costs for the page: rounded to ``digits``, whole numbers written without a fraction, one number when
+    every arc has the same (pocketsphinx lattices reweighted from posteriors have acoustic cost 0 everywhere)."""
+    r = np.round(np.asarray(values, dtype=np.float64), digits)
+    if r.size and (r == r[0]).all():
+        return int(r[0]) if float(r[0]).is_integer() else float(r[0])
+    return [int(x) if x.is_integer() else x for x in r.tolist()]
 
 
 def check_representation(name: str, known: Sequence[str]) -> None:

@@ -6,9 +6,12 @@
   for (const u of UTTS) {  // the lattice's compact columns: frames -> seconds, 1e-4 units -> posteriors
     const L = u.lat;
     if (!L) continue;
+    const n = L.f0.length, col = (c) => (Array.isArray(c) ? c : new Array(n).fill(c));  // one number: every arc's
     L.t0 = L.f0.map((f) => Math.round(f * L.fs * 1000) / 1000);
-    L.t1 = L.f1.map((f) => Math.round(f * L.fs * 1000) / 1000);
+    L.t1 = L.f0.map((f, i) => Math.round((f + L.d[i]) * L.fs * 1000) / 1000);
     L.p = L.q.map((q) => q / 10000);
+    L.ac = col(L.ac); L.lm = col(L.lm);
+    if (L.ac0 !== undefined) { L.ac0 = col(L.ac0); L.lm0 = col(L.lm0); }
   }
   const ROW = 30;                         // list row height (px): the list draws only the rows in view
   const SVGNS = "http://www.w3.org/2000/svg";
@@ -294,7 +297,7 @@
       const op = (0.15 + 0.85 * L.p[i]).toFixed(3);
       parts.push(`<rect class="arc${bestSet.has(i) ? " best" : ""}${isOrc ? " orc" : ""}" x="${ax}" y="${ay}" width="${aw}" height="${lane - 2}" ` +
         `fill-opacity="${op}" data-arc="${i}" data-word="${esc(word)}" data-t0="${L.t0[i]}" data-t1="${L.t1[i]}" data-p="${L.p[i]}" ` +
-        `data-ac="${L.ac[i]}" data-lm="${L.lm[i]}"/>` + label(word, ax, ay - 1, aw));
+        `data-ac="${L.ac[i]}" data-lm="${L.lm[i]}"${L.ac0 ? ` data-ac0="${L.ac0[i]}" data-lm0="${L.lm0[i]}"` : ""}/>` + label(word, ax, ay - 1, aw));
       drawn.push({i, x: ax, y: ay, w: aw});
     }
     drawn.sort((a, b) => a.x - b.x || a.y - b.y);
@@ -310,7 +313,9 @@
   function arcTip(u, i) {
     const L = u.lat;
     return `${L.vocab[L.w[i]]}\n${num(L.t0[i], 2)}–${num(L.t1[i], 2)} s\nposterior ${num(L.p[i], 4)}\n` +
-      `acoustic cost ${num(L.ac[i], 2)}\ngraph (LM) cost ${num(L.lm[i], 2)}` + (L.best.includes(i) ? "\non the best path" : "");
+      `acoustic cost ${num(L.ac[i], 2)}\ngraph (LM) cost ${num(L.lm[i], 2)}` +
+      (L.ac0 ? `\nthe file's own costs (before weights from its posteriors): acoustic ${num(L.ac0[i], 1)}, graph ${num(L.lm0[i], 1)}` : "") +
+      (L.best.includes(i) ? "\non the best path" : "");
   }
   function showTip(text, x, y) {
     const tip = $("tip");
