@@ -468,3 +468,29 @@ def test_searching_an_index_gives_kws_search_hits(made, tmp_path):
     expected = sorted((kw.get("file"), lst.get("kwid"), float(kw.get("tbeg")), float(kw.get("score")),
                        kw.get("decision") == "YES") for lst in root for kw in lst)
     assert got == expected and got
+
+
+def test_long_lists_are_virtualised(browser, tmp_path):
+    """150 utterances (the two lattices under 75 names each): the list holds only the rows in view, End
+    reaches the last utterance and scrolling draws the rows there."""
+    from lattice_tools import view
+
+    d = tmp_path / "lats"
+    d.mkdir()
+    for i in range(75):
+        for name in ("003", "004"):
+            shutil.copy(DATA / f"{name}.lat", d / f"u{i:03d}-{name}.lat")
+    view([str(d)], str(tmp_path / "v.html"), representations=("sausage",), max_arcs=100)
+    pg = browser.new_page(viewport={"width": 1200, "height": 800})
+    pg.goto((tmp_path / "v.html").resolve().as_uri())
+    pg.wait_for_selector("body[data-ready='1']")
+    assert pg.inner_text("#count") == "150 of 150 utterances"
+    assert pg.eval_on_selector_all("#list .row", "rs => rs.length") < 60
+    pg.focus("#list")
+    pg.keyboard.press("End")
+    assert pg.get_attribute("#detail", "data-key") == "u074-004"
+    assert pg.eval_on_selector_all("#list .row", "rs => rs.length") < 60
+    assert pg.get_attribute(".row[data-key='u074-004']", "aria-selected") == "true"
+    pg.keyboard.press("Home")
+    assert pg.get_attribute("#detail", "data-key") == "u000-003"
+    pg.close()
