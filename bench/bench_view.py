@@ -72,16 +72,18 @@ def _browser_times(page_path: str, rounds: int, interactions: bool) -> dict:
             if interactions:
                 filters.append(page.evaluate("""() => { const f = document.getElementById('filter');
                     const t = performance.now(); f.value = 'dashwood'; f.dispatchEvent(new Event('input'));
-                    f.value = ''; f.dispatchEvent(new Event('input')); return performance.now() - t; }""") / 1000)
+                    f.value = ''; f.dispatchEvent(new Event('input')); document.body.offsetHeight;
+                    return performance.now() - t; }""") / 1000)
                 sorts.append(page.evaluate("""() => { const s = document.getElementById('sort');
                     const t = performance.now(); s.value = 'wer'; s.dispatchEvent(new Event('change'));
-                    return performance.now() - t; }""") / 1000)
-                page.focus("#list")
-                t = time.perf_counter()
-                for _ in range(10):
-                    page.keyboard.press("ArrowDown")
-                page.evaluate("new Promise(r => requestAnimationFrame(r))")
-                steps.append((time.perf_counter() - t) / 10)
+                    document.body.offsetHeight; return performance.now() - t; }""") / 1000)
+                # the next utterance (ArrowDown in the list): list, detail and lattice redrawn, layout done
+                steps.append(page.evaluate("""() => { const l = document.getElementById('list'); l.focus();
+                    const t = performance.now();
+                    for (let i = 0; i < 10; i++) {
+                      l.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowDown', bubbles: true}));
+                      document.body.offsetHeight; }
+                    return (performance.now() - t) / 10; }""") / 1000)
             page.close()
         browser.close()
     out = {"load_s": round(min(loads), 3), "load_s_all": [round(x, 3) for x in loads]}

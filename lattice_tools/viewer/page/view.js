@@ -106,6 +106,7 @@
     list.appendChild(frag);
     if (current >= 0) list.setAttribute("aria-activedescendant", "row-" + current);
   }
+  let shown = null;                      // the utterance in the detail pane (redrawn only when it changes)
   function select(pos, focusList) {
     current = pos;
     const list = $("list");
@@ -115,7 +116,8 @@
       else if (top + ROW > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW - list.clientHeight;
     }
     drawRows();
-    showDetail(pos >= 0 ? UTTS[order[pos]] : null);
+    const u = pos >= 0 ? UTTS[order[pos]] : null;
+    if (u !== shown || u === null) { shown = u; showDetail(u); }
     if (focusList) list.focus();
   }
   $("list").addEventListener("scroll", drawRows, {passive: true});
@@ -228,12 +230,14 @@
       "<span>shade: posterior</span><span style='color:var(--hit)'>▲ keyword hit (YES), △ (NO)</span></p>" +
       `<div class="latwrap" id="latwrap" tabindex="0" role="img" aria-label="lattice of ${esc(u.key)} on a time axis"></div>`;
   }
-  function drawLattice(u) {
+  let latWidth = 0;    // the drawing's width, measured while the layout is clean (not after new content)
+  function drawLattice(u, avail) {
     const L = u.lat, wrap = $("latwrap");
     if (!L || !wrap) return;
+    if (avail) latWidth = avail; else latWidth = wrap.clientWidth - 2;
     const K = Math.min(topK, L.w.length);
     const dur = Math.max(u.dur, 0.01);
-    const width = Math.max(wrap.clientWidth - 2, Math.min(24000, dur * 90));
+    const width = Math.max(latWidth, Math.min(24000, dur * 90));
     const x0 = 70, sx = (width - x0 - 10) / dur, lane = 18;
     const X = (t) => x0 + t * sx;
     const orc = u.reps.lattice;
@@ -314,7 +318,7 @@
     const L = u.lat;
     return `${L.vocab[L.w[i]]}\n${num(L.t0[i], 2)}–${num(L.t1[i], 2)} s\nposterior ${num(L.p[i], 4)}\n` +
       `acoustic cost ${num(L.ac[i], 2)}\ngraph (LM) cost ${num(L.lm[i], 2)}` +
-      (L.ac0 ? `\nthe file's own costs (before weights from its posteriors): acoustic ${num(L.ac0[i], 1)}, graph ${num(L.lm0[i], 1)}` : "") +
+      (L.ac0 ? `\nthe file's own costs: acoustic ${num(L.ac0[i], 1)}, graph ${num(L.lm0[i], 1)}` : "") +
       (L.best.includes(i) ? "\non the best path" : "");
   }
   function showTip(text, x, y) {
@@ -355,6 +359,7 @@
     hideTip();
     if (!u) { d.innerHTML = "<p class='empty'>No utterance matches.</p>"; return; }
     d.dataset.key = u.key;
+    const avail = d.clientWidth - 36;  // the detail's padding and the drawing's border
     d.innerHTML = `<h2 data-key="${esc(u.key)}">${esc(u.key)}</h2><p class="summary">${num(u.dur, 2)} s` +
       (u.gain !== null ? ` · oracle gain ${u.gain} error(s)` : "") + ` · ${(u.hits || []).length} keyword hit(s)</p>` +
       (u.ref !== undefined ? `<p><strong>Reference</strong>: ${refHtml(u.ref)}</p>` : "") +
@@ -362,7 +367,7 @@
       `<section aria-labelledby="h-alts"><h3 id="h-alts">Alternatives and oracles</h3>${alternativesHtml(u)}</section>` +
       `<section aria-labelledby="h-lat"><h3 id="h-lat">Lattice on a time axis</h3>${latticeSection(u)}</section>` +
       `<section aria-labelledby="h-hits"><h3 id="h-hits">Keyword hits</h3>${hitsHtml(u)}</section>`;
-    drawLattice(u);
+    drawLattice(u, avail);
     const k = $("k"), kn = $("knum"), wrap = $("latwrap");
     if (k) {
       const set = (v) => { topK = Math.max(1, Math.min(Number(k.max), Math.round(Number(v) || 1))); k.value = kn.value = topK; drawLattice(u); };
