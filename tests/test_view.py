@@ -142,6 +142,16 @@ def test_errors_are_one_line_and_leave_no_output(tmp_path):
     assert res.exit_code == 2 and "nothing to show" in res.output
     res = CliRunner().invoke(main, ["view", str(DATA / "003.lat"), "--representations", "nbest,bogus", "-o", str(out)])
     assert res.exit_code == 2 and "bogus" in res.output
+    # a Kaldi lattice without alignment has no word times: refused for phrases, drawn without a time axis
+    # when accepted
+    untimed = ["view", str(DATA / "insertion_noali.ark"), "--words", str(DATA / "tiny.words.txt"), "-o", str(out)]
+    res = CliRunner().invoke(main, untimed)
+    assert res.exit_code == 2 and "--allow-untimed" in res.output and not out.exists()
+    res = CliRunner().invoke(main, [*untimed, "--allow-untimed"])
+    assert res.exit_code == 0, res.output
+    html = out.read_text(encoding="utf-8")
+    data = json.loads(html.split('id="view-data">', 1)[1].split("</script>", 1)[0])
+    assert data["utterances"][0]["lat"] is None  # the page then says it has no word times
 
 
 def test_without_reference_the_page_still_shows_alternatives_and_lattice(tmp_path):

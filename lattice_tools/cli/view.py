@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ._inputs import lattice_input_options
+from ._inputs import allow_untimed_option, lattice_input_options
 from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
 
 
@@ -43,6 +43,7 @@ from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
 @click.option("--format", "format", type=click.Choice(LATTICE_FORMATS), default=None,
               help="Lattice format (default: from the name).")
 @lattice_input_options
+@allow_untimed_option
 @click.option("--max-memory", type=SIZE, default="4G", show_default=True,
               help="Memory budget of the N-best/phrase searches (resident memory: 2G, 500M; 'inf' = none).")
 @click.option("--encoding", default="utf-8", show_default=True,
@@ -50,8 +51,8 @@ from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
 @json_option("Also write the summary (utterances, bytes, total counts) as JSON here.")
 def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwlist, index, representations, n,
                  posterior_threshold, acoustic_scale, lm_scale, word_penalty, optional_deletable, mode, max_arcs,
-                 top_k, max_alternatives, title, format, words, frame_shift, frame_subsampling_factor, max_memory,
-                 encoding, json_out):
+                 top_k, max_alternatives, title, format, words, frame_shift, frame_subsampling_factor, allow_untimed,
+                 max_memory, encoding, json_out):
     """Write one self-contained HTML page of INPUTS (lattices) and/or --alt-ctm files: per utterance the
     1-best aligned with the reference, the alternatives with posteriors and the oracle's choice, the
     lattice on a time axis and keyword hits. It opens from file:// with no network."""
@@ -65,7 +66,7 @@ def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwli
                    word_penalty=word_penalty, optional_deletable=optional_deletable, mode=mode, max_arcs=max_arcs,
                    top_k=top_k, max_alternatives=max_alternatives, title=title, format=format, words=words,
                    frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                   max_memory=max_memory, encoding=encoding)
+                   allow_untimed=allow_untimed, max_memory=max_memory, encoding=encoding)
     if json_out:
         write_json(json_out, summary, indent=1, sort_keys=False)
     if json_out != "-":

@@ -30,7 +30,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
          optional_deletable: bool = False, mode: str = "sclite", max_arcs: int = 5000, top_k: int = 300,
          max_alternatives: int = 10, title: str | None = None, format: str | None = None,
          words: str | None = None, frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
-         max_memory: int | None = None, encoding: str = "utf-8") -> dict:
+         allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8") -> dict:
     """Write ``out``: ONE self-contained HTML file (inline JavaScript, SVG and CSS; no request of any kind
     leaves it, so it opens from ``file://`` offline) showing, per utterance, the 1-best aligned with the
     reference, the alternatives with their posteriors and the oracle's choice, the lattice on a time axis
@@ -57,6 +57,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
       max_arcs: the most probable word arcs of each lattice kept in the page (plus the best path); the
         page's top-K control (initially ``top_k``) draws the K most probable of them.
       max_alternatives: alternatives per slot listed (the oracle's choice is added when deeper).
+      allow_untimed: accept lattices without word times for phrases and STM references (as ``oracle`` does);
+        their lattice is not drawn.
       max_memory: memory budget (bytes) of the N-best/phrase searches (None: their node/state counts).
     Returns:
       a summary: ``{"out", "utterances", "bytes", "totals": {"1best": counts, <representation>: counts}}``.
@@ -96,12 +98,19 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
     lattice_results: dict = {}
     if specs:
         from ..io import read_lattice_inputs
+        from ..io.inputs import check_times, check_word_table, is_text
 
+        text_refs = refs is not None and is_text(refs.values())
         for lat in read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
                                        frame_subsampling_factor=frame_subsampling_factor):
             if refs is not None and lat.key not in refs:
                 raise MismatchError(f"lattice {lat.key!r} has no reference (references are keyed by utterance id "
                                     "(trn/text) or recording file (stm))", path=str(reference), key=lat.key)
+            if refs is not None:
+                check_word_table(lat, text_refs)
+            if "phrase" in reps or rfmt == "stm":
+                check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation" if "phrase" in reps
+                            else "the assignment of the 1-best's words to STM segments")
             post = arc_posteriors(lat, **scales)
             best = best_path(lat, **scales)
             record = utts.setdefault(lat.key, {"key": lat.key, "reps": {}})

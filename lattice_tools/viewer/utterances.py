@@ -193,7 +193,7 @@ def lattice_dict(lat, posteriors: np.ndarray, best: np.ndarray, nonword: Callabl
     if lat.num_arcs == 0:
         return {"n_arcs": 0, "vocab": [], "w": [], "fs": float(lat.frame_shift), "f0": [], "f1": [], "q": [], "ac": [],
                 "lm": [], "best": []}
-    if int(lat.t0.min()) < 0 or int(lat.t1.min()) < 0:
+    if not lat.has_times or lat.num_frames == 0:  # unknown times, or none spanning a frame (no alignment)
         return None
     wids = np.unique(word)
     is_word = np.zeros(int(wids.max()) + 1, bool)
