@@ -238,6 +238,9 @@ def test_every_count_on_the_page_is_scores_and_oracles(page, made):
         got = _counts_of(page.query_selector("#detail p.summary[data-rep='1best']"))
         assert got == {"C": sp["correct"], "S": sp["substitutions"], "D": sp["deletions"], "I": sp["insertions"],
                        "N": sp["ref_words"], "E": sp["errors"]}, key
+        wer = page.get_attribute("#detail p.summary[data-rep='1best']", "data-wer")
+        assert float(wer) == pytest.approx(sp["wer"])
+        assert page.get_attribute(f".row[data-key='{key}']", "data-wer") == wer
         ops = page.eval_on_selector_all("#detail .pair", "ps => ps.map(p => p.dataset.op)")
         assert ops.count("S") == sp["substitutions"] and ops.count("C") == sp["correct"]
         assert ops.count("D") == sp["deletions"] and ops.count("I") == sp["insertions"]
@@ -246,6 +249,10 @@ def test_every_count_on_the_page_is_scores_and_oracles(page, made):
             got = _counts_of(page.query_selector(f"#detail p.summary[data-rep='{rep}']"))
             assert got == {"C": ref["correct"], "S": ref["substitutions"], "D": ref["deletions"],
                            "I": ref["insertions"], "N": ref["ref_words"], "E": ref["errors"]}, (key, rep)
+            wer = page.get_attribute(f"#detail p.summary[data-rep='{rep}']", "data-wer")
+            assert float(wer) == pytest.approx(ref["errors"] / ref["ref_words"]), (key, rep)
+        fewest = min(next(u for u in oracle[rep]["utterances"] if u["key"] == key)["errors"] for rep in REPS)
+        assert int(page.get_attribute(f".row[data-key='{key}']", "data-gain")) == sp["errors"] - fewest
         one = next(u for u in oracle["1best"]["utterances"] if u["key"] == key)
         assert got_errors(page, "1best") == one["errors"]
 
