@@ -256,8 +256,16 @@
       ends[l] = Math.max(X(L.t1[i]), X(L.t0[i]) + 3);
       laneOf.set(i, l);
     }
-    const rows = ["1-best", orc ? "oracle" : null, (u.hits || []).length ? "hits" : null].filter(Boolean);
-    const top = 22 + rows.length * (lane + 6) + 8;
+    // keyword hits in as many rows as their labels need (packed like the arcs)
+    const hitEnds = [], hitRow = [];
+    (u.hits || []).forEach((h) => {
+      const x = X(h.tbeg + h.dur / 2) - 6, end = x + 24 + 7 * ((h.text || h.kwid).length + 6);
+      let r = hitEnds.findIndex((e) => e <= x);
+      if (r < 0) { r = hitEnds.length; hitEnds.push(0); }
+      hitEnds[r] = end; hitRow.push(r);
+    });
+    const rows = ["1-best", orc ? "oracle" : null, hitEnds.length ? "hits" : null].filter(Boolean);
+    const top = 22 + rows.length * (lane + 6) + Math.max(0, hitEnds.length - 1) * lane + 8;
     const height = top + ends.length * lane + 10;
     const parts = [];
     parts.push(`<svg xmlns="${SVGNS}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" data-k="${K}" data-lanes="${ends.length}">`);
@@ -270,7 +278,10 @@
     parts.push("</g>");
     let y = 22;
     const rowY = {};
-    for (const r of rows) { rowY[r] = y; parts.push(`<text class="lbl" x="4" y="${y + 13}">${r}</text>`); y += lane + 6; }
+    for (const r of rows) {
+      rowY[r] = y; parts.push(`<text class="lbl" x="4" y="${y + 13}">${r}</text>`);
+      y += lane + 6 + (r === "hits" ? Math.max(0, hitEnds.length - 1) * lane : 0);
+    }
     // the best path's words (from the stored best-path arcs) and the oracle's words
     for (const b of L.best) {
       parts.push(`<rect class="pathw best" x="${X(L.t0[b])}" y="${rowY["1-best"]}" width="${Math.max(2, (L.t1[b] - L.t0[b]) * sx)}" height="${lane}" ` +
@@ -287,7 +298,7 @@
       });
     }
     (u.hits || []).forEach((h, hi) => {
-      const cx = X(h.tbeg + h.dur / 2), yy = rowY.hits;
+      const cx = X(h.tbeg + h.dur / 2), yy = rowY.hits + hitRow[hi] * lane;
       parts.push(`<path class="hit${h.yes ? "" : " no"}" d="M${cx - 6},${yy + lane - 2} L${cx},${yy + 2} L${cx + 6},${yy + lane - 2} Z" ` +
         `data-hit="${hi}" data-kwid="${esc(h.kwid)}" data-score="${h.score}" data-tbeg="${h.tbeg}" data-dur="${h.dur}"/>` +
         `<text x="${cx + 8}" y="${yy + 13}">${esc(h.text || h.kwid)} ${num(h.score, 3)}</text>`);
