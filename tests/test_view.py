@@ -412,7 +412,8 @@ def test_trn_reference_counts_are_scores_and_oracles(tmp_path):
         assert [p[0] for p in u["onebest"]["align"]].count("S") == sp["substitutions"]
     for rep in ("sausage", "lattice"):
         extra = ["-n", "10"] if rep == "sausage" else []
-        o = json.loads(_run("oracle", *lats, "-r", tmp_path / "ref.trn", "--representation", rep, *extra, "--json", "-"))
+        o = json.loads(_run("oracle", *lats, "-r", tmp_path / "ref.trn", "--representation", rep, *extra,
+                            "--json", "-"))
         assert s["totals"][rep]["E"] == o["counts"]["errors"]
         by_key = {u["key"]: u for u in o["utterances"]}
         for u in data["utterances"]:

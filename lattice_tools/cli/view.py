@@ -15,7 +15,8 @@ from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
 @click.option("-r", "--ref", "reference", default=None, help="Reference: STM, trn or Kaldi text (optional).")
 @click.option("--ref-format", type=click.Choice(["stm", "trn", "text"]), default=None,
               help="Reference format (default: .stm/.trn extension, else detected from the content).")
-@click.option("--glm", default=None, help="GLM applied like csrfilt.sh (as score does for the 1-best, oracle for the oracles).")
+@click.option("--glm", default=None,
+              help="GLM applied like csrfilt.sh (as score does for the 1-best, as oracle does for the oracles).")
 @click.option("--kwslist", default=None, type=click.Path(dir_okay=False),
               help="Keyword-search detections (NIST kwslist, e.g. from 'kws search') drawn on the time axis.")
 @click.option("--kwlist", default=None, type=click.Path(dir_okay=False),
@@ -30,7 +31,8 @@ from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
 @click.option("--acoustic-scale", default=1.0, show_default=True, type=float)
 @click.option("--lm-scale", default=1.0, show_default=True, type=float)
 @click.option("--word-penalty", default=0.0, show_default=True, type=float)
-@click.option("-D", "optional_deletable", is_flag=True, help="Optional (parenthesised) words are deletable (sclite -D).")
+@click.option("-D", "optional_deletable", is_flag=True,
+              help="Optional (parenthesised) words are deletable (sclite -D).")
 @click.option("--mode", type=click.Choice(["sclite", "levenshtein"]), default="sclite", show_default=True,
               help="sclite weights and tie rules, or plain Levenshtein (fewest errors).")
 @click.option("--max-arcs", default=5000, show_default=True, type=click.IntRange(min=1),

@@ -5,6 +5,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .._budget import memory_budget
 from ..errors import LatticeToolsError, MismatchError
@@ -80,10 +81,11 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
     specs = [inputs] if isinstance(inputs, (str, os.PathLike)) else [str(x) for x in inputs]
     if not specs and not alt_ctm:
         raise LatticeToolsError("nothing to show: give lattices and/or --alt-ctm files")
-    scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
-    opts = dict(mode=mode, optional_deletable=optional_deletable)
+    scales: dict[str, Any] = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    opts: dict[str, Any] = dict(mode=mode, optional_deletable=optional_deletable)
 
-    rfmt = refs = None
+    rfmt: str | None = None
+    refs: dict | None = None
     if reference is not None:
         from ..io.detect import detect_transcript_format
 
@@ -161,7 +163,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         record["dur"] = round(max(ends), 2) if ends else 0.0
     totals: dict = {}
     if refs is not None:
-        scored = score_one_best(str(reference), rfmt, [best_alts[k] for k in keys], glm, encoding=encoding, **opts)
+        scored = score_one_best(str(reference), str(rfmt), [best_alts[k] for k in keys], glm, encoding=encoding,
+                                **opts)
         missing = [k for k in keys if k not in scored]
         if missing:
             raise MismatchError(f"the scorer found no reference segment for {missing[0]!r}", path=str(reference),
@@ -187,7 +190,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
             if res is not None:
                 oracle_words = [w for w in res.words if w != "@" and not nonword(w)]
                 entry.update(counts=counts_dict(res.counts), words=oracle_words)
-                recovered = recovered_flags(refs[key], utts[key]["onebest"]["words"], oracle_words, **opts)
+                ref_text = refs[key]  # type: ignore[index]  # (res is None without a reference)
+                recovered = recovered_flags(ref_text, utts[key]["onebest"]["words"], oracle_words, **opts)
                 entry["recovered"] = [i for i, f in enumerate(recovered) if f]
                 choice = chosen_alternatives(alts, oracle_words, nonword)
             entry["slots"] = slots_dict(alts, choice, recovered, nonword, max_alternatives)
@@ -195,6 +199,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         if res_counts := [utts[k]["reps"][name]["counts"] for k in have if "counts" in utts[k]["reps"][name]]:
             totals[name] = _total(res_counts)
     if "lattice" in reps and lattice_results:
+        assert refs is not None  # (lattice oracles exist only with a reference)
         for key, res in lattice_results.items():
             words_ = list(res.words)
             recovered = recovered_flags(refs[key], utts[key]["onebest"]["words"], words_, **opts)
@@ -212,7 +217,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         record["wer"] = base["wer"] if base else None
     notes = []
     if refs is not None and (unseen := [k for k in refs if k not in utts]):
-        notes.append(f"{len(unseen)} reference utterance(s) have no lattice or CTM and are not shown (e.g. {unseen[0]!r})")
+        notes.append(f"{len(unseen)} reference utterance(s) have no lattice or CTM and are not shown "
+                     f"(e.g. {unseen[0]!r})")
     if kwslist is not None or index is not None:
         unplaced = _attach_hits(utts, kwslist, kwlist, index, encoding)
         if unplaced:
@@ -246,7 +252,7 @@ def _attach_hits(utts: dict, kwslist: str | None, kwlist: str | None, index: str
     its file id; returns how many are on other files."""
     if kwslist is not None and index is not None:
         raise LatticeToolsError("give either a kwslist or an index to search, not both")
-    terms = []
+    terms: Sequence = []
     if kwlist is not None:
         from ..io.kwlist import read_kwlist
 
@@ -257,7 +263,7 @@ def _attach_hits(utts: dict, kwslist: str | None, kwlist: str | None, index: str
             raise LatticeToolsError("searching an index needs the keywords: give a KWlist (--kwlist)", path=str(index))
         from ..kws.search import search
 
-        detections = search(str(index), terms).detections
+        detections: Sequence = search(str(index), terms).detections
     else:
         from ..io.kwslist import read_kwslist
 

@@ -21,6 +21,7 @@ import math
 import os
 import tempfile
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ _COUNT_KEYS = (("correct", "C"), ("substitutions", "S"), ("deletions", "D"), ("i
 
 def counts_dict(counts) -> dict:
     """ErrorCounts -> ``{"C", "S", "D", "I", "N", "E", "wer"}`` (WER a fraction; None without reference words)."""
-    d = {short: int(getattr(counts, name)) for name, short in _COUNT_KEYS}
+    d: dict[str, Any] = {short: int(getattr(counts, name)) for name, short in _COUNT_KEYS}
     d["wer"] = (d["E"] / d["N"]) if d["N"] else None
     return d
 
@@ -55,8 +56,9 @@ def score_one_best(reference: str, ref_format: str, one_best: Sequence, glm: str
     from ..scoring import score_files
     from ..scoring.results import sum_counts
 
-    fd, tmp = make_temporary(os.path.join(tempfile.gettempdir(), "view-1best." + ("ctm" if ref_format == "stm" else "trn")))
-    os.close(fd)
+    suffix = "ctm" if ref_format == "stm" else "trn"
+    fd, tmp = make_temporary(os.path.join(tempfile.gettempdir(), "view-1best." + suffix))
+    os.close(fd)  # type: ignore[arg-type]  # (a file, never None)
     try:
         if ref_format == "stm":
             from ..io.altctm import write_alternatives_ctm
@@ -165,7 +167,8 @@ def slots_dict(alts, choice: list[int] | None, recovered: list[bool], nonword: C
     for s, slot in enumerate(alts.slots):
         shown = slot.alternatives[:max_alternatives]
         chosen = choice[s] if choice is not None else -1
-        alt_rows = [{"w": " ".join(a.words) if a.words else "@", "p": _r(a.posterior, 4)} for a in shown]
+        alt_rows: list[dict[str, Any]] = [{"w": " ".join(a.words) if a.words else "@", "p": _r(a.posterior, 4)}
+                                          for a in shown]
         if chosen >= 0:
             full = slot.alternatives[chosen].words
             kept = [i for i, w in enumerate(full) if w != "@" and not nonword(w)]  # positions of the oracle's words
@@ -213,7 +216,8 @@ def lattice_dict(lat, posteriors: np.ndarray, best: np.ndarray, nonword: Callabl
         "vocab": [lat.symbols.word(int(w)) for w in vocab_ids.tolist()],
         "w": w_index.astype(int).tolist(),
         # compact (the page is mostly arcs): times in frames of ``fs`` seconds, posteriors in 1e-4 units
-        "fs": float(fs), "f0": lat.t0[keep].astype(int).tolist(), "d": (lat.t1[keep] - lat.t0[keep]).astype(int).tolist(),
+        "fs": float(fs), "f0": lat.t0[keep].astype(int).tolist(),
+        "d": (lat.t1[keep] - lat.t0[keep]).astype(int).tolist(),
         "q": np.round(posteriors[keep] * 1e4).astype(int).tolist(),
         "ac": _column(lat.acoustic_cost[keep], 2), "lm": _column(lat.graph_cost[keep], 2),
         "best": [pos[int(a)] for a in best_words.tolist()],
