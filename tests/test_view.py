@@ -512,3 +512,25 @@ def test_long_lists_are_virtualised(browser, tmp_path):
     pg.keyboard.press("Home")
     assert pg.get_attribute("#detail", "data-key") == "u000-003"
     pg.close()
+
+
+def test_no_temporary_is_left(tmp_path, monkeypatch):
+    """The 1-best's scratch hypothesis file is removed after scoring, also when scoring fails."""
+    import tempfile
+
+    from lattice_tools import view
+    from lattice_tools.errors import LatticeToolsError
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    (tmp_path / "ref.stm").write_text(STM)
+    view([str(DATA / "003.lat")], str(tmp_path / "v.html"), reference=str(tmp_path / "ref.stm"), representations=())
+    assert os.listdir(scratch) == []
+    # a trn id without a speaker part: the scorer refuses it (as sclite's spu_id does) after the scratch file
+    # is written
+    (tmp_path / "ref.trn").write_text("seven of clubs (003)\n")
+    with pytest.raises(LatticeToolsError, match="speaker"):
+        view([str(DATA / "003.lat")], str(tmp_path / "w.html"), reference=str(tmp_path / "ref.trn"),
+             representations=())
+    assert os.listdir(scratch) == [] and not (tmp_path / "w.html").exists()
