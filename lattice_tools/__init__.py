@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .oracle import alternatives_oracle, bootstrap_wer, ctm_oracle, lattice_oracle, oracle_wer, run_study
     from .scoring import ErrorCounts, GlmFilterOptions, apply_glm, filter_file, score_files, score_stm_ctm, score_trn
     from .symbols import SymbolTable
+    from .viewer import view
 
 __all__ = [
     "__version__",
@@ -73,6 +74,8 @@ __all__ = [
     "evaluate_system", "summarize",
     # keyword search
     "build_lattice_index", "build_alternatives_index", "score_kws_files",
+    # the browser view
+    "view",
 ]
 
 # name -> the module it is imported from on first use
@@ -93,6 +96,7 @@ _LAZY = {
     "build_lattice_index": "kws.build", "build_alternatives_index": "kws.build", "score_kws_files": "kws.score",
     "lattice_oracle": "oracle", "alternatives_oracle": "oracle", "ctm_oracle": "oracle", "oracle_wer": "oracle",
     "bootstrap_wer": "oracle", "run_study": "oracle",
+    "view": "viewer",
 }
 
 

@@ -63,10 +63,12 @@ def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
 
 def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "cards"), ns: Sequence[int] = DEMO_NS,
              densities: Sequence[str] = ("default", "dense"), bootstrap: int = 1000, seed: int = 0,
-             progress: bool | None = None, kws: bool = True, echo=print) -> dict:
+             progress: bool | None = None, kws: bool = True, view_page: bool = True, echo=print) -> dict:
     """Run decode -> 1-best scoring -> alternatives -> oracle study -> KWS study on the bundled speech.
 
     ``kws``: run the spoken-term-detection study too (on the default-beam lattices, when decoded).
+    ``view_page``: write ``view.html`` (:func:`lattice_tools.viewer.view`) of the default-beam lattices (else
+    the first density), with the KWS study's lattice-index hits, and link it from study.md.
 
     Returns a dict of the files written (tables, plots, CTMs, lattices).  Everything lands under
     ``out``; finished study cells are reused on a rerun.
@@ -134,6 +136,8 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
             _append_kws_section(md, kws_result, kws_dir)
     elif kws:
         echo("[demo] KWS study skipped: it runs on the default-beam lattices (--density default)")
+    if view_page and lattice_sets:
+        files["view"] = _write_view(out, lattice_sets, stm_path, md, files, echo)
     if os.path.exists(md):
         with open(md, encoding="utf-8") as f:
             echo(f.read())
@@ -141,6 +145,25 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
     for k, v in files.items():
         echo(f"  {k:28s} {v}")
     return files
+
+
+def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: Mapping, echo) -> str:
+    """The demo's browser view: one density's lattices against the reference, with the whole-lattice
+    index's keyword hits when the KWS study ran; linked from study.md."""
+    from .viewer.build import link_view, view
+
+    name = "default" if "default" in lattice_sets else next(iter(lattice_sets))
+    page = os.path.join(out, "view.html")
+    kwslist = os.path.join(out, "kws", "kwslist", "lattice.kwslist.xml")
+    kwlist = os.path.join(out, "kws", "kwlist.xml")
+    have_kws = os.path.exists(kwslist) and os.path.exists(kwlist)
+    summary = view([files[f"lattices/{name}"]], page, reference=stm_path, optional_deletable=True,
+                   kwslist=kwslist if have_kws else None, kwlist=kwlist if have_kws else None,
+                   title=f"lattice-tools demo: {name}-beam lattices")
+    echo(f"[demo] browser view ({summary['utterances']} utterances, {summary['bytes'] / 2**20:.1f} MB) -> {page}")
+    if os.path.exists(md):
+        link_view(md, page, f"the {name}-beam lattices, their alternatives, oracles and keyword hits")
+    return page
 
 
 def oracle_reference_times(lattices: Sequence, transcripts: Mapping[str, str], *, channel: str = "1") -> list:

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("io", {"io", "interop"}),
     ("algorithms", {"algorithms"}),
     ("analysis", {"alternatives", "oracle", "scoring", "metrics", "kws", "ctc", "decode"}),
-    ("pipelines", {"latbin", "recipe", "demo"}),
+    ("pipelines", {"latbin", "recipe", "demo", "viewer"}),
     ("cli", {"cli", "__main__", "<top>"}),
 ]
 LAYER_OF = {group: rank for rank, (_, groups) in enumerate(LAYERS) for group in groups}

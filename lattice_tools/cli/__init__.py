@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "metrics": ("metrics:metrics_command", "CER, script fidelity, code-switching, NE-WER, punctuation-aware metrics."),
     "leaderboard": ("metrics:leaderboard_command", "Bootstrap CIs and paired tests over systems and languages."),
     "kws": ("kws:kws_group", "Keyword search: keyword lists, term index, search, scoring exactly like NIST F4DE."),
+    "view": ("view:view_command", "One self-contained HTML page of lattices, alternatives, alignments and keyword hits."),
     "demo": ("demo:demo_command", "Run the whole pipeline on the bundled real speech."),
     "split-list": ("recipe:split_list_command", "Split a list file into contiguous job chunks (recipes)."),
     "merge": ("recipe:merge_command", "Concatenate job outputs in order, or merge statistics JSON (recipes)."),

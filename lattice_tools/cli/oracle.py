@@ -116,10 +116,12 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--max-memory", type=SIZE, default="4G", show_default=True,
               help="Memory budget of every step (resident memory: 2G, 500M; 'inf' = none): a clean error past it.")
 @segments_option
+@click.option("--no-view", is_flag=True, help="Do not write view.html (the browser view of the first lattice set, "
+                                             "linked from study.md; see 'lattice-tools view').")
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding, glm, max_memory, segments):
+                  allow_untimed, encoding, glm, max_memory, segments, no_view):
     """Density vs oracle WER (Tables 3-6 of "Toward Zero Oracle Word Error Rate on the Switchboard Benchmark"
     by Faria et al.).  LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself); NAME=a NAME=b or a quoted
     pattern (NAME='lat.*.gz') joins several inputs into one set."""
@@ -142,6 +144,21 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                        allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
                        max_memory=max_memory, segments=segments)
+    if not no_view and not segments and "markdown" in result.files:  # (the view keys lattices as oracle does)
+        import os
+
+        from ..viewer.build import link_view, view
+
+        first = next(iter(sets))
+        page = os.path.join(out, "view.html")
+        view(sets[first], page, reference=reference, ref_format=ref_format, mode=mode,
+             optional_deletable=optional_deletable, posterior_threshold=posterior_threshold,
+             acoustic_scale=acoustic_scale, lm_scale=lm_scale, format=format, words=words, frame_shift=frame_shift,
+             frame_subsampling_factor=frame_subsampling_factor, encoding=encoding, title=title, glm=list(glm),
+             max_memory=max_memory,
+             representations=[r.strip() for r in representations.split(",")])
+        link_view(result.files["markdown"], page, f"the lattice set {first!r}, its alternatives and oracles")
+        result.files["view"] = page
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():

@@ -1,0 +1,14 @@
+"""A browser view of lattices, alternatives, alignments and keyword hits: :func:`view` writes one
+self-contained HTML file (``lattice-tools view``; docs/view.md)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from .build import view
+
+__all__ = ["view"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {"view": "build"}, globals())
