@@ -1,0 +1,262 @@
+"""N-best lists (and several systems' N-best lists) as word lattices.
+
+A decoder that writes N-best lists instead of lattices (sherpa-onnx, ESPnet, NeMo, Hugging Face
+``generate``, Kaldi ``lattice-to-nbest``; see :mod:`lattice_tools.io.nbest`) gets the whole toolkit
+through :func:`nbest_lattice`: sausages, phrases, oracles, alt-CTMs, the study and the keyword
+index all take the :class:`~lattice_tools.lattice.Lattice` it returns.  Two ways to join:
+
+``join="paths"`` (default): no new paths.
+  The entries are put in a prefix tree -- an entry follows an existing arc when the word agrees
+  and, when both have times, the two words overlap in time (the arc keeps the times of the more
+  probable entry, inserted first) -- whose weights are pushed (an arc's probability is the share
+  of its target's entries among its source's), and then states with the same weighted future
+  (same final weight, same arcs with the same words, frames, weights and targets) are merged
+  from the leaves up: shared suffixes become one path.  Both steps keep the weighted set of
+  paths, so **every path of the lattice is an entry and its probability (graph cost; total 1) is
+  the entry's normalized N-best posterior**; the lattice oracle equals the best entry's.
+
+``join="times"`` (entries with word times): words that agree and span the same frames are one arc.
+  States are the word boundaries (frames); an arc is a distinct ``(word, start, end)`` and its
+  probability given its source state is ``gamma(arc) / gamma(source)``, where ``gamma`` sums the
+  posteriors of the entries through it.  Flow is conserved at every boundary, so the lattice's
+  arc posteriors equal the N-best word posteriors ``gamma`` exactly, but entries that share a word
+  now cross: **new paths appear** (e.g. ``a b d`` from ``a b c`` and ``x b d``) and the lattice
+  oracle can be lower than the best entry's.  Path probabilities are then those of this Markov
+  chain, not the entries' posteriors.  Gaps between words become epsilon arcs.
+
+Entries with zero posterior are dropped (they would carry an infinite cost).  Costs are graph
+costs (``acoustic_cost`` is 0), so read the lattice with ``lm_scale=1`` and any acoustic scale.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from ..alternatives_network import Alternative, Alternatives
+from ..errors import LatticeError
+from ..lattice import Lattice
+from ..symbols import SymbolTable
+
+__all__ = ["nbest_lattice", "JOINS", "combine_nbests"]
+
+JOINS = ("paths", "times")
+
+
+def _entries(nbest: Alternatives) -> list[Alternative]:
+    if len(nbest.slots) != 1:
+        raise LatticeError(f"an N-best list has one slot, this one has {len(nbest.slots)}", key=nbest.key or None)
+    alts = [a for a in nbest.slots[0].alternatives if a.posterior > 0]
+    if not alts:
+        raise LatticeError("no entry of the N-best list has a posterior above 0", key=nbest.key or None)
+    total = math.fsum(a.posterior for a in alts)
+    if not math.isfinite(total):
+        raise LatticeError("the N-best posteriors do not sum to a finite number", key=nbest.key or None)
+    return sorted(alts, key=lambda a: -a.posterior)
+
+
+def _frames(alt: Alternative, frame_shift: float) -> list[tuple[int, int]] | None:
+    if not alt.words or any(math.isnan(s) or math.isnan(d) for s, d in zip(alt.starts, alt.durations, strict=True)):
+        return None
+    out = []
+    for s, d in zip(alt.starts, alt.durations, strict=True):
+        t0 = int(round(s / frame_shift))
+        out.append((t0, max(t0, int(round((s + d) / frame_shift)))))
+    return out
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    if a == b:
+        return True
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def _symbols(symbols: SymbolTable | None, entries: Iterable[Alternative]) -> SymbolTable:
+    table = symbols if symbols is not None else SymbolTable()
+    new = sorted({w for a in entries for w in a.words if w not in table})
+    return table.with_words(new) if new else table
+
+
+def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
+    total = math.fsum(a.posterior for a in entries)
+    # prefix tree: node 0 = root; per node its children (word id, t0, t1, child), mass, end mass
+    children: list[list[list[int]]] = [[]]
+    mass = [0.0]
+    end_mass = [0.0]
+    parent_arc: list[tuple[int, int, int, int]] = [(-1, 0, -1, -1)]  # (parent, word, t0, t1)
+    for alt in entries:
+        p = alt.posterior / total
+        frames = _frames(alt, frame_shift)
+        node = 0
+        mass[0] += p
+        for i, w in enumerate(alt.words):
+            wid = table.id(w)
+            span = frames[i] if frames is not None else (-1, -1)
+            nxt = -1
+            for c in children[node]:
+                cw, ct0, ct1, child = c
+                if cw == wid and (ct0 < 0 or span[0] < 0 or _overlap((ct0, ct1), span)):
+                    nxt = child
+                    break
+            if nxt < 0:
+                nxt = len(mass)
+                children[node].append([wid, span[0], span[1], nxt])
+                children.append([])
+                mass.append(0.0)
+                end_mass.append(0.0)
+                parent_arc.append((node, wid, span[0], span[1]))
+            mass[nxt] += p
+            node = nxt
+        end_mass[node] += p
+    n = len(mass)
+    # weights pushed to the front: arc cost -log(mass(child)/mass(parent)), final -log(end/mass)
+    final = [(-math.log(end_mass[v] / mass[v]) if end_mass[v] > 0 else math.inf) for v in range(n)]
+    # merge states with the same weighted future, leaves first (children have larger ids than parents)
+    cls = [-1] * n
+    signatures: dict[tuple, int] = {}
+    for v in range(n - 1, -1, -1):
+        arcs = tuple(sorted((w, t0, t1, -math.log(mass[c] / mass[v]), cls[c]) for w, t0, t1, c in children[v]))
+        sig = (final[v], arcs)
+        if sig not in signatures:
+            signatures[sig] = len(signatures)
+        cls[v] = signatures[sig]
+    src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
+    final_cost = [math.inf] * len(signatures)
+    for sig, c in signatures.items():
+        final_cost[c] = sig[0]
+        for w, t0, t1, arc_cost, target in sig[1]:
+            src.append(c)
+            dst.append(target)
+            word.append(w)
+            t0s.append(t0)
+            t1s.append(t1)
+            cost.append(arc_cost)
+    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
+                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=np.asarray(final_cost),
+                             num_states=len(signatures), start=cls[0], t0=np.asarray(t0s, np.int64),
+                             t1=np.asarray(t1s, np.int64), graph_cost=np.asarray(cost), frame_shift=frame_shift,
+                             key=key)
+
+
+def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
+    total = math.fsum(a.posterior for a in entries)
+    spans = []
+    for alt in entries:
+        frames = _frames(alt, frame_shift) if alt.words else []
+        if frames is None:
+            raise LatticeError("join='times' needs word times on every entry (use join='paths')", key=key or None)
+        spans.append(frames)
+    first = min((f[0][0] for f in spans if f), default=0)
+    last = max((f[-1][1] for f in spans if f), default=0)
+    # states: the start (frame `first`), every word boundary frame, the end (frame `last`)
+    gamma_arc: dict[tuple[int, int, int], float] = {}  # (word id or 0, t0, t1) -> gamma
+    gamma_state: dict[int, float] = {}
+    for alt, frames in zip(entries, spans, strict=True):
+        p = alt.posterior / total
+        t = first
+        gamma_state[t] = gamma_state.get(t, 0.0) + p
+        seq = []
+        for w, (a, b) in zip(alt.words, frames, strict=True):
+            if a < t:
+                raise LatticeError(f"join='times': words of an entry overlap in time (at {w!r}); use join='paths'",
+                                   key=key or None)
+            if a > t:
+                seq.append((0, t, a))
+            seq.append((table.id(w), a, b))
+            t = b
+        if t < last:
+            seq.append((0, t, last))
+        for arc in seq:
+            gamma_arc[arc] = gamma_arc.get(arc, 0.0) + p
+            gamma_state[arc[2]] = gamma_state.get(arc[2], 0.0) + p
+    states: dict[int, int] = {}
+
+    def state(frame: int) -> int:
+        if frame not in states:
+            states[frame] = len(states)
+        return states[frame]
+
+    state(first)
+    src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
+    for (w, a, b), g in sorted(gamma_arc.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        if a == b:
+            # it would be a self-loop on its boundary state
+            raise LatticeError("join='times' cannot place a word of zero duration (use join='paths')",
+                               key=key or None)
+        s = state(a)
+        src.append(s)
+        dst.append(state(b))
+        word.append(w)
+        t0s.append(a)
+        t1s.append(b)
+        cost.append(-math.log(g / gamma_state[a]))
+    end = state(last)
+    num = len(states)
+    final = np.full(num, np.inf)
+    final[end] = 0.0
+    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
+                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=final, num_states=num,
+                             start=0, t0=np.asarray(t0s, np.int64), t1=np.asarray(t1s, np.int64),
+                             graph_cost=np.asarray(cost), frame_shift=frame_shift, key=key)
+
+
+def nbest_lattice(nbest: Alternatives, *, join: str = "paths", symbols: SymbolTable | None = None,
+                  frame_shift: float = 0.01) -> Lattice:
+    """The word lattice of one N-best list (see the module docstring for the two joins).
+
+    Args:
+      nbest: an N-best list (one slot; posteriors as the readers of :mod:`lattice_tools.io.nbest`
+        give them; they are renormalized over the entries with a posterior above 0).
+      join: ``"paths"`` (no new paths; path probabilities = N-best posteriors) or ``"times"``
+        (words that agree and span the same frames joined; new paths; arc posteriors = N-best
+        word posteriors).
+      symbols: a table to number the words with (new words are appended); default a new one.
+      frame_shift: seconds per frame of the lattice's times (word times are rounded to frames).
+
+    Nothing is mutated.  Cost: O(total words x branching) for the prefix tree and the merge.
+    """
+    if join not in JOINS:
+        raise LatticeError(f"unknown join {join!r} (expected one of {', '.join(JOINS)})")
+    if not frame_shift > 0:
+        raise LatticeError(f"frame_shift must be > 0, got {frame_shift!r}")
+    entries = _entries(nbest)
+    table = _symbols(symbols, entries)
+    if join == "paths":
+        return _paths_lattice(nbest.key, entries, table, frame_shift)
+    return _times_lattice(nbest.key, entries, table, frame_shift)
+
+
+def combine_nbests(nbests: Sequence[Alternatives], weights: Sequence[float] | None = None) -> Alternatives:
+    """Several systems' N-best lists of one utterance as one list: each system's posteriors times its
+    weight (default equal weights, normalized to sum 1); the same word sequence from several systems is
+    one entry whose posterior is the sum (times of its most probable occurrence).  Keys must agree."""
+    if not nbests:
+        raise LatticeError("no N-best lists to combine")
+    key = nbests[0].key
+    for nb in nbests:
+        if nb.key != key:
+            raise LatticeError(f"N-best lists of different utterances: {key!r} and {nb.key!r}", key=key)
+    w = list(weights) if weights is not None else [1.0] * len(nbests)
+    if len(w) != len(nbests) or any(not math.isfinite(x) or x < 0 for x in w) or math.fsum(w) <= 0:
+        raise LatticeError("system weights must be one finite number >= 0 per system, not all 0", key=key)
+    tw = math.fsum(w)
+    merged: dict[tuple[str, ...], list] = {}
+    for nb, wt in zip(nbests, w, strict=True):
+        for alt in _entries(nb) if wt > 0 else []:
+            p = alt.posterior * wt / tw
+            slot = merged.get(alt.words)
+            if slot is None:
+                merged[alt.words] = [p, p, alt]
+            else:
+                slot[0] += p
+                if p > slot[1]:
+                    slot[1], slot[2] = p, alt
+    alts = tuple(replace(a, posterior=total, confidences=(total,) * len(a.words))
+                 for total, _, a in sorted(merged.values(), key=lambda v: -v[0]))
+    first = nbests[0].slots[0]
+    start = min(nb.slots[0].start for nb in nbests)
+    end = max(nb.slots[0].end for nb in nbests)
+    return replace(nbests[0], slots=(replace(first, start=start, end=end, alternatives=alts),),
+                   meta={"systems": len(nbests), "weights": tuple(x / tw for x in w)})
