@@ -263,3 +263,61 @@ def test_sausage_of_a_merged_nbest_runs():
     for slot in saus.slots:
         assert sum(a.posterior for a in slot.alternatives) == pytest.approx(1.0, abs=1e-6)
     assert json.dumps(saus.one_best())
+
+
+@settings(max_examples=60, deadline=None)
+@given(timed_entries())
+def test_paths_join_with_times_is_exact_and_kaldi_writable(tmp_path_factory, entries):
+    from lattice_tools.alternatives.sausages import sausage
+    from lattice_tools.io.lattice_files import read_lattices, write_lattices
+
+    merged: dict[tuple, float] = {}
+    for words, p, _ in entries:
+        merged[tuple(words)] = merged.get(tuple(words), 0.0) + p
+    total = sum(merged.values())
+    # one entry per word sequence, as the readers give them
+    seen, unique = set(), []
+    for e in entries:
+        if tuple(e[0]) not in seen:
+            seen.add(tuple(e[0]))
+            unique.append((e[0], merged[tuple(e[0])], e[2]))
+    lat = nbest_lattice(nbest_of(unique), frame_shift=0.1)
+    assert lattice_paths(lat) == pytest.approx({k: v / total for k, v in merged.items()}, rel=1e-9, abs=1e-12)
+    # every path reaches each state at one frame: Kaldi's writer and the MBR sausage accept it
+    path = str(tmp_path_factory.mktemp("ark") / "x.ark")
+    write_lattices(lat, "ark,t:" + path)
+    back = next(read_lattices("ark,t:" + path, "kaldi", lat.symbols, 0.1))
+    assert lattice_paths(back) == pytest.approx(lattice_paths(lat), rel=1e-6, abs=1e-9)
+    sausage(lat)
+
+
+def test_commands_nbest_to_lattices_and_combine(tmp_path):
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+    from lattice_tools.io.ctm import read_ctm
+
+    runner = CliRunner()
+    ark, words = tmp_path / "x.ark", tmp_path / "words.txt"
+    r = runner.invoke(main, ["nbest-to-lattices", os.path.join(DATA, "sherpa.jsonl"), "-o", f"ark:{ark}",
+                             "--write-words", str(words)])
+    assert r.exit_code == 0, r.output
+    lats = list(read_nbest(os.path.join(DATA, "sherpa.jsonl")))
+    from lattice_tools.io.lattice_files import read_lattices
+
+    back = {lat.key: lat for lat in read_lattices(f"ark:{ark}", "kaldi", str(words))}
+    for nb in lats:
+        expected = {a.words: a.posterior for a in nb.slots[0].alternatives}
+        assert lattice_paths(back[nb.key]) == pytest.approx(expected, rel=1e-6)
+    out = tmp_path / "c.ctm"
+    r = runner.invoke(main, ["combine", os.path.join(DATA, "generic.tsv"), os.path.join(DATA, "generic.jsonl"),
+                             "-o", str(out), "-n", "1"])
+    assert r.exit_code == 0, r.output
+    assert [w.word for w in read_ctm(str(out))] == ["the", "cat", "sat", "yellow"]
+    # untimed lists need --allow-untimed; missing utterances are named
+    r = runner.invoke(main, ["combine", os.path.join(DATA, "espnet_decode"), os.path.join(DATA, "espnet_decode"),
+                             "-o", str(out)])
+    assert r.exit_code == 2 and "no word times" in r.output
+    r = runner.invoke(main, ["combine", os.path.join(DATA, "espnet_decode"), os.path.join(DATA, "generic.tsv"),
+                             "-o", str(out)])
+    assert r.exit_code == 2 and "spk1-utt1" in r.output and "Traceback" not in r.output

@@ -24,6 +24,10 @@ index all take the :class:`~lattice_tools.lattice.Lattice` it returns.  Two ways
   oracle can be lower than the best entry's.  Path probabilities are then those of this Markov
   chain, not the entries' posteriors.  Gaps between words become epsilon arcs.
 
+In ``join="paths"`` a lattice has times only when every entry (with words) has them; gaps before
+words become epsilon arcs, and an arc added under a joined one starts where that one ends (so
+that every path reaches a state at one frame, as Kaldi's lattices need).
+
 Entries with zero posterior are dropped (they would carry an infinite cost).  Costs are graph
 costs (``acoustic_cost`` is 0), so read the lattice with ``lm_scale=1`` and any acoustic scale.
 """
@@ -67,6 +71,20 @@ def _frames(alt: Alternative, frame_shift: float) -> list[tuple[int, int]] | Non
     return out
 
 
+def _tokens(alt: Alternative, frames: list[tuple[int, int]] | None, table: SymbolTable):
+    """The arcs of one entry: ``(word id, (t0, t1))``, with an epsilon arc (id 0) over each gap before a
+    word (from frame 0), so that times along a path are contiguous; ``(-1, -1)`` spans without times."""
+    if frames is None:
+        return [(table.id(w), (-1, -1)) for w in alt.words]
+    out, t = [], 0
+    for w, (a, b) in zip(alt.words, frames, strict=True):
+        if a > t:
+            out.append((0, (t, a)))
+        out.append((table.id(w), (a, b)))
+        t = max(t, b)
+    return out
+
+
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
     if a == b:
         return True
@@ -82,31 +100,32 @@ def _symbols(symbols: SymbolTable | None, entries: Iterable[Alternative]) -> Sym
 def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
     total = math.fsum(a.posterior for a in entries)
     # prefix tree: node 0 = root; per node its children (word id, t0, t1, child), mass, end mass
-    children: list[list[list[int]]] = [[]]
+    children: list[list[tuple[int, int, int, int]]] = [[]]
     mass = [0.0]
     end_mass = [0.0]
-    parent_arc: list[tuple[int, int, int, int]] = [(-1, 0, -1, -1)]  # (parent, word, t0, t1)
+    node_time = [0]  # frame at which each tree node is reached (with times; 0 otherwise)
+    timed = all(_frames(alt, frame_shift) is not None for alt in entries if alt.words)
     for alt in entries:
         p = alt.posterior / total
-        frames = _frames(alt, frame_shift)
+        frames = _frames(alt, frame_shift) if timed else None
         node = 0
         mass[0] += p
-        for i, w in enumerate(alt.words):
-            wid = table.id(w)
-            span = frames[i] if frames is not None else (-1, -1)
+        for wid, span in _tokens(alt, frames, table):
             nxt = -1
-            for c in children[node]:
-                cw, ct0, ct1, child = c
+            for cw, ct0, ct1, child in children[node]:
                 if cw == wid and (ct0 < 0 or span[0] < 0 or _overlap((ct0, ct1), span)):
                     nxt = child
                     break
             if nxt < 0:
+                if span[0] >= 0:
+                    # a path reaches each state at one frame: a new arc starts where its source is reached
+                    span = (node_time[node], max(span[1], node_time[node]))
                 nxt = len(mass)
-                children[node].append([wid, span[0], span[1], nxt])
+                children[node].append((wid, span[0], span[1], nxt))
                 children.append([])
                 mass.append(0.0)
                 end_mass.append(0.0)
-                parent_arc.append((node, wid, span[0], span[1]))
+                node_time.append(span[1] if span[1] >= 0 else 0)
             mass[nxt] += p
             node = nxt
         end_mass[node] += p
@@ -118,7 +137,7 @@ def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
     signatures: dict[tuple, int] = {}
     for v in range(n - 1, -1, -1):
         arcs = tuple(sorted((w, t0, t1, -math.log(mass[c] / mass[v]), cls[c]) for w, t0, t1, c in children[v]))
-        sig = (final[v], arcs)
+        sig = (final[v], arcs, node_time[v])  # the frame too: a state is reached at one frame
         if sig not in signatures:
             signatures[sig] = len(signatures)
         cls[v] = signatures[sig]
@@ -148,8 +167,10 @@ def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
         if frames is None:
             raise LatticeError("join='times' needs word times on every entry (use join='paths')", key=key or None)
         spans.append(frames)
-    first = min((f[0][0] for f in spans if f), default=0)
+    first = 0  # times are absolute: a lattice's frames count from 0 along every path
     last = max((f[-1][1] for f in spans if f), default=0)
+    if any(f and f[0][0] < 0 for f in spans):
+        raise LatticeError("join='times': a word starts before time 0", key=key or None)
     # states: the start (frame `first`), every word boundary frame, the end (frame `last`)
     gamma_arc: dict[tuple[int, int, int], float] = {}  # (word id or 0, t0, t1) -> gamma
     gamma_state: dict[int, float] = {}
