@@ -62,33 +62,29 @@ def _entries(nbest: Alternatives) -> list[Alternative]:
 
 
 def _frames(alt: Alternative, frame_shift: float) -> list[tuple[int, int]] | None:
-    if not alt.words or any(math.isnan(s) or math.isnan(d) for s, d in zip(alt.starts, alt.durations, strict=True)):
-        return None
+    """Each word's (first frame, end frame), or None when a time is unknown."""
     out = []
     for s, d in zip(alt.starts, alt.durations, strict=True):
+        if s != s or d != d:  # NaN
+            return None
         t0 = int(round(s / frame_shift))
-        out.append((t0, max(t0, int(round((s + d) / frame_shift)))))
-    return out
+        t1 = int(round((s + d) / frame_shift))
+        out.append((t0, t1 if t1 > t0 else t0))
+    return out if out else None
 
 
-def _tokens(alt: Alternative, frames: list[tuple[int, int]] | None, table: SymbolTable):
+def _tokens(alt: Alternative, frames: list[tuple[int, int]] | None, word_id):
     """The arcs of one entry: ``(word id, (t0, t1))``, with an epsilon arc (id 0) over each gap before a
     word (from frame 0), so that times along a path are contiguous; ``(-1, -1)`` spans without times."""
     if frames is None:
-        return [(table.id(w), (-1, -1)) for w in alt.words]
+        return [(word_id(w), (-1, -1)) for w in alt.words]
     out, t = [], 0
     for w, (a, b) in zip(alt.words, frames, strict=True):
         if a > t:
             out.append((0, (t, a)))
-        out.append((table.id(w), (a, b)))
+        out.append((word_id(w), (a, b)))
         t = max(t, b)
     return out
-
-
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    if a == b:
-        return True
-    return a[0] < b[1] and b[0] < a[1]
 
 
 def _symbols(symbols: SymbolTable | None, entries: Iterable[Alternative]) -> SymbolTable:
@@ -104,16 +100,17 @@ def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
     mass = [0.0]
     end_mass = [0.0]
     node_time = [0]  # frame at which each tree node is reached (with times; 0 otherwise)
-    timed = all(_frames(alt, frame_shift) is not None for alt in entries if alt.words)
-    for alt in entries:
+    frames_of = [_frames(alt, frame_shift) for alt in entries]
+    timed = all(f is not None for f, alt in zip(frames_of, entries, strict=True) if alt.words)
+    word_id = table.id
+    for alt, frames in zip(entries, frames_of, strict=True):
         p = alt.posterior / total
-        frames = _frames(alt, frame_shift) if timed else None
         node = 0
         mass[0] += p
-        for wid, span in _tokens(alt, frames, table):
+        for wid, span in _tokens(alt, frames if timed else None, word_id):
             nxt = -1
             for cw, ct0, ct1, child in children[node]:
-                if cw == wid and (ct0 < 0 or span[0] < 0 or _overlap((ct0, ct1), span)):
+                if cw == wid and (ct0 < 0 or (span[0] < ct1 and ct0 < span[1]) or (ct0, ct1) == span):
                     nxt = child
                     break
             if nxt < 0:
@@ -131,16 +128,26 @@ def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
         end_mass[node] += p
     n = len(mass)
     # weights pushed to the front: arc cost -log(mass(child)/mass(parent)), final -log(end/mass)
-    final = [(-math.log(end_mass[v] / mass[v]) if end_mass[v] > 0 else math.inf) for v in range(n)]
+    log_mass = [math.log(m) for m in mass]
     # merge states with the same weighted future, leaves first (children have larger ids than parents)
     cls = [-1] * n
     signatures: dict[tuple, int] = {}
     for v in range(n - 1, -1, -1):
-        arcs = tuple(sorted((w, t0, t1, -math.log(mass[c] / mass[v]), cls[c]) for w, t0, t1, c in children[v]))
-        sig = (final[v], arcs, node_time[v])  # the frame too: a state is reached at one frame
-        if sig not in signatures:
-            signatures[sig] = len(signatures)
-        cls[v] = signatures[sig]
+        kids = children[v]
+        lv = log_mass[v]
+        if not kids:
+            arcs: tuple = ()
+        elif len(kids) == 1:
+            w, t0, t1, c = kids[0]
+            arcs = ((w, t0, t1, lv - log_mass[c], cls[c]),)
+        else:
+            arcs = tuple(sorted((w, t0, t1, lv - log_mass[c], cls[c]) for w, t0, t1, c in kids))
+        final = lv - math.log(end_mass[v]) if end_mass[v] > 0 else math.inf
+        sig = (final, arcs, node_time[v])  # the frame too: a state is reached at one frame
+        c = signatures.get(sig)
+        if c is None:
+            c = signatures[sig] = len(signatures)
+        cls[v] = c
     src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
     final_cost = [math.inf] * len(signatures)
     for sig, c in signatures.items():
