@@ -61,12 +61,18 @@ def _entries(nbest: Alternatives) -> list[Alternative]:
     return sorted(alts, key=lambda a: -a.posterior)
 
 
-def _frames(alt: Alternative, frame_shift: float) -> list[tuple[int, int]] | None:
+_MAX_FRAME = 2**31 - 1  # the lattice's frame arrays are int32
+
+
+def _frames(alt: Alternative, frame_shift: float, key: str = "") -> list[tuple[int, int]] | None:
     """Each word's (first frame, end frame), or None when a time is unknown."""
     out = []
     for s, d in zip(alt.starts, alt.durations, strict=True):
         if s != s or d != d:  # NaN
             return None
+        if not (0 <= s and 0 <= s + d <= _MAX_FRAME * frame_shift):
+            raise LatticeError(f"word time {s!r} + {d!r} s is outside 0 .. {_MAX_FRAME} frames of {frame_shift} s",
+                               key=key or None)
         t0 = int(round(s / frame_shift))
         t1 = int(round((s + d) / frame_shift))
         out.append((t0, t1 if t1 > t0 else t0))
@@ -100,7 +106,7 @@ def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
     mass = [0.0]
     end_mass = [0.0]
     node_time = [0]  # frame at which each tree node is reached (with times; 0 otherwise)
-    frames_of = [_frames(alt, frame_shift) for alt in entries]
+    frames_of = [_frames(alt, frame_shift, key) for alt in entries]
     timed = all(f is not None for f, alt in zip(frames_of, entries, strict=True) if alt.words)
     word_id = table.id
     for alt, frames in zip(entries, frames_of, strict=True):
@@ -170,7 +176,7 @@ def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
     total = math.fsum(a.posterior for a in entries)
     spans = []
     for alt in entries:
-        frames = _frames(alt, frame_shift) if alt.words else []
+        frames = _frames(alt, frame_shift, key) if alt.words else []
         if frames is None:
             raise LatticeError("join='times' needs word times on every entry (use join='paths')", key=key or None)
         spans.append(frames)

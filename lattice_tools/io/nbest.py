@@ -109,8 +109,8 @@ def make_nbest(key: str, hyps: Sequence[NbestHypothesis], score_kind: str, *, sc
             if times and len(times) != len(h.words):
                 raise FormatError(f"hypothesis {h.rank} has {len(times)} {name} for {len(h.words)} words",
                                   path=h.path or None, line=h.line, key=key)
-            if any(not math.isfinite(t) for t in times):
-                raise FormatError(f"hypothesis {h.rank} has a non-finite time", path=h.path or None,
+            if any(not math.isfinite(t) or t < 0 for t in times):
+                raise FormatError(f"hypothesis {h.rank} has a negative or non-finite time", path=h.path or None,
                                   line=h.line, key=key)
         if h.starts and any(e < s for s, e in zip(h.starts, h.ends, strict=True)):
             raise FormatError(f"hypothesis {h.rank} has a word that ends before it starts",
@@ -177,12 +177,15 @@ def _number(text: str, what: str, path: str, lineno: int) -> float:
 
 
 def _rank(text, path: str, lineno: int) -> int:
-    try:
+    """A rank: an integer 1 .. 2**31-1 (a JSON integer or its text; floats and booleans are refused)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        rank = text
+    elif isinstance(text, str) and text.strip().lstrip("+").isascii() and text.strip().lstrip("+").isdigit():
         rank = int(text)
-    except (TypeError, ValueError):
-        raise FormatError(f"rank {text!r} is not an integer", path=path, line=lineno) from None
-    if rank < 1:
-        raise FormatError(f"rank {rank} must be >= 1", path=path, line=lineno)
+    else:
+        raise FormatError(f"rank {text!r} is not an integer", path=path, line=lineno)
+    if not 1 <= rank <= 2**31 - 1:
+        raise FormatError(f"rank {rank} must be between 1 and {2**31 - 1}", path=path, line=lineno)
     return rank
 
 
@@ -239,6 +242,8 @@ def parse_json_line(line: str, path: str, lineno: int) -> dict:
         obj = json.loads(line)
     except ValueError as exc:
         raise FormatError(f"not valid JSON ({exc})", path=path, line=lineno) from None
+    except RecursionError:
+        raise FormatError("JSON nested too deeply", path=path, line=lineno) from None
     if not isinstance(obj, dict):
         raise FormatError("expected a JSON object", path=path, line=lineno)
     return obj

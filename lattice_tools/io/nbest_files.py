@@ -36,7 +36,7 @@ def _first_object(path: str) -> dict | None:
         if line.strip() and not line.startswith("#"):
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None
             return obj if isinstance(obj, dict) else None
     return None
