@@ -3,6 +3,8 @@
 * :func:`nbest_to_lattices`: every N-best list of a file (any format of
   :mod:`lattice_tools.io.nbest_files`) as a word lattice (:func:`~.nbest_merge.nbest_lattice`),
   written in any lattice format, so that every lattice command works on any decoder's output.
+* :func:`combine_systems` with ``method="rover"``: several systems' CTMs combined exactly as NIST
+  ``rover`` does (:mod:`.rover`).
 * :func:`combine_systems` with ``method="posterior"``: several systems' N-best lists of the same
   utterances -> one weighted N-best list per utterance (:func:`~.nbest_merge.combine_nbests`) ->
   its lattice (``join="paths"``: path probabilities = the combined posteriors) -> the project's
@@ -23,11 +25,12 @@ from ..io.lattice_files import write_lattices
 from ..io.nbest_files import read_nbest
 from ..symbols import SymbolTable
 from .nbest_merge import combine_nbests, nbest_lattice
+from .rover import rover_combine
 from .sausages import sausage
 
 __all__ = ["nbest_to_lattices", "combine_systems", "COMBINE_METHODS"]
 
-COMBINE_METHODS = ("posterior",)
+COMBINE_METHODS = ("posterior", "rover")
 
 
 def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, out_format: str | None = None,
@@ -81,10 +84,15 @@ def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind:
 def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterior", weights: Sequence[float] = (),
                     n: int | None = None, nbest_format: str | None = None, score_kind: str = "logprob",
                     score_scale: float = 1.0, words: str | None = None, acoustic_scale: float = 1.0,
-                    frame_shift: float = 0.01, channel: str = DEFAULT_CHANNEL, allow_untimed: bool = False) -> dict:
-    """Combine several systems' N-best lists of the same utterances into one alt-CTM ``out``.
+                    frame_shift: float = 0.01, channel: str = DEFAULT_CHANNEL, allow_untimed: bool = False,
+                    rover_method: str = "meth1", alpha: float = 1.0, null_conf: float = 0.0,
+                    use_times: bool = False) -> dict:
+    """Combine several systems' outputs of the same utterances into one (alt-)CTM ``out``.
 
-    ``method="posterior"``: see the module docstring.  ``weights``: one per system (default equal).
+    ``method="posterior"``: N-best lists, see the module docstring.  ``method="rover"``: CTMs,
+    NIST rover's combination (:mod:`lattice_tools.alternatives.rover`) with ``rover_method``
+    (rover's ``-m``), ``alpha`` (``-a``), ``null_conf`` (``-c``) and ``use_times`` (``-T``); the
+    N-best options do not apply.  ``weights``: one per system (default equal).
     ``n``: alternatives kept per slot (None = all).  ``allow_untimed``: accept lists without word
     times (every CTM time is then 0); otherwise they raise FormatError.  Returns the alt-CTM writer's statistics plus
     ``systems`` and ``utterances``.
@@ -93,6 +101,9 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
         raise LatticeToolsError(f"unknown combination method {method!r} (expected one of {', '.join(COMBINE_METHODS)})")
     if len(systems) < 2:
         raise LatticeToolsError("combination needs at least two systems")
+    if method == "rover":
+        return rover_combine(systems, out, rover_method=rover_method, alpha=alpha, null_conf=null_conf,
+                             use_times=use_times)
     if weights and len(weights) != len(systems):
         raise LatticeToolsError(f"{len(weights)} weights for {len(systems)} systems")
     if weights and any(not math.isfinite(w) or w < 0 for w in weights):

@@ -51,9 +51,16 @@ def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_
 
 @click.command("combine")
 @click.argument("systems", nargs=-1, required=True)
-@click.option("--method", type=click.Choice(("posterior",)), default="posterior", show_default=True,
+@click.option("--method", type=click.Choice(("posterior", "rover")), default="posterior", show_default=True,
               help="posterior: the systems' N-best posteriors (weighted) merged into one lattice, then its "
-                   "confusion network.")
+                   "confusion network; rover: CTMs combined exactly as NIST rover does.")
+@click.option("--rover-method", type=click.Choice(("meth1", "maxconf", "avgconf", "oracle")), default="meth1",
+              show_default=True, help="rover's -m: the vote (oracle: every word of a slot in an ALT block).")
+@click.option("--alpha", type=float, default=1.0, show_default=True,
+              help="rover's -a: weight of word frequency against confidence.")
+@click.option("--null-conf", type=float, default=0.0, show_default=True,
+              help="rover's -c: the confidence of a missing word (@).")
+@click.option("--use-times", is_flag=True, help="rover's -T: align by word times instead of word identity.")
 @click.option("--weights", "weights", type=float, multiple=True,
               help="A system's weight (repeat once per system, in order; default equal).")
 @click.option("-n", "n", type=DEPTH, default="inf", show_default=True,
@@ -64,13 +71,14 @@ def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_
 @out_option("Output alt-CTM (.gz = compressed, - = stdout).", required=True,
             type=click.Path(dir_okay=False, allow_dash=True))
 def combine_command(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words, acoustic_scale,
-                    frame_shift, channel, allow_untimed):
-    """Combine the N-best lists of several SYSTEMS (same utterances) into one alt-CTM."""
+                    frame_shift, channel, allow_untimed, rover_method, alpha, null_conf, use_times):
+    """Combine several SYSTEMS (same utterances) into one CTM/alt-CTM: N-best lists (posterior) or CTMs (rover)."""
     from ..alternatives.combine import combine_systems
 
     result = combine_systems(systems, out, method=method, weights=weights, n=n, nbest_format=nbest_format,
                              score_kind=score_kind, score_scale=score_scale, words=words,
                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, channel=channel,
-                             allow_untimed=allow_untimed)
+                             allow_untimed=allow_untimed, rover_method=rover_method, alpha=alpha,
+                             null_conf=null_conf, use_times=use_times)
     if out != "-":
         click.echo(json_text(result, indent=None), err=True)
