@@ -13,6 +13,8 @@ scorer against the clips' transcripts:
 * the posterior combination (``combine --method posterior``, equal weights): the WER of its
   1-best (the confusion network's MBR words) and the oracle WER of its alt-CTM (the best path
   through the confusion network's bins, as sclite scores an alt-CTM);
+* NIST ROVER over the three 1-best CTMs (``combine --method rover``, identical to SCTK's ``rover``):
+  voting alone (``meth1``, alpha 1) and with confidences (``avgconf``, alpha 0.5);
 * the oracle of the three lists together (the combined N-best list).
 
 Usage: python bench/table_combine_bundled.py [--workdir /tmp/combine_bundled] [-n 100]
@@ -29,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 SYSTEMS = {
     "A: defaults": {},
-    "B: lw 6.5": {"lw": 6.5},
+    "B: lw 9": {"lw": 9.0},
     "C: lw 10, wide beams": {"lw": 10.0, "beam": 1e-60, "wbeam": 1e-50},
 }
 
@@ -85,6 +87,12 @@ def main() -> None:
     comb1 = str(work / "combined.1best.ctm")
     combine_systems(tsvs, comb1, n=1)
     saus_oracle = wer(comb)  # sclite scores an alt-CTM by its best path
+    ones = [str(work / f"sys{i}.1best.ctm") for i in range(len(SYSTEMS))]
+    for label, kw in (("ROVER meth1 (voting)", {}), ("ROVER avgconf, alpha 0.5", {"rover_method": "avgconf",
+                                                                                   "alpha": 0.5})):
+        rover_out = str(work / f"rover_{kw.get('rover_method', 'meth1')}.ctm")
+        combine_systems(ones, rover_out, method="rover", **kw)
+        rows.append((label, wer(rover_out), "", "1"))
     per_system = [list(read_nbest(t)) for t in tsvs]
     union = [combine_nbests(group) for group in zip(*per_system, strict=True)]
     orc = alternatives_oracle_many(union, [refs[a.key] for a in union])

@@ -24,8 +24,9 @@ tie rules, so that the output CTM (words, times, confidences, order) is rover's:
   ALT block.
 
 rover's quirks are kept: after a chunk, when every system's next word is its file's last word,
-rover stops, so that word is not written.  Inputs rover cannot read the same way (ALT blocks,
-``*`` times, words with ``;`` tags or ``{`` alternations) are refused with a FormatError.
+rover stops, so that word is not written; a word is its text up to a ``;`` (sclite's tag
+separator, ``\\;`` escapes it).  Inputs rover reads differently (ALT blocks, ``*`` times) are
+refused with a FormatError.
 """
 from __future__ import annotations
 
@@ -77,9 +78,6 @@ def _read_tokens(path: str, case_sensitive: bool) -> list[_Token]:
             raise FormatError("rover reads plain CTMs: ALT blocks are not supported", path=path)
         if item.start is None or item.duration is None:
             raise FormatError("rover needs times: '*' is not supported", path=path, line=item.lineno)
-        if ";" in item.word or item.word.startswith("{") or "\\" in item.word:
-            raise FormatError(f"word {item.word!r}: rover reads ';' as a tag separator and '{{' as an alternation; "
-                              "not supported here", path=path, line=item.lineno)
         words.append(item)
     has_conf = any(w.confidence is not None for w in words)
     out = []
@@ -92,9 +90,24 @@ def _read_tokens(path: str, case_sensitive: bool) -> list[_Token]:
     return out
 
 
+def _word_text(sp: str) -> str:
+    """``new_WORD_parseText`` + ``new_WORD``: a word up to its first unescaped ``;`` (what follows are
+    tags) without its ``\\`` escapes (a word starting with ``{`` is kept whole), then without a
+    trailing ``*``."""
+    if not sp.startswith("{"):
+        i = 0
+        while True:
+            i = sp.find(";", i)
+            if i <= 0 or sp[i - 1] != "\\":
+                break
+            i += 1
+        head = sp if i < 0 else sp[:i]
+        sp = head.replace("\\", "")
+    return sp[:-1] if len(sp) > 1 and sp.endswith("*") else sp
+
+
 def _word_of(tok: _Token) -> _Word:
-    value = tok.sp[:-1] if len(tok.sp) > 1 and tok.sp.endswith("*") else tok.sp
-    return _Word(value, tok.t1, tok.t1 + tok.dur, tok.conf)
+    return _Word(_word_text(tok.sp), tok.t1, tok.t1 + tok.dur, tok.conf)
 
 
 # ------------------------------------------------------------------------------------- distances
