@@ -321,3 +321,24 @@ def test_commands_nbest_to_lattices_and_combine(tmp_path):
     r = runner.invoke(main, ["combine", os.path.join(DATA, "espnet_decode"), os.path.join(DATA, "generic.tsv"),
                              "-o", str(out)])
     assert r.exit_code == 2 and "spk1-utt1" in r.output and "Traceback" not in r.output
+
+
+def test_combine_from_lattices_equals_combine_from_their_nbest_files(tmp_path):
+    """Two doors to the same combination: lattices (each lattice's exact N-best list) and the same
+    N-best lists written to TSV files and read back."""
+    from lattice_tools.alternatives.combine import combine_systems
+    from lattice_tools.alternatives.nbest_lists import nbest
+    from lattice_tools.io.lattice_files import read_lattices, write_lattices
+
+    words = os.path.join(KALDI, "lats", "bundled.words.txt")
+    lats = list(read_lattices(os.path.join(KALDI, "lats", "bundled.ark.gz"), "kaldi", words))[:3]
+    write_lattices(lats, f"ark:{tmp_path / 'three.ark'}")
+    for scale in (1.0, 0.5):
+        tsv = str(tmp_path / "sys.tsv")
+        write_nbest_tsv(tsv, [nbest(lat, 20, acoustic_scale=scale) for lat in lats])
+        from_lattices, from_files = tmp_path / "a.ctm", tmp_path / "b.ctm"
+        combine_systems([f"ark:{tmp_path / 'three.ark'}"] * 2, str(from_lattices), nbest_format="lattice",
+                        words=words, acoustic_scale=scale, lattice_nbest=20)
+        combine_systems([tsv, tsv], str(from_files))
+        assert from_lattices.read_text() == from_files.read_text()
+        assert from_files.read_text().count("<ALT_BEGIN>") > 0

@@ -57,16 +57,33 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
     return {"utterances": n}
 
 
+def _system_lists(spec: str, nbest_format: str | None, score_kind: str, score_scale: float,
+                  symbols: SymbolTable | None, acoustic_scale: float, frame_shift: float,
+                  lattice_nbest: int) -> Iterator[Alternatives]:
+    """One system's N-best lists: read from an N-best file, or, with ``nbest_format="lattice"``, the
+    exact ``lattice_nbest``-best list of each lattice of ``spec`` (any lattice format), with posteriors
+    under ``acoustic_scale``."""
+    if nbest_format != "lattice":
+        yield from read_nbest(spec, nbest_format, score_kind=score_kind, score_scale=score_scale, symbols=symbols,
+                              acoustic_scale=acoustic_scale, frame_shift=frame_shift)
+        return
+    from ..io.lattice_files import read_lattices
+    from .nbest_lists import nbest
+
+    for lat in read_lattices(spec, symbols=symbols, frame_shift=frame_shift):
+        yield nbest(lat, lattice_nbest, acoustic_scale=acoustic_scale)
+
+
 def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind: str, score_scale: float,
                    symbols: SymbolTable | None, acoustic_scale: float,
-                   frame_shift: float) -> Iterator[list[Alternatives]]:
+                   frame_shift: float, lattice_nbest: int) -> Iterator[list[Alternatives]]:
     """The systems' lists of each utterance, in the first system's order; every system must have the
     same utterances (MismatchError naming the first one missing)."""
     per_system = []
     for spec in systems:
         lists: dict[str, Alternatives] = {}
-        for nb in read_nbest(spec, nbest_format, score_kind=score_kind, score_scale=score_scale, symbols=symbols,
-                             acoustic_scale=acoustic_scale, frame_shift=frame_shift):
+        for nb in _system_lists(spec, nbest_format, score_kind, score_scale, symbols, acoustic_scale, frame_shift,
+                                lattice_nbest):
             lists[nb.key] = nb
         per_system.append((spec, lists))
     first_spec, first = per_system[0]
@@ -86,10 +103,12 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
                     score_scale: float = 1.0, words: str | None = None, acoustic_scale: float = 1.0,
                     frame_shift: float = 0.01, channel: str = DEFAULT_CHANNEL, allow_untimed: bool = False,
                     rover_method: str = "meth1", alpha: float = 1.0, null_conf: float = 0.0,
-                    use_times: bool = False) -> dict:
+                    use_times: bool = False, lattice_nbest: int = 100) -> dict:
     """Combine several systems' outputs of the same utterances into one (alt-)CTM ``out``.
 
-    ``method="posterior"``: N-best lists, see the module docstring.  ``method="rover"``: CTMs,
+    ``method="posterior"``: N-best lists, see the module docstring; with ``nbest_format="lattice"``
+    the systems are lattices (any lattice format; ``words`` maps Kaldi/k2 ids) and each lattice's
+    exact ``lattice_nbest``-best list is its system's list.  ``method="rover"``: CTMs,
     NIST rover's combination (:mod:`lattice_tools.alternatives.rover`) with ``rover_method``
     (rover's ``-m``), ``alpha`` (``-a``), ``null_conf`` (``-c``) and ``use_times`` (``-T``); the
     N-best options do not apply.  ``weights``: one per system (default equal).
@@ -114,7 +133,7 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
     def sausages():
         nonlocal table, count
         for lists in _aligned_lists(systems, nbest_format, score_kind, score_scale, table, acoustic_scale,
-                                    frame_shift):
+                                    frame_shift, lattice_nbest):
             merged = combine_nbests(lists, list(weights) if weights else None)
             lat = nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift)
             table = lat.symbols

@@ -263,8 +263,8 @@ def nbest_lattice(nbest: Alternatives, *, join: str = "paths", symbols: SymbolTa
 
 
 def combine_nbests(nbests: Sequence[Alternatives], weights: Sequence[float] | None = None) -> Alternatives:
-    """Several systems' N-best lists of one utterance as one list: each system's posteriors times its
-    weight (default equal weights, normalized to sum 1); the same word sequence from several systems is
+    """Several systems' N-best lists of one utterance as one list: each system's posteriors (normalized
+    over its list) times its weight (default equal weights, normalized to sum 1); the same word sequence from several systems is
     one entry whose posterior is the sum (times of its most probable occurrence).  Keys must agree."""
     if not nbests:
         raise LatticeError("no N-best lists to combine")
@@ -278,8 +278,10 @@ def combine_nbests(nbests: Sequence[Alternatives], weights: Sequence[float] | No
     tw = math.fsum(w)
     merged: dict[tuple[str, ...], list] = {}
     for nb, wt in zip(nbests, w, strict=True):
-        for alt in _entries(nb) if wt > 0 else []:
-            p = alt.posterior * wt / tw
+        entries = _entries(nb) if wt > 0 else []
+        system_total = math.fsum(a.posterior for a in entries)  # a list cut from a lattice sums to < 1
+        for alt in entries:
+            p = alt.posterior / system_total * wt / tw
             slot = merged.get(alt.words)
             if slot is None:
                 merged[alt.words] = [p, p, alt]

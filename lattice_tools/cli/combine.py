@@ -9,9 +9,11 @@ from ._inputs import allow_untimed_option, channel_option
 from ._options import DEPTH, LATTICE_FORMATS, out_option
 
 NBEST_FORMATS = ("tsv", "jsonl", "sherpa", "espnet", "kaldi")
+#: what combine reads: the N-best formats, or lattices (each lattice's exact N-best list)
+SYSTEM_FORMATS = (*NBEST_FORMATS, "lattice")
 
 
-def _nbest_options(f):
+def _nbest_options(f, formats=NBEST_FORMATS):
     f = click.option("--frame-shift", type=float, default=0.01, show_default=True,
                      help="Seconds per frame of the lattices (and of a Kaldi archive's alignments).")(f)
     f = click.option("--acoustic-scale", type=float, default=1.0, show_default=True,
@@ -22,8 +24,10 @@ def _nbest_options(f):
                      help="Posteriors are softmax(score-scale x log-probability) over each list (docs/nbest.md).")(f)
     f = click.option("--score-kind", type=click.Choice(("logprob", "cost")), default="logprob", show_default=True,
                      help="What the scores of the generic tsv/jsonl formats are (other formats know theirs).")(f)
-    f = click.option("--nbest-format", type=click.Choice(NBEST_FORMATS), default=None,
-                     help="N-best input format (default: from the name; a directory is ESPnet's).")(f)
+    f = click.option("--nbest-format", type=click.Choice(formats), default=None,
+                     help="N-best input format (default: from the name; a directory is ESPnet's)"
+                          + ("; 'lattice': lattice files, each lattice's exact N-best list." if "lattice" in formats
+                             else "."))(f)
     return f
 
 
@@ -65,13 +69,15 @@ def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_
               help="A system's weight (repeat once per system, in order; default equal).")
 @click.option("-n", "n", type=DEPTH, default="inf", show_default=True,
               help="Alternatives kept per slot of the alt-CTM (1 = plain CTM).")
-@_nbest_options
+@(lambda f: _nbest_options(f, SYSTEM_FORMATS))
+@click.option("--lattice-nbest", type=click.IntRange(min=1), default=100, show_default=True,
+              help="--nbest-format lattice: the depth of each lattice's exact N-best list.")
 @channel_option
 @allow_untimed_option
 @out_option("Output alt-CTM (.gz = compressed, - = stdout).", required=True,
             type=click.Path(dir_okay=False, allow_dash=True))
 def combine_command(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words, acoustic_scale,
-                    frame_shift, channel, allow_untimed, rover_method, alpha, null_conf, use_times):
+                    frame_shift, channel, allow_untimed, rover_method, alpha, null_conf, use_times, lattice_nbest):
     """Combine several SYSTEMS (same utterances) into one CTM/alt-CTM: N-best lists (posterior) or CTMs (rover)."""
     from ..alternatives.combine import combine_systems
 
@@ -79,6 +85,6 @@ def combine_command(systems, out, method, weights, n, nbest_format, score_kind, 
                              score_kind=score_kind, score_scale=score_scale, words=words,
                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, channel=channel,
                              allow_untimed=allow_untimed, rover_method=rover_method, alpha=alpha,
-                             null_conf=null_conf, use_times=use_times)
+                             null_conf=null_conf, use_times=use_times, lattice_nbest=lattice_nbest)
     if out != "-":
         click.echo(json_text(result, indent=None), err=True)
