@@ -342,3 +342,19 @@ def test_combine_from_lattices_equals_combine_from_their_nbest_files(tmp_path):
         combine_systems([tsv, tsv], str(from_files))
         assert from_lattices.read_text() == from_files.read_text()
         assert from_files.read_text().count("<ALT_BEGIN>") > 0
+
+
+def test_nemo_predictions_with_their_manifest(tmp_path):
+    preds = os.path.join(DATA, "nemo", "preds_out_width3_alpha0.5_beta1.0.tsv")
+    manifest = os.path.join(DATA, "nemo", "manifest.json")
+    assert guess_nbest_format(preds) == "nemo"
+    lists = list(read_nbest(preds, nemo_manifest=manifest))
+    assert [a.key for a in lists] == ["1089-134686-0000", "1089-134686-0001"]
+    assert lists[0].meta["scores"] == pytest.approx((-4.2171, -6.9403, -7.5512))
+    assert lists[1].slots[0].alternatives[0].words[-1] == "him"
+    with pytest.raises(FormatError, match="manifest"):
+        list(read_nbest(preds))
+    short = tmp_path / "preds_out_width2_alpha0.5_beta1.0.tsv"
+    short.write_text("a b\t-1\na c\t-2\nd\t-1\n")
+    with pytest.raises(MismatchError, match="utterances"):
+        list(read_nbest(str(short), nemo_manifest=manifest))

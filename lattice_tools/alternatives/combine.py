@@ -36,7 +36,7 @@ COMBINE_METHODS = ("posterior", "rover")
 def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, out_format: str | None = None,
                       join: str = "paths", score_kind: str = "logprob", score_scale: float = 1.0,
                       words: str | None = None, acoustic_scale: float = 1.0, frame_shift: float = 0.01,
-                      write_words: str | None = None) -> dict:
+                      write_words: str | None = None, nemo_manifest: str | None = None) -> dict:
     """Write the lattice of every N-best list of ``nbest`` to ``out`` (a lattice spec, e.g. ``ark:x.ark``,
     an SLF directory, ``x.pt``); returns ``{"utterances": n}``.  The word table is ``words`` (a
     ``words.txt``; Kaldi input needs it) extended with the new words of the lists; ``write_words``
@@ -46,7 +46,7 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
     def lattices():
         nonlocal table
         for nb in read_nbest(nbest, nbest_format, score_kind=score_kind, score_scale=score_scale, symbols=table,
-                             acoustic_scale=acoustic_scale, frame_shift=frame_shift):
+                             acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest):
             lat = nbest_lattice(nb, join=join, symbols=table, frame_shift=frame_shift)
             table = lat.symbols
             yield lat
@@ -59,13 +59,13 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
 
 def _system_lists(spec: str, nbest_format: str | None, score_kind: str, score_scale: float,
                   symbols: SymbolTable | None, acoustic_scale: float, frame_shift: float,
-                  lattice_nbest: int) -> Iterator[Alternatives]:
+                  lattice_nbest: int, nemo_manifest: str | None) -> Iterator[Alternatives]:
     """One system's N-best lists: read from an N-best file, or, with ``nbest_format="lattice"``, the
     exact ``lattice_nbest``-best list of each lattice of ``spec`` (any lattice format), with posteriors
     under ``acoustic_scale``."""
     if nbest_format != "lattice":
         yield from read_nbest(spec, nbest_format, score_kind=score_kind, score_scale=score_scale, symbols=symbols,
-                              acoustic_scale=acoustic_scale, frame_shift=frame_shift)
+                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest)
         return
     from ..io.lattice_files import read_lattices
     from .nbest_lists import nbest
@@ -76,14 +76,15 @@ def _system_lists(spec: str, nbest_format: str | None, score_kind: str, score_sc
 
 def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind: str, score_scale: float,
                    symbols: SymbolTable | None, acoustic_scale: float,
-                   frame_shift: float, lattice_nbest: int) -> Iterator[list[Alternatives]]:
+                   frame_shift: float, lattice_nbest: int,
+                   nemo_manifest: str | None) -> Iterator[list[Alternatives]]:
     """The systems' lists of each utterance, in the first system's order; every system must have the
     same utterances (MismatchError naming the first one missing)."""
     per_system = []
     for spec in systems:
         lists: dict[str, Alternatives] = {}
         for nb in _system_lists(spec, nbest_format, score_kind, score_scale, symbols, acoustic_scale, frame_shift,
-                                lattice_nbest):
+                                lattice_nbest, nemo_manifest):
             lists[nb.key] = nb
         per_system.append((spec, lists))
     first_spec, first = per_system[0]
@@ -103,7 +104,7 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
                     score_scale: float = 1.0, words: str | None = None, acoustic_scale: float = 1.0,
                     frame_shift: float = 0.01, channel: str = DEFAULT_CHANNEL, allow_untimed: bool = False,
                     rover_method: str = "meth1", alpha: float = 1.0, null_conf: float = 0.0,
-                    use_times: bool = False, lattice_nbest: int = 100) -> dict:
+                    use_times: bool = False, lattice_nbest: int = 100, nemo_manifest: str | None = None) -> dict:
     """Combine several systems' outputs of the same utterances into one (alt-)CTM ``out``.
 
     ``method="posterior"``: N-best lists, see the module docstring; with ``nbest_format="lattice"``
@@ -133,7 +134,7 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
     def sausages():
         nonlocal table, count
         for lists in _aligned_lists(systems, nbest_format, score_kind, score_scale, table, acoustic_scale,
-                                    frame_shift, lattice_nbest):
+                                    frame_shift, lattice_nbest, nemo_manifest):
             merged = combine_nbests(lists, list(weights) if weights else None)
             lat = nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift)
             table = lat.symbols

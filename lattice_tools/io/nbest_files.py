@@ -8,6 +8,7 @@ input                       format     module
   (lines of sherpa results) sherpa     :mod:`lattice_tools.io.nbest_sherpa`
 a directory                 espnet     :mod:`lattice_tools.io.nbest_espnet`
 ``ark:``/``scp:``, ``*.ark``  kaldi    :mod:`lattice_tools.io.nbest_kaldi`
+``preds_out_width*.tsv``    nemo       :mod:`lattice_tools.io.nbest_nemo` (with its manifest)
 ==========================  =========  ==============================================
 
 A JSON-lines file is read as sherpa-onnx results when its first object has ``hypotheses``,
@@ -27,7 +28,7 @@ from .nbest import SCORE_KINDS, read_nbest_jsonl, read_nbest_tsv
 
 __all__ = ["NBEST_FORMATS", "guess_nbest_format", "read_nbest"]
 
-NBEST_FORMATS = ("tsv", "jsonl", "sherpa", "espnet", "kaldi")
+NBEST_FORMATS = ("tsv", "jsonl", "sherpa", "espnet", "kaldi", "nemo")
 _SHERPA_FIELDS = ("hypotheses", "tokens", "ys_log_probs")
 
 
@@ -54,7 +55,7 @@ def guess_nbest_format(spec: str) -> str:
     if base.endswith((".ark", ".scp")):
         return "kaldi"
     if base.endswith(".tsv"):
-        return "tsv"
+        return "nemo" if os.path.basename(base).startswith("preds_out_width") else "tsv"
     if base.endswith((".jsonl", ".json")):
         obj = _first_object(s)
         return "sherpa" if obj is not None and any(f in obj for f in _SHERPA_FIELDS) else "jsonl"
@@ -64,7 +65,7 @@ def guess_nbest_format(spec: str) -> str:
 
 def read_nbest(spec: str, format: str | None = None, *, score_kind: str = "logprob", score_scale: float = 1.0,
                symbols: SymbolTable | str | None = None, acoustic_scale: float = 1.0,
-               frame_shift: float = 0.01) -> Iterator[Alternatives]:
+               frame_shift: float = 0.01, nemo_manifest: str | None = None) -> Iterator[Alternatives]:
     """Yield the N-best lists of ``spec`` one utterance at a time (``Alternatives`` of kind ``nbest``).
 
     Args:
@@ -75,6 +76,7 @@ def read_nbest(spec: str, format: str | None = None, *, score_kind: str = "logpr
       symbols: Kaldi's ``words.txt`` (kaldi only).
       acoustic_scale: weight of the acoustic cost in a Kaldi path's cost (kaldi only).
       frame_shift: seconds per frame (kaldi only).
+      nemo_manifest: the NeMo manifest whose utterances the predictions are (nemo only).
     """
     fmt = format or guess_nbest_format(spec)
     if fmt not in NBEST_FORMATS:
@@ -89,6 +91,12 @@ def read_nbest(spec: str, format: str | None = None, *, score_kind: str = "logpr
         from .nbest_sherpa import read_sherpa_nbest
 
         yield from read_sherpa_nbest(spec, score_scale=score_scale)
+    elif fmt == "nemo":
+        from .nbest_nemo import read_nemo_nbest
+
+        if not nemo_manifest:
+            raise FormatError("NeMo predictions have no utterance ids: give the manifest (--nemo-manifest)", path=spec)
+        yield from read_nemo_nbest(spec, nemo_manifest, score_scale=score_scale)
     elif fmt == "espnet":
         from .nbest_espnet import read_espnet_nbest
 
