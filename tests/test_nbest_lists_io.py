@@ -237,6 +237,11 @@ def test_times_join_keeps_word_posteriors(entries):
     assert sum(paths.values()) == pytest.approx(1.0)
     for words, _, _ in entries:
         assert tuple(words) in paths  # every entry is still a path
+    # the oracle is the best of every path, the new ones included (brute force over the paths)
+    ref = ["a", "b", "c"]
+    brute = min(sequence_oracle(words, ref).cost for words in paths)
+    assert lattice_oracle(lat, ref).cost == brute
+    assert brute <= min(sequence_oracle(tuple(w), ref).cost for w, _, _ in entries)
 
 
 def test_combine_nbests_weights_systems():
