@@ -363,3 +363,24 @@ def test_nemo_predictions_with_their_manifest(tmp_path):
     short.write_text("a b\t-1\na c\t-2\nd\t-1\n")
     with pytest.raises(MismatchError, match="utterances"):
         list(read_nbest(str(short), nemo_manifest=manifest))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(words_st, st.floats(0.01, 1.0)), min_size=1, max_size=6, unique_by=lambda e: tuple(e[0])))
+def test_align_join_is_a_confusion_network_of_the_entries(entries):
+    from lattice_tools.algorithms.scores import arc_posteriors
+
+    nb = nbest_of([(w, p, None) for w, p in entries])
+    lat = nbest_lattice(nb, join="align")
+    paths = lattice_paths(lat)
+    assert sum(paths.values()) == pytest.approx(1.0)
+    for words, _ in entries:
+        assert tuple(words) in paths  # every entry is a path of the network
+    # a chain of slots: the posteriors of each slot's arcs add up to 1
+    post = arc_posteriors(lat)
+    for state in range(lat.num_states - 1):
+        assert float(post[lat.src == state].sum()) == pytest.approx(1.0)
+    ref = ["a", "b", "c"]
+    brute = min(sequence_oracle(words, ref).cost for words in paths)
+    assert lattice_oracle(lat, ref).cost == brute
+    assert brute <= min(sequence_oracle(tuple(w), ref).cost for w, _ in entries)

@@ -28,6 +28,13 @@ In ``join="paths"`` a lattice has times only when every entry (with words) has t
 words become epsilon arcs, and an arc added under a joined one starts where that one ends (so
 that every path reaches a state at one frame, as Kaldi's lattices need).
 
+``join="align"`` (any entries, no times needed): the entries, most probable first, are aligned into a
+  word transition network with NIST ROVER's alignment (:mod:`.rover`): a chain of slots, each entry
+  one word or nothing per slot.  An arc's probability is the posterior mass of the entries with that
+  word in that slot, so the lattice is a confusion network whose **arc posteriors are the entries'
+  word posteriors per slot**, with **new paths** (and a lattice oracle that can be lower than the best
+  entry's).  No times; the alignment costs O(N^2 x words^2) for N entries.
+
 Entries with zero posterior are dropped (they would carry an infinite cost).  Costs are graph
 costs (``acoustic_cost`` is 0), so read the lattice with ``lm_scale=1`` and any acoustic scale.
 """
@@ -46,7 +53,7 @@ from ..symbols import SymbolTable
 
 __all__ = ["nbest_lattice", "JOINS", "combine_nbests"]
 
-JOINS = ("paths", "times")
+JOINS = ("paths", "times", "align")
 
 
 def _entries(nbest: Alternatives) -> list[Alternative]:
@@ -243,9 +250,9 @@ def nbest_lattice(nbest: Alternatives, *, join: str = "paths", symbols: SymbolTa
     Args:
       nbest: an N-best list (one slot; posteriors as the readers of :mod:`lattice_tools.io.nbest`
         give them; they are renormalized over the entries with a posterior above 0).
-      join: ``"paths"`` (no new paths; path probabilities = N-best posteriors) or ``"times"``
+      join: ``"paths"`` (no new paths; path probabilities = N-best posteriors), ``"times"``
         (words that agree and span the same frames joined; new paths; arc posteriors = N-best
-        word posteriors).
+        word posteriors) or ``"align"`` (ROVER's alignment of the entries, no times needed; new paths).
       symbols: a table to number the words with (new words are appended); default a new one.
       frame_shift: seconds per frame of the lattice's times (word times are rounded to frames).
 
@@ -259,7 +266,44 @@ def nbest_lattice(nbest: Alternatives, *, join: str = "paths", symbols: SymbolTa
     table = _symbols(symbols, entries)
     if join == "paths":
         return _paths_lattice(nbest.key, entries, table, frame_shift)
+    if join == "align":
+        return _aligned_lattice(nbest.key, entries, table, frame_shift)
     return _times_lattice(nbest.key, entries, table, frame_shift)
+
+
+def _aligned_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
+    """The entries aligned, most probable first, into a word transition network with ROVER's alignment
+    (:mod:`.rover`); each slot's arcs carry the posterior mass of the entries with that word there (an
+    entry without a word there goes through an epsilon arc)."""
+    from .rover import _align_into, _Word, _wwd_rover
+
+    total = math.fsum(a.posterior for a in entries)
+    null_alt = _Word("@", 0.0, 0.0, -1.0)
+    slots: list[list] = [[None], *[[_Word(w, 0.0, 0.0, entries[0].posterior / total)] for w in entries[0].words]]
+    for it, alt in enumerate(entries[1:], 1):
+        _align_into(slots, [_Word(w, 0.0, 0.0, alt.posterior / total) for w in alt.words], _wwd_rover, null_alt, it)
+    src, dst, word, cost = [], [], [], []
+    for k, slot in enumerate(slots[1:]):
+        mass: dict[str, float] = {}
+        for w in slot:
+            if w.value != "@" or w.conf >= 0:  # a word (an entry's own "@" token counts as a word)
+                mass[w.value] = mass.get(w.value, 0.0) + w.conf
+        words_mass = math.fsum(mass.values())
+        # every entry has exactly one arc per slot: what the words do not carry went through "@"
+        arcs = sorted(mass.items(), key=lambda kv: (-kv[1], kv[0]))
+        if 1.0 - words_mass > 1e-12:
+            arcs.append(("", 1.0 - words_mass))
+        for w, m in arcs:
+            src.append(k)
+            dst.append(k + 1)
+            word.append(table.id(w) if w else 0)
+            cost.append(-math.log(min(m, 1.0)))
+    n = len(slots)
+    final = np.full(n, np.inf)
+    final[n - 1] = 0.0
+    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
+                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=final, num_states=n,
+                             start=0, graph_cost=np.asarray(cost), frame_shift=frame_shift, key=key)
 
 
 def combine_nbests(nbests: Sequence[Alternatives], weights: Sequence[float] | None = None) -> Alternatives:

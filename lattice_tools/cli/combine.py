@@ -36,9 +36,10 @@ def _nbest_options(f, formats=NBEST_FORMATS):
 @click.command("nbest-to-lattices")
 @click.argument("nbest")
 @_nbest_options
-@click.option("--join", type=click.Choice(("paths", "times")), default="paths", show_default=True,
+@click.option("--join", type=click.Choice(("paths", "times", "align")), default="paths", show_default=True,
               help="paths: no new paths, path probabilities = N-best posteriors; times: words that agree and span "
-                   "the same frames are joined (new paths; arc posteriors = N-best word posteriors).")
+                   "the same frames are joined (new paths; arc posteriors = N-best word posteriors); align: "
+                   "ROVER's alignment of the entries into a confusion network (no times needed; new paths).")
 @click.option("--out-format", type=click.Choice(LATTICE_FORMATS), default=None,
               help="Lattice format of the output (default: from -o).")
 @click.option("--write-words", type=click.Path(dir_okay=False), default=None,
