@@ -50,6 +50,7 @@ from ..alternatives_network import Alternative, Alternatives
 from ..errors import LatticeError
 from ..lattice import Lattice
 from ..symbols import SymbolTable
+from .rover import NetworkWord, align_into_network, rover_distance
 
 __all__ = ["nbest_lattice", "JOINS", "combine_nbests"]
 
@@ -275,13 +276,11 @@ def _aligned_lattice(key: str, entries: Sequence[Alternative], table: SymbolTabl
     """The entries aligned, most probable first, into a word transition network with ROVER's alignment
     (:mod:`.rover`); each slot's arcs carry the posterior mass of the entries with that word there (an
     entry without a word there goes through an epsilon arc)."""
-    from .rover import _align_into, _Word, _wwd_rover
-
     total = math.fsum(a.posterior for a in entries)
-    null_alt = _Word("@", 0.0, 0.0, -1.0)
-    slots: list[list] = [[None], *[[_Word(w, 0.0, 0.0, entries[0].posterior / total)] for w in entries[0].words]]
+    null_alt = NetworkWord("@", 0.0, 0.0, -1.0)
+    slots: list[list] = [[None], *[[NetworkWord(w, 0.0, 0.0, entries[0].posterior / total)] for w in entries[0].words]]
     for it, alt in enumerate(entries[1:], 1):
-        _align_into(slots, [_Word(w, 0.0, 0.0, alt.posterior / total) for w in alt.words], _wwd_rover, null_alt, it)
+        align_into_network(slots, [NetworkWord(w, 0.0, 0.0, alt.posterior / total) for w in alt.words], rover_distance, null_alt, it)
     src, dst, word, cost = [], [], [], []
     for k, slot in enumerate(slots[1:]):
         mass: dict[str, float] = {}

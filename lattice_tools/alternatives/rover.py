@@ -39,7 +39,8 @@ from ..errors import FormatError, LatticeToolsError, MismatchError
 from ..files import atomic_write
 from ..io.ctm import CtmWord, read_ctm
 
-__all__ = ["ROVER_METHODS", "rover_combine", "rover_lines"]
+__all__ = ["ROVER_METHODS", "rover_combine", "rover_lines", "NetworkWord", "align_into_network", "rover_distance",
+           "rover_time_distance"]
 
 ROVER_METHODS = ("meth1", "maxconf", "avgconf", "oracle")
 _F32 = np.float32
@@ -47,7 +48,7 @@ _BIG = _F32(999999999.9)
 
 
 @dataclass
-class _Word:
+class NetworkWord:
     """rover's WORD: its text, start T1, end T2, duration, confidence."""
 
     value: str
@@ -106,12 +107,12 @@ def _word_text(sp: str) -> str:
     return sp[:-1] if len(sp) > 1 and sp.endswith("*") else sp
 
 
-def _word_of(tok: _Token) -> _Word:
-    return _Word(_word_text(tok.sp), tok.t1, tok.t1 + tok.dur, tok.conf)
+def _word_of(tok: _Token) -> NetworkWord:
+    return NetworkWord(_word_text(tok.sp), tok.t1, tok.t1 + tok.dur, tok.conf)
 
 
 # ------------------------------------------------------------------------------------- distances
-def _wwd_rover(w1: _Word | None, w2: _Word | None) -> np.float32:
+def rover_distance(w1: NetworkWord | None, w2: NetworkWord | None) -> np.float32:
     """``wwd_WORD_rover``: 0 correct, 0.001 insertion/deletion of ``@``, 1 substitution with ``@``,
     3 insertion/deletion, 4 substitution (and the ``%sync%time`` tags' special costs)."""
     if w2 is None and w1.value == "@":
@@ -137,7 +138,7 @@ def _wwd_rover(w1: _Word | None, w2: _Word | None) -> np.float32:
     return _F32(4.0)
 
 
-def _wwd_time(w1: _Word | None, w2: _Word | None) -> np.float32:
+def rover_time_distance(w1: NetworkWord | None, w2: NetworkWord | None) -> np.float32:
     """``wwd_time_WORD``: the start and end time differences (+0.001 when the words differ)."""
     if w2 is None and w1.value == "@":
         return _F32(0.001)
@@ -151,7 +152,7 @@ def _wwd_time(w1: _Word | None, w2: _Word | None) -> np.float32:
 
 
 # ------------------------------------------------------------------------------------- alignment
-def _align_into(slots: list[list], b_words: list[_Word], wwd, null_alt: _Word, iteration: int) -> None:
+def align_into_network(slots: list[list], b_words: list[NetworkWord], wwd, null_alt: NetworkWord, iteration: int) -> None:
     """``Network_dpalign_n_networks``' step: align the linear network ``b_words`` to the slots
     (slot 0 = the null head) and insert its words (in place)."""
     arcs_a = [(k, w) for k, slot in enumerate(slots) for w in slot]  # arcset order: slot by slot
@@ -346,8 +347,8 @@ def rover_lines(systems: Sequence[str], *, rover_method: str = "meth1", alpha: f
     ctms = [[None, *_read_tokens(p, case_sensitive)] for p in systems]  # 1-based, as rover's WTOKE
     ns = [len(c) - 1 for c in ctms]
     starts = [1] * len(ctms)
-    wwd = _wwd_time if use_times else _wwd_rover
-    null_alt = _Word("@", 0.0, 0.0, null_conf)
+    wwd = rover_time_distance if use_times else rover_distance
+    null_alt = NetworkWord("@", 0.0, 0.0, null_conf)
     out: list[str] = []
     if ns[0] == 0:
         return out
@@ -375,7 +376,7 @@ def rover_lines(systems: Sequence[str], *, rover_method: str = "meth1", alpha: f
                 nets.append([_word_of(words[i]) for i in range(starts[k], min(ns[k], sil_end[k]) + 1)])
             slots: list[list] = [[None], *[[w] for w in nets[0]]]
             for it in range(1, len(nets)):
-                _align_into(slots, nets[it], wwd, null_alt, it)
+                align_into_network(slots, nets[it], wwd, null_alt, it)
             for slot in slots[1:]:
                 rows = _vote(slot, rover_method, alpha, null_conf)
                 if rover_method == "oracle" and len(rows) > 1:
