@@ -50,11 +50,15 @@ EXTRA_SEEDS = {
     "stm": [_SCLITE + "lvc_refm.stm", _CSRFILT + "test.stm.in"],
     "trn": [_CSRFILT + "test.trn.in", _SCLITE + "csrnab1.ref", "lattice_tools/data/cards/transcription.trn"],
     "glm": [_CSRFILT + "example.glm"],
+    "nbest_tsv": ["tests/data/nbest/generic.tsv"],
+    "nbest_jsonl": ["tests/data/nbest/generic.jsonl"],
+    "nbest_sherpa": ["tests/data/nbest/sherpa.jsonl"],
 }
 
-# Readers -> seed sub-directory.  Every reader of user input the toolkit has (11 formats + scp).
+# Readers -> seed sub-directory.  Every reader of user input the toolkit has (11 formats + scp, and the
+# N-best formats: generic TSV, generic JSON lines, sherpa-onnx results).
 READERS = ("slf", "kaldi_text_ark", "kaldi_binary_ark", "kaldi_scp", "openfst", "k2", "ctm", "altctm", "stm",
-           "trn", "glm", "kaldi_text")
+           "trn", "glm", "kaldi_text", "nbest_tsv", "nbest_jsonl", "nbest_sherpa")
 
 # Tokens that broke (or could break) a parser: huge/boundary integers, non-ASCII digits that
 # str.isdigit() accepts but int() rejects (or the reverse), special floats, format keywords.
@@ -266,6 +270,12 @@ def run_reader(reader: str, path: str) -> None:
 
         glm = read_glm(path)
         glm.select("ctm")
+    elif reader in ("nbest_tsv", "nbest_jsonl", "nbest_sherpa"):
+        from lattice_tools.alternatives.nbest_merge import nbest_lattice
+        from lattice_tools.io.nbest_files import read_nbest
+
+        for nb in read_nbest(path, reader.split("_")[1]):
+            nbest_lattice(nb)
     elif reader == "kaldi_text":
         from lattice_tools.io.kaldi_data import read_kaldi_text
         from lattice_tools.oracle.representations import load_references

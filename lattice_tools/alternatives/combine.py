@@ -1,0 +1,151 @@
+"""Whole jobs over N-best files: N-best lists -> lattice files, and system combination.
+
+* :func:`nbest_to_lattices`: every N-best list of a file (any format of
+  :mod:`lattice_tools.io.nbest_files`) as a word lattice (:func:`~.nbest_merge.nbest_lattice`),
+  written in any lattice format, so that every lattice command works on any decoder's output.
+* :func:`combine_systems` with ``method="rover"``: several systems' CTMs combined exactly as NIST
+  ``rover`` does (:mod:`.rover`).
+* :func:`combine_systems` with ``method="posterior"``: several systems' N-best lists of the same
+  utterances -> one weighted N-best list per utterance (:func:`~.nbest_merge.combine_nbests`) ->
+  its lattice (``join="paths"``: path probabilities = the combined posteriors) -> the project's
+  sausage engine (Kaldi's MBR confusion network) -> an alt-CTM whose 1-best is the sausage's MBR
+  words, whose alternatives are the bins' words with their posteriors and whose oracle is that of
+  the confusion network.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from ..alternatives_network import DEFAULT_CHANNEL, Alternatives
+from ..errors import FormatError, LatticeToolsError, MismatchError
+from ..io.altctm import write_alternatives_ctm
+from ..io.lattice_files import write_lattices
+from ..io.nbest_files import read_nbest
+from ..symbols import SymbolTable
+from .nbest_merge import combine_nbests, nbest_lattice
+from .rover import rover_combine
+from .sausages import sausage
+
+__all__ = ["nbest_to_lattices", "combine_systems", "COMBINE_METHODS"]
+
+COMBINE_METHODS = ("posterior", "rover")
+
+
+def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, out_format: str | None = None,
+                      join: str = "paths", score_kind: str = "logprob", score_scale: float = 1.0,
+                      words: str | None = None, acoustic_scale: float = 1.0, frame_shift: float = 0.01,
+                      write_words: str | None = None, nemo_manifest: str | None = None) -> dict:
+    """Write the lattice of every N-best list of ``nbest`` to ``out`` (a lattice spec, e.g. ``ark:x.ark``,
+    an SLF directory, ``x.pt``); returns ``{"utterances": n}``.  The word table is ``words`` (a
+    ``words.txt``; Kaldi input needs it) extended with the new words of the lists; ``write_words``
+    writes it (the ids of Kaldi, k2 and OpenFst output)."""
+    table = SymbolTable.read(words) if words else None
+
+    def lattices():
+        nonlocal table
+        for nb in read_nbest(nbest, nbest_format, score_kind=score_kind, score_scale=score_scale, symbols=table,
+                             acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest):
+            lat = nbest_lattice(nb, join=join, symbols=table, frame_shift=frame_shift)
+            table = lat.symbols
+            yield lat
+
+    n = write_lattices(lattices(), out, out_format)
+    if write_words:
+        (table if table is not None else SymbolTable()).write(write_words)
+    return {"utterances": n}
+
+
+def _system_lists(spec: str, nbest_format: str | None, score_kind: str, score_scale: float,
+                  symbols: SymbolTable | None, acoustic_scale: float, frame_shift: float,
+                  lattice_nbest: int, nemo_manifest: str | None) -> Iterator[Alternatives]:
+    """One system's N-best lists: read from an N-best file, or, with ``nbest_format="lattice"``, the
+    exact ``lattice_nbest``-best list of each lattice of ``spec`` (any lattice format), with posteriors
+    under ``acoustic_scale``."""
+    if nbest_format != "lattice":
+        yield from read_nbest(spec, nbest_format, score_kind=score_kind, score_scale=score_scale, symbols=symbols,
+                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest)
+        return
+    from ..io.lattice_files import read_lattices
+    from .nbest_lists import nbest
+
+    for lat in read_lattices(spec, symbols=symbols, frame_shift=frame_shift):
+        yield nbest(lat, lattice_nbest, acoustic_scale=acoustic_scale)
+
+
+def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind: str, score_scale: float,
+                   symbols: SymbolTable | None, acoustic_scale: float,
+                   frame_shift: float, lattice_nbest: int,
+                   nemo_manifest: str | None) -> Iterator[list[Alternatives]]:
+    """The systems' lists of each utterance, in the first system's order; every system must have the
+    same utterances (MismatchError naming the first one missing)."""
+    per_system = []
+    for spec in systems:
+        lists: dict[str, Alternatives] = {}
+        for nb in _system_lists(spec, nbest_format, score_kind, score_scale, symbols, acoustic_scale, frame_shift,
+                                lattice_nbest, nemo_manifest):
+            lists[nb.key] = nb
+        per_system.append((spec, lists))
+    first_spec, first = per_system[0]
+    for spec, lists in per_system[1:]:
+        for key in first:
+            if key not in lists:
+                raise MismatchError(f"utterance {key!r} of {first_spec} is missing", path=spec, key=key)
+        for key in lists:
+            if key not in first:
+                raise MismatchError(f"utterance {key!r} is not in {first_spec}", path=spec, key=key)
+    for key in first:
+        yield [lists[key] for _, lists in per_system]
+
+
+def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterior", weights: Sequence[float] = (),
+                    n: int | None = None, nbest_format: str | None = None, score_kind: str = "logprob",
+                    score_scale: float = 1.0, words: str | None = None, acoustic_scale: float = 1.0,
+                    frame_shift: float = 0.01, channel: str = DEFAULT_CHANNEL, allow_untimed: bool = False,
+                    rover_method: str = "meth1", alpha: float = 1.0, null_conf: float = 0.0,
+                    use_times: bool = False, lattice_nbest: int = 100, nemo_manifest: str | None = None) -> dict:
+    """Combine several systems' outputs of the same utterances into one (alt-)CTM ``out``.
+
+    ``method="posterior"``: N-best lists, see the module docstring; with ``nbest_format="lattice"``
+    the systems are lattices (any lattice format; ``words`` maps Kaldi/k2 ids) and each lattice's
+    exact ``lattice_nbest``-best list is its system's list.  ``method="rover"``: CTMs,
+    NIST rover's combination (:mod:`lattice_tools.alternatives.rover`) with ``rover_method``
+    (rover's ``-m``), ``alpha`` (``-a``), ``null_conf`` (``-c``) and ``use_times`` (``-T``); the
+    N-best options do not apply.  ``weights``: one per system (default equal).
+    ``n``: alternatives kept per slot (None = all).  ``allow_untimed``: accept lists without word
+    times (every CTM time is then 0); otherwise they raise FormatError.  Returns the alt-CTM writer's statistics plus
+    ``systems`` and ``utterances``.
+    """
+    if method not in COMBINE_METHODS:
+        raise LatticeToolsError(f"unknown combination method {method!r} (expected one of {', '.join(COMBINE_METHODS)})")
+    if len(systems) < 2:
+        raise LatticeToolsError("combination needs at least two systems")
+    if method == "rover":
+        return rover_combine(systems, out, rover_method=rover_method, alpha=alpha, null_conf=null_conf,
+                             use_times=use_times)
+    if weights and len(weights) != len(systems):
+        raise LatticeToolsError(f"{len(weights)} weights for {len(systems)} systems")
+    if weights and any(not math.isfinite(w) or w < 0 for w in weights):
+        raise LatticeToolsError("system weights must be finite numbers >= 0")
+    table = SymbolTable.read(words) if words else None
+    count = 0
+
+    def sausages():
+        nonlocal table, count
+        for lists in _aligned_lists(systems, nbest_format, score_kind, score_scale, table, acoustic_scale,
+                                    frame_shift, lattice_nbest, nemo_manifest):
+            merged = combine_nbests(lists, list(weights) if weights else None)
+            lat = nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift)
+            table = lat.symbols
+            count += 1
+            confusion = sausage(lat)
+            if not lat.has_times:
+                if not allow_untimed:
+                    raise FormatError("the N-best lists have no word times, a CTM needs them "
+                                      "(--allow-untimed writes every time as 0)", key=lat.key or None)
+                confusion = replace(confusion, slots=tuple(replace(s, start=0.0, end=0.0) for s in confusion.slots))
+            yield confusion.with_location(lat.key, channel)
+
+    stats = write_alternatives_ctm(out, sausages(), n)
+    return {**stats, "systems": len(systems), "utterances": count}

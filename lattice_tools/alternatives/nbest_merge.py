@@ -1,0 +1,341 @@
+"""N-best lists (and several systems' N-best lists) as word lattices.
+
+A decoder that writes N-best lists instead of lattices (sherpa-onnx, ESPnet, NeMo, Hugging Face
+``generate``, Kaldi ``lattice-to-nbest``; see :mod:`lattice_tools.io.nbest`) gets the whole toolkit
+through :func:`nbest_lattice`: sausages, phrases, oracles, alt-CTMs, the study and the keyword
+index all take the :class:`~lattice_tools.lattice.Lattice` it returns.  Two ways to join:
+
+``join="paths"`` (default): no new paths.
+  The entries are put in a prefix tree -- an entry follows an existing arc when the word agrees
+  and, when both have times, the two words overlap in time (the arc keeps the times of the more
+  probable entry, inserted first) -- whose weights are pushed (an arc's probability is the share
+  of its target's entries among its source's), and then states with the same weighted future
+  (same final weight, same arcs with the same words, frames, weights and targets) are merged
+  from the leaves up: shared suffixes become one path.  Both steps keep the weighted set of
+  paths, so **every path of the lattice is an entry and its probability (graph cost; total 1) is
+  the entry's normalized N-best posterior**; the lattice oracle equals the best entry's.
+
+``join="times"`` (entries with word times): words that agree and span the same frames are one arc.
+  States are the word boundaries (frames); an arc is a distinct ``(word, start, end)`` and its
+  probability given its source state is ``gamma(arc) / gamma(source)``, where ``gamma`` sums the
+  posteriors of the entries through it.  Flow is conserved at every boundary, so the lattice's
+  arc posteriors equal the N-best word posteriors ``gamma`` exactly, but entries that share a word
+  now cross: **new paths appear** (e.g. ``a b d`` from ``a b c`` and ``x b d``) and the lattice
+  oracle can be lower than the best entry's.  Path probabilities are then those of this Markov
+  chain, not the entries' posteriors.  Gaps between words become epsilon arcs.
+
+In ``join="paths"`` a lattice has times only when every entry (with words) has them; gaps before
+words become epsilon arcs, and an arc added under a joined one starts where that one ends (so
+that every path reaches a state at one frame, as Kaldi's lattices need).
+
+``join="align"`` (any entries, no times needed): the entries, most probable first, are aligned into a
+  word transition network with NIST ROVER's alignment (:mod:`.rover`): a chain of slots, each entry
+  one word or nothing per slot.  An arc's probability is the posterior mass of the entries with that
+  word in that slot, so the lattice is a confusion network whose **arc posteriors are the entries'
+  word posteriors per slot**, with **new paths** (and a lattice oracle that can be lower than the best
+  entry's).  No times; the alignment costs O(N^2 x words^2) for N entries.
+
+Entries with zero posterior are dropped (they would carry an infinite cost).  Costs are graph
+costs (``acoustic_cost`` is 0), so read the lattice with ``lm_scale=1`` and any acoustic scale.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from ..alternatives_network import Alternative, Alternatives
+from ..errors import LatticeError
+from ..lattice import Lattice
+from ..symbols import SymbolTable
+from .rover import NetworkWord, align_into_network, rover_distance
+
+__all__ = ["nbest_lattice", "JOINS", "combine_nbests"]
+
+JOINS = ("paths", "times", "align")
+
+
+def _entries(nbest: Alternatives) -> list[Alternative]:
+    if len(nbest.slots) != 1:
+        raise LatticeError(f"an N-best list has one slot, this one has {len(nbest.slots)}", key=nbest.key or None)
+    alts = [a for a in nbest.slots[0].alternatives if a.posterior > 0]
+    if not alts:
+        raise LatticeError("no entry of the N-best list has a posterior above 0", key=nbest.key or None)
+    total = math.fsum(a.posterior for a in alts)
+    if not math.isfinite(total):
+        raise LatticeError("the N-best posteriors do not sum to a finite number", key=nbest.key or None)
+    return sorted(alts, key=lambda a: -a.posterior)
+
+
+_MAX_FRAME = 2**31 - 1  # the lattice's frame arrays are int32
+
+
+def _frames(alt: Alternative, frame_shift: float, key: str = "") -> list[tuple[int, int]] | None:
+    """Each word's (first frame, end frame), or None when a time is unknown."""
+    out = []
+    for s, d in zip(alt.starts, alt.durations, strict=True):
+        if s != s or d != d:  # NaN
+            return None
+        if not (0 <= s and 0 <= s + d <= _MAX_FRAME * frame_shift):
+            raise LatticeError(f"word time {s!r} + {d!r} s is outside 0 .. {_MAX_FRAME} frames of {frame_shift} s",
+                               key=key or None)
+        t0 = int(round(s / frame_shift))
+        t1 = int(round((s + d) / frame_shift))
+        out.append((t0, t1 if t1 > t0 else t0))
+    return out if out else None
+
+
+def _tokens(alt: Alternative, frames: list[tuple[int, int]] | None, word_id):
+    """The arcs of one entry: ``(word id, (t0, t1))``, with an epsilon arc (id 0) over each gap before a
+    word (from frame 0), so that times along a path are contiguous; ``(-1, -1)`` spans without times."""
+    if frames is None:
+        return [(word_id(w), (-1, -1)) for w in alt.words]
+    out, t = [], 0
+    for w, (a, b) in zip(alt.words, frames, strict=True):
+        if a > t:
+            out.append((0, (t, a)))
+        out.append((word_id(w), (a, b)))
+        t = max(t, b)
+    return out
+
+
+def _symbols(symbols: SymbolTable | None, entries: Iterable[Alternative]) -> SymbolTable:
+    table = symbols if symbols is not None else SymbolTable()
+    new = sorted({w for a in entries for w in a.words if w not in table})
+    return table.with_words(new) if new else table
+
+
+def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
+    total = math.fsum(a.posterior for a in entries)
+    # prefix tree: node 0 = root; per node its children (word id, t0, t1, child), mass, end mass
+    children: list[list[tuple[int, int, int, int]]] = [[]]
+    mass = [0.0]
+    end_mass = [0.0]
+    node_time = [0]  # frame at which each tree node is reached (with times; 0 otherwise)
+    frames_of = [_frames(alt, frame_shift, key) for alt in entries]
+    timed = all(f is not None for f, alt in zip(frames_of, entries, strict=True) if alt.words)
+    word_id = table.id
+    for alt, frames in zip(entries, frames_of, strict=True):
+        p = alt.posterior / total
+        node = 0
+        mass[0] += p
+        for wid, span in _tokens(alt, frames if timed else None, word_id):
+            nxt = -1
+            for cw, ct0, ct1, child in children[node]:
+                if cw == wid and (ct0 < 0 or (span[0] < ct1 and ct0 < span[1]) or (ct0, ct1) == span):
+                    nxt = child
+                    break
+            if nxt < 0:
+                if span[0] >= 0:
+                    # a path reaches each state at one frame: a new arc starts where its source is reached
+                    span = (node_time[node], max(span[1], node_time[node]))
+                nxt = len(mass)
+                children[node].append((wid, span[0], span[1], nxt))
+                children.append([])
+                mass.append(0.0)
+                end_mass.append(0.0)
+                node_time.append(span[1] if span[1] >= 0 else 0)
+            mass[nxt] += p
+            node = nxt
+        end_mass[node] += p
+    n = len(mass)
+    # weights pushed to the front: arc cost -log(mass(child)/mass(parent)), final -log(end/mass)
+    log_mass = [math.log(m) for m in mass]
+    # merge states with the same weighted future, leaves first (children have larger ids than parents)
+    cls = [-1] * n
+    signatures: dict[tuple, int] = {}
+    for v in range(n - 1, -1, -1):
+        kids = children[v]
+        lv = log_mass[v]
+        if not kids:
+            arcs: tuple = ()
+        elif len(kids) == 1:
+            w, t0, t1, c = kids[0]
+            arcs = ((w, t0, t1, lv - log_mass[c], cls[c]),)
+        else:
+            arcs = tuple(sorted((w, t0, t1, lv - log_mass[c], cls[c]) for w, t0, t1, c in kids))
+        final = lv - math.log(end_mass[v]) if end_mass[v] > 0 else math.inf
+        sig = (final, arcs, node_time[v])  # the frame too: a state is reached at one frame
+        c = signatures.get(sig)
+        if c is None:
+            c = signatures[sig] = len(signatures)
+        cls[v] = c
+    src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
+    final_cost = [math.inf] * len(signatures)
+    for sig, c in signatures.items():
+        final_cost[c] = sig[0]
+        for w, t0, t1, arc_cost, target in sig[1]:
+            src.append(c)
+            dst.append(target)
+            word.append(w)
+            t0s.append(t0)
+            t1s.append(t1)
+            cost.append(arc_cost)
+    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
+                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=np.asarray(final_cost),
+                             num_states=len(signatures), start=cls[0], t0=np.asarray(t0s, np.int64),
+                             t1=np.asarray(t1s, np.int64), graph_cost=np.asarray(cost), frame_shift=frame_shift,
+                             key=key)
+
+
+def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
+    total = math.fsum(a.posterior for a in entries)
+    spans = []
+    for alt in entries:
+        frames = _frames(alt, frame_shift, key) if alt.words else []
+        if frames is None:
+            raise LatticeError("join='times' needs word times on every entry (use join='paths')", key=key or None)
+        spans.append(frames)
+    first = 0  # times are absolute: a lattice's frames count from 0 along every path
+    last = max((f[-1][1] for f in spans if f), default=0)
+    if any(f and f[0][0] < 0 for f in spans):
+        raise LatticeError("join='times': a word starts before time 0", key=key or None)
+    # states: the start (frame `first`), every word boundary frame, the end (frame `last`)
+    gamma_arc: dict[tuple[int, int, int], float] = {}  # (word id or 0, t0, t1) -> gamma
+    gamma_state: dict[int, float] = {}
+    for alt, frames in zip(entries, spans, strict=True):
+        p = alt.posterior / total
+        t = first
+        gamma_state[t] = gamma_state.get(t, 0.0) + p
+        seq = []
+        for w, (a, b) in zip(alt.words, frames, strict=True):
+            if a < t:
+                raise LatticeError(f"join='times': words of an entry overlap in time (at {w!r}); use join='paths'",
+                                   key=key or None)
+            if a > t:
+                seq.append((0, t, a))
+            seq.append((table.id(w), a, b))
+            t = b
+        if t < last:
+            seq.append((0, t, last))
+        for arc in seq:
+            gamma_arc[arc] = gamma_arc.get(arc, 0.0) + p
+            gamma_state[arc[2]] = gamma_state.get(arc[2], 0.0) + p
+    states: dict[int, int] = {}
+
+    def state(frame: int) -> int:
+        if frame not in states:
+            states[frame] = len(states)
+        return states[frame]
+
+    state(first)
+    src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
+    for (w, a, b), g in sorted(gamma_arc.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        if a == b:
+            # it would be a self-loop on its boundary state
+            raise LatticeError("join='times' cannot place a word of zero duration (use join='paths')",
+                               key=key or None)
+        s = state(a)
+        src.append(s)
+        dst.append(state(b))
+        word.append(w)
+        t0s.append(a)
+        t1s.append(b)
+        cost.append(-math.log(g / gamma_state[a]))
+    end = state(last)
+    num = len(states)
+    final = np.full(num, np.inf)
+    final[end] = 0.0
+    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
+                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=final, num_states=num,
+                             start=0, t0=np.asarray(t0s, np.int64), t1=np.asarray(t1s, np.int64),
+                             graph_cost=np.asarray(cost), frame_shift=frame_shift, key=key)
+
+
+def nbest_lattice(nbest: Alternatives, *, join: str = "paths", symbols: SymbolTable | None = None,
+                  frame_shift: float = 0.01) -> Lattice:
+    """The word lattice of one N-best list (see the module docstring for the two joins).
+
+    Args:
+      nbest: an N-best list (one slot; posteriors as the readers of :mod:`lattice_tools.io.nbest`
+        give them; they are renormalized over the entries with a posterior above 0).
+      join: ``"paths"`` (no new paths; path probabilities = N-best posteriors), ``"times"``
+        (words that agree and span the same frames joined; new paths; arc posteriors = N-best
+        word posteriors) or ``"align"`` (ROVER's alignment of the entries, no times needed; new paths).
+      symbols: a table to number the words with (new words are appended); default a new one.
+      frame_shift: seconds per frame of the lattice's times (word times are rounded to frames).
+
+    Nothing is mutated.  Cost: O(total words x branching) for the prefix tree and the merge.
+    """
+    if join not in JOINS:
+        raise LatticeError(f"unknown join {join!r} (expected one of {', '.join(JOINS)})")
+    if not frame_shift > 0:
+        raise LatticeError(f"frame_shift must be > 0, got {frame_shift!r}")
+    entries = _entries(nbest)
+    table = _symbols(symbols, entries)
+    if join == "paths":
+        return _paths_lattice(nbest.key, entries, table, frame_shift)
+    if join == "align":
+        return _aligned_lattice(nbest.key, entries, table, frame_shift)
+    return _times_lattice(nbest.key, entries, table, frame_shift)
+
+
+def _aligned_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
+    """The entries aligned, most probable first, into a word transition network with ROVER's alignment
+    (:mod:`.rover`); each slot's arcs carry the posterior mass of the entries with that word there (an
+    entry without a word there goes through an epsilon arc)."""
+    total = math.fsum(a.posterior for a in entries)
+    null_alt = NetworkWord("@", 0.0, 0.0, -1.0)
+    slots: list[list] = [[None], *[[NetworkWord(w, 0.0, 0.0, entries[0].posterior / total)] for w in entries[0].words]]
+    for it, alt in enumerate(entries[1:], 1):
+        align_into_network(slots, [NetworkWord(w, 0.0, 0.0, alt.posterior / total) for w in alt.words], rover_distance, null_alt, it)
+    src, dst, word, cost = [], [], [], []
+    for k, slot in enumerate(slots[1:]):
+        mass: dict[str, float] = {}
+        for w in slot:
+            if w.value != "@" or w.conf >= 0:  # a word (an entry's own "@" token counts as a word)
+                mass[w.value] = mass.get(w.value, 0.0) + w.conf
+        words_mass = math.fsum(mass.values())
+        # every entry has exactly one arc per slot: what the words do not carry went through "@"
+        arcs = sorted(mass.items(), key=lambda kv: (-kv[1], kv[0]))
+        if 1.0 - words_mass > 1e-12:
+            arcs.append(("", 1.0 - words_mass))
+        for w, m in arcs:
+            src.append(k)
+            dst.append(k + 1)
+            word.append(table.id(w) if w else 0)
+            cost.append(-math.log(min(m, 1.0)))
+    n = len(slots)
+    final = np.full(n, np.inf)
+    final[n - 1] = 0.0
+    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
+                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=final, num_states=n,
+                             start=0, graph_cost=np.asarray(cost), frame_shift=frame_shift, key=key)
+
+
+def combine_nbests(nbests: Sequence[Alternatives], weights: Sequence[float] | None = None) -> Alternatives:
+    """Several systems' N-best lists of one utterance as one list: each system's posteriors (normalized
+    over its list) times its weight (default equal weights, normalized to sum 1); the same word sequence from several systems is
+    one entry whose posterior is the sum (times of its most probable occurrence).  Keys must agree."""
+    if not nbests:
+        raise LatticeError("no N-best lists to combine")
+    key = nbests[0].key
+    for nb in nbests:
+        if nb.key != key:
+            raise LatticeError(f"N-best lists of different utterances: {key!r} and {nb.key!r}", key=key)
+    w = list(weights) if weights is not None else [1.0] * len(nbests)
+    if len(w) != len(nbests) or any(not math.isfinite(x) or x < 0 for x in w) or math.fsum(w) <= 0:
+        raise LatticeError("system weights must be one finite number >= 0 per system, not all 0", key=key)
+    tw = math.fsum(w)
+    merged: dict[tuple[str, ...], list] = {}
+    for nb, wt in zip(nbests, w, strict=True):
+        entries = _entries(nb) if wt > 0 else []
+        system_total = math.fsum(a.posterior for a in entries)  # a list cut from a lattice sums to < 1
+        for alt in entries:
+            p = alt.posterior / system_total * wt / tw
+            slot = merged.get(alt.words)
+            if slot is None:
+                merged[alt.words] = [p, p, alt]
+            else:
+                slot[0] += p
+                if p > slot[1]:
+                    slot[1], slot[2] = p, alt
+    alts = tuple(replace(a, posterior=total, confidences=(total,) * len(a.words))
+                 for total, _, a in sorted(merged.values(), key=lambda v: -v[0]))
+    first = nbests[0].slots[0]
+    start = min(nb.slots[0].start for nb in nbests)
+    end = max(nb.slots[0].end for nb in nbests)
+    return replace(nbests[0], slots=(replace(first, start=start, end=end, alternatives=alts),),
+                   meta={"systems": len(nbests), "weights": tuple(x / tw for x in w)})
