@@ -61,6 +61,50 @@ def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
         f.write("\n".join(sorted(lines)) + "\n")
 
 
+def concatenated_side(paths: Sequence[str], trn_paths: Sequence[str], out_dir: str, *, name: str = "bundled",
+                      gap: float = 0.2) -> tuple[str, str]:
+    """The recordings ``paths`` joined into one side (``out_dir/<name>.wav``, ``gap`` seconds of silence
+    between them) and its STM with one segment per recording (file ``name``, channel 1, the recording's span
+    on the side, its transcript from ``trn_paths``), for whole-side decoding and segment-free scoring.
+    Returns (wav path, STM path)."""
+    from .files import atomic_write
+    from .io.trn import read_trn
+
+    text = {u.utt_id: u.text for p in trn_paths for u in read_trn(p)}
+    os.makedirs(out_dir, exist_ok=True)
+    wav_path, stm_path = os.path.join(out_dir, f"{name}.wav"), os.path.join(out_dir, f"{name}.stm")
+    frames, lines, params, t = [], [], None, 0.0
+    for p in paths:
+        key = os.path.splitext(os.path.basename(p))[0]
+        if key not in text:
+            raise LatticeToolsError(f"no reference transcript for bundled audio {p}")
+        with wave.open(p) as w:
+            here = (w.getnchannels(), w.getsampwidth(), w.getframerate())
+            if params is not None and here != params:
+                raise LatticeToolsError(f"{p}: {here} (channels, sample width, rate) differs from the first "
+                                        f"recording's {params}: cannot join them into one side")
+            params = here
+            data = w.readframes(w.getnframes())
+            dur = w.getnframes() / w.getframerate()
+        if frames:
+            silence = b"\0" * (int(round(gap * params[2])) * params[0] * params[1])
+            frames.append(silence)
+            t += len(silence) / (params[0] * params[1] * params[2])
+        frames.append(data)
+        lines.append(f"{name} 1 {name} {t:.3f} {t + dur:.3f} {text[key]}")
+        t += dur
+    if params is None:
+        raise LatticeToolsError("no recordings to join")
+    with atomic_write(wav_path, "wb") as f, wave.open(f, "wb") as w:
+        w.setnchannels(params[0])
+        w.setsampwidth(params[1])
+        w.setframerate(params[2])
+        w.writeframes(b"".join(frames))
+    with atomic_write(stm_path) as f:
+        f.write("\n".join(lines) + "\n")
+    return wav_path, stm_path
+
+
 def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "cards"), ns: Sequence[int] = DEMO_NS,
              densities: Sequence[str] = ("default", "dense"), bootstrap: int = 1000, seed: int = 0,
              progress: bool | None = None, kws: bool = True, echo=print) -> dict:
