@@ -18,8 +18,11 @@ from ._options import DEPTH
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--kws/--no-kws", default=True, show_default=True,
               help="Run the spoken-term-detection study too (default-beam lattices; appended to study.md).")
+@click.option("--segment-free/--no-segment-free", default=True, show_default=True,
+              help="Run the study both ways too: the recordings joined into one side, scored segmented and "
+                   "segment-free (appended to study.md).")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: when stderr is a terminal).")
-def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, progress):
+def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, segment_free, progress):
     """Decode the bundled speech into lattices, score the 1-best like sclite, derive N-best lists, sausages
     and phrase alternatives as alt-CTM files, run the oracle study (Faria et al., Tables 3-6, plots) and the
     spoken-term-detection study (every representation indexed, searched and scored like F4DE).
@@ -29,4 +32,4 @@ def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, progress):
     from ..demo import run_demo
 
     run_demo(out, corpora=corpora, ns=tuple(n for n in ns if n is not None), densities=densities, bootstrap=bootstrap, seed=seed,
-             kws=kws, progress=progress, echo=click.echo)
+             kws=kws, segment_free=segment_free, progress=progress, echo=click.echo)
