@@ -261,3 +261,29 @@ def test_study_both_ways_refuses_what_it_cannot_do(side_lattice, tmp_path):
     with pytest.raises(LatticeToolsError, match="names no file/channel"):
         run_study({"ps": renamed}, stm, out_dir=str(tmp_path / "b"), segment_free=True)
     assert not os.path.exists(tmp_path / "b" / "study.md")
+
+
+def test_study_both_ways_with_segments_equals_the_per_utterance_study(real_lattices, tmp_path, data_dir):
+    """Per-utterance lattices placed on one side by a Kaldi segments file: their segmented numbers are the
+    per-utterance study's (each clip's alternatives fall in its own segment), and segment-free is never worse."""
+    from lattice_tools.demo import concatenated_side
+    from lattice_tools.oracle.study import run_study
+
+    lats, trn = real_lattices
+    _wav, stm = concatenated_side([str(data_dir / "librivox" / f"{c}.wav") for c in CLIPS], [trn], str(tmp_path))
+    spans = [line.split()[3:5] for line in open(stm)]
+    (tmp_path / "segments").write_text("".join(f"{c} bundled {a} {b}\n" for c, (a, b) in zip(CLIPS, spans, strict=True)))
+    kw = dict(ns=(1, 2, 10), representations=("nbest", "sausage", "phrase", "lattice"), include_infinity=False,
+              bootstrap=0, plots=False, progress=False)
+    both = run_study({"ps": lats}, stm, out_dir=str(tmp_path / "both"), segment_free=True,
+                     segments=str(tmp_path / "segments"), **kw)
+    per_utt = run_study({"ps": lats}, trn, out_dir=str(tmp_path / "per"), allow_missing=True, **kw)
+    cells = {(r["representation"], r["N"]): r for r in per_utt.rows}
+    assert all(i["holds"] for i in both.invariants)
+    assert {r["representation"] for r in both.rows} == {"1best", "nbest", "sausage", "phrase"}
+    assert "no whole-lattice row" in open(both.files["markdown"]).read()
+    for r in both.rows:
+        c = cells[(r["representation"], r["N"])]
+        assert (r["seg_C"], r["seg_S"], r["seg_D"], r["seg_I"], r["ref_words"]) == \
+            (c["C"], c["S"], c["D"], c["I"], c["ref_words"]), r
+        assert int(r["free_cost"]) <= int(r["seg_cost"])

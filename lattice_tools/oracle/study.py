@@ -195,9 +195,9 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
     from tqdm import tqdm
 
     if segment_free:
-        if not isinstance(references, (str, os.PathLike)) or segments or baselines or allow_untimed:
-            raise LatticeToolsError("the segment-free study needs the reference as an STM file, whole-side lattices "
-                                    "with times, and no segments file or baselines")
+        if not isinstance(references, (str, os.PathLike)) or baselines or allow_untimed:
+            raise LatticeToolsError("the segment-free study needs the reference as an STM file, lattices with "
+                                    "times, and no baselines")
         return run_study_both_ways(lattice_sets, str(references), ns=ns, representations=representations,
                                    prune_thresholds=prune_thresholds, out_dir=out_dir, mode=mode,
                                    optional_deletable=optional_deletable, include_infinity=include_infinity,
@@ -206,7 +206,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                                    inf_max_pops=inf_max_pops, collar=collar, format=format, words=words,
                                    frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                                    title=title, encoding=encoding, allow_missing=allow_missing, glm=glm,
-                                   max_memory=max_memory)
+                                   max_memory=max_memory, segments=segments)
     if collar is not None:
         raise LatticeToolsError("a collar applies to the segment-free study only (segment_free=True)")
 
@@ -726,7 +726,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                         collar: float | None = None, format: str | None = None, words: str | None = None,
                         frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
                         title: str | None = None, encoding: str = "utf-8", allow_missing: bool = False,
-                        glm=None, max_memory: int | None = None) -> StudyResult:
+                        glm=None, max_memory: int | None = None, segments: str | None = None) -> StudyResult:
     """The oracle study on whole-side lattices, scored both ways on the same alternatives.
 
     Every lattice is one file/channel of the STM ``reference`` (key ``file-channel``, ``file_channel`` or
@@ -745,6 +745,12 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     also on errors); equal costs when no word moved; on the segment-free costs: lattice <= 1-best and
     lattice <= N-best(N) (their paths are lattice paths).  Costs are compared on their integer part, as in
     :func:`check_invariants` (sclite's 0.001 for skipping an empty alternative's ``@``).  A violation raises LatticeToolsError and no table is written.
+
+    With ``segments`` (a Kaldi ``segments`` file: ``utterance recording start end``) the lattices are
+    per-utterance ones (keys = utterance ids, times from the utterance's start) and their alternatives are
+    placed on their recording's side (recording ``file-channel``, ``file_channel`` or ``file``) at the
+    utterance's start: the same alt-CTMs a recipe writes from them, scored both ways.  The whole-lattice
+    row needs whole-side lattices and is left out then (said in the notes).
 
     Writes ``study.md`` (one table per representation: segmented and segment-free WER side by side, their
     C/S/D/I, the words moved), ``study.csv`` and ``study.json`` under ``out_dir``.  Arguments as
@@ -774,6 +780,11 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     ref = read_reference(str(reference), "stm", glms=glms, encoding=encoding)
     stm = ref.records
     sides = group_segments(list(stm.segments), False, None)
+    utterances = None
+    if segments:
+        from ..io.kaldi_data import read_segments
+
+        utterances = read_segments(segments)
     os.makedirs(out_dir, exist_ok=True)
     scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     score_opts = dict(mode=mode, optional_deletable=optional_deletable, allow_missing=allow_missing)
@@ -789,12 +800,19 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
             located = {}
             for lat in base:
                 check_times(lat, what="the study both ways (alt-CTMs scored against the STM's segments)")
-                side = side_of_key(lat.key, sides)
+                side_key, offset = lat.key, 0.0
+                if utterances is not None:
+                    if lat.key not in utterances:
+                        raise LatticeToolsError(f"lattice {lat.key!r} of set {set_name!r} is not in {segments}",
+                                                key=lat.key)
+                    side_key, offset = utterances[lat.key][0], float(utterances[lat.key][1])
+                side = side_of_key(side_key, sides)
                 if side is None:
-                    raise LatticeToolsError(f"lattice key {lat.key!r} of set {set_name!r} names no file/channel of "
-                                            f"{reference} (expected file-channel, file_channel, or a file with one "
-                                            "channel)", key=lat.key)
-                located[lat.key] = side
+                    raise LatticeToolsError(f"{'recording' if utterances is not None else 'lattice key'} "
+                                            f"{side_key!r} of set {set_name!r} names no file/channel of {reference} "
+                                            "(expected file-channel, file_channel, or a file with one channel)",
+                                            key=lat.key)
+                located[lat.key] = (*side, offset)
             for thr in prune_thresholds:
                 density = set_name if thr == 0 else f"{set_name}@{thr:g}"
                 lats, note = _density_lattices(base, float(thr), acoustic_scale, lm_scale)
@@ -831,7 +849,9 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                     build = time.time() - t
                     for n in cells:
                         t = time.time()
-                        cut = [a.truncated(n).with_location(*located[a.key], 0.0) for a in alts]
+                        # a side's alternatives in time order: sclite keeps the file order of a CTM with ALT blocks
+                        cut = sorted((a.truncated(n).with_location(*located[a.key]) for a in alts),
+                                     key=lambda a: (a.file, a.channel, located[a.key][2]))
                         ctm_path = os.path.join(out_dir, "altctm", _safe(density), f"{rep}-{_n_label(n)}.ctm.gz")
                         write_alternatives_ctm(ctm_path, cut)
                         items, _ = read_hypothesis(ctm_path, "ctm", glms=glms, encoding=encoding)
@@ -842,7 +862,10 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                                      "MB": os.path.getsize(ctm_path) / 1e6, "seconds": time.time() - t + build})
                     if stopped:
                         rows.append(stopped)
-                if "lattice" in reps:
+                if "lattice" in reps and utterances is not None:
+                    notes["lattice"] = ("no whole-lattice row: per-utterance lattices (segments) have no "
+                                        "segment-free lattice oracle; it needs one lattice per side")
+                elif "lattice" in reps:
                     t = time.time()
                     res = segment_free_oracle(lats, stm, collar=collar, mode=mode,
                                               optional_deletable=optional_deletable, allow_missing=allow_missing,
