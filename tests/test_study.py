@@ -287,3 +287,27 @@ def test_study_both_ways_with_segments_equals_the_per_utterance_study(real_latti
         assert (r["seg_C"], r["seg_S"], r["seg_D"], r["seg_I"], r["ref_words"]) == \
             (c["C"], c["S"], c["D"], c["I"], c["ref_words"]), r
         assert int(r["free_cost"]) <= int(r["seg_cost"])
+
+
+def test_cli_study_segment_free(side_lattice, tmp_path):
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+    from lattice_tools.io.slf import write_slf
+
+    lats, stm = side_lattice
+    d = tmp_path / "lats"
+    d.mkdir()
+    write_slf(lats[0], str(d / "bundled.lat"))
+    runner = CliRunner()
+    base = ["study", f"ps={d}", "-r", stm, "-n", "1,2", "--no-infinity", "--representations", "sausage,lattice"]
+    r = runner.invoke(main, base + ["-o", str(tmp_path / "a"), "--segment-free", "--mode", "levenshtein"])
+    assert r.exit_code == 0, r.output
+    assert "invariants:" in r.output and (tmp_path / "a" / "study.md").exists()
+    r = runner.invoke(main, base + ["-o", str(tmp_path / "b"), "--collar", "0.5"])   # a collar needs --segment-free
+    assert r.exit_code == 2 and "segment-free" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "b" / "study.md").exists()
+    r = runner.invoke(main, base + ["-o", str(tmp_path / "c"), "--segment-free", "--collar", "0.5"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads((tmp_path / "c" / "study.json").read_text())
+    assert rows["collar"] == 0.5 and {r["representation"] for r in rows["rows"]} == {"1best", "sausage", "lattice"}
