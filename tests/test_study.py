@@ -311,3 +311,39 @@ def test_cli_study_segment_free(side_lattice, tmp_path):
     assert r.exit_code == 0, r.output
     rows = json.loads((tmp_path / "c" / "study.json").read_text())
     assert rows["collar"] == 0.5 and {r["representation"] for r in rows["rows"]} == {"1best", "sausage", "lattice"}
+
+
+def test_concatenated_side_joins_recordings(tmp_path, data_dir):
+    import wave
+
+    from lattice_tools.demo import concatenated_side
+    from lattice_tools.errors import LatticeToolsError
+
+    wavs = [str(data_dir / "cards" / f"00{k}.wav") for k in (1, 2)]
+    wav, stm = concatenated_side(wavs, [str(data_dir / "cards" / "transcription.trn")], str(tmp_path), gap=0.5)
+    durs = []
+    for p in wavs:
+        with wave.open(p) as w:
+            durs.append(w.getnframes() / w.getframerate())
+    with wave.open(wav) as w:
+        assert w.getnframes() / w.getframerate() == pytest.approx(sum(durs) + 0.5, abs=1e-3)
+    lines = [line.split(" ", 5) for line in open(stm).read().splitlines()]
+    assert [x[:3] for x in lines] == [["bundled", "1", "bundled"]] * 2
+    assert float(lines[0][3]) == 0 and float(lines[1][3]) == pytest.approx(durs[0] + 0.5, abs=1e-3)
+    assert float(lines[1][4]) == pytest.approx(sum(durs) + 0.5, abs=1e-3)
+    with pytest.raises(LatticeToolsError, match="no reference transcript"):
+        concatenated_side(wavs, [str(data_dir / "librivox" / "transcription.trn")], str(tmp_path / "x"))
+
+
+@pytest.mark.slow
+def test_demo_appends_the_study_both_ways(tmp_path):
+    pytest.importorskip("lattice_tools.decode.pocketsphinx")
+    from lattice_tools.demo import run_demo
+
+    files = run_demo(str(tmp_path / "demo"), corpora=("cards",), densities=("default",), ns=(1, 2), bootstrap=0,
+                     kws=False, echo=lambda *a: None)
+    text = open(files["study/markdown"]).read()
+    assert "## Oracle WER study both ways" in text and "segment-free WER" in text
+    both = json.loads(open(files["study-both-ways/json"]).read())
+    assert all(i["holds"] for i in both["invariants"])
+    assert {r["representation"] for r in both["rows"]} == {"1best", "nbest", "sausage", "phrase", "lattice"}
