@@ -119,7 +119,8 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--segment-free", is_flag=True,
               help="Whole-side lattices (keys file-channel, file_channel or file) against a multi-segment STM: every "
                    "cell's alt-CTM scored both ways, segmented (as sclite) and segment-free, with the words that "
-                   "moved across a segment boundary counted (no intervals or plots).")
+                   "moved across a segment boundary counted (no intervals or plots); with --segments, "
+                   "per-utterance lattices placed on their recording's side at the utterance's start.")
 @click.option("--collar", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="With --segment-free: a word pairs only with a reference word whose span widened by SECONDS "
                    "holds its midpoint (meeteval's tcpWER convention).")

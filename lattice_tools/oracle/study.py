@@ -185,7 +185,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         low.
       segment_free, collar: whole-side lattices against an STM, every cell scored both ways -- segmented
         as Faria et al. do and segment-free (with ``collar``) -- with the words that moved across a segment
-        boundary counted: :func:`run_study_both_ways` (no bootstrap intervals, plots or cell cache).
+        boundary counted: :func:`run_study_both_ways` (no bootstrap intervals, plots or cell cache); there
+        ``segments`` places per-utterance lattices on their recording's side at the utterance's start.
     Raises:
       LatticeToolsError instead of writing tables whose invariants fail or could not be checked
       (no two cells of a density comparable, or cells of one density over different utterances).
