@@ -196,7 +196,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
     from tqdm import tqdm
 
     if segment_free:
-        if not isinstance(references, (str, os.PathLike)) or baselines or allow_untimed:
+        if not isinstance(references, (str, os.PathLike)) or ref_format not in (None, "stm") or baselines \
+                or allow_untimed:
             raise LatticeToolsError("the segment-free study needs the reference as an STM file, lattices with "
                                     "times, and no baselines")
         return run_study_both_ways(lattice_sets, str(references), ns=ns, representations=representations,
@@ -758,7 +759,6 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     :func:`run_study`; ``glm`` is applied to the STM and to every alt-CTM (refused with the lattice
     representation).
     """
-    from ..io import read_lattice_inputs
     from ..io.altctm import write_alternatives_ctm
     from ..scoring.inputs import read_hypothesis, read_reference
     from ..scoring.sclite import score_stm_ctm
@@ -793,11 +793,8 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     notes: dict = {}
     with memory_budget(max_memory):
         for set_name, spec in lattice_sets.items():
-            base = (list(spec) if isinstance(spec, (list, tuple)) and not all(isinstance(x, (str, os.PathLike))
-                                                                              for x in spec)
-                    else list(read_lattice_inputs(lattice_specs(spec), format=format, words=words,
-                                                  frame_shift=frame_shift,
-                                                  frame_subsampling_factor=frame_subsampling_factor)))
+            base = _load_set(spec, set_name, format=format, words=words, frame_shift=frame_shift,
+                             frame_subsampling_factor=frame_subsampling_factor)
             located = {}
             for lat in base:
                 check_times(lat, what="the study both ways (alt-CTMs scored against the STM's segments)")
