@@ -24,7 +24,8 @@ from ._options import DEPTH
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: when stderr is a terminal).")
 def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, segment_free, progress):
     """Decode the bundled speech into lattices, score the 1-best like sclite, derive N-best lists, sausages
-    and phrase alternatives as alt-CTM files, run the oracle study (Faria et al., Tables 3-6, plots) and the
+    and phrase alternatives as alt-CTM files, run the oracle study (Faria et al., Tables 3-6, plots), the study
+    both ways (the recordings joined into one side, scored segmented and segment-free) and the
     spoken-term-detection study (every representation indexed, searched and scored like F4DE).
 
     Prints the tables and where every output is.  A few minutes on 2 cores.
