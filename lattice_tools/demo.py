@@ -7,7 +7,10 @@
 3. derive N-best lists, sausages and phrase alternatives and write them as alt-CTM files;
 4. run the oracle study (Faria et al., Tables 3-6 in structure: oracle WER, N, N_max, N_.9, N_.5, MB,
    bootstrap intervals) over both densities, with the whole-lattice oracle, and plot it;
-5. run the spoken-term-detection study (:mod:`lattice_tools.kws.study`) on the default-beam lattices:
+5. the study both ways: the recordings joined into one side with a multi-segment STM, decoded whole, every
+   representation scored segmented (as Faria et al.) and segment-free, the words that moved across a segment
+   boundary counted;
+6. run the spoken-term-detection study (:mod:`lattice_tools.kws.study`) on the default-beam lattices:
    every representation indexed, a keyword list searched and scored like F4DE (ATWV, MTWV, OTWV, STWV),
    appended to study.md with its invariants.
 """
@@ -61,14 +64,63 @@ def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
         f.write("\n".join(sorted(lines)) + "\n")
 
 
+def concatenated_side(paths: Sequence[str], trn_paths: Sequence[str], out_dir: str, *, name: str = "bundled",
+                      gap: float = 0.2) -> tuple[str, str]:
+    """The recordings ``paths`` joined into one side (``out_dir/<name>.wav``, ``gap`` seconds of silence
+    between them) and its STM with one segment per recording (file ``name``, channel 1, the recording's span
+    on the side, its transcript from ``trn_paths``), for whole-side decoding and segment-free scoring.
+    Returns (wav path, STM path)."""
+    from .files import atomic_write
+    from .io.trn import read_trn
+
+    text = {u.utt_id: u.text for p in trn_paths for u in read_trn(p)}
+    os.makedirs(out_dir, exist_ok=True)
+    wav_path, stm_path = os.path.join(out_dir, f"{name}.wav"), os.path.join(out_dir, f"{name}.stm")
+    frames, lines, params, t = [], [], None, 0.0
+    for p in paths:
+        key = os.path.splitext(os.path.basename(p))[0]
+        if key not in text:
+            raise LatticeToolsError(f"no reference transcript for bundled audio {p}")
+        with wave.open(p) as w:
+            here = (w.getnchannels(), w.getsampwidth(), w.getframerate())
+            if params is not None and here != params:
+                raise LatticeToolsError(f"{p}: {here} (channels, sample width, rate) differs from the first "
+                                        f"recording's {params}: cannot join them into one side")
+            params = here
+            data = w.readframes(w.getnframes())
+            dur = w.getnframes() / w.getframerate()
+        if frames:
+            silence = b"\0" * (int(round(gap * params[2])) * params[0] * params[1])
+            frames.append(silence)
+            t += len(silence) / (params[0] * params[1] * params[2])
+        frames.append(data)
+        lines.append(f"{name} 1 {name} {t:.3f} {t + dur:.3f} {text[key]}")
+        t += dur
+    if params is None:
+        raise LatticeToolsError("no recordings to join")
+    with atomic_write(wav_path, "wb") as f, wave.open(f, "wb") as w:
+        w.setnchannels(params[0])
+        w.setsampwidth(params[1])
+        w.setframerate(params[2])
+        w.writeframes(b"".join(frames))
+    with atomic_write(stm_path) as f:
+        f.write("\n".join(lines) + "\n")
+    return wav_path, stm_path
+
+
 def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "cards"), ns: Sequence[int] = DEMO_NS,
              densities: Sequence[str] = ("default", "dense"), bootstrap: int = 1000, seed: int = 0,
-             progress: bool | None = None, kws: bool = True, view_page: bool = True, echo=print) -> dict:
+             progress: bool | None = None, kws: bool = True, view_page: bool = True, segment_free: bool = True,
+             echo=print) -> dict:
     """Run decode -> 1-best scoring -> alternatives -> oracle study -> KWS study on the bundled speech.
 
     ``kws``: run the spoken-term-detection study too (on the default-beam lattices, when decoded).
     ``view_page``: write ``view.html`` (:func:`lattice_tools.viewer.view`) of the default-beam lattices (else
     the first density), with the KWS study's lattice-index hits, and link it from study.md.
+    ``segment_free``: the study both ways too: the recordings joined into one side
+    (:func:`concatenated_side`), decoded whole at the first density's beams, every representation scored
+    segmented and segment-free against the side's multi-segment STM (``study-both-ways/``, its tables
+    appended to study.md).
 
     Returns a dict of the files written (tables, plots, CTMs, lattices).  Everything lands under
     ``out``; finished study cells are reused on a rerun.
@@ -124,6 +176,11 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
     if failed:
         raise LatticeToolsError(f"oracle invariants violated: {failed}")
     md = result.files.get("markdown") or os.path.join(study_dir, "study.md")
+    if segment_free and densities:
+        both = run_demo_both_ways(paths, trns, out, ns=ns, density=densities[0], progress=progress, echo=echo)
+        files.update({f"study-both-ways/{k}": v for k, v in both.files.items()})
+        if os.path.exists(md):
+            _append_both_ways_section(md, both.files["markdown"])
     if kws and "default" in lattice_sets:
         from .oracle.representations import load_references
 
@@ -164,6 +221,38 @@ def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: 
     if os.path.exists(md):
         link_view(md, page, f"the {name}-beam lattices, their alternatives, oracles and keyword hits")
     return page
+
+
+def run_demo_both_ways(paths: Sequence[str], trn_paths: Sequence[str], out: str, *, ns: Sequence[int] = DEMO_NS,
+                       density: str = "default", progress: bool | None = None, echo=print):
+    """The demo's study both ways: ``paths`` joined into one side with a multi-segment STM
+    (``out/side/``), decoded whole with the ``density`` beams, then :func:`lattice_tools.oracle.study.run_study`
+    with ``segment_free=True`` into ``out/study-both-ways``.  Returns its result."""
+    from .decode.pocketsphinx import decode_audio
+    from .oracle.study import run_study
+
+    side_dir = os.path.join(out, "side")
+    wav, stm = concatenated_side(paths, trn_paths, side_dir)
+    echo(f"[demo] study both ways: {len(paths)} recordings joined into one side ({wav}, STM {stm}), decoded whole "
+         f"({density} beams)")
+    lats = decode_audio([wav], out_dir=os.path.join(side_dir, "lattices", density), progress=progress,
+                        **DENSITIES[density])
+    return run_study({density: lats}, stm, ns=ns, out_dir=os.path.join(out, "study-both-ways"), segment_free=True,
+                     progress=progress, title=f"bundled speech joined into one side, pocketsphinx {density}-beam "
+                                               "lattice")
+
+
+def _append_both_ways_section(study_md: str, both_md: str) -> None:
+    """Append the study-both-ways tables to study.md (headings one level down), with where they are."""
+    from .files import atomic_write
+
+    with open(study_md, encoding="utf-8") as f:
+        text = f.read().rstrip("\n")
+    with open(both_md, encoding="utf-8") as f:
+        section = ["#" + line if line.startswith("#") else line for line in f.read().splitlines()]
+    rel = os.path.relpath(both_md, os.path.dirname(os.path.dirname(study_md)))
+    with atomic_write(study_md) as f:
+        f.write(text + "\n\n" + "\n".join(section) + f"\n\n(Tables also in `{rel}`.)\n")
 
 
 def oracle_reference_times(lattices: Sequence, transcripts: Mapping[str, str], *, channel: str = "1") -> list:

@@ -1,7 +1,7 @@
 """egs/switchboard end to end on the stand-in corpus laid out like LDC2002S09 + LDC2002T43.
 
 All stages (0 data, 1 lattices by decoding the audio, 2 alternatives, 3 scoring ladder + alt-CTM
-scores, 4 oracle study + plots, 5 keyword search) run with --nj 2 and tiny depths.  Checked: every stage's outputs
+scores, 4 oracle study + plots, also both ways, 5 keyword search) run with --nj 2 and tiny depths.  Checked: every stage's outputs
 exist; lattice oracle <= N-best oracle <= 1-best (and the study's own invariant checks); the oracle
 of each stage-2 alt-CTM computed by the study equals what the sclite-exact scorer gives for that
 alt-CTM against the STM (two independent code paths), and Debian's NIST sclite agrees with the
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not have_cli(), reason="the lattice-tools entry 
 
 RUN = EGS / "run.sh"
 SMALL = ["--nj", "2", "--nbest-depths", "1 2", "--sausage-depths", "2", "--phrase-depths", "2",
-         "--study-ns", "1 2", "--study-opts", "--no-infinity --bootstrap 200"]
+         "--study-ns", "1 2", "--study-opts", "--no-infinity --bootstrap 200", "--study-segment-free", "true"]
 KINDS = {"nbest": "nbest", "sausage": "sausage", "phrases": "phrase"}  # stage-2 kind -> study representation
 
 
@@ -148,6 +148,26 @@ def test_study_oracle_equals_scoring_the_alt_ctm(exp):
         row = rows[(KINDS[kind], n)]
         assert (ref, sub, dele, ins) == (row["ref_words"], row["S"], row["D"], row["I"]), (d.name, proc.stdout[-200:])
         assert wer == pytest.approx(row["wer"], abs=0.005)
+        checked += 1
+    assert checked == 4
+
+
+def test_study_both_ways_equals_scoring_the_alt_ctm_both_ways(exp):
+    """--study-segment-free: each cell of exp/study-both-ways is the stage-2 alt-CTM of the same lattices scored
+    against the STM by `score -D` (segmented) and `score -D --segment-free`; its invariants hold."""
+    both = json.loads((exp / "study-both-ways" / "study.json").read_text())
+    assert both["invariants"] and all(i["holds"] for i in both["invariants"]), both["invariants"]
+    rows = {(r["representation"], str(r["N"])): r for r in both["rows"]}
+    checked = 0
+    for d in sorted((exp / "alternatives").glob("*.n*")):
+        kind, n = d.name.split(".n")
+        row = rows[(KINDS[kind], n)]
+        for how, extra in (("seg", []), ("free", ["--segment-free"])):
+            proc = run(["lattice-tools", "score", "-r", exp / "data" / "stm", "--ref-format", "stm",
+                        "-h", d / "alt.ctm.gz", "--hyp-format", "ctm", "-D", *extra])
+            _wer, ref, sub, dele, ins = _wer_line(proc.stdout)
+            assert (ref, sub, dele, ins) == (row["ref_words"], row[f"{how}_S"], row[f"{how}_D"], row[f"{how}_I"]), \
+                (d.name, how, proc.stdout[-200:])
         checked += 1
     assert checked == 4
 

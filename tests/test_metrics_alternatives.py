@@ -83,3 +83,24 @@ def test_oracle_properties_hypothesis():
         assert oracle_path(ref, net, None)[0] == errs[2]          # max depth here is 3
 
     check()
+
+
+def test_oracle_path_is_the_oracle_engine_in_levenshtein_mode():
+    """Differential: the metrics' oracle path, the dispatcher (batched engine or network DP), the network
+    DP alone and brute force agree on the error count; the chosen alternatives spell the oracle words."""
+    from lattice_tools.oracle import alternatives_oracle
+    from lattice_tools.oracle.api import network_alternatives_oracle
+
+    rng = random.Random(11)
+    for _ in range(300):
+        net = random_network(rng, vocab="abcD")
+        ref = [rng.choice("abcD") for _ in range(rng.randint(0, 6))]
+        for k in (1, 2, None):
+            errors, words, picked = oracle_path(ref, net, k)
+            cut = net.truncated(k)
+            best = min(brute_edit_distance(ref, p) for p in all_paths(net, k))
+            opts = dict(mode="levenshtein", case_sensitive=True)
+            assert errors == best == alternatives_oracle(cut, ref, **opts).cost
+            assert network_alternatives_oracle(cut, ref, **opts).cost == best
+            assert [w for s, a in zip(cut.slots, picked, strict=True) for w in s.alternatives[a].words] == words
+            assert brute_edit_distance(ref, words) == errors

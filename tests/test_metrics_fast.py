@@ -27,7 +27,7 @@ from lattice_tools.errors import LatticeToolsError
 from lattice_tools.metrics import evaluate_batch, unit_tables
 from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system, summarize
 from lattice_tools.metrics.io import Annotation
-from lattice_tools.metrics.levenshtein import make_counts, sum_counts
+from lattice_tools.metrics.levenshtein import make_counts
 from lattice_tools.metrics.orthography_tokens import tokenize_for_counts
 from lattice_tools.metrics.punctuation import DEFAULT_NORMALIZERS, score_orthography_many, tokenize
 from lattice_tools.metrics.script import script_counts
@@ -245,9 +245,13 @@ def test_integer_kaldialign_equals_public_wrapper(ref, hyp):
 
 
 @given(st.lists(st.tuples(*[st.integers(0, 30)] * 4), max_size=6))
-def test_make_counts_and_sum_counts_equal_constructor(rows):
+def test_make_counts_and_sum_equal_constructor_and_addition(rows):
     built = [ErrorCounts(correct=c, substitutions=s, deletions=d, insertions=i, ref_words=c + s + d, segments=1,
                          segment_errors=int(s + d + i > 0)) for c, s, d, i in rows]
     fast_built = [make_counts(*row) for row in rows]
     assert fast_built == built and [hash(x) for x in fast_built] == [hash(x) for x in built]
-    assert sum_counts(built) == ErrorCounts.sum(built)
+    total = ErrorCounts()
+    for c in built:
+        total = total + c
+    assert ErrorCounts.sum(built) == total == sum(built, ErrorCounts.zero)
+    assert ErrorCounts.sum(iter(built)) == total

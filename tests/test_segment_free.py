@@ -432,3 +432,60 @@ def test_a_collar_wider_than_the_side_changes_nothing(seed):
         wide = score_files(ref, hyp, segment_free=True, collar=1e6)
     assert [s.alignment.pairs for s in free.segments] == [s.alignment.pairs for s in wide.segments]
     assert free.total == wide.total
+
+
+# ----------------------------------------------------------------------------------------------
+# words that moved across a boundary
+def _moves(stm_lines, ctm_lines, tmp, **kw):
+    ref, hyp = _write(tmp, "m.stm", stm_lines), _write(tmp, "m.ctm", ctm_lines)
+    moved: list = []
+    free = score_segment_free(read_stm(ref), read_ctm(hyp), moved=moved, **kw)
+    seg = score_stm_ctm(read_stm(ref), read_ctm(hyp), **{k: v for k, v in kw.items() if k != "collar"})
+    return free, seg, moved
+
+
+def test_words_moved_across_a_boundary_by_hand():
+    """Segment 1 says "a b c", segment 2 "d e"; the hypothesis puts "c" (midpoint 2.05) after segment 1's end
+    (2.0): sclite hands it to segment 2 (a deletion there and an insertion here), the side's alignment pairs it
+    with segment 1's "c": one word moved.  An ALT block over the boundary whose words pair with both
+    segments' words moves the word whose reference is not in the block's segment."""
+    stm = ["f 1 s 0.00 2.00 a b c", "f 1 s 2.00 4.00 d e"]
+    with tempfile.TemporaryDirectory() as tmp:
+        ctm = ["f 1 0.10 0.5 a", "f 1 0.70 0.5 b", "f 1 1.95 0.2 c", "f 1 2.50 0.5 d", "f 1 3.10 0.5 e"]
+        free, seg, moved = _moves(stm, ctm, tmp, mode="levenshtein")
+        assert moved == [{"file": "f", "channel": "1", "paired": 5, "moved": 1}]
+        assert (free.total.errors, seg.total.errors) == (0, 2)
+        # an ALT block of "c d" (midpoint of its last word 2.55: sclite hands it to segment 2) against "x"
+        ctm = ["f 1 0.10 0.5 a", "f 1 0.70 0.5 b", "f 1 * * <ALT_BEGIN>", "f 1 1.80 0.2 c", "f 1 2.30 0.5 d",
+               "f 1 * * <ALT>", "f 1 1.80 0.7 x", "f 1 * * <ALT_END>", "f 1 3.10 0.5 e"]
+        free, seg, moved = _moves(stm, ctm, tmp, mode="levenshtein")
+        assert moved == [{"file": "f", "channel": "1", "paired": 5, "moved": 1}]   # "c" of segment 1
+        assert free.total.errors == 0 < seg.total.errors
+        # nothing crosses: nothing moves, the same numbers both ways
+        ctm = ["f 1 0.10 0.5 a", "f 1 0.70 0.5 b", "f 1 1.20 0.5 q", "f 1 2.50 0.5 d", "f 1 3.10 0.5 e"]
+        free, seg, moved = _moves(stm, ctm, tmp, mode="sclite")
+        assert moved == [{"file": "f", "channel": "1", "paired": 5, "moved": 0}]
+        assert free.total == seg.total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_word_moved_means_the_same_cost_both_ways(seed):
+    """The segment-free cost is never above the segmented one (the segmented alignment is one of the side's
+    alignments), and when its alignment moves no word across a boundary it is one segmented alignment, so the
+    costs are equal; a lower cost needs a word that moved."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for p_cross, noise in ((0.0, 0.0), (0.0, 0.15), (0.5, 0.0), (0.5, 0.15)):
+            stm, ctm, _stats = sides(seed, n_sides=3, n_words=60, p_block=0.15, p_cross=p_cross, noise=noise)
+            for mode in ("levenshtein", "sclite"):
+                free, seg, moved = _moves(stm, ctm, tmp, mode=mode)
+                free_cost = sum(s.alignment.cost for s in free.segments)
+                seg_cost = sum(s.alignment.cost for s in seg.segments)
+                assert free_cost <= seg_cost + 1e-3
+                if mode == "levenshtein":
+                    assert free.total.errors <= seg.total.errors
+                n_moved = sum(m["moved"] for m in moved)
+                assert sum(m["paired"] for m in moved) == free.total.correct + free.total.substitutions
+                if n_moved == 0:
+                    assert free_cost == pytest.approx(seg_cost, abs=1e-3)
+                if p_cross and noise == 0.0 and seg.total.errors:
+                    assert n_moved > 0

@@ -6,8 +6,10 @@
 #            [--exp exp] [--stm-source ldc|lhotse] [--lattices audio|kaldi:DECODE_DIR|icefall:DIR]
 #            [--words words.txt] [--corrected-stm S --corrected-glm G] [--rt03-glm G] [--rt04f-glm G]
 #            [--system-ctms "NAME=asr1.ctm ..."] [--nbest-depths "2 10 100 1000"] [--study-ns "1 2 10"]
+#            [--study-segment-free true]
 # Stages: 0 data, 1 lattices, 2 alternatives (alt-CTM), 3 scoring (ladder + alt-CTM oracle WER),
-#         4 oracle study + plots, 5 keyword search (recipes/kws.sh; conf/kws.conf, --kws-rttm R --kws-ecf E).
+#         4 oracle study + plots (--study-segment-free true: also scored both ways, segmented and segment-free),
+#         5 keyword search (recipes/kws.sh; conf/kws.conf, --kws-rttm R --kws-ecf E).
 #         A finished stage is skipped on rerun (delete its .done to redo).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,7 +34,7 @@ system_ctms=""
 . conf/alternatives.conf
 . conf/decode.conf
 . conf/kws.conf
-help_message="$(sed -n '2,10p' "$0")"
+help_message="$(sed -n '2,12p' "$0")"
 . "$recipes/utils/parse_options.sh"
 [ $# -eq 0 ] || { echo "$0: unexpected arguments: $*" 1>&2; echo "$help_message" 1>&2; exit 1; }
 [ -n "$data" ] || data=$exp/data
@@ -166,6 +168,14 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
   "$recipes/oracle_study.sh" --ns "$study_ns" --prune-thresholds "$study_prune_thresholds" --study-opts "$study_opts" \
     "$data/text" "$exp/study" "main=$lat/lat"
   echo "study: $exp/study"
+  if [ "$study_segment_free" = true ]; then
+    # The same lattices' alternatives placed on their sides (data/segments) and scored against the STM two ways:
+    # segmented, as the paper does, beside segment-free, with the words that moved across a boundary counted.
+    "$recipes/oracle_study.sh" --ns "$study_ns" --prune-thresholds "$study_prune_thresholds" \
+      --study-opts "$study_opts --segment-free --segments $data/segments" "$data/stm" "$exp/study-both-ways" \
+      "main=$lat/lat"
+    echo "study both ways: $exp/study-both-ways"
+  fi
 fi
 
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then

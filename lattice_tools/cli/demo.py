@@ -20,10 +20,14 @@ from ._options import DEPTH
               help="Run the spoken-term-detection study too (default-beam lattices; appended to study.md).")
 @click.option("--view/--no-view", "view_page", default=True, show_default=True,
               help="Write view.html, the browser view of the lattices (linked from study.md).")
+@click.option("--segment-free/--no-segment-free", default=True, show_default=True,
+              help="Run the study both ways too: the recordings joined into one side, scored segmented and "
+                   "segment-free (appended to study.md).")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: when stderr is a terminal).")
-def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, view_page, progress):
+def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, view_page, segment_free, progress):
     """Decode the bundled speech into lattices, score the 1-best like sclite, derive N-best lists, sausages
-    and phrase alternatives as alt-CTM files, run the oracle study (Faria et al., Tables 3-6, plots) and the
+    and phrase alternatives as alt-CTM files, run the oracle study (Faria et al., Tables 3-6, plots), the study
+    both ways (the recordings joined into one side, scored segmented and segment-free) and the
     spoken-term-detection study (every representation indexed, searched and scored like F4DE).
 
     Prints the tables and where every output is.  A few minutes on 2 cores.
@@ -31,4 +35,4 @@ def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, view_page, p
     from ..demo import run_demo
 
     run_demo(out, corpora=corpora, ns=tuple(n for n in ns if n is not None), densities=densities, bootstrap=bootstrap, seed=seed,
-             kws=kws, view_page=view_page, progress=progress, echo=click.echo)
+             kws=kws, view_page=view_page, segment_free=segment_free, progress=progress, echo=click.echo)

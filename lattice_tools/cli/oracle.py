@@ -118,10 +118,18 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @segments_option
 @click.option("--no-view", is_flag=True, help="Do not write view.html (the browser view of the first lattice set, "
                                              "linked from study.md; see 'lattice-tools view').")
+@click.option("--segment-free", is_flag=True,
+              help="Whole-side lattices (keys file-channel, file_channel or file) against a multi-segment STM: every "
+                   "cell's alt-CTM scored both ways, segmented (as sclite) and segment-free, with the words that "
+                   "moved across a segment boundary counted (no intervals or plots); with --segments, "
+                   "per-utterance lattices placed on their recording's side at the utterance's start.")
+@click.option("--collar", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="With --segment-free: a word pairs only with a reference word whose span widened by SECONDS "
+                   "holds its midpoint (meeteval's tcpWER convention).")
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding, glm, max_memory, segments, no_view):
+                  allow_untimed, encoding, glm, max_memory, segments, no_view, segment_free, collar):
     """Density vs oracle WER (Tables 3-6 of "Toward Zero Oracle Word Error Rate on the Switchboard Benchmark"
     by Faria et al.).  LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself); NAME=a NAME=b or a quoted
     pattern (NAME='lat.*.gz') joins several inputs into one set."""
@@ -143,8 +151,9 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                        plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
                        allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
-                       max_memory=max_memory, segments=segments)
-    if not no_view and not segments and "markdown" in result.files:  # (the view keys lattices as oracle does)
+                       max_memory=max_memory, segments=segments, segment_free=segment_free, collar=collar)
+    if not no_view and not segments and not segment_free and "markdown" in result.files:
+        # (the view keys per-utterance lattices as oracle does)
         import os
 
         from ..viewer.build import link_view, view

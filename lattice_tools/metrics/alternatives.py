@@ -4,9 +4,9 @@ An :class:`~lattice_tools.alternatives_network.Alternatives` object is a linear 
 every path picks one alternative per slot.  Here:
 
 * :func:`oracle_path` -- the path with the fewest plain-Levenshtein word errors against the
-  reference (exact: a DP over slots, vectorized over reference positions, min over alternatives
-  of each slot).  Every 1-best metric is then computed on that oracle hypothesis (CER, SFR,
-  NE-*, ...): the "oracle" system of a representation.  Caveat: the oracle minimizes *word*
+  reference (exact: the oracle engine of :mod:`lattice_tools.oracle` in Levenshtein mode).  Every
+  1-best metric is then computed on that oracle hypothesis (CER, SFR, NE-*, ...): the "oracle"
+  system of a representation.  Caveat: the oracle minimizes *word*
   errors; its CER is the CER of the word-oracle path, not the minimum CER over paths.
 * :func:`network_contains` -- does *some* path contain a unit sequence (an entity) contiguously?
   Exact, by propagating the set of matched-prefix lengths through every alternative.
@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..alternatives_network import Alternatives
 from ..files import atomic_write
 from .entities import contains_sequence
@@ -28,55 +26,51 @@ from .levenshtein import edit_distance
 from .text import graphemes
 
 
-def _word_row(E: np.ndarray, origin: np.ndarray, ref_arr: np.ndarray, word: str):
-    """One DP row: consume hypothesis ``word`` (insert or align to ref[i-1]), then deletions."""
-    n1 = len(E)
-    ins = E + 1
-    diag = np.full(n1, np.iinfo(np.int64).max // 4, dtype=np.int64)
-    diag[1:] = E[:-1] + (ref_arr != word)
-    take_diag = diag <= ins
-    t = np.where(take_diag, diag, ins)
-    o = np.where(take_diag, np.concatenate(([0], origin[:-1])), origin)
-    ar = np.arange(n1)
-    v = t - ar
-    run = np.minimum.accumulate(v)
-    idx = np.maximum.accumulate(np.where(v <= run, ar, 0))
-    return run + ar, o[idx]
+def _never_nonword(word: str) -> bool:
+    return False
 
 
 def oracle_path(ref: Sequence[str], alts: Alternatives, k: int | None = None) -> tuple[int, list[str], list[int]]:
-    """``(errors, oracle_words, chosen_alternative_per_slot)`` over the top-``k`` alternatives."""
+    """``(errors, oracle_words, chosen_alternative_per_slot)`` over the top-``k`` alternatives.
+
+    The oracle engine's Levenshtein mode (:func:`lattice_tools.oracle.alternatives_oracle`), with every
+    word matched as written (case-sensitive, no word treated as a filler); the chosen alternative of
+    every slot is one that spells the oracle words (the first such, slot by slot).
+    """
+    from ..oracle.api import alternatives_oracle
+
     net = alts.truncated(k)
-    n = len(ref)
-    ref_arr = np.array(list(ref) + [""], dtype=object)[:n]
-    ar = np.arange(n + 1, dtype=np.int64)
-    V = ar.copy()
-    choices = []
-    for slot in net.slots:
-        best = None
-        best_alt = best_origin = None
-        for a_idx, alt in enumerate(slot.alternatives):
-            E, origin = V, ar
-            for w in alt.words:
-                E, origin = _word_row(E, origin, ref_arr, w)
-            if best is None:
-                best, best_alt, best_origin = E, np.full(n + 1, a_idx), origin
-            else:
-                better = E < best
-                best = np.where(better, E, best)
-                best_alt = np.where(better, a_idx, best_alt)
-                best_origin = np.where(better, origin, best_origin)
-        choices.append((best_alt, best_origin))
-        V = best
-    # backtrace the chosen alternative of every slot
-    picked = []
-    i = n
-    for best_alt, best_origin in reversed(choices):
-        picked.append(int(best_alt[i]))
-        i = int(best_origin[i])
-    picked.reverse()
-    words = [w for slot, a in zip(net.slots, picked, strict=False) for w in slot.alternatives[a].words]
-    return int(V[n]), words, picked
+    res = alternatives_oracle(net, [str(w) for w in ref], mode="levenshtein", case_sensitive=True,
+                              nonword=_never_nonword)
+    words = [w for w in res.words if w != "@"]
+    return int(round(res.cost)), words, _spelling_choice(net, words)
+
+
+def _spelling_choice(net: Alternatives, words: list[str]) -> list[int]:
+    """The alternative of every slot, such that their words in order are ``words``: for each slot the
+    first alternative after which the rest can still be spelled (a table of reachable positions)."""
+    slots = net.slots
+    n = len(words)
+    # can[i][p]: slots i.. can spell words[p:]
+    can = [[False] * (n + 1) for _ in range(len(slots) + 1)]
+    can[len(slots)][n] = True
+    for i in range(len(slots) - 1, -1, -1):
+        for p in range(n + 1):
+            can[i][p] = any(_spells(a.words, words, p) and can[i + 1][p + len(a.words)]
+                            for a in slots[i].alternatives)
+    if not can[0][0]:
+        raise AssertionError("the oracle words are no path of the alternatives")
+    picked, p = [], 0
+    for i, slot in enumerate(slots):
+        a = next(j for j, alt in enumerate(slot.alternatives)
+                 if _spells(alt.words, words, p) and can[i + 1][p + len(alt.words)])
+        picked.append(a)
+        p += len(slot.alternatives[a].words)
+    return picked
+
+
+def _spells(alt_words, words: list[str], p: int) -> bool:
+    return list(alt_words) == words[p:p + len(alt_words)]
 
 
 def network_contains(alts: Alternatives, units: Sequence[str], k: int | None = None, spaceless: bool = False) -> bool:

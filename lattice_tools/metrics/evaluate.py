@@ -22,10 +22,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..scoring.counts import ErrorCounts
 from .codeswitch import CMI_BUCKETS, composite
 from .evaluate_batch import evaluate_many
 from .io import Annotation
-from .levenshtein import sum_counts
 from .results import CATEGORIES, EvalConfig, UtteranceResult
 from .stats import bootstrap_many
 
@@ -115,8 +115,8 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
     out["metrics"] = metrics
     # counts behind WER / CER
     if covered:
-        out["word_counts"] = sum_counts(r.word for r in covered).as_dict()
-        out["char_counts"] = sum_counts(r.char for r in covered).as_dict()
+        out["word_counts"] = ErrorCounts.sum(r.word for r in covered).as_dict()
+        out["char_counts"] = ErrorCounts.sum(r.char for r in covered).as_dict()
     # cross-script confusion: characters and dominant script per utterance
     chars: dict[str, int] = {}
     dom: dict[str, int] = {}
@@ -134,7 +134,7 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
     for name, lo, hi in CMI_BUCKETS:
         sel = [r for r in covered if r.cs is not None and r.cmi is not None and lo <= r.cmi < hi]
         if sel:
-            c = sum_counts(r.word for r in sel)
+            c = ErrorCounts.sum(r.word for r in sel)
             buckets[name] = {"wer": c.wer, "utterances": len(sel), "ref_words": c.ref_words}
     if buckets:
         out["wer_by_cmi"] = buckets

@@ -7,8 +7,7 @@ sees the same path the counts come from.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import fields
+from collections.abc import Sequence
 
 import kaldialign
 
@@ -37,19 +36,6 @@ def make_counts(correct: int, substitutions: int, deletions: int, insertions: in
     d["segments"] = segments
     d["segment_errors"] = int(substitutions + deletions + insertions > 0) if segment_errors is None else segment_errors
     return obj
-
-
-_COUNT_FIELDS = tuple(f.name for f in fields(ErrorCounts))
-
-
-def sum_counts(items: Iterable[ErrorCounts]) -> ErrorCounts:
-    """``ErrorCounts.sum(items)`` with one constructor call instead of one per item (integer
-    field sums, so the result is the same)."""
-    totals = [0] * len(_COUNT_FIELDS)
-    for c in items:
-        d = c.__dict__
-        totals = [t + d[f] for t, f in zip(totals, _COUNT_FIELDS, strict=False)]
-    return ErrorCounts(**dict(zip(_COUNT_FIELDS, totals, strict=False)))
 
 
 def align(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[str | None, str | None]]:

@@ -144,7 +144,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
               allow_untimed: bool = False, title: str | None = None,
               baselines: list | None = None, encoding: str = "utf-8", allow_missing: bool = False,
-              glm=None, max_memory: int | None = None, segments: str | None = None) -> StudyResult:
+              glm=None, max_memory: int | None = None, segments: str | None = None,
+              segment_free: bool = False, collar: float | None = None) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
@@ -182,6 +183,10 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         out of every WER (trn/text) or scored as all deletions (STM files), said in the table's
         notes; otherwise :class:`MismatchError`, since leaving their words out makes every WER too
         low.
+      segment_free, collar: whole-side lattices against an STM, every cell scored both ways -- segmented
+        as Faria et al. do and segment-free (with ``collar``) -- with the words that moved across a segment
+        boundary counted: :func:`run_study_both_ways` (no bootstrap intervals, plots or cell cache); there
+        ``segments`` places per-utterance lattices on their recording's side at the utterance's start.
     Raises:
       LatticeToolsError instead of writing tables whose invariants fail or could not be checked
       (no two cells of a density comparable, or cells of one density over different utterances).
@@ -189,6 +194,23 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
       :class:`StudyResult`.  Files are written atomically under ``out_dir``.
     """
     from tqdm import tqdm
+
+    if segment_free:
+        if not isinstance(references, (str, os.PathLike)) or ref_format not in (None, "stm") or baselines \
+                or allow_untimed:
+            raise LatticeToolsError("the segment-free study needs the reference as an STM file, lattices with "
+                                    "times, and no baselines")
+        return run_study_both_ways(lattice_sets, str(references), ns=ns, representations=representations,
+                                   prune_thresholds=prune_thresholds, out_dir=out_dir, mode=mode,
+                                   optional_deletable=optional_deletable, include_infinity=include_infinity,
+                                   posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale,
+                                   lm_scale=lm_scale, word_penalty=word_penalty, max_pops=max_pops,
+                                   inf_max_pops=inf_max_pops, collar=collar, format=format, words=words,
+                                   frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                                   title=title, encoding=encoding, allow_missing=allow_missing, glm=glm,
+                                   max_memory=max_memory, segments=segments)
+    if collar is not None:
+        raise LatticeToolsError("a collar applies to the segment-free study only (segment_free=True)")
 
     from ..scoring.inputs import match_keys, read_reference, reference_transcripts
 
@@ -692,3 +714,285 @@ def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: li
             f.write(buf.getvalue())
         files[f"plot_{kind}"] = path
     return files
+
+
+# ----------------------------------------------------------------------------------------------
+# The study both ways: the paper's segmented scoring beside segment-free scoring
+# ----------------------------------------------------------------------------------------------
+def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, ns: Sequence = DEFAULT_NS,
+                        representations: Sequence[str] = DEFAULT_REPRESENTATIONS,
+                        prune_thresholds: Sequence[float] = (0.0,), out_dir: str, mode: str = "sclite",
+                        optional_deletable: bool = False, include_infinity: bool = True,
+                        posterior_threshold: float = 0.1, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+                        word_penalty: float = 0.0, max_pops: int = 2_000_000, inf_max_pops: int = 200_000,
+                        collar: float | None = None, format: str | None = None, words: str | None = None,
+                        frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+                        title: str | None = None, encoding: str = "utf-8", allow_missing: bool = False,
+                        glm=None, max_memory: int | None = None, segments: str | None = None) -> StudyResult:
+    """The oracle study on whole-side lattices, scored both ways on the same alternatives.
+
+    Every lattice is one file/channel of the STM ``reference`` (key ``file-channel``, ``file_channel`` or
+    ``file``, :func:`~lattice_tools.oracle.segment_free.side_of_key`); its alternatives (1-best, N-best,
+    sausage, phrase at every depth N) are written as one alt-CTM per cell (``altctm/``) and that file is
+    scored twice against the STM's segments: *segmented*, as sclite scores it and as Faria et al. score
+    alternatives (every CTM item -- a word or a whole ALT block -- goes to one segment by its midpoint,
+    :func:`~lattice_tools.scoring.sclite.score_stm_ctm`), and *segment-free*, one alignment per side
+    (:func:`~lattice_tools.scoring.segment_free.score_segment_free`, with ``collar`` if given).  The whole
+    lattice has only the segment-free oracle (:func:`~lattice_tools.oracle.segment_free.segment_free_oracle`).
+    Each row counts the *words that moved across a boundary*: hypothesis words the segment-free alignment
+    pairs (correct or substituted) with a reference word of another segment than the one the segmented
+    scoring hands their CTM item to (:func:`~lattice_tools.scoring.segment_free.boundary_moves`).
+
+    Invariants, on every cell without a collar: segment-free cost <= segmented cost (in Levenshtein mode
+    also on errors); equal costs when no word moved; on the segment-free costs: lattice <= 1-best and
+    lattice <= N-best(N) (their paths are lattice paths).  Costs are compared on their integer part, as in
+    :func:`check_invariants` (sclite's 0.001 for skipping an empty alternative's ``@``).  A violation raises LatticeToolsError and no table is written.
+
+    With ``segments`` (a Kaldi ``segments`` file: ``utterance recording start end``) the lattices are
+    per-utterance ones (keys = utterance ids, times from the utterance's start) and their alternatives are
+    placed on their recording's side (recording ``file-channel``, ``file_channel`` or ``file``) at the
+    utterance's start: the same alt-CTMs a recipe writes from them, scored both ways.  The whole-lattice
+    row needs whole-side lattices and is left out then (said in the notes).
+
+    Writes ``study.md`` (one table per representation: segmented and segment-free WER side by side, their
+    C/S/D/I, the words moved), ``study.csv`` and ``study.json`` under ``out_dir``.  Arguments as
+    :func:`run_study`; ``glm`` is applied to the STM and to every alt-CTM (refused with the lattice
+    representation).
+    """
+    from ..io.altctm import write_alternatives_ctm
+    from ..scoring.inputs import read_hypothesis, read_reference
+    from ..scoring.sclite import score_stm_ctm
+    from ..scoring.segment_free import score_segment_free
+    from ..scoring.segments import group_segments
+    from .segment_free import segment_free_oracle, side_of_key
+
+    glms = glm_list(glm)
+    reps = [r for r in representations if r != "1best"]
+    unknown = set(reps) - {"nbest", "sausage", "phrase", "lattice"}
+    if unknown:
+        raise LatticeToolsError(f"unknown representation(s) {sorted(unknown)}; expected nbest, sausage, phrase, lattice")
+    refuse_glm_on_lattice(glms, reps)
+    if collar is not None and not (math.isfinite(float(collar)) and float(collar) >= 0):
+        raise LatticeToolsError(f"collar must be a number of seconds >= 0, not {collar!r}")
+    finite_ns = sorted({int(n) for n in ns if n is not None and n != math.inf})
+    if any(n < 1 for n in finite_ns):
+        raise LatticeToolsError(f"N must be >= 1, got {finite_ns}")
+    depths = finite_ns + ([None] if include_infinity or any(n is None or n == math.inf for n in ns) else [])
+    ref = read_reference(str(reference), "stm", glms=glms, encoding=encoding)
+    stm = ref.records
+    sides = group_segments(list(stm.segments), False, None)
+    utterances = None
+    if segments:
+        from ..io.kaldi_data import read_segments
+
+        utterances = read_segments(segments)
+    os.makedirs(out_dir, exist_ok=True)
+    scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    score_opts = dict(mode=mode, optional_deletable=optional_deletable, allow_missing=allow_missing)
+    rows: list = []
+    notes: dict = {}
+    with memory_budget(max_memory):
+        for set_name, spec in lattice_sets.items():
+            base = _load_set(spec, set_name, format=format, words=words, frame_shift=frame_shift,
+                             frame_subsampling_factor=frame_subsampling_factor)
+            located = {}
+            for lat in base:
+                check_times(lat, what="the study both ways (alt-CTMs scored against the STM's segments)")
+                side_key, offset = lat.key, 0.0
+                if utterances is not None:
+                    if lat.key not in utterances:
+                        raise LatticeToolsError(f"lattice {lat.key!r} of set {set_name!r} is not in {segments}",
+                                                key=lat.key)
+                    side_key, offset = utterances[lat.key][0], float(utterances[lat.key][1])
+                side = side_of_key(side_key, sides)
+                if side is None:
+                    raise LatticeToolsError(f"{'recording' if utterances is not None else 'lattice key'} "
+                                            f"{side_key!r} of set {set_name!r} names no file/channel of {reference} "
+                                            "(expected file-channel, file_channel, or a file with one channel)",
+                                            key=lat.key)
+                located[lat.key] = (*side, offset)
+            for thr in prune_thresholds:
+                density = set_name if thr == 0 else f"{set_name}@{thr:g}"
+                lats, note = _density_lattices(base, float(thr), acoustic_scale, lm_scale)
+                if note:
+                    notes[density] = note
+                arcs = int(sum(int(lat.num_arcs) for lat in lats))
+                common = {"density": density, "set": set_name, "prune": float(thr), "sides": len(lats),
+                          "arcs": arcs}
+                for rep in ["1best"] + [r for r in reps if r != "lattice"]:
+                    cells = [1] if rep == "1best" else depths
+                    stopped = None
+                    deepest = None if None in cells else max(cells)
+                    t = time.time()
+                    try:
+                        kw: dict = {}
+                        if rep in ("nbest", "phrase"):
+                            kw["max_pops"] = inf_max_pops if deepest is None else max_pops
+                        if rep == "phrase":
+                            kw["posterior_threshold"] = posterior_threshold
+                        alts = [make_alternatives(lat, rep, deepest, **scales, **kw) for lat in lats]
+                    except BudgetExceededError as exc:
+                        if deepest is not None:
+                            raise
+                        # N=inf out of the search budget: the finite depths on their own, N=inf recorded as stopped
+                        stopped = {**common, "representation": rep, "N": "inf",
+                                   "skipped": f"N=inf exceeds the search budget ({exc.message})"}
+                        cells = [n for n in cells if n is not None]
+                        if not cells:
+                            rows.append(stopped)
+                            continue
+                        deepest = max(cells)
+                        kw["max_pops"] = max_pops
+                        alts = [make_alternatives(lat, rep, deepest, **scales, **kw) for lat in lats]
+                    build = time.time() - t
+                    for n in cells:
+                        t = time.time()
+                        # a side's alternatives in time order: sclite keeps the file order of a CTM with ALT blocks
+                        cut = sorted((a.truncated(n).with_location(*located[a.key]) for a in alts),
+                                     key=lambda a: (a.file, a.channel, located[a.key][2]))
+                        ctm_path = os.path.join(out_dir, "altctm", _safe(density), f"{rep}-{_n_label(n)}.ctm.gz")
+                        write_alternatives_ctm(ctm_path, cut)
+                        items, _ = read_hypothesis(ctm_path, "ctm", glms=glms, encoding=encoding)
+                        segmented = score_stm_ctm(stm, items, **score_opts)
+                        moved: list = []
+                        free = score_segment_free(stm, items, collar=collar, moved=moved, **score_opts)
+                        rows.append({**common, **_both_ways_row(rep, n, segmented, free, moved),
+                                     "MB": os.path.getsize(ctm_path) / 1e6, "seconds": time.time() - t + build})
+                    if stopped:
+                        rows.append(stopped)
+                if "lattice" in reps and utterances is not None:
+                    notes["lattice"] = ("no whole-lattice row: per-utterance lattices (segments) have no "
+                                        "segment-free lattice oracle; it needs one lattice per side")
+                elif "lattice" in reps:
+                    t = time.time()
+                    res = segment_free_oracle(lats, stm, collar=collar, mode=mode,
+                                              optional_deletable=optional_deletable, allow_missing=allow_missing,
+                                              ref_name=str(reference))
+                    counts = ErrorCounts.sum(r.counts for r in res)
+                    rows.append({**common, "representation": "lattice", "N": "inf", **_wer_fields("free", counts),
+                                 "free_cost": float(sum(r.cost for r in res)), "MB": _slf_gzip_mb(lats),
+                                 "seconds": time.time() - t})
+    invariants = check_both_ways(rows, mode=mode, collar=collar)
+    bad = [i for i in invariants if not i["holds"]]
+    if bad:
+        raise LatticeToolsError(f"study invariant violated on {bad[0]['density']!r}: {bad[0]['check']} "
+                                f"({bad[0]['lhs']} > {bad[0]['rhs']}; {len(bad)} of {len(invariants)} fail); "
+                                "the tables are not written", key=bad[0]["density"])
+    if title is None:
+        title = f"{', '.join(map(str, lattice_sets))} against {os.path.basename(str(reference))}"
+    files = write_both_ways_tables(rows, invariants, out_dir, mode=mode, collar=collar, notes=notes, title=title)
+    return StudyResult(rows=rows, invariants=invariants, files=files)
+
+
+def _wer_fields(prefix: str, counts: ErrorCounts) -> dict:
+    return {f"{prefix}_wer": 100 * counts.wer, f"{prefix}_C": counts.correct, f"{prefix}_S": counts.substitutions,
+            f"{prefix}_D": counts.deletions, f"{prefix}_I": counts.insertions, "ref_words": counts.ref_words}
+
+
+def _both_ways_row(rep: str, n, segmented, free, moved: list) -> dict:
+    """One cell: the segmented and the segment-free scores of one alt-CTM and the words moved."""
+    if segmented.total.ref_words != free.total.ref_words:
+        raise AssertionError("the two scorings counted different reference words")
+    return {"representation": rep, "N": _n_label(n), **_wer_fields("seg", segmented.total),
+            **_wer_fields("free", free.total),
+            "seg_cost": float(sum(s.alignment.cost for s in segmented.segments)),
+            "free_cost": float(sum(s.alignment.cost for s in free.segments)),
+            "paired": int(sum(m["paired"] for m in moved)), "moved": int(sum(m["moved"] for m in moved))}
+
+
+def check_both_ways(rows: list, *, mode: str = "sclite", collar: float | None = None) -> list:
+    """The invariants of :func:`run_study_both_ways` (see its docstring); one dict per check."""
+    out: list = []
+
+    def add(density, name, lhs, rhs, holds):
+        out.append({"density": density, "check": name, "lhs": lhs, "rhs": rhs, "holds": bool(holds)})
+
+    def whole(cost):
+        # sclite prices skipping a NULL word '@' (an empty alternative) at 0.001 and the two scorings may skip
+        # different numbers of them, so costs are compared on their integer part (real edits cost 3 or 4)
+        return math.floor(cost + 1e-6)
+
+    for r in rows:
+        if "seg_cost" not in r or collar is not None:
+            continue  # a collar constrains the segment-free alignment: it may be worse than the segmented one
+        cell = f"{r['representation']}(N={r['N']})"
+        add(r["density"], f"{cell}: segment-free cost <= segmented cost", r["free_cost"], r["seg_cost"],
+            whole(r["free_cost"]) <= whole(r["seg_cost"]))
+        if mode == "levenshtein":
+            e_free = r["free_S"] + r["free_D"] + r["free_I"]
+            e_seg = r["seg_S"] + r["seg_D"] + r["seg_I"]
+            add(r["density"], f"{cell}: segment-free errors <= segmented errors", e_free, e_seg, e_free <= e_seg)
+        if r["moved"] == 0:
+            add(r["density"], f"{cell}: no word moved, so equal costs", r["free_cost"], r["seg_cost"],
+                whole(r["free_cost"]) == whole(r["seg_cost"]))
+    for density in dict.fromkeys(r["density"] for r in rows):
+        cells = {(r["representation"], r["N"]): r for r in rows if r["density"] == density and "free_cost" in r}
+        lat = cells.get(("lattice", "inf"))
+        if lat is None:
+            continue
+        for (rep, n), r in cells.items():
+            if rep in ("1best", "nbest"):
+                add(density, f"segment-free: lattice <= {rep}(N={n})", lat["free_cost"], r["free_cost"],
+                    whole(lat["free_cost"]) <= whole(r["free_cost"]))
+    return out
+
+
+_BOTH_TITLES = {"1best": "1-best: the lattice's best path", "nbest": "Utterance-level (N-best) alternatives",
+                "sausage": "Word-level alternatives (sausages)", "phrase": "Phrase-level alternatives",
+                "lattice": "Whole lattice (segment-free oracle only)"}
+
+
+def write_both_ways_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "sclite",
+                           collar: float | None = None, notes: dict | None = None, title: str | None = None) -> dict:
+    """``study.md``, ``study.csv`` and ``study.json`` of :func:`run_study_both_ways`."""
+    how = "without collar" if collar is None else f"collar {collar:g} s"
+    md = [f"# Oracle WER study both ways: {title} ({mode} scoring)", "",
+          "The same alternatives scored two ways against the STM's segments. *Segmented*: as sclite and "
+          "Faria et al. score them, every CTM item (a word or a whole ALT block) in the one segment its midpoint "
+          f"falls in. *Segment-free* ({how}): one alignment per file and channel, so an ALT block or a word "
+          "may pair with the words of the next segment. WER in %. *moved* = hypothesis words the segment-free "
+          "alignment pairs (correct or substituted) with a reference word of another segment than the one the "
+          "segmented scoring hands their CTM item to, out of *paired* such words. MB = gzip-compressed "
+          "alt-CTM size (whole lattice: gzip-compressed SLF).", ""]
+    show = ["density", "N", "seg_wer", "free_wer", "moved", "paired", "seg_C", "seg_S", "seg_D", "seg_I",
+            "free_C", "free_S", "free_D", "free_I", "ref_words", "MB"]
+    heads = ["density", "N", "segmented WER", "segment-free WER", "moved", "paired", "C", "S", "D", "I",
+             "C (free)", "S (free)", "D (free)", "I (free)", "ref words", "MB"]
+    for rep in ("1best", "nbest", "sausage", "phrase", "lattice"):
+        rs = [r for r in rows if r["representation"] == rep]
+        if not rs:
+            continue
+        md += [f"## {_BOTH_TITLES[rep]}", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        for r in rs:
+            if "skipped" in r:
+                md.append(f"| {r['density']} | {r['N']} | *stopped by the search budget* |" + " |" * (len(show) - 3))
+                notes = {**(notes or {}), f"{r['density']} {rep} N={r['N']}": r["skipped"]}
+                continue
+            md.append("| " + " | ".join(_both_fmt(r.get(c), c) for c in show) + " |")
+        md.append("")
+    bad = [i for i in invariants if not i["holds"]]
+    md += ["## Invariants", "", f"{len(invariants) - len(bad)} of {len(invariants)} hold" +
+           (" (none checked with a collar but lattice <= 1-best and N-best)." if collar is not None else "."), ""]
+    if notes:
+        md += ["## Notes", ""] + [f"- {k}: {v}" for k, v in notes.items()] + [""]
+    files = {"markdown": os.path.join(out_dir, "study.md"), "csv": os.path.join(out_dir, "study.csv"),
+             "json": os.path.join(out_dir, "study.json")}
+    with atomic_write(files["markdown"]) as f:
+        f.write("\n".join(md))
+    columns = ["density", "representation", "N", "seg_wer", "free_wer", "moved", "paired", "seg_C", "seg_S",
+               "seg_D", "seg_I", "free_C", "free_S", "free_D", "free_I", "ref_words", "seg_cost", "free_cost",
+               "sides", "arcs", "MB", "seconds"]
+    with atomic_write(files["csv"]) as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(columns + ["skipped"])
+        for r in rows:
+            w.writerow([_both_fmt(r.get(c), c) for c in columns] + [r.get("skipped", "")])
+    _write_json(files["json"], {"mode": mode, "collar": collar, "title": title, "rows": rows,
+                                "invariants": invariants, "notes": notes or {}})
+    return files
+
+
+def _both_fmt(v, col):
+    if isinstance(v, float) and col in ("seg_wer", "free_wer"):
+        return f"{v:.2f}"
+    return _fmt(v, col)

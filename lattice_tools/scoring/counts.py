@@ -53,10 +53,15 @@ class ErrorCounts:
 
     @staticmethod
     def sum(items: Iterable[ErrorCounts]) -> ErrorCounts:
-        total = ErrorCounts()
+        """The field-wise total of ``items`` (the one summing helper: one constructor call, not one per
+        item, since scorers sum many segments)."""
+        totals = [0] * len(_FIELD_NAMES)
         for c in items:
-            total = total + c
-        return total
+            if not isinstance(c, ErrorCounts):
+                raise TypeError(f"ErrorCounts.sum takes ErrorCounts, not {type(c).__name__}")
+            d = c.__dict__
+            totals = [t + d[f] for t, f in zip(totals, _FIELD_NAMES, strict=True)]
+        return ErrorCounts(**dict(zip(_FIELD_NAMES, totals, strict=True)))
 
     @property
     def errors(self) -> int:
@@ -122,3 +127,6 @@ _DERIVED = frozenset({"errors", "wer", "precision", "recall"})
 
 
 ErrorCounts.zero = ErrorCounts()  # type: ignore[attr-defined]
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(ErrorCounts))

@@ -66,10 +66,3 @@ def normalized_cross_entropy(pairs_with_conf: list, counts: ErrorCounts) -> floa
     return (h + s) / h if h else float("nan")
 
 
-_COUNT_FIELDS = ("correct", "substitutions", "deletions", "insertions", "ref_words", "segments", "segment_errors",
-                 "optional_correct", "optional_deleted")
-
-
-def sum_counts(counts: list) -> ErrorCounts:
-    """ErrorCounts.sum without one intermediate object per term (many segments)."""
-    return ErrorCounts(**{f: sum(getattr(c, f) for c in counts) for f in _COUNT_FIELDS})

@@ -52,7 +52,7 @@ from .inputs import (
     without_rt_fields,
 )
 from .network import from_ctm_items, parse_transcript
-from .results import ScoreResult, SegmentScore, normalized_cross_entropy, sum_counts
+from .results import ScoreResult, SegmentScore, normalized_cross_entropy
 from .segments import (
     assign_items,
     build_result,
@@ -344,8 +344,8 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
         spk = trn_speaker(uid, id_type)
         per_speaker.setdefault(spk, []).append(ali.counts)
         scored.append(SegmentScore(f"({uid})", spk, "", "", None, None, r.text, ali))
-    speakers = OrderedDict((k, sum_counts(v)) for k, v in per_speaker.items())
-    return ScoreResult(tuple(scored), speakers, sum_counts(list(speakers.values())), ref_name, hyp_name,
+    speakers = OrderedDict((k, ErrorCounts.sum(v)) for k, v in per_speaker.items())
+    return ScoreResult(tuple(scored), speakers, ErrorCounts.sum(list(speakers.values())), ref_name, hyp_name,
                        tuple(warnings), dict(optional_deletable=optional_deletable, fragments=fragments,
                                              case_sensitive=case_sensitive, mode=mode, id_type=id_type,
                                              case_language=case_language))

@@ -47,6 +47,7 @@ from .inputs import is_ignore
 from .network import WordNetwork, from_ctm_items, parse_transcript
 from .results import ScoreResult
 from .segments import (
+    assign_items,
     build_result,
     check_channels,
     drops_word_warning,
@@ -55,8 +56,8 @@ from .segments import (
     group_segments,
 )
 
-__all__ = ["BYTES_PER_CELL", "align_side", "band_of", "reference_times", "score_segment_free", "side_reference",
-           "slots_of"]
+__all__ = ["BYTES_PER_CELL", "align_side", "band_of", "boundary_moves", "reference_times", "score_segment_free",
+           "side_reference", "slots_of"]
 
 BYTES_PER_CELL = 9  # float32 value, move, two predecessor ranks (lattice_tools/_ext/banded_align.c)
 
@@ -366,10 +367,42 @@ def _segment_of_pairs(pairs, arc_seg: np.ndarray, hyp: WordNetwork, seg_ends: np
     return seg
 
 
+def boundary_moves(pairs, hyp: WordNetwork, items: Sequence, arc_seg: np.ndarray, all_segs: Sequence,
+                   segs: Sequence) -> tuple[int, int]:
+    """``(paired, moved)`` on one file/channel: ``paired`` hypothesis words the side's alignment pairs with a
+    reference word (correct or substituted), of which ``moved`` are *words that moved across a boundary*: their
+    reference word is in another STM segment than the one sclite's segmented scoring hands their CTM item to
+    (a word, or its whole ALT block, goes to a segment by its midpoint: :func:`~.segments.assign_items`; an
+    item sclite hands to an ``IGNORE_TIME_SEGMENT_IN_SCORING`` segment is scored nowhere there, so pairing it
+    counts as a move too).
+
+    ``hyp`` is :func:`~.network.from_ctm_items` of ``items`` (its arcs are the items' words and empty
+    alternatives, in order); ``arc_seg`` the segment (index into ``segs``, the side's scored segments) of every
+    reference arc; ``all_segs`` the side's segments in order, ignored ones included."""
+    # the item of every hypothesis arc: one per word, one per empty alternative of a block
+    per_item = [sum(max(len(alt), 1) for alt in it.alternatives) if isinstance(it, CtmAltBlock) else 1
+                for it in items]
+    if sum(per_item) != hyp.num_arcs:
+        raise AssertionError("the hypothesis network's arcs are not its items' words")
+    item_of_arc = np.repeat(np.arange(len(items)), per_item)
+    scored = {id(s): k for k, s in enumerate(segs)}
+    seg_of_item = np.full(len(items), -1, np.int64)
+    mids = np.array([item_mid(it) for it in items], np.float64)
+    for seg, (first, stop) in zip(all_segs, assign_items(mids, all_segs), strict=True):
+        seg_of_item[first:stop] = scored.get(id(seg), -1)
+    paired = n_moved = 0
+    for p in pairs:
+        if p.ref_arc >= 0 and p.hyp_arc >= 0 and hyp.words[p.hyp_arc] is not None and p.op in ("C", "S"):
+            paired += 1
+            n_moved += int(arc_seg[p.ref_arc] != seg_of_item[item_of_arc[p.hyp_arc]])
+    return paired, n_moved
+
+
 def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None, optional_deletable: bool = False,
                        fragments: bool = False, case_sensitive: bool = False, mode: str = "sclite",
                        allow_missing: bool = False,
-                       case_language: str | None = None, ref_name: str = "", hyp_name: str = "") -> ScoreResult:
+                       case_language: str | None = None, ref_name: str = "", hyp_name: str = "",
+                       moved: list | None = None) -> ScoreResult:
     """Score CTM items (words and ALT blocks) against an STM with one alignment per file and channel
     (see the module docstring), reported in the STM's segments.
 
@@ -382,6 +415,8 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
         (meeteval's tcpWER convention; with ``mode="levenshtein"`` the counts are meeteval's ``tcpwer``).
       optional_deletable, fragments, case_sensitive, mode, allow_missing, case_language: as
         :func:`~.sclite.score_stm_ctm`.
+      moved: a list to receive, per file and channel, the words that moved across a segment boundary
+        (:func:`boundary_moves`): ``{"file", "channel", "paired", "moved"}``.
     Returns:
       :class:`~.results.ScoreResult` with one :class:`~.results.SegmentScore` per scored STM segment.
       Hypothesis words inside ``IGNORE_TIME_SEGMENT_IN_SCORING`` segments are dropped.
@@ -416,6 +451,7 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
     any_conf = False
     for key, segs in chan_segs.items():
         ignored = [(f32(s.start), f32(s.end)) for s in segs if is_ignore(s.text)]
+        all_segs = segs
         segs = [s for s in segs if not is_ignore(s.text)]
         items = chan_items.get(key, [])
         if ignored:
@@ -433,6 +469,9 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
         pairs = ali.pairs
         seg_ends = np.array([f32(s.end) for s in segs], np.float64)
         seg_of = _segment_of_pairs(pairs, arc_seg_a, hyp, seg_ends)
+        if moved is not None:
+            paired, n_moved = boundary_moves(pairs, hyp, items, arc_seg_a, all_segs, segs)
+            moved.append({"file": key[0], "channel": key[1], "paired": paired, "moved": n_moved})
         if hyp.num_arcs and not np.isnan(hyp.confidence).all():
             any_conf = True
         cut = np.searchsorted(seg_of, np.arange(len(segs) + 1), side="left").tolist()

@@ -20,7 +20,7 @@ from ..errors import MismatchError
 from .counts import ErrorCounts
 from .inputs import match_keys
 from .network import lower_case
-from .results import ScoreResult, SegmentScore, normalized_cross_entropy, sum_counts
+from .results import ScoreResult, SegmentScore, normalized_cross_entropy
 
 
 def f32(x: float) -> float:
@@ -138,7 +138,7 @@ def build_result(job_segs: list, alignments: list, counts: np.ndarray, confidenc
     sums = np.zeros((len(spk_index), counts.shape[1]), np.int64)
     np.add.at(sums, codes, counts)
     speakers = OrderedDict((k, ErrorCounts(*sums[i].tolist())) for k, i in spk_index.items())
-    total = ErrorCounts(*sums.sum(axis=0).tolist()) if len(spk_index) else sum_counts([])
+    total = ErrorCounts(*sums.sum(axis=0).tolist()) if len(spk_index) else ErrorCounts.sum([])
     nce, speaker_nce = None, {}
     if confidences is not None and job_segs:
         conf_pairs: OrderedDict[str, list] = OrderedDict()

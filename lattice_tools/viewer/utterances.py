@@ -54,7 +54,7 @@ def score_one_best(reference: str, ref_format: str, one_best: Sequence, glms: Se
     recording ``key``; trn/text: the utterance ``key``)."""
     from ..files import discard_temporary, make_temporary
     from ..scoring import score_files
-    from ..scoring.results import sum_counts
+    from ..scoring.counts import ErrorCounts
 
     suffix = "ctm" if ref_format == "stm" else "trn"
     fd, tmp = make_temporary(os.path.join(tempfile.gettempdir(), "view-1best." + suffix))
@@ -92,7 +92,7 @@ def score_one_best(reference: str, ref_format: str, one_best: Sequence, glms: Se
             by_key.setdefault(key, []).append(seg)
     out = {}
     for key, segs in by_key.items():
-        out[key] = {"counts": counts_dict(sum_counts([s.counts for s in segs])),
+        out[key] = {"counts": counts_dict(ErrorCounts.sum(s.counts for s in segs)),
                     "align": [[p.op, p.ref, p.hyp] for s in segs for p in s.alignment.pairs]}
     return out
 
