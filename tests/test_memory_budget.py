@@ -58,3 +58,68 @@ def test_streamed_alt_ctm_lines_equal_the_items_path(n, tmp_path):
     with AlternativesCtmWriter(str(tmp_path / "x.ctm"), n) as writer:
         writer.write(alts)
     assert (tmp_path / "x.ctm").read_text().splitlines() == expected
+
+
+GLM = DATA / "sctk/glm/en20030506.glm"
+
+
+@pytest.fixture(scope="module")
+def glm_blowup(tmp_path_factory) -> tuple[Path, Path]:
+    """A 3,000-word segment and a CTM whose ALT block holds it with 8 contractions: the GLM's rule
+    ``CAN'T => {CAN NOT / CANNOT}`` nests a block in the ALT block for each, and flattening them makes
+    256 alternatives of 3,000 words (769,024 words, a 3,001 x 769,025 alignment table)."""
+    d = tmp_path_factory.mktemp("glm")
+    words = ["THE"] * 3000
+    for i in range(8):
+        words[i * 300] = "CAN'T"
+    (d / "ref.stm").write_text("f 1 spk 0.0 3000.0 " + " ".join(words) + "\n")
+    lines = ["f 1 * * <ALT_BEGIN>", *(f"f 1 {i}.00 0.50 {w}" for i, w in enumerate(words)),
+             "f 1 * * <ALT>", "f 1 0.00 0.50 THE", "f 1 * * <ALT_END>"]
+    (d / "hyp.ctm").write_text("\n".join(lines) + "\n")
+    return d / "ref.stm", d / "hyp.ctm"
+
+
+@pytest.mark.parametrize("budget, where", [(100, "flattening the nested ALT block of f 1 (line 1)"),
+                                           (300, "3,000 reference words x 769,025 hypothesis arcs")])
+def test_score_glm_expansion_is_counted_before_it_is_built(glm_blowup, budget, where):
+    ref, hyp = glm_blowup
+    result = run_capped(["score", "--max-memory", f"{budget}M", "-r", ref, "-h", hyp, "--glm", GLM],
+                        cap=(budget << 20) + BASE_MARGIN, timeout=60)
+    assert_budget_refusal(result)
+    assert where in result.stderr
+    assert result.peak_rss <= budget * MB * 1.25, result.peak_rss / MB
+
+
+def test_expand_alternation_is_counted_before_it_is_built():
+    from lattice_tools._budget import memory_budget, resident_bytes
+    from lattice_tools.errors import BudgetExceededError
+    from lattice_tools.scoring.glm.repairs import expand_alternation
+
+    text = " ".join(["{ A B / C }"] * 12 + ["W"] * 2000)
+    assert expand_alternation("X { A / B C } Y { D / @ / {E/F} } Z") == [
+        ["X", "A", "Y", "D", "Z"], ["X", "A", "Y", "Z"], ["X", "A", "Y", "E", "Z"], ["X", "A", "Y", "F", "Z"],
+        ["X", "B", "C", "Y", "D", "Z"], ["X", "B", "C", "Y", "Z"], ["X", "B", "C", "Y", "E", "Z"],
+        ["X", "B", "C", "Y", "F", "Z"]]
+    with memory_budget(resident_bytes() + (20 << 20)), pytest.raises(BudgetExceededError, match="alternation"):
+        expand_alternation(text, where="ref.stm:3")
+
+
+def test_flatten_nested_block_equals_the_plain_product():
+    """The run-based product of flatten_nested_block lists what the Cartesian product of the inner
+    blocks lists, in the same order (first listed first), duplicates dropped."""
+    import itertools
+
+    from lattice_tools.io.ctm import CtmAltBlock, CtmWord, flatten_nested_block
+
+    def w(x):
+        return CtmWord("f", "1", 0.0, 0.1, x)
+
+    inner1 = CtmAltBlock("f", "1", ((w("a"),), (w("b"), w("c"))))
+    inner2 = CtmAltBlock("f", "1", ((w("d"),), (), (w("a"), w("c"))))
+    outer = CtmAltBlock("f", "1", ((w("x"), inner1, w("y"), inner2, w("z")), (w("x"), w("a"), w("y"))))
+    flat = flatten_nested_block(outer)
+    expected = []
+    for i, j in itertools.product(inner1.alternatives, inner2.alternatives):
+        expected.append(("x", *(v.word for v in i), "y", *(v.word for v in j), "z"))
+    expected.append(("x", "a", "y"))
+    assert [tuple(v.word for v in alt) for alt in flat.alternatives] == list(dict.fromkeys(expected))
