@@ -76,6 +76,9 @@ def check_allocation(nbytes: int, what: str, key: str | None = None, advice: str
     if _limit is None:
         return
     rss = resident_bytes()
+    if rss > _limit:  # already past it (the budget is below what the inputs and libraries take)
+        raise BudgetExceededError(f"{what}: the process already holds {format_size(rss)} resident, more than the "
+                                  f"memory budget of {format_size(_limit)}; raise it with {_option}", key=key)
     if rss + nbytes > _limit:
         raise BudgetExceededError(f"{what} needs about {format_size(nbytes)} on top of {format_size(rss)} resident, "
                                   f"more than the memory budget of {format_size(_limit)}; raise it with "

@@ -19,6 +19,7 @@ import os
 import wave
 from collections.abc import Mapping, Sequence
 
+from ._budget import DEFAULT_MAX_MEMORY, memory_budget
 from .errors import LatticeToolsError
 
 # pocketsphinx search settings: its defaults, and a denser lattice from the first (tree) pass alone
@@ -63,14 +64,23 @@ def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
 
 def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "cards"), ns: Sequence[int] = DEMO_NS,
              densities: Sequence[str] = ("default", "dense"), bootstrap: int = 1000, seed: int = 0,
-             progress: bool | None = None, kws: bool = True, echo=print) -> dict:
+             progress: bool | None = None, kws: bool = True, echo=print,
+             max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Run decode -> 1-best scoring -> alternatives -> oracle study -> KWS study on the bundled speech.
 
     ``kws``: run the spoken-term-detection study too (on the default-beam lattices, when decoded).
+    ``max_memory``: bytes of resident memory every search and table of the run may use (None: no
+    bound); a study cell past it (N = inf of a dense lattice) is recorded as skipped with the reason.
 
     Returns a dict of the files written (tables, plots, CTMs, lattices).  Everything lands under
     ``out``; finished study cells are reused on a rerun.
     """
+    with memory_budget(max_memory):
+        return _run_demo(out, corpora=corpora, ns=ns, densities=densities, bootstrap=bootstrap, seed=seed,
+                         progress=progress, kws=kws, echo=echo)
+
+
+def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kws, echo) -> dict:
     from .decode.pocketsphinx import decode_audio
     from .io.ctm import read_ctm
     from .io.stm import read_stm

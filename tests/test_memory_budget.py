@@ -123,3 +123,23 @@ def test_flatten_nested_block_equals_the_plain_product():
         expected.append(("x", *(v.word for v in i), "y", *(v.word for v in j), "z"))
     expected.append(("x", "a", "y"))
     assert [tuple(v.word for v in alt) for alt in flat.alternatives] == list(dict.fromkeys(expected))
+
+
+def test_phrases_search_stops_at_the_budget(tmp_path):
+    budget = 60 * MB
+    result = run_capped(["phrases", "-n", "inf", "--max-memory", "60M", DATA / "kaldi/lats/bundled.ark.gz",
+                         "-o", tmp_path / "p.ctm"], cap=budget + BASE_MARGIN, timeout=120)
+    assert_budget_refusal(result)
+    assert result.peak_rss <= budget * 1.25, result.peak_rss / MB
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_demo_holds_its_budget(tmp_path):
+    """The demo runs under one budget: the decoder's models alone take ~230 MB, so 150M stops it cleanly at
+    its first budgeted step, where an unbudgeted run of the same command peaks at ~235 MB."""
+    result = run_capped(["demo", "-o", tmp_path / "demo", "--corpus", "cards", "--density", "default", "-n", "10",
+                         "--bootstrap", "0", "--no-kws", "--max-memory", "150M"], cap=(150 << 20) + BASE_MARGIN + (200 << 20),
+                        timeout=600)
+    assert_budget_refusal(result)
+    assert "already holds" in result.stderr

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ._options import DEPTH
+from ._options import DEPTH, SIZE
 
 
 @click.command("demo")
@@ -19,7 +19,10 @@ from ._options import DEPTH
 @click.option("--kws/--no-kws", default=True, show_default=True,
               help="Run the spoken-term-detection study too (default-beam lattices; appended to study.md).")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: when stderr is a terminal).")
-def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, progress):
+@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+              help="Memory budget of the whole run (resident memory: 2G, 500M; 'inf' = none); a study cell past it "
+                   "is recorded as skipped.")
+def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, progress, max_memory):
     """Decode the bundled speech into lattices, score the 1-best like sclite, derive N-best lists, sausages
     and phrase alternatives as alt-CTM files, run the oracle study (seed 001 Tables 3-6, plots) and the
     spoken-term-detection study (every representation indexed, searched and scored like F4DE).
@@ -29,4 +32,4 @@ def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, progress):
     from ..demo import run_demo
 
     run_demo(out, corpora=corpora, ns=tuple(n for n in ns if n is not None), densities=densities, bootstrap=bootstrap, seed=seed,
-             kws=kws, progress=progress, echo=click.echo)
+             kws=kws, progress=progress, echo=click.echo, max_memory=max_memory)
