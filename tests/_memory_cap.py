@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,31 +70,45 @@ def run_capped(args: list[str], cap: int | str, *, timeout: float = 60, input: b
     def cap_address_space():  # runs in the child between fork and exec
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".maxrss") as peak:
         t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "lattice_tools", *map(str, args)],
+        # a small Python process runs the command and reports its peak: a child forked from this (large)
+        # test process would report this one's resident memory as its own peak (Linux carries it over)
+        proc = subprocess.Popen([sys.executable, "-c", _REPORT_PEAK, peak.name, sys.executable, "-m", "lattice_tools",
+                                 *map(str, args)],
                                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                stdout=out, stderr=err, env=_env(), cwd=cwd, preexec_fn=cap_address_space)
+                                stdout=out, stderr=err, env=_env(), cwd=cwd, preexec_fn=cap_address_space,
+                                start_new_session=True)
         if input is not None:
             with contextlib.suppress(BrokenPipeError):
                 proc.stdin.write(input)
             with contextlib.suppress(BrokenPipeError):
                 proc.stdin.close()
-        while True:  # os.wait4 gives this child's own peak resident memory
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - t0 > timeout:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                raise subprocess.TimeoutExpired(proc.args, timeout)
-            time.sleep(0.01)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
         seconds = time.monotonic() - t0
         out.seek(0)
         err.seek(0)
-        return CappedResult(proc.returncode, out.read().decode("utf-8", "replace"),
-                            err.read().decode("utf-8", "replace"), seconds, usage.ru_maxrss * 1024)
+        text = peak.read().strip()
+        return CappedResult(returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                            seconds, int(text) * 1024 if text else 0)
+
+
+# argv: peak file, command...: run the command, write its peak resident memory (KB), exit with its status
+_REPORT_PEAK = """
+import os, signal, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
 
 
 def assert_budget_refusal(result: CappedResult, option: str = "--max-memory") -> None:

@@ -97,6 +97,10 @@ ZERO_COMMANDS = {
     "info slf": (["info", "--format", "slf", "/dev/zero"], "/dev/zero"),
     "nbest openfst": (["nbest", "--format", "openfst", "/dev/zero", "-o", "-"], "/dev/zero"),
     "score ref": (["score", "-r", "/dev/zero", "-h", str(DATA / "inputs/003.lat")], "/dev/zero"),
+    "score hyp": (["score", "-r", str(DATA / "kaldi/lats/bundled.ref.txt"), "-h", "/dev/zero", "--hyp-format", "text"],
+                  "/dev/zero"),
+    "words table": (["info", "--words", "/dev/zero", str(DATA / "kaldi/lats/insertion.ark")], "/dev/zero"),
+    "segments": (["nbest", "--segments", "/dev/zero", str(DATA / "kaldi/lats/insertion.ark"), "-o", "-"], "/dev/zero"),
 }
 
 
