@@ -15,6 +15,10 @@ from typing import NoReturn
 
 from .errors import BudgetExceededError
 
+#: The default of every ``--max-memory``/``max_memory`` (bytes of resident memory): what the demo's densest
+#: N = inf search needs (3.9 GB measured) fits; a runaway job stops well before a laptop swaps.
+DEFAULT_MAX_MEMORY = 4 << 30
+
 _limit: int | None = None
 _option: str = "max_memory"
 
@@ -63,6 +67,22 @@ def check_memory(what: str, key: str | None = None) -> None:
         raise BudgetExceededError(f"{what} exceeded the memory budget: {format_size(rss)} resident > "
                                   f"{format_size(_limit)}; raise it with {_option}, lower N or prune the lattice",
                                   key=key)
+
+
+def check_allocation(nbytes: int, what: str, key: str | None = None, advice: str = "") -> None:
+    """Refuse, before it is made, an allocation of about ``nbytes`` that the memory budget cannot hold
+    (BudgetExceededError naming ``what``, the sizes and the option; ``advice``: what else the user can do).
+    Nothing is checked when no budget is set."""
+    if _limit is None:
+        return
+    rss = resident_bytes()
+    if rss > _limit:  # already past it (the budget is below what the inputs and libraries take)
+        raise BudgetExceededError(f"{what}: the process already holds {format_size(rss)} resident, more than the "
+                                  f"memory budget of {format_size(_limit)}; raise it with {_option}", key=key)
+    if rss + nbytes > _limit:
+        raise BudgetExceededError(f"{what} needs about {format_size(nbytes)} on top of {format_size(rss)} resident, "
+                                  f"more than the memory budget of {format_size(_limit)}; raise it with "
+                                  f"{_option}{advice}", key=key)
 
 
 def bytes_left() -> int | None:

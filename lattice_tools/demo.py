@@ -22,6 +22,7 @@ import os
 import wave
 from collections.abc import Mapping, Sequence
 
+from ._budget import DEFAULT_MAX_MEMORY, memory_budget
 from .errors import LatticeToolsError
 
 # pocketsphinx search settings: its defaults, and a denser lattice from the first (tree) pass alone
@@ -111,7 +112,7 @@ def concatenated_side(paths: Sequence[str], trn_paths: Sequence[str], out_dir: s
 def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "cards"), ns: Sequence[int] = DEMO_NS,
              densities: Sequence[str] = ("default", "dense"), bootstrap: int = 1000, seed: int = 0,
              progress: bool | None = None, kws: bool = True, view_page: bool = True, segment_free: bool = True,
-             echo=print) -> dict:
+             echo=print, max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Run decode -> 1-best scoring -> alternatives -> oracle study -> KWS study on the bundled speech.
 
     ``kws``: run the spoken-term-detection study too (on the default-beam lattices, when decoded).
@@ -121,10 +122,19 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
     (:func:`concatenated_side`), decoded whole at the first density's beams, every representation scored
     segmented and segment-free against the side's multi-segment STM (``study-both-ways/``, its tables
     appended to study.md).
+    ``max_memory``: bytes of resident memory every search and table of the run may use (None: no
+    bound); a study cell past it (N = inf of a dense lattice) is recorded as skipped with the reason.
 
     Returns a dict of the files written (tables, plots, CTMs, lattices).  Everything lands under
     ``out``; finished study cells are reused on a rerun.
     """
+    with memory_budget(max_memory):
+        return _run_demo(out, corpora=corpora, ns=ns, densities=densities, bootstrap=bootstrap, seed=seed,
+                         progress=progress, kws=kws, view_page=view_page, segment_free=segment_free, echo=echo)
+
+
+def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kws, view_page, segment_free,
+              echo) -> dict:
     from .decode.pocketsphinx import decode_audio
     from .io.ctm import read_ctm
     from .io.stm import read_stm

@@ -64,30 +64,125 @@ def decode_error(path: str, encoding: str, exc: UnicodeDecodeError, data: bytes 
                        "(e.g. latin-1, gb2312)", path=str(path), line=line)
 
 
+#: The longest line a text reader accepts (bytes).  Lines of every text format the toolkit reads (CTM, STM,
+#: trn, GLM, SLF, OpenFst/Kaldi text, XML) are far shorter; a longer one is an endless stream or a binary
+#: file, refused before it fills memory.
+MAX_LINE_BYTES = 16 << 20
+_CHUNK = 1 << 20
+
+
+def _ascii_compatible(encoding: str) -> bool:
+    try:
+        return "\n\r".encode(encoding) == b"\n\r" and "a".encode(encoding) == b"a"
+    except (LookupError, UnicodeError):
+        return False
+
+
+def check_text_bytes(data: bytes, path: str, line: int | None = None) -> None:
+    """Refuse ``data`` read from a text file when it holds a NUL byte (a binary file, ``/dev/zero``):
+    no text format of the toolkit has one, and a NUL stream has no line ends to bound it."""
+    i = data.find(b"\0")
+    if i >= 0:
+        raise FormatError("binary data (a NUL byte) in a text input; is this the right file?", path=str(path),
+                          line=line if line is not None else data.count(b"\n", 0, i) + 1)
+
+
+def read_text_bytes(path: str, encoding: str = "utf-8", what: str = "text") -> bytes:
+    """The bytes of text file ``path`` (gzip detected, ``-`` = stdin), read in pieces that are checked
+    before the next is read: a NUL byte (binary data, ``/dev/zero``) or a line longer than
+    :data:`MAX_LINE_BYTES` (an endless stream) is refused with FormatError naming the file and line,
+    within the first megabytes instead of after memory is full."""
+    text_check = _ascii_compatible(encoding)
+    pieces: list[bytes] = []
+    lines = 0
+    since_newline = 0
+    try:
+        with open_binary_input(path) as f:
+            while True:
+                chunk = f.read(_CHUNK)
+                if not chunk:
+                    break
+                if not pieces and chunk[:2] in (b"\xff\xfe", b"\xfe\xff"):
+                    text_check = False  # a UTF-16/32 byte-order mark: NUL bytes are part of its characters
+                if text_check:
+                    check_text_bytes(chunk, path, None if b"\0" not in chunk else
+                                     lines + chunk.count(b"\n", 0, chunk.find(b"\0")) + 1)
+                    last = chunk.rfind(b"\n")
+                    since_newline = since_newline + len(chunk) if last < 0 else len(chunk) - last - 1
+                    lines += chunk.count(b"\n")
+                    if since_newline > MAX_LINE_BYTES:
+                        raise FormatError(f"line longer than {MAX_LINE_BYTES >> 20} MB in a {what} input (an "
+                                          "endless stream or not a text file?)", path=str(path), line=lines + 1)
+                pieces.append(chunk)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise FormatError(f"truncated or corrupt gzip data ({exc})", path=str(path)) from None
+    return b"".join(pieces)
+
+
+def bounded_lines(raw: IO[bytes], path: str) -> Iterator[bytes]:
+    """The lines of a binary stream, each refused when longer than :data:`MAX_LINE_BYTES` or holding a NUL
+    byte before the next is read."""
+    lineno = 0
+    while True:
+        line = raw.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES:
+            check_text_bytes(line, path, lineno)
+            raise FormatError(f"line longer than {MAX_LINE_BYTES >> 20} MB (an endless stream or not a text "
+                              "file?)", path=str(path), line=lineno)
+        check_text_bytes(line, path, lineno)
+        yield line
+
+
 def read_text_lines(path: str, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line_without_newline)``; decoding and gzip errors name the file (and the
-    line of a byte that is not valid ``encoding``)."""
+    line of a byte that is not valid ``encoding``).  Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (Python's
+    universal newlines); a line longer than :data:`MAX_LINE_BYTES` or a NUL byte is refused (FormatError
+    naming the line) before more is read, so ``/dev/zero`` or an endless line cannot fill memory."""
+    if not _ascii_compatible(encoding):  # UTF-16/32: the text layer splits the lines; still bounded
+        yield from _wide_text_lines(path, encoding)
+        return
+    lineno = 0
+    try:
+        with open_binary_input(path) as raw:
+            for data in bounded_lines(raw, path):
+                try:
+                    text = data.decode(encoding)
+                except UnicodeDecodeError as exc:
+                    raise decode_error(path, encoding, exc, line=lineno + 1) from None
+                except UnicodeError:  # codecs that fail otherwise (punycode, undefined)
+                    raise FormatError(f"cannot decode as {encoding[:40]} text (give the file's encoding with "
+                                      "--encoding)", path=str(path), line=lineno + 1) from None
+                text = text[:-1] if text.endswith("\n") else text
+                text = text[:-1] if text.endswith("\r") else text
+                for piece in text.split("\r") if "\r" in text else (text,):
+                    lineno += 1
+                    yield lineno, piece
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise FormatError(f"truncated or corrupt gzip data ({exc})", path=str(path)) from None
+
+
+def _wide_text_lines(path: str, encoding: str) -> Iterator[tuple[int, str]]:
     lineno = 0
     try:
         with open_text_input(path, encoding) as f:
-            for lineno, line in enumerate(f, 1):
+            while True:
+                line = f.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    return
+                lineno += 1
+                if len(line) > MAX_LINE_BYTES:
+                    raise FormatError(f"line longer than {MAX_LINE_BYTES >> 20} M characters", path=str(path),
+                                      line=lineno)
                 yield lineno, line.rstrip("\r\n")
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise FormatError(f"truncated or corrupt gzip data ({exc})", path=str(path)) from None
     except LookupError:  # an unknown encoding, or a codec transform (rot13, hex, zlib) that decodes no text
         raise FormatError(f"{encoding[:40]!r} is not a text encoding Python knows", path=str(path)) from None
     except UnicodeDecodeError as exc:
-        # the decoder reads ahead: find the line in the bytes (a file is read again; stdin cannot be)
-        bad_line = None
-        if str(path) != "-":
-            with open_binary_input(path) as raw:
-                for n, chunk in enumerate(raw, 1):
-                    try:
-                        chunk.decode(encoding)
-                    except UnicodeDecodeError:
-                        bad_line = n
-                        break
-        raise decode_error(path, encoding, exc, line=bad_line if bad_line is not None else lineno + 1) from None
+        raise decode_error(path, encoding, exc, line=lineno + 1) from None
     except UnicodeError:  # codecs that fail otherwise (punycode, undefined)
         raise FormatError(f"cannot decode as {encoding[:40]} text (give the file's encoding with --encoding)",
                           path=str(path), line=lineno + 1) from None

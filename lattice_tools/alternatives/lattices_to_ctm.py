@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
-from .._budget import memory_budget
+from .._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..alternatives_network import DEFAULT_CHANNEL
 from ..errors import MismatchError
 from ..files import write_json
@@ -18,10 +18,6 @@ from ..io.altctm import AlternativesCtmWriter
 from ..io.inputs import check_times, has_bare_word_ids, read_lattice_inputs
 from ..io.kaldi_data import read_segments as read_kaldi_segments
 from ..parallel import ShardStore, run_shards, shard_lattices
-
-#: The default memory budget of the searches (bytes of resident memory): what the demo's densest
-#: N = inf search needs (3.9 GB measured) fits; a runaway search stops well before a laptop swaps.
-DEFAULT_MAX_MEMORY = 4 << 30
 
 
 def read_segments(path: str, channel: str = DEFAULT_CHANNEL) -> dict[str, tuple[str, str, float]]:

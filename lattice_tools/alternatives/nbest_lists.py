@@ -112,7 +112,7 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     if status == kernel.TOO_MANY_MEMBERS:
         refuse_growth("exact N-best search", key)
     check_memory("exact N-best search", key)
-    seqs = _trace_labels(f_link, t_parent, t_label)
+    seqs = _trace_labels(f_link, t_parent, t_label, key)
     seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
     seq_lab = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
     best_cost, best_arcs = kernel.best_paths(rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc,
@@ -121,6 +121,8 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     names = rows.lab_values
     results = []
     for i, q in enumerate(seqs):
+        if i % _CHECK_EVERY == 0:
+            check_memory("exact N-best search (listing the sequences)", key)
         arcs = best_arcs[seq_off[i]:seq_off[i + 1]]
         arcs = tuple(arcs.tolist()) if len(arcs) and arcs[0] >= 0 else ()
         results.append(SequenceResult(tuple(names[q].tolist()), float(f_cost[i]), float(best_cost[i]), arcs))
@@ -134,11 +136,13 @@ def _kernels():
     return native("nbest")
 
 
-def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray) -> list:
+def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray, key: str | None = None) -> list:
     """The dense labels along each trie node's chain of parents, root first."""
     out = []
     par, lab = parent.tolist(), label.tolist()
-    for node in links.tolist():
+    for i, node in enumerate(links.tolist()):
+        if i % _CHECK_EVERY == 0:
+            check_memory("exact N-best search (listing the sequences)", key)
         seq = []
         while node > 0:
             seq.append(lab[node])
@@ -146,6 +150,11 @@ def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray) -> l
         seq.reverse()
         out.append(np.array(seq, dtype=np.int64))
     return out
+
+
+#: How many sequences the Python loops after the search handle between two reads of the memory budget
+#: (a few hundred kilobytes apart on long utterances).
+_CHECK_EVERY = 256
 
 
 def _member_budget() -> int:
@@ -259,9 +268,15 @@ def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale:
                                              word_penalty=word_penalty, silence_words=silence_words,
                                              max_pops=max_pops, max_states=max_states)
     cache: dict = {}
-    alts = tuple(alternative_from_path(lat, labels, r.best_arcs, math.exp(-(r.cost - total)), cache) for r in results)
+    alts = []
+    for i, r in enumerate(results):
+        # N alternatives of a long utterance hold ~100 bytes per word as Python objects: more than the search
+        if i % _CHECK_EVERY == 0:
+            check_memory("exact N-best search (building the alternatives)", lat.key or None)
+        alts.append(alternative_from_path(lat, labels, r.best_arcs, math.exp(-(r.cost - total)), cache))
+    del results
     end = lat.duration if lat.has_times else math.nan
     if not alts:  # pragma: no cover - a valid lattice always has a sequence
         alts = (Alternative((), posterior=1.0),)
-    return Alternatives(key=lat.key, slots=(Slot(0.0, end, alts),), kind="nbest",
+    return Alternatives(key=lat.key, slots=(Slot(0.0, end, tuple(alts)),), kind="nbest",
                         meta={"total_cost": total, "requested_n": n})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ._options import DEPTH
+from ._options import DEPTH, SIZE
 
 
 @click.command("demo")
@@ -24,7 +24,10 @@ from ._options import DEPTH
               help="Run the study both ways too: the recordings joined into one side, scored segmented and "
                    "segment-free (appended to study.md).")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: when stderr is a terminal).")
-def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, view_page, segment_free, progress):
+@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+              help="Memory budget of the whole run (resident memory: 2G, 500M; 'inf' = none); a study cell past it "
+                   "is recorded as skipped.")
+def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, view_page, segment_free, progress, max_memory):
     """Decode the bundled speech into lattices, score the 1-best like sclite, derive N-best lists, sausages
     and phrase alternatives as alt-CTM files, run the oracle study (Faria et al., Tables 3-6, plots), the study
     both ways (the recordings joined into one side, scored segmented and segment-free) and the
@@ -35,4 +38,5 @@ def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, view_page, s
     from ..demo import run_demo
 
     run_demo(out, corpora=corpora, ns=tuple(n for n in ns if n is not None), densities=densities, bootstrap=bootstrap, seed=seed,
-             kws=kws, view_page=view_page, segment_free=segment_free, progress=progress, echo=click.echo)
+             kws=kws, view_page=view_page, segment_free=segment_free, progress=progress, echo=click.echo,
+             max_memory=max_memory)

@@ -116,7 +116,8 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             for lat in read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
                                            frame_subsampling_factor=frame_subsampling_factor):
                 yield lat[0] if isinstance(lat, tuple) else lat
-        result = build_lattice_index(lattices(), out, segments=seg, channel=channel, **scales, **common)
+        result = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel,
+                                     **scales, **common)
     else:
         vocab = None
         if words:
@@ -124,10 +125,20 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             vocab = [w for w, _ in SymbolTable.read(words)]
         alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales,
                              channel, frame_shift, frame_subsampling_factor)
-        result = build_alternatives_index(alts, out, representation, vocabulary=vocab, **common)
+        result = build_alternatives_index(_progress(alts, f"kws index ({representation})"), out, representation,
+                                          vocabulary=vocab, **common)
     result.update(representation=representation, index=out)
     click.echo(json.dumps(result, sort_keys=True), err=True)
     _write_json(result, json_out)
+
+
+def _progress(items, desc: str):
+    """``items`` with a progress bar on stderr when it is a terminal (never in captured output)."""
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="utt", disable=not sys.stderr.isatty(), file=sys.stderr)
 
 
 @click.command("merge")

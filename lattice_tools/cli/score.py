@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..files import write_json
-from ._options import check_one_stdout, json_option, out_option
+from ._options import SIZE, check_one_stdout, json_option, out_option
 
 # '-h' is the hypothesis here (as in sclite), so help is only '--help'.
 _CTX = {"help_option_names": ["--help"]}
@@ -50,13 +50,16 @@ _CTX = {"help_option_names": ["--help"]}
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the reference, hypothesis and GLM files (e.g. latin-1, gb2312); the "
                    ".sys/.raw/.pra reports are written in it too, as sclite does.")
+@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+              help="Memory budget (resident memory: 2G, 500M; 'inf' = none): a segment whose alignment table would "
+                   "not fit is refused before it is allocated.")
 @out_option("Write the report set <name>.sys/.raw/.pra/.dtl/.json into this directory (see docs/scoring.md: "
             "<name>.json is written last and marks a complete set).", hidden_aliases=("--out-dir",), default=None)
 @click.option("--name", default=None, help="Base name of the report files (default: hypothesis file name).")
 @json_option("Write the JSON report here ('-' = stdout instead of the table).")
 def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fragments, case_sensitive,
                   case_language, single_segment, segment_free, collar, mode, allow_missing, reduce, id_type,
-                  nested_alternatives, speaker_stats, ctm_types, encoding, out, name, json_out):
+                  nested_alternatives, speaker_stats, ctm_types, encoding, max_memory, out, name, json_out):
     """Score a CTM/alt-CTM/trn against an STM/trn reference exactly like NIST sclite."""
     from ..scoring.reports import json_report, sys_report, write_reports
     from ..scoring.sclite import score_files
@@ -69,7 +72,8 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
                          optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
                          mode=mode, single_segment=single_segment, allow_missing=allow_missing, reduce=reduce,
                          id_type=id_type, case_language=case_language, nested_alternatives=nested_alternatives,
-                         ctm_types=ctm_types, encoding=encoding, segment_free=segment_free, collar=collar)
+                         ctm_types=ctm_types, encoding=encoding, segment_free=segment_free, collar=collar,
+                         max_memory=max_memory)
     for w in result.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if out:

@@ -17,7 +17,7 @@ import xml.parsers.expat
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from ..files import open_binary_input
+from ..files import read_text_bytes
 
 
 @dataclass
@@ -39,11 +39,10 @@ _DECL = re.compile(rb"^(\xef\xbb\xbf)?<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-
 
 
 def read_xml_bytes(path: str) -> bytes:
-    with open_binary_input(path) as f:
-        try:
-            return f.read()
-        except (EOFError, OSError) as exc:
-            raise FormatError(f"cannot read ({exc})", path=str(path)) from None
+    try:
+        return read_text_bytes(path, what="XML")
+    except OSError as exc:
+        raise FormatError(f"cannot read ({exc})", path=str(path)) from None
 
 
 def _line_of_offset(data: bytes, offset: int) -> int:

@@ -28,10 +28,11 @@ import math
 import zlib
 from collections.abc import Iterable, Iterator
 
+from .._budget import check_memory
 from ..alternatives_network import Alternative, Alternatives, Slot, depth_statistics
 from ..errors import FormatError
 from ..files import atomic_write
-from .ctm import CtmAltBlock, CtmWord, format_ctm_item, read_ctm
+from .ctm import ALT_BEGIN, ALT_END, ALT_SEP, EMPTY_WORD, CtmAltBlock, CtmWord, format_ctm_word, read_ctm
 
 
 def _alternative_words(alt: Alternative, slot: Slot, file: str, channel: str, key: str) -> tuple[CtmWord, ...]:
@@ -57,6 +58,28 @@ def alternatives_to_ctm_items(alts: Alternatives, n: int | None = None) -> list:
         else:
             items.append(CtmAltBlock(alts.file, alts.channel, tuple(words)))
     return items
+
+
+def _alternatives_ctm_lines(alts: Alternatives, time_format: str, conf_format: str) -> Iterator[str]:
+    """The lines of ``format_ctm_item`` over :func:`alternatives_to_ctm_items` of ``alts``, made one
+    alternative at a time: an N-best block of a long utterance holds N x words CtmWord objects
+    (hundreds of MB at N = 100,000) when made as one item first."""
+    for slot in alts.slots:
+        if len(slot.alternatives) == 1:
+            for w in _alternative_words(slot.alternatives[0], slot, alts.file, alts.channel, alts.key):
+                yield format_ctm_word(w, time_format, conf_format)
+            continue
+        tag = f"{alts.file} {alts.channel} * *"
+        yield f"{tag} {ALT_BEGIN}"
+        for k, a in enumerate(slot.alternatives):
+            if k:
+                yield f"{tag} {ALT_SEP}"
+            words = _alternative_words(a, slot, alts.file, alts.channel, alts.key)
+            if not words:
+                yield f"{tag} {EMPTY_WORD}"
+            for w in words:
+                yield format_ctm_word(w, time_format, conf_format)
+        yield f"{tag} {ALT_END}"
 
 
 class AlternativesCtmWriter:
@@ -93,11 +116,12 @@ class AlternativesCtmWriter:
         self._depths.extend(cut.depths)
         self._utts += 1
         lines: list = []
-        for item in alternatives_to_ctm_items(cut):
-            lines.extend(format_ctm_item(item, self.time_format, self.conf_format))
+        for line in _alternatives_ctm_lines(cut, self.time_format, self.conf_format):
+            lines.append(line)
             if len(lines) >= 65536:  # in pieces: an utterance's text can be hundreds of MB
                 self._emit(lines)
                 lines = []
+                check_memory("writing the alt-CTM", cut.key or None)
         self._emit(lines)
 
     def _emit(self, lines: list) -> None:
@@ -180,5 +204,4 @@ def alternatives_from_ctm_items(items: Iterable, kind: str = "ctm") -> list[Alte
 def iter_ctm_lines(alts: Alternatives, n: int | None = None, time_format: str = "%.2f",
                    conf_format: str = "%.4f") -> Iterator[str]:
     """The alt-CTM lines of one :class:`Alternatives` (without newlines)."""
-    for item in alternatives_to_ctm_items(alts, n):
-        yield from format_ctm_item(item, time_format, conf_format)
+    yield from _alternatives_ctm_lines(alts.truncated(n), time_format, conf_format)

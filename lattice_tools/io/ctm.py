@@ -270,6 +270,11 @@ def parse_ctm_lines(numbered_lines: Iterable[tuple[int, str]], path: str = "<str
     return items
 
 
+#: Bytes a word of a flattened ALT block costs: its tuple slot (14 measured) and the arc of the scoring
+#: network made of it (130 measured); the alignment table is checked where it is allocated.
+_FLAT_WORD_BYTES = 160
+
+
 def flatten_nested_block(block: CtmAltBlock, *, max_alternatives: int = 10000) -> CtmAltBlock:
     """Expand ALT blocks nested inside ``block`` into a flat block (no block inside any alternative).
 
@@ -278,23 +283,44 @@ def flatten_nested_block(block: CtmAltBlock, *, max_alternatives: int = 10000) -
     alternative of every block stays first (sclite prefers the first one on ties).  Duplicate
     word sequences (same words, ignoring times) are removed, keeping the first.
 
-    Raises BudgetExceededError when more than ``max_alternatives`` alternatives would result.
+    Raises BudgetExceededError when more than ``max_alternatives`` alternatives would result, or when
+    their words would not fit in the memory budget (:func:`lattice_tools._budget.memory_budget`,
+    ``--max-memory``): both are counted before the product is made.
     """
+    from .._budget import check_allocation
+
     out: list[tuple[CtmWord, ...]] = []
     seen: set[tuple[str, ...]] = set()
+    where = f"the nested ALT block of {block.file} {block.channel} (line {block.lineno})"
+    done_words = 0
     for alt in block.alternatives:
-        partial: list[tuple[CtmWord, ...]] = [()]
+        # each alternative is a list of runs (tuples of words): extending one costs a run, not its words
+        partial: list[list[tuple[CtmWord, ...]]] = [[]]
+        count, words_total = 1, 0   # alternatives so far and their words in all
+        run: list[CtmWord] = []
         for element in alt:
-            if isinstance(element, CtmAltBlock):
-                inner = flatten_nested_block(element, max_alternatives=max_alternatives).alternatives
-                if len(partial) * len(inner) > max_alternatives:
-                    raise BudgetExceededError(
-                        f"flattening the nested ALT block of {block.file} {block.channel} (line {block.lineno}) "
-                        f"needs more than {max_alternatives} alternatives")
-                partial = [p + i for p in partial for i in inner]
-            else:
-                partial = [p + (element,) for p in partial]
-        for p in partial:
+            if not isinstance(element, CtmAltBlock):
+                run.append(element)
+                words_total += count
+                continue
+            inner = flatten_nested_block(element, max_alternatives=max_alternatives).alternatives
+            if count * len(inner) > max_alternatives:
+                raise BudgetExceededError(f"flattening {where} needs more than {max_alternatives} alternatives")
+            words_total = words_total * len(inner) + count * sum(len(i) for i in inner)
+            count *= len(inner)
+            head = [tuple(run)] if run else []
+            run = []
+            partial = [p + head + [i] for p in partial for i in inner]
+        if run:
+            tail = tuple(run)
+            partial = [p + [tail] for p in partial]
+        # a word of a flat alternative costs a tuple slot and, scored, an arc of the network: counted
+        # before the alternatives are made
+        done_words += words_total
+        check_allocation(done_words * _FLAT_WORD_BYTES, f"flattening {where} ({len(out) + count:,} alternatives, "
+                         f"{done_words:,} words in all)", advice=" or cut the ALT block's depth")
+        for runs in partial:
+            p = tuple(w for r in runs for w in r)
             words = tuple(w.word for w in p)
             if words in seen:
                 continue

@@ -51,25 +51,21 @@ def _sample_lines(path: str, encoding: str) -> list[str]:
     if str(path) == "-":
         # A pipe cannot be rewound and a peek may end mid-line: read it all (the readers would
         # anyway) and put it back as sys.stdin for the reader that follows.
-        data = sys.stdin.buffer.read()
+        from ..files import read_text_bytes
+
+        data = read_text_bytes("-", encoding)  # gzip decompressed; NUL bytes and endless lines refused
         sys.stdin = io.TextIOWrapper(io.BufferedReader(io.BytesIO(data)), encoding=encoding)
-        if data[:2] == b"\x1f\x8b":
-            try:
-                data = gzip.decompress(data)
-            except (EOFError, zlib.error, gzip.BadGzipFile):
-                return []
         lines = data[:_SNIFF_BYTES].decode(encoding, errors="replace").split("\n")
         if len(data) > _SNIFF_BYTES:
             lines.pop()                # cut mid-line
     else:
-        from ..files import open_text_input
+        from ..files import bounded_lines, open_binary_input
 
         lines = []
         try:
-            with open_text_input(str(path), encoding) as f:
-                f.reconfigure(errors="replace")
-                for line in f:
-                    lines.append(line)
+            with open_binary_input(str(path)) as f:
+                for line in bounded_lines(f, str(path)):  # NUL bytes and endless lines refused
+                    lines.append(line.decode(encoding, errors="replace"))
                     if len(lines) >= 4 * SNIFF_LINES:
                         break
         except (EOFError, zlib.error, gzip.BadGzipFile):

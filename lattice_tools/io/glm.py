@@ -28,13 +28,11 @@ whose ``format`` is not ``NIST1`` (the only format rfilter1 can apply).
 from __future__ import annotations
 
 import codecs
-import gzip
 import re
-import zlib
 from dataclasses import dataclass, field, replace
 
 from ..errors import FormatError
-from ..files import open_binary_input
+from ..files import read_text_bytes
 
 # rfilter1 reads rule lines with fgets(buf, 132): at most 131 bytes per read.
 RFILTER1_LINE_BYTES = 131
@@ -326,12 +324,7 @@ def _decode(s: str, encoding: str) -> str:
 
 def read_glm(path, *, encoding: str = "utf-8", input_type: str | None = None, purpose: str | None = None) -> Glm:
     """Read and parse a GLM file (gzip detected).  See :func:`parse_glm_bytes`."""
-    try:
-        with open_binary_input(str(path)) as f:
-            data = f.read()
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        # (click reports an uncaught EOFError as "Aborted!" with exit 1)
-        raise FormatError(f"truncated or corrupt gzip data ({exc})", path=str(path)) from None
+    data = read_text_bytes(str(path), encoding, what="GLM")
     return parse_glm_bytes(data, str(path), encoding=encoding, input_type=input_type, purpose=purpose)
 
 

@@ -18,6 +18,11 @@
 * optionally, the keys from a file (``keys``, ``--keys FILE``: one key per line, in input order, as many
   as there are lattices), e.g. icefall cut ids for the lattices of a k2 ``.pt`` file, which are
   otherwise numbered ``0, 1, ...`` by position.
+* Kaldi's idioms: a glob inside an rspecifier or its pipe (``"ark:gunzip -c exp/tri3/decode_dev/lat.*.gz|"``,
+  which Kaldi's shell would expand; lattice-tools runs no shell and expands it itself, in job-number
+  order: lat.2 before lat.10), a quoted glob of files, and a decode directory (``exp/tri3/decode_dev/``:
+  its ``lat.*.gz``, all of ``lat.1.gz`` .. ``lat.N.gz`` when it has a ``num_jobs`` file saying N).
+  See :func:`expand_lattice_specs`.
 
 :func:`check_word_table` refuses lattices whose words are bare ids (no word table given) when they
 are compared with text, naming ``--words``; :func:`check_times` refuses time-dependent outputs for
@@ -25,14 +30,16 @@ lattices without times unless the caller allows them.
 """
 from __future__ import annotations
 
+import glob
 import os
+import re
 from collections.abc import Iterable, Iterator
 
 from ..errors import FormatError, MismatchError
 from ..files import read_text_lines
 from ..lattice import Lattice
 from ..symbols import SymbolTable
-from .lattice_files import guess_format, read_lattices
+from .lattice_files import _is_kaldi_specifier, guess_format, read_lattices
 
 #: Seconds per input frame when neither ``frame_shift`` nor the format says otherwise.
 DEFAULT_FRAME_SHIFT = 0.01
@@ -73,6 +80,73 @@ def read_keys(path: str) -> list[str]:
     return keys
 
 
+_GLOB = re.compile(r"[*?\[]")
+_JOB_LATTICE = re.compile(r"^lat\.(\d+)(?:\.gz)?$")
+
+
+def _job_order(path: str) -> list:
+    """Sort key that orders numbers by value (lat.2 before lat.10), as Kaldi's JOB numbers go."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+
+
+def _glob(pattern: str, spec: str) -> list[str]:
+    paths = sorted(glob.glob(pattern), key=_job_order)
+    if not paths:
+        raise FormatError(f"no file matches {pattern!r} (in the lattice input {spec!r})")
+    return paths
+
+
+def _decode_directory(directory: str) -> list[str] | None:
+    """The lattice archives of a Kaldi decode directory (``lat.JOB.gz`` / ``lat.JOB``, in job order), or
+    None when ``directory`` has none.  With a ``num_jobs`` file every job 1..N must be there."""
+    names = [n for n in os.listdir(directory) if _JOB_LATTICE.match(n)]
+    if not names:
+        return None
+    jobs = {int(_JOB_LATTICE.match(n).group(1)): os.path.join(directory, n) for n in sorted(names)}
+    num_jobs_file = os.path.join(directory, "num_jobs")
+    if os.path.isfile(num_jobs_file):
+        text = open(num_jobs_file, encoding="utf-8", errors="replace").read(64).strip()
+        if not text.isdigit() or int(text) < 1:
+            raise FormatError(f"expected a number of jobs, got {text[:20]!r}", path=num_jobs_file)
+        missing = [j for j in range(1, int(text) + 1) if j not in jobs]
+        if missing:
+            raise FormatError(f"the decode directory has num_jobs {text} but no lat.{missing[0]}.gz "
+                              f"({len(missing)} job(s) missing: an unfinished decode?)", path=directory)
+        return [jobs[j] for j in range(1, int(text) + 1)]
+    return [jobs[j] for j in sorted(jobs)]
+
+
+def expand_lattice_specs(specs: Iterable[str]) -> list[str]:
+    """``specs`` with Kaldi's idioms expanded (see the module docstring): a glob in a plain path or in the
+    path of an rspecifier (also inside ``gunzip -c ...|``) becomes one spec per file in job order, a
+    decode directory its ``lat.JOB.gz`` archives; other specs are kept as they are.  A glob that matches
+    nothing raises FormatError."""
+    out: list[str] = []
+    for spec in specs:
+        spec = os.fspath(spec)
+        if _is_kaldi_specifier(spec):
+            head, _, rest = spec.partition(":")
+            tokens = rest.split(" ")
+            globbed = [i for i, t in enumerate(tokens) if _GLOB.search(t.rstrip("|"))]
+            if len(globbed) == 1:
+                i = globbed[0]
+                token = tokens[i]
+                pattern = token.rstrip("|")
+                for path in _glob(pattern, spec):
+                    out.append(f"{head}:" + " ".join(tokens[:i] + [path + token[len(pattern):]] + tokens[i + 1:]))
+                continue
+        elif _GLOB.search(spec) and not os.path.exists(spec):
+            out.extend(_glob(spec, spec))
+            continue
+        elif os.path.isdir(spec):
+            archives = _decode_directory(spec)
+            if archives is not None:
+                out.extend(archives)
+                continue
+        out.append(spec)
+    return out
+
+
 def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None,
                         words: SymbolTable | str | None = None, frame_shift: float | None = None,
                         frame_subsampling_factor: int | None = None, keys: str | None = None,
@@ -88,6 +162,7 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
     """
     if isinstance(specs, (str, os.PathLike)):
         specs = [specs]
+    specs = expand_lattice_specs(specs)
     if isinstance(words, (str, os.PathLike)):
         words = SymbolTable.read(os.fspath(words))
     seen: dict[str, str] = {}
@@ -163,5 +238,5 @@ def check_times(lat: Lattice, *, allow_untimed: bool = False, what: str = "this 
                           f"phrase); pass {option} to accept that", key=lat.key)
 
 
-__all__ = ["read_lattice_inputs", "effective_frame_shift", "check_word_table", "check_times", "has_bare_word_ids",
+__all__ = ["read_lattice_inputs", "expand_lattice_specs", "effective_frame_shift", "check_word_table", "check_times", "has_bare_word_ids",
            "is_text", "DEFAULT_FRAME_SHIFT", "DEFAULT_K2_FRAME_SHIFT"]

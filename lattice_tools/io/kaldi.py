@@ -236,13 +236,26 @@ class _Reader:
             self.pos += 1
 
     def read_token(self) -> bytes:
-        out = bytearray()
+        """The bytes up to the next whitespace (a key): refused past :data:`MAX_TOKEN_BYTES` or at a NUL
+        byte (``ark:/dev/zero``, a binary file where a key should be), which no key holds."""
         while True:
-            c = self.peek(1)
-            if not c or c.isspace():
-                return bytes(out)
-            out += c
-            self.pos += 1
+            m = _SPACE.search(self.buf, self.pos)
+            end = m.start() if m is not None else len(self.buf)
+            if b"\0" in self.buf[self.pos:end]:
+                raise FormatError(f"binary data (a NUL byte) where a key should be (byte {self.tell()}); not a "
+                                  "Kaldi archive?", path=self.name)
+            if end - self.pos > MAX_TOKEN_BYTES:
+                raise FormatError(f"a key longer than {MAX_TOKEN_BYTES} bytes (byte {self.tell()}); not a Kaldi "
+                                  "archive?", path=self.name)
+            if m is not None or not self._fill(end - self.pos + 1):
+                token = bytes(self.buf[self.pos:end])
+                self.pos = end
+                return token
+
+
+#: The longest key of an archive (Kaldi keys are utterance ids: tens of bytes).
+MAX_TOKEN_BYTES = 1 << 16
+_SPACE = re.compile(rb"[ \t\n\r\v\f]")
 
 
 def _read_string(r: _Reader, key) -> str:

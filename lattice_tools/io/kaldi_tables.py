@@ -75,22 +75,22 @@ def read_int_vectors(path: str) -> dict[str, list[int]]:
     """A Kaldi text table of int vectors (``utt id id ...``, e.g. a reference or a ``.tra``).
     Bad lines raise :class:`~lattice_tools.errors.FormatError` naming the file and line."""
     from ..errors import FormatError, MismatchError
+    from ..files import read_text_lines
 
     out: dict[str, list[int]] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            toks = line.split()
-            if not toks:
-                continue
-            key = toks[0]
-            try:
-                ids = [int(t) for t in toks[1:]]
-            except ValueError:
-                raise FormatError(f"expected 'key int int ...' (word ids), got {line.strip()!r}", path=path,
-                                  line=lineno) from None
-            if any(i < 0 for i in ids):
-                raise FormatError("negative word id", path=path, line=lineno, key=key)
-            if key in out:
-                raise MismatchError(f"duplicate key {key!r}", path=path, key=key)
-            out[key] = ids
+    for lineno, line in read_text_lines(path):
+        toks = line.split()
+        if not toks:
+            continue
+        key = toks[0]
+        try:
+            ids = [int(t) for t in toks[1:]]
+        except ValueError:
+            raise FormatError(f"expected 'key int int ...' (word ids), got {line.strip()!r}", path=path,
+                              line=lineno) from None
+        if any(i < 0 for i in ids):
+            raise FormatError("negative word id", path=path, line=lineno, key=key)
+        if key in out:
+            raise MismatchError(f"duplicate key {key!r}", path=path, key=key)
+        out[key] = ids
     return out

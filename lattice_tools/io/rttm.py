@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
-from ..files import atomic_write, open_binary_input
+from ..files import atomic_write, read_text_bytes
 from ._xml import check_text_encoding
 
 
@@ -48,11 +48,10 @@ class RttmRecord:
 
 def _decode_lines(path: str, encoding: str):
     check_text_encoding(encoding, path)
-    with open_binary_input(path) as f:
-        try:
-            data = f.read()
-        except (EOFError, OSError) as exc:
-            raise FormatError(f"cannot read ({exc})", path=path) from None
+    try:
+        data = read_text_bytes(path, encoding, what="RTTM")
+    except OSError as exc:
+        raise FormatError(f"cannot read ({exc})", path=path) from None
     if data.startswith(b"\xef\xbb\xbf") and encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
         data = data[3:]
     blines = data.split(b"\n")

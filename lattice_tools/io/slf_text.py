@@ -4,15 +4,13 @@ fields, numbers, splitting a file into lattices, the lines of a lattice, and the
 """
 from __future__ import annotations
 
-import gzip
 import math
 import os
 import re
 import warnings
-import zlib
 
 from ..errors import FormatError
-from ..files import open_binary_input
+from ..files import read_text_bytes
 
 # Non-words of HTK (!NULL, HVite's !SENT_START/!SENT_END, the HTK book's !ENTER/!EXIT and
 # SENT-START/SENT-END), SRILM (<s>, </s>, the pause -pau-) and Sphinx (<s>, </s>, <sil>).
@@ -71,12 +69,7 @@ def load_text(path_or_text) -> tuple[str, str]:
     s = os.fspath(path_or_text)
     if isinstance(s, str) and ("\n" in s or "=" in s) and not os.path.exists(s):
         return s, "<text>"
-    try:
-        with open_binary_input(s) as f:
-            data = f.read()
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise FormatError(f"truncated or corrupt gzip data ({exc})", path=s) from None
-    return decode_utf8(data, s), s
+    return decode_utf8(read_text_bytes(s, what="lattice"), s), s
 
 
 def decode_utf8(data: bytes, name: str) -> str:

@@ -120,24 +120,12 @@ def glm_list(glm) -> tuple:
 
 
 def lattice_specs(specs) -> list[str]:
-    """Lattice specs with shell-style patterns (``lat.*.gz``, quoted so the shell left them) expanded
-    in sorted order; a spec that names an existing path, or a Kaldi rspecifier (``ark:...``), is
-    kept as it is.  A pattern that matches nothing is refused (not silently an empty set)."""
-    import glob
+    """Lattice specs with Kaldi's idioms and quoted shell patterns (``lat.*.gz``) expanded, in job order, as
+    every lattice input is (:func:`lattice_tools.io.inputs.expand_lattice_specs`; a pattern that matches
+    nothing is refused, not silently an empty set)."""
+    from ..io.inputs import expand_lattice_specs
 
-    from ..errors import FormatError
-
-    out = []
-    for spec in [specs] if isinstance(specs, (str, os.PathLike)) else specs:
-        spec = os.fspath(spec)
-        if os.path.exists(spec) or ":" in spec.split("/", 1)[0] or not glob.has_magic(spec):
-            out.append(spec)
-            continue
-        found = sorted(glob.glob(spec))
-        if not found:
-            raise FormatError("expected the pattern to match lattice files, found none", path=spec)
-        out.extend(found)
-    return out
+    return expand_lattice_specs([specs] if isinstance(specs, (str, os.PathLike)) else list(specs))
 
 
 def load_references(path: str, *, glm=None, fmt: str | None = None, encoding: str = "utf-8") -> dict:

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._budget import check_allocation
 from .counts import ErrorCounts
 from .network import WordNetwork, linear_network
 
@@ -460,13 +461,23 @@ def _expand(counts: np.ndarray):
     return owner, rank
 
 
+#: Peak bytes per DP cell of :func:`_run_batch` (measured: 170 on 1.4M- and 5.8M-cell problems).
+CELL_BYTES = 176
+
+
 def align_batch(refs: Sequence[WordNetwork], hyps: Sequence[WordNetwork],
-                options: AlignOptions = AlignOptions(), *, max_cells: int = 1_000_000) -> list[Alignment]:
+                options: AlignOptions = AlignOptions(), *, max_cells: int = 1_000_000,
+                names: Sequence[str] | None = None) -> list[Alignment]:
     """Align ``refs[i]`` with ``hyps[i]`` for every i (see the module docstring for the recursion).
 
     Problems are grouped into batches of at most ``max_cells`` DP cells (a single larger problem is
     run alone) and each batch is computed in ``max(level sum)`` vectorized wavefront steps, so the
     Python overhead does not grow with the number of segments.
+
+    A problem whose table the memory budget (:func:`lattice_tools._budget.memory_budget`, ``--max-memory``)
+    cannot hold is refused before anything is allocated: BudgetExceededError naming it (``names[i]``,
+    e.g. the segment's file and line) and its size -- a GLM's alternations or ALT blocks multiply the arcs
+    of a network, and the table has reference arcs x hypothesis arcs cells.
 
     Returns:
       one :class:`Alignment` per pair, in input order.
@@ -475,6 +486,13 @@ def align_batch(refs: Sequence[WordNetwork], hyps: Sequence[WordNetwork],
         raise ValueError("refs and hyps must have the same length")
     out: list = [None] * len(refs)
     sizes = [(r.num_arcs + 1) * (h.num_arcs + 1) for r, h in zip(refs, hyps, strict=False)]
+    if sizes:  # a batch holds at most max_cells cells, or one larger problem: the largest decides
+        i = max(range(len(sizes)), key=sizes.__getitem__)
+        what = names[i] if names is not None else f"problem {i}"
+        check_allocation(max(sizes[i], min(max_cells, sum(sizes))) * CELL_BYTES,
+                         f"aligning {what} ({refs[i].num_arcs:,} reference x {hyps[i].num_arcs:,} hypothesis arcs: "
+                         f"{sizes[i]:,} table cells)",
+                         advice=" or split the segment (GLM alternations and ALT blocks multiply the arcs)")
     batch: list[int] = []
     acc = 0
     for i, sz in enumerate(sizes):

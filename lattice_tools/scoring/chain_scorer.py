@@ -48,6 +48,7 @@ import sys
 
 import numpy as np
 
+from .._budget import check_allocation
 from .._threads import num_threads, thread_map
 from .align import LEVENSHTEIN_COSTS, SCLITE_COSTS, AlignedPair, Alignment
 from .counts import ErrorCounts
@@ -350,6 +351,12 @@ class _Forward:
         # the sums are exact in both types, so the choices are the same, at half the memory traffic.
         integral = costs.strict or not (bool((keys.ref_key < 0).any()) or bool((net.arc_key < 0).any()))
         self.VT = np.int16 if integral and 4 * (NA + max_level + 2) < 30000 else np.float32
+        # the tables below are reference rows x hypothesis arcs: refused before they are allocated when the
+        # memory budget cannot hold them (a GLM's alternations or ALT blocks multiply the arcs)
+        check_allocation(NA * ((n_jobs + n_arcs + net.n_multi) * np.dtype(self.VT).itemsize + max(n_arcs, 1)
+                               + 16 * net.n_multi),
+                         f"scoring {n_jobs} segment(s) ({NA - 1:,} reference words x {n_arcs:,} hypothesis arcs)",
+                         advice=" or split the segments (GLM alternations and ALT blocks multiply the arcs)")
         self.C = np.empty((NA, n_jobs + n_arcs + net.n_multi), self.VT)
         self.code = np.zeros((NA, max(n_arcs, 1)), np.int8)       # (one dummy column when no arcs)
         self._reference_rows(keys, costs)

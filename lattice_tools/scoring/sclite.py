@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..errors import FormatError, MismatchError
 from ..io.ctm import CtmAltBlock
 from ..io.detect import sample_words
@@ -229,7 +230,8 @@ def _score_general(segments, ctm_items, *, optional_deletable, fragments, case_s
                              where=f"{ref_name}:{seg.lineno}" if ref_name else None) for seg, _ in jobs]
     hyps = [from_ctm_items(items, case_sensitive=case_sensitive, language=case_language) for _, items in jobs]
     alignments = align_batch(refs, hyps, AlignOptions(mode=mode, optional_deletable=optional_deletable,
-                                                      fragments=fragments))
+                                                      fragments=fragments),
+                             names=[f"the segment at {ref_name or 'reference'}:{seg.lineno}" for seg, _ in jobs])
     # sclite reports NCE when any word of the CTM has a confidence (one without counts as 0) and
     # leaves null words out of it
     confidences = None
@@ -358,7 +360,7 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
                 case_language: str | None = None, nested_alternatives: str = "flatten",
                 ctm_types: Sequence[str] = (), encoding: str = "utf-8",
                 tuning: EngineTuning = DEFAULT_TUNING, segment_free: bool = False,
-                collar: float | None = None) -> ScoreResult:
+                collar: float | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> ScoreResult:
     """Read, GLM-filter and score files (what ``lattice-tools score`` does).
 
     Args:
@@ -381,10 +383,25 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
         result is the same whatever it says).
       segment_free: STM/CTM only: one alignment per file and channel, reported in the STM's segments
         (:func:`~.segment_free.score_segment_free`); ``collar``: its time constraint in seconds (None: none).
+      max_memory: bytes of resident memory the scoring may use (None: no bound); an alignment table that
+        would not fit (a long segment whose GLM alternations or ALT blocks multiply its arcs) is refused
+        before it is allocated, with BudgetExceededError naming the segment.
       the other arguments: as :func:`score_stm_ctm` / :func:`score_trn`.
     Raises:
       FormatError for unreadable inputs, MismatchError for inputs that do not correspond.
     """
+    with memory_budget(max_memory):
+        return _score_files(ref, hyp, glms=glms, ref_format=ref_format, hyp_format=hyp_format,
+                            optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
+                            mode=mode, single_segment=single_segment, allow_missing=allow_missing, reduce=reduce,
+                            id_type=id_type, case_language=case_language, nested_alternatives=nested_alternatives,
+                            ctm_types=ctm_types, encoding=encoding, tuning=tuning, segment_free=segment_free,
+                            collar=collar)
+
+
+def _score_files(ref, hyp, *, glms, ref_format, hyp_format, optional_deletable, fragments, case_sensitive, mode,
+                 single_segment, allow_missing, reduce, id_type, case_language, nested_alternatives, ctm_types,
+                 encoding, tuning, segment_free, collar) -> ScoreResult:
     if nested_alternatives not in ("flatten", "error"):
         raise ValueError(f"nested_alternatives must be 'flatten' or 'error', not {nested_alternatives!r}")
     check_encoding(encoding)

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from ...errors import FormatError
-from ...files import atomic_write, decode_error, open_binary_input
+from ...files import atomic_write, decode_error, read_text_bytes
 from ...io.ctm import CtmWord, format_ctm_item, format_ctm_word, parse_ctm_lines
 from ...io.glm import Glm, read_glm
 from ...io.stm import Stm, format_stm_segment, parse_stm_line
@@ -140,8 +140,7 @@ def render_input(items_or_path, fmt: str, encoding: str) -> tuple[str, str]:
     input), or records written in their format."""
     if isinstance(items_or_path, os.PathLike) or (isinstance(items_or_path, str) and fmt != "txt"):
         path = str(items_or_path)
-        with open_binary_input(path) as f:
-            data = f.read()
+        data = read_text_bytes(path, encoding)
         try:
             return data.decode(encoding), path
         except UnicodeDecodeError as exc:

@@ -17,9 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from ..._budget import check_allocation
 from ...errors import BudgetExceededError, FormatError
 from ...io.ctm import CtmAltBlock, CtmItems, CtmWord, flatten_nested_block
 from ...io.glm import Glm, backchannel_words, hesitation_words, read_glm
+
+#: Bytes a word of an expanded alternative costs (a tuple slot and a list slot, then a network arc).
+_WORD_BYTES = 160
+
+
+def _short(text: str, n: int = 60) -> str:
+    return repr(text if len(text) <= n else text[:n] + "...")
 
 
 def expand_alternation(text: str, *, max_alternatives: int = 10000, where: str = "") -> list[list[str]]:
@@ -28,33 +36,48 @@ def expand_alternation(text: str, *, max_alternatives: int = 10000, where: str =
 
     Cartesian product in listed order (the first listed alternative stays first, which sclite
     prefers on ties), duplicates removed keeping the first; ``@`` is the empty sequence.
-    Unbalanced braces raise FormatError; more than ``max_alternatives`` sequences raise
-    BudgetExceededError.
+    Unbalanced braces raise FormatError; more than ``max_alternatives`` sequences, or more words than the
+    memory budget holds (``--max-memory``, counted before they are made), raise BudgetExceededError.
     """
     tokens = _split_alternation_tokens(text)
     pos = 0
 
     def sequence(top: bool) -> list[tuple[str, ...]]:
         nonlocal pos
-        partial: list[tuple[str, ...]] = [()]
+        # each partial sequence is a list of runs (tuples): extending it costs a run, not its words
+        partial: list[list[tuple[str, ...]]] = [[]]
+        run: list[str] = []
+        count, words = 1, 0   # partial sequences and their words in all, counted before they are made
         while pos < len(tokens):
             tok = tokens[pos]
             if tok in ("/", "}"):
                 if top:
                     raise FormatError(f"unbalanced '{tok}' in the alternation {text!r}", path=where or None)
-                return partial
+                return materialize(partial, run, words)
             pos += 1
             if tok == "{":
                 options = alternation()
-                if len(partial) * len(options) > max_alternatives:
+                if count * len(options) > max_alternatives:
                     raise BudgetExceededError(f"expanding {text!r} needs more than {max_alternatives} alternatives "
                                               f"(raise max_alternatives)")
-                partial = [p + o for p in partial for o in options]
+                words = words * len(options) + count * sum(len(o) for o in options)
+                count *= len(options)
+                head = [tuple(run)] if run else []
+                run = []
+                partial = [p + head + [o] for p in partial for o in options]
             elif tok != "@":
-                partial = [p + (tok,) for p in partial]
+                run.append(tok)
+                words += count
         if not top:
             raise FormatError(f"expected '}}' closing the alternation {text!r}", path=where or None)
-        return partial
+        return materialize(partial, run, words)
+
+    def materialize(partial, run, words) -> list[tuple[str, ...]]:
+        check_allocation(words * _WORD_BYTES, f"expanding the alternation {_short(text)}"
+                         f"{' of ' + where if where else ''} ({len(partial):,} alternatives, {words:,} words)",
+                         advice=" or simplify the alternation")
+        tail = [tuple(run)] if run else []
+        return [tuple(w for r in p + tail for w in r) for p in partial]
 
     def alternation() -> list[tuple[str, ...]]:
         nonlocal pos
