@@ -7,12 +7,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from tqdm import tqdm
-
 from .._budget import memory_budget
 from ..alternatives_network import DEFAULT_CHANNEL
 from ..errors import MismatchError
-from ..files import write_json
+from ..files import progress_bar, write_json
 from ..io.altctm import AlternativesCtmWriter
 from ..io.inputs import check_times, has_bare_word_ids, read_lattice_inputs
 from ..io.kaldi_data import read_segments as read_kaldi_segments
@@ -68,11 +66,10 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
             return phrases(lat, n, posterior_threshold, **kw, **unbounded)
     else:
         raise ValueError(f"unknown kind {kind!r}")
-    disable = (not sys.stderr.isatty()) if progress is None else not progress
     with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer:
         lats = read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
                                    frame_subsampling_factor=frame_subsampling_factor)
-        for lat in tqdm(lats, desc=kind, unit="lat", disable=disable, file=sys.stderr):
+        for lat in progress_bar(lats, desc=kind, unit="lat", progress=progress):
             check_times(lat, allow_untimed=allow_untimed, what=f"the {kind} alt-CTM")
             if has_bare_word_ids(lat.symbols):
                 bare.append(lat.key)
