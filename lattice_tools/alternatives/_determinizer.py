@@ -83,7 +83,7 @@ class AutomataUnion:
         self.src, self.dst = join("src", np.int64, True), join("dst", np.int64, True)
         self.lab, self.cost = join("lab", np.int64), join("cost", np.float64)
         self.arc_ids = join("arc_ids", np.int64)
-        self.beta = join("beta", np.float64)
+        self.beta = np.maximum(join("beta", np.float64), self._best_word_bound())
         self.roots = []
         for i, p in enumerate(problems):
             keep = np.asarray(p.init_lc) < INF
@@ -91,6 +91,23 @@ class AutomataUnion:
             o = np.argsort(rs)
             self.roots.append((rs[o] + self.offset[i], np.asarray(p.init_lc, dtype=np.float64)[keep][o],
                                np.asarray(p.init_bc, dtype=np.float64)[keep][o]))
+
+    def _best_word_bound(self) -> np.ndarray:
+        """Per union state, the best-next-word bound of :func:`~lattice_tools.alternatives.nbest_lists.best_word_bound`
+        on the automata's own arcs and exits: a lower bound on the cost of the most probable single
+        completion.  The log-sum backward cost ``beta`` bounds it too, but it sums *every*
+        completion, and on a long phrase of a dense lattice that mass is spread over so many
+        sequences that the search expands hundreds of thousands of prefixes before its bound
+        reaches the ``n``-th sequence.  The search takes the larger (tighter) of the two per
+        state; both are admissible and consistent, and so is their maximum, so the sequences and
+        costs found are the same."""
+        from .nbest_lists import best_word_bound
+
+        if not len(self.src):
+            return np.full(self.num_states, -INF)
+        order = np.argsort(self.src, kind="stable")
+        return best_word_bound(self.num_states, self.src[order], self.dst[order], self.lab[order], self.cost[order],
+                               self.exit_lc)
 
     def _joiner(self, problems):
         offset = self.offset
