@@ -19,12 +19,12 @@ Population (``--list`` prints it with sizes; big files are generated into the ca
   speaker): the bench lattice of ``bench/bench_phrases.py``.
 * ``ps-clipNNNN-{default,wide}`` -- each bundled LibriVox clip alone (3-7 s, read speech).
 * ``ps-short-*-wide`` -- the short CMU recordings alone (1-4 s: cards, go forward, numbers, digits).
-* ``kaldi-kgraph-*`` -- 10 real Kaldi nnet-decoder CompactLattices (Mandarin; the kGraph test archive,
+* ``kaldi-kgraph`` -- 10 real Kaldi nnet-decoder CompactLattices (Mandarin; the kGraph test archive,
   ``tests/data/kaldi/lats/kgraph_lat.1``, see its PROVENANCE.md), one file.
 * ``kaldi-bundled`` -- the bundled recordings' pocketsphinx lattices as a Kaldi text archive
   (``tests/data/kaldi/lats/bundled.ark.gz``), one file of 10 lattices.
-* ``k2-*`` -- the k2/icefall lattices of ``tests/data/k2-fixtures`` (HLG, word and CTC lattices
-  written by k2; see its README.md).
+* ``k2-hlg`` (3 lattices), ``k2-ctc`` (1) -- the k2/icefall lattices of ``tests/data/k2-fixtures``
+  (written by k2; see its README.md; its word acceptor has no times, so no alt-CTM).
 * ``slf-*`` -- the vendored HTK-format files of ``tests/data/slf``: Sphinx-III's AN4 lattice, Kaldi's
   ``convert_slf.pl`` output, a pocketsphinx SLF, the HDecode- and WS97-layout files.
 
@@ -40,7 +40,8 @@ Usage::
     nice python bench/lattice_population.py --generate            # decode the pocketsphinx lattices
     nice python bench/lattice_population.py --list
     nice python bench/lattice_population.py --phrases [--theta 0.1 0.01] [--n 1000] [--label NAME]
-    nice python bench/lattice_population.py --compare before after  # alt-CTMs byte-identical?
+    nice python bench/lattice_population.py --phrases --label before --tree /tmp/before  # an older version
+    nice python bench/lattice_population.py --compare before current  # alt-CTMs byte-identical?
     nice python bench/lattice_population.py --startup               # --help and info, CPU ms
 
 Results are in ``bench/README.md`` ("Lattice population").
@@ -202,11 +203,12 @@ def population(cache: str) -> list:
         if dst == "kaldi-bundled.ark":
             extra = ["--words", str(DATA / "kaldi" / "lats" / "bundled.words.txt")]
         out.append((Path(dst).stem, p, extra, None))
-    for pt in ("hlg_lattice.pt", "word_lattice.pt", "ctc_lattice.pt"):
+    # (word_lattice.pt is left out: a word acceptor without times, which no alt-CTM can be written from)
+    for pt in ("hlg_lattice.pt", "ctc_lattice.pt"):
         p = DATA / "k2-fixtures" / pt
         if p.exists():
-            out.append(("k2-" + pt.split("_")[0], str(p), ["--words", str(DATA / "k2-fixtures" / "words.txt")]
-                        if pt != "ctc_lattice.pt" else [], None))
+            extra = ["--words", str(DATA / "k2-fixtures" / "words.txt")] if pt != "ctc_lattice.pt" else []
+            out.append(("k2-" + pt.split("_")[0], str(p), extra, None))
     return out
 
 
@@ -225,9 +227,13 @@ def _cli() -> list:
     return [sys.executable, "-m", "lattice_tools"]
 
 
+#: the lattice-tools source tree whose commands are measured (--tree; default: this checkout)
+TREE = [str(REPO)]
+
+
 def _env() -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = TREE[0] + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
@@ -327,7 +333,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--label", default="current")
     ap.add_argument("--only", nargs="+", help="only the population names containing one of these")
+    ap.add_argument("--tree", default=str(REPO), help="measure the lattice-tools of this source tree (e.g. an "
+                    "export of an older commit with its compiled kernels) instead of this checkout")
     args = ap.parse_args()
+    TREE[0] = os.path.abspath(args.tree)
     if args.generate:
         generate(args.cache, args.only)
     if args.list:
