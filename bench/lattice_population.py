@@ -71,7 +71,8 @@ search run out of pops (counted per phrase: every phrase of ps-convA-wide, ps-co
 ps-concat-wide finishes in the first, log-sum-bound search), so the slow case reported on another
 30 s conversation (78 s, 3.2 GB at theta 0.01) is not reproduced here.
 
-Start-up (``--startup``, 15 interleaved rounds, best / median CPU ms, same load): ``--help`` 58 / 63
+Start-up (``python -m lattice_tools ...`` of both trees in alternation, 15 rounds, best / median CPU ms;
+``--startup`` measures one tree the same way): ``--help`` 58 / 63
 before, 56 / 61 after; ``info`` on the 3 kB Sphinx-III SLF 167 / 186 before, 149 / 157 after (tqdm no
 longer imported); ``phrases -n 1000`` on it 206 / 219 before, 180 / 192 after.  ``python -c pass``
 alone is 32-36 ms, importing numpy 45-50 ms more: ``info`` cannot reach 60 ms while it imports numpy.

@@ -261,8 +261,8 @@ HEAVY_MODULES = ("numpy", "scipy", "matplotlib", "torch", "k2", "networkx", "poc
 def test_help_imports_only_click_and_the_command_table():
     """``lattice-tools --help`` lists the commands from the table in lattice_tools/cli/__init__.py: it
     imports click and the package's own start-up modules, no command module and no heavy library."""
-    what = ('(sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r}), '
-            'sorted(m for m in sys.modules if m.startswith("lattice_tools")))').format(heavy=HEAVY_MODULES)
+    what = (f'(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY_MODULES!r}), '
+            'sorted(m for m in sys.modules if m.startswith("lattice_tools")))')
     code = _AS_THE_PROGRAM.format(what=what, argv=["--help"])
     heavy, ours = eval(_run(code).splitlines()[-1])  # noqa: S307 - our own repr of two lists
     assert heavy == []
