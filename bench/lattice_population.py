@@ -69,7 +69,13 @@ Every file meets < 1 s of compute, < 2 s whole process and < 1 GB at both thresh
 (the differences are noise of the shared machine).  No lattice of this population makes the lazy
 search run out of pops (counted per phrase: every phrase of ps-convA-wide, ps-convB-wide and
 ps-concat-wide finishes in the first, log-sum-bound search), so the slow case reported on another
-30 s conversation (78 s, 3.2 GB at theta 0.01) is not reproduced here.
+30 s conversation (78 s, 3.2 GB at theta 0.01) is not reproduced by these files.  One class that does
+blow up: pocketsphinx's SLF written before ``decoder.hyp()``, where every link has ``p=1`` (emulated by
+rewriting the ``p=`` of ps-convB-wide to 1): the weights made from those "posteriors" were a random walk,
+and ``phrases -n 1000`` at theta 0.1 took 34.6 s and 6.0 GB in process (one phrase fell to the
+exact-bound fallback for 29.8 s; the best-next-word retry did not rescue it), 26.4 s CPU and 4.2 GB
+before the CLI's 4G budget stopped it.  The SLF reader now refuses such files (one line, exit 2, 0.3 s):
+real posteriors never pass more than probability 1 through a node (at most 1.0014 here).
 
 Start-up (``python -m lattice_tools ...`` of both trees in alternation, 15 rounds, best / median CPU ms;
 ``--startup`` measures one tree the same way): ``--help`` 58 / 63
