@@ -64,6 +64,10 @@ the best-next-word retry, run side by side):
                   whole s    worst 1.522 (1.503)  p95 1.179 (1.202)  median 0.252 (0.252)  worst: ps-concat-wide
                   peak RSS   worst 277 MB (277)   p95 181 MB (180)   median 43 MB (43)
     --compare before current: 64 of 64 alt-CTMs byte-identical
+    again with the final version (SLF posterior check included), load average ~5, label "final":
+      theta 0.1   compute worst 0.753 p95 0.610 median 0.082; whole worst 1.352 p95 1.078 median 0.232 s
+      theta 0.01  compute worst 0.774 p95 0.666 median 0.085; whole worst 1.382 p95 1.134 median 0.235 s
+      peak RSS worst 278 MB; --compare before final: 64 of 64 alt-CTMs byte-identical
 
 Every file meets < 1 s of compute, < 2 s whole process and < 1 GB at both thresholds, before and after
 (the differences are noise of the shared machine).  No lattice of this population makes the lazy
