@@ -39,6 +39,23 @@ def weights_from_posteriors(lat: Lattice, posteriors, *, min_posterior: float = 
         return _reweight(lat, posteriors, min_posterior, zero_floor)
 
 
+def posterior_flow_error(lat: Lattice, posteriors) -> tuple[float, int]:
+    """``(excess, state)``: how far the largest flow through one state -- the sum of the posteriors of
+    the arcs entering it, or of those leaving it -- exceeds 1, and that state.  Arc posteriors that a
+    decoder computed never pass more than probability 1 through a state, up to their printed digits
+    (pocketsphinx: at most 1.0014 on 23 lattices of 2k-150k links); pocketsphinx's ``p=1`` on every
+    link, which it writes when its lattice is taken before its hypothesis, passes hundreds.  (A
+    ``p=0`` on a link of the only path, which pocketsphinx also writes, breaks conservation but not
+    this bound.)"""
+    g = np.asarray(posteriors, dtype=np.float64)
+    n = lat.num_states
+    if not n or not len(g):
+        return 0.0, 0
+    flow = np.maximum(np.bincount(lat.dst, weights=g, minlength=n), np.bincount(lat.src, weights=g, minlength=n))
+    state = int(np.argmax(flow))
+    return max(float(flow[state]) - 1.0, 0.0), state
+
+
 def _reweight(lat: Lattice, posteriors, min_posterior: float, floor: float | None) -> Lattice:
     g = np.asarray(posteriors, dtype=np.float64)
     if g.shape != (lat.num_arcs,):

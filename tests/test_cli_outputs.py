@@ -157,8 +157,8 @@ def test_error_messages_name_cli_flags_not_parameters(scoring_files, tmp_path):
 
 def test_cli_message_translation():
     params = main.get_command(None, "score").params
-    msg = cli_message("x (use allow_missing to skip them); raise it with max_memory", params)
-    assert msg == "x (use --allow-missing to skip them); raise it with max_memory"
+    msg = cli_message("x (use allow_missing to skip them); raise it with max_memory; not max_pops", params)
+    assert msg == "x (use --allow-missing to skip them); raise it with --max-memory; not max_pops"
     nested = cli_message("nested <ALT_BEGIN> (sclite mis-scores nested blocks; read with nested='flatten' to "
                          "expand them)", params)
     assert "nested=" not in nested and "--flatten-alternations" in nested

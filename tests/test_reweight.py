@@ -30,3 +30,29 @@ def test_bad_posteriors_rejected():
         weights_from_posteriors(lat, np.ones(3))
     with pytest.raises(LatticeError, match="finite"):
         weights_from_posteriors(lat, np.full(lat.num_arcs, np.nan))
+
+
+def test_link_posteriors_that_are_not_posteriors_are_refused(tmp_path):
+    """pocketsphinx writes p=1 on every link when its lattice is taken before its hypothesis: weights made
+    from such "posteriors" would be a silent random walk (and so flat that exact searches exhaust their
+    budgets), so the reader refuses the file, naming it; the file pocketsphinx wrote after its hypothesis
+    (the same lattice with its real posteriors) is read, and its posteriors pass through no node more
+    than probability 1."""
+    import gzip
+    import re
+    from pathlib import Path
+
+    from lattice_tools.errors import FormatError
+    from lattice_tools.io.slf import read_slf
+    from lattice_tools.reweight import posterior_flow_error
+
+    text = gzip.open(Path(__file__).parent / "data" / "slf" / "pocketsphinx_cards_002.lat.gz", "rt").read()
+    real = read_slf(text, weights="raw")
+    excess, _ = posterior_flow_error(real, real.attrs["p"])
+    assert 0.0 <= excess < 0.01
+    assert read_slf(text).num_arcs > 0
+    ones = tmp_path / "ones.lat"
+    ones.write_text(re.sub(r"\tp=[^\t\n]*", "\tp=1.000000", text))
+    with pytest.raises(FormatError, match=r"ones\.lat.*not posteriors.*before hyp\(\)"):
+        read_slf(str(ones))
+    assert read_slf(str(ones), weights="raw").num_arcs == real.num_arcs  # the raw scores stay readable

@@ -191,3 +191,39 @@ def test_closure_of_one_semiring_equals_that_half_of_both():
     np.testing.assert_array_equal(trop_only.w_bc, both.w_bc)
     np.testing.assert_array_equal(trop_only.x_bc, both.x_bc)
     assert log_only.w_bc is None and trop_only.w_lc is None
+
+
+def test_word_bound_retry_finds_the_same_sequences(monkeypatch):
+    """A lazy search that runs out of pops with the log-sum bound is searched again with the
+    best-next-word bound before any exact-bound fallback; on a real lattice, with every first search
+    made to fail, the retries alone find the same sequences, costs and best paths, and the
+    tighter bound is at least the log-sum one everywhere (and tighter somewhere)."""
+    import lattice_tools.alternatives._fastsearch as F
+    from lattice_tools.alternatives._determinizer import AutomataUnion
+
+    dec = PhraseDecomposition(ps_lattice(), 0.1, acoustic_scale=0.1)
+    problems = dec.problems()
+    plain = search_many(problems, 40)
+    loose, tight = AutomataUnion(problems), AutomataUnion(problems, word_bound=True)
+    assert np.all(tight.beta >= loose.beta) and np.any(tight.beta > loose.beta + 1e-6)
+
+    real_lazy = F.Determinizer.lazy_search
+    retried = []
+
+    def first_fails(det, j0, n, max_pops, check):
+        if not np.any(det.union.beta != AutomataUnion(problems).beta):
+            return None  # the log-sum bound: pretend its budget ran out
+        retried.append(j0)
+        return real_lazy(det, j0, n, max_pops, check)
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("the exact-bound fallback ran")
+
+    monkeypatch.setattr(F.Determinizer, "lazy_search", first_fails)
+    monkeypatch.setattr(F, "_bounded_exact_search", no_fallback)
+    retry = search_many(problems, 40)
+    assert len(retried) == sum(1 for r in plain if r)
+    for a, b in zip(plain, retry, strict=True):
+        assert [r.labels for r in a] == [r.labels for r in b]
+        assert [r.cost for r in a] == [r.cost for r in b]
+        assert [r.best_arcs for r in a] == [r.best_arcs for r in b]

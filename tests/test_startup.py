@@ -251,3 +251,20 @@ def test_binary_compact_reader_reads_what_the_text_reader_reads(tmp_path):
             assert getattr(a, f).dtype == np.float64 and np.allclose(getattr(a, f), getattr(b, f), rtol=1e-6), f
         assert [t.tolist() for t in a.strings] == [t.tolist() for t in b.strings]
         assert all(t.dtype == np.int32 for t in a.strings)
+
+
+#: modules whose import costs tens to hundreds of milliseconds; ``lattice-tools --help`` needs none of them
+HEAVY_MODULES = ("numpy", "scipy", "matplotlib", "torch", "k2", "networkx", "pocketsphinx", "kaldifst", "tqdm",
+                 "pandas", "dask", "distributed", "hypothesis")
+
+
+def test_help_imports_only_click_and_the_command_table():
+    """``lattice-tools --help`` lists the commands from the table in lattice_tools/cli/__init__.py: it
+    imports click and the package's own start-up modules, no command module and no heavy library."""
+    what = (f'(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY_MODULES!r}), '
+            'sorted(m for m in sys.modules if m.startswith("lattice_tools")))')
+    code = _AS_THE_PROGRAM.format(what=what, argv=["--help"])
+    heavy, ours = eval(_run(code).splitlines()[-1])  # noqa: S307 - our own repr of two lists
+    assert heavy == []
+    assert ours == ["lattice_tools", "lattice_tools._exports", "lattice_tools.cli", "lattice_tools.cli._lazy",
+                    "lattice_tools.errors"]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..files import progress_bar
 from ..io import read_lattice_inputs
 from ..lattice import Lattice
 from .pruning import lattice_depth
@@ -73,12 +74,10 @@ def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str
     scores are inconsistent).  ``total`` sums counts and durations and gives overall ratios.
     Returns ``{"lattices": [...], "total": {...}}``.
     """
-    from tqdm import tqdm
-
     rows = []
     lats = read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
                                frame_subsampling_factor=frame_subsampling_factor)
-    for lat in tqdm(lats, desc="info", unit="lat", disable=(None if progress is None else not progress)):
+    for lat in progress_bar(lats, desc="info", unit="lat", progress=progress):
         rows.append(lattice_stats(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty))
     total = {"lattices": len(rows), "states": sum(r["states"] for r in rows), "arcs": sum(r["arcs"] for r in rows),
              "trimmed_arcs": sum(r["trimmed_arcs"] for r in rows), "word_arcs": sum(r["word_arcs"] for r in rows)}

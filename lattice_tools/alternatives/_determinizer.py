@@ -67,9 +67,11 @@ class AutomataUnion:
     """The disjoint union of the automata (:class:`~lattice_tools.alternatives._fastsearch.SearchProblem`):
     automaton ``i``'s state ``s`` is union state ``offset[i] + s``; arc arrays ``src, dst, lab, cost``
     (and ``arc_ids``), exit costs ``exit_lc`` / ``exit_bc`` (log / tropical), the bound ``beta``, and
-    each automaton's sorted initial states with their costs (``roots``)."""
+    each automaton's sorted initial states with their costs (``roots``).  ``word_bound``: tighten the
+    bound with the best-next-word bound (:meth:`_best_word_bound`; ~0.1 s on a 140k-arc lattice, so
+    it is computed only for searches that need it)."""
 
-    def __init__(self, problems: list):
+    def __init__(self, problems: list, word_bound: bool = False):
         self.num_automata = len(problems)
         self.sizes = np.array([int(p.num_states) for p in problems], dtype=np.int64)
         self.offset = np.r_[0, np.cumsum(self.sizes)]
@@ -84,6 +86,8 @@ class AutomataUnion:
         self.lab, self.cost = join("lab", np.int64), join("cost", np.float64)
         self.arc_ids = join("arc_ids", np.int64)
         self.beta = join("beta", np.float64)
+        if word_bound:
+            self.beta = np.maximum(self.beta, self._best_word_bound())
         self.roots = []
         for i, p in enumerate(problems):
             keep = np.asarray(p.init_lc) < INF
@@ -91,6 +95,23 @@ class AutomataUnion:
             o = np.argsort(rs)
             self.roots.append((rs[o] + self.offset[i], np.asarray(p.init_lc, dtype=np.float64)[keep][o],
                                np.asarray(p.init_bc, dtype=np.float64)[keep][o]))
+
+    def _best_word_bound(self) -> np.ndarray:
+        """Per union state, the best-next-word bound of :func:`~lattice_tools.alternatives.nbest_lists.best_word_bound`
+        on the automata's own arcs and exits: a lower bound on the cost of the most probable single
+        completion.  The log-sum backward cost ``beta`` bounds it too, but it sums *every*
+        completion, and on a long phrase of a dense lattice that mass is spread over so many
+        sequences that the search expands hundreds of thousands of prefixes before its bound
+        reaches the ``n``-th sequence.  The search takes the larger (tighter) of the two per
+        state; both are admissible and consistent, and so is their maximum, so the sequences and
+        costs found are the same (only the order of exactly equal costs could differ)."""
+        from .nbest_lists import best_word_bound
+
+        if not len(self.src):
+            return np.full(self.num_states, -INF)
+        order = np.argsort(self.src, kind="stable")
+        return best_word_bound(self.num_states, self.src[order], self.dst[order], self.lab[order], self.cost[order],
+                               self.exit_lc)
 
     def _joiner(self, problems):
         offset = self.offset

@@ -104,7 +104,17 @@ def search_many(problems: list, n, *, max_pops=2_000_000, key=None, track_best=T
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             starts = [det.intern(i, rs, rr) if len(rs) else -1 for i, (rs, rr, _) in enumerate(union.roots)]
             if not determinize_first and n is not None:
-                _lazy_searches(det, starts, tries, found, n, min(max_pops, lazy_pops + 20 * n), key)
+                budget = min(max_pops, lazy_pops + 20 * n)
+                _lazy_searches(det, starts, tries, found, n, budget, key)
+                if any(j >= 0 and found[i] is None for i, j in enumerate(starts)):
+                    # a search ran out of pops: its log-sum bound is too loose.  Search those again
+                    # with the best-next-word bound (same automata and state numbers, tighter bound)
+                    # before the exact-bound fallbacks, which are far slower
+                    union = AutomataUnion(problems, word_bound=True)
+                    det = Determinizer(union, resolution, tuning)
+                    starts = [det.intern(i, rs, rr) if len(rs) and found[i] is None else -1
+                              for i, (rs, rr, _) in enumerate(union.roots)]
+                    _lazy_searches(det, starts, tries, found, n, budget, key)
             for i in range(P):
                 if starts[i] < 0 or found[i] is not None:
                     continue

@@ -8,12 +8,10 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tqdm import tqdm
-
 from .._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..alternatives_network import DEFAULT_CHANNEL
 from ..errors import MismatchError
-from ..files import write_json
+from ..files import progress_bar, write_json
 from ..io.altctm import AlternativesCtmWriter
 from ..io.inputs import check_times, has_bare_word_ids, read_lattice_inputs
 from ..io.kaldi_data import read_segments as read_kaldi_segments
@@ -93,7 +91,6 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
     job = AlternativesJob(kind, n, posterior_threshold, acoustic_scale, lm_scale, word_penalty, max_memory)
     bare: list[str] = []
     seg = read_segments(segments, channel) if segments else None
-    disable = (not sys.stderr.isatty()) if progress is None else not progress
     store = ShardStore(shard_dir) if shard_dir else None
 
     def checked(lats):
@@ -103,13 +100,11 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
                 bare.append(lat.key)
             yield lat
 
-    with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer, \
-            tqdm(desc=kind, unit="lat", disable=disable, file=sys.stderr) as bar:
+    with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer:
         lats = read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
                                    frame_subsampling_factor=frame_subsampling_factor)
-        shards = shard_lattices(checked(lats), repr(job))
-        for shard, results in run_shards(alternatives_of_shard, shards, executor=executor, args=(job,), store=store,
-                                         progress=lambda s: bar.update(len(s.keys))):
+        shards = shard_lattices(checked(progress_bar(lats, desc=kind, unit="lat", progress=progress)), repr(job))
+        for shard, results in run_shards(alternatives_of_shard, shards, executor=executor, args=(job,), store=store):
             for key, alts in zip(shard.keys, results, strict=True):
                 if seg is not None:
                     if key not in seg:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..files import progress_bar
 from .inputs import read_lattice_inputs
 from .lattice_files import write_lattices
 
@@ -21,8 +22,6 @@ def convert_lattices(inputs: Sequence[str] | str, output: str, *, from_format: s
     whose lattices are otherwise numbered ``0, 1, ...``); a count that does not match is an error and
     nothing is written.  Returns the number converted.
     """
-    from tqdm import tqdm
-
     last_symbols = []
 
     def stream():
@@ -32,7 +31,7 @@ def convert_lattices(inputs: Sequence[str] | str, output: str, *, from_format: s
             last_symbols[:] = [lat.symbols]
             yield lat
 
-    bar = tqdm(stream(), desc="convert", unit="lat", disable=(None if progress is None else not progress))
+    bar = progress_bar(stream(), desc="convert", unit="lat", progress=progress)
     n = write_lattices(bar, output, format=to_format, **write_options)
     if write_words and last_symbols:
         # tables of later lattices extend earlier ones (see read_lattices), so the last is complete
