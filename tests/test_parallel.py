@@ -189,7 +189,15 @@ def _slurm_ready() -> bool:
 
 @pytest.mark.skipif(not _slurm_ready(), reason="no Slurm cluster answers (scripts/slurm_local.sh starts one)")
 def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, tmp_path):
-    jobqueue = pytest.importorskip("dask_jobqueue", reason="needs dask-jobqueue")
+    import signal
+
+    # dask_jobqueue installs a SIGINT handler (sys.exit) when it is imported: keep the test process's own,
+    # so a later test's Ctrl-C still raises KeyboardInterrupt
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        jobqueue = pytest.importorskip("dask_jobqueue", reason="needs dask-jobqueue")
+    finally:
+        signal.signal(signal.SIGINT, handler)
     distributed = pytest.importorskip("distributed")
     env = [f"export PYTHONPATH={REPO}"]
     with jobqueue.SLURMCluster(cores=1, processes=1, memory="2GB", walltime="00:10:00", python=sys.executable,
