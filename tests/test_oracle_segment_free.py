@@ -174,3 +174,44 @@ def test_collar_needs_lattice_times():
     with pytest.raises(LatticeError, match="collar needs the times"):
         segment_free_oracle([untimed], segs, collar=1.0)
     assert segment_free_oracle([untimed], segs)[0].counts.ref_words == side_reference(segs)[0].num_arcs
+
+
+@pytest.mark.parametrize("representation", ["1best", "nbest", "sausage", "phrase"])
+@pytest.mark.parametrize("collar", [None, 0.5])
+def test_oracle_of_alternatives_equals_scoring_their_alt_ctm(tmp_path, representation, collar):
+    """oracle --segment-free --representation X of whole-side lattices = score --segment-free of the alt-CTM
+    of the same alternatives placed on their sides (two entry points, one alignment), and the whole-lattice
+    oracle is at most the 1-best's and the N-best's (their entries are lattice paths; sausage bins and phrase
+    combinations can make sequences the lattice does not have)."""
+    from lattice_tools.io import read_lattices, write_lattices
+    from lattice_tools.io.altctm import write_alternatives_ctm
+    from lattice_tools.oracle.report import oracle_wer
+    from lattice_tools.oracle.representations import make_alternatives
+    from lattice_tools.scoring import score_files
+
+    rng = np.random.default_rng(11)
+    lats, stm = [], []
+    for f in ("f1", "f2", "f3"):
+        lat = random_lattice(rng, 8, 8)
+        lats.append(type(lat).from_arcs(src=lat.src, dst=lat.dst, word=lat.word, symbols=lat.symbols,
+                                        final_graph_cost=lat.final_graph_cost, t0=np.asarray(lat.src) * 30,
+                                        t1=np.asarray(lat.dst) * 30, key=f"{f}-A"))
+        stm += [f"{f} A {f}_A {s.start:.2f} {s.end:.2f} <o,f0,male> {s.text}".rstrip()
+                for s in _side(random.Random(f), 3, file=f)]
+    write_lattices(lats, str(tmp_path / "lats"), format="slf")
+    (tmp_path / "r.stm").write_text("\n".join(stm) + "\n")
+    n = None if representation == "1best" else 3
+    report = oracle_wer(str(tmp_path / "lats"), str(tmp_path / "r.stm"), representation=representation, n=n,
+                        segment_free=True, collar=collar, mode="levenshtein")
+    alts = [make_alternatives(lat, representation, n).with_location(lat.key.split("-")[0], "A", 0.0)
+            for lat in read_lattices(str(tmp_path / "lats"))]
+    write_alternatives_ctm(str(tmp_path / "alt.ctm"), alts, n=n)
+    scored = score_files(str(tmp_path / "r.stm"), str(tmp_path / "alt.ctm"), segment_free=True, collar=collar,
+                         mode="levenshtein")
+    assert report["counts"]["errors"] == scored.total.errors
+    assert report["counts"]["ref_words"] == scored.total.ref_words
+    assert [u["key"] for u in report["utterances"]] == ["f1-A", "f2-A", "f3-A"]
+    whole = oracle_wer(str(tmp_path / "lats"), str(tmp_path / "r.stm"), representation="lattice",
+                       segment_free=True, collar=collar, mode="levenshtein")
+    if representation in ("1best", "nbest"):
+        assert whole["counts"]["errors"] <= report["counts"]["errors"]

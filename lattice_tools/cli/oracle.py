@@ -51,7 +51,8 @@ def segments_option(f):
 @click.option("--word-penalty", default=0.0, show_default=True, type=float)
 @click.option("--segment-free", is_flag=True,
               help="Whole-side lattices (keys file-channel, file_channel or file) against all the STM segments "
-                   "of their side.")
+                   "of their side: the lattice's oracle path, or the segment-free alignment of a representation's "
+                   "alternatives (= score --segment-free of their alt-CTM).")
 @click.option("--collar", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="With --segment-free: a word pairs only with a reference word whose span widened by SECONDS "
                    "holds its midpoint (meeteval's tcpWER convention).")

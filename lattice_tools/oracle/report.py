@@ -1,6 +1,7 @@
 """``lattice-tools oracle``: oracle WER of lattices or an alt-CTM, with bootstrap intervals."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -125,8 +126,10 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         results = _segment_free(specs, is_ctm[0], rfmt, str(reference), glms, representation, collar, warnings,
                                 dict(format=format, words=words, frame_shift=frame_shift,
                                      frame_subsampling_factor=frame_subsampling_factor),
+                                dict(n=n, posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale,
+                                     lm_scale=lm_scale, word_penalty=word_penalty),
                                 allow_missing=allow_missing, encoding=encoding, max_memory=max_memory, **opts)
-        what = "lattice"
+        what = representation
     elif is_ctm[0] and rfmt == "stm":
         # the scorer itself (GLM on both sides, channels, segments): oracle of an alt-CTM = score of it
         results = ctm_oracle(str(specs[0]), str(reference), glm=glms, allow_missing=allow_missing, warnings=warnings,
@@ -234,9 +237,16 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
     return results
 
 
-def _segment_free(specs, is_ctm, rfmt, reference, glms, representation, collar, warnings, lattice_options, *,
-                  allow_missing, encoding, max_memory, mode, optional_deletable) -> list[OracleResult]:
-    """The segment-free branch of :func:`oracle_wer`: whole-side lattices against an STM."""
+def _segment_free(specs, is_ctm, rfmt, reference, glms, representation, collar, warnings, lattice_options,
+                  alternative_options, *, allow_missing, encoding, max_memory, mode,
+                  optional_deletable) -> list[OracleResult]:
+    """The segment-free branch of :func:`oracle_wer`: whole-side lattices against an STM, one result per side.
+
+    ``lattice``: the exact oracle path through each side's lattice
+    (:func:`~lattice_tools.oracle.segment_free.segment_free_oracle`).  The other representations: each side's
+    alternatives as alt-CTM items on its file/channel, GLM-filtered like a hypothesis alt-CTM, aligned against
+    the side's segments by the segment-free scorer (:func:`~lattice_tools.scoring.segment_free.score_segment_free`):
+    its alignment is the oracle over the alternatives, so this equals ``score --segment-free`` of their alt-CTM."""
     from ..io import read_lattice_inputs
     from ..scoring.inputs import read_reference
     from .segment_free import segment_free_oracle
@@ -245,15 +255,67 @@ def _segment_free(specs, is_ctm, rfmt, reference, glms, representation, collar, 
         raise LatticeToolsError("--segment-free takes lattices; for an alt-CTM, 'lattice-tools score "
                                 "--segment-free' aligns its ALT blocks across segments (its alignment is the oracle "
                                 "over them)")
-    if rfmt != "stm" or representation != "lattice":
-        raise LatticeToolsError("--segment-free needs an STM reference and the lattice representation",
-                                path=reference)
+    if rfmt != "stm":
+        raise LatticeToolsError("--segment-free needs an STM reference (its segments are what the whole-side "
+                                "alignment crosses)", path=reference)
     refuse_glm_on_lattice(glms, [representation])   # a GLM on the reference side only would be a wrong number
-    stm = read_reference(reference, "stm", encoding=encoding).records
     lats = read_lattice_inputs(specs, **lattice_options)
     with memory_budget(max_memory):
-        return segment_free_oracle(lats, stm, collar=collar, mode=mode, optional_deletable=optional_deletable,
-                                   allow_missing=allow_missing, warnings=warnings, ref_name=reference)
+        if representation == "lattice":
+            stm = read_reference(reference, "stm", encoding=encoding).records
+            return segment_free_oracle(lats, stm, collar=collar, mode=mode, optional_deletable=optional_deletable,
+                                       allow_missing=allow_missing, warnings=warnings, ref_name=reference)
+        return _segment_free_alternatives(lats, reference, glms, representation, collar, warnings,
+                                          alternative_options, allow_missing=allow_missing, encoding=encoding,
+                                          mode=mode, optional_deletable=optional_deletable)
+
+
+def _segment_free_alternatives(lats, reference, glms, representation, collar, warnings, alternative_options, *,
+                               allow_missing, encoding, mode, optional_deletable) -> list[OracleResult]:
+    """:func:`_segment_free` for the alternatives of whole-side lattices (1best, nbest, sausage, phrase)."""
+    from ..io.altctm import alternatives_to_ctm_items
+    from ..io.ctm import CtmItems
+    from ..io.inputs import check_times
+    from ..scoring.inputs import filter_hypothesis_items, read_reference
+    from ..scoring.segment_free import score_segment_free
+    from ..scoring.segments import group_segments
+    from .segment_free import side_of_key
+
+    stm = read_reference(reference, "stm", glms=glms, encoding=encoding).records
+    sides = group_segments(list(stm.segments), False, None)
+    options = dict(alternative_options)
+    n = options.pop("n")
+    if representation != "phrase":
+        options.pop("posterior_threshold")
+    located = []
+    for lat in lats:
+        check_times(lat, what="segment-free scoring (alternatives placed in the STM's segments by their times)")
+        side = side_of_key(lat.key, sides)
+        if side is None:
+            raise MismatchError(f"lattice key {lat.key!r} names no file/channel of {reference} (expected "
+                                "file-channel, file_channel, or a file with one channel)", key=lat.key)
+        alts = make_alternatives(lat, representation, n, **options).with_location(side[0], side[1], 0.0)
+        located.append((side, lat.key, alts))
+    items: list = []
+    for _side, _key, alts in sorted(located, key=lambda x: x[0]):
+        items.extend(alternatives_to_ctm_items(alts, n))
+    hyp, more = filter_hypothesis_items(CtmItems(items, [], ""), glms, fmt="ctm", encoding=encoding)
+    warnings.extend(more)
+    result = score_segment_free(stm, hyp, collar=collar, mode=mode, optional_deletable=optional_deletable,
+                                allow_missing=allow_missing, ref_name=str(reference))
+    warnings.extend(result.warnings)
+    by_side: dict = {}
+    for seg in result.segments:
+        by_side.setdefault((seg.file, seg.channel), []).append(seg)
+    keys = {side: key for side, key, _ in located}
+    out = []
+    for side, segs in by_side.items():
+        total = ErrorCounts.sum(s.alignment.counts for s in segs)
+        counts = dataclasses.replace(total, segments=1, segment_errors=int(total.errors > 0))  # one row per side
+        words = tuple(p.hyp for s in segs for p in s.alignment.pairs if p.hyp is not None)
+        out.append(OracleResult(keys.get(side, f"{side[0]}-{side[1]}"), mode, counts,
+                                float(sum(s.alignment.cost for s in segs)), words, (), ()))
+    return out
 
 
 def format_report(report: dict) -> str:
