@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._inputs import allow_untimed_option, lattice_input_options
-from ._options import DEPTH, DEPTHS, LATTICE_FORMATS, SIZE, json_option, out_option
+from ._options import DEPTH, DEPTHS, LATTICE_FORMATS, SIZE, json_option, out_option, parallel_options
 
 
 def reference_and_lattice_options(command):
@@ -65,20 +65,24 @@ def segments_option(f):
               help="Memory budget of every step: reading, the N-best/phrase searches, the oracle (resident memory: "
                    "2G, 500M; 'inf' = none): a clean error past it.")
 @segments_option
+@parallel_options
 def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
                    posterior_threshold, acoustic_scale, lm_scale, word_penalty, segment_free, collar, bootstrap, seed,
-                   json_out, encoding, max_memory, segments):
+                   json_out, encoding, max_memory, segments, jobs, scheduler):
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
+    from ..parallel import open_executor, shard_dir_for
 
-    report = oracle_wer(list(inputs), reference, glm=list(glm), optional_deletable=optional_deletable, mode=mode,
-                        representation=representation, n=n, posterior_threshold=posterior_threshold,
-                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                        bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
-                        words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                        allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
-                        encoding=encoding, segments=segments, segment_free=segment_free, collar=collar)
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        report = oracle_wer(list(inputs), reference, glm=list(glm), optional_deletable=optional_deletable, mode=mode,
+                            representation=representation, n=n, posterior_threshold=posterior_threshold,
+                            acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                            bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
+                            words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                            allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
+                            encoding=encoding, segments=segments, segment_free=segment_free, collar=collar,
+                            executor=executor, shard_dir=shard_dir_for(json_out or "", executor))
     for w in report.get("warnings", ()):
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if json_out != "-":
