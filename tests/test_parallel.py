@@ -6,6 +6,7 @@ dask-jobqueue's SLURMCluster."""
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
@@ -220,3 +221,91 @@ def test_decoding_on_a_process_pool_equals_the_serial_run(tmp_path):
     assert not (tmp_path / "shards").exists()
     with pytest.raises(LatticeToolsError, match="fresh decoder per file"):
         decode_audio(clips, out_dir=str(tmp_path / "x"), independent=False, executor=pool)
+
+
+# ---- oracle: the per-lattice oracles in shards ------------------------------------------------------------
+KALDI = REPO / "tests" / "data" / "kaldi" / "lats"
+BUNDLED = [f"ark:gunzip -c {KALDI / 'bundled.ark.gz'}|"]   # the 10 bundled recordings (see its PROVENANCE.md)
+ORACLE_REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
+
+
+@pytest.fixture(scope="module")
+def bundled_reference(tmp_path_factory):
+    """The bundled recordings' reference as words (bundled.ref.txt has word ids; 999999 = not in the table)."""
+    words = dict(reversed(line.split()) for line in (KALDI / "bundled.words.txt").read_text().splitlines())
+    path = tmp_path_factory.mktemp("ref") / "ref.txt"
+    path.write_text("".join(" ".join([key, *(words.get(i, "zzunknown") for i in ids)]) + "\n" for key, *ids in
+                            (line.split() for line in (KALDI / "bundled.ref.txt").read_text().splitlines())))
+    return str(path)
+
+
+def _oracle(reference, representation, json_out, **kw):
+    from lattice_tools.oracle.report import oracle_wer
+
+    return oracle_wer(BUNDLED, reference, words=str(KALDI / "bundled.words.txt"), representation=representation,
+                      n=10, bootstrap=50, seed=3, json_out=str(json_out), progress=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def serial_oracles(bundled_reference, tmp_path_factory):
+    root = tmp_path_factory.mktemp("oracle")
+    out = {}
+    for rep in ORACLE_REPRESENTATIONS:
+        _oracle(bundled_reference, rep, root / f"{rep}.json")
+        out[rep] = (root / f"{rep}.json").read_bytes()
+    return out
+
+
+def test_oracle_on_a_dask_cluster_equals_the_serial_report(serial_oracles, bundled_reference, dask_client, tmp_path,
+                                                           monkeypatch):
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 3)   # 10 utterances: 4 shards
+    for rep, expected in serial_oracles.items():
+        report = _oracle(bundled_reference, rep, tmp_path / f"{rep}.json", executor=dask_client,
+                         shard_dir=str(tmp_path / "s"))
+        assert (tmp_path / f"{rep}.json").read_bytes() == expected, rep
+        assert len(report["utterances"]) == 10 and "intervals" in report
+        assert not (tmp_path / "s").exists()
+
+
+def test_a_killed_oracle_resumes_with_its_finished_shards(serial_oracles, bundled_reference, tmp_path, monkeypatch):
+    import lattice_tools.oracle.report as report_module
+
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 2)   # 5 shards
+    real = report_module.oracle_of_shard
+    calls = []
+
+    def killed_after_two(job, items):
+        if len(calls) == 2:
+            raise KeyboardInterrupt   # the run is killed while computing the third shard
+        calls.append([lat.key for lat, _ in items])
+        return real(job, items)
+
+    monkeypatch.setattr(report_module, "oracle_of_shard", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        _oracle(bundled_reference, "phrase", tmp_path / "phrase.json", shard_dir=str(tmp_path / "s"))
+    assert not (tmp_path / "phrase.json").exists() and len(list((tmp_path / "s").iterdir())) == 2
+    calls.clear()
+
+    def counting(job, items):
+        calls.append([lat.key for lat, _ in items])
+        return real(job, items)
+
+    monkeypatch.setattr(report_module, "oracle_of_shard", counting)
+    _oracle(bundled_reference, "phrase", tmp_path / "phrase.json", shard_dir=str(tmp_path / "s"))
+    order = [u["key"] for u in json.loads(serial_oracles["phrase"])["utterances"]]
+    assert calls == [order[4:6], order[6:8], order[8:10]]   # only the unfinished shards
+    assert (tmp_path / "phrase.json").read_bytes() == serial_oracles["phrase"]
+    assert not (tmp_path / "s").exists()
+
+
+def test_cli_oracle_jobs_equals_the_serial_report(serial_oracles, bundled_reference, tmp_path):
+    out = tmp_path / "sausage.json"
+    r = subprocess.run([sys.executable, "-m", "lattice_tools", "oracle", *BUNDLED, "-r", bundled_reference,
+                        "--words", str(KALDI / "bundled.words.txt"), "--representation", "sausage", "-n", "10",
+                        "--bootstrap", "50", "--seed", "3", "--json", str(out), "--jobs", "2"],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    if r.returncode == 2 and "needs Dask" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == serial_oracles["sausage"]
+    assert not Path(f"{out}.shards").exists()
