@@ -98,14 +98,14 @@ def shard_lattices(lattices: Iterable, parameters: str = "", *, max_arcs: int | 
         yield close()
 
 
-def with_companions(shards: Iterable[Shard], companion: Callable[[str], str]) -> Iterator[Shard]:
+def with_companions(shards: Iterable[Shard], companion: Callable[[str], Any]) -> Iterator[Shard]:
     """Each shard with its items paired with a text of their utterance (``(item, companion(key))``, e.g. the
     reference an oracle aligns with), the texts part of its fingerprint."""
     for shard in shards:
         texts = tuple(companion(key) for key in shard.keys)
         h = hashlib.sha256(shard.fingerprint.encode() + b"\0")
         for text in texts:
-            h.update(text.encode("utf-8", "surrogatepass") + b"\0")
+            h.update((text if isinstance(text, str) else repr(text)).encode("utf-8", "surrogatepass") + b"\0")
         yield Shard(shard.index, tuple(zip(shard.items, texts, strict=True)), shard.keys, h.hexdigest())
 
 

@@ -309,3 +309,33 @@ def test_cli_oracle_jobs_equals_the_serial_report(serial_oracles, bundled_refere
     assert r.returncode == 0, r.stderr
     assert out.read_bytes() == serial_oracles["sausage"]
     assert not Path(f"{out}.shards").exists()
+
+
+# ---- study: each cell's per-utterance work in shards -------------------------------------------------------
+def _study(reference, out_dir, **kw):
+    from lattice_tools.oracle.study import run_study
+
+    run_study({"bundled": BUNDLED}, reference, ns=[1, 10], prune_thresholds=[0, 0.05], out_dir=str(out_dir),
+              words=str(KALDI / "bundled.words.txt"), bootstrap=30, plots=False, progress=False, **kw)
+    files = {}
+    for path in sorted(p for p in Path(out_dir).rglob("*") if p.is_file()):
+        rel = str(path.relative_to(out_dir))
+        if rel.endswith(".json"):   # every number but the measured seconds
+            files[rel] = _without_seconds(json.loads(path.read_text()))
+        elif rel.startswith("altctm"):
+            files[rel] = path.read_bytes()
+    return files
+
+
+def _without_seconds(x):
+    if isinstance(x, dict):
+        return {k: _without_seconds(v) for k, v in x.items() if k != "seconds"}
+    return [_without_seconds(v) for v in x] if isinstance(x, list) else x
+
+
+def test_study_on_a_dask_cluster_equals_the_serial_study(bundled_reference, dask_client, tmp_path, monkeypatch):
+    serial = _study(bundled_reference, tmp_path / "serial")
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 4)
+    assert _study(bundled_reference, tmp_path / "dask", executor=dask_client) == serial
+    # 2 densities x (the 1-best, 3 representations x N = 1, 10), and the N=inf cells no search budget stopped
+    assert sum(rel.startswith("altctm") for rel in serial) >= 2 * (1 + 3 * 2)

@@ -120,10 +120,11 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--max-memory", type=SIZE, default="4G", show_default=True,
               help="Memory budget of every step (resident memory: 2G, 500M; 'inf' = none): a clean error past it.")
 @segments_option
+@parallel_options
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding, glm, max_memory, segments):
+                  allow_untimed, encoding, glm, max_memory, segments, jobs, scheduler):
     """Density vs oracle WER (Tables 3-6 of "Toward Zero Oracle Word Error Rate on the Switchboard Benchmark"
     by Faria et al.).  LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself); NAME=a NAME=b or a quoted
     pattern (NAME='lat.*.gz') joins several inputs into one set."""
@@ -138,14 +139,17 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
         thresholds = [float(x) for x in prune_thresholds.split(",") if x.strip()]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--prune") from None
-    result = run_study(sets, reference, ns=n_list, representations=[r.strip() for r in representations.split(",")],
-                       prune_thresholds=thresholds, out_dir=out, mode=mode, optional_deletable=optional_deletable,
-                       include_infinity=not no_infinity or None in ns, posterior_threshold=posterior_threshold,
-                       acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
-                       plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
-                       frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
-                       max_memory=max_memory, segments=segments)
+    from ..parallel import open_executor
+
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        result = run_study(sets, reference, ns=n_list, representations=[r.strip() for r in representations.split(",")],
+                           prune_thresholds=thresholds, out_dir=out, mode=mode, optional_deletable=optional_deletable,
+                           include_infinity=not no_infinity or None in ns, posterior_threshold=posterior_threshold,
+                           acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
+                           plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
+                           frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                           allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
+                           max_memory=max_memory, segments=segments, executor=executor)
     held = sum(i["holds"] for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():
