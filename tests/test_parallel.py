@@ -339,3 +339,35 @@ def test_study_on_a_dask_cluster_equals_the_serial_study(bundled_reference, dask
     assert _study(bundled_reference, tmp_path / "dask", executor=dask_client) == serial
     # 2 densities x (the 1-best, 3 representations x N = 1, 10), and the N=inf cells no search budget stopped
     assert sum(rel.startswith("altctm") for rel in serial) >= 2 * (1 + 3 * 2)
+
+
+# ---- score: the alignments in shards of segments -----------------------------------------------------------
+SCTK = REPO / "tests" / "data" / "sctk" / "sclite-testdata"   # sclite's own test files (see its README)
+SCORE_CASES = [   # (reference, hypothesis, options): the general engine (-F, confidences) and trn
+    ("lvc_ref.stm", "lvc_hyp.ctm", {"fragments": True}),
+    ("lvc_ref.stm", "lvc_hypc.ctm", {"optional_deletable": True, "tuning": "general"}),
+    ("csrnab.ref", "csrnab.hyp", {"ref_format": "trn", "hyp_format": "trn", "fragments": True, "id_type": "wsj"}),
+]
+
+
+def _score_reports(ref, hyp, options, out_dir, **kw):
+    from lattice_tools.scoring.reports import write_reports
+    from lattice_tools.scoring.sclite import score_files
+    from lattice_tools.scoring.tuning import EngineTuning
+
+    options = dict(options)
+    if options.pop("tuning", None):
+        options["tuning"] = EngineTuning(engine="general")
+    result = score_files(str(SCTK / ref), str(SCTK / hyp), **options, **kw)
+    write_reports(result, str(out_dir), "r")
+    return {p.name: p.read_bytes() for p in sorted(Path(out_dir).iterdir())}
+
+
+def test_score_on_a_dask_cluster_equals_the_serial_reports(dask_client, tmp_path, monkeypatch):
+    import lattice_tools.scoring.sclite as sclite
+
+    monkeypatch.setattr(sclite, "SHARD_SEGMENTS", 7)   # several shards per file
+    for i, (ref, hyp, options) in enumerate(SCORE_CASES):
+        serial = _score_reports(ref, hyp, options, tmp_path / f"serial{i}")
+        assert {"r.sys", "r.pra", "r.json"} <= set(serial), serial.keys()
+        assert _score_reports(ref, hyp, options, tmp_path / f"dask{i}", executor=dask_client) == serial, (ref, hyp)
