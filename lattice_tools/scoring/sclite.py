@@ -236,9 +236,7 @@ def _score_general(segments, ctm_items, *, optional_deletable, fragments, case_s
                                        for seg, items in jobs],
                              [f"{seg.file} {seg.channel} {seg.start}" for seg, _ in jobs], executor)
     alignments = [ali for ali, _conf in aligned]
-    confidences = None
-    if any(has for _ali, (has, _c) in aligned):
-        confidences = [c for _ali, (_has, c) in aligned]
+    confidences = segment_confidences(aligned)
     counts = np.array([dataclasses.astuple(ali.counts) for ali in alignments], np.int64).reshape(
         -1, len(dataclasses.fields(ErrorCounts)))
     return build_result([seg for seg, _ in jobs], alignments, counts, confidences, case_sensitive=case_sensitive,
@@ -296,8 +294,10 @@ class SegmentAligner:
 
 def aligned_of_shard(aligner: SegmentAligner, items) -> list:
     """What a worker computes for a shard of segments: ``(ref_text, ref_where, hyp, hyp_where)`` each, ``hyp``
-    a transcript (trn) or a list of CTM items -> ``(alignment, confidences)`` each; confidences (CTM
-    hypotheses only, else None) are ``(has_confidence, [(op, confidence) per hypothesis word])``."""
+    a transcript (trn) or a list of CTM items -> ``(alignment, confidences)`` each.  Confidences (CTM
+    hypotheses only, else None): ``(True, [(op, confidence) per hypothesis word])`` for a segment with a
+    confidence, else ``(False, ids of its null hypothesis arcs)``, from which :func:`segment_confidences`
+    makes its list only if another segment has one (making an alignment's pairs costs time)."""
     fold_kw = dict(case_sensitive=aligner.case_sensitive, language=aligner.case_language)
     refs = [parse_transcript(text, where=where, **fold_kw) for text, where, _hyp, _hw in items]
     hyps = [parse_transcript(hyp, where=hyp_where, **fold_kw) if isinstance(hyp, str) else from_ctm_items(hyp, **fold_kw)
@@ -307,13 +307,26 @@ def aligned_of_shard(aligner: SegmentAligner, items) -> list:
                                                     strict=True):
         conf = None
         if not isinstance(hyp, str):
-            # sclite reports NCE when any word of the CTM has a confidence (one without counts as 0) and
-            # leaves null words out of it
-            has = bool(hnet.num_arcs) and not np.isnan(hnet.confidence).all()
-            conf = (has, [(p.op, float(np.nan_to_num(hnet.confidence[p.hyp_arc], nan=0.0))) for p in ali.pairs
-                          if p.hyp_arc >= 0 and hnet.words[p.hyp_arc] is not None])
+            if hnet.num_arcs and not np.isnan(hnet.confidence).all():
+                conf = (True, [(p.op, float(np.nan_to_num(hnet.confidence[p.hyp_arc], nan=0.0))) for p in ali.pairs
+                               if p.hyp_arc >= 0 and hnet.words[p.hyp_arc] is not None])
+            else:
+                conf = (False, tuple(i for i, w in enumerate(hnet.words) if w is None))
         out.append((ali, conf))
     return out
+
+
+def segment_confidences(aligned: list) -> list | None:
+    """The ``(op, confidence)`` lists of :func:`aligned_of_shard`'s segments, or None when no word has a
+    confidence: sclite reports NCE when any word of the CTM has one (a word without counts as 0) and
+    leaves null words out of it."""
+    if not any(has for _ali, (has, _c) in aligned):
+        return None
+    def without_confidence(ali, nulls):
+        nulls = set(nulls)
+        return [(p.op, 0.0) for p in ali.pairs if p.hyp_arc >= 0 and p.hyp_arc not in nulls]
+
+    return [c if has else without_confidence(ali, c) for ali, (has, c) in aligned]
 
 
 def align_segments(aligner: SegmentAligner, items: list, keys: list, executor=None) -> list:
