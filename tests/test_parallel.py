@@ -189,7 +189,7 @@ def _slurm_ready() -> bool:
 
 
 @pytest.mark.skipif(not _slurm_ready(), reason="no Slurm cluster answers (scripts/slurm_local.sh starts one)")
-def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, tmp_path):
+def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, serial_oracles, bundled_reference, tmp_path):
     jobqueue = pytest.importorskip("dask_jobqueue", reason="needs dask-jobqueue")
     distributed = pytest.importorskip("distributed")
     env = [f"export PYTHONPATH={REPO}"]
@@ -202,7 +202,12 @@ def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, tmp_p
             client.wait_for_workers(2, timeout=120)
             path = tmp_path / "sausage.ctm"
             make_alternatives_ctm(LATTICES, "sausage", 4, str(path), executor=client, progress=False)
+            _oracle(bundled_reference, "phrase", tmp_path / "phrase.json", executor=client)
+            ref, hyp, options = SCORE_CASES[0]
+            scored = _score_reports(ref, hyp, options, tmp_path / "score", executor=client)
     assert path.read_bytes() == serial_outputs["sausage"]
+    assert (tmp_path / "phrase.json").read_bytes() == serial_oracles["phrase"]
+    assert scored == _score_reports(ref, hyp, options, tmp_path / "score-serial")
 
 
 def test_decoding_on_a_process_pool_equals_the_serial_run(tmp_path):
