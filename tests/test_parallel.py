@@ -376,3 +376,37 @@ def test_score_on_a_dask_cluster_equals_the_serial_reports(dask_client, tmp_path
         serial = _score_reports(ref, hyp, options, tmp_path / f"serial{i}")
         assert {"r.sys", "r.pra", "r.json"} <= set(serial), serial.keys()
         assert _score_reports(ref, hyp, options, tmp_path / f"dask{i}", executor=dask_client) == serial, (ref, hyp)
+
+
+# ---- kws index: the hits in shards, written in input order -------------------------------------------------
+def _kws_index(path, **kw):
+    from lattice_tools.io import read_lattice_inputs
+    from lattice_tools.kws.build import build_lattice_index
+
+    lats = read_lattice_inputs(BUNDLED, words=str(KALDI / "bundled.words.txt"))
+    counts = build_lattice_index(lats, str(path), **kw)
+    return counts, Path(path).read_bytes()
+
+
+def test_kws_index_on_a_dask_cluster_equals_the_serial_file(dask_client, tmp_path, monkeypatch):
+    serial_counts, serial = _kws_index(tmp_path / "serial.db")
+    assert serial_counts["utterances"] == 10 and serial_counts["hits"] > 1000
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 3)
+    assert _kws_index(tmp_path / "dask.db", executor=dask_client) == (serial_counts, serial)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dask.db", "serial.db"]   # no temporary left
+
+
+def test_cli_kws_index_jobs_equals_the_serial_file(tmp_path):
+    def index(out, *more):
+        return subprocess.run([sys.executable, "-m", "lattice_tools", "kws", "index", *BUNDLED, "--words",
+                               str(KALDI / "bundled.words.txt"), "-o", str(out), *more], capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    r = index(tmp_path / "jobs.db", "--jobs", "2")
+    if r.returncode == 2 and "needs Dask" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    assert index(tmp_path / "serial.db").returncode == 0
+    assert (tmp_path / "jobs.db").read_bytes() == (tmp_path / "serial.db").read_bytes()
+    r = index(tmp_path / "x.db", "--from", "sausage", "--jobs", "2")
+    assert r.returncode == 2 and "--jobs" in r.stderr and "Traceback" not in r.stderr
