@@ -410,3 +410,33 @@ def test_cli_kws_index_jobs_equals_the_serial_file(tmp_path):
     assert (tmp_path / "jobs.db").read_bytes() == (tmp_path / "serial.db").read_bytes()
     r = index(tmp_path / "x.db", "--from", "sausage", "--jobs", "2")
     assert r.returncode == 2 and "--jobs" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_killed_kws_index_resumes_with_its_finished_shards(tmp_path, monkeypatch):
+    import lattice_tools.kws.build as build
+
+    _counts, serial = _kws_index(tmp_path / "serial.db")
+    real = build.lattice_hits_of_shard
+    calls = []
+
+    def killed_after_two(job, items):
+        if len(calls) == 2:
+            raise KeyboardInterrupt   # the build is killed while finding the third shard's hits
+        calls.append([lat.key for lat, _ in items])
+        return real(job, items)
+
+    monkeypatch.setattr(build, "lattice_hits_of_shard", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        _kws_index(tmp_path / "index.db", shard_dir=str(tmp_path / "s"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s", "serial.db"]   # no index, no temporary
+    calls.clear()
+
+    def counting(job, items):
+        calls.append([lat.key for lat, _ in items])
+        return real(job, items)
+
+    monkeypatch.setattr(build, "lattice_hits_of_shard", counting)
+    _kws_index(tmp_path / "index.db", shard_dir=str(tmp_path / "s"))
+    assert len(calls) == 8   # one utterance per shard serially: the 8 not finished
+    assert (tmp_path / "index.db").read_bytes() == serial
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.db", "serial.db"]

@@ -118,11 +118,11 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             for lat in read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
                                            frame_subsampling_factor=frame_subsampling_factor):
                 yield lat[0] if isinstance(lat, tuple) else lat
-        from ..parallel import open_executor
+        from ..parallel import open_executor, shard_dir_for
 
         with open_executor(jobs=jobs, scheduler=scheduler) as executor:
-            result = build_lattice_index(lattices(), out, segments=seg, channel=channel, executor=executor, **scales,
-                                         **common)
+            result = build_lattice_index(lattices(), out, segments=seg, channel=channel, executor=executor,
+                                         shard_dir=shard_dir_for(out, executor), **scales, **common)
     else:
         if jobs is not None or scheduler is not None:
             raise click.UsageError(f"--jobs/--scheduler index whole lattices; for --from {representation}, compute the "

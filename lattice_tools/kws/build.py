@@ -31,7 +31,7 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                         acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
                         silence_words: Iterable[str] | None = None,
                         segments: Mapping[str, tuple[str, str, float]] | None = None, channel: str = "1",
-                        append: bool = False, progress=None, executor=None) -> dict:
+                        append: bool = False, progress=None, executor=None, shard_dir: str | None = None) -> dict:
     """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
 
     ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
@@ -42,6 +42,8 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     ``executor``: the hits are found (:func:`~lattice_tools.kws.index.index_lattice`) in shards of
     utterances on its workers (any :class:`concurrent.futures.Executor` or ``dask.distributed.Client``;
     None: here) and written here in input order, so the index file is the serial build's, byte for byte.
+    ``shard_dir``: the finished shards' hits are kept there, so a killed build started again recomputes only
+    the rest; removed when the index is complete.
     """
     settings = _settings(max_length, max_silence, min_posterior, "lattice")
     silence = None if silence_words is None else frozenset(silence_words)
@@ -50,7 +52,8 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     job = LatticeIndexJob(max_length, max_silence, min_posterior, acoustic_scale, lm_scale, word_penalty,
                           None if silence is None else tuple(sorted(silence)))
     with IndexWriter(path, settings, append=append) as writer:
-        for lat, (file, chan, _offset), hits, pruned_mass in _lattice_hits(lattices, job, segments, channel, executor):
+        for lat, (file, chan, _offset), hits, pruned_mass in _lattice_hits(lattices, job, segments, channel, executor,
+                                                                           shard_dir):
             if id(lat.symbols) not in seen_tables:
                 seen_tables.add(id(lat.symbols))
                 writer.add_vocabulary(w for w, _ in lat.symbols if not is_silence(w, silence))
@@ -58,7 +61,12 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
             pruned += pruned_mass
             if progress is not None:
                 progress(lat.key)
-        return {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}
+        result = {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}
+    if shard_dir:
+        from ..parallel import ShardStore
+
+        ShardStore(shard_dir).remove()
+    return result
 
 
 @dataclass(frozen=True)
@@ -88,10 +96,11 @@ def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
     return out
 
 
-def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, executor) -> Iterator[tuple]:
+def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, executor,
+                  shard_dir: str | None = None) -> Iterator[tuple]:
     """``(lattice, (file, channel, offset), hits, pruned mass)`` of every lattice, in input order, computed in
     shards (:mod:`lattice_tools.parallel`) here or on the workers of ``executor``."""
-    from ..parallel import run_shards, shard_lattices, with_companions
+    from ..parallel import ShardStore, run_shards, shard_lattices, with_companions
 
     def place(key):
         if segments is None:
@@ -102,7 +111,8 @@ def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, execut
 
     # serially one utterance at a time: the build then holds one lattice and its hits, as it always has
     shards = with_companions(shard_lattices(lattices, repr(job), max_utterances=1 if executor is None else None), place)
-    for shard, results in run_shards(lattice_hits_of_shard, shards, executor=executor, args=(job,)):
+    store = ShardStore(shard_dir) if shard_dir else None
+    for shard, results in run_shards(lattice_hits_of_shard, shards, executor=executor, args=(job,), store=store):
         for (lat, where), (hits, pruned_mass) in zip(shard.items, results, strict=True):
             yield lat, where, hits, pruned_mass
 
