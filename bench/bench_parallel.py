@@ -8,7 +8,8 @@ reference words, as a Kaldi ``text`` file and as an STM of one segment per utter
 * ``sausage`` (``-n 10``) and ``phrases`` (``-n 100``): lattices to alt-CTM;
 * ``oracle``: phrase-alternative oracle WER (``--representation phrase -n 10 --bootstrap 100 --json``);
 * ``score``: the sausage alt-CTM scored against the STM with ``-F`` (sclite's fragment rule: the general engine,
-  whose alignments run on the workers) and ``--json``.
+  whose alignments run on the workers) and ``--json``;
+* ``kws-index``: the term index of the whole lattices (``kws index``, terms of up to 3 words; the SQLite file).
 
 For each size and job it runs whole processes:
 
@@ -24,7 +25,7 @@ average is printed first).
 Usage::
 
     python bench/bench_parallel.py [--workdir /tmp/bench_parallel] [--sizes 1000,10000] [--workers 2]
-                                   [--jobs sausage,phrases,oracle,score]
+                                   [--jobs sausage,phrases,oracle,score,kws-index]
 """
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/bench_parallel")
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--workers", default="2")
-    ap.add_argument("--jobs", default="sausage,phrases,oracle,score")
+    ap.add_argument("--jobs", default="sausage,phrases,oracle,score,kws-index")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -134,6 +135,8 @@ def main() -> None:
                 if job == "oracle":
                     return [*exe, "oracle", str(corpus), "--words", str(WORDS), "-r", str(text), "--representation",
                             "phrase", "-n", "10", "--bootstrap", "100", "--json", str(out)]
+                if job == "kws-index":
+                    return [*exe, "kws", "index", str(corpus), "--words", str(WORDS), "-o", str(out)]
                 if job == "score":
                     hyp = work / f"sausage{size}.serial.ctm"
                     if not hyp.exists():
