@@ -334,6 +334,7 @@ def _study(reference, out_dir, **kw):
 
 def _without_seconds(x):
     if isinstance(x, dict):
+        assert "seconds" not in x or (isinstance(x["seconds"], float) and x["seconds"] >= 0), x["seconds"]
         return {k: _without_seconds(v) for k, v in x.items() if k != "seconds"}
     return [_without_seconds(v) for v in x] if isinstance(x, list) else x
 

@@ -332,7 +332,7 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
     arcs = [int(lat.num_arcs) for lat in lats]
     if rep == "lattice":
         job = StudyCellsJob(rep, (None,), None, dict(scales), {}, tuple(glms), encoding, dict(opts), max_memory)
-        _alts, (res,), seconds = _run_study_cells(job, lats, references, executor)
+        _alts, (res,), (seconds,) = _run_study_cells(job, lats, references, executor)
         res += deletions_only(absent, references, **opts)
         write(None, _cell(rep, None, density, set_name, thr, keys, res, None, _slf_gzip_mb(lats), seconds, arcs))
         return
