@@ -1,22 +1,31 @@
-"""Benchmark: corpus-level alternatives on several worker processes (``--jobs N``), against one process.
+"""Benchmark: corpus-level jobs on several worker processes (``--jobs N``), against one process.
 
 A synthetic corpus: the bundled recordings' real Kaldi lattices (tests/data/kaldi/lats/bundled.ark.gz: pocketsphinx
 decodes of the 10 bundled clips) copied round-robin under new keys into Kaldi text archives of
-10^3, 10^4, 10^5 utterances (``--sizes``), cached in ``--workdir``.  For each size and job (``sausage``,
-``phrases -n 100``) it runs whole processes:
+10^3, 10^4, 10^5 utterances (``--sizes``), cached in ``--workdir``, with the matching references (the bundled
+reference words, as a Kaldi ``text`` file and as an STM of one segment per utterance).  The jobs (``--jobs``):
 
-* the serial run (``lattice-tools KIND corpus.ark -o out``): CPU seconds (user + system of the process);
+* ``sausage`` (``-n 10``) and ``phrases`` (``-n 100``): lattices to alt-CTM;
+* ``oracle``: phrase-alternative oracle WER (``--representation phrase -n 10 --bootstrap 100 --json``);
+* ``score``: the sausage alt-CTM scored against the STM with ``-F`` (sclite's fragment rule: the general engine,
+  whose alignments run on the workers) and ``--json``;
+* ``kws-index``: the term index of the whole lattices (``kws index``, terms of up to 3 words; the SQLite file).
+
+For each size and job it runs whole processes:
+
+* the serial run: CPU seconds (user + system of the process);
 * ``--jobs N`` for each N in ``--workers``: wall seconds, the peak RSS of the driver and of the largest worker
   (sampled every 0.2 s from /proc), output bytes compared with the serial run;
 
 and prints throughput (utterances per second), parallel efficiency (serial CPU seconds / (N × wall
 seconds)) and the peak memory, so that "per-worker memory flat from 10^3 to 10^5 utterances" and
-"efficiency at 2 workers" can be read off.  The machine is shared: run it on a quiet machine.
+"efficiency at 2 workers" can be read off.  The machine is shared: run it on a quiet machine (the load
+average is printed first).
 
 Usage::
 
     python bench/bench_parallel.py [--workdir /tmp/bench_parallel] [--sizes 1000,10000] [--workers 2]
-                                   [--jobs sausage,phrases]
+                                   [--jobs sausage,phrases,oracle,score,kws-index]
 """
 from __future__ import annotations
 
@@ -46,6 +55,19 @@ def make_corpus(path: Path, utterances: int) -> None:
             yield sources[i % len(sources)].with_key(f"utt{i:07d}")
 
     write_lattices(copies(), f"ark,t:{path}", format="kaldi")
+
+
+def make_references(work: Path, utterances: int) -> tuple[Path, Path]:
+    """The corpus' reference as a Kaldi ``text`` file and as an STM (file = utterance, one segment)."""
+    lats = REPO / "tests" / "data" / "kaldi" / "lats"
+    words = dict(reversed(line.split()) for line in WORDS.read_text().splitlines())
+    refs = [" ".join(words.get(i, "zzunknown") for i in line.split()[1:])   # 999999: a word not in the table
+            for line in (lats / "bundled.ref.txt").read_text().splitlines()]
+    text, stm = work / f"ref{utterances}.txt", work / f"ref{utterances}.stm"
+    if not text.exists():
+        text.write_text("".join(f"utt{i:07d} {refs[i % len(refs)]}\n" for i in range(utterances)))
+        stm.write_text("".join(f"utt{i:07d} 1 spk 0.000 10000.000 {refs[i % len(refs)]}\n" for i in range(utterances)))
+    return text, stm
 
 
 def _tree_rss(pid: int) -> dict[int, int]:
@@ -96,25 +118,42 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/bench_parallel")
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--workers", default="2")
-    ap.add_argument("--jobs", default="sausage,phrases")
+    ap.add_argument("--jobs", default="sausage,phrases,oracle,score,kws-index")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     exe = [sys.executable, "-m", "lattice_tools"]
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print("size\tjob\tworkers\twall_s\tcpu_s\tutt_per_s\tefficiency\tdriver_MB\tworker_MB\tidentical")
     for size in map(int, args.sizes.split(",")):
         corpus = work / f"corpus{size}.ark"
         if not corpus.exists():
             make_corpus(corpus, size)
+        text, stm = make_references(work, size)
         for job in args.jobs.split(","):
-            opts = ["--words", str(WORDS), "-n", "100" if job == "phrases" else "10"]
-            serial_out = work / f"{job}{size}.serial.ctm"
-            serial = run([*exe, job, str(corpus), *opts, "-o", str(serial_out)])
+            def command(out, job=job, corpus=corpus, size=size, text=text, stm=stm):
+                if job == "oracle":
+                    return [*exe, "oracle", str(corpus), "--words", str(WORDS), "-r", str(text), "--representation",
+                            "phrase", "-n", "10", "--bootstrap", "100", "--json", str(out)]
+                if job == "kws-index":
+                    return [*exe, "kws", "index", str(corpus), "--words", str(WORDS), "-o", str(out)]
+                if job == "score":
+                    hyp = work / f"sausage{size}.serial.ctm"
+                    if not hyp.exists():
+                        run([*exe, "sausage", str(corpus), "--words", str(WORDS), "-n", "10", "-o", str(hyp)])
+                    return [*exe, "score", "-r", str(stm), "-h", str(hyp), "-F", "--json", str(out)]
+                return [*exe, job, str(corpus), "--words", str(WORDS), "-n", "100" if job == "phrases" else "10",
+                        "-o", str(out)]
+
+            serial_out = work / f"{job}{size}.serial.out"
+            if job == "score":
+                command(serial_out)   # makes the hypothesis first, outside the timing
+            serial = run(command(serial_out))
             print(f"{size}\t{job}\t1\t{serial['wall']:.2f}\t{serial['cpu']:.2f}\t{size / serial['wall']:.0f}\t"
                   f"1.00\t{serial['driver_mb']:.0f}\t-\tyes", flush=True)
             for n in map(int, args.workers.split(",")):
-                out = work / f"{job}{size}.jobs{n}.ctm"
-                r = run([*exe, job, str(corpus), *opts, "-o", str(out), "--jobs", str(n)])
+                out = work / f"{job}{size}.jobs{n}.out"
+                r = run([*command(out), "--jobs", str(n)])
                 same = out.read_bytes() == serial_out.read_bytes()
                 print(f"{size}\t{job}\t{n}\t{r['wall']:.2f}\t{r['cpu']:.2f}\t{size / r['wall']:.0f}\t"
                       f"{serial['cpu'] / (n * r['wall']):.2f}\t{r['driver_mb']:.0f}\t{r['worker_mb']:.0f}\t"

@@ -58,6 +58,12 @@ def memory_budget(limit: int | None, option: str = "max_memory"):
         _limit, _option = saved
 
 
+def budget_limit() -> int | None:
+    """The memory budget in force here (bytes; None: none): what a job hands its worker processes, which
+    set it again (:func:`memory_budget`) around their share of the work."""
+    return _limit
+
+
 def check_memory(what: str, key: str | None = None) -> None:
     """Raise BudgetExceededError if a memory budget is set and exceeded."""
     if _limit is None:

@@ -37,7 +37,7 @@ from typing import Any
 from .errors import LatticeToolsError, MissingDependencyError
 
 __all__ = ["SHARD_ARCS", "SHARD_UTTERANCES", "Shard", "ShardStore", "open_executor", "run_shards", "shard_dir_for",
-           "shard_lattices"]
+           "shard_items", "shard_lattices", "with_companions"]
 
 #: A shard closes when its lattices reach this many arcs ...
 SHARD_ARCS = 100_000
@@ -96,6 +96,24 @@ def shard_lattices(lattices: Iterable, parameters: str = "", *, max_arcs: int | 
             batch, arcs = [], 0
     if batch:
         yield close()
+
+
+def shard_items(items: Sequence, keys: Sequence[str], max_items: int) -> Iterator[Shard]:
+    """Consecutive runs of at most ``max_items`` of ``items`` (already in memory, e.g. the segments a scorer
+    aligns) as shards named by ``keys``; their fingerprint is empty: such work is not resumed."""
+    for index, start in enumerate(range(0, len(items), max_items)):
+        yield Shard(index, tuple(items[start:start + max_items]), tuple(keys[start:start + max_items]), "")
+
+
+def with_companions(shards: Iterable[Shard], companion: Callable[[str], Any]) -> Iterator[Shard]:
+    """Each shard with its items paired with a text of their utterance (``(item, companion(key))``, e.g. the
+    reference an oracle aligns with), the texts part of its fingerprint."""
+    for shard in shards:
+        texts = tuple(companion(key) for key in shard.keys)
+        h = hashlib.sha256(shard.fingerprint.encode() + b"\0")
+        for text in texts:
+            h.update((text if isinstance(text, str) else repr(text)).encode("utf-8", "surrogatepass") + b"\0")
+        yield Shard(shard.index, tuple(zip(shard.items, texts, strict=True)), shard.keys, h.hexdigest())
 
 
 class ShardStore:

@@ -6,6 +6,7 @@ dask-jobqueue's SLURMCluster."""
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
@@ -188,7 +189,8 @@ def _slurm_ready() -> bool:
 
 
 @pytest.mark.skipif(not _slurm_ready(), reason="no Slurm cluster answers (scripts/slurm_local.sh starts one)")
-def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, tmp_path):
+def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, serial_oracles, bundled_reference,
+                                                            tmp_path):
     import signal
 
     # dask_jobqueue installs a SIGINT handler (sys.exit) when it is imported: keep the test process's own,
@@ -209,7 +211,12 @@ def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, tmp_p
             client.wait_for_workers(2, timeout=120)
             path = tmp_path / "sausage.ctm"
             make_alternatives_ctm(LATTICES, "sausage", 4, str(path), executor=client, progress=False)
+            _oracle(bundled_reference, "phrase", tmp_path / "phrase.json", executor=client)
+            ref, hyp, options = SCORE_CASES[0]
+            scored = _score_reports(ref, hyp, options, tmp_path / "score", executor=client)
     assert path.read_bytes() == serial_outputs["sausage"]
+    assert (tmp_path / "phrase.json").read_bytes() == serial_oracles["phrase"]
+    assert scored == _score_reports(ref, hyp, options, tmp_path / "score-serial")
 
 
 def test_decoding_on_a_process_pool_equals_the_serial_run(tmp_path):
@@ -228,3 +235,218 @@ def test_decoding_on_a_process_pool_equals_the_serial_run(tmp_path):
     assert not (tmp_path / "shards").exists()
     with pytest.raises(LatticeToolsError, match="fresh decoder per file"):
         decode_audio(clips, out_dir=str(tmp_path / "x"), independent=False, executor=pool)
+
+
+# ---- oracle: the per-lattice oracles in shards ------------------------------------------------------------
+KALDI = REPO / "tests" / "data" / "kaldi" / "lats"
+BUNDLED = [f"ark:gunzip -c {KALDI / 'bundled.ark.gz'}|"]   # the 10 bundled recordings (see its PROVENANCE.md)
+ORACLE_REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
+
+
+@pytest.fixture(scope="module")
+def bundled_reference(tmp_path_factory):
+    """The bundled recordings' reference as words (bundled.ref.txt has word ids; 999999 = not in the table)."""
+    words = dict(reversed(line.split()) for line in (KALDI / "bundled.words.txt").read_text().splitlines())
+    path = tmp_path_factory.mktemp("ref") / "ref.txt"
+    path.write_text("".join(" ".join([key, *(words.get(i, "zzunknown") for i in ids)]) + "\n" for key, *ids in
+                            (line.split() for line in (KALDI / "bundled.ref.txt").read_text().splitlines())))
+    return str(path)
+
+
+def _oracle(reference, representation, json_out, **kw):
+    from lattice_tools.oracle.report import oracle_wer
+
+    return oracle_wer(BUNDLED, reference, words=str(KALDI / "bundled.words.txt"), representation=representation,
+                      n=10, bootstrap=50, seed=3, json_out=str(json_out), progress=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def serial_oracles(bundled_reference, tmp_path_factory):
+    root = tmp_path_factory.mktemp("oracle")
+    out = {}
+    for rep in ORACLE_REPRESENTATIONS:
+        _oracle(bundled_reference, rep, root / f"{rep}.json")
+        out[rep] = (root / f"{rep}.json").read_bytes()
+    return out
+
+
+def test_oracle_on_a_dask_cluster_equals_the_serial_report(serial_oracles, bundled_reference, dask_client, tmp_path,
+                                                           monkeypatch):
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 3)   # 10 utterances: 4 shards
+    for rep, expected in serial_oracles.items():
+        report = _oracle(bundled_reference, rep, tmp_path / f"{rep}.json", executor=dask_client,
+                         shard_dir=str(tmp_path / "s"))
+        assert (tmp_path / f"{rep}.json").read_bytes() == expected, rep
+        assert len(report["utterances"]) == 10 and "intervals" in report
+        assert not (tmp_path / "s").exists()
+
+
+def test_a_killed_oracle_resumes_with_its_finished_shards(serial_oracles, bundled_reference, tmp_path, monkeypatch):
+    import lattice_tools.oracle.report as report_module
+
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 2)   # 5 shards
+    real = report_module.oracle_of_shard
+    calls = []
+
+    def killed_after_two(job, items):
+        if len(calls) == 2:
+            raise KeyboardInterrupt   # the run is killed while computing the third shard
+        calls.append([lat.key for lat, _ in items])
+        return real(job, items)
+
+    monkeypatch.setattr(report_module, "oracle_of_shard", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        _oracle(bundled_reference, "phrase", tmp_path / "phrase.json", shard_dir=str(tmp_path / "s"))
+    assert not (tmp_path / "phrase.json").exists() and len(list((tmp_path / "s").iterdir())) == 2
+    calls.clear()
+
+    def counting(job, items):
+        calls.append([lat.key for lat, _ in items])
+        return real(job, items)
+
+    monkeypatch.setattr(report_module, "oracle_of_shard", counting)
+    _oracle(bundled_reference, "phrase", tmp_path / "phrase.json", shard_dir=str(tmp_path / "s"))
+    order = [u["key"] for u in json.loads(serial_oracles["phrase"])["utterances"]]
+    assert calls == [order[4:6], order[6:8], order[8:10]]   # only the unfinished shards
+    assert (tmp_path / "phrase.json").read_bytes() == serial_oracles["phrase"]
+    assert not (tmp_path / "s").exists()
+
+
+def test_cli_oracle_jobs_equals_the_serial_report(serial_oracles, bundled_reference, tmp_path):
+    out = tmp_path / "sausage.json"
+    r = subprocess.run([sys.executable, "-m", "lattice_tools", "oracle", *BUNDLED, "-r", bundled_reference,
+                        "--words", str(KALDI / "bundled.words.txt"), "--representation", "sausage", "-n", "10",
+                        "--bootstrap", "50", "--seed", "3", "--json", str(out), "--jobs", "2"],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    if r.returncode == 2 and "needs Dask" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == serial_oracles["sausage"]
+    assert not Path(f"{out}.shards").exists()
+
+
+# ---- study: each cell's per-utterance work in shards -------------------------------------------------------
+def _study(reference, out_dir, **kw):
+    from lattice_tools.oracle.study import run_study
+
+    run_study({"bundled": BUNDLED}, reference, ns=[1, 10], prune_thresholds=[0, 0.05], out_dir=str(out_dir),
+              words=str(KALDI / "bundled.words.txt"), bootstrap=30, plots=False, progress=False, **kw)
+    files = {}
+    for path in sorted(p for p in Path(out_dir).rglob("*") if p.is_file()):
+        rel = str(path.relative_to(out_dir))
+        if rel.endswith(".json"):   # every number but the measured seconds
+            files[rel] = _without_seconds(json.loads(path.read_text()))
+        elif rel.startswith("altctm"):
+            files[rel] = path.read_bytes()
+    return files
+
+
+def _without_seconds(x):
+    if isinstance(x, dict):
+        assert "seconds" not in x or (isinstance(x["seconds"], float) and x["seconds"] >= 0), x["seconds"]
+        return {k: _without_seconds(v) for k, v in x.items() if k != "seconds"}
+    return [_without_seconds(v) for v in x] if isinstance(x, list) else x
+
+
+def test_study_on_a_dask_cluster_equals_the_serial_study(bundled_reference, dask_client, tmp_path, monkeypatch):
+    serial = _study(bundled_reference, tmp_path / "serial")
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 4)
+    assert _study(bundled_reference, tmp_path / "dask", executor=dask_client) == serial
+    # 2 densities x (the 1-best, 3 representations x N = 1, 10), and the N=inf cells no search budget stopped
+    assert sum(rel.startswith("altctm") for rel in serial) >= 2 * (1 + 3 * 2)
+
+
+# ---- score: the alignments in shards of segments -----------------------------------------------------------
+SCTK = REPO / "tests" / "data" / "sctk" / "sclite-testdata"   # sclite's own test files (see its README)
+SCORE_CASES = [   # (reference, hypothesis, options): the general engine (-F, confidences) and trn
+    ("lvc_ref.stm", "lvc_hyp.ctm", {"fragments": True}),
+    ("lvc_ref.stm", "lvc_hypc.ctm", {"optional_deletable": True, "tuning": "general"}),
+    ("csrnab.ref", "csrnab.hyp", {"ref_format": "trn", "hyp_format": "trn", "fragments": True, "id_type": "wsj"}),
+]
+
+
+def _score_reports(ref, hyp, options, out_dir, **kw):
+    from lattice_tools.scoring.reports import write_reports
+    from lattice_tools.scoring.sclite import score_files
+    from lattice_tools.scoring.tuning import EngineTuning
+
+    options = dict(options)
+    if options.pop("tuning", None):
+        options["tuning"] = EngineTuning(engine="general")
+    result = score_files(str(SCTK / ref), str(SCTK / hyp), **options, **kw)
+    write_reports(result, str(out_dir), "r")
+    return {p.name: p.read_bytes() for p in sorted(Path(out_dir).iterdir())}
+
+
+def test_score_on_a_dask_cluster_equals_the_serial_reports(dask_client, tmp_path, monkeypatch):
+    import lattice_tools.scoring.sclite as sclite
+
+    monkeypatch.setattr(sclite, "SHARD_SEGMENTS", 7)   # several shards per file
+    for i, (ref, hyp, options) in enumerate(SCORE_CASES):
+        serial = _score_reports(ref, hyp, options, tmp_path / f"serial{i}")
+        assert {"r.sys", "r.pra", "r.json"} <= set(serial), serial.keys()
+        assert _score_reports(ref, hyp, options, tmp_path / f"dask{i}", executor=dask_client) == serial, (ref, hyp)
+
+
+# ---- kws index: the hits in shards, written in input order -------------------------------------------------
+def _kws_index(path, **kw):
+    from lattice_tools.io import read_lattice_inputs
+    from lattice_tools.kws.build import build_lattice_index
+
+    lats = read_lattice_inputs(BUNDLED, words=str(KALDI / "bundled.words.txt"))
+    counts = build_lattice_index(lats, str(path), **kw)
+    return counts, Path(path).read_bytes()
+
+
+def test_kws_index_on_a_dask_cluster_equals_the_serial_file(dask_client, tmp_path, monkeypatch):
+    serial_counts, serial = _kws_index(tmp_path / "serial.db")
+    assert serial_counts["utterances"] == 10 and serial_counts["hits"] > 1000
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 3)
+    assert _kws_index(tmp_path / "dask.db", executor=dask_client) == (serial_counts, serial)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dask.db", "serial.db"]   # no temporary left
+
+
+def test_cli_kws_index_jobs_equals_the_serial_file(tmp_path):
+    def index(out, *more):
+        return subprocess.run([sys.executable, "-m", "lattice_tools", "kws", "index", *BUNDLED, "--words",
+                               str(KALDI / "bundled.words.txt"), "-o", str(out), *more], capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    r = index(tmp_path / "jobs.db", "--jobs", "2")
+    if r.returncode == 2 and "needs Dask" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    assert index(tmp_path / "serial.db").returncode == 0
+    assert (tmp_path / "jobs.db").read_bytes() == (tmp_path / "serial.db").read_bytes()
+    r = index(tmp_path / "x.db", "--from", "sausage", "--jobs", "2")
+    assert r.returncode == 2 and "--jobs" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_killed_kws_index_resumes_with_its_finished_shards(tmp_path, monkeypatch):
+    import lattice_tools.kws.build as build
+
+    _counts, serial = _kws_index(tmp_path / "serial.db")
+    real = build.lattice_hits_of_shard
+    calls = []
+
+    def killed_after_two(job, items):
+        if len(calls) == 2:
+            raise KeyboardInterrupt   # the build is killed while finding the third shard's hits
+        calls.append([lat.key for lat, _ in items])
+        return real(job, items)
+
+    monkeypatch.setattr(build, "lattice_hits_of_shard", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        _kws_index(tmp_path / "index.db", shard_dir=str(tmp_path / "s"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s", "serial.db"]   # no index, no temporary
+    calls.clear()
+
+    def counting(job, items):
+        calls.append([lat.key for lat, _ in items])
+        return real(job, items)
+
+    monkeypatch.setattr(build, "lattice_hits_of_shard", counting)
+    _kws_index(tmp_path / "index.db", shard_dir=str(tmp_path / "s"))
+    assert len(calls) == 8   # one utterance per shard serially: the 8 not finished
+    assert (tmp_path / "index.db").read_bytes() == serial
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.db", "serial.db"]

@@ -15,6 +15,7 @@ import click
 from ..errors import FormatError, MismatchError
 from ..files import atomic_write
 from ._inputs import channel_option, lattice_input_options
+from ._options import parallel_options
 
 _REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
 
@@ -92,9 +93,10 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @click.option("--word-penalty", type=float, default=0.0, show_default=True)
 @click.option("--append", is_flag=True, help="Add the inputs' utterances to an existing index (same settings).")
 @click.option("--json", "json_out", default=None, help="Write the counts as JSON (PATH or - for stdout).")
+@parallel_options
 def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, min_posterior, format,
                   words, frame_shift, frame_subsampling_factor, channel, segments, acoustic_scale, lm_scale,
-                  word_penalty, append, json_out):
+                  word_penalty, append, json_out, jobs, scheduler):
     """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index.
 
     --words is also the vocabulary of the out-of-vocabulary check (default: the lattices' words, or
@@ -116,9 +118,16 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             for lat in read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
                                            frame_subsampling_factor=frame_subsampling_factor):
                 yield lat[0] if isinstance(lat, tuple) else lat
-        result = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel,
-                                     **scales, **common)
+        from ..parallel import open_executor, shard_dir_for
+
+        with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+            result = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel, executor=executor,
+                                         shard_dir=shard_dir_for(out, executor), **scales, **common)
     else:
+        if jobs is not None or scheduler is not None:
+            raise click.UsageError(f"--jobs/--scheduler index whole lattices; for --from {representation}, compute the "
+                                   f"alternatives in parallel ('lattice-tools sausage|nbest|phrases --jobs N') and "
+                                   f"index the alt-CTM")
         vocab = None
         if words:
             from ..symbols import SymbolTable

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._inputs import allow_untimed_option, lattice_input_options
-from ._options import DEPTH, DEPTHS, LATTICE_FORMATS, SIZE, json_option, out_option
+from ._options import DEPTH, DEPTHS, LATTICE_FORMATS, SIZE, json_option, out_option, parallel_options
 
 
 def reference_and_lattice_options(command):
@@ -66,20 +66,24 @@ def segments_option(f):
               help="Memory budget of every step: reading, the N-best/phrase searches, the oracle (resident memory: "
                    "2G, 500M; 'inf' = none): a clean error past it.")
 @segments_option
+@parallel_options
 def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
                    posterior_threshold, acoustic_scale, lm_scale, word_penalty, segment_free, collar, bootstrap, seed,
-                   json_out, encoding, max_memory, segments):
+                   json_out, encoding, max_memory, segments, jobs, scheduler):
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
     from ..oracle.report import format_report, oracle_wer
+    from ..parallel import open_executor, shard_dir_for
 
-    report = oracle_wer(list(inputs), reference, glm=list(glm), optional_deletable=optional_deletable, mode=mode,
-                        representation=representation, n=n, posterior_threshold=posterior_threshold,
-                        acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                        bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
-                        words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                        allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
-                        encoding=encoding, segments=segments, segment_free=segment_free, collar=collar)
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        report = oracle_wer(list(inputs), reference, glm=list(glm), optional_deletable=optional_deletable, mode=mode,
+                            representation=representation, n=n, posterior_threshold=posterior_threshold,
+                            acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                            bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
+                            words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                            allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
+                            encoding=encoding, segments=segments, segment_free=segment_free, collar=collar,
+                            executor=executor, shard_dir=shard_dir_for(json_out or "", executor))
     for w in report.get("warnings", ()):
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if json_out != "-":
@@ -127,10 +131,11 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--collar", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="With --segment-free: a word pairs only with a reference word whose span widened by SECONDS "
                    "holds its midpoint (meeteval's tcpWER convention).")
+@parallel_options
 def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
-                  allow_untimed, encoding, glm, max_memory, segments, no_view, segment_free, collar):
+                  allow_untimed, encoding, glm, max_memory, segments, no_view, segment_free, collar, jobs, scheduler):
     """Density vs oracle WER (Tables 3-6 of "Toward Zero Oracle Word Error Rate on the Switchboard Benchmark"
     by Faria et al.).  LATTICE_SETS: NAME=SPEC ... (or SPEC, named by itself); NAME=a NAME=b or a quoted
     pattern (NAME='lat.*.gz') joins several inputs into one set."""
@@ -145,14 +150,18 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
         thresholds = [float(x) for x in prune_thresholds.split(",") if x.strip()]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--prune") from None
-    result = run_study(sets, reference, ns=n_list, representations=[r.strip() for r in representations.split(",")],
-                       prune_thresholds=thresholds, out_dir=out, mode=mode, optional_deletable=optional_deletable,
-                       include_infinity=not no_infinity or None in ns, posterior_threshold=posterior_threshold,
-                       acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
-                       plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
-                       frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                       allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
-                       max_memory=max_memory, segments=segments, segment_free=segment_free, collar=collar)
+    from ..parallel import open_executor
+
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        result = run_study(sets, reference, ns=n_list, representations=[r.strip() for r in representations.split(",")],
+                           prune_thresholds=thresholds, out_dir=out, mode=mode, optional_deletable=optional_deletable,
+                           include_infinity=not no_infinity or None in ns, posterior_threshold=posterior_threshold,
+                           acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
+                           plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
+                           frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                           allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
+                           max_memory=max_memory, segments=segments, segment_free=segment_free, collar=collar,
+                           executor=executor)
     if not no_view and not segments and not segment_free and "markdown" in result.files:
         # (the view keys per-utterance lattices as oracle does)
         import os

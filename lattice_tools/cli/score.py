@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..files import write_json
-from ._options import SIZE, check_one_stdout, json_option, out_option
+from ._options import SIZE, check_one_stdout, json_option, out_option, parallel_options
 
 # '-h' is the hypothesis here (as in sclite), so help is only '--help'.
 _CTX = {"help_option_names": ["--help"]}
@@ -57,9 +57,11 @@ _CTX = {"help_option_names": ["--help"]}
             "<name>.json is written last and marks a complete set).", hidden_aliases=("--out-dir",), default=None)
 @click.option("--name", default=None, help="Base name of the report files (default: hypothesis file name).")
 @json_option("Write the JSON report here ('-' = stdout instead of the table).")
+@parallel_options
 def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fragments, case_sensitive,
                   case_language, single_segment, segment_free, collar, mode, allow_missing, reduce, id_type,
-                  nested_alternatives, speaker_stats, ctm_types, encoding, max_memory, out, name, json_out):
+                  nested_alternatives, speaker_stats, ctm_types, encoding, max_memory, out, name, json_out, jobs,
+                  scheduler):
     """Score a CTM/alt-CTM/trn against an STM/trn reference exactly like NIST sclite."""
     from ..scoring.reports import json_report, sys_report, write_reports
     from ..scoring.sclite import score_files
@@ -68,12 +70,15 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
         raise click.UsageError("--collar applies to --segment-free scoring only")
     if segment_free and (single_segment or reduce):
         raise click.UsageError("--segment-free does not combine with --single-segment or -m")
-    result = score_files(ref, hyp, glms=glms, ref_format=ref_format, hyp_format=hyp_format,
-                         optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
-                         mode=mode, single_segment=single_segment, allow_missing=allow_missing, reduce=reduce,
-                         id_type=id_type, case_language=case_language, nested_alternatives=nested_alternatives,
-                         ctm_types=ctm_types, encoding=encoding, segment_free=segment_free, collar=collar,
-                         max_memory=max_memory)
+    from ..parallel import open_executor
+
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        result = score_files(ref, hyp, glms=glms, ref_format=ref_format, hyp_format=hyp_format,
+                             optional_deletable=optional_deletable, fragments=fragments, case_sensitive=case_sensitive,
+                             mode=mode, single_segment=single_segment, allow_missing=allow_missing, reduce=reduce,
+                             id_type=id_type, case_language=case_language, nested_alternatives=nested_alternatives,
+                             ctm_types=ctm_types, encoding=encoding, segment_free=segment_free, collar=collar,
+                             max_memory=max_memory, executor=executor)
     for w in result.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if out:

@@ -3,13 +3,14 @@ at a time; see :mod:`lattice_tools.kws.store` for the file and :mod:`lattice_too
 what is indexed)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 from ..alternatives._common import is_silence
 from ..alternatives.network import Alternatives
 from ..errors import LatticeToolsError, MismatchError
 from ..lattice import Lattice
-from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, index_alternatives, index_lattice
+from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, IndexHit, index_alternatives, index_lattice
 from .store import IndexWriter, normalized_settings, settings_problem
 
 
@@ -34,38 +35,99 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                         acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
                         silence_words: Iterable[str] | None = None,
                         segments: Mapping[str, tuple[str, str, float]] | None = None, channel: str = "1",
-                        append: bool = False, progress=None) -> dict:
+                        append: bool = False, progress=None, executor=None, shard_dir: str | None = None) -> dict:
     """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
 
     ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
     without it a lattice is recording ``key``, channel ``channel``, offset 0.  The vocabulary (for the
     out-of-vocabulary check of the search) is every non-silence word of the lattices' symbol tables.
     Returns ``{"utterances", "hits"}``.
+
+    ``executor``: the hits are found (:func:`~lattice_tools.kws.index.index_lattice`) in shards of
+    utterances on its workers (any :class:`concurrent.futures.Executor` or ``dask.distributed.Client``;
+    None: here) and written here in input order, so the index file is the serial build's, byte for byte.
+    ``shard_dir``: the finished shards' hits are kept there, so a killed build started again recomputes only
+    the rest; removed when the index is complete.
     """
     settings = _settings(max_length, max_silence, min_posterior, "lattice")
     silence = None if silence_words is None else frozenset(silence_words)
     seen_tables: set[int] = set()
     pruned = 0.0
+    job = LatticeIndexJob(max_length, max_silence, min_posterior, acoustic_scale, lm_scale, word_penalty,
+                          None if silence is None else tuple(sorted(silence)))
     with IndexWriter(path, settings, append=append) as writer:
-        for lat in lattices:
+        for lat, (file, chan, _offset), hits, pruned_mass in _lattice_hits(lattices, job, segments, channel, executor,
+                                                                           shard_dir):
             if id(lat.symbols) not in seen_tables:
                 seen_tables.add(id(lat.symbols))
                 writer.add_vocabulary(w for w, _ in lat.symbols if not is_silence(w, silence))
-            if segments is not None:
-                if lat.key not in segments:
-                    raise MismatchError(f"utterance {lat.key!r} is not in the segments", key=lat.key)
-                file, chan, offset = segments[lat.key]
-            else:
-                file, chan, offset = lat.key, channel, 0.0
-            stats: dict = {}
-            hits = index_lattice(lat, max_length=max_length, max_silence=max_silence, min_posterior=min_posterior,
-                                 acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                                 silence_words=silence_words, file=file, channel=chan, offset=offset, stats=stats)
-            writer.add_utterance(lat.key, file, chan, hits, stats.get("pruned_mass", 0.0))
-            pruned += stats.get("pruned_mass", 0.0)
+            writer.add_utterance(lat.key, file, chan, hits, pruned_mass)
+            pruned += pruned_mass
             if progress is not None:
                 progress(lat.key)
-        return {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}
+        result = {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}
+    if shard_dir:
+        from ..parallel import ShardStore
+
+        ShardStore(shard_dir).remove()
+    return result
+
+
+@dataclass(frozen=True)
+class LatticeIndexJob:
+    """What a lattice's hits depend on besides the lattice and its place (sent with each shard)."""
+
+    max_length: int
+    max_silence: float | None
+    min_posterior: float
+    acoustic_scale: float
+    lm_scale: float
+    word_penalty: float
+    silence_words: tuple | None
+
+
+def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
+    """What a worker computes for the ``(lattice, (file, channel, offset))`` pairs of a shard:
+    ``(hits as columns, pruned posterior mass)`` of each (columns: word tuples and float64 arrays of
+    tbeg, dur, score; they pickle ten times faster than the hit objects, measured on the bundled
+    recordings' 86,347 hits: 0.03 s against 0.28 s)."""
+    import numpy as np
+
+    out = []
+    for lat, (file, chan, offset) in items:
+        stats: dict = {}
+        hits = index_lattice(lat, max_length=job.max_length, max_silence=job.max_silence,
+                             min_posterior=job.min_posterior, acoustic_scale=job.acoustic_scale, lm_scale=job.lm_scale,
+                             word_penalty=job.word_penalty, silence_words=job.silence_words, file=file, channel=chan,
+                             offset=offset, stats=stats)
+        columns = ([h.words for h in hits], np.array([h.tbeg for h in hits], np.float64),
+                   np.array([h.dur for h in hits], np.float64), np.array([h.score for h in hits], np.float64))
+        out.append((columns, stats.get("pruned_mass", 0.0)))
+    return out
+
+
+def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, executor,
+                  shard_dir: str | None = None) -> Iterator[tuple]:
+    """``(lattice, (file, channel, offset), hits, pruned mass)`` of every lattice, in input order, computed in
+    shards (:mod:`lattice_tools.parallel`) here or on the workers of ``executor``."""
+    from ..parallel import ShardStore, run_shards, shard_lattices, with_companions
+
+    def place(key):
+        if segments is None:
+            return key, channel, 0.0
+        if key not in segments:
+            raise MismatchError(f"utterance {key!r} is not in the segments", key=key)
+        return tuple(segments[key])
+
+    # serially one utterance at a time: the build then holds one lattice and its hits, as it always has
+    shards = with_companions(shard_lattices(lattices, repr(job), max_utterances=1 if executor is None else None), place)
+    store = ShardStore(shard_dir) if shard_dir else None
+    for shard, results in run_shards(lattice_hits_of_shard, shards, executor=executor, args=(job,), store=store):
+        for (lat, where), ((words, tbeg, dur, score), pruned_mass) in zip(shard.items, results, strict=True):
+            file, chan, _offset = where
+            hits = [IndexHit(w, lat.key, file, chan, b, d, s)
+                    for w, b, d, s in zip(words, tbeg.tolist(), dur.tolist(), score.tolist(), strict=True)]
+            yield lat, where, hits, pruned_mass
 
 
 def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, representation: str, *,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .._budget import check_memory, memory_budget
 from ..errors import LatticeToolsError, MismatchError
@@ -52,7 +53,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                format: str | None = None, words: str | None = None, frame_shift: float | None = None,
                frame_subsampling_factor: int | None = None, allow_missing: bool = False,
                allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8",
-               segments: str | None = None, segment_free: bool = False, collar: float | None = None) -> dict:
+               segments: str | None = None, segment_free: bool = False, collar: float | None = None, executor=None,
+               shard_dir: str | None = None) -> dict:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
@@ -85,6 +87,11 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         by this many bytes of resident memory (BudgetExceededError past it); the searches keep their
         node/state budgets too (None: those alone).
       encoding: text encoding of the reference, GLM and CTM files (e.g. ``latin-1``, ``gb2312``).
+      executor: None computes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
+        computes the per-lattice oracles (alternatives and DP) in shards of utterances on its workers
+        (:mod:`lattice_tools.parallel`); the report is the same either way (the bootstrap is drawn after
+        gathering, in input order).  Alt-CTM inputs and ``segment_free`` run here.  ``shard_dir``:
+        finished shards are kept there, so a killed run started again recomputes only the rest.
       segment_free: whole-side lattices against an STM: one lattice per file/channel, aligned against all
         the side's segments (:func:`lattice_tools.oracle.segment_free.segment_free_oracle`); ``collar``: its
         time constraint in seconds (None: none).
@@ -166,7 +173,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                                    lm_scale=lm_scale, word_penalty=word_penalty, glms=glms, encoding=encoding,
                                    format=format, words=words, frame_shift=frame_shift,
                                    frame_subsampling_factor=frame_subsampling_factor, allow_missing=allow_missing,
-                                   allow_untimed=allow_untimed, max_memory=max_memory, progress=progress, opts=opts)
+                                   allow_untimed=allow_untimed, max_memory=max_memory, progress=progress, opts=opts,
+                                   executor=executor, shard_dir=shard_dir)
         what = representation
     if not results:
         raise LatticeToolsError("nothing to score: no utterances", path=str(inputs))
@@ -185,29 +193,78 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
     return report
 
 
+@dataclass(frozen=True)
+class OracleJob:
+    """What one lattice's oracle depends on besides the lattice and its reference (sent with each shard)."""
+
+    representation: str
+    n: int | None
+    posterior_threshold: float
+    acoustic_scale: float
+    lm_scale: float
+    word_penalty: float
+    glms: tuple
+    encoding: str
+    mode: str
+    optional_deletable: bool
+    max_memory: int | None
+
+
+def oracle_of_shard(job: OracleJob, items) -> list[OracleResult]:
+    """The oracle of each ``(lattice, reference)`` of a shard, in order (what a worker runs), under the
+    job's memory budget: the lattice itself, or the alternatives of its representation."""
+    opts = dict(mode=job.mode, optional_deletable=job.optional_deletable)
+    with memory_budget(job.max_memory):
+        if job.representation == "lattice":
+            out = []
+            for lat, reference in items:
+                check_memory("the oracle", lat.key)
+                out.append(lattice_oracle(lat, reference, **opts))
+            return out
+        # (the searches keep their node/state budgets under a memory budget: their compiled loops
+        # do not measure every structure they grow, and without those budgets an N-best search with
+        # no N reached 8 GB under a 500M budget)
+        kw = {"posterior_threshold": job.posterior_threshold} if job.representation == "phrase" else {}
+        alts = []
+        for lat, _reference in items:
+            check_memory("the oracle", lat.key)
+            made = make_alternatives(lat, job.representation, job.n, acoustic_scale=job.acoustic_scale,
+                                     lm_scale=job.lm_scale, word_penalty=job.word_penalty, **kw)
+            alts.extend(filter_alternatives([made], job.glms, encoding=job.encoding))
+        check_memory("the oracle")
+        # results are per utterance (alternatives_oracle_many equals the per-utterance oracle), so a
+        # shard's batch gives the numbers of one batch of the whole corpus
+        return alternatives_oracle_many(alts, [reference for _lat, reference in items], **opts)
+
+
 def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, n, posterior_threshold,
                      acoustic_scale, lm_scale, word_penalty, glms, encoding, format, words, frame_shift,
                      frame_subsampling_factor, allow_missing, allow_untimed, max_memory, progress,
-                     opts) -> list[OracleResult]:
+                     opts, executor=None, shard_dir=None) -> list[OracleResult]:
     """The oracle of every lattice of ``specs`` matched to its reference (``match_keys``: the same
     errors and ``allow_missing`` as ``score``), under the memory budget ``max_memory`` (every
-    step: reading, building the alternatives, the oracle DP)."""
+    step: reading, building the alternatives, the oracle DP), computed in shards of utterances
+    (:mod:`lattice_tools.parallel`: here, or on the workers of ``executor``; the same results in the
+    same order either way; finished shards kept in ``shard_dir`` for resuming)."""
     from tqdm import tqdm
 
     from ..io import read_lattice_inputs
     from ..io.inputs import check_times, check_word_table, is_text
+    from ..parallel import ShardStore, run_shards, shard_lattices, with_companions
     from ..scoring.inputs import match_keys
 
     disable = (not os.isatty(2)) if progress is None else not progress
     match = dict(allow_missing=allow_missing, warnings=warnings, hyp_what="lattice", hyp_name=" ".join(specs),
                  ref_name=ref.path, ref_format=ref.format, show=repr)
+    job = OracleJob(representation, n, posterior_threshold, acoustic_scale, lm_scale, word_penalty, tuple(glms),
+                    encoding, opts["mode"], opts["optional_deletable"], max_memory)
+    store = ShardStore(shard_dir) if shard_dir else None
     results: list[OracleResult] = []
-    batch_alts, batch_refs, keys = [], [], []
+    keys: list[str] = []
     text_refs = is_text(refs.values())
-    with memory_budget(max_memory):
-        lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
-                                   frame_subsampling_factor=frame_subsampling_factor)
-        for lat in tqdm(lats, desc="oracle", unit="utt", delay=2, disable=disable):  # shown after ~2 s
+
+    def matched(lats):
+        for lat in lats:
             keys.append(lat.key)
             if lat.key not in refs:
                 if not allow_missing:
@@ -217,23 +274,20 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
             check_word_table(lat, text_refs)
             if representation == "phrase":
                 check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation")
-            if representation == "lattice":
-                results.append(lattice_oracle(lat, refs[lat.key], **opts))
-                continue
-            # (the searches keep their node/state budgets under a memory budget: their compiled loops
-            # do not measure every structure they grow, and without those budgets an N-best search with
-            # no N reached 8 GB under a 500M budget)
-            kw = {"posterior_threshold": posterior_threshold} if representation == "phrase" else {}
-            alts = make_alternatives(lat, representation, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
-                                     word_penalty=word_penalty, **kw)
-            batch_alts.extend(filter_alternatives([alts], glms, encoding=encoding))
-            batch_refs.append(refs[lat.key])
+            yield lat
+
+    with memory_budget(max_memory), tqdm(desc="oracle", unit="utt", delay=2, disable=disable) as bar:  # after ~2 s
+        lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor)
+        shards = with_companions(shard_lattices(matched(lats), repr(job)), refs.__getitem__)
+        for _shard, shard_results in run_shards(oracle_of_shard, shards, executor=executor, args=(job,), store=store,
+                                                progress=lambda s: bar.update(len(s.keys))):
+            results.extend(shard_results)
         missing = match_keys(keys, refs, **match)
-        if batch_alts:
-            check_memory("the oracle")
-            results = alternatives_oracle_many(batch_alts, batch_refs, **opts)
         if missing and ref.format == "stm":
             results += deletions_only(missing, refs, **opts)
+    if store:
+        store.remove()
     return results
 
 

@@ -145,7 +145,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               allow_untimed: bool = False, title: str | None = None,
               baselines: list | None = None, encoding: str = "utf-8", allow_missing: bool = False,
               glm=None, max_memory: int | None = None, segments: str | None = None,
-              segment_free: bool = False, collar: float | None = None) -> StudyResult:
+              segment_free: bool = False, collar: float | None = None, executor=None) -> StudyResult:
     """Sweep N per representation and lattice density; write tables, plots and per-cell caches.
 
     Args:
@@ -178,6 +178,11 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
       max_memory: bytes of resident memory every step may reach (reading, pruning, the searches, the
         oracles): past it BudgetExceededError (at N=inf the cell is recorded as stopped by the budget
         instead); None: the searches' node budgets ``max_pops``/``inf_max_pops`` only.
+      executor: None computes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
+        computes each cell's per-utterance work (searches, oracles) in shards of utterances on its
+        workers (:mod:`lattice_tools.parallel`); the cells, tables and alt-CTMs are the same (but for
+        their ``seconds``: the computation's time summed over the shards); the bootstrap is drawn
+        after gathering.  The per-cell cache makes a killed study resume at the cells not yet written.
       allow_missing: as ``score`` and ``oracle`` (:func:`lattice_tools.scoring.inputs.match_keys`):
         lattices without reference are left out, reference utterances without a lattice are left
         out of every WER (trn/text) or scored as all deletions (STM files), said in the table's
@@ -297,7 +302,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                 if todo:
                     _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir, scales, opts,
                                    posterior_threshold, max_pops, inf_max_pops, absent=absent, glms=glms,
-                                   encoding=encoding, settings=settings)
+                                   encoding=encoding, settings=settings, executor=executor, max_memory=max_memory)
                 for r, n in rep_cells:
                     path = _cell_path(out_dir, density, r, n)
                     if os.path.exists(path):
@@ -329,14 +334,15 @@ def _isatty() -> bool:
 
 def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir, scales, opts,
                    posterior_threshold, max_pops, inf_max_pops, *, absent=(), glms=(), encoding="utf-8",
-                   settings=None) -> None:
+                   settings=None, executor=None, max_memory=None) -> None:
     """Compute and cache the cells ``todo`` of one representation at one density.  The
     alternatives are built once at the deepest requested N and cut to each shallower N (exact for
     N-best lists, phrases and sausages: their slots do not depend on N).  N-best at N=inf is a
     separate search under the budget ``inf_max_pops``.  ``absent``: reference keys without a
     lattice scored as all deletions in every cell; ``glms`` are applied to the alternatives'
     words before their oracle; ``settings`` is stored in each cell (a rerun with other settings
-    recomputes it)."""
+    recomputes it).  The per-utterance work runs in shards (:func:`study_cells_of_shard`) here or on
+    the workers of ``executor``, each under the memory budget ``max_memory``; the cells are the same."""
     from ..io.altctm import write_alternatives_ctm
 
     def write(n, cell):
@@ -346,11 +352,10 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
     keys = [lat.key for lat in lats] + list(absent)
     arcs = [int(lat.num_arcs) for lat in lats]
     if rep == "lattice":
-        t = time.time()
-        res = [lattice_oracle(lat, references[lat.key], **opts) for lat in lats]
+        job = StudyCellsJob(rep, (None,), None, dict(scales), {}, tuple(glms), encoding, dict(opts), max_memory)
+        _alts, (res,), (seconds,) = _run_study_cells(job, lats, references, executor)
         res += deletions_only(absent, references, **opts)
-        write(None, _cell(rep, None, density, set_name, thr, keys, res, None, _slf_gzip_mb(lats), time.time() - t,
-                          arcs))
+        write(None, _cell(rep, None, density, set_name, thr, keys, res, None, _slf_gzip_mb(lats), seconds, arcs))
         return
     ns = [n for _, n in todo]
     if None in ns and len(ns) > 1:
@@ -358,19 +363,17 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
         finite = [(rep, n) for n in ns if n is not None]
         _compute_cells(rep, finite, lats, references, density, set_name, thr, out_dir, scales, opts,
                        posterior_threshold, max_pops, inf_max_pops, absent=absent, glms=glms, encoding=encoding,
-                       settings=settings)
+                       settings=settings, executor=executor, max_memory=max_memory)
         ns = [None]
     deepest = None if any(n is None for n in ns) else max(ns)
-    t = time.time()
-    alts_list = []
+    kw = {}
+    if rep in ("nbest", "phrase"):
+        kw["max_pops"] = inf_max_pops if deepest is None else max_pops
+    if rep == "phrase":
+        kw["posterior_threshold"] = posterior_threshold
+    job = StudyCellsJob(rep, tuple(ns), deepest, dict(scales), kw, tuple(glms), encoding, dict(opts), max_memory)
     try:
-        for lat in lats:
-            kw = {}
-            if rep in ("nbest", "phrase"):
-                kw["max_pops"] = inf_max_pops if deepest is None else max_pops
-            if rep == "phrase":
-                kw["posterior_threshold"] = posterior_threshold
-            alts_list.append(make_alternatives(lat, rep, deepest, **scales, **kw))
+        alts_list, results, seconds = _run_study_cells(job, lats, references, executor)
     except BudgetExceededError as exc:
         if deepest is not None:
             raise
@@ -378,18 +381,74 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
         write(None, {"representation": rep, "N": "inf", "density": density, "set": set_name, "prune": thr,
                      "skipped": f"N=inf exceeds the search budget ({exc.message})"})
         return
-    build_seconds = time.time() - t
-    for n in ns:
+    for n, res, cell_seconds in zip(ns, results, seconds, strict=True):
         t = time.time()
         cut = [a.truncated(n) for a in alts_list]
-        scored = filter_alternatives(cut, glms, encoding=encoding)
-        res = alternatives_oracle_many(scored, [references[a.key] for a in scored], **opts)
-        res += deletions_only(absent, references, **opts)
+        res = res + deletions_only(absent, references, **opts)
         ctm_path = os.path.join(out_dir, "altctm", _safe(density), f"{rep}-{_n_label(n)}.ctm.gz")
         write_alternatives_ctm(ctm_path, [_located(a) for a in cut])
         mb = os.path.getsize(ctm_path) / 1e6
         depths = [d for a in cut for d in a.depths]
-        write(n, _cell(rep, n, density, set_name, thr, keys, res, depths, mb, time.time() - t + build_seconds, arcs))
+        write(n, _cell(rep, n, density, set_name, thr, keys, res, depths, mb, time.time() - t + cell_seconds, arcs))
+
+
+@dataclass(frozen=True)
+class StudyCellsJob:
+    """What the cells of one representation at one density compute per utterance (sent with each shard):
+    the alternatives at the ``deepest`` depth (None: all; the lattice itself for ``representation``
+    ``lattice``), cut to each of ``ns``, and their oracles."""
+
+    representation: str
+    ns: tuple
+    deepest: int | None
+    scales: dict
+    search: dict          # the search's own options (max_pops, posterior_threshold)
+    glms: tuple
+    encoding: str
+    opts: dict            # the oracle's (mode, optional_deletable)
+    max_memory: int | None
+
+
+def study_cells_of_shard(job: StudyCellsJob, items) -> tuple:
+    """What a worker computes for the ``(lattice, reference)`` pairs of one shard: ``(alternatives,
+    [results per N], [seconds per N])`` (alternatives None for the lattice representation); the
+    seconds of a cell are the shared search's plus its own oracle's, as a serial study measures them."""
+    with memory_budget(job.max_memory):
+        refs = [reference for _lat, reference in items]
+        if job.representation == "lattice":
+            t = time.time()
+            res = [lattice_oracle(lat, reference, **job.opts) for lat, reference in items]
+            return None, [res], [time.time() - t]
+        t = time.time()
+        alts_list = [make_alternatives(lat, job.representation, job.deepest, **job.scales, **job.search)
+                     for lat, _reference in items]
+        build = time.time() - t
+        results, seconds = [], []
+        for n in job.ns:
+            t = time.time()
+            scored = filter_alternatives([a.truncated(n) for a in alts_list], job.glms, encoding=job.encoding)
+            results.append(alternatives_oracle_many(scored, refs, **job.opts))
+            seconds.append(build + time.time() - t)
+        return alts_list, results, seconds
+
+
+def _run_study_cells(job: StudyCellsJob, lats: list, references, executor) -> tuple:
+    """:func:`study_cells_of_shard` over shards of ``lats`` (here, or on the workers of ``executor``),
+    gathered in input order: ``(alternatives, [results per N], [seconds per N summed over shards])``."""
+    from ..parallel import run_shards, shard_lattices, with_companions
+
+    alts_list: list = []
+    results: list = [[] for _ in job.ns]
+    seconds = [0.0] * len(job.ns)
+    shards = with_companions(shard_lattices(lats), references.__getitem__)
+    for _shard, (alts, shard_results, shard_seconds) in run_shards(study_cells_of_shard, shards, executor=executor,
+                                                                   args=(job,)):
+        if alts is not None:
+            alts_list.extend(alts)
+        for i, (res, sec) in enumerate(zip(shard_results, shard_seconds, strict=True)):
+            results[i].extend(res)
+            seconds[i] += sec
+    return alts_list, results, seconds
 
 
 def _located(alts):

@@ -112,6 +112,10 @@ class Alignment:
     def __setattr__(self, name, value):
         raise AttributeError(f"Alignment is immutable (cannot set {name!r})")
 
+    def __reduce__(self):
+        # pickled (to or from a worker process) with its pairs made: a deferred maker need not pickle
+        return (Alignment, (self.pairs, self.counts, self.cost))
+
     def __eq__(self, other):
         if not isinstance(other, Alignment):
             return NotImplemented
