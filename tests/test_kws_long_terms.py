@@ -20,17 +20,17 @@ def _by_place(hits):
     return {(h.tbeg, h.dur): h.score for h in hits}
 
 
-def _assert_term_search_equals_index(lat, length, max_silence, min_posterior=0.0):
+def _assert_term_search_equals_index(lat, length, max_silence, min_posterior=0.0, max_terms=None):
     full = defaultdict(list)
     for h in index_lattice(lat, max_length=length, max_silence=max_silence, min_posterior=min_posterior):
         if len(h.words) == length:
             full[h.words].append(h)
-    for words, hits in full.items():
+    for words, hits in list(full.items())[:max_terms]:
         got = lattice_term_hits(lat, words, max_silence=max_silence, min_posterior=min_posterior)
         assert all(h.words == words and h.utterance == lat.key for h in got)
         assert _by_place(got).keys() == _by_place(hits).keys(), words
         assert _by_place(got) == pytest.approx(_by_place(hits), rel=1e-12, abs=1e-300), words
-    return len(full)
+    return len(list(full)[:max_terms])
 
 
 @settings(max_examples=80, deadline=None)
@@ -60,7 +60,8 @@ def test_term_search_equals_index_of_that_length(lat, length, max_silence, min_p
 
 
 def test_term_search_equals_index_on_bundled_lattices():
-    """Every 4- and 5-word sequence of real lattices (Kaldi archive of the bundled lattices)."""
+    """4- and 5-word sequences of real lattices (Kaldi archive of the bundled lattices; 25 per
+    lattice and length: each term search recomputes the lattice's network)."""
     from lattice_tools.io import read_lattices
 
     lats = list(read_lattices(f"ark,t:{LATS / 'bundled.ark.gz'}", format="kaldi",
@@ -68,5 +69,5 @@ def test_term_search_equals_index_on_bundled_lattices():
     checked = 0
     for lat in lats[:2]:
         for length in (4, 5):
-            checked += _assert_term_search_equals_index(lat, length, 0.5)
-    assert checked > 50
+            checked += _assert_term_search_equals_index(lat, length, 0.5, max_terms=25)
+    assert checked == 100
