@@ -71,3 +71,138 @@ def test_term_search_equals_index_on_bundled_lattices():
         for length in (4, 5):
             checked += _assert_term_search_equals_index(lat, length, 0.5, max_terms=25)
     assert checked == 100
+
+
+# ------------------------------------------------------------------------------------------------
+# search(): long terms from the lattices of the candidate utterances
+
+ARK = f"ark,t:{LATS / 'bundled.ark.gz'}"
+WORDS = str(LATS / "bundled.words.txt")
+
+
+def _bundled(n=3):
+    from lattice_tools.io import read_lattices
+
+    return list(read_lattices(ARK, format="kaldi", symbols=WORDS))[:n]
+
+
+def _detections(res):
+    return sorted((d.kwid, d.file, d.channel, d.tbeg, d.dur, d.score) for d in res.detections)
+
+
+@pytest.fixture(scope="module")
+def long_setup(tmp_path_factory):
+    from lattice_tools.io.kwlist import KeywordTerm
+    from lattice_tools.kws.build import build_lattice_index
+
+    tmp = tmp_path_factory.mktemp("long")
+    lats = _bundled()
+    # two utterances placed in one recording at offsets: the long hits must carry the offsets too
+    segments = {lat.key: ("rec", "A", 10.0 * i) for i, lat in enumerate(lats)}
+    short, full = tmp / "short.db", tmp / "full.db"
+    build_lattice_index(lats, str(short), max_length=2, segments=segments, acoustic_scale=0.5)
+    build_lattice_index(lats, str(full), max_length=4, segments=segments, acoustic_scale=0.5)
+    four = sorted({h.words for lat in lats for h in index_lattice(lat, max_length=4, acoustic_scale=0.5)
+                   if len(h.words) == 4})
+    terms = [KeywordTerm(f"KW{i}", " ".join(w)) for i, w in enumerate(four[::7])]
+    terms.append(KeywordTerm("KWX", " ".join(four[0][:2] + four[-1][2:])))  # every piece in the index, maybe not the term
+    return lats, short, full, terms
+
+
+def test_long_terms_equal_the_index_built_that_long(long_setup):
+    from lattice_tools.kws.search import search
+
+    lats, short, full, terms = long_setup
+    assert len(terms) > 10
+    got = search(str(short), terms, duptime=0, lattices=iter(lats))
+    ref = search(str(full), terms, duptime=0)
+    assert got.too_long == [] and got.no_hits == ref.no_hits and got.oov == ref.oov == []
+    a, b = _detections(got), _detections(ref)
+    assert [x[:5] for x in a] == [x[:5] for x in b]
+    assert [x[5] for x in a] == pytest.approx([x[5] for x in b], rel=1e-12, abs=1e-300)
+    assert {x[1:3] for x in a} == {("rec", "A")} and max(x[3] for x in a) > 10.0
+
+
+def test_long_terms_without_lattices_are_too_long(long_setup):
+    from lattice_tools.kws.search import search
+
+    _, short, _, terms = long_setup
+    assert search(str(short), terms).too_long == [t.kwid for t in terms]
+
+
+def test_long_terms_need_every_candidate_lattice(long_setup):
+    from lattice_tools.errors import MismatchError
+    from lattice_tools.kws.search import search
+
+    lats, short, _, terms = long_setup
+    with pytest.raises(MismatchError, match="not in the lattices given"):
+        search(str(short), terms, lattices=iter(lats[1:]))
+
+
+def test_index_without_lattice_settings_names_what_is_missing(long_setup, tmp_path):
+    import shutil
+    import sqlite3
+
+    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.kws.search import search
+
+    lats, short, _, terms = long_setup
+    old = tmp_path / "old.db"
+    shutil.copyfile(short, old)
+    with sqlite3.connect(old) as c:  # an index written before the key existed
+        c.execute("DELETE FROM meta WHERE key = 'lattice_search' OR key LIKE 'offset %'")
+    with pytest.raises(LatticeToolsError, match="does not record the acoustic/LM scales.*--lattices"):
+        search(str(old), terms, lattices=iter(lats))
+    assert search(str(old), terms[:1]).too_long == [terms[0].kwid]
+    short_terms = [type(terms[0])("S", " ".join(terms[0].words[:2]))]
+    assert search(str(old), short_terms, lattices=iter(lats)).detections  # no long term: lattices unused
+
+
+def test_append_and_merge_keep_the_lattice_settings(tmp_path):
+    from lattice_tools.errors import MismatchError
+    from lattice_tools.kws.build import build_lattice_index
+    from lattice_tools.kws.store import TermIndex, merge_indexes
+
+    lats = _bundled()
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    build_lattice_index(lats[:1], str(a), segments={lats[0].key: ("r", "1", 3.5)}, lm_scale=2.0)
+    with pytest.raises(MismatchError, match="other lattice settings"):
+        build_lattice_index(lats[1:2], str(a), append=True, lm_scale=1.0)
+    build_lattice_index(lats[1:2], str(b), lm_scale=2.0)
+    merged = tmp_path / "m.db"
+    merge_indexes(str(merged), [str(a), str(b)])
+    with TermIndex(str(merged)) as idx:
+        assert idx.lattice_search == {"acoustic_scale": 1.0, "lm_scale": 2.0, "word_penalty": 0.0,
+                                      "silence_words": None}
+        assert idx.utterance_place(lats[0].key) == ("r", "1", 3.5)
+        assert idx.utterance_place(lats[1].key) == (lats[1].key, "1", 0.0)
+    c = tmp_path / "c.db"
+    build_lattice_index(lats[2:3], str(c), lm_scale=1.0)
+    merge_indexes(str(merged), [str(a), str(c)])  # different settings: the merged index does not claim any
+    with TermIndex(str(merged)) as idx:
+        assert idx.lattice_search is None
+
+
+def test_cli_long_terms(tmp_path):
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+
+    def run(*args):
+        return CliRunner().invoke(main, ["kws", *map(str, args)])
+
+    lats = _bundled(10)
+    four = sorted({h.words for lat in lats[:2] for h in index_lattice(lat, max_length=4) if len(h.words) == 4})
+    kw = tmp_path / "kw.txt"
+    kw.write_text("".join(f"L{i} {' '.join(w)}\n" for i, w in enumerate(four[:5])))
+    short, full = tmp_path / "s.db", tmp_path / "f.db"
+    assert run("index", ARK, "--words", WORDS, "--max-length", 2, "-o", short).exit_code == 0
+    assert run("index", ARK, "--words", WORDS, "--max-length", 4, "-o", full).exit_code == 0
+    r = run("search", short, "--kwlist", kw, "-o", tmp_path / "a.tsv")
+    assert r.exit_code == 0 and "longer than the index's max length (search them with --lattices" in r.output
+    r = run("search", short, "--kwlist", kw, "-o", tmp_path / "a.tsv", "--lattices", ARK, "--words", WORDS)
+    assert r.exit_code == 0, r.output
+    r = run("search", full, "--kwlist", kw, "-o", tmp_path / "b.tsv")
+    assert r.exit_code == 0, r.output
+    a = (tmp_path / "a.tsv").read_text()
+    assert a and a == (tmp_path / "b.tsv").read_text()

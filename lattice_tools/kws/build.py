@@ -46,7 +46,10 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     silence = None if silence_words is None else frozenset(silence_words)
     seen_tables: set[int] = set()
     pruned = 0.0
-    with IndexWriter(path, settings, append=append) as writer:
+    # recorded so that a term longer than max_length can be searched in the same lattices, read the same way
+    lattice_search = {"acoustic_scale": acoustic_scale, "lm_scale": lm_scale, "word_penalty": word_penalty,
+                      "silence_words": None if silence is None else sorted(silence)}
+    with IndexWriter(path, settings, append=append, lattice_search=lattice_search) as writer:
         for lat in lattices:
             if id(lat.symbols) not in seen_tables:
                 seen_tables.add(id(lat.symbols))
@@ -61,7 +64,7 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
             hits = index_lattice(lat, max_length=max_length, max_silence=max_silence, min_posterior=min_posterior,
                                  acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                                  silence_words=silence_words, file=file, channel=chan, offset=offset, stats=stats)
-            writer.add_utterance(lat.key, file, chan, hits, stats.get("pruned_mass", 0.0))
+            writer.add_utterance(lat.key, file, chan, hits, stats.get("pruned_mass", 0.0), offset=offset)
             pruned += stats.get("pruned_mass", 0.0)
             if progress is not None:
                 progress(lat.key)
