@@ -238,12 +238,12 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
                         f"{'YES' if d.decision else 'NO'}\n")
     summary = res.summary()
     click.echo(json.dumps(summary, sort_keys=True), err=True)
-    for what, kwids in (("out of vocabulary", res.oov),
-                        ("longer than the index's max length (search them with --lattices, the lattices the index "
-                         "was built from)", res.too_long),
-                        ("without hits", res.no_hits)):
+    for what, kwids, hint in (("out of vocabulary", res.oov, ""),
+                              ("longer than the index's max length", res.too_long,
+                               " (answer them with --lattices: the lattices the index was built from)"),
+                              ("without hits", res.no_hits, "")):
         if kwids:
-            click.echo(f"lattice-tools: {len(kwids)} keyword(s) {what}: {' '.join(kwids)}", err=True)
+            click.echo(f"lattice-tools: {len(kwids)} keyword(s) {what}: {' '.join(kwids)}{hint}", err=True)
     summary.update(oov=res.oov, oov_words=res.oov_words, too_long=res.too_long, no_hits=res.no_hits,
                    kst_unnormalized=res.kst_unnormalized)
     if tuning is not None:
