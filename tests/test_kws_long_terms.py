@@ -34,7 +34,7 @@ def _assert_term_search_equals_index(lat, length, max_silence, min_posterior=0.0
 
 
 @settings(max_examples=80, deadline=None)
-@given(lattice_strategy(max_states=8, max_arcs=16), st.integers(1, 5), st.sampled_from([None, 0.03, 0.1]))
+@given(lattice_strategy(max_states=11, max_arcs=20), st.integers(1, 6), st.sampled_from([None, 0.03, 0.1]))
 def test_term_search_equals_brute_force(lat, length, max_silence):
     ref = defaultdict(list)
     for key, (p, b, e) in brute_force_hits(lat, length, max_silence).items():
@@ -206,3 +206,50 @@ def test_cli_long_terms(tmp_path):
     assert r.exit_code == 0, r.output
     a = (tmp_path / "a.tsv").read_text()
     assert a and a == (tmp_path / "b.tsv").read_text()
+
+
+# ------------------------------------------------------------------------------------------------
+# Kaldi's exact index (every factor length) on random lattices
+
+def _kaldi_available():
+    from test_kws_index_kaldi import TOOLS, kaldi_tool
+
+    return all(kaldi_tool(t) is not None for t in TOOLS)
+
+
+@pytest.mark.skipif(not _kaldi_available(), reason="Kaldi kwsbin tools not on PATH nor in $LATTICE_TOOLS_KALDI_BIN")
+@settings(max_examples=12, deadline=None)
+@given(lats=st.lists(lattice_strategy(max_states=14, max_arcs=26), min_size=6, max_size=6))
+def test_long_term_hits_equal_kaldi_on_random_lattices(lats):
+    """Terms of 3 to 6 words searched one at a time against Kaldi's lattice-to-kws-index (no state budget)
+    + kws-search: the same rule as the index's Kaldi cross-check (tests/test_kws_index_kaldi.py)."""
+    import math
+    import tempfile
+
+    from test_kws_index_kaldi import kaldi_hits
+
+    lats = [lat.replace(key=f"u{i:02d}", t0=lat.t0 - lat.t0[0], t1=lat.t1 - lat.t0[0]) for i, lat in enumerate(lats)]
+    words = sorted({h.words for lat in lats for h in index_lattice(lat, max_length=6, max_silence=None)
+                    if len(h.words) >= 3})
+    if not words:
+        return
+    ours = defaultdict(list)
+    for i, lat in enumerate(lats):
+        for w in words:
+            for h in lattice_term_hits(lat, w, max_silence=None):
+                ids = tuple(lat.symbols.id(x) for x in h.words)
+                ours[(ids, i)].append((round(h.tbeg * 100), round((h.tbeg + h.dur) * 100), min(1.0, h.score)))
+    terms = sorted({t for t, _ in ours})
+    assert terms
+    with tempfile.TemporaryDirectory() as workdir:
+        kaldi = kaldi_hits(lats, terms, workdir)
+    close = lambda p, q: abs(math.log(p) - math.log(q)) <= 2 ** -9  # noqa: E731  (Kaldi: multiples of 2^-10)
+    for key, hits in kaldi.items():
+        for b, e, p in hits:
+            assert any((b, e) == (b2, e2) and close(p, p2) for b2, e2, p2 in ours[key]), (key, b, e, p, ours[key])
+    for key, hits in ours.items():
+        for b, e, p in hits:
+            if p < 1e-3 or any((b, e) == (b2, e2) and close(p, p2) for b2, e2, p2 in kaldi[key]):
+                continue
+            assert any(b2 < e and b < e2 and p2 >= p * (1 - 2 ** -9) for b2, e2, p2 in kaldi[key]), \
+                (key, b, e, p, kaldi[key])
