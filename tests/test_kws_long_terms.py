@@ -253,3 +253,46 @@ def test_long_term_hits_equal_kaldi_on_random_lattices(lats):
                 continue
             assert any(b2 < e and b < e2 and p2 >= p * (1 - 2 ** -9) for b2, e2, p2 in kaldi[key]), \
                 (key, b, e, p, kaldi[key])
+
+
+def test_kst_tuning_reads_the_lattices_once_and_matches_the_long_index(long_setup):
+    from lattice_tools.kws.search import tune_ntrue_scale
+
+    lats, short, full, terms = long_setup
+    reads = []
+
+    def stream():
+        for lat in lats:
+            reads.append(lat.key)
+            yield lat
+
+    def metric(dets):  # any function of the detections and their scores
+        return sum(d.score * (1 if d.decision else -0.5) for d in dets)
+
+    scales = [0.3, 1.0, 3.0]
+    best, table = tune_ntrue_scale(str(short), terms, metric, duration=100.0, scales=scales, lattices=stream())
+    best_ref, table_ref = tune_ntrue_scale(str(full), terms, metric, duration=100.0, scales=scales)
+    assert len(reads) <= len(lats) and best == best_ref
+    assert [m for _, m in table] == pytest.approx([m for _, m in table_ref], rel=1e-9)
+
+
+def test_cli_old_index_with_lattices_is_one_line_exit_2(long_setup, tmp_path):
+    import shutil
+    import sqlite3
+
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+
+    _, short, _, terms = long_setup
+    old = tmp_path / "old.db"
+    shutil.copyfile(short, old)
+    with sqlite3.connect(old) as c:
+        c.execute("DELETE FROM meta WHERE key = 'lattice_search'")
+    kw = tmp_path / "kw.txt"
+    kw.write_text(f"{terms[0].kwid} {terms[0].text}\n")
+    r = CliRunner().invoke(main, ["kws", "search", str(old), "--kwlist", str(kw), "-o", str(tmp_path / "o.tsv"),
+                                  "--lattices", ARK, "--words", WORDS])
+    assert r.exit_code == 2, r.output
+    assert "--lattices" in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o.tsv").exists()

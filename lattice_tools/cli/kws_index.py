@@ -206,16 +206,6 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
     terms = read_keywords(kwlist, encoding)
     if normalization == "kst" and duration is None:
         raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
-    tuning = None
-    if tune_ecf or tune_rttm or tune_ctm:
-        if normalization != "kst" or not tune_ecf or not (tune_rttm or tune_ctm):
-            raise click.UsageError("tuning needs --normalization kst, --tune-ecf and --tune-rttm or --tune-ctm")
-        ntrue_scale, table = tune_ntrue_scale(index, terms, atwv_metric(tune_ecf, kwlist, rttm=tune_rttm, ctm=tune_ctm,
-                                                                       encoding=encoding),
-                                              duration=duration, threshold=threshold, beta=beta, duptime=duptime)
-        tuning = {"ntrue_scale": ntrue_scale, "atwv_by_scale": table}
-        click.echo(f"lattice-tools: KST tuned on the dev set: ntrue-scale {ntrue_scale:.4g} "
-                   f"(ATWV {max(a for _, a in table):.4f})", err=True)
     lattice_stream = None
     if lattices:
         from ..io import read_lattice_inputs
@@ -224,6 +214,17 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
             for lat in read_lattice_inputs(list(lattices), format=format, words=words, frame_shift=frame_shift,
                                            frame_subsampling_factor=frame_subsampling_factor):
                 yield lat[0] if isinstance(lat, tuple) else lat
+    tuning = None
+    if tune_ecf or tune_rttm or tune_ctm:
+        if normalization != "kst" or not tune_ecf or not (tune_rttm or tune_ctm):
+            raise click.UsageError("tuning needs --normalization kst, --tune-ecf and --tune-rttm or --tune-ctm")
+        ntrue_scale, table = tune_ntrue_scale(index, terms, atwv_metric(tune_ecf, kwlist, rttm=tune_rttm, ctm=tune_ctm,
+                                                                       encoding=encoding),
+                                              duration=duration, threshold=threshold, beta=beta, duptime=duptime,
+                                              lattices=None if lattice_stream is None else lattice_stream())
+        tuning = {"ntrue_scale": ntrue_scale, "atwv_by_scale": table}
+        click.echo(f"lattice-tools: KST tuned on the dev set: ntrue-scale {ntrue_scale:.4g} "
+                   f"(ATWV {max(a for _, a in table):.4f})", err=True)
     res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
                  ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
                  lattices=None if lattice_stream is None else lattice_stream())

@@ -168,11 +168,13 @@ def long_term_hits(idx: TermIndex, terms: Sequence[tuple[str, ...]], lattices: I
 
 def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalization: str = "none",
            threshold: float = 0.5, duration: float | None = None, ntrue_scale: float = 1.0,
-           beta: float = DEFAULT_BETA, duptime: float = 0.5, lattices: Iterable[Lattice] | None = None) -> SearchResult:
+           beta: float = DEFAULT_BETA, duptime: float = 0.5, lattices: Iterable[Lattice] | None = None,
+           long_hits: dict[tuple[str, ...], list[IndexHit]] | None = None) -> SearchResult:
     """Search every term of ``terms`` in ``index`` (a :class:`TermIndex` or a path); see the module
     docstring for the steps.  ``lattices``: the lattices the index was built from, to answer terms
-    longer than its ``max_length`` (read only when there are such terms).  Raises MismatchError on
-    duplicate keyword ids or empty terms."""
+    longer than its ``max_length`` (read only when there are such terms); or ``long_hits``, those
+    terms' hits already computed by :func:`long_term_hits` (a search repeated with other settings).
+    Raises MismatchError on duplicate keyword ids or empty terms."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r} (expected one of {', '.join(NORMALIZATIONS)})")
     if not 0 < threshold < 1 and normalization == "kst":
@@ -190,14 +192,15 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
         result = SearchResult()
         oov_of = {t.kwid: [w for w in dict.fromkeys(t.words) if not idx.in_vocabulary(w)] for t in terms}
         long_terms = [tuple(t.words) for t in terms if not oov_of[t.kwid] and len(t.words) > idx.max_length]
-        long_hits = long_term_hits(idx, long_terms, lattices) if long_terms and lattices is not None else {}
+        if long_hits is None:
+            long_hits = long_term_hits(idx, long_terms, lattices) if long_terms and lattices is not None else {}
         for t in terms:
             oov = oov_of[t.kwid]
             if oov:
                 result.oov.append(t.kwid)
                 result.oov_words[t.kwid] = oov
                 continue
-            if len(t.words) > idx.max_length and lattices is None:
+            if len(t.words) > idx.max_length and tuple(t.words) not in long_hits:
                 result.too_long.append(t.kwid)
                 continue
             found = long_hits[tuple(t.words)] if len(t.words) > idx.max_length else idx.lookup(t.words)
@@ -220,19 +223,25 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
 
 def tune_ntrue_scale(index: TermIndex | str, terms: Sequence[KeywordTerm], metric: Callable[[list[Detection]], float],
                      *, duration: float, scales: Sequence[float] | None = None, threshold: float = 0.5,
-                     beta: float = DEFAULT_BETA, duptime: float = 0.5) -> tuple[float, list[tuple[float, float]]]:
+                     beta: float = DEFAULT_BETA, duptime: float = 0.5, lattices: Iterable[Lattice] | None = None
+                     ) -> tuple[float, list[tuple[float, float]]]:
     """The KST ``ntrue_scale`` that maximizes ``metric(detections)`` (e.g. the ATWV of the dev set's
     reference) over ``scales`` (default: 0.1 .. 10 in 25 geometric steps); ties go to the scale
-    closest to 1.  Returns ``(best scale, [(scale, metric), ...])``."""
+    closest to 1.  ``lattices``: as for :func:`search` (read once, before the grid).  Returns ``(best
+    scale, [(scale, metric), ...])``."""
     if scales is None:
         scales = [10 ** (k / 12) for k in range(-12, 13)]
     own = isinstance(index, (str, bytes)) or hasattr(index, "__fspath__")
     idx = TermIndex(index) if own else index
     try:
+        long_hits = None
+        if lattices is not None:
+            long_terms = [tuple(t.words) for t in terms if len(t.words) > idx.max_length]
+            long_hits = long_term_hits(idx, long_terms, lattices) if long_terms else {}
         table = []
         for s in scales:
             res = search(idx, terms, normalization="kst", threshold=threshold, duration=duration, ntrue_scale=s,
-                         beta=beta, duptime=duptime)
+                         beta=beta, duptime=duptime, long_hits=long_hits)
             table.append((float(s), float(metric(res.detections))))
     finally:
         if own:
