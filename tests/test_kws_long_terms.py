@@ -296,3 +296,14 @@ def test_cli_old_index_with_lattices_is_one_line_exit_2(long_setup, tmp_path):
     assert r.exit_code == 2, r.output
     assert "--lattices" in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
     assert not (tmp_path / "o.tsv").exists()
+
+
+def test_long_terms_refuse_lattices_that_are_not_the_indexed_ones(long_setup):
+    from lattice_tools.errors import MismatchError
+    from lattice_tools.kws.search import search
+
+    lats, short, _, terms = long_setup
+    # read with another frame shift: every time moves, so the hits would be silently wrong
+    moved = [lat.replace(frame_shift=lat.frame_shift * 3) for lat in lats]
+    with pytest.raises(MismatchError, match="does not reproduce the index's hits"):
+        search(str(short), terms, lattices=iter(moved))

@@ -554,21 +554,34 @@ def index_alternatives(alts: Alternatives, *, max_length: int = DEFAULT_MAX_LENG
                  max_candidates, stats)
 
 
-def lattice_term_hits(lat: Lattice, words: tuple[str, ...] | list[str], *, max_silence: float | None = DEFAULT_MAX_SILENCE,
-                      min_posterior: float = 0.0, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
-                      word_penalty: float = 0.0, silence_words: Iterable[str] | None = None, file: str | None = None,
-                      channel: str = "1", offset: float = 0.0, max_candidates: int = DEFAULT_MAX_CANDIDATES
-                      ) -> list[IndexHit]:
-    """The hits of the one word sequence ``words`` (any length) in ``lat``: exactly the hits an index
-    of ``lat`` built with ``max_length = len(words)`` and the same settings holds for it (see
-    :func:`factor_hits` with ``term``).  A word the lattice does not have gives no hits."""
+def lattice_terms_hits(lat: Lattice, terms, *, max_silence: float | None = DEFAULT_MAX_SILENCE,
+                       min_posterior: float = 0.0, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+                       word_penalty: float = 0.0, silence_words: Iterable[str] | None = None, file: str | None = None,
+                       channel: str = "1", offset: float = 0.0, max_candidates: int = DEFAULT_MAX_CANDIDATES
+                       ) -> dict[tuple[str, ...], list[IndexHit]]:
+    """The hits of each word sequence of ``terms`` (any lengths) in ``lat``, one network for all: for
+    each, exactly the hits an index of ``lat`` built with ``max_length`` = its length and the same
+    settings holds for it (see :func:`factor_hits` with ``term``).  A term with a word the lattice
+    does not have gets no hits."""
     net = lattice_network(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                           silence_words=silence_words)
     ids = {w: i for i, w in enumerate(net.words)}
-    if not words or any(w not in ids for w in words):
-        return []
-    term = tuple(ids[w] for w in words)
-    return [IndexHit(tuple(words), lat.key, file if file is not None else lat.key, channel,
-                     round(min(b, e) + offset, 6), round(abs(e - b), 6), m)
-            for _, b, e, m in factor_hits(net, max_silence=max_silence, min_posterior=min_posterior,
-                                          max_candidates=max_candidates, term=term)]
+    out: dict[tuple[str, ...], list[IndexHit]] = {}
+    for words in terms:
+        words = tuple(words)
+        if words in out:
+            continue
+        if not words or any(w not in ids for w in words):
+            out[words] = []
+            continue
+        out[words] = [IndexHit(words, lat.key, file if file is not None else lat.key, channel,
+                               round(min(b, e) + offset, 6), round(abs(e - b), 6), m)
+                      for _, b, e, m in factor_hits(net, max_silence=max_silence, min_posterior=min_posterior,
+                                                    max_candidates=max_candidates, term=tuple(ids[w] for w in words))]
+    return out
+
+
+def lattice_term_hits(lat: Lattice, words, **options) -> list[IndexHit]:
+    """The hits of the one word sequence ``words`` (any length) in ``lat``; ``options`` as for
+    :func:`lattice_terms_hits`."""
+    return lattice_terms_hits(lat, [words], **options)[tuple(words)]

@@ -35,7 +35,9 @@ utterance without some piece has no hit of the term, and with ``min_posterior`` 
 partial mass never exceeds a piece's, so pruning drops no candidate.  Each candidate lattice is read
 with the scales and silence words the index records and searched for the term alone
 (:func:`lattice_tools.kws.index.lattice_term_hits`): the hits equal those an index built with
-``max_length = n`` holds (same clustering over all arcs of the utterance, same sums).  Cost: one index
+``max_length = n`` holds (same clustering over all arcs of the utterance, same sums); each lattice
+must first reproduce the index's hits of the term's first piece (else it is not the lattice indexed,
+or not read the same way: a MismatchError, never wrong detections).  Cost: one index
 look-up per piece, then for each candidate lattice one pushed network and epsilon closure (as when
 indexing it) plus the partial occurrences of the term's prefixes -- linear in the arcs of the term's
 words and their epsilon-reachable successors, never the number of the lattice's n-grams.  The
@@ -54,7 +56,7 @@ from ..errors import LatticeToolsError, MismatchError
 from ..io.kwlist import KeywordTerm
 from ..io.kwslist import Detection
 from ..lattice import Lattice
-from .index import IndexHit, lattice_term_hits
+from .index import IndexHit, lattice_terms_hits
 from .store import TermIndex
 
 NORMALIZATIONS = ("none", "kst", "sum-to-one")
@@ -156,14 +158,32 @@ def long_term_hits(idx: TermIndex, terms: Sequence[tuple[str, ...]], lattices: I
         if todo is None:
             continue
         file, channel, offset = idx.utterance_place(lat.key)
+        # the lattice must reproduce the index's hits of a piece: else it is not the lattice indexed, or not read
+        # the same way (words, frame shift), and every number from it would be wrong
+        piece = todo[0][:n]
+        found = lattice_terms_hits(lat, [piece, *todo], file=file, channel=channel, offset=offset, **opts)
+        _check_reproduces(idx, lat.key, piece, found[piece])
         for words in todo:
-            out[words].extend(lattice_term_hits(lat, words, file=file, channel=channel, offset=offset, **opts))
+            out[words].extend(found[words])
     if wanted:
         missing = sorted(wanted)
         raise MismatchError(f"utterance {missing[0]!r} of the index ({len(missing)} in all) holds every piece of a long "
                             "term but is not in the lattices given (--lattices must be the lattices the index was built "
                             "from)", key=missing[0])
     return out
+
+
+def _check_reproduces(idx: TermIndex, utterance: str, piece: tuple[str, ...], hits: list[IndexHit]) -> None:
+    stored = sorted((h.tbeg, h.dur, h.score) for h in idx.lookup(piece) if h.utterance == utterance)
+    again = sorted((h.tbeg, h.dur, h.score) for h in hits)
+    same = len(stored) == len(again) and all(
+        (a[0], a[1]) == (b[0], b[1]) and math.isclose(a[2], b[2], rel_tol=1e-9, abs_tol=1e-300)
+        for a, b in zip(stored, again, strict=True))
+    if not same:
+        raise MismatchError(f"utterance {utterance!r}: the lattice given does not reproduce the index's hits of "
+                            f"{' '.join(piece)!r} ({len(stored)} stored, {len(again)} from the lattice): --lattices must "
+                            "be the lattices the index was built from, read with the same --words, --frame-shift and "
+                            "--frame-subsampling-factor", key=utterance)
 
 
 def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalization: str = "none",
