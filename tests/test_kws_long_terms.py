@@ -307,3 +307,40 @@ def test_long_terms_refuse_lattices_that_are_not_the_indexed_ones(long_setup):
     moved = [lat.replace(frame_shift=lat.frame_shift * 3) for lat in lats]
     with pytest.raises(MismatchError, match="does not reproduce the index's hits"):
         search(str(short), terms, lattices=iter(moved))
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("lattice_search", "{\"acoustic_scale\": NaN}", "not a JSON value"),
+    ("lattice_search", "{\"acoustic_scale\": 1}", "must hold finite"),
+    ("lattice_search", "[1, 2]", "must hold finite"),
+])
+def test_damaged_lattice_settings_are_format_errors(long_setup, tmp_path, key, value, match):
+    import shutil
+    import sqlite3
+
+    from lattice_tools.errors import FormatError
+    from lattice_tools.kws.search import search
+
+    lats, short, _, terms = long_setup
+    bad = tmp_path / "bad.db"
+    shutil.copyfile(short, bad)
+    with sqlite3.connect(bad) as c:
+        c.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+    with pytest.raises(FormatError, match=match):
+        search(str(bad), terms, lattices=iter(lats))
+
+
+def test_damaged_offset_is_a_format_error(long_setup, tmp_path):
+    import shutil
+    import sqlite3
+
+    from lattice_tools.errors import FormatError
+    from lattice_tools.kws.search import search
+
+    lats, short, _, terms = long_setup
+    bad = tmp_path / "bad.db"
+    shutil.copyfile(short, bad)
+    with sqlite3.connect(bad) as c:
+        assert c.execute("UPDATE meta SET value = '\"ten\"' WHERE key LIKE 'offset %'").rowcount == 2
+    with pytest.raises(FormatError, match="is not a finite number"):
+        search(str(bad), terms, lattices=iter(lats))

@@ -157,7 +157,9 @@ def long_term_hits(idx: TermIndex, terms: Sequence[tuple[str, ...]], lattices: I
         todo = wanted.pop(lat.key, None)
         if todo is None:
             continue
-        file, channel, offset = idx.utterance_place(lat.key)
+        place = idx.utterance_place(lat.key)
+        assert place is not None  # a candidate has hits, so the index holds it
+        file, channel, offset = place
         # the lattice must reproduce the index's hits of a piece: else it is not the lattice indexed, or not read
         # the same way (words, frame shift), and every number from it would be wrong
         piece = todo[0][:n]

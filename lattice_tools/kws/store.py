@@ -493,15 +493,16 @@ class TermIndex:
         offset = 0.0
         if off is not None:
             try:
-                offset = json.loads(off[0], parse_constant=_not_json_constant)
+                value = json.loads(off[0], parse_constant=_not_json_constant)
             except (ValueError, TypeError):
-                offset = None
-            if type(offset) not in (int, float) or not math.isfinite(offset):
+                value = None
+            if not (type(value) in (int, float) and math.isfinite(value)):
                 raise FormatError(f"meta {OFFSET_KEY_PREFIX}{_quote(utterance)} is not a finite number: {_quote(off[0])}",
                                   path=self.path)
+            offset = float(value)
         if not (type(row[0]) is str and type(row[1]) is str):
             raise FormatError(f"utterance {_quote(utterance)}: file or channel is not text", path=self.path)
-        return row[0], row[1], float(offset)
+        return row[0], row[1], offset
 
     @property
     def max_length(self) -> int:
