@@ -344,3 +344,20 @@ def test_damaged_offset_is_a_format_error(long_setup, tmp_path):
         assert c.execute("UPDATE meta SET value = '\"ten\"' WHERE key LIKE 'offset %'").rowcount == 2
     with pytest.raises(FormatError, match="is not a finite number"):
         search(str(bad), terms, lattices=iter(lats))
+
+
+def test_long_terms_with_min_posterior_keep_every_candidate(long_setup, tmp_path):
+    """With pruning, the candidates from the pruned pieces still hold every hit of the index built
+    that long with the same --min-posterior (a term's partial mass never exceeds a piece's)."""
+    from lattice_tools.kws.build import build_lattice_index
+    from lattice_tools.kws.search import search
+
+    lats, _, _, terms = long_setup
+    short, full = tmp_path / "s.db", tmp_path / "f.db"
+    build_lattice_index(lats, str(short), max_length=2, min_posterior=1e-3, acoustic_scale=0.5)
+    build_lattice_index(lats, str(full), max_length=4, min_posterior=1e-3, acoustic_scale=0.5)
+    got = search(str(short), terms, duptime=0, lattices=iter(lats))
+    ref = search(str(full), terms, duptime=0)
+    a, b = _detections(got), _detections(ref)
+    assert a and [x[:5] for x in a] == [x[:5] for x in b]
+    assert [x[5] for x in a] == pytest.approx([x[5] for x in b], rel=1e-12, abs=1e-300)
