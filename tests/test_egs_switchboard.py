@@ -199,10 +199,10 @@ def test_alt_ctms_score_the_same_with_nist_sclite(exp, tmp_path):
 def test_rerun_does_no_work(corpus, exp):
     before = mtimes(exp)
     proc = run([RUN, "--corpus", corpus, "--exp", exp, *SMALL], timeout=600)
-    for stage_dir in ("data", "lattices", "ladder", "study"):
+    for stage_dir in ("data", "lattices", "ladder", "study", "study-both-ways"):
         assert f"{stage_dir} is done, skipping" in proc.stdout, proc.stdout
-    # stages + the 4 alt-CTMs (scores skip silently) + the 5 steps of the KWS stage
-    assert proc.stdout.count("is done, skipping") == 4 + 4 + 5
+    # stages (the study both ways too) + the 4 alt-CTMs (scores skip silently) + the 5 steps of the KWS stage
+    assert proc.stdout.count("is done, skipping") == 5 + 4 + 5, proc.stdout
     assert mtimes(exp) == before  # nothing rewritten, including the 4 skipped scores
 
 

@@ -208,10 +208,16 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the keyword list.")
 @click.option("--system-id", default="lattice-tools", show_default=True, help="kwslist system_id.")
 @click.option("--language", default="", help="kwslist language.")
+@click.option("--lattices", "lattices", multiple=True,
+              help="The lattices the index was built from (repeatable; the index's input specs): terms longer than "
+                   "its --max-length are searched in the lattices of the utterances holding every piece of them.")
+@click.option("--format", "format", default=None, help="Format of --lattices (default: from the file name).")
+@lattice_input_options
 @click.option("--json", "json_out", default=None,
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
 def search_command(index, kwlist, out, normalization, threshold, duration, ntrue_scale, beta, duptime, tune_ecf,
-                   tune_rttm, tune_ctm, encoding, system_id, language, json_out):
+                   tune_rttm, tune_ctm, encoding, system_id, language, lattices, format, words, frame_shift,
+                   frame_subsampling_factor, json_out):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions."""
     import os
 
@@ -220,18 +226,28 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
     terms = read_keywords(kwlist, encoding)
     if normalization == "kst" and duration is None:
         raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
+    lattice_stream = None
+    if lattices:
+        from ..io import read_lattice_inputs
+
+        def lattice_stream():
+            for lat in read_lattice_inputs(list(lattices), format=format, words=words, frame_shift=frame_shift,
+                                           frame_subsampling_factor=frame_subsampling_factor):
+                yield lat[0] if isinstance(lat, tuple) else lat
     tuning = None
     if tune_ecf or tune_rttm or tune_ctm:
         if normalization != "kst" or not tune_ecf or not (tune_rttm or tune_ctm):
             raise click.UsageError("tuning needs --normalization kst, --tune-ecf and --tune-rttm or --tune-ctm")
         ntrue_scale, table = tune_ntrue_scale(index, terms, atwv_metric(tune_ecf, kwlist, rttm=tune_rttm, ctm=tune_ctm,
                                                                        encoding=encoding),
-                                              duration=duration, threshold=threshold, beta=beta, duptime=duptime)
+                                              duration=duration, threshold=threshold, beta=beta, duptime=duptime,
+                                              lattices=None if lattice_stream is None else lattice_stream())
         tuning = {"ntrue_scale": ntrue_scale, "atwv_by_scale": table}
         click.echo(f"lattice-tools: KST tuned on the dev set: ntrue-scale {ntrue_scale:.4g} "
                    f"(ATWV {max(a for _, a in table):.4f})", err=True)
     res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
-                 ntrue_scale=ntrue_scale, beta=beta, duptime=duptime)
+                 ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
+                 lattices=None if lattice_stream is None else lattice_stream())
     if out.endswith(".xml"):
         from ..io.kwslist import write_kwslist
         write_kwslist(out, res.detections, kwlist_filename=os.path.basename(kwlist), language=language,
@@ -243,10 +259,12 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
                         f"{'YES' if d.decision else 'NO'}\n")
     summary = res.summary()
     click.echo(json.dumps(summary, sort_keys=True), err=True)
-    for what, kwids in (("out of vocabulary", res.oov), ("longer than the index's max length", res.too_long),
-                        ("without hits", res.no_hits)):
+    for what, kwids, hint in (("out of vocabulary", res.oov, ""),
+                              ("longer than the index's max length", res.too_long,
+                               " (answer them with --lattices: the lattices the index was built from)"),
+                              ("without hits", res.no_hits, "")):
         if kwids:
-            click.echo(f"lattice-tools: {len(kwids)} keyword(s) {what}: {' '.join(kwids)}", err=True)
+            click.echo(f"lattice-tools: {len(kwids)} keyword(s) {what}: {' '.join(kwids)}{hint}", err=True)
     summary.update(oov=res.oov, oov_words=res.oov_words, too_long=res.too_long, no_hits=res.no_hits,
                    kst_unnormalized=res.kst_unnormalized)
     if tuning is not None:

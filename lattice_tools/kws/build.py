@@ -55,13 +55,16 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     pruned = 0.0
     job = LatticeIndexJob(max_length, max_silence, min_posterior, acoustic_scale, lm_scale, word_penalty,
                           None if silence is None else tuple(sorted(silence)))
-    with IndexWriter(path, settings, append=append) as writer:
-        for lat, (file, chan, _offset), hits, pruned_mass in _lattice_hits(lattices, job, segments, channel, executor,
-                                                                           shard_dir):
+    # recorded so that a term longer than max_length can be searched in the same lattices, read the same way
+    lattice_search = {"acoustic_scale": acoustic_scale, "lm_scale": lm_scale, "word_penalty": word_penalty,
+                      "silence_words": None if silence is None else sorted(silence)}
+    with IndexWriter(path, settings, append=append, lattice_search=lattice_search) as writer:
+        for lat, (file, chan, offset), hits, pruned_mass in _lattice_hits(lattices, job, segments, channel, executor,
+                                                                          shard_dir):
             if id(lat.symbols) not in seen_tables:
                 seen_tables.add(id(lat.symbols))
                 writer.add_vocabulary(w for w, _ in lat.symbols if not is_silence(w, silence))
-            writer.add_utterance(lat.key, file, chan, hits, pruned_mass)
+            writer.add_utterance(lat.key, file, chan, hits, pruned_mass, offset=offset)
             pruned += pruned_mass
             if progress is not None:
                 progress(lat.key)

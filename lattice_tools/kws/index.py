@@ -40,7 +40,9 @@ Differences to Kaldi's index (on purpose): the silence limit is on the whole gap
 of a term (Kaldi limits each epsilon arc separately); posteriors are exact float64 (Kaldi's index
 is minimized with delta 1/1024 and quantizes scores to multiples of 2^-10, and its determinization
 stops after ``--max-states-scale`` x the lattice's states, leaving a partial index); sequences are
-limited to ``max_length`` words (Kaldi indexes every factor).
+limited to ``max_length`` words (Kaldi indexes every factor); a longer term is answered exactly by
+a search of that one term in the utterance's network (``factor_hits(..., term=...)``,
+:func:`lattice_term_hits`).
 
 Levels too large for memory are extended in chunks of partial terms (:func:`factor_hits`).  All
 sums are exact (no pruning) unless ``min_posterior`` > 0: then partial chains whose total mass
@@ -336,7 +338,8 @@ def _chunks(deg: np.ndarray, max_candidates: int) -> list[tuple[int, int]]:
 
 
 def _extend_chunk(net: WordNetwork, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off, ent_term,
-                  ent_end, ent_mass, ent_tbeg, deg, L: int, n_end: int, max_silence, cand_floor: float, per_term: bool):
+                  ent_end, ent_mass, ent_tbeg, deg, L: int, n_end: int, max_silence, cand_floor: float, per_term: bool,
+                  next_word: int | None = None):
     """Extend a range of partial terms by one word each way the network allows.  Returns ``(ext,
     end, mass, tbeg, tend, pruned mass)``: the extended terms (``term * L + label``) merged per
     (term, end code), sorted; with ``per_term``, merged per term (``end`` unused, ``tend`` = the
@@ -350,6 +353,8 @@ def _extend_chunk(net: WordNetwork, lab_code, end_code, end_time, end_state, ste
     in_gap = (net.t0[arcs] - end_time[ent_end[rep]] <= max_silence + _TIME_EPS if max_silence is not None
               else np.ones(total, dtype=bool))
     ok = in_gap & (new_mass > cand_floor)
+    if next_word is not None:  # a term search follows only the arcs of the term's next word
+        ok &= net.word[arcs] == next_word
     pruned = float(new_mass[in_gap & (new_mass <= cand_floor)].sum()) if cand_floor > 0 else 0.0
     rep, arcs, new_mass = rep[ok], arcs[ok], new_mass[ok]
     ext = ent_term[rep] * L + lab_code[arcs]
@@ -381,8 +386,17 @@ def _merge_chunks(parts: list, n_end: int, per_term: bool):
 
 def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
                 max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
-                max_candidates: int = DEFAULT_MAX_CANDIDATES, stats: dict | None = None):
+                max_candidates: int = DEFAULT_MAX_CANDIDATES, stats: dict | None = None,
+                term: tuple[int, ...] | None = None):
     """The hits of every word sequence of 1..``max_length`` words in ``net``.
+
+    With ``term`` (word ids of ``net.words``), only the hits of that one sequence, of any length:
+    ``max_length`` is then ``len(term)``, the extensions follow only arcs of the term's next word and
+    only the last level's hits are returned.  The clustering is over all arcs of the network and every
+    sum and pruning decision is that of a full pass, so the hits equal those an index built with
+    ``max_length = len(term)`` holds for the term (up to float summation order).  Cost: one epsilon
+    closure of the network (as for any index) plus, per level, the partial occurrences of the term's
+    prefix -- at most (word arcs of the prefix's last word) x (their epsilon-reachable successors).
 
     Returns a list of ``(word ids tuple, tbeg, tend, score)`` (times in seconds, as in ``net``), in
     no particular order.  See the module docstring for the definitions.  With ``min_posterior`` > 0,
@@ -396,6 +410,9 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
     chunks).  The hits are those of one pass up to float summation order; memory is one chunk of
     candidates plus the merged rows, so no index is refused for its size.
     """
+    if term is not None:
+        term = tuple(int(w) for w in term)
+        max_length = len(term)
     if max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
     word_arcs = np.flatnonzero((net.word >= 0) & (net.weight > 0))
@@ -431,6 +448,8 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
     # level 1: one partial term per word arc, merged per (term, end)
     mass = net.start_mass[net.src[word_arcs]] * net.weight[word_arcs]
     keep = mass > 0
+    if term is not None:
+        keep &= net.word[word_arcs] == term[0]
     arcs1 = word_arcs[keep]
     parent = [np.full(L, -1, dtype=np.int64)]    # term id -> (parent term id, last label), per level
     last_label = [np.arange(L, dtype=np.int64)]  # (level-1 term id = its label code)
@@ -445,7 +464,8 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
         hterm, (hm,), (hb,), (he,) = _group_sum(ent_term, sums=(ent_mass,), mins=(ent_tbeg,),
                                                    maxs=(end_time[ent_end],))
         ok = hm >= min_posterior if min_posterior > 0 else hm > 0
-        results.append((level, hterm[ok], hb[ok], he[ok], hm[ok]))
+        if term is None or level == max_length:
+            results.append((level, hterm[ok], hb[ok], he[ok], hm[ok]))
         if level == max_length:
             break
         if min_posterior > 0:
@@ -463,7 +483,8 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
         for lo, hi in _chunks(deg, max_candidates):
             *part, pm = _extend_chunk(net, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off,
                                       ent_term[lo:hi], ent_end[lo:hi], ent_mass[lo:hi], ent_tbeg[lo:hi], deg[lo:hi],
-                                      L, n_end, max_silence, cand_floor, last)
+                                      L, n_end, max_silence, cand_floor, last,
+                                      None if term is None else term[level])
             pruned += pm
             parts.append(part)
         ext_u, ends_u, m, tb, te = _merge_chunks(parts, n_end, last)
@@ -531,3 +552,36 @@ def index_alternatives(alts: Alternatives, *, max_length: int = DEFAULT_MAX_LENG
     net = alternatives_network(alts, silence_words)
     return _hits(net, alts.key, alts.file, alts.channel, 0.0, max_length, max_silence, min_posterior,
                  max_candidates, stats)
+
+
+def lattice_terms_hits(lat: Lattice, terms, *, max_silence: float | None = DEFAULT_MAX_SILENCE,
+                       min_posterior: float = 0.0, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+                       word_penalty: float = 0.0, silence_words: Iterable[str] | None = None, file: str | None = None,
+                       channel: str = "1", offset: float = 0.0, max_candidates: int = DEFAULT_MAX_CANDIDATES
+                       ) -> dict[tuple[str, ...], list[IndexHit]]:
+    """The hits of each word sequence of ``terms`` (any lengths) in ``lat``, one network for all: for
+    each, exactly the hits an index of ``lat`` built with ``max_length`` = its length and the same
+    settings holds for it (see :func:`factor_hits` with ``term``).  A term with a word the lattice
+    does not have gets no hits."""
+    net = lattice_network(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                          silence_words=silence_words)
+    ids = {w: i for i, w in enumerate(net.words)}
+    out: dict[tuple[str, ...], list[IndexHit]] = {}
+    for words in terms:
+        words = tuple(words)
+        if words in out:
+            continue
+        if not words or any(w not in ids for w in words):
+            out[words] = []
+            continue
+        out[words] = [IndexHit(words, lat.key, file if file is not None else lat.key, channel,
+                               round(min(b, e) + offset, 6), round(abs(e - b), 6), m)
+                      for _, b, e, m in factor_hits(net, max_silence=max_silence, min_posterior=min_posterior,
+                                                    max_candidates=max_candidates, term=tuple(ids[w] for w in words))]
+    return out
+
+
+def lattice_term_hits(lat: Lattice, words, **options) -> list[IndexHit]:
+    """The hits of the one word sequence ``words`` (any length) in ``lat``; ``options`` as for
+    :func:`lattice_terms_hits`."""
+    return lattice_terms_hits(lat, [words], **options)[tuple(words)]

@@ -3,9 +3,10 @@
 For each term (its words split on white space, matched exactly as the index spells them):
 
 1. **Look-up**: the term's hits (one index search; :mod:`lattice_tools.kws.store`).  A term with a
-   word outside the index's vocabulary is reported *out of vocabulary*; a term longer than the
-   index's ``max_length`` is reported *too long* (the index cannot answer it; rebuild with a larger
-   ``--max-length``); an in-vocabulary term without hits is reported *no hits*.  None is silent.
+   word outside the index's vocabulary is reported *out of vocabulary*; an in-vocabulary term without
+   hits is reported *no hits*.  None is silent.  A term longer than the index's ``max_length`` is
+   answered exactly from the lattices the index was built from (``lattices``; see *Long terms*),
+   else reported *too long*.
 2. **Raw score**: the hit's posterior, capped at 1 (a hit is an expected count, which exceeds 1
    only when two occurrences on one path fall in the same time clusters; Kaldi's kws-search clamps
    its -log score at 0 the same way).
@@ -27,6 +28,21 @@ For each term (its words split on white space, matched exactly as the index spel
    * ``sum-to-one``: ``p / sum(p)`` over the term's hits (Mamou et al.'s STO normalization).
 5. **Decision**: ``YES`` when the normalized score is ``>= threshold`` (one global threshold).
 
+**Long terms.**  A term of ``n > max_length`` words is searched in the lattices of its *candidate
+utterances*: those where the index holds every ``max_length``-word piece of the term (windows at
+every position).  That set is exact: a term's occurrence contains an occurrence of each piece, so an
+utterance without some piece has no hit of the term, and with ``min_posterior`` pruning a term's
+partial mass never exceeds a piece's, so pruning drops no candidate.  Each candidate lattice is read
+with the scales and silence words the index records and searched for the term alone
+(:func:`lattice_tools.kws.index.lattice_term_hits`): the hits equal those an index built with
+``max_length = n`` holds (same clustering over all arcs of the utterance, same sums); each lattice
+must first reproduce the index's hits of the term's first piece (else it is not the lattice indexed,
+or not read the same way: a MismatchError, never wrong detections).  Cost: one index
+look-up per piece, then for each candidate lattice one pushed network and epsilon closure (as when
+indexing it) plus the partial occurrences of the term's prefixes -- linear in the arcs of the term's
+words and their epsilon-reachable successors, never the number of the lattice's n-grams.  The
+lattices are streamed once for all long terms.
+
 :func:`tune_ntrue_scale` picks the KST ``ntrue_scale`` that maximizes a dev-set metric (ATWV from
 the scorer) over a grid.
 """
@@ -36,10 +52,11 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import MismatchError
+from ..errors import LatticeToolsError, MismatchError
 from ..io.kwlist import KeywordTerm
 from ..io.kwslist import Detection
-from .index import IndexHit
+from ..lattice import Lattice
+from .index import IndexHit, lattice_terms_hits
 from .store import TermIndex
 
 NORMALIZATIONS = ("none", "kst", "sum-to-one")
@@ -105,11 +122,81 @@ def normalize_scores(scores: Sequence[float], normalization: str, *, threshold: 
     raise ValueError(f"unknown normalization {normalization!r} (expected one of {', '.join(NORMALIZATIONS)})")
 
 
+def long_term_hits(idx: TermIndex, terms: Sequence[tuple[str, ...]], lattices: Iterable[Lattice]
+                   ) -> dict[tuple[str, ...], list[IndexHit]]:
+    """The hits of terms longer than the index's ``max_length``, from ``lattices`` (the lattices the
+    index was built from; streamed once, only the candidate utterances are searched -- see *Long
+    terms* in the module docstring).  Raises a LatticeToolsError when the index does not record how
+    its lattices were read, and a MismatchError when a candidate utterance is not among ``lattices``."""
+    if idx.settings["representation"] != "lattice":
+        raise LatticeToolsError(f"{idx.path}: the index was built from {idx.settings['representation']}, not "
+                                "lattices: --lattices answers terms longer than its max-length only for a lattice index")
+    how = idx.lattice_search
+    if how is None:
+        raise LatticeToolsError(f"{idx.path}: the index does not record the acoustic/LM scales, word penalty, silence "
+                                "words and segment offsets its lattices were read with (an older or merged index): "
+                                "rebuild it to search terms longer than its max-length with --lattices")
+    n = idx.max_length
+    wanted: dict[str, list[tuple[str, ...]]] = {}  # utterance -> the long terms it may hold
+    for words in dict.fromkeys(terms):
+        candidates = None
+        for i in range(len(words) - n + 1):
+            utts = {h.utterance for h in idx.lookup(words[i:i + n])}
+            candidates = utts if candidates is None else candidates & utts
+            if not candidates:
+                break
+        for u in sorted(candidates or ()):
+            wanted.setdefault(u, []).append(words)
+    out: dict[tuple[str, ...], list[IndexHit]] = {w: [] for w in terms}
+    opts = dict(max_silence=idx.settings["max_silence"], min_posterior=idx.settings["min_posterior"],
+                acoustic_scale=how["acoustic_scale"], lm_scale=how["lm_scale"], word_penalty=how["word_penalty"],
+                silence_words=how["silence_words"])
+    for lat in lattices:
+        if not wanted:
+            break
+        todo = wanted.pop(lat.key, None)
+        if todo is None:
+            continue
+        place = idx.utterance_place(lat.key)
+        assert place is not None  # a candidate has hits, so the index holds it
+        file, channel, offset = place
+        # the lattice must reproduce the index's hits of a piece: else it is not the lattice indexed, or not read
+        # the same way (words, frame shift), and every number from it would be wrong
+        piece = todo[0][:n]
+        found = lattice_terms_hits(lat, [piece, *todo], file=file, channel=channel, offset=offset, **opts)
+        _check_reproduces(idx, lat.key, piece, found[piece])
+        for words in todo:
+            out[words].extend(found[words])
+    if wanted:
+        missing = sorted(wanted)
+        raise MismatchError(f"utterance {missing[0]!r} of the index ({len(missing)} in all) holds every piece of a long "
+                            "term but is not in the lattices given (--lattices must be the lattices the index was built "
+                            "from)", key=missing[0])
+    return out
+
+
+def _check_reproduces(idx: TermIndex, utterance: str, piece: tuple[str, ...], hits: list[IndexHit]) -> None:
+    stored = sorted((h.tbeg, h.dur, h.score) for h in idx.lookup(piece) if h.utterance == utterance)
+    again = sorted((h.tbeg, h.dur, h.score) for h in hits)
+    same = len(stored) == len(again) and all(
+        (a[0], a[1]) == (b[0], b[1]) and math.isclose(a[2], b[2], rel_tol=1e-9, abs_tol=1e-300)
+        for a, b in zip(stored, again, strict=True))
+    if not same:
+        raise MismatchError(f"utterance {utterance!r}: the lattice given does not reproduce the index's hits of "
+                            f"{' '.join(piece)!r} ({len(stored)} stored, {len(again)} from the lattice): --lattices must "
+                            "be the lattices the index was built from, read with the same --words, --frame-shift and "
+                            "--frame-subsampling-factor", key=utterance)
+
+
 def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalization: str = "none",
            threshold: float = 0.5, duration: float | None = None, ntrue_scale: float = 1.0,
-           beta: float = DEFAULT_BETA, duptime: float = 0.5) -> SearchResult:
+           beta: float = DEFAULT_BETA, duptime: float = 0.5, lattices: Iterable[Lattice] | None = None,
+           long_hits: dict[tuple[str, ...], list[IndexHit]] | None = None) -> SearchResult:
     """Search every term of ``terms`` in ``index`` (a :class:`TermIndex` or a path); see the module
-    docstring for the steps.  Raises MismatchError on duplicate keyword ids or empty terms."""
+    docstring for the steps.  ``lattices``: the lattices the index was built from, to answer terms
+    longer than its ``max_length`` (read only when there are such terms); or ``long_hits``, those
+    terms' hits already computed by :func:`long_term_hits` (a search repeated with other settings).
+    Raises MismatchError on duplicate keyword ids or empty terms."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r} (expected one of {', '.join(NORMALIZATIONS)})")
     if not 0 < threshold < 1 and normalization == "kst":
@@ -125,16 +212,21 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
     idx = TermIndex(index) if own else index
     try:
         result = SearchResult()
+        oov_of = {t.kwid: [w for w in dict.fromkeys(t.words) if not idx.in_vocabulary(w)] for t in terms}
+        long_terms = [tuple(t.words) for t in terms if not oov_of[t.kwid] and len(t.words) > idx.max_length]
+        if long_hits is None:
+            long_hits = long_term_hits(idx, long_terms, lattices) if long_terms and lattices is not None else {}
         for t in terms:
-            oov = [w for w in dict.fromkeys(t.words) if not idx.in_vocabulary(w)]
+            oov = oov_of[t.kwid]
             if oov:
                 result.oov.append(t.kwid)
                 result.oov_words[t.kwid] = oov
                 continue
-            if len(t.words) > idx.max_length:
+            if len(t.words) > idx.max_length and tuple(t.words) not in long_hits:
                 result.too_long.append(t.kwid)
                 continue
-            hits = remove_duplicates(idx.lookup(t.words), duptime)
+            found = long_hits[tuple(t.words)] if len(t.words) > idx.max_length else idx.lookup(t.words)
+            hits = remove_duplicates(found, duptime)
             if not hits:
                 result.no_hits.append(t.kwid)
                 continue
@@ -153,19 +245,25 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
 
 def tune_ntrue_scale(index: TermIndex | str, terms: Sequence[KeywordTerm], metric: Callable[[list[Detection]], float],
                      *, duration: float, scales: Sequence[float] | None = None, threshold: float = 0.5,
-                     beta: float = DEFAULT_BETA, duptime: float = 0.5) -> tuple[float, list[tuple[float, float]]]:
+                     beta: float = DEFAULT_BETA, duptime: float = 0.5, lattices: Iterable[Lattice] | None = None
+                     ) -> tuple[float, list[tuple[float, float]]]:
     """The KST ``ntrue_scale`` that maximizes ``metric(detections)`` (e.g. the ATWV of the dev set's
     reference) over ``scales`` (default: 0.1 .. 10 in 25 geometric steps); ties go to the scale
-    closest to 1.  Returns ``(best scale, [(scale, metric), ...])``."""
+    closest to 1.  ``lattices``: as for :func:`search` (read once, before the grid).  Returns ``(best
+    scale, [(scale, metric), ...])``."""
     if scales is None:
         scales = [10 ** (k / 12) for k in range(-12, 13)]
     own = isinstance(index, (str, bytes)) or hasattr(index, "__fspath__")
     idx = TermIndex(index) if own else index
     try:
+        long_hits = None
+        if lattices is not None:
+            long_terms = [tuple(t.words) for t in terms if len(t.words) > idx.max_length]
+            long_hits = long_term_hits(idx, long_terms, lattices) if long_terms else {}
         table = []
         for s in scales:
             res = search(idx, terms, normalization="kst", threshold=threshold, duration=duration, ntrue_scale=s,
-                         beta=beta, duptime=duptime)
+                         beta=beta, duptime=duptime, long_hits=long_hits)
             table.append((float(s), float(metric(res.detections))))
     finally:
         if own:

@@ -2,7 +2,7 @@
 
 Schema (``sqlite3 index.db .schema``)::
 
-    meta(key TEXT PRIMARY KEY, value TEXT)           -- how the index was built (see META_KEYS)
+    meta(key TEXT PRIMARY KEY, value TEXT)           -- how the index was built (see META_KEYS, LATTICE_SEARCH_KEY)
     utterances(id INTEGER PRIMARY KEY, utterance TEXT UNIQUE, file TEXT, channel TEXT, pruned_mass REAL)
     vocabulary(word TEXT PRIMARY KEY)                -- words a term may use (out-of-vocabulary check)
     hits(term TEXT, utterance_id INTEGER, tbeg REAL, dur REAL, score REAL)
@@ -32,6 +32,13 @@ is faster than maintaining it).  Memory is one utterance's hits, whatever the ar
 Indexes merge only if built with the same settings (``META_KEYS``), and an utterance may be in only
 one shard.
 
+**What a term search needs.**  A lattice index also records, in ``meta``, how its lattices were read
+(``lattice_search``: the acoustic and LM scales, the word penalty, the silence words) and the offset of
+every utterance placed by a segments file (``offset <utterance>``, omitted when 0), so that a term longer
+than ``max_length`` can be searched in the lattices themselves exactly as the index would have held it
+(:mod:`lattice_tools.kws.search`).  Indexes written before these keys existed are still read; they answer
+such terms with an error naming what is missing.
+
 **Checked on read.**  An index comes from a file anyone can edit: opening one checks its tables, schema
 version and settings (:func:`settings_problem`, the rule the writer applies too); every hit read is checked
 (:func:`check_hit`); a merge checks each shard's rows in SQL.  Every SQLite, JSON or text fault is a one-line
@@ -55,6 +62,11 @@ from .index import IndexHit
 SCHEMA_VERSION = "1"
 #: Settings that must agree for two indexes to be merged or added to.
 META_KEYS = ("max_length", "max_silence", "min_posterior", "representation")
+#: Meta key of the lattice-reading settings a term search re-reads lattices with (optional; see the module
+#: docstring) and the prefix of the per-utterance offset keys.
+LATTICE_SEARCH_KEY = "lattice_search"
+OFFSET_KEY_PREFIX = "offset "
+LATTICE_SEARCH_FIELDS = ("acoustic_scale", "lm_scale", "word_penalty", "silence_words")
 #: Representations an index can be built from (stored in its ``meta``).
 REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
 
@@ -205,6 +217,36 @@ def _read_settings(conn: sqlite3.Connection, path: str, schema: str = "main") ->
     return _settings_of(dict(rows), path)
 
 
+def _lattice_search_value(value, path: str) -> dict:
+    """Checked lattice settings (``LATTICE_SEARCH_FIELDS``): finite scales, silence words a sorted list
+    of words or None."""
+    ok = isinstance(value, dict) and set(value) == set(LATTICE_SEARCH_FIELDS)
+    if ok:
+        for k in ("acoustic_scale", "lm_scale", "word_penalty"):
+            v = value[k]
+            ok = ok and type(v) in (int, float) and math.isfinite(v)
+        sw = value["silence_words"]
+        ok = ok and (sw is None or (isinstance(sw, (list, tuple, set, frozenset)) and all(type(w) is str for w in sw)))
+    if not ok:
+        raise FormatError(f"meta {LATTICE_SEARCH_KEY} must hold finite {', '.join(LATTICE_SEARCH_FIELDS[:3])} and a "
+                          f"list of silence words (or null), got {_quote(value)}", path=path)
+    sw = value["silence_words"]
+    return {"acoustic_scale": float(value["acoustic_scale"]), "lm_scale": float(value["lm_scale"]),
+            "word_penalty": float(value["word_penalty"]), "silence_words": None if sw is None else sorted(set(sw))}
+
+
+def _read_lattice_search(conn: sqlite3.Connection, path: str, schema: str = "main") -> dict | None:
+    with _sqlite_errors(path):
+        row = conn.execute(f"SELECT value FROM {schema}.meta WHERE key = ?", (LATTICE_SEARCH_KEY,)).fetchone()
+    if row is None:
+        return None
+    try:
+        value = json.loads(row[0], parse_constant=_not_json_constant)
+    except (ValueError, TypeError):
+        raise FormatError(f"meta {LATTICE_SEARCH_KEY} is not a JSON value: {_quote(row[0])}", path=path) from None
+    return _lattice_search_value(value, path)
+
+
 def _finite_at_least_zero(x) -> bool:
     return type(x) in (int, float) and math.isfinite(x) and x >= 0
 
@@ -288,9 +330,10 @@ class IndexWriter:
     only when the block ends without an exception.
     """
 
-    def __init__(self, path: str, settings: dict, *, append: bool = False):
+    def __init__(self, path: str, settings: dict, *, append: bool = False, lattice_search: dict | None = None):
         self.path = os.fspath(path)
         self.settings = {k: settings.get(k) for k in META_KEYS}
+        self.lattice_search = None if lattice_search is None else _lattice_search_value(lattice_search, self.path)
         directory = os.path.dirname(os.path.abspath(self.path))
         self._lock = _DirectoryLock(directory) if append else None
         self._tmp: str | None = None
@@ -305,6 +348,13 @@ class IndexWriter:
             if not fresh:
                 with closing(_connect(self.path, readonly=True)) as src:
                     _check_compatible(self.settings, _read_settings(src, self.path), self.path)
+                    theirs = _read_lattice_search(src, self.path)
+                if theirs is not None and theirs != self.lattice_search:
+                    raise MismatchError(f"the index was built with other lattice settings ({_quote(theirs)}), "
+                                        f"these are {_quote(self.lattice_search)}: indexes add only with the same "
+                                        "settings", path=self.path)
+                # an older index without them stays without them: its offsets of earlier utterances are unknown
+                self.lattice_search = theirs
                 shutil.copyfile(self.path, self._tmp)
             with _sqlite_errors(self.path):
                 # autocommit mode: transactions are explicit (BEGIN/COMMIT), pragmas run outside them
@@ -320,6 +370,8 @@ class IndexWriter:
                             self.conn.execute(statement)
                     meta = {k: json.dumps(v, allow_nan=False) for k, v in self.settings.items()}
                     meta["schema_version"] = SCHEMA_VERSION
+                    if self.lattice_search is not None:
+                        meta[LATTICE_SEARCH_KEY] = json.dumps(self.lattice_search, sort_keys=True, allow_nan=False)
                     self.conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
         except BaseException:
             self._discard()
@@ -334,9 +386,12 @@ class IndexWriter:
             self.conn.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?)", ((w,) for w in sorted(set(words))))
 
     def add_utterance(self, utterance: str, file: str, channel: str, hits: Iterable[IndexHit],
-                      pruned_mass: float = 0.0) -> None:
+                      pruned_mass: float = 0.0, offset: float = 0.0) -> None:
         """Add one utterance and its hits (an utterance already in the index, a negative or
-        non-finite time or score is an error)."""
+        non-finite time or score is an error); ``offset`` (seconds of the utterance in its recording)
+        is recorded when the index records its lattice settings."""
+        if not (isinstance(offset, (int, float)) and math.isfinite(offset)):
+            raise FormatError(f"offset {_quote(offset)} is not a finite number", key=utterance)
         rows = []
         for h in hits:
             problem = check_hit(h.tbeg, h.dur, h.score)
@@ -355,6 +410,9 @@ class IndexWriter:
                 raise MismatchError(f"utterance {_quote(utterance)} is already in the index", path=self.path,
                                     key=utterance) from None
             uid = cur.lastrowid
+            if self.lattice_search is not None and offset != 0:
+                self.conn.execute("INSERT INTO meta VALUES (?, ?)", (OFFSET_KEY_PREFIX + utterance,
+                                                                     json.dumps(float(offset))))
             self.conn.executemany("INSERT INTO hits VALUES (?, ?, ?, ?, ?)",
                                   [(term, uid, tb, d, s) for term, tb, d, s in rows])
         self.num_utterances += 1
@@ -418,6 +476,35 @@ class TermIndex:
             raise
 
     @property
+    def lattice_search(self) -> dict | None:
+        """How the index's lattices were read (``LATTICE_SEARCH_FIELDS``), None when the index does not
+        record it (built before the key existed, or not from lattices)."""
+        if not hasattr(self, "_lattice_search"):
+            self._lattice_search = _read_lattice_search(self.conn, self.path)
+        return self._lattice_search
+
+    def utterance_place(self, utterance: str) -> tuple[str, str, float] | None:
+        """``(file, channel, offset)`` of an utterance of the index (None when it has none)."""
+        with _sqlite_errors(self.path):
+            row = self.conn.execute("SELECT file, channel FROM utterances WHERE utterance = ?", (utterance,)).fetchone()
+            if row is None:
+                return None
+            off = self.conn.execute("SELECT value FROM meta WHERE key = ?", (OFFSET_KEY_PREFIX + utterance,)).fetchone()
+        offset = 0.0
+        if off is not None:
+            try:
+                value = json.loads(off[0], parse_constant=_not_json_constant)
+            except (ValueError, TypeError):
+                value = None
+            if not (type(value) in (int, float) and math.isfinite(value)):
+                raise FormatError(f"meta {OFFSET_KEY_PREFIX}{_quote(utterance)} is not a finite number: {_quote(off[0])}",
+                                  path=self.path)
+            offset = float(value)
+        if not (type(row[0]) is str and type(row[1]) is str):
+            raise FormatError(f"utterance {_quote(utterance)}: file or channel is not text", path=self.path)
+        return row[0], row[1], offset
+
+    @property
     def max_length(self) -> int:
         return int(self.settings["max_length"])
 
@@ -467,13 +554,16 @@ def merge_indexes(out: str, shards: Sequence[str]) -> dict:
     if not shards:
         raise MismatchError("no index to merge")
     paths = [os.fspath(s) for s in shards]
-    settings = []
+    settings, searches = [], []
     for s in paths:
         with closing(_connect(s, readonly=True)) as c:
             settings.append(_read_settings(c, s))
+            searches.append(_read_lattice_search(c, s))
     for s, m in zip(paths[1:], settings[1:], strict=False):
         _check_compatible(settings[0], m, s)
-    with IndexWriter(out, settings[0]) as w:
+    # the lattice settings (and the utterances' offsets) carry over only when every shard has the same
+    search = searches[0] if all(x == searches[0] for x in searches) else None
+    with IndexWriter(out, settings[0], lattice_search=search) as w:
         conn = w.conn
         with _sqlite_errors(out):
             conn.execute("COMMIT")  # ATTACH runs outside a transaction
@@ -500,6 +590,9 @@ def merge_indexes(out: str, shards: Sequence[str]) -> dict:
                     conn.execute("INSERT INTO main.hits SELECT term, utterance_id + ?, tbeg, dur, score "
                                  "FROM shard.hits", (offset,))
                     conn.execute("INSERT OR IGNORE INTO main.vocabulary SELECT word FROM shard.vocabulary")
+                    if search is not None:
+                        conn.execute("INSERT INTO main.meta SELECT key, value FROM shard.meta "
+                                     "WHERE substr(key, 1, ?) = ?", (len(OFFSET_KEY_PREFIX), OFFSET_KEY_PREFIX))
                     conn.execute("COMMIT")
             finally:
                 with contextlib.suppress(sqlite3.Error):
