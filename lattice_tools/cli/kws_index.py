@@ -172,7 +172,18 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @click.option("--kwlist", required=True, type=click.Path(dir_okay=False),
               help="Keywords: a NIST KWlist XML (*.xml) or lines 'KWID word [word ...]'.")
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
-              help="Detections: a NIST kwslist XML (*.xml), else lines 'kwid file channel tbeg dur score YES|NO'.")
+              help="Detections: a NIST kwslist XML (*.xml), else lines 'kwid file channel tbeg dur score YES|NO' "
+                   "(see --out-format).")
+@click.option("--out-format", type=click.Choice(["auto", "kwslist", "tsv", "kaldi"]), default="auto", show_default=True,
+              help="auto = kwslist for *.xml, else tsv; kaldi = kws-search's result lines 'kwid utt start end "
+                   "score' (utterance integers from --utter-map, frames, -log posterior).")
+@click.option("--utter-map", default=None, type=click.Path(dir_okay=False),
+              help="Kaldi utter.map 'utterance integer' (needed by --out-format kaldi).")
+@click.option("--segments", default=None, type=click.Path(dir_okay=False),
+              help="--out-format kaldi: the segments file the index was built with (frames count from each "
+                   "utterance's start).")
+@click.option("--frame-shift", type=float, default=0.01, show_default=True,
+              help="--out-format kaldi: seconds per frame of the result lines.")
 @click.option("--normalization", type=click.Choice(["none", "kst", "sum-to-one"]), default="none", show_default=True)
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="The global YES/NO threshold.")
 @click.option("--duration", type=float, default=None, help="Seconds of searched audio (KST's T; required for kst).")
@@ -190,13 +201,29 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @click.option("--language", default="", help="kwslist language.")
 @click.option("--json", "json_out", default=None,
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
-def search_command(index, kwlist, out, normalization, threshold, duration, ntrue_scale, beta, duptime, tune_ecf,
-                   tune_rttm, tune_ctm, encoding, system_id, language, json_out):
+def search_command(index, kwlist, out, out_format, utter_map, segments, frame_shift, normalization, threshold,
+                   duration, ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language,
+                   json_out):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions."""
     import os
 
     from ..kws.search import atwv_metric, search, tune_ntrue_scale
 
+    if out_format == "auto":
+        out_format = "kwslist" if out.endswith(".xml") else "tsv"
+    utterance_ids = offsets = None
+    if out_format == "kaldi":
+        from ..io.kaldi_data import read_segments
+        from ..io.kaldi_kws import read_utterance_map
+
+        if utter_map is None:
+            raise click.UsageError("--out-format kaldi needs --utter-map (Kaldi's utterance -> integer map)")
+        if not frame_shift > 0:
+            raise click.BadParameter("must be > 0", param_hint="--frame-shift")
+        utterance_ids = read_utterance_map(utter_map)
+        offsets = {u: start for u, (_reco, start, _end) in read_segments(segments).items()} if segments else None
+    elif utter_map or segments:
+        raise click.UsageError("--utter-map and --segments belong to --out-format kaldi")
     terms = read_keywords(kwlist, encoding)
     if normalization == "kst" and duration is None:
         raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
@@ -212,7 +239,10 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
                    f"(ATWV {max(a for _, a in table):.4f})", err=True)
     res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
                  ntrue_scale=ntrue_scale, beta=beta, duptime=duptime)
-    if out.endswith(".xml"):
+    if out_format == "kaldi":
+        from ..io.kaldi_kws import write_kaldi_results
+        write_kaldi_results(out, res.detections, utterance_ids, frame_shift=frame_shift, offsets=offsets)
+    elif out_format == "kwslist":
         from ..io.kwslist import write_kwslist
         write_kwslist(out, res.detections, kwlist_filename=os.path.basename(kwlist), language=language,
                       system_id=system_id, kwids=[t.kwid for t in terms], oov_kwids=res.oov)

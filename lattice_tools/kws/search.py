@@ -144,7 +144,8 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
             if not ok:
                 result.kst_unnormalized.append(t.kwid)
             for h, s in sorted(zip(hits, scores, strict=False), key=lambda x: (-x[1], x[0].file, x[0].channel, x[0].tbeg)):
-                result.detections.append(Detection(t.kwid, h.file, h.channel, h.tbeg, h.dur, s, s >= threshold))
+                result.detections.append(Detection(t.kwid, h.file, h.channel, h.tbeg, h.dur, s, s >= threshold,
+                                                     utterance=h.utterance))
         return result
     finally:
         if own:
