@@ -80,6 +80,9 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @click.option("--max-length", type=int, default=3, show_default=True, help="Longest word sequence indexed.")
 @click.option("--max-silence", type=float, default=0.5, show_default=True,
               help="Longest silence (seconds) between two words of a term; negative = no limit.")
+@click.option("--silence-rule", type=click.Choice(["gap", "kaldi"]), default="gap", show_default=True,
+              help="What --max-silence bounds: the whole gap between two words, or each silence arc of the "
+                   "lattice separately (Kaldi's lattice-to-kws-index --max-silence-frames; lattices only).")
 @click.option("--min-posterior", type=float, default=0.0, show_default=True,
               help="Drop hits below this posterior (and do not extend partial terms below it); 0 = exact, complete.")
 @click.option("--format", "format", default=None, help="Lattice format (default: from the file name).")
@@ -92,7 +95,8 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @click.option("--word-penalty", type=float, default=0.0, show_default=True)
 @click.option("--append", is_flag=True, help="Add the inputs' utterances to an existing index (same settings).")
 @click.option("--json", "json_out", default=None, help="Write the counts as JSON (PATH or - for stdout).")
-def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, min_posterior, format,
+def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule,
+                  min_posterior, format,
                   words, frame_shift, frame_subsampling_factor, channel, segments, acoustic_scale, lm_scale,
                   word_penalty, append, json_out):
     """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index.
@@ -116,8 +120,11 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             for lat in read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
                                            frame_subsampling_factor=frame_subsampling_factor):
                 yield lat[0] if isinstance(lat, tuple) else lat
-        result = build_lattice_index(lattices(), out, segments=seg, channel=channel, **scales, **common)
+        result = build_lattice_index(lattices(), out, segments=seg, channel=channel, silence_rule=silence_rule,
+                                     **scales, **common)
     else:
+        if silence_rule != "gap":
+            raise click.UsageError("--silence-rule kaldi bounds a lattice's silence arcs: it needs --from lattice")
         vocab = None
         if words:
             from ..symbols import SymbolTable

@@ -34,15 +34,20 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                         acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
                         silence_words: Iterable[str] | None = None,
                         segments: Mapping[str, tuple[str, str, float]] | None = None, channel: str = "1",
-                        append: bool = False, progress=None) -> dict:
+                        append: bool = False, progress=None, silence_rule: str = "gap") -> dict:
     """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
 
     ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
     without it a lattice is recording ``key``, channel ``channel``, offset 0.  The vocabulary (for the
     out-of-vocabulary check of the search) is every non-silence word of the lattices' symbol tables.
+    ``silence_rule`` (``gap`` or ``kaldi``, see :mod:`lattice_tools.kws.index`) is stored in the index.
     Returns ``{"utterances", "hits"}``.
     """
-    settings = _settings(max_length, max_silence, min_posterior, "lattice")
+    from .index import SILENCE_RULES
+
+    if silence_rule not in SILENCE_RULES:
+        raise LatticeToolsError(f"silence_rule must be one of {', '.join(SILENCE_RULES)}, got {silence_rule!r}")
+    settings = {**_settings(max_length, max_silence, min_posterior, "lattice"), "silence_rule": silence_rule}
     silence = None if silence_words is None else frozenset(silence_words)
     seen_tables: set[int] = set()
     pruned = 0.0
@@ -60,7 +65,8 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
             stats: dict = {}
             hits = index_lattice(lat, max_length=max_length, max_silence=max_silence, min_posterior=min_posterior,
                                  acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                                 silence_words=silence_words, file=file, channel=chan, offset=offset, stats=stats)
+                                 silence_words=silence_words, file=file, channel=chan, offset=offset, stats=stats,
+                                 silence_rule=silence_rule)
             writer.add_utterance(lat.key, file, chan, hits, stats.get("pruned_mass", 0.0))
             pruned += stats.get("pruned_mass", 0.0)
             if progress is not None:
