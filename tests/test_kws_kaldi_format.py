@@ -88,3 +88,46 @@ def test_bad_utterance_map(tmp_path, text, message):
 def test_utterance_map_fixture():
     m = read_utterance_map(str(DATA / "utter.map"))
     assert len(m) == 10 and sorted(m.values()) == list(range(1, 11))
+
+
+def test_keyword_fsts_are_the_keywords():
+    """Kaldi's binary keyword FSTs (transcripts-to-fsts of keywords.txt) read back as keywords.txt."""
+    from lattice_tools.io.kaldi_kws import read_kaldi_keyword_fsts
+
+    fsts = read_kaldi_keyword_fsts(str(DATA / "kw.fsts"))
+    text = {p[0]: tuple(map(int, p[1:])) for p in (line.split() for line in (DATA / "keywords.txt").read_text()
+                                                   .splitlines() if line)}
+    assert fsts == text and len(fsts) == 20
+
+
+@pytest.mark.parametrize("cut", [1, 7, 40, 100, 300])
+def test_truncated_keyword_fsts_are_refused(tmp_path, cut):
+    from lattice_tools.io.kaldi_kws import read_kaldi_keyword_fsts
+
+    data = (DATA / "kw.fsts").read_bytes()
+    p = tmp_path / "kw.fsts"
+    p.write_bytes(data[:-cut])
+    with pytest.raises(FormatError) as info:
+        read_kaldi_keyword_fsts(str(p))
+    assert str(p) in str(info.value)
+
+
+def test_kaldi_index_hits_equal_kws_search(tmp_path):
+    """Kaldi's binary KWS index of the bundled lattices (made here by Kaldi's lattice-to-kws-index and
+    kws-index-union with the fixture's options) read into hits: exactly the lines kws-search wrote
+    (tests/data/kaldi_kws/hits.txt), scores to Kaldi's 7 printed digits."""
+    import subprocess
+
+    from _kaldi_helpers import kaldi_env, require_kaldi
+
+    from lattice_tools.io.kaldi_kws import read_kaldi_index_hits, read_kaldi_keyword_fsts
+
+    tools = require_kaldi("lattice-to-kws-index", "kws-index-union")
+    idx = subprocess.run([tools["lattice-to-kws-index"], "--max-states-scale=4", "--max-silence-frames=50",
+                          f"ark:{DATA / 'utter.map'}", f"ark:gunzip -c {LATS / 'bundled.ark.gz'}|", "ark:-"],
+                         capture_output=True, env=kaldi_env(), check=True).stdout
+    subprocess.run([tools["kws-index-union"], "ark:-", f"ark:{tmp_path / 'index'}"], input=idx, capture_output=True,
+                   env=kaldi_env(), check=True)
+    hits = read_kaldi_index_hits(str(tmp_path / "index"), read_kaldi_keyword_fsts(str(DATA / "kw.fsts")))
+    ours = sorted((k, u, b, e, float(f"{s:.7g}")) for k, u, b, e, s in hits)
+    assert ours == sorted(read_kaldi_results(str(DATA / "hits.txt")))
