@@ -131,3 +131,34 @@ def test_kaldi_index_hits_equal_kws_search(tmp_path):
     hits = read_kaldi_index_hits(str(tmp_path / "index"), read_kaldi_keyword_fsts(str(DATA / "kw.fsts")))
     ours = sorted((k, u, b, e, float(f"{s:.7g}")) for k, u, b, e, s in hits)
     assert ours == sorted(read_kaldi_results(str(DATA / "hits.txt")))
+
+
+def test_recipe_writes_kaldi_result_lines(tmp_path):
+    """recipes/kws.sh --utter-map: stage 3 also writes result.txt, Kaldi's kws-search lines (every hit, raw
+    scores), here the 30 lines of Kaldi's own kws-search on the bundled lattices (scores within 2^-10)."""
+    from _recipe_helpers import RECIPES, have_cli, run
+
+    from lattice_tools.io.kwlist import KeywordTerm, write_kwlist
+
+    if not have_cli():
+        pytest.skip("the lattice-tools entry point is not installed")
+    terms = [KeywordTerm(p[0], " ".join(p[1:])) for p in (line.split() for line in
+                                                           (DATA / "keywords.words.txt").read_text().splitlines() if line)]
+    write_kwlist(str(tmp_path / "kwlist.xml"), terms)
+    (tmp_path / "lats.list").write_text(f"{ARK}\n")
+    # stages 2-3 do not read the reference: stage 0 only copies these two
+    (tmp_path / "ref.rttm").write_text("")
+    (tmp_path / "ecf.xml").write_text("")
+    out = tmp_path / "kws"
+    run([RECIPES / "kws.sh", "--rttm", tmp_path / "ref.rttm", "--ecf", tmp_path / "ecf.xml", "--kwlist",
+         tmp_path / "kwlist.xml", "--stop-stage", "3", "--utter-map", DATA / "utter.map",
+         "--index-opts", f"--format kaldi --words {WORDS} --max-length 2", tmp_path / "lats.list", out])
+    ours = {(k, u, b, e): s for k, u, b, e, s in read_kaldi_results(str(out / "result.txt"))}
+    kaldi = {(k, u, b, e): s for k, u, b, e, s in read_kaldi_results(str(DATA / "hits.txt"))}
+    assert set(ours) == set(kaldi)
+    for key, score in kaldi.items():
+        assert ours[key] == pytest.approx(score, abs=2 ** -10), key
+    assert (out / "kwslist.xml").is_file()
+    missing = run([RECIPES / "kws.sh", "--rttm", tmp_path / "ref.rttm", "--ecf", tmp_path / "ecf.xml",
+                   "--utter-map", tmp_path / "nope", tmp_path / "lats.list", tmp_path / "x"], check=False)
+    assert missing.returncode == 1 and "no such utterance map" in missing.stderr
