@@ -16,7 +16,10 @@
 #   1 kwlist     `lattice-tools kws kwlist` (--num-terms, seed 0; --kwlist-opts) -> kwlist.xml, unless --kwlist.
 #   2 index      `lattice-tools kws index` of each job's lattices -> shards/index.JOB.db, merged by
 #                `lattice-tools kws merge` -> index.db (any --nj gives the same hits).
-#   3 search     `lattice-tools kws search` -> kwslist.xml (+ search.json: OOV / no-hit keywords).
+#   3 search     `lattice-tools kws search` -> kwslist.xml (+ search.json: OOV / no-hit keywords); with
+#                --utter-map (a Babel kws/ dir's utter_id / utter.map) also result.txt: Kaldi's kws-search
+#                result lines 'kwid utt start end score' (all hits, raw -log posteriors, frames), what
+#                local/search_index.sh writes and write_kwslist.pl / compute-atwv read.
 #   4 score      `lattice-tools kws score` -> score/{sum.txt,bsum.txt}, score.json (ATWV, MTWV, OTWV, STWV).
 set -euo pipefail
 
@@ -33,13 +36,16 @@ num_terms=100
 kwlist_opts=""
 index_opts=""
 search_opts=""
+utter_map=""
 help_message="usage: $0 [--nj N] [--cmd CMD] [--stage S] [--stop-stage S] (--wav-list L --transcript T | --rttm R --ecf E)
-       [--kwlist K] [--num-terms 100] [--kwlist-opts '...'] [--index-opts '...'] [--search-opts '...'] <lattice-list> <out-dir>
+       [--kwlist K] [--num-terms 100] [--kwlist-opts '...'] [--index-opts '...'] [--search-opts '...']
+       [--utter-map MAP] <lattice-list> <out-dir>
   --cmd takes Kaldi's run.pl / queue.pl / slurm.pl (or our utils/local_run.sh, the default)."
 . "$(dirname "$0")/utils/parse_options.sh"
 if [ $# -ne 2 ]; then echo "$help_message" 1>&2; exit 1; fi
 list=$1; dir=$2
 [ -f "$list" ] || { echo "$0: no such lattice list: $list" 1>&2; exit 1; }
+[ -z "$utter_map" ] || [ -f "$utter_map" ] || { echo "$0: no such utterance map: $utter_map" 1>&2; exit 1; }
 if [ -n "$rttm" ] || [ -n "$ecf" ]; then
   [ -f "$rttm" ] && [ -f "$ecf" ] || { echo "$0: --rttm and --ecf go together (files must exist)" 1>&2; exit 1; }
 else
@@ -114,6 +120,11 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     # shellcheck disable=SC2086
     lattice-tools kws search "$dir/index.db" --kwlist "$dir/kwlist.xml" -o "$dir/kwslist.xml" \
       --json "$dir/search.json" $search_opts 2> "$dir/log/search.log"
+    if [ -n "$utter_map" ]; then
+      # kws-search's output: every hit, no duplicate removal or normalization (write_kwslist.pl does those)
+      lattice-tools kws search "$dir/index.db" --kwlist "$dir/kwlist.xml" -o "$dir/result.txt" --out-format kaldi \
+        --utter-map "$utter_map" --duptime 0 --normalization none 2>> "$dir/log/search.log"
+    fi
     touch "$dir/search.done"
   fi
 fi

@@ -122,7 +122,8 @@ def test_plain_layout_scanner_equals_event_parser(name, tmp_path):
     assert list(fast.lines) == list(events.lines)
     cols = fast.columns
     assert list(zip(cols.kwid, cols.file, cols.channel, cols.tbeg, cols.dur, cols.score, cols.decision,
-                    strict=True)) == [tuple(d.__dict__.values()) for d in events.detections]
+                    strict=True)) == [(d.kwid, d.file, d.channel, d.tbeg, d.dur, d.score, d.decision)
+                                   for d in events.detections]
 
 
 def test_plain_layout_is_the_one_scanned(tmp_path):

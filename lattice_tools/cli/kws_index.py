@@ -81,6 +81,9 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @click.option("--max-length", type=int, default=3, show_default=True, help="Longest word sequence indexed.")
 @click.option("--max-silence", type=float, default=0.5, show_default=True,
               help="Longest silence (seconds) between two words of a term; negative = no limit.")
+@click.option("--silence-rule", type=click.Choice(["gap", "kaldi"]), default="gap", show_default=True,
+              help="What --max-silence bounds: the whole gap between two words, or each silence arc of the "
+                   "lattice separately (Kaldi's lattice-to-kws-index --max-silence-frames; lattices only).")
 @click.option("--min-posterior", type=float, default=0.0, show_default=True,
               help="Drop hits below this posterior (and do not extend partial terms below it); 0 = exact, complete.")
 @click.option("--format", "format", default=None, help="Lattice format (default: from the file name).")
@@ -94,7 +97,8 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @click.option("--append", is_flag=True, help="Add the inputs' utterances to an existing index (same settings).")
 @click.option("--json", "json_out", default=None, help="Write the counts as JSON (PATH or - for stdout).")
 @parallel_options
-def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, min_posterior, format,
+def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule,
+                  min_posterior, format,
                   words, frame_shift, frame_subsampling_factor, channel, segments, acoustic_scale, lm_scale,
                   word_penalty, append, json_out, jobs, scheduler):
     """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index.
@@ -121,9 +125,12 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
         from ..parallel import open_executor, shard_dir_for
 
         with open_executor(jobs=jobs, scheduler=scheduler) as executor:
-            result = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel, executor=executor,
+            result = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel,
+                                         silence_rule=silence_rule, executor=executor,
                                          shard_dir=shard_dir_for(out, executor), **scales, **common)
     else:
+        if silence_rule != "gap":
+            raise click.UsageError("--silence-rule kaldi bounds a lattice's silence arcs: it needs --from lattice")
         if jobs is not None or scheduler is not None:
             raise click.UsageError(f"--jobs/--scheduler index whole lattices; for --from {representation}, compute the "
                                    f"alternatives in parallel ('lattice-tools sausage|nbest|phrases --jobs N') and "
@@ -192,7 +199,16 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @click.option("--kwlist", required=True, type=click.Path(dir_okay=False),
               help="Keywords: a NIST KWlist XML (*.xml) or lines 'KWID word [word ...]'.")
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
-              help="Detections: a NIST kwslist XML (*.xml), else lines 'kwid file channel tbeg dur score YES|NO'.")
+              help="Detections: a NIST kwslist XML (*.xml), else lines 'kwid file channel tbeg dur score YES|NO' "
+                   "(see --out-format).")
+@click.option("--out-format", type=click.Choice(["auto", "kwslist", "tsv", "kaldi"]), default="auto", show_default=True,
+              help="auto = kwslist for *.xml, else tsv; kaldi = kws-search's result lines 'kwid utt start end "
+                   "score' (utterance integers from --utter-map, frames, -log posterior).")
+@click.option("--utter-map", default=None, type=click.Path(dir_okay=False),
+              help="Kaldi utter.map 'utterance integer' (needed by --out-format kaldi).")
+@click.option("--segments", default=None, type=click.Path(dir_okay=False),
+              help="--out-format kaldi: the segments file the index was built with (frames count from each "
+                   "utterance's start).")
 @click.option("--normalization", type=click.Choice(["none", "kst", "sum-to-one"]), default="none", show_default=True)
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="The global YES/NO threshold.")
 @click.option("--duration", type=float, default=None, help="Seconds of searched audio (KST's T; required for kst).")
@@ -215,14 +231,31 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @lattice_input_options
 @click.option("--json", "json_out", default=None,
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
-def search_command(index, kwlist, out, normalization, threshold, duration, ntrue_scale, beta, duptime, tune_ecf,
-                   tune_rttm, tune_ctm, encoding, system_id, language, lattices, format, words, frame_shift,
-                   frame_subsampling_factor, json_out):
+def search_command(index, kwlist, out, out_format, utter_map, segments, normalization, threshold, duration,
+                   ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language, lattices,
+                   format, words, frame_shift, frame_subsampling_factor, json_out):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions."""
     import os
 
     from ..kws.search import atwv_metric, search, tune_ntrue_scale
 
+    if out_format == "auto":
+        out_format = "kwslist" if out.endswith(".xml") else "tsv"
+    utterance_ids = offsets = None
+    if out_format == "kaldi":
+        from ..io.kaldi_data import read_segments
+        from ..io.kaldi_kws import read_utterance_map
+
+        if utter_map is None:
+            raise click.UsageError("--out-format kaldi needs --utter-map (Kaldi's utterance -> integer map)")
+        # Kaldi's frames: --frame-shift seconds each (the lattices' frame shift; 10 ms when not given)
+        kaldi_frame_shift = 0.01 if frame_shift is None else frame_shift
+        if not kaldi_frame_shift > 0:
+            raise click.BadParameter("must be > 0", param_hint="--frame-shift")
+        utterance_ids = read_utterance_map(utter_map)
+        offsets = {u: start for u, (_reco, start, _end) in read_segments(segments).items()} if segments else None
+    elif utter_map or segments:
+        raise click.UsageError("--utter-map and --segments belong to --out-format kaldi")
     terms = read_keywords(kwlist, encoding)
     if normalization == "kst" and duration is None:
         raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
@@ -248,7 +281,10 @@ def search_command(index, kwlist, out, normalization, threshold, duration, ntrue
     res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
                  ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
                  lattices=None if lattice_stream is None else lattice_stream())
-    if out.endswith(".xml"):
+    if out_format == "kaldi":
+        from ..io.kaldi_kws import write_kaldi_results
+        write_kaldi_results(out, res.detections, utterance_ids, frame_shift=kaldi_frame_shift, offsets=offsets)
+    elif out_format == "kwslist":
         from ..io.kwslist import write_kwslist
         write_kwslist(out, res.detections, kwlist_filename=os.path.basename(kwlist), language=language,
                       system_id=system_id, kwids=[t.kwid for t in terms], oov_kwids=res.oov)

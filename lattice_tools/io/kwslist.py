@@ -38,6 +38,9 @@ class Detection:
     dur: float
     score: float
     decision: bool
+    #: The utterance the hit was found in, when the detection comes from a search (Kaldi's result
+    #: lines name utterances, not recordings); a kwslist does not record it.
+    utterance: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,14 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                         acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
                         silence_words: Iterable[str] | None = None,
                         segments: Mapping[str, tuple[str, str, float]] | None = None, channel: str = "1",
-                        append: bool = False, progress=None, executor=None, shard_dir: str | None = None) -> dict:
+                        append: bool = False, progress=None, silence_rule: str = "gap", executor=None,
+                        shard_dir: str | None = None) -> dict:
     """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
 
     ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
     without it a lattice is recording ``key``, channel ``channel``, offset 0.  The vocabulary (for the
     out-of-vocabulary check of the search) is every non-silence word of the lattices' symbol tables.
+    ``silence_rule`` (``gap`` or ``kaldi``, see :mod:`lattice_tools.kws.index`) is stored in the index.
     Returns ``{"utterances", "hits"}``.
 
     ``executor``: the hits are found (:func:`~lattice_tools.kws.index.index_lattice`) in shards of
@@ -49,12 +51,16 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     ``shard_dir``: the finished shards' hits are kept there, so a killed build started again recomputes only
     the rest; removed when the index is complete.
     """
-    settings = _settings(max_length, max_silence, min_posterior, "lattice")
+    from .index import SILENCE_RULES
+
+    if silence_rule not in SILENCE_RULES:
+        raise LatticeToolsError(f"silence_rule must be one of {', '.join(SILENCE_RULES)}, got {silence_rule!r}")
+    settings = {**_settings(max_length, max_silence, min_posterior, "lattice"), "silence_rule": silence_rule}
     silence = None if silence_words is None else frozenset(silence_words)
     seen_tables: set[int] = set()
     pruned = 0.0
     job = LatticeIndexJob(max_length, max_silence, min_posterior, acoustic_scale, lm_scale, word_penalty,
-                          None if silence is None else tuple(sorted(silence)))
+                          None if silence is None else tuple(sorted(silence)), silence_rule)
     # recorded so that a term longer than max_length can be searched in the same lattices, read the same way
     lattice_search = {"acoustic_scale": acoustic_scale, "lm_scale": lm_scale, "word_penalty": word_penalty,
                       "silence_words": None if silence is None else sorted(silence)}
@@ -87,6 +93,7 @@ class LatticeIndexJob:
     lm_scale: float
     word_penalty: float
     silence_words: tuple | None
+    silence_rule: str = "gap"
 
 
 def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
@@ -102,7 +109,7 @@ def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
         hits = index_lattice(lat, max_length=job.max_length, max_silence=job.max_silence,
                              min_posterior=job.min_posterior, acoustic_scale=job.acoustic_scale, lm_scale=job.lm_scale,
                              word_penalty=job.word_penalty, silence_words=job.silence_words, file=file, channel=chan,
-                             offset=offset, stats=stats)
+                             offset=offset, stats=stats, silence_rule=job.silence_rule)
         columns = ([h.words for h in hits], np.array([h.tbeg for h in hits], np.float64),
                    np.array([h.dur for h in hits], np.float64), np.array([h.score for h in hits], np.float64))
         out.append((columns, stats.get("pruned_mass", 0.0)))

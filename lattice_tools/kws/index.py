@@ -36,8 +36,16 @@ sum of its occurrences' posteriors (the expected number of its occurrences: for 
 lattice at most 1 up to rounding, but two occurrences on one path with words in the same clusters
 count twice), its start the earliest start, its end the latest end of its occurrences.
 
-Differences to Kaldi's index (on purpose): the silence limit is on the whole gap between two words
-of a term (Kaldi limits each epsilon arc separately); posteriors are exact float64 (Kaldi's index
+**Silence rules.**  ``silence_rule="gap"`` (the default) bounds the whole gap between two words of a
+term, as above.  ``silence_rule="kaldi"`` bounds each silence (epsilon) arc of a lattice separately, as
+``lattice-to-kws-index --max-silence-frames`` does (``RemoveLongSilences`` in kws-functions.cc): an
+epsilon arc longer than ``max_silence`` cannot join two words of a term, and nothing else limits the
+gap, so two short silences in a row may make a gap longer than ``max_silence``.  Kaldi removes the arcs
+after pushing the weights, so the posteriors of the other chains do not change; the same holds here
+(:func:`kaldi_silence_network`).  Alternatives have no silence arcs of their own: the rule applies to
+lattices.
+
+Differences to Kaldi's index (on purpose): the default silence rule is the gap rule; posteriors are exact float64 (Kaldi's index
 is minimized with delta 1/1024 and quantizes scores to multiples of 2^-10, and its determinization
 stops after ``--max-states-scale`` x the lattice's states, leaving a partial index); sequences are
 limited to ``max_length`` words (Kaldi indexes every factor); a longer term is answered exactly by
@@ -67,6 +75,8 @@ from ..lattice import Lattice
 DEFAULT_MAX_LENGTH = 3
 #: Default longest silence (seconds) between two words of one term (Kaldi: 50 frames).
 DEFAULT_MAX_SILENCE = 0.5
+#: How ``max_silence`` bounds silence: the whole gap between two words, or each silence arc (Kaldi).
+SILENCE_RULES = ("gap", "kaldi")
 _TIME_EPS = 1e-9
 #: Candidate extensions held at once (each needs ~60 bytes while it is merged): a level with more is
 #: extended in chunks of partial terms (see :func:`factor_hits`), so this bounds memory, not the index.
@@ -527,17 +537,37 @@ def _hits(net: WordNetwork, utterance: str, file: str, channel: str, offset: flo
                                            min_posterior=min_posterior, max_candidates=max_candidates, stats=stats)]
 
 
+def kaldi_silence_network(net: WordNetwork, max_silence: float | None) -> WordNetwork:
+    """``net`` without its silence (epsilon) arcs longer than ``max_silence`` seconds (their weight 0),
+    the other weights unchanged: Kaldi's ``RemoveLongSilences`` on the pushed factor transducer.  Word
+    arcs, and epsilon arcs without times, are kept."""
+    if max_silence is None:
+        return net
+    with np.errstate(invalid="ignore"):
+        long_eps = (net.word < 0) & np.isfinite(net.t0) & np.isfinite(net.t1) & (
+            net.t1 - net.t0 > max_silence + _TIME_EPS)
+    if not long_eps.any():
+        return net
+    return WordNetwork(net.num_states, net.src, net.dst, net.word, net.t0, net.t1,
+                       np.where(long_eps, 0.0, net.weight), net.start_mass, net.words, net.time_unit)
+
+
 def index_lattice(lat: Lattice, *, max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
                   min_posterior: float = 0.0, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
                   word_penalty: float = 0.0, silence_words: Iterable[str] | None = None, file: str | None = None,
                   channel: str = "1", offset: float = 0.0, max_candidates: int = DEFAULT_MAX_CANDIDATES,
-                  stats: dict | None = None) -> list[IndexHit]:
+                  stats: dict | None = None, silence_rule: str = "gap") -> list[IndexHit]:
     """Hits of every word sequence of up to ``max_length`` words in ``lat`` (exact lattice posteriors,
     Kaldi's time clustering; see the module docstring).  Times are ``offset`` + lattice time, in the
     recording ``file`` (default: the lattice key) / ``channel``.  ``stats`` (a dict) receives the
-    ``pruned_mass`` (0 when ``min_posterior`` is 0); ``max_candidates``: see :func:`factor_hits`."""
+    ``pruned_mass`` (0 when ``min_posterior`` is 0); ``max_candidates``: see :func:`factor_hits`;
+    ``silence_rule``: ``gap`` or ``kaldi`` (module docstring, "Silence rules")."""
+    if silence_rule not in SILENCE_RULES:
+        raise ValueError(f"unknown silence rule {silence_rule!r} (expected one of {', '.join(SILENCE_RULES)})")
     net = lattice_network(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                           silence_words=silence_words)
+    if silence_rule == "kaldi":
+        net, max_silence = kaldi_silence_network(net, max_silence), None
     return _hits(net, lat.key, file if file is not None else lat.key, channel, offset, max_length, max_silence,
                  min_posterior, max_candidates, stats)
 

@@ -131,6 +131,10 @@ def long_term_hits(idx: TermIndex, terms: Sequence[tuple[str, ...]], lattices: I
     if idx.settings["representation"] != "lattice":
         raise LatticeToolsError(f"{idx.path}: the index was built from {idx.settings['representation']}, not "
                                 "lattices: --lattices answers terms longer than its max-length only for a lattice index")
+    if idx.settings.get("silence_rule", "gap") != "gap":
+        raise LatticeToolsError(f"{idx.path}: the index bounds silence with the {idx.settings['silence_rule']!r} rule; "
+                                "terms longer than its max-length are searched in the lattices with the 'gap' rule "
+                                "only: rebuild it with --max-length of the longest term to answer them")
     how = idx.lattice_search
     if how is None:
         raise LatticeToolsError(f"{idx.path}: the index does not record the acoustic/LM scales, word penalty, silence "
@@ -236,7 +240,8 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
             if not ok:
                 result.kst_unnormalized.append(t.kwid)
             for h, s in sorted(zip(hits, scores, strict=False), key=lambda x: (-x[1], x[0].file, x[0].channel, x[0].tbeg)):
-                result.detections.append(Detection(t.kwid, h.file, h.channel, h.tbeg, h.dur, s, s >= threshold))
+                result.detections.append(Detection(t.kwid, h.file, h.channel, h.tbeg, h.dur, s, s >= threshold,
+                                                     utterance=h.utterance))
         return result
     finally:
         if own:

@@ -67,6 +67,9 @@ META_KEYS = ("max_length", "max_silence", "min_posterior", "representation")
 LATTICE_SEARCH_KEY = "lattice_search"
 OFFSET_KEY_PREFIX = "offset "
 LATTICE_SEARCH_FIELDS = ("acoustic_scale", "lm_scale", "word_penalty", "silence_words")
+#: How ``max_silence`` bounds silence (:data:`lattice_tools.kws.index.SILENCE_RULES`); an index written before the
+#: rule was stored has none in its meta and was built with the first rule, "gap".
+SILENCE_RULE_DEFAULT = "gap"
 #: Representations an index can be built from (stored in its ``meta``).
 REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
 
@@ -180,6 +183,14 @@ def _settings_of(meta: dict, path: str) -> dict:
         except ValueError:
             raise FormatError(f"meta {k} is not a JSON value: {_quote(raw)}", path=path) from None
         settings[k] = value
+    if "silence_rule" in meta:
+        raw = meta["silence_rule"]
+        try:
+            settings["silence_rule"] = json.loads(raw, parse_constant=_not_json_constant) if isinstance(raw, str) else raw
+        except ValueError:
+            raise FormatError(f"meta silence_rule is not a JSON value: {_quote(raw)}", path=path) from None
+        if settings["silence_rule"] not in ("gap", "kaldi"):
+            raise FormatError(f"meta silence_rule must be gap or kaldi, got {_quote(raw)}", path=path)
     problem = settings_problem(settings)
     if problem is not None:
         key = problem.split()[0]
@@ -206,7 +217,8 @@ def settings_problem(settings: dict) -> str | None:
 def normalized_settings(settings: dict) -> dict:
     ms = settings["max_silence"]
     return {"max_length": settings["max_length"], "max_silence": None if ms is None else float(ms),
-            "min_posterior": float(settings["min_posterior"]), "representation": settings["representation"]}
+            "min_posterior": float(settings["min_posterior"]), "representation": settings["representation"],
+            "silence_rule": settings.get("silence_rule", SILENCE_RULE_DEFAULT)}
 
 
 def _read_settings(conn: sqlite3.Connection, path: str, schema: str = "main") -> dict:
@@ -289,8 +301,9 @@ def _check_shard(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _check_compatible(ours: dict, theirs: dict, what: str) -> None:
-    for k in META_KEYS:
-        if ours.get(k) != theirs.get(k):
+    for k in (*META_KEYS, "silence_rule"):
+        if ours.get(k, SILENCE_RULE_DEFAULT if k == "silence_rule" else None) != theirs.get(
+                k, SILENCE_RULE_DEFAULT if k == "silence_rule" else None):
             raise MismatchError(f"{what} was built with {k}={theirs.get(k)}, this index with {k}={ours.get(k)}; "
                                 "indexes merge only with the same settings")
 
@@ -334,6 +347,7 @@ class IndexWriter:
         self.path = os.fspath(path)
         self.settings = {k: settings.get(k) for k in META_KEYS}
         self.lattice_search = None if lattice_search is None else _lattice_search_value(lattice_search, self.path)
+        self.settings["silence_rule"] = settings.get("silence_rule", SILENCE_RULE_DEFAULT)
         directory = os.path.dirname(os.path.abspath(self.path))
         self._lock = _DirectoryLock(directory) if append else None
         self._tmp: str | None = None
