@@ -24,7 +24,6 @@ import numpy as np
 
 from .._budget import DEFAULT_MAX_MEMORY, budget_limit, memory_budget
 from ..errors import FormatError, MismatchError
-from ..io.ctm import CtmAltBlock
 from ..io.detect import sample_words
 from ..io.stm import StmSegment
 from .align import AlignOptions, align_batch
@@ -37,8 +36,6 @@ from .ctm_items import (
     item_span,
     item_t1,
     items_from_objects,
-    sclite_drops_a_word,
-    sort_items,
     sorted_item_order,
 )
 from .inputs import (
@@ -62,6 +59,7 @@ from .segments import (
     f32,
     fold,
     group_segments,
+    side_items,
 )
 from .tuning import DEFAULT_TUNING, EngineTuning
 
@@ -206,16 +204,8 @@ def _score_general(segments, ctm_items, *, optional_deletable, fragments, case_s
             ignored_spans.setdefault(key, []).append((seg.start, seg.end))
         segments = merged
     chan_segs = group_segments(segments, case_sensitive, case_language)
-    chan_items: OrderedDict[tuple, list] = OrderedDict()
-    for item in ctm_items:
-        key = (fold(item.file, case_sensitive, case_language), fold(item.channel, case_sensitive, case_language))
-        chan_items.setdefault(key, []).append(item)
-    for key in chan_items:
-        chan_items[key] = sort_items(chan_items[key])
-    odd = [it for its in chan_items.values() for it in its if isinstance(it, CtmAltBlock) and sclite_drops_a_word(it)]
-    if odd:
-        warnings.append(drops_word_warning(len(odd), odd[0].lineno))
-    check_channels(chan_items, chan_segs, allow_missing, hyp_name, ref_name, warnings)
+    chan_items = side_items(ctm_items, chan_segs, case_sensitive=case_sensitive, case_language=case_language,
+                            allow_missing=allow_missing, hyp_name=hyp_name, ref_name=ref_name, warnings=warnings)
 
     jobs = []  # (segment, items)
     for key, segs in chan_segs.items():

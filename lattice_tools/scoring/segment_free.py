@@ -32,7 +32,6 @@ Without a collar every cell is computed (sclite's problem: quadratic in the side
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -42,18 +41,16 @@ from ..errors import BudgetExceededError
 from ..io.ctm import CtmAltBlock
 from .align import Alignment, AlignOptions, _arc_keys, _count, _extract, words_equal
 from .counts import ErrorCounts
-from .ctm_items import item_mid, sclite_drops_a_word, sort_items
+from .ctm_items import item_mid
 from .inputs import is_ignore
 from .network import WordNetwork, from_ctm_items, parse_transcript
 from .results import ScoreResult
 from .segments import (
     assign_items,
     build_result,
-    check_channels,
-    drops_word_warning,
     f32,
-    fold,
     group_segments,
+    side_items,
 )
 
 __all__ = ["BYTES_PER_CELL", "align_side", "band_of", "boundary_moves", "reference_times", "score_segment_free",
@@ -436,16 +433,8 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
         hyp_name = str(getattr(ctm_items, "path", "") or "")
     warnings: list[str] = []
     chan_segs = group_segments(segments, case_sensitive, case_language)
-    chan_items: OrderedDict[tuple, list] = OrderedDict()
-    for item in ctm_items:
-        key = (fold(item.file, case_sensitive, case_language), fold(item.channel, case_sensitive, case_language))
-        chan_items.setdefault(key, []).append(item)
-    for key in chan_items:
-        chan_items[key] = sort_items(chan_items[key])
-    odd = [it for its in chan_items.values() for it in its if isinstance(it, CtmAltBlock) and sclite_drops_a_word(it)]
-    if odd:
-        warnings.append(drops_word_warning(len(odd), odd[0].lineno))
-    check_channels(chan_items, chan_segs, allow_missing, hyp_name, ref_name, warnings)
+    chan_items = side_items(ctm_items, chan_segs, case_sensitive=case_sensitive, case_language=case_language,
+                            allow_missing=allow_missing, hyp_name=hyp_name, ref_name=ref_name, warnings=warnings)
 
     job_segs, job_alis, job_conf = [], [], []
     any_conf = False

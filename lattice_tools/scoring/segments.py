@@ -17,7 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import MismatchError
+from ..io.ctm import CtmAltBlock
 from .counts import ErrorCounts
+from .ctm_items import sclite_drops_a_word, sort_items
 from .inputs import match_keys
 from .network import lower_case
 from .results import ScoreResult, SegmentScore, normalized_cross_entropy
@@ -70,6 +72,25 @@ def check_channels(hyp_chans, ref_chans, allow_missing: bool, hyp_name: str, ref
     match_keys(hyp_chans, ref_chans, allow_missing=allow_missing, warnings=warnings, hyp_what="CTM file/channel",
                ref_what="STM file/channel", hyp_name=hyp_name, ref_name=ref_name, ref_format="stm",
                show=lambda k: f"{k[0]} {k[1]}")
+
+
+def side_items(ctm_items, chan_segs, *, case_sensitive: bool, case_language: str | None, allow_missing: bool,
+               hyp_name: str, ref_name: str, warnings: list) -> OrderedDict:
+    """CTM items grouped by (folded) file and channel, each side's in sclite's order
+    (:func:`~lattice_tools.scoring.ctm_items.sort_items`), checked against the reference's sides
+    (:func:`check_channels`), with sclite's warning for ALT blocks whose word it drops: what every STM/CTM
+    scorer reads before it aligns."""
+    chan_items: OrderedDict[tuple, list] = OrderedDict()
+    for item in ctm_items:
+        key = (fold(item.file, case_sensitive, case_language), fold(item.channel, case_sensitive, case_language))
+        chan_items.setdefault(key, []).append(item)
+    for key in chan_items:
+        chan_items[key] = sort_items(chan_items[key])
+    odd = [it for its in chan_items.values() for it in its if isinstance(it, CtmAltBlock) and sclite_drops_a_word(it)]
+    if odd:
+        warnings.append(drops_word_warning(len(odd), odd[0].lineno))
+    check_channels(chan_items, chan_segs, allow_missing, hyp_name, ref_name, warnings)
+    return chan_items
 
 
 def drops_word_warning(n_blocks: int, first_line) -> str:
