@@ -621,19 +621,7 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
         md.append("")
     show = ["density", "N", "wer", "wer_low", "wer_high", "N_max", "N_.9", "N_.5", "MB", "C", "S", "D", "I",
             "precision", "recall", "arcs"]
-    for rep in ("1best", "nbest", "sausage", "phrase", "lattice"):
-        rs = [r for r in rows if r.get("representation") == rep]
-        if not rs:
-            continue
-        md += [f"## {_TITLES[rep]}", "", "| " + " | ".join(show) + " |", "|" + "---|" * len(show)]
-        for r in rs:
-            if "skipped" in r:
-                md.append(f"| {r['density']} | {r['N']} | *stopped by the search budget* |" + " |" * (len(show) - 3))
-                notes = dict(notes or {})
-                notes[f"{r['density']} {rep} N={r['N']}"] = r["skipped"]
-                continue
-            md.append("| " + " | ".join(_fmt(r.get(c), c) for c in show) + " |")
-        md.append("")
+    notes = _representation_tables(md, rows, _TITLES, show, show, _fmt, notes)
     if invariants:
         bad = [i for i in invariants if not i["holds"]]
         md += ["## Invariants (on the optimal alignment cost)", "",
@@ -659,6 +647,24 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
     _write_json(files["json"], {"mode": mode, "title": title, "rows": rows, "invariants": invariants,
                                 "baselines": baselines or [], "notes": notes or {}})
     return files
+
+
+def _representation_tables(md: list, rows: list, titles: dict, heads: list, show: list, fmt, notes) -> dict | None:
+    """Append one Markdown table per representation (columns ``show``, headed ``heads``, cells by ``fmt``) to
+    ``md``; a cell a search budget stopped is a row saying so, and its reason joins the returned ``notes``."""
+    for rep in ("1best", "nbest", "sausage", "phrase", "lattice"):
+        rs = [r for r in rows if r.get("representation") == rep]
+        if not rs:
+            continue
+        md += [f"## {titles[rep]}", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        for r in rs:
+            if "skipped" in r:
+                md.append(f"| {r['density']} | {r['N']} | *stopped by the search budget* |" + " |" * (len(show) - 3))
+                notes = {**(notes or {}), f"{r['density']} {rep} N={r['N']}": r["skipped"]}
+                continue
+            md.append("| " + " | ".join(fmt(r.get(c), c) for c in show) + " |")
+        md.append("")
+    return notes
 
 
 def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: list | None = None) -> dict:
@@ -1017,18 +1023,7 @@ def write_both_ways_tables(rows: list, invariants: list, out_dir: str, *, mode: 
             "free_C", "free_S", "free_D", "free_I", "ref_words", "MB"]
     heads = ["density", "N", "segmented WER", "segment-free WER", "moved", "paired", "C", "S", "D", "I",
              "C (free)", "S (free)", "D (free)", "I (free)", "ref words", "MB"]
-    for rep in ("1best", "nbest", "sausage", "phrase", "lattice"):
-        rs = [r for r in rows if r["representation"] == rep]
-        if not rs:
-            continue
-        md += [f"## {_BOTH_TITLES[rep]}", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-        for r in rs:
-            if "skipped" in r:
-                md.append(f"| {r['density']} | {r['N']} | *stopped by the search budget* |" + " |" * (len(show) - 3))
-                notes = {**(notes or {}), f"{r['density']} {rep} N={r['N']}": r["skipped"]}
-                continue
-            md.append("| " + " | ".join(_both_fmt(r.get(c), c) for c in show) + " |")
-        md.append("")
+    notes = _representation_tables(md, rows, _BOTH_TITLES, heads, show, _both_fmt, notes)
     bad = [i for i in invariants if not i["holds"]]
     md += ["## Invariants", "", f"{len(invariants) - len(bad)} of {len(invariants)} hold" +
            (" (none checked with a collar but lattice <= 1-best and N-best)." if collar is not None else "."), ""]
