@@ -313,6 +313,9 @@ def test_study_glm_reaches_both_sides(cards, tmp_path):
     report = oracle_wer([LAT3, LAT4], str(cards / "text"), representation="1best", glm=str(cards / "six.glm"))
     assert (one["C"], one["S"], one["D"], one["I"], one["ref_words"]) == _counts(report["counts"])
     assert one["C"] == 5
+    # the tables say which GLM made their numbers
+    assert json.loads((tmp_path / "s" / "study.json").read_text())["glm"] == ["six.glm"]
+    assert "GLM six.glm" in (tmp_path / "s" / "study.md").read_text().splitlines()[0]
     r = _cli(*base, "-o", tmp_path / "t", "--representations", "nbest,lattice")
     assert r.exit_code == 2 and "whole lattice" in r.output
 

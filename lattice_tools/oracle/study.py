@@ -293,7 +293,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
     if title is None:  # name the data: the lattice sets and the reference
         ref_name = os.path.basename(str(reference_name)) if reference_name else "references"
         title = f"{', '.join(map(str, lattice_sets))} against {ref_name}"
-    files = write_tables(rows, invariants, out_dir, mode=mode, notes=notes, title=title, baselines=baselines)
+    files = write_tables(rows, invariants, out_dir, mode=mode, notes=notes, title=title, baselines=baselines,
+                         glms=[os.path.basename(str(g)) for g in glms])
     if plots:
         files.update(plot_study(rows, out_dir, title=title, baselines=baselines))
     return StudyResult(rows=rows, invariants=invariants, files=files)
@@ -511,12 +512,14 @@ def _fmt(v, col):
 
 
 def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "sclite", notes: dict | None = None,
-                 title: str | None = None, baselines: list | None = None) -> dict:
+                 title: str | None = None, baselines: list | None = None, glms: list | None = None) -> dict:
     """``study.md`` (tables shaped like Faria et al., Tables 3-6, plus CI, C/S/D/I and precision/recall),
     ``study.csv`` and ``study.json``.  ``title`` names the data; ``baselines``: extra 1-best rows
     (e.g. the decoder's own hypothesis, ``{"density", "name", "wer", ...}``) shown beside the
-    lattice's best path."""
-    md = [f"# Oracle WER study: {title} ({mode} scoring)" if title else f"# Oracle WER study ({mode} scoring)", "",
+    lattice's best path; ``glms``: the GLM files applied (named in the heading, since they change every
+    number)."""
+    scoring = f"{mode} scoring" + (f", GLM {', '.join(glms)}" if glms else "")
+    md = [f"# Oracle WER study: {title} ({scoring})" if title else f"# Oracle WER study ({scoring})", "",
           "WER in %, 95% utterance-bootstrap interval [low, high]. N = requested depth (inf = all), "
           "N_max / N_.9 / N_.5 = depth of the deepest / 90th-percentile / median block, "
           "MB = gzip-compressed alt-CTM size (for the lattice: gzip-compressed SLF). "
@@ -575,7 +578,7 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
         w.writerow(_COLUMNS + ["skipped"])
         for r in rows:
             w.writerow([_fmt(r.get(c), c) for c in _COLUMNS] + [r.get("skipped", "")])
-    _write_json(files["json"], {"mode": mode, "title": title, "rows": rows, "invariants": invariants,
+    _write_json(files["json"], {"mode": mode, "glm": list(glms or []), "title": title, "rows": rows, "invariants": invariants,
                                 "baselines": baselines or [], "notes": notes or {}})
     return files
 
