@@ -429,3 +429,22 @@ def test_study_stays_inside_the_budget(tmp_path):
         assert "stopped by the search budget" in (tmp_path / "s" / "study.md").read_text()
     else:
         assert r.returncode == 2 and "budget" in r.stderr, r.stderr[-2000:]
+
+
+def test_a_reference_in_word_ids_against_lattices_in_words_is_refused(tmp_path):
+    """Kaldi's text after sym2int.pl against lattices read with --words would score near 100 % WER
+    (score refuses the same mix of ids and words): oracle and study refuse it; without --words the
+    ids are compared with ids."""
+    from lattice_tools.oracle.study import run_study
+
+    lats = HERE / "data" / "kaldi" / "lats"
+    ark, ref, words = f"ark:{lats / 'bundled.ark.gz'}", str(lats / "bundled.ref.txt"), str(lats / "bundled.words.txt")
+    with pytest.raises(MismatchError, match="integer ids but the lattice's words are text"):
+        oracle_wer(ark, ref, words=words, representation="1best")
+    with pytest.raises(MismatchError, match="integer ids but the lattice's words are text"):
+        run_study({"K": ark}, ref, words=words, ns=(1,), representations=("nbest",), include_infinity=False,
+                  out_dir=str(tmp_path / "s"), bootstrap=0, plots=False, progress=False)
+    assert not (tmp_path / "s" / "study.md").exists()
+    assert oracle_wer(ark, ref, representation="1best")["counts"]["correct"] == 64
+    r = CliRunner().invoke(main, ["oracle", "-r", ref, "--words", words, ark])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "int2sym.pl" in r.output

@@ -192,7 +192,7 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
     from tqdm import tqdm
 
     from ..io import read_lattice_inputs
-    from ..io.inputs import check_times, check_word_table, is_text
+    from ..io.inputs import check_times, check_word_table, is_text, is_word_ids
     from ..scoring.inputs import match_keys
 
     disable = (not os.isatty(2)) if progress is None else not progress
@@ -201,6 +201,7 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
     results: list[OracleResult] = []
     batch_alts, batch_refs, keys = [], [], []
     text_refs = is_text(refs.values())
+    id_refs = is_word_ids(refs.values())
     with memory_budget(max_memory):
         lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
                                    frame_subsampling_factor=frame_subsampling_factor)
@@ -211,7 +212,7 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
                     match_keys([lat.key], [], **{**match, "warnings": []})
                 continue
             check_memory("the oracle", lat.key)
-            check_word_table(lat, text_refs)
+            check_word_table(lat, text_refs, ids=id_refs)
             if representation == "phrase":
                 check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation")
             if representation == "lattice":

@@ -42,7 +42,7 @@ from .._budget import memory_budget
 from ..alternatives.network import depth_statistics
 from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..files import atomic_write, write_json
-from ..io.inputs import check_times, check_word_table, is_text
+from ..io.inputs import check_times, check_word_table, is_text, is_word_ids
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_systems
@@ -263,8 +263,9 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                     notes[set_name] = "; ".join(uncovered)
                 absent = no_lattice if reference_format == "stm" else []
                 text_refs = is_text(references[lat.key] for lat in base)
+                id_refs = is_word_ids(references[lat.key] for lat in base)
                 for lat in base:
-                    check_word_table(lat, text_refs)
+                    check_word_table(lat, text_refs, ids=id_refs)
                     check_times(lat, allow_untimed=allow_untimed, what="the study (alt-CTMs, phrase cells)")
                 lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
                 if note:
