@@ -448,3 +448,22 @@ def test_a_reference_in_word_ids_against_lattices_in_words_is_refused(tmp_path):
     assert oracle_wer(ark, ref, representation="1best")["counts"]["correct"] == 64
     r = CliRunner().invoke(main, ["oracle", "-r", ref, "--words", words, ark])
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "int2sym.pl" in r.output
+
+
+@pytest.mark.parametrize("representation", ["nbest", "sausage"])
+def test_glm_on_lattice_alternatives_equals_score_glm_of_their_alt_ctm(tmp_path, representation):
+    """oracle --glm over a lattice representation = score --glm of the alt-CTM of the same
+    alternatives.  Posteriors as small as 1e-06 once came back from the GLM filter as extra words."""
+    glm = HERE / "data" / "sctk" / "glm" / "en20030506.glm"
+    lats = [DENSE["nbest"], INPUTS / "sense_and_sensibility_01_austen_64kb-0890.lat.gz"]
+    trn = {line.rsplit("(", 1)[1].rstrip(")\n"): line.rsplit("(", 1)[0].strip()
+           for line in LIBRIVOX_TRN.read_text().splitlines(keepends=True)}
+    stm = tmp_path / "r.stm"
+    stm.write_text("".join(f"{p.name[:-7]} 1 spk 0.000 100.000 {trn[p.name[:-7]]}\n" for p in sorted(lats)))
+    ctm = tmp_path / "a.ctm"
+    r = _cli(representation, *lats, "-n", "10", "-o", ctm)
+    assert r.exit_code == 0, r.output
+    lattice = oracle_wer([str(p) for p in lats], str(stm), representation=representation, n=10, glm=str(glm))
+    scored = score_files(str(stm), str(ctm), glms=[str(glm)])
+    assert _counts(lattice["counts"]) == _counts(scored.total)
+    assert not any("e-" in u["words"] for u in lattice["utterances"])
