@@ -148,7 +148,7 @@ def test_mutated_lattices_fail_as_the_line_parser_failed(seed):
 @pytest.mark.parametrize("block, message, line", [
     (b"0 1 2 3 4 5\n0 1 2 x,y,1\n1", "expected at most 5 columns (src dst ilabel olabel weight), got 6", 5),
     (b"0 1 2 3\n0 1 2 3,4,5\n1 0,0", "line looks like a Kaldi compact line but earlier lines (line 5) look like "
-     "a lattice", 6),
+     "lattice lines", 6),
     (b"x 1 2\n1", "state id 'x' is not an integer", 5),
     (b"0 1 2\n1\n1 0,0", "state 1 has two final weights", 7),
     (b"0 1 2 inf,0,1\n1", "arc weight is infinite (Zero); arcs must have finite weights", 5),
@@ -261,6 +261,15 @@ def test_a_text_lattice_without_its_empty_line_is_a_truncated_archive(tmp_path, 
         _read(tmp_path, data.encode())
     assert err.value.key == "u2" and err.value.path == str(tmp_path / "a.ark")
     assert err.value.line == data.count("\n") + 1  # where the empty line is missing
+
+
+def test_an_archive_cut_inside_a_weight_names_both_line_kinds(tmp_path):
+    """Cut inside the weight of a compact-lattice arc, the last line reads as a plain-lattice line
+    (src dst ilabel olabel): the error says the archive was cut and names both kinds in full."""
+    data = b"u1 \n0 1 5 1.5,2,1_1\n0 2 6 6.54"
+    with pytest.raises(FormatError, match="truncated archive") as err:
+        _read(tmp_path, data)
+    assert err.value.message.endswith("look like compact lines") and err.value.line == 3 and err.value.key == "u1"
 
 
 @pytest.mark.parametrize("data, message, line", [

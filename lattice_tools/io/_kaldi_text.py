@@ -191,7 +191,7 @@ def _raise(err: tuple, block: bytes | memoryview, first_line: int | None, name: 
     if code == _E_VOTE:
         line, kind, first, first_kind = v[:4]
         fail(f"line looks like a Kaldi {_KIND_NAMES[kind]} line but earlier lines (line {(first_line or 0) + first}) "
-             f"look like a {_KIND_NAMES[first_kind]}", line)
+             f"look like {_KIND_NAMES[first_kind]} lines", line)
     line, kind = v[0], _KIND_NAMES[v[1]]
     if code == _E_STATE:
         fail(bad_integer("state id", *v[2:5]), line)

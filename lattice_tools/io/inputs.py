@@ -210,12 +210,27 @@ def is_text(transcripts: Iterable[str]) -> bool:
     return not all(w.isdigit() for t in transcripts for w in t.split())
 
 
-def check_word_table(lat: Lattice, text: bool = True, *, what: str = "reference") -> None:
+def is_word_ids(transcripts: Iterable[str]) -> bool:
+    """True when ``transcripts`` hold at least 5 words and every one is an integer: word ids
+    (Kaldi's ``text`` after ``sym2int.pl``), judged as ``score`` judges a reference in ids."""
+    words = [w for t in transcripts for w in t.split()]
+    return len(words) >= 5 and all(w.isdigit() for w in words)
+
+
+def check_word_table(lat: Lattice, text: bool = True, *, what: str = "reference", ids: bool = False) -> None:
     """Refuse a lattice whose words are bare ids (read without a word table) when what it is
-    compared with is ``text`` (see :func:`is_text`), naming ``--words``."""
+    compared with is ``text`` (see :func:`is_text`), naming ``--words``; and, the other way round,
+    a lattice whose words are text (mapped by a word table) when what it is compared with is word
+    ``ids`` (see :func:`is_word_ids`): either would score as a WER near 100 %."""
     if text and has_bare_word_ids(lat.symbols):
         raise MismatchError(f"the lattice's words are bare integer ids (no word table was given) but the {what} "
                             "is text: pass the words.txt of the lattices with --words", key=lat.key)
+    if ids and not has_bare_word_ids(lat.symbols):
+        named = [w for w, i in lat.symbols if i != 0]
+        if named and sum(not w.isdigit() for w in named) > len(named) / 2:
+            raise MismatchError(f"the {what}'s words are integer ids but the lattice's words are text (from its word "
+                                f"table): map the {what} to words first (Kaldi: utils/int2sym.pl -f 2- words.txt), "
+                                "or drop --words to compare ids", key=lat.key)
 
 
 def check_times(lat: Lattice, *, allow_untimed: bool = False, what: str = "this output",
@@ -238,5 +253,5 @@ def check_times(lat: Lattice, *, allow_untimed: bool = False, what: str = "this 
                           f"phrase); pass {option} to accept that", key=lat.key)
 
 
-__all__ = ["read_lattice_inputs", "expand_lattice_specs", "effective_frame_shift", "check_word_table", "check_times", "has_bare_word_ids",
-           "is_text", "DEFAULT_FRAME_SHIFT", "DEFAULT_K2_FRAME_SHIFT"]
+__all__ = ["read_lattice_inputs", "expand_lattice_specs", "effective_frame_shift", "check_word_table", "check_times",
+           "has_bare_word_ids", "is_text", "is_word_ids", "DEFAULT_FRAME_SHIFT", "DEFAULT_K2_FRAME_SHIFT"]

@@ -249,7 +249,7 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
     from tqdm import tqdm
 
     from ..io import read_lattice_inputs
-    from ..io.inputs import check_times, check_word_table, is_text
+    from ..io.inputs import check_times, check_word_table, is_text, is_word_ids
     from ..parallel import ShardStore, run_shards, shard_lattices, with_companions
     from ..scoring.inputs import match_keys
 
@@ -262,6 +262,7 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
     results: list[OracleResult] = []
     keys: list[str] = []
     text_refs = is_text(refs.values())
+    id_refs = is_word_ids(refs.values())
 
     def matched(lats):
         for lat in lats:
@@ -271,7 +272,7 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
                     match_keys([lat.key], [], **{**match, "warnings": []})
                 continue
             check_memory("the oracle", lat.key)
-            check_word_table(lat, text_refs)
+            check_word_table(lat, text_refs, ids=id_refs)
             if representation == "phrase":
                 check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation")
             yield lat

@@ -154,11 +154,24 @@ def filter_alternatives(alts_list: list, glms, *, encoding: str = "utf-8") -> li
 
     out = []
     for alts in alts_list:
-        items, _ = filter_hypothesis_items(alternatives_to_ctm_items(alts), glms, fmt="ctm", encoding=encoding)
+        # without confidences (the oracle does not use them): csrfilt reads a confidence only in fixed
+        # notation, and a posterior such as 8.1e-06 would come back as an extra word of the alternative
+        items = [_without_confidence(x) for x in alternatives_to_ctm_items(alts)]
+        items, _ = filter_hypothesis_items(items, glms, fmt="ctm", encoding=encoding)
         back = alternatives_from_ctm_items(items, alts.kind)
         slots = tuple(slot for a in back for slot in a.slots)
         out.append(dc_replace(alts, slots=slots))
     return out
+
+
+def _without_confidence(item):
+    """A CTM word or ALT block of :func:`alternatives_to_ctm_items` with every confidence dropped."""
+    from ..io.ctm import CtmAltBlock
+
+    if isinstance(item, CtmAltBlock):
+        return dc_replace(item, alternatives=tuple(tuple(dc_replace(w, confidence=None) for w in alt)
+                                                   for alt in item.alternatives))
+    return dc_replace(item, confidence=None)
 
 
 def refuse_glm_on_lattice(glm, representations) -> None:

@@ -42,7 +42,7 @@ from .._budget import memory_budget
 from ..alternatives.network import depth_statistics
 from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..files import atomic_write, write_json
-from ..io.inputs import check_times, check_word_table, is_text
+from ..io.inputs import check_times, check_word_table, is_text, is_word_ids
 from ..scoring.counts import ErrorCounts
 from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_systems
@@ -290,8 +290,9 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                     notes[set_name] = "; ".join(uncovered)
                 absent = no_lattice if reference_format == "stm" else []
                 text_refs = is_text(references[lat.key] for lat in base)
+                id_refs = is_word_ids(references[lat.key] for lat in base)
                 for lat in base:
-                    check_word_table(lat, text_refs)
+                    check_word_table(lat, text_refs, ids=id_refs)
                     check_times(lat, allow_untimed=allow_untimed, what="the study (alt-CTMs, phrase cells)")
                 lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
                 if note:
@@ -320,7 +321,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
     if title is None:  # name the data: the lattice sets and the reference
         ref_name = os.path.basename(str(reference_name)) if reference_name else "references"
         title = f"{', '.join(map(str, lattice_sets))} against {ref_name}"
-    files = write_tables(rows, invariants, out_dir, mode=mode, notes=notes, title=title, baselines=baselines)
+    files = write_tables(rows, invariants, out_dir, mode=mode, notes=notes, title=title, baselines=baselines,
+                         glms=[os.path.basename(str(g)) for g in glms])
     if plots:
         files.update(plot_study(rows, out_dir, title=title, baselines=baselines))
     return StudyResult(rows=rows, invariants=invariants, files=files)
@@ -592,12 +594,14 @@ def _fmt(v, col):
 
 
 def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "sclite", notes: dict | None = None,
-                 title: str | None = None, baselines: list | None = None) -> dict:
+                 title: str | None = None, baselines: list | None = None, glms: list | None = None) -> dict:
     """``study.md`` (tables shaped like Faria et al., Tables 3-6, plus CI, C/S/D/I and precision/recall),
     ``study.csv`` and ``study.json``.  ``title`` names the data; ``baselines``: extra 1-best rows
     (e.g. the decoder's own hypothesis, ``{"density", "name", "wer", ...}``) shown beside the
-    lattice's best path."""
-    md = [f"# Oracle WER study: {title} ({mode} scoring)" if title else f"# Oracle WER study ({mode} scoring)", "",
+    lattice's best path; ``glms``: the GLM files applied (named in the heading, since they change every
+    number)."""
+    scoring = f"{mode} scoring" + (f", GLM {', '.join(glms)}" if glms else "")
+    md = [f"# Oracle WER study: {title} ({scoring})" if title else f"# Oracle WER study ({scoring})", "",
           "WER in %, 95% utterance-bootstrap interval [low, high]. N = requested depth (inf = all), "
           "N_max / N_.9 / N_.5 = depth of the deepest / 90th-percentile / median block, "
           "MB = gzip-compressed alt-CTM size (for the lattice: gzip-compressed SLF). "
@@ -644,7 +648,7 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
         w.writerow(_COLUMNS + ["skipped"])
         for r in rows:
             w.writerow([_fmt(r.get(c), c) for c in _COLUMNS] + [r.get("skipped", "")])
-    _write_json(files["json"], {"mode": mode, "title": title, "rows": rows, "invariants": invariants,
+    _write_json(files["json"], {"mode": mode, "glm": list(glms or []), "title": title, "rows": rows, "invariants": invariants,
                                 "baselines": baselines or [], "notes": notes or {}})
     return files
 

@@ -111,16 +111,17 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
     lattice_results: dict = {}
     if specs:
         from ..io import read_lattice_inputs
-        from ..io.inputs import check_times, check_word_table, is_text
+        from ..io.inputs import check_times, check_word_table, is_text, is_word_ids
 
         text_refs = refs is not None and is_text(refs.values())
+        id_refs = refs is not None and is_word_ids(refs.values())
         for lat in read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
                                        frame_subsampling_factor=frame_subsampling_factor):
             if refs is not None and lat.key not in refs:
                 raise MismatchError(f"lattice {lat.key!r} has no reference (references are keyed by utterance id "
                                     "(trn/text) or recording file (stm))", path=str(reference), key=lat.key)
             if refs is not None:
-                check_word_table(lat, text_refs)
+                check_word_table(lat, text_refs, ids=id_refs)
             if "phrase" in reps or rfmt == "stm":
                 check_times(lat, allow_untimed=allow_untimed, what="phrase segmentation" if "phrase" in reps
                             else "the assignment of the 1-best's words to STM segments")

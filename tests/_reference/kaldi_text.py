@@ -93,7 +93,7 @@ def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lat
             if v is not None:
                 if votes and v not in votes:
                     raise FormatError(f"line looks like a Kaldi {v} line but earlier lines (line {next(iter(votes.values()))}) "
-                                      f"look like a {next(iter(votes))}", path=name, line=lineno, key=key)
+                                      f"look like {next(iter(votes))} lines", path=name, line=lineno, key=key)
                 votes.setdefault(v, lineno)
         kind = next(iter(votes), "compact")
     compact = kind == "compact"
