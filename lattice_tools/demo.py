@@ -130,11 +130,14 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
     """
     with memory_budget(max_memory):
         return _run_demo(out, corpora=corpora, ns=ns, densities=densities, bootstrap=bootstrap, seed=seed,
-                         progress=progress, kws=kws, view_page=view_page, segment_free=segment_free, echo=echo)
+                         progress=progress, kws=kws, view_page=view_page, segment_free=segment_free, echo=echo,
+                         max_memory=max_memory)
 
 
 def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kws, view_page, segment_free,
-              echo) -> dict:
+              echo, max_memory) -> dict:
+    # (every step that sets a budget of its own -- the studies, the view -- is given the run's: their
+    # default, None, would lift it)
     from .decode.pocketsphinx import decode_audio
     from .io.ctm import read_ctm
     from .io.stm import read_stm
@@ -178,7 +181,7 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
     data = " + ".join({"librivox": "LibriVox clips", "cards": "'cards' recordings"}.get(c, c) for c in corpora)
     result = run_study(lattice_sets, stm_path, ns=ns, out_dir=study_dir, bootstrap=bootstrap, seed=seed,
                        progress=progress, title=f"bundled speech ({data}), pocketsphinx lattices",
-                       baselines=baselines)
+                       baselines=baselines, max_memory=max_memory)
     files.update({f"study/{k}": v for k, v in result.files.items()})
     # Error counts are what the invariants promise; the sclite alignment cost also charges 0.001 per
     # '@' (empty alternative) chosen, so costs can differ by such amounts with equal errors.
@@ -187,7 +190,8 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
         raise LatticeToolsError(f"oracle invariants violated: {failed}")
     md = result.files.get("markdown") or os.path.join(study_dir, "study.md")
     if segment_free and densities:
-        both = run_demo_both_ways(paths, trns, out, ns=ns, density=densities[0], progress=progress, echo=echo)
+        both = run_demo_both_ways(paths, trns, out, ns=ns, density=densities[0], progress=progress, echo=echo,
+                                  max_memory=max_memory)
         files.update({f"study-both-ways/{k}": v for k, v in both.files.items()})
         if os.path.exists(md):
             _append_both_ways_section(md, both.files["markdown"])
@@ -204,7 +208,7 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
     elif kws:
         echo("[demo] KWS study skipped: it runs on the default-beam lattices (--density default)")
     if view_page and lattice_sets:
-        files["view"] = _write_view(out, lattice_sets, stm_path, md, files, echo)
+        files["view"] = _write_view(out, lattice_sets, stm_path, md, files, echo, max_memory)
     if os.path.exists(md):
         with open(md, encoding="utf-8") as f:
             echo(f.read())
@@ -214,7 +218,8 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
     return files
 
 
-def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: Mapping, echo) -> str:
+def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: Mapping, echo,
+                max_memory: int | None) -> str:
     """The demo's browser view: one density's lattices against the reference, with the whole-lattice
     index's keyword hits when the KWS study ran; linked from study.md."""
     from .viewer.build import link_view, view
@@ -226,7 +231,7 @@ def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: 
     have_kws = os.path.exists(kwslist) and os.path.exists(kwlist)
     summary = view([files[f"lattices/{name}"]], page, reference=stm_path, optional_deletable=True,
                    kwslist=kwslist if have_kws else None, kwlist=kwlist if have_kws else None,
-                   title=f"lattice-tools demo: {name}-beam lattices")
+                   title=f"lattice-tools demo: {name}-beam lattices", max_memory=max_memory)
     echo(f"[demo] browser view ({summary['utterances']} utterances, {summary['bytes'] / 2**20:.1f} MB) -> {page}")
     if os.path.exists(md):
         link_view(md, page, f"the {name}-beam lattices, their alternatives, oracles and keyword hits")
@@ -234,7 +239,8 @@ def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: 
 
 
 def run_demo_both_ways(paths: Sequence[str], trn_paths: Sequence[str], out: str, *, ns: Sequence[int] = DEMO_NS,
-                       density: str = "default", progress: bool | None = None, echo=print):
+                       density: str = "default", progress: bool | None = None, echo=print,
+                       max_memory: int | None = DEFAULT_MAX_MEMORY):
     """The demo's study both ways: ``paths`` joined into one side with a multi-segment STM
     (``out/side/``), decoded whole with the ``density`` beams, then :func:`lattice_tools.oracle.study.run_study`
     with ``segment_free=True`` into ``out/study-both-ways``.  Returns its result."""
@@ -248,8 +254,8 @@ def run_demo_both_ways(paths: Sequence[str], trn_paths: Sequence[str], out: str,
     lats = decode_audio([wav], out_dir=os.path.join(side_dir, "lattices", density), progress=progress,
                         **DENSITIES[density])
     return run_study({density: lats}, stm, ns=ns, out_dir=os.path.join(out, "study-both-ways"), segment_free=True,
-                     progress=progress, title=f"bundled speech joined into one side, pocketsphinx {density}-beam "
-                                               "lattice")
+                     max_memory=max_memory, progress=progress,
+                     title=f"bundled speech joined into one side, pocketsphinx {density}-beam lattice")
 
 
 def _append_both_ways_section(study_md: str, both_md: str) -> None:
