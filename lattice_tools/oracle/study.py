@@ -637,12 +637,7 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
         for i in err_bad:
             md.append(f"- {i['density']}: {i['check']}: {i['lhs_errors']} > {i['rhs_errors']} errors")
         md.append("")
-    if notes:
-        md += ["## Notes", ""] + [f"- {k}: {v}" for k, v in notes.items()] + [""]
-    files = {"markdown": os.path.join(out_dir, "study.md"), "csv": os.path.join(out_dir, "study.csv"),
-             "json": os.path.join(out_dir, "study.json")}
-    with atomic_write(files["markdown"]) as f:
-        f.write("\n".join(md))
+    files = _write_markdown(md, notes, out_dir)
     with atomic_write(files["csv"]) as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(_COLUMNS + ["skipped"])
@@ -650,6 +645,18 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
             w.writerow([_fmt(r.get(c), c) for c in _COLUMNS] + [r.get("skipped", "")])
     _write_json(files["json"], {"mode": mode, "glm": list(glms or []), "title": title, "rows": rows, "invariants": invariants,
                                 "baselines": baselines or [], "notes": notes or {}})
+    return files
+
+
+def _write_markdown(md: list, notes: dict | None, out_dir: str) -> dict:
+    """Write ``md`` (with the ``notes`` section when there are notes) as ``out_dir/study.md``; returns the paths
+    of the study's three files (markdown, csv, json)."""
+    if notes:
+        md += ["## Notes", ""] + [f"- {k}: {v}" for k, v in notes.items()] + [""]
+    files = {"markdown": os.path.join(out_dir, "study.md"), "csv": os.path.join(out_dir, "study.csv"),
+             "json": os.path.join(out_dir, "study.json")}
+    with atomic_write(files["markdown"]) as f:
+        f.write("\n".join(md))
     return files
 
 
@@ -1031,12 +1038,7 @@ def write_both_ways_tables(rows: list, invariants: list, out_dir: str, *, mode: 
     bad = [i for i in invariants if not i["holds"]]
     md += ["## Invariants", "", f"{len(invariants) - len(bad)} of {len(invariants)} hold" +
            (" (none checked with a collar but lattice <= 1-best and N-best)." if collar is not None else "."), ""]
-    if notes:
-        md += ["## Notes", ""] + [f"- {k}: {v}" for k, v in notes.items()] + [""]
-    files = {"markdown": os.path.join(out_dir, "study.md"), "csv": os.path.join(out_dir, "study.csv"),
-             "json": os.path.join(out_dir, "study.json")}
-    with atomic_write(files["markdown"]) as f:
-        f.write("\n".join(md))
+    files = _write_markdown(md, notes, out_dir)
     columns = ["density", "representation", "N", "seg_wer", "free_wer", "moved", "paired", "seg_C", "seg_S",
                "seg_D", "seg_I", "free_C", "free_S", "free_D", "free_I", "ref_words", "seg_cost", "free_cost",
                "sides", "arcs", "MB", "seconds"]
