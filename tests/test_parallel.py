@@ -202,13 +202,21 @@ def test_dask_jobqueue_slurm_cluster_equals_the_serial_run(serial_outputs, seria
         signal.signal(signal.SIGINT, handler)
     distributed = pytest.importorskip("distributed")
     env = [f"export PYTHONPATH={REPO}"]
-    with jobqueue.SLURMCluster(cores=1, processes=1, memory="2GB", walltime="00:10:00", python=sys.executable,
-                               job_script_prologue=env, log_directory=str(tmp_path / "logs"),
+    # job_mem: what each worker job asks Slurm for; small, so two jobs fit on a small CI node (the worker's
+    # own memory limit is off)
+    with jobqueue.SLURMCluster(cores=1, processes=1, memory="2GB", job_mem="256M", walltime="00:10:00",
+                               python=sys.executable, job_script_prologue=env, log_directory=str(tmp_path / "logs"),
                                local_directory=str(tmp_path / "dask"), scheduler_options={"dashboard_address": ":0"},
                                worker_extra_args=["--memory-limit", "0"]) as cluster:
         cluster.scale(2)
         with distributed.Client(cluster) as client:
-            client.wait_for_workers(2, timeout=120)
+            try:
+                client.wait_for_workers(2, timeout=180)
+            except distributed.TimeoutError as e:  # the scheduler's own account, so a failure says why
+                queue = subprocess.run(["squeue", "-o", "%i %T %r %C %m"], capture_output=True, text=True).stdout
+                node = subprocess.run(["scontrol", "show", "node"], capture_output=True, text=True).stdout
+                logs = "".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((tmp_path / "logs").glob("*")))
+                pytest.fail(f"{e}\nsqueue:\n{queue}\nnode:\n{node}\nworker logs:\n{logs}")
             path = tmp_path / "sausage.ctm"
             make_alternatives_ctm(LATTICES, "sausage", 4, str(path), executor=client, progress=False)
             _oracle(bundled_reference, "phrase", tmp_path / "phrase.json", executor=client)
