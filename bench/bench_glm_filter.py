@@ -77,7 +77,7 @@ def report(name_theirs: str, theirs, name_ours: str, ours, note: str) -> None:
 
 
 def bench_filter(glm: str, segments: int, seed: int, repeat: int) -> None:
-    from lattice_tools.io.glm import read_glm
+    from lattice_tools.io.transcripts.glm import read_glm
 
     rules = read_glm(glm)
     lhs = sorted({r.lhs for r in rules.rules if r.section is None})

@@ -46,7 +46,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from _alt_helpers import read_slf_lattice  # noqa: E402
 from bench_phrases import big_lattice_slf  # noqa: E402
 
-from lattice_tools.io.kwlist import KeywordTerm  # noqa: E402
+from lattice_tools.io.keyword_search.kwlist import KeywordTerm  # noqa: E402
 from lattice_tools.kws.build import build_lattice_index  # noqa: E402
 from lattice_tools.kws.index import index_lattice  # noqa: E402
 from lattice_tools.kws.search import search  # noqa: E402
@@ -161,7 +161,7 @@ def load_set(args):
         if not args.lattice_list:
             sys.exit("--set synth needs --lattice-list (egs/kws_synth/run.sh --stop-stage 1 makes it)")
         from lattice_tools.io import read_lattice_inputs
-        from lattice_tools.recipe import read_list
+        from lattice_tools.pipelines.recipe import read_list
 
         lats = list(read_lattice_inputs(read_list(args.lattice_list)))
     if args.acoustic_scale != 1.0:  # pre-scale, so that Kaldi (no scale option) sees the same weights

@@ -79,8 +79,8 @@ def make_data(workdir: Path, utts: int, nbest: int, seed: int = 0) -> None:
 
 
 def write_altctm(workdir: Path, utts: int) -> Path:
-    from lattice_tools.io.altctm import write_alternatives_ctm
-    from lattice_tools.io.nbest_files import read_nbest
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
+    from lattice_tools.io.transcripts.nbest_files import read_nbest
 
     out = workdir / f"nbest{utts}.ctm"
     lists = (nb for i, nb in enumerate(read_nbest(str(workdir / "nbest.tsv"))) if i < utts)

@@ -32,7 +32,7 @@ def main(argv=None):
 
     from lattice_tools.decode.pocketsphinx import bundled_audio, decode_audio
     from lattice_tools.io import read_lattices
-    from lattice_tools.io.trn import read_trn
+    from lattice_tools.io.transcripts.trn import read_trn
     from lattice_tools.oracle import lattice_oracle
 
     wavs = bundled_audio("librivox")
@@ -66,9 +66,9 @@ def main(argv=None):
         print("[2] Debian sclite not found: skipped")
         return
     from lattice_tools.alternatives.nbest_lists import nbest
-    from lattice_tools.io.altctm import write_alternatives_ctm
+    from lattice_tools.core.counts import ErrorCounts
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
     from lattice_tools.oracle.representations import ctm_oracle
-    from lattice_tools.scoring.counts import ErrorCounts
 
     base_dir = os.path.join(args.work, "clips_lat")
     if not os.path.isdir(base_dir) or not os.listdir(base_dir):

@@ -45,7 +45,7 @@ WORDS = REPO / "tests" / "data" / "kaldi" / "lats" / "bundled.words.txt"
 
 
 def make_corpus(path: Path, utterances: int) -> None:
-    from lattice_tools.io.lattice_files import read_lattices, write_lattices
+    from lattice_tools.io.lattices.lattice_files import read_lattices, write_lattices
 
     lats = REPO / "tests" / "data" / "kaldi" / "lats"
     sources = list(read_lattices(str(lats / "bundled.ark.gz"), symbols=str(WORDS)))

@@ -3,7 +3,7 @@
 
 Usage:
   python bench/bench_posteriors.py                 # a generated ~140k-arc frame-level lattice
-  python bench/bench_posteriors.py LATTICE.slf     # an HTK SLF lattice (lattice_tools.io.slf)
+  python bench/bench_posteriors.py LATTICE.slf     # an HTK SLF lattice (lattice_tools.io.lattices.slf)
   python bench/bench_posteriors.py LATTICES.pt     # the largest lattice of a k2 as_dict() file
 
 k2 (the natural peer) cannot be installed here, so the peer is a straightforward per-arc
@@ -21,8 +21,8 @@ import time
 import numpy as np
 
 from lattice_tools.algorithms import _batches, arc_posteriors, backward_scores, forward_scores, total_log_prob
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
 
 
 def generated_lattice(num_frames: int = 750, num_arcs: int = 140_000, seed: int = 0) -> Lattice:
@@ -53,13 +53,13 @@ def generated_lattice(num_frames: int = 750, num_arcs: int = 140_000, seed: int 
 
 def load(path: str) -> Lattice:
     if path.endswith(".pt") or path.endswith(".pt.gz"):
-        from lattice_tools.io.k2file import read_k2_lattices
+        from lattice_tools.io.lattices.k2file import read_k2_lattices
 
         return max(read_k2_lattices(path), key=lambda lat: lat.num_arcs)
     try:
-        from lattice_tools.io.slf import read_slf
+        from lattice_tools.io.lattices.slf import read_slf
     except ImportError:
-        sys.exit("lattice_tools.io.slf is not available in this tree; give a .pt file or no argument")
+        sys.exit("lattice_tools.io.lattices.slf is not available in this tree; give a .pt file or no argument")
     lat = read_slf(path)
     return lat[0] if isinstance(lat, list) else lat
 

@@ -46,8 +46,8 @@ def main(argv=None):
 
     from lattice_tools.algorithms import arc_posteriors, total_log_prob
     from lattice_tools.decode.pocketsphinx import bundled_audio, decode_audio
-    from lattice_tools.io.slf import read_slf
-    from lattice_tools.io.slf_body import parse_body_lines
+    from lattice_tools.io.lattices.slf import read_slf
+    from lattice_tools.io.lattices.slf_body import parse_body_lines
 
     if shutil.which("sox") is None:
         sys.exit("bench_slf.py needs the sox program to concatenate the clips")

@@ -37,14 +37,14 @@ ROWS = [
     ("python -c 'import numpy'", [PY, "-c", "import numpy"]),
     ("python -c 'import numpy, click'", [PY, "-c", "import numpy, click"]),
     ("lattice-tools --help", [PY, "-m", "lattice_tools.cli", "--help"]),
-    ("imports of best-path", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.latbin, lattice_tools.latbin, "
-                              "lattice_tools.io.kaldi, lattice_tools.algorithms.kaldi_ops"]),
+    ("imports of best-path", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.latbin, lattice_tools.pipelines.latbin, "
+                              "lattice_tools.io.lattices.kaldi, lattice_tools.algorithms.kaldi_ops"]),
     ("best-path on kGraph", [PY, "-m", "lattice_tools.cli", "best-path", ARCHIVE, "--acoustic-scale", "0.1",
                              "--tra", os.devnull]),
     ("best-path on kGraph, no .pyc", [PY, "-m", "lattice_tools.cli", "best-path", ARCHIVE, "--acoustic-scale",
                                       "0.1", "--tra", os.devnull]),
     ("imports of mbr-decode", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.latbin, "
-                                       "lattice_tools.latbin, lattice_tools.io.kaldi, "
+                                       "lattice_tools.pipelines.latbin, lattice_tools.io.lattices.kaldi, "
                                        "lattice_tools.alternatives.sausages"]),
     ("mbr-decode on kGraph", [PY, "-m", "lattice_tools.cli", "mbr-decode", ARCHIVE, "--acoustic-scale", "0.1",
                               "--sausage-stats", os.devnull]),

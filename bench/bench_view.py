@@ -116,7 +116,7 @@ def main():
         raise SystemExit(f"needs Debian's chromium at {CHROMIUM}")
     from bench_phrases import BIG, CLIPS, big_lattice_slf, decode
 
-    from lattice_tools.io.trn import read_trn
+    from lattice_tools.io.transcripts.trn import read_trn
 
     os.makedirs(args.workdir, exist_ok=True)
     lib = REPO / "lattice_tools" / "data" / "librivox"

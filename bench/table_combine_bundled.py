@@ -41,13 +41,13 @@ def main() -> None:
     from lattice_tools.alternatives.nbest_lists import nbest
     from lattice_tools.alternatives.nbest_merge import combine_nbests
     from lattice_tools.decode.pocketsphinx import decode_audio
-    from lattice_tools.demo import _bundled, _stm_for
-    from lattice_tools.io.altctm import write_alternatives_ctm
-    from lattice_tools.io.ctm import read_ctm
-    from lattice_tools.io.nbest import write_nbest_tsv
-    from lattice_tools.io.nbest_files import read_nbest
-    from lattice_tools.io.stm import read_stm
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
+    from lattice_tools.io.transcripts.ctm import read_ctm
+    from lattice_tools.io.transcripts.nbest import write_nbest_tsv
+    from lattice_tools.io.transcripts.nbest_files import read_nbest
+    from lattice_tools.io.transcripts.stm import read_stm
     from lattice_tools.oracle.api import alternatives_oracle_many
+    from lattice_tools.pipelines.demo import _bundled, _stm_for
     from lattice_tools.scoring.sclite import score_stm_ctm
 
     ap = argparse.ArgumentParser()

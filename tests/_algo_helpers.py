@@ -6,8 +6,8 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
 
 SYMBOLS = SymbolTable.from_words(["a", "b", "c", "d"])
 
@@ -19,7 +19,7 @@ def random_lattice(rng: np.random.Generator, num_states: int, num_arcs: int, *, 
     ``tie_costs`` draws costs from a few integers so that equal-cost paths (ties) are common.
     Redraws until some final state is reachable from state 0 (from_arcs drops unreachable states).
     """
-    from lattice_tools.errors import LatticeError
+    from lattice_tools.core.errors import LatticeError
 
     while True:
         try:

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 from _data import TEST_DATA
 
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "lattice_tools" / "data"
@@ -113,8 +113,8 @@ def read_slf_lattice(path: str, key: str = "") -> Lattice:
     """The toolkit's SLF reader; if it rejects the file (older versions refused pocketsphinx words
     that begin with a quote, e.g. ``'em``), a minimal pocketsphinx-dialect parser: words on nodes,
     link ``S -> E`` carries node ``S``'s word from ``t[S]`` to ``t[E]``, ``a=`` acoustic."""
-    from lattice_tools.errors import FormatError
-    from lattice_tools.io.slf import read_slf
+    from lattice_tools.core.errors import FormatError
+    from lattice_tools.io.lattices.slf import read_slf
 
     key = key or Path(path).stem
     try:

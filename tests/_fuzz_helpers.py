@@ -11,7 +11,7 @@ Input ``i`` of a run is a pure function of ``(READER, SEED, i)`` (its own ``rand
 any input can be regenerated alone (:func:`make_input`) to reproduce a report.  Outcomes:
 
 * ``accepted``: the reader returned;
-* ``rejected``: it raised a :class:`~lattice_tools.errors.LatticeToolsError` (the class is kept);
+* ``rejected``: it raised a :class:`~lattice_tools.core.errors.LatticeToolsError` (the class is kept);
 * ``crash``: anything else -- another exception, ``MemoryError`` (the reader tried to allocate
   beyond the limit: it did not bound a size before allocating), a numpy ``RuntimeWarning``
   (turned into an error), or ``hang`` (the input took longer than the time limit).
@@ -226,7 +226,7 @@ def make_input(reader: str, seed: int, i: int, seeds: list[tuple[str, bytes]] | 
 # ---------------------------------------------------------------------------------------------
 def run_reader(reader: str, path: str) -> None:
     if reader in ("ctm", "altctm", "stm", "trn", "kaldi_text"):
-        from lattice_tools.io.detect import detect_transcript_format
+        from lattice_tools.io.transcripts.detect import detect_transcript_format
 
         detect_transcript_format(path)  # what score/oracle do first with a transcript
     if reader in ("slf", "openfst", "k2"):
@@ -245,39 +245,39 @@ def run_reader(reader: str, path: str) -> None:
         for _ in read_lattices("scp:" + path):
             pass
     elif reader == "ctm":
-        from lattice_tools.io.ctm import read_ctm
+        from lattice_tools.io.transcripts.ctm import read_ctm
 
         read_ctm(path)
         read_ctm(path, nested="flatten")
     elif reader == "altctm":
-        from lattice_tools.io.altctm import read_alternatives_ctm
+        from lattice_tools.io.transcripts.altctm import read_alternatives_ctm
 
         read_alternatives_ctm(path)
     elif reader == "stm":
-        from lattice_tools.io.stm import read_stm
+        from lattice_tools.io.transcripts.stm import read_stm
         from lattice_tools.scoring.network import parse_transcript
 
         for seg in read_stm(path).segments:
             parse_transcript(seg.text, where=f"{path}:{seg.lineno}")
     elif reader == "trn":
-        from lattice_tools.io.trn import read_trn
+        from lattice_tools.io.transcripts.trn import read_trn
         from lattice_tools.scoring.network import parse_transcript
 
         for utt in read_trn(path):
             parse_transcript(utt.text, where=f"{path}:{utt.lineno}")
     elif reader == "glm":
-        from lattice_tools.io.glm import read_glm
+        from lattice_tools.io.transcripts.glm import read_glm
 
         glm = read_glm(path)
         glm.select("ctm")
     elif reader in ("nbest_tsv", "nbest_jsonl", "nbest_sherpa"):
         from lattice_tools.alternatives.nbest_merge import nbest_lattice
-        from lattice_tools.io.nbest_files import read_nbest
+        from lattice_tools.io.transcripts.nbest_files import read_nbest
 
         for nb in read_nbest(path, reader.split("_")[1]):
             nbest_lattice(nb)
     elif reader == "kaldi_text":
-        from lattice_tools.io.kaldi_data import read_kaldi_text
+        from lattice_tools.io.transcripts.kaldi_data import read_kaldi_text
         from lattice_tools.oracle.representations import load_references
         from lattice_tools.scoring.network import parse_transcript
 
@@ -328,12 +328,12 @@ def main(argv=None) -> int:
     import numpy as np  # noqa: F401  (imported before the limit: its address space is the baseline)
 
     import lattice_tools.io  # noqa: F401
-    import lattice_tools.io.k2file  # noqa: F401
-    import lattice_tools.io.kaldi  # noqa: F401
-    import lattice_tools.io.slf  # noqa: F401
+    import lattice_tools.io.lattices.k2file  # noqa: F401
+    import lattice_tools.io.lattices.kaldi  # noqa: F401
+    import lattice_tools.io.lattices.slf  # noqa: F401
     import lattice_tools.oracle.representations  # noqa: F401
     import lattice_tools.scoring.network  # noqa: F401
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
 
     warnings.simplefilter("error", RuntimeWarning)  # numpy overflow/invalid warnings = garbage numbers
     seeds = {r: load_seeds(r) for r in readers}

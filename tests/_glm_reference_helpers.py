@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from _reference.glm_csrfilt import reference_apply_glm, reference_filter_text
 
-from lattice_tools.errors import LatticeToolsError
+from lattice_tools.core.errors import LatticeToolsError
 from lattice_tools.scoring.glm import GlmFilterOptions, apply_glm, filter_text
 
 
@@ -25,8 +25,8 @@ def filter_both(text: str, glm, fmt: str, **kw):
 
 def object_state(result):
     """Everything apply_glm returned, ``raw`` fields (not compared by ==) and containers included."""
-    from lattice_tools.io.ctm import CtmAltBlock, CtmWord
-    from lattice_tools.io.stm import Stm
+    from lattice_tools.io.transcripts.ctm import CtmAltBlock, CtmWord
+    from lattice_tools.io.transcripts.stm import Stm
 
     def word(w):
         if isinstance(w, CtmAltBlock):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
 
 DATA = Path(__file__).resolve().parent.parent / "lattice_tools" / "data"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
+from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
 
 
 def random_pairs(n: int, seed: int = 0, vocab: str = "abcde", max_len: int = 12):

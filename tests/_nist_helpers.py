@@ -38,7 +38,7 @@ def run_debian_csrfilt(glm: str, text: bytes, fmt: str, delete_hyphens: bool = F
 
 def glm_vocabulary(glm_path: str = RT03_GLM) -> list[str]:
     """Words that appear on either side of the GLM's rules (so random text actually hits rules)."""
-    from lattice_tools.io.glm import read_glm
+    from lattice_tools.io.transcripts.glm import read_glm
 
     words = set()
     for rule in read_glm(glm_path).rules:

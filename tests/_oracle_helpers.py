@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
 
 VOCAB = ["a", "b", "c", "d", "e"]
 

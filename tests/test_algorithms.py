@@ -23,9 +23,9 @@ from lattice_tools.algorithms import (
     total_log_prob,
 )
 from lattice_tools.algorithms._batches import state_levels
-from lattice_tools.errors import LatticeError
-from lattice_tools.lattice import Lattice, connect
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.errors import LatticeError
+from lattice_tools.core.lattice import Lattice, connect
+from lattice_tools.core.symbols import SymbolTable
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SCALES = st.tuples(st.sampled_from([1.0, 0.1, 0.5, 2.0]), st.sampled_from([1.0, 0.0, 0.7, 1.5]),

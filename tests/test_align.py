@@ -14,7 +14,7 @@ from _scoring_helpers import SCLITE, random_ref_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.errors import FormatError
+from lattice_tools.core.errors import FormatError
 from lattice_tools.scoring.align import (
     AlignOptions,
     align_batch,

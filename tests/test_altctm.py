@@ -14,11 +14,11 @@ from _alt_helpers import DATA, ps_lattice
 from click.testing import CliRunner
 
 from lattice_tools.alternatives.nbest_lists import nbest
-from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
 from lattice_tools.alternatives.phrase_alternatives import phrases
 from lattice_tools.alternatives.sausages import sausage
-from lattice_tools.errors import FormatError
-from lattice_tools.io.altctm import read_alternatives_ctm, write_alternatives_ctm
+from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
+from lattice_tools.core.errors import FormatError
+from lattice_tools.io.transcripts.altctm import read_alternatives_ctm, write_alternatives_ctm
 
 SCLITE = shutil.which("sclite") or ("/usr/lib/sctk/bin/sclite" if os.path.exists("/usr/lib/sctk/bin/sclite") else None)
 CLIP = "sense_and_sensibility_01_austen_64kb-0880"

@@ -10,25 +10,25 @@ from pathlib import Path
 import pytest
 from _memory_cap import BASE_MARGIN, assert_clean_refusal, run_capped
 
-from lattice_tools.errors import FormatError
-from lattice_tools.files import MAX_LINE_BYTES, read_text_bytes, read_text_lines
+from lattice_tools.core.errors import FormatError
+from lattice_tools.core.files import MAX_LINE_BYTES, read_text_bytes, read_text_lines
 
 DATA = Path(__file__).resolve().parent / "data"
 
 
 def _readers():
-    from lattice_tools.io.ctm import read_ctm
-    from lattice_tools.io.ecf import read_ecf
-    from lattice_tools.io.glm import read_glm
-    from lattice_tools.io.kaldi_data import read_kaldi_text, read_segments
-    from lattice_tools.io.kaldi_tables import read_int_vectors
-    from lattice_tools.io.kwlist import read_kwlist
-    from lattice_tools.io.kwslist import read_kwslist
-    from lattice_tools.io.lattice_files import read_lattices
-    from lattice_tools.io.rttm import read_rttm
-    from lattice_tools.io.stm import read_stm
-    from lattice_tools.io.trn import read_trn
-    from lattice_tools.symbols import SymbolTable
+    from lattice_tools.core.symbols import SymbolTable
+    from lattice_tools.io.keyword_search.ecf import read_ecf
+    from lattice_tools.io.keyword_search.kwlist import read_kwlist
+    from lattice_tools.io.keyword_search.kwslist import read_kwslist
+    from lattice_tools.io.keyword_search.rttm import read_rttm
+    from lattice_tools.io.lattices.kaldi_tables import read_int_vectors
+    from lattice_tools.io.lattices.lattice_files import read_lattices
+    from lattice_tools.io.transcripts.ctm import read_ctm
+    from lattice_tools.io.transcripts.glm import read_glm
+    from lattice_tools.io.transcripts.kaldi_data import read_kaldi_text, read_segments
+    from lattice_tools.io.transcripts.stm import read_stm
+    from lattice_tools.io.transcripts.trn import read_trn
 
     def lattices(fmt):
         return lambda p: list(read_lattices(p, format=fmt))

@@ -10,8 +10,8 @@ import pytest
 from _chain_scorer_helpers import random_chain_case, random_sausage_case
 from _scoring_helpers import SCLITE, parse_pra, run_sclite
 
-from lattice_tools.io.ctm import read_ctm
-from lattice_tools.io.stm import read_stm
+from lattice_tools.io.transcripts.ctm import read_ctm
+from lattice_tools.io.transcripts.stm import read_stm
 from lattice_tools.scoring.ctm_columns import read_ctm_columns
 from lattice_tools.scoring.ctm_items import items_from_objects
 from lattice_tools.scoring.reports import alignment_lines
@@ -74,9 +74,9 @@ def test_chain_engine_equals_general_engine(seed):
 
 
 def test_chain_engine_errors_and_empty_inputs():
-    from lattice_tools.errors import MismatchError
-    from lattice_tools.io.ctm import parse_ctm_lines
-    from lattice_tools.io.stm import parse_stm_line
+    from lattice_tools.core.errors import MismatchError
+    from lattice_tools.io.transcripts.ctm import parse_ctm_lines
+    from lattice_tools.io.transcripts.stm import parse_stm_line
 
     stm = [parse_stm_line("f1 A s1 0.0 5.0 a b c", "r.stm", 1)]
     extra = parse_ctm_lines(enumerate(["f2 A 0.5 0.1 a"], 1), "h.ctm")
@@ -202,7 +202,7 @@ BAD_CTMS = [
 
 @pytest.mark.parametrize("text", BAD_CTMS)
 def test_columnar_reader_defers_unusual_input_to_exact_reader(text, tmp_path):
-    from lattice_tools.errors import FormatError
+    from lattice_tools.core.errors import FormatError
 
     hp = tmp_path / "h.ctm"
     hp.write_bytes(text.encode() + b"\n")

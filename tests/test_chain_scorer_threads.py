@@ -9,8 +9,8 @@ import pytest
 from _chain_scorer_helpers import random_chain_case
 from test_chain_scorer import _general, _items_equal, _same, _write
 
-from lattice_tools.io.ctm import read_ctm
-from lattice_tools.io.stm import read_stm
+from lattice_tools.io.transcripts.ctm import read_ctm
+from lattice_tools.io.transcripts.stm import read_stm
 from lattice_tools.scoring.ctm_columns import _find_sorted, read_ctm_columns
 from lattice_tools.scoring.ctm_items import items_from_objects
 from lattice_tools.scoring.sclite import score_files
@@ -75,8 +75,8 @@ def test_find_sorted_with_colliding_slots():
 
 
 def test_bad_thread_setting_is_a_clear_error(monkeypatch):
-    from lattice_tools._threads import num_threads
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core._threads import num_threads
+    from lattice_tools.core.errors import LatticeToolsError
 
     monkeypatch.setenv("LATTICE_TOOLS_NUM_THREADS", "zero")
     with pytest.raises(LatticeToolsError, match="LATTICE_TOOLS_NUM_THREADS"):

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from lattice_tools.algorithms.statistics import lattice_info
 from lattice_tools.cli import main
-from lattice_tools.errors import FormatError, MismatchError
+from lattice_tools.core.errors import FormatError, MismatchError
 from lattice_tools.io import guess_format, read_lattices, write_lattices
-from lattice_tools.io.convert import convert_lattices
+from lattice_tools.io.lattices.convert import convert_lattices
 
 
 @pytest.fixture(scope="module")

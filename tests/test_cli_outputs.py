@@ -18,7 +18,7 @@ from _io_helpers import small_word_lattice
 from click.testing import CliRunner
 
 from lattice_tools.cli import cli_message, main
-from lattice_tools.files import atomic_write, json_text
+from lattice_tools.core.files import atomic_write, json_text
 from lattice_tools.io import write_lattices
 
 REPO = Path(__file__).resolve().parent.parent
@@ -337,7 +337,7 @@ def test_killed_writers_leave_no_temporaries(command, sig, lats, tmp_path):
 
 
 def test_stale_temporaries_of_live_processes_and_other_targets_are_kept(tmp_path):
-    from lattice_tools.files import _host_tag, remove_stale_temporaries
+    from lattice_tools.core.files import _host_tag, remove_stale_temporaries
 
     host = _host_tag()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from lattice_tools import Alternative, Alternatives, ErrorCounts, Lattice, Slot, SymbolTable
-from lattice_tools.alternatives.network import depth_statistics
-from lattice_tools.errors import FormatError, LatticeError, SymbolError
-from lattice_tools.files import atomic_write, read_text_lines
-from lattice_tools.lattice import connect
+from lattice_tools.core.alternatives_network import depth_statistics
+from lattice_tools.core.errors import FormatError, LatticeError, SymbolError
+from lattice_tools.core.files import atomic_write, read_text_lines
+from lattice_tools.core.lattice import connect
 
 INF = math.inf
 SYMS = SymbolTable.from_words(["a", "b", "c"])

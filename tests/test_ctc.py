@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.algorithms import best_path, total_log_prob
+from lattice_tools.core.errors import FormatError, LatticeToolsError, MismatchError, SymbolError
 from lattice_tools.ctc._fst import fst_to_arrays
 from lattice_tools.ctc.decode import decode_ctc
 from lattice_tools.ctc.graph import (
@@ -32,7 +33,6 @@ from lattice_tools.ctc.graph import (
 )
 from lattice_tools.ctc.k2_graphs import k2_graph_to_fst_arrays
 from lattice_tools.ctc.logprobs import read_logprobs, write_kaldi_text_matrices
-from lattice_tools.errors import FormatError, LatticeToolsError, MismatchError, SymbolError
 
 SPOKEN = ["SEE THE RED SAND", "A RED SEED", "THE DEAN"]
 
@@ -493,7 +493,7 @@ def test_k2_backend_without_k2_is_a_clear_error(fx, monkeypatch, tmp_path):
     import sys
 
     monkeypatch.setitem(sys.modules, "k2", None)
-    from lattice_tools.errors import MissingDependencyError
+    from lattice_tools.core.errors import MissingDependencyError
 
     with pytest.raises(MissingDependencyError, match="k2"):
         decode_ctc(fx / "HLG.pt", fx / "nnet_output.pt", backend="k2", words=fx / "words.txt")

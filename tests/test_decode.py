@@ -12,9 +12,9 @@ from _io_helpers import DATA, decoded_pocketsphinx, total_log_prob_reference
 
 from lattice_tools.algorithms import arc_posteriors, backward_scores, forward_scores, total_log_prob
 from lattice_tools.algorithms.statistics import posterior_sanity
+from lattice_tools.core.errors import FormatError, MismatchError
 from lattice_tools.decode.pocketsphinx import is_filler, load_audio
-from lattice_tools.errors import FormatError, MismatchError
-from lattice_tools.io.ctm import read_ctm
+from lattice_tools.io.transcripts.ctm import read_ctm
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives.determinization import determinize
-from lattice_tools.errors import BudgetExceededError
+from lattice_tools.core.errors import BudgetExceededError
 
 
 def _sequences(det):
@@ -77,7 +77,7 @@ def test_budget_and_bad_semiring():
     lat = ps_lattice()
     with pytest.raises(BudgetExceededError):
         determinize(lat, max_states=10)
-    from lattice_tools.errors import LatticeError
+    from lattice_tools.core.errors import LatticeError
     with pytest.raises(LatticeError):
         determinize(lat, "max")
 

@@ -1,9 +1,9 @@
-"""lattice_tools.files: gzip-transparent input opening closes what it opened (and never stdin)."""
+"""lattice_tools.core.files: gzip-transparent input opening closes what it opened (and never stdin)."""
 import gzip
 import io
 import sys
 
-from lattice_tools.files import open_binary_input, open_text_input, read_text_lines
+from lattice_tools.core.files import open_binary_input, open_text_input, read_text_lines
 
 
 def _gz(tmp_path, text="a b\nc d\n"):

@@ -27,7 +27,7 @@ import pytest
 from _data import TEST_DATA
 from _fuzz_helpers import READERS, REPO, make_input
 
-from lattice_tools.errors import FormatError, LatticeToolsError
+from lattice_tools.core.errors import FormatError, LatticeToolsError
 
 HELPER = Path(__file__).resolve().parent / "_fuzz_helpers.py"
 K2_CTC = TEST_DATA / "k2-fixtures" / "ctc_lattice.pt"
@@ -171,8 +171,8 @@ def test_scp_offset_in_gzip_archive(tmp_path):
     ("-3", "outside 0..2147483647"),
 ])
 def test_openfst_labels_int_rejects(tmp_path, label, error):
-    from lattice_tools.io.openfst import read_openfst
-    from lattice_tools.symbols import SymbolTable
+    from lattice_tools.core.symbols import SymbolTable
+    from lattice_tools.io.lattices.openfst import read_openfst
 
     f = tmp_path / "a.fst.txt"
     f.write_text(f"0 1 1 0.5\n1 2 {label} 0.5\n2\n")
@@ -315,7 +315,7 @@ def test_k2_persistent_id_error_is_one_line(tmp_path):
 
 
 def test_k2_frame_index_out_of_range(tmp_path):
-    from lattice_tools.io.k2file import MAX_FRAMES
+    from lattice_tools.io.lattices.k2file import MAX_FRAMES
 
     arcs = np.array([[0, 1, -1, 0]], np.int32)
     frame = np.array([MAX_FRAMES + 1], np.int32)
@@ -332,7 +332,7 @@ def test_k2_frame_index_out_of_range(tmp_path):
 
 
 def test_altctm_star_duration(tmp_path):
-    from lattice_tools.io.altctm import read_alternatives_ctm
+    from lattice_tools.io.transcripts.altctm import read_alternatives_ctm
 
     f = tmp_path / "h.ctm"
     f.write_text("f 1 0.5 * oracle\nf 1 * * <ALT_BEGIN>\nf 1 1.0 * a 0.6\nf 1 * * <ALT>\nf 1 1.0 0.2 b 0.4\n"
@@ -348,8 +348,8 @@ def _nested(depth: int) -> str:
 
 @pytest.mark.parametrize("fmt", ["stm", "trn"])
 def test_deeply_nested_alternations(tmp_path, fmt):
-    from lattice_tools.io.stm import MAX_ALTERNATION_DEPTH, read_stm
-    from lattice_tools.io.trn import read_trn
+    from lattice_tools.io.transcripts.stm import MAX_ALTERNATION_DEPTH, read_stm
+    from lattice_tools.io.transcripts.trn import read_trn
     from lattice_tools.scoring.network import parse_transcript
 
     ok, deep = _nested(MAX_ALTERNATION_DEPTH), _nested(1000)
@@ -370,7 +370,7 @@ def test_deeply_nested_alternations(tmp_path, fmt):
 
 def test_unmatched_braces_are_not_nesting():
     """Buckwalter transliteration uses '{' as a letter: a line of such words is not 'nested'."""
-    from lattice_tools.io.stm import alternation_depth, check_alternation_depth
+    from lattice_tools.io.transcripts.stm import alternation_depth, check_alternation_depth
 
     text = " ".join(["{lY"] * 500)
     assert alternation_depth(text) == 0
@@ -380,7 +380,7 @@ def test_unmatched_braces_are_not_nesting():
 
 
 def test_ctm_nested_alt_blocks(tmp_path):
-    from lattice_tools.io.ctm import read_ctm
+    from lattice_tools.io.transcripts.ctm import read_ctm
 
     tag = "f 1 * * "
     f = tmp_path / "h.ctm"
@@ -394,8 +394,8 @@ def test_ctm_nested_alt_blocks(tmp_path):
                                        ("ctm", "f 1 0 0.1 a 4e38\n")])
 def test_times_beyond_a_c_float(tmp_path, fmt, line):
     """sclite reads times into a C float; 1e300 overflowed the scorer's float32 rounding."""
-    from lattice_tools.io.ctm import read_ctm
-    from lattice_tools.io.stm import read_stm
+    from lattice_tools.io.transcripts.ctm import read_ctm
+    from lattice_tools.io.transcripts.stm import read_stm
 
     f = tmp_path / f"x.{fmt}"
     f.write_text(line)
@@ -405,7 +405,7 @@ def test_times_beyond_a_c_float(tmp_path, fmt, line):
 
 
 def test_truncated_gzip_glm(tmp_path):
-    from lattice_tools.io.glm import read_glm
+    from lattice_tools.io.transcripts.glm import read_glm
 
     data = gzip.compress((TEST_DATA / "sctk" / "csrfilt-testdata" / "example.glm").read_bytes())
     f = tmp_path / "x.glm.gz"
@@ -520,7 +520,7 @@ def test_cli_memory_and_recursion_errors_are_one_line(tmp_path, monkeypatch):
 def test_slf_subnormal_link_posterior_gives_no_floating_point_fault(tmp_path):
     """Fuzzer find (SLF input 5795 of seed 2026): a pocketsphinx link posterior ``p=1e-320`` (subnormal)
     made the posterior reweighting divide by a subnormal flow ("overflow encountered in divide")."""
-    from lattice_tools.io.slf import read_slf
+    from lattice_tools.io.lattices.slf import read_slf
 
     text = make_input("slf", 2026, 5795)["004.lat"]
     path = tmp_path / "004.lat"

@@ -19,10 +19,10 @@ from _reference.glm_csrfilt import reference_filter_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.io.ctm import CtmWord, parse_ctm_lines
-from lattice_tools.io.glm import parse_glm_bytes, read_glm
-from lattice_tools.io.stm import read_stm
-from lattice_tools.io.trn import read_trn
+from lattice_tools.io.transcripts.ctm import CtmWord, parse_ctm_lines
+from lattice_tools.io.transcripts.glm import parse_glm_bytes, read_glm
+from lattice_tools.io.transcripts.stm import read_stm
+from lattice_tools.io.transcripts.trn import read_trn
 from lattice_tools.scoring.glm import CompiledGlm, filter_text
 from lattice_tools.scoring.glm.rfilter import PiecewiseRewriter
 
@@ -243,7 +243,7 @@ _glm_piece = st.text(alphabet="ab c", max_size=3)
 def test_piecewise_rewriting_equals_whole_line_rewriting(rules, lines, case_sensitive, copy_no_hit):
     # rules with and without spaces in the left-hand side and the contexts: the piece-by-piece
     # rewriting (memoized per piece) must equal rfilter1 on the whole line
-    from lattice_tools.io.glm import Glm, GlmRule
+    from lattice_tools.io.transcripts.glm import Glm, GlmRule
 
     glm = Glm(tuple(GlmRule(lhs, rhs, left, right) for lhs, rhs, left, right in rules),
               case_sensitive=case_sensitive, copy_no_hit=copy_no_hit)

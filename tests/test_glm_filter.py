@@ -23,10 +23,10 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.errors import BudgetExceededError, FormatError
-from lattice_tools.io.ctm import CtmAltBlock, CtmWord
-from lattice_tools.io.glm import parse_glm_bytes, read_glm
-from lattice_tools.io.stm import Stm, read_stm
+from lattice_tools.core.errors import BudgetExceededError, FormatError
+from lattice_tools.io.transcripts.ctm import CtmAltBlock, CtmWord
+from lattice_tools.io.transcripts.glm import parse_glm_bytes, read_glm
+from lattice_tools.io.transcripts.stm import Stm, read_stm
 from lattice_tools.scoring.glm import (
     CompiledGlm,
     GlmFilterOptions,
@@ -186,7 +186,7 @@ def test_flatten_repairs_csrfilt_ctm_nesting():
 
 
 def _nesting_items():
-    from lattice_tools.io.ctm import parse_ctm_lines
+    from lattice_tools.io.transcripts.ctm import parse_ctm_lines
     return list(parse_ctm_lines(enumerate(NESTING_CTM.splitlines()[1:6], 1)))
 
 
@@ -259,7 +259,7 @@ def test_optional_words_and_exclusions(tmp_path):
 
 
 def test_repairs_rejected_for_wrong_format():
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
 
     with pytest.raises(LatticeToolsError):
         filter_text("f A 0 1 X\n", EXAMPLE_GLM, "ctm", options=GlmFilterOptions(repair_optional="parens"))
@@ -313,7 +313,7 @@ _piece = st.text(alphabet="ab c", max_size=3)
                 min_size=1, max_size=8),
        st.text(alphabet="abcAB \n", max_size=30), st.booleans(), st.booleans())
 def test_compiled_glm_equals_reference_algorithm(rules, line, case_sensitive, copy_no_hit):
-    from lattice_tools.io.glm import Glm, GlmRule
+    from lattice_tools.io.transcripts.glm import Glm, GlmRule
 
     glm = Glm(tuple(GlmRule(lhs, r, lc, rc) for lhs, r, lc, rc in rules), case_sensitive=case_sensitive,
               copy_no_hit=copy_no_hit)

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from lattice_tools.cli import main
-from lattice_tools.errors import FormatError, MismatchError
+from lattice_tools.core.errors import FormatError, MismatchError
 
 DATA = Path(__file__).resolve().parent / "data" / "inputs"
 LAT3, LAT4 = str(DATA / "003.lat"), str(DATA / "004.lat")
@@ -61,7 +61,7 @@ def test_oracle_reads_references_without_a_telling_extension(refs, name):
 
 
 def test_detection_rule(refs, tmp_path):
-    from lattice_tools.io.detect import detect_transcript_format
+    from lattice_tools.io.transcripts.detect import detect_transcript_format
 
     assert detect_transcript_format(str(refs / "stm")) == "stm"
     assert detect_transcript_format(str(refs / "text")) == "text"

@@ -24,9 +24,9 @@ torch = pytest.importorskip("torch")
 from _algo_helpers import random_lattice  # noqa: E402
 
 from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob  # noqa: E402
+from lattice_tools.core.lattice import Lattice  # noqa: E402
 from lattice_tools.interop.k2 import from_k2, load_k2, save_k2, to_k2  # noqa: E402
-from lattice_tools.io.k2file import read_k2_lattices  # noqa: E402
-from lattice_tools.lattice import Lattice  # noqa: E402
+from lattice_tools.io.lattices.k2file import read_k2_lattices  # noqa: E402
 
 pytestmark = pytest.mark.k2
 FILES = ["hlg_lattice.pt", "ctc_lattice.pt", "word_lattice.pt"]

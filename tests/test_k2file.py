@@ -18,9 +18,9 @@ import pytest
 from _algo_helpers import random_lattice
 
 from lattice_tools.algorithms import arc_posteriors, best_path, lattice_depth, total_log_prob
-from lattice_tools.errors import FormatError, SymbolError
-from lattice_tools.io.k2file import Ragged, load_k2_dict, read_k2_lattices, write_k2_lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.errors import FormatError, SymbolError
+from lattice_tools.core.symbols import SymbolTable
+from lattice_tools.io.lattices.k2file import Ragged, load_k2_dict, read_k2_lattices, write_k2_lattice
 
 LATTICE_FILES = ["hlg_lattice.pt", "ctc_lattice.pt", "word_lattice.pt"]
 ENGINES = ["numpy", "torch"]
@@ -390,7 +390,7 @@ def test_write_rejects_mixed_attributes(tmp_path, k2dir):
     pytest.importorskip("torch")
     a = read_k2_lattices(k2dir / "ctc_lattice.pt")[0]
     b = a.replace(attrs={})
-    from lattice_tools.errors import LatticeError
+    from lattice_tools.core.errors import LatticeError
 
     with pytest.raises(LatticeError, match="same attributes"):
         write_k2_lattice([a, b], tmp_path / "x.pt")
@@ -470,9 +470,9 @@ def test_a_pruned_k2_lattice_with_multi_word_arcs_converts_to_kaldi_and_slf(k2di
     from _kaldi_helpers import kaldi_bin, kaldi_env
     from click.testing import CliRunner
 
-    from lattice_tools import latbin
     from lattice_tools.cli import main
     from lattice_tools.io import read_lattices
+    from lattice_tools.pipelines import latbin
 
     pt, words = str(k2dir / "hlg_lattice.pt"), str(k2dir / "words.txt")
     ark, slf = tmp_path / "h.ark", tmp_path / "slf"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lattice_tools.errors import FormatError, MismatchError
-from lattice_tools.io.inputs import expand_lattice_specs, read_lattice_inputs
-from lattice_tools.io.lattice_files import write_lattices
+from lattice_tools.core.errors import FormatError, MismatchError
+from lattice_tools.io.lattices.inputs import expand_lattice_specs, read_lattice_inputs
+from lattice_tools.io.lattices.lattice_files import write_lattices
 
 DATA = Path(__file__).resolve().parent / "data"
 

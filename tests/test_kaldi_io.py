@@ -15,9 +15,10 @@ from _io_helpers import (
     word_sequences,
 )
 
-from lattice_tools.errors import FormatError, LatticeError, MismatchError, SymbolError
-from lattice_tools.io._kaldi_text import parse_text_block
-from lattice_tools.io.kaldi import (
+from lattice_tools.core.errors import FormatError, LatticeError, MismatchError, SymbolError
+from lattice_tools.core.symbols import SymbolTable
+from lattice_tools.io.lattices._kaldi_text import parse_text_block
+from lattice_tools.io.lattices.kaldi import (
     _Reader,
     format_binary_fst,
     format_text_fst,
@@ -30,8 +31,7 @@ from lattice_tools.io.kaldi import (
     transition_ids,
     write_kaldi_lattices,
 )
-from lattice_tools.io.slf import format_slf, read_slf
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.io.lattices.slf import format_slf, read_slf
 
 kaldifst = pytest.importorskip("kaldifst")
 
@@ -308,7 +308,7 @@ def test_corrupted_archives_raise_only_lattice_tools_errors(tmp_path, spec):
     """Random byte damage and truncation: always a LatticeToolsError (never a crash or a huge malloc)."""
     import random
 
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
 
     good = tmp_path / "good.ark"
     write_kaldi_lattices([small_word_lattice("a"), small_word_lattice("b")], f"{spec}{good}")

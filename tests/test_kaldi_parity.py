@@ -6,10 +6,10 @@ import pytest
 from _kaldi_helpers import EXPECTED, INPUTS, SCALES
 from click.testing import CliRunner
 
-from lattice_tools import latbin
 from lattice_tools.alternatives.sausages import mbr_decode, sausage
 from lattice_tools.cli import main
 from lattice_tools.io import read_lattices
+from lattice_tools.pipelines import latbin
 
 CASES = [(name, s) for name in INPUTS for s in SCALES]
 
@@ -256,7 +256,7 @@ a2
 
 def _blocks(spec):
     """(key, text block) of every lattice of a text archive."""
-    from lattice_tools.io import kaldi as K
+    from lattice_tools.io.lattices import kaldi as K
 
     path = K.parse_specifier(spec).path
     with K.open_binary_input(path) as f:
@@ -286,7 +286,7 @@ def test_text_reader_equals_the_line_parser_it_replaced(tmp_path, name):
     """The C text reader gives the RawFst the Python line parser (tests/_reference) gave."""
     from _reference.kaldi_text import parse_text_fst
 
-    from lattice_tools.io._kaldi_text import parse_text_block
+    from lattice_tools.io.lattices._kaldi_text import parse_text_block
 
     if name == "edge":
         (tmp_path / "e.ark").write_text(EDGE_ARCHIVE)
@@ -310,7 +310,7 @@ def test_text_reader_equals_the_line_parser_it_replaced(tmp_path, name):
                                      ("u\n0 1 2 1,0,1\n1\n1\n\n", "two final")])
 def test_text_reader_names_the_problem(tmp_path, bad, msg):
     """Malformed text is refused with an error that says what is wrong."""
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
 
     (tmp_path / "b.ark").write_text(bad)
     with pytest.raises(LatticeToolsError, match=msg):
@@ -320,7 +320,7 @@ def test_text_reader_names_the_problem(tmp_path, bad, msg):
 def test_latbin_jobs_read_inputs_like_every_command(tmp_path):
     """The Kaldi-equivalent jobs read through the one multi-input reader: an utterance given twice is
     refused (naming it), and a non-positive --frame-shift is an input error, not a silent scaling."""
-    from lattice_tools.errors import FormatError, MismatchError
+    from lattice_tools.core.errors import FormatError, MismatchError
 
     with pytest.raises(MismatchError, match="given twice"):
         latbin.depth([INPUTS["insertion"], INPUTS["insertion"]])

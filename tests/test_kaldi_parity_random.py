@@ -16,9 +16,9 @@ from _kaldi_helpers import kaldi_env, require_kaldi
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lattice_tools import latbin
 from lattice_tools.algorithms.kaldi_ops import nbest_kaldi
 from lattice_tools.io import read_lattices
+from lattice_tools.pipelines import latbin
 
 pytestmark = pytest.mark.slow
 

@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 from _reference.kaldi_text import parse_text_fst
 
-from lattice_tools.errors import FormatError
+from lattice_tools.core.errors import FormatError
 from lattice_tools.io import read_lattices
-from lattice_tools.io._kaldi_text import parse_text_block
+from lattice_tools.io.lattices._kaldi_text import parse_text_block
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -207,7 +207,7 @@ _UNDER_GERMAN_LOCALE = r"""
 import locale, sys
 locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")
 assert locale.localeconv()["decimal_point"] == ","
-from lattice_tools.io._kaldi_text import parse_text_block
+from lattice_tools.io.lattices._kaldi_text import parse_text_block
 texts = ["1.5", "0.1", "2.5e-3", "1234567890.1234567890123456789", "0.000000000000000000000000000000123456789"]
 block = "\n".join(f"0 1 1 {t},{t}," for t in texts) + "\n1"
 raw = parse_text_block(block.encode(), 1, "w", "k")
@@ -355,8 +355,8 @@ def test_an_archive_cut_anywhere_is_an_error_naming_the_file(tmp_path, test_data
     import gzip
     import itertools
 
-    from lattice_tools.errors import LatticeError
-    from lattice_tools.io.kaldi import read_kaldi_lattices, write_kaldi_lattices
+    from lattice_tools.core.errors import LatticeError
+    from lattice_tools.io.lattices.kaldi import read_kaldi_lattices, write_kaldi_lattices
 
     lats = list(itertools.islice(read_kaldi_lattices(f"ark:{test_data_dir / 'kaldi/lats/bundled.ark.gz'}"), 3))
     text, gz = layout.startswith("text"), layout.endswith(".gz")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from _recipe_helpers import DATA, have_cli, run
 
-from lattice_tools.errors import FormatError, MismatchError, SymbolError
+from lattice_tools.core.errors import FormatError, MismatchError, SymbolError
 
 pytest.importorskip("pocketsphinx")
 
@@ -48,7 +48,7 @@ def test_alignment_agrees_with_the_decoders_one_best(aligned):
     """Where the forced alignment and pocketsphinx's 1-best (tests/data/kaldi_kws/bundled.decode.ctm)
     have the same words, their start times agree (measured: 74 of 92 words paired, median 0, max 0.18 s)."""
     from lattice_tools.decode.align import word_time_agreement
-    from lattice_tools.io.ctm import read_ctm
+    from lattice_tools.io.transcripts.ctm import read_ctm
 
     hyp = [(w.file, w.start, w.duration, w.word) for w in read_ctm(str(DECODE_CTM))]
     ref = [(w.key, w.start, w.dur, w.word) for u in aligned for w in u.words]
@@ -64,8 +64,8 @@ def test_alignment_agrees_with_the_decoders_one_best(aligned):
 
 @pytest.mark.skipif(not have_cli(), reason="the lattice-tools entry point is not installed")
 def test_cli_writes_ctm_rttm_ecf(transcripts, tmp_path, aligned):
-    from lattice_tools.io.ecf import read_ecf
-    from lattice_tools.io.rttm import check_overlaps, lexemes_from_ctm, read_rttm
+    from lattice_tools.io.keyword_search.ecf import read_ecf
+    from lattice_tools.io.keyword_search.rttm import check_overlaps, lexemes_from_ctm, read_rttm
 
     cards = sorted((DATA / "cards").glob("*.wav"))
     proc = run(["lattice-tools", "kws", "align", *cards, "-t", transcripts, "-o", tmp_path / "ref.ctm",

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from _kws_helpers import f4de_root, f4de_skip_reason, run_kwseval
 
+from lattice_tools.core.errors import FormatError
 from lattice_tools.decode.align import AlignedUtterance, AlignedWord, write_alignment
-from lattice_tools.errors import FormatError
-from lattice_tools.io.ecf import Ecf, EcfExcerpt, read_ecf, write_ecf
-from lattice_tools.io.kwlist import KeywordTerm, write_kwlist
-from lattice_tools.io.kwslist import Detection, read_kwslist, write_kwslist
+from lattice_tools.io.keyword_search.ecf import Ecf, EcfExcerpt, read_ecf, write_ecf
+from lattice_tools.io.keyword_search.kwlist import KeywordTerm, write_kwlist
+from lattice_tools.io.keyword_search.kwslist import Detection, read_kwslist, write_kwslist
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT = f4de_root()

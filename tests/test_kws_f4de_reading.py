@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _kws_helpers import compare_reports, f4de_root, f4de_skip_reason, run_kwseval
 
-from lattice_tools.io.kwslist import kwslist_file_id
+from lattice_tools.io.keyword_search.kwslist import kwslist_file_id
 from lattice_tools.kws.f4de_report import f4de_stdout
 from lattice_tools.kws.references import f4de_kwtext, perl_lc
 from lattice_tools.kws.score import score_kws_files
@@ -87,7 +87,7 @@ def test_default_reads_like_f4de_and_xml_correct_like_the_standards(case):
 
 
 def test_without_ignore_the_outside_hit_is_an_error_that_says_f4de_drops_it(case):
-    from lattice_tools.errors import MismatchError
+    from lattice_tools.core.errors import MismatchError
 
     with pytest.raises(MismatchError, match="F4DE drops such hits silently") as info:
         score_kws_files(str(case["ecf"]), str(case["kwlist"]), str(case["kwslist"]), rttm=str(case["rttm"]))

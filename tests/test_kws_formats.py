@@ -8,11 +8,11 @@ import sys
 import pytest
 from _kws_helpers import DATA
 
-from lattice_tools.errors import FormatError
-from lattice_tools.io.ecf import Ecf, EcfExcerpt, file_id_of, read_ecf, write_ecf
-from lattice_tools.io.kwlist import KeywordTerm, read_kwlist, read_kwlist_file, write_kwlist
-from lattice_tools.io.kwslist import Detection, read_kwslist, write_kwslist
-from lattice_tools.io.rttm import RttmRecord, check_overlaps, lexemes_from_ctm, read_rttm, write_rttm
+from lattice_tools.core.errors import FormatError
+from lattice_tools.io.keyword_search.ecf import Ecf, EcfExcerpt, file_id_of, read_ecf, write_ecf
+from lattice_tools.io.keyword_search.kwlist import KeywordTerm, read_kwlist, read_kwlist_file, write_kwlist
+from lattice_tools.io.keyword_search.kwslist import Detection, read_kwslist, write_kwslist
+from lattice_tools.io.keyword_search.rttm import RttmRecord, check_overlaps, lexemes_from_ctm, read_rttm, write_rttm
 from lattice_tools.kws.kwlist_make import make_kwlist
 
 COMMON = DATA / "common"

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives._common import word_labels
-from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
+from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
 from lattice_tools.kws.index import (
     IndexHit,
     index_alternatives,
@@ -116,8 +116,8 @@ def test_time_cluster_ties_are_exact_in_frames():
     first (in float seconds 0.33 - 0.29 > 0.29 - 0.25 and it went to the second); found by the Kaldi
     cross-check."""
 
-    from lattice_tools.lattice import Lattice
-    from lattice_tools.symbols import SymbolTable
+    from lattice_tools.core.lattice import Lattice
+    from lattice_tools.core.symbols import SymbolTable
 
     inf = math.inf
     lat = Lattice.from_arcs(src=[0, 1, 1, 2, 2], dst=[1, 2, 3, 3, 3], word=[0, 1, 1, 0, 1],
@@ -245,9 +245,9 @@ def test_sausage_single_words_are_bin_posteriors():
 
 
 def test_lattice_without_times_is_refused():
-    from lattice_tools.errors import LatticeError
-    from lattice_tools.lattice import Lattice
-    from lattice_tools.symbols import SymbolTable
+    from lattice_tools.core.errors import LatticeError
+    from lattice_tools.core.lattice import Lattice
+    from lattice_tools.core.symbols import SymbolTable
 
     lat = Lattice.from_arcs(src=[0], dst=[1], word=[1], symbols=SymbolTable.from_words(["a"]),
                             final_graph_cost=[math.inf, 0.0])
@@ -256,7 +256,7 @@ def test_lattice_without_times_is_refused():
 
 
 def test_alternatives_without_times_are_refused():
-    from lattice_tools.errors import FormatError
+    from lattice_tools.core.errors import FormatError
 
     alts = Alternatives("u", (Slot(0, 1, (Alternative(("a",), posterior=1.0),)),))
     with pytest.raises(FormatError, match="time"):

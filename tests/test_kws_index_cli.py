@@ -93,11 +93,11 @@ def test_console_script_reports_oov_on_stderr(tmp_path):
 
 
 def test_kwlist_xml_in_kwslist_xml_out_and_kst_tuning(tmp_path):
-    """A NIST KWlist in, a kwslist out (read back by lattice_tools.io.kwslist), and KST's ntrue-scale
+    """A NIST KWlist in, a kwslist out (read back by lattice_tools.io.keyword_search.kwslist), and KST's ntrue-scale
     tuned on a dev set (ECF + reference CTM; here the 1-best CTM as a stand-in reference)."""
-    from lattice_tools.io.ctm import read_ctm
-    from lattice_tools.io.ecf import EcfExcerpt, write_ecf
-    from lattice_tools.io.kwslist import read_kwslist
+    from lattice_tools.io.keyword_search.ecf import EcfExcerpt, write_ecf
+    from lattice_tools.io.keyword_search.kwslist import read_kwslist
+    from lattice_tools.io.transcripts.ctm import read_ctm
 
     idx = tmp_path / "idx.db"
     assert run("index", ARK, "--words", WORDS, "-o", idx, "--max-length", "2").exit_code == 0

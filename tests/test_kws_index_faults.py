@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.errors import FormatError, LatticeToolsError
+from lattice_tools.core.errors import FormatError, LatticeToolsError
 from lattice_tools.io import read_lattices
-from lattice_tools.io.kwlist import KeywordTerm
+from lattice_tools.io.keyword_search.kwlist import KeywordTerm
 from lattice_tools.kws.build import build_lattice_index
 from lattice_tools.kws.index import IndexHit
 from lattice_tools.kws.search import search

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
-from lattice_tools.errors import FormatError, MismatchError
+from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
+from lattice_tools.core.errors import FormatError, MismatchError
 from lattice_tools.io import read_lattices
-from lattice_tools.io.kwlist import KeywordTerm
+from lattice_tools.io.keyword_search.kwlist import KeywordTerm
 from lattice_tools.kws.build import build_alternatives_index, build_lattice_index
 from lattice_tools.kws.index import IndexHit, index_lattice
 from lattice_tools.kws.search import kst_threshold, normalize_scores, remove_duplicates, search, tune_ntrue_scale

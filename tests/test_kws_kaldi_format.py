@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from lattice_tools.cli import main
-from lattice_tools.errors import FormatError, MismatchError
-from lattice_tools.io.kaldi_kws import kaldi_result_lines, read_kaldi_results, read_utterance_map
-from lattice_tools.io.kwslist import Detection
+from lattice_tools.core.errors import FormatError, MismatchError
+from lattice_tools.io.keyword_search.kaldi_kws import kaldi_result_lines, read_kaldi_results, read_utterance_map
+from lattice_tools.io.keyword_search.kwslist import Detection
 
 DATA = Path(__file__).parent / "data" / "kaldi_kws"
 LATS = Path(__file__).parent / "data" / "kaldi" / "lats"
@@ -92,7 +92,7 @@ def test_utterance_map_fixture():
 
 def test_keyword_fsts_are_the_keywords():
     """Kaldi's binary keyword FSTs (transcripts-to-fsts of keywords.txt) read back as keywords.txt."""
-    from lattice_tools.io.kaldi_kws import read_kaldi_keyword_fsts
+    from lattice_tools.io.keyword_search.kaldi_kws import read_kaldi_keyword_fsts
 
     fsts = read_kaldi_keyword_fsts(str(DATA / "kw.fsts"))
     text = {p[0]: tuple(map(int, p[1:])) for p in (line.split() for line in (DATA / "keywords.txt").read_text()
@@ -102,7 +102,7 @@ def test_keyword_fsts_are_the_keywords():
 
 @pytest.mark.parametrize("cut", [1, 7, 40, 100, 300])
 def test_truncated_keyword_fsts_are_refused(tmp_path, cut):
-    from lattice_tools.io.kaldi_kws import read_kaldi_keyword_fsts
+    from lattice_tools.io.keyword_search.kaldi_kws import read_kaldi_keyword_fsts
 
     data = (DATA / "kw.fsts").read_bytes()
     p = tmp_path / "kw.fsts"
@@ -120,7 +120,7 @@ def test_kaldi_index_hits_equal_kws_search(tmp_path):
 
     from _kaldi_helpers import kaldi_env, require_kaldi
 
-    from lattice_tools.io.kaldi_kws import read_kaldi_index_hits, read_kaldi_keyword_fsts
+    from lattice_tools.io.keyword_search.kaldi_kws import read_kaldi_index_hits, read_kaldi_keyword_fsts
 
     tools = require_kaldi("lattice-to-kws-index", "kws-index-union")
     idx = subprocess.run([tools["lattice-to-kws-index"], "--max-states-scale=4", "--max-silence-frames=50",
@@ -138,7 +138,7 @@ def test_recipe_writes_kaldi_result_lines(tmp_path):
     scores), here the 30 lines of Kaldi's own kws-search on the bundled lattices (scores within 2^-10)."""
     from _recipe_helpers import RECIPES, have_cli, run
 
-    from lattice_tools.io.kwlist import KeywordTerm, write_kwlist
+    from lattice_tools.io.keyword_search.kwlist import KeywordTerm, write_kwlist
 
     if not have_cli():
         pytest.skip("the lattice-tools entry point is not installed")

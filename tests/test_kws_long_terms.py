@@ -92,7 +92,7 @@ def _detections(res):
 
 @pytest.fixture(scope="module")
 def long_setup(tmp_path_factory):
-    from lattice_tools.io.kwlist import KeywordTerm
+    from lattice_tools.io.keyword_search.kwlist import KeywordTerm
     from lattice_tools.kws.build import build_lattice_index
 
     tmp = tmp_path_factory.mktemp("long")
@@ -131,7 +131,7 @@ def test_long_terms_without_lattices_are_too_long(long_setup):
 
 
 def test_long_terms_need_every_candidate_lattice(long_setup):
-    from lattice_tools.errors import MismatchError
+    from lattice_tools.core.errors import MismatchError
     from lattice_tools.kws.search import search
 
     lats, short, _, terms = long_setup
@@ -143,7 +143,7 @@ def test_index_without_lattice_settings_names_what_is_missing(long_setup, tmp_pa
     import shutil
     import sqlite3
 
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
     from lattice_tools.kws.search import search
 
     lats, short, _, terms = long_setup
@@ -159,7 +159,7 @@ def test_index_without_lattice_settings_names_what_is_missing(long_setup, tmp_pa
 
 
 def test_append_and_merge_keep_the_lattice_settings(tmp_path):
-    from lattice_tools.errors import MismatchError
+    from lattice_tools.core.errors import MismatchError
     from lattice_tools.kws.build import build_lattice_index
     from lattice_tools.kws.store import TermIndex, merge_indexes
 
@@ -299,7 +299,7 @@ def test_cli_old_index_with_lattices_is_one_line_exit_2(long_setup, tmp_path):
 
 
 def test_long_terms_refuse_lattices_that_are_not_the_indexed_ones(long_setup):
-    from lattice_tools.errors import MismatchError
+    from lattice_tools.core.errors import MismatchError
     from lattice_tools.kws.search import search
 
     lats, short, _, terms = long_setup
@@ -318,7 +318,7 @@ def test_damaged_lattice_settings_are_format_errors(long_setup, tmp_path, key, v
     import shutil
     import sqlite3
 
-    from lattice_tools.errors import FormatError
+    from lattice_tools.core.errors import FormatError
     from lattice_tools.kws.search import search
 
     lats, short, _, terms = long_setup
@@ -334,7 +334,7 @@ def test_damaged_offset_is_a_format_error(long_setup, tmp_path):
     import shutil
     import sqlite3
 
-    from lattice_tools.errors import FormatError
+    from lattice_tools.core.errors import FormatError
     from lattice_tools.kws.search import search
 
     lats, short, _, terms = long_setup

@@ -9,11 +9,11 @@ from collections import Counter
 import pytest
 from _kws_helpers import DATA, compare_reports, f4de_root, f4de_skip_reason, random_case, run_kwseval
 
-from lattice_tools.errors import FormatError, MismatchError
-from lattice_tools.io.ecf import Ecf, EcfExcerpt, read_ecf
-from lattice_tools.io.kwlist import KeywordTerm, read_kwlist_file
-from lattice_tools.io.kwslist import Detection, KwsList, read_kwslist
-from lattice_tools.io.rttm import RttmRecord, read_rttm
+from lattice_tools.core.errors import FormatError, MismatchError
+from lattice_tools.io.keyword_search.ecf import Ecf, EcfExcerpt, read_ecf
+from lattice_tools.io.keyword_search.kwlist import KeywordTerm, read_kwlist_file
+from lattice_tools.io.keyword_search.kwslist import Detection, KwsList, read_kwslist
+from lattice_tools.io.keyword_search.rttm import RttmRecord, read_rttm
 from lattice_tools.kws.f4de_report import alignment_csv, f4de_stdout
 from lattice_tools.kws.score import score_kws
 

@@ -9,11 +9,11 @@ import pytest
 from _kws_helpers import random_case
 from _reference.kws_scoring import evaluate_reference, reference_trials
 
-from lattice_tools.errors import FormatError, MismatchError
-from lattice_tools.io.ecf import read_ecf
-from lattice_tools.io.kwlist import read_kwlist_file
-from lattice_tools.io.kwslist import read_kwslist
-from lattice_tools.io.rttm import read_rttm
+from lattice_tools.core.errors import FormatError, MismatchError
+from lattice_tools.io.keyword_search.ecf import read_ecf
+from lattice_tools.io.keyword_search.kwlist import read_kwlist_file
+from lattice_tools.io.keyword_search.kwslist import read_kwslist
+from lattice_tools.io.keyword_search.rttm import read_rttm
 from lattice_tools.kws.measures import Metric
 from lattice_tools.kws.references import ReferenceIndex
 from lattice_tools.kws.score import KwsEvaluation, score_kws

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _kaldi_helpers import kaldi_env, require_kaldi
 
-from lattice_tools.errors import MismatchError
+from lattice_tools.core.errors import MismatchError
 from lattice_tools.io import read_lattices
 from lattice_tools.kws.build import build_lattice_index
 from lattice_tools.kws.index import index_lattice

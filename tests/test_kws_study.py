@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from lattice_tools.errors import LatticeToolsError, MismatchError
+from lattice_tools.core.errors import LatticeToolsError, MismatchError
 from lattice_tools.io import read_lattice_inputs
-from lattice_tools.io.kwlist import write_kwlist
-from lattice_tools.io.rttm import check_overlaps
+from lattice_tools.io.keyword_search.kwlist import write_kwlist
+from lattice_tools.io.keyword_search.rttm import check_overlaps
 from lattice_tools.kws.kwlist_make import make_kwlist
 from lattice_tools.kws.score import score_kws_files
 from lattice_tools.kws.store import TermIndex
@@ -48,7 +48,7 @@ def _transcripts() -> dict:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from lattice_tools.demo import oracle_reference_times
+    from lattice_tools.pipelines.demo import oracle_reference_times
 
     lats = [lat for lat in read_lattice_inputs(ARK, words=WORDS) if lat.key in SLICE]
     assert len(lats) == len(SLICE)
@@ -91,8 +91,8 @@ def test_rows_agree_with_the_files(study, setup):
     """Each row's numbers are those of its written index and of `kws score` on its written kwslist."""
     result, out = study
     lats, refs, terms = setup
-    from lattice_tools.io.ecf import write_ecf
-    from lattice_tools.io.rttm import write_rttm
+    from lattice_tools.io.keyword_search.ecf import write_ecf
+    from lattice_tools.io.keyword_search.rttm import write_rttm
 
     ecf_path, rttm_path, kwl_path = (os.path.join(out, n) for n in ("t.ecf.xml", "t.rttm", "kwlist.xml"))
     write_ecf(ecf_path, ecf_from_lattices(lats))
@@ -141,7 +141,7 @@ def test_parse_representation():
 
 def test_mismatched_inputs_are_refused(setup, tmp_path):
     lats, refs, terms = setup
-    from lattice_tools.io.ecf import Ecf
+    from lattice_tools.io.keyword_search.ecf import Ecf
 
     with pytest.raises(MismatchError, match="not in the ECF"):
         run_kws_study(lats, refs, terms, out_dir=str(tmp_path / "a"), ecf=Ecf(ecf_from_lattices(lats).excerpts[:2]))
@@ -174,8 +174,8 @@ def _cli(*args, cwd):
 def files(setup, tmp_path_factory):
     lats, refs, terms = setup
     d = tmp_path_factory.mktemp("kws_study_cli")
-    from lattice_tools.io.ecf import write_ecf
-    from lattice_tools.io.slf import write_slf
+    from lattice_tools.io.keyword_search.ecf import write_ecf
+    from lattice_tools.io.lattices.slf import write_slf
 
     (d / "lats").mkdir()
     cards = [lat for lat in lats if lat.key.isdigit()]  # the five short card recordings
@@ -239,7 +239,7 @@ def test_cli_bad_input_process(files):
 def test_demo_kws_section(setup, tmp_path):
     """What `lattice-tools demo` adds to study.md (the demo itself decodes audio: too slow here)."""
     from lattice_tools.decode.pocketsphinx import bundled_audio
-    from lattice_tools.demo import KWS_MARKER, _append_kws_section, run_demo_kws
+    from lattice_tools.pipelines.demo import KWS_MARKER, _append_kws_section, run_demo_kws
 
     lats = setup[0]
     paths = [p for c in ("cards", "librivox") for p in bundled_audio(c)

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.errors import FormatError
-from lattice_tools.io.ecf import read_ecf
-from lattice_tools.io.kwlist import read_kwlist
-from lattice_tools.io.kwslist import read_kwslist
-from lattice_tools.io.rttm import read_rttm
+from lattice_tools.core.errors import FormatError
+from lattice_tools.io.keyword_search.ecf import read_ecf
+from lattice_tools.io.keyword_search.kwlist import read_kwlist
+from lattice_tools.io.keyword_search.kwslist import read_kwslist
+from lattice_tools.io.keyword_search.rttm import read_rttm
 
 CODECS = sorted(set(encodings.aliases.aliases.values()) | set(encodings.aliases.aliases)
                 | {"rot13", "hex", "base64", "zlib", "bz2", "uu", "quopri", "punycode", "undefined", "idna",

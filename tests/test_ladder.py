@@ -24,7 +24,7 @@ needs_sctk = pytest.mark.skipif(not (CSRFILT and os.path.exists(CSRFILT)), reaso
 
 
 def test_alternation_glm_rewrites_contractions_only():
-    from lattice_tools.io.glm import read_glm
+    from lattice_tools.io.transcripts.glm import read_glm
     from lattice_tools.scoring.ladder import alternation_glm
 
     g = read_glm(GLM)

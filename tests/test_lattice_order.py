@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools._ext import native
-from lattice_tools.errors import LatticeError
-from lattice_tools.lattice import Lattice, reachable_mask, topological_order
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.errors import LatticeError
+from lattice_tools.core.lattice import Lattice, reachable_mask, topological_order
+from lattice_tools.core.symbols import SymbolTable
 
 
 @st.composite

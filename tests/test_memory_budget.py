@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from _memory_cap import BASE_MARGIN, assert_budget_refusal, run_capped
 
-from lattice_tools.alternatives_network import Alternative, Alternatives, Slot
-from lattice_tools.io.altctm import AlternativesCtmWriter, alternatives_to_ctm_items, iter_ctm_lines
-from lattice_tools.io.ctm import format_ctm_item
-from lattice_tools.io.inputs import read_lattice_inputs
-from lattice_tools.io.lattice_files import write_lattices
+from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
+from lattice_tools.io.lattices.inputs import read_lattice_inputs
+from lattice_tools.io.lattices.lattice_files import write_lattices
+from lattice_tools.io.transcripts.altctm import AlternativesCtmWriter, alternatives_to_ctm_items, iter_ctm_lines
+from lattice_tools.io.transcripts.ctm import format_ctm_item
 
 DATA = Path(__file__).resolve().parent / "data"
 MB = 1 << 20
@@ -91,8 +91,8 @@ def test_score_glm_expansion_is_counted_before_it_is_built(glm_blowup, budget, w
 
 
 def test_expand_alternation_is_counted_before_it_is_built():
-    from lattice_tools._budget import memory_budget, resident_bytes
-    from lattice_tools.errors import BudgetExceededError
+    from lattice_tools.core._budget import memory_budget, resident_bytes
+    from lattice_tools.core.errors import BudgetExceededError
     from lattice_tools.scoring.glm.repairs import expand_alternation
 
     text = " ".join(["{ A B / C }"] * 12 + ["W"] * 2000)
@@ -109,7 +109,7 @@ def test_flatten_nested_block_equals_the_plain_product():
     blocks lists, in the same order (first listed first), duplicates dropped."""
     import itertools
 
-    from lattice_tools.io.ctm import CtmAltBlock, CtmWord, flatten_nested_block
+    from lattice_tools.io.transcripts.ctm import CtmAltBlock, CtmWord, flatten_nested_block
 
     def w(x):
         return CtmWord("f", "1", 0.0, 0.1, x)

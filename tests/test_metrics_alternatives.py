@@ -9,7 +9,7 @@ import random
 
 from _metrics_helpers import all_paths, brute_edit_distance, random_network
 
-from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
+from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
 from lattice_tools.metrics.alternatives import alternative_coverage, network_contains, oracle_path
 
 

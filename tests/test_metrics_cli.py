@@ -88,8 +88,8 @@ def test_readers(files):
 
 
 def test_metrics_with_alternatives(files):
-    from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
-    from lattice_tools.io.altctm import write_alternatives_ctm
+    from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
 
     ref = files / "ref_en.txt"
     ref.write_text("s1 new york is big\ns2 hello world\n")

@@ -23,7 +23,8 @@ from _reference.orthography import score_orthography_reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.errors import LatticeToolsError
+from lattice_tools.core.counts import ErrorCounts
+from lattice_tools.core.errors import LatticeToolsError
 from lattice_tools.metrics import evaluate_batch, unit_tables
 from lattice_tools.metrics.evaluate import EvalConfig, evaluate_system, summarize
 from lattice_tools.metrics.io import Annotation
@@ -32,7 +33,6 @@ from lattice_tools.metrics.orthography_tokens import tokenize_for_counts
 from lattice_tools.metrics.punctuation import DEFAULT_NORMALIZERS, score_orthography_many, tokenize
 from lattice_tools.metrics.script import script_counts
 from lattice_tools.metrics.text import GRAPHEME, graphemes, make_normalizer, normalize_many, regex
-from lattice_tools.scoring.counts import ErrorCounts
 
 WORDS = [
     # Devanagari: matras, virama conjuncts, nukta (precomposed and not), danda

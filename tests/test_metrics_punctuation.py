@@ -102,7 +102,7 @@ def test_every_substitution_class():
 
 
 def test_ser_and_f1_formulas():
-    from lattice_tools.scoring.counts import ErrorCounts
+    from lattice_tools.core.counts import ErrorCounts
 
     c = ErrorCounts(correct=6, substitutions=1, deletions=2, insertions=3, ref_words=9)
     assert ser(c) == pytest.approx((1 + 2 + 3) / 9)

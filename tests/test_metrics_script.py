@@ -7,7 +7,7 @@ require_metrics_extras()
 
 import pytest
 
-from lattice_tools.errors import LatticeToolsError
+from lattice_tools.core.errors import LatticeToolsError
 from lattice_tools.metrics.codeswitch import (
     ScriptTagger,
     cmi_bucket,

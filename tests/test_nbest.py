@@ -80,6 +80,6 @@ def test_k2_fixture_top5_and_times():
 
 
 def test_budget():
-    from lattice_tools.errors import BudgetExceededError
+    from lattice_tools.core.errors import BudgetExceededError
     with pytest.raises(BudgetExceededError):
         nbest(ps_lattice(), 1000, acoustic_scale=0.1, max_pops=50)

@@ -16,7 +16,7 @@ from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives._fastsearch import search_many
 from lattice_tools.alternatives.nbest_lists import best_word_bound, nbest_sequences, suffix_bound
-from lattice_tools.errors import BudgetExceededError
+from lattice_tools.core.errors import BudgetExceededError
 
 
 @settings(max_examples=150, deadline=None)

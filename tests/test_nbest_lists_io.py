@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives.nbest_merge import combine_nbests, nbest_lattice
-from lattice_tools.alternatives_network import Alternative, Alternatives, Slot
-from lattice_tools.errors import FormatError, LatticeError, MismatchError
-from lattice_tools.io.nbest import nbest_posteriors, read_nbest_jsonl, read_nbest_tsv, write_nbest_tsv
-from lattice_tools.io.nbest_files import guess_nbest_format, read_nbest
+from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
+from lattice_tools.core.errors import FormatError, LatticeError, MismatchError
+from lattice_tools.io.transcripts.nbest import nbest_posteriors, read_nbest_jsonl, read_nbest_tsv, write_nbest_tsv
+from lattice_tools.io.transcripts.nbest_files import guess_nbest_format, read_nbest
 from lattice_tools.oracle.api import lattice_oracle, sequence_oracle
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "nbest")
@@ -274,7 +274,7 @@ def test_sausage_of_a_merged_nbest_runs():
 @given(timed_entries())
 def test_paths_join_with_times_is_exact_and_kaldi_writable(tmp_path_factory, entries):
     from lattice_tools.alternatives.sausages import sausage
-    from lattice_tools.io.lattice_files import read_lattices, write_lattices
+    from lattice_tools.io.lattices.lattice_files import read_lattices, write_lattices
 
     merged: dict[tuple, float] = {}
     for words, p, _ in entries:
@@ -300,7 +300,7 @@ def test_commands_nbest_to_lattices_and_combine(tmp_path):
     from click.testing import CliRunner
 
     from lattice_tools.cli import main
-    from lattice_tools.io.ctm import read_ctm
+    from lattice_tools.io.transcripts.ctm import read_ctm
 
     runner = CliRunner()
     ark, words = tmp_path / "x.ark", tmp_path / "words.txt"
@@ -308,7 +308,7 @@ def test_commands_nbest_to_lattices_and_combine(tmp_path):
                              "--write-words", str(words)])
     assert r.exit_code == 0, r.output
     lats = list(read_nbest(os.path.join(DATA, "sherpa.jsonl")))
-    from lattice_tools.io.lattice_files import read_lattices
+    from lattice_tools.io.lattices.lattice_files import read_lattices
 
     back = {lat.key: lat for lat in read_lattices(f"ark:{ark}", "kaldi", str(words))}
     for nb in lats:
@@ -333,7 +333,7 @@ def test_combine_from_lattices_equals_combine_from_their_nbest_files(tmp_path):
     N-best lists written to TSV files and read back."""
     from lattice_tools.alternatives.combine import combine_systems
     from lattice_tools.alternatives.nbest_lists import nbest
-    from lattice_tools.io.lattice_files import read_lattices, write_lattices
+    from lattice_tools.io.lattices.lattice_files import read_lattices, write_lattices
 
     words = os.path.join(KALDI, "lats", "bundled.words.txt")
     lats = list(read_lattices(os.path.join(KALDI, "lats", "bundled.ark.gz"), "kaldi", words))[:3]

@@ -155,8 +155,8 @@ def test_arguments_are_checked():
 _ENDLESS = """
 import numpy as np
 from lattice_tools.alternatives.nbest_lists import nbest_sequences
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
 slots, width = 40, 5  # a sausage with 5**40 word sequences, all wanted
 src = np.repeat(np.arange(slots), width)
 syms = SymbolTable.from_words([f"w{i}" for i in range(width)])

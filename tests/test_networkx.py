@@ -10,10 +10,10 @@ import pytest
 from _data import TEST_DATA
 
 from lattice_tools.algorithms import best_path
-from lattice_tools.errors import LatticeError
+from lattice_tools.core.errors import LatticeError
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
 from lattice_tools.io import read_lattices
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
 
 KALDI = TEST_DATA / "kaldi" / "lats"
 SLF = TEST_DATA / "slf" / "htk_lmscale.slf"

@@ -9,8 +9,8 @@ import os
 import pytest
 from _nist_helpers import CSRFILT_DATA, RT03_GLM, SCLITE_DATA
 
-from lattice_tools.errors import BudgetExceededError, FormatError
-from lattice_tools.io.ctm import (
+from lattice_tools.core.errors import BudgetExceededError, FormatError
+from lattice_tools.io.transcripts.ctm import (
     CtmAltBlock,
     CtmWord,
     flatten_nested_block,
@@ -19,9 +19,9 @@ from lattice_tools.io.ctm import (
     read_ctm,
     write_ctm,
 )
-from lattice_tools.io.glm import parse_glm_bytes, parse_rule_line, read_glm
-from lattice_tools.io.stm import Stm, StmSegment, parse_stm_line, read_stm, write_stm
-from lattice_tools.io.trn import TrnUtterance, read_trn, write_trn
+from lattice_tools.io.transcripts.glm import parse_glm_bytes, parse_rule_line, read_glm
+from lattice_tools.io.transcripts.stm import Stm, StmSegment, parse_stm_line, read_stm, write_stm
+from lattice_tools.io.transcripts.trn import TrnUtterance, read_trn, write_trn
 
 
 def _encoding(name: str) -> str:
@@ -247,7 +247,7 @@ def test_glm_empty_file():
 
 
 def test_tokenize_transcript():
-    from lattice_tools.io.stm import tokenize_transcript
+    from lattice_tools.io.transcripts.stm import tokenize_transcript
 
     assert tokenize_transcript("a {I'M / I AM} (uh) b/c { x / @ } pla-") == [
         "a", "{", "I'M", "/", "I", "AM", "}", "(uh)", "b/c", "{", "x", "/", "@", "}", "pla-"]

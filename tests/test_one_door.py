@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from lattice_tools.cli import main
-from lattice_tools.errors import FormatError, LatticeToolsError, MismatchError
+from lattice_tools.core.errors import FormatError, LatticeToolsError, MismatchError
 from lattice_tools.oracle.report import oracle_wer
 from lattice_tools.scoring.sclite import score_files
 
@@ -62,7 +62,7 @@ def cards(tmp_path):
 def _one_best_files(tmp_path):
     """The 1-best of the cards lattices (the oracle's own 1best representation) as a CTM and a text."""
     from lattice_tools.io import read_lattice_inputs
-    from lattice_tools.io.altctm import write_alternatives_ctm
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
     from lattice_tools.oracle.representations import one_best
 
     alts = [one_best(lat) for lat in read_lattice_inputs([LAT3, LAT4])]
@@ -270,7 +270,7 @@ def test_an_stm_is_never_read_as_kaldi_text(mr, cmd):
 
 def test_a_kaldi_text_of_word_ids_is_still_text(tmp_path):
     """Integer 'times' (word ids) are no STM: the plausibility check needs decimal times."""
-    from lattice_tools.io.detect import detect_transcript_format
+    from lattice_tools.io.transcripts.detect import detect_transcript_format
 
     (tmp_path / "ids").write_text("spk1-u1 7 10 13 16 19 22\n")
     assert detect_transcript_format(str(tmp_path / "ids"), "text") == "text"

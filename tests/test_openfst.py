@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from _io_helpers import canonical_arcs, small_word_lattice, total_log_prob_reference, word_sequences
 
-from lattice_tools.errors import FormatError, LatticeError, SymbolError
-from lattice_tools.io.openfst import format_openfst, read_openfst, write_openfst
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.errors import FormatError, LatticeError, SymbolError
+from lattice_tools.core.symbols import SymbolTable
+from lattice_tools.io.lattices.openfst import format_openfst, read_openfst, write_openfst
 
 kaldifst = pytest.importorskip("kaldifst")
 

@@ -16,7 +16,7 @@ from _oracle_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
+from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
 from lattice_tools.oracle import (
     LEVENSHTEIN_ORACLE_COSTS,
     SCLITE_ORACLE_COSTS,
@@ -79,7 +79,7 @@ def test_k2_fixture_levenshtein_distances(test_data_dir):
 
 def test_k2_lattice_oracle(test_data_dir):
     """Whole k2 lattices (frame-level, dead ends, 2-word arcs): the spoken words are in every lattice."""
-    k2file = pytest.importorskip("lattice_tools.io.k2file")
+    k2file = pytest.importorskip("lattice_tools.io.lattices.k2file")
     exp = json.loads((test_data_dir / "k2-fixtures" / "expected.json").read_text())
     lats = list(k2file.read_k2_lattices(str(test_data_dir / "k2-fixtures" / "hlg_lattice.pt"),
                                         symbols=str(test_data_dir / "k2-fixtures" / "words.txt")))
@@ -118,8 +118,8 @@ def test_sclite_semantics_alternations_optional_null():
 
 
 def test_case_and_fillers_in_lattices():
-    from lattice_tools.lattice import Lattice
-    from lattice_tools.symbols import SymbolTable
+    from lattice_tools.core.lattice import Lattice
+    from lattice_tools.core.symbols import SymbolTable
 
     syms = SymbolTable.from_words(["<s>", "</s>", "<sil>", "HELLO", "World", "[NOISE]", "<unk>"])
     ids = [syms.id(w) for w in ["<s>", "HELLO", "<sil>", "[NOISE]", "World", "</s>"]]
@@ -152,12 +152,12 @@ def test_altctm_oracle_equals_debian_sclite(tmp_path, optional_deletable):
     from _oracle_helpers import random_stm_altctm, run_sclite
     from conftest import SCLITE
 
-    from lattice_tools.io.ctm import read_ctm
+    from lattice_tools.core.counts import ErrorCounts
+    from lattice_tools.io.transcripts.ctm import read_ctm
     from lattice_tools.oracle.dp import oracle_graph
     from lattice_tools.oracle.graphs import hyp_graph_from_network
     from lattice_tools.oracle.representations import ctm_oracle
     from lattice_tools.scoring.align import AlignOptions, align_networks
-    from lattice_tools.scoring.counts import ErrorCounts
     from lattice_tools.scoring.network import from_ctm_items, parse_transcript
 
     if SCLITE is None:
@@ -191,7 +191,7 @@ def test_alternatives_written_as_altctm_score_like_sclite(tmp_path):
 
     if SCLITE is None:
         pytest.skip("Debian sclite is not installed")
-    altctm = pytest.importorskip("lattice_tools.io.altctm")
+    altctm = pytest.importorskip("lattice_tools.io.transcripts.altctm")
     rng = np.random.default_rng(7)
     words = ["a", "b", "c", "d", "e"]
     alts_list, stm_lines = [], []
@@ -213,7 +213,7 @@ def test_alternatives_written_as_altctm_score_like_sclite(tmp_path):
     (tmp_path / "r.stm").write_text("\n".join(stm_lines) + "\n")
     altctm.write_alternatives_ctm(str(tmp_path / "h.ctm"), alts_list)
     want = run_sclite(SCLITE, str(tmp_path / "r.stm"), str(tmp_path / "h.ctm"))
-    from lattice_tools.scoring.counts import ErrorCounts
+    from lattice_tools.core.counts import ErrorCounts
     got = ErrorCounts.sum(alternatives_oracle(a, line.split(None, 5)[5], optional_deletable=False).counts
                           for a, line in zip(alts_list, stm_lines, strict=False))
     assert (got.ref_words, got.correct, got.substitutions, got.deletions, got.insertions) == want

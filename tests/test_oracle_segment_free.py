@@ -12,8 +12,8 @@ from _oracle_helpers import VOCAB, enumerate_paths, random_lattice
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.errors import MismatchError
-from lattice_tools.io.stm import StmSegment
+from lattice_tools.core.errors import MismatchError
+from lattice_tools.io.transcripts.stm import StmSegment
 from lattice_tools.oracle import lattice_oracle
 from lattice_tools.oracle.segment_free import segment_free_oracle, side_of_key
 from lattice_tools.scoring.align import AlignOptions
@@ -97,7 +97,7 @@ def test_cli_oracle_segment_free(tmp_path):
     import sys
 
     from lattice_tools.io import write_lattices
-    from lattice_tools.io.stm import read_stm
+    from lattice_tools.io.transcripts.stm import read_stm
 
     rng = np.random.default_rng(3)
     lats, stm = [], []
@@ -164,7 +164,7 @@ def test_collar_on_lattices_with_final_states_inside(seed):
 
 
 def test_collar_needs_lattice_times():
-    from lattice_tools.errors import LatticeError
+    from lattice_tools.core.errors import LatticeError
 
     rng = np.random.default_rng(1)
     lat = random_lattice(rng, 4, 2, eps_prob=0.0)
@@ -184,7 +184,7 @@ def test_oracle_of_alternatives_equals_scoring_their_alt_ctm(tmp_path, represent
     oracle is at most the 1-best's and the N-best's (their entries are lattice paths; sausage bins and phrase
     combinations can make sequences the lattice does not have)."""
     from lattice_tools.io import read_lattices, write_lattices
-    from lattice_tools.io.altctm import write_alternatives_ctm
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
     from lattice_tools.oracle.report import oracle_wer
     from lattice_tools.oracle.representations import make_alternatives
     from lattice_tools.scoring import score_files

@@ -1,4 +1,4 @@
-"""Corpus-level work on several processes (lattice_tools.parallel): the same bytes as one process for any
+"""Corpus-level work on several processes (lattice_tools.core.parallel): the same bytes as one process for any
 number of workers and any completion order, retries of a dead worker's shard, a loud failure for a shard
 that fails twice, and a killed run that resumes without recomputing finished shards.  Engines: the
 standard library's process pool, a Dask LocalCluster of worker processes, and (when Slurm runs)
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-import lattice_tools.parallel as parallel
+import lattice_tools.core.parallel as parallel
 from lattice_tools.alternatives.lattices_to_ctm import make_alternatives_ctm
-from lattice_tools.errors import FormatError, LatticeToolsError
-from lattice_tools.io.lattice_files import read_lattices
-from lattice_tools.parallel import Shard, ShardStore, run_shards, shard_lattices
+from lattice_tools.core.errors import FormatError, LatticeToolsError
+from lattice_tools.core.parallel import Shard, ShardStore, run_shards, shard_lattices
+from lattice_tools.io.lattices.lattice_files import read_lattices
 
 REPO = Path(__file__).resolve().parent.parent
 # real lattices of three decoders (pocketsphinx, Sphinx-3, Kaldi's kGraph): see tests/data/*/PROVENANCE.md

@@ -115,7 +115,7 @@ def test_phrases_alternatives_object():
 
 
 def test_bad_threshold():
-    from lattice_tools.errors import LatticeError
+    from lattice_tools.core.errors import LatticeError
     with pytest.raises(LatticeError):
         phrases(ps_lattice(), 5, 1.5)
 

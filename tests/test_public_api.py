@@ -21,7 +21,7 @@ def _type_checking_names() -> set[str]:
 
 
 def test_every_public_name_resolves_to_the_subpackage_object():
-    from lattice_tools.errors import MissingDependencyError
+    from lattice_tools.core.errors import MissingDependencyError
 
     for name in lt.__all__:
         try:

@@ -18,9 +18,9 @@ from _recipe_helpers import DATA, RECIPES, have_cli, mtimes, run, tool_env, tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools import recipe
-from lattice_tools.alternatives.network import depth_statistics
-from lattice_tools.errors import FormatError, LatticeToolsError, MismatchError
+from lattice_tools.core.alternatives_network import depth_statistics
+from lattice_tools.core.errors import FormatError, LatticeToolsError, MismatchError
+from lattice_tools.pipelines import recipe
 
 LOCAL_RUN = RECIPES / "utils" / "local_run.sh"
 needs_cli = pytest.mark.skipif(not have_cli(), reason="the lattice-tools entry point is not installed")
@@ -192,8 +192,8 @@ def test_merge_json_stats(tmp_path):
 
 
 def test_measure_ctm_matches_the_alt_ctm_writer(tmp_path):
-    from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
-    from lattice_tools.io.altctm import write_alternatives_ctm
+    from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
 
     alts = [Alternatives(f"utt{i}", (Slot(0.1 * i, 0.1 * i + 0.3, (Alternative(("a", "b"), (0.1 * i, 0.1 * i + 0.1),
                                                                               (0.1, 0.2), 0.7, (0.7, 0.7)),

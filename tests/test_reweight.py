@@ -5,7 +5,7 @@ from _algo_helpers import lattices
 from hypothesis import given, settings
 
 from lattice_tools.algorithms import arc_posteriors, total_log_prob, weights_from_posteriors
-from lattice_tools.errors import LatticeError
+from lattice_tools.core.errors import LatticeError
 
 
 @settings(max_examples=60, deadline=None)
@@ -42,9 +42,9 @@ def test_link_posteriors_that_are_not_posteriors_are_refused(tmp_path):
     import re
     from pathlib import Path
 
-    from lattice_tools.errors import FormatError
-    from lattice_tools.io.slf import read_slf
-    from lattice_tools.reweight import posterior_flow_error
+    from lattice_tools.core.errors import FormatError
+    from lattice_tools.core.reweight import posterior_flow_error
+    from lattice_tools.io.lattices.slf import read_slf
 
     text = gzip.open(Path(__file__).parent / "data" / "slf" / "pocketsphinx_cards_002.lat.gz", "rt").read()
     real = read_slf(text, weights="raw")

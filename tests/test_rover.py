@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives.rover import _word_text, rover_lines
-from lattice_tools.errors import FormatError, LatticeToolsError, MismatchError
+from lattice_tools.core.errors import FormatError, LatticeToolsError, MismatchError
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "rover")
 DEMO = [os.path.join(DATA, f"sys{i}.ctm") for i in (1, 2, 3)]

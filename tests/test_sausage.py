@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives.sausages import sausage
-from lattice_tools.lattice import Lattice
+from lattice_tools.core.lattice import Lattice
 
 
 @settings(max_examples=40, deadline=None)
@@ -228,7 +228,7 @@ def test_mbr_memory_budget_is_checked_before_a_pass(monkeypatch):
     """A pass that would need more memory than MAX_STATS_BYTES raises BudgetExceededError naming
     the sizes, instead of allocating."""
     from lattice_tools.alternatives import sausages
-    from lattice_tools.errors import BudgetExceededError
+    from lattice_tools.core.errors import BudgetExceededError
 
     lat = ps_lattice()
     assert sausages.mbr_decode(lat, acoustic_scale=0.1).words

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from lattice_tools.alternatives._common import is_silence
 from lattice_tools.alternatives.sausages import mbr_decode, sausage
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
 from lattice_tools.io import read_lattices
-from lattice_tools.io.k2file import read_k2_lattices
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.io.lattices.k2file import read_k2_lattices
 
 SLF = TEST_DATA / "slf"
 SLF_FILES = ["htk_lmscale.slf", "ws97_style_ngram.slf", "sphinx3_pittsburgh.slf", "kaldi_kgraph_utt8.slf.gz",

@@ -11,9 +11,9 @@ import tempfile
 import pytest
 from _scoring_helpers import SCLITE, parse_pra, random_case, random_ref_text, run_sclite
 
-from lattice_tools.io.ctm import read_ctm
-from lattice_tools.io.stm import read_stm
-from lattice_tools.io.trn import read_trn
+from lattice_tools.io.transcripts.ctm import read_ctm
+from lattice_tools.io.transcripts.stm import read_stm
+from lattice_tools.io.transcripts.trn import read_trn
 from lattice_tools.scoring.reports import alignment_lines
 from lattice_tools.scoring.sclite import score_stm_ctm, score_trn
 
@@ -133,9 +133,9 @@ def test_single_segment_equals_sclite_on_merged_stm():
 
 
 def test_mismatch_errors_name_the_inputs():
-    from lattice_tools.errors import MismatchError
-    from lattice_tools.io.ctm import parse_ctm_lines
-    from lattice_tools.io.stm import parse_stm_line
+    from lattice_tools.core.errors import MismatchError
+    from lattice_tools.io.transcripts.ctm import parse_ctm_lines
+    from lattice_tools.io.transcripts.stm import parse_stm_line
 
     stm = [parse_stm_line("f1 A s1 0.0 5.0 a b c", "r.stm", 1)]
     extra = parse_ctm_lines([(1, "f1 A 0.5 0.2 a"), (2, "f2 A 0.5 0.2 b")], "h.ctm")

@@ -7,9 +7,9 @@ import os
 import pytest
 from _scoring_helpers import BASE, GOLDEN_CASES, SCTK_DATA, parse_pra, parse_summary
 
-from lattice_tools.io.ctm import read_ctm
-from lattice_tools.io.stm import read_stm
-from lattice_tools.io.trn import read_trn
+from lattice_tools.io.transcripts.ctm import read_ctm
+from lattice_tools.io.transcripts.stm import read_stm
+from lattice_tools.io.transcripts.trn import read_trn
 from lattice_tools.scoring.reports import alignment_lines, pra_report, sys_report
 from lattice_tools.scoring.sclite import score_stm_ctm, score_trn
 

@@ -26,7 +26,7 @@ from _scoring_helpers import BASE, SCLITE, SCTK_DATA, parse_summary
 from click.testing import CliRunner
 
 from lattice_tools.cli import main
-from lattice_tools.errors import FormatError, MismatchError
+from lattice_tools.core.errors import FormatError, MismatchError
 from lattice_tools.scoring.reports import dtl_report, pra_report, sys_report
 from lattice_tools.scoring.sclite import score_files
 
@@ -105,7 +105,7 @@ def test_flattened_ctm_keeps_the_listed_order(tmp_path):
                                     str(PARITY / "nested" / "alt.ctm"), str(out)])
     assert res.exit_code == 0, res.output
     assert out.read_bytes() == (PARITY / "nested" / "alt.flat.ctm").read_bytes()
-    from lattice_tools.io.ctm import CtmAltBlock, read_ctm
+    from lattice_tools.io.transcripts.ctm import CtmAltBlock, read_ctm
 
     blocks = [it for it in read_ctm(str(out)) if isinstance(it, CtmAltBlock)]
     # HIS first, then HE'S expanded in the rule's order (HE IS before HE HAS), then IS IT: the order of
@@ -278,7 +278,7 @@ def test_rt_ctm_types_and_na_confidence(tmp_path):
 
 
 def test_na_confidence_in_six_field_lines():
-    from lattice_tools.io.ctm import parse_ctm_line
+    from lattice_tools.io.transcripts.ctm import parse_ctm_line
 
     assert parse_ctm_line("f A 0.1 0.2 B NA").confidence is None
     assert parse_ctm_line("f A 0.1 0.2 B na lex spk").type == "lex"

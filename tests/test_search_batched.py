@@ -12,7 +12,6 @@ from _alt_helpers import brute_force_sequences, enumerate_paths, lattice_search_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools._gc import gc_paused
 from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._common import dense_codes, prepare
 from lattice_tools.alternatives._epsilon_closure import EpsilonClosedRows
@@ -20,6 +19,7 @@ from lattice_tools.alternatives._fastsearch import search_many
 from lattice_tools.alternatives._search_arrays import GrowableColumns
 from lattice_tools.alternatives.nbest_lists import alternative_from_path
 from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition, _AlternativeMaker
+from lattice_tools.core._gc import gc_paused
 
 
 def _problem(lat):
@@ -91,7 +91,7 @@ def test_batched_phrases_equal_phrases_searched_one_at_a_time():
 def test_budget_still_applies_per_automaton():
     lat = ps_lattice()
     problem, _ = _problem(lat)
-    from lattice_tools.errors import BudgetExceededError
+    from lattice_tools.core.errors import BudgetExceededError
     with pytest.raises(BudgetExceededError):
         search_many([problem, problem], 1000, max_pops=50, determinize_first=True, max_states=20)
 

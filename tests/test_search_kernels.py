@@ -14,7 +14,6 @@ from _reference import search_kernels as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools._budget import memory_budget, resident_bytes
 from lattice_tools._ext import native
 from lattice_tools.algorithms.forward_backward import ForwardBackward
 from lattice_tools.alternatives._best_paths import PrefixTrie, best_paths
@@ -22,7 +21,8 @@ from lattice_tools.alternatives._common import prepare
 from lattice_tools.alternatives._determinizer import AutomataUnion, Determinizer, row_scaling
 from lattice_tools.alternatives._fastsearch import _best_first
 from lattice_tools.alternatives.phrase_alternatives import PhraseDecomposition
-from lattice_tools.errors import BudgetExceededError
+from lattice_tools.core._budget import memory_budget, resident_bytes
+from lattice_tools.core.errors import BudgetExceededError
 
 K = native("search")
 

@@ -17,8 +17,8 @@ from _scoring_helpers import SCLITE, parse_pra, random_ref_text, run_sclite
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.io.ctm import read_ctm
-from lattice_tools.io.stm import read_stm
+from lattice_tools.io.transcripts.ctm import read_ctm
+from lattice_tools.io.transcripts.stm import read_stm
 from lattice_tools.scoring.align import Alignment, AlignOptions, align_reference
 from lattice_tools.scoring.network import from_ctm_items, parse_transcript
 from lattice_tools.scoring.reports import alignment_lines
@@ -371,7 +371,7 @@ def test_missing_channels_and_empty_hypothesis():
     ctm = ["f1 A 0.10 0.20 a", "f1 A 3.20 0.20 d", "f3 A 0.10 0.20 x"]
     with tempfile.TemporaryDirectory() as tmp:
         ref, hyp = _write(tmp, "r.stm", stm), _write(tmp, "h.ctm", ctm)
-        from lattice_tools.errors import MismatchError
+        from lattice_tools.core.errors import MismatchError
         with pytest.raises(MismatchError, match=r"CTM file/channel\(s\) have no reference \(first: f3 a\)"):
             score_files(ref, hyp, segment_free=True)
         result = score_files(ref, hyp, segment_free=True, allow_missing=True)
@@ -380,8 +380,8 @@ def test_missing_channels_and_empty_hypothesis():
 
 
 def test_memory_budget_refuses_a_side_too_large():
-    from lattice_tools._budget import resident_bytes
-    from lattice_tools.errors import BudgetExceededError
+    from lattice_tools.core._budget import resident_bytes
+    from lattice_tools.core.errors import BudgetExceededError
 
     stm, ctm, _ = sides(1, n_sides=1, n_words=600)
     with tempfile.TemporaryDirectory() as tmp:

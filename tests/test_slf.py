@@ -17,12 +17,12 @@ from _io_helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.errors import FormatError
-from lattice_tools.io.slf import format_slf, iter_slf, read_slf, write_slf
-from lattice_tools.io.slf_body import parse_body_lines, split_body, split_body_numpy
-from lattice_tools.io.slf_text import Block, load_text, split_blocks
-from lattice_tools.lattice import Lattice
-from lattice_tools.symbols import SymbolTable
+from lattice_tools.core.errors import FormatError
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.core.symbols import SymbolTable
+from lattice_tools.io.lattices.slf import format_slf, iter_slf, read_slf, write_slf
+from lattice_tools.io.lattices.slf_body import parse_body_lines, split_body, split_body_numpy
+from lattice_tools.io.lattices.slf_text import Block, load_text, split_blocks
 
 
 @pytest.fixture(scope="module")
@@ -297,7 +297,7 @@ def test_given_symbols_are_used_and_extended():
 def test_corrupted_slf_raises_only_lattice_tools_errors(tmp_path, decoded):
     import random
 
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
 
     path = os.path.join(decoded["dir"], decoded["lattices"][0].key + ".lat")
     data = open(path, "rb").read()

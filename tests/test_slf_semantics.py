@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob
 from lattice_tools.alternatives.sausages import sausage
 from lattice_tools.cli import main
-from lattice_tools.errors import FormatError, LatticeToolsError
+from lattice_tools.core.errors import FormatError, LatticeToolsError
 from lattice_tools.io import read_lattices
-from lattice_tools.io.slf import SlfWarning, is_filler, read_slf
+from lattice_tools.io.lattices.slf import SlfWarning, is_filler, read_slf
 
 DATA = Path(__file__).parent / "data" / "slf"
 PITTSBURGH = list("PITTSBURGH")

@@ -11,10 +11,10 @@ import pytest
 from _io_helpers import canonical_arcs
 
 from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob
-from lattice_tools.errors import FormatError
+from lattice_tools.core.errors import FormatError
 from lattice_tools.io import guess_format, read_lattices
-from lattice_tools.io.slf import read_slf
-from lattice_tools.io.sphinx_dag import read_sphinx_dag
+from lattice_tools.io.lattices.slf import read_slf
+from lattice_tools.io.lattices.sphinx_dag import read_sphinx_dag
 
 DATA = Path(__file__).parent / "data" / "slf"
 

@@ -167,8 +167,8 @@ def _frames_by_arc_loop(lat, dur):
 
 def test_kaldi_state_frames_equal_the_arc_loop():
     from lattice_tools._ext import native
-    from lattice_tools.lattice import Lattice
-    from lattice_tools.symbols import SymbolTable
+    from lattice_tools.core.lattice import Lattice
+    from lattice_tools.core.symbols import SymbolTable
 
     rng = np.random.default_rng(7)
     syms = SymbolTable({"a": 1})
@@ -205,7 +205,7 @@ def test_tid_strings_single_and_multi_digit(tids):
     """Single-digit and multi-digit ids: the C reader gives what the Python line parser gave."""
     from _reference.kaldi_text import parse_text_fst
 
-    from lattice_tools.io._kaldi_text import parse_text_block
+    from lattice_tools.io.lattices._kaldi_text import parse_text_block
 
     block = f"0 1 5 1.5,2,{tids}\n0 2 6 1,0,3_4\n1 3 7 0.25,0,\n2 3 7 1,1,9\n3 0,0,{tids}".encode()
     fast = parse_text_block(block, 1, "x", "u")
@@ -216,8 +216,8 @@ def test_tid_strings_single_and_multi_digit(tids):
 
 
 def test_text_block_with_trailing_whitespace_is_read():
-    from lattice_tools.errors import FormatError
-    from lattice_tools.io._kaldi_text import parse_text_block
+    from lattice_tools.core.errors import FormatError
+    from lattice_tools.io.lattices._kaldi_text import parse_text_block
 
     raw = parse_text_block(b"0 1 5 1.5,2,1_2\n1 0,0,\n \t\n", 1, "x", "u")
     assert raw.num_states == 2 and raw.strings[0].tolist() == [1, 2]
@@ -229,10 +229,10 @@ def test_binary_compact_reader_reads_what_the_text_reader_reads(tmp_path):
     """The binary CompactLattice reader (arcs gathered into lists) gives the RawFst the text reader
     gives for the same lattices written both ways (text weights have fewer digits), also for a
     lattice of one final state without arcs."""
-    from lattice_tools.io import kaldi as K
+    from lattice_tools.core.lattice import Lattice
+    from lattice_tools.core.symbols import SymbolTable
     from lattice_tools.io import read_lattices, write_lattices
-    from lattice_tools.lattice import Lattice
-    from lattice_tools.symbols import SymbolTable
+    from lattice_tools.io.lattices import kaldi as K
 
     lats = list(read_lattices(KGRAPH))
     single = Lattice.from_arcs(src=[], dst=[], word=[], symbols=SymbolTable({}), final_graph_cost=[0.5],
@@ -266,5 +266,5 @@ def test_help_imports_only_click_and_the_command_table():
     code = _AS_THE_PROGRAM.format(what=what, argv=["--help"])
     heavy, ours = eval(_run(code).splitlines()[-1])  # noqa: S307 - our own repr of two lists
     assert heavy == []
-    assert ours == ["lattice_tools", "lattice_tools._exports", "lattice_tools.cli", "lattice_tools.cli._lazy",
-                    "lattice_tools.errors"]
+    assert ours == ["lattice_tools", "lattice_tools.core._exports", "lattice_tools.cli", "lattice_tools.cli._lazy",
+                    "lattice_tools.core.errors"]

@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from lattice_tools.errors import MismatchError
-from lattice_tools.scoring.counts import ErrorCounts
+from lattice_tools.core.counts import ErrorCounts
+from lattice_tools.core.errors import MismatchError
 
 CLIPS = ("sense_and_sensibility_01_austen_64kb-0880", "sense_and_sensibility_01_austen_64kb-0930")
 
@@ -70,7 +70,7 @@ def test_study_altctm_cells_equal_debian_sclite(real_lattices, tmp_path):
     from _oracle_helpers import run_sclite
     from conftest import SCLITE
 
-    from lattice_tools.io.trn import read_trn
+    from lattice_tools.io.transcripts.trn import read_trn
     from lattice_tools.oracle.study import run_study
 
     if SCLITE is None:
@@ -122,7 +122,7 @@ def test_cli_oracle_and_study(real_lattices, tmp_path):
     from lattice_tools.cli import main
 
     lats, trn = real_lattices
-    from lattice_tools.io.slf import write_slf
+    from lattice_tools.io.lattices.slf import write_slf
     d = tmp_path / "lats"
     d.mkdir()
     for lat in lats:
@@ -152,7 +152,7 @@ def test_cli_oracle_and_study(real_lattices, tmp_path):
 
 def test_glm_alternations_reach_the_oracle(tmp_path):
     """--glm: a GLM alternation in the reference becomes a branch the oracle may take."""
-    from lattice_tools.alternatives.network import Alternative, Alternatives, Slot
+    from lattice_tools.core.alternatives_network import Alternative, Alternatives, Slot
     from lattice_tools.oracle import alternatives_oracle_many
     from lattice_tools.oracle.representations import load_references
 
@@ -175,7 +175,7 @@ def side_lattice(tmp_path_factory, data_dir):
     """The two clips joined into one side (0.2 s of silence between them), decoded whole by pocketsphinx;
     its STM has one segment per clip."""
     decode = pytest.importorskip("lattice_tools.decode.pocketsphinx")
-    from lattice_tools.demo import concatenated_side
+    from lattice_tools.pipelines.demo import concatenated_side
 
     out = tmp_path_factory.mktemp("side")
     wav, stm = concatenated_side([str(data_dir / "librivox" / f"{c}.wav") for c in CLIPS],
@@ -249,7 +249,7 @@ def test_study_both_ways_equals_debian_sclite(side_lattice, tmp_path):
 
 
 def test_study_both_ways_refuses_what_it_cannot_do(side_lattice, tmp_path):
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
     from lattice_tools.oracle.study import run_study
 
     lats, stm = side_lattice
@@ -266,8 +266,8 @@ def test_study_both_ways_refuses_what_it_cannot_do(side_lattice, tmp_path):
 def test_study_both_ways_with_segments_equals_the_per_utterance_study(real_lattices, tmp_path, data_dir):
     """Per-utterance lattices placed on one side by a Kaldi segments file: their segmented numbers are the
     per-utterance study's (each clip's alternatives fall in its own segment), and segment-free is never worse."""
-    from lattice_tools.demo import concatenated_side
     from lattice_tools.oracle.study import run_study
+    from lattice_tools.pipelines.demo import concatenated_side
 
     lats, trn = real_lattices
     _wav, stm = concatenated_side([str(data_dir / "librivox" / f"{c}.wav") for c in CLIPS], [trn], str(tmp_path))
@@ -293,7 +293,7 @@ def test_cli_study_segment_free(side_lattice, tmp_path):
     from click.testing import CliRunner
 
     from lattice_tools.cli import main
-    from lattice_tools.io.slf import write_slf
+    from lattice_tools.io.lattices.slf import write_slf
 
     lats, stm = side_lattice
     d = tmp_path / "lats"
@@ -316,8 +316,8 @@ def test_cli_study_segment_free(side_lattice, tmp_path):
 def test_concatenated_side_joins_recordings(tmp_path, data_dir):
     import wave
 
-    from lattice_tools.demo import concatenated_side
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
+    from lattice_tools.pipelines.demo import concatenated_side
 
     wavs = [str(data_dir / "cards" / f"00{k}.wav") for k in (1, 2)]
     wav, stm = concatenated_side(wavs, [str(data_dir / "cards" / "transcription.trn")], str(tmp_path), gap=0.5)
@@ -338,7 +338,7 @@ def test_concatenated_side_joins_recordings(tmp_path, data_dir):
 @pytest.mark.slow
 def test_demo_appends_the_study_both_ways(tmp_path):
     pytest.importorskip("lattice_tools.decode.pocketsphinx")
-    from lattice_tools.demo import run_demo
+    from lattice_tools.pipelines.demo import run_demo
 
     files = run_demo(str(tmp_path / "demo"), corpora=("cards",), densities=("default",), ns=(1, 2), bootstrap=0,
                      kws=False, echo=lambda *a: None)

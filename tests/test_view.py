@@ -47,7 +47,7 @@ def made(tmp_path_factory):
     lats = [DATA / "003.lat", DATA / "004.lat"]
     (d / "ref.stm").write_text(STM)
     (d / "map.glm").write_text(GLM)
-    from lattice_tools.io.kwlist import KeywordTerm, write_kwlist
+    from lattice_tools.io.keyword_search.kwlist import KeywordTerm, write_kwlist
 
     write_kwlist(str(d / "kwlist.xml"), [KeywordTerm("KW-1", "seven"), KeywordTerm("KW-2", "clubs"),
                                           KeywordTerm("KW-3", "five")])
@@ -61,7 +61,7 @@ def made(tmp_path_factory):
                                       "-o", d / "view_lattice.html", "--json", "-"))
     # the 1-best as a CTM (the best path of each lattice), scored by `score` with the same GLM
     from lattice_tools.io import read_lattice_inputs
-    from lattice_tools.io.altctm import write_alternatives_ctm
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
     from lattice_tools.oracle.representations import one_best
 
     write_alternatives_ctm(str(d / "1best.ctm"), [one_best(lat) for lat in read_lattice_inputs([str(x) for x in lats])],
@@ -407,7 +407,7 @@ def test_trn_reference_counts_are_scores_and_oracles(tmp_path):
     (tmp_path / "ref.trn").write_text("seven and clubs (s003-003)\nfive nine (s004-004)\n")
     from lattice_tools import view
     from lattice_tools.io import read_lattice_inputs
-    from lattice_tools.io.trn import TrnUtterance, write_trn
+    from lattice_tools.io.transcripts.trn import TrnUtterance, write_trn
     from lattice_tools.oracle.representations import one_best
 
     s = view([str(x) for x in lats], str(tmp_path / "v.html"), reference=str(tmp_path / "ref.trn"),
@@ -530,7 +530,7 @@ def test_no_temporary_is_left(tmp_path, monkeypatch):
     import tempfile
 
     from lattice_tools import view
-    from lattice_tools.errors import LatticeToolsError
+    from lattice_tools.core.errors import LatticeToolsError
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..lattice import Lattice
+from ..core.lattice import Lattice
 
 _CACHE: weakref.WeakKeyDictionary[Lattice, Schedule] = weakref.WeakKeyDictionary()
 

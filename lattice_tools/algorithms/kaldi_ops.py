@@ -2,7 +2,7 @@
 
 Kaldi stores lattice weights as float32 and scales them in double (``ScaleLattice``); these
 functions do the same, so their weights are the ones Kaldi would write (stored here as float64
-holding float32 values).  Each returns a new :class:`~lattice_tools.lattice.Lattice`.
+holding float32 values).  Each returns a new :class:`~lattice_tools.core.lattice.Lattice`.
 
 * :func:`scale` -- ``lattice-scale --acoustic-scale --lm-scale``
 * :func:`add_word_penalty` -- ``lattice-add-penalty --word-ins-penalty``
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import LatticeError
-from ..lattice import Lattice
+from ..core.errors import LatticeError
+from ..core.lattice import Lattice
 
 
 def _f32(x) -> np.ndarray:
@@ -163,7 +163,7 @@ def nbest_kaldi(lat: Lattice, n: int, *, acoustic_scale: float = 1.0, lm_scale: 
     determinization), with the exact best-completion (Viterbi backward) cost as the priority."""
     import heapq
 
-    from ..errors import BudgetExceededError
+    from ..core.errors import BudgetExceededError
     from .forward_backward import ForwardBackward
 
     if n < 1:

@@ -4,7 +4,7 @@ graph loops that depend on that order (OpenFst's ``TopSort``, ``CompactLatticeSt
 
 Results of Kaldi tools that break ties (best paths, MBR alignments) depend on the order of states and
 arcs, so :func:`stored_order_view` reproduces it: lattices read from Kaldi archives carry their stored
-state numbering and arc order (``attrs["kaldi"]``, see :mod:`lattice_tools.io.kaldi`); weights are
+state numbering and arc order (``attrs["kaldi"]``, see :mod:`lattice_tools.io.lattices.kaldi`); weights are
 float32 as Kaldi holds them (scaled in double, stored in float); the states are renumbered by
 depth-first ``TopSort`` when Kaldi would (see :func:`stored_order_view`).
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._ext import native
-from ..errors import LatticeError
-from ..lattice import Lattice
+from ..core.errors import LatticeError
+from ..core.lattice import Lattice
 
 
 def _f32(x) -> np.ndarray:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LatticeError
-from ..lattice import Lattice
+from ..core.errors import LatticeError
+from ..core.lattice import Lattice
 from .scores import arc_posteriors
 
 
@@ -15,7 +15,7 @@ def prune(lat: Lattice, threshold: float, *, acoustic_scale: float = 1.0, lm_sca
     Args:
       lat: the lattice (not modified).
       threshold: minimum arc posterior to keep, in ``[0, 1]``.  ``0`` keeps every arc that lies
-        on some complete path (it is then just :func:`lattice_tools.lattice.connect`).
+        on some complete path (it is then just :func:`lattice_tools.core.lattice.connect`).
       acoustic_scale, lm_scale, word_penalty, log_semiring: how posteriors are computed (see
         :func:`arc_posteriors`; with ``log_semiring=False`` the tropical max-marginal is used,
         which is Kaldi ``lattice-prune``-like pruning with beam ``-ln(threshold)``).

@@ -10,7 +10,7 @@ All functions work on *scores* ``= -cost`` (natural-log probabilities), exactly 
 The cost of an arc is ``lm_scale * graph_cost + acoustic_scale * acoustic_cost +
 word_penalty * [word != 0]`` (:meth:`Lattice.arc_costs`); final costs are scaled the same way
 (no word penalty).  With the default scales the scores equal k2's ``fsa.scores`` for a lattice
-read with :func:`lattice_tools.io.k2file.read_k2_lattices`, so :func:`total_log_prob` equals
+read with :func:`lattice_tools.io.lattices.k2file.read_k2_lattices`, so :func:`total_log_prob` equals
 ``fsa.get_tot_scores(use_double_scores=True, log_semiring=...)``.
 
 Everything is computed in float64 with a level-by-level schedule (see ``_batches``), so the
@@ -22,8 +22,8 @@ import weakref
 
 import numpy as np
 
-from ..errors import LatticeError
-from ..lattice import Lattice
+from ..core.errors import LatticeError
+from ..core.lattice import Lattice
 from ._batches import schedule
 
 NEG_INF = -np.inf

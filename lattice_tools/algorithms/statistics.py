@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..files import progress_bar
+from ..core.files import progress_bar
+from ..core.lattice import Lattice
 from ..io import read_lattice_inputs
-from ..lattice import Lattice
 from .pruning import lattice_depth
 from .scores import arc_posteriors, best_path, total_log_prob
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .._budget import bytes_left, check_memory, refuse_growth
+from ..core._budget import bytes_left, check_memory, refuse_growth
 from ._search import SequenceResult
 from ._search_arrays import argsort_stable_keys, trace_chains
 
@@ -35,7 +35,7 @@ def best_paths(tables, root_s, root_b, parent, label, depth, ends, key=None) -> 
     (:meth:`~lattice_tools.alternatives._determinizer.Determinizer.word_time_tables`); the best
     candidate of each ``(trie node, state)`` is the cheapest, the earliest one among equal costs.
     The pass's columns (per trie node and state reached) stay within the memory budget
-    (:mod:`lattice_tools._budget`; BudgetExceededError naming ``key`` past it).
+    (:mod:`lattice_tools.core._budget`; BudgetExceededError naming ``key`` past it).
 
     Returns ``(costs, arcs)``: per sequence, the best path's cost and its tuple of arc ids."""
     n_nodes = len(parent)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..lattice import Lattice
+from ..core.lattice import Lattice
 
 #: Words that are never part of an alternative (HTK/pocketsphinx/Kaldi/k2 conventions).
 DEFAULT_SILENCE_WORDS = frozenset({

@@ -26,9 +26,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._budget import check_memory
-from .._gc import gc_paused
-from ..errors import BudgetExceededError
+from ..core._budget import check_memory
+from ..core._gc import gc_paused
+from ..core.errors import BudgetExceededError
 from ._best_paths import PrefixTrie, sequence_results
 from ._determinizer import SUCCESSORS, AutomataUnion, Determinizer
 from ._epsilon_closure import EpsilonClosedRows

@@ -1,7 +1,7 @@
 """Whole jobs over N-best files: N-best lists -> lattice files, and system combination.
 
 * :func:`nbest_to_lattices`: every N-best list of a file (any format of
-  :mod:`lattice_tools.io.nbest_files`) as a word lattice (:func:`~.nbest_merge.nbest_lattice`),
+  :mod:`lattice_tools.io.transcripts.nbest_files`) as a word lattice (:func:`~.nbest_merge.nbest_lattice`),
   written in any lattice format, so that every lattice command works on any decoder's output.
 * :func:`combine_systems` with ``method="rover"``: several systems' CTMs combined exactly as NIST
   ``rover`` does (:mod:`.rover`).
@@ -18,12 +18,12 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from ..alternatives_network import DEFAULT_CHANNEL, Alternatives
-from ..errors import FormatError, LatticeToolsError, MismatchError
-from ..io.altctm import write_alternatives_ctm
-from ..io.lattice_files import write_lattices
-from ..io.nbest_files import read_nbest
-from ..symbols import SymbolTable
+from ..core.alternatives_network import DEFAULT_CHANNEL, Alternatives
+from ..core.errors import FormatError, LatticeToolsError, MismatchError
+from ..core.symbols import SymbolTable
+from ..io.lattices.lattice_files import write_lattices
+from ..io.transcripts.altctm import write_alternatives_ctm
+from ..io.transcripts.nbest_files import read_nbest
 from .nbest_merge import combine_nbests, nbest_lattice
 from .rover import rover_combine
 from .sausages import sausage
@@ -67,7 +67,7 @@ def _system_lists(spec: str, nbest_format: str | None, score_kind: str, score_sc
         yield from read_nbest(spec, nbest_format, score_kind=score_kind, score_scale=score_scale, symbols=symbols,
                               acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest)
         return
-    from ..io.lattice_files import read_lattices
+    from ..io.lattices.lattice_files import read_lattices
     from .nbest_lists import nbest
 
     for lat in read_lattices(spec, symbols=symbols, frame_shift=frame_shift):

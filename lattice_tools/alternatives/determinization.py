@@ -22,7 +22,7 @@ that is the best path's arc; with shared prefixes, the best path through the out
 Residual subsets are compared after rounding residuals to ``delta`` (default 1e-6).
 
 Budget: more than ``max_states`` output states or ``max_arcs`` output arcs raises
-:class:`~lattice_tools.errors.BudgetExceededError` (determinization can be exponential).
+:class:`~lattice_tools.core.errors.BudgetExceededError` (determinization can be exponential).
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..errors import BudgetExceededError, LatticeError
-from ..lattice import Lattice
+from ..core.errors import BudgetExceededError, LatticeError
+from ..core.lattice import Lattice
 from ._common import adjacency, prepare
 from ._search import log_add
 

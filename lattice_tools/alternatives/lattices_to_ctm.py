@@ -8,14 +8,14 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .._budget import DEFAULT_MAX_MEMORY, memory_budget
-from ..alternatives_network import DEFAULT_CHANNEL
-from ..errors import MismatchError
-from ..files import progress_bar, write_json
-from ..io.altctm import AlternativesCtmWriter
-from ..io.inputs import check_times, has_bare_word_ids, read_lattice_inputs
-from ..io.kaldi_data import read_segments as read_kaldi_segments
-from ..parallel import ShardStore, run_shards, shard_lattices
+from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
+from ..core.alternatives_network import DEFAULT_CHANNEL
+from ..core.errors import MismatchError
+from ..core.files import progress_bar, write_json
+from ..core.parallel import ShardStore, run_shards, shard_lattices
+from ..io.lattices.inputs import check_times, has_bare_word_ids, read_lattice_inputs
+from ..io.transcripts.altctm import AlternativesCtmWriter
+from ..io.transcripts.kaldi_data import read_segments as read_kaldi_segments
 
 
 def read_segments(path: str, channel: str = DEFAULT_CHANNEL) -> dict[str, tuple[str, str, float]]:
@@ -81,11 +81,11 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
 
     The searches (N-best, phrases) are bounded by ``max_memory`` bytes of resident memory (None: no
     bound; in each worker process when run in parallel) instead of counts of search nodes and
-    determinized states; past it they stop with :class:`~lattice_tools.errors.BudgetExceededError`
+    determinized states; past it they stop with :class:`~lattice_tools.core.errors.BudgetExceededError`
     naming ``max_memory`` (the CLI says ``--max-memory``).
 
     ``executor``: None computes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
-    computes shards of utterances on its workers (:mod:`lattice_tools.parallel`); the file is the same
+    computes shards of utterances on its workers (:mod:`lattice_tools.core.parallel`); the file is the same
     bytes either way.  ``shard_dir``: finished shards are kept there, so that a killed run started again
     recomputes only the rest; removed when the file is complete."""
     job = AlternativesJob(kind, n, posterior_threshold, acoustic_scale, lm_scale, word_penalty, max_memory)

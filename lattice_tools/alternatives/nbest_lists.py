@@ -26,13 +26,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._budget import bytes_left, check_memory, refuse_growth
 from ..algorithms.forward_backward import ForwardBackward
-from ..errors import BudgetExceededError
-from ..lattice import Lattice
+from ..core._budget import bytes_left, check_memory, refuse_growth
+from ..core.alternatives_network import Alternative, Alternatives, Slot
+from ..core.errors import BudgetExceededError
+from ..core.lattice import Lattice
 from ._common import dense_codes, prepare
 from ._search import SequenceResult
-from .network import Alternative, Alternatives, Slot
 
 
 def arc_words_and_times(lat: Lattice) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
@@ -79,7 +79,7 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
 
     Budgets: ``max_pops`` prefixes popped by the ranking search, ``max_states`` determinized states
     in the searched region (BudgetExceededError past either, or past the memory budget of
-    :func:`lattice_tools._budget.memory_budget`).  ``resolution``: residual costs closer than this
+    :func:`lattice_tools.core._budget.memory_budget`).  ``resolution``: residual costs closer than this
     identify determinized states; ``margin``: how far past the best sequence (nats) the first
     searched region reaches; ``suffix_lists``: how many completions per state the bound lists
     (:func:`suffix_bound`; 0: :func:`best_word_bound` alone) -- both tuning only: the lists do not

@@ -1,9 +1,9 @@
 """N-best lists (and several systems' N-best lists) as word lattices.
 
 A decoder that writes N-best lists instead of lattices (sherpa-onnx, ESPnet, NeMo, Hugging Face
-``generate``, Kaldi ``lattice-to-nbest``; see :mod:`lattice_tools.io.nbest`) gets the whole toolkit
+``generate``, Kaldi ``lattice-to-nbest``; see :mod:`lattice_tools.io.transcripts.nbest`) gets the whole toolkit
 through :func:`nbest_lattice`: sausages, phrases, oracles, alt-CTMs, the study and the keyword
-index all take the :class:`~lattice_tools.lattice.Lattice` it returns.  Two ways to join:
+index all take the :class:`~lattice_tools.core.lattice.Lattice` it returns.  Two ways to join:
 
 ``join="paths"`` (default): no new paths.
   The entries are put in a prefix tree -- an entry follows an existing arc when the word agrees
@@ -46,10 +46,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..alternatives_network import Alternative, Alternatives
-from ..errors import LatticeError
-from ..lattice import Lattice
-from ..symbols import SymbolTable
+from ..core.alternatives_network import Alternative, Alternatives
+from ..core.errors import LatticeError
+from ..core.lattice import Lattice
+from ..core.symbols import SymbolTable
 from .rover import NetworkWord, align_into_network, rover_distance
 
 __all__ = ["nbest_lattice", "JOINS", "combine_nbests"]
@@ -249,7 +249,7 @@ def nbest_lattice(nbest: Alternatives, *, join: str = "paths", symbols: SymbolTa
     """The word lattice of one N-best list (see the module docstring for the two joins).
 
     Args:
-      nbest: an N-best list (one slot; posteriors as the readers of :mod:`lattice_tools.io.nbest`
+      nbest: an N-best list (one slot; posteriors as the readers of :mod:`lattice_tools.io.transcripts.nbest`
         give them; they are renormalized over the entries with a posterior above 0).
       join: ``"paths"`` (no new paths; path probabilities = N-best posteriors), ``"times"``
         (words that agree and span the same frames joined; new paths; arc posteriors = N-best

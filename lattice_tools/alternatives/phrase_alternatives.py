@@ -46,16 +46,16 @@ from itertools import chain
 
 import numpy as np
 
-from .._budget import check_memory
-from .._gc import gc_paused
 from ..algorithms.forward_backward import INF, ForwardBackward, _segment_reduce, log_add
-from ..errors import LatticeError
-from ..lattice import Lattice
+from ..core._budget import check_memory
+from ..core._gc import gc_paused
+from ..core.alternatives_network import Alternative, Alternatives, Slot
+from ..core.errors import LatticeError
+from ..core.lattice import Lattice
 from ._common import prepare
 from ._fastsearch import SearchProblem, search_many
 from ._search import DEFAULT_TUNING, SearchTuning
 from .nbest_lists import alternative_from_path, arc_words_and_times
-from .network import Alternative, Alternatives, Slot
 
 
 def phrase_cuts(lat: Lattice, posteriors: np.ndarray, labels: np.ndarray, posterior_threshold: float) -> np.ndarray:

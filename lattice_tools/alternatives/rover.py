@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FormatError, LatticeToolsError, MismatchError
-from ..files import atomic_write
-from ..io.ctm import CtmWord, read_ctm
+from ..core.errors import FormatError, LatticeToolsError, MismatchError
+from ..core.files import atomic_write
+from ..io.transcripts.ctm import CtmWord, read_ctm
 
 __all__ = ["ROVER_METHODS", "rover_combine", "rover_lines", "NetworkWord", "align_into_network", "rover_distance",
            "rover_time_distance"]

@@ -20,7 +20,7 @@ What makes the numbers Kaldi's (``docs/kaldi.md`` has the details and the tests)
   topologically, and also whenever an acoustic/LM scale other than 1 (or a word penalty) was
   applied, because rewriting the weights clears OpenFst's cached "sorted" property.  Lattices read
   from Kaldi archives carry their stored state numbering and arc order (``attrs["kaldi"]``, see
-  :mod:`lattice_tools.io.kaldi`), so the order is the one Kaldi sees in the same archive; other
+  :mod:`lattice_tools.io.lattices.kaldi`), so the order is the one Kaldi sees in the same archive; other
   lattices use their own numbering (the one ``lattice-tools convert --to kaldi`` writes).  That
   view of the lattice is :func:`lattice_tools.algorithms.kaldi_order.stored_order_view`.
 * **Arithmetic.**  Weights are float32 as in Kaldi (scaled in double, stored in float); the
@@ -47,10 +47,10 @@ import numpy as np
 
 from .._ext import native
 from ..algorithms.kaldi_order import StoredOrderView, state_times, stored_order_view, tropical_best_path
-from ..errors import BudgetExceededError, LatticeError
-from ..lattice import Lattice, connect
+from ..core.alternatives_network import Alternative, Alternatives, Slot
+from ..core.errors import BudgetExceededError, LatticeError
+from ..core.lattice import Lattice, connect
 from ._common import dense_codes, is_silence, word_labels
-from .network import Alternative, Alternatives, Slot
 
 #: Kaldi stops ``MbrDecode`` after this many passes (``counter > 100``) with a warning.
 MAX_PASSES = 102

@@ -37,8 +37,8 @@ import math
 
 import numpy as np
 
-from ..errors import LatticeError
-from ..lattice import Lattice
+from ..core.errors import LatticeError
+from ..core.lattice import Lattice
 from ._search import log_add
 
 INF = math.inf

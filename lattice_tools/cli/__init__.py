@@ -3,7 +3,7 @@
 Each sub-command lives in its own module under ``lattice_tools.cli`` and is a thin wrapper over a
 public function with the same parameters.  Modules are imported lazily, so ``lattice-tools score``
 never pays for importing torch or pocketsphinx.  Errors of type
-:class:`~lattice_tools.errors.LatticeToolsError` are printed on one line and exit with status 2.
+:class:`~lattice_tools.core.errors.LatticeToolsError` are printed on one line and exit with status 2.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ if "numpy" not in sys.modules:
 
 import click  # noqa: E402
 
-from ..errors import LatticeToolsError  # noqa: E402
+from ..core.errors import LatticeToolsError  # noqa: E402
 from ._lazy import LazyCommandGroup  # noqa: E402
 
 # command name -> "module:attribute" (module relative to lattice_tools.cli)
@@ -106,7 +106,7 @@ class LazyGroup(LazyCommandGroup):
             click.echo(f"lattice-tools: error: unexpected end of input ({exc})", err=True)
             ctx.exit(2)
         except KeyboardInterrupt:  # pragma: no cover
-            from ..files import remove_live_temporaries
+            from ..core.files import remove_live_temporaries
 
             remove_live_temporaries()
             click.echo("lattice-tools: interrupted", err=True)
@@ -227,7 +227,7 @@ def _end_process(code) -> None:
 def _die_by_signal(signum: int):
     """Remove temporaries, then end by ``signum`` with its default action (the exit status a shell
     and a job scheduler expect: 128 + signum)."""
-    from ..files import remove_live_temporaries
+    from ..core.files import remove_live_temporaries
 
     remove_live_temporaries()
     try:

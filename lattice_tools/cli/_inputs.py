@@ -1,11 +1,11 @@
 """The options every command that reads lattices takes, spelled once (see
-:mod:`lattice_tools.io.inputs`): ``--words``, ``--frame-shift``, ``--frame-subsampling-factor``;
+:mod:`lattice_tools.io.lattices.inputs`): ``--words``, ``--frame-shift``, ``--frame-subsampling-factor``;
 and ``--channel`` for every command that writes a CTM."""
 from __future__ import annotations
 
 import click
 
-from ..alternatives_network import DEFAULT_CHANNEL
+from ..core.alternatives_network import DEFAULT_CHANNEL
 
 
 def lattice_input_options(f):

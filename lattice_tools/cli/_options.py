@@ -149,7 +149,7 @@ def check_one_stdout(**paths) -> None:
 
 
 def parallel_options(f):
-    """``--jobs N`` / ``--scheduler ADDRESS``: where a corpus-level command runs (lattice_tools.parallel)."""
+    """``--jobs N`` / ``--scheduler ADDRESS``: where a corpus-level command runs (lattice_tools.core.parallel)."""
     f = click.option("--scheduler", default=None, metavar="ADDRESS",
                      help="Run on the workers of a running Dask scheduler (tcp://host:8786, e.g. one that "
                           "dask-jobqueue's SLURMCluster started). Same output bytes as one process.")(f)

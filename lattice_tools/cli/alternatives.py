@@ -7,8 +7,8 @@ from __future__ import annotations
 import click
 
 from ..alternatives.lattices_to_ctm import make_alternatives_ctm
-from ..files import json_text
-from ..parallel import open_executor, shard_dir_for
+from ..core.files import json_text
+from ..core.parallel import open_executor, shard_dir_for
 from ._inputs import allow_untimed_option, channel_option, lattice_input_options
 from ._options import DEPTH, LATTICE_FORMATS, SIZE, check_one_stdout, json_option, out_option, parallel_options
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..files import json_text
+from ..core.files import json_text
 from ._inputs import allow_untimed_option, channel_option
 from ._options import DEPTH, LATTICE_FORMATS, out_option
 

@@ -32,8 +32,8 @@ def decode_command(audio, out, ctm, model, lm, dictionary, beam, wbeam, pbeam, l
                    maxhmmpf, channel, independent, progress, jobs, scheduler):
     """Decode 16 kHz audio (WAV; other formats/rates via sox) with pocketsphinx into one SLF lattice
     per file and a 1-best CTM.  AUDIO: files or a directory (default: the bundled LibriVox clips)."""
+    from ..core.parallel import open_executor
     from ..decode.pocketsphinx import decode_audio
-    from ..parallel import open_executor
 
     paths = None
     if audio:

@@ -35,7 +35,7 @@ def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, view_page, s
 
     Prints the tables and where every output is.  A few minutes on 2 cores.
     """
-    from ..demo import run_demo
+    from ..pipelines.demo import run_demo
 
     run_demo(out, corpora=corpora, ns=tuple(n for n in ns if n is not None), densities=densities, bootstrap=bootstrap, seed=seed,
              kws=kws, view_page=view_page, segment_free=segment_free, progress=progress, echo=click.echo,

@@ -95,7 +95,7 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     Prints F4DE's summary table (and the per-keyword block table); numbers are F4DE's to the last digit."""
     import os
 
-    from ..files import atomic_write
+    from ..core.files import atomic_write
     from ..kws.f4de_report import alignment_csv, block_table, summary_table
     from ..kws.score import score_kws_files
 
@@ -164,9 +164,9 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
 def kwlist_command(rttm, ctm, out, num_terms, seed, max_words, multiword_fraction, min_count, max_count, min_chars,
                    ecf_filename, language, encoding):
     """Make a keyword list from reference word times (rules: docs/kws.md, "Making a keyword list")."""
-    from ..errors import MismatchError
-    from ..io.kwlist import write_kwlist
-    from ..io.rttm import lexemes_from_ctm, read_rttm
+    from ..core.errors import MismatchError
+    from ..io.keyword_search.kwlist import write_kwlist
+    from ..io.keyword_search.rttm import lexemes_from_ctm, read_rttm
     from ..kws.kwlist_make import make_kwlist
 
     if (rttm is None) == (ctm is None):
@@ -219,7 +219,7 @@ def study_command(inputs, out, rttm, ctm, ecf, kwlist, num_terms, seed, represen
     """The spoken-term-detection study: index the 1-best, N-best lists, sausages, phrase alternatives and the
     whole lattice of INPUTS, search one keyword list in each and score it like F4DE (ATWV, MTWV, OTWV, STWV),
     with index sizes and times; prints the table and the invariants (docs/kws.md, "The STD study")."""
-    from ..files import atomic_write
+    from ..core.files import atomic_write
     from ..kws.study import kws_study_files
 
     if max_length < 1:

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Sequence
 
 import click
 
-from ..errors import FormatError, MismatchError
-from ..files import atomic_write
+from ..core.errors import FormatError, MismatchError
+from ..core.files import atomic_write
 from ._inputs import channel_option, lattice_input_options
 from ._options import parallel_options
 
@@ -28,7 +28,7 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                   format: str | None, words: str | None, segments: dict | None, scales: dict, channel: str,
                   frame_shift: float | None, frame_subsampling_factor: int | None) -> Iterator:
     """Alternatives from alt-CTM files (``*.ctm``), or computed in memory from lattices."""
-    from ..io.altctm import read_alternatives_ctm
+    from ..io.transcripts.altctm import read_alternatives_ctm
     from ..kws.study import Representation, representation_alternatives
 
     for spec in inputs:
@@ -122,7 +122,7 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             for lat in read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
                                            frame_subsampling_factor=frame_subsampling_factor):
                 yield lat[0] if isinstance(lat, tuple) else lat
-        from ..parallel import open_executor, shard_dir_for
+        from ..core.parallel import open_executor, shard_dir_for
 
         with open_executor(jobs=jobs, scheduler=scheduler) as executor:
             result = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel,
@@ -137,7 +137,7 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
                                    f"index the alt-CTM")
         vocab = None
         if words:
-            from ..symbols import SymbolTable
+            from ..core.symbols import SymbolTable
             vocab = [w for w, _ in SymbolTable.read(words)]
         alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales,
                              channel, frame_shift, frame_subsampling_factor)
@@ -172,8 +172,8 @@ def merge_command(shards, out, json_out):
 
 def read_keyword_text(path: str, encoding: str = "utf-8") -> list:
     """A plain keyword list, one ``KWID word [word ...]`` per line (Kaldi's keywords.txt with words)."""
-    from ..files import read_text_lines
-    from ..io.kwlist import KeywordTerm
+    from ..core.files import read_text_lines
+    from ..io.keyword_search.kwlist import KeywordTerm
 
     terms = []
     for lineno, line in read_text_lines(path, encoding):
@@ -189,7 +189,7 @@ def read_keyword_text(path: str, encoding: str = "utf-8") -> list:
 def read_keywords(path: str, encoding: str = "utf-8") -> list:
     """A KWlist XML (``*.xml``) or a plain ``KWID words`` list."""
     if path.endswith((".xml", ".xml.gz")):
-        from ..io.kwlist import read_kwlist
+        from ..io.keyword_search.kwlist import read_kwlist
         return read_kwlist(path, encoding=encoding)
     return read_keyword_text(path, encoding)
 
@@ -243,8 +243,8 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, normaliz
         out_format = "kwslist" if out.endswith(".xml") else "tsv"
     utterance_ids = offsets = None
     if out_format == "kaldi":
-        from ..io.kaldi_data import read_segments
-        from ..io.kaldi_kws import read_utterance_map
+        from ..io.keyword_search.kaldi_kws import read_utterance_map
+        from ..io.transcripts.kaldi_data import read_segments
 
         if utter_map is None:
             raise click.UsageError("--out-format kaldi needs --utter-map (Kaldi's utterance -> integer map)")
@@ -282,10 +282,10 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, normaliz
                  ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
                  lattices=None if lattice_stream is None else lattice_stream())
     if out_format == "kaldi":
-        from ..io.kaldi_kws import write_kaldi_results
+        from ..io.keyword_search.kaldi_kws import write_kaldi_results
         write_kaldi_results(out, res.detections, utterance_ids, frame_shift=kaldi_frame_shift, offsets=offsets)
     elif out_format == "kwslist":
-        from ..io.kwslist import write_kwslist
+        from ..io.keyword_search.kwslist import write_kwslist
         write_kwslist(out, res.detections, kwlist_filename=os.path.basename(kwlist), language=language,
                       system_id=system_id, kwids=[t.kwid for t in terms], oov_kwids=res.oov)
     else:
@@ -343,7 +343,7 @@ def align_command(audio, transcript, out, rttm, ecf, channel, model, dictionary,
               "seconds": round(sum(u.duration for u in utts), 3),
               "aligned_without_silences": [u.key for u in utts if not u.with_silences]}
     if check_ctm:
-        from ..io.ctm import CtmWord, read_ctm
+        from ..io.transcripts.ctm import CtmWord, read_ctm
 
         hyp = [(w.file, w.start, w.duration, w.word) for w in read_ctm(check_ctm, encoding)
                if isinstance(w, CtmWord) and w.start is not None]
@@ -357,7 +357,7 @@ def _expand_audio(audio) -> list[str]:
     """Audio arguments (files or directories of .wav/.flac) as files; a list file (``*.list``/
     ``*.scp`` with one path per line) is read."""
     from ..decode.pocketsphinx import audio_paths
-    from ..recipe import read_list
+    from ..pipelines.recipe import read_list
 
     paths: list[str] = []
     for a in audio:
@@ -376,7 +376,7 @@ def _expand_audio(audio) -> list[str]:
 def ecf_command(audio, out, channel, language, source_type):
     """Write an ECF with one excerpt per AUDIO file (files, directories or *.list files) covering all of it."""
     from ..decode.align import ecf_for_audio
-    from ..io.ecf import write_ecf
+    from ..io.keyword_search.ecf import write_ecf
 
     ecf = ecf_for_audio(_expand_audio(audio), channel=channel, language=language, source_type=source_type)
     write_ecf(out, ecf)

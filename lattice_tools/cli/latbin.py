@@ -45,7 +45,7 @@ def mbr_decode_command(lattices, format, words, frame_shift, frame_subsampling_f
                        sausage_stats, times, one_best_times, ctm, confidence_digits):
     """Kaldi's lattice-mbr-decode and lattice-to-ctm-conf on LATTICES: the same MBR words, Bayes
     risk, sausage bins (pure-epsilon bins included), times and confidences.  '-' = stdout."""
-    from ..latbin import mbr_decode
+    from ..pipelines.latbin import mbr_decode
 
     result = mbr_decode(list(lattices), tra=tra, bayes_risk=bayes_risk, sausage_stats=sausage_stats, times=times,
                         one_best_times=one_best_times, ctm=ctm, confidence_digits=confidence_digits, format=format,
@@ -67,7 +67,7 @@ def best_path_command(lattices, format, words, frame_shift, frame_subsampling_fa
                       word_penalty, tra, ctm, costs):
     """Kaldi's lattice-best-path (and lattice-1best | nbest-to-ctm) on LATTICES: the same path, ties
     broken in Kaldi's order of states.  '-' = stdout."""
-    from ..latbin import best_path
+    from ..pipelines.latbin import best_path
 
     result = best_path(list(lattices), tra=tra, ctm=ctm, costs=costs, format=format, words=words,
                        frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
@@ -89,7 +89,7 @@ def nbest_paths_command(lattices, format, words, frame_shift, frame_subsampling_
                         tra, ctm, costs):
     """Kaldi's lattice-determinize | lattice-to-nbest --n on LATTICES: the N distinct word sequences
     with the cheapest best path (tropical), best first.  For posteriors use 'nbest' (log semiring)."""
-    from ..latbin import nbest_paths
+    from ..pipelines.latbin import nbest_paths
 
     result = nbest_paths(list(lattices), n, tra=tra, ctm=ctm, costs=costs, format=format, words=words,
                          frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
@@ -113,7 +113,7 @@ def _out_options(f):
 def scale_command(lattices, format, words, frame_shift, frame_subsampling_factor, out, out_format, acoustic_scale,
                   lm_scale):
     """Kaldi's lattice-scale: LATTICES with graph costs x --lm-scale and acoustic costs x --acoustic-scale."""
-    from ..latbin import scale
+    from ..pipelines.latbin import scale
 
     n = scale(list(lattices), out, acoustic_scale=acoustic_scale, lm_scale=lm_scale, format=format, words=words,
               frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, out_format=out_format)
@@ -127,7 +127,7 @@ def scale_command(lattices, format, words, frame_shift, frame_subsampling_factor
 def add_penalty_command(lattices, format, words, frame_shift, frame_subsampling_factor, out, out_format,
                         word_penalty):
     """Kaldi's lattice-add-penalty --word-ins-penalty on LATTICES."""
-    from ..latbin import add_penalty
+    from ..pipelines.latbin import add_penalty
 
     n = add_penalty(list(lattices), out, word_penalty=word_penalty, format=format, words=words,
                     frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, out_format=out_format)
@@ -142,7 +142,7 @@ def add_penalty_command(lattices, format, words, frame_shift, frame_subsampling_
 def prune_command(lattices, format, words, frame_shift, frame_subsampling_factor, out, out_format, beam,
                   acoustic_scale):
     """Kaldi's lattice-prune on LATTICES: keep what lies on a path within --beam of the best one."""
-    from ..latbin import prune
+    from ..pipelines.latbin import prune
 
     n = prune(list(lattices), out, beam=beam, acoustic_scale=acoustic_scale, format=format, words=words,
               frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, out_format=out_format)
@@ -154,7 +154,7 @@ def prune_command(lattices, format, words, frame_shift, frame_subsampling_factor
 @click.option("-o", "--out", default=None, help="Table 'utt depth' (default: only the summary).")
 def depth_command(lattices, format, words, frame_shift, frame_subsampling_factor, out):
     """Kaldi's lattice-depth on LATTICES: average number of arcs crossing each frame."""
-    from ..latbin import depth
+    from ..pipelines.latbin import depth
 
     click.echo(json.dumps(depth(list(lattices), out=out, format=format, words=words, frame_shift=frame_shift,
                                 frame_subsampling_factor=frame_subsampling_factor),
@@ -174,9 +174,9 @@ def oracle_path_command(lattices, format, words, frame_shift, frame_subsampling_
                         wildcard_symbols, json_out):
     """Kaldi's lattice-oracle on LATTICES: the path with the fewest word errors (Levenshtein, weights
     ignored) against word ids.  For STM/trn references, sclite costs and other representations use 'oracle'."""
-    from ..errors import FormatError
-    from ..files import atomic_write
-    from ..latbin import oracle
+    from ..core.errors import FormatError
+    from ..core.files import atomic_write
+    from ..pipelines.latbin import oracle
 
     try:
         wild = [int(x) for x in wildcard_symbols.split(":") if x.strip()]

@@ -7,8 +7,8 @@ import math
 import click
 
 from ..algorithms.statistics import lattice_info
-from ..files import write_json
-from ..io.convert import convert_lattices
+from ..core.files import write_json
+from ..io.lattices.convert import convert_lattices
 from ._inputs import lattice_input_options
 from ._options import LATTICE_FORMATS, json_option, option, out_option
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..errors import LatticeToolsError
+from ..core.errors import LatticeToolsError
 from ._options import check_one_stdout, json_option
 
 

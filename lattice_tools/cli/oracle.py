@@ -72,8 +72,8 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                    posterior_threshold, acoustic_scale, lm_scale, word_penalty, segment_free, collar, bootstrap, seed,
                    json_out, encoding, max_memory, segments, jobs, scheduler):
     """Exact oracle WER of INPUTS (lattices: SLF dirs/files, ark:..., .pt ...; or one alt-CTM file)."""
+    from ..core.parallel import open_executor, shard_dir_for
     from ..oracle.report import format_report, oracle_wer
-    from ..parallel import open_executor, shard_dir_for
 
     with open_executor(jobs=jobs, scheduler=scheduler) as executor:
         report = oracle_wer(list(inputs), reference, glm=list(glm), optional_deletable=optional_deletable, mode=mode,
@@ -150,7 +150,7 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
         thresholds = [float(x) for x in prune_thresholds.split(",") if x.strip()]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--prune") from None
-    from ..parallel import open_executor
+    from ..core.parallel import open_executor
 
     with open_executor(jobs=jobs, scheduler=scheduler) as executor:
         result = run_study(sets, reference, ns=n_list, representations=[r.strip() for r in representations.split(",")],

@@ -1,14 +1,14 @@
 """Small commands used by the recipe stages (``recipes/``): split inputs into jobs, run a command on a
 job's list, merge job outputs, and map CTMs from utterances to recordings.  Thin wrappers over
-:mod:`lattice_tools.recipe`."""
+:mod:`lattice_tools.pipelines.recipe`."""
 from __future__ import annotations
 
 import os
 
 import click
 
-from .. import recipe
-from ..errors import LatticeToolsError
+from ..core.errors import LatticeToolsError
+from ..pipelines import recipe
 from ._options import out_option
 
 

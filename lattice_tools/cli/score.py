@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..files import write_json
+from ..core.files import write_json
 from ._options import SIZE, check_one_stdout, json_option, out_option, parallel_options
 
 # '-h' is the hypothesis here (as in sclite), so help is only '--help'.
@@ -70,7 +70,7 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
         raise click.UsageError("--collar applies to --segment-free scoring only")
     if segment_free and (single_segment or reduce):
         raise click.UsageError("--segment-free does not combine with --single-segment or -m")
-    from ..parallel import open_executor
+    from ..core.parallel import open_executor
 
     with open_executor(jobs=jobs, scheduler=scheduler) as executor:
         result = score_files(ref, hyp, glms=glms, ref_format=ref_format, hyp_format=hyp_format,
@@ -106,7 +106,7 @@ def score_command(ref, hyp, glms, ref_format, hyp_format, optional_deletable, fr
 @click.option("--allow-missing", is_flag=True, help="Tolerate files/channels missing on one side (as score).")
 def ladder_command(ref, hyps, glms, corrected_stm, ref_seg_hyps, out, json_out, encoding, allow_missing):
     """WER under successive scoring configurations (Faria et al., Table 1)."""
-    from ..files import atomic_write
+    from ..core.files import atomic_write
     from ..scoring.ladder import ladder_markdown, run_ladder
 
     def parse(items):

@@ -59,7 +59,7 @@ def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwli
     """Write one self-contained HTML page of INPUTS (lattices) and/or --alt-ctm files: per utterance the
     1-best aligned with the reference, the alternatives with posteriors and the oracle's choice, the
     lattice on a time axis and keyword hits. It opens from file:// with no network."""
-    from ..files import write_json
+    from ..core.files import write_json
     from ..viewer import view
 
     reps = tuple(r.strip() for r in representations.split(",") if r.strip())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._exports import lazy_exports
+from ..core._exports import lazy_exports
 
 if TYPE_CHECKING:
     from .decode import decode_ctc, iter_decode_ctc, load_graph

@@ -54,7 +54,7 @@ def make_arrays(num_states, start, arcs, finals) -> FstArrays:
 
 def fst_to_arrays(fst) -> FstArrays:
     """Read every arc and final weight of a kaldifst ``StdVectorFst`` (or ``StdConstFst``)."""
-    from .._optional import kaldifst as _kaldifst
+    from ..core._optional import kaldifst as _kaldifst
 
     kaldifst = _kaldifst()
 
@@ -76,7 +76,7 @@ def fst_to_arrays(fst) -> FstArrays:
 
 def arrays_to_fst(arr: FstArrays):
     """Build a kaldifst ``StdVectorFst`` with exactly these states, arcs (in order) and finals."""
-    from .._optional import kaldifst as _kaldifst
+    from ..core._optional import kaldifst as _kaldifst
 
     kaldifst = _kaldifst()
 

@@ -4,13 +4,13 @@
   ``DecodableCtc`` on an OpenFst graph (``HLG.fst`` from :func:`~lattice_tools.ctc.graph.build_graph`;
   a k2 ``HLG.pt`` is converted).  The raw state-level lattice (``GetRawLattice``, pruned with
   ``lattice_beam``, final costs included) becomes a frame-level hub :class:`Lattice` exactly like
-  a Kaldi ``Lattice`` archive entry (:func:`lattice_tools.io.kaldi.raw_to_lattice`): ``ilabel`` =
+  a Kaldi ``Lattice`` archive entry (:func:`lattice_tools.io.lattices.kaldi.raw_to_lattice`): ``ilabel`` =
   graph input label (token id + 1; 0 = non-emitting arc), ``word`` = output label,
   ``graph_cost`` = graph cost, ``acoustic_cost`` = ``-log_prob`` of the emitted token.
 * ``backend="k2"`` (needs k2): ``k2.intersect_dense_pruned`` on a k2 ``HLG.pt`` with icefall's
   conventions (``HLG.lm_scores = HLG.scores``, ``frame_idx_name="frame"``); the lattice goes
   through :func:`lattice_tools.interop.k2.from_k2` (the conventions of
-  :func:`lattice_tools.io.k2file.read_k2_lattices`: ``ilabel`` = token id, 0 = blank).
+  :func:`lattice_tools.io.lattices.k2file.read_k2_lattices`: ``ilabel`` = token id, 0 = blank).
 
 In both, ``total cost = graph_cost + acoustic_cost`` of a path = ``-(graph log-prob + sum of
 frame log-probs)``, so totals and posteriors of the two backends are comparable (the k2 lattice
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError, LatticeError, LatticeToolsError, MismatchError, require
-from ..lattice import Lattice
-from ..symbols import SymbolTable
+from ..core.errors import FormatError, LatticeError, LatticeToolsError, MismatchError, require
+from ..core.lattice import Lattice
+from ..core.symbols import SymbolTable
 from .graph import GRAPH_FILES, _require_k2
 
 BACKENDS = ("kaldi", "k2")
@@ -98,7 +98,7 @@ def load_graph(graph, *, backend: str = "kaldi", words=None) -> CtcGraph:
         words = SymbolTable.read(str(words))
     is_k2_file = gpath.suffix == ".pt"
     if backend == "kaldi":
-        from .._optional import kaldifst as _kaldifst
+        from ..core._optional import kaldifst as _kaldifst
 
         kaldifst = _kaldifst()
 
@@ -219,11 +219,11 @@ def _as_items(logprobs, lengths, keys):
 
 def _decode_kaldi(g: CtcGraph, key: str, lp: np.ndarray, beam: float, lattice_beam: float,
                   frame_shift: float) -> Lattice:
-    from .._optional import kaldi_decoder as _kaldi_decoder
+    from ..core._optional import kaldi_decoder as _kaldi_decoder
 
     kaldi_decoder = _kaldi_decoder()
 
-    from ..io.kaldi import raw_to_lattice
+    from ..io.lattices.kaldi import raw_to_lattice
 
     cfg = kaldi_decoder.LatticeSimpleDecoderConfig(beam=float(beam), lattice_beam=float(lattice_beam))
     decoder = kaldi_decoder.LatticeSimpleDecoder(g.graph, cfg)
@@ -256,7 +256,7 @@ def _decode_k2(g: CtcGraph, key: str, lp: np.ndarray, beam: float, lattice_beam:
 
 
 def _kaldi_lattice_to_raw(lat, key: str):
-    """A kaldifst ``Lattice`` as :class:`lattice_tools.io.kaldi.RawFst` (float32 weights exact).
+    """A kaldifst ``Lattice`` as :class:`lattice_tools.io.lattices.kaldi.RawFst` (float32 weights exact).
 
     The lattice is written with Kaldi/OpenFst's binary writer (``vector`` FST, arc type
     ``lattice4``) and parsed here: one ``struct`` call per state, then all arcs at once with numpy
@@ -264,7 +264,7 @@ def _kaldi_lattice_to_raw(lat, key: str):
     import struct
     import tempfile
 
-    from ..io.kaldi import RawFst
+    from ..io.lattices.kaldi import RawFst
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "lattice.fst")

@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError, LatticeToolsError, SymbolError, require
-from ..files import atomic_write, read_text_lines
-from ..symbols import SymbolTable
+from ..core.errors import FormatError, LatticeToolsError, SymbolError, require
+from ..core.files import atomic_write, read_text_lines
+from ..core.symbols import SymbolTable
 from ._fst import FstArrays, arrays_to_fst, fst_to_arrays, make_arrays
 
 AUTO = "auto"
@@ -289,7 +289,7 @@ def _read_openfst_text(path: str, words: SymbolTable) -> FstArrays:
 
 def _read_arpa(path: str, words: SymbolTable, max_order: int) -> FstArrays:
     kaldilm = require("kaldilm", None)
-    from .._optional import kaldifst as _kaldifst
+    from ..core._optional import kaldifst as _kaldifst
 
     kaldifst = _kaldifst()
 
@@ -315,7 +315,7 @@ def compile_hlg_kaldifst(lang: Lang, grammar: FstArrays | None, *, sil_prob: flo
 
     Returns a ``kaldifst.StdVectorFst`` (input = token + 1, output = word id), ilabel-sorted.
     """
-    from .._optional import kaldifst as _kaldifst
+    from ..core._optional import kaldifst as _kaldifst
 
     kaldifst = _kaldifst()
 
@@ -410,7 +410,7 @@ def _require_k2():
     try:
         import k2  # noqa: F401
     except ImportError as exc:
-        from ..errors import MissingDependencyError
+        from ..core.errors import MissingDependencyError
 
         raise MissingDependencyError(
             "the k2 backend needs k2, which has no PyPI wheel for this Python: build it from source "

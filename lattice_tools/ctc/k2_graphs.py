@@ -2,15 +2,15 @@
 0 = blank, ragged word ``aux_labels``) as OpenFst arrays for kaldi-decoder (input label = token + 1),
 and an OpenFst CTC graph as a k2 ``Fsa`` for ``intersect_dense_pruned`` (input epsilons removed with k2).
 
-Reading ``HLG.pt`` needs neither k2 nor torch (:mod:`lattice_tools.io.k2file`); the way back needs k2.
+Reading ``HLG.pt`` needs neither k2 nor torch (:mod:`lattice_tools.io.lattices.k2file`); the way back needs k2.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import FormatError
+from ..core.errors import FormatError
 from ..interop.k2 import _k2
-from ..io.k2file import Ragged, load_k2_dict
+from ..io.lattices.k2file import Ragged, load_k2_dict
 from ._fst import FstArrays, fst_to_arrays
 
 
@@ -99,7 +99,7 @@ def fst_graph_to_k2(path):
     ``intersect_dense_pruned``: input-epsilon arcs are removed with ``k2.remove_epsilon``
     (tropical; their words move into ragged ``aux_labels``), labels become token ids (0 = blank)."""
     k2 = _k2()
-    from .._optional import kaldifst as _kaldifst
+    from ..core._optional import kaldifst as _kaldifst
 
     kaldifst = _kaldifst()
 

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..errors import FormatError, MismatchError, require
-from ..files import open_binary_input
+from ..core.errors import FormatError, MismatchError, require
+from ..core.files import open_binary_input
 
 _ARK_PREFIX = re.compile(r"^ark(,[a-z]+)*:")
 
@@ -207,7 +207,7 @@ def _text_matrix(data: bytes, pos: int, path: str, key: str):
 
 def write_kaldi_text_matrices(path, items) -> None:
     """Write ``(key, [T, V])`` pairs as a Kaldi text matrix archive (``ark,t:``), e.g. for tests."""
-    from ..files import atomic_write
+    from ..core.files import atomic_write
 
     with atomic_write(str(path)) as f:
         for key, arr in items:

@@ -25,10 +25,10 @@ Conventions:
   heard: speech the transcript does not cover (``check=False`` skips this second decode).
 
 Errors are named, never silent: a transcript word missing from the pronunciation dictionary
-(:class:`~lattice_tools.errors.SymbolError`, all such words listed), an audio file without a
-transcript or a transcript without audio (:class:`~lattice_tools.errors.MismatchError`), an empty
+(:class:`~lattice_tools.core.errors.SymbolError`, all such words listed), an audio file without a
+transcript or a transcript without audio (:class:`~lattice_tools.core.errors.MismatchError`), an empty
 transcript, and audio that cannot be aligned to its text (pocketsphinx finds no path through the
-grammar, e.g. the wrong transcript or truncated audio: :class:`~lattice_tools.errors.FormatError`
+grammar, e.g. the wrong transcript or truncated audio: :class:`~lattice_tools.core.errors.FormatError`
 naming the file).
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import FormatError, MismatchError, SymbolError
+from ..core.errors import FormatError, MismatchError, SymbolError
 from .pocketsphinx import SAMPLE_RATE, _decoder, audio_paths, is_filler, load_audio, utterance_keys
 
 _VARIANT = re.compile(r"\(\d+\)$")
@@ -75,8 +75,8 @@ def read_transcripts(path: str, encoding: str = "utf-8") -> dict[str, str]:
 
     The format is decided by the first non-blank line (trn lines end with ``)``).  A key given twice
     is a MismatchError naming both lines."""
-    from ..files import read_text_lines
-    from ..io.trn import parse_trn_line
+    from ..core.files import read_text_lines
+    from ..io.transcripts.trn import parse_trn_line
 
     out: dict[str, str] = {}
     where: dict[str, int] = {}
@@ -219,9 +219,9 @@ def write_alignment(utterances: Iterable[AlignedUtterance], *, ctm: str | None =
     from the first word's start to the last word's end, then a LEXEME line per word; speaker =
     ``key``), and an ECF with one excerpt per file covering all of its audio.  Each file is written
     atomically."""
-    from ..io.ctm import CtmWord, write_ctm
-    from ..io.ecf import Ecf, EcfExcerpt, write_ecf
-    from ..io.rttm import RttmRecord, write_rttm
+    from ..io.keyword_search.ecf import Ecf, EcfExcerpt, write_ecf
+    from ..io.keyword_search.rttm import RttmRecord, write_rttm
+    from ..io.transcripts.ctm import CtmWord, write_ctm
 
     utts = list(utterances)
     if ctm is not None:
@@ -255,8 +255,8 @@ def audio_duration(path: str) -> float:
 
 def ecf_for_audio(paths: Sequence[str] | str, *, channel: str = "1", language: str = "english",
                   source_type: str = "bnews"):
-    """An ECF (:class:`~lattice_tools.io.ecf.Ecf`) with one excerpt per audio file covering all of it."""
-    from ..io.ecf import Ecf, EcfExcerpt
+    """An ECF (:class:`~lattice_tools.io.keyword_search.ecf.Ecf`) with one excerpt per audio file covering all of it."""
+    from ..io.keyword_search.ecf import Ecf, EcfExcerpt
 
     paths = audio_paths(paths)
     excerpts = tuple(EcfExcerpt(os.path.basename(p), channel, 0.0, round(audio_duration(p), 3), source_type)

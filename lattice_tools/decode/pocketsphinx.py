@@ -25,10 +25,10 @@ import wave
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import FormatError, MismatchError, MissingDependencyError
-from ..files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
-from ..lattice import Lattice
-from ..symbols import SymbolTable
+from ..core.errors import FormatError, MismatchError, MissingDependencyError
+from ..core.files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
+from ..core.lattice import Lattice
+from ..core.symbols import SymbolTable
 
 SAMPLE_RATE = 16000
 _VARIANT = re.compile(r"\(\d+\)$")
@@ -104,7 +104,7 @@ def load_audio(path: str) -> bytes:
 
 
 def _decoder(model: str | None, lm: str | None, dictionary: str | None, options: dict):
-    from .._optional import pocketsphinx
+    from ..core._optional import pocketsphinx
 
     ps = pocketsphinx()
     kwargs = {"loglevel": "FATAL"}
@@ -205,7 +205,7 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
         audio only (and parallel jobs byte-identical to one job), at ~0.5 s of model loading per
         file.  ``False`` reuses one decoder (faster, order-dependent; not with ``executor``).
       executor: None decodes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
-        decodes one file per task on its workers (:mod:`lattice_tools.parallel`; ``out_dir`` must be on a
+        decodes one file per task on its workers (:mod:`lattice_tools.core.parallel`; ``out_dir`` must be on a
         file system they share): the same files, byte for byte.
       shard_dir: decoded files are noted there, so that a killed run started again decodes only the rest.
     Returns:
@@ -216,9 +216,9 @@ def decode_audio(paths: Sequence[str] | str | None = None, *, out_dir: str, ctm:
     """
     from tqdm import tqdm
 
-    from ..io.ctm import CtmWord, write_ctm
-    from ..io.slf import read_slf
-    from ..parallel import Shard, ShardStore, run_shards
+    from ..core.parallel import Shard, ShardStore, run_shards
+    from ..io.lattices.slf import read_slf
+    from ..io.transcripts.ctm import CtmWord, write_ctm
 
     paths = audio_paths(bundled_audio("librivox") if paths is None else paths)
     keys = utterance_keys(paths)

@@ -1,13 +1,13 @@
-"""Conversions between k2 ``Fsa`` objects and the hub :class:`~lattice_tools.lattice.Lattice`.
+"""Conversions between k2 ``Fsa`` objects and the hub :class:`~lattice_tools.core.lattice.Lattice`.
 
 Needs k2, which has no PyPI wheel for Python 3.11: ``pip install 'lattice-tools[torch]'`` gives torch,
 and k2 itself is built from source (``docs/k2-and-ctc.md``, "Building k2 locally").  Reading and writing k2 *files* does not need k2:
-see :mod:`lattice_tools.io.k2file`.
+see :mod:`lattice_tools.io.lattices.k2file`.
 
 The conversions are defined *through* the k2-free file format, so they follow exactly the
-conventions of :func:`lattice_tools.io.k2file.read_k2_lattices` (scores, ``lm_scores``,
+conventions of :func:`lattice_tools.io.lattices.k2file.read_k2_lattices` (scores, ``lm_scores``,
 ``aux_labels`` as int tensor or ragged, ``tokens``, ``frame``, k2's super-final state) and
-:func:`lattice_tools.io.k2file.write_k2_lattice`:
+:func:`lattice_tools.io.lattices.k2file.write_k2_lattice`:
 
 * ``from_k2(fsa)`` = ``read_k2_lattices(torch.save(fsa.as_dict()))``
 * ``to_k2(lat)``   = ``k2.Fsa.from_dict(torch.load(write_k2_lattice(lat)))``
@@ -23,8 +23,8 @@ import os
 import tempfile
 from collections.abc import Sequence
 
-from ..errors import LatticeToolsError, MissingDependencyError, require
-from ..lattice import Lattice
+from ..core.errors import LatticeToolsError, MissingDependencyError, require
+from ..core.lattice import Lattice
 
 
 def _k2():
@@ -58,13 +58,13 @@ def from_k2(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *,
     Returns:
       A :class:`Lattice` for a single Fsa, a list for an FsaVec or a list input (plus arc maps).
 
-    Conventions are those of :func:`lattice_tools.io.k2file.read_k2_lattices`: ``graph_cost =
+    Conventions are those of :func:`lattice_tools.io.lattices.k2file.read_k2_lattices`: ``graph_cost =
     -lm_scores``, ``acoustic_cost = -(scores - lm_scores)``, ``ilabel`` = k2 label (token id),
     ``word`` = aux label, ``t0 = frame``, ``t1 = frame + 1``, other attributes in ``attrs``.
     """
     k2 = _k2()
     torch = require("torch", "torch")
-    from ..io.k2file import read_k2_lattices
+    from ..io.lattices.k2file import read_k2_lattices
 
     if int(subsampling) < 1:
         raise LatticeToolsError(f"subsampling must be a positive integer, got {subsampling}")
@@ -88,12 +88,12 @@ def to_k2(lattice, *, aux_labels: str = "tensor"):
     """Convert a hub :class:`Lattice` (-> single ``Fsa``) or a list of them (-> FsaVec) to k2.
 
     ``aux_labels``: ``"tensor"`` (int32, -1 on final arcs) or ``"ragged"`` (icefall HLG-lattice
-    style).  Conventions are those of :func:`lattice_tools.io.k2file.write_k2_lattice` (costs rounded
+    style).  Conventions are those of :func:`lattice_tools.io.lattices.k2file.write_k2_lattice` (costs rounded
     to float32; a super-final state is added unless the lattice already has k2's shape).
     """
     k2 = _k2()
     torch = require("torch", "torch")
-    from ..io.k2file import write_k2_lattice
+    from ..io.lattices.k2file import write_k2_lattice
 
     if not isinstance(lattice, Lattice):
         lattice = list(lattice)
@@ -119,7 +119,7 @@ def load_k2(path, words=None, frame_shift: float = 0.04, subsampling: int = 1):
 def save_k2(lattices, path, *, aux_labels: str = "tensor") -> None:
     """Write lattices through k2: ``torch.save(to_k2(lattices).as_dict(), path)`` (atomically)."""
     torch = require("torch", "torch")
-    from ..files import atomic_write
+    from ..core.files import atomic_write
 
     fsa = to_k2(lattices, aux_labels=aux_labels)
     with atomic_write(str(path), "wb", compress=False) as f:

@@ -19,8 +19,8 @@ See ``docs/formats.md`` for the conventions of each format.
 """
 from __future__ import annotations
 
-from .convert import convert_lattices
-from .inputs import read_lattice_inputs
-from .lattice_files import FORMATS, guess_format, read_lattices, write_lattices
+from .lattices.convert import convert_lattices
+from .lattices.inputs import read_lattice_inputs
+from .lattices.lattice_files import FORMATS, guess_format, read_lattices, write_lattices
 
 __all__ = ["read_lattices", "write_lattices", "guess_format", "FORMATS", "read_lattice_inputs", "convert_lattices"]

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..alternatives._common import is_silence
-from ..alternatives.network import Alternatives
-from ..errors import LatticeToolsError, MismatchError
-from ..lattice import Lattice
+from ..core.alternatives_network import Alternatives
+from ..core.errors import LatticeToolsError, MismatchError
+from ..core.lattice import Lattice
 from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, IndexHit, index_alternatives, index_lattice
 from .store import IndexWriter, normalized_settings, settings_problem
 
@@ -76,7 +76,7 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                 progress(lat.key)
         result = {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}
     if shard_dir:
-        from ..parallel import ShardStore
+        from ..core.parallel import ShardStore
 
         ShardStore(shard_dir).remove()
     return result
@@ -119,8 +119,8 @@ def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
 def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, executor,
                   shard_dir: str | None = None) -> Iterator[tuple]:
     """``(lattice, (file, channel, offset), hits, pruned mass)`` of every lattice, in input order, computed in
-    shards (:mod:`lattice_tools.parallel`) here or on the workers of ``executor``."""
-    from ..parallel import ShardStore, run_shards, shard_lattices, with_companions
+    shards (:mod:`lattice_tools.core.parallel`) here or on the workers of ``executor``."""
+    from ..core.parallel import ShardStore, run_shards, shard_lattices, with_companions
 
     def place(key):
         if segments is None:

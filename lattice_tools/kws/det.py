@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from statistics import NormalDist
 
-from ..errors import LatticeToolsError
-from ..files import atomic_write
+from ..core.errors import LatticeToolsError
+from ..core.files import atomic_write
 from .score import KwsScore
 
 _ND = NormalDist()
@@ -17,7 +17,7 @@ def _dev(p: float) -> float:
 
 def plot_det(scores: dict[str, KwsScore] | KwsScore, path: str, *, title: str = "") -> None:
     """Write the DET curve(s) as a PNG (written to a temporary file, then renamed)."""
-    from .._optional import pyplot
+    from ..core._optional import pyplot
 
     plt = pyplot()
 

@@ -67,9 +67,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..alternatives._common import dense_codes, is_silence, word_labels
-from ..alternatives.network import Alternatives
-from ..errors import BudgetExceededError, FormatError, LatticeError
-from ..lattice import Lattice
+from ..core.alternatives_network import Alternatives
+from ..core.errors import BudgetExceededError, FormatError, LatticeError
+from ..core.lattice import Lattice
 
 #: Default longest word sequence the index holds.
 DEFAULT_MAX_LENGTH = 3

@@ -21,9 +21,9 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from ..errors import LatticeToolsError
-from ..io.kwlist import KeywordTerm
-from ..io.rttm import RttmRecord
+from ..core.errors import LatticeToolsError
+from ..io.keyword_search.kwlist import KeywordTerm
+from ..io.keyword_search.rttm import RttmRecord
 
 _BAD = re.compile(r"[()\[\]<>{}%*~/\-]")
 _LETTER = re.compile(r"[^\W\d_]")

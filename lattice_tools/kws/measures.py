@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import FormatError
+from ..core.errors import FormatError
 from .references import perl_num
 from .trials import Block, Trials
 

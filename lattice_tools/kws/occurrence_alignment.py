@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.ecf import Ecf
-from ..io.kwslist import KwsList
+from ..io.keyword_search.ecf import Ecf
+from ..io.keyword_search.kwslist import KwsList
 from .matching import match_windows
 from .references import ReferenceIndex
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..io.kwslist import DetectionColumns
+from ..io.keyword_search.kwslist import DetectionColumns
 from .occurrence_alignment import OccurrenceAlignment
 from .references import ReferenceIndex
 from .trials import Block, Trials

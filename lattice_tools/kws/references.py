@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..errors import FormatError
-from ..io.rttm import RttmRecord, RttmTable
+from ..core.errors import FormatError
+from ..io.keyword_search.rttm import RttmRecord, RttmTable
 
 
 def perl_num(x: float) -> str:

@@ -32,11 +32,11 @@ from functools import cached_property
 
 import numpy as np
 
-from ..errors import MismatchError
-from ..io.ecf import Ecf
-from ..io.kwlist import KeywordTerm, KwList
-from ..io.kwslist import KwsList
-from ..io.rttm import RttmRecord
+from ..core.errors import MismatchError
+from ..io.keyword_search.ecf import Ecf
+from ..io.keyword_search.kwlist import KeywordTerm, KwList
+from ..io.keyword_search.kwslist import KwsList
+from ..io.keyword_search.rttm import RttmRecord
 from .measures import KwsScore, Metric, OperatingPoint, TermResult, evaluate
 from .occurrence_alignment import ExcerptTable, align_occurrences
 from .occurrence_trials import alignment_rows, fill_blocks, positions_by_keyword
@@ -135,7 +135,7 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         for the numbers people publish): a ``<kwtext>``'s entities decoded (F4DE keeps ``&amp;`` as it is,
         :func:`~lattice_tools.kws.references.f4de_kwtext`) and Python's lowercasing (F4DE's Perl ``lc`` makes
         a final capital sigma σ, not ς).  The kwslist's file names are read by
-        :func:`~lattice_tools.io.kwslist.read_kwslist` (its ``xml_correct``; :func:`score_kws_files` passes it).
+        :func:`~lattice_tools.io.keyword_search.kwslist.read_kwslist` (its ``xml_correct``; :func:`score_kws_files` passes it).
     Raises:
       MismatchError for kwslist keywords missing from the KWlist or hits outside the ECF's files;
       FormatError for decisions no single threshold explains, or an empty term.
@@ -344,10 +344,10 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     """Read the files of an evaluation and :func:`score_kws` them.  The reference occurrences come from
     ``rttm`` (LEXEME lines) or from ``ctm`` (reference word times, one speaker per file/channel).  With
     ``check_reference_overlaps``, two overlapping words of one speaker are an error (FormatError)."""
-    from ..io.ecf import read_ecf
-    from ..io.kwlist import read_kwlist_file
-    from ..io.kwslist import read_kwslist
-    from ..io.rttm import check_overlaps, lexemes_from_ctm, read_rttm_table
+    from ..io.keyword_search.ecf import read_ecf
+    from ..io.keyword_search.kwlist import read_kwlist_file
+    from ..io.keyword_search.kwslist import read_kwslist
+    from ..io.keyword_search.rttm import check_overlaps, lexemes_from_ctm, read_rttm_table
 
     if (rttm is None) == (ctm is None):
         raise MismatchError("give the reference as exactly one of an RTTM or a CTM")

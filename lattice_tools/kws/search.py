@@ -52,10 +52,10 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import LatticeToolsError, MismatchError
-from ..io.kwlist import KeywordTerm
-from ..io.kwslist import Detection
-from ..lattice import Lattice
+from ..core.errors import LatticeToolsError, MismatchError
+from ..core.lattice import Lattice
+from ..io.keyword_search.kwlist import KeywordTerm
+from ..io.keyword_search.kwslist import Detection
 from .index import IndexHit, lattice_terms_hits
 from .store import TermIndex
 
@@ -284,7 +284,7 @@ def atwv_metric(ecf: str, kwlist: str, *, rttm: str | None = None, ctm: str | No
     import os
     import tempfile
 
-    from ..io.kwslist import write_kwslist
+    from ..io.keyword_search.kwslist import write_kwslist
     from .score import score_kws_files
 
     def metric(detections: list[Detection]) -> float:

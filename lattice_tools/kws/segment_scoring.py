@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import MismatchError
-from ..io.ecf import Ecf
-from ..io.kwlist import KwList
-from ..io.kwslist import Detection, KwsList
-from ..io.rttm import RttmRecord
+from ..core.errors import MismatchError
+from ..io.keyword_search.ecf import Ecf
+from ..io.keyword_search.kwlist import KwList
+from ..io.keyword_search.kwslist import Detection, KwsList
+from ..io.keyword_search.rttm import RttmRecord
 from .references import ReferenceIndex, RefWord, round4
 from .trials import Trials
 

@@ -18,7 +18,7 @@ scans the hits (``EXPLAIN QUERY PLAN`` in the tests).  For example::
                       ON u.id = h.utterance_id WHERE h.term = 'of clubs' ORDER BY h.score DESC"
 
 **Atomic writes.**  Every build, add and merge writes a temporary file next to the target
-(named as every atomic write of the toolkit names its temporaries, :func:`lattice_tools.files.make_temporary`)
+(named as every atomic write of the toolkit names its temporaries, :func:`lattice_tools.core.files.make_temporary`)
 and renames it over the target when complete: an interrupted or failed build leaves the previous index (or
 no file) untouched, SIGTERM removes the temporary, and the next write of the same index removes those a
 killed process left.  Adding to an index copies it first, under a lock of the directory: concurrent
@@ -42,7 +42,7 @@ such terms with an error naming what is missing.
 **Checked on read.**  An index comes from a file anyone can edit: opening one checks its tables, schema
 version and settings (:func:`settings_problem`, the rule the writer applies too); every hit read is checked
 (:func:`check_hit`); a merge checks each shard's rows in SQL.  Every SQLite, JSON or text fault is a one-line
-:class:`~lattice_tools.errors.FormatError` naming the file and quoting at most 80 characters of the value.
+:class:`~lattice_tools.core.errors.FormatError` naming the file and quoting at most 80 characters of the value.
 """
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 
-from ..errors import FormatError, LatticeToolsError, MismatchError
-from ..files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
+from ..core.errors import FormatError, LatticeToolsError, MismatchError
+from ..core.files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
 from .index import IndexHit
 
 SCHEMA_VERSION = "1"

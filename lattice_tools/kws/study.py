@@ -29,12 +29,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..errors import BudgetExceededError, LatticeToolsError, MismatchError
-from ..files import atomic_write, write_json
-from ..io.ecf import Ecf, EcfExcerpt
-from ..io.kwlist import KeywordTerm
-from ..io.rttm import RttmRecord
-from ..lattice import Lattice
+from ..core.errors import BudgetExceededError, LatticeToolsError, MismatchError
+from ..core.files import atomic_write, write_json
+from ..core.lattice import Lattice
+from ..io.keyword_search.ecf import Ecf, EcfExcerpt
+from ..io.keyword_search.kwlist import KeywordTerm
+from ..io.keyword_search.rttm import RttmRecord
 from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE
 
 KINDS = ("1best", "nbest", "sausage", "phrase", "lattice")
@@ -197,7 +197,7 @@ def _build(rep, lattices, path, *, max_length, max_silence, scales, channel, tic
 
 
 def _study_row(rep, lattices, references, terms, ecf, out_dir, opts, tick) -> dict:
-    from ..io.kwslist import read_kwslist, write_kwslist
+    from ..io.keyword_search.kwslist import read_kwslist, write_kwslist
     from .score import score_kws
     from .search import search
 
@@ -245,7 +245,7 @@ def run_kws_study(lattices: Iterable[Lattice], references: Sequence[RttmRecord],
 
     Args:
       lattices: the lattices (utterance key = recording, channel ``channel``, times from 0).
-      references: reference LEXEMEs (:func:`lattice_tools.io.rttm.read_rttm` or ``lexemes_from_ctm``).
+      references: reference LEXEMEs (:func:`lattice_tools.io.keyword_search.rttm.read_rttm` or ``lexemes_from_ctm``).
       terms: the keyword list.  ``compare_normalize``: its KWlist attribute (``lowercase``: the scorer
         lower-cases both sides, as for a list made by ``lattice-tools kws kwlist``).
       ecf: the evaluation's excerpts (default: :func:`ecf_from_lattices`).
@@ -261,7 +261,7 @@ def run_kws_study(lattices: Iterable[Lattice], references: Sequence[RttmRecord],
     """
     from tqdm import tqdm
 
-    from ..io.kwlist import KwList
+    from ..io.keyword_search.kwlist import KwList
 
     lattices = list(lattices)
     _check_settings(max_length, normalization)
@@ -306,9 +306,9 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
     written to ``out/kwlist.xml``).  ``representations``: specs for :func:`parse_representation` (default:
     :data:`DEFAULT_REPRESENTATIONS`).  The other arguments are :func:`run_kws_study`'s."""
     from ..io import read_lattice_inputs
-    from ..io.ecf import read_ecf
-    from ..io.kwlist import read_kwlist_file, write_kwlist
-    from ..io.rttm import check_overlaps, lexemes_from_ctm, read_rttm
+    from ..io.keyword_search.ecf import read_ecf
+    from ..io.keyword_search.kwlist import read_kwlist_file, write_kwlist
+    from ..io.keyword_search.rttm import check_overlaps, lexemes_from_ctm, read_rttm
     from .kwlist_make import make_kwlist
 
     if (rttm is None) == (ctm is None):
@@ -457,7 +457,7 @@ def study_markdown(rows: Sequence[dict], invariants: Sequence[dict], settings: M
 
 
 def _plot(rows: Sequence[dict], path: str, title: str | None) -> None:
-    from .._optional import pyplot
+    from ..core._optional import pyplot
 
     plt = pyplot()
 

@@ -1,6 +1,6 @@
 """Metrics on alternatives: oracle hypotheses and "alternative coverage".
 
-An :class:`~lattice_tools.alternatives_network.Alternatives` object is a linear word network:
+An :class:`~lattice_tools.core.alternatives_network.Alternatives` object is a linear word network:
 every path picks one alternative per slot.  Here:
 
 * :func:`oracle_path` -- the path with the fewest plain-Levenshtein word errors against the
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..alternatives_network import Alternatives
-from ..files import atomic_write
+from ..core.alternatives_network import Alternatives
+from ..core.files import atomic_write
 from .entities import contains_sequence
 from .levenshtein import edit_distance
 from .text import graphemes
@@ -157,7 +157,7 @@ def plot_coverage(rows: Sequence[CoverageRow], path: str) -> None:
     """The alternative-coverage figure: recovered share of 1-best word errors (left) and of
     missed entities (right) against depth ``k`` (``all`` = every alternative), one line per
     representation.  Format from the extension of ``path`` (png, pdf, svg)."""
-    from .._optional import pyplot
+    from ..core._optional import pyplot
 
     plt = pyplot()
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..alternatives_network import Alternative, Slot
-from ..errors import LatticeToolsError, MismatchError
-from ..files import atomic_write, json_text, write_json
-from ..io.altctm import read_alternatives_ctm
+from ..core.alternatives_network import Alternative, Slot
+from ..core.errors import LatticeToolsError, MismatchError
+from ..core.files import atomic_write, json_text, write_json
+from ..io.transcripts.altctm import read_alternatives_ctm
 from .alternatives import CoverageRow, alternative_coverage, oracle_path, plot_coverage
 from .entities import entity_units
 from .evaluate import EvalConfig, by_language, composite_of, evaluate_system, summarize

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..scoring.counts import ErrorCounts
+from ..core.counts import ErrorCounts
 from .levenshtein import error_counts
 from .text import graphemes
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..scoring.counts import ErrorCounts
+from ..core.counts import ErrorCounts
 from .codeswitch import CMI_BUCKETS, composite
 from .evaluate_batch import evaluate_many
 from .io import Annotation

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 import _kaldialign
 import numpy as np
 
-from .._gc import gc_paused
-from ..errors import LatticeToolsError
-from ..scoring.counts import ErrorCounts
+from ..core._gc import gc_paused
+from ..core.counts import ErrorCounts
+from ..core.errors import LatticeToolsError
 from ._columns import shared_counts
 from .align_batch import align_many
 from .codeswitch import (
@@ -403,7 +403,7 @@ def evaluate_many(refs: dict[str, str], hyps: dict[str, str], annotations: dict[
     """:func:`evaluate_chunk` over ``keys`` in chunks of ``chunk_size`` utterances (tuning: they
     bound the per-chunk lists; ``batch_cells`` bounds the punctuation/case DP batches)."""
     # The cyclic garbage collector is paused while the results are built: they are tens of
-    # thousands of small acyclic objects (see lattice_tools._gc).
+    # thousands of small acyclic objects (see lattice_tools.core._gc).
     with gc_paused():
         tables = UnitTables()
         cache: dict = {}

@@ -3,7 +3,7 @@
 Transcripts (``read_transcripts``), one utterance per line, gzip allowed, ``-`` = stdin:
 
 * ``text``: ``utterance-id<whitespace>words ...`` (Kaldi ``text``; an id alone = empty transcript);
-* ``trn``:  ``words ... (utterance-id)`` (sclite trn, read by :func:`lattice_tools.io.trn.read_trn`);
+* ``trn``:  ``words ... (utterance-id)`` (sclite trn, read by :func:`lattice_tools.io.transcripts.trn.read_trn`);
 * ``auto``: ``trn`` if every non-blank, non-``;;`` line ends with ``)`` and has a ``(``, else ``text``.
 
 Annotations (``read_annotations``), keyed by utterance id, fields all optional:
@@ -22,15 +22,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..errors import FormatError, MismatchError
-from ..files import read_text_lines
-from ..io.detect import detect_transcript_format
-from ..io.trn import parse_trn_line
+from ..core.errors import FormatError, MismatchError
+from ..core.files import read_text_lines
+from ..io.transcripts.detect import detect_transcript_format
+from ..io.transcripts.trn import parse_trn_line
 
 
 def read_transcripts(path: str, fmt: str = "auto", encoding: str = "utf-8") -> dict[str, str]:
     """``{utterance_id: text}`` in file order; duplicate ids are an error naming both lines.  ``auto``:
-    the toolkit's one detection rule (:func:`lattice_tools.io.detect.detect_transcript_format`; an STM
+    the toolkit's one detection rule (:func:`lattice_tools.io.transcripts.detect.detect_transcript_format`; an STM
     or CTM is refused rather than read as text).  ``encoding``: the file's text encoding."""
     if fmt in ("auto", "trn", "text"):  # (an explicit 'text' is checked too: an STM is never read as text)
         fmt = detect_transcript_format(path, None if fmt == "auto" else fmt, allowed=("trn", "text"),

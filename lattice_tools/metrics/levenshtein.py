@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import kaldialign
 
-from ..scoring.counts import ErrorCounts
+from ..core.counts import ErrorCounts
 
 EPS = "\x00<eps>"
 

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..errors import require
-from ..scoring.counts import ErrorCounts
+from ..core.counts import ErrorCounts
+from ..core.errors import require
 from .orthography_tokens import Token
 
 INS_DEL = 2          # doubled costs: 1 -> 2, 0.5 -> 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
-from ..errors import require
+from ..core.errors import require
 
 regex = require("regex", "metrics")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import LatticeToolsError
-from ..scoring.counts import ErrorCounts
+from ..core.counts import ErrorCounts
+from ..core.errors import LatticeToolsError
 from .codeswitch import ScriptTagger, SwitchPointCounts, cmi_bucket
 from .entities import EntityCounts
 from .orthography_rules import OrthographicCounts

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import LatticeToolsError, require
+from ..core.errors import LatticeToolsError, require
 from .text import normalize_language_code
 
 regex = require("regex", "metrics")

@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Callable
 from functools import cache
 
-from ..errors import LatticeToolsError, require
+from ..core.errors import LatticeToolsError, require
 
 regex = require("regex", "metrics")  # grapheme clusters (\X) and Unicode properties
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._exports import lazy_exports
+from ..core._exports import lazy_exports
 
 if TYPE_CHECKING:
     from .api import alternatives_oracle, alternatives_oracle_many, lattice_oracle, sequence_oracle

@@ -37,7 +37,7 @@ def lattice_oracle(lat, reference, *, mode: str | OracleCosts = "sclite", nonwor
     """Exact full-lattice oracle: the lattice path with the lowest alignment cost against ``reference``.
 
     Args:
-      lat: a :class:`~lattice_tools.lattice.Lattice` (word-aligned or frame-level: arcs whose word
+      lat: a :class:`~lattice_tools.core.lattice.Lattice` (word-aligned or frame-level: arcs whose word
         is 0 or a filler per ``nonword`` are epsilon).  Arc weights are ignored: every path counts.
       reference: a reference network or transcript (see :func:`~lattice_tools.oracle.graphs.ref_graph`).
       mode: ``"sclite"`` or ``"levenshtein"``.
@@ -62,7 +62,7 @@ def lattice_oracle(lat, reference, *, mode: str | OracleCosts = "sclite", nonwor
 def alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | OracleCosts = "sclite",
                         nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False,
                         optional_deletable: bool = False, fragments: bool = False) -> OracleResult:
-    """Oracle over an :class:`~lattice_tools.alternatives.network.Alternatives` (N-best, sausage,
+    """Oracle over an :class:`~lattice_tools.core.alternatives_network.Alternatives` (N-best, sausage,
     phrase or 1-best): the best choice of one alternative per slot jointly with the alignment --
     what sclite computes for an alt-CTM.  ``n`` keeps the first ``n`` alternatives of every slot.
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import LatticeToolsError
-from ..scoring.counts import ErrorCounts
+from ..core.counts import ErrorCounts
+from ..core.errors import LatticeToolsError
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import LatticeToolsError
+from ..core.errors import LatticeToolsError
 
 
 @dataclass(frozen=True)

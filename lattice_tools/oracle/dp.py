@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import LatticeError
-from ..scoring.counts import ErrorCounts
+from ..core.counts import ErrorCounts
+from ..core.errors import LatticeError
 from .costs import SCLITE_ORACLE_COSTS, OracleCosts, oracle_costs
 from .graphs import (
     LABEL_EPSILON,
@@ -335,7 +335,7 @@ def _arcs_by_level(hyp: HypGraph) -> list[np.ndarray]:
 def oracle_tables(hyp: HypGraph, ref: RefGraph, costs: OracleCosts, *, key: str = "") -> OracleTables:
     """Fill the DP of ``hyp`` against ``ref`` (see the module docstring).
 
-    Raises :class:`~lattice_tools.errors.LatticeError` when the hypothesis network has no final
+    Raises :class:`~lattice_tools.core.errors.LatticeError` when the hypothesis network has no final
     state or no complete path.  Memory is ``O(num_hyp_states x num_ref_states)``."""
     R, Q = ref.num_states, hyp.num_states
     if Q == 0 or not hyp.final.any():

@@ -2,7 +2,7 @@
 
 A reference (:class:`RefGraph`) comes from a transcript string, a word sequence or the scorer's
 :class:`~lattice_tools.scoring.network.WordNetwork`; a hypothesis (:class:`HypGraph`) from a
-:class:`~lattice_tools.lattice.Lattice`, an :class:`~lattice_tools.alternatives.network.Alternatives`,
+:class:`~lattice_tools.core.lattice.Lattice`, an :class:`~lattice_tools.core.alternatives_network.Alternatives`,
 a scorer network (an alt-CTM) or a word sequence.  Both are numbered topologically with arcs sorted
 by source state, which is what the DP (:mod:`lattice_tools.oracle.dp`) relies on.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import LatticeToolsError
+from ..core.errors import LatticeToolsError
 from ..scoring.network import parse_transcript
 
 # ----------------------------------------------------------------------------------------------
@@ -219,7 +219,7 @@ class _LabelTable:
 
 def hyp_graph_from_lattice(lat, *, nonword: Callable[[str], bool] = is_nonword,
                            case_sensitive: bool = False) -> HypGraph:
-    """A :class:`~lattice_tools.lattice.Lattice` as a hypothesis network (word ids -> labels).
+    """A :class:`~lattice_tools.core.lattice.Lattice` as a hypothesis network (word ids -> labels).
 
     Frame-level lattices (k2, Kaldi raw) are fine as they are: arcs without words are epsilon.
     Times are ``t0 .. t1`` frames of the word arc (for frame-level lattices: of the arc that
@@ -250,7 +250,7 @@ def hyp_graph_from_lattice(lat, *, nonword: Callable[[str], bool] = is_nonword,
 def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: bool = True,
                                 nonword: Callable[[str], bool] = is_nonword,
                                 case_sensitive: bool = False) -> HypGraph:
-    """An :class:`~lattice_tools.alternatives.network.Alternatives` as a hypothesis network.
+    """An :class:`~lattice_tools.core.alternatives_network.Alternatives` as a hypothesis network.
 
     Slot ``i`` spans states ``s_i -> s_{i+1}``; every alternative (the first ``n`` of each slot) is
     a chain of word arcs between them.  An empty alternative becomes the NULL word ``@`` when
@@ -343,7 +343,7 @@ def hyp_graph_from_network(net, *, case_sensitive: bool = False) -> HypGraph:
 def hyp_graph_from_words(words: Sequence[str], *, nonword: Callable[[str], bool] = is_nonword,
                          case_sensitive: bool = False) -> HypGraph:
     """A single word sequence as a (linear) hypothesis network."""
-    from ..alternatives.network import Alternative, Alternatives, Slot  # lazy: see is_nonword
+    from ..core.alternatives_network import Alternative, Alternatives, Slot  # lazy: see is_nonword
 
     alts = Alternatives(key="", slots=(Slot(0.0, 0.0, (Alternative(tuple(words)),)),), kind="1best")
     return hyp_graph_from_alternatives(alts, null_for_empty=False, nonword=nonword, case_sensitive=case_sensitive)

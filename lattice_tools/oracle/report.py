@@ -6,10 +6,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._budget import check_memory, memory_budget
-from ..errors import LatticeToolsError, MismatchError
-from ..files import write_json
-from ..scoring.counts import ErrorCounts
+from ..core._budget import check_memory, memory_budget
+from ..core.counts import ErrorCounts
+from ..core.errors import LatticeToolsError, MismatchError
+from ..core.files import write_json
 from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_wer
 from .dp import OracleResult
@@ -27,9 +27,9 @@ from .representations import (
 
 def _is_ctm(path: str, format: str | None = None, encoding: str = "utf-8") -> bool:
     """An input is an (alt-)CTM when named ``.ctm`` or, failing a lattice format from its name, when
-    its content is a CTM (:func:`lattice_tools.io.detect.detect_transcript_format`)."""
+    its content is a CTM (:func:`lattice_tools.io.transcripts.detect.detect_transcript_format`)."""
     from ..io import guess_format
-    from ..io.detect import detect_transcript_format, format_from_name
+    from ..io.transcripts.detect import detect_transcript_format, format_from_name
 
     if format is not None:
         return False
@@ -89,7 +89,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
       encoding: text encoding of the reference, GLM and CTM files (e.g. ``latin-1``, ``gb2312``).
       executor: None computes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
         computes the per-lattice oracles (alternatives and DP) in shards of utterances on its workers
-        (:mod:`lattice_tools.parallel`); the report is the same either way (the bootstrap is drawn after
+        (:mod:`lattice_tools.core.parallel`); the report is the same either way (the bootstrap is drawn after
         gathering, in input order).  Alt-CTM inputs and ``segment_free`` run here.  ``shard_dir``:
         finished shards are kept there, so a killed run started again recomputes only the rest.
       segment_free: whole-side lattices against an STM: one lattice per file/channel, aligned against all
@@ -143,7 +143,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
                              encoding=encoding, **opts)
         what = "alt-CTM"
     elif is_ctm[0]:
-        from ..io.altctm import alternatives_from_ctm_items
+        from ..io.transcripts.altctm import alternatives_from_ctm_items
 
         ref = read_reference(str(reference), rfmt, glms=glms, encoding=encoding)
         refs = reference_transcripts(ref)
@@ -164,7 +164,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
         what = "alt-CTM"
     else:
         refuse_glm_on_lattice(glms, [representation])
-        from ..io.kaldi_data import read_segments
+        from ..io.transcripts.kaldi_data import read_segments
 
         ref = read_reference(str(reference), rfmt, glms=glms, encoding=encoding)
         refs = reference_transcripts(ref, read_segments(segments) if segments else None)
@@ -244,13 +244,13 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
     """The oracle of every lattice of ``specs`` matched to its reference (``match_keys``: the same
     errors and ``allow_missing`` as ``score``), under the memory budget ``max_memory`` (every
     step: reading, building the alternatives, the oracle DP), computed in shards of utterances
-    (:mod:`lattice_tools.parallel`: here, or on the workers of ``executor``; the same results in the
+    (:mod:`lattice_tools.core.parallel`: here, or on the workers of ``executor``; the same results in the
     same order either way; finished shards kept in ``shard_dir`` for resuming)."""
     from tqdm import tqdm
 
+    from ..core.parallel import ShardStore, run_shards, shard_lattices, with_companions
     from ..io import read_lattice_inputs
-    from ..io.inputs import check_times, check_word_table, is_text, is_word_ids
-    from ..parallel import ShardStore, run_shards, shard_lattices, with_companions
+    from ..io.lattices.inputs import check_times, check_word_table, is_text, is_word_ids
     from ..scoring.inputs import match_keys
 
     disable = (not os.isatty(2)) if progress is None else not progress
@@ -328,9 +328,9 @@ def _segment_free(specs, is_ctm, rfmt, reference, glms, representation, collar, 
 def _segment_free_alternatives(lats, reference, glms, representation, collar, warnings, alternative_options, *,
                                allow_missing, encoding, mode, optional_deletable) -> list[OracleResult]:
     """:func:`_segment_free` for the alternatives of whole-side lattices (1best, nbest, sausage, phrase)."""
-    from ..io.altctm import alternatives_to_ctm_items
-    from ..io.ctm import CtmItems
-    from ..io.inputs import check_times
+    from ..io.lattices.inputs import check_times
+    from ..io.transcripts.altctm import alternatives_to_ctm_items
+    from ..io.transcripts.ctm import CtmItems
     from ..scoring.inputs import filter_hypothesis_items, read_reference
     from ..scoring.segment_free import score_segment_free
     from ..scoring.segments import group_segments

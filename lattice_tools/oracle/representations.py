@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 
-from ..alternatives.network import Alternative, Alternatives, Slot
-from ..errors import LatticeToolsError
-from ..scoring.counts import ErrorCounts
+from ..core.alternatives_network import Alternative, Alternatives, Slot
+from ..core.counts import ErrorCounts
+from ..core.errors import LatticeToolsError
 from .api import alternatives_oracle, lattice_oracle
 from .dp import OracleResult
 from .graphs import is_nonword
@@ -121,9 +121,9 @@ def glm_list(glm) -> tuple:
 
 def lattice_specs(specs) -> list[str]:
     """Lattice specs with Kaldi's idioms and quoted shell patterns (``lat.*.gz``) expanded, in job order, as
-    every lattice input is (:func:`lattice_tools.io.inputs.expand_lattice_specs`; a pattern that matches
+    every lattice input is (:func:`lattice_tools.io.lattices.inputs.expand_lattice_specs`; a pattern that matches
     nothing is refused, not silently an empty set)."""
-    from ..io.inputs import expand_lattice_specs
+    from ..io.lattices.inputs import expand_lattice_specs
 
     return expand_lattice_specs([specs] if isinstance(specs, (str, os.PathLike)) else list(specs))
 
@@ -149,7 +149,7 @@ def filter_alternatives(alts_list: list, glms, *, encoding: str = "utf-8") -> li
     glms = glm_list(glms)
     if not glms:
         return list(alts_list)
-    from ..io.altctm import alternatives_from_ctm_items, alternatives_to_ctm_items
+    from ..io.transcripts.altctm import alternatives_from_ctm_items, alternatives_to_ctm_items
     from ..scoring.inputs import filter_hypothesis_items
 
     out = []
@@ -166,7 +166,7 @@ def filter_alternatives(alts_list: list, glms, *, encoding: str = "utf-8") -> li
 
 def _without_confidence(item):
     """A CTM word or ALT block of :func:`alternatives_to_ctm_items` with every confidence dropped."""
-    from ..io.ctm import CtmAltBlock
+    from ..io.transcripts.ctm import CtmAltBlock
 
     if isinstance(item, CtmAltBlock):
         return dc_replace(item, alternatives=tuple(tuple(dc_replace(w, confidence=None) for w in alt)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..io.ctm import CtmAltBlock, CtmWord
+from ..core.counts import ErrorCounts
+from ..io.transcripts.ctm import CtmAltBlock, CtmWord
 from ..scoring.align import Alignment, AlignOptions, align_batch, align_networks
-from ..scoring.counts import ErrorCounts
 from ..scoring.network import WordNetwork, from_ctm_items, linear_network, parse_transcript
 from .dp import OracleAlignmentStep, OracleResult
 

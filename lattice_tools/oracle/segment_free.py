@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from ..errors import LatticeError, MismatchError
+from ..core.errors import LatticeError, MismatchError
 from ..scoring.align import AlignOptions
 from ..scoring.inputs import is_ignore
 from ..scoring.network import WordNetwork, linear_network
@@ -86,9 +86,9 @@ def segment_free_oracle(lattices: Iterable, stm, *, collar: float | None = None,
     """The oracle of each whole-side lattice against its side's STM segments (see the module docstring).
 
     Args:
-      lattices: :class:`~lattice_tools.lattice.Lattice` objects, one per side, keyed ``file-channel``,
+      lattices: :class:`~lattice_tools.core.lattice.Lattice` objects, one per side, keyed ``file-channel``,
         ``file_channel`` or ``file`` (:func:`side_of_key`).
-      stm: an :class:`~lattice_tools.io.stm.Stm` or a sequence of ``StmSegment``; its
+      stm: an :class:`~lattice_tools.io.transcripts.stm.Stm` or a sequence of ``StmSegment``; its
         ``IGNORE_TIME_SEGMENT_IN_SCORING`` segments are left out of the reference.
       collar: None, or seconds >= 0 (:func:`~lattice_tools.scoring.segment_free.score_segment_free`).
       allow_missing: sides of the STM without a lattice are left out (a note in ``warnings``) instead of

@@ -38,12 +38,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .._budget import memory_budget
-from ..alternatives.network import depth_statistics
-from ..errors import BudgetExceededError, LatticeError, LatticeToolsError
-from ..files import atomic_write, write_json
-from ..io.inputs import check_times, check_word_table, is_text, is_word_ids
-from ..scoring.counts import ErrorCounts
+from ..core._budget import memory_budget
+from ..core.alternatives_network import depth_statistics
+from ..core.counts import ErrorCounts
+from ..core.errors import BudgetExceededError, LatticeError, LatticeToolsError
+from ..core.files import atomic_write, write_json
+from ..io.lattices.inputs import check_times, check_word_table, is_text, is_word_ids
 from .api import alternatives_oracle_many, lattice_oracle
 from .bootstrap import bootstrap_systems
 from .representations import (
@@ -108,7 +108,7 @@ def _density_lattices(lats: list, threshold: float, acoustic_scale: float, lm_sc
 
 
 def _slf_gzip_mb(lats: list) -> float:
-    from ..io.slf import format_slf
+    from ..io.lattices.slf import format_slf
 
     total = 0
     for lat in lats:
@@ -180,7 +180,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
         instead); None: the searches' node budgets ``max_pops``/``inf_max_pops`` only.
       executor: None computes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
         computes each cell's per-utterance work (searches, oracles) in shards of utterances on its
-        workers (:mod:`lattice_tools.parallel`); the cells, tables and alt-CTMs are the same (but for
+        workers (:mod:`lattice_tools.core.parallel`); the cells, tables and alt-CTMs are the same (but for
         their ``seconds``: the computation's time summed over the shards); the bootstrap is drawn
         after gathering.  The per-cell cache makes a killed study resume at the cells not yet written.
       allow_missing: as ``score`` and ``oracle`` (:func:`lattice_tools.scoring.inputs.match_keys`):
@@ -225,7 +225,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
     if isinstance(references, (str, os.PathLike)):
         ref = read_reference(str(references), ref_format, glms=glms, encoding=encoding)
         reference_format = ref.format
-        from ..io.kaldi_data import read_segments
+        from ..io.transcripts.kaldi_data import read_segments
 
         references = reference_transcripts(ref, read_segments(segments) if segments else None)
     elif glms or segments:
@@ -345,7 +345,7 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
     words before their oracle; ``settings`` is stored in each cell (a rerun with other settings
     recomputes it).  The per-utterance work runs in shards (:func:`study_cells_of_shard`) here or on
     the workers of ``executor``, each under the memory budget ``max_memory``; the cells are the same."""
-    from ..io.altctm import write_alternatives_ctm
+    from ..io.transcripts.altctm import write_alternatives_ctm
 
     def write(n, cell):
         cell["settings"] = settings
@@ -437,7 +437,7 @@ def study_cells_of_shard(job: StudyCellsJob, items) -> tuple:
 def _run_study_cells(job: StudyCellsJob, lats: list, references, executor) -> tuple:
     """:func:`study_cells_of_shard` over shards of ``lats`` (here, or on the workers of ``executor``),
     gathered in input order: ``(alternatives, [results per N], [seconds per N summed over shards])``."""
-    from ..parallel import run_shards, shard_lattices, with_companions
+    from ..core.parallel import run_shards, shard_lattices, with_companions
 
     alts_list: list = []
     results: list = [[] for _ in job.ns]
@@ -686,7 +686,7 @@ def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: li
     being left out; MB points are labelled with their N; titles name the data and each panel its
     size.  The lattice's best path and, when given, the decoder's hypothesis (``baselines``) are
     drawn as separate, named 1-best lines."""
-    from .._optional import pyplot
+    from ..core._optional import pyplot
 
     plt = pyplot()
 
@@ -835,7 +835,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     :func:`run_study`; ``glm`` is applied to the STM and to every alt-CTM (refused with the lattice
     representation).
     """
-    from ..io.altctm import write_alternatives_ctm
+    from ..io.transcripts.altctm import write_alternatives_ctm
     from ..scoring.inputs import read_hypothesis, read_reference
     from ..scoring.sclite import score_stm_ctm
     from ..scoring.segment_free import score_segment_free
@@ -859,7 +859,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     sides = group_segments(list(stm.segments), False, None)
     utterances = None
     if segments:
-        from ..io.kaldi_data import read_segments
+        from ..io.transcripts.kaldi_data import read_segments
 
         utterances = read_segments(segments)
     os.makedirs(out_dir, exist_ok=True)

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._exports import lazy_exports
-from .counts import ErrorCounts
+from ..core._exports import lazy_exports
+from ..core.counts import ErrorCounts
 
 if TYPE_CHECKING:
     from .align import AlignedPair, Alignment, AlignOptions, align_batch, align_networks, align_words

@@ -50,8 +50,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._budget import check_allocation
-from .counts import ErrorCounts
+from ..core._budget import check_allocation
+from ..core.counts import ErrorCounts
 from .network import WordNetwork, linear_network
 
 F32 = np.float32
@@ -478,7 +478,7 @@ def align_batch(refs: Sequence[WordNetwork], hyps: Sequence[WordNetwork],
     run alone) and each batch is computed in ``max(level sum)`` vectorized wavefront steps, so the
     Python overhead does not grow with the number of segments.
 
-    A problem whose table the memory budget (:func:`lattice_tools._budget.memory_budget`, ``--max-memory``)
+    A problem whose table the memory budget (:func:`lattice_tools.core._budget.memory_budget`, ``--max-memory``)
     cannot hold is refused before anything is allocated: BudgetExceededError naming it (``names[i]``,
     e.g. the segment's file and line) and its size -- a GLM's alternations or ALT blocks multiply the arcs
     of a network, and the table has reference arcs x hypothesis arcs cells.

@@ -28,7 +28,7 @@ choices are identical.  Jobs are processed in chunks of similar reference length
 little padding); the back-trace runs for all segments of a chunk at once and alignment pairs are
 materialized only when asked for.
 
-Chunks are independent and run in threads on large inputs (:mod:`lattice_tools._threads`; numpy
+Chunks are independent and run in threads on large inputs (:mod:`lattice_tools.core._threads`; numpy
 releases the GIL); their results are combined in a fixed order, so the thread count changes
 nothing.
 
@@ -48,10 +48,10 @@ import sys
 
 import numpy as np
 
-from .._budget import check_allocation
-from .._threads import num_threads, thread_map
+from ..core._budget import check_allocation
+from ..core._threads import num_threads, thread_map
+from ..core.counts import ErrorCounts
 from .align import LEVENSHTEIN_COSTS, SCLITE_COSTS, AlignedPair, Alignment
-from .counts import ErrorCounts
 from .ctm_items import HypItems
 from .network import _clean_token
 from .tuning import DEFAULT_TUNING, EngineTuning

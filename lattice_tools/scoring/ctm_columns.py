@@ -6,12 +6,12 @@ interned through a hash of their bytes (collisions are detected, not assumed awa
 the usual form ``[-]digits[.digits]`` are converted exactly (integer mantissa / power of ten: both
 exact doubles, so the quotient is the correctly rounded value, as ``float()`` gives).
 
-Anything unusual returns None and the caller uses :func:`lattice_tools.io.ctm.read_ctm`, which
+Anything unusual returns None and the caller uses :func:`lattice_tools.io.transcripts.ctm.read_ctm`, which
 reads the file line by line and raises the precise error (file, line, what was expected):
 malformed lines, nested blocks, comments inside blocks, stray tags, '@' misplaced, file/channel
 changes inside a block, unusual white space or numbers, stdin.
 
-Why two CTM readers ship: the object reader (:mod:`lattice_tools.io.ctm`) is the CTM format -- every
+Why two CTM readers ship: the object reader (:mod:`lattice_tools.io.transcripts.ctm`) is the CTM format -- every
 line, every error, the objects GLM filtering and the general engine need; this one is a speed path
 for the chain engine's common input (a canonical CTM of millions of lines would otherwise cost one
 Python object per line, several times the scoring itself).  It never guesses: anything it does not
@@ -26,7 +26,7 @@ import re
 
 import numpy as np
 
-from .._threads import thread_call, thread_map
+from ..core._threads import thread_call, thread_map
 from .ctm_items import HypItems
 from .ctm_numbers import MASK, parse_numbers
 from .tuning import DEFAULT_TUNING, EngineTuning

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..io.ctm import CtmAltBlock
+from ..io.transcripts.ctm import CtmAltBlock
 
 
 def block_times(block) -> list:

@@ -3,7 +3,7 @@
 Every command that compares a hypothesis with a reference reads, checks and matches its inputs
 here, so that the same file gives the same words, the same errors and the same number everywhere:
 
-* :func:`read_reference` -- the format (:func:`lattice_tools.io.detect.detect_transcript_format`:
+* :func:`read_reference` -- the format (:func:`lattice_tools.io.transcripts.detect.detect_transcript_format`:
   explicit, extension, else content; an STM or CTM named ``text`` is refused, since a Kaldi text
   would score its time fields as words), the records, refusal of an empty reference, and the GLMs
   applied as ``csrfilt.sh -i stm|trn`` does for a reference;
@@ -14,7 +14,7 @@ here, so that the same file gives the same words, the same errors and the same n
   (lattices, an alt-CTM against a trn): trn/text by utterance id, STM by recording file;
 * :func:`match_keys` -- which hypothesis keys have no reference and which references have no
   hypothesis, with one meaning of ``allow_missing`` in both directions: without it both are a
-  :class:`~lattice_tools.errors.MismatchError`; with it a hypothesis without reference is left
+  :class:`~lattice_tools.core.errors.MismatchError`; with it a hypothesis without reference is left
   out and a reference without hypothesis is scored as all deletions (STM, as sclite does) or left
   out (trn/text, as sclite does), each with a warning.
 """
@@ -25,9 +25,9 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..errors import FormatError, LatticeToolsError, MismatchError
-from ..io.ctm import CtmAltBlock, CtmItems
-from ..io.detect import detect_transcript_format
+from ..core.errors import FormatError, LatticeToolsError, MismatchError
+from ..io.transcripts.ctm import CtmAltBlock, CtmItems
+from ..io.transcripts.detect import detect_transcript_format
 from .network import IGNORE_TAGS
 
 REFERENCE_FORMATS = ("stm", "trn", "text")
@@ -45,8 +45,8 @@ def check_encoding(encoding: str) -> None:
 
 @dataclass(frozen=True)
 class Reference:
-    """A read (and GLM-filtered) reference: ``records`` is an :class:`~lattice_tools.io.stm.Stm`
-    (``format == "stm"``) or a list of :class:`~lattice_tools.io.trn.TrnUtterance` (trn, text)."""
+    """A read (and GLM-filtered) reference: ``records`` is an :class:`~lattice_tools.io.transcripts.stm.Stm`
+    (``format == "stm"``) or a list of :class:`~lattice_tools.io.transcripts.trn.TrnUtterance` (trn, text)."""
 
     path: str
     format: str
@@ -65,10 +65,10 @@ def reference_format(path: str, explicit: str | None = None, *, encoding: str = 
 
 
 def _read_records(path: str, fmt: str, encoding: str):
-    from ..io.ctm import read_ctm
-    from ..io.kaldi_data import read_kaldi_text
-    from ..io.stm import read_stm
-    from ..io.trn import read_trn
+    from ..io.transcripts.ctm import read_ctm
+    from ..io.transcripts.kaldi_data import read_kaldi_text
+    from ..io.transcripts.stm import read_stm
+    from ..io.transcripts.trn import read_trn
 
     # Kaldi text is trn without the parentheses: read as trn utterances, scored and filtered as trn
     return {"stm": read_stm, "trn": read_trn, "text": read_kaldi_text, "ctm": read_ctm}[fmt](str(path), encoding)
@@ -220,7 +220,7 @@ def reference_transcripts(reference: Reference, segments: dict | None = None) ->
     in time order.  A file with segments on several channels is refused: a per-utterance
     hypothesis has no channel, and keeping one channel would drop the other's words.
 
-    ``segments`` (a Kaldi ``segments`` file read by :func:`lattice_tools.io.kaldi_data.read_segments`:
+    ``segments`` (a Kaldi ``segments`` file read by :func:`lattice_tools.io.transcripts.kaldi_data.read_segments`:
     ``{utt: (recording, start, end)}``) keys an STM by utterance instead (Kaldi's utterance-keyed
     lattices): each scored STM segment goes to the utterance of its recording it overlaps most (ties:
     the earlier utterance) and an utterance's reference is its segments' words in time order (no

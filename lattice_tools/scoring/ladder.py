@@ -26,10 +26,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..errors import FormatError
-from ..io.ctm import read_ctm
-from ..io.glm import Glm, read_glm
-from ..io.stm import Stm, read_stm
+from ..core.errors import FormatError
+from ..io.transcripts.ctm import read_ctm
+from ..io.transcripts.glm import Glm, read_glm
+from ..io.transcripts.stm import Stm, read_stm
 from .glm import (
     GlmFilterOptions,
     apply_glm,

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import FormatError
-from ..io.ctm import CtmAltBlock
-from ..io.stm import check_alternation_depth
+from ..core.errors import FormatError
+from ..io.transcripts.ctm import CtmAltBlock
+from ..io.transcripts.stm import check_alternation_depth
 
 IGNORE_TAGS = ("IGNORE_TIME_SEGMENT_IN_SCORING", "IGNORETIMESEGMENTINSCORING")
 NULL_WORD = "@"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 import os
 
-from ..files import discard_temporary, json_text, make_temporary, output_mode, remove_stale_temporaries
-from .counts import ErrorCounts
+from ..core.counts import ErrorCounts
+from ..core.files import discard_temporary, json_text, make_temporary, output_mode, remove_stale_temporaries
 from .network import upper_case
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.counts import ErrorCounts
 from .align import Alignment
-from .counts import ErrorCounts
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .._budget import DEFAULT_MAX_MEMORY, budget_limit, memory_budget
-from ..errors import FormatError, MismatchError
-from ..io.detect import sample_words
-from ..io.stm import StmSegment
+from ..core._budget import DEFAULT_MAX_MEMORY, budget_limit, memory_budget
+from ..core.counts import ErrorCounts
+from ..core.errors import FormatError, MismatchError
+from ..io.transcripts.detect import sample_words
+from ..io.transcripts.stm import StmSegment
 from .align import AlignOptions, align_batch
 from .chain_scorer import heap_reuse, score_chain_jobs
-from .counts import ErrorCounts
 from .ctm_columns import read_ctm_columns
 from .ctm_items import (
     HypItems,
@@ -118,7 +118,7 @@ def score_stm_ctm(stm, ctm_items: Iterable, *, optional_deletable: bool = False,
     """Score CTM items (words and ALT blocks) against an STM, exactly as sclite does.
 
     Args:
-      stm: an :class:`~lattice_tools.io.stm.Stm` or a sequence of ``StmSegment``.
+      stm: an :class:`~lattice_tools.io.transcripts.stm.Stm` or a sequence of ``StmSegment``.
       ctm_items: ``CtmWord``/``CtmAltBlock`` items (any order: they are grouped by file and
         channel and, within a file/channel without ALT blocks, sorted stably by start time, which
         is what sclite needs its input to be; with ALT blocks the file order is kept, as sclite does).
@@ -328,7 +328,7 @@ def align_segments(aligner: SegmentAligner, items: list, keys: list, executor=No
     in shards of :data:`SHARD_SEGMENTS` (the same alignments: each segment is aligned on its own)."""
     if executor is None:
         return aligned_of_shard(dataclasses.replace(aligner, max_memory=budget_limit()), items)
-    from ..parallel import run_shards, shard_items
+    from ..core.parallel import run_shards, shard_items
 
     aligner = dataclasses.replace(aligner, max_memory=budget_limit())   # (workers have no budget of their own)
     out: list = []
@@ -427,12 +427,12 @@ def score_files(ref: str, hyp: str, *, glms: Sequence[str] = (), ref_format: str
       ref: an STM, trn or Kaldi ``text`` file; hyp: a CTM (with or without ALT blocks), trn or Kaldi
         ``text`` file.  Formats come from ``ref_format``/``hyp_format``, else from a ``.stm``/``.trn``/
         ``.ctm`` extension, else from the content
-        (:func:`lattice_tools.io.detect.detect_transcript_format`; ambiguous content is refused).
+        (:func:`lattice_tools.io.transcripts.detect.detect_transcript_format`; ambiguous content is refused).
       glms: GLM files applied in order to both sides, exactly like ``csrfilt.sh`` (see
         :mod:`lattice_tools.scoring.glm`).
       nested_alternatives: a GLM rule with an alternation that rewrites a word inside an ALT block
         makes csrfilt write a nested ALT block, which sclite mis-scores: ``"flatten"`` (default)
-        flattens it (:func:`~lattice_tools.io.ctm.flatten_nested_block`: alternatives in listed
+        flattens it (:func:`~lattice_tools.io.transcripts.ctm.flatten_nested_block`: alternatives in listed
         order, so sclite's ties still favour the earlier one) and warns, ``"error"`` refuses.
       encoding: text encoding of the reference, hypothesis and GLM files (e.g. ``latin-1``,
         ``gb2312``); reports written by :func:`~lattice_tools.scoring.reports.write_reports` use it
@@ -488,7 +488,7 @@ def _score_files(ref, hyp, *, glms, ref_format, hyp_format, optional_deletable, 
             and _choose_engine(tuning, list(ref_obj.segments), fragments, single_segment, reduce) == "chain":
         # The chain engine's common input, a canonical CTM file, is read into columns without one
         # object per line (the columns have no RT token types: --ctm-type needs the objects); any file the columnar reader does not read exactly (None) is read below by
-        # the CTM reader of io.ctm, which gives the precise error or the objects.
+        # the CTM reader of io.transcripts.ctm, which gives the precise error or the objects.
         try:
             big = os.path.getsize(hyp) > (16 << 20)
         except OSError:

@@ -36,11 +36,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .._budget import bytes_left, format_size
-from ..errors import BudgetExceededError
-from ..io.ctm import CtmAltBlock
+from ..core._budget import bytes_left, format_size
+from ..core.counts import ErrorCounts
+from ..core.errors import BudgetExceededError
+from ..io.transcripts.ctm import CtmAltBlock
 from .align import Alignment, AlignOptions, _arc_keys, _count, _extract, words_equal
-from .counts import ErrorCounts
 from .ctm_items import item_mid
 from .inputs import is_ignore
 from .network import WordNetwork, from_ctm_items, parse_transcript
@@ -404,7 +404,7 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
     (see the module docstring), reported in the STM's segments.
 
     Args:
-      stm: an :class:`~lattice_tools.io.stm.Stm` or a sequence of ``StmSegment``.
+      stm: an :class:`~lattice_tools.io.transcripts.stm.Stm` or a sequence of ``StmSegment``.
       ctm_items: ``CtmWord``/``CtmAltBlock`` items (grouped by file/channel and ordered as
         :func:`~.sclite.score_stm_ctm` orders them).
       collar: None: no time constraint (sclite with one segment per side); a number of seconds >= 0: a

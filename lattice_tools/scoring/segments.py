@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import MismatchError
-from ..io.ctm import CtmAltBlock
-from .counts import ErrorCounts
+from ..core.counts import ErrorCounts
+from ..core.errors import MismatchError
+from ..io.transcripts.ctm import CtmAltBlock
 from .ctm_items import sclite_drops_a_word, sort_items
 from .inputs import match_keys
 from .network import lower_case

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._exports import lazy_exports
+from ..core._exports import lazy_exports
 
 if TYPE_CHECKING:
     from .build import view

@@ -6,9 +6,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .._budget import memory_budget
-from ..errors import LatticeToolsError, MismatchError
-from ..scoring.counts import ErrorCounts
+from ..core._budget import memory_budget
+from ..core.counts import ErrorCounts
+from ..core.errors import LatticeToolsError, MismatchError
 from .utterances import (
     check_representation,
     chosen_alternatives,
@@ -98,7 +98,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
     rfmt: str | None = None
     refs: dict | None = None
     if reference is not None:
-        from ..io.detect import detect_transcript_format
+        from ..io.transcripts.detect import detect_transcript_format
 
         rfmt = detect_transcript_format(str(reference), ref_format, allowed=("stm", "trn", "text"), role="reference",
                                         option="--ref-format", encoding=encoding)
@@ -111,7 +111,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
     lattice_results: dict = {}
     if specs:
         from ..io import read_lattice_inputs
-        from ..io.inputs import check_times, check_word_table, is_text, is_word_ids
+        from ..io.lattices.inputs import check_times, check_word_table, is_text, is_word_ids
 
         text_refs = refs is not None and is_text(refs.values())
         id_refs = refs is not None and is_word_ids(refs.values())
@@ -142,7 +142,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
                     rep_alts.setdefault(r, {})[lat.key] = make_alternatives(lat, r, n, **scales, **kw)
     ctm_names = []
     for path in alt_ctm:
-        from ..io.altctm import read_alternatives_ctm
+        from ..io.transcripts.altctm import read_alternatives_ctm
 
         name = os.path.basename(str(path))
         if name in rep_alts or name in ctm_names:
@@ -269,7 +269,7 @@ def _attach_hits(utts: dict, kwslist: str | None, kwlist: str | None, index: str
         raise LatticeToolsError("give either a kwslist or an index to search, not both")
     terms: Sequence = []
     if kwlist is not None:
-        from ..io.kwlist import read_kwlist
+        from ..io.keyword_search.kwlist import read_kwlist
 
         terms = read_kwlist(str(kwlist), encoding=encoding)
     texts = {t.kwid: t.text for t in terms}
@@ -280,7 +280,7 @@ def _attach_hits(utts: dict, kwslist: str | None, kwlist: str | None, index: str
 
         detections: Sequence = search(str(index), terms).detections
     else:
-        from ..io.kwslist import read_kwslist
+        from ..io.keyword_search.kwslist import read_kwslist
 
         detections = read_kwslist(str(kwslist)).detections
     unplaced = 0
@@ -304,7 +304,7 @@ VIEW_MARKER = "<!-- view -->"
 def link_view(report_md: str, page: str, what: str) -> None:
     """Put one line linking ``page`` (relative to the report) under the first heading of ``report_md``
     (``study.md``), replacing the link an earlier run put there."""
-    from ..files import atomic_write
+    from ..core.files import atomic_write
 
     with open(report_md, encoding="utf-8") as f:
         lines = f.read().split("\n")

@@ -39,7 +39,7 @@ def render_page(data: dict) -> str:
 
 def write_page(out: str, data: dict) -> int:
     """Write the page to ``out`` atomically; returns its size in bytes."""
-    from ..files import atomic_write
+    from ..core.files import atomic_write
 
     text = render_page(data).encode("utf-8")
     with atomic_write(str(out), "wb", compress=False) as f:

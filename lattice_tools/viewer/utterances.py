@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LatticeToolsError
+from ..core.errors import LatticeToolsError
 
 # counts as the page shows them (ErrorCounts fields under short names)
 _COUNT_KEYS = (("correct", "C"), ("substitutions", "S"), ("deletions", "D"), ("insertions", "I"),
@@ -52,21 +52,21 @@ def score_one_best(reference: str, ref_format: str, one_best: Sequence, glms: Se
     STM reference, a scratch trn otherwise) and return ``{key: {"counts", "align"}}``: the counts and the
     alignment pairs ``[op, ref, hyp]`` of the key's segments in order (STM: every scored segment of the
     recording ``key``; trn/text: the utterance ``key``)."""
-    from ..files import discard_temporary, make_temporary
+    from ..core.counts import ErrorCounts
+    from ..core.files import discard_temporary, make_temporary
     from ..scoring import score_files
-    from ..scoring.counts import ErrorCounts
 
     suffix = "ctm" if ref_format == "stm" else "trn"
     fd, tmp = make_temporary(os.path.join(tempfile.gettempdir(), "view-1best." + suffix))
     os.close(fd)  # type: ignore[arg-type]  # (a file, never None)
     try:
         if ref_format == "stm":
-            from ..io.altctm import write_alternatives_ctm
+            from ..io.transcripts.altctm import write_alternatives_ctm
 
             write_alternatives_ctm(tmp, one_best, n=1)
             hyp_format = "ctm"
         else:
-            from ..io.trn import TrnUtterance, write_trn
+            from ..io.transcripts.trn import TrnUtterance, write_trn
 
             write_trn(tmp, [TrnUtterance(a.key, " ".join(a.one_best())) for a in one_best], encoding=encoding)
             hyp_format = "trn"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from lattice_tools.errors import FormatError, LatticeToolsError
-from lattice_tools.io.ctm import format_ctm_item
+from lattice_tools.core.errors import FormatError, LatticeToolsError
+from lattice_tools.io.transcripts.ctm import format_ctm_item
 from lattice_tools.scoring.glm import GlmFilterOptions, OptionalDeletionError, perl
 from lattice_tools.scoring.glm.csrfilt import ctm_alternations
 from lattice_tools.scoring.glm.filtering import (

@@ -1,4 +1,4 @@
-"""The Python line parser of Kaldi text lattices that lattice_tools.io._kaldi_text's C kernel
+"""The Python line parser of Kaldi text lattices that lattice_tools.io.lattices._kaldi_text's C kernel
 (lattice_tools/_ext/kaldi_text/) replaced: the oracle of tests/test_kaldi_text_reader.py, which
 checks that the kernel gives the same RawFst and the same errors (message, line) on valid, random
 and mutated inputs.  It was the package's reader for every text lattice not in the layout Kaldi
@@ -15,8 +15,8 @@ import re
 
 import numpy as np
 
-from lattice_tools.errors import FormatError
-from lattice_tools.io._kaldi_text import RawFst
+from lattice_tools.core.errors import FormatError
+from lattice_tools.io.lattices._kaldi_text import RawFst
 
 
 def _parse_float(s: str):

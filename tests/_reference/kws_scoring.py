@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lattice_tools.errors import FormatError
-from lattice_tools.io.kwslist import KwsList
+from lattice_tools.core.errors import FormatError
+from lattice_tools.io.keyword_search.kwslist import KwsList
 from lattice_tools.kws.matching import match
 from lattice_tools.kws.measures import (
     KwsScore,

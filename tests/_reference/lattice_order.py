@@ -1,12 +1,12 @@
 """The plain-Python graph loops of ``Lattice.from_arcs`` -- reachability, Kahn's topological order and the
-arc reindexing -- as they were in lattice_tools/lattice.py until the C loops
+arc reindexing -- as they were in lattice_tools/core/lattice.py until the C loops
 (lattice_tools/_ext/lattice_order.c) replaced them: the oracle of tests/test_lattice_order.py."""
 from __future__ import annotations
 
 import numpy as np
 
-from lattice_tools.errors import LatticeError
-from lattice_tools.lattice import Lattice, _arc_arrays
+from lattice_tools.core.errors import LatticeError
+from lattice_tools.core.lattice import Lattice, _arc_arrays
 
 
 def _successor_lists(num_states: int, src: np.ndarray, dst: np.ndarray) -> tuple[list, list]:

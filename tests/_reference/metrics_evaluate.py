@@ -10,7 +10,7 @@ tests/test_metrics_fast*.py).
 from __future__ import annotations
 
 from _reference.orthography import score_orthography_reference
-from lattice_tools.errors import LatticeToolsError
+from lattice_tools.core.errors import LatticeToolsError
 from lattice_tools.metrics.codeswitch import code_mixing_index, language_pair, switch_point_counts
 from lattice_tools.metrics.entities import score_entities
 from lattice_tools.metrics.io import Annotation

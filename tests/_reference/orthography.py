@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lattice_tools.core.counts import ErrorCounts
 from lattice_tools.metrics.orthography_rules import (
     INS_DEL,
     INS_DEL_PUNCT,
@@ -26,7 +27,6 @@ from lattice_tools.metrics.orthography_rules import (
     find_compounds,
 )
 from lattice_tools.metrics.orthography_tokens import DEFAULT_NORMALIZERS, Token, tokenize
-from lattice_tools.scoring.counts import ErrorCounts
 
 
 def _is_capitalised(t: Token) -> bool:

@@ -30,10 +30,10 @@ def main() -> None:
     ap.add_argument("--frame-shift", type=float, default=None, help="seconds per frame (default 0.04)")
     args = ap.parse_args()
 
-    from lattice_tools.errors import FormatError, LatticeToolsError, MismatchError
+    from lattice_tools.core.errors import FormatError, LatticeToolsError, MismatchError
     from lattice_tools.io import read_lattices
-    from lattice_tools.io.slf import write_slf
-    from lattice_tools.recipe import read_list
+    from lattice_tools.io.lattices.slf import write_slf
+    from lattice_tools.pipelines.recipe import read_list
 
     os.makedirs(args.out_dir, exist_ok=True)
     seen: dict[str, str] = {}

@@ -25,8 +25,8 @@ import functools
 import re
 from collections.abc import Sequence
 
-from ...errors import FormatError, LatticeToolsError
-from ...io.glm import Glm
+from ...core.errors import FormatError, LatticeToolsError
+from ...io.transcripts.glm import Glm
 from . import perl
 from .options import FORMATS, GlmFilterOptions
 from .repairs import expand_alternation

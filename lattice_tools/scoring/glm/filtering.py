@@ -9,12 +9,12 @@ import os
 import re
 from pathlib import Path
 
-from ...errors import FormatError
-from ...files import atomic_write, decode_error, read_text_bytes
-from ...io.ctm import CtmWord, format_ctm_item, format_ctm_word, parse_ctm_lines
-from ...io.glm import Glm, read_glm
-from ...io.stm import Stm, format_stm_segment, parse_stm_line
-from ...io.trn import TrnUtterances, format_trn_utterance, parse_trn_line
+from ...core.errors import FormatError
+from ...core.files import atomic_write, decode_error, read_text_bytes
+from ...io.transcripts.ctm import CtmWord, format_ctm_item, format_ctm_word, parse_ctm_lines
+from ...io.transcripts.glm import Glm, read_glm
+from ...io.transcripts.stm import Stm, format_stm_segment, parse_stm_line
+from ...io.transcripts.trn import TrnUtterances, format_trn_utterance, parse_trn_line
 from .csrfilt import csrfilt_text
 from .options import FORMATS, GlmFilterOptions
 from .repairs import count_nested_blocks, drop_ctm_words, optionalize_words, repair_optional_alternations
@@ -37,7 +37,7 @@ def load_glm(glm, fmt: str, options: GlmFilterOptions) -> Glm | CompiledGlm:
 def filter_text(text: str, glm, fmt: str, options: GlmFilterOptions | None = None, *, path: str = "<input>") -> str:
     """csrfilt.sh on a Python string (encoded with ``options.encoding`` as csrfilt would see the
     bytes), then the opt-in repairs of ``options``.  With no repair the result is byte-identical to
-    csrfilt.sh.  ``glm``: a :class:`~lattice_tools.io.glm.Glm` or a GLM file name."""
+    csrfilt.sh.  ``glm``: a :class:`~lattice_tools.io.transcripts.glm.Glm` or a GLM file name."""
     options = options or _DEFAULT
     options.check_repairs(fmt)
     compiled = load_glm(glm, fmt, options)
@@ -60,7 +60,7 @@ def apply_glm(glm, items_or_path, *, fmt: str, options: GlmFilterOptions | None 
     """Apply a GLM like ``csrfilt.sh`` and return parsed records.
 
     Args:
-      glm: a :class:`~lattice_tools.io.glm.Glm` or a GLM file name.
+      glm: a :class:`~lattice_tools.io.transcripts.glm.Glm` or a GLM file name.
       items_or_path: a file name (for ``txt``: a ``Path``; a ``str`` is the text itself), or
         records: an :class:`Stm` or StmSegments (``fmt='stm'``), CtmWord/CtmAltBlock items
         (``'ctm'``), TrnUtterances (``'trn'``), or a list of lines (``'txt'``).
@@ -72,7 +72,7 @@ def apply_glm(glm, items_or_path, *, fmt: str, options: GlmFilterOptions | None 
       nested: (ctm) what to do with the nested ALT blocks csrfilt's output can have:
         ``"error"`` raises FormatError (sclite would mis-score them), ``"flatten"`` reads each
         outer block as the Cartesian product of its alternatives in listed order (so sclite's
-        ties still favour the earlier alternative; :func:`~lattice_tools.io.ctm.flatten_nested_block`),
+        ties still favour the earlier alternative; :func:`~lattice_tools.io.transcripts.ctm.flatten_nested_block`),
         keeping csrfilt's times.  ``options.flatten_alternations`` implies ``"flatten"``.
 
     Returns: an :class:`Stm` (stm), a :class:`CtmItems` list (ctm), a ``TrnUtterances`` list
@@ -109,7 +109,7 @@ def _check_utterance_map(utterance_map) -> None:
 # Records -> the text csrfilt reads, and its output -> records
 
 def _same_ctm_number(token: str, value, allow_star: bool) -> bool:
-    """``io.ctm._parse_number(token) == value`` without raising (a token it rejects: False)."""
+    """``io.transcripts.ctm._parse_number(token) == value`` without raising (a token it rejects: False)."""
     if token == "*":
         return allow_star and value is None
     try:

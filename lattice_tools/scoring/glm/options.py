@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import LatticeToolsError
+from ...core.errors import LatticeToolsError
 
 FORMATS = ("stm", "ctm", "trn", "txt")
 

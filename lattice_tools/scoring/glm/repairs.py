@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ..._budget import check_allocation
-from ...errors import BudgetExceededError, FormatError
-from ...io.ctm import CtmAltBlock, CtmItems, CtmWord, flatten_nested_block
-from ...io.glm import Glm, backchannel_words, hesitation_words, read_glm
+from ...core._budget import check_allocation
+from ...core.errors import BudgetExceededError, FormatError
+from ...io.transcripts.ctm import CtmAltBlock, CtmItems, CtmWord, flatten_nested_block
+from ...io.transcripts.glm import Glm, backchannel_words, hesitation_words, read_glm
 
 #: Bytes a word of an expanded alternative costs (a tuple slot and a list slot, then a network arc).
 _WORD_BYTES = 160
@@ -112,7 +112,7 @@ def count_nested_blocks(lines: Iterable[str]) -> int:
 
 
 def flatten_ctm_alternations(items: Iterable, *, max_alternatives: int = 10000) -> CtmItems:
-    """Flatten every nested ALT block (see :func:`lattice_tools.io.ctm.flatten_nested_block`)."""
+    """Flatten every nested ALT block (see :func:`lattice_tools.io.transcripts.ctm.flatten_nested_block`)."""
     comments = getattr(items, "comments", [])
     out = []
     for item in items:

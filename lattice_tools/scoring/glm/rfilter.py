@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ...errors import FormatError
-from ...io.glm import Glm
+from ...core.errors import FormatError
+from ...io.transcripts.glm import Glm
 from .perl import ASCII_UPPER
 
 
