@@ -458,3 +458,31 @@ def test_a_killed_kws_index_resumes_with_its_finished_shards(tmp_path, monkeypat
     assert len(calls) == 8   # one utterance per shard serially: the 8 not finished
     assert (tmp_path / "index.db").read_bytes() == serial
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index.db", "serial.db"]
+
+
+def test_jobs_start_no_cluster_until_a_task_is_submitted():
+    pytest.importorskip("distributed")
+    from lattice_tools.core.parallel import open_executor, run_shards, shard_items
+
+    with open_executor(jobs=2) as executor:
+        assert not executor.started          # an alt-CTM oracle, a single file: nothing to send
+    with open_executor(jobs=2) as executor:
+        shards = shard_items(list(range(6)), [str(i) for i in range(6)], 2)
+        results = [r for _, r in run_shards(sum, shards, executor=executor)]
+        assert executor.started
+    assert results == [1, 5, 9] and not executor.started   # closed on exit
+
+
+def test_oracle_of_an_alt_ctm_with_jobs_starts_no_cluster(tmp_path, bundled_reference):
+    ctm = tmp_path / "1best.ctm"
+    make_alternatives_ctm(LATTICES, "nbest", 1, str(ctm), progress=False)
+    code = ("import sys, lattice_tools.core.parallel as p\n"
+            "def refuse(self): raise SystemExit('a cluster was started')\n"
+            "p.LocalClusterOnDemand.client = refuse\n"
+            "from lattice_tools.cli import main\n"
+            f"sys.argv = ['lattice-tools', 'oracle', {str(ctm)!r}, '-r', {bundled_reference!r}, '--allow-missing', '--jobs', '2']\n"
+            "main()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    assert "WER" in r.stdout

@@ -37,7 +37,7 @@ from typing import Any
 from .errors import LatticeToolsError, MissingDependencyError
 
 __all__ = ["SHARD_ARCS", "SHARD_UTTERANCES", "Shard", "ShardStore", "open_executor", "run_shards", "shard_dir_for",
-           "shard_items", "shard_lattices", "with_companions"]
+           "shard_items", "shard_lattices", "with_companions", "LocalClusterOnDemand"]
 
 #: A shard closes when its lattices reach this many arcs ...
 SHARD_ARCS = 100_000
@@ -263,9 +263,7 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None, *, memo
     if jobs is not None and jobs < 1:
         raise LatticeToolsError(f"--jobs must be at least 1 (got {jobs})")
     try:
-        import logging
-
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError as exc:
         raise MissingDependencyError(f"running on several processes needs Dask (pip install "
                                      f"'lattice-tools[dask]'): {exc}") from None
@@ -279,12 +277,52 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None, *, memo
         finally:
             client.close()
         return
-    cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, memory_limit=memory_limit,
-                           dashboard_address=None, silence_logs=logging.ERROR)
-    client = Client(cluster)
+    on_demand = LocalClusterOnDemand(jobs, memory_limit)
     try:
-        yield client
+        yield on_demand
     finally:
-        client.close()
-        cluster.close()
+        on_demand.close()
+
+
+class LocalClusterOnDemand:
+    """A Dask ``LocalCluster`` of ``jobs`` single-threaded worker processes, started by the first task.
+
+    Starting one costs ~3-5 s; a command given ``--jobs`` whose input turns out to need no workers (an
+    alt-CTM for ``oracle``, a single shard) should not pay it.  It is a client as far as :func:`run_shards`
+    is concerned: ``submit``, ``gather`` and ``scheduler_info`` start the cluster and go to its client."""
+
+    def __init__(self, jobs: int, memory_limit: int | str = 0):
+        self.jobs, self.memory_limit = jobs, memory_limit
+        self._cluster = self._client = None
+
+    @property
+    def started(self) -> bool:
+        return self._client is not None
+
+    def client(self):
+        if self._client is None:
+            import logging
+
+            from distributed import Client, LocalCluster
+
+            self._cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
+                                         memory_limit=self.memory_limit, dashboard_address=None,
+                                         silence_logs=logging.ERROR)
+            self._client = Client(self._cluster)
+        return self._client
+
+    def submit(self, fn, *args, **kwargs):
+        return self.client().submit(fn, *args, **kwargs)
+
+    def gather(self, *args, **kwargs):
+        return self.client().gather(*args, **kwargs)
+
+    def scheduler_info(self, *args, **kwargs):
+        return self.client().scheduler_info(*args, **kwargs)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._cluster.close()
+            self._client = self._cluster = None
 
