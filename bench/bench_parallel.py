@@ -9,6 +9,7 @@ reference words, as a Kaldi ``text`` file and as an STM of one segment per utter
 * ``oracle``: phrase-alternative oracle WER (``--representation phrase -n 10 --bootstrap 100 --json``);
 * ``score``: the sausage alt-CTM scored against the STM with ``-F`` (sclite's fragment rule: the general engine,
   whose alignments run on the workers) and ``--json``;
+* ``convert``: the text archive to a binary Kaldi archive (the records are formatted on the workers);
 * ``kws-index``: the term index of the whole lattices (``kws index``, terms of up to 3 words; the SQLite file).
 
 For each size and job it runs whole processes:
@@ -25,7 +26,7 @@ average is printed first).
 Usage::
 
     python bench/bench_parallel.py [--workdir /tmp/bench_parallel] [--sizes 1000,10000] [--workers 2]
-                                   [--jobs sausage,phrases,oracle,score,kws-index]
+                                   [--jobs sausage,phrases,oracle,score,convert,kws-index]
 """
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/bench_parallel")
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--workers", default="2")
-    ap.add_argument("--jobs", default="sausage,phrases,oracle,score,kws-index")
+    ap.add_argument("--jobs", default="sausage,phrases,oracle,score,convert,kws-index")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -135,6 +136,8 @@ def main() -> None:
                 if job == "oracle":
                     return [*exe, "oracle", str(corpus), "--words", str(WORDS), "-r", str(text), "--representation",
                             "phrase", "-n", "10", "--bootstrap", "100", "--json", str(out)]
+                if job == "convert":  # to a binary Kaldi archive: formatting on the workers
+                    return [*exe, "convert", str(corpus), "-o", f"ark:{out}"]
                 if job == "kws-index":
                     return [*exe, "kws", "index", str(corpus), "--words", str(WORDS), "-o", str(out)]
                 if job == "score":

@@ -486,3 +486,47 @@ def test_oracle_of_an_alt_ctm_with_jobs_starts_no_cluster(tmp_path, bundled_refe
                        env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 0, r.stderr
     assert "WER" in r.stdout
+
+
+# ---- convert: records formatted on the workers, written here in input order -------------------------------
+
+@pytest.mark.parametrize("out", ["ark:{d}/lats.ark", "ark,t:{d}/lats.txt", "ark,scp:{d}/l.ark,{d}/l.scp", "{d}/slf"])
+def test_convert_on_workers_equals_the_serial_run(out, tmp_path, monkeypatch):
+    from lattice_tools.io import convert_lattices
+
+    monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 3)   # several shards from the 10 utterances
+    source = f"ark:gunzip -c {KALDI / 'bundled.ark.gz'}|"
+    serial, pooled = tmp_path / "serial", tmp_path / "pool"
+    serial.mkdir(), pooled.mkdir()
+    to = "slf" if "ark" not in out else None
+    n = convert_lattices([source], out.format(d=serial), to_format=to, progress=False)
+    with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        assert convert_lattices([source], out.format(d=pooled), to_format=to, progress=False, executor=pool) == n == 10
+    files = sorted(p.relative_to(serial) for p in serial.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(pooled) for p in pooled.rglob("*") if p.is_file()) and files
+    for f in files:
+        a, b = (serial / f).read_bytes(), (pooled / f).read_bytes()
+        assert a == b.replace(str(pooled).encode(), str(serial).encode()), f   # the scp names its own archive
+
+
+def test_convert_cli_jobs_equals_the_serial_run(tmp_path):
+    pytest.importorskip("distributed", reason="needs Dask: pip install 'lattice-tools[dask]'")
+    source = f"ark:gunzip -c {KALDI / 'bundled.ark.gz'}|"
+    outs = []
+    for extra in ([], ["--jobs", "2"]):
+        out = tmp_path / f"out{len(outs)}.txt"
+        r = subprocess.run([sys.executable, "-m", "lattice_tools", "convert", source, "-o", f"ark,t:{out}", *extra],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert r.returncode == 0, r.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and outs[0].count(b"\n\n") >= 10
+
+
+def test_writing_on_workers_refuses_a_duplicate_key_and_writes_nothing(tmp_path):
+    from lattice_tools.core.errors import MismatchError
+    from lattice_tools.io import read_lattices, write_lattices
+
+    lats = list(read_lattices(f"ark:gunzip -c {KALDI / 'bundled.ark.gz'}|"))
+    with concurrent.futures.ProcessPoolExecutor(2) as pool, pytest.raises(MismatchError, match="duplicate"):
+        write_lattices([*lats, lats[3]], f"ark:{tmp_path / 'x.ark'}", executor=pool)
+    assert list(tmp_path.iterdir()) == []

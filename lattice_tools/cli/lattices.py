@@ -10,7 +10,7 @@ from ..algorithms.statistics import lattice_info
 from ..core.files import write_json
 from ..io.lattices.convert import convert_lattices
 from ._inputs import lattice_input_options
-from ._options import LATTICE_FORMATS, json_option, option, out_option
+from ._options import LATTICE_FORMATS, json_option, option, out_option, parallel_options
 
 
 def _fmt(x) -> str:
@@ -64,8 +64,9 @@ def info_command(lattices, format, words, frame_shift, frame_subsampling_factor,
 @click.option("--keys", type=click.Path(dir_okay=False), default=None,
               help="Name the lattices from this file: one key per line, in input order, one per lattice (e.g. "
                    "the icefall cut ids of a k2 .pt file, whose lattices are otherwise numbered 0, 1, ...).")
+@parallel_options
 def convert_command(inputs, out, from_format, to_format, words, frame_shift, frame_subsampling_factor,
-                    write_words, keys):
+                    write_words, keys, jobs, scheduler):
     """Convert lattices: INPUTS (files, SLF directories, Kaldi rspecifiers) -> -o OUT (an SLF
     directory or file, a Kaldi wspecifier such as ark,t:out.txt, an OpenFst .fst/.txt, a k2 .pt)."""
     inputs = list(inputs)
@@ -74,7 +75,10 @@ def convert_command(inputs, out, from_format, to_format, words, frame_shift, fra
             raise click.UsageError("give the output with -o/--out")
         inputs, out = inputs[:-1], inputs[-1]
     output = out
-    n = convert_lattices(list(inputs), output, from_format=from_format, to_format=to_format, words=words,
-                         frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                         write_words=write_words, keys=keys)
+    from ..core.parallel import open_executor
+
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        n = convert_lattices(list(inputs), output, from_format=from_format, to_format=to_format, words=words,
+                             frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                             write_words=write_words, keys=keys, executor=executor)
     click.echo(f"converted {n} lattice(s) -> {output}", err=True)

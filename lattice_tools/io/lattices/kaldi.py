@@ -572,13 +572,31 @@ def format_binary_fst(raw: RawFst, double: bool = False) -> bytes:
     return b"".join(parts)
 
 
+def format_kaldi_record(lat: Lattice, *, binary: bool, lattice_type: str = "auto", placeholder_tid: int = 1,
+                        double: bool = False) -> bytes:
+    """The body of ``lat``'s archive record (what follows ``key `` in the archive), binary or text."""
+    raw = lattice_to_raw(lat, lattice_type, placeholder_tid)
+    return format_binary_fst(raw, double) if binary else ("\n" + format_text_fst(raw) + "\n").encode()
+
+
+def _format_kaldi_records(binary: bool, lattice_type: str, placeholder_tid: int, double: bool,
+                          lattices) -> list[bytes]:
+    # one shard's records, on a worker (module level: it is pickled)
+    return [format_kaldi_record(lat, binary=binary, lattice_type=lattice_type, placeholder_tid=placeholder_tid,
+                                double=double) for lat in lattices]
+
+
 def write_kaldi_lattices(lattices: Iterable[Lattice], wspecifier: str, *, lattice_type: str = "auto",
-                         placeholder_tid: int = 1, double: bool = False) -> int:
+                         placeholder_tid: int = 1, double: bool = False, executor=None) -> int:
     """Write lattices to a Kaldi archive (``ark:``, ``ark,t:``, ``ark,scp:A,S``).
 
     Each lattice's ``key`` is its archive key (must be non-empty, without whitespace, unique).
     Binary unless the ``t`` option is given.  Returns the number of lattices written.  The
     archive is written atomically (temporary file + rename); ``-`` writes to stdout.
+
+    ``executor`` (a ``concurrent.futures`` executor or a ``dask.distributed`` client; None: here): the
+    records are formatted on its workers in shards of whole utterances (:mod:`lattice_tools.core.parallel`)
+    and written here in input order, so the archive is the same bytes for any number of workers.
     """
     sp = parse_specifier(wspecifier, write=True)
     if sp.kind == "scp":
@@ -588,10 +606,8 @@ def write_kaldi_lattices(lattices: Iterable[Lattice], wspecifier: str, *, lattic
     if sp.scp_path and (compress or sp.path == "-"):
         raise FormatError("'ark,scp:' needs a plain archive file (byte offsets), not gzip or stdout")
     seen = set()
-    count = 0
-    scp_lines = []
-    with atomic_write(sp.path, "wb", compress=compress) as f:
-        pos = 0
+
+    def checked():
         for lat in lattices:
             key = lat.key
             if not key or any(c.isspace() for c in key):
@@ -599,9 +615,26 @@ def write_kaldi_lattices(lattices: Iterable[Lattice], wspecifier: str, *, lattic
             if key in seen:
                 raise MismatchError(f"duplicate key {key!r}", key=key)
             seen.add(key)
-            raw = lattice_to_raw(lat, lattice_type, placeholder_tid)
+            yield lat
+
+    def records():
+        if executor is None:
+            for lat in checked():
+                yield lat.key, format_kaldi_record(lat, binary=binary, lattice_type=lattice_type,
+                                                   placeholder_tid=placeholder_tid, double=double)
+            return
+        from ...core.parallel import run_shards, shard_lattices
+
+        for shard, bodies in run_shards(_format_kaldi_records, shard_lattices(checked()), executor=executor,
+                                        args=(binary, lattice_type, placeholder_tid, double)):
+            yield from zip(shard.keys, bodies, strict=True)
+
+    count = 0
+    scp_lines = []
+    with atomic_write(sp.path, "wb", compress=compress) as f:
+        pos = 0
+        for key, body in records():
             head = (key + " ").encode()
-            body = format_binary_fst(raw, double) if binary else ("\n" + format_text_fst(raw) + "\n").encode()
             f.write(head)
             scp_lines.append(f"{key} {sp.path}:{pos + len(head)}\n")
             f.write(body)

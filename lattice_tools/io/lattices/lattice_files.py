@@ -146,6 +146,10 @@ def write_lattices(lattices: Iterable[Lattice] | Lattice, spec: str, format: str
     * ``openfst``: a single lattice to one file (options ``acceptor``, ``weights``, ``words``).
     * ``k2``: all lattices into one ``.pt`` file.
     Keys must be unique (MismatchError).
+
+    ``executor`` (``concurrent.futures`` executor or ``dask.distributed`` client; default None: here): Kaldi
+    archives and SLF directories are formatted on its workers in shards of whole utterances, with the same
+    bytes as a serial run; the other outputs (one file) are written here.
     """
     if isinstance(lattices, Lattice):
         lattices = [lattices]
@@ -161,11 +165,12 @@ def write_lattices(lattices: Iterable[Lattice] | Lattice, spec: str, format: str
             seen.add(lat.key)
             yield lat
 
+    executor = options.pop("executor", None)
     if fmt == "kaldi":
         from .kaldi import write_kaldi_lattices
 
-        return write_kaldi_lattices(checked(lattices), kaldi_specifier(spec), **options)
-    if fmt == "k2":
+        return write_kaldi_lattices(checked(lattices), kaldi_specifier(spec), executor=executor, **options)
+    if fmt == "k2":  # one file each: written here (executor or not)
         from .k2file import write_k2_lattice
 
         lats = list(checked(lattices))
@@ -193,11 +198,29 @@ def write_lattices(lattices: Iterable[Lattice] | Lattice, spec: str, format: str
         write_slf(lats[0], s, **options)
         return 1
     os.makedirs(s, exist_ok=True)
+
+    def named():
+        for lat in checked(lattices):
+            if not lat.key or "/" in lat.key or lat.key.startswith("."):
+                raise FormatError(f"lattice key {lat.key!r} cannot be used as a file name", path=s,
+                                  key=lat.key or None)
+            yield lat
+
+    if executor is None:
+        return _write_slf_files(s, compress, options, named())
+    from ...core.parallel import run_shards, shard_lattices
+
+    return sum(n for _, n in run_shards(_write_slf_files, shard_lattices(named()), executor=executor,
+                                        args=(s, compress, options)))
+
+
+def _write_slf_files(directory: str, compress: bool, options: dict, lattices) -> int:
+    # one <key>.lat per lattice, each written atomically (module level: a worker runs it on a shard)
+    from .slf import write_slf
+
     n = 0
-    for lat in checked(lattices):
-        if not lat.key or "/" in lat.key or lat.key.startswith("."):
-            raise FormatError(f"lattice key {lat.key!r} cannot be used as a file name", path=s, key=lat.key or None)
-        write_slf(lat, os.path.join(s, lat.key + (".lat.gz" if compress else ".lat")), **options)
+    for lat in lattices:
+        write_slf(lat, os.path.join(directory, lat.key + (".lat.gz" if compress else ".lat")), **options)
         n += 1
     return n
 
