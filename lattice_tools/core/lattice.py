@@ -37,7 +37,7 @@ Conventions
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,7 +130,7 @@ class Lattice:
     def from_arcs(cls, *, src, dst, word, symbols: SymbolTable, final_graph_cost, final_acoustic_cost=None,
                   num_states: int | None = None, start: int = 0, ilabel=None, t0=None, t1=None,
                   graph_cost=None, acoustic_cost=None, frame_shift: float = 0.01, key: str = "",
-                  word_aligned: bool = True, attrs: Mapping[str, Sequence] | None = None,
+                  word_aligned: bool = True, attrs: Mapping[str, ArrayLike] | None = None,
                   return_maps: bool = False):
         """Build a lattice from arcs in any state numbering.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...core.files import progress_bar
+from ...core.symbols import SymbolTable
 from .inputs import read_lattice_inputs
 from .lattice_files import write_lattices
 
@@ -22,7 +23,7 @@ def convert_lattices(inputs: Sequence[str] | str, output: str, *, from_format: s
     whose lattices are otherwise numbered ``0, 1, ...``); a count that does not match is an error and
     nothing is written.  Returns the number converted.
     """
-    last_symbols = []
+    last_symbols: list[SymbolTable] = []
 
     def stream():
         # SLF inputs share one growing word table (read_lattice_inputs), so ids agree across files
