@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -136,7 +136,7 @@ def lattice_network(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
         from ..alternatives.word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     labels = word_labels(lat, silence_words)
-    kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    kw: dict[str, Any] = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if lat.num_arcs and np.any((labels > 0) & ((lat.t0 < 0) | (lat.t1 < 0))):
         raise LatticeError("the lattice has word arcs without times; a term index needs word times",
                            key=lat.key or None)

@@ -28,6 +28,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..core.errors import BudgetExceededError, LatticeToolsError, MismatchError
 from ..core.files import atomic_write, write_json
@@ -106,7 +107,7 @@ def representation_alternatives(lat: Lattice, rep: Representation, *, acoustic_s
     ``lattice-tools kws index --from 1best``."""
     from ..alternatives import nbest, phrases, sausage
 
-    scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    scales: dict[str, Any] = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if rep.kind == "1best":
         alts = sausage(lat, 1, **scales)  # bins whose best entry is epsilon are not in a 1-best
         return replace(alts, kind="1best", slots=tuple(sl for sl in alts.slots if not sl.best.is_empty))
