@@ -116,6 +116,7 @@ def representation_alternatives(lat: Lattice, rep: Representation, *, acoustic_s
     if rep.kind == "sausage":
         return sausage(lat, rep.n, **scales)
     if rep.kind == "phrase":
+        assert rep.theta is not None, "a phrase representation has its threshold"
         return phrases(lat, rep.n, rep.theta, **scales)
     raise LatticeToolsError("the lattice is indexed as it is, not as alternatives")
 
@@ -316,9 +317,12 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
         raise MismatchError("give the reference word times as exactly one of an RTTM or a CTM")
     _check_settings(max_length, normalization)
     reps = tuple(parse_representation(r) for r in representations) or DEFAULT_REPRESENTATIONS
-    refs = read_rttm(rttm, encoding=encoding, types=("LEXEME",)) if rttm else lexemes_from_ctm(ctm, encoding=encoding)
+    ref_path = rttm if rttm is not None else ctm
+    assert ref_path is not None  # exactly one of them: checked above
+    refs = read_rttm(ref_path, encoding=encoding, types=("LEXEME",)) if rttm else lexemes_from_ctm(ref_path,
+                                                                                                   encoding=encoding)
     if not allow_overlapping_reference:
-        check_overlaps(refs, rttm or ctm)
+        check_overlaps(refs, ref_path)
     enc = None if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
     if kwlist is None:
         terms, compare = make_kwlist(refs, num_terms=num_terms, seed=seed), "lowercase"
