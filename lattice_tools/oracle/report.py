@@ -46,7 +46,7 @@ def _is_ctm(path: str, format: str | None = None, encoding: str = "utf-8") -> bo
                                     encoding=encoding) == "ctm"
 
 
-def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None = None,
+def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequence[str] | None = None,
                optional_deletable: bool = False, mode: str = "sclite", representation: str = "lattice",
                n: int | None = None, posterior_threshold: float = 0.1, acoustic_scale: float = 1.0,
                lm_scale: float = 1.0, word_penalty: float = 0.0, bootstrap: int = 0, seed: int = 0,
