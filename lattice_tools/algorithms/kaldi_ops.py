@@ -203,7 +203,9 @@ def nbest_kaldi(lat: Lattice, n: int, *, acoustic_scale: float = 1.0, lm_scale: 
     out: list[KaldiNbestEntry] = []
     counter = 0
     start = closure({0: (0.0, -1)})
-    heap = [(min(v[0] + beta[s] for s, v in start.items()), counter, (), start)]
+    # (cost, tie counter, word prefix or (prefix, end node) of a finished entry, state subset or None)
+    heap: list[tuple[float, int, tuple, dict | None]] = [(min(v[0] + beta[s] for s, v in start.items()), counter,
+                                                          (), start)]
     pops = 0
     while heap and len(out) < n:
         prio, _, prefix, sub = heapq.heappop(heap)

@@ -69,7 +69,7 @@ def _forward(lat: Lattice, arc_scores: np.ndarray, log_semiring: bool, track_bes
     for a0, a1, s0, s1, starts in sched.fwd_levels:
         vals = alpha[src_pos[a0:a1]] + fwd_scores[a0:a1]
         alpha[s0:s1] = best = reduce(vals, starts)
-        if track_best:
+        if best_in is not None:
             # Tie rule: the first arc in schedule order (= lowest arc index, the sort is stable)
             # among those reaching the maximum.
             seg_len = np.diff(starts, append=a1 - a0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def posterior_sanity(lat: Lattice, posteriors: np.ndarray) -> float:
 def lattice_stats(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
                   word_penalty: float = 0.0) -> dict:
     """Statistics of one lattice (see :func:`lattice_info`)."""
-    kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    kw: dict[str, Any] = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     duration = lat.duration if lat.has_times else float("nan")
     post = arc_posteriors(lat, **kw)
     return {

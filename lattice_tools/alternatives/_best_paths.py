@@ -67,7 +67,7 @@ def sequence_results(union, determinizer, found: list, tries: list, track_best: 
     ``tries[i]``) as :class:`SequenceResult` lists, with each one's best single path when
     ``track_best``."""
     tables = determinizer.word_time_tables() if track_best else None
-    results = []
+    results: list[list[SequenceResult]] = []
     for i in range(union.num_automata):
         check_memory("exact sequence search (best paths)", key)
         if not found[i]:

@@ -124,7 +124,7 @@ def determinize(lat: Lattice, semiring: str = "log", *, acoustic_scale: float = 
             arcs_t1.append(t1_l[a])
             if len(arcs_src) > max_arcs:
                 raise BudgetExceededError(f"determinization exceeded {max_arcs} arcs", key=lat.key or None)
-        queue[i] = None  # free the residuals of processed states
+        queue[i] = {}  # free the residuals of processed states
         i += 1
     return Lattice.from_arcs(src=arcs_src, dst=arcs_dst, word=arcs_word, symbols=lat.symbols,
                              final_graph_cost=np.array(finals), num_states=len(finals), t0=arcs_t0, t1=arcs_t1,

@@ -123,8 +123,8 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     for i, q in enumerate(seqs):
         if i % _CHECK_EVERY == 0:
             check_memory("exact N-best search (listing the sequences)", key)
-        arcs = best_arcs[seq_off[i]:seq_off[i + 1]]
-        arcs = tuple(arcs.tolist()) if len(arcs) and arcs[0] >= 0 else ()
+        span = best_arcs[seq_off[i]:seq_off[i + 1]]
+        arcs = tuple(span.tolist()) if len(span) and span[0] >= 0 else ()
         results.append(SequenceResult(tuple(names[q].tolist()), float(f_cost[i]), float(best_cost[i]), arcs))
     return results, fb.total, labels
 
@@ -277,6 +277,6 @@ def nbest(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm_scale:
     del results
     end = lat.duration if lat.has_times else math.nan
     if not alts:  # pragma: no cover - a valid lattice always has a sequence
-        alts = (Alternative((), posterior=1.0),)
+        alts = [Alternative((), posterior=1.0)]
     return Alternatives(key=lat.key, slots=(Slot(0.0, end, tuple(alts)),), kind="nbest",
                         meta={"total_cost": total, "requested_n": n})

@@ -158,10 +158,10 @@ def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
             arcs = tuple(sorted((w, t0, t1, lv - log_mass[c], cls[c]) for w, t0, t1, c in kids))
         final = lv - math.log(end_mass[v]) if end_mass[v] > 0 else math.inf
         sig = (final, arcs, node_time[v])  # the frame too: a state is reached at one frame
-        c = signatures.get(sig)
-        if c is None:
-            c = signatures[sig] = len(signatures)
-        cls[v] = c
+        klass = signatures.get(sig)
+        if klass is None:
+            klass = signatures[sig] = len(signatures)
+        cls[v] = klass
     src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
     final_cost = [math.inf] * len(signatures)
     for sig, c in signatures.items():
@@ -222,7 +222,7 @@ def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
 
     state(first)
     src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
-    for (w, a, b), g in sorted(gamma_arc.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+    for (wid, a, b), g in sorted(gamma_arc.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
         if a == b:
             # it would be a self-loop on its boundary state
             raise LatticeError("join='times' cannot place a word of zero duration (use join='paths')",
@@ -230,7 +230,7 @@ def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
         s = state(a)
         src.append(s)
         dst.append(state(b))
-        word.append(w)
+        word.append(wid)
         t0s.append(a)
         t1s.append(b)
         cost.append(-math.log(g / gamma_state[a]))

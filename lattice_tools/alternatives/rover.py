@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,6 +88,7 @@ def _read_tokens(path: str, case_sensitive: bool) -> list[_Token]:
                                                                               w.word.lower())
         # rover keeps a CTM confidence in a C float
         conf = float(_F32(w.confidence if w.confidence is not None else 0.0)) if has_conf else -1.0
+        assert w.start is not None and w.duration is not None  # refused above
         out.append(_Token(conv, turn, float(w.start), float(w.duration), sp, conf))
     return out
 
@@ -115,20 +117,19 @@ def _word_of(tok: _Token) -> NetworkWord:
 def rover_distance(w1: NetworkWord | None, w2: NetworkWord | None) -> np.float32:
     """``wwd_WORD_rover``: 0 correct, 0.001 insertion/deletion of ``@``, 1 substitution with ``@``,
     3 insertion/deletion, 4 substitution (and the ``%sync%time`` tags' special costs)."""
-    if w2 is None and w1.value == "@":
-        return _F32(0.001)
-    if w1 is None and w2.value == "@":
-        return _F32(0.001)
-    if w1 is not None and w2 is not None:
-        s1, s2 = "%sync%time" in w1.value, "%sync%time" in w2.value
-        if (s1 or s2) and w1.value == w2.value:
-            return _F32(-3.0)
-        if s1 or s2:
-            return _F32(20.0)
-    if (w2 is None and "%sync%time" in w1.value) or (w1 is None and "%sync%time" in w2.value):
-        return _F32(0.00001)
-    if w1 is None or w2 is None:
+    if w1 is None or w2 is None:  # an insertion or deletion of the other word
+        w = w2 if w1 is None else w1
+        assert w is not None, "one side is a word"
+        if w.value == "@":
+            return _F32(0.001)
+        if "%sync%time" in w.value:
+            return _F32(0.00001)
         return _F32(3.0)
+    s1, s2 = "%sync%time" in w1.value, "%sync%time" in w2.value
+    if (s1 or s2) and w1.value == w2.value:
+        return _F32(-3.0)
+    if s1 or s2:
+        return _F32(20.0)
     if w1.value == "@" and w2.value == "@":
         return _F32(1.0)
     if w1.value == w2.value:
@@ -140,14 +141,10 @@ def rover_distance(w1: NetworkWord | None, w2: NetworkWord | None) -> np.float32
 
 def rover_time_distance(w1: NetworkWord | None, w2: NetworkWord | None) -> np.float32:
     """``wwd_time_WORD``: the start and end time differences (+0.001 when the words differ)."""
-    if w2 is None and w1.value == "@":
-        return _F32(0.001)
-    if w1 is None and w2.value == "@":
-        return _F32(0.001)
-    if w1 is None:
-        return _F32(w2.dur)
-    if w2 is None:
-        return _F32(w1.dur)
+    if w1 is None or w2 is None:  # an insertion or deletion of the other word
+        w = w2 if w1 is None else w1
+        assert w is not None, "one side is a word"
+        return _F32(0.001) if w.value == "@" else _F32(w.dur)
     return _F32(abs(w1.t1 - w2.t1) + abs(w1.t2 - w2.t2) + (0.0 if w1.value == w2.value else 0.001))
 
 
@@ -344,7 +341,8 @@ def rover_lines(systems: Sequence[str], *, rover_method: str = "meth1", alpha: f
         raise LatticeToolsError(f"unknown rover method {rover_method!r} (expected one of {', '.join(ROVER_METHODS)})")
     if len(systems) < 2:
         raise LatticeToolsError("rover needs at least two systems")
-    ctms = [[None, *_read_tokens(p, case_sensitive)] for p in systems]  # 1-based, as rover's WTOKE
+    # 1-based, as rover's WTOKE (index 0 holds None)
+    ctms: list[list[Any]] = [[None, *_read_tokens(p, case_sensitive)] for p in systems]
     ns = [len(c) - 1 for c in ctms]
     starts = [1] * len(ctms)
     wwd = rover_time_distance if use_times else rover_distance

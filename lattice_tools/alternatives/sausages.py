@@ -306,7 +306,7 @@ def sausage(lat: Lattice, n: int | None = None, *, acoustic_scale: float = 1.0, 
         entries = list(zip(b, wt, strict=True))
         if shown_as_epsilon and any(w in shown_as_epsilon for w, _ in b):
             entries = _silence_as_epsilon(entries, shown_as_epsilon)
-        alts = []
+        alts: list[Alternative] = []
         for (w, gam), (wb, we) in entries:
             if limit is not None and len(alts) == limit:
                 break

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class ErrorCounts:
     segment_errors: int = 0
     optional_correct: int = 0      # matches of optional (parenthesised) words, included in ``correct``
     optional_deleted: int = 0      # optional reference words left out of the hypothesis (cost 0 with -D)
+    zero: ClassVar[ErrorCounts]    # all counts 0 (set below, once the class exists)
 
     def __post_init__(self):
         for f in fields(self):
@@ -126,7 +128,7 @@ class ErrorCounts:
 _DERIVED = frozenset({"errors", "wer", "precision", "recall"})
 
 
-ErrorCounts.zero = ErrorCounts()  # type: ignore[attr-defined]
+ErrorCounts.zero = ErrorCounts()
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(ErrorCounts))

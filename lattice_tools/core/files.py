@@ -9,7 +9,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Literal, cast, overload
 
 from .errors import FormatError
 
@@ -29,7 +29,8 @@ def open_binary_input(path: str) -> IO[bytes]:
             raise FormatError(f"cannot open for reading: {exc.strerror}", path=str(path)) from None
     peek = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if peek == b"\x1f\x8b":
-        return _GzipReader(raw, owns=str(path) != "-")
+        # GzipFile has IO[bytes]'s methods; typeshed does not declare it one
+        return cast(IO[bytes], _GzipReader(raw, owns=str(path) != "-"))
     return raw
 
 
@@ -215,7 +216,7 @@ def remove_stale_temporaries(path: str) -> list[str]:
     directory = os.path.dirname(os.path.abspath(path)) or "."
     base = os.path.basename(path)
     host = _host_tag()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory)
     except OSError:
@@ -253,6 +254,12 @@ def output_mode(path: str) -> int:
     return 0o666 & ~mask
 
 
+@overload
+def make_temporary(path: str, directory: Literal[False] = False) -> tuple[int, str]: ...
+@overload
+def make_temporary(path: str, directory: Literal[True]) -> tuple[None, str]: ...
+@overload
+def make_temporary(path: str, directory: bool) -> tuple[int | None, str]: ...
 def make_temporary(path: str, directory: bool = False) -> tuple[int | None, str]:
     """A temporary file (``fd``, name) or directory (None, name) beside ``path``, named so that
     :func:`remove_stale_temporaries` recognises it, registered for removal on SIGTERM/SIGINT."""

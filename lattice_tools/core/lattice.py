@@ -37,10 +37,12 @@ Conventions
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._ext import native
 from .errors import LatticeError, MissingDependencyError
@@ -58,7 +60,7 @@ class _FrozenAttrs(dict):
     def _refuse(self, *args, **kwargs):
         raise TypeError("Lattice.attrs is read-only: build a new lattice (Lattice.replace(attrs=...)) instead")
 
-    __setitem__ = __delitem__ = __ior__ = update = pop = popitem = clear = setdefault = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = update = pop = popitem = clear = setdefault = _refuse
 
     def __reduce__(self):
         return (_FrozenAttrs, (dict(self),))
@@ -128,7 +130,7 @@ class Lattice:
     def from_arcs(cls, *, src, dst, word, symbols: SymbolTable, final_graph_cost, final_acoustic_cost=None,
                   num_states: int | None = None, start: int = 0, ilabel=None, t0=None, t1=None,
                   graph_cost=None, acoustic_cost=None, frame_shift: float = 0.01, key: str = "",
-                  word_aligned: bool = True, attrs: Mapping[str, Sequence] | None = None,
+                  word_aligned: bool = True, attrs: Mapping[str, ArrayLike] | None = None,
                   return_maps: bool = False):
         """Build a lattice from arcs in any state numbering.
 
@@ -361,7 +363,7 @@ class Lattice:
 
 def _arc_arrays(*, src, dst, word, final_graph_cost, final_acoustic_cost=None, num_states: int | None = None,
                 start: int = 0, ilabel=None, t0=None, t1=None, graph_cost=None, acoustic_cost=None, key: str = "",
-                attrs: Mapping[str, Sequence] | None = None) -> tuple:
+                attrs: Mapping[str, ArrayLike] | None = None) -> tuple:
     """:meth:`Lattice.from_arcs`' arguments as the arrays it builds from, defaults filled in and checked
     (lengths, state ids, start state; :class:`LatticeError` naming ``key``): ``(src, dst, word, ilabel, t0, t1,
     graph_cost, acoustic_cost, final_graph_cost, final_acoustic_cost, attrs, num_states)``."""
@@ -570,7 +572,7 @@ def _from_networkx(graph, symbols: SymbolTable | None, key: str | None) -> Latti
             final_acoustic[index[node]] = float(data.get("final_acoustic_cost", 0.0))
     src = np.array([index[u] for u, *_ in edges], dtype=np.int64)
     dst = np.array([index[v] for _, v, *_ in edges], dtype=np.int64)
-    fields = dict(symbols=symbols, final_graph_cost=final_graph, final_acoustic_cost=final_acoustic,
+    fields: dict[str, Any] = dict(symbols=symbols, final_graph_cost=final_graph, final_acoustic_cost=final_acoustic,
                   frame_shift=float(graph.graph.get("frame_shift", 0.01)),
                   key=key if key is not None else str(graph.graph.get("key", "")),
                   word_aligned=bool(graph.graph.get("word_aligned", True)), attrs=attrs, **arcs)

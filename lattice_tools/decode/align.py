@@ -47,7 +47,7 @@ _VARIANT = re.compile(r"\(\d+\)$")
 #: The alignment searches tried in turn until one reaches the last word: (optional silences between
 #: the words?, beams).  Measured on the 47 espeak-ng sentences of egs/kws_synth: 22 align at the
 #: first attempt, 25 need the grammar without silences (utt035 also the wider beams).
-_ATTEMPTS = ((True, {}), (False, {}), (False, {"beam": 1e-80, "wbeam": 1e-60, "pbeam": 1e-80}))
+_ATTEMPTS: tuple[tuple[bool, dict[str, float]], ...] = ((True, {}), (False, {}), (False, {"beam": 1e-80, "wbeam": 1e-60, "pbeam": 1e-80}))
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,7 @@ def read_transcripts(path: str, encoding: str = "utf-8") -> dict[str, str]:
             trn = line.rstrip().endswith(")")
         if trn:
             utt = parse_trn_line(line, path, lineno)
+            assert utt is not None  # blank and ';;' lines are skipped above
             key, text = utt.utt_id, utt.text
         else:
             parts = line.split(None, 1)

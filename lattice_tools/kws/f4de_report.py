@@ -107,10 +107,10 @@ class AutoTable:
     def render(self, gap: int = 2) -> str:
         if not self.data:
             return "Warning: Empty table.  Nothing to produce.\n"
-        col_ids = sorted(self.cols, key=self.cols.get)
+        col_ids = sorted(self.cols, key=self.cols.__getitem__)
         levels = len(self._labels(col_ids[0]))
         tree, _ = self._build_tree(col_ids, 0, levels, 0, gap)
-        row_ids = sorted(self.rows, key=self.rows.get) if self.row_sort == "AsAdded" else sorted(self.rows)
+        row_ids = sorted(self.rows, key=self.rows.__getitem__) if self.row_sort == "AsAdded" else sorted(self.rows)
         row_levels = len(self._labels(row_ids[0]))
         row_w = [max(len(self._labels(r)[lv]) for r in row_ids) for lv in range(row_levels)]
         out = []

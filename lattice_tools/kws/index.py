@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -136,7 +136,7 @@ def lattice_network(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
         from ..alternatives.word_alignment import word_align
         lat = word_align(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
     labels = word_labels(lat, silence_words)
-    kw = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    kw: dict[str, Any] = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if lat.num_arcs and np.any((labels > 0) & ((lat.t0 < 0) | (lat.t1 < 0))):
         raise LatticeError("the lattice has word arcs without times; a term index needs word times",
                            key=lat.key or None)
@@ -191,7 +191,12 @@ def alternatives_network(alts: Alternatives, silence_words: Iterable[str] | None
             p = 1.0 if math.isnan(alt.posterior) else float(alt.posterior)
             real = [(w, s, d) for w, s, d in zip(alt.words, alt.starts, alt.durations, strict=False) if not is_silence(w, silence_words)]
             if not real:
-                src.append(boundary), dst.append(nxt), word.append(-1), t0.append(0.0), t1.append(0.0), weight.append(p)
+                src.append(boundary)
+                dst.append(nxt)
+                word.append(-1)
+                t0.append(0.0)
+                t1.append(0.0)
+                weight.append(p)
                 continue
             prev = boundary
             for j, (w, s, d) in enumerate(real):
@@ -205,8 +210,12 @@ def alternatives_network(alts: Alternatives, silence_words: Iterable[str] | None
                     to = n_states
                     n_states += 1
                     start_mass.append(p)
-                src.append(prev), dst.append(to), word.append(vocab.setdefault(w, len(vocab)))
-                t0.append(s), t1.append(s + d), weight.append(p if j == 0 else 1.0)
+                src.append(prev)
+                dst.append(to)
+                word.append(vocab.setdefault(w, len(vocab)))
+                t0.append(s)
+                t1.append(s + d)
+                weight.append(p if j == 0 else 1.0)
                 prev = to
         boundary = nxt
     return WordNetwork(n_states, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
@@ -313,7 +322,9 @@ def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
         fd, fx, fw = uniq // S, uniq % S, sw
         keep = fw > 0
         fd, fx, fw = fd[keep], fx[keep], fw[keep]
-        pd.append(fd), px.append(fx), pw.append(fw)
+        pd.append(fd)
+        px.append(fx)
+        pw.append(fw)
     cd, cx, cw = np.concatenate(pd), np.concatenate(px), np.concatenate(pw)
     uniq, (cw,), _, _ = _group_sum(cd * S + cx, sums=(cw,))
     cd, cx = uniq // S, uniq % S

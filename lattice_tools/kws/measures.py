@@ -326,6 +326,7 @@ def _exact_best(near, u, ev, state, T, metric) -> int:
         v = 1 - (miss / n_m + beta * fa / max(1, sum(1 for b in ev if T != b.n_true)))
         if best_v is None or v > best_v:
             best_k, best_v = int(k), v
+    assert best_k is not None, "near holds the maximum"
     return best_k
 
 

@@ -64,8 +64,8 @@ def _word_columns(records, char_split_text: bool, not_ascii: bool, delete_hyphen
         def pick(col: list) -> list:
             return col if keep is None else [col[i] for i in keep]
 
-        tbeg, dur, raw = pick(t.tbeg), pick(t.dur), pick(t.raw_tbeg)
-        return (pick(t.file), pick(t.channel), tbeg, [round(b + d, 4) for b, d in zip(tbeg, dur, strict=True)],
+        tbeg, durs, raw = pick(t.tbeg), pick(t.dur), pick(t.raw_tbeg)
+        return (pick(t.file), pick(t.channel), tbeg, [round(b + d, 4) for b, d in zip(tbeg, durs, strict=True)],
                 [r or perl_num(b) for r, b in zip(raw, tbeg, strict=True)], pick(t.ortho), pick(t.subtype),
                 pick(t.speaker))
     cols: tuple[list, ...] = ([], [], [], [], [], [], [], [])
@@ -145,10 +145,10 @@ class ReferenceIndex:
         lookup = self.lookup
         for i, (token, stype) in enumerate(zip(self.token, self.stype, strict=True)):
             if stype != "frag" and stype != "fp":
-                key = self._lower(token) if lowercase else token
-                ids = lookup.get(key)
+                word = self._lower(token) if lowercase else token
+                ids = lookup.get(word)
                 if ids is None:
-                    lookup[key] = [i]
+                    lookup[word] = [i]
                 else:
                     ids.append(i)
         # first word -> {next word, case-folded: the first words it follows}

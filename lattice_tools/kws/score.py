@@ -92,6 +92,7 @@ class KwsEvaluation:
             else:
                 ref_b = ref_e = ""
             if i is not None:
+                assert cols is not None, "a detection comes from the kwslist"
                 # F4DE prints tbeg and score as written, the end as a Perl number.
                 tbeg, dur, score = cols.tbeg[i], cols.dur[i], cols.score[i]
                 tb, _du, sc = raw[i] if raw else (perl_num(tbeg), perl_num(dur), perl_num(score))
@@ -178,7 +179,8 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
     main = Trials("Occurrence", tot_dur, trials_per_second, include_no_targets)
     conds = _Conditions(ecf, kwl, source_type_groups, attribute_queries, trials_per_second, include_no_targets)
     order = _keyword_order(kwslist.kwids, cols.kwid, texts, kwl, just_system_terms, kws_path)
-    min_max = (kwslist.min_score, kwslist.max_score) if kwslist.min_score is not None else None
+    min_max = ((kwslist.min_score, kwslist.max_score)
+               if kwslist.min_score is not None and kwslist.max_score is not None else None)
     al = align_occurrences(order, texts, kwslist, refs, excerpts, find_threshold=find_threshold,
                            similarity_threshold=similarity_threshold, min_max=min_max)
     fill_blocks(main, al, texts, cols)
@@ -242,7 +244,8 @@ class _Conditions:
     def __init__(self, ecf: Ecf, kwl: KwList, source_type_groups: dict[str, list[str]] | None,
                  attribute_queries: Sequence[str], trials_per_second: float, include_no_targets: bool):
         self.ecf, self.kwl = ecf, kwl
-        self.source_type_groups, self.attribute_queries = source_type_groups, attribute_queries
+        self.source_type_groups: dict[str, list[str]] = source_type_groups or {}
+        self.attribute_queries = attribute_queries
         self.trials_per_second, self.include_no_targets = trials_per_second, include_no_targets
         self.active = bool(source_type_groups or attribute_queries)
         self.trials: dict[str, Trials] = {}
@@ -347,7 +350,7 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     from ..io.keyword_search.ecf import read_ecf
     from ..io.keyword_search.kwlist import read_kwlist_file
     from ..io.keyword_search.kwslist import read_kwslist
-    from ..io.keyword_search.rttm import check_overlaps, lexemes_from_ctm, read_rttm_table
+    from ..io.keyword_search.rttm import RttmTable, check_overlaps, lexemes_from_ctm, read_rttm_table
 
     if (rttm is None) == (ctm is None):
         raise MismatchError("give the reference as exactly one of an RTTM or a CTM")
@@ -355,11 +358,15 @@ def score_kws_files(ecf: str, kwlist: str, kwslist: str, *, rttm: str | None = N
     e = read_ecf(ecf, encoding=enc)
     kwl = read_kwlist_file(kwlist, encoding=encoding)
     kws = read_kwslist(kwslist, encoding=enc, xml_correct=options.get("xml_correct", False))
+    refs: RttmTable | list[RttmRecord]
     if rttm is not None:
         refs = read_rttm_table(rttm, encoding=encoding,
                                types=("LEXEME", "SPEAKER") if options.get("segment_based") else ("LEXEME",))
+        path = rttm
     else:
+        assert ctm is not None  # exactly one of them: checked above
         refs = lexemes_from_ctm(ctm, encoding=encoding)
+        path = ctm
     if check_reference_overlaps:
-        check_overlaps(refs, rttm or ctm)
+        check_overlaps(refs, path)
     return score_kws(e, refs, kwl, kws, **options)

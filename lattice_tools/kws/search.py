@@ -212,8 +212,8 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
         if not t.words:
             raise MismatchError(f"keyword {t.kwid!r} has an empty term", key=t.kwid)
         seen.add(t.kwid)
-    own = isinstance(index, (str, bytes)) or hasattr(index, "__fspath__")
-    idx = TermIndex(index) if own else index
+    own = not isinstance(index, TermIndex)  # a path: opened (and closed) here
+    idx = TermIndex(index) if not isinstance(index, TermIndex) else index
     try:
         result = SearchResult()
         oov_of = {t.kwid: [w for w in dict.fromkeys(t.words) if not idx.in_vocabulary(w)] for t in terms}
@@ -258,8 +258,8 @@ def tune_ntrue_scale(index: TermIndex | str, terms: Sequence[KeywordTerm], metri
     scale, [(scale, metric), ...])``."""
     if scales is None:
         scales = [10 ** (k / 12) for k in range(-12, 13)]
-    own = isinstance(index, (str, bytes)) or hasattr(index, "__fspath__")
-    idx = TermIndex(index) if own else index
+    own = not isinstance(index, TermIndex)  # a path: opened (and closed) here
+    idx = TermIndex(index) if not isinstance(index, TermIndex) else index
     try:
         long_hits = None
         if lattices is not None:
@@ -291,7 +291,11 @@ def atwv_metric(ecf: str, kwlist: str, *, rttm: str | None = None, ctm: str | No
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "dev.kwslist.xml")
             write_kwslist(out, detections, kwlist_filename=os.path.basename(kwlist))
-            return float(score_kws_files(ecf, kwlist, out, rttm=rttm, ctm=ctm, **score_options).overall.atwv.twv)
+            twv = score_kws_files(ecf, kwlist, out, rttm=rttm, ctm=ctm, **score_options).overall.atwv.twv
+        if twv is None:  # no keyword of the list occurs in the reference: nothing to tune on
+            raise MismatchError("the ATWV is undefined: no keyword of the list occurs in the dev set's reference",
+                                path=kwlist)
+        return float(twv)
 
     return metric
 

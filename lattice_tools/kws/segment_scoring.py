@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from ..core.errors import MismatchError
 from ..io.keyword_search.ecf import Ecf
@@ -101,7 +102,8 @@ def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwsl
         for occ in refs.find_occurrences(text, find_threshold):
             occ_by_chan.setdefault((occ[0].file, occ[0].chan), []).append(occ)
         for key, occs in occ_by_chan.items():
-            ref_segs = {id(o[0].seg): o[0].seg for o in occs if o[0].seg is not None and o[0].seg is o[-1].seg}
+            # (a reference word's seg is a _Segment here: this module set it)
+            ref_segs = {id(o[0].seg): cast(_Segment, o[0].seg) for o in occs if o[0].seg is not None and o[0].seg is o[-1].seg}
             # F4DE's _seg_aligner: a hit whose midpoint lies in a target segment is no false alarm; each target
             # segment keeps one of its hits (F4DE: the last in hash order; here: the best-scoring) and further
             # hits matching it vanish from the trials.  Only overlapping ECF excerpts (whose segments overlap)
@@ -116,11 +118,11 @@ def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwsl
                     if rid not in mapped or d.score > mapped[rid].score:
                         mapped[rid] = d
             for rid in ref_segs:
-                d = mapped.get(rid)
-                if d is None:
+                best_hit = mapped.get(rid)
+                if best_hit is None:
                     block.add(None, None, True)
                 else:
-                    block.add(d.score, d.decision, True)
+                    block.add(best_hit.score, best_hit.decision, True)
         for key, pairs in sys_by_chan.items():
             if key in occ_by_chan:
                 continue

@@ -207,7 +207,7 @@ def settings_problem(settings: dict) -> str | None:
         return "max_length must be an integer >= 1"
     if ms is not None and (type(ms) not in (int, float) or not math.isfinite(ms) or ms < 0):
         return "max_silence must be None (no limit) or a finite number >= 0"
-    if type(mp) not in (int, float) or not 0 <= mp <= 1:
+    if type(mp) not in (int, float) or not isinstance(mp, (int, float)) or not 0 <= mp <= 1:
         return "min_posterior must be a number in [0, 1]"
     if rep not in REPRESENTATIONS:
         return f"representation must be one of {', '.join(REPRESENTATIONS)}"

@@ -28,6 +28,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..core.errors import BudgetExceededError, LatticeToolsError, MismatchError
 from ..core.files import atomic_write, write_json
@@ -106,7 +107,7 @@ def representation_alternatives(lat: Lattice, rep: Representation, *, acoustic_s
     ``lattice-tools kws index --from 1best``."""
     from ..alternatives import nbest, phrases, sausage
 
-    scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    scales: dict[str, Any] = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if rep.kind == "1best":
         alts = sausage(lat, 1, **scales)  # bins whose best entry is epsilon are not in a 1-best
         return replace(alts, kind="1best", slots=tuple(sl for sl in alts.slots if not sl.best.is_empty))
@@ -115,6 +116,7 @@ def representation_alternatives(lat: Lattice, rep: Representation, *, acoustic_s
     if rep.kind == "sausage":
         return sausage(lat, rep.n, **scales)
     if rep.kind == "phrase":
+        assert rep.theta is not None, "a phrase representation has its threshold"
         return phrases(lat, rep.n, rep.theta, **scales)
     raise LatticeToolsError("the lattice is indexed as it is, not as alternatives")
 
@@ -315,9 +317,12 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
         raise MismatchError("give the reference word times as exactly one of an RTTM or a CTM")
     _check_settings(max_length, normalization)
     reps = tuple(parse_representation(r) for r in representations) or DEFAULT_REPRESENTATIONS
-    refs = read_rttm(rttm, encoding=encoding, types=("LEXEME",)) if rttm else lexemes_from_ctm(ctm, encoding=encoding)
+    ref_path = rttm if rttm is not None else ctm
+    assert ref_path is not None  # exactly one of them: checked above
+    refs = read_rttm(ref_path, encoding=encoding, types=("LEXEME",)) if rttm else lexemes_from_ctm(ref_path,
+                                                                                                   encoding=encoding)
     if not allow_overlapping_reference:
-        check_overlaps(refs, rttm or ctm)
+        check_overlaps(refs, ref_path)
     enc = None if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
     if kwlist is None:
         terms, compare = make_kwlist(refs, num_terms=num_terms, seed=seed), "lowercase"

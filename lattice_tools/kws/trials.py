@@ -25,6 +25,7 @@ class Block:
         if decision is None:                       # an occurrence no hit was matched to
             self.omitted += 1
             return
+        assert score is not None, "a matched hit has a score"
         (self.targ if is_targ else self.nontarg).append(score)
         if decision:
             if is_targ:

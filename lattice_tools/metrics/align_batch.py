@@ -53,10 +53,10 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
         E = np.empty((N + 1, M + 1, B), dtype=dtype)
         E[0] = 0
         minimum = np.minimum
-        for i in range(1, N + 1):
-            prev, t = E[i - 1], E[i]
+        for r in range(1, N + 1):
+            prev, t = E[r - 1], E[r]
             np.add(prev, 1, out=t)
-            minimum(t[1:], prev[:-1] + S1[i - 1], out=t[1:])
+            minimum(t[1:], prev[:-1] + S1[r - 1], out=t[1:])
             prefix_min(t)
         E += np.arange(M + 1, dtype=dtype)[:, None]
         b_idx = np.arange(B)
@@ -65,7 +65,7 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
         col[batch] = B
         d_parts.append(E.ravel())
         size += E.size
-    Df = np.concatenate(d_parts) if d_parts else np.zeros(1, dtype=np.int32)
+    Df: np.ndarray = np.concatenate(d_parts) if d_parts else np.zeros(1, dtype=np.int32)
 
     correct = np.zeros(n, dtype=np.int64)
     subs = np.zeros(n, dtype=np.int64)
@@ -79,7 +79,7 @@ def align_many(ref_flat: np.ndarray, ref_off: np.ndarray, hyp_flat: np.ndarray, 
     i, j = nr[a], nh[a]
     base, row, c, r0, h0 = d_base[a], d_row[a], col[a], ref_off[a], hyp_off[a]
     while len(a):
-        lin = base + i * row + j * c
+        lin: np.ndarray = base + i * row + j * c
         both = (i > 0) & (j > 0)
         # (clip: indices of cells outside the table only occur where ``both`` is False)
         same = ref_take.take(r0 + i - 1, mode="clip") == hyp_take.take(h0 + j - 1, mode="clip")

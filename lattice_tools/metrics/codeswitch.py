@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from .script import dominant_script, expected_scripts, script_counts
 
@@ -36,7 +37,7 @@ class ScriptTagger:
     def __init__(self, languages: Sequence[str], other: str | None = "other"):
         self.languages = list(languages)
         self.other = other
-        self._by_script = {}
+        self._by_script: dict[str, str] = {}
         for lang in self.languages:
             for s in expected_scripts(lang):
                 self._by_script.setdefault(s, lang)
@@ -44,9 +45,9 @@ class ScriptTagger:
         self._memo: dict[str, str | None] = {}
 
     def __call__(self, token: str) -> str | None:
-        tag = self._memo.get(token, 0)
+        tag = self._memo.get(token, 0)  # 0: not tagged yet (a tag is a language, ``other`` or None)
         if tag != 0:
-            return tag
+            return cast("str | None", tag)
         s = dominant_script(token)
         tag = None if s is None else self._by_script.get(s, self.other)
         if len(self._memo) < 1_000_000:   # tokens repeat (Zipf): memoize, bounded

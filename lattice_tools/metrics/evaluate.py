@@ -52,8 +52,19 @@ def evaluate_system(refs: dict[str, str], hyps: dict[str, str], annotations: dic
 # ----------------------------------------------------------------------------------------------
 # Summaries
 
+def _counts(covered: Sequence[UtteranceResult], char: bool = False) -> list[ErrorCounts]:
+    """The word (or character) counts of covered results, which all have them."""
+    out = []
+    for r in covered:
+        counts = r.char if char else r.word
+        assert counts is not None, "a covered utterance has word and character counts"
+        out.append(counts)
+    return out
+
+
 def _utterance_ratios(r: UtteranceResult):
     """``(metric, numerator, denominator)`` of every metric that applies to covered result ``r``."""
+    assert r.word is not None and r.char is not None, "a covered utterance has word and character counts"
     yield "wer", r.word.errors, r.word.ref_words
     yield "cer", r.char.errors, r.char.ref_words
     if r.sfr is not None:
@@ -115,8 +126,8 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
     out["metrics"] = metrics
     # counts behind WER / CER
     if covered:
-        out["word_counts"] = ErrorCounts.sum(r.word for r in covered).as_dict()
-        out["char_counts"] = ErrorCounts.sum(r.char for r in covered).as_dict()
+        out["word_counts"] = ErrorCounts.sum(_counts(covered)).as_dict()
+        out["char_counts"] = ErrorCounts.sum(_counts(covered, char=True)).as_dict()
     # cross-script confusion: characters and dominant script per utterance
     chars: dict[str, int] = {}
     dom: dict[str, int] = {}
@@ -134,8 +145,8 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
     for name, lo, hi in CMI_BUCKETS:
         sel = [r for r in covered if r.cs is not None and r.cmi is not None and lo <= r.cmi < hi]
         if sel:
-            c = ErrorCounts.sum(r.word for r in sel)
-            buckets[name] = {"wer": c.wer, "utterances": len(sel), "ref_words": c.ref_words}
+            words = ErrorCounts.sum(_counts(sel))
+            buckets[name] = {"wer": words.wer, "utterances": len(sel), "ref_words": words.ref_words}
     if buckets:
         out["wer_by_cmi"] = buckets
     cls: dict[str, int] = {}

@@ -50,6 +50,7 @@ from .codeswitch import (
 from .entities import EntityCounts, contains_sequence, entity_units, fuzzy_tolerance, score_entity
 from .io import Annotation
 from .levenshtein import make_counts
+from .orthography_rules import OrthographicCounts
 from .orthography_tokens import DEFAULT_NORMALIZERS
 from .punctuation import BATCH_CELLS, score_orthography_many
 from .results import EvalConfig, UtteranceResult, normalizer_for, with_key
@@ -300,10 +301,10 @@ def evaluate_chunk(refs: dict[str, str], hyps: dict[str, str], annotations: dict
     ref_texts = [refs[k] for k in keys]
     norms = _prepare(keys, anns, langs, raw_hyps, config, cache)
     refs_n, hyps_n = _normalize(ref_texts, raw_hyps, norms)
-    ortho = [None] * n
+    ortho: list[OrthographicCounts | None] = [None] * n
     if config.orthography:
         covered = [u for u in range(n) if raw_hyps[u] is not None]
-        counts = score_orthography_many([ref_texts[u] for u in covered], [raw_hyps[u] for u in covered],
+        counts = score_orthography_many([ref_texts[u] for u in covered], [h for h in raw_hyps if h is not None],
                                         config.orthography_normalizers or DEFAULT_NORMALIZERS,
                                         cache=tables.orthography_tokens, batch_cells=batch_cells)
         for u, c in zip(covered, counts, strict=True):

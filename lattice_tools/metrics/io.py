@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.errors import FormatError, MismatchError
 from ..core.files import read_text_lines
@@ -96,7 +97,7 @@ def read_annotations(path: str, encoding: str = "utf-8") -> dict[str, Annotation
     if text[0] in "[{":
         try:
             data = json.loads(text)
-            rows = [(None, data)]
+            rows: list[tuple[int | None, Any]] = [(None, data)]
         except json.JSONDecodeError:
             rows = []
             for n, ln in lines:
@@ -106,19 +107,19 @@ def read_annotations(path: str, encoding: str = "utf-8") -> dict[str, Annotation
                     except json.JSONDecodeError as exc:
                         raise FormatError(f"not valid JSON ({exc.msg})", path=path, line=n) from None
             rows = [(n, [obj]) for n, obj in rows]
-        for n, data in rows:
+        for row_line, data in rows:
             if isinstance(data, dict) and "id" not in data:
                 for key, obj in data.items():
-                    out[str(key)] = _annotation(obj, path, n, str(key))
+                    out[str(key)] = _annotation(obj, path, row_line, str(key))
             else:
                 items = data if isinstance(data, list) else [data]
                 for obj in items:
                     if not isinstance(obj, dict) or "id" not in obj:
-                        raise FormatError("each annotation object needs an 'id' field", path=path, line=n)
+                        raise FormatError("each annotation object needs an 'id' field", path=path, line=row_line)
                     key = str(obj["id"])
                     if key in out:
-                        raise FormatError(f"duplicate annotation for {key!r}", path=path, line=n, key=key)
-                    out[key] = _annotation(obj, path, n, key)
+                        raise FormatError(f"duplicate annotation for {key!r}", path=path, line=row_line, key=key)
+                    out[key] = _annotation(obj, path, row_line, key)
         return out
     header = None
     for n, ln in lines:

@@ -8,7 +8,7 @@ bootstrap test on the utterances *both* systems covered.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def _pairs(metric: str, res: Sequence[UtteranceResult]):
     return out
 
 
-def build_leaderboard(systems: dict[str, Sequence[UtteranceResult]], *, resamples: int = 10_000, seed: int = 42,
+def build_leaderboard(systems: Mapping[str, Sequence[UtteranceResult]], *, resamples: int = 10_000, seed: int = 42,
                       ci_method: str = "percentile", test_metrics: Sequence[str] = TEST_METRICS) -> dict:
     """The leaderboard report as a JSON-ready dict."""
     report: dict = {"resamples": resamples, "seed": seed, "ci_method": ci_method, "systems": {}, "paired_tests": {}}
@@ -60,6 +60,7 @@ def build_leaderboard(systems: dict[str, Sequence[UtteranceResult]], *, resample
                     continue
                 arr = np.array([pa[k] + pb[k] for k in keys], dtype=np.float64)
                 t = paired_bootstrap(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], resamples=resamples, seed=seed)
+                assert t is not None, "keys is not empty"
                 tests.append({"a": a, "b": b, "language": lg, **t.as_dict()})
         report["paired_tests"][metric] = tests
     return report

@@ -103,6 +103,15 @@ class _Tables:
     ``S[s_base[u] + (i-1)*s_row[u] + (j-1)*col[u]]``, the deletion cost of reference token i-1
     is ``dels[del_base[u] + (i-1)*col[u]]`` (``col`` = the batch size)."""
 
+    # per utterance (int64; set in __init__): where its tables start, their strides, its route's cost
+    d_base: np.ndarray
+    d_row: np.ndarray
+    s_base: np.ndarray
+    s_row: np.ndarray
+    del_base: np.ndarray
+    col: np.ndarray
+    cost: np.ndarray
+
     def __init__(self, n, vocab: Vocabulary, flat, offsets, K, int16_limit: int = INT16_LIMIT):
         self.n, self.vocab, self.flat, self.offsets, self.K = n, vocab, flat, offsets, K
         self.int16_limit = int16_limit
@@ -380,7 +389,7 @@ class _Tables:
         words, punct, caps = (shared_counts(*x) for x in ((wc, ws, wd, wi), (pc, ps, pd, pi), (kc, ks, kd, ki)))
         new = object.__new__
         OC = OrthographicCounts
-        out = []
+        out: list[OrthographicCounts] = []
         append = out.append
         for w, p, k, c, nm, cost in zip(words, punct, caps, classes, norm_rows, costs, strict=False):
             o = new(OC)

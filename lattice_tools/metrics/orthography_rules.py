@@ -68,8 +68,9 @@ def proper_suffixes(key: str) -> tuple[str, ...]:
 def find_compounds(ref: Sequence[Token], hyp: Sequence[Token], K: int | None):
     """All compound matches as ``{(i, j): [(x, y), ...]}`` with ``i``/``j`` the end positions."""
     out: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    rk = [value_key(t.value) if t.kind in ("word", "number") else None for t in ref]
-    hk = [value_key(t.value) if t.kind in ("word", "number") else None for t in hyp]
+    # ("" for a token that has no key: every use below tests the key's truth)
+    rk = [value_key(t.value) if t.kind in ("word", "number") else "" for t in ref]
+    hk = [value_key(t.value) if t.kind in ("word", "number") else "" for t in hyp]
     # A compound ending at (i, j) needs one last token to be a suffix of the other (equal keys with
     # different values: hyphenation).  Index keys by value, look up every suffix: O(characters).
     def index(keys):

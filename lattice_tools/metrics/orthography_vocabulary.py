@@ -100,10 +100,10 @@ class Vocabulary:
         kid = self.key_id
         self.t_suffix_start.items.append(len(self.suffix_ids.items))
         if key:   # _compounds ignores empty keys
-            k = kid.setdefault(key, len(kid))
-            self.t_key.items.append(k)
-            if self.key_value.setdefault(k, self.t_value.items[-1]) != self.t_value.items[-1]:
-                self.multi_keys.add(k)
+            key_index = kid.setdefault(key, len(kid))
+            self.t_key.items.append(key_index)
+            if self.key_value.setdefault(key_index, self.t_value.items[-1]) != self.t_value.items[-1]:
+                self.multi_keys.add(key_index)
             sufs = [kid.setdefault(s, len(kid)) for s in proper_suffixes(key)]
             self.suffix_ids.items.extend(sufs)
             self.suffix_owner.items.extend([tid] * len(sufs))
@@ -204,13 +204,13 @@ def tokenize_ids(texts: Sequence[str], normalizers: tuple, vocab: Vocabulary, to
         whole = {u for u, x in enumerate(texts) if NOT_WORDWISE_OR_NUL.search(x)}
         joined = _JOINER.join("" if u in whole else x for u, x in enumerate(texts))
     words = joined.split()
-    wids = list(map(table.get, words))
-    if None in wids:     # words seen for the first time: add them (in order), look up again
+    found = list(map(table.get, words))
+    if None in found:     # words seen for the first time: add them (in order), look up again
         for w in dict.fromkeys(words):
             if w not in table:
                 vocab.word(local, table, w)
-        wids = list(map(table.get, words))
-    wids = np.array(wids, dtype=np.int64)
+        found = list(map(table.get, words))
+    wids = np.array(found, dtype=np.int64)
     w_len, w_start = vocab.w_len.array(), vocab.w_start.array()
     lens_w = w_len[wids]
     text_of_word = np.cumsum(wids == 0)        # the separators: word id 0

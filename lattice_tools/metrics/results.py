@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.counts import ErrorCounts
 from ..core.errors import LatticeToolsError
@@ -52,9 +53,10 @@ class UtteranceResult:
     raw_hyp: str | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
-        d = {"id": self.key, "lang": self.lang, "covered": self.covered, "category": self.category,
+        d: dict[str, Any] = {"id": self.key, "lang": self.lang, "covered": self.covered, "category": self.category,
              "ref": self.ref, "hyp": self.hyp}
         if self.word is not None:
+            assert self.char is not None, "a covered utterance has word and character counts"
             d.update(wer=self.word.wer, word=self.word.as_dict(), cer=self.char.wer, char=self.char.as_dict())
         if self.sfr is not None:
             d.update(sfr=self.sfr.sfr, script_collapse=self.sfr.collapse, dominant_script=self.sfr.dominant,

@@ -21,6 +21,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from ..core.errors import LatticeToolsError, require
 from .text import normalize_language_code
@@ -45,9 +46,9 @@ _cache: dict[str, str | None] = {}
 def char_script(c: str) -> str | None:
     """Unicode script of one code point; None for Common/unknown non-letters, digits and spaces;
     ``'Inherited'`` for combining marks that take their base's script."""
-    s = _cache.get(c, 0)
+    s = _cache.get(c, 0)  # 0: not cached yet (a cached value is a script name or None)
     if s != 0:
-        return s
+        return cast("str | None", s)
     cat = unicodedata.category(c)
     if cat[0] in "ZPSC" or cat[0] == "N":
         s = None
@@ -96,7 +97,7 @@ LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
 SPACELESS_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "my", "km", "bo"})
 
 
-def expected_scripts(lang: str) -> frozenset[str]:
+def expected_scripts(lang: str | None) -> frozenset[str]:
     """Expected script set of a language (:data:`LANGUAGE_SCRIPTS`, or Latin for the listed
     Latin-script languages).  Unknown languages raise: a typo must not silently score every
     utterance as a script collapse."""

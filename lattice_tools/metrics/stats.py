@@ -155,7 +155,7 @@ def bootstrap_many(columns: dict[str, tuple[np.ndarray, np.ndarray]], *, resampl
         with np.errstate(divide="ignore", invalid="ignore"):
             reps.append(np.where(bot > 0, top / np.where(bot > 0, bot, 1), np.nan))
     R = np.concatenate(reps)
-    out = {}
+    out: dict[str, BootstrapCI | None] = {}
     alpha = 1.0 - confidence
     for c, name in enumerate(names):
         num, den = M[:, 2 * c], M[:, 2 * c + 1]

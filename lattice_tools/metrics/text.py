@@ -191,7 +191,7 @@ _LANG_ALIASES = {
 
 
 @cache
-def normalize_language_code(lang: str) -> str:
+def normalize_language_code(lang: str | None) -> str:
     """``'hi-IN'``, ``'hin'``, ``'Hindi'`` -> ``'hi'`` (BCP-47 primary subtag, ISO 639-3 or name)."""
     if not lang:
         raise LatticeToolsError("empty language code")
@@ -224,7 +224,7 @@ def normalize_many(normalizer: Normalizer, texts: list[str]) -> list[str]:
     normalizer) takes the per-text path.  Same output, ~10x fewer Python calls.
     """
     joined = "\n".join(texts)
-    if type(normalizer) not in _BATCHABLE or len(texts) < 2 or joined.count("\n") != len(texts) - 1:
+    if type(normalizer) not in _BATCHABLE or not isinstance(normalizer, _BATCHABLE) or len(texts) < 2 or joined.count("\n") != len(texts) - 1:
         return [normalizer(t) for t in texts]
     pieces = normalizer._character_steps(joined).split("\n")
     if len(pieces) != len(texts):   # cannot happen for the types above; stay exact regardless

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
+from typing import Literal, cast
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class UnitTables:
         self._wc_start, self._wc_len, self._wc_ids = (_Column(np.int64) for _ in range(3))
         self._wc_ok = _Column(bool)
         self.grapheme_id: dict[str, int] = {}
-        self._word_chars: dict[str, tuple[int, ...] | bool] = {}   # False: not decomposable
+        self._word_chars: dict[str, tuple[int, ...] | Literal[False]] = {}   # False: not decomposable
         self._word_scripts: dict[str, tuple[tuple[str, int], ...]] = {}
         # score_orthography_many's cache: its corpus vocabulary (orthography_batch) and word cache
         self.orthography_tokens: dict = {}
@@ -87,7 +88,7 @@ class UnitTables:
                     ids[w] = len(words)
                     words.append(w)
             out = list(map(ids.get, tokens))
-        return out
+        return cast("list[int]", out)  # every token has its id now
 
     def chars_many(self, texts: Sequence[str], flat: np.ndarray, offsets: np.ndarray):
         """:meth:`chars` of every text, given the word ids of its ``split()`` (``flat``/``offsets``
@@ -123,7 +124,7 @@ class UnitTables:
         return tuple(ids.setdefault(g, len(ids)) for g in clusters)
 
     def _word_clusters(self, word: str):
-        c = False if _attaches_across_space(word[0], word[-1]) else self._cluster_ids(GRAPHEME.findall(word))
+        c: tuple[int, ...] | Literal[False] = False if _attaches_across_space(word[0], word[-1]) else self._cluster_ids(GRAPHEME.findall(word))
         self._word_chars[word] = c
         return c
 
@@ -134,7 +135,7 @@ class UnitTables:
             parts = [get(w) or self._word_clusters(w) for w in tokens]
         if False in parts:   # a cluster crosses whitespace somewhere: segment the whole text
             return list(self._cluster_ids(graphemes(text)))
-        return list(chain.from_iterable(parts))
+        return list(chain.from_iterable(cast("list[tuple[int, ...]]", parts)))  # neither None nor False now
 
     def script_matrix(self, texts: Sequence[str]):
         """``(counts, names)``: ``counts[k, c]`` = ``script_counts(texts[k])[names[c]]`` (0 when
@@ -151,13 +152,13 @@ class UnitTables:
             splits = [x.split() for x in texts]
             words = list(chain.from_iterable(splits))
             text_of = np.repeat(np.arange(n), [len(x) for x in splits])
-        wids = list(map(ids.get, words))
-        if None in wids:     # words seen for the first time: add them (in order), look up again
+        found = list(map(ids.get, words))
+        if None in found:     # words seen for the first time: add them (in order), look up again
             for w in dict.fromkeys(words):
                 if w not in ids:
                     self._add_script_word(w)
-            wids = list(map(ids.get, words))
-        wids = np.array(wids, dtype=np.int64)
+            found = list(map(ids.get, words))
+        wids = np.array(found, dtype=np.int64)
         if text_of is None:
             text_of = np.cumsum(wids == 0)
         ns = len(self.script_names)
@@ -261,16 +262,16 @@ def script_fidelities(tables: UnitTables, texts: Sequence[str], exps: Sequence[f
     expected = np.zeros(n, dtype=np.int64)
     dominant: list = [None] * n
     collapse = np.zeros(n, dtype=bool)
-    for exp, idx in groups.items():
-        idx = np.array(idx, dtype=np.int64)
+    for exp, members in groups.items():
+        idx = np.array(members, dtype=np.int64)
         in_exp = np.array([x in exp for x in names], dtype=bool)
         sub = counts[idx]
         expected[idx] = sub[:, in_exp].sum(axis=1)
         if not ns:
             continue
         # max count, then an expected script, then the first name (script.script_fidelity's min)
-        key = np.where(sub > 0, sub * (2 * ns) + in_exp * ns + (ns - 1 - name_rank), -1)
-        dom = key.argmax(axis=1)
+        rank_key = np.where(sub > 0, sub * (2 * ns) + in_exp * ns + (ns - 1 - name_rank), -1)
+        dom = rank_key.argmax(axis=1)
         na = n_all[idx]
         ratio = expected[idx] / np.where(na > 0, na, 1)
         collapse[idx] = (na > 0) & (ratio < threshold) & ~in_exp[dom]

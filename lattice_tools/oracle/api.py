@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
+from typing import Any
 
 import numpy as np
 
-from ..scoring.network import linear_network
+from ..scoring.network import WordNetwork, linear_network
 from .batch import candidate_sequences, first_best, linear_costs, linear_reference
 from .costs import OracleCosts, oracle_costs
 from .dp import OracleResult, optimal_arcs, oracle_graph
@@ -96,7 +97,7 @@ def network_alternatives_oracle(alts, reference, *, n: int | None = None, mode: 
     if n is not None:
         alts = alts.truncated(n)
     hyp = hyp_graph_from_alternatives(alts, null_for_empty=True, nonword=nonword, case_sensitive=case_sensitive)
-    opts = dict(mode=mode, case_sensitive=case_sensitive, optional_deletable=optional_deletable, fragments=fragments)
+    opts: dict[str, Any] = dict(mode=mode, case_sensitive=case_sensitive, optional_deletable=optional_deletable, fragments=fragments)
     ref_net = scorer_network(reference, case_sensitive) if sclite_ties and oracle_costs(mode).name == "sclite" else None
     if ref_net is None:
         return oracle_graph(hyp, reference, key=alts.key, **opts)
@@ -108,6 +109,7 @@ def network_alternatives_oracle(alts, reference, *, n: int | None = None, mode: 
     res = dc_replace(res, key=alts.key)
     # an alternative is kept when every one of its arcs is on an optimal path
     tags = hyp.origin
+    assert tags is not None, "a graph of alternatives records each arc's alternative"
     bad = np.unique(tags[~on_opt])
     keep: dict = {}
     for t in np.setdiff1d(np.unique(tags), bad).tolist():
@@ -162,13 +164,16 @@ def alternatives_oracle_many(alts_list, references, *, mode: str | OracleCosts =
     refs = list(references)
     out: list = [None] * len(alts_list)
     batched: list[_Batched] = []
-    lin_refs, lin_opt, hyps, owner = [], [], [], []
+    lin_refs: list[list] = []
+    lin_opt: list[np.ndarray] = []
+    hyps: list[list[str]] = []
+    owner: list[int] = []
     for u, (alts, reference) in enumerate(zip(alts_list, refs, strict=False)):
         rg = ref_graph(reference, case_sensitive=case_sensitive, optional_deletable=optional_deletable)
         lin = linear_reference(rg)
         eligible = lin is not None and (costs.name != "sclite" or scorer_network(reference, case_sensitive) is not None)
         cand = candidate_sequences(alts, nonword, case_sensitive, max_candidates) if eligible else None
-        if cand is None:
+        if cand is None or lin is None:
             out[u] = network_alternatives_oracle(alts, reference, mode=mode, optional_deletable=optional_deletable,
                                                  case_sensitive=case_sensitive, nonword=nonword)
             continue
@@ -198,7 +203,9 @@ def _sclite_choice(batched: list[_Batched], alts_list, refs, cost: np.ndarray, c
     """sclite's choice among equal-cost alternatives is not simply the first listed: run the
     scorer's sclite-exact network DP on each block cut to its minimum-cost alternatives (removing
     strictly worse parallel branches cannot change its choice among the rest)."""
-    ref_nets, hyp_nets, totals = [], [], []
+    ref_nets: list[WordNetwork] = []
+    hyp_nets: list[WordNetwork] = []
+    totals: list[int] = []
     for b in batched:
         alts = alts_list[b.index]
         mine = cost[b.first:b.first + len(b.candidates)]
@@ -208,7 +215,9 @@ def _sclite_choice(batched: list[_Batched], alts_list, refs, cost: np.ndarray, c
             slots = list(alts.slots)
             slots[b.block] = dc_replace(slots[b.block], alternatives=keep)
             alts = dc_replace(alts, slots=tuple(slots))
-        ref_nets.append(scorer_network(refs[b.index], case_sensitive))
+        ref_net = scorer_network(refs[b.index], case_sensitive)
+        assert ref_net is not None, "batched only when the scorer reads the reference"
+        ref_nets.append(ref_net)
         # a block cut to its empty branch stays a block: sclite's '@' costs 0.001
         hyp_nets.append(alternatives_network(alts, None, case_sensitive,
                                              blocks={b.block} if b.block is not None else None))

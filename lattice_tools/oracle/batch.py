@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .costs import OracleCosts, oracle_costs
 from .graphs import RefGraph, fold_word
@@ -35,7 +36,7 @@ from .graphs import RefGraph, fold_word
 _SMALL_BIG = np.int32(1 << 29)
 
 
-def linear_costs(refs: Sequence[Sequence], optional: Sequence[Sequence[bool]] | None,
+def linear_costs(refs: Sequence[Sequence], optional: Sequence[ArrayLike] | None,
                  hyps: Sequence[Sequence[str]], ref_of_hyp: Sequence[int], *, mode: str | OracleCosts = "sclite",
                  max_cells: int = 20_000_000) -> np.ndarray:
     """Edit cost of ``hyps[i]`` against ``refs[ref_of_hyp[i]]`` for every ``i`` (int64, mode units x scale).
@@ -65,7 +66,7 @@ def linear_costs(refs: Sequence[Sequence], optional: Sequence[Sequence[bool]] | 
     hyp_ids = [[wid(w) for w in h if w != "@"] for h in hyps]
     # sclite skips a hypothesis '@' (an empty alternative) at its own small cost
     null_cost = np.array([costs.null_skip * sum(1 for w in h if w == "@") for h in hyps], dtype=np.int64)
-    ref_of_hyp = np.asarray(ref_of_hyp, dtype=np.int64)
+    ref_index = np.asarray(ref_of_hyp, dtype=np.int64)
     order = np.argsort([len(h) for h in hyp_ids], kind="stable")  # similar lengths batch together
     start = 0
     while start < n:
@@ -74,14 +75,14 @@ def linear_costs(refs: Sequence[Sequence], optional: Sequence[Sequence[bool]] | 
         rmax = lmax = 1
         while stop < n:
             i = order[stop]
-            r2 = max(rmax, len(ref_ids[ref_of_hyp[i]]) + 1)
+            r2 = max(rmax, len(ref_ids[ref_index[i]]) + 1)
             l2 = max(lmax, len(hyp_ids[i]))
             if stop > start and (stop - start + 1) * r2 * 4 > max_cells:
                 break
             rmax, lmax = r2, l2
             stop += 1
         idx = order[start:stop]
-        out[idx] = _batch(ref_ids, ref_opt, hyp_ids, ref_of_hyp, idx, rmax, lmax, costs)
+        out[idx] = _batch(ref_ids, ref_opt, hyp_ids, ref_index, idx, rmax, lmax, costs)
         start = stop
     return out + null_cost
 

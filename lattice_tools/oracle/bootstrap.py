@@ -11,8 +11,9 @@ Vectorized: one ``(replications, U)`` index matrix; per system a gather and two 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -81,8 +82,11 @@ def bootstrap_wer(per_utterance: Sequence[ErrorCounts], *, replications: int = 1
             "recall": _ratio_interval(arr[:, 2], arr[:, 1], indices, level)}
 
 
-def bootstrap_systems(systems: Mapping[str, Sequence[ErrorCounts]], *, replications: int = 1000, seed: int = 0,
-                      level: float = 0.95) -> dict[str, dict[str, Interval]]:
+SystemName = TypeVar("SystemName", bound=Hashable)  # a system's name or key, e.g. (representation, N)
+
+
+def bootstrap_systems(systems: Mapping[SystemName, Sequence[ErrorCounts]], *, replications: int = 1000, seed: int = 0,
+                      level: float = 0.95) -> dict[SystemName, dict[str, Interval]]:
     """:func:`bootstrap_wer` for several systems scored on the same utterances, with one shared
     draw matrix (paired bootstrap).  Every system must list the utterances in the same order."""
     sizes = {name: len(v) for name, v in systems.items()}

@@ -114,7 +114,8 @@ def ref_graph(reference, *, case_sensitive: bool = False, optional_deletable: bo
             opt = np.zeros(len(words), dtype=bool)
         frag = np.asarray(getattr(reference, "fragment", np.zeros(len(words), bool)), dtype=bool) & fragments
         return _make_ref(int(reference.num_states), reference.src, reference.dst, words, shown, opt, frag)
-    words, shown, opt = [], [], []
+    optional: list[bool] = []
+    words, shown = [], []
     for w in reference:
         w = str(w)
         o = len(w) > 2 and w[0] == "(" and w[-1] == ")" and optional_deletable
@@ -122,10 +123,10 @@ def ref_graph(reference, *, case_sensitive: bool = False, optional_deletable: bo
             w = w[1:-1]
         words.append(None if w == "@" else fold_word(w, case_sensitive))
         shown.append(None if w == "@" else w)
-        opt.append(o)
+        optional.append(o)
     n = len(words) + 1
-    frag = [fragments and w is not None and len(w) > 1 and (w.startswith("-") or w.endswith("-")) for w in words]
-    return _make_ref(n, list(range(len(words))), list(range(1, len(words) + 1)), words, shown, opt, frag)
+    fragment = [fragments and w is not None and len(w) > 1 and (w.startswith("-") or w.endswith("-")) for w in words]
+    return _make_ref(n, list(range(len(words))), list(range(1, len(words) + 1)), words, shown, optional, fragment)
 
 
 def _make_ref(n, src, dst, words, shown, opt, frag) -> RefGraph:
@@ -275,7 +276,7 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
     num_states = 1
     cur = 0
     for si, slot in enumerate(alts.slots):
-        slot_arcs = []  # chain arcs; None as end state = the slot's end, known once the chains are laid
+        slot_arcs: list[tuple[int, int | None, int, float, float, int]] = []  # chain arcs; None as end state = the slot's end, known once the chains are laid
         chosen = slot.alternatives if n is None else slot.alternatives[:n]
         for ai, alt in enumerate(chosen):
             tag = (si << 24) | ai
@@ -307,11 +308,11 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
         cur = end
     final = np.zeros(num_states, dtype=bool)
     final[cur] = True
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
+    src_a = np.asarray(src, dtype=np.int64)
+    dst_a = np.asarray(dst, dtype=np.int64)
     # States are numbered topologically already: a slot's start < its chain states < its end.
-    perm = np.lexsort((dst, src))
-    return HypGraph(num_states=num_states, src=src[perm], dst=dst[perm], label=np.asarray(lab, dtype=np.int64)[perm],
+    perm = np.lexsort((dst_a, src_a))
+    return HypGraph(num_states=num_states, src=src_a[perm], dst=dst_a[perm], label=np.asarray(lab, dtype=np.int64)[perm],
                     labels=tuple(table.labels), shown=tuple(table.shown), kind=np.asarray(table.kinds, dtype=np.int8),
                     final=final, start=np.asarray(starts, dtype=np.float64)[perm],
                     duration=np.asarray(durs, dtype=np.float64)[perm], rank=perm,

@@ -5,6 +5,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core._budget import check_memory, memory_budget
 from ..core.counts import ErrorCounts
@@ -45,7 +46,7 @@ def _is_ctm(path: str, format: str | None = None, encoding: str = "utf-8") -> bo
                                     encoding=encoding) == "ctm"
 
 
-def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None = None,
+def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequence[str] | None = None,
                optional_deletable: bool = False, mode: str = "sclite", representation: str = "lattice",
                n: int | None = None, posterior_threshold: float = 0.1, acoustic_scale: float = 1.0,
                lm_scale: float = 1.0, word_penalty: float = 0.0, bootstrap: int = 0, seed: int = 0,
@@ -112,7 +113,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | None =
 
     check_encoding(encoding)
     glms = glm_list(glm)
-    opts = dict(mode=mode, optional_deletable=optional_deletable)
+    opts: dict[str, Any] = dict(mode=mode, optional_deletable=optional_deletable)
     specs = lattice_specs(inputs)
     if not specs:
         raise LatticeToolsError("nothing to score: no inputs")
@@ -213,7 +214,7 @@ class OracleJob:
 def oracle_of_shard(job: OracleJob, items) -> list[OracleResult]:
     """The oracle of each ``(lattice, reference)`` of a shard, in order (what a worker runs), under the
     job's memory budget: the lattice itself, or the alternatives of its representation."""
-    opts = dict(mode=job.mode, optional_deletable=job.optional_deletable)
+    opts: dict[str, Any] = dict(mode=job.mode, optional_deletable=job.optional_deletable)
     with memory_budget(job.max_memory):
         if job.representation == "lattice":
             out = []
@@ -331,12 +332,14 @@ def _segment_free_alternatives(lats, reference, glms, representation, collar, wa
     from ..io.lattices.inputs import check_times
     from ..io.transcripts.altctm import alternatives_to_ctm_items
     from ..io.transcripts.ctm import CtmItems
+    from ..io.transcripts.stm import Stm
     from ..scoring.inputs import filter_hypothesis_items, read_reference
     from ..scoring.segment_free import score_segment_free
     from ..scoring.segments import group_segments
     from .segment_free import side_of_key
 
     stm = read_reference(reference, "stm", glms=glms, encoding=encoding).records
+    assert isinstance(stm, Stm), "read as an STM"
     sides = group_segments(list(stm.segments), False, None)
     options = dict(alternative_options)
     n = options.pop("n")

@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
+from typing import Any
 
 from ..core.alternatives_network import Alternative, Alternatives, Slot
 from ..core.counts import ErrorCounts
@@ -63,7 +64,7 @@ def make_alternatives(lat, representation: str, n: int | None, *, posterior_thre
                       **kwargs) -> Alternatives:
     """``representation`` in ``1best``, ``nbest``, ``sausage``, ``phrase`` -> :class:`Alternatives`
     from the toolkit's own algorithms (``n=None`` = unlimited depth)."""
-    scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+    scales: dict[str, Any] = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     if representation == "1best":
         return one_best(lat, **scales)
     from .. import alternatives
@@ -98,7 +99,7 @@ def utterance_oracle(lat, reference, representation: str, n: int | None = None, 
                      **kwargs) -> UtteranceOracle:
     """Oracle of one lattice under one representation.  ``alternatives`` may be given to reuse an
     already computed (deeper) :class:`Alternatives`; it is cut to ``n`` per slot."""
-    opts = dict(mode=mode, optional_deletable=optional_deletable)
+    opts: dict[str, Any] = dict(mode=mode, optional_deletable=optional_deletable)
     if representation == "lattice":
         return UtteranceOracle(lat.key, "lattice", None, lattice_oracle(lat, reference, **opts))
     alts = alternatives if alternatives is not None else make_alternatives(
@@ -125,7 +126,7 @@ def lattice_specs(specs) -> list[str]:
     nothing is refused, not silently an empty set)."""
     from ..io.lattices.inputs import expand_lattice_specs
 
-    return expand_lattice_specs([specs] if isinstance(specs, (str, os.PathLike)) else list(specs))
+    return expand_lattice_specs([os.fspath(specs)] if isinstance(specs, (str, os.PathLike)) else list(specs))
 
 
 def load_references(path: str, *, glm=None, fmt: str | None = None, encoding: str = "utf-8") -> dict:

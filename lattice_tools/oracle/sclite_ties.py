@@ -34,7 +34,7 @@ def alternatives_network(alts, n: int | None, case_sensitive: bool, blocks: set 
     """An Alternatives as the scorer's hypothesis WordNetwork (what sclite builds from its alt-CTM).
     ``blocks``: slot indices written as an ALT block even with one alternative (a multi-alternative
     slot cut down to its empty branch must stay sclite's ``@``, which costs 0.001)."""
-    items = []
+    items: list[CtmWord | CtmAltBlock] = []
     for si, slot in enumerate(alts.slots):
         chosen = slot.alternatives if n is None else slot.alternatives[:n]
         seqs = []

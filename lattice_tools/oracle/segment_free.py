@@ -17,6 +17,7 @@ the memory budget.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -127,7 +128,7 @@ def segment_free_oracle(lattices: Iterable, stm, *, collar: float | None = None,
             raise LatticeError("a collar needs the times of the lattice's words; this lattice has words without "
                                "times", key=lat.key)
         mid = (hyp.start + (hyp.start + np.nan_to_num(hyp.duration))) / 2
-        timed = dict(collar=collar, ref_times=ref_times) if collar is not None else {}
+        timed: dict[str, Any] = dict(collar=collar, ref_times=ref_times) if collar is not None else {}
         what = f"the segment-free oracle of lattice {lat.key}"
         best, _ = align_side(ref, hyp, options, hyp_times=(mid, mid), banded=False, free_hyp_nulls=True,
                              what=what, **timed)

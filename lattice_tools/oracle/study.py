@@ -37,6 +37,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core._budget import memory_budget
 from ..core.alternatives_network import depth_statistics
@@ -247,7 +248,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
     def cells_for(rep: str) -> list:
         if rep == "lattice":
             return [None]
-        out = list(finite_ns)
+        out: list[int | None] = list(finite_ns)
         if want_inf:
             out.append(None)
         return out
@@ -836,6 +837,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     representation).
     """
     from ..io.transcripts.altctm import write_alternatives_ctm
+    from ..io.transcripts.stm import Stm
     from ..scoring.inputs import read_hypothesis, read_reference
     from ..scoring.sclite import score_stm_ctm
     from ..scoring.segment_free import score_segment_free
@@ -856,6 +858,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     depths = finite_ns + ([None] if include_infinity or any(n is None or n == math.inf for n in ns) else [])
     ref = read_reference(str(reference), "stm", glms=glms, encoding=encoding)
     stm = ref.records
+    assert isinstance(stm, Stm), "read as an STM"
     sides = group_segments(list(stm.segments), False, None)
     utterances = None
     if segments:
@@ -864,7 +867,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
         utterances = read_segments(segments)
     os.makedirs(out_dir, exist_ok=True)
     scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
-    score_opts = dict(mode=mode, optional_deletable=optional_deletable, allow_missing=allow_missing)
+    score_opts: dict[str, Any] = dict(mode=mode, optional_deletable=optional_deletable, allow_missing=allow_missing)
     rows: list = []
     notes: dict = {}
     with memory_budget(max_memory):
@@ -893,12 +896,13 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                 if note:
                     notes[density] = note
                 arcs = int(sum(int(lat.num_arcs) for lat in lats))
-                common = {"density": density, "set": set_name, "prune": float(thr), "sides": len(lats),
-                          "arcs": arcs}
+                common: dict[str, Any] = {"density": density, "set": set_name, "prune": float(thr),
+                                          "sides": len(lats), "arcs": arcs}
                 for rep in ["1best"] + [r for r in reps if r != "lattice"]:
                     cells = [1] if rep == "1best" else depths
                     stopped = None
-                    deepest = None if None in cells else max(cells)
+                    finite_cells = [c for c in cells if c is not None]
+                    deepest = max(finite_cells) if len(finite_cells) == len(cells) else None
                     t = time.time()
                     try:
                         kw: dict = {}

@@ -21,13 +21,14 @@ import math
 import os
 import wave
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..core.errors import LatticeToolsError
 
 # pocketsphinx search settings: its defaults, and a denser lattice from the first (tree) pass alone
 # with wider beams (about 8x the arcs on the bundled LibriVox clips: 119k against 15k).
-DENSITIES = {
+DENSITIES: dict[str, dict[str, Any]] = {
     "default": {},
     "dense": {"fwdflat": False, "beam": 1e-60, "wbeam": 1e-40, "pbeam": 1e-60},
 }
@@ -77,7 +78,10 @@ def concatenated_side(paths: Sequence[str], trn_paths: Sequence[str], out_dir: s
     text = {u.utt_id: u.text for p in trn_paths for u in read_trn(p)}
     os.makedirs(out_dir, exist_ok=True)
     wav_path, stm_path = os.path.join(out_dir, f"{name}.wav"), os.path.join(out_dir, f"{name}.stm")
-    frames, lines, params, t = [], [], None, 0.0
+    frames: list[bytes] = []
+    lines: list[str] = []
+    params: tuple[int, int, int] | None = None
+    t = 0.0
     for p in paths:
         key = os.path.splitext(os.path.basename(p))[0]
         if key not in text:
@@ -170,25 +174,25 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
         score_dir = os.path.join(out, "score", f"{name}.1best")
         write_reports(result, score_dir)
         echo(f"[demo] decoder hypothesis (pocketsphinx hyp(), {name} beams): {kaldi_line(result.total)}")
-        t = result.total
-        baselines.append({"density": name, "name": "decoder hypothesis (pocketsphinx hyp())", "wer": 100 * t.wer,
-                          "C": t.correct, "S": t.substitutions, "D": t.deletions, "I": t.insertions,
-                          "ref_words": t.ref_words})
+        total = result.total
+        baselines.append({"density": name, "name": "decoder hypothesis (pocketsphinx hyp())", "wer": 100 * total.wer,
+                          "C": total.correct, "S": total.substitutions, "D": total.deletions, "I": total.insertions,
+                          "ref_words": total.ref_words})
         files[f"score/{name}.1best"] = score_dir
 
     echo("[demo] alternatives + oracle study (N-best, sausage, phrase, whole lattice)")
     study_dir = os.path.join(out, "study")
     data = " + ".join({"librivox": "LibriVox clips", "cards": "'cards' recordings"}.get(c, c) for c in corpora)
-    result = run_study(lattice_sets, stm_path, ns=ns, out_dir=study_dir, bootstrap=bootstrap, seed=seed,
-                       progress=progress, title=f"bundled speech ({data}), pocketsphinx lattices",
-                       baselines=baselines, max_memory=max_memory)
-    files.update({f"study/{k}": v for k, v in result.files.items()})
+    study = run_study(lattice_sets, stm_path, ns=ns, out_dir=study_dir, bootstrap=bootstrap, seed=seed,
+                      progress=progress, title=f"bundled speech ({data}), pocketsphinx lattices",
+                      baselines=baselines, max_memory=max_memory)
+    files.update({f"study/{k}": v for k, v in study.files.items()})
     # Error counts are what the invariants promise; the sclite alignment cost also charges 0.001 per
     # '@' (empty alternative) chosen, so costs can differ by such amounts with equal errors.
-    failed = [inv for inv in result.invariants if not inv.get("holds_on_errors", inv.get("holds", True))]
+    failed = [inv for inv in study.invariants if not inv.get("holds_on_errors", inv.get("holds", True))]
     if failed:
         raise LatticeToolsError(f"oracle invariants violated: {failed}")
-    md = result.files.get("markdown") or os.path.join(study_dir, "study.md")
+    md = study.files.get("markdown") or os.path.join(study_dir, "study.md")
     if segment_free and densities:
         both = run_demo_both_ways(paths, trns, out, ns=ns, density=densities[0], progress=progress, echo=echo,
                                   max_memory=max_memory)
@@ -284,7 +288,8 @@ def oracle_reference_times(lattices: Sequence, transcripts: Mapping[str, str], *
         if lat.key not in transcripts:
             raise LatticeToolsError(f"no reference transcript for lattice {lat.key!r}")
         res = lattice_oracle(lat, transcripts[lat.key], mode="levenshtein", sclite_ties=False)
-        words, span = [], []  # reference words and their (start, end) or None
+        words: list[str] = []
+        span: list[tuple[float, float] | None] = []  # reference words' (start, end) or None
         for p in res.alignment:
             if p.op in ("C", "S", "D") and p.ref is not None:
                 timed = p.op != "D" and math.isfinite(p.start) and math.isfinite(p.duration)
@@ -298,15 +303,18 @@ def oracle_reference_times(lattices: Sequence, transcripts: Mapping[str, str], *
             j = i
             while j < len(words) and span[j] is None:
                 j += 1
-            lo = span[i - 1][1] if i > 0 else 0.0
-            hi = span[j][0] if j < len(words) else max(lat.duration, lo)
+            before = span[i - 1] if i > 0 else None
+            after = span[j] if j < len(words) else None
+            lo = before[1] if before is not None else 0.0
+            hi = after[0] if after is not None else max(lat.duration, lo)
             step = max(hi - lo, 0.0) / (j - i)
             for k in range(i, j):
                 span[k] = (lo + (k - i) * step, lo + (k - i + 1) * step)
             i = j
-        for k, (w, (t0, t1)) in enumerate(zip(words, span, strict=True)):
-            t0 = round(t0, 3)
-            t1 = max(t0, round(t1, 3))
+        for k, (w, pair) in enumerate(zip(words, span, strict=True)):
+            assert pair is not None  # every gap was filled above
+            t0 = round(pair[0], 3)
+            t1 = max(t0, round(pair[1], 3))
             out.append(RttmRecord("LEXEME", lat.key, channel, t0, round(t1 - t0, 3), w, "lex",
                                   f"{lat.key}_{channel}", "<NA>", k + 1))
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
+from typing import Any
 
 from ..core.files import atomic_write
 from ..io.lattices import kaldi_tables as T
@@ -151,7 +152,7 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
 
     refs = T.read_int_vectors(reference)
     wild = {int(w) for w in wildcard_symbols}
-    tot = {"errors": 0, "words": 0, "insertions": 0, "deletions": 0, "substitutions": 0}
+    tot: dict[str, Any] = {"errors": 0, "words": 0, "insertions": 0, "deletions": 0, "substitutions": 0}
     per_utt = {}
     n_missing = 0
     with contextlib.ExitStack() as stack:

@@ -60,6 +60,7 @@ def split_list(list_path: str, nj: int | None, out_pattern: str, *, chunk_size: 
     if chunk_size is not None:
         sizes = [min(chunk_size, len(items) - i) for i in range(0, len(items), chunk_size)]
     else:
+        assert nj is not None  # exactly one of them: checked above
         if len(items) < nj:
             raise LatticeToolsError(f"{len(items)} items cannot be split into {nj} jobs; use --nj {len(items)} or less",
                                     path=list_path)

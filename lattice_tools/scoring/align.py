@@ -45,7 +45,7 @@ starting with ``pla`` and ``-ing`` any word ending with ``ing`` (sclite's ``equa
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +85,10 @@ class Alignment:
     scorer counts errors without building millions of pair objects nobody reads)."""
 
     __slots__ = ("_pairs", "_make", "counts", "cost")
+    _pairs: tuple[AlignedPair, ...] | None
+    _make: Callable[[], Iterable[AlignedPair]] | None
+    counts: ErrorCounts
+    cost: float
 
     def __init__(self, pairs, counts: ErrorCounts, cost: float):
         object.__setattr__(self, "_pairs", tuple(pairs))
@@ -104,10 +108,13 @@ class Alignment:
 
     @property
     def pairs(self) -> tuple:
-        if self._pairs is None:
-            object.__setattr__(self, "_pairs", tuple(self._make()))
+        pairs = self._pairs
+        if pairs is None:
+            assert self._make is not None, "a deferred alignment has its maker until its pairs are made"
+            pairs = tuple(self._make())
+            object.__setattr__(self, "_pairs", pairs)
             object.__setattr__(self, "_make", None)
-        return self._pairs
+        return pairs
 
     def __setattr__(self, name, value):
         raise AttributeError(f"Alignment is immutable (cannot set {name!r})")
@@ -153,7 +160,9 @@ def _arc_keys(net: WordNetwork, opts: AlignOptions):
     if not opts.fragments and not net.optional.any():  # the common case: the words themselves
         no = [False] * net.num_arcs
         return list(net.words), no, no
-    keys, optdel, frag = [], [], []
+    keys: list[str | None] = []
+    optdel: list[bool] = []
+    frag: list[bool] = []
     for i, w in enumerate(net.words):
         if w is None:
             keys.append(None)

@@ -450,7 +450,7 @@ class _Forward:
         WDj = None if self.uniform_wd else self.WD[:, jobs]
         for a in range(1, NA):
             t = T[a - 1]
-            np.add(D[a - 1], insdel_v if self.uniform_wd else WDj[a], out=t)
+            np.add(D[a - 1], insdel_v if WDj is None else WDj[a], out=t)
             np.minimum(t, INS[a], out=t)
             np.minimum(t, SUB[a - 1], out=D[a])
         cs = (SUB < T) if costs.strict else (SUB <= T)

@@ -396,7 +396,7 @@ def _data_lines(data: bytearray, n_bytes: int, encoding: str, tuning: EngineTuni
     (fc_id, fc_texts), (word_id, vocab), start, dur = got
     del got
     # times and confidences of every data line
-    six = ()
+    six = np.zeros(0, np.int64)  # the lines with a sixth (confidence) column, when not every line has one
     if isinstance(t0, _EveryLine):
         if t0.width == 6:
             conf = parse_numbers(u64, *_field(tok_start, tok_len, t0, 5))
@@ -408,6 +408,7 @@ def _data_lines(data: bytearray, n_bytes: int, encoding: str, tuning: EngineTuni
         conf = np.full(len(lines), np.nan)
         six = np.flatnonzero(ntok == 6)
     if len(six):
+        assert not isinstance(t0, _EveryLine)
         c6 = parse_numbers(u64, tok_start[t0[six] + 5], tok_len[t0[six] + 5].astype(np.int32))
         if c6 is None or np.isnan(c6).any():
             return None

@@ -124,7 +124,10 @@ def items_from_objects(ctm_items, fold) -> HypItems:
     """:class:`HypItems` of ``CtmWord``/``CtmAltBlock`` objects (the times of :func:`item_mid` and :func:`block_times`)."""
     chan_ids: dict = {}
     chan, t_sort, mid, lineno, n_alts, alt0, drops, is_block = [], [], [], [], [], [], [], []
-    alt_len, alt_arc0, arc_word, arc_conf = [], [], [], []
+    alt_len: list[int] = []
+    alt_arc0: list[int] = []
+    arc_word: list[int] = []
+    arc_conf: list[float] = []
     vocab_ids: dict = {}
     nan = float("nan")
     for item in ctm_items:

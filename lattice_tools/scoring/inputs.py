@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..io.transcripts.ctm import CtmAltBlock, CtmItems
 from ..io.transcripts.detect import detect_transcript_format
+from ..io.transcripts.stm import Stm
+from ..io.transcripts.trn import TrnUtterances
 from .network import IGNORE_TAGS
 
 REFERENCE_FORMATS = ("stm", "trn", "text")
@@ -50,12 +52,12 @@ class Reference:
 
     path: str
     format: str
-    records: object
+    records: Stm | TrnUtterances
 
     @property
     def segments(self) -> list:
         """STM segments or trn utterances, in file order."""
-        return list(self.records.segments) if self.format == "stm" else list(self.records)
+        return list(self.records.segments) if isinstance(self.records, Stm) else list(self.records)
 
 
 def reference_format(path: str, explicit: str | None = None, *, encoding: str = "utf-8") -> str:
@@ -107,7 +109,7 @@ def hypothesis_format(path: str, explicit: str | None = None, *, reference: str 
 
 
 def filter_hypothesis_items(items, glms: Sequence[str], *, fmt: str = "ctm", encoding: str = "utf-8",
-                            nested: str = "flatten", path: str = "") -> tuple[object, list[str]]:
+                            nested: str = "flatten", path: str = "") -> tuple[CtmItems | TrnUtterances, list[str]]:
     """Apply ``glms`` in order to hypothesis records as csrfilt does to a hypothesis (``fmt``:
     ``ctm`` items with ALT blocks, ``trn``/``text`` utterances).  A GLM that nests an ALT block
     inside another (which sclite mis-scores) is flattened (``nested="flatten"``, with a warning) or
@@ -139,7 +141,7 @@ def filter_hypothesis_items(items, glms: Sequence[str], *, fmt: str = "ctm", enc
 
 
 def read_hypothesis(path: str, fmt: str, *, glms: Sequence[str] = (), encoding: str = "utf-8",
-                    ctm_types: Sequence[str] = (), nested: str = "flatten") -> tuple[object, list[str]]:
+                    ctm_types: Sequence[str] = (), nested: str = "flatten") -> tuple[CtmItems | TrnUtterances, list[str]]:
     """Read a hypothesis file in ``fmt`` (from :func:`hypothesis_format`), keep the NIST RT token
     types ``ctm_types`` (CTM; ``()`` = all, as sclite) and apply ``glms`` like csrfilt.  Returns
     (records, warnings)."""
@@ -232,7 +234,7 @@ def reference_transcripts(reference: Reference, segments: dict | None = None) ->
     refs: dict = {}
     if reference.format in ("trn", "text"):
         lines: dict = {}
-        for u in reference.records:
+        for u in reference.segments:
             if u.utt_id in refs and refs[u.utt_id] != u.text:
                 raise MismatchError(f"utterance id {u.utt_id!r} appears twice in the reference with different "
                                     f"words (lines {lines[u.utt_id]} and {u.lineno})", path=reference.path,
@@ -242,7 +244,7 @@ def reference_transcripts(reference: Reference, segments: dict | None = None) ->
         return refs
     channels: dict = {}
     segs: dict = {}
-    for seg in reference.records.segments:
+    for seg in reference.segments:
         channels.setdefault(seg.file, {}).setdefault(seg.channel, seg.lineno)
         if not is_ignore(seg.text):
             segs.setdefault(seg.file, []).append(seg)
@@ -270,9 +272,9 @@ def _utterance_transcripts(reference: Reference, segments: dict) -> dict:
     for spans in utts.values():
         spans.sort()
     texts: dict = {utt: [] for utt, (reco, _s, _e) in segments.items() if reco in
-                   {seg.file for seg in reference.records.segments}}
+                   {seg.file for seg in reference.segments}}
     refs: dict = {}
-    for seg in sorted(reference.records.segments, key=lambda x: (x.file, x.start)):
+    for seg in sorted(reference.segments, key=lambda x: (x.file, x.start)):
         if is_ignore(seg.text):
             continue
         best, best_overlap = None, 0.0

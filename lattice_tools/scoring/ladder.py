@@ -106,7 +106,8 @@ def run_ladder(stm_path: str, systems: Sequence[tuple], glms: Sequence[str], *, 
     ctms = {n: without_rt_fields(read_ctm(p, encoding)) for n, p in systems}
     base_stm = read_stm(stm_path, encoding)
     glm_objs = [read_glm(g, encoding=encoding) for g in glms]
-    hes, bc = set(), set()
+    hes: set[str] = set()
+    bc: set[str] = set()
     for g in glm_objs:
         h, b = glm_word_classes(g)
         hes.update(w.upper() for w in h)

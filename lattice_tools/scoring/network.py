@@ -83,7 +83,7 @@ class WordNetwork:
     duration: np.ndarray
     confidence: np.ndarray
     ignore: bool = False
-    _in_arcs: list | None = field(default=None, repr=False, compare=False)
+    _in_arcs: list[list[int]] | None = field(default=None, repr=False, compare=False)
     _linear: bool | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -96,21 +96,23 @@ class WordNetwork:
 
     def in_arcs(self) -> list[list[int]]:
         """For every state, its in-arcs in arc (text) order.  Cached."""
-        if self._in_arcs is None:
-            lists: list[list[int]] = [[] for _ in range(self.num_states)]
+        lists = self._in_arcs
+        if lists is None:
+            lists = [[] for _ in range(self.num_states)]
             for i, d in enumerate(self.dst.tolist()):
                 lists[d].append(i)
             object.__setattr__(self, "_in_arcs", lists)
-        return self._in_arcs
+        return lists
 
     def is_linear(self) -> bool:
         """True for a chain ``0 -> 1 -> ... -> n``.  Cached."""
-        if self._linear is None:
+        lin = self._linear
+        if lin is None:
             m = self.num_arcs
             lin = self.num_states == m + 1 and bool(np.array_equal(self.src, np.arange(m))) and bool(
                 np.array_equal(self.dst, np.arange(1, m + 1)))
             object.__setattr__(self, "_linear", lin)
-        return self._linear
+        return lin
 
     def paths(self, limit: int = 100000) -> list[tuple]:
         """All word sequences (``@`` removed) from start to final; for tests on small networks."""
@@ -118,7 +120,7 @@ class WordNetwork:
         for i, s in enumerate(self.src.tolist()):
             out_arcs[s].append(i)
         result: list[tuple] = []
-        stack = [(0, ())]
+        stack: list[tuple[int, tuple[str, ...]]] = [(0, ())]
         while stack:
             state, seq = stack.pop()
             if state == self.final:
@@ -233,7 +235,7 @@ def _clean_token(token: str, case_sensitive: bool, language: str | None = None) 
     return inner, optional, fragment
 
 
-def _tokenize(text: str, where: str) -> list:
+def _tokenize(text: str, where: str | None) -> list:
     """Split transcript text into word tokens and alternation tokens (lists of alternative texts),
     as sclite's ``find_next_TEXT_token``: a token starting with ``{`` runs to its balancing ``}``
     (white space included); any other token is a word up to the next white space."""
@@ -299,7 +301,7 @@ def _tokenize(text: str, where: str) -> list:
     return tokens
 
 
-def _add_sequence(b: _Builder, text: str, u: int, v: int, case_sensitive: bool, where: str,
+def _add_sequence(b: _Builder, text: str, u: int, v: int, case_sensitive: bool, where: str | None,
                   language: str | None = None) -> None:
     tokens = _tokenize(text, where)
     if not tokens:

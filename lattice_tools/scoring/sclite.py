@@ -19,6 +19,7 @@ import functools
 import os
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -290,7 +291,7 @@ def aligned_of_shard(aligner: SegmentAligner, items) -> list:
     hypotheses only, else None): ``(True, [(op, confidence) per hypothesis word])`` for a segment with a
     confidence, else ``(False, ids of its null hypothesis arcs)``, from which :func:`segment_confidences`
     makes its list only if another segment has one (making an alignment's pairs costs time)."""
-    fold_kw = dict(case_sensitive=aligner.case_sensitive, language=aligner.case_language)
+    fold_kw: dict[str, Any] = dict(case_sensitive=aligner.case_sensitive, language=aligner.case_language)
     refs = [parse_transcript(text, where=where, **fold_kw) for text, where, _hyp, _hw in items]
     hyps = [parse_transcript(hyp, where=hyp_where, **fold_kw) if isinstance(hyp, str) else from_ctm_items(hyp, **fold_kw)
             for _text, _where, hyp, hyp_where in items]
@@ -299,7 +300,7 @@ def aligned_of_shard(aligner: SegmentAligner, items) -> list:
         alignments = align_batch(refs, hyps, aligner.options, names=names)
     out = []
     for (_text, _where, hyp, _hw), ali, hnet in zip(items, alignments, hyps, strict=True):
-        conf = None
+        conf: tuple[bool, Sequence] | None = None
         if not isinstance(hyp, str):
             if hnet.num_arcs and not np.isnan(hnet.confidence).all():
                 conf = (True, [(p.op, float(np.nan_to_num(hnet.confidence[p.hyp_arc], nan=0.0))) for p in ali.pairs
@@ -483,9 +484,10 @@ def _score_files(ref, hyp, *, glms, ref_format, hyp_format, optional_deletable, 
     if segment_free and rfmt != "stm":
         raise FormatError(f"segment-free scoring needs an STM reference (got {rfmt}; --ref-format overrides the "
                           "detected format)", path=ref)
-    ref_obj = read_reference(ref, rfmt, glms=glms, encoding=encoding).records
+    reference = read_reference(ref, rfmt, glms=glms, encoding=encoding)
+    ref_obj = reference.records
     if rfmt == "stm" and not glms and not ctm_types and not segment_free \
-            and _choose_engine(tuning, list(ref_obj.segments), fragments, single_segment, reduce) == "chain":
+            and _choose_engine(tuning, reference.segments, fragments, single_segment, reduce) == "chain":
         # The chain engine's common input, a canonical CTM file, is read into columns without one
         # object per line (the columns have no RT token types: --ctm-type needs the objects); any file the columnar reader does not read exactly (None) is read below by
         # the CTM reader of io.transcripts.ctm, which gives the precise error or the objects.
@@ -497,7 +499,7 @@ def _score_files(ref, hyp, *, glms, ref_format, hyp_format, optional_deletable, 
             hyp_items = read_ctm_columns(hyp, functools.partial(fold, case_sensitive=case_sensitive,
                                                                 language=case_language), encoding, tuning)
             if hyp_items is not None:
-                result = _score_chain(list(ref_obj.segments), hyp_items, optional_deletable=optional_deletable,
+                result = _score_chain(reference.segments, hyp_items, optional_deletable=optional_deletable,
                                       case_sensitive=case_sensitive, mode=mode, allow_missing=allow_missing,
                                       case_language=case_language, ref_name=str(ref), hyp_name=str(hyp),
                                       tuning=tuning)
@@ -517,7 +519,7 @@ def _score_files(ref, hyp, *, glms, ref_format, hyp_format, optional_deletable, 
     else:
         if single_segment or reduce:
             raise ValueError("single_segment and reduce apply to STM/CTM scoring only")
-        result = score_trn(ref_obj, hyp_obj, id_type=id_type, executor=executor, **common)
+        result = score_trn(reference.segments, hyp_obj, id_type=id_type, executor=executor, **common)
     return dataclasses.replace(result, warnings=tuple(glm_warnings) + result.warnings,
                                options={**result.options, "encoding": encoding})
 

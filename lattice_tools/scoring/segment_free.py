@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .._ext import native
 from ..core._budget import bytes_left, format_size
 from ..core.counts import ErrorCounts
 from ..core.errors import BudgetExceededError
@@ -107,7 +108,8 @@ def reference_times(net: WordNetwork, start: float, end: float) -> tuple[np.ndar
 
 def _concat(nets: Sequence[WordNetwork]) -> WordNetwork:
     """The networks in series (each one's start state is the previous one's final state)."""
-    src, dst, words, opt, frag = [], [], [], [], []
+    src, dst, opt, frag = [], [], [], []
+    words: list[str | None] = []
     base = 0
     for net in nets:
         if net.num_arcs == 0:
@@ -245,7 +247,7 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
 
     Returns (alignment, number of cells computed).  Memory: :data:`BYTES_PER_CELL` per cell; refused with
     BudgetExceededError beyond the memory budget (``--max-memory``)."""
-    from .._ext.banded_align import banded_align
+    banded_align = native("banded_align").banded_align
 
     options = options or AlignOptions()
     c = options.costs
@@ -260,7 +262,9 @@ def align_side(ref: WordNetwork, hyp: WordNetwork, options: AlignOptions | None 
         sides.append((keys, optdel, frag, word, cost, *_preds(net)))
     NA, NB = ref.num_arcs + 1, hyp.num_arcs + 1
     use_time = collar is not None
-    if use_time:
+    if collar is not None:
+        if ref_times is None or hyp_times is None:
+            raise ValueError("a collar needs the times of both sides (ref_times and hyp_times)")
         r0, r1 = (np.asarray(x, np.float64) for x in ref_times)
         h0, h1 = (np.asarray(x, np.float64) for x in hyp_times)
         h0, h1 = h0 - collar, h1 + collar
@@ -468,9 +472,8 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
         hwords = hyp.words
         for k, seg in enumerate(segs):
             piece = pairs[cut[k]:cut[k + 1]]
-            counts = _count(piece, ref, hyp)
             job_segs.append(seg)
-            job_alis.append(Alignment(piece, counts, _piece_cost(piece, options)))
+            job_alis.append(Alignment(piece, _count(piece, ref, hyp), _piece_cost(piece, options)))
             job_conf.append([(p.op, conf[p.hyp_arc]) for p in piece
                              if p.hyp_arc >= 0 and hwords[p.hyp_arc] is not None])
     counts = np.array([[getattr(a.counts, f) for f in ErrorCounts.__dataclass_fields__] for a in job_alis],

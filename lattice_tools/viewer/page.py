@@ -11,7 +11,7 @@ _SLOTS = ("/*VIEW_CSS*/", "/*VIEW_JS*/", "/*VIEW_DATA*/", "<!--VIEW_TITLE-->")
 
 
 def _template(name: str) -> str:
-    return resources.files(__package__).joinpath("page", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("page").joinpath(name).read_text(encoding="utf-8")
 
 
 def data_json(data: dict) -> str:

@@ -58,7 +58,7 @@ def score_one_best(reference: str, ref_format: str, one_best: Sequence, glms: Se
 
     suffix = "ctm" if ref_format == "stm" else "trn"
     fd, tmp = make_temporary(os.path.join(tempfile.gettempdir(), "view-1best." + suffix))
-    os.close(fd)  # type: ignore[arg-type]  # (a file, never None)
+    os.close(fd)
     try:
         if ref_format == "stm":
             from ..io.transcripts.altctm import write_alternatives_ctm

@@ -103,9 +103,9 @@ def read_kwlist_file(path: str, *, encoding: str = "utf-8") -> KwList:
                 raise FormatError(f"unexpected <{c.tag}> in <kw kwid={kwid!r}>", path=path, line=c.line)
         terms.append(KeywordTerm(kwid, text))
         info[kwid] = attrs
-    a = root.attrs
-    return KwList(tuple(terms), a.get("ecf_filename", ""), a.get("language", ""), a.get("encoding", ""),
-                  a.get("compareNormalize", ""), a.get("version", ""), info, path)
+    header = root.attrs
+    return KwList(tuple(terms), header.get("ecf_filename", ""), header.get("language", ""),
+                  header.get("encoding", ""), header.get("compareNormalize", ""), header.get("version", ""), info, path)
 
 
 def read_kwlist(path: str, *, encoding: str = "utf-8") -> list[KeywordTerm]:

@@ -20,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from ...core.errors import FormatError
 from ...core.files import atomic_write
@@ -111,7 +112,7 @@ class _DetectionView(Sequence):
     def __eq__(self, other) -> bool:
         return isinstance(other, Sequence) and tuple(self) == tuple(other)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal to any equal sequence, so unhashable (as list)
 
 
 class _RawView(Sequence):
@@ -134,10 +135,11 @@ class _KwLines(Sequence):
     with the event parser when an error message needs one."""
 
     def __init__(self, path: str, encoding: str | None, count: int):
-        self.path, self.encoding, self.count, self._lines = path, encoding, count, None
+        # (not ``self.count``: that would hide Sequence.count)
+        self.path, self.encoding, self._count, self._lines = path, encoding, count, None
 
     def __len__(self) -> int:
-        return self.count
+        return self._count
 
     def __getitem__(self, i):
         if self._lines is None:
@@ -260,7 +262,9 @@ def _line_breaks(text: str, start: int, end: int) -> int:
 def _read_plain(path: str, text: str, encoding: str | None, xml_correct: bool = False) -> KwsList | None:
     """The kwslist of a well-formed document in the plain layout; None when it is not in that layout or
     holds an error (the event parser then reads it, and names the line of the error)."""
-    pos = _PROLOG.match(text).end()
+    prolog = _PROLOG.match(text)
+    assert prolog is not None, "the prolog pattern matches the empty string"
+    pos = prolog.end()
     root = _SKELETON.match(text, pos)
     if root is None or root.group(1) or root.group(2) != "kwslist":
         return None
@@ -353,7 +357,7 @@ def _read_events(path: str, text: str, xml_correct: bool = False) -> KwsList:
     dets: list[Detection] = []
     raw: list[tuple[str, str, str]] = []
     lines: list[int] = []
-    state = {"kwid": None, "depth": 0, "bounds": None}
+    state: dict[str, Any] = {"kwid": None, "depth": 0, "bounds": None}
     isfinite = math.isfinite
 
     def bad(msg):

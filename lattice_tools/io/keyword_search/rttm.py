@@ -95,6 +95,19 @@ class RttmTable(Sequence):
 
     FIELDS = ("type", "file", "channel", "tbeg", "dur", "ortho", "subtype", "speaker", "conf", "line", "raw_tbeg",
               "raw_dur")
+    # the columns (set from FIELDS in __init__), typed as RttmRecord's fields
+    type: list[str]
+    file: list[str]
+    channel: list[str]
+    tbeg: list[float]
+    dur: list[float]
+    ortho: list[str]
+    subtype: list[str]
+    speaker: list[str]
+    conf: list[str]
+    line: list[int]
+    raw_tbeg: list[str]
+    raw_dur: list[str]
 
     def __init__(self, rows: list[tuple]):
         # rows: (type, file, channel, tbeg, dur, ortho, subtype, speaker, conf, line, raw_tbeg, raw_dur)

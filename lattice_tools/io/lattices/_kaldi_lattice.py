@@ -18,7 +18,7 @@ def _kernel():
     return native("kaldi_frames")
 
 
-def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: str) -> SymbolTable:
+def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: str | None) -> SymbolTable:
     uniq = np.sort(ids[ids != 0])  # (np.unique hashes: 30x slower on 100k ids)
     uniq = uniq[np.r_[True, uniq[1:] != uniq[:-1]]] if len(uniq) else uniq
     if symbols is None:
@@ -61,9 +61,10 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
     src, dst = raw.src, raw.dst
     n = raw.num_states
     fw1, fw2 = raw.final_w1, raw.final_w2
-    attrs = {}
+    attrs: dict[str, np.ndarray] = {}
     if raw.kind == "compact":
         pool, offsets = raw.tids, raw.tid_offsets
+        assert pool is not None and offsets is not None, "a CompactLattice has tid strings"
         starts, ends = offsets[:-1], offsets[1:]
         if raw.final_strings:
             # Final tid strings become epsilon arcs into a new final state (keeps times + totals).

@@ -55,12 +55,13 @@ class RawFst:
 
     def string(self, i: int) -> np.ndarray:
         """The tid string of arc ``i`` (int32; a view)."""
+        assert self.tids is not None and self.tid_offsets is not None, "a CompactLattice has tid strings"
         return self.tids[self.tid_offsets[i]:self.tid_offsets[i + 1]]
 
     @property
     def strings(self) -> list[np.ndarray] | None:
         """Every arc's tid string (None unless compact)."""
-        if self.tids is None:
+        if self.tids is None or self.tid_offsets is None:
             return None
         bounds = self.tid_offsets.tolist()
         return [self.tids[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
@@ -103,8 +104,8 @@ def format_text_fst(raw: RawFst) -> str:
     for s in np.nonzero(np.isfinite(raw.final_w1))[0].tolist():
         w = f"{_ffmt(raw.final_w1[s])},{_ffmt(raw.final_w2[s])}"
         if compact:
-            t = raw.final_strings.get(s)
-            w += "," + ("" if t is None else "_".join(map(str, t.tolist())))
+            final_string = raw.final_strings.get(s)
+            w += "," + ("" if final_string is None else "_".join(map(str, final_string.tolist())))
         out.append(f"{s}\t{w}")
     return "\n".join(out) + "\n"
 
@@ -205,6 +206,6 @@ def _raise(err: tuple, block: bytes | memoryview, first_line: int | None, name: 
         fail("arc weight is infinite (Zero); arcs must have finite weights", line)
     if code == _E_BIG_STATE:
         text = str(v[2])  # the first line that has it in its first two columns, spelled that way
-        line = next((i for i, x in enumerate(lines) if text in x.decode("utf-8", "replace").split()[:2]), None)
-        fail(f"state id {text} is implausibly large for a lattice of {v[3]} lines", line)
+        first = next((i for i, x in enumerate(lines) if text in x.decode("utf-8", "replace").split()[:2]), None)
+        fail(f"state id {text} is implausibly large for a lattice of {v[3]} lines", first)
     raise AssertionError(f"unknown error report {err!r} from the Kaldi text kernel")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...core.files import progress_bar
+from ...core.symbols import SymbolTable
 from .inputs import read_lattice_inputs
 from .lattice_files import write_lattices
 
@@ -25,7 +26,7 @@ def convert_lattices(inputs: Sequence[str] | str, output: str, *, from_format: s
     ``executor``: Kaldi archives and SLF directories are formatted on its workers (the same bytes as a
     serial run; reading stays here: formatting is what costs, 3-7x the reading of a Kaldi archive).
     """
-    last_symbols = []
+    last_symbols: list[SymbolTable] = []
 
     def stream():
         # SLF inputs share one growing word table (read_lattice_inputs), so ids agree across files

@@ -99,10 +99,10 @@ def _glob(pattern: str, spec: str) -> list[str]:
 def _decode_directory(directory: str) -> list[str] | None:
     """The lattice archives of a Kaldi decode directory (``lat.JOB.gz`` / ``lat.JOB``, in job order), or
     None when ``directory`` has none.  With a ``num_jobs`` file every job 1..N must be there."""
-    names = [n for n in os.listdir(directory) if _JOB_LATTICE.match(n)]
-    if not names:
+    matches = [m for n in sorted(os.listdir(directory)) if (m := _JOB_LATTICE.match(n)) is not None]
+    if not matches:
         return None
-    jobs = {int(_JOB_LATTICE.match(n).group(1)): os.path.join(directory, n) for n in sorted(names)}
+    jobs = {int(m.group(1)): os.path.join(directory, m.string) for m in matches}
     num_jobs_file = os.path.join(directory, "num_jobs")
     if os.path.isfile(num_jobs_file):
         text = open(num_jobs_file, encoding="utf-8", errors="replace").read(64).strip()
@@ -180,7 +180,7 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
             if names is not None:
                 if count == len(names):
                     raise MismatchError(f"{keys} has {len(names)} keys but the inputs hold more lattices (one key "
-                                        "per lattice, in input order)", path=os.fspath(keys))
+                                        "per lattice, in input order)", path=str(keys))
                 lat = lat.with_key(names[count])
             count += 1
             if any(c.isspace() for c in lat.key):  # (e.g. from a file name): it would split CTM/STM/ark lines
@@ -196,7 +196,7 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
             yield lat
     if names is not None and count != len(names):
         raise MismatchError(f"{keys} has {len(names)} keys but the inputs hold {count} lattices (one key per "
-                            "lattice, in input order)", path=os.fspath(keys))
+                            "lattice, in input order)", path=str(keys))
 
 
 def has_bare_word_ids(symbols: SymbolTable) -> bool:

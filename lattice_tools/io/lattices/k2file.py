@@ -232,6 +232,7 @@ def _check_pickle(data: bytes, path: str) -> None:
     try:
         for opcode, arg, _pos in pickletools.genops(data):
             if opcode.name in ("PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"):
+                assert arg is not None, "memo opcodes carry their index"
                 index = int(arg)
                 if not 0 <= index <= limit:
                     raise FormatError(f"corrupt pickle: memo index {index} in a {limit}-byte pickle", path=path)
@@ -658,8 +659,8 @@ def _lattice_to_k2(lat: Lattice):
                 filler = np.zeros((k,) + v.shape[1:], dtype=v.dtype)
             attrs[name] = np.concatenate([v, filler])
         order = np.argsort(src, kind="stable")
-        src, dst, label, word, graph, acoustic, is_final_arc = (x[order] for x in (src, dst, label, word, graph,
-                                                                                  acoustic, is_final_arc))
+        src, dst, label, word, is_final_arc = (x[order] for x in (src, dst, label, word, is_final_arc))
+        graph, acoustic = graph[order], acoustic[order]
         attrs = {k: v[order] for k, v in attrs.items()}
     label = np.where(is_final_arc, -1, label)
     # "+ 0.0" turns -0.0 (from negating a zero cost) back into the 0.0 k2 writes.
@@ -724,7 +725,7 @@ def write_k2_lattice(lattices: Lattice | Sequence[Lattice], path: str, *, aux_la
     if aux_labels not in ("tensor", "ragged"):
         raise ValueError(f"aux_labels must be 'tensor' or 'ragged', got {aux_labels!r}")
     single = isinstance(lattices, Lattice)
-    lats = [lattices] if single else list(lattices)
+    lats = [lattices] if isinstance(lattices, Lattice) else list(lattices)
     if not lats:
         raise LatticeError("write_k2_lattice needs at least one lattice")
     names = set(lats[0].attrs)

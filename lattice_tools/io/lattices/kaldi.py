@@ -168,11 +168,11 @@ class _Reader:
     def tell(self) -> int:
         return self.offset + self.pos
 
-    def peek(self, n: int = 1) -> bytes:
+    def peek(self, n: int = 1) -> bytearray:
         self._fill(n)
         return self.buf[self.pos:self.pos + n]
 
-    def read(self, n: int, what: str, key: str | None) -> bytes:
+    def read(self, n: int, what: str, key: str | None) -> bytearray:
         if not self._fill(n):
             raise FormatError(f"truncated archive: end of file reading {what} (byte {self.tell()})", path=self.name,
                               key=key)
@@ -180,7 +180,7 @@ class _Reader:
         self.pos += n
         return out
 
-    def readline(self) -> bytes | None:
+    def readline(self) -> bytearray | None:
         while True:
             i = self.buf.find(b"\n", self.pos)
             if i >= 0:
@@ -299,7 +299,7 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     fw2: list[float] = []
     final_strings = {}
     srcs, dsts, ils, ols, w1s, w2s = [], [], [], [], [], []
-    strings = [] if kind == "compact" else None
+    strings: list[np.ndarray] | None = [] if kind == "compact" else None
     compact_arcs: list[tuple] = []  # (src, dst, ilabel, olabel, graph, acoustic) of a CompactLattice
     head = struct.Struct("<ii" + ff + ff + "i")  # a CompactLattice arc up to its tid string
     if kind != "compact":
@@ -336,6 +336,7 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
                 il, ol, g, ac, n = head.unpack(r.read(head.size, f"arc of state {s}", key))
                 if not 0 <= n < 1 << 24:
                     raise FormatError(f"corrupt string length {n} in an arc of state {s}", path=r.name, key=key)
+                assert strings is not None
                 strings.append(np.frombuffer(r.read(4 * n, f"arc of state {s}", key), dtype="<i4").astype(np.int32))
                 (ns,) = _INT32.unpack(r.read(4, f"arc of state {s}", key))
                 compact_arcs.append((s, ns, il, ol, g, ac))
@@ -344,9 +345,9 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
         srcs, dsts, ils, ols = ([np.array(c, np.int64)] for c in cols[:4])
         w1s, w2s = ([np.array(c, np.float64)] for c in cols[4:])
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
-    fw1, fw2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
     raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
-                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2,
+                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), np.array(fw1, np.float64),
+                 np.array(fw2, np.float64),
                  final_strings=final_strings, props=props)
     if strings is not None:
         raw.set_strings(strings)
@@ -536,8 +537,8 @@ def format_binary_fst(raw: RawFst, double: bool = False) -> bytes:
     arc_type = ("compactlattice8" if double else "compactlattice4") + "4" if raw.kind == "compact" else \
         ("lattice8" if double else "lattice4")
     parts = [struct.pack("<i", FST_MAGIC)]
-    for s in ("vector", arc_type):
-        b = s.encode()
+    for name in ("vector", arc_type):
+        b = name.encode()
         parts.append(struct.pack("<i", len(b)) + b)
     # version 2 (VectorFst), no flags, properties = kExpanded|kMutable (nothing else claimed)
     parts.append(struct.pack("<iiQqqq", 2, 0, 3, 0, raw.num_states, len(raw.src)))

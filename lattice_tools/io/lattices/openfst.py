@@ -95,7 +95,7 @@ def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: Sym
             acceptor = bool(four) and any(not _is_int(c[3]) for c in four)
     src, dst, ilab, olab, g, a = [], [], [], [], [], []
     finals: dict[int, tuple[float, float]] = {}
-    start = None
+    start: int | None = None
     arc_cols = (3, 4) if acceptor else (4, 5)
     for n, c in rows:
         if not _is_int(c[0]):
@@ -160,6 +160,7 @@ def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: Sym
         ilabel = word
     else:
         ilabel, _ = to_ids(ilab, isymbols, "input")
+    assert start is not None, "rows is not empty"
     n_states = max([start] + src + dst + list(finals)) + 1
     if n_states > max(4 * len(rows), 1 << 20):
         raise FormatError(f"state id {n_states - 1} is implausibly large for {len(rows)} lines", path=path)

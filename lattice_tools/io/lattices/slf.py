@@ -29,6 +29,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 import numpy as np
 
@@ -431,6 +432,21 @@ def _build(block: Block, path: str, symbols: SymbolTable | None, frame_shift: fl
     return lat, hdr
 
 
+@overload
+def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
+             variant: str = "auto", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
+             with_header: Literal[False] = False, key: str | None = None, weights: str = "auto",
+             scales: str = "header") -> Iterator[Lattice]: ...
+@overload
+def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
+             variant: str = "auto", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
+             with_header: Literal[True], key: str | None = None, weights: str = "auto",
+             scales: str = "header") -> Iterator[tuple[Lattice, SlfHeader]]: ...
+@overload
+def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
+             variant: str = "auto", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
+             with_header: bool, key: str | None = None, weights: str = "auto",
+             scales: str = "header") -> Iterator[Lattice] | Iterator[tuple[Lattice, SlfHeader]]: ...
 def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
              variant: str = "auto", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
              with_header: bool = False, key: str | None = None, weights: str = "auto",
@@ -523,6 +539,21 @@ def iter_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: floa
         yield (lat, hdr) if with_header else lat
 
 
+@overload
+def read_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
+             variant: str = "auto", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
+             with_header: Literal[False] = False, key: str | None = None, weights: str = "auto",
+             scales: str = "header") -> Lattice: ...
+@overload
+def read_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
+             variant: str = "auto", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
+             with_header: Literal[True], key: str | None = None, weights: str = "auto",
+             scales: str = "header") -> tuple[Lattice, SlfHeader]: ...
+@overload
+def read_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
+             variant: str = "auto", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
+             with_header: bool, key: str | None = None, weights: str = "auto",
+             scales: str = "header") -> Lattice | tuple[Lattice, SlfHeader]: ...
 def read_slf(path_or_text, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
              variant: str = "auto", fillers: Iterable[str] | None = None, extend_symbols: bool = True,
              with_header: bool = False, key: str | None = None, weights: str = "auto", scales: str = "header"):

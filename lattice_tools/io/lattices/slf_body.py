@@ -71,13 +71,12 @@ def _uniform_numpy(sub: np.ndarray, n: int) -> dict:
         raise NotUniform("duplicate field")
     ws = np.flatnonzero((sub == 32) | (sub == 9) | (sub == 10) | (sub == 13))
     ws = np.append(ws, len(sub))
-    vstart = eq + 1
-    vend = ws[np.searchsorted(ws, vstart)]
-    vstart, vend = vstart.reshape(n, k), vend.reshape(n, k)
+    vstart = (eq + 1).reshape(n, k)
+    vend = ws[np.searchsorted(ws, eq + 1)].reshape(n, k)
     integers = [j for j, c in enumerate(letters) if c in _INTEGER_FIELDS]
     numeric = [j for j, c in enumerate(letters) if c in _NUMERIC_FIELDS and c not in _INTEGER_FIELDS]
     strings = [j for j, c in enumerate(letters) if c not in _NUMERIC_FIELDS]
-    out = {}
+    out: dict[str, np.ndarray | list[str]] = {}
     for j in integers:
         out[chr(letters[j])] = _digits_to_int(sub, vstart[:, j], vend[:, j])
     blank = sub.copy()
@@ -102,12 +101,11 @@ def _uniform_numpy(sub: np.ndarray, n: int) -> dict:
     if strings:
         raw = sub.tobytes()
         for j in strings:
-            vals = [raw[x:y] for x, y in zip(vstart[:, j].tolist(), vend[:, j].tolist(), strict=False)]
+            spans = zip(vstart[:, j].tolist(), vend[:, j].tolist(), strict=False)
             try:
-                vals = [v.decode("utf-8") for v in vals]
+                out[chr(letters[j])] = [raw[x:y].decode("utf-8") for x, y in spans]
             except UnicodeDecodeError:
                 raise NotUniform("utf-8") from None
-            out[chr(letters[j])] = vals
     return out
 
 
@@ -142,7 +140,7 @@ def split_body_numpy(block: Block, base: int):
             raise NotUniform("long field names")
         if line:
             header_items.append((base + i, line))
-    parsed = []
+    parsed: list[dict] = []
     for mask in (is_node, is_link):
         idx = np.flatnonzero(mask)
         if len(idx) == 0:

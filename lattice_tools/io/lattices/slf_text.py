@@ -132,7 +132,7 @@ class Block:
     def __init__(self, start: int, lines: list | None = None, text: str | None = None):
         self.start = start
         self._lines = lines
-        self.text = text if text is not None else "\n".join(lines)
+        self.text = text if text is not None else "\n".join(lines or ())
 
     @property
     def lines(self) -> list[str]:
@@ -179,8 +179,8 @@ class LineItems:
         # ``lines`` is a list, or a Block whose lines are split only if an error needs them
         self._src, self._base, self._prefixes = lines, base, prefixes
         self._count = count
-        self._text_lines = None
-        self._numbers = None
+        self._text_lines: list[str] | None = None
+        self._numbers: list[int] | None = None
 
     @property
     def _lines(self):

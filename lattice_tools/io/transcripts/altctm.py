@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Iterable, Iterator
+from typing import IO
 
 from ...core._budget import check_memory
 from ...core.alternatives_network import Alternative, Alternatives, Slot, depth_statistics
@@ -100,7 +101,7 @@ class AlternativesCtmWriter:
         self._gz_bytes = 0
         self._utts = 0
         self._ctx = None
-        self._out = None
+        self._out: IO[str] | None = None
 
     def __enter__(self):
         self._ctx = atomic_write(self.path, "w")
@@ -126,6 +127,7 @@ class AlternativesCtmWriter:
 
     def _emit(self, lines: list) -> None:
         text = "".join(line + "\n" for line in lines)
+        assert self._out is not None, "written inside its with block"
         self._out.write(text)
         data = text.encode("utf-8")
         self._bytes += len(data)

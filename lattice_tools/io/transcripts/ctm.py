@@ -90,6 +90,8 @@ class CtmItems(list):
     """``list`` of :data:`CtmItem` that also remembers comment lines: ``comments`` is a list of
     ``(index, line)`` meaning *line* came just before item *index* (``len(self)`` = at the end)."""
 
+    nested_blocks: int = 0  # set by a GLM filter: how many nested ALT blocks it flattened
+
     def __init__(self, items: Iterable = (), comments: Iterable[tuple[int, str]] = (), path: str = ""):
         super().__init__(items)
         self.comments = list(comments)
@@ -342,8 +344,9 @@ def _format_value(value: float | None, time_format: str | None) -> str:
     return time_format % value
 
 
-def format_ctm_word(w: CtmWord, time_format: str = "%.2f", conf_format: str = "%.3f") -> str:
-    """The CTM line for ``w``: its source line if unchanged, else a canonical line."""
+def format_ctm_word(w: CtmWord, time_format: str | None = "%.2f", conf_format: str = "%.3f") -> str:
+    """The CTM line for ``w``: its source line if unchanged, else a canonical line (``time_format=None``:
+    the shortest text that reads back as the same time)."""
     if w.raw is not None:
         try:
             if parse_ctm_line(w.raw, "<raw>", w.lineno) == w:
@@ -362,7 +365,7 @@ def format_ctm_word(w: CtmWord, time_format: str = "%.2f", conf_format: str = "%
     return " ".join(fields)
 
 
-def format_ctm_item(item: CtmItem, time_format: str = "%.2f", conf_format: str = "%.3f") -> list[str]:
+def format_ctm_item(item: CtmItem, time_format: str | None = "%.2f", conf_format: str = "%.3f") -> list[str]:
     """Lines of one item; an ALT block is written flat with ``*`` times on tag lines and ``@``
     for an empty alternative.  Nested blocks are flattened first (sclite cannot score them)."""
     if isinstance(item, CtmWord):

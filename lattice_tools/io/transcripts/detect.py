@@ -64,8 +64,8 @@ def _sample_lines(path: str, encoding: str) -> list[str]:
         lines = []
         try:
             with open_binary_input(str(path)) as f:
-                for line in bounded_lines(f, str(path)):  # NUL bytes and endless lines refused
-                    lines.append(line.decode(encoding, errors="replace"))
+                for raw_line in bounded_lines(f, str(path)):  # NUL bytes and endless lines refused
+                    lines.append(raw_line.decode(encoding, errors="replace"))
                     if len(lines) >= 4 * SNIFF_LINES:
                         break
         except (EOFError, zlib.error, gzip.BadGzipFile):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ...core.errors import FormatError
 from ...core.files import read_text_bytes
@@ -246,7 +247,7 @@ def parse_glm_bytes(data: bytes, path: str = "<string>", *, encoding: str = "utf
     except LookupError:
         ascii_identity = False  # _decode reports the unknown encoding as before
     # Map each fgets chunk back to its physical line number.
-    header = {"name": "", "desc": "", "format": "NIST1", "max_nrules": DEFAULT_MAX_NRULES,
+    header: dict[str, Any] = {"name": "", "desc": "", "format": "NIST1", "max_nrules": DEFAULT_MAX_NRULES,
               "copy_no_hit": True, "case_sensitive": True}
     rules: list[GlmRule] = []
     comment_flag = None

@@ -73,7 +73,12 @@ def nbest_posteriors(scores: Sequence[float | None], score_kind: str, score_scal
     if not math.isfinite(score_scale) or score_scale < 0:
         raise FormatError(f"--score-scale must be a finite number >= 0, got {score_scale!r}")
     sign = 1.0 if score_kind == "logprob" else -1.0
-    logs = [sign * score_scale * float(s) for s in scores]  # type: ignore[arg-type]
+    logs = []
+    for s in scores:
+        if s is None:
+            raise FormatError(f"an entry has no score but the list's scores are {score_kind!r} (every entry has "
+                              "a score, or none has)")
+        logs.append(sign * score_scale * float(s))
     top = max(logs)
     exps = [math.exp(v - top) for v in logs]
     total = math.fsum(exps)

@@ -95,10 +95,10 @@ def _one_output_dir(directory: str, score_scale: float) -> Iterator[Alternatives
         raise FormatError("no 1best_recog/ directory", path=directory)
     first = ranked[0][2]
     for rank, text_path, texts, _ in ranked[1:]:
-        extra = [k for k in texts if k not in first]
-        if extra:
-            raise MismatchError(f"utterance {extra[0]!r} is in {rank}best_recog but not in 1best_recog",
-                                path=text_path, key=extra[0])
+        missing = [k for k in texts if k not in first]
+        if missing:
+            raise MismatchError(f"utterance {missing[0]!r} is in {rank}best_recog but not in 1best_recog",
+                                path=text_path, key=missing[0])
     for key in first:
         hyps = []
         for rank, text_path, texts, scores in ranked:

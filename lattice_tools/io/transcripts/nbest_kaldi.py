@@ -71,10 +71,11 @@ def read_kaldi_nbest(spec: str, symbols: SymbolTable | str | None = None, *, aco
 
     def items():
         for lat in read_lattices(rspec, "kaldi", symbols, frame_shift):
-            if _NBEST_KEY.match(lat.key) is None:
+            match = _NBEST_KEY.match(lat.key)
+            if match is None:
                 raise FormatError("key is not <utterance>-<n> (is this the output of lattice-to-nbest?)",
                                   path=spec, key=lat.key)
-            utt = _NBEST_KEY.match(lat.key).group(1)  # type: ignore[union-attr]
+            utt = match.group(1)
             yield utt, _linear_path(lat, acoustic_scale, spec)
 
     for utt, hyps in group_by_key(items(), spec):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...core.errors import FormatError, LatticeToolsError
 from ...io.transcripts.glm import Glm
@@ -211,7 +211,7 @@ class TranscriptStages:
             options.delete_hyphens
         self.rewrite = PiecewiseRewriter(compiled)
         # csrfilt's stages in order (the sequence _line follows too, unrolled: it runs once per distinct line)
-        stages = []
+        stages: list[Callable[[str], str]] = []
         if options.upcase:
             stages.append(functools.partial(perl.upper, extended_ascii=options.extended_ascii))
         stages += [_space_parens, self.rewrite]
@@ -222,7 +222,7 @@ class TranscriptStages:
 
     def run(self, lines: list[str]) -> list[str]:
         memo: dict[str, str | None] = {}
-        out = []
+        out: list[str] = []
         append = out.append
         for line in lines:
             try:
@@ -364,9 +364,10 @@ def csrfilt_text(text: str, glm: Glm | CompiledGlm, fmt: str = "trn", options: G
     if len(filtered) > n:
         # a stage added lines past the last record: they join an empty rest and may run into the next
         # line, so the final clean-up reads the whole output cut into lines again, as csrfilt's does
-        out = [x for i, line in enumerate(filtered)
-               for x in join_record(line, records[i] if i < n else None, fmt, path, nested, options.max_alternatives)]
-        return "".join([perl.final_normalize(line) for line in perl.resplit(out)])
+        joined = [x for i, line in enumerate(filtered)
+                  for x in join_record(line, records[i] if i < n else None, fmt, path, nested,
+                                       options.max_alternatives)]
+        return "".join([perl.final_normalize(line) for line in perl.resplit(joined)])
     # Every filtered line has its record, so every output line but the text's last ends with its only
     # newline: the final clean-up is a map over them.
     out: list[str] = []

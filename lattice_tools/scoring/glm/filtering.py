@@ -13,7 +13,7 @@ from ...core.errors import FormatError
 from ...core.files import atomic_write, decode_error, read_text_bytes
 from ...io.transcripts.ctm import CtmWord, format_ctm_item, format_ctm_word, parse_ctm_lines
 from ...io.transcripts.glm import Glm, read_glm
-from ...io.transcripts.stm import Stm, format_stm_segment, parse_stm_line
+from ...io.transcripts.stm import Stm, StmSegment, format_stm_segment, parse_stm_line
 from ...io.transcripts.trn import TrnUtterances, format_trn_utterance, parse_trn_line
 from .csrfilt import csrfilt_text
 from .options import FORMATS, GlmFilterOptions
@@ -187,7 +187,9 @@ def parse_output(out: str, fmt: str, path: str, max_alternatives: int, nested: s
         items.nested_blocks = count_nested_blocks(lines) if nested == "flatten" and "<ALT_BEGIN>" in out else 0
         return items
     if fmt == "stm":
-        segments, header, layout = [], [], []
+        segments: list[StmSegment] = []
+        header: list[str] = []
+        layout: list[tuple[int, str]] = []
         for n, line in enumerate(lines, 1):
             seg = parse_stm_line(line, where, n)
             if seg is None:

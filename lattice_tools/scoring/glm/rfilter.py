@@ -85,9 +85,10 @@ class CompiledGlm:
             node = root
             j = i
             while j < n:
-                node = node.get(folded[j])
-                if node is None:
+                child = node.get(folded[j])
+                if child is None:
                     break
+                node = child
                 j += 1
                 ids = node.get(None)
                 if ids is not None:
