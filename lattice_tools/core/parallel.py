@@ -277,6 +277,7 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None, *, memo
         finally:
             client.close()
         return
+    assert jobs is not None   # given, since scheduler is None
     on_demand = LocalClusterOnDemand(jobs, memory_limit)
     try:
         yield on_demand
@@ -293,7 +294,8 @@ class LocalClusterOnDemand:
 
     def __init__(self, jobs: int, memory_limit: int | str = 0):
         self.jobs, self.memory_limit = jobs, memory_limit
-        self._cluster = self._client = None
+        self._cluster: Any = None
+        self._client: Any = None
 
     @property
     def started(self) -> bool:
