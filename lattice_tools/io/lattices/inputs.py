@@ -105,7 +105,8 @@ def _decode_directory(directory: str) -> list[str] | None:
     jobs = {int(m.group(1)): os.path.join(directory, m.string) for m in matches}
     num_jobs_file = os.path.join(directory, "num_jobs")
     if os.path.isfile(num_jobs_file):
-        text = open(num_jobs_file, encoding="utf-8", errors="replace").read(64).strip()
+        with open(num_jobs_file, encoding="utf-8", errors="replace") as f:
+            text = f.read(64).strip()
         if not text.isdigit() or int(text) < 1:
             raise FormatError(f"expected a number of jobs, got {text[:20]!r}", path=num_jobs_file)
         missing = [j for j in range(1, int(text) + 1) if j not in jobs]
