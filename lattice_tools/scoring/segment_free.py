@@ -31,6 +31,7 @@ Without a collar every cell is computed (sclite's problem: quadratic in the side
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 
@@ -476,8 +477,8 @@ def score_segment_free(stm, ctm_items: Iterable, *, collar: float | None = None,
             job_alis.append(Alignment(piece, _count(piece, ref, hyp), _piece_cost(piece, options)))
             job_conf.append([(p.op, conf[p.hyp_arc]) for p in piece
                              if p.hyp_arc >= 0 and hwords[p.hyp_arc] is not None])
-    counts = np.array([[getattr(a.counts, f) for f in ErrorCounts.__dataclass_fields__] for a in job_alis],
-                      np.int64).reshape(-1, len(ErrorCounts.__dataclass_fields__))
+    names = [f.name for f in dataclasses.fields(ErrorCounts)]   # the counts, not the class-level `zero`
+    counts = np.array([[getattr(a.counts, f) for f in names] for a in job_alis], np.int64).reshape(-1, len(names))
     return build_result(job_segs, job_alis, counts, job_conf if any_conf else None, case_sensitive=case_sensitive,
                         language=case_language, warnings=warnings, ref_name=ref_name, hyp_name=hyp_name,
                         options=dict(optional_deletable=optional_deletable, fragments=fragments,
