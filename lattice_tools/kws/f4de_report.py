@@ -246,7 +246,8 @@ def block_table(scores: list[KwsScore], *, optimum: bool = False, supremum: bool
         for kwid in sorted(s.blocks):
             b = s.blocks[kwid]
             row = "Keyword|" + kwid
-            at.add(b.text, "MetaData|Text", row, replace=True)
+            if b.text:                # the pooled block (F4DE -P) has no text
+                at.add(b.text, "MetaData|Text", row, replace=True)
             if not s.is_evaluated(b):
                 continue
             at.add(str(b.n_true), key + "|#Targ", row)
