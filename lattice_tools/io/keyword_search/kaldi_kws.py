@@ -134,13 +134,42 @@ class _Fst(NamedTuple):
     arcs: list            # per state: [(ilabel, olabel, weight tuple, nextstate), ...]
 
 
-def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fst]]:
-    """The entries of a binary Kaldi archive of OpenFst ``VectorFst``s (``key fst key fst ...``)."""
+#: Resident bytes the parsed FSTs take per byte of the archive (Python tuples: about 10 per 24-byte arc, measured
+#: on Kaldi's index of the bundled lattices), for the memory budget's check before an archive is read.
+_PARSED_BYTES_PER_BYTE = 12
+
+
+def is_kaldi_fst_archive(path: str) -> bool:
+    """True when ``path`` starts like a binary Kaldi archive of OpenFst FSTs (``key \\0B`` + the FST magic):
+    Kaldi's keyword FSTs or KWS index, as opposed to a text keyword list or an SQLite term index."""
     import struct
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1100)
+    except OSError:
+        return False
+    sp = head.find(b" ")
+    if sp <= 0:
+        return False
+    o = sp + 1 + (2 if head[sp + 1:sp + 3] == b"\0B" else 0)
+    return len(head) >= o + 4 and struct.unpack_from("<i", head, o)[0] == _FST_MAGIC
+
+
+def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fst]]:
+    """The entries of a binary Kaldi archive of OpenFst ``VectorFst``s (``key fst key fst ...``).
+
+    Bounded: at most ``max_bytes`` are read, and under a memory budget (:func:`~lattice_tools.core._budget.
+    memory_budget`, the CLI's ``--max-memory``) an archive whose parsed FSTs would not fit is refused before
+    it is read, and the parse stops (BudgetExceededError) if the budget is exceeded all the same."""
+    import struct
+
+    from ...core._budget import check_allocation, check_memory
 
     size = os.path.getsize(path)
     if size > max_bytes:
         raise FormatError(f"{size} bytes: larger than the {max_bytes}-byte limit of a Kaldi FST archive", path=path)
+    check_allocation(size * _PARSED_BYTES_PER_BYTE, f"reading the Kaldi FST archive {path}")
     with open(path, "rb") as f:
         data = f.read()
     o = 0
@@ -191,7 +220,9 @@ def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fs
             raise FormatError(f"entry {key!r}: bad header ({num_states} states, start {start})", path=path)
         wfmt, afmt = f"<{nw}f", f"<ii{nw}fi"
         finals, arcs = [], []
-        for _ in range(num_states):
+        for state in range(num_states):
+            if state % 4096 == 4095:
+                check_memory(f"reading the Kaldi FST archive {path}", key=key)
             finals.append(unpack(wfmt, key))
             (n,) = unpack("<q", key)
             if not 0 <= n <= len(data):
@@ -234,6 +265,51 @@ def read_kaldi_keyword_fsts(path: str) -> dict[str, tuple[int, ...]]:
     return out
 
 
+class KaldiKwsIndexFile:
+    """A Kaldi KWS index (``lattice-to-kws-index`` / ``kws-index-union`` output: an archive of FSTs with
+    KwsLexicographic arcs) read into memory once (:func:`_fst_archive`'s bounds and memory budget), searched
+    term by term: :meth:`term_hits`.  ``vocabulary``: the word ids its arcs read."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fsts = list(_fst_archive(path))
+        self.vocabulary: set[int] = set()
+        for key, fst in self.fsts:
+            for state_arcs in fst.arcs:
+                for il, ol, aw, _nxt in state_arcs:
+                    if len(aw) != 3:
+                        raise FormatError(f"index {key!r} does not have KwsLexicographic arcs (is it a keyword FST "
+                                          "archive?)", path=path)
+                    if il and not ol:   # the arcs into final states read the disambiguation symbol
+                        self.vocabulary.add(il)
+
+    def term_hits(self, term: Sequence[int]) -> list[tuple[int, int, int, float]]:
+        """``[(utt integer, start frame, end frame, -log posterior clamped at 0), ...]`` of one term (word ids),
+        as :func:`read_kaldi_index_hits` defines them."""
+        out: list[tuple[int, int, int, float]] = []
+        term = tuple(term)
+        for key, fst in self.fsts:
+            if fst.start < 0:
+                continue
+            stack = [(fst.start, 0, (0.0, 0.0, 0.0), 0)]
+            while stack:
+                s, i, w, depth = stack.pop()
+                if depth > len(fst.finals):
+                    raise FormatError(f"index {key!r} has a cycle (a KWS index is acyclic)", path=self.path)
+                for il, ol, aw, nxt in fst.arcs[s]:
+                    nw = (w[0] + aw[0], w[1] + aw[1], w[2] + aw[2])
+                    if ol:
+                        fw = fst.finals[nxt]
+                        if i == len(term) and not math.isinf(fw[0]):
+                            out.append((ol, int(round(nw[1] + fw[1])), int(round(nw[2] + fw[2])),
+                                        max(0.0, nw[0] + fw[0])))
+                    elif not il:
+                        stack.append((nxt, i, nw, depth + 1))
+                    elif i < len(term) and il == term[i]:
+                        stack.append((nxt, i + 1, nw, depth + 1))
+        return out
+
+
 def read_kaldi_index_hits(path: str, keywords: dict[str, Sequence[int]]
                           ) -> list[tuple[str, int, int, int, float]]:
     """The hits of ``keywords`` (``{kwid: word ids}``) in a Kaldi KWS index (``lattice-to-kws-index``
@@ -244,28 +320,5 @@ def read_kaldi_index_hits(path: str, keywords: dict[str, Sequence[int]]
     labels), then an arc whose output label is the utterance's integer into a final state (its input
     label is the index's disambiguation symbol); its weight is the sum of the three components along
     the path and the final weight: ``-log posterior``, start frame, end frame."""
-    out: list[tuple[str, int, int, int, float]] = []
-    for key, fst in _fst_archive(path):
-        if fst.start < 0:
-            continue
-        for kwid, words in keywords.items():
-            term = tuple(words)
-            stack = [(fst.start, 0, (0.0, 0.0, 0.0), 0)]
-            while stack:
-                s, i, w, depth = stack.pop()
-                if depth > len(fst.finals):
-                    raise FormatError(f"index {key!r} has a cycle (a KWS index is acyclic)", path=path)
-                for il, ol, aw, nxt in fst.arcs[s]:
-                    if len(aw) != 3:
-                        raise FormatError(f"index {key!r} does not have KwsLexicographic arcs", path=path)
-                    nw = (w[0] + aw[0], w[1] + aw[1], w[2] + aw[2])
-                    if ol:
-                        fw = fst.finals[nxt]
-                        if i == len(term) and not math.isinf(fw[0]):
-                            out.append((kwid, ol, int(round(nw[1] + fw[1])), int(round(nw[2] + fw[2])),
-                                        max(0.0, nw[0] + fw[0])))
-                    elif not il:
-                        stack.append((nxt, i, nw, depth + 1))
-                    elif i < len(term) and il == term[i]:
-                        stack.append((nxt, i + 1, nw, depth + 1))
-    return out
+    index = KaldiKwsIndexFile(path)
+    return [(kwid, *hit) for kwid, words in keywords.items() for hit in index.term_hits(words)]
