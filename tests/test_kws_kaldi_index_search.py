@@ -128,3 +128,25 @@ def test_frames_are_lattice_frames(tmp_path):
     assert r.exit_code == 0, r.output
     starts = sorted(round(d.tbeg / 0.03) for d in read_kwslist(str(xml)).detections)
     assert starts == sorted(b for _k, _u, b, _e, _s in read_kaldi_results(str(DATA / "small.hits.txt")))
+
+
+def test_text_keyword_fsts(tmp_path):
+    """Babel's keywords.fsts is a text archive (kws_data_prep.sh writes ark,t:): read as the binary one."""
+    from lattice_tools.core.errors import FormatError
+    from lattice_tools.io.keyword_search.kaldi_kws import read_kaldi_keyword_fsts
+
+    text = str(DATA / "kw.text.fsts")
+    assert read_kaldi_keyword_fsts(text) == read_kaldi_keyword_fsts(FSTS)
+    out = tmp_path / "result.txt"
+    r = run(INDEX, "--kwlist", text, "--utter-map", UMAP, "--duptime", 0, "--out-format", "kaldi", "-o", out)
+    assert r.exit_code == 0, r.output
+    assert sorted(out.read_text().splitlines()) == sorted((DATA / "small.hits.txt").read_text().splitlines())
+    bad = tmp_path / "bad.fsts"
+    bad.write_text("KW-01 \n0\t1\t13\t13\n1\n\nKW-02 \n0\t1\tx\t70\n1\n\n")
+    with pytest.raises(FormatError, match="KW-02") as info:
+        read_kaldi_keyword_fsts(str(bad))
+    assert str(bad) + ":6:" in str(info.value)
+    loop = tmp_path / "loop.fsts"     # kws_data_prep.sh --silence-word: optional silence as self-loops
+    loop.write_text("KW-01 \n0\t1\t13\t13\n1\t1\t5\t5\n1\t2\t70\t70\n2\n\n")
+    with pytest.raises(FormatError, match="not linear"):
+        read_kaldi_keyword_fsts(str(loop))

@@ -187,11 +187,11 @@ def read_keyword_text(path: str, encoding: str = "utf-8") -> list:
 
 
 def read_keywords(path: str, encoding: str = "utf-8", words: str | None = None) -> list:
-    """A KWlist XML (``*.xml``), Kaldi's keyword FSTs (a binary archive, found by its first bytes; word ids
-    spelled by the ``words`` table, else as decimal ids) or a plain ``KWID words`` list."""
-    from ..io.keyword_search.kaldi_kws import is_kaldi_fst_archive
+    """A KWlist XML (``*.xml``), Kaldi's keyword FSTs (a binary or text archive, found by its first lines;
+    word ids spelled by the ``words`` table, else as decimal ids) or a plain ``KWID words`` list."""
+    from ..io.keyword_search.kaldi_kws import is_kaldi_fst_archive, is_kaldi_text_fst_archive
 
-    if is_kaldi_fst_archive(path):
+    if is_kaldi_fst_archive(path) or is_kaldi_text_fst_archive(path):
         from ..core.symbols import SymbolTable
         from ..io.keyword_search.kaldi_kws import read_kaldi_keyword_fsts
         from ..io.keyword_search.kwlist import KeywordTerm

@@ -237,11 +237,93 @@ def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fs
         yield key, _Fst(int(start), finals, arcs)
 
 
+def is_kaldi_text_fst_archive(path: str) -> bool:
+    """True when ``path`` starts like a text Kaldi archive of FSTs (``ark,t:``, what Babel's
+    ``kws_data_prep.sh`` writes as keywords.fsts): a key alone on its line, then an FST line of integers."""
+    from ...core.files import read_text_lines
+
+    lines = []
+    try:
+        for _n, line in read_text_lines(path):
+            if line.strip():
+                lines.append(line.split())
+            if len(lines) == 2:
+                break
+    except (OSError, FormatError):
+        return False
+    if len(lines) != 2 or len(lines[0]) != 1 or not 1 <= len(lines[1]) <= 5:
+        return False
+    try:
+        [float(x) for x in lines[1]]
+    except ValueError:
+        return False
+    return all(x.isdigit() for x in lines[1][:4])
+
+
+def _text_fst_archive(path: str) -> Iterator[tuple[str, _Fst]]:
+    """The entries of a text Kaldi archive of OpenFst StdArc FSTs (``key`` alone on a line, the FST in
+    OpenFst's text form -- ``src dst ilabel olabel [weight]`` arcs, ``state [weight]`` finals, the first
+    arc's source the start -- and an empty line after each)."""
+    from ...core.files import read_text_lines
+
+    key: str | None = None
+    start = -1
+    finals: dict[int, float] = {}
+    arcs: dict[int, list] = {}
+    first_line = 0
+
+    def entry():
+        n = max([start, *finals, *arcs, *(a[3] for al in arcs.values() for a in al)], default=-1) + 1
+        return key, _Fst(start, [(finals.get(q, math.inf),) for q in range(n)], [arcs.get(q, []) for q in range(n)])
+
+    for lineno, line in read_text_lines(path):
+        fields = line.split()
+        if not fields:
+            if key is not None:
+                yield entry()
+                key, start, finals, arcs = None, -1, {}, {}
+            continue
+        if key is None:
+            if len(fields) != 1:
+                raise FormatError(f"expected an archive key alone on its line, got {line[:80]!r}", path=path,
+                                  line=lineno)
+            key, first_line = fields[0], lineno
+            continue
+        try:
+            if len(fields) in (4, 5):
+                src, dst, il, ol = (int(x) for x in fields[:4])
+                w = float(fields[4]) if len(fields) == 5 else 0.0
+                if min(src, dst, il, ol) < 0:
+                    raise ValueError
+                if start < 0:
+                    start = src
+                arcs.setdefault(src, []).append((il, ol, (w,), dst))
+            elif len(fields) in (1, 2):
+                q = int(fields[0])
+                if q < 0:
+                    raise ValueError
+                finals[q] = float(fields[1]) if len(fields) == 2 else 0.0
+                if start < 0:
+                    start = q
+            else:
+                raise ValueError
+        except ValueError:
+            raise FormatError(f"entry {key!r}: not an FST line ('src dst ilabel olabel [weight]' or 'state "
+                              f"[weight]'): {line[:80]!r}", path=path, line=lineno) from None
+        if lineno - first_line > 100000:
+            raise FormatError(f"entry {key!r} has more than 100000 lines (a keyword FST is a short path)", path=path,
+                              line=lineno)
+    if key is not None:
+        yield entry()
+
+
 def read_kaldi_keyword_fsts(path: str) -> dict[str, tuple[int, ...]]:
-    """Kaldi's keyword FSTs (``transcripts-to-fsts``: one linear acceptor of word ids per keyword) ->
-    ``{kwid: word ids}``.  A keyword FST that is not one linear path is a FormatError naming it."""
+    """Kaldi's keyword FSTs (``transcripts-to-fsts``: one linear acceptor of word ids per keyword; a binary
+    archive, or a text one as Babel's ``kws_data_prep.sh`` writes) -> ``{kwid: word ids}``.  A keyword FST
+    that is not one linear path is a FormatError naming it."""
     out: dict[str, tuple[int, ...]] = {}
-    for key, fst in _fst_archive(path):
+    entries = _fst_archive(path) if is_kaldi_fst_archive(path) else _text_fst_archive(path)
+    for key, fst in entries:
         words: list[int] = []
         s = fst.start
         for _ in range(len(fst.finals) + 1):
