@@ -247,6 +247,9 @@ def read_keywords(path: str, encoding: str = "utf-8", words: str | None = None) 
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the keyword list.")
 @click.option("--system-id", default="lattice-tools", show_default=True, help="kwslist system_id.")
 @click.option("--language", default="", help="kwslist language.")
+@click.option("--kwlist-filename", default=None,
+              help="kwslist kwlist_filename (default: --kwlist's file name; give the KWlist's when --kwlist is "
+                   "Kaldi's keyword FSTs).")
 @click.option("--lattices", "lattices", multiple=True,
               help="The lattices the index was built from (repeatable; the index's input specs): terms longer than "
                    "its --max-length are searched in the lattices of the utterances holding every piece of them.")
@@ -256,7 +259,7 @@ def read_keywords(path: str, encoding: str = "utf-8", words: str | None = None) 
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
 def search_command(index, kwlist, out, out_format, utter_map, segments, max_memory, normalization, threshold,
                    duration, ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language,
-                   lattices, format, words, frame_shift, frame_subsampling_factor, json_out):
+                   kwlist_filename, lattices, format, words, frame_shift, frame_subsampling_factor, json_out):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions.
 
     INDEX is a term index of 'lattice-tools kws index' (SQLite) or a Kaldi KWS index (lattice-to-kws-index /
@@ -324,7 +327,8 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, max_memo
         write_kaldi_results(out, res.detections, utterance_ids, frame_shift=frame_time, offsets=offsets)
     elif out_format == "kwslist":
         from ..io.keyword_search.kwslist import write_kwslist
-        write_kwslist(out, res.detections, kwlist_filename=os.path.basename(kwlist), language=language,
+        write_kwslist(out, res.detections, kwlist_filename=kwlist_filename or os.path.basename(kwlist),
+                      language=language,
                       system_id=system_id, kwids=[t.kwid for t in terms], oov_kwids=res.oov)
     else:
         with atomic_write(out, "w") as f:

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import gzip
 import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -144,10 +145,12 @@ def is_kaldi_fst_archive(path: str) -> bool:
     Kaldi's keyword FSTs or KWS index, as opposed to a text keyword list or an SQLite term index."""
     import struct
 
+    from ...core.files import open_binary_input
+
     try:
-        with open(path, "rb") as f:
+        with open_binary_input(path) as f:
             head = f.read(1100)
-    except OSError:
+    except (OSError, FormatError, EOFError, gzip.BadGzipFile):
         return False
     sp = head.find(b" ")
     if sp <= 0:
@@ -165,13 +168,24 @@ def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fs
     import struct
 
     from ...core._budget import check_allocation, check_memory
+    from ...core.files import open_binary_input
 
     size = os.path.getsize(path)
     if size > max_bytes:
         raise FormatError(f"{size} bytes: larger than the {max_bytes}-byte limit of a Kaldi FST archive", path=path)
-    check_allocation(size * _PARSED_BYTES_PER_BYTE, f"reading the Kaldi FST archive {path}")
-    with open(path, "rb") as f:
-        data = f.read()
+    with open_binary_input(path) as f:     # gzip (Kaldi's make_index.sh writes index.JOB.gz) found by its magic
+        zipped = isinstance(f, gzip.GzipFile)
+        if not zipped:
+            check_allocation(size * _PARSED_BYTES_PER_BYTE, f"reading the Kaldi FST archive {path}")
+        try:
+            data = f.read(max_bytes + 1)
+        except (OSError, EOFError) as exc:
+            raise FormatError(f"cannot read the gzip stream: {exc}", path=path) from None
+    if len(data) > max_bytes:
+        raise FormatError(f"more than {max_bytes} bytes uncompressed: larger than the limit of a Kaldi FST archive",
+                          path=path)
+    if zipped:
+        check_allocation(len(data) * _PARSED_BYTES_PER_BYTE, f"reading the Kaldi FST archive {path}")
     o = 0
 
     def need(n: int, what: str) -> None:
