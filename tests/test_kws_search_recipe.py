@@ -116,3 +116,42 @@ def test_usage_errors(tmp_path):
     (tmp_path / "indices").mkdir()
     proc = run([SCRIPT, kws, tmp_path / "indices", tmp_path / "out"], check=False)
     assert proc.returncode == 1 and "num_jobs" in proc.stderr
+
+
+def test_two_kaldi_index_jobs_equal_search_index_sh(tmp_path):
+    """Kaldi indexes two jobs of the bundled lattices here (steps/make_index.sh's lattice-to-kws-index +
+    kws-index-union per job, gzipped); each result.JOB equals what local/search_index.sh writes for that job
+    (Kaldi's kws-search, utterance names by utter_id)."""
+    import subprocess
+
+    from _kaldi_helpers import kaldi_env, require_kaldi
+
+    tools = require_kaldi("lattice-copy", "lattice-to-kws-index", "kws-index-union", "kws-search")
+    kws = _kws_data_dir(tmp_path)
+    indices = tmp_path / "indices"
+    indices.mkdir()
+    names = sorted(read_utterance_map(str(DATA / "utter.map")))
+    env = kaldi_env()
+    for job, part in ((1, names[:5]), (2, names[5:])):
+        (tmp_path / f"utts.{job}").write_text("".join(u + "\n" for u in part))
+        lats = subprocess.run([tools["lattice-copy"], f"--include={tmp_path / f'utts.{job}'}",
+                               f"ark:gunzip -c {LATS / 'bundled.ark.gz'}|", "ark:-"],
+                              capture_output=True, env=env, check=True).stdout
+        idx = subprocess.run([tools["lattice-to-kws-index"], "--max-states-scale=4", "--max-silence-frames=50",
+                              f"ark:{kws / 'utter_id'}", "ark:-", "ark:-"], input=lats, capture_output=True, env=env,
+                             check=True).stdout
+        union = subprocess.run([tools["kws-index-union"], "ark:-", "ark:-"], input=idx, capture_output=True, env=env,
+                               check=True).stdout
+        (indices / f"index.{job}.gz").write_bytes(gzip.compress(union))
+        subprocess.run([tools["kws-search"], "--strict=false", "--negative-tolerance=-1",
+                        f"ark:gzip -cdf {indices / f'index.{job}.gz'}|", f"ark:{DATA / 'kw.fsts'}",
+                        f"ark,t:{tmp_path / f'kaldi.{job}'}"], capture_output=True, env=env, check=True)
+    (indices / "num_jobs").write_text("2\n")
+    out = tmp_path / "kws_out"
+    run([SCRIPT, kws, indices, out])
+    total = 0
+    for job in (1, 2):
+        kaldi = _named(tmp_path / f"kaldi.{job}")
+        assert sorted((out / f"result.{job}").read_text().splitlines()) == kaldi
+        total += len(kaldi)
+    assert total == 30
