@@ -125,7 +125,7 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     conds = list(ev.conditions.values())
     if conds:
         reports["cond.sum.txt"] = summary_table(conds, optimum=otwv, supremum=stwv)
-        reports["cond.bsum.txt"] = block_table(conds, optimum=otwv, supremum=stwv)
+        reports["cond.bsum.txt"] = block_table(conds)   # F4DE's: no per-keyword optimum/supremum columns
     csv_text = alignment_csv(ev.alignment, ev.language) if alignment else None
     # Every output is complete in memory before the first file is written; each file is renamed into place.
     if out:
@@ -139,7 +139,8 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     if det:
         from ..kws.det import plot_det
 
-        plot_det({ev.overall.title: ev.overall, **ev.conditions}, det)
+        plot_det({ev.overall.title: ev.overall, **ev.conditions}, det,
+                 title="Pooled (occurrence-weighted) DET curve" if pooled else "")
     payload = {"overall": ev.overall.to_json(), "conditions": {k: v.to_json() for k, v in ev.conditions.items()}}
     if json_out:
         text = json.dumps(payload, indent=2, sort_keys=True) + "\n"

@@ -334,7 +334,9 @@ def f4de_stdout(ev: KwsEvaluation, *, ecf: str, rttm: str, kwslist: str, kwlist:
     if cond_block:
         if conds:
             out.append("Conditional Block Summary Report: -\n")
-            out.append(block_table(conds, optimum=optimum, supremum=supremum))
+            # F4DE renders the conditional block report without its DET options: no per-keyword optimum or
+            # supremum columns, whatever -zG asks for
+            out.append(block_table(conds))
         else:
             out.append("  No Conditional Summary Report will be generated.  No conditional DET Curves found\n")
     return "".join(out)
