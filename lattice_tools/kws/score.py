@@ -188,6 +188,11 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         for (file, chan), code in excerpts.code.items():
             if code >= 0:
                 channel_kept[code] = any(p.fullmatch(f"{file}/{chan}") for p in channel_patterns)
+        if not channel_kept.any():
+            some = next(iter(sorted(ecf.channels())), ("FILE", "1"))
+            raise MismatchError(f"the file/channel filter ({', '.join(file_channels)}) matches none of the ECF's "
+                                f"recordings: each pattern must match a whole FILE/CHANNEL, e.g. "
+                                f"'{some[0]}/{some[1]}'", path=ecf.path or None)
         scored_ecf = Ecf(tuple(e for e in ecf.excerpts if any(p.fullmatch(f"{e.file}/{e.channel}")
                                                               for p in channel_patterns)),
                          ecf.source_signal_duration, ecf.language, ecf.version, ecf.path)
@@ -291,8 +296,8 @@ def _check_inside_ecf(ecf: Ecf, kwslist: KwsList, excerpts: ExcerptTable) -> Non
 
 
 class _Conditions:
-    """F4DE's conditional scores: the trials of each group of ECF source types (``-Y``) or each value of
-    KWlist ``kwinfo`` attributes (``-q``), created as trials reach them."""
+    """F4DE's conditional scores: the trials of each group of ECF source types (``-Y``), each value of
+    KWlist ``kwinfo`` attributes (``-q``) or each set of keyword ids (``-T``), created as trials reach them."""
 
     def __init__(self, ecf: Ecf, scored_ecf: Ecf, kwl: KwList, source_type_groups: dict[str, list[str]] | None,
                  attribute_queries: Sequence[str], term_sets: dict[str, list[re.Pattern]],
