@@ -150,3 +150,38 @@ def test_text_keyword_fsts(tmp_path):
     loop.write_text("KW-01 \n0\t1\t13\t13\n1\t1\t5\t5\n1\t2\t70\t70\n2\n\n")
     with pytest.raises(FormatError, match="not linear"):
         read_kaldi_keyword_fsts(str(loop))
+
+
+@pytest.mark.parametrize("name", ["small.index", "kw.fsts", "kw.text.fsts"])
+def test_mutated_kaldi_files_fail_with_one_error(tmp_path, name):
+    """Bit flips, overwritten integers and cuts of Kaldi's index and keyword FSTs: read as before or refused
+    with a FormatError naming the file -- never another exception (a crash, a huge allocation, a hang)."""
+    import random
+    import struct
+
+    from lattice_tools.core.errors import FormatError
+    from lattice_tools.io.keyword_search.kaldi_kws import KaldiKwsIndexFile, read_kaldi_keyword_fsts
+
+    data = (DATA / name).read_bytes()
+    read = KaldiKwsIndexFile if name == "small.index" else read_kaldi_keyword_fsts
+    rng = random.Random(7)
+    p = tmp_path / name
+    refused = 0
+    for _ in range(40):
+        b = bytearray(data)
+        op = rng.randrange(3)
+        if op == 0:
+            for _ in range(rng.randint(1, 4)):
+                b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            i = rng.randrange(len(b) - 8)
+            b[i:i + 8] = struct.pack("<q", rng.choice([-1, 2 ** 31, 2 ** 62, 7, 0]))
+        else:
+            del b[rng.randrange(len(b)):]
+        p.write_bytes(bytes(b))
+        try:
+            read(str(p))
+        except FormatError as exc:
+            assert str(p) in str(exc)
+            refused += 1
+    assert refused > 5
