@@ -210,8 +210,8 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         overall.segment_based = True
         return KwsEvaluation(overall, {}, None, kwl.language, kwslist.system_id, kwslist, texts)
     main = Trials("Occurrence", tot_dur, trials_per_second, include_no_targets)
-    conds = _Conditions(ecf, scored_ecf, kwl, source_type_groups, attribute_queries, term_patterns,
-                        trials_per_second, include_no_targets)
+    conds = _Conditions(ecf, kwl, source_type_groups, attribute_queries, trials_per_second, include_no_targets,
+                        term_sets=term_patterns, scored_ecf=scored_ecf)
     order = _keyword_order(kwslist.kwids, cols.kwid, texts, kwl, just_system_terms, kws_path)
     min_max = (kwslist.min_score, kwslist.max_score) if kwslist.min_score is not None else None
     al = align_occurrences(order, texts, kwslist, refs, excerpts, find_threshold=find_threshold,
@@ -299,13 +299,13 @@ class _Conditions:
     """F4DE's conditional scores: the trials of each group of ECF source types (``-Y``), each value of
     KWlist ``kwinfo`` attributes (``-q``) or each set of keyword ids (``-T``), created as trials reach them."""
 
-    def __init__(self, ecf: Ecf, scored_ecf: Ecf, kwl: KwList, source_type_groups: dict[str, list[str]] | None,
-                 attribute_queries: Sequence[str], term_sets: dict[str, list[re.Pattern]],
-                 trials_per_second: float, include_no_targets: bool):
+    def __init__(self, ecf: Ecf, kwl: KwList, source_type_groups: dict[str, list[str]] | None,
+                 attribute_queries: Sequence[str], trials_per_second: float, include_no_targets: bool, *,
+                 term_sets: dict[str, list[re.Pattern]] | None = None, scored_ecf: Ecf | None = None):
         # ``ecf`` gives a trial's source type; ``scored_ecf`` (the file/channel filter's excerpts) the durations.
-        self.ecf, self.scored_ecf, self.kwl = ecf, scored_ecf, kwl
+        self.ecf, self.scored_ecf, self.kwl = ecf, scored_ecf or ecf, kwl
         self.source_type_groups, self.attribute_queries = source_type_groups, attribute_queries
-        self.term_sets = term_sets
+        self.term_sets = term_sets or {}
         self.trials_per_second, self.include_no_targets = trials_per_second, include_no_targets
         self.active = bool(source_type_groups or attribute_queries or term_sets)
         self.trials: dict[str, Trials] = {}
