@@ -185,3 +185,30 @@ def test_mutated_kaldi_files_fail_with_one_error(tmp_path, name):
             assert str(p) in str(exc)
             refused += 1
     assert refused > 5
+
+
+def test_kst_tuning_on_a_kaldi_index(tmp_path):
+    """--tune-ecf/--tune-rttm pick KST's ntrue-scale on a Kaldi index too (the dev set is scored against the
+    KWlist XML, so the keywords must be given as one: keyword FSTs are refused for tuning)."""
+    from lattice_tools.io.keyword_search.ecf import EcfExcerpt, write_ecf
+    from lattice_tools.io.keyword_search.kwlist import KeywordTerm, write_kwlist
+    from lattice_tools.io.keyword_search.rttm import lexemes_from_ctm, write_rttm
+
+    refs = lexemes_from_ctm(str(Path(__file__).parent / "data" / "kws_study" / "reference.ctm"))
+    write_rttm(str(tmp_path / "ref.rttm"), refs)
+    ends: dict[str, float] = {}
+    for r in refs:
+        ends[r.file] = max(ends.get(r.file, 0.0), r.tbeg + r.dur)
+    write_ecf(str(tmp_path / "ecf.xml"), [EcfExcerpt(f"{f}.sph", "1", 0.0, round(e + 1, 2)) for f, e in ends.items()])
+    terms = [KeywordTerm(p[0], " ".join(p[1:])) for p in (line.split() for line in
+                                                           (DATA / "keywords.words.txt").read_text().splitlines())]
+    write_kwlist(str(tmp_path / "kwlist.xml"), terms)
+    tune = ["--normalization", "kst", "--duration", 30, "--tune-ecf", tmp_path / "ecf.xml", "--tune-rttm",
+            tmp_path / "ref.rttm"]
+    r = run(INDEX, "--kwlist", tmp_path / "kwlist.xml", "--words", WORDS, "--utter-map", UMAP, *tune,
+            "--json", tmp_path / "s.json", "-o", tmp_path / "t.kwslist.xml")
+    assert r.exit_code == 0, r.output
+    table = json.loads((tmp_path / "s.json").read_text())["tuning"]["atwv_by_scale"]
+    assert len(table) == 25
+    r = run(INDEX, "--kwlist", FSTS, "--utter-map", UMAP, *tune, "-o", tmp_path / "u.kwslist.xml")
+    assert r.exit_code == 2 and "KWlist XML" in r.output

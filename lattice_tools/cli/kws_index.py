@@ -312,6 +312,9 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, max_memo
     if tune_ecf or tune_rttm or tune_ctm:
         if normalization != "kst" or not tune_ecf or not (tune_rttm or tune_ctm):
             raise click.UsageError("tuning needs --normalization kst, --tune-ecf and --tune-rttm or --tune-ctm")
+        if not kwlist.endswith((".xml", ".xml.gz")):
+            raise click.UsageError("tuning scores the dev set against a KWlist XML: give --kwlist as the KWlist "
+                                   "(*.xml; with --words to search a Kaldi index for its words)")
         ntrue_scale, table = tune_ntrue_scale(index, terms, atwv_metric(tune_ecf, kwlist, rttm=tune_rttm, ctm=tune_ctm,
                                                                        encoding=encoding),
                                               duration=duration, threshold=threshold, beta=beta, duptime=duptime,
