@@ -68,6 +68,14 @@ def _parse_groups(items):
               help="Conditional scores for a group of ECF source types, NAME:type,type (F4DE -Y; repeatable).")
 @click.option("--query", "queries", multiple=True,
               help="Conditional scores per KWlist attribute value, e.g. 'NGram' or 'Chars:regex=^[35]$' (F4DE -q).")
+@click.option("--term-set", "term_sets", multiple=True,
+              help="Conditional scores for a set of keyword ids, NAME:kwid,kwid (regular expressions matching whole "
+                   "ids, any case; F4DE -T; repeatable).")
+@click.option("--file-channel", "file_channels", multiple=True,
+              help="Score only recordings whose FILE/CHANNEL matches this regular expression (whole string, any "
+                   "case; F4DE -N; one pattern per option, repeatable).")
+@click.option("--pooled", is_flag=True,
+              help="All keywords' trials in one block: occurrence-weighted P_miss, P_FA and DET curve (F4DE -P).")
 @click.option("--segment-based", is_flag=True,
               help="Score per speech/non-speech segment of the excerpts (F4DE -g; needs the RTTM's SPEAKER turns).")
 @click.option("--ignore-outside-ecf", is_flag=True,
@@ -88,7 +96,7 @@ def _parse_groups(items):
 @click.option("--json", "json_out", default=None, help="Write the scores as JSON here ('-' = stdout).")
 def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets, just_system_terms, find_threshold,
                   similarity_threshold, trials_per_second, prob_of_term, cost, value, char_split, not_ascii,
-                  delete_hyphens, source_types, queries, segment_based, ignore_outside_ecf, allow_overlapping_reference,
+                  delete_hyphens, source_types, queries, term_sets, file_channels, pooled, segment_based, ignore_outside_ecf, allow_overlapping_reference,
                   xml_correct, otwv, stwv, block, out, alignment, det, json_out):
     """Score a kwslist against reference occurrences exactly like NIST F4DE KWSEval (occurrence scoring).
 
@@ -99,8 +107,9 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     from ..kws.f4de_report import alignment_csv, block_table, summary_table
     from ..kws.score import score_kws_files
 
-    if source_types and queries:
-        raise click.UsageError("--source-type and --query cannot be combined (one condition at a time, as in F4DE)")
+    if sum(bool(x) for x in (source_types, queries, term_sets)) > 1:
+        raise click.UsageError("--source-type, --query and --term-set cannot be combined (one condition at a time, "
+                               "as in F4DE)")
     ev = score_kws_files(ecf, kwlist, kwslist, rttm=rttm, ctm=ctm, encoding=encoding,
                          check_reference_overlaps=not allow_overlapping_reference,
                          include_no_targets=include_no_targets, just_system_terms=just_system_terms,
@@ -108,6 +117,7 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
                          trials_per_second=trials_per_second, prob_of_term=prob_of_term, cost=cost, value=value,
                          char_split_text=char_split, not_ascii=not_ascii, delete_hyphens=delete_hyphens,
                          source_type_groups=_parse_groups(source_types) or None, attribute_queries=list(queries),
+                         term_sets=_parse_groups(term_sets) or None, file_channels=list(file_channels), pooled=pooled,
                          outside_ecf="ignore" if ignore_outside_ecf else "error", segment_based=segment_based,
                          xml_correct=xml_correct)
     reports = {"sum.txt": summary_table([ev.overall], optimum=otwv, supremum=stwv),
@@ -115,7 +125,7 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     conds = list(ev.conditions.values())
     if conds:
         reports["cond.sum.txt"] = summary_table(conds, optimum=otwv, supremum=stwv)
-        reports["cond.bsum.txt"] = block_table(conds, optimum=otwv, supremum=stwv)
+        reports["cond.bsum.txt"] = block_table(conds)   # F4DE's: no per-keyword optimum/supremum columns
     csv_text = alignment_csv(ev.alignment, ev.language) if alignment else None
     # Every output is complete in memory before the first file is written; each file is renamed into place.
     if out:
@@ -129,7 +139,8 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     if det:
         from ..kws.det import plot_det
 
-        plot_det({ev.overall.title: ev.overall, **ev.conditions}, det)
+        plot_det({ev.overall.title: ev.overall, **ev.conditions}, det,
+                 title="Pooled (occurrence-weighted) DET curve" if pooled else "")
     payload = {"overall": ev.overall.to_json(), "conditions": {k: v.to_json() for k, v in ev.conditions.items()}}
     if json_out:
         text = json.dumps(payload, indent=2, sort_keys=True) + "\n"

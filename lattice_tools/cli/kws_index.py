@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 
 import click
 
-from ..core.errors import FormatError, MismatchError
+from ..core.errors import FormatError, MismatchError, SymbolError
 from ..core.files import atomic_write
 from ._inputs import channel_option, lattice_input_options
-from ._options import parallel_options
+from ._options import SIZE, parallel_options
 
 _REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
 
@@ -186,8 +186,28 @@ def read_keyword_text(path: str, encoding: str = "utf-8") -> list:
     return terms
 
 
-def read_keywords(path: str, encoding: str = "utf-8") -> list:
-    """A KWlist XML (``*.xml``) or a plain ``KWID words`` list."""
+def read_keywords(path: str, encoding: str = "utf-8", words: str | None = None) -> list:
+    """A KWlist XML (``*.xml``), Kaldi's keyword FSTs (a binary or text archive, found by its first lines;
+    word ids spelled by the ``words`` table, else as decimal ids) or a plain ``KWID words`` list."""
+    from ..io.keyword_search.kaldi_kws import is_kaldi_fst_archive, is_kaldi_text_fst_archive
+
+    if is_kaldi_fst_archive(path) or is_kaldi_text_fst_archive(path):
+        from ..core.symbols import SymbolTable
+        from ..io.keyword_search.kaldi_kws import read_kaldi_keyword_fsts
+        from ..io.keyword_search.kwlist import KeywordTerm
+
+        table = SymbolTable.read(words) if words else None
+        terms = []
+        for kwid, ids in read_kaldi_keyword_fsts(path).items():
+            if table is not None:
+                try:
+                    text = " ".join(table.word(i) for i in ids)
+                except SymbolError as exc:
+                    raise MismatchError(f"keyword {kwid!r}: {exc} {words}", path=path, key=kwid) from None
+            else:
+                text = " ".join(map(str, ids))
+            terms.append(KeywordTerm(kwid, text))
+        return terms
     if path.endswith((".xml", ".xml.gz")):
         from ..io.keyword_search.kwlist import read_kwlist
         return read_kwlist(path, encoding=encoding)
@@ -197,7 +217,8 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @click.command("search")
 @click.argument("index", type=click.Path(dir_okay=False))
 @click.option("--kwlist", required=True, type=click.Path(dir_okay=False),
-              help="Keywords: a NIST KWlist XML (*.xml) or lines 'KWID word [word ...]'.")
+              help="Keywords: a NIST KWlist XML (*.xml), Kaldi's keyword FSTs (transcripts-to-fsts archive, word ids "
+                   "spelled by --words) or lines 'KWID word [word ...]'.")
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False),
               help="Detections: a NIST kwslist XML (*.xml), else lines 'kwid file channel tbeg dur score YES|NO' "
                    "(see --out-format).")
@@ -205,10 +226,12 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
               help="auto = kwslist for *.xml, else tsv; kaldi = kws-search's result lines 'kwid utt start end "
                    "score' (utterance integers from --utter-map, frames, -log posterior).")
 @click.option("--utter-map", default=None, type=click.Path(dir_okay=False),
-              help="Kaldi utter.map 'utterance integer' (needed by --out-format kaldi).")
+              help="Kaldi utter.map 'utterance integer': the utterances of a Kaldi INDEX and of --out-format kaldi.")
 @click.option("--segments", default=None, type=click.Path(dir_okay=False),
-              help="--out-format kaldi: the segments file the index was built with (frames count from each "
-                   "utterance's start).")
+              help="Kaldi segments file the index was built with: where a Kaldi INDEX's utterances lie in their "
+                   "recordings, and where --out-format kaldi counts frames from (each utterance's start).")
+@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+              help="Memory budget of reading a Kaldi INDEX (resident memory: 2G, 500M; 'inf' = none).")
 @click.option("--normalization", type=click.Choice(["none", "kst", "sum-to-one"]), default="none", show_default=True)
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="The global YES/NO threshold.")
 @click.option("--duration", type=float, default=None, help="Seconds of searched audio (KST's T; required for kst).")
@@ -224,6 +247,9 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the keyword list.")
 @click.option("--system-id", default="lattice-tools", show_default=True, help="kwslist system_id.")
 @click.option("--language", default="", help="kwslist language.")
+@click.option("--kwlist-filename", default=None,
+              help="kwslist kwlist_filename (default: --kwlist's file name; give the KWlist's when --kwlist is "
+                   "Kaldi's keyword FSTs).")
 @click.option("--lattices", "lattices", multiple=True,
               help="The lattices the index was built from (repeatable; the index's input specs): terms longer than "
                    "its --max-length are searched in the lattices of the utterances holding every piece of them.")
@@ -231,32 +257,47 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @lattice_input_options
 @click.option("--json", "json_out", default=None,
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
-def search_command(index, kwlist, out, out_format, utter_map, segments, normalization, threshold, duration,
-                   ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language, lattices,
-                   format, words, frame_shift, frame_subsampling_factor, json_out):
-    """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions."""
+def search_command(index, kwlist, out, out_format, utter_map, segments, max_memory, normalization, threshold,
+                   duration, ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language,
+                   kwlist_filename, lattices, format, words, frame_shift, frame_subsampling_factor, json_out):
+    """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions.
+
+    INDEX is a term index of 'lattice-tools kws index' (SQLite) or a Kaldi KWS index (lattice-to-kws-index /
+    kws-index-union archive, found by its first bytes; with --utter-map, and --words to search words)."""
     import os
 
+    from ..io.keyword_search.kaldi_kws import is_kaldi_fst_archive
     from ..kws.search import atwv_metric, search, tune_ntrue_scale
 
     if out_format == "auto":
         out_format = "kwslist" if out.endswith(".xml") else "tsv"
-    utterance_ids = offsets = None
-    if out_format == "kaldi":
+    kaldi_index = is_kaldi_fst_archive(index)
+    # Kaldi's frames are lattice frames: --frame-shift x --frame-subsampling-factor seconds (10 ms when not given)
+    frame_time = (0.01 if frame_shift is None else frame_shift) * (frame_subsampling_factor or 1)
+    utterance_ids = offsets = places = None
+    if out_format == "kaldi" or kaldi_index:
+        from ..alternatives.lattices_to_ctm import read_segments
         from ..io.keyword_search.kaldi_kws import read_utterance_map
-        from ..io.transcripts.kaldi_data import read_segments
 
         if utter_map is None:
-            raise click.UsageError("--out-format kaldi needs --utter-map (Kaldi's utterance -> integer map)")
-        # Kaldi's frames: --frame-shift seconds each (the lattices' frame shift; 10 ms when not given)
-        kaldi_frame_shift = 0.01 if frame_shift is None else frame_shift
-        if not kaldi_frame_shift > 0:
-            raise click.BadParameter("must be > 0", param_hint="--frame-shift")
+            raise click.UsageError("a Kaldi index and --out-format kaldi need --utter-map (Kaldi's utterance -> "
+                                   "integer map)")
         utterance_ids = read_utterance_map(utter_map)
-        offsets = {u: start for u, (_reco, start, _end) in read_segments(segments).items()} if segments else None
+        places = read_segments(segments) if segments else None
+        offsets = {u: start for u, (_reco, _chan, start) in places.items()} if places else None
     elif utter_map or segments:
-        raise click.UsageError("--utter-map and --segments belong to --out-format kaldi")
-    terms = read_keywords(kwlist, encoding)
+        raise click.UsageError("--utter-map and --segments belong to a Kaldi index and --out-format kaldi")
+    if kaldi_index and lattices:
+        raise click.UsageError("a Kaldi index holds every word sequence of its lattices: --lattices answers long terms "
+                               "of a term index only")
+    terms = read_keywords(kwlist, encoding, words)
+    if kaldi_index:
+        from ..core.symbols import SymbolTable
+        from ..kws.kaldi_index import KaldiIndex
+
+        table = {w: i for w, i in SymbolTable.read(words)} if words else None
+        index = KaldiIndex(index, utterance_ids, segments=places, words=table, frame_time=frame_time,
+                           max_memory=max_memory)
     if normalization == "kst" and duration is None:
         raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
     lattice_stream = None
@@ -271,6 +312,9 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, normaliz
     if tune_ecf or tune_rttm or tune_ctm:
         if normalization != "kst" or not tune_ecf or not (tune_rttm or tune_ctm):
             raise click.UsageError("tuning needs --normalization kst, --tune-ecf and --tune-rttm or --tune-ctm")
+        if not kwlist.endswith((".xml", ".xml.gz")):
+            raise click.UsageError("tuning scores the dev set against a KWlist XML: give --kwlist as the KWlist "
+                                   "(*.xml; with --words to search a Kaldi index for its words)")
         ntrue_scale, table = tune_ntrue_scale(index, terms, atwv_metric(tune_ecf, kwlist, rttm=tune_rttm, ctm=tune_ctm,
                                                                        encoding=encoding),
                                               duration=duration, threshold=threshold, beta=beta, duptime=duptime,
@@ -283,10 +327,11 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, normaliz
                  lattices=None if lattice_stream is None else lattice_stream())
     if out_format == "kaldi":
         from ..io.keyword_search.kaldi_kws import write_kaldi_results
-        write_kaldi_results(out, res.detections, utterance_ids, frame_shift=kaldi_frame_shift, offsets=offsets)
+        write_kaldi_results(out, res.detections, utterance_ids, frame_shift=frame_time, offsets=offsets)
     elif out_format == "kwslist":
         from ..io.keyword_search.kwslist import write_kwslist
-        write_kwslist(out, res.detections, kwlist_filename=os.path.basename(kwlist), language=language,
+        write_kwslist(out, res.detections, kwlist_filename=kwlist_filename or os.path.basename(kwlist),
+                      language=language,
                       system_id=system_id, kwids=[t.kwid for t in terms], oov_kwids=res.oov)
     else:
         with atomic_write(out, "w") as f:

@@ -246,7 +246,8 @@ def block_table(scores: list[KwsScore], *, optimum: bool = False, supremum: bool
         for kwid in sorted(s.blocks):
             b = s.blocks[kwid]
             row = "Keyword|" + kwid
-            at.add(b.text, "MetaData|Text", row, replace=True)
+            if b.text:                # the pooled block (F4DE -P) has no text
+                at.add(b.text, "MetaData|Text", row, replace=True)
             if not s.is_evaluated(b):
                 continue
             at.add(str(b.n_true), key + "|#Targ", row)
@@ -333,7 +334,9 @@ def f4de_stdout(ev: KwsEvaluation, *, ecf: str, rttm: str, kwslist: str, kwlist:
     if cond_block:
         if conds:
             out.append("Conditional Block Summary Report: -\n")
-            out.append(block_table(conds, optimum=optimum, supremum=supremum))
+            # F4DE renders the conditional block report without its DET options: no per-keyword optimum or
+            # supremum columns, whatever -zG asks for
+            out.append(block_table(conds))
         else:
             out.append("  No Conditional Summary Report will be generated.  No conditional DET Curves found\n")
     return "".join(out)

@@ -76,8 +76,14 @@ class OccurrenceAlignment:
 
 def align_occurrences(order: list[str], texts: dict[str, str], kwslist: KwsList, refs: ReferenceIndex,
                       excerpts: ExcerptTable, *, find_threshold: float, similarity_threshold: float,
-                      min_max: tuple[float, float] | None) -> OccurrenceAlignment:
-    """Pair every keyword's hits with its reference occurrences, per (file, channel), like F4DE."""
+                      min_max: tuple[float, float] | None,
+                      channel_kept: np.ndarray | None = None) -> OccurrenceAlignment:
+    """Pair every keyword's hits with its reference occurrences, per (file, channel), like F4DE.
+
+    ``channel_kept`` (one bool per ECF channel number): F4DE's file/channel filter (``-N``).  Occurrences on a
+    channel it drops do not count; a hit on such a channel is dropped only when its keyword has a reference
+    occurrence (anywhere in the recording) on that channel -- F4DE filters the hits of the (keyword, file,
+    channel) groups it aligns and counts the hits of the other groups unfiltered."""
     cols = kwslist.columns
     tbeg, dur, score, _decision = cols.arrays()
     n_kw = len(order)
@@ -98,6 +104,13 @@ def align_occurrences(order: list[str], texts: dict[str, str], kwslist: KwsList,
     w_bt, w_et, w_code = refs_arrays(refs, excerpts)
     o_code = w_code[o_first]
     o_in = excerpts.inside(o_code, w_bt[o_first], w_et[o_first])
+    if channel_kept is not None:
+        kept = np.append(np.asarray(channel_kept, dtype=bool), False)   # code -1 reads False
+        o_in &= kept[o_code]
+        n_chan_all = max(excerpts.n_channels, 1)
+        with_occ = np.unique(o_kw[o_code >= 0] * n_chan_all + o_code[o_code >= 0])
+        h_has_occ = np.isin(h_kw * n_chan_all + h_code, with_occ) & (h_code >= 0)
+        h_in &= kept[h_code] | ~h_has_occ
 
     n_chan = max(excerpts.n_channels, 1)
     hits = np.nonzero(h_in)[0]

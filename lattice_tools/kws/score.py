@@ -109,7 +109,8 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
               trials_per_second: float = 1.0, prob_of_term: float = 0.0001, cost: float = 0.1, value: float = 1.0,
               char_split_text: bool = False, not_ascii: bool = False, delete_hyphens: bool = False,
               lowercase: bool | None = None, source_type_groups: dict[str, list[str]] | None = None,
-              attribute_queries: Sequence[str] = (), outside_ecf: str = "error",
+              attribute_queries: Sequence[str] = (), term_sets: dict[str, list[str]] | None = None,
+              file_channels: Sequence[str] = (), pooled: bool = False, outside_ecf: str = "error",
               segment_based: bool = False, xml_correct: bool = False) -> KwsEvaluation:
     """Score a system's detections like F4DE's ``KWSEval.pl`` (occurrence alignment, or segment alignment
     with ``segment_based``).
@@ -127,6 +128,17 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
       lowercase: compare lower-cased first words (default: the KWlist's ``compareNormalize``).
       source_type_groups: conditional scores per group of ECF source types (F4DE ``-Y NAME:type,type``).
       attribute_queries: conditional scores per value of KWlist ``kwinfo`` attributes (F4DE ``-q``).
+      term_sets: conditional scores per named set of keyword ids, ``{name: [kwid regex, ...]}`` (F4DE ``-T``;
+        each regex matches a whole kwid, ignoring case).  Its T is the overall one.  As in F4DE, a keyword
+        with neither hits nor occurrences is added (as an empty block) to every set, which counts with
+        ``include_no_targets``.  At most one of ``source_type_groups``, ``attribute_queries``, ``term_sets``.
+      file_channels: score only these recordings: regular expressions over ``FILE/CHANNEL`` (F4DE ``-N``; each
+        matches the whole string, ignoring case).  T counts only their excerpts; occurrences elsewhere do not
+        count; a hit elsewhere is dropped when its keyword has a reference occurrence on its channel and, as
+        in F4DE, counted (a false alarm when YES) when it has none there.
+      pooled: F4DE ``-P``: all keywords' trials in one block (``Pooled``): occurrence-weighted rates
+        ``P_miss = N_miss/N_true`` and ``P_FA = N_FA/(T - N_true)`` over all keywords, and the DET curve of
+        those (instead of keyword-averaged ones).  Conditional scores stay per keyword.
       outside_ecf: ``"error"`` (default): a hit for a file/channel the ECF does not name is an error;
         ``"ignore"``: such hits are dropped, as F4DE does silently.
       segment_based: F4DE ``-g``: the trials are the speech/non-speech segments of the ECF excerpts (from the
@@ -143,6 +155,12 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
     """
     if outside_ecf not in ("error", "ignore"):
         raise ValueError("outside_ecf must be 'error' or 'ignore'")
+    if sum(bool(x) for x in (source_type_groups, attribute_queries, term_sets)) > 1:
+        raise MismatchError("give at most one of source-type groups, attribute queries and term sets "
+                            "(one condition at a time, as in F4DE)")
+    channel_patterns = [_anchored(p, "file/channel filter") for p in file_channels]
+    term_patterns = {name: [_anchored(p, f"term set {name!r}") for p in ids]
+                     for name, ids in (term_sets or {}).items()}
     if isinstance(kwlist, KwList):
         kwl = kwlist
     else:
@@ -164,11 +182,27 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
     cols = kwslist.columns
     if outside_ecf == "error":
         _check_inside_ecf(ecf, kwslist, excerpts)
-    tot_dur = ecf.total_duration()
+    channel_kept = None
+    scored_ecf = ecf
+    if channel_patterns:
+        channel_kept = np.zeros(excerpts.n_channels, dtype=bool)
+        for (file, chan), code in excerpts.code.items():
+            if code >= 0:
+                channel_kept[code] = any(p.fullmatch(f"{file}/{chan}") for p in channel_patterns)
+        if not channel_kept.any():
+            some = next(iter(sorted(ecf.channels())), ("FILE", "1"))
+            raise MismatchError(f"the file/channel filter ({', '.join(file_channels)}) matches none of the ECF's "
+                                f"recordings: each pattern must match a whole FILE/CHANNEL, e.g. "
+                                f"'{some[0]}/{some[1]}'", path=ecf.path or None)
+        scored_ecf = Ecf(tuple(e for e in ecf.excerpts if any(p.fullmatch(f"{e.file}/{e.channel}")
+                                                              for p in channel_patterns)),
+                         ecf.source_signal_duration, ecf.language, ecf.version, ecf.path)
+    tot_dur = scored_ecf.total_duration()
     metric_args = (cost, value, prob_of_term)
     if segment_based:
-        if source_type_groups or attribute_queries:
-            raise MismatchError("conditional reports are not supported with segment-based scoring")
+        if source_type_groups or attribute_queries or term_sets or file_channels or pooled:
+            raise MismatchError("conditional reports, file/channel filters and pooled trials are not supported "
+                                "with segment-based scoring")
         main = score_segments(ecf, references, kwl, kwslist, refs, texts, find_threshold, include_no_targets,
                                just_system_terms)
         overall = evaluate(main, Metric(main.tot_trials, *metric_args), kws_path)
@@ -177,15 +211,18 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         overall.segment_based = True
         return KwsEvaluation(overall, {}, None, kwl.language, kwslist.system_id, kwslist, texts)
     main = Trials("Occurrence", tot_dur, trials_per_second, include_no_targets)
-    conds = _Conditions(ecf, kwl, source_type_groups, attribute_queries, trials_per_second, include_no_targets)
+    conds = _Conditions(ecf, kwl, source_type_groups, attribute_queries, trials_per_second, include_no_targets,
+                        term_sets=term_patterns, scored_ecf=scored_ecf)
     order = _keyword_order(kwslist.kwids, cols.kwid, texts, kwl, just_system_terms, kws_path)
     min_max = ((kwslist.min_score, kwslist.max_score)
                if kwslist.min_score is not None and kwslist.max_score is not None else None)
     al = align_occurrences(order, texts, kwslist, refs, excerpts, find_threshold=find_threshold,
-                           similarity_threshold=similarity_threshold, min_max=min_max)
+                           similarity_threshold=similarity_threshold, min_max=min_max, channel_kept=channel_kept)
     fill_blocks(main, al, texts, cols)
+    if pooled:
+        main.blocks = _pooled_blocks(main.blocks)
     if conds.active:
-        conds.add_all(al, texts, cols, refs)
+        conds.add_all(al, texts, cols, refs, pooled=pooled)
 
     for tr in [main, *conds.trials.values()]:
         for b in tr.blocks.values():
@@ -204,6 +241,29 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         c.params = params
     return KwsEvaluation(overall, conditions, lambda: alignment_rows(al, cols, refs), kwl.language,
                          kwslist.system_id, kwslist, texts)
+
+
+def _anchored(pattern: str, what: str) -> re.Pattern:
+    """A case-insensitive regular expression (matched against whole strings); MismatchError when invalid."""
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise MismatchError(f"invalid regular expression {pattern!r} in the {what}: {exc}", key=pattern) from None
+
+
+def _pooled_blocks(blocks: dict[str, Block]) -> dict[str, Block]:
+    """F4DE's pooled trials (``-P``): every keyword's trials in one block named ``Pooled`` (none when no
+    keyword has a trial; keywords without trials add nothing)."""
+    real = [b for b in blocks.values() if b.n_true or b.n_sys]
+    if not real:
+        return {}
+    yes = [b.min_yes for b in real if b.min_yes is not None]
+    no = [b.max_no for b in real if b.max_no is not None]
+    pooled = Block("Pooled", "", sorted(s for b in real for s in b.targ), sorted(s for b in real for s in b.nontarg),
+                   sum(b.yes_targ for b in real), sum(b.no_targ for b in real), sum(b.omitted for b in real),
+                   sum(b.yes_nontarg for b in real), sum(b.no_nontarg for b in real),
+                   min(yes) if yes else None, max(no) if no else None)
+    return {"Pooled": pooled}
 
 
 def _keyword_order(listed_kwids: Sequence[str], detected_kwids: Sequence[str], texts: dict, kwl: KwList,
@@ -238,16 +298,19 @@ def _check_inside_ecf(ecf: Ecf, kwslist: KwsList, excerpts: ExcerptTable) -> Non
 
 
 class _Conditions:
-    """F4DE's conditional scores: the trials of each group of ECF source types (``-Y``) or each value of
-    KWlist ``kwinfo`` attributes (``-q``), created as trials reach them."""
+    """F4DE's conditional scores: the trials of each group of ECF source types (``-Y``), each value of
+    KWlist ``kwinfo`` attributes (``-q``) or each set of keyword ids (``-T``), created as trials reach them."""
 
     def __init__(self, ecf: Ecf, kwl: KwList, source_type_groups: dict[str, list[str]] | None,
-                 attribute_queries: Sequence[str], trials_per_second: float, include_no_targets: bool):
-        self.ecf, self.kwl = ecf, kwl
+                 attribute_queries: Sequence[str], trials_per_second: float, include_no_targets: bool, *,
+                 term_sets: dict[str, list[re.Pattern]] | None = None, scored_ecf: Ecf | None = None):
+        # ``ecf`` gives a trial's source type; ``scored_ecf`` (the file/channel filter's excerpts) the durations.
+        self.ecf, self.scored_ecf, self.kwl = ecf, scored_ecf or ecf, kwl
         self.source_type_groups: dict[str, list[str]] = source_type_groups or {}
         self.attribute_queries = attribute_queries
+        self.term_sets = term_sets or {}
         self.trials_per_second, self.include_no_targets = trials_per_second, include_no_targets
-        self.active = bool(source_type_groups or attribute_queries)
+        self.active = bool(source_type_groups or attribute_queries or term_sets)
         self.trials: dict[str, Trials] = {}
         self.excerpt_types: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
         for e in ecf.excerpts:
@@ -280,10 +343,13 @@ class _Conditions:
                 out.append(" X ".join(got))
         return out
 
+    def term_groups(self, kwid) -> list[str]:
+        return [g for g, patterns in self.term_sets.items() if any(p.fullmatch(kwid) for p in patterns)]
+
     def group_duration(self, group: str) -> float:
         if self.source_type_groups:
-            return self.ecf.total_duration(self.source_type_groups[group])
-        return self.ecf.total_duration()
+            return self.scored_ecf.total_duration(self.source_type_groups[group])
+        return self.scored_ecf.total_duration()
 
     def group_trials(self, group: str) -> Trials:
         tr = self.trials.get(group)
@@ -297,6 +363,8 @@ class _Conditions:
             return self.source_groups(file, chan, bt, et)
         if self.attribute_queries:
             return self.attribute_groups(kwid)
+        if self.term_sets:
+            return self.term_groups(kwid)
         return []
 
     def add(self, kwid, text, score, decision, is_targ, file, chan, bt, et) -> None:
@@ -305,12 +373,16 @@ class _Conditions:
             for g in self.groups_of(kwid, file, chan, bt, et):
                 self.group_trials(g).block(kwid, text).add(score, decision, is_targ)
 
-    def add_all(self, al, texts: dict[str, str], cols, refs: ReferenceIndex) -> None:
-        """The trials of an :class:`OccurrenceAlignment`, keyword by keyword in alignment order."""
+    def add_all(self, al, texts: dict[str, str], cols, refs: ReferenceIndex, pooled: bool = False) -> None:
+        """The trials of an :class:`OccurrenceAlignment`, keyword by keyword in alignment order.
+
+        With ``pooled`` (F4DE ``-P``) the overall trials have no per-keyword block, so F4DE treats every
+        keyword as one without trials: each is added (empty, if it has no trials there) to every condition
+        it could belong to, and the blocks carry no text."""
         hits_of = positions_by_keyword(al.h_kw[al.h_in], np.nonzero(al.h_in)[0], len(al.order))
         occs_of = positions_by_keyword(al.o_kw[al.o_in], np.nonzero(al.o_in)[0], len(al.order))
         for k, kwid in enumerate(al.order):
-            text = texts[kwid]
+            text = "" if pooled else texts[kwid]
             for o in occs_of[k]:
                 w = refs.word(al.o_first[o])
                 i = al.o_match[o]
@@ -322,7 +394,7 @@ class _Conditions:
                 if al.h_match[i] < 0:
                     self.add(kwid, text, cols.score[i], cols.decision[i], False, cols.file[i], cols.channel[i],
                              cols.tbeg[i], cols.tbeg[i] + cols.dur[i])
-            if not occs_of[k] and not hits_of[k]:
+            if pooled or (not occs_of[k] and not hits_of[k]):
                 self.add_empty(kwid, text)
 
     def add_empty(self, kwid, text) -> None:
@@ -332,6 +404,8 @@ class _Conditions:
             possible = list(self.source_type_groups)
         elif self.attribute_queries:
             possible = self.attribute_groups(kwid)
+        elif self.term_sets:
+            possible = list(self.term_sets)   # F4DE adds an empty keyword to every term set
         for g in possible:
             if g not in self.trials and self.group_duration(g) == 0:
                 continue   # F4DE: "No ECF segments available for group"

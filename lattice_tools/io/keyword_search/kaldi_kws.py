@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import gzip
 import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -134,15 +135,57 @@ class _Fst(NamedTuple):
     arcs: list            # per state: [(ilabel, olabel, weight tuple, nextstate), ...]
 
 
-def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fst]]:
-    """The entries of a binary Kaldi archive of OpenFst ``VectorFst``s (``key fst key fst ...``)."""
+#: Resident bytes the parsed FSTs take per byte of the archive (Python tuples: about 10 per 24-byte arc, measured
+#: on Kaldi's index of the bundled lattices), for the memory budget's check before an archive is read.
+_PARSED_BYTES_PER_BYTE = 12
+
+
+def is_kaldi_fst_archive(path: str) -> bool:
+    """True when ``path`` starts like a binary Kaldi archive of OpenFst FSTs (``key \\0B`` + the FST magic):
+    Kaldi's keyword FSTs or KWS index, as opposed to a text keyword list or an SQLite term index."""
     import struct
+
+    from ...core.files import open_binary_input
+
+    try:
+        with open_binary_input(path) as f:
+            head = f.read(1100)
+    except (OSError, FormatError, EOFError, gzip.BadGzipFile):
+        return False
+    sp = head.find(b" ")
+    if sp <= 0:
+        return False
+    o = sp + 1 + (2 if head[sp + 1:sp + 3] == b"\0B" else 0)
+    return len(head) >= o + 4 and struct.unpack_from("<i", head, o)[0] == _FST_MAGIC
+
+
+def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fst]]:
+    """The entries of a binary Kaldi archive of OpenFst ``VectorFst``s (``key fst key fst ...``).
+
+    Bounded: at most ``max_bytes`` are read, and under a memory budget (:func:`~lattice_tools.core._budget.
+    memory_budget`, the CLI's ``--max-memory``) an archive whose parsed FSTs would not fit is refused before
+    it is read, and the parse stops (BudgetExceededError) if the budget is exceeded all the same."""
+    import struct
+
+    from ...core._budget import check_allocation, check_memory
+    from ...core.files import open_binary_input
 
     size = os.path.getsize(path)
     if size > max_bytes:
         raise FormatError(f"{size} bytes: larger than the {max_bytes}-byte limit of a Kaldi FST archive", path=path)
-    with open(path, "rb") as f:
-        data = f.read()
+    with open_binary_input(path) as f:     # gzip (Kaldi's make_index.sh writes index.JOB.gz) found by its magic
+        zipped = isinstance(f, gzip.GzipFile)
+        if not zipped:
+            check_allocation(size * _PARSED_BYTES_PER_BYTE, f"reading the Kaldi FST archive {path}")
+        try:
+            data = f.read(max_bytes + 1)
+        except (OSError, EOFError) as exc:
+            raise FormatError(f"cannot read the gzip stream: {exc}", path=path) from None
+    if len(data) > max_bytes:
+        raise FormatError(f"more than {max_bytes} bytes uncompressed: larger than the limit of a Kaldi FST archive",
+                          path=path)
+    if zipped:
+        check_allocation(len(data) * _PARSED_BYTES_PER_BYTE, f"reading the Kaldi FST archive {path}")
     o = 0
 
     def need(n: int, what: str) -> None:
@@ -191,7 +234,9 @@ def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fs
             raise FormatError(f"entry {key!r}: bad header ({num_states} states, start {start})", path=path)
         wfmt, afmt = f"<{nw}f", f"<ii{nw}fi"
         finals, arcs = [], []
-        for _ in range(num_states):
+        for state in range(num_states):
+            if state % 4096 == 4095:
+                check_memory(f"reading the Kaldi FST archive {path}", key=key)
             finals.append(unpack(wfmt, key))
             (n,) = unpack("<q", key)
             if not 0 <= n <= len(data):
@@ -206,11 +251,93 @@ def _fst_archive(path: str, max_bytes: int = 1 << 31) -> Iterator[tuple[str, _Fs
         yield key, _Fst(int(start), finals, arcs)
 
 
+def is_kaldi_text_fst_archive(path: str) -> bool:
+    """True when ``path`` starts like a text Kaldi archive of FSTs (``ark,t:``, what Babel's
+    ``kws_data_prep.sh`` writes as keywords.fsts): a key alone on its line, then an FST line of integers."""
+    from ...core.files import read_text_lines
+
+    lines = []
+    try:
+        for _n, line in read_text_lines(path):
+            if line.strip():
+                lines.append(line.split())
+            if len(lines) == 2:
+                break
+    except (OSError, FormatError):
+        return False
+    if len(lines) != 2 or len(lines[0]) != 1 or not 1 <= len(lines[1]) <= 5:
+        return False
+    try:
+        [float(x) for x in lines[1]]
+    except ValueError:
+        return False
+    return all(x.isdigit() for x in lines[1][:4])
+
+
+def _text_fst_archive(path: str) -> Iterator[tuple[str, _Fst]]:
+    """The entries of a text Kaldi archive of OpenFst StdArc FSTs (``key`` alone on a line, the FST in
+    OpenFst's text form -- ``src dst ilabel olabel [weight]`` arcs, ``state [weight]`` finals, the first
+    arc's source the start -- and an empty line after each)."""
+    from ...core.files import read_text_lines
+
+    key: str | None = None
+    start = -1
+    finals: dict[int, float] = {}
+    arcs: dict[int, list] = {}
+    first_line = 0
+
+    def entry():
+        n = max([start, *finals, *arcs, *(a[3] for al in arcs.values() for a in al)], default=-1) + 1
+        return key, _Fst(start, [(finals.get(q, math.inf),) for q in range(n)], [arcs.get(q, []) for q in range(n)])
+
+    for lineno, line in read_text_lines(path):
+        fields = line.split()
+        if not fields:
+            if key is not None:
+                yield entry()
+                key, start, finals, arcs = None, -1, {}, {}
+            continue
+        if key is None:
+            if len(fields) != 1:
+                raise FormatError(f"expected an archive key alone on its line, got {line[:80]!r}", path=path,
+                                  line=lineno)
+            key, first_line = fields[0], lineno
+            continue
+        try:
+            if len(fields) in (4, 5):
+                src, dst, il, ol = (int(x) for x in fields[:4])
+                w = float(fields[4]) if len(fields) == 5 else 0.0
+                if min(src, dst, il, ol) < 0:
+                    raise ValueError
+                if start < 0:
+                    start = src
+                arcs.setdefault(src, []).append((il, ol, (w,), dst))
+            elif len(fields) in (1, 2):
+                q = int(fields[0])
+                if q < 0:
+                    raise ValueError
+                finals[q] = float(fields[1]) if len(fields) == 2 else 0.0
+                if start < 0:
+                    start = q
+            else:
+                raise ValueError
+        except ValueError:
+            raise FormatError(f"entry {key!r}: not an FST line ('src dst ilabel olabel [weight]' or 'state "
+                              f"[weight]'): {line[:80]!r}", path=path, line=lineno) from None
+        if lineno - first_line > 100000:
+            raise FormatError(f"entry {key!r} has more than 100000 lines (a keyword FST is a short path)", path=path,
+                              line=lineno)
+    if key is not None:
+        yield entry()
+
+
 def read_kaldi_keyword_fsts(path: str) -> dict[str, tuple[int, ...]]:
-    """Kaldi's keyword FSTs (``transcripts-to-fsts``: one linear acceptor of word ids per keyword) ->
-    ``{kwid: word ids}``.  A keyword FST that is not one linear path is a FormatError naming it."""
+    """Kaldi's keyword FSTs (``transcripts-to-fsts``: one linear acceptor of word ids per keyword; a binary
+    archive, or a text one as Babel's ``kws_data_prep.sh`` writes) -> ``{kwid: word ids}``.  A keyword FST
+    that is not one linear path is a FormatError naming it."""
     out: dict[str, tuple[int, ...]] = {}
-    for key, fst in _fst_archive(path):
+    entries = _fst_archive(path) if is_kaldi_fst_archive(path) else _text_fst_archive(path)
+    for key, fst in entries:
         words: list[int] = []
         s = fst.start
         for _ in range(len(fst.finals) + 1):
@@ -234,6 +361,51 @@ def read_kaldi_keyword_fsts(path: str) -> dict[str, tuple[int, ...]]:
     return out
 
 
+class KaldiKwsIndexFile:
+    """A Kaldi KWS index (``lattice-to-kws-index`` / ``kws-index-union`` output: an archive of FSTs with
+    KwsLexicographic arcs) read into memory once (:func:`_fst_archive`'s bounds and memory budget), searched
+    term by term: :meth:`term_hits`.  ``vocabulary``: the word ids its arcs read."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fsts = list(_fst_archive(path))
+        self.vocabulary: set[int] = set()
+        for key, fst in self.fsts:
+            for state_arcs in fst.arcs:
+                for il, ol, aw, _nxt in state_arcs:
+                    if len(aw) != 3:
+                        raise FormatError(f"index {key!r} does not have KwsLexicographic arcs (is it a keyword FST "
+                                          "archive?)", path=path)
+                    if il and not ol:   # the arcs into final states read the disambiguation symbol
+                        self.vocabulary.add(il)
+
+    def term_hits(self, term: Sequence[int]) -> list[tuple[int, int, int, float]]:
+        """``[(utt integer, start frame, end frame, -log posterior clamped at 0), ...]`` of one term (word ids),
+        as :func:`read_kaldi_index_hits` defines them."""
+        out: list[tuple[int, int, int, float]] = []
+        term = tuple(term)
+        for key, fst in self.fsts:
+            if fst.start < 0:
+                continue
+            stack = [(fst.start, 0, (0.0, 0.0, 0.0), 0)]
+            while stack:
+                s, i, w, depth = stack.pop()
+                if depth > len(fst.finals):
+                    raise FormatError(f"index {key!r} has a cycle (a KWS index is acyclic)", path=self.path)
+                for il, ol, aw, nxt in fst.arcs[s]:
+                    nw = (w[0] + aw[0], w[1] + aw[1], w[2] + aw[2])
+                    if ol:
+                        fw = fst.finals[nxt]
+                        if i == len(term) and not math.isinf(fw[0]):
+                            out.append((ol, int(round(nw[1] + fw[1])), int(round(nw[2] + fw[2])),
+                                        max(0.0, nw[0] + fw[0])))
+                    elif not il:
+                        stack.append((nxt, i, nw, depth + 1))
+                    elif i < len(term) and il == term[i]:
+                        stack.append((nxt, i + 1, nw, depth + 1))
+        return out
+
+
 def read_kaldi_index_hits(path: str, keywords: dict[str, Sequence[int]]
                           ) -> list[tuple[str, int, int, int, float]]:
     """The hits of ``keywords`` (``{kwid: word ids}``) in a Kaldi KWS index (``lattice-to-kws-index``
@@ -244,28 +416,5 @@ def read_kaldi_index_hits(path: str, keywords: dict[str, Sequence[int]]
     labels), then an arc whose output label is the utterance's integer into a final state (its input
     label is the index's disambiguation symbol); its weight is the sum of the three components along
     the path and the final weight: ``-log posterior``, start frame, end frame."""
-    out: list[tuple[str, int, int, int, float]] = []
-    for key, fst in _fst_archive(path):
-        if fst.start < 0:
-            continue
-        for kwid, words in keywords.items():
-            term = tuple(words)
-            stack = [(fst.start, 0, (0.0, 0.0, 0.0), 0)]
-            while stack:
-                s, i, w, depth = stack.pop()
-                if depth > len(fst.finals):
-                    raise FormatError(f"index {key!r} has a cycle (a KWS index is acyclic)", path=path)
-                for il, ol, aw, nxt in fst.arcs[s]:
-                    if len(aw) != 3:
-                        raise FormatError(f"index {key!r} does not have KwsLexicographic arcs", path=path)
-                    nw = (w[0] + aw[0], w[1] + aw[1], w[2] + aw[2])
-                    if ol:
-                        fw = fst.finals[nxt]
-                        if i == len(term) and not math.isinf(fw[0]):
-                            out.append((kwid, ol, int(round(nw[1] + fw[1])), int(round(nw[2] + fw[2])),
-                                        max(0.0, nw[0] + fw[0])))
-                    elif not il:
-                        stack.append((nxt, i, nw, depth + 1))
-                    elif i < len(term) and il == term[i]:
-                        stack.append((nxt, i + 1, nw, depth + 1))
-    return out
+    index = KaldiKwsIndexFile(path)
+    return [(kwid, *hit) for kwid, words in keywords.items() for hit in index.term_hits(words)]
