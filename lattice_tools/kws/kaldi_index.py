@@ -46,7 +46,7 @@ class KaldiIndex:
             raise ValueError(f"frame_time must be a finite number > 0, got {frame_time}")
         self.path = path
         with memory_budget(max_memory):
-            self._index = KaldiKwsIndexFile(path)
+            self._index: KaldiKwsIndexFile | None = KaldiKwsIndexFile(path)
         self._utterances = {i: u for u, i in utterance_ids.items()}
         self._segments = segments
         self._channel = channel
@@ -68,6 +68,8 @@ class KaldiIndex:
         """Every hit of the word sequence ``words`` (in-vocabulary words), placed in its recording."""
         term = tuple(words)
         out = []
+        if self._index is None:
+            raise ValueError(f"{self.path}: the index is closed")
         for utt_id, start, end, score in self._index.term_hits([self._word_id(w) for w in term]):
             utt = self._utterances.get(utt_id)
             if utt is None:
