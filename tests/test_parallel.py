@@ -285,7 +285,7 @@ def test_oracle_on_a_dask_cluster_equals_the_serial_report(serial_oracles, bundl
         report = _oracle(bundled_reference, rep, tmp_path / f"{rep}.json", executor=dask_client,
                          shard_dir=str(tmp_path / "s"))
         assert (tmp_path / f"{rep}.json").read_bytes() == expected, rep
-        assert len(report["utterances"]) == 10 and "intervals" in report
+        assert len(report.utterances) == 10 and report.intervals
         assert not (tmp_path / "s").exists()
 
 
