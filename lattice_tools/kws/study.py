@@ -225,7 +225,7 @@ def _study_row(rep, lattices, references, terms, ecf, out_dir, opts, tick) -> di
     return {"representation": rep.label, "kind": rep.kind, "slug": rep.slug, "n": rep.n, "theta": rep.theta,
             "atwv": tw(s.atwv), "mtwv": tw(s.mtwv), "mtwv_threshold": s.mtwv.threshold, "otwv": tw(s.otwv),
             "stwv": tw(s.stwv), "p_miss": s.atwv.p_miss, "p_fa": s.atwv.p_fa, **s.counts(),
-            "entries": int(built["hits"]), "bytes": os.path.getsize(idx_path), "derive_seconds": derive_s,
+            "entries": built.hits, "bytes": os.path.getsize(idx_path), "derive_seconds": derive_s,
             "index_seconds": index_s, "search_seconds": search_s,
             "ms_per_query": 1000 * search_s / len(terms), "detections": len(res.detections),
             "oov": len(res.oov), "no_hits": len(res.no_hits), "too_long": len(res.too_long),
