@@ -1,6 +1,6 @@
 /* Compiled loops of the exact sequence search (lattice_tools.alternatives._determinizer, ._best_paths):
  *
- *   Expander(...)          the fixed tables of a Determinizer (held as buffers, validated once);
+ *   Expander(...)          the fixed tables of a Determinizer (copied, validated once);
  *     .expand(key, resid)  one determinized state -> its choices, sorted by bound, and its successor data;
  *     .successor(data, g)  the subset reached by choice group g -> (interning key, residual costs);
  *     .lazy_search(...)    the lazy best-first search of one automaton, in one call;
