@@ -28,6 +28,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..core.errors import BudgetExceededError, LatticeToolsError, MismatchError
 from ..core.files import atomic_write, write_json
@@ -36,6 +37,9 @@ from ..io.keyword_search.ecf import Ecf, EcfExcerpt
 from ..io.keyword_search.kwlist import KeywordTerm
 from ..io.keyword_search.rttm import RttmRecord
 from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE
+
+if TYPE_CHECKING:
+    from .build import IndexSummary
 
 KINDS = ("1best", "nbest", "sausage", "phrase", "lattice")
 
@@ -165,7 +169,7 @@ def _check_inputs(lattices, references, terms, ecf, channel) -> None:
                             f"vs lattice keys {keys[:3]}")
 
 
-def _build(rep, lattices, path, *, max_length, max_silence, scales, channel, tick) -> tuple[dict, float, float]:
+def _build(rep, lattices, path, *, max_length, max_silence, scales, channel, tick) -> tuple[IndexSummary, float, float]:
     """Build ``rep``'s index; returns (build counts, CPU seconds deriving the alternatives, CPU seconds
     indexing them), after an untimed warm-up."""
     from .build import build_alternatives_index, build_lattice_index
