@@ -9,22 +9,27 @@ from lattice_tools import Alternative, Alternatives, ErrorCounts, Lattice, Slot,
 from lattice_tools.core.alternatives_network import depth_statistics
 from lattice_tools.core.errors import FormatError, LatticeError, SymbolError
 from lattice_tools.core.files import atomic_write, read_text_lines
-from lattice_tools.core.lattice import connect
+from lattice_tools.core.lattice import connect, connect_with_maps
 
 INF = math.inf
 SYMS = SymbolTable.from_words(["a", "b", "c"])
 
 
-def small(**kw):
+def _small_args(**kw):
     args = dict(src=[2, 0, 0, 1], dst=[1, 2, 2, 3], word=[1, 2, 1, 3], symbols=SYMS,
                 final_graph_cost=[INF, INF, INF, 0.5], t0=[5, 0, 0, 9], t1=[9, 5, 5, 12],
                 graph_cost=[1, 2, 3, 4], acoustic_cost=[0.5, 0, 0, 1])
     args.update(kw)
-    return Lattice.from_arcs(**args)
+    return args
+
+
+def small(**kw):
+    return Lattice.from_arcs(**_small_args(**kw))
 
 
 def test_from_arcs_sorts_topologically_and_keeps_arc_data():
-    lat, smap, amap = small(return_maps=True)
+    lat, smap, amap = Lattice.from_arcs_with_maps(**_small_args())
+    assert lat.equals(small())
     assert lat.num_states == 4 and lat.num_arcs == 4
     assert np.all(lat.src < lat.dst)
     assert list(smap) == [0, 2, 1, 3]
@@ -67,7 +72,8 @@ def test_connect_trims_a_lattice_built_with_the_plain_constructor():
     lat = Lattice(num_states=3, src=np.array([0, 0]), dst=np.array([1, 2]), word=np.array([1, 2]),
                   ilabel=np.array([1, 2]), t0=np.array([0, 0]), t1=np.array([1, 1]), graph_cost=np.zeros(2),
                   acoustic_cost=np.zeros(2), final_graph_cost=inf, final_acoustic_cost=inf, symbols=SYMS)
-    trimmed, state_map, arc_idx = connect(lat, return_maps=True)
+    trimmed, state_map, arc_idx = connect_with_maps(lat)
+    assert trimmed.equals(connect(lat))
     assert trimmed.num_arcs == 1 and trimmed.words() == ["a"] and trimmed.trimmed_arcs == 1
     assert state_map.tolist() == [0, 1, -1] and arc_idx.tolist() == [0]
     assert lat.num_arcs == 2                               # input untouched
@@ -165,3 +171,35 @@ def test_lattice_attrs_are_read_only_and_pickle():
     assert list(back.attrs["conf"]) == [0.5, 0.25]
     with pytest.raises(TypeError, match="read-only"):
         back.attrs["x"] = 1
+
+
+@pytest.mark.parametrize("change,match", [
+    (dict(attrs={"conf": [0.5]}), r"arc array 'conf' has 1 entries, expected 2"),
+    (dict(word=[1]), r"arc array 'word' has 1 entries, expected 2"),
+    (dict(graph_cost=[0.0, 1.0, 2.0]), r"arc array 'graph_cost' has 3 entries, expected 2"),
+    (dict(final_graph_cost=[0.0], num_states=3), r"final_graph_cost has 1 entries, expected 3"),
+    (dict(dst=[1, 3]), r"arc state id outside 0\.\.2"),
+    (dict(start=3), r"start state 3 outside 0\.\.2"),
+])
+def test_from_arcs_checks_its_arguments_when_building(change, match):
+    """Lengths, state ids and the start are checked when the lattice is built (attrs included): a wrong
+    length never reaches an algorithm, and once built the arrays cannot change."""
+    import numpy as np
+    args = dict(src=[0, 1], dst=[1, 2], word=[1, 2], symbols=SymbolTable.from_words(["a", "b"]),
+                final_graph_cost=[np.inf, np.inf, 0.0], attrs={"conf": [0.5, 0.25]}, key="utt")
+    args.update(change)
+    with pytest.raises(LatticeError, match=match):
+        Lattice.from_arcs(**args)
+    with pytest.raises(LatticeError, match=match):
+        Lattice.from_arcs_with_maps(**args)
+
+
+def test_the_plain_constructor_checks_attrs_lengths():
+    import dataclasses
+
+    import numpy as np
+    lat = small(attrs={"conf": [0.1, 0.2, 0.3, 0.4]})
+    with pytest.raises(LatticeError, match=r"arc attribute 'conf' has 3 entries, expected 4"):
+        dataclasses.replace(lat, attrs={"conf": np.zeros(3)})
+    with pytest.raises(LatticeError, match=r"arc attribute 'conf' has 5 entries, expected 4"):
+        lat.replace(attrs={"conf": np.zeros(5)})

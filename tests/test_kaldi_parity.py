@@ -346,3 +346,19 @@ def test_latbin_commands_take_the_shared_input_options(tmp_path):
     for name in ("mbr-decode", "best-path", "nbest-paths", "oracle-path", "scale", "add-penalty", "prune", "depth"):
         opts = {o for p in main.get_command(None, name).params for o in p.opts}
         assert {"--words", "--frame-shift", "--frame-subsampling-factor", "--format"} <= opts, name
+
+
+def test_the_parity_cases_overlap_one_best_words(monkeypatch):
+    """Kaldi's fix-up of overlapping one-best word times (lattice_tools.alternatives.sausages._fix_overlap)
+    runs on these lattices, so the byte-identical one-best times above check it against Kaldi itself (the
+    transcription in tests/_reference/mbr.py has its own copy, written from Kaldi's description)."""
+    import lattice_tools.alternatives.sausages as sausages_module
+
+    calls = []
+    real = sausages_module._fix_overlap
+    monkeypatch.setattr(sausages_module, "_fix_overlap", lambda t, i: (calls.append(i), real(t, i)))
+    for name in ("kgraph", "bundled"):
+        before = len(calls)
+        for lat in read_lattices(INPUTS[name]):
+            mbr_decode(lat, acoustic_scale=1.0)
+        assert len(calls) > before, name

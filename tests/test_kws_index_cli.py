@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from lattice_tools.cli import main
@@ -23,17 +25,31 @@ def run(*args):
 
 
 def test_index_search_round_trip(tmp_path):
+    """The counts and hits of index + search against Kaldi's: the utterances of Kaldi's utter.map, and the
+    30 hits Kaldi's lattice-to-kws-index + kws-search found for the same keywords (tests/data/kaldi_kws/hits.txt):
+    the same keyword, utterance and frames, the score within Kaldi's quantization (2^-10 in -log)."""
+    umap = dict(line.split() for line in (DATA / "utter.map").read_text().splitlines() if line.strip())
+    kaldi = {}
+    for line in (DATA / "hits.txt").read_text().splitlines():
+        kw, utt, b, e, cost = line.split()
+        kaldi[(kw, utt, int(b), int(e))] = float(cost)
     idx = tmp_path / "idx.db"
     r = run("index", ARK, "--words", WORDS, "-o", idx, "--json", tmp_path / "i.json")
     assert r.exit_code == 0, r.output
-    assert json.loads((tmp_path / "i.json").read_text())["utterances"] == 10
+    assert json.loads((tmp_path / "i.json").read_text())["utterances"] == len(umap)
     out = tmp_path / "hits.tsv"
     r = run("search", idx, "--kwlist", KW, "-o", out, "--json", "-")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout)
-    assert summary["detections"] == 30 and summary["oov"] == [] and summary["no_hits"] == []
+    assert summary["detections"] == len(kaldi) and summary["oov"] == [] and summary["no_hits"] == []
     rows = [line.split("\t") for line in out.read_text().splitlines()]
-    assert len(rows) == 30 and {r[6] for r in rows} == {"YES", "NO"}
+    assert len(rows) == len(kaldi) and {r[6] for r in rows} == {"YES", "NO"}
+    assert summary["yes"] == sum(r[6] == "YES" for r in rows)
+    ours = {(kw, umap[utt], round(float(tbeg) * 100), round((float(tbeg) + float(dur)) * 100)): float(score)
+            for kw, utt, _chan, tbeg, dur, score, _decision in rows}
+    assert ours.keys() == kaldi.keys()
+    for hit, cost in kaldi.items():
+        assert -math.log(ours[hit]) == pytest.approx(cost, abs=2 ** -10 + 1e-5), hit
     assert all(float(r[5]) >= 0.5 for r in rows if r[6] == "YES")
 
 

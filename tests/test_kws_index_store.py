@@ -35,7 +35,7 @@ def keyword_list():
 def full_index(tmp_path_factory):
     path = tmp_path_factory.mktemp("idx") / "all.db"
     stats = build_lattice_index(bundled(), str(path), max_length=3)
-    assert stats["utterances"] == 10
+    assert stats.utterances == 10 and stats.to_dict() == {"utterances": 10, "hits": stats.hits, "pruned_mass": 0.0}
     return path
 
 

@@ -145,3 +145,27 @@ def test_errors_name_the_same_line_either_way(name, tmp_path):
         read_kwslist(path, plain_layout=False)
     assert str(fast.value) == str(events.value)
     assert "k.kwslist.xml" in str(fast.value)
+
+
+@pytest.mark.parametrize("name", ["2a", "2b.518"])
+def test_reference_conditions_equal_the_scorer_on_f4de_inputs(name, monkeypatch):
+    """The conditional trials of F4DE's test 2a (-Y source-type groups) and 2b (-q kwinfo attribute queries):
+    the oracle's own condition logic gives the scorer's conditions, trial for trial (the scorer's are held to
+    F4DE's golden reports in tests/test_kws_score.py)."""
+    from _kws_helpers import DATA
+    from test_kws_score import _parse_command
+
+    o, flags, _ = _parse_command(name)
+    monkeypatch.chdir(DATA / "expected")
+    ecf, kwl, kws = read_ecf(o["e"]), read_kwlist_file(o["t"]), read_kwslist(o["s"])
+    records = read_rttm(o["r"], types=("LEXEME",))
+    options = {"include_no_targets": "-inc" in flags, "source_type_groups": o["Y"] or None,
+               "attribute_queries": o["q"]}
+    ev = score_kws(ecf, records, kwl, kws, outside_ecf="ignore", **options)
+    texts = {t.kwid: t.text for t in kwl.terms}
+    refs = ReferenceIndex(records, lowercase=kwl.compare_normalize == "lowercase")
+    main, conds, _rows = reference_trials(ecf, refs, kwl, kws, texts, **options)
+    assert conds and sorted(ev.conditions) == sorted(conds)
+    metric = (0.1, 1.0, 0.0001)
+    for g, tr in conds.items():
+        assert _score_fields(ev.conditions[g]) == _score_fields(evaluate_reference(tr, Metric(tr.tot_trials, *metric), ""))

@@ -104,8 +104,8 @@ def _same(built, want):
 @given(arc_lists())
 def test_from_arcs_builds_the_same_lattice_as_before(kw):
     symbols = SymbolTable.from_words(["a", "b", "c"])
-    _same(_outcome(Lattice.from_arcs, symbols=symbols, return_maps=True, **kw),
-          _outcome(ref.from_arcs, symbols=symbols, return_maps=True, **kw))
+    _same(_outcome(Lattice.from_arcs_with_maps, symbols=symbols, **kw),
+          _outcome(ref.from_arcs_with_maps, symbols=symbols, **kw))
 
 
 def test_a_rebuilt_lattice_is_equal_and_owns_its_arrays():
@@ -117,9 +117,9 @@ def test_a_rebuilt_lattice_is_equal_and_owns_its_arrays():
                             attrs={"x": np.arange(4)})
     assert lat.src.tolist() == [0, 0, 0, 1] and lat.dst.tolist() == [1, 1, 2, 2]
     costs = lat.graph_cost.copy()
-    again, state_map, arc_map = Lattice.from_arcs(
+    again, state_map, arc_map = Lattice.from_arcs_with_maps(
         src=lat.src, dst=lat.dst, word=lat.word, symbols=lat.symbols, final_graph_cost=lat.final_graph_cost,
-        graph_cost=costs, attrs=dict(lat.attrs), return_maps=True)
+        graph_cost=costs, attrs=dict(lat.attrs))
     assert again.equals(lat) and again.attrs["x"].tolist() == lat.attrs["x"].tolist()
     assert state_map.tolist() == [0, 1, 2] and arc_map.tolist() == [0, 1, 2, 3]
     assert costs.flags.writeable and not np.shares_memory(again.graph_cost, costs)

@@ -133,11 +133,11 @@ def test_taxonomy_and_coverage():
     # an empty output is an output: scored as all deletions, not "no output"
     assert res["empty"].covered and res["empty"].word.deletions == 2 and res["empty"].category == "high_wer"
     s = summarize(list(res.values()), resamples=200)
-    assert s["coverage"] == pytest.approx(4 / 5)
-    assert s["taxonomy"] == {"ok": 1, "high_wer": 2, "script_collapse": 1, "no_output": 1}
+    assert s.coverage == pytest.approx(4 / 5)
+    assert s.taxonomy == {"ok": 1, "high_wer": 2, "script_collapse": 1, "no_output": 1}
     # the missing utterance is not in WER: 4 covered utterances, 4+4+3+2 reference words
-    assert s["word_counts"]["ref_words"] == 13
-    assert s["script_confusion"]["dominant"]["Devanagari"] == 3
+    assert s.word_counts is not None and s.word_counts.ref_words == 13
+    assert s.script_dominant is not None and s.script_dominant["Devanagari"] == 3
 
 
 def test_code_switched_sfr_accepts_both_scripts():

@@ -83,9 +83,9 @@ def test_oracle_1best_equals_score_of_its_ctm(cards, ref, glm):
     report = oracle_wer([LAT3, LAT4], str(cards / ref), representation="1best", glm=glms)
     scored = score_files(str(cards / ref), ctm if ref == "ref.stm" else txt, glms=glms, id_type="sp",
                          hyp_format="ctm" if ref == "ref.stm" else "text")
-    assert _counts(report["counts"]) == _counts(scored.total)
+    assert _counts(report.counts) == _counts(scored.total)
     if glm == "six":   # the GLM reached both sides: 'seven' and SEVEN both became SIX
-        assert report["counts"]["correct"] == 5 and report["wer"] == 0
+        assert report.counts.correct == 5 and report.wer == 0
 
 
 @pytest.mark.parametrize("glm", [None, RT03_GLM])
@@ -104,8 +104,8 @@ def test_oracle_1best_equals_score_on_librivox(tmp_path, mode, glm):
     report = oracle_wer(lats, str(LIBRIVOX_TRN), representation="1best", mode=mode, glm=glms, allow_missing=True)
     scored = score_files(str(LIBRIVOX_TRN), str(tmp_path / "hyp.txt"), hyp_format="text", mode=mode, glms=glms,
                          allow_missing=True, id_type="sp")
-    assert _counts(report["counts"]) == _counts(scored.total) and len(report["utterances"]) == 2
-    assert len(report["warnings"]) == 1 and "3 reference utterance" in report["warnings"][0]
+    assert _counts(report.counts) == _counts(scored.total) and len(report.utterances) == 2
+    assert len(report.warnings) == 1 and "3 reference utterance" in report.warnings[0]
 
 
 @pytest.mark.parametrize("glm", [None, "six"])
@@ -141,8 +141,8 @@ def test_oracle_equals_score_on_sclite_test_data(stm, ctm, allow_missing, glm):
     scored = score_files(str(SCLITE_DATA / stm), str(SCLITE_DATA / ctm), glms=[glm] if glm else [],
                          allow_missing=allow_missing)
     report = oracle_wer(str(SCLITE_DATA / ctm), str(SCLITE_DATA / stm), **kw)
-    assert _counts(report["counts"]) == _counts(scored.total)
-    assert list(report["warnings"]) == [w for w in scored.warnings if "GLM" not in w or "nested" in w]
+    assert _counts(report.counts) == _counts(scored.total)
+    assert list(report.warnings) == [w for w in scored.warnings if "GLM" not in w or "nested" in w]
     if allow_missing:   # without allow_missing both refuse, with the same error
         with pytest.raises(MismatchError) as s_err:
             score_files(str(SCLITE_DATA / stm), str(SCLITE_DATA / ctm))
@@ -166,7 +166,7 @@ def test_study_cells_equal_oracle_and_score(cards, tmp_path, ref):
     for rep, n in (("nbest", "1"), ("nbest", "3"), ("lattice", "inf")):
         report = oracle_wer([LAT3, LAT4], str(cards / ref), representation=rep, n=None if n == "inf" else int(n))
         r = rows[(rep, n)]
-        assert (r["C"], r["S"], r["D"], r["I"], r["ref_words"]) == _counts(report["counts"])
+        assert (r["C"], r["S"], r["D"], r["I"], r["ref_words"]) == _counts(report.counts)
     # the CLI runs the same function: same rows
     r = _cli("study", f"cards={LAT3}", f"cards={LAT4}", "-r", cards / ref, "-o", tmp_path / "cli", "-n", "1,3",
              "--no-infinity", "--representations", "nbest,lattice", "--bootstrap", "0", "--no-plots")
@@ -202,7 +202,7 @@ def test_oracle_cli_equals_api(cards, args):
     r = _cli(*cli)
     assert r.exit_code == 0, r.output
     got = json.loads(r.output)
-    assert got["counts"] == api["counts"] and got["utterances"] == api["utterances"]
+    assert got["counts"] == api.to_dict()["counts"] and got["utterances"] == api.to_dict()["utterances"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_oracle_glm_filters_the_hypothesis_too(mr):
     """`oracle --glm` filtered only the reference: 'mr' stayed a substitution of MISTER (30 %)."""
     s = score_files(str(mr / "ref.stm"), str(mr / "hyp.ctm"), glms=[RT03_GLM])
     report = oracle_wer(str(mr / "hyp.ctm"), str(mr / "ref.stm"), glm=RT03_GLM)
-    assert _counts(report["counts"]) == _counts(s.total) == (9, 0, 1, 0, 10)
+    assert _counts(report.counts) == _counts(s.total) == (9, 0, 1, 0, 10)
     r = _cli("oracle", mr / "hyp.ctm", "-r", mr / "ref.stm", "--glm", RT03_GLM)
     assert r.exit_code == 0 and "%WER 10.00 [ 1 / 10," in r.output, r.output
 
@@ -284,7 +284,7 @@ def test_levenshtein_folds_the_reference_like_the_hypothesis(cards, representati
                                              for line in lines))
     for mode in ("levenshtein", "sclite"):
         report = oracle_wer([LAT3, LAT4], str(cards / "upper.trn"), representation=representation, n=3, mode=mode)
-        assert report["counts"]["correct"] == 5 and report["wer"] == 0, (mode, report["counts"])
+        assert report.counts.correct == 5 and report.wer == 0, (mode, report.counts)
 
 
 def test_study_joins_the_archives_of_one_set(cards, tmp_path):
@@ -311,7 +311,7 @@ def test_study_glm_reaches_both_sides(cards, tmp_path):
     rows = json.loads((tmp_path / "s" / "study.json").read_text())["rows"]
     one = next(x for x in rows if x["representation"] == "1best")
     report = oracle_wer([LAT3, LAT4], str(cards / "text"), representation="1best", glm=str(cards / "six.glm"))
-    assert (one["C"], one["S"], one["D"], one["I"], one["ref_words"]) == _counts(report["counts"])
+    assert (one["C"], one["S"], one["D"], one["I"], one["ref_words"]) == _counts(report.counts)
     assert one["C"] == 5
     # the tables say which GLM made their numbers
     assert json.loads((tmp_path / "s" / "study.json").read_text())["glm"] == ["six.glm"]
@@ -347,7 +347,7 @@ def test_lattices_and_references_are_matched_both_ways(cards):
     with pytest.raises(MismatchError, match="'004'.*--allow-missing"):
         oracle_wer([LAT3, LAT4], str(cards / "one.stm"))
     report = oracle_wer([LAT3, LAT4], str(cards / "one.stm"), allow_missing=True)
-    assert [u["key"] for u in report["utterances"]] == ["003"] and report["warnings"]
+    assert [u.key for u in report.utterances] == ["003"] and report.warnings
     # a reference without lattice: refused, or (STM) all deletions -- what score says of a CTM without that file
     with pytest.raises(MismatchError, match="'004'.*--allow-missing"):
         oracle_wer([LAT3], str(cards / "ref.stm"), representation="1best")
@@ -355,7 +355,7 @@ def test_lattices_and_references_are_matched_both_ways(cards):
     ctm, _ = _one_best_files(cards)
     (cards / "only3.ctm").write_text("".join(x for x in Path(ctm).read_text().splitlines(True) if x.startswith("003")))
     scored = score_files(str(cards / "ref.stm"), str(cards / "only3.ctm"), allow_missing=True)
-    assert _counts(report["counts"]) == _counts(scored.total) and report["counts"]["deletions"] >= 2
+    assert _counts(report.counts) == _counts(scored.total) and report.counts.deletions >= 2
 
 
 def test_segments_key_an_stm_by_utterance(cards):
@@ -368,7 +368,7 @@ def test_segments_key_an_stm_by_utterance(cards):
         keyed = oracle_wer([LAT3, LAT4], str(cards / "ref.stm"), representation=rep, n=3)
         mapped = oracle_wer([LAT3, LAT4], str(cards / "rec.stm"), representation=rep, n=3,
                             segments=str(cards / "segments"))
-        assert mapped["counts"] == keyed["counts"] and mapped["counts"]["correct"] == 5
+        assert mapped.counts == keyed.counts and mapped.counts.correct == 5
     with pytest.raises(MismatchError, match="--segments"):
         oracle_wer([LAT3, LAT4], str(cards / "rec.stm"))
     # a segment no utterance overlaps is a reference without hypothesis: refused, or all deletions
@@ -445,7 +445,7 @@ def test_a_reference_in_word_ids_against_lattices_in_words_is_refused(tmp_path):
         run_study({"K": ark}, ref, words=words, ns=(1,), representations=("nbest",), include_infinity=False,
                   out_dir=str(tmp_path / "s"), bootstrap=0, plots=False, progress=False)
     assert not (tmp_path / "s" / "study.md").exists()
-    assert oracle_wer(ark, ref, representation="1best")["counts"]["correct"] == 64
+    assert oracle_wer(ark, ref, representation="1best").counts.correct == 64
     r = CliRunner().invoke(main, ["oracle", "-r", ref, "--words", words, ark])
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "int2sym.pl" in r.output
 
@@ -465,5 +465,5 @@ def test_glm_on_lattice_alternatives_equals_score_glm_of_their_alt_ctm(tmp_path,
     assert r.exit_code == 0, r.output
     lattice = oracle_wer([str(p) for p in lats], str(stm), representation=representation, n=10, glm=str(glm))
     scored = score_files(str(stm), str(ctm), glms=[str(glm)])
-    assert _counts(lattice["counts"]) == _counts(scored.total)
-    assert not any("e-" in u["words"] for u in lattice["utterances"])
+    assert _counts(lattice.counts) == _counts(scored.total)
+    assert not any("e-" in " ".join(u.words) for u in lattice.utterances)

@@ -208,10 +208,10 @@ def test_oracle_of_alternatives_equals_scoring_their_alt_ctm(tmp_path, represent
     write_alternatives_ctm(str(tmp_path / "alt.ctm"), alts, n=n)
     scored = score_files(str(tmp_path / "r.stm"), str(tmp_path / "alt.ctm"), segment_free=True, collar=collar,
                          mode="levenshtein")
-    assert report["counts"]["errors"] == scored.total.errors
-    assert report["counts"]["ref_words"] == scored.total.ref_words
-    assert [u["key"] for u in report["utterances"]] == ["f1-A", "f2-A", "f3-A"]
+    assert report.counts.errors == scored.total.errors
+    assert report.counts.ref_words == scored.total.ref_words
+    assert [u.key for u in report.utterances] == ["f1-A", "f2-A", "f3-A"]
     whole = oracle_wer(str(tmp_path / "lats"), str(tmp_path / "r.stm"), representation="lattice",
                        segment_free=True, collar=collar, mode="levenshtein")
     if representation in ("1best", "nbest"):
-        assert whole["counts"]["errors"] <= report["counts"]["errors"]
+        assert whole.counts.errors <= report.counts.errors

@@ -285,7 +285,7 @@ def test_oracle_on_a_dask_cluster_equals_the_serial_report(serial_oracles, bundl
         report = _oracle(bundled_reference, rep, tmp_path / f"{rep}.json", executor=dask_client,
                          shard_dir=str(tmp_path / "s"))
         assert (tmp_path / f"{rep}.json").read_bytes() == expected, rep
-        assert len(report["utterances"]) == 10 and "intervals" in report
+        assert len(report.utterances) == 10 and report.intervals
         assert not (tmp_path / "s").exists()
 
 
@@ -408,7 +408,7 @@ def _kws_index(path, **kw):
 
 def test_kws_index_on_a_dask_cluster_equals_the_serial_file(dask_client, tmp_path, monkeypatch):
     serial_counts, serial = _kws_index(tmp_path / "serial.db")
-    assert serial_counts["utterances"] == 10 and serial_counts["hits"] > 1000
+    assert serial_counts.utterances == 10 and serial_counts.hits > 1000
     monkeypatch.setattr(parallel, "SHARD_UTTERANCES", 3)
     assert _kws_index(tmp_path / "dask.db", executor=dask_client) == (serial_counts, serial)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dask.db", "serial.db"]   # no temporary left

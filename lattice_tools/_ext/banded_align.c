@@ -362,11 +362,19 @@ done:
 
 static PyMethodDef methods[] = {
     {"banded_align", banded_align, METH_VARARGS,
-     "banded_align(r_word, r_cost, r_pred_ptr, r_pred, r_order, r_t0, r_t1, h_word, h_cost, h_pred_ptr, h_pred, "
-     "h_order, h_t0, h_t1, lo, hi, r_final, h_final, weights, path_a, path_b, rowoff, equal_pairs, n_words, "
-     "strict, use_time) -> "
-     "(cost, path length, cells): sclite's network alignment over the band lo..hi of each reference arc's "
-     "row; the back-trace (final cell first) is written to path_a/path_b."},
+     "banded_align($module, r_word, r_cost, r_pred_ptr, r_pred, r_order, r_t0, r_t1, h_word, h_cost, h_pred_ptr, "
+     "h_pred, h_order, h_t0, h_t1, lo, hi, r_final, h_final, weights, path_a, path_b, rowoff, equal_pairs, n_words, "
+     "strict, use_time, /)\n--\n\n"
+     "-> (cost, path length, cells)\n\n"
+     "sclite's network alignment over the band lo..hi of each reference arc's row.  Per side (r_: reference, "
+     "h_: hypothesis; arc 0 the null head arc): word (int64 ids, -1 the null word), cost (float32 deletion or "
+     "insertion cost), pred_ptr/pred (int64: the predecessor arcs of arc a are pred[pred_ptr[a]:pred_ptr[a + 1]]), "
+     "order (int64, a topological permutation of the arcs, 0 first), t0/t1 (float64 time spans, read with "
+     "use_time), final (int64: the arcs that end the network).  lo, hi (int64, one per reference arc): the band "
+     "of columns of each row; rowoff (int64, writable, one per reference arc) receives each row's first cell.  "
+     "weights (float32): substitution and null-substitution costs; equal_pairs (int64, sorted x * n_words + y): "
+     "word pairs that match besides equal ids; strict: Levenshtein ties instead of sclite's.  The back-trace "
+     "(final cell first) is written to path_a/path_b (int64, writable, len(r_word) + len(h_word) items)."},
     {NULL, NULL, 0, NULL},
 };
 

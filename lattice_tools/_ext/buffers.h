@@ -25,6 +25,9 @@
 #endif
 #include <Python.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 /* buffer_get's flags */
 enum { BUF_WRITABLE = 1, BUF_FLAT = 2 /* at most one dimension */ };
 
@@ -108,6 +111,50 @@ static inline int buffer_get(Py_buffer *view, PyObject *obj, const char *fn, con
         return -1;
     }
     return 0;
+}
+
+/* An argument array copied into memory of its own: what a compiled object keeps beyond the call that built it.
+ * (A view of the caller's array would let Python overwrite it under the object: offsets and state numbers
+ * checked once could then index outside the tables.)  `items` items of the requested type at `data`. */
+typedef struct {
+    void *data;
+    Py_ssize_t items;
+} OwnedArray;
+
+/* Copies obj (acquired as buffer_get does, same errors) into `out`; 0, or -1 with the error set (out untouched). */
+static inline int owned_copy(OwnedArray *out, PyObject *obj, const char *fn, const char *name, char type, int flags,
+                             Py_ssize_t length)
+{
+    Py_buffer view = {0};
+    if (buffer_get(&view, obj, fn, name, type, flags & ~BUF_WRITABLE, length) < 0)
+        return -1;
+    void *copy = malloc(view.len > 0 ? (size_t)view.len : 1);
+    if (!copy) {
+        buffer_release(&view);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(copy, view.buf, (size_t)view.len);
+    out->data = copy;
+    out->items = buffer_items(&view);
+    buffer_release(&view);
+    return 0;
+}
+
+static inline void owned_free(OwnedArray *a)
+{
+    free(a->data);
+    a->data = NULL;
+    a->items = 0;
+}
+
+/* buffer_check_items for an owned copy (the same ValueError). */
+static inline int owned_check_items(const OwnedArray *a, const char *fn, const char *name, Py_ssize_t length)
+{
+    if (a->items == length)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: argument %s must have %zd items (got %zd)", fn, name, length, a->items);
+    return -1;
 }
 
 #endif

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 
 static const char FRAMES_DOC[] =
-    "state_frames(start, src, dst, dur, frame) -> bool\n\n"
+    "state_frames($module, start, src, dst, dur, frame, /)\n--\n\n"
+    "-> bool\n\n"
     "Fills frame (int64, one per state) with the frame at which paths from `start` reach each\n"
     "state, following arcs src -> dst that take dur frames (int64 arrays); states no path reaches stay -1.\n"
     "False as soon as two paths reach a state at different frames (a cycle of non-zero length included).";

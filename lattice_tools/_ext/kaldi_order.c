@@ -43,7 +43,8 @@ static int check_graph(const char *fn, const Py_buffer *offsets, const Py_buffer
 }
 
 PyDoc_STRVAR(top_sort_doc,
-"top_sort(start, arc_offsets, arc_dst, new_id) -> bool\n\n"
+"top_sort($module, start, arc_offsets, arc_dst, new_id, /)\n--\n\n"
+"-> bool\n\n"
 "OpenFst's TopSort: depth-first search from start (then from every unvisited state in increasing order),\n"
 "the arcs of state s being arc_dst[arc_offsets[s]:arc_offsets[s + 1]] in stored order; new_id[s] (int64,\n"
 "writable, num_states items) receives the position of s in the reverse finishing order.  Returns False\n"
@@ -144,7 +145,8 @@ done:
 }
 
 PyDoc_STRVAR(state_times_doc,
-"state_times(src, dst, dur, times, strict) -> int\n\n"
+"state_times($module, src, dst, dur, times, strict, /)\n--\n\n"
+"-> int\n\n"
 "Kaldi's CompactLatticeStateTimes over arcs sorted by source (int64 src, dst, dur of equal length): the\n"
 "frame of every state (times: int64, writable, one per state), the first arc reaching a state setting it\n"
 "(an arc from a state not reached yet counts from -1).  Returns -1, with unreached states at frame 0; with\n"
@@ -222,7 +224,8 @@ static Py_ssize_t arc_source(const int64_t *offsets, Py_ssize_t num_states, int6
 }
 
 PyDoc_STRVAR(tropical_best_path_doc,
-"tropical_best_path(arc_offsets, arc_dst, arc_cost, final_cost) -> list\n\n"
+"tropical_best_path($module, arc_offsets, arc_dst, arc_cost, final_cost, /)\n--\n\n"
+"-> list\n\n"
 "OpenFst's ShortestPath (n = 1) on a topologically numbered FST with float32 weights (arc_cost per arc,\n"
 "final_cost per state, inf = not final): states relaxed in numeric order, an arc replaces a distance only\n"
 "if its float32 sum is strictly better, the first best final state wins.  Returns the arcs of the path\n"
@@ -321,7 +324,8 @@ done:
 }
 
 PyDoc_STRVAR(compact_shortest_path_doc,
-"compact_shortest_path(arc_offsets, arc_dst, arc_cost, final_cost) -> (list, int)\n\n"
+"compact_shortest_path($module, arc_offsets, arc_dst, arc_cost, final_cost, /)\n--\n\n"
+"-> (list, int)\n\n"
 "Kaldi's CompactLatticeShortestPath on a topologically numbered lattice (start 0; arc_cost per arc and\n"
 "final_cost per state as float64, inf = not final): states relaxed in numeric order, a state keeps the\n"
 "first predecessor state that strictly improves it (double sums), the super-final the first best final\n"

@@ -95,7 +95,8 @@ static Py_ssize_t mark_reachable(Py_ssize_t start, const int64_t *offsets, const
 }
 
 PyDoc_STRVAR(reachable_doc,
-"reachable(start, src, dst, mask) -> int\n\n"
+"reachable($module, start, src, dst, mask, /)\n--\n\n"
+"-> int\n\n"
 "Sets mask[s] (bool, writable, one item per state) to whether state s is reachable from start along the\n"
 "arcs src[a] -> dst[a] (int64, equal length); returns the number of reachable states.");
 
@@ -196,7 +197,8 @@ done:
 }
 
 PyDoc_STRVAR(topological_order_doc,
-"topological_order(start, src, dst, order) -> (status, value)\n\n"
+"topological_order($module, start, src, dst, order, /)\n--\n\n"
+"-> (status, value)\n\n"
 "The states reachable from start along the arcs src[a] -> dst[a] (int64, equal length) in topological\n"
 "order: Kahn's algorithm with a LIFO stack, start first, the heads of a state's arcs pushed in arc order.\n"
 "order: int64, writable, one item per state.  Returns (0, count) with the order in order[:count];\n"
@@ -237,7 +239,8 @@ done:
 }
 
 PyDoc_STRVAR(arc_order_doc,
-"arc_order(src, dst, state_map, arc_idx, new_src, new_dst) -> (count, unchanged)\n\n"
+"arc_order($module, src, dst, state_map, arc_idx, new_src, new_dst, /)\n--\n\n"
+"-> (count, unchanged)\n\n"
 "The arcs whose two states are kept (state_map: int64, the new id of each state, -1 = dropped; src, dst:\n"
 "int64, equal length) sorted by new source, then new destination, then index (numpy's lexsort).  Writes\n"
 "the first count items of arc_idx (the input index of each kept arc), new_src and new_dst (int64,\n"

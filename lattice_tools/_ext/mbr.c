@@ -307,7 +307,8 @@ static void *alloc(Py_ssize_t bytes)
 }
 
 PyDoc_STRVAR(acc_stats_doc,
-"acc_stats(pre_offsets, pre_arcs, arc_start, arc_code, arc_loglike, state_times, R, stats, n_codes) -> risk\n\n"
+"acc_stats($module, pre_offsets, pre_arcs, arc_start, arc_code, arc_loglike, state_times, R, stats, n_codes, /)\n--\n\n"
+"-> risk\n\n"
 "Kaldi's EditDistance + AccStats for hypothesis R (word codes with their epsilons, int64) on a lattice of\n"
 "N = len(state_times) states in Kaldi's order (state 0 the start, state N-1 the single final state).\n"
 "pre_offsets (int64, N + 1) and pre_arcs (int64): the arcs entering each state, in Kaldi's order;\n"

@@ -125,9 +125,9 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
         from ..core.parallel import open_executor, shard_dir_for
 
         with open_executor(jobs=jobs, scheduler=scheduler) as executor:
-            result = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel,
-                                         silence_rule=silence_rule, executor=executor,
-                                         shard_dir=shard_dir_for(out, executor), **scales, **common)
+            summary = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel,
+                                          silence_rule=silence_rule, executor=executor,
+                                          shard_dir=shard_dir_for(out, executor), **scales, **common)
     else:
         if silence_rule != "gap":
             raise click.UsageError("--silence-rule kaldi bounds a lattice's silence arcs: it needs --from lattice")
@@ -141,9 +141,9 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             vocab = [w for w, _ in SymbolTable.read(words)]
         alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales,
                              channel, frame_shift, frame_subsampling_factor)
-        result = build_alternatives_index(_progress(alts, f"kws index ({representation})"), out, representation,
-                                          vocabulary=vocab, **common)
-    result.update(representation=representation, index=out)
+        summary = build_alternatives_index(_progress(alts, f"kws index ({representation})"), out, representation,
+                                           vocabulary=vocab, **common)
+    result = {**summary.to_dict(), "representation": representation, "index": out}
     click.echo(json.dumps(result, sort_keys=True), err=True)
     _write_json(result, json_out)
 

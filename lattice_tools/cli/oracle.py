@@ -84,7 +84,7 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                             allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
                             encoding=encoding, segments=segments, segment_free=segment_free, collar=collar,
                             executor=executor, shard_dir=shard_dir_for(json_out or "", executor))
-    for w in report.get("warnings", ()):
+    for w in report.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)
     if json_out != "-":
         click.echo(format_report(report))

@@ -130,8 +130,7 @@ class Lattice:
     def from_arcs(cls, *, src, dst, word, symbols: SymbolTable, final_graph_cost, final_acoustic_cost=None,
                   num_states: int | None = None, start: int = 0, ilabel=None, t0=None, t1=None,
                   graph_cost=None, acoustic_cost=None, frame_shift: float = 0.01, key: str = "",
-                  word_aligned: bool = True, attrs: Mapping[str, ArrayLike] | None = None,
-                  return_maps: bool = False):
+                  word_aligned: bool = True, attrs: Mapping[str, ArrayLike] | None = None) -> Lattice:
         """Build a lattice from arcs in any state numbering.
 
         States are renumbered in topological order with ``start`` first.  The lattice is trimmed to its
@@ -141,10 +140,24 @@ class Lattice:
         builds its lattices here, so no algorithm sees an arc that lies on no complete path (a dead-end
         word would otherwise take a share of MBR's alignment that no path supports).  A cycle among the
         reachable states raises :class:`LatticeError`, and so does a lattice without any complete path.
-        Final costs are given per input state (``inf`` = not final).  With ``return_maps=True``
-        also returns ``(state_map, arc_map)``: new id of each input state (-1 if dropped) and
-        the input index of each output arc.
+        Final costs are given per input state (``inf`` = not final).  :meth:`from_arcs_with_maps` builds
+        the same lattice and also says where each input state and arc went.
         """
+        return cls.from_arcs_with_maps(
+            src=src, dst=dst, word=word, symbols=symbols, final_graph_cost=final_graph_cost,
+            final_acoustic_cost=final_acoustic_cost, num_states=num_states, start=start, ilabel=ilabel, t0=t0, t1=t1,
+            graph_cost=graph_cost, acoustic_cost=acoustic_cost, frame_shift=frame_shift, key=key,
+            word_aligned=word_aligned, attrs=attrs)[0]
+
+    @classmethod
+    def from_arcs_with_maps(cls, *, src, dst, word, symbols: SymbolTable, final_graph_cost, final_acoustic_cost=None,
+                            num_states: int | None = None, start: int = 0, ilabel=None, t0=None, t1=None,
+                            graph_cost=None, acoustic_cost=None, frame_shift: float = 0.01, key: str = "",
+                            word_aligned: bool = True, attrs: Mapping[str, ArrayLike] | None = None,
+                            ) -> tuple[Lattice, np.ndarray, np.ndarray]:
+        """:meth:`from_arcs`, with the maps from the input to the lattice: ``(lattice, state_map, arc_map)``,
+        ``state_map`` the new id of each input state (-1 if dropped), ``arc_map`` the input index of each
+        of the lattice's arcs (int64 arrays)."""
         (src, dst, word, ilabel, t0, t1, graph_cost, acoustic_cost, final_graph_cost, final_acoustic_cost, attrs,
          num_states) = _arc_arrays(src=src, dst=dst, word=word, final_graph_cost=final_graph_cost,
                                    final_acoustic_cost=final_acoustic_cost, num_states=num_states, start=start,
@@ -181,9 +194,7 @@ class Lattice:
             final_graph_cost=final_graph_cost[order], final_acoustic_cost=final_acoustic_cost[order], symbols=symbols,
             frame_shift=frame_shift, key=key, word_aligned=word_aligned, attrs={k: take(v) for k, v in attrs.items()},
             trimmed_arcs=n_arcs - (n_arcs if unchanged_numbering else int(n_kept)))
-        if return_maps:
-            return lat, state_map, arc_idx
-        return lat
+        return lat, state_map, arc_idx
 
     def validate(self) -> None:
         """Check array shapes, the topological numbering, and finite, non-NaN weights."""
@@ -447,11 +458,17 @@ def coreachable_mask(num_states: int, src: np.ndarray, dst: np.ndarray, is_final
     return mask[:num_states]
 
 
-def connect(lat: Lattice, return_maps: bool = False):
+def connect(lat: Lattice) -> Lattice:
     """Keep only states that are reachable from the start and can reach a final state (numbering order
     kept); :attr:`Lattice.trimmed_arcs` grows by the arcs dropped.  Raises :class:`LatticeError` when
-    no path leads from the start to a final state.  With ``return_maps=True`` also returns
-    ``(state_map, arc_idx)``: the new id of each state (-1 if dropped) and the index of each kept arc."""
+    no path leads from the start to a final state.  :func:`connect_with_maps` also says where each state
+    and arc went."""
+    return connect_with_maps(lat)[0]
+
+
+def connect_with_maps(lat: Lattice) -> tuple[Lattice, np.ndarray, np.ndarray]:
+    """:func:`connect`, with its maps: ``(lattice, state_map, arc_idx)``, ``state_map`` the new id of each
+    state (-1 if dropped), ``arc_idx`` the index in ``lat`` of each kept arc (int64 arrays)."""
     src, dst = lat.src, lat.dst
     live = reachable_mask(lat.num_states, src, dst, 0) & coreachable_mask(lat.num_states, src, dst, lat.is_final)
     if not live[0]:
@@ -459,7 +476,7 @@ def connect(lat: Lattice, return_maps: bool = False):
     keep_arc = live[src] & live[dst]
     new_id = np.where(live, np.cumsum(live) - 1, -1)
     if live.all() and bool(keep_arc.all()):
-        return (lat, new_id, np.arange(lat.num_arcs, dtype=np.int64)) if return_maps else lat
+        return lat, new_id, np.arange(lat.num_arcs, dtype=np.int64)
     idx = np.nonzero(keep_arc)[0]
     out = Lattice(num_states=int(live.sum()), src=new_id[src[idx]], dst=new_id[dst[idx]], word=lat.word[idx],
                   ilabel=lat.ilabel[idx], t0=lat.t0[idx], t1=lat.t1[idx], graph_cost=lat.graph_cost[idx],
@@ -468,7 +485,7 @@ def connect(lat: Lattice, return_maps: bool = False):
                   frame_shift=lat.frame_shift, key=lat.key, word_aligned=lat.word_aligned,
                   attrs={k: v[idx] for k, v in lat.attrs.items()},
                   trimmed_arcs=lat.trimmed_arcs + lat.num_arcs - len(idx))
-    return (out, new_id, idx) if return_maps else out
+    return out, new_id, idx
 
 
 # -- networkx conversion (Lattice.to_networkx / Lattice.from_networkx) ---------------------------------

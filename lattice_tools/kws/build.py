@@ -30,20 +30,34 @@ def _settings(max_length, max_silence, min_posterior, representation):
     return normalized_settings(settings)
 
 
+@dataclass(frozen=True)
+class IndexSummary:
+    """What an index build left in the index file: its utterances and hits (those of an index appended to
+    included), and the posterior mass of the hits this build left out (``min_posterior``)."""
+
+    utterances: int
+    hits: int
+    pruned_mass: float
+
+    def to_dict(self) -> dict:
+        """The summary as JSON values (what ``lattice-tools kws index`` prints, with the index's path)."""
+        return {"utterances": self.utterances, "hits": self.hits, "pruned_mass": self.pruned_mass}
+
+
 def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: int = DEFAULT_MAX_LENGTH,
                         max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
                         acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
                         silence_words: Iterable[str] | None = None,
                         segments: Mapping[str, tuple[str, str, float]] | None = None, channel: str = "1",
                         append: bool = False, progress=None, silence_rule: str = "gap", executor=None,
-                        shard_dir: str | None = None) -> dict:
+                        shard_dir: str | None = None) -> IndexSummary:
     """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
 
     ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
     without it a lattice is recording ``key``, channel ``channel``, offset 0.  The vocabulary (for the
     out-of-vocabulary check of the search) is every non-silence word of the lattices' symbol tables.
     ``silence_rule`` (``gap`` or ``kaldi``, see :mod:`lattice_tools.kws.index`) is stored in the index.
-    Returns ``{"utterances", "hits"}``.
+    Returns an :class:`IndexSummary`.
 
     ``executor``: the hits are found (:func:`~lattice_tools.kws.index.index_lattice`) in shards of
     utterances on its workers (any :class:`concurrent.futures.Executor` or ``dask.distributed.Client``;
@@ -74,7 +88,7 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
             pruned += pruned_mass
             if progress is not None:
                 progress(lat.key)
-        result = {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}
+        result = IndexSummary(writer.num_utterances, writer.num_hits, pruned)
     if shard_dir:
         from ..core.parallel import ShardStore
 
@@ -143,12 +157,12 @@ def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, execut
 def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, representation: str, *,
                              max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
                              min_posterior: float = 0.0, silence_words: Iterable[str] | None = None,
-                             vocabulary: Iterable[str] | None = None, append: bool = False) -> dict:
+                             vocabulary: Iterable[str] | None = None, append: bool = False) -> IndexSummary:
     """Index alternatives (``representation``: ``1best``, ``nbest``, ``sausage`` or ``phrase``) into
     the SQLite index ``path``; each :class:`Alternatives` is one utterance (its ``key``), already
     placed in its ``file``/``channel``.  The vocabulary is ``vocabulary`` if given (e.g. the
     recognizer's words.txt), else each Alternatives' ``meta["vocabulary"]`` (e.g. the words of the
-    lattice it was computed from), else the words the alternatives contain."""
+    lattice it was computed from), else the words the alternatives contain.  Returns an :class:`IndexSummary`."""
     settings = _settings(max_length, max_silence, min_posterior, representation)
     silence = None if silence_words is None else frozenset(silence_words)
     pruned = 0.0
@@ -166,4 +180,4 @@ def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, re
                                       min_posterior=min_posterior, silence_words=silence_words, stats=stats)
             writer.add_utterance(alts.key, alts.file, alts.channel, hits, stats.get("pruned_mass", 0.0))
             pruned += stats.get("pruned_mass", 0.0)
-        return {"utterances": writer.num_utterances, "hits": writer.num_hits, "pruned_mass": pruned}
+        return IndexSummary(writer.num_utterances, writer.num_hits, pruned)

@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import BudgetExceededError, LatticeToolsError, MismatchError
 from ..core.files import atomic_write, write_json
@@ -37,6 +37,9 @@ from ..io.keyword_search.ecf import Ecf, EcfExcerpt
 from ..io.keyword_search.kwlist import KeywordTerm
 from ..io.keyword_search.rttm import RttmRecord
 from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE
+
+if TYPE_CHECKING:
+    from .build import IndexSummary
 
 KINDS = ("1best", "nbest", "sausage", "phrase", "lattice")
 
@@ -167,7 +170,7 @@ def _check_inputs(lattices, references, terms, ecf, channel) -> None:
                             f"vs lattice keys {keys[:3]}")
 
 
-def _build(rep, lattices, path, *, max_length, max_silence, scales, channel, tick) -> tuple[dict, float, float]:
+def _build(rep, lattices, path, *, max_length, max_silence, scales, channel, tick) -> tuple[IndexSummary, float, float]:
     """Build ``rep``'s index; returns (build counts, CPU seconds deriving the alternatives, CPU seconds
     indexing them), after an untimed warm-up."""
     from .build import build_alternatives_index, build_lattice_index
@@ -227,7 +230,7 @@ def _study_row(rep, lattices, references, terms, ecf, out_dir, opts, tick) -> di
     return {"representation": rep.label, "kind": rep.kind, "slug": rep.slug, "n": rep.n, "theta": rep.theta,
             "atwv": tw(s.atwv), "mtwv": tw(s.mtwv), "mtwv_threshold": s.mtwv.threshold, "otwv": tw(s.otwv),
             "stwv": tw(s.stwv), "p_miss": s.atwv.p_miss, "p_fa": s.atwv.p_fa, **s.counts(),
-            "entries": int(built["hits"]), "bytes": os.path.getsize(idx_path), "derive_seconds": derive_s,
+            "entries": built.hits, "bytes": os.path.getsize(idx_path), "derive_seconds": derive_s,
             "index_seconds": index_s, "search_seconds": search_s,
             "ms_per_query": 1000 * search_s / len(terms), "detections": len(res.detections),
             "oov": len(res.oov), "no_hits": len(res.no_hits), "too_long": len(res.too_long),

@@ -58,8 +58,8 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
     anns = read_annotations(annotations, encoding) if annotations else {}
     config = _config(normalizer, lang, orthography)
     results = evaluate_system(refs, hyps, anns, config, progress=progress)
-    summary = {"all": summarize(results, resamples=resamples, seed=seed, ci_method=ci_method)}
-    summary["languages"] = {lg: summarize(g, resamples=resamples, seed=seed, ci_method=ci_method)
+    summary = {"all": summarize(results, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()}
+    summary["languages"] = {lg: summarize(g, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()
                             for lg, g in sorted(by_language(results).items())}
     summary["composite"] = composite_of(summary["all"]["metrics"])
     if alternatives:
@@ -103,7 +103,7 @@ def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples,
         oracle_results = evaluate_system({k: refs[k] for k in nets}, oracle_hyps, anns,
                                          replace(config, orthography=False))
         out[label] = {"coverage": [r.as_dict() for r in rows],
-                      "oracle": summarize(oracle_results, resamples=resamples, seed=seed, ci_method=ci_method)}
+                      "oracle": summarize(oracle_results, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()}
     return out
 
 

@@ -26,13 +26,13 @@ from ..core.counts import ErrorCounts
 from .codeswitch import CMI_BUCKETS, composite
 from .evaluate_batch import evaluate_many
 from .io import Annotation
-from .results import CATEGORIES, EvalConfig, UtteranceResult
+from .results import CATEGORIES, CmiBucket, EvalConfig, MetricsSummary, MetricValue, UtteranceResult
 from .stats import bootstrap_many
 
 DEFAULT_CONFIG = EvalConfig()   # frozen: one shared default
 
-__all__ = ["CATEGORIES", "EvalConfig", "UtteranceResult", "by_language", "composite_of", "evaluate_system",
-           "summarize"]
+__all__ = ["CATEGORIES", "EvalConfig", "MetricValue", "MetricsSummary", "UtteranceResult", "by_language",
+           "composite_of", "evaluate_system", "summarize"]
 
 
 def evaluate_system(refs: dict[str, str], hyps: dict[str, str], annotations: dict[str, Annotation] | None = None,
@@ -104,15 +104,14 @@ def _ratio_arrays(results: Sequence[UtteranceResult]) -> dict[str, tuple[np.ndar
 
 
 def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, seed: int = 42,
-              ci_method: str = "percentile") -> dict:
-    """Metrics of a set of utterance results (one system, one language or all)."""
+              ci_method: str = "percentile") -> MetricsSummary:
+    """Metrics of a set of utterance results (one system, one language or all); ``to_dict()`` of the
+    result is its JSON."""
     n = len(results)
     covered = [r for r in results if r.covered]
-    out: dict = {"utterances": n, "covered": len(covered), "coverage": len(covered) / n if n else None}
     cats = {c: 0 for c in CATEGORIES}
     for r in results:
         cats[r.category] += 1
-    out["taxonomy"] = cats
     metrics = {}
     cols = _ratio_arrays(results)
     # one set of bootstrap replicates (over covered utterances) shared by all metrics
@@ -121,13 +120,10 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
     for name, (num, den, mask) in cols.items():
         ci = cis.get(name)
         value = float(num.sum() / den.sum()) if den.sum() > 0 else None
-        metrics[name] = {"value": value, "n": int(mask.sum()),
-                         "ci": None if ci is None or value is None else [ci.low, ci.high]}
-    out["metrics"] = metrics
+        metrics[name] = MetricValue(value, int(mask.sum()), None if ci is None or value is None else (ci.low, ci.high))
     # counts behind WER / CER
-    if covered:
-        out["word_counts"] = ErrorCounts.sum(_counts(covered)).as_dict()
-        out["char_counts"] = ErrorCounts.sum(_counts(covered, char=True)).as_dict()
+    word_counts = ErrorCounts.sum(_counts(covered)) if covered else None
+    char_counts = ErrorCounts.sum(_counts(covered, char=True)) if covered else None
     # cross-script confusion: characters and dominant script per utterance
     chars: dict[str, int] = {}
     dom: dict[str, int] = {}
@@ -138,25 +134,24 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
             chars[s] = chars.get(s, 0) + c
         key = r.sfr.dominant or "none"
         dom[key] = dom.get(key, 0) + 1
-    if chars or dom:
-        out["script_confusion"] = {"characters": dict(sorted(chars.items())), "dominant": dict(sorted(dom.items()))}
     # WER by CMI bucket (code-switched utterances only)
     buckets = {}
     for name, lo, hi in CMI_BUCKETS:
         sel = [r for r in covered if r.cs is not None and r.cmi is not None and lo <= r.cmi < hi]
         if sel:
             words = ErrorCounts.sum(_counts(sel))
-            buckets[name] = {"wer": words.wer, "utterances": len(sel), "ref_words": words.ref_words}
-    if buckets:
-        out["wer_by_cmi"] = buckets
+            buckets[name] = CmiBucket(words.wer, len(sel), words.ref_words)
     cls: dict[str, int] = {}
     for r in covered:
         if r.orthography is not None:
             for k, v in r.orthography.classes:
                 cls[k] = cls.get(k, 0) + v
-    if cls:
-        out["substitution_classes"] = dict(sorted(cls.items()))
-    return out
+    confusion = bool(chars or dom)
+    return MetricsSummary(utterances=n, covered=len(covered), coverage=len(covered) / n if n else None,
+                          taxonomy=cats, metrics=metrics, word_counts=word_counts, char_counts=char_counts,
+                          script_characters=dict(sorted(chars.items())) if confusion else None,
+                          script_dominant=dict(sorted(dom.items())) if confusion else None,
+                          wer_by_cmi=buckets or None, substitution_classes=dict(sorted(cls.items())) or None)
 
 
 def composite_of(metrics: dict) -> dict:

@@ -38,10 +38,10 @@ def build_leaderboard(systems: Mapping[str, Sequence[UtteranceResult]], *, resam
     for name, res in systems.items():
         groups = by_language(res)
         langs |= set(groups)
-        overall = summarize(res, resamples=resamples, seed=seed, ci_method=ci_method)
+        overall = summarize(res, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()
         report["systems"][name] = {
             "all": overall,
-            "languages": {lg: summarize(g, resamples=resamples, seed=seed, ci_method=ci_method)
+            "languages": {lg: summarize(g, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()
                           for lg, g in sorted(groups.items())},
             "composite": composite_of(overall["metrics"]),
         }

@@ -5,7 +5,7 @@ reference utterance; :class:`EvalConfig` holds its options.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,72 @@ from .script import ScriptFidelity
 from .text import INDIC_NLP_LANGUAGES, make_normalizer, normalize_language_code
 
 CATEGORIES = ("ok", "high_wer", "script_collapse", "no_output")
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """One metric of a :class:`MetricsSummary`: a ratio of sums over the utterances where it is defined
+    (``value`` None when it is defined on none), ``n`` those utterances, ``ci`` its bootstrap interval
+    ``(low, high)`` (None without resampling or without a value)."""
+
+    value: float | None
+    n: int
+    ci: tuple[float, float] | None = None
+
+    def to_dict(self) -> dict:
+        return {"value": self.value, "n": self.n, "ci": None if self.ci is None else list(self.ci)}
+
+
+@dataclass(frozen=True)
+class CmiBucket:
+    """The WER of the code-switched utterances whose code-mixing index falls in one bucket."""
+
+    wer: float
+    utterances: int
+    ref_words: int
+
+    def to_dict(self) -> dict:
+        return {"wer": self.wer, "utterances": self.utterances, "ref_words": self.ref_words}
+
+
+@dataclass(frozen=True)
+class MetricsSummary:
+    """What :func:`lattice_tools.metrics.evaluate.summarize` found for a set of utterance results.
+
+    ``utterances``, ``covered`` (with a hypothesis) and ``coverage`` (their share, None without
+    utterances); ``taxonomy``: utterances per failure category (:data:`CATEGORIES`); ``metrics``: every
+    metric by name.  The rest is None when no utterance gives it: ``word_counts``/``char_counts`` (the
+    covered utterances' counts behind WER and CER), ``script_characters`` (characters per script) and
+    ``script_dominant`` (utterances per dominant script), ``wer_by_cmi`` (per code-mixing bucket),
+    ``substitution_classes`` (the orthographic substitution classes)."""
+
+    utterances: int
+    covered: int
+    coverage: float | None
+    taxonomy: Mapping[str, int]
+    metrics: Mapping[str, MetricValue]
+    word_counts: ErrorCounts | None = None
+    char_counts: ErrorCounts | None = None
+    script_characters: Mapping[str, int] | None = None
+    script_dominant: Mapping[str, int] | None = None
+    wer_by_cmi: Mapping[str, CmiBucket] | None = None
+    substitution_classes: Mapping[str, int] | None = None
+
+    def to_dict(self) -> dict:
+        """The summary as JSON values (what ``lattice-tools metrics`` and ``leaderboard`` write)."""
+        out: dict = {"utterances": self.utterances, "covered": self.covered, "coverage": self.coverage,
+                     "taxonomy": dict(self.taxonomy), "metrics": {k: m.to_dict() for k, m in self.metrics.items()}}
+        if self.word_counts is not None and self.char_counts is not None:
+            out["word_counts"] = self.word_counts.as_dict()
+            out["char_counts"] = self.char_counts.as_dict()
+        if self.script_characters is not None and self.script_dominant is not None:
+            out["script_confusion"] = {"characters": dict(self.script_characters),
+                                       "dominant": dict(self.script_dominant)}
+        if self.wer_by_cmi is not None:
+            out["wer_by_cmi"] = {k: b.to_dict() for k, b in self.wer_by_cmi.items()}
+        if self.substitution_classes is not None:
+            out["substitution_classes"] = dict(self.substitution_classes)
+        return out
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .bootstrap import Interval, bootstrap_systems, bootstrap_wer
     from .costs import LEVENSHTEIN_ORACLE_COSTS, SCLITE_ORACLE_COSTS, OracleCosts
     from .dp import OracleAlignmentStep, OracleResult, oracle_graph
-    from .report import oracle_wer
+    from .report import OracleReport, oracle_wer
     from .representations import ctm_oracle, load_references, make_alternatives, utterance_oracle
     from .study import StudyResult, run_study
 
@@ -36,6 +36,7 @@ __all__ = [
     "Interval",
     "OracleAlignmentStep",
     "OracleCosts",
+    "OracleReport",
     "OracleResult",
     "StudyResult",
     "alternatives_oracle",
@@ -60,7 +61,7 @@ _SOURCE = {
     "Interval": "bootstrap", "bootstrap_systems": "bootstrap", "bootstrap_wer": "bootstrap",
     "LEVENSHTEIN_ORACLE_COSTS": "costs", "SCLITE_ORACLE_COSTS": "costs", "OracleCosts": "costs",
     "OracleAlignmentStep": "dp", "OracleResult": "dp", "oracle_graph": "dp",
-    "oracle_wer": "report",
+    "OracleReport": "report", "oracle_wer": "report",
     "ctm_oracle": "representations", "load_references": "representations", "make_alternatives": "representations",
     "utterance_oracle": "representations",
     "StudyResult": "study", "run_study": "study",

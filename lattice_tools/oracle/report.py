@@ -12,7 +12,7 @@ from ..core.counts import ErrorCounts
 from ..core.errors import LatticeToolsError, MismatchError
 from ..core.files import write_json
 from .api import alternatives_oracle_many, lattice_oracle
-from .bootstrap import bootstrap_wer
+from .bootstrap import Interval, bootstrap_wer
 from .dp import OracleResult
 from .representations import (
     REPRESENTATIONS,
@@ -24,6 +24,67 @@ from .representations import (
     make_alternatives,
     refuse_glm_on_lattice,
 )
+
+
+@dataclass(frozen=True)
+class OracleReport:
+    """What :func:`oracle_wer` (``lattice-tools oracle``) found: the oracle error counts of the whole input and of
+    each utterance.
+
+    ``input``: the inputs, space-separated; ``reference``: the reference file; ``what``: the representation, or
+    ``"alt-CTM"`` for a CTM input (whose ``representation`` is then None); ``n``: the representation's depth;
+    ``counts``: the sum of the utterances' counts; ``cost``: the sum of their oracle costs (the mode's units);
+    ``utterances``: one :class:`~lattice_tools.oracle.dp.OracleResult` per utterance (its oracle words, times and
+    alignment), in input order; ``warnings``: what was left out (``allow_missing``) and why;
+    ``wer_interval``, ``precision_interval``, ``recall_interval``: the utterance-bootstrap intervals (None
+    without ``bootstrap``)."""
+
+    input: str
+    reference: str
+    what: str
+    mode: str
+    representation: str | None
+    n: int | None
+    optional_deletable: bool
+    counts: ErrorCounts
+    cost: float
+    utterances: tuple[OracleResult, ...]
+    warnings: tuple[str, ...] = ()
+    wer_interval: Interval | None = None
+    precision_interval: Interval | None = None
+    recall_interval: Interval | None = None
+
+    @property
+    def wer(self) -> float:
+        return self.counts.wer
+
+    @property
+    def precision(self) -> float:
+        return self.counts.precision
+
+    @property
+    def recall(self) -> float:
+        return self.counts.recall
+
+    @property
+    def intervals(self) -> dict[str, Interval]:
+        """The bootstrap intervals by measure (``wer``, ``precision``, ``recall``); empty without bootstrap."""
+        pairs = (("wer", self.wer_interval), ("precision", self.precision_interval), ("recall", self.recall_interval))
+        return {name: iv for name, iv in pairs if iv is not None}
+
+    def to_dict(self) -> dict:
+        """The report as JSON values (what ``--json`` writes): the counts, rates and per-utterance counts, the
+        intervals only with bootstrap."""
+        out = {"input": self.input, "reference": self.reference, "what": self.what, "mode": self.mode,
+               "representation": self.representation, "n": self.n, "optional_deletable": self.optional_deletable,
+               "counts": self.counts.as_dict(), "wer": self.wer, "precision": self.precision, "recall": self.recall,
+               "cost": self.cost,
+               "utterances": [{"key": r.key, "cost": r.cost, "words": " ".join(r.words), **r.counts.as_dict()}
+                              for r in self.utterances],
+               "warnings": list(self.warnings)}
+        if self.intervals:
+            out["intervals"] = {k: v.as_dict() for k, v in self.intervals.items()}
+        return out
 
 
 def _is_ctm(path: str, format: str | None = None, encoding: str = "utf-8") -> bool:
@@ -55,7 +116,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequen
                frame_subsampling_factor: int | None = None, allow_missing: bool = False,
                allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8",
                segments: str | None = None, segment_free: bool = False, collar: float | None = None, executor=None,
-               shard_dir: str | None = None) -> dict:
+               shard_dir: str | None = None) -> OracleReport:
     """Oracle WER of lattices (any format :func:`lattice_tools.io.read_lattices` reads) under one
     representation, or of an (alt-)CTM file, against an STM/trn reference.
 
@@ -97,8 +158,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequen
         the side's segments (:func:`lattice_tools.oracle.segment_free.segment_free_oracle`); ``collar``: its
         time constraint in seconds (None: none).
     Returns:
-      ``{"counts": {...}, "wer": ..., "precision": ..., "recall": ..., "intervals": {...},
-      "utterances": [...]}``.
+      an :class:`OracleReport` (``to_dict()``: the JSON of ``json_out``).
     """
     if representation not in REPRESENTATIONS:
         raise LatticeToolsError(f"unknown representation {representation!r}; expected one of {', '.join(REPRESENTATIONS)}")
@@ -180,17 +240,15 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequen
     if not results:
         raise LatticeToolsError("nothing to score: no utterances", path=str(inputs))
     total = ErrorCounts.sum(r.counts for r in results)
-    report = {"input": " ".join(specs), "reference": str(reference), "what": what, "mode": mode,
-              "representation": None if what == "alt-CTM" else representation, "n": n,
-              "optional_deletable": optional_deletable, "counts": total.as_dict(), "wer": total.wer,
-              "precision": total.precision, "recall": total.recall, "cost": sum(r.cost for r in results),
-              "utterances": [{"key": r.key, "cost": r.cost, "words": " ".join(r.words), **r.counts.as_dict()}
-                             for r in results], "warnings": warnings}
-    if bootstrap:
-        ivs = bootstrap_wer([r.counts for r in results], replications=bootstrap, seed=seed)
-        report["intervals"] = {k: v.as_dict() for k, v in ivs.items()}
+    intervals = bootstrap_wer([r.counts for r in results], replications=bootstrap, seed=seed) if bootstrap else {}
+    report = OracleReport(input=" ".join(specs), reference=str(reference), what=what, mode=mode,
+                          representation=None if what == "alt-CTM" else representation, n=n,
+                          optional_deletable=optional_deletable, counts=total, cost=sum(r.cost for r in results),
+                          utterances=tuple(results), warnings=tuple(warnings),
+                          wer_interval=intervals.get("wer"), precision_interval=intervals.get("precision"),
+                          recall_interval=intervals.get("recall"))
     if json_out:  # strict JSON: undefined values (e.g. precision of an empty output) are null
-        write_json(json_out, report, indent=1, sort_keys=False)
+        write_json(json_out, report.to_dict(), indent=1, sort_keys=False)
     return report
 
 
@@ -376,16 +434,17 @@ def _segment_free_alternatives(lats, reference, glms, representation, collar, wa
     return out
 
 
-def format_report(report: dict) -> str:
-    c = report["counts"]
-    label = report["what"] if report["representation"] is None else (
-        report["representation"] + ("" if report["n"] is None else f"(N={report['n']})"))
-    lines = [f"oracle {label} [{report['mode']}]: {len(report['utterances'])} utterances",
-             f"%WER {100 * report['wer']:.2f} [ {c['errors']} / {c['ref_words']}, {c['insertions']} ins, "
-             f"{c['deletions']} del, {c['substitutions']} sub ]  C={c['correct']}  "
-             f"precision={report['precision']:.4f} recall={report['recall']:.4f}"]
-    if "intervals" in report:
-        iv = report["intervals"]["wer"]
-        lines.append(f"95% bootstrap interval of WER ({iv['replications']} replications): "
-                     f"[{100 * iv['low']:.2f}, {100 * iv['high']:.2f}]")
+def format_report(report: OracleReport) -> str:
+    """The report as the command prints it: the label, the WER line and the bootstrap interval of WER."""
+    c = report.counts
+    label = report.what if report.representation is None else (
+        report.representation + ("" if report.n is None else f"(N={report.n})"))
+    lines = [f"oracle {label} [{report.mode}]: {len(report.utterances)} utterances",
+             f"%WER {100 * report.wer:.2f} [ {c.errors} / {c.ref_words}, {c.insertions} ins, "
+             f"{c.deletions} del, {c.substitutions} sub ]  C={c.correct}  "
+             f"precision={report.precision:.4f} recall={report.recall:.4f}"]
+    if report.wer_interval is not None:
+        iv = report.wer_interval
+        lines.append(f"95% bootstrap interval of WER ({iv.replications} replications): "
+                     f"[{100 * iv.low:.2f}, {100 * iv.high:.2f}]")
     return "\n".join(lines)

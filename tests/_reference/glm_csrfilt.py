@@ -7,17 +7,12 @@ from __future__ import annotations
 import re
 
 from lattice_tools.core.errors import FormatError, LatticeToolsError
-from lattice_tools.io.transcripts.ctm import format_ctm_item
+from lattice_tools.io.transcripts.ctm import format_ctm_item, parse_ctm_lines
 from lattice_tools.scoring.glm import GlmFilterOptions, OptionalDeletionError, perl
 from lattice_tools.scoring.glm.csrfilt import ctm_alternations
-from lattice_tools.scoring.glm.filtering import (
-    _repair_ctm_text,
-    _repair_transcripts,
-    load_glm,
-    parse_output,
-    render_input,
-)
+from lattice_tools.scoring.glm.filtering import load_glm, parse_output, render_input
 from lattice_tools.scoring.glm.options import FORMATS
+from lattice_tools.scoring.glm.repairs import drop_ctm_words, optionalize_words, repair_optional_alternations
 
 _A = re.ASCII
 _STM_WITH_LABEL = re.compile(r"^(\s*\S+\s*\S+\s*\S+\s*\S+\s*\S+\s*<\S+>)(.*)$", _A)
@@ -152,10 +147,65 @@ def reference_filter_text(text: str, glm, fmt: str, options: GlmFilterOptions | 
         raise FormatError(f"filtered text is not valid {encoding} ({exc.reason}); a GLM rule split a "
                           "multi-byte character", path=path) from None
     if fmt == "ctm" and (options.flatten_alternations or options.exclude_words):
-        out = _repair_ctm_text(out, path, options)
+        out = _repaired_ctm(out, path, options)
     elif fmt in ("stm", "trn", "txt") and (options.repair_optional or options.optional_words):
-        out = _repair_transcripts(out, fmt, options)
+        out = _repaired_transcripts(out, fmt, options)
     return out
+
+
+# The repairs after csrfilt (lattice-tools' own, not csrfilt's: flattened or excluded CTM words, optional
+# alternations and words in references) are the package's public functions (tested against sclite in
+# tests/test_glm_filter.py); what applies them to the filtered text is written here again.
+
+def _lines(text: str) -> list[str]:
+    """The lines of a text, without the empty one after its last newline."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def _repaired_ctm(out: str, path: str, options: GlmFilterOptions) -> str:
+    """The filtered CTM read back (nested blocks flattened or refused), the excluded words dropped, and
+    written again with its comment lines where they were."""
+    lines = _lines(out)
+    items = parse_ctm_lines(list(enumerate(lines, 1)), path + " (filtered)",
+                            nested="flatten" if options.flatten_alternations else "error",
+                            max_alternatives=options.max_alternatives)
+    if options.exclude_words:
+        items = drop_ctm_words(items, options.exclude_words)
+    comments = list(items.comments)
+    text = []
+    for i, item in enumerate([*items, None]):
+        text += [line for index, line in comments if index == i]
+        if item is not None:
+            text += format_ctm_item(item, time_format="%.3f")
+    return "".join(line + "\n" for line in text)
+
+
+def _repaired_transcripts(out: str, fmt: str, options: GlmFilterOptions) -> str:
+    """Each record's transcript (after the STM's five fields and label, before the trn's id) repaired."""
+    lines = _lines(out)
+    fixed = []
+    for line in lines:
+        if line.startswith(";;") or not line.strip():
+            fixed.append(line)
+            continue
+        head, words, tail = "", line.strip(), ""
+        if fmt == "stm":
+            m = re.match(r"^(\S+\s+\S+\s+\S+\s+\S+\s+\S+(?:\s+<[^>\s]*>)?)\s*(.*)$", line)
+            if not m:
+                raise FormatError(f"expected an STM record, got {line!r}")
+            head, words = m.group(1), m.group(2).strip()
+        elif fmt == "trn":
+            m = re.match(r"^(.*?)\s*(\([^()]*\))\s*$", line)
+            if not m:
+                raise FormatError(f"expected a trn record, got {line!r}")
+            words, tail = m.group(1).strip(), m.group(2)
+        if options.repair_optional:
+            words = repair_optional_alternations(words, style=options.repair_optional)
+        if options.optional_words:
+            words = optionalize_words(words, options.optional_words, style=options.optional_style)
+        fixed.append(" ".join(x for x in (head, words, tail) if x))
+    return "".join(line + "\n" for line in fixed)
 
 
 def reference_apply_glm(glm, items_or_path, *, fmt: str, options: GlmFilterOptions | None = None,

@@ -1,6 +1,6 @@
 """The Python line parser of Kaldi text lattices that lattice_tools.io.lattices._kaldi_text's C kernel
 (lattice_tools/_ext/kaldi_text/) replaced: the oracle of tests/test_kaldi_text_reader.py, which
-checks that the kernel gives the same RawFst and the same errors (message, line) on valid, random
+checks that the kernel gives the same lattice (field by field, :class:`ParsedFst` here) and the same errors (message, line) on valid, random
 and mutated inputs.  It was the package's reader for every text lattice not in the layout Kaldi
 writes (and for every error) until then; run uncompiled, on small inputs.
 
@@ -12,11 +12,48 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
 from lattice_tools.core.errors import FormatError
-from lattice_tools.io.lattices._kaldi_text import RawFst
+
+
+@dataclass
+class ParsedFst:
+    """One lattice as the line parser read it: the fields of the package's RawFst, which the tests compare
+    one by one (state ids as in the file; arrays int64 / float64, tid strings int32)."""
+
+    kind: str  # "lattice" or "compact"
+    start: int
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    ilabel: np.ndarray
+    olabel: np.ndarray
+    w1: np.ndarray
+    w2: np.ndarray
+    final_w1: np.ndarray
+    final_w2: np.ndarray
+    final_strings: dict
+    strings: list | None = None  # compact: each arc's tid string
+
+    @property
+    def tids(self) -> np.ndarray | None:
+        """Every arc's tid string, concatenated (compact lattices)."""
+        if self.strings is None:
+            return None
+        return np.array([t for s in self.strings for t in s], dtype=np.int32)
+
+    @property
+    def tid_offsets(self) -> np.ndarray | None:
+        """Where each arc's tid string starts in :attr:`tids`, and where the last one ends."""
+        if self.strings is None:
+            return None
+        ends = [0]
+        for s in self.strings:
+            ends.append(ends[-1] + len(s))
+        return np.array(ends, dtype=np.int64)
 
 
 def _parse_float(s: str):
@@ -63,7 +100,7 @@ def _parse_weight(s: str, compact: bool):
     return _parse_float(parts[0]), _parse_float(parts[1]), None
 
 
-def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lattice_type: str = "auto") -> RawFst:
+def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lattice_type: str = "auto") -> ParsedFst:
     """Parse the text lines of one Kaldi lattice (``(lineno, line)`` pairs, no terminating blank line)."""
     rows = []
     for lineno, line in lines:
@@ -157,9 +194,7 @@ def parse_text_fst(lines: list[tuple[int, str]], name: str, key: str | None, lat
         fw1[s], fw2[s] = a, b
         if tids is not None and len(tids):
             final_strings[s] = tids
-    raw = RawFst(kind, start, num_states, np.array(src, np.int64), np.array(dst, np.int64),
-                 np.array(il, np.int64), np.array(ol, np.int64), np.array(w1, np.float64), np.array(w2, np.float64),
-                 fw1, fw2, final_strings=final_strings)
-    if compact:
-        raw.set_strings(strings)
-    return raw
+    return ParsedFst(kind, start, num_states, np.array(src, np.int64), np.array(dst, np.int64),
+                     np.array(il, np.int64), np.array(ol, np.int64), np.array(w1, np.float64),
+                     np.array(w2, np.float64), fw1, fw2, final_strings,
+                     [np.asarray(x, np.int32) for x in strings] if compact else None)

@@ -10,27 +10,116 @@ occurrences found by walking the linked RefWord objects from every occurrence of
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from lattice_tools.core.errors import FormatError
+from lattice_tools.core.errors import FormatError, MismatchError
 from lattice_tools.io.keyword_search.kwslist import KwsList
 from lattice_tools.kws.matching import match
-from lattice_tools.kws.measures import (
-    KwsScore,
-    Metric,
-    OperatingPoint,
-    TermResult,
-    _decision_threshold,
-    _optimum_threshold,
-)
+from lattice_tools.kws.measures import KwsScore, Metric, OperatingPoint, TermResult
 from lattice_tools.kws.references import ReferenceIndex, RefWord, round4
-from lattice_tools.kws.score import _Conditions, _keyword_order
+from lattice_tools.kws.score import perl_num
 from lattice_tools.kws.trials import Block, Trials
 
 EPSILON_TIME = 1e-8
 EPSILON_SCORE = 1e-6
+
+# The keyword order, the decision and optimum thresholds and the conditional trials are written here from
+# F4DE's KWSEval behaviour, not imported from the package: the package's own are checked against F4DE's
+# golden reports (tests/test_kws_score.py: -Y source-type groups in test 2a, -q attribute queries in 2b/2c,
+# the keyword order in every block report) and against F4DE itself on random cases.
+
+
+def _keyword_order(listed_kwids, detected_kwids, texts, kwl, just_system_terms, kws_path) -> list[str]:
+    """KWSEval's keyword order: the system output's kwlist elements, then keywords that only have
+    detections (first detection first), then, without -j, the KWlist's remaining terms."""
+    order: list[str] = []
+    for kwid in [*listed_kwids, *detected_kwids]:
+        if kwid not in order:
+            if kwid not in texts:
+                raise MismatchError(f"keyword {kwid!r} of the system output is not in the KWlist",
+                                    path=kws_path or None, key=kwid)
+            order.append(kwid)
+    if not just_system_terms:
+        order += [t.kwid for t in kwl.terms if t.kwid not in order]
+    return order
+
+
+def _decision_threshold(blocks, path) -> float | None:
+    """KWSEval's actual decision threshold: halfway between the lowest YES score and the highest NO score
+    (either alone when the other is missing); a NO above a YES is refused."""
+    yes = [b.min_yes for b in blocks if b.min_yes is not None]
+    no = [b.max_no for b in blocks if b.max_no is not None]
+    if yes and no and max(no) > min(yes):
+        raise FormatError(f"inconsistent decisions: a hit with score {perl_num(max(no))} is NO while one with "
+                          f"score {perl_num(min(yes))} is YES", path=path or None)
+    if not yes or not no:
+        return min(yes) if yes else (max(no) if no else None)
+    return (min(yes) + max(no)) / 2
+
+
+def _optimum_threshold(targets, nontargets, n_target_misses, n_fa, t) -> float:
+    """The threshold KWSEval reports for a keyword's optimum at score t: the next non-target score after the
+    false alarms and the next target score after the misses -- the lower one when both lie above t, else the
+    highest of them and t."""
+    nxt = [x[k] for x, k in ((nontargets, n_fa), (targets, n_target_misses)) if k < len(x)]
+    if len(nxt) == 2:
+        return min(nxt) if min(nxt) > t else max(*nxt, t)
+    return nxt[0] if nxt and nxt[0] > t else t
+
+
+class _Conditions:
+    """KWSEval's conditional trials, created as trials reach them: per group of ECF source types (-Y: a trial
+    belongs to the groups matching the source type of the first excerpt holding it) or per combination of
+    KWlist kwinfo attribute values (-q "name[:regex=RX] && ...": a keyword belongs when it has every
+    attribute, matching RX)."""
+
+    def __init__(self, ecf, kwl, source_type_groups, attribute_queries, trials_per_second, include_no_targets):
+        self.ecf, self.kwl, self.groups, self.queries = ecf, kwl, source_type_groups or {}, list(attribute_queries)
+        self.trials_per_second, self.include_no_targets = trials_per_second, include_no_targets
+        self.trials: dict[str, Trials] = {}
+
+    def _duration(self, group):
+        return self.ecf.total_duration(self.groups[group]) if self.groups else self.ecf.total_duration()
+
+    def _trials(self, group) -> Trials:
+        if group not in self.trials:
+            self.trials[group] = Trials(group, self._duration(group), self.trials_per_second, self.include_no_targets)
+        return self.trials[group]
+
+    def _attribute_conditions(self, kwid) -> list[str]:
+        info = self.kwl.info.get(kwid, {})
+        out = []
+        for query in self.queries:
+            labels = []
+            for part in re.split(r"\s+&&\s+", query):
+                name, _, rx = part.partition(":regex=") if ":regex=" in part else (part, "", "")
+                value = info.get(name)
+                if value is not None and (not rx or re.search(rx, value)):
+                    labels.append(f"{name}-{value}")
+            if len(labels) == len(re.split(r"\s+&&\s+", query)):
+                out.append(" X ".join(labels))
+        return out
+
+    def _conditions(self, kwid, file, chan, bt, et) -> list[str]:
+        if self.groups:
+            types = [e.source_type for e in self.ecf.excerpts
+                     if (e.file, e.channel) == (file, chan) and e.tbeg <= bt and et <= e.tend][:1]
+            return [g for g, patterns in self.groups.items()
+                    if types and any(re.fullmatch(p, types[0], flags=re.I) for p in patterns)]
+        return self._attribute_conditions(kwid) if self.queries else []
+
+    def add(self, kwid, text, score, decision, is_targ, file, chan, bt, et) -> None:
+        for group in self._conditions(kwid, file, chan, bt, et):
+            self._trials(group).block(kwid, text).add(score, decision, is_targ)
+
+    def add_empty(self, kwid, text) -> None:
+        """A keyword without trials joins every condition it could belong to (one with ECF time)."""
+        for group in (list(self.groups) if self.groups else self._attribute_conditions(kwid)):
+            if group in self.trials or self._duration(group) != 0:
+                self._trials(group).block(kwid, text)
 
 
 def reference_trials(ecf, refs, kwl, kwslist: KwsList, texts: dict[str, str], *, find_threshold=0.5,

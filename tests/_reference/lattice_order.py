@@ -3,10 +3,12 @@ arc reindexing -- as they were in lattice_tools/core/lattice.py until the C loop
 (lattice_tools/_ext/lattice_order.c) replaced them: the oracle of tests/test_lattice_order.py."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from lattice_tools.core.errors import LatticeError
-from lattice_tools.core.lattice import Lattice, _arc_arrays
+from lattice_tools.core.lattice import Lattice
 
 
 def _successor_lists(num_states: int, src: np.ndarray, dst: np.ndarray) -> tuple[list, list]:
@@ -59,16 +61,29 @@ def topological_order(num_states: int, src: np.ndarray, dst: np.ndarray, start: 
     return order
 
 
-def from_arcs(*, src, dst, word, symbols, final_graph_cost, final_acoustic_cost=None, num_states=None, start=0,
-              ilabel=None, t0=None, t1=None, graph_cost=None, acoustic_cost=None, frame_shift=0.01, key="",
-              word_aligned=True, attrs=None, return_maps=False):
-    """``Lattice.from_arcs`` as it was (numpy reindexing around the Python loops above)."""
-    # the argument checks are unchanged and shared (lattice._arc_arrays); the graph work below is the oracle
-    (src, dst, word, ilabel, t0, t1, graph_cost, acoustic_cost, final_graph_cost, final_acoustic_cost, attrs,
-     num_states) = _arc_arrays(src=src, dst=dst, word=word, final_graph_cost=final_graph_cost,
-                               final_acoustic_cost=final_acoustic_cost, num_states=num_states, start=start,
-                               ilabel=ilabel, t0=t0, t1=t1, graph_cost=graph_cost, acoustic_cost=acoustic_cost,
-                               key=key, attrs=attrs)
+def from_arcs_with_maps(*, src, dst, word, symbols, final_graph_cost, final_acoustic_cost=None, num_states=None,
+                        start=0, ilabel=None, t0=None, t1=None, graph_cost=None, acoustic_cost=None, frame_shift=0.01,
+                        key="", word_aligned=True, attrs=None):
+    """``Lattice.from_arcs_with_maps`` as it was (numpy reindexing around the Python loops above), for
+    well-formed arguments (the tests draw no malformed ones: the argument checks are tested on their own)."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    m = len(src)
+    final_graph_cost = np.asarray(final_graph_cost, dtype=np.float64)
+    num_states = len(final_graph_cost) if num_states is None else num_states
+    # a state that is not final has no final acoustic cost either
+    final_acoustic_cost = np.zeros(num_states) if final_acoustic_cost is None else np.asarray(final_acoustic_cost,
+                                                                                               dtype=np.float64)
+    final_acoustic_cost = np.array([math.inf if math.isinf(g) else a for g, a in
+                                    zip(final_graph_cost.tolist(), final_acoustic_cost.tolist(), strict=True)])
+
+    def column(values, default, dtype):
+        return np.array([default] * m, dtype=dtype) if values is None else np.asarray(values, dtype=dtype)
+
+    word = column(word, 0, np.int64)
+    ilabel = word if ilabel is None else column(ilabel, 0, np.int64)
+    t0, t1 = column(t0, -1, np.int64), column(t1, -1, np.int64)
+    graph_cost, acoustic_cost = column(graph_cost, 0.0, np.float64), column(acoustic_cost, 0.0, np.float64)
+    attrs = {k: np.asarray(v) for k, v in (attrs or {}).items()}
     order = topological_order(num_states, src, dst, start, key=key)
     # trimmed to the states that reach a final state (a backward sweep to a fixed point)
     live = [bool(c) for c in np.isfinite(final_graph_cost)]
@@ -96,6 +111,4 @@ def from_arcs(*, src, dst, word, symbols, final_graph_cost, final_acoustic_cost=
                   final_graph_cost=final_graph_cost[order], final_acoustic_cost=final_acoustic_cost[order],
                   symbols=symbols, frame_shift=frame_shift, key=key, word_aligned=word_aligned,
                   attrs={k: v[arc_idx] for k, v in attrs.items()}, trimmed_arcs=len(src) - len(arc_idx))
-    if return_maps:
-        return lat, state_map, arc_idx
-    return lat
+    return lat, state_map, arc_idx

@@ -14,10 +14,31 @@ import math
 
 import numpy as np
 
-from lattice_tools.alternatives.sausages import _fix_overlap
-
 DELTA = float(np.float32(1e-5))
 MIN_LOG_DIFF = math.log(np.finfo(np.float64).eps)
+
+
+def _float(x) -> float:
+    """x rounded to Kaldi's BaseFloat (float32), as a Python float."""
+    return float(np.float32(x))
+
+
+def _share_overlap(t: list[list[float]], i: int) -> None:
+    """Kaldi's fix-up of two overlapping one-best words (MbrDecode, after the word i - 1 is appended): the
+    span from the end of the word before them (0 for the first word), or their earlier start if later, to
+    their later end is split between them in proportion to their durations (the first word gets the whole
+    span start when it has no duration).  Kaldi's times are BaseFloat: every operation rounds to float32.
+    (Written from Kaldi's description, not from the package's code; the package's own fix-up is held to
+    Kaldi's output by tests/test_kaldi_parity.py.)"""
+    b0, e0 = _float(t[i - 2][0]), _float(t[i - 2][1])
+    b1, e1 = _float(t[i - 1][0]), _float(t[i - 1][1])
+    before = _float(t[i - 3][1]) if i >= 3 else 0.0
+    start = max(before, min(b0, b1))
+    end = max(e0, e1)
+    d0, d1 = _float(e0 - b0), _float(e1 - b1)
+    split = start if not d0 > 0 else _float(start + _float(_float(_float(end - start) * d0) / _float(d0 + d1)))
+    t[i - 2][0], t[i - 2][1] = start, split
+    t[i - 1][0], t[i - 1][1] = split, end
 
 
 def log_add(x, y):
@@ -180,7 +201,7 @@ def reference_mbr(view):
                 conf.append(g[0][1])
                 i = len(obt)
                 if i > 1 and obt[i - 2][1] > obt[i - 1][0]:
-                    _fix_overlap(obt, i)  # (the recursion is the oracle here, not Kaldi's time fix-up)
+                    _share_overlap(obt, i)
         if delta_q == 0 or counter > 100:
             break
         counter += 1

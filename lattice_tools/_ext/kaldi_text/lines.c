@@ -317,7 +317,8 @@ static PyObject *result_tuple(Out *o, int kind, int64_t start, int64_t num_state
 }
 
 static const char PARSE_DOC[] =
-    "parse_block(block, kind) -> tuple\n\n"
+    "parse_block($module, block, kind, /)\n--\n\n"
+    "-> tuple\n\n"
     "The lines of one Kaldi text lattice (bytes-like, lines separated by newlines, no blank line) read as\n"
     "kind 0 (inferred), 1 (CompactLattice) or 2 (Lattice).  Success: (kind, start, num_states, src, dst,\n"
     "ilabel, olabel, graph, acoustic, tid_offsets, tids, final_state, final_graph, final_acoustic,\n"

@@ -73,16 +73,47 @@ int check_arcs(i64 m, const i64 *src, const i64 *dst, i64 n_arcs)
 /* ------------------------------------------------------------------------------------------------ */
 static PyMethodDef methods[] = {
     {"closed_rows", py_closed_rows, METH_VARARGS,
-     "closed_rows(m, src, dst, lab, cost, final) -> (w_off, w_arc, w_lc, w_bc, x_lc, x_bc) as bytearrays"},
+     "closed_rows($module, m, src, dst, lab, cost, final, /)\n--\n\n"
+     "-> (w_off, w_arc, w_lc, w_bc, x_lc, x_bc) as bytearrays\n\n"
+     "Every state's closed row of an m-state lattice numbered topologically: the word arcs reachable from it "
+     "through epsilon paths (arcs src -> dst, int64 sorted by src; lab int64, 0 = epsilon; cost float64 per arc; "
+     "final float64 per state, inf = not final).  Row s is w_arc[w_off[s]:w_off[s + 1]] (arc ids, sorted), with "
+     "the log sum (w_lc) and the minimum (w_bc) of the epsilon-path-plus-arc costs; x_lc / x_bc: each state's "
+     "exit cost through epsilon paths, log sum and minimum."},
     {"best_word_bound", py_best_word_bound, METH_VARARGS,
-     "best_word_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels) -> h (float64 bytearray)"},
+     "best_word_bound($module, m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, /)\n--\n\n"
+     "-> h (float64 bytearray)\n\n"
+     "The admissible, consistent best-completion bound of every state: h[s] = min(x_lc[s], min over words w of "
+     "the log sum over s's closed w entries of (w_lc + h[w_dst])), in reverse topological order.  The closed rows "
+     "as closed_rows returns them (w_off int64, m + 1), with w_dlab (int64, the entries' dense word labels in "
+     "[0, num_labels)) and w_dst (int64, their destinations)."},
     {"suffix_list_bound", py_suffix_list_bound, METH_VARARGS,
-     "suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k) -> h (float64 bytearray)"},
+     "suffix_list_bound($module, m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k, /)\n--\n\n"
+     "-> h (float64 bytearray)\n\n"
+     "A tighter admissible (not consistent) bound than best_word_bound, from the same closed rows: per state "
+     "the k best completions are listed (sums over their alignments) and one bound covers every other; k = 0 "
+     "gives best_word_bound."},
     {"bounded_search", py_bounded_search, METH_VARARGS,
-     "bounded_search(m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, max_members, "
-     "margin, resolution) -> (status, found_link, found_cost, t_parent, t_label)"},
+     "bounded_search($module, m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, "
+     "max_members, margin, resolution, /)\n--\n\n"
+     "-> (status, found_link, found_cost, t_parent, t_label)\n\n"
+     "The n best distinct word sequences (n < 0: every one) of an m-state lattice (arcs src -> dst, int64 "
+     "sorted by src; dlab int64 dense word label per arc, -1 = epsilon, < num_labels; cost float64 per arc; "
+     "final float64 per state): A* over log-determinized states with the bound hb (float64 per state) builds "
+     "the region that can hold them (first reaching margin nats past the best sequence), exact best "
+     "completions inside it, then a best-first search over word prefixes.  max_pops, max_states, max_members: "
+     "budgets (status TOO_MANY_POPS, TOO_MANY_STATES, TOO_MANY_MEMBERS past them, else OK); resolution: residual "
+     "costs closer than this identify determinized states.  The sequences are trie nodes found_link (int64) "
+     "with costs found_cost (float64); the trie is t_parent / t_label (int64, node 0 the empty prefix); all "
+     "bytearrays."},
     {"best_paths", py_best_paths, METH_VARARGS,
-     "best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m) -> (cost, arcs)"},
+     "best_paths($module, w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m, /)\n--\n\n"
+     "-> (cost, arcs)\n\n"
+     "The best single path reading each output sequence (tropical, for word times), over the closed rows of "
+     "closed_rows (w_bc, x_bc: the minimum costs) with dense labels w_dlab and destinations w_dst: sequence q "
+     "is seq_lab[seq_off[q]:seq_off[q + 1]] (int64 dense labels).  cost (float64 per sequence, inf when no "
+     "path reads it) and arcs (int64, seq_off's layout: the word arc read for each word, -1 when none) as "
+     "bytearrays."},
     {NULL, NULL, 0, NULL},
 };
 

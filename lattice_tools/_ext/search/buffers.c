@@ -3,10 +3,10 @@
 
 PyObject *array_type, *code_d, *code_q;
 
-int check_offsets(const Py_buffer *off, Py_ssize_t rows, Py_ssize_t total, const char *name) {
-    const i64 *o = I(off);
-    if (len8(off) != rows + 1) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd offsets, got %zd", name, rows + 1, len8(off));
+/* off[0:n]: rows + 1 nondecreasing offsets within [0, total] */
+int check_offsets(const i64 *o, Py_ssize_t n, Py_ssize_t rows, Py_ssize_t total, const char *name) {
+    if (n != rows + 1) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd offsets, got %zd", name, rows + 1, n);
         return -1;
     }
     for (Py_ssize_t r = 0; r <= rows; r++)
@@ -18,9 +18,9 @@ int check_offsets(const Py_buffer *off, Py_ssize_t rows, Py_ssize_t total, const
     return 0;
 }
 
-int check_range(const Py_buffer *a, i64 lo, i64 hi, const char *name) {
-    const i64 *x = I(a);
-    for (Py_ssize_t k = 0; k < len8(a); k++)
+/* every x[0:n] within [lo, hi) */
+int check_range(const i64 *x, Py_ssize_t n, i64 lo, i64 hi, const char *name) {
+    for (Py_ssize_t k = 0; k < n; k++)
         if (x[k] < lo || x[k] >= hi) {
             PyErr_Format(PyExc_ValueError, "%s[%zd] = %lld is outside [%lld, %lld)", name, k, (long long)x[k],
                          (long long)lo, (long long)hi);

@@ -26,7 +26,7 @@ static void argsort_stable(const double *key, i64 *idx, i64 *tmp, Py_ssize_t n) 
 }
 
 static void Expander_dealloc(Expander *self) {
-    for (int k = 0; k < self->held; k++) PyBuffer_Release(&self->t[k]);
+    for (int k = 0; k < self->held; k++) owned_free(&self->t[k]);
     free(self->group_mark); free(self->group_pos); free(self->mark); free(self->entry_mark); free(self->entries);
     free(self->group_cost); free(self->group_compl); free(self->acc); free(self->acc_min);
     free(self->entry_weight); free(self->iscr); free(self->dscr);
@@ -34,23 +34,23 @@ static void Expander_dealloc(Expander *self) {
 }
 
 static int Expander_validate(Expander *s) {
-    Py_buffer *t = s->t;
-    Py_ssize_t M = len8(&t[T_OFF]) - 1, K = len8(&t[T_GROUP]), P = len8(&t[C_ENTRY]);
-    Py_ssize_t E = len8(&t[ARC_OFF]) - 1, A = len8(&t[ARC_DST]);
+    const OwnedArray *t = s->t;
+    Py_ssize_t M = t[T_OFF].items - 1, K = t[T_GROUP].items, P = t[C_ENTRY].items;
+    Py_ssize_t E = t[ARC_OFF].items - 1, A = t[ARC_DST].items;
     if (M < 0 || E < 0) {
         PyErr_SetString(PyExc_ValueError, "t_off, arc_off: need at least one offset");
         return -1;
     }
-    s->M = M; s->K = K; s->E = E; s->G = len8(&t[GROUP_LABEL]);
+    s->M = M; s->K = K; s->E = E; s->G = t[GROUP_LABEL].items;
     const char *fn = "Expander";
-    if (check_offsets(&t[T_OFF], M, K, "t_off") || check_range(&t[T_GROUP], 0, s->G, "t_group") ||
-        buffer_check_items(&t[T_COST], fn, "t_cost", K) || buffer_check_items(&t[COST_SCALED], fn, "cost_scaled", K) ||
-        buffer_check_items(&t[T_COMPL], fn, "t_compl", K) || buffer_check_items(&t[COMPL_SCALED], fn, "compl_scaled", K) ||
-        buffer_check_items(&t[COST_MIN], fn, "cost_min", M) || buffer_check_items(&t[COMPL_MIN], fn, "compl_min", M) ||
-        check_offsets(&t[C_OFF], K, P, "c_off") || buffer_check_items(&t[C_BASE], fn, "c_base", P) ||
-        check_range(&t[C_ENTRY], 0, E, "c_entry") || check_offsets(&t[ARC_OFF], E, A, "arc_off") ||
-        buffer_check_items(&t[E_COST], fn, "e_cost", E) || check_range(&t[ARC_DST], 0, M, "arc_dst") ||
-        buffer_check_items(&t[ARC_COST], fn, "arc_cost", A) || buffer_check_items(&t[ARC_SCALED], fn, "arc_scaled", A))
+    if (check_offsets(OI(&t[T_OFF]), t[T_OFF].items, M, K, "t_off") || check_range(OI(&t[T_GROUP]), t[T_GROUP].items, 0, s->G, "t_group") ||
+        owned_check_items(&t[T_COST], fn, "t_cost", K) || owned_check_items(&t[COST_SCALED], fn, "cost_scaled", K) ||
+        owned_check_items(&t[T_COMPL], fn, "t_compl", K) || owned_check_items(&t[COMPL_SCALED], fn, "compl_scaled", K) ||
+        owned_check_items(&t[COST_MIN], fn, "cost_min", M) || owned_check_items(&t[COMPL_MIN], fn, "compl_min", M) ||
+        check_offsets(OI(&t[C_OFF]), t[C_OFF].items, K, P, "c_off") || owned_check_items(&t[C_BASE], fn, "c_base", P) ||
+        check_range(OI(&t[C_ENTRY]), t[C_ENTRY].items, 0, E, "c_entry") || check_offsets(OI(&t[ARC_OFF]), t[ARC_OFF].items, E, A, "arc_off") ||
+        owned_check_items(&t[E_COST], fn, "e_cost", E) || check_range(OI(&t[ARC_DST]), t[ARC_DST].items, 0, M, "arc_dst") ||
+        owned_check_items(&t[ARC_COST], fn, "arc_cost", A) || owned_check_items(&t[ARC_SCALED], fn, "arc_scaled", A))
         return -1;
     return 0;
 }
@@ -71,7 +71,7 @@ static int Expander_init(Expander *self, PyObject *args, PyObject *kwds) {
                           &obj[14], &obj[15], &obj[16], &resolution))
         return -1;
     for (int k = 0; k < N_TABLES; k++) {
-        if (buffer_get(&self->t[k], obj[k], "Expander", table_names[k], table_kinds[k], BUF_FLAT, -1) < 0)
+        if (owned_copy(&self->t[k], obj[k], "Expander", table_names[k], table_kinds[k], BUF_FLAT, -1) < 0)
             return -1;
         self->held = k + 1;
     }
@@ -143,10 +143,10 @@ int subset_args(Expander *self, PyObject *key, PyObject *resid, Py_ssize_t *n) {
  * automaton and a word, or the end) of its members' closed entries, the transition's cost and the bound
  * of its completions; the groups with a finite bound sorted by bound (ties by group number). */
 int expand_core(Expander *self, const char *kst, const char *krs, Py_ssize_t n, Expansion *x) {
-    Py_buffer *t = self->t;
-    const i64 *t_off = I(&t[T_OFF]), *t_group = I(&t[T_GROUP]);
-    const double *t_cost = D(&t[T_COST]), *cost_min = D(&t[COST_MIN]), *cost_scaled = D(&t[COST_SCALED]);
-    const double *t_compl = D(&t[T_COMPL]), *compl_min = D(&t[COMPL_MIN]), *compl_scaled = D(&t[COMPL_SCALED]);
+    const OwnedArray *t = self->t;
+    const i64 *t_off = OI(&t[T_OFF]), *t_group = OI(&t[T_GROUP]);
+    const double *t_cost = OD(&t[T_COST]), *cost_min = OD(&t[COST_MIN]), *cost_scaled = OD(&t[COST_SCALED]);
+    const double *t_compl = OD(&t[T_COMPL]), *compl_min = OD(&t[COMPL_MIN]), *compl_scaled = OD(&t[COMPL_SCALED]);
     i64 *group_mark = self->group_mark, *group_pos = self->group_pos;
     double *group_cost = self->group_cost, *group_compl = self->group_compl;
     i64 stamp = ++self->stamp;
@@ -248,7 +248,7 @@ static PyObject *Expander_expand(Expander *self, PyObject *const *args, Py_ssize
     if (subset_args(self, args[0], args[1], &n) < 0 ||
         expand_core(self, PyBytes_AS_STRING(args[0]), PyBytes_AS_STRING(args[1]), n, &x) < 0)
         return NULL;
-    const i64 *group_label = I(&self->t[GROUP_LABEL]);
+    const i64 *group_label = OI(&self->t[GROUP_LABEL]);
     Py_ssize_t f = x.f;
     PyObject *ob = PyBytes_FromStringAndSize(NULL, 8 * f), *ol = PyBytes_FromStringAndSize(NULL, 8 * f);
     PyObject *oc = PyBytes_FromStringAndSize(NULL, 8 * f), *og = PyBytes_FromStringAndSize(NULL, 8 * f);
@@ -313,9 +313,9 @@ static int successor_range(Expander *self, const char *p, Py_ssize_t size, Py_ss
  * each state's own shift, in the log domain; fills resid[0:nt] */
 static void exact_shares(Expander *self, i64 a, i64 b, const char *m_entry, const char *m_base, const i64 *states,
                          Py_ssize_t nt, double *resid) {
-    Py_buffer *t = self->t;
-    const i64 *c_off = I(&t[C_OFF]), *c_entry = I(&t[C_ENTRY]), *arc_off = I(&t[ARC_OFF]), *arc_dst = I(&t[ARC_DST]);
-    const double *c_base = D(&t[C_BASE]), *arc_cost = D(&t[ARC_COST]);
+    const OwnedArray *t = self->t;
+    const i64 *c_off = OI(&t[C_OFF]), *c_entry = OI(&t[C_ENTRY]), *arc_off = OI(&t[ARC_OFF]), *arc_dst = OI(&t[ARC_DST]);
+    const double *c_base = OD(&t[C_BASE]), *arc_cost = OD(&t[ARC_COST]);
     double *acc = self->acc, *acc_min = self->acc_min;
     for (Py_ssize_t i = 0; i < nt; i++) {
         acc_min[states[i]] = INFINITY;
@@ -359,9 +359,9 @@ Py_ssize_t successor_core(Expander *self, const char *data, Py_ssize_t size, Py_
     i64 a, b;
     const char *ends, *m_entry, *m_base;
     if (successor_range(self, data, size, g, &a, &b, &ends, &m_entry, &m_base) < 0) return -1;
-    Py_buffer *t = self->t;
-    const i64 *c_off = I(&t[C_OFF]), *c_entry = I(&t[C_ENTRY]), *arc_off = I(&t[ARC_OFF]), *arc_dst = I(&t[ARC_DST]);
-    const double *c_base = D(&t[C_BASE]), *e_cost = D(&t[E_COST]), *arc_scaled = D(&t[ARC_SCALED]);
+    const OwnedArray *t = self->t;
+    const i64 *c_off = OI(&t[C_OFF]), *c_entry = OI(&t[C_ENTRY]), *arc_off = OI(&t[ARC_OFF]), *arc_dst = OI(&t[ARC_DST]);
+    const double *c_base = OD(&t[C_BASE]), *e_cost = OD(&t[E_COST]), *arc_scaled = OD(&t[ARC_SCALED]);
     i64 *mark = self->mark, *entry_mark = self->entry_mark, *entries = self->entries;
     double *acc = self->acc, *entry_weight = self->entry_weight;
     i64 stamp = ++self->stamp;
@@ -461,11 +461,24 @@ static PyObject *Expander_successor(Expander *self, PyObject *const *args, Py_ss
 
 static PyMethodDef Expander_methods[] = {
     {"expand", (PyCFunction)(void (*)(void))Expander_expand, METH_FASTCALL,
-     "expand(key, resid) -> (bounds, labels, costs, groups, successor data)"},
+     "expand($self, key, resid, /)\n--\n\n"
+     "-> (bounds, labels, costs, groups, successor data)\n\n"
+     "The choices of the determinized state key (bytes: n int64 states, then n int64 rounded residuals) with "
+     "residual costs resid (bytes: n float64): per choice group with a finite bound, sorted by bound (ties by "
+     "group), its bound and transition cost (array 'd'), word label (array 'q', -1 = the end) and group number "
+     "(array 'q'); the successor data (bytes) for successor()."},
     {"successor", (PyCFunction)(void (*)(void))Expander_successor, METH_FASTCALL,
-     "successor(data, group) -> (key, resid)"},
+     "successor($self, data, group, /)\n--\n\n"
+     "-> (key, resid)\n\n"
+     "The determinized state reached by choice group `group` of an expansion (data: the successor data expand "
+     "returned), as the bytes expand takes."},
     {"lazy_search", (PyCFunction)Expander_lazy_search, METH_VARARGS,
-     "lazy_search(key, resid, n, max_pops, check) -> (status, found links, found costs, parent, label, depth)"},
+     "lazy_search($self, key, resid, n, max_pops, check, /)\n--\n\n"
+     "-> (status, found links, found costs, parent, label, depth)\n\n"
+     "The lazy best-first search of one automaton from the determinized state (key, resid): its n best "
+     "sequences (n < 0: every one), calling check() every 4096 pops.  Status 0 with the sequences as trie nodes "
+     "(found links, int64 bytes) and their costs (float64 bytes), the trie's parent, label and depth (int64 "
+     "bytes, node 0 the empty prefix); status 1 (and Nones) when it needed more than max_pops pops."},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject ExpanderType = {
@@ -475,8 +488,17 @@ PyTypeObject ExpanderType = {
     .tp_dealloc = (destructor)Expander_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Expander(t_off, t_group, group_label, t_cost, cost_min, cost_scaled, t_compl, compl_min, "
-              "compl_scaled, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost, arc_scaled, resolution): "
-              "the expansion tables of a Determinizer",
+              "compl_scaled, c_off, c_base, c_entry, arc_off, e_cost, arc_dst, arc_cost, arc_scaled, resolution, /)"
+              "\n--\n\n"
+              "The expansion tables of a Determinizer (lattice_tools.alternatives._determinizer), copied and "
+              "checked once: per state (t_off, int64, M + 1 offsets) its closed entries with their group "
+              "(t_group, int64 < len(group_label); group_label: int64 word label per group, -1 = the end), "
+              "transition and completion costs (t_cost, t_compl float64; cost_min/compl_min per state and "
+              "cost_scaled/compl_scaled per entry: row_scaling's shifts); per entry its parts (c_off, int64 offsets; "
+              "c_base float64 cost, c_entry int64 closed entry < E); per closed entry (arc_off, int64, E + 1 "
+              "offsets; e_cost float64) its arcs (arc_dst int64 < M, arc_cost and arc_scaled float64).  resolution: "
+              "residual costs closer than this identify determinized states.  The arrays are copied: changing "
+              "them afterwards does not change the object.",
     .tp_methods = Expander_methods,
     .tp_init = (initproc)Expander_init,
     .tp_new = PyType_GenericNew,

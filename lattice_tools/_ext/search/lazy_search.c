@@ -82,7 +82,7 @@ static int lazy_expand(Expander *self, Lazy *L, i64 j) {
         PyErr_NoMemory();
         return -1;
     }
-    const i64 *group_label = I(&self->t[GROUP_LABEL]);
+    const i64 *group_label = OI(&self->t[GROUP_LABEL]);
     r->bound = (double *)block;
     r->cost = r->bound + f;
     r->label = (i64 *)(r->cost + f);

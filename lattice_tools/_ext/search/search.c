@@ -1,6 +1,6 @@
 /* Compiled loops of the exact sequence search (lattice_tools.alternatives._determinizer, ._best_paths):
  *
- *   Expander(...)          the fixed tables of a Determinizer (held as buffers, validated once);
+ *   Expander(...)          the fixed tables of a Determinizer (copied, validated once);
  *     .expand(key, resid)  one determinized state -> its choices, sorted by bound, and its successor data;
  *     .successor(data, g)  the subset reached by choice group g -> (interning key, residual costs);
  *     .lazy_search(...)    the lazy best-first search of one automaton, in one call;
@@ -19,8 +19,11 @@
 
 static PyMethodDef module_methods[] = {
     {"closed_exits", closed_exits, METH_VARARGS,
-     "closed_exits(exit_cost, eps_off, eps_dst, eps_cost) -> bytes: each state's exit cost through its best "
-     "epsilon path"},
+     "closed_exits($module, exit_cost, eps_off, eps_dst, eps_cost, /)\n--\n\n"
+     "-> bytes (float64 per state)\n\n"
+     "Each state's exit cost through its best epsilon path: min(exit_cost[s], eps_cost[k] + the closed exit of "
+     "eps_dst[k]) over the epsilon arcs k of s, eps_off[s]:eps_off[s + 1] (int64, one more than exit_cost); "
+     "states numbered topologically (every eps_dst after its source)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "lattice_tools._ext.search",

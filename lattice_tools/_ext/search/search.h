@@ -17,6 +17,9 @@ typedef int64_t i64;
 static inline Py_ssize_t len8(const Py_buffer *v) { return v->len / 8; }
 static inline const i64 *I(const Py_buffer *v) { return (const i64 *)v->buf; }
 static inline const double *D(const Py_buffer *v) { return (const double *)v->buf; }
+/* the same for the tables an object owns (OwnedArray, buffers.h) */
+static inline const i64 *OI(const OwnedArray *a) { return (const i64 *)a->data; }
+static inline const double *OD(const OwnedArray *a) { return (const double *)a->data; }
 
 /* unaligned-safe access to the int64 / float64 contents of bytes objects */
 static inline i64 ld_i(const char *p, Py_ssize_t k) { i64 v; memcpy(&v, p + 8 * k, 8); return v; }
@@ -32,8 +35,8 @@ static inline i64 rint_i64(double x) {
 
 /* buffers.c */
 extern PyObject *array_type, *code_d, *code_q; /* array.array, "d", "q" */
-int check_offsets(const Py_buffer *off, Py_ssize_t rows, Py_ssize_t total, const char *name);
-int check_range(const Py_buffer *a, i64 lo, i64 hi, const char *name);
+int check_offsets(const i64 *off, Py_ssize_t n, Py_ssize_t rows, Py_ssize_t total, const char *name);
+int check_range(const i64 *x, Py_ssize_t n, i64 lo, i64 hi, const char *name);
 int reserve(void **p, Py_ssize_t *cap, Py_ssize_t n, size_t sz);
 void sort_i64(i64 *a, Py_ssize_t n);
 PyObject *typed(PyObject *code, PyObject *bytes);
@@ -44,8 +47,8 @@ enum { T_OFF, T_GROUP, GROUP_LABEL, T_COST, COST_MIN, COST_SCALED, T_COMPL, COMP
 
 typedef struct {
     PyObject_HEAD
-    Py_buffer t[N_TABLES];
-    int held, ready; /* buffers held; 1 once __init__ succeeded */
+    OwnedArray t[N_TABLES]; /* copies of the arguments (a caller's array can change after the call) */
+    int held, ready; /* tables copied; 1 once __init__ succeeded */
     Py_ssize_t M, K, G, E;
     double resolution;
     i64 stamp;

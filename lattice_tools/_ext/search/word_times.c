@@ -9,8 +9,9 @@ static const char wtable_kinds[N_WTABLES + 1] = "qqdqqqdqqd";
 
 typedef struct {
     PyObject_HEAD
-    Py_buffer t[N_WTABLES];
-    int held, ready; /* buffers held; 1 once __init__ succeeded */
+    OwnedArray t[N_WTABLES]; /* copies of the arguments (a caller's array can change after the call) */
+    int held, ready; /* tables copied; 1 once __init__ succeeded */
+    int busy;        /* 1 during best_paths: a call from a signal handler in its pass would share its scratch */
     Py_ssize_t M, E;
     i64 base; /* marks of a call are base + child node: unique across calls */
     i64 *seen, *cell_arc, *cell_from, *touched, *entry_seen, *entry_from, *entry_list;
@@ -18,7 +19,7 @@ typedef struct {
 } WordTimes;
 
 static void WordTimes_dealloc(WordTimes *self) {
-    for (int k = 0; k < self->held; k++) PyBuffer_Release(&self->t[k]);
+    for (int k = 0; k < self->held; k++) owned_free(&self->t[k]);
     free(self->seen); free(self->cell_arc); free(self->cell_from); free(self->touched); free(self->entry_seen);
     free(self->entry_from); free(self->entry_list); free(self->cell_cost); free(self->entry_cost);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -34,22 +35,23 @@ static int WordTimes_init(WordTimes *self, PyObject *args, PyObject *kwds) {
                           &obj[6], &obj[7], &obj[8], &obj[9]))
         return -1;
     for (int k = 0; k < N_WTABLES; k++) {
-        if (buffer_get(&self->t[k], obj[k], "WordTimes", wtable_names[k], wtable_kinds[k], BUF_FLAT, -1) < 0)
+        if (owned_copy(&self->t[k], obj[k], "WordTimes", wtable_names[k], wtable_kinds[k], BUF_FLAT, -1) < 0)
             return -1;
         self->held = k + 1;
     }
-    Py_buffer *t = self->t;
-    Py_ssize_t M = len8(&t[W_EXIT]), T = len8(&t[W_T_LABEL]), E = len8(&t[W_ARC_OFF]) - 1, A = len8(&t[W_ARC_DST]);
+    const OwnedArray *t = self->t;
+    Py_ssize_t M = t[W_EXIT].items, T = t[W_T_LABEL].items, E = t[W_ARC_OFF].items - 1, A = t[W_ARC_DST].items;
     if (E < 0) {
         PyErr_SetString(PyExc_ValueError, "arc_off: need at least one offset");
         return -1;
     }
     const char *fn = "WordTimes";
-    if (check_offsets(&t[W_T_OFF], M, T, "t_off") || buffer_check_items(&t[W_T_COST], fn, "t_cost", T) ||
-        buffer_check_items(&t[W_T_ENTRY], fn, "t_entry", T) || check_range(&t[W_T_ENTRY], 0, E, "t_entry") ||
-        check_offsets(&t[W_ARC_OFF], E, A, "arc_off") || check_range(&t[W_ARC_DST], 0, M, "arc_dst") ||
-        buffer_check_items(&t[W_ARC_COST], fn, "arc_cost", A) || buffer_check_items(&t[W_ARC_ORDER], fn, "arc_order", A) ||
-        buffer_check_items(&t[W_ARC_ID], fn, "arc_id", A))
+    if (check_offsets(OI(&t[W_T_OFF]), t[W_T_OFF].items, M, T, "t_off") ||
+        owned_check_items(&t[W_T_COST], fn, "t_cost", T) || owned_check_items(&t[W_T_ENTRY], fn, "t_entry", T) ||
+        check_range(OI(&t[W_T_ENTRY]), T, 0, E, "t_entry") ||
+        check_offsets(OI(&t[W_ARC_OFF]), t[W_ARC_OFF].items, E, A, "arc_off") ||
+        check_range(OI(&t[W_ARC_DST]), A, 0, M, "arc_dst") || owned_check_items(&t[W_ARC_COST], fn, "arc_cost", A) ||
+        owned_check_items(&t[W_ARC_ORDER], fn, "arc_order", A) || owned_check_items(&t[W_ARC_ID], fn, "arc_id", A))
         return -1;
     self->M = M;
     self->E = E;
@@ -73,8 +75,8 @@ static int WordTimes_init(WordTimes *self, PyObject *args, PyObject *kwds) {
  * (entry_from: the parent state, the earliest among equal costs); returns how many (in entry_list). */
 static Py_ssize_t entries_of_label(WordTimes *w, i64 mk, i64 lab, const i64 *f_state, const double *f_cost, i64 lo,
                                    i64 hi) {
-    const i64 *t_off = I(&w->t[W_T_OFF]), *t_label = I(&w->t[W_T_LABEL]), *t_entry = I(&w->t[W_T_ENTRY]);
-    const double *t_cost = D(&w->t[W_T_COST]);
+    const i64 *t_off = OI(&w->t[W_T_OFF]), *t_label = OI(&w->t[W_T_LABEL]), *t_entry = OI(&w->t[W_T_ENTRY]);
+    const double *t_cost = OD(&w->t[W_T_COST]);
     Py_ssize_t ne = 0;
     for (i64 i = lo; i < hi; i++) {
         double g = f_cost[i];
@@ -104,8 +106,8 @@ static Py_ssize_t entries_of_label(WordTimes *w, i64 mk, i64 lab, const i64 *f_s
 /* The arcs of the ne entries, each read once: per destination the cheapest candidate (ties: the earliest
  * parent state, then the earliest arc in arc_order); returns how many destinations (in touched). */
 static Py_ssize_t relax_entries(WordTimes *w, i64 mk, Py_ssize_t ne, i64 *work) {
-    const i64 *arc_off = I(&w->t[W_ARC_OFF]), *arc_dst = I(&w->t[W_ARC_DST]), *arc_order = I(&w->t[W_ARC_ORDER]);
-    const double *arc_cost = D(&w->t[W_ARC_COST]);
+    const i64 *arc_off = OI(&w->t[W_ARC_OFF]), *arc_dst = OI(&w->t[W_ARC_DST]), *arc_order = OI(&w->t[W_ARC_ORDER]);
+    const double *arc_cost = OD(&w->t[W_ARC_COST]);
     Py_ssize_t nt = 0;
     for (Py_ssize_t j = 0; j < ne; j++) {
         i64 e = w->entry_list[j], i = w->entry_from[e];
@@ -179,12 +181,12 @@ static int check_trie(WordTimes *self, Py_buffer *a, Py_ssize_t num_seqs) {
     Py_ssize_t n_nodes = len8(&a[N_LABEL]);
     const i64 *parent = I(&a[N_PARENT]);
     const char *fn = "WordTimes.best_paths";
-    if (check_range(&a[R_STATES], 0, self->M, "root_states") ||
+    if (check_range(I(&a[R_STATES]), len8(&a[R_STATES]), 0, self->M, "root_states") ||
         buffer_check_items(&a[R_COSTS], fn, "root_costs", len8(&a[R_STATES])) ||
         buffer_check_items(&a[N_PARENT], fn, "parent", n_nodes) ||
-        check_offsets(&a[N_CH_OFF], n_nodes, len8(&a[N_CHILDREN]), "ch_off") ||
-        check_range(&a[N_CHILDREN], 0, n_nodes, "children") || buffer_check_items(&a[N_END], fn, "end_of_node", n_nodes) ||
-        check_range(&a[N_END], -1, num_seqs, "end_of_node"))
+        check_offsets(I(&a[N_CH_OFF]), len8(&a[N_CH_OFF]), n_nodes, len8(&a[N_CHILDREN]), "ch_off") ||
+        check_range(I(&a[N_CHILDREN]), len8(&a[N_CHILDREN]), 0, n_nodes, "children") || buffer_check_items(&a[N_END], fn, "end_of_node", n_nodes) ||
+        check_range(I(&a[N_END]), len8(&a[N_END]), -1, num_seqs, "end_of_node"))
         return -1;
     for (Py_ssize_t v = 1; v < n_nodes; v++)
         if (parent[v] < 0 || parent[v] >= v) {
@@ -203,8 +205,8 @@ static int check_trie(WordTimes *self, Py_buffer *a, Py_ssize_t num_seqs) {
 static int viterbi(WordTimes *self, Py_buffer *a, Columns *col, double *best_cost, i64 *best_link, Py_ssize_t *n_links_out) {
     const i64 *root_states = I(&a[R_STATES]), *label = I(&a[N_LABEL]), *parent = I(&a[N_PARENT]);
     const i64 *ch_off = I(&a[N_CH_OFF]), *children = I(&a[N_CHILDREN]), *end_of_node = I(&a[N_END]);
-    const double *root_costs = D(&a[R_COSTS]), *exit_cost = D(&self->t[W_EXIT]);
-    const i64 *arc_id = I(&self->t[W_ARC_ID]);
+    const double *root_costs = D(&a[R_COSTS]), *exit_cost = OD(&self->t[W_EXIT]);
+    const i64 *arc_id = OI(&self->t[W_ARC_ID]);
     Py_ssize_t n_nodes = len8(&a[N_LABEL]), used = len8(&a[R_STATES]), n_links = 0;
     int status = -1;
     char *needed = calloc((size_t)n_nodes, 1);
@@ -297,6 +299,10 @@ static PyObject *WordTimes_best_paths(WordTimes *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "WordTimes is not initialised");
         return NULL;
     }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "WordTimes.best_paths is already running on these tables");
+        return NULL;
+    }
     Py_buffer a[N_TRIE];
     int held = 0;
     PyObject *result = NULL, *bc = NULL, *bl = NULL;
@@ -320,7 +326,9 @@ static PyObject *WordTimes_best_paths(WordTimes *self, PyObject *args) {
         best_link[q] = -1;
     }
     Py_ssize_t n_links = 0;
+    self->busy = 1;
     int status = viterbi(self, a, &col, best_cost, best_link, &n_links);
+    self->busy = 0;
     if (status < 0) goto done;
     if (status == 1) {
         result = Py_BuildValue("(iOOOO)", 1, Py_None, Py_None, Py_None, Py_None);
@@ -343,8 +351,15 @@ done:
 
 static PyMethodDef WordTimes_methods[] = {
     {"best_paths", (PyCFunction)WordTimes_best_paths, METH_VARARGS,
-     "best_paths(root_states, root_costs, label, parent, ch_off, children, end_of_node, num_seqs, max_bytes) -> "
-     "(status, best_cost, best_link, link_arc, link_parent)"},
+     "best_paths($self, root_states, root_costs, label, parent, ch_off, children, end_of_node, num_seqs, "
+     "max_bytes, /)\n--\n\n"
+     "-> (status, best_cost, best_link, link_arc, link_parent)\n\n"
+     "The best single path (tropical) reading each sequence of a prefix trie, from the initial states "
+     "root_states (int64) at costs root_costs (float64).  The trie (int64 per node, node 0 the root): label, "
+     "parent (before the node), the children of node v children[ch_off[v]:ch_off[v + 1]], end_of_node (the "
+     "sequence in [0, num_seqs) that ends there, -1 none).  Status 0 with best_cost (float64 per sequence), "
+     "best_link (int64, -1 when no path reads it) and the links' arc ids and parents (int64), all bytes; "
+     "status 1 (and Nones) when the pass would hold more than max_bytes (< 0: no limit)."},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject WordTimesType = {
@@ -353,8 +368,14 @@ PyTypeObject WordTimesType = {
     .tp_basicsize = sizeof(WordTimes),
     .tp_dealloc = (destructor)WordTimes_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "WordTimes(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, arc_order, arc_id, exit_cost): "
-              "the tables of the word-time Viterbi",
+    .tp_doc = "WordTimes(t_off, t_label, t_cost, t_entry, arc_off, arc_dst, arc_cost, arc_order, arc_id, exit_cost, /)"
+              "\n--\n\n"
+              "The tables of the word-time Viterbi (Determinizer.word_time_tables), copied and checked once: per "
+              "state (t_off, int64, len(exit_cost) + 1 offsets) its closed entries sorted by word label (t_label "
+              "int64, t_cost float64 the cheapest epsilon path to the entry, t_entry int64 < E); per entry "
+              "(arc_off, int64, E + 1 offsets) its arcs (arc_dst int64 state, arc_cost float64, arc_order int64 "
+              "tie order, arc_id int64 the lattice arc); exit_cost (float64 per state) through the best epsilon "
+              "path.  The arrays are copied: changing them afterwards does not change the object.",
     .tp_methods = WordTimes_methods,
     .tp_init = (initproc)WordTimes_init,
     .tp_new = PyType_GenericNew,
@@ -377,7 +398,7 @@ PyObject *closed_exits(PyObject *module, PyObject *args) {
     for (; held < 4; held++)
         if (buffer_get(&a[held], obj[held], "closed_exits", names[held], kinds[held], BUF_FLAT, -1) < 0) goto done;
     Py_ssize_t m = len8(&a[0]);
-    if (check_offsets(&a[1], m, len8(&a[2]), "eps_off") ||
+    if (check_offsets(I(&a[1]), len8(&a[1]), m, len8(&a[2]), "eps_off") ||
         buffer_check_items(&a[3], "closed_exits", "eps_cost", len8(&a[2])))
         goto done;
     const i64 *eps_off = I(&a[1]), *eps_dst = I(&a[2]);

@@ -117,10 +117,10 @@ def raw_to_lattice(raw: RawFst, key: str, symbols: SymbolTable | None = None, fr
     synchronous = 0 <= raw.start < n and _kernel().state_frames(raw.start, src, dst, dur, frame)
     t0 = frame[src] if synchronous else None
     try:
-        lat, _, arc_idx = Lattice.from_arcs(
+        lat, _, arc_idx = Lattice.from_arcs_with_maps(
             src=src, dst=dst, word=word, ilabel=ilab, symbols=syms, final_graph_cost=fw1, final_acoustic_cost=fw2,
             num_states=n, start=raw.start, graph_cost=w1, acoustic_cost=w2, frame_shift=frame_shift, key=key,
-            word_aligned=word_aligned, attrs=attrs, return_maps=True, t0=t0, t1=None if t0 is None else t0 + dur)
+            word_aligned=word_aligned, attrs=attrs, t0=t0, t1=None if t0 is None else t0 + dur)
     except LatticeError as exc:
         raise LatticeError(exc.message, path=name, key=key) from None
     if not synchronous:

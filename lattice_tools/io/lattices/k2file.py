@@ -34,7 +34,7 @@ import numpy as np
 
 from ...core.errors import FormatError, LatticeError, SymbolError, require
 from ...core.files import atomic_write, open_binary_input
-from ...core.lattice import Lattice, connect
+from ...core.lattice import Lattice, connect_with_maps
 from ...core.symbols import SymbolTable
 
 __all__ = ["Ragged", "load_k2_dict", "read_k2_lattices", "write_k2_lattice"]
@@ -604,12 +604,12 @@ def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word
                           key=key, word_aligned=word_aligned, attrs={k: v[order] for k, v in attrs.items()})
             # k2's pruned intersection leaves dead-end arcs (partial paths cut by the beam): trimmed here
             # as from_arcs trims every other reader's lattices
-            lat, _state_map, kept = connect(lat, return_maps=True)
+            lat, _state_map, kept = connect_with_maps(lat)
             return lat, arc_map[order][kept]
-        lat, _state_map, arcs_kept = Lattice.from_arcs(
+        lat, _state_map, arcs_kept = Lattice.from_arcs_with_maps(
             src=src, dst=dst, word=word, ilabel=ilabel, t0=t0, t1=t1, graph_cost=graph_cost,
             acoustic_cost=acoustic_cost, final_graph_cost=final_cost, num_states=num_states, symbols=SymbolTable(),
-            frame_shift=frame_shift, key=key, word_aligned=word_aligned, attrs=attrs, return_maps=True)
+            frame_shift=frame_shift, key=key, word_aligned=word_aligned, attrs=attrs)
         return lat, arc_map[arcs_kept]
     except LatticeError as exc:
         raise FormatError(f"not a valid lattice: {exc.message}", path=path, key=key) from None

@@ -1,0 +1,55 @@
+"""summarize returns a frozen MetricsSummary; its to_dict() is what the metrics and leaderboard commands
+write, byte-identical to their output when it was a plain dict (goldens in tests/data/metrics_summary)."""
+# The imports after require_metrics_extras() need the metrics extras: the module is skipped first without them.
+# ruff: noqa: E402
+from _metrics_helpers import require_metrics_extras
+
+require_metrics_extras()
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lattice_tools.core.counts import ErrorCounts
+from lattice_tools.metrics.evaluate import MetricsSummary, MetricValue, evaluate_system, summarize
+from lattice_tools.metrics.io import read_annotations, read_transcripts
+
+DATA = Path(__file__).resolve().parent / "data" / "metrics_summary"
+
+
+def _run(*args, out: Path) -> bytes:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(DATA.parents[2]), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "lattice_tools", *args, "-o", str(out)], cwd=DATA,
+                          capture_output=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return out.read_bytes()
+
+
+def test_metrics_json_is_byte_identical(tmp_path):
+    got = _run("metrics", "ref.txt", "a.txt", "-a", "ann.tsv", "--resamples", "300", out=tmp_path / "m.json")
+    assert got == (DATA / "metrics.json").read_bytes()
+
+
+def test_leaderboard_json_is_byte_identical(tmp_path):
+    got = _run("leaderboard", "ref.txt", "-s", "A=a.txt", "-s", "B=b.trn", "-a", "ann.tsv", "--resamples", "200",
+               out=tmp_path / "l.json")
+    assert got == (DATA / "leaderboard.json").read_bytes()
+
+
+def test_summary_is_typed_and_frozen():
+    refs, hyps = read_transcripts(str(DATA / "ref.txt")), read_transcripts(str(DATA / "a.txt"))
+    s = summarize(evaluate_system(refs, hyps, read_annotations(str(DATA / "ann.tsv"))), resamples=100)
+    assert isinstance(s, MetricsSummary) and isinstance(s.word_counts, ErrorCounts)
+    assert all(isinstance(m, MetricValue) for m in s.metrics.values())
+    assert s.utterances == s.covered == 4 and s.coverage == 1.0 and sum(s.taxonomy.values()) == 4
+    wer = s.metrics["wer"]
+    assert wer.value == pytest.approx(s.word_counts.wer) and wer.ci is not None and wer.ci[0] <= wer.value <= wer.ci[1]
+    assert s.to_dict()["metrics"]["wer"] == {"value": wer.value, "n": wer.n, "ci": list(wer.ci)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.covered = 3  # type: ignore[misc]
+    empty = summarize([], resamples=0)
+    assert empty.coverage is None and empty.word_counts is None and "word_counts" not in empty.to_dict()
