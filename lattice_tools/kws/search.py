@@ -49,6 +49,7 @@ the scorer) over a grid.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -212,8 +213,10 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
         if not t.words:
             raise MismatchError(f"keyword {t.kwid!r} has an empty term", key=t.kwid)
         seen.add(t.kwid)
-    own = not isinstance(index, TermIndex)  # a path: opened (and closed) here
-    idx = TermIndex(index) if not isinstance(index, TermIndex) else index
+    # a path is opened (and closed) here; anything else is an open index (a TermIndex, or an object with its
+    # look-ups such as kaldi_index.KaldiIndex)
+    own = isinstance(index, (str, bytes, os.PathLike))
+    idx = TermIndex(index) if isinstance(index, (str, bytes, os.PathLike)) else index
     try:
         result = SearchResult()
         oov_of = {t.kwid: [w for w in dict.fromkeys(t.words) if not idx.in_vocabulary(w)] for t in terms}
@@ -258,8 +261,10 @@ def tune_ntrue_scale(index: TermIndex | str, terms: Sequence[KeywordTerm], metri
     scale, [(scale, metric), ...])``."""
     if scales is None:
         scales = [10 ** (k / 12) for k in range(-12, 13)]
-    own = not isinstance(index, TermIndex)  # a path: opened (and closed) here
-    idx = TermIndex(index) if not isinstance(index, TermIndex) else index
+    # a path is opened (and closed) here; anything else is an open index (a TermIndex, or an object with its
+    # look-ups such as kaldi_index.KaldiIndex)
+    own = isinstance(index, (str, bytes, os.PathLike))
+    idx = TermIndex(index) if isinstance(index, (str, bytes, os.PathLike)) else index
     try:
         long_hits = None
         if lattices is not None:
