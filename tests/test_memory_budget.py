@@ -40,6 +40,19 @@ def test_nbest_deep_list_stops_at_the_budget(long_lattice, tmp_path):
     assert not list(tmp_path.iterdir())  # and no temporary left beside it
 
 
+def test_nbest_unbounded_search_holds_the_budget_in_the_compiled_search(tmp_path):
+    """N = inf on the whole vendored archive: the compiled search itself would grow past 800 MB on utterance
+    005; it counts the bytes it allocates against what the budget leaves, so it stops there, not after."""
+    budget = 100 * MB
+    out = tmp_path / "nbest.ctm"
+    result = run_capped(["nbest", "-n", "inf", "--max-memory", "100M", DATA / "kaldi/lats/bundled.ark.gz", "-o", out],
+                        cap=budget + BASE_MARGIN, timeout=120)
+    assert_budget_refusal(result)
+    assert "exact N-best search" in result.stderr and "[005]" in result.stderr
+    assert result.peak_rss <= budget * 1.25, result.peak_rss / MB
+    assert not list(tmp_path.iterdir())
+
+
 def _alternatives() -> Alternatives:
     alts = (Alternative(("a", "b"), (0.1, 0.4), (0.3, 0.2), 0.6, (0.6, 0.6)),
             Alternative((), posterior=0.3),

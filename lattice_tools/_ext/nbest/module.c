@@ -22,6 +22,10 @@
  * lattices): the same terms summed in another order, so the same lists with costs equal to ~1e-15
  * relative.
  *
+ * Every kernel takes an optional last argument max_bytes (default -1: none): what it may allocate (its
+ * outputs included); past it bounded_search returns TOO_MANY_BYTES, the others raise MemoryError with the
+ * message BUDGET_EXCEEDED (buffers.c counts the allocations).
+ *
  * Arrays cross as buffers (int64 'l'/'q', float64 'd', bool '?'), checked on entry; results are
  * returned as bytearrays (numpy.frombuffer views them).  Long loops poll PyErr_CheckSignals.
  */
@@ -73,16 +77,16 @@ int check_arcs(i64 m, const i64 *src, const i64 *dst, i64 n_arcs)
 /* ------------------------------------------------------------------------------------------------ */
 static PyMethodDef methods[] = {
     {"closed_rows", py_closed_rows, METH_VARARGS,
-     "closed_rows(m, src, dst, lab, cost, final) -> (w_off, w_arc, w_lc, w_bc, x_lc, x_bc) as bytearrays"},
+     "closed_rows(m, src, dst, lab, cost, final[, max_bytes]) -> (w_off, w_arc, w_lc, w_bc, x_lc, x_bc) as bytearrays"},
     {"best_word_bound", py_best_word_bound, METH_VARARGS,
-     "best_word_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels) -> h (float64 bytearray)"},
+     "best_word_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels[, max_bytes]) -> h (float64 bytearray)"},
     {"suffix_list_bound", py_suffix_list_bound, METH_VARARGS,
-     "suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k) -> h (float64 bytearray)"},
+     "suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k[, max_bytes]) -> h (float64 bytearray)"},
     {"bounded_search", py_bounded_search, METH_VARARGS,
      "bounded_search(m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, max_members, "
-     "margin, resolution) -> (status, found_link, found_cost, t_parent, t_label)"},
+     "margin, resolution[, max_bytes]) -> (status, found_link, found_cost, t_parent, t_label)"},
     {"best_paths", py_best_paths, METH_VARARGS,
-     "best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m) -> (cost, arcs)"},
+     "best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m[, max_bytes]) -> (cost, arcs)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -96,7 +100,9 @@ PyMODINIT_FUNC PyInit_nbest(void)
         return NULL;
     if (PyModule_AddIntConstant(mod, "OK", ST_OK) < 0 || PyModule_AddIntConstant(mod, "TOO_MANY_POPS", ST_TOO_MANY_POPS) < 0 ||
         PyModule_AddIntConstant(mod, "TOO_MANY_STATES", ST_TOO_MANY_STATES) < 0 ||
-        PyModule_AddIntConstant(mod, "TOO_MANY_MEMBERS", ST_TOO_MANY_MEMBERS) < 0) {
+        PyModule_AddIntConstant(mod, "TOO_MANY_MEMBERS", ST_TOO_MANY_MEMBERS) < 0 ||
+        PyModule_AddIntConstant(mod, "TOO_MANY_BYTES", ST_TOO_MANY_BYTES) < 0 ||
+        PyModule_AddStringConstant(mod, "BUDGET_EXCEEDED", BUDGET_EXCEEDED) < 0) {
         Py_DECREF(mod);
         return NULL;
     }
