@@ -26,8 +26,11 @@ def _is_ctm(path: str) -> bool:
 
 def _alternatives(inputs: Sequence[str], representation: str, n: int | None, posterior_threshold: float,
                   format: str | None, words: str | None, segments: dict | None, scales: dict, channel: str,
-                  frame_shift: float | None, frame_subsampling_factor: int | None) -> Iterator:
-    """Alternatives from alt-CTM files (``*.ctm``), or computed in memory from lattices."""
+                  frame_shift: float | None, frame_subsampling_factor: int | None, keys: str | None) -> Iterator:
+    """Alternatives from alt-CTM files (``*.ctm``), in their order, then computed in memory from the lattice
+    inputs, all read in one :func:`~lattice_tools.io.read_lattice_inputs` (keys unique across them, one word
+    table for SLF, ``keys`` naming them in order)."""
+    from ..io import read_lattice_inputs
     from ..io.transcripts.altctm import read_alternatives_ctm
     from ..kws.study import Representation, representation_alternatives
 
@@ -37,12 +40,12 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                 # one utterance per recording side: the key names both
                 yield alts.__class__(key=f"{alts.file}:{alts.channel}", slots=alts.slots, kind=alts.kind,
                                      file=alts.file, channel=alts.channel)
-            continue
-        from ..io import read_lattice_inputs
-        for lat in read_lattice_inputs([spec], format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
-            if isinstance(lat, tuple):
-                lat = lat[0]
+    specs = [spec for spec in inputs if not _is_ctm(spec)]
+    if keys is not None and not specs:
+        raise click.UsageError("--keys names lattices; the inputs are alt-CTM files")
+    if specs:
+        for lat in read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             rep = Representation(representation, n, posterior_threshold if representation == "phrase" else None)
             alts = representation_alternatives(lat, rep, **scales)
             alts.meta["vocabulary"] = [w for w, _ in lat.symbols]
@@ -99,12 +102,23 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @parallel_options
 def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule,
                   min_posterior, format,
-                  words, frame_shift, frame_subsampling_factor, channel, segments, acoustic_scale, lm_scale,
-                  word_penalty, append, json_out, jobs, scheduler):
+                  words, frame_shift, frame_subsampling_factor, keys, max_memory, channel, segments, acoustic_scale,
+                  lm_scale, word_penalty, append, json_out, jobs, scheduler):
     """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index.
 
     --words is also the vocabulary of the out-of-vocabulary check (default: the lattices' words, or
     the words an alt-CTM holds)."""
+    from ..core._budget import memory_budget
+
+    with memory_budget(max_memory):
+        _index(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule,
+               min_posterior, format, words, frame_shift, frame_subsampling_factor, keys, channel, segments,
+               acoustic_scale, lm_scale, word_penalty, append, json_out, jobs, scheduler)
+
+
+def _index(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule, min_posterior,
+           format, words, frame_shift, frame_subsampling_factor, keys, channel, segments, acoustic_scale, lm_scale,
+           word_penalty, append, json_out, jobs, scheduler):
     from ..alternatives.lattices_to_ctm import read_segments
     from ..io import read_lattice_inputs
     from ..kws.build import build_alternatives_index, build_lattice_index
@@ -119,9 +133,8 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             raise FormatError("a CTM holds alternatives, not a lattice: use --from 1best|nbest|sausage|phrase", path=ctms[0])
 
         def lattices():
-            for lat in read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
-                                           frame_subsampling_factor=frame_subsampling_factor):
-                yield lat[0] if isinstance(lat, tuple) else lat
+            yield from read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
+                                           frame_subsampling_factor=frame_subsampling_factor, keys=keys)
         from ..core.parallel import open_executor, shard_dir_for
 
         with open_executor(jobs=jobs, scheduler=scheduler) as executor:
@@ -140,7 +153,7 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             from ..core.symbols import SymbolTable
             vocab = [w for w, _ in SymbolTable.read(words)]
         alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales,
-                             channel, frame_shift, frame_subsampling_factor)
+                             channel, frame_shift, frame_subsampling_factor, keys)
         result = build_alternatives_index(_progress(alts, f"kws index ({representation})"), out, representation,
                                           vocabulary=vocab, **common)
     result.update(representation=representation, index=out)
@@ -233,8 +246,19 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
 def search_command(index, kwlist, out, out_format, utter_map, segments, normalization, threshold, duration,
                    ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language, lattices,
-                   format, words, frame_shift, frame_subsampling_factor, json_out):
+                   format, words, frame_shift, frame_subsampling_factor, keys, max_memory, json_out):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions."""
+    from ..core._budget import memory_budget
+
+    with memory_budget(max_memory):
+        _search(index, kwlist, out, out_format, utter_map, segments, normalization, threshold, duration, ntrue_scale,
+                beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language, lattices, format, words,
+                frame_shift, frame_subsampling_factor, keys, json_out)
+
+
+def _search(index, kwlist, out, out_format, utter_map, segments, normalization, threshold, duration, ntrue_scale,
+            beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language, lattices, format, words,
+            frame_shift, frame_subsampling_factor, keys, json_out):
     import os
 
     from ..kws.search import atwv_metric, search, tune_ntrue_scale
@@ -260,13 +284,14 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, normaliz
     if normalization == "kst" and duration is None:
         raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
     lattice_stream = None
+    if keys is not None and not lattices:
+        raise click.UsageError("--keys names the lattices of --lattices")
     if lattices:
         from ..io import read_lattice_inputs
 
         def lattice_stream():
-            for lat in read_lattice_inputs(list(lattices), format=format, words=words, frame_shift=frame_shift,
-                                           frame_subsampling_factor=frame_subsampling_factor):
-                yield lat[0] if isinstance(lat, tuple) else lat
+            yield from read_lattice_inputs(list(lattices), format=format, words=words, frame_shift=frame_shift,
+                                           frame_subsampling_factor=frame_subsampling_factor, keys=keys)
     tuning = None
     if tune_ecf or tune_rttm or tune_ctm:
         if normalization != "kst" or not tune_ecf or not (tune_rttm or tune_ctm):

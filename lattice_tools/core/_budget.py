@@ -10,6 +10,8 @@ the option that sets the budget.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 from typing import NoReturn
 
@@ -56,6 +58,21 @@ def memory_budget(limit: int | None, option: str = "max_memory"):
         yield
     finally:
         _limit, _option = saved
+
+
+def budgeted(fn):
+    """``fn`` run under :func:`memory_budget` of its own ``max_memory`` argument: every step of a public function
+    (reading its inputs, its computation, writing its outputs) under the one budget its caller gives."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        with memory_budget(bound.arguments["max_memory"]):
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def budget_limit() -> int | None:
