@@ -467,3 +467,74 @@ def test_glm_on_lattice_alternatives_equals_score_glm_of_their_alt_ctm(tmp_path,
     scored = score_files(str(stm), str(ctm), glms=[str(glm)])
     assert _counts(lattice["counts"]) == _counts(scored.total)
     assert not any("e-" in u["words"] for u in lattice["utterances"])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# --keys: one option, one meaning, on every command that reads lattices
+
+
+def _keys_commands(cards, out):
+    """Every command that reads lattices, on the two cards lattices (003, 004), writing under ``out``."""
+    lats = [LAT3, LAT4]
+    ref = str(cards / "text")
+    return {
+        "info": ["info", *lats],
+        "convert": ["convert", *lats, "-o", f"ark:{out}/o.ark"],
+        "nbest": ["nbest", *lats, "-o", f"{out}/o.ctm"],
+        "sausage": ["sausage", *lats, "-o", f"{out}/o.ctm"],
+        "phrases": ["phrases", *lats, "-o", f"{out}/o.ctm"],
+        "best-path": ["best-path", *lats, "--tra", f"{out}/o.tra"],
+        "nbest-paths": ["nbest-paths", *lats, "--tra", f"{out}/o.tra"],
+        "scale": ["scale", *lats, "-o", f"ark:{out}/o.ark"],
+        "add-penalty": ["add-penalty", *lats, "--word-penalty", "1", "-o", f"ark:{out}/o.ark"],
+        "prune": ["prune", *lats, "-o", f"ark:{out}/o.ark"],
+        "depth": ["depth", *lats],
+        "mbr-decode": ["mbr-decode", *lats, "--tra", f"{out}/o.tra"],
+        "oracle-path": ["oracle-path", *lats, "-r", f"{out}/ref.int"],
+        "oracle": ["oracle", *lats, "-r", ref],
+        "study": ["study", *(f"cards={lat}" for lat in lats), "-r", ref, "-o", f"{out}/study", "-n", "1", "--bootstrap", "0", "--no-plots"],
+        "view": ["view", *lats, "-o", f"{out}/v.html"],
+        "kws index": ["kws", "index", *lats, "-o", f"{out}/i.sqlite"],
+        "kws study": ["kws", "study", *lats, "--ctm", f"{out}/ref.ctm", "-o", f"{out}/kws"],
+    }
+
+
+KEYS_COMMANDS = sorted(_keys_commands(Path("."), Path(".")))
+
+
+@pytest.mark.parametrize("name", KEYS_COMMANDS)
+def test_keys_file_of_the_wrong_length_is_refused_by_every_command(name, cards, tmp_path):
+    """A --keys file names the lattices of all the inputs in order, one key per lattice: one key for two
+    lattices is refused by every command the same way (one line, exit 2, the file and the counts named)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ref.int").write_text("003 1 2\n004 3\n")
+    (out / "ref.ctm").write_text("003 1 0.00 0.50 seven\n")
+    keys = tmp_path / "keys.txt"
+    keys.write_text("003\n")
+    r = _cli(*_keys_commands(cards, out)[name], "--keys", keys)
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("lattice-tools: error")]
+    assert len(lines) == 1 and str(keys) in lines[0] and "1 keys" in lines[0], r.output
+
+
+def test_keys_name_the_lattices_everywhere(cards, tmp_path):
+    """The keys of a --keys file are the lattices' names in every output: info's rows, the alt-CTM's file ids,
+    Kaldi tables; and oracle with renamed lattices against a reference keyed by the new names counts what it
+    counts with the original names."""
+    keys = tmp_path / "keys.txt"
+    keys.write_text("utt-a\nutt-b\n")
+    info = tmp_path / "info.json"
+    assert _cli("info", LAT3, LAT4, "--keys", keys, "--json", info).exit_code == 0
+    assert [r["key"] for r in json.loads(info.read_text())["lattices"]] == ["utt-a", "utt-b"]
+    ctm = tmp_path / "o.ctm"
+    assert _cli("sausage", LAT3, LAT4, "--keys", keys, "-o", ctm).exit_code == 0
+    assert {line.split()[0] for line in ctm.read_text().splitlines()} == {"utt-a", "utt-b"}
+    tra = tmp_path / "o.tra"
+    assert _cli("best-path", LAT3, LAT4, "--keys", keys, "--tra", tra).exit_code == 0
+    assert [line.split()[0] for line in tra.read_text().splitlines()] == ["utt-a", "utt-b"]
+    renamed = tmp_path / "renamed_text"
+    renamed.write_text((cards / "text").read_text().replace("003 ", "utt-a ").replace("004 ", "utt-b "))
+    before = oracle_wer([LAT3, LAT4], str(cards / "text"), representation="sausage", n=2)
+    after = oracle_wer([LAT3, LAT4], str(renamed), representation="sausage", n=2, keys=str(keys))
+    assert _counts(after["total"]) == _counts(before["total"])

@@ -117,11 +117,16 @@ class LazyGroup(LazyCommandGroup):
 
 
     def _invoked_params(self, ctx) -> list:
+        """The options of the command that ran (of every command of a group such as ``kws``: they spell a
+        shared parameter the same way)."""
         name = ctx.invoked_subcommand
         try:
             cmd = self.get_command(ctx, name) if name else None
         except Exception:  # pragma: no cover - the command ran, so it imports
             cmd = None
+        if isinstance(cmd, click.Group):  # (an error is being reported: importing its commands costs nothing then)
+            subs = [cmd.get_command(ctx, n) for n in cmd.list_commands(ctx)]
+            return [p for sub in subs if sub is not None for p in sub.params]
         return list(cmd.params) if cmd is not None else []
 
 
