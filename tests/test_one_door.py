@@ -538,3 +538,78 @@ def test_keys_name_the_lattices_everywhere(cards, tmp_path):
     before = oracle_wer([LAT3, LAT4], str(cards / "text"), representation="sausage", n=2)
     after = oracle_wer([LAT3, LAT4], str(renamed), representation="sausage", n=2, keys=str(keys))
     assert _counts(after["counts"]) == _counts(before["counts"]) and before["counts"]["ref_words"] > 0
+
+
+# ------------------------------------------------------------------------------------------------------------
+# metrics read, filter and match transcripts through the same door as score
+
+
+DEMO_REF, DEMO_HYP = SCLITE_DATA / "demo.ref.txt", SCLITE_DATA / "demo.hyp.txt"
+
+
+@pytest.mark.parametrize("glm", [False, True])
+def test_metrics_wer_equals_score_on_sclite_test_data(glm, tmp_path):
+    """NIST's sclite demo transcripts (trn): the metrics' WER (lower-cased as sclite folds case) is score's
+    errors / reference words, with and without the RT-03 GLM on both sides."""
+    from _metrics_helpers import require_metrics_extras
+
+    require_metrics_extras()
+    from lattice_tools.metrics.commands import metrics
+
+    glms = (RT03_GLM,) if glm else ()
+    scored = score_files(str(DEMO_REF), str(DEMO_HYP), glms=glms)
+    t = scored.total
+    summary = metrics(str(DEMO_REF), str(DEMO_HYP), output=str(tmp_path / "m.json"), normalizer="plain",
+                      orthography=False, resamples=0, glms=glms)
+    assert t.ref_words == 46
+    assert summary["all"]["metrics"]["wer"]["value"] == pytest.approx(
+        (t.substitutions + t.deletions + t.insertions) / t.ref_words, abs=1e-12)
+    r = _cli("metrics", DEMO_REF, DEMO_HYP, "--normalizer", "plain", "--no-orthography", "--resamples", "0",
+             *(("--glm", RT03_GLM) if glm else ()), "--json", tmp_path / "cli.json")
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "cli.json").read_text())["all"]["metrics"]["wer"] == summary["all"]["metrics"]["wer"]
+
+
+def _bad_pairs(d: Path) -> dict:
+    ref = DEMO_REF.read_text()
+    hyp = DEMO_HYP.read_text()
+    first, second = hyp.splitlines()[:2]
+    (d / "dup.trn").write_text(f"{first}\n{first}\n{second}\n")
+    (d / "extra.trn").write_text(hyp + "A B (zz-1)\n")
+    (d / "short.trn").write_text(f"{first}\n")
+    (d / "empty.trn").write_text("")
+    (d / "ref.trn").write_text(ref)
+    return {"duplicate hypothesis id": (d / "ref.trn", d / "dup.trn"),
+            "hypothesis without reference": (d / "ref.trn", d / "extra.trn"),
+            "reference without hypothesis": (d / "ref.trn", d / "short.trn"),
+            "empty reference": (d / "empty.trn", d / "short.trn")}
+
+
+@pytest.mark.parametrize("case", ["duplicate hypothesis id", "hypothesis without reference",
+                                  "reference without hypothesis", "empty reference"])
+def test_metrics_refuse_what_score_refuses_with_the_same_words(case, tmp_path):
+    """The same bad inputs, the same one-line error from score and metrics (the one door's wording), exit 2."""
+    ref, hyp = _bad_pairs(tmp_path)[case]
+    scored = _cli("score", "-r", ref, "-h", hyp)
+    measured = _cli("metrics", ref, hyp, "--resamples", "0")
+    assert scored.exit_code == measured.exit_code == 2, (scored.output, measured.output)
+    line = [ln for ln in scored.output.splitlines() if ln.startswith("lattice-tools: error")]
+    assert len(line) == 1 and line == [ln for ln in measured.output.splitlines() if ln.startswith("lattice-tools:")]
+
+
+def test_metrics_allow_missing_means_what_it_means_for_score(tmp_path):
+    """--allow-missing: a reference utterance without hypothesis is left out of the WER (trn) by both, with the
+    same warning; the WERs agree."""
+    from _metrics_helpers import require_metrics_extras
+
+    require_metrics_extras()
+    pairs = _bad_pairs(tmp_path)
+    ref, hyp = pairs["reference without hypothesis"]
+    scored = score_files(str(ref), str(hyp), allow_missing=True)
+    summary = json.loads(_cli("metrics", ref, hyp, "--allow-missing", "--normalizer", "plain", "--no-orthography",
+                              "--resamples", "0").output.split("\nlattice-tools: warning")[0])
+    t = scored.total
+    assert summary["all"]["metrics"]["wer"]["value"] == pytest.approx(
+        (t.substitutions + t.deletions + t.insertions) / t.ref_words)
+    assert summary["all"]["coverage"] == 0.5
+    assert summary["warnings"] == list(scored.warnings)
