@@ -213,6 +213,7 @@ LATTICE_COMMANDS = {
     "kws index": ["kws", "index", "{L}", "-o", "{OUT}/i.sqlite"],
     "kws study": ["kws", "study", "{L}", "--ctm", "{d}/ref.ctm", "--kwlist", "{d}/kwlist.xml", "--words", "{W}",
                   "-o", "{OUT}/kws"],
+    "combine": ["combine", "--nbest-format", "lattice", "{L}", "{L}", "-o", "{OUT}/c.ctm"],
 }
 
 
@@ -238,15 +239,16 @@ def test_reading_lattices_holds_the_budget(name, wide_lattice, tmp_path):
 
 
 def test_every_lattice_command_takes_the_budget_and_the_keys():
-    """The audit: every command with lattice inputs (it takes --words) takes --max-memory (one default) and
+    """The audit: every command with lattice inputs (it takes --words; build-graph writes a words.txt,
+    nbest-to-lattices reads N-best files, decode-ctc log-probabilities) takes --max-memory (one default) and
     --keys, and the list above covers each (kws search reads lattices only for terms longer than its index's,
     tests/test_one_door.py covers its --keys)."""
     from test_cli_api_parity import COMMANDS
 
     readers = {name for name, cmd in COMMANDS.items() if any(p.name == "words" for p in cmd.params)
-               and name not in ("build-graph", "combine", "nbest-to-lattices", "decode-ctc")}
+               and name not in ("build-graph", "nbest-to-lattices", "decode-ctc")}
     assert readers - {"kws search"} == set(LATTICE_COMMANDS)
-    for name in sorted(readers):
+    for name in sorted(readers | {"nbest-to-lattices", "score", "demo"}):
         params = {p.name: p for p in COMMANDS[name].params}
-        assert "keys" in params, name
+        assert "keys" in params or name in ("nbest-to-lattices", "score", "demo"), name
         assert params["max_memory"].default == "4G", name

@@ -496,6 +496,8 @@ def _keys_commands(cards, out):
         "view": ["view", *lats, "-o", f"{out}/v.html"],
         "kws index": ["kws", "index", *lats, "-o", f"{out}/i.sqlite"],
         "kws study": ["kws", "study", *lats, "--ctm", f"{out}/ref.ctm", "-o", f"{out}/kws"],
+        "combine": ["combine", "--nbest-format", "lattice", f"{INPUTS}/00[34].lat", f"{INPUTS}/00[34].lat", "-o",
+                    f"{out}/c.ctm"],
     }
 
 
