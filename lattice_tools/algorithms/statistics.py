@@ -87,7 +87,7 @@ def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str
         for lat in progress_bar(lats, desc="info", unit="lat", progress=progress):
             rows.append(lattice_stats(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                                       word_penalty=word_penalty))
-            check_memory("the lattice statistics", lat.key)
+            check_memory("the lattice statistics", lat.key, advice="")
     total = {"lattices": len(rows), "states": sum(r["states"] for r in rows), "arcs": sum(r["arcs"] for r in rows),
              "trimmed_arcs": sum(r["trimmed_arcs"] for r in rows), "word_arcs": sum(r["word_arcs"] for r in rows)}
     durs = [r["duration"] for r in rows if not math.isnan(r["duration"])]

@@ -53,7 +53,7 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest):
             lat = nbest_lattice(nb, join=join, symbols=table, frame_shift=frame_shift)
             table = lat.symbols
-            check_memory("building the N-best lattices", lat.key or None)
+            check_memory("building the N-best lattices", lat.key or None, advice="")
             yield lat
 
     n = write_lattices(lattices(), out, out_format)

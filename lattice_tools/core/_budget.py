@@ -81,15 +81,15 @@ def budget_limit() -> int | None:
     return _limit
 
 
-def check_memory(what: str, key: str | None = None) -> None:
-    """Raise BudgetExceededError if a memory budget is set and exceeded."""
+def check_memory(what: str, key: str | None = None, advice: str = ", lower N or prune the lattice") -> None:
+    """Raise BudgetExceededError if a memory budget is set and exceeded (``advice``: what else the user can do,
+    after naming the option)."""
     if _limit is None:
         return
     rss = resident_bytes()
     if rss > _limit:
         raise BudgetExceededError(f"{what} exceeded the memory budget: {format_size(rss)} resident > "
-                                  f"{format_size(_limit)}; raise it with {_option}, lower N or prune the lattice",
-                                  key=key)
+                                  f"{format_size(_limit)}; raise it with {_option}{advice}", key=key)
 
 
 def check_allocation(nbytes: int, what: str, key: str | None = None, advice: str = "") -> None:

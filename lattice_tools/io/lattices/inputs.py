@@ -198,7 +198,7 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
             seen[lat.key] = spec
             if fmt == "slf":
                 slf_table = lat.symbols        # later SLF inputs extend this table
-            check_memory("reading the lattices", lat.key)  # (the memory budget in force, if any)
+            check_memory("reading the lattices", lat.key, advice="")  # (the memory budget in force, if any)
             yield lat
     if names is not None and count != len(names):
         raise MismatchError(f"{keys} has {len(names)} keys but the inputs hold {count} lattices (one key per "

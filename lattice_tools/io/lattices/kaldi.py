@@ -313,7 +313,7 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     read_since_check = 0
     for s in range(num_states):
         if read_since_check >= _CHECK_EVERY_ARCS:  # the memory budget in force (--max-memory), if any
-            check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key)
+            check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key, advice="")
             read_since_check = 0
         w = struct.unpack(wfmt, r.read(wsize, f"final weight of state {s}", key))
         if kind == "compact":
