@@ -252,3 +252,14 @@ def test_every_lattice_command_takes_the_budget_and_the_keys():
         params = {p.name: p for p in COMMANDS[name].params}
         assert "keys" in params or name in ("nbest-to-lattices", "score", "demo"), name
         assert params["max_memory"].default == "4G", name
+
+
+def test_an_slf_lattice_that_cannot_fit_is_refused_before_it_is_parsed(wide_lattice, tmp_path):
+    """The same 100,000 arcs as SLF text (7 MB): parsing it peaks at ~250 MB, so under 150M the reader refuses it
+    from its size before parsing (one line naming --max-memory and the file), near the interpreter's own size."""
+    slf = tmp_path / "wide.slf"
+    write_lattices(list(read_lattice_inputs([wide_lattice["L"]], words=wide_lattice["W"])), str(slf), format="slf")
+    result = run_capped(["info", slf, "--max-memory", "150M"], cap=(150 << 20) + BASE_MARGIN, timeout=60)
+    assert_budget_refusal(result)
+    assert "parsing the SLF lattice at line 1" in result.stderr and str(slf) in result.stderr
+    assert result.peak_rss <= 100 * MB, result.peak_rss / MB
