@@ -496,6 +496,8 @@ def _keys_commands(cards, out):
         "view": ["view", *lats, "-o", f"{out}/v.html"],
         "kws index": ["kws", "index", *lats, "-o", f"{out}/i.sqlite"],
         "kws study": ["kws", "study", *lats, "--ctm", f"{out}/ref.ctm", "-o", f"{out}/kws"],
+        "kws search": ["kws", "search", f"{out}/i1.sqlite", "--kwlist", f"{out}/kw.txt", "-o", f"{out}/k.tsv",
+                       "--lattices", LAT3, "--lattices", LAT4],
         "combine": ["combine", "--nbest-format", "lattice", f"{INPUTS}/00[34].lat", f"{INPUTS}/00[34].lat", "-o",
                     f"{out}/c.ctm"],
     }
@@ -512,6 +514,9 @@ def test_keys_file_of_the_wrong_length_is_refused_by_every_command(name, cards, 
     out.mkdir()
     (out / "ref.int").write_text("003 1 2\n004 3\n")
     (out / "ref.ctm").write_text("003 1 0.00 0.50 seven\n")
+    if name == "kws search":  # a keyword longer than the index's terms is searched in the lattices
+        assert _cli("kws", "index", LAT3, LAT4, "--max-length", "1", "-o", out / "i1.sqlite").exit_code == 0
+        (out / "kw.txt").write_text("KW-1 seven of\n")
     keys = tmp_path / "keys.txt"
     keys.write_text("003\n")
     r = _cli(*_keys_commands(cards, out)[name], "--keys", keys)
