@@ -263,3 +263,19 @@ def test_an_slf_lattice_that_cannot_fit_is_refused_before_it_is_parsed(wide_latt
     assert_budget_refusal(result)
     assert "parsing the SLF lattice at line 1" in result.stderr and str(slf) in result.stderr
     assert result.peak_rss <= 100 * MB, result.peak_rss / MB
+
+
+@pytest.mark.parametrize("form", ["kaldi text", "openfst text"])
+def test_text_lattices_stop_at_the_budget_while_read(form, wide_lattice, tmp_path):
+    """The same 100,000 arcs as a Kaldi text archive (refused from its size before it is parsed) and as OpenFst
+    text (reading stops at the budget): one line naming --max-memory, peak near the budget."""
+    lats = list(read_lattice_inputs([wide_lattice["L"]]))
+    if form == "kaldi text":
+        spec = f"ark:{tmp_path / 'wide.txt.ark'}"
+        write_lattices(lats, f"ark,t:{tmp_path / 'wide.txt.ark'}")
+    else:
+        spec = str(tmp_path / "wide.fst.txt")
+        write_lattices(lats, spec, format="openfst")
+    result = run_capped(["info", spec, "--max-memory", "60M"], cap=(60 << 20) + BASE_MARGIN, timeout=60)
+    assert_budget_refusal(result)
+    assert result.peak_rss <= 60 * MB * 1.25, result.peak_rss / MB
