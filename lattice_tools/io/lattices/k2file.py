@@ -718,7 +718,9 @@ def write_k2_lattice(lattices: Lattice | Sequence[Lattice], path: str, *, aux_la
         arcs.  Otherwise a super-final state is added, entered from each final state by a -1 arc
         carrying the final cost (``frame`` = ``num_frames``, ``tokens`` = -1, other attrs 0).
       * An acceptor (``ilabel == word`` on every arc) is written without ``aux_labels``.
-      * Labels are ``ilabel``; every ``attrs`` array is written as a per-arc tensor.
+      * Labels are ``ilabel``; every numeric ``attrs`` array is written as a per-arc tensor.  An attribute
+        of Python objects (the pool of transition-id strings of a lattice read from a Kaldi archive) has no
+        tensor form and is not written: words, times and costs are, so a Kaldi lattice converts to k2.
     """
     torch = require("torch", "torch")
     if aux_labels not in ("tensor", "ragged"):
@@ -756,6 +758,8 @@ def write_k2_lattice(lattices: Lattice | Sequence[Lattice], path: str, *, aux_la
             out["aux_labels"] = _RaggedOut(torch.from_numpy(row_splits),
                                            torch.from_numpy(words[words > 0].astype(np.int32)))
     for name in sorted(names - {"lm_scores"}):
+        if any(np.asarray(lat.attrs[name]).dtype == object for lat in lats):
+            continue  # (Kaldi's pool of transition-id strings: no tensor form in a k2 file; see the docstring)
         out[name] = torch.from_numpy(np.ascontiguousarray(np.concatenate([p[8][name] for p in parts])))
     if write_lm:
         lm = np.concatenate([p[5] if p[5] is not None else np.zeros(len(p[1]), np.float32) for p in parts])
