@@ -265,12 +265,17 @@ def test_an_slf_lattice_that_cannot_fit_is_refused_before_it_is_parsed(wide_latt
     assert result.peak_rss <= 100 * MB, result.peak_rss / MB
 
 
-@pytest.mark.parametrize("form", ["kaldi text", "openfst text"])
-def test_text_lattices_stop_at_the_budget_while_read(form, wide_lattice, tmp_path):
-    """The same 100,000 arcs as a Kaldi text archive (refused from its size before it is parsed) and as OpenFst
-    text (reading stops at the budget): one line naming --max-memory, peak near the budget."""
+@pytest.mark.parametrize("form", ["kaldi text", "openfst text", "k2"])
+def test_other_lattice_files_stop_at_the_budget_while_read(form, wide_lattice, tmp_path):
+    """The same 100,000 arcs as a Kaldi text archive and a k2 file (each refused from its size before it is
+    parsed or loaded) and as OpenFst text (reading stops at the budget): one line naming --max-memory, peak near
+    the budget."""
     lats = list(read_lattice_inputs([wide_lattice["L"]]))
-    if form == "kaldi text":
+    if form == "k2":
+        pytest.importorskip("torch")  # (the writer needs torch; the reader does not)
+        spec = str(tmp_path / "wide.pt")
+        write_lattices(lats, spec)
+    elif form == "kaldi text":
         spec = f"ark:{tmp_path / 'wide.txt.ark'}"
         write_lattices(lats, f"ark,t:{tmp_path / 'wide.txt.ark'}")
     else:
