@@ -549,3 +549,31 @@ def test_info_counts_the_trimmed_arcs(k2dir, expected):
         assert [r["trimmed_arcs"] > 0 for r in rows] == [d > 0 for d in dead]
         assert info["total"]["trimmed_arcs"] == sum(r["trimmed_arcs"] for r in rows)
     assert dead == [0]  # (word_lattice.pt: nothing to trim)
+
+
+def test_a_kaldi_archive_converts_to_k2_and_back_by_its_keys(tmp_path):
+    """Lattices read from a Kaldi archive carry the pool of their transition-id strings (Python objects, no
+    tensor form): converting them to a k2 file writes their words, times and costs, and read back with --keys
+    (a .pt stores no utterance ids) they have the archive's keys, best paths and total probabilities."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+    from lattice_tools.io.lattices.inputs import read_lattice_inputs
+
+    archive = str(Path(__file__).resolve().parent / "data" / "kaldi" / "lats" / "bundled.ark.gz")
+    lats = list(read_lattice_inputs([archive]))
+    assert any(lat.attrs["tid_pool"].dtype == object for lat in lats)
+    keys = tmp_path / "keys.txt"
+    keys.write_text("".join(f"{lat.key}\n" for lat in lats))
+    r = CliRunner().invoke(main, ["convert", archive, "-o", str(tmp_path / "lats.pt")])
+    assert r.exit_code == 0, r.output
+    back = list(read_lattice_inputs([str(tmp_path / "lats.pt")], keys=str(keys), frame_shift=0.01,
+                                    frame_subsampling_factor=1))
+    assert [lat.key for lat in back] == [lat.key for lat in lats]
+    for a, b in zip(lats, back, strict=True):
+        assert [a.symbols.word(int(a.word[i])) for i in best_path(a) if a.word[i] != 0] == \
+            [b.symbols.word(int(b.word[i])) for i in best_path(b) if b.word[i] != 0]
+        assert total_log_prob(b) == pytest.approx(total_log_prob(a), abs=1e-4)

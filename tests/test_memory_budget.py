@@ -40,6 +40,19 @@ def test_nbest_deep_list_stops_at_the_budget(long_lattice, tmp_path):
     assert not list(tmp_path.iterdir())  # and no temporary left beside it
 
 
+def test_nbest_unbounded_search_holds_the_budget_in_the_compiled_search(tmp_path):
+    """N = inf on the whole vendored archive: the compiled search itself would grow past 800 MB on utterance
+    005; it counts the bytes it allocates against what the budget leaves, so it stops there, not after."""
+    budget = 100 * MB
+    out = tmp_path / "nbest.ctm"
+    result = run_capped(["nbest", "-n", "inf", "--max-memory", "100M", DATA / "kaldi/lats/bundled.ark.gz", "-o", out],
+                        cap=budget + BASE_MARGIN, timeout=120)
+    assert_budget_refusal(result)
+    assert "exact N-best search" in result.stderr and "[005]" in result.stderr
+    assert result.peak_rss <= budget * 1.25, result.peak_rss / MB
+    assert not list(tmp_path.iterdir())
+
+
 def _alternatives() -> Alternatives:
     alts = (Alternative(("a", "b"), (0.1, 0.4), (0.3, 0.2), 0.6, (0.6, 0.6)),
             Alternative((), posterior=0.3),
@@ -143,3 +156,131 @@ def test_demo_holds_its_budget(tmp_path):
                         timeout=600)
     assert_budget_refusal(result)
     assert "already holds" in result.stderr
+
+
+# ------------------------------------------------------------------------------------------------------------
+# every command that reads lattices: one --max-memory, and it holds while the lattices are read
+
+
+@pytest.fixture(scope="module")
+def wide_lattice(tmp_path_factory) -> dict:
+    """One Kaldi lattice of 100,000 arcs (a 4,000-slot sausage, 25 words a slot): reading it takes ~30 MB
+    over the interpreter's ~33 MB, so a 60M budget cannot hold it; its words.txt and references."""
+    import numpy as np
+
+    from lattice_tools.core.lattice import Lattice
+    from lattice_tools.core.symbols import SymbolTable
+
+    d = tmp_path_factory.mktemp("wide")
+    slots, width = 4000, 25
+    src = np.repeat(np.arange(slots), width)
+    rng = np.random.default_rng(0)
+    symbols = SymbolTable.from_words([f"w{i}" for i in range(1, width + 1)])
+    final = np.full(slots + 1, np.inf)
+    final[-1] = 0.0
+    lat = Lattice.from_arcs(src=src, dst=src + 1, word=np.tile(np.arange(1, width + 1), slots), symbols=symbols,
+                            final_graph_cost=final, t0=src * 3, t1=src * 3 + 3, graph_cost=rng.uniform(0, 3, len(src)),
+                            acoustic_cost=rng.uniform(0, 30, len(src)), key="wide")
+    write_lattices([lat], f"ark:{d / 'wide.ark'}")
+    symbols.write(str(d / "words.txt"))
+    (d / "ref.txt").write_text("wide " + " ".join(["w1"] * slots) + "\n")
+    (d / "ref.int").write_text("wide " + " ".join(["1"] * slots) + "\n")
+    (d / "ref.ctm").write_text("wide 1 0.00 0.03 w1\n")
+    (d / "kwlist.xml").write_text('<kwlist ecf_filename="ecf.xml" language="english" encoding="UTF-8" '
+                                  'compareNormalize="" version="1">\n<kw kwid="KW-1"><kwtext>w1</kwtext></kw>\n'
+                                  '</kwlist>\n')
+    return {"L": str(d / "wide.ark"), "W": str(d / "words.txt"), "d": d}
+
+
+#: every command that reads lattices, with the outputs it writes (OUT: the test's empty output directory)
+LATTICE_COMMANDS = {
+    "info": ["info", "{L}", "--json", "{OUT}/info.json"],
+    "convert": ["convert", "{L}", "-o", "ark:{OUT}/o.ark"],
+    "nbest": ["nbest", "-n", "3", "{L}", "-o", "{OUT}/o.ctm"],
+    "sausage": ["sausage", "-n", "3", "{L}", "-o", "{OUT}/o.ctm"],
+    "phrases": ["phrases", "-n", "3", "{L}", "-o", "{OUT}/o.ctm"],
+    "best-path": ["best-path", "{L}", "--tra", "{OUT}/o.tra"],
+    "nbest-paths": ["nbest-paths", "{L}", "--tra", "{OUT}/o.tra"],
+    "scale": ["scale", "{L}", "-o", "ark:{OUT}/o.ark"],
+    "add-penalty": ["add-penalty", "{L}", "--word-penalty", "1", "-o", "ark:{OUT}/o.ark"],
+    "prune": ["prune", "{L}", "-o", "ark:{OUT}/o.ark"],
+    "depth": ["depth", "{L}", "-o", "{OUT}/depth.txt"],
+    "mbr-decode": ["mbr-decode", "{L}", "--tra", "{OUT}/o.tra"],
+    "oracle-path": ["oracle-path", "{L}", "-r", "{d}/ref.int", "--tra", "{OUT}/o.tra"],
+    "oracle": ["oracle", "{L}", "-r", "{d}/ref.txt", "--words", "{W}", "--json", "{OUT}/o.json"],
+    "study": ["study", "{L}", "-r", "{d}/ref.txt", "--words", "{W}", "-o", "{OUT}/study"],
+    "view": ["view", "{L}", "-o", "{OUT}/v.html"],
+    "kws index": ["kws", "index", "{L}", "-o", "{OUT}/i.sqlite"],
+    "kws study": ["kws", "study", "{L}", "--ctm", "{d}/ref.ctm", "--kwlist", "{d}/kwlist.xml", "--words", "{W}",
+                  "-o", "{OUT}/kws"],
+    "combine": ["combine", "--nbest-format", "lattice", "{L}", "{L}", "-o", "{OUT}/c.ctm"],
+}
+
+
+def _args(name: str, paths: dict, out: Path) -> list[str]:
+    return [a.format(OUT=out, **paths) for a in LATTICE_COMMANDS[name]]
+
+
+@pytest.mark.parametrize("name", sorted(LATTICE_COMMANDS))
+def test_reading_lattices_holds_the_budget(name, wide_lattice, tmp_path):
+    """Under an address-space cap of the budget plus the interpreter's margin, every command stops reading the
+    lattice at --max-memory with its one-line budget error (not an out-of-memory line), peaks near the budget
+    and leaves no output."""
+    budget = 60 * MB
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_capped([*_args(name, wide_lattice, out), "--max-memory", "60M"], cap=budget + BASE_MARGIN,
+                        timeout=60)
+    assert_budget_refusal(result)
+    assert "[wide]" in result.stderr
+    assert result.peak_rss <= budget * 1.25, result.peak_rss / MB
+    left = [p for p in out.rglob("*") if p.is_file()]
+    assert not left, left
+
+
+def test_every_lattice_command_takes_the_budget_and_the_keys():
+    """The audit: every command with lattice inputs (it takes --words; build-graph writes a words.txt,
+    nbest-to-lattices reads N-best files, decode-ctc log-probabilities) takes --max-memory (one default) and
+    --keys, and the list above covers each (kws search reads lattices only for terms longer than its index's,
+    tests/test_one_door.py covers its --keys)."""
+    from test_cli_api_parity import COMMANDS
+
+    readers = {name for name, cmd in COMMANDS.items() if any(p.name == "words" for p in cmd.params)
+               and name not in ("build-graph", "nbest-to-lattices", "decode-ctc")}
+    assert readers - {"kws search"} == set(LATTICE_COMMANDS)
+    for name in sorted(readers | {"nbest-to-lattices", "score", "demo"}):
+        params = {p.name: p for p in COMMANDS[name].params}
+        assert "keys" in params or name in ("nbest-to-lattices", "score", "demo"), name
+        assert params["max_memory"].default == "4G", name
+
+
+def test_an_slf_lattice_that_cannot_fit_is_refused_before_it_is_parsed(wide_lattice, tmp_path):
+    """The same 100,000 arcs as SLF text (7 MB): parsing it peaks at ~250 MB, so under 150M the reader refuses it
+    from its size before parsing (one line naming --max-memory and the file), near the interpreter's own size."""
+    slf = tmp_path / "wide.slf"
+    write_lattices(list(read_lattice_inputs([wide_lattice["L"]], words=wide_lattice["W"])), str(slf), format="slf")
+    result = run_capped(["info", slf, "--max-memory", "150M"], cap=(150 << 20) + BASE_MARGIN, timeout=60)
+    assert_budget_refusal(result)
+    assert "parsing the SLF lattice at line 1" in result.stderr and str(slf) in result.stderr
+    assert result.peak_rss <= 100 * MB, result.peak_rss / MB
+
+
+@pytest.mark.parametrize("form", ["kaldi text", "openfst text", "k2"])
+def test_other_lattice_files_stop_at_the_budget_while_read(form, wide_lattice, tmp_path):
+    """The same 100,000 arcs as a Kaldi text archive and a k2 file (each refused from its size before it is
+    parsed or loaded) and as OpenFst text (reading stops at the budget): one line naming --max-memory, peak near
+    the budget."""
+    lats = list(read_lattice_inputs([wide_lattice["L"]]))
+    if form == "k2":
+        pytest.importorskip("torch")  # (the writer needs torch; the reader does not)
+        spec = str(tmp_path / "wide.pt")
+        write_lattices(lats, spec)
+    elif form == "kaldi text":
+        spec = f"ark:{tmp_path / 'wide.txt.ark'}"
+        write_lattices(lats, f"ark,t:{tmp_path / 'wide.txt.ark'}")
+    else:
+        spec = str(tmp_path / "wide.fst.txt")
+        write_lattices(lats, spec, format="openfst")
+    result = run_capped(["info", spec, "--max-memory", "60M"], cap=(60 << 20) + BASE_MARGIN, timeout=60)
+    assert_budget_refusal(result)
+    assert result.peak_rss <= 60 * MB * 1.25, result.peak_rss / MB

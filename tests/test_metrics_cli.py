@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from lattice_tools.cli import main
-from lattice_tools.metrics.io import read_annotations, read_transcripts
+from lattice_tools.metrics.io import read_annotations, read_hypotheses, read_references
 
 REF = "u1 मेरा नाम राम है\nu2 मैं office जा रहा हूँ\nu3 എന്റെ പേര് രാമൻ\nu4 Hello, Mr. Smith. I like ice cream!\n"
 SYS_A = "u1 मेरा नाम राम हैं\nu2 मैं ऑफिस जा रहा हूँ\nu3 एन्टे पेर रामन\nu4 hello mister smith i like icecream\n"
@@ -45,7 +45,7 @@ def test_leaderboard_command(files):
     out, md = files / "lb.json", files / "lb.md"
     r = CliRunner().invoke(main, ["leaderboard", str(files / "ref.txt"), "-s", f"A={files / 'a.txt'}",
                                   "-s", f"B={files / 'b.trn'}", "-a", str(files / "ann.tsv"), "--resamples", "300",
-                                  "-o", str(out), "-m", str(md)])
+                                  "-o", str(out), "-m", str(md), "--allow-missing"])
     assert r.exit_code == 0, r.output
     rep = json.loads(out.read_text())
     assert rep["systems"]["B"]["all"]["coverage"] == 0.75
@@ -61,11 +61,11 @@ def test_errors_name_file_and_line(files):
     bad = files / "bad.txt"
     bad.write_text("u1 a\nu1 b\n")
     r = CliRunner().invoke(main, ["metrics", str(files / "ref.txt"), str(bad)])
-    assert r.exit_code == 2 and "bad.txt:2" in r.output and "duplicate" in r.output
+    assert r.exit_code == 2 and "bad.txt:2" in r.output and "appears twice in the hypothesis" in r.output
     extra = files / "extra.txt"
     extra.write_text("zz hello\n")
     r = CliRunner().invoke(main, ["metrics", str(files / "ref.txt"), str(extra)])
-    assert r.exit_code == 2 and "not in the reference" in r.output
+    assert r.exit_code == 2 and "have no reference (first: 'zz')" in r.output
     r = CliRunner().invoke(main, ["leaderboard", str(files / "ref.txt"), "-s", "nopath"])
     assert r.exit_code == 2 and "NAME=PATH" in r.output
     badann = files / "bad.tsv"
@@ -75,8 +75,12 @@ def test_errors_name_file_and_line(files):
 
 
 def test_readers(files):
-    assert read_transcripts(str(files / "b.trn"))["u2"] == "मैं office जा रहा"
-    assert read_transcripts(str(files / "a.txt"))["u3"] == "एन्टे पेर रामन"
+    reference, refs = read_references(str(files / "ref.txt"))
+    assert reference.format == "text" and refs["u3"] == "എന്റെ പേര് രാമൻ"
+    warnings = []
+    hyps = read_hypotheses(str(files / "b.trn"), reference, refs, allow_missing=True, warnings=warnings)
+    assert hyps["u2"] == "मैं office जा रहा" and "u3" not in hyps and "(first: 'u3')" in warnings[0]
+    assert read_hypotheses(str(files / "a.txt"), reference, refs)["u3"] == "एन्टे पेर रामन"
     j = files / "ann.json"
     j.write_text(json.dumps({"u1": {"lang": "hi", "entities": ["राम"]}, "u2": {"lang": "hi", "cs": "hin-eng"}}))
     a = read_annotations(str(j))

@@ -184,3 +184,38 @@ def test_ctrl_c_interrupts_a_long_search():
             proc.kill()
     assert out.strip() == "interrupted"
 
+
+
+def test_byte_budget_stops_the_kernels_and_holds_their_allocations():
+    """Every kernel counts what it allocates against its optional last argument max_bytes: the region search
+    returns TOO_MANY_BYTES, the others raise MemoryError with the module's BUDGET_EXCEEDED message; a budget
+    that holds changes nothing, and the next call without one is not limited by it."""
+    rng = np.random.default_rng(7)
+    slots, width = 12, 4  # a sausage: 4**12 sequences
+    m = slots + 1
+    src = np.repeat(np.arange(slots, dtype=np.int64), width)
+    dst = src + 1
+    lab = np.arange(1, slots * width + 1, dtype=np.int64)
+    cost = rng.uniform(0.1, 2.0, len(src))
+    final = np.full(m, np.inf)
+    final[-1] = 0.0
+    rows = _ClosedRows.build(m, src, dst, lab, cost, final)
+    nl = max(len(rows.lab_values), 1)
+    hb = _f(C.best_word_bound(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl))
+    dlab = np.searchsorted(rows.lab_values, lab).astype(np.int64)
+    tail = (hb, nl, -1, 10**7, 10**6, 10**12, 1.0, 1e-9)
+    small = C.bounded_search(m, src, dst, dlab, cost, final, *tail, 1 << 20)
+    assert small[0] == C.TOO_MANY_BYTES and all(len(a) == 0 for a in small[1:])
+    free = C.bounded_search(m, src, dst, dlab, cost, final, *tail[:2], 1000, *tail[3:])
+    held = C.bounded_search(m, src, dst, dlab, cost, final, *tail[:2], 1000, *tail[3:], 1 << 30)
+    assert free[0] == held[0] == C.OK and [bytes(a) for a in free[1:]] == [bytes(a) for a in held[1:]]
+    for call in (lambda b: C.closed_rows(m, src, dst, lab, cost, final, b),
+                 lambda b: C.best_word_bound(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl, b),
+                 lambda b: C.suffix_list_bound(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl, 4, b)):
+        with pytest.raises(MemoryError, match=C.BUDGET_EXCEEDED):
+            call(64)
+        def as_bytes(out):
+            return [bytes(a) for a in out] if isinstance(out, tuple) else [bytes(out)]
+
+        assert as_bytes(call(-1)) == as_bytes(call(1 << 30))
+    assert len(C.closed_rows(m, src, dst, lab, cost, final)) == 6  # no budget left over from the refused call

@@ -467,3 +467,156 @@ def test_glm_on_lattice_alternatives_equals_score_glm_of_their_alt_ctm(tmp_path,
     scored = score_files(str(stm), str(ctm), glms=[str(glm)])
     assert _counts(lattice.counts) == _counts(scored.total)
     assert not any("e-" in " ".join(u.words) for u in lattice.utterances)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# --keys: one option, one meaning, on every command that reads lattices
+
+
+def _keys_commands(cards, out):
+    """Every command that reads lattices, on the two cards lattices (003, 004), writing under ``out``."""
+    lats = [LAT3, LAT4]
+    ref = str(cards / "text")
+    return {
+        "info": ["info", *lats],
+        "convert": ["convert", *lats, "-o", f"ark:{out}/o.ark"],
+        "nbest": ["nbest", *lats, "-o", f"{out}/o.ctm"],
+        "sausage": ["sausage", *lats, "-o", f"{out}/o.ctm"],
+        "phrases": ["phrases", *lats, "-o", f"{out}/o.ctm"],
+        "best-path": ["best-path", *lats, "--tra", f"{out}/o.tra"],
+        "nbest-paths": ["nbest-paths", *lats, "--tra", f"{out}/o.tra"],
+        "scale": ["scale", *lats, "-o", f"ark:{out}/o.ark"],
+        "add-penalty": ["add-penalty", *lats, "--word-penalty", "1", "-o", f"ark:{out}/o.ark"],
+        "prune": ["prune", *lats, "-o", f"ark:{out}/o.ark"],
+        "depth": ["depth", *lats],
+        "mbr-decode": ["mbr-decode", *lats, "--tra", f"{out}/o.tra"],
+        "oracle-path": ["oracle-path", *lats, "-r", f"{out}/ref.int"],
+        "oracle": ["oracle", *lats, "-r", ref],
+        "study": ["study", *(f"cards={lat}" for lat in lats), "-r", ref, "-o", f"{out}/study", "-n", "1", "--bootstrap", "0", "--no-plots"],
+        "view": ["view", *lats, "-o", f"{out}/v.html"],
+        "kws index": ["kws", "index", *lats, "-o", f"{out}/i.sqlite"],
+        "kws study": ["kws", "study", *lats, "--ctm", f"{out}/ref.ctm", "-o", f"{out}/kws"],
+        "kws search": ["kws", "search", f"{out}/i1.sqlite", "--kwlist", f"{out}/kw.txt", "-o", f"{out}/k.tsv",
+                       "--lattices", LAT3, "--lattices", LAT4],
+        "combine": ["combine", "--nbest-format", "lattice", f"{INPUTS}/00[34].lat", f"{INPUTS}/00[34].lat", "-o",
+                    f"{out}/c.ctm"],
+    }
+
+
+KEYS_COMMANDS = sorted(_keys_commands(Path("."), Path(".")))
+
+
+@pytest.mark.parametrize("name", KEYS_COMMANDS)
+def test_keys_file_of_the_wrong_length_is_refused_by_every_command(name, cards, tmp_path):
+    """A --keys file names the lattices of all the inputs in order, one key per lattice: one key for two
+    lattices is refused by every command the same way (one line, exit 2, the file and the counts named)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ref.int").write_text("003 1 2\n004 3\n")
+    (out / "ref.ctm").write_text("003 1 0.00 0.50 seven\n")
+    if name == "kws search":  # a keyword longer than the index's terms is searched in the lattices
+        assert _cli("kws", "index", LAT3, LAT4, "--max-length", "1", "-o", out / "i1.sqlite").exit_code == 0
+        (out / "kw.txt").write_text("KW-1 seven of\n")
+    keys = tmp_path / "keys.txt"
+    keys.write_text("003\n")
+    r = _cli(*_keys_commands(cards, out)[name], "--keys", keys)
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("lattice-tools: error")]
+    assert len(lines) == 1 and str(keys) in lines[0] and "1 keys" in lines[0], r.output
+
+
+def test_keys_name_the_lattices_everywhere(cards, tmp_path):
+    """The keys of a --keys file are the lattices' names in every output: info's rows, the alt-CTM's file ids,
+    Kaldi tables; and oracle with renamed lattices against a reference keyed by the new names counts what it
+    counts with the original names."""
+    keys = tmp_path / "keys.txt"
+    keys.write_text("utt-a\nutt-b\n")
+    info = tmp_path / "info.json"
+    assert _cli("info", LAT3, LAT4, "--keys", keys, "--json", info).exit_code == 0
+    assert [r["key"] for r in json.loads(info.read_text())["lattices"]] == ["utt-a", "utt-b"]
+    ctm = tmp_path / "o.ctm"
+    assert _cli("sausage", LAT3, LAT4, "--keys", keys, "-o", ctm).exit_code == 0
+    assert {line.split()[0] for line in ctm.read_text().splitlines()} == {"utt-a", "utt-b"}
+    tra = tmp_path / "o.tra"
+    assert _cli("best-path", LAT3, LAT4, "--keys", keys, "--tra", tra).exit_code == 0
+    assert [line.split()[0] for line in tra.read_text().splitlines()] == ["utt-a", "utt-b"]
+    renamed = tmp_path / "renamed_text"
+    renamed.write_text((cards / "text").read_text().replace("003 ", "utt-a ").replace("004 ", "utt-b "))
+    before = oracle_wer([LAT3, LAT4], str(cards / "text"), representation="sausage", n=2)
+    after = oracle_wer([LAT3, LAT4], str(renamed), representation="sausage", n=2, keys=str(keys))
+    assert _counts(after.counts) == _counts(before.counts) and before.counts.ref_words > 0
+
+
+# ------------------------------------------------------------------------------------------------------------
+# metrics read, filter and match transcripts through the same door as score
+
+
+DEMO_REF, DEMO_HYP = SCLITE_DATA / "demo.ref.txt", SCLITE_DATA / "demo.hyp.txt"
+
+
+@pytest.mark.parametrize("glm", [False, True])
+def test_metrics_wer_equals_score_on_sclite_test_data(glm, tmp_path):
+    """NIST's sclite demo transcripts (trn): the metrics' WER (lower-cased as sclite folds case) is score's
+    errors / reference words, with and without the RT-03 GLM on both sides."""
+    from _metrics_helpers import require_metrics_extras
+
+    require_metrics_extras()
+    from lattice_tools.metrics.commands import metrics
+
+    glms = (RT03_GLM,) if glm else ()
+    scored = score_files(str(DEMO_REF), str(DEMO_HYP), glms=glms)
+    t = scored.total
+    summary = metrics(str(DEMO_REF), str(DEMO_HYP), output=str(tmp_path / "m.json"), normalizer="plain",
+                      orthography=False, resamples=0, glms=glms)
+    assert t.ref_words == 46
+    assert summary["all"]["metrics"]["wer"]["value"] == pytest.approx(
+        (t.substitutions + t.deletions + t.insertions) / t.ref_words, abs=1e-12)
+    r = _cli("metrics", DEMO_REF, DEMO_HYP, "--normalizer", "plain", "--no-orthography", "--resamples", "0",
+             *(("--glm", RT03_GLM) if glm else ()), "--json", tmp_path / "cli.json")
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "cli.json").read_text())["all"]["metrics"]["wer"] == summary["all"]["metrics"]["wer"]
+
+
+def _bad_pairs(d: Path) -> dict:
+    ref = DEMO_REF.read_text()
+    hyp = DEMO_HYP.read_text()
+    first, second = hyp.splitlines()[:2]
+    (d / "dup.trn").write_text(f"{first}\n{first}\n{second}\n")
+    (d / "extra.trn").write_text(hyp + "A B (zz-1)\n")
+    (d / "short.trn").write_text(f"{first}\n")
+    (d / "empty.trn").write_text("")
+    (d / "ref.trn").write_text(ref)
+    return {"duplicate hypothesis id": (d / "ref.trn", d / "dup.trn"),
+            "hypothesis without reference": (d / "ref.trn", d / "extra.trn"),
+            "reference without hypothesis": (d / "ref.trn", d / "short.trn"),
+            "empty reference": (d / "empty.trn", d / "short.trn")}
+
+
+@pytest.mark.parametrize("case", ["duplicate hypothesis id", "hypothesis without reference",
+                                  "reference without hypothesis", "empty reference"])
+def test_metrics_refuse_what_score_refuses_with_the_same_words(case, tmp_path):
+    """The same bad inputs, the same one-line error from score and metrics (the one door's wording), exit 2."""
+    ref, hyp = _bad_pairs(tmp_path)[case]
+    scored = _cli("score", "-r", ref, "-h", hyp)
+    measured = _cli("metrics", ref, hyp, "--resamples", "0")
+    assert scored.exit_code == measured.exit_code == 2, (scored.output, measured.output)
+    line = [ln for ln in scored.output.splitlines() if ln.startswith("lattice-tools: error")]
+    assert len(line) == 1 and line == [ln for ln in measured.output.splitlines() if ln.startswith("lattice-tools:")]
+
+
+def test_metrics_allow_missing_means_what_it_means_for_score(tmp_path):
+    """--allow-missing: a reference utterance without hypothesis is left out of the WER (trn) by both, with the
+    same warning; the WERs agree."""
+    from _metrics_helpers import require_metrics_extras
+
+    require_metrics_extras()
+    pairs = _bad_pairs(tmp_path)
+    ref, hyp = pairs["reference without hypothesis"]
+    scored = score_files(str(ref), str(hyp), allow_missing=True)
+    summary = json.loads(_cli("metrics", ref, hyp, "--allow-missing", "--normalizer", "plain", "--no-orthography",
+                              "--resamples", "0").output.split("\nlattice-tools: warning")[0])
+    t = scored.total
+    assert summary["all"]["metrics"]["wer"]["value"] == pytest.approx(
+        (t.substitutions + t.deletions + t.insertions) / t.ref_words)
+    assert summary["all"]["coverage"] == 0.5
+    assert summary["warnings"] == list(scored.warnings)

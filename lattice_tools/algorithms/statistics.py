@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core._budget import DEFAULT_MAX_MEMORY, check_memory, memory_budget
 from ..core.files import progress_bar
 from ..core.lattice import Lattice
 from ..io import read_lattice_inputs
@@ -64,6 +65,7 @@ def lattice_stats(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float 
 def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str | None = None,
                  frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
                  acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                 keys: str | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY,
                  progress: bool | None = None) -> dict:
     """Per-lattice and total statistics of the lattices in ``inputs``.
 
@@ -74,12 +76,19 @@ def lattice_info(inputs: Sequence[str], *, format: str | None = None, words: str
     ``max |sum of posteriors crossing a frame - 1|`` (should be ~1e-12; larger means times or
     scores are inconsistent).  ``total`` sums counts and durations and gives overall ratios.
     Returns ``{"lattices": [...], "total": {...}}``.
+
+    ``keys``: a file naming the lattices in input order (:func:`~lattice_tools.io.lattices.inputs.read_lattice_inputs`);
+    ``max_memory``: bytes of resident memory reading and the statistics may use (None: no bound;
+    BudgetExceededError naming the lattice past it).
     """
     rows = []
-    lats = read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
-                               frame_subsampling_factor=frame_subsampling_factor)
-    for lat in progress_bar(lats, desc="info", unit="lat", progress=progress):
-        rows.append(lattice_stats(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty))
+    with memory_budget(max_memory):
+        lats = read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
+                                   frame_subsampling_factor=frame_subsampling_factor, keys=keys)
+        for lat in progress_bar(lats, desc="info", unit="lat", progress=progress):
+            rows.append(lattice_stats(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                      word_penalty=word_penalty))
+            check_memory("the lattice statistics", lat.key, advice="")
     total = {"lattices": len(rows), "states": sum(r["states"] for r in rows), "arcs": sum(r["arcs"] for r in rows),
              "trimmed_arcs": sum(r["trimmed_arcs"] for r in rows), "word_arcs": sum(r["word_arcs"] for r in rows)}
     durs = [r["duration"] for r in rows if not math.isnan(r["duration"])]

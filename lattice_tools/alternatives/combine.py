@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
+from ..core._budget import DEFAULT_MAX_MEMORY, budgeted, check_memory
 from ..core.alternatives_network import DEFAULT_CHANNEL, Alternatives
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.symbols import SymbolTable
@@ -33,14 +34,17 @@ __all__ = ["nbest_to_lattices", "combine_systems", "COMBINE_METHODS"]
 COMBINE_METHODS = ("posterior", "rover")
 
 
+@budgeted
 def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, out_format: str | None = None,
                       join: str = "paths", score_kind: str = "logprob", score_scale: float = 1.0,
                       words: str | None = None, acoustic_scale: float = 1.0, frame_shift: float = 0.01,
-                      write_words: str | None = None, nemo_manifest: str | None = None) -> dict:
+                      write_words: str | None = None, nemo_manifest: str | None = None,
+                      max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Write the lattice of every N-best list of ``nbest`` to ``out`` (a lattice spec, e.g. ``ark:x.ark``,
     an SLF directory, ``x.pt``); returns ``{"utterances": n}``.  The word table is ``words`` (a
     ``words.txt``; Kaldi input needs it) extended with the new words of the lists; ``write_words``
-    writes it (the ids of Kaldi, k2 and OpenFst output)."""
+    writes it (the ids of Kaldi, k2 and OpenFst output).  ``max_memory``: bytes of resident memory every
+    step may use (None: no bound; BudgetExceededError past it, and nothing is written)."""
     table = SymbolTable.read(words) if words else None
 
     def lattices():
@@ -49,6 +53,7 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest):
             lat = nbest_lattice(nb, join=join, symbols=table, frame_shift=frame_shift)
             table = lat.symbols
+            check_memory("building the N-best lattices", lat.key or None, advice="")
             yield lat
 
     n = write_lattices(lattices(), out, out_format)
@@ -59,32 +64,36 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
 
 def _system_lists(spec: str, nbest_format: str | None, score_kind: str, score_scale: float,
                   symbols: SymbolTable | None, acoustic_scale: float, frame_shift: float,
-                  lattice_nbest: int, nemo_manifest: str | None) -> Iterator[Alternatives]:
+                  lattice_nbest: int, nemo_manifest: str | None, keys: str | None = None) -> Iterator[Alternatives]:
     """One system's N-best lists: read from an N-best file, or, with ``nbest_format="lattice"``, the
-    exact ``lattice_nbest``-best list of each lattice of ``spec`` (any lattice format), with posteriors
-    under ``acoustic_scale``."""
+    exact ``lattice_nbest``-best list of each lattice of ``spec`` (any lattice format, read as every command
+    reads lattices: :func:`~lattice_tools.io.lattices.inputs.read_lattice_inputs`, ``keys`` naming them), with
+    posteriors under ``acoustic_scale``."""
     if nbest_format != "lattice":
+        if keys is not None:
+            raise LatticeToolsError("keys name the lattices of lattice inputs (nbest_format='lattice'); an N-best "
+                                    "file names its utterances", path=spec)
         yield from read_nbest(spec, nbest_format, score_kind=score_kind, score_scale=score_scale, symbols=symbols,
                               acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest)
         return
-    from ..io.lattices.lattice_files import read_lattices
+    from ..io.lattices.inputs import read_lattice_inputs
     from .nbest_lists import nbest
 
-    for lat in read_lattices(spec, symbols=symbols, frame_shift=frame_shift):
+    for lat in read_lattice_inputs([spec], words=symbols, frame_shift=frame_shift, keys=keys):
         yield nbest(lat, lattice_nbest, acoustic_scale=acoustic_scale)
 
 
 def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind: str, score_scale: float,
                    symbols: SymbolTable | None, acoustic_scale: float,
                    frame_shift: float, lattice_nbest: int,
-                   nemo_manifest: str | None) -> Iterator[list[Alternatives]]:
+                   nemo_manifest: str | None, keys: str | None = None) -> Iterator[list[Alternatives]]:
     """The systems' lists of each utterance, in the first system's order; every system must have the
     same utterances (MismatchError naming the first one missing)."""
     per_system = []
     for spec in systems:
         lists: dict[str, Alternatives] = {}
         for nb in _system_lists(spec, nbest_format, score_kind, score_scale, symbols, acoustic_scale, frame_shift,
-                                lattice_nbest, nemo_manifest):
+                                lattice_nbest, nemo_manifest, keys):
             lists[nb.key] = nb
         per_system.append((spec, lists))
     first_spec, first = per_system[0]
@@ -99,12 +108,14 @@ def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind:
         yield [lists[key] for _, lists in per_system]
 
 
+@budgeted
 def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterior", weights: Sequence[float] = (),
                     n: int | None = None, nbest_format: str | None = None, score_kind: str = "logprob",
                     score_scale: float = 1.0, words: str | None = None, acoustic_scale: float = 1.0,
                     frame_shift: float = 0.01, channel: str = DEFAULT_CHANNEL, allow_untimed: bool = False,
                     rover_method: str = "meth1", alpha: float = 1.0, null_conf: float = 0.0,
-                    use_times: bool = False, lattice_nbest: int = 100, nemo_manifest: str | None = None) -> dict:
+                    use_times: bool = False, lattice_nbest: int = 100, nemo_manifest: str | None = None,
+                    keys: str | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Combine several systems' outputs of the same utterances into one (alt-)CTM ``out``.
 
     ``method="posterior"``: N-best lists, see the module docstring; with ``nbest_format="lattice"``
@@ -114,8 +125,10 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
     (rover's ``-m``), ``alpha`` (``-a``), ``null_conf`` (``-c``) and ``use_times`` (``-T``); the
     N-best options do not apply.  ``weights``: one per system (default equal).
     ``n``: alternatives kept per slot (None = all).  ``allow_untimed``: accept lists without word
-    times (every CTM time is then 0); otherwise they raise FormatError.  Returns the alt-CTM writer's statistics plus
-    ``systems`` and ``utterances``.
+    times (every CTM time is then 0); otherwise they raise FormatError.  ``keys``: a file naming the lattices
+    of every system in input order (lattice inputs: the systems hold the same utterances).  ``max_memory``:
+    bytes of resident memory every step may use (None: no bound; BudgetExceededError past it, no output left).
+    Returns the alt-CTM writer's statistics plus ``systems`` and ``utterances``.
     """
     if method not in COMBINE_METHODS:
         raise LatticeToolsError(f"unknown combination method {method!r} (expected one of {', '.join(COMBINE_METHODS)})")
@@ -134,7 +147,7 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
     def sausages():
         nonlocal table, count
         for lists in _aligned_lists(systems, nbest_format, score_kind, score_scale, table, acoustic_scale,
-                                    frame_shift, lattice_nbest, nemo_manifest):
+                                    frame_shift, lattice_nbest, nemo_manifest, keys):
             merged = combine_nbests(lists, list(weights) if weights else None)
             lat = nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift)
             table = lat.symbols

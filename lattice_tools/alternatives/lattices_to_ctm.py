@@ -67,7 +67,8 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
                           segments: str | None = None, posterior_threshold: float = 0.1, acoustic_scale: float = 1.0,
                           lm_scale: float = 1.0, word_penalty: float = 0.0, format: str | None = None,
                           words: str | None = None, frame_shift: float | None = None,
-                          frame_subsampling_factor: int | None = None, channel: str = DEFAULT_CHANNEL,
+                          frame_subsampling_factor: int | None = None, keys: str | None = None,
+                          channel: str = DEFAULT_CHANNEL,
                           allow_untimed: bool = False, progress: bool | None = None,
                           max_memory: int | None = DEFAULT_MAX_MEMORY, executor=None,
                           shard_dir: str | None = None) -> dict:
@@ -76,11 +77,12 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
     ``json_out`` when given).
 
     Each lattice goes to CTM file = its key (or its recording with ``segments``) and ``channel``.
+    ``keys``: a file naming the lattices in input order (:func:`~lattice_tools.io.lattices.inputs.read_lattice_inputs`).
     A lattice without word times is refused (FormatError naming ``--allow-untimed``) unless
     ``allow_untimed``: its CTM times would all be 0 and, for phrases, it would be one block.
 
-    The searches (N-best, phrases) are bounded by ``max_memory`` bytes of resident memory (None: no
-    bound; in each worker process when run in parallel) instead of counts of search nodes and
+    Every step (reading, the searches, writing) is bounded by ``max_memory`` bytes of resident memory (None:
+    no bound; in each worker process when run in parallel) instead of counts of search nodes and
     determinized states; past it they stop with :class:`~lattice_tools.core.errors.BudgetExceededError`
     naming ``max_memory`` (the CLI says ``--max-memory``).
 
@@ -102,7 +104,7 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
 
     with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer:
         lats = read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
-                                   frame_subsampling_factor=frame_subsampling_factor)
+                                   frame_subsampling_factor=frame_subsampling_factor, keys=keys)
         shards = shard_lattices(checked(progress_bar(lats, desc=kind, unit="lat", progress=progress)), repr(job))
         for shard, results in run_shards(alternatives_of_shard, shards, executor=executor, args=(job,), store=store):
             for key, alts in zip(shard.keys, results, strict=True):

@@ -20,6 +20,7 @@ search engine).  The loops are compiled C (``lattice_tools/_ext/nbest/``).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -88,10 +89,11 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     check_memory("exact N-best search", key)
     labels, cost, final = prepare(lat, acoustic_scale, lm_scale, word_penalty, silence_words)
     fb = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=True)
-    rows = _ClosedRows.build(lat.num_states, lat.src, lat.dst, labels, cost, final)
-    h = np.maximum(_bound(rows), fb.beta)
-    if suffix_lists > 0:
-        h = np.maximum(h, _suffix_bound(rows, int(suffix_lists)))
+    with _kernel_budget(key):
+        rows = _ClosedRows.build(lat.num_states, lat.src, lat.dst, labels, cost, final)
+        h = np.maximum(_bound(rows), fb.beta)
+        if suffix_lists > 0:
+            h = np.maximum(h, _suffix_bound(rows, int(suffix_lists)))
     kernel = _kernels()
     src, dst, lab, cost, final = (np.ascontiguousarray(a, t) for a, t in ((lat.src, np.int64), (lat.dst, np.int64),
                                                                          (labels, np.int64), (cost, np.float64),
@@ -101,7 +103,7 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
     status, f_link, f_cost, t_parent, t_label = kernel.bounded_search(
         rows.m, src, dst, dlab, cost, final, np.ascontiguousarray(h, np.float64), max(len(rows.lab_values), 1),
         -1 if n is None else int(n), int(max_pops), int(max_states), _member_budget(), float(margin),
-        float(resolution))
+        float(resolution), _max_bytes())
     f_link, t_parent, t_label = (np.frombuffer(a, np.int64) for a in (f_link, t_parent, t_label))
     f_cost = np.frombuffer(f_cost, np.float64)
     if status == kernel.TOO_MANY_POPS:
@@ -109,14 +111,15 @@ def nbest_sequences(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0,
                                   "sequences; lower N or prune the lattice", key=key)
     if status == kernel.TOO_MANY_STATES:
         raise BudgetExceededError(f"exact sequence search exceeded {max_states} determinized states", key=key)
-    if status == kernel.TOO_MANY_MEMBERS:
+    if status in (kernel.TOO_MANY_MEMBERS, kernel.TOO_MANY_BYTES):
         refuse_growth("exact N-best search", key)
     check_memory("exact N-best search", key)
     seqs = _trace_labels(f_link, t_parent, t_label, key)
     seq_off = np.r_[0, np.cumsum([len(q) for q in seqs])].astype(np.int64)
     seq_lab = np.concatenate(seqs) if seqs else np.zeros(0, np.int64)
-    best_cost, best_arcs = kernel.best_paths(rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc, rows.x_bc,
-                                             seq_off, seq_lab, rows.m)
+    with _kernel_budget(key, "exact N-best search (best paths)"):
+        best_cost, best_arcs = kernel.best_paths(rows.w_off, rows.w_dlab, rows.w_dst, rows.w_bc, rows.w_arc,
+                                                 rows.x_bc, seq_off, seq_lab, rows.m, _max_bytes())
     best_cost, best_arcs = np.frombuffer(best_cost, np.float64), np.frombuffer(best_arcs, np.int64)
     names = rows.lab_values
     results = []
@@ -157,6 +160,27 @@ def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray, key:
 _CHECK_EVERY = 256
 
 
+def _max_bytes() -> int:
+    """What a compiled kernel may allocate (its outputs included): what the memory budget (if one is set)
+    leaves above the process's resident memory now; -1: no budget.  The kernels count their allocations
+    against it (lattice_tools/_ext/nbest/buffers.c), so the search stops at the budget itself, not at a
+    node or state count that stands for it."""
+    left = bytes_left()
+    return -1 if left is None else left
+
+
+@contextlib.contextmanager
+def _kernel_budget(key: str | None, what: str = "exact N-best search"):
+    """A kernel that stopped on its byte budget (:func:`_max_bytes`) raises the budget's error, naming
+    ``what`` and the option that sets the budget (a MemoryError of the machine stays one)."""
+    try:
+        yield
+    except MemoryError as exc:
+        if str(exc) == _kernels().BUDGET_EXCEEDED:
+            refuse_growth(what, key)
+        raise
+
+
 def _member_budget() -> int:
     """How many determinized-state members the search may store: the memory budget (if one is set)
     left after what the process holds, at 24 bytes per member and as much again for the rest."""
@@ -186,7 +210,7 @@ class _ClosedRows(NamedTuple):
         lab = np.ascontiguousarray(labels, dtype=np.int64)
         cost = np.ascontiguousarray(cost, dtype=np.float64)
         final = np.ascontiguousarray(final, dtype=np.float64)
-        out = _kernels().closed_rows(int(num_states), src, dst, lab, cost, final)
+        out = _kernels().closed_rows(int(num_states), src, dst, lab, cost, final, _max_bytes())
         w_off, w_arc = (np.frombuffer(a, np.int64) for a in out[:2])
         w_lc, w_bc, x_lc, x_bc = (np.frombuffer(a, np.float64) for a in out[2:])
         lab_values, w_dlab = dense_codes(lab[w_arc]) if len(w_arc) else (np.zeros(0, np.int64),
@@ -197,7 +221,7 @@ class _ClosedRows(NamedTuple):
 
 def _bound(rows: _ClosedRows) -> np.ndarray:
     h = _kernels().best_word_bound(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc,
-                                   max(len(rows.lab_values), 1))
+                                   max(len(rows.lab_values), 1), _max_bytes())
     return np.frombuffer(h, np.float64)
 
 
@@ -207,7 +231,8 @@ def _suffix_bound(rows: _ClosedRows, k: int) -> np.ndarray:
     per level), so that it stays a bound: the search ranks by exact costs, the bound only decides what
     it explores."""
     h = np.frombuffer(_kernels().suffix_list_bound(rows.m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc,
-                                                   rows.x_lc, max(len(rows.lab_values), 1), k), np.float64)
+                                                   rows.x_lc, max(len(rows.lab_values), 1), k, _max_bytes()),
+                      np.float64)
     finite = np.isfinite(h)
     h[finite] -= 1e-6 * (1.0 + np.abs(h[finite]))
     return h

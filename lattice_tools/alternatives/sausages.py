@@ -47,6 +47,7 @@ import numpy as np
 
 from .._ext import native
 from ..algorithms.kaldi_order import StoredOrderView, state_times, stored_order_view, tropical_best_path
+from ..core._budget import check_allocation
 from ..core.alternatives_network import Alternative, Alternatives, Slot
 from ..core.errors import BudgetExceededError, LatticeError
 from ..core.lattice import Lattice, connect
@@ -224,7 +225,11 @@ def mbr_decode(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1
             remap[order] = np.arange(len(order))
             code = remap[code]
             Rcode = np.searchsorted(words, Rn)
-        if _pass_bytes(len(Rn), len(words), N, len(pre_arcs)) > MAX_STATS_BYTES:
+        need = _pass_bytes(len(Rn), len(words), N, len(pre_arcs))
+        # the memory budget in force (--max-memory) is asked before the pass's tables are allocated
+        check_allocation(need, f"the MBR statistics of {len(Rn)} bins x {len(words)} distinct words on {N} states "
+                               f"and {len(pre_arcs)} arcs", key=lat.key or None, advice=" or prune the lattice")
+        if need > MAX_STATS_BYTES:
             raise BudgetExceededError(f"MBR statistics for {len(Rn)} bins x {len(words)} distinct words on {N} states "
                                       f"and {len(pre_arcs)} arcs would need more than {MAX_STATS_BYTES // 10**9} GB",
                                       key=lat.key or None)

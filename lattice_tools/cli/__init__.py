@@ -117,11 +117,14 @@ class LazyGroup(LazyCommandGroup):
 
 
     def _invoked_params(self, ctx) -> list:
+        """The options of the command that ran (in a group such as ``kws``, of its sub-command)."""
         name = ctx.invoked_subcommand
         try:
             cmd = self.get_command(ctx, name) if name else None
         except Exception:  # pragma: no cover - the command ran, so it imports
             cmd = None
+        if isinstance(cmd, click.Group):  # the sub-command of the group that ran (recorded when it was chosen)
+            cmd = ctx.meta.get("lattice_tools.command")
         return list(cmd.params) if cmd is not None else []
 
 

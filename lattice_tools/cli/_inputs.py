@@ -1,16 +1,22 @@
 """The options every command that reads lattices takes, spelled once (see
-:mod:`lattice_tools.io.lattices.inputs`): ``--words``, ``--frame-shift``, ``--frame-subsampling-factor``;
-and ``--channel`` for every command that writes a CTM."""
+:mod:`lattice_tools.io.lattices.inputs`): ``--words``, ``--frame-shift``, ``--frame-subsampling-factor``,
+``--keys`` and ``--max-memory``; and ``--channel`` for every command that writes a CTM."""
 from __future__ import annotations
 
 import click
 
 from ..core.alternatives_network import DEFAULT_CHANNEL
+from ._options import max_memory_option
 
 
 def lattice_input_options(f):
-    """``--words``, ``--frame-shift`` and ``--frame-subsampling-factor`` (parameters ``words``,
-    ``frame_shift``, ``frame_subsampling_factor``)."""
+    """``--words``, ``--frame-shift``, ``--frame-subsampling-factor``, ``--keys`` and ``--max-memory``
+    (parameters ``words``, ``frame_shift``, ``frame_subsampling_factor``, ``keys``, ``max_memory``)."""
+    f = max_memory_option(f)
+    f = click.option("--keys", "keys", type=click.Path(dir_okay=False), default=None,
+                     help="Name the lattices from this file: one key per line, in input order, one per lattice "
+                          "(e.g. the icefall cut ids of a k2 .pt file, whose lattices are otherwise numbered "
+                          "0, 1, ...).")(f)
     f = click.option("--frame-subsampling-factor", "frame_subsampling_factor", type=click.IntRange(min=1),
                      default=None,
                      help="Input frames per lattice frame (Kaldi's option): a lattice frame lasts "

@@ -22,6 +22,13 @@ class LazyCommandGroup(click.Group):
         module, attr = target[0].split(":")
         return getattr(importlib.import_module(f"lattice_tools.cli.{module}"), attr)
 
+    def resolve_command(self, ctx, args):
+        name, cmd, rest = super().resolve_command(ctx, args)
+        # the innermost command chosen so far (ctx.meta is shared by the contexts of one invocation): what an
+        # error names the options of (lattice_tools.cli.LazyGroup)
+        ctx.meta["lattice_tools.command"] = cmd
+        return name, cmd, rest
+
     def format_commands(self, ctx, formatter):
         # the short help comes from the table, so listing the commands imports none of them
         with formatter.section("Commands"):

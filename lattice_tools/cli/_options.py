@@ -112,6 +112,20 @@ class SizeType(click.ParamType):
 SIZE = SizeType()
 
 
+def max_memory_option(f=None, *, help_text: str = ""):
+    """``--max-memory SIZE`` (parameter ``max_memory``, default 4G = lattice_tools.core._budget.DEFAULT_MAX_MEMORY):
+    the budget of resident memory of every step of a command (reading, searches, outputs), one spelling
+    and one default everywhere.  ``help_text``: what the budget bounds in this command, if more is worth
+    saying."""
+    text = ("Memory budget of the whole command (resident memory: 2G, 500M; 'inf' = none): past it the command "
+            "stops with one error line and leaves no output." + (" " + help_text if help_text else ""))
+
+    def decorate(g):
+        return click.option("--max-memory", "max_memory", type=SIZE, default="4G", show_default=True, help=text)(g)
+
+    return decorate(f) if f is not None else decorate
+
+
 def _json_destination(ctx, param, value):
     """``--json`` takes a path since it became one spelling for every command (it was a flag of
     ``info`` and ``score``): refuse to overwrite a file that is not JSON, which is what an old

@@ -10,7 +10,7 @@ from ..alternatives.lattices_to_ctm import make_alternatives_ctm
 from ..core.files import json_text
 from ..core.parallel import open_executor, shard_dir_for
 from ._inputs import allow_untimed_option, channel_option, lattice_input_options
-from ._options import DEPTH, LATTICE_FORMATS, SIZE, check_one_stdout, json_option, out_option, parallel_options
+from ._options import DEPTH, LATTICE_FORMATS, check_one_stdout, json_option, out_option, parallel_options
 
 
 def _options(f):
@@ -26,8 +26,6 @@ def _options(f):
                     hidden_aliases=("--stats",))(f)
     f = out_option("Output alt-CTM (.gz = compressed, - = stdout).", hidden_aliases=("--ctm",), required=True,
                    type=click.Path(dir_okay=False, allow_dash=True))(f)
-    f = click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-                     help="Memory budget of the searches (resident memory: 2G, 500M; 'inf' = none).")(f)
     f = click.option("--word-penalty", type=float, default=0.0, show_default=True)(f)
     f = click.option("--lm-scale", type=float, default=1.0, show_default=True)(f)
     f = click.option("--acoustic-scale", type=float, default=1.0, show_default=True)(f)

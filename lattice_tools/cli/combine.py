@@ -6,7 +6,7 @@ import click
 
 from ..core.files import json_text
 from ._inputs import allow_untimed_option, channel_option
-from ._options import DEPTH, LATTICE_FORMATS, out_option
+from ._options import DEPTH, LATTICE_FORMATS, max_memory_option, out_option
 
 NBEST_FORMATS = ("tsv", "jsonl", "sherpa", "espnet", "kaldi", "nemo")
 #: what combine reads: the N-best formats, or lattices (each lattice's exact N-best list)
@@ -45,15 +45,16 @@ def _nbest_options(f, formats=NBEST_FORMATS):
 @click.option("--write-words", type=click.Path(dir_okay=False), default=None,
               help="Write the output's words.txt here (ids used in Kaldi/k2/OpenFst output).")
 @out_option("Output lattices (ark:x.ark, a directory of SLF files, x.pt, ...).", required=True)
+@max_memory_option
 def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_kind, score_scale, words,
-                              acoustic_scale, frame_shift, write_words, nemo_manifest):
+                              acoustic_scale, frame_shift, write_words, nemo_manifest, max_memory):
     """N-best lists (sherpa-onnx, ESPnet, Kaldi lattice-to-nbest, generic TSV/JSONL) as word lattices."""
     from ..alternatives.combine import nbest_to_lattices
 
     result = nbest_to_lattices(nbest, out, nbest_format=nbest_format, out_format=out_format, join=join,
                                score_kind=score_kind, score_scale=score_scale, words=words,
                                acoustic_scale=acoustic_scale, frame_shift=frame_shift, write_words=write_words,
-                               nemo_manifest=nemo_manifest)
+                               nemo_manifest=nemo_manifest, max_memory=max_memory)
     click.echo(json_text(result, indent=None), err=True)
 
 
@@ -80,9 +81,13 @@ def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_
 @allow_untimed_option
 @out_option("Output alt-CTM (.gz = compressed, - = stdout).", required=True,
             type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--keys", "keys", type=click.Path(dir_okay=False), default=None,
+              help="--nbest-format lattice: name each system's lattices from this file, one key per line in input "
+                   "order (e.g. the icefall cut ids of k2 .pt files), as every command that reads lattices does.")
+@max_memory_option
 def combine_command(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words, acoustic_scale,
                     frame_shift, channel, allow_untimed, rover_method, alpha, null_conf, use_times, lattice_nbest,
-                    nemo_manifest):
+                    nemo_manifest, keys, max_memory):
     """Combine several SYSTEMS (same utterances) into one CTM/alt-CTM: N-best lists (posterior) or CTMs (rover)."""
     from ..alternatives.combine import combine_systems
 
@@ -91,6 +96,6 @@ def combine_command(systems, out, method, weights, n, nbest_format, score_kind, 
                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, channel=channel,
                              allow_untimed=allow_untimed, rover_method=rover_method, alpha=alpha,
                              null_conf=null_conf, use_times=use_times, lattice_nbest=lattice_nbest,
-                             nemo_manifest=nemo_manifest)
+                             nemo_manifest=nemo_manifest, keys=keys, max_memory=max_memory)
     if out != "-":
         click.echo(json_text(result, indent=None), err=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from ._options import DEPTH, SIZE
+from ._options import DEPTH, max_memory_option
 
 
 @click.command("demo")
@@ -24,9 +24,7 @@ from ._options import DEPTH, SIZE
               help="Run the study both ways too: the recordings joined into one side, scored segmented and "
                    "segment-free (appended to study.md).")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: when stderr is a terminal).")
-@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-              help="Memory budget of the whole run (resident memory: 2G, 500M; 'inf' = none); a study cell past it "
-                   "is recorded as skipped.")
+@max_memory_option(help_text="A study cell at N = inf past it is recorded as stopped by the budget.")
 def demo_command(out, corpora, ns, densities, bootstrap, seed, kws, view_page, segment_free, progress, max_memory):
     """Decode the bundled speech into lattices, score the 1-best like sclite, derive N-best lists, sausages
     and phrase alternatives as alt-CTM files, run the oracle study (Faria et al., Tables 3-6, plots), the study

@@ -224,7 +224,8 @@ def kwlist_command(rttm, ctm, out, num_terms, seed, max_words, multiword_fractio
 @click.option("--json", "json_out", default=None, help="Write the rows and invariants as JSON (PATH or -).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 def study_command(inputs, out, rttm, ctm, ecf, kwlist, num_terms, seed, representations, max_length, max_silence,
-                  normalization, threshold, duptime, format, words, frame_shift, frame_subsampling_factor, channel,
+                  normalization, threshold, duptime, format, words, frame_shift, frame_subsampling_factor, keys,
+                  max_memory, channel,
                   acoustic_scale, lm_scale, word_penalty, encoding, allow_overlapping_reference, title, no_plots,
                   json_out, progress):
     """The spoken-term-detection study: index the 1-best, N-best lists, sausages, phrase alternatives and the
@@ -237,7 +238,8 @@ def study_command(inputs, out, rttm, ctm, ecf, kwlist, num_terms, seed, represen
         raise click.BadParameter("must be >= 1", param_hint="--max-length")
     result = kws_study_files(inputs, out, rttm=rttm, ctm=ctm, ecf=ecf, kwlist=kwlist, num_terms=num_terms, seed=seed,
                              representations=representations, format=format, words=words, frame_shift=frame_shift,
-                             frame_subsampling_factor=frame_subsampling_factor, encoding=encoding,
+                             frame_subsampling_factor=frame_subsampling_factor, keys=keys, max_memory=max_memory,
+                             encoding=encoding,
                              allow_overlapping_reference=allow_overlapping_reference, max_length=max_length,
                              max_silence=None if max_silence < 0 else max_silence, normalization=normalization,
                              threshold=threshold, duptime=duptime, acoustic_scale=acoustic_scale, lm_scale=lm_scale,

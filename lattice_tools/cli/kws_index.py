@@ -15,7 +15,7 @@ import click
 from ..core.errors import FormatError, MismatchError, SymbolError
 from ..core.files import atomic_write
 from ._inputs import channel_option, lattice_input_options
-from ._options import SIZE, parallel_options
+from ._options import parallel_options
 
 _REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
 
@@ -26,8 +26,11 @@ def _is_ctm(path: str) -> bool:
 
 def _alternatives(inputs: Sequence[str], representation: str, n: int | None, posterior_threshold: float,
                   format: str | None, words: str | None, segments: dict | None, scales: dict, channel: str,
-                  frame_shift: float | None, frame_subsampling_factor: int | None) -> Iterator:
-    """Alternatives from alt-CTM files (``*.ctm``), or computed in memory from lattices."""
+                  frame_shift: float | None, frame_subsampling_factor: int | None, keys: str | None) -> Iterator:
+    """Alternatives from alt-CTM files (``*.ctm``), in their order, then computed in memory from the lattice
+    inputs, all read in one :func:`~lattice_tools.io.read_lattice_inputs` (keys unique across them, one word
+    table for SLF, ``keys`` naming them in order)."""
+    from ..io import read_lattice_inputs
     from ..io.transcripts.altctm import read_alternatives_ctm
     from ..kws.study import Representation, representation_alternatives
 
@@ -37,12 +40,12 @@ def _alternatives(inputs: Sequence[str], representation: str, n: int | None, pos
                 # one utterance per recording side: the key names both
                 yield alts.__class__(key=f"{alts.file}:{alts.channel}", slots=alts.slots, kind=alts.kind,
                                      file=alts.file, channel=alts.channel)
-            continue
-        from ..io import read_lattice_inputs
-        for lat in read_lattice_inputs([spec], format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
-            if isinstance(lat, tuple):
-                lat = lat[0]
+    specs = [spec for spec in inputs if not _is_ctm(spec)]
+    if keys is not None and not specs:
+        raise click.UsageError("--keys names lattices; the inputs are alt-CTM files")
+    if specs:
+        for lat in read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             rep = Representation(representation, n, posterior_threshold if representation == "phrase" else None)
             alts = representation_alternatives(lat, rep, **scales)
             alts.meta["vocabulary"] = [w for w, _ in lat.symbols]
@@ -99,12 +102,23 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @parallel_options
 def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule,
                   min_posterior, format,
-                  words, frame_shift, frame_subsampling_factor, channel, segments, acoustic_scale, lm_scale,
-                  word_penalty, append, json_out, jobs, scheduler):
+                  words, frame_shift, frame_subsampling_factor, keys, max_memory, channel, segments, acoustic_scale,
+                  lm_scale, word_penalty, append, json_out, jobs, scheduler):
     """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index.
 
     --words is also the vocabulary of the out-of-vocabulary check (default: the lattices' words, or
     the words an alt-CTM holds)."""
+    from ..core._budget import memory_budget
+
+    with memory_budget(max_memory):
+        _index(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule,
+               min_posterior, format, words, frame_shift, frame_subsampling_factor, keys, channel, segments,
+               acoustic_scale, lm_scale, word_penalty, append, json_out, jobs, scheduler)
+
+
+def _index(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule, min_posterior,
+           format, words, frame_shift, frame_subsampling_factor, keys, channel, segments, acoustic_scale, lm_scale,
+           word_penalty, append, json_out, jobs, scheduler):
     from ..alternatives.lattices_to_ctm import read_segments
     from ..io import read_lattice_inputs
     from ..kws.build import build_alternatives_index, build_lattice_index
@@ -119,9 +133,8 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             raise FormatError("a CTM holds alternatives, not a lattice: use --from 1best|nbest|sausage|phrase", path=ctms[0])
 
         def lattices():
-            for lat in read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
-                                           frame_subsampling_factor=frame_subsampling_factor):
-                yield lat[0] if isinstance(lat, tuple) else lat
+            yield from read_lattice_inputs(inputs, format=format, words=words, frame_shift=frame_shift,
+                                           frame_subsampling_factor=frame_subsampling_factor, keys=keys)
         from ..core.parallel import open_executor, shard_dir_for
 
         with open_executor(jobs=jobs, scheduler=scheduler) as executor:
@@ -140,7 +153,7 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
             from ..core.symbols import SymbolTable
             vocab = [w for w, _ in SymbolTable.read(words)]
         alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales,
-                             channel, frame_shift, frame_subsampling_factor)
+                             channel, frame_shift, frame_subsampling_factor, keys)
         summary = build_alternatives_index(_progress(alts, f"kws index ({representation})"), out, representation,
                                            vocabulary=vocab, **common)
     result = {**summary.to_dict(), "representation": representation, "index": out}
@@ -230,8 +243,6 @@ def read_keywords(path: str, encoding: str = "utf-8", words: str | None = None) 
 @click.option("--segments", default=None, type=click.Path(dir_okay=False),
               help="Kaldi segments file the index was built with: where a Kaldi INDEX's utterances lie in their "
                    "recordings, and where --out-format kaldi counts frames from (each utterance's start).")
-@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-              help="Memory budget of reading a Kaldi INDEX (resident memory: 2G, 500M; 'inf' = none).")
 @click.option("--normalization", type=click.Choice(["none", "kst", "sum-to-one"]), default="none", show_default=True)
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="The global YES/NO threshold.")
 @click.option("--duration", type=float, default=None, help="Seconds of searched audio (KST's T; required for kst).")
@@ -257,13 +268,25 @@ def read_keywords(path: str, encoding: str = "utf-8", words: str | None = None) 
 @lattice_input_options
 @click.option("--json", "json_out", default=None,
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
-def search_command(index, kwlist, out, out_format, utter_map, segments, max_memory, normalization, threshold,
-                   duration, ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language,
-                   kwlist_filename, lattices, format, words, frame_shift, frame_subsampling_factor, json_out):
+def search_command(index, kwlist, out, out_format, utter_map, segments, normalization, threshold, duration,
+                   ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language,
+                   kwlist_filename, lattices, format, words, frame_shift, frame_subsampling_factor, keys, max_memory,
+                   json_out):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions.
 
     INDEX is a term index of 'lattice-tools kws index' (SQLite) or a Kaldi KWS index (lattice-to-kws-index /
     kws-index-union archive, found by its first bytes; with --utter-map, and --words to search words)."""
+    from ..core._budget import memory_budget
+
+    with memory_budget(max_memory):
+        _search(index, kwlist, out, out_format, utter_map, segments, max_memory, normalization, threshold, duration,
+                ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language,
+                kwlist_filename, lattices, format, words, frame_shift, frame_subsampling_factor, keys, json_out)
+
+
+def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, normalization, threshold, duration,
+            ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language, kwlist_filename,
+            lattices, format, words, frame_shift, frame_subsampling_factor, keys, json_out):
     import os
 
     from ..io.keyword_search.kaldi_kws import is_kaldi_fst_archive
@@ -301,13 +324,14 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, max_memo
     if normalization == "kst" and duration is None:
         raise click.UsageError("--normalization kst needs --duration (seconds of searched audio)")
     lattice_stream = None
+    if keys is not None and not lattices:
+        raise click.UsageError("--keys names the lattices of --lattices")
     if lattices:
         from ..io import read_lattice_inputs
 
         def lattice_stream():
-            for lat in read_lattice_inputs(list(lattices), format=format, words=words, frame_shift=frame_shift,
-                                           frame_subsampling_factor=frame_subsampling_factor):
-                yield lat[0] if isinstance(lat, tuple) else lat
+            yield from read_lattice_inputs(list(lattices), format=format, words=words, frame_shift=frame_shift,
+                                           frame_subsampling_factor=frame_subsampling_factor, keys=keys)
     tuning = None
     if tune_ecf or tune_rttm or tune_ctm:
         if normalization != "kst" or not tune_ecf or not (tune_rttm or tune_ctm):

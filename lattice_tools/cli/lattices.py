@@ -30,14 +30,14 @@ _FORMATS = click.Choice(LATTICE_FORMATS)
 @click.option("--lm-scale", type=float, default=1.0, show_default=True)
 @click.option("--word-penalty", type=float, default=0.0, show_default=True)
 @json_option("Write the statistics as JSON here ('-' = stdout instead of the table; undefined values are null).")
-def info_command(lattices, format, words, frame_shift, frame_subsampling_factor, acoustic_scale, lm_scale,
-                 word_penalty, json_out):
+def info_command(lattices, format, words, frame_shift, frame_subsampling_factor, keys, max_memory, acoustic_scale,
+                 lm_scale, word_penalty, json_out):
     """Per-lattice and total statistics: states, arcs, trimmed arcs (on no complete path, dropped when
     read), duration, arcs/s, depth, best path, log-likelihood and posterior sanity (max |posterior mass
     crossing a frame - 1|)."""
     result = lattice_info(list(lattices), format=format, words=words, frame_shift=frame_shift,
                           frame_subsampling_factor=frame_subsampling_factor, acoustic_scale=acoustic_scale,
-                          lm_scale=lm_scale, word_penalty=word_penalty)
+                          lm_scale=lm_scale, word_penalty=word_penalty, keys=keys, max_memory=max_memory)
     if json_out:
         write_json(json_out, result, indent=1, sort_keys=False)
         if json_out == "-":
@@ -61,12 +61,9 @@ def info_command(lattices, format, words, frame_shift, frame_subsampling_factor,
 @lattice_input_options
 @click.option("--write-words", type=click.Path(dir_okay=False), default=None,
               help="Write the output's words.txt here (ids used in Kaldi/k2/OpenFst output).")
-@click.option("--keys", type=click.Path(dir_okay=False), default=None,
-              help="Name the lattices from this file: one key per line, in input order, one per lattice (e.g. "
-                   "the icefall cut ids of a k2 .pt file, whose lattices are otherwise numbered 0, 1, ...).")
 @parallel_options
 def convert_command(inputs, out, from_format, to_format, words, frame_shift, frame_subsampling_factor,
-                    write_words, keys, jobs, scheduler):
+                    write_words, keys, max_memory, jobs, scheduler):
     """Convert lattices: INPUTS (files, SLF directories, Kaldi rspecifiers) -> -o OUT (an SLF
     directory or file, a Kaldi wspecifier such as ark,t:out.txt, an OpenFst .fst/.txt, a k2 .pt)."""
     inputs = list(inputs)
@@ -80,5 +77,5 @@ def convert_command(inputs, out, from_format, to_format, words, frame_shift, fra
     with open_executor(jobs=jobs, scheduler=scheduler) as executor:
         n = convert_lattices(list(inputs), output, from_format=from_format, to_format=to_format, words=words,
                              frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                             write_words=write_words, keys=keys, executor=executor)
+                             write_words=write_words, keys=keys, max_memory=max_memory, executor=executor)
     click.echo(f"converted {n} lattice(s) -> {output}", err=True)

@@ -42,8 +42,16 @@ def _ks(value):
 _common = [
     click.option("--annotations", "-a", type=click.Path(dir_okay=False), default=None,
                  help="Per-utterance lang/entities/cs annotations (JSON, JSON lines or TSV; see docs/metrics.md)."),
-    click.option("--format", "fmt", type=click.Choice(["auto", "text", "trn"]), default="auto", show_default=True,
-                 help="Transcript format: 'id words...' (text) or 'words... (id)' (trn)."),
+    click.option("--format", "fmt", type=click.Choice(["auto", "text", "trn", "stm"]), default="auto", show_default=True,
+                 help="Transcript format: 'id words...' (text), 'words... (id)' (trn) or, for the reference, an STM "
+                      "(keyed by recording file); auto: detected as 'score' detects it."),
+    click.option("--glm", "glms", multiple=True,
+                 help="GLM applied like csrfilt.sh to the reference and to every hypothesis, as 'score --glm' "
+                      "(repeatable, in order)."),
+    click.option("--allow-missing", is_flag=True,
+                 help="An utterance on one side only is an error without it (as in 'score'); with it a hypothesis "
+                      "without reference is left out and a reference utterance without hypothesis is not covered "
+                      "(an STM's: scored as deletions)."),
     click.option("--normalizer", type=click.Choice(["auto", "none", "plain", "indic", "whisper-basic"]),
                  default="auto", show_default=True,
                  help="Text normalization before WER/CER (auto: indic-nlp for Indic languages, plain otherwise)."),
@@ -78,17 +86,20 @@ def _apply(options):
               help="Alternatives (alt-CTM) of this system: oracle metrics and alternative coverage. Repeatable.")
 @click.option("--ks", default="1,2,5,10,all", show_default=True, help="Depths k for alternative coverage.")
 @click.option("--coverage-plot", default=None, help="Alternative-coverage figure (.png/.pdf/.svg).")
-def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method, encoding,
-                    json_out, per_utterance, alternatives, ks, coverage_plot):
+def metrics_command(ref, hyp, annotations, fmt, glms, allow_missing, normalizer, lang, orthography, resamples, seed,
+                    ci_method, encoding, json_out, per_utterance, alternatives, ks, coverage_plot):
     """CER beside WER, script fidelity, code-switching, NE-WER/NE-FNR and punctuation/capitalisation
     metrics of one system (HYP) against REF, with bootstrap CIs."""
     from ..metrics.commands import metrics
 
     check_one_stdout(**{"--json": json_out, "--per-utterance": per_utterance})
-    metrics(ref, hyp, annotations=annotations, output=json_out, per_utterance=per_utterance, fmt=fmt,
-            normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
-            ci_method=ci_method, alternatives=_pairs(alternatives, "--alternatives"), ks=_ks(ks),
-            coverage_plot=coverage_plot, progress=sys.stderr.isatty(), encoding=encoding)
+    summary = metrics(ref, hyp, annotations=annotations, output=json_out, per_utterance=per_utterance, fmt=fmt,
+                      normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
+                      ci_method=ci_method, alternatives=_pairs(alternatives, "--alternatives"), ks=_ks(ks),
+                      coverage_plot=coverage_plot, progress=sys.stderr.isatty(), encoding=encoding, glms=list(glms),
+                      allow_missing=allow_missing)
+    for w in summary.get("warnings", ()):
+        click.echo(f"lattice-tools: warning: {w}", err=True)
 
 
 @click.command("leaderboard")
@@ -98,13 +109,16 @@ def metrics_command(ref, hyp, annotations, fmt, normalizer, lang, orthography, r
 @_apply(_common)
 @json_option("JSON report ('-' = stdout).", hidden_aliases=("-o", "--output"), default="-", show_default=True)
 @click.option("--markdown", "-m", default=None, help="Markdown report.")
-def leaderboard_command(ref, systems, annotations, fmt, normalizer, lang, orthography, resamples, seed, ci_method,
-                        encoding, json_out, markdown):
+def leaderboard_command(ref, systems, annotations, fmt, glms, allow_missing, normalizer, lang, orthography, resamples,
+                        seed, ci_method, encoding, json_out, markdown):
     """Leaderboard over several systems and languages: per-language metrics with bootstrap CIs,
     coverage and failure taxonomy, composite rating and paired bootstrap tests."""
     from ..metrics.commands import leaderboard
 
     check_one_stdout(**{"--json": json_out, "--markdown": markdown})
-    leaderboard(ref, _pairs(systems, "--system"), annotations=annotations, markdown=markdown, output=json_out,
-                fmt=fmt, normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
-                ci_method=ci_method, progress=sys.stderr.isatty(), encoding=encoding)
+    report = leaderboard(ref, _pairs(systems, "--system"), annotations=annotations, markdown=markdown,
+                         output=json_out, fmt=fmt, normalizer=normalizer, lang=lang, orthography=orthography,
+                         resamples=resamples, seed=seed, ci_method=ci_method, progress=sys.stderr.isatty(),
+                         encoding=encoding, glms=list(glms), allow_missing=allow_missing)
+    for w in report.get("warnings", ()):
+        click.echo(f"lattice-tools: warning: {w}", err=True)

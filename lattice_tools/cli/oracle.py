@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._inputs import allow_untimed_option, lattice_input_options
-from ._options import DEPTH, DEPTHS, LATTICE_FORMATS, SIZE, json_option, out_option, parallel_options
+from ._options import DEPTH, DEPTHS, LATTICE_FORMATS, json_option, out_option, parallel_options
 
 
 def reference_and_lattice_options(command):
@@ -62,12 +62,9 @@ def segments_option(f):
 @json_option("Also write the report (per-utterance counts) as JSON here ('-' = stdout instead of the table).")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the reference, GLM and CTM files (e.g. latin-1, gb2312).")
-@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-              help="Memory budget of every step: reading, the N-best/phrase searches, the oracle (resident memory: "
-                   "2G, 500M; 'inf' = none): a clean error past it.")
 @segments_option
 @parallel_options
-def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
+def oracle_command(inputs, reference, ref_format, format, words, frame_shift, frame_subsampling_factor, keys,
                    allow_missing, allow_untimed, glm, optional_deletable, mode, representation, n,
                    posterior_threshold, acoustic_scale, lm_scale, word_penalty, segment_free, collar, bootstrap, seed,
                    json_out, encoding, max_memory, segments, jobs, scheduler):
@@ -81,7 +78,7 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
                             acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                             bootstrap=bootstrap, seed=seed, json_out=json_out, ref_format=ref_format, format=format,
                             words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                            allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
+                            keys=keys, allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
                             encoding=encoding, segments=segments, segment_free=segment_free, collar=collar,
                             executor=executor, shard_dir=shard_dir_for(json_out or "", executor))
     for w in report.warnings:
@@ -118,8 +115,6 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
 @click.option("--glm", "glm", multiple=True,
               help="GLM applied like csrfilt.sh to the reference and to the words of every representation's "
                    "alternatives (repeatable, in order; not with the lattice representation).")
-@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-              help="Memory budget of every step (resident memory: 2G, 500M; 'inf' = none): a clean error past it.")
 @segments_option
 @click.option("--no-view", is_flag=True, help="Do not write view.html (the browser view of the first lattice set, "
                                              "linked from study.md; see 'lattice-tools view').")
@@ -132,7 +127,7 @@ def oracle_command(inputs, reference, ref_format, format, words, frame_shift, fr
               help="With --segment-free: a word pairs only with a reference word whose span widened by SECONDS "
                    "holds its midpoint (meeteval's tcpWER convention).")
 @parallel_options
-def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor,
+def study_command(lattice_sets, reference, ref_format, format, words, frame_shift, frame_subsampling_factor, keys,
                   out, ns, representations, prune_thresholds, no_infinity, optional_deletable, mode,
                   posterior_threshold, acoustic_scale, lm_scale, bootstrap, seed, no_plots, title, allow_missing,
                   allow_untimed, encoding, glm, max_memory, segments, no_view, segment_free, collar, jobs, scheduler):
@@ -158,7 +153,7 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
                            include_infinity=not no_infinity or None in ns, posterior_threshold=posterior_threshold,
                            acoustic_scale=acoustic_scale, lm_scale=lm_scale, bootstrap=bootstrap, seed=seed,
                            plots=not no_plots, title=title, ref_format=ref_format, format=format, words=words,
-                           frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                           frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, keys=keys,
                            allow_untimed=allow_untimed, encoding=encoding, allow_missing=allow_missing, glm=list(glm),
                            max_memory=max_memory, segments=segments, segment_free=segment_free, collar=collar,
                            executor=executor)
@@ -173,8 +168,8 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
         view(sets[first], page, reference=reference, ref_format=ref_format, mode=mode,
              optional_deletable=optional_deletable, posterior_threshold=posterior_threshold,
              acoustic_scale=acoustic_scale, lm_scale=lm_scale, format=format, words=words, frame_shift=frame_shift,
-             frame_subsampling_factor=frame_subsampling_factor, encoding=encoding, title=title, glm=list(glm),
-             max_memory=max_memory,
+             frame_subsampling_factor=frame_subsampling_factor, keys=keys, encoding=encoding, title=title,
+             glm=list(glm), max_memory=max_memory,
              representations=[r.strip() for r in representations.split(",")])
         link_view(result.files["markdown"], page, f"the lattice set {first!r}, its alternatives and oracles")
         result.files["view"] = page

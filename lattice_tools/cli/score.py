@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..core.files import write_json
-from ._options import SIZE, check_one_stdout, json_option, out_option, parallel_options
+from ._options import check_one_stdout, json_option, max_memory_option, out_option, parallel_options
 
 # '-h' is the hypothesis here (as in sclite), so help is only '--help'.
 _CTX = {"help_option_names": ["--help"]}
@@ -50,9 +50,7 @@ _CTX = {"help_option_names": ["--help"]}
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the reference, hypothesis and GLM files (e.g. latin-1, gb2312); the "
                    ".sys/.raw/.pra reports are written in it too, as sclite does.")
-@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-              help="Memory budget (resident memory: 2G, 500M; 'inf' = none): a segment whose alignment table would "
-                   "not fit is refused before it is allocated.")
+@max_memory_option(help_text="A segment whose alignment table would not fit is refused before it is allocated.")
 @out_option("Write the report set <name>.sys/.raw/.pra/.dtl/.json into this directory (see docs/scoring.md: "
             "<name>.json is written last and marks a complete set).", hidden_aliases=("--out-dir",), default=None)
 @click.option("--name", default=None, help="Base name of the report files (default: hypothesis file name).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from ._inputs import allow_untimed_option, lattice_input_options
-from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
+from ._options import DEPTH, LATTICE_FORMATS, json_option, out_option
 
 
 @click.command("view")
@@ -47,15 +47,13 @@ from ._options import DEPTH, LATTICE_FORMATS, SIZE, json_option, out_option
               help="Lattice format (default: from the name).")
 @lattice_input_options
 @allow_untimed_option
-@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
-              help="Memory budget of the N-best/phrase searches (resident memory: 2G, 500M; 'inf' = none).")
 @click.option("--encoding", default="utf-8", show_default=True,
               help="Text encoding of the reference, GLM, CTM and KWlist files.")
 @json_option("Also write the summary (utterances, bytes, total counts) as JSON here.")
 def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwlist, index, representations, n,
                  posterior_threshold, acoustic_scale, lm_scale, word_penalty, optional_deletable, mode, max_arcs,
-                 top_k, max_alternatives, title, format, words, frame_shift, frame_subsampling_factor, allow_untimed,
-                 max_memory, encoding, json_out):
+                 top_k, max_alternatives, title, format, words, frame_shift, frame_subsampling_factor, keys,
+                 max_memory, allow_untimed, encoding, json_out):
     """Write one self-contained HTML page of INPUTS (lattices) and/or --alt-ctm files: per utterance the
     1-best aligned with the reference, the alternatives with posteriors and the oracle's choice, the
     lattice on a time axis and keyword hits. It opens from file:// with no network."""
@@ -68,7 +66,7 @@ def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwli
                    posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                    word_penalty=word_penalty, optional_deletable=optional_deletable, mode=mode, max_arcs=max_arcs,
                    top_k=top_k, max_alternatives=max_alternatives, title=title, format=format, words=words,
-                   frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
+                   frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, keys=keys,
                    allow_untimed=allow_untimed, max_memory=max_memory, encoding=encoding)
     if json_out:
         write_json(json_out, summary, indent=1, sort_keys=False)

@@ -10,6 +10,8 @@ the option that sets the budget.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 from typing import NoReturn
 
@@ -58,21 +60,36 @@ def memory_budget(limit: int | None, option: str = "max_memory"):
         _limit, _option = saved
 
 
+def budgeted(fn):
+    """``fn`` run under :func:`memory_budget` of its own ``max_memory`` argument: every step of a public function
+    (reading its inputs, its computation, writing its outputs) under the one budget its caller gives."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        with memory_budget(bound.arguments["max_memory"]):
+            return fn(*args, **kwargs)
+
+    return run
+
+
 def budget_limit() -> int | None:
     """The memory budget in force here (bytes; None: none): what a job hands its worker processes, which
     set it again (:func:`memory_budget`) around their share of the work."""
     return _limit
 
 
-def check_memory(what: str, key: str | None = None) -> None:
-    """Raise BudgetExceededError if a memory budget is set and exceeded."""
+def check_memory(what: str, key: str | None = None, advice: str = ", lower N or prune the lattice") -> None:
+    """Raise BudgetExceededError if a memory budget is set and exceeded (``advice``: what else the user can do,
+    after naming the option)."""
     if _limit is None:
         return
     rss = resident_bytes()
     if rss > _limit:
         raise BudgetExceededError(f"{what} exceeded the memory budget: {format_size(rss)} resident > "
-                                  f"{format_size(_limit)}; raise it with {_option}, lower N or prune the lattice",
-                                  key=key)
+                                  f"{format_size(_limit)}; raise it with {_option}{advice}", key=key)
 
 
 def check_allocation(nbytes: int, what: str, key: str | None = None, advice: str = "") -> None:

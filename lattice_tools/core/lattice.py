@@ -45,12 +45,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._ext import native
+from ._budget import check_allocation
 from .errors import LatticeError, MissingDependencyError
 from .symbols import EPSILON, SymbolTable
 
 INF = float("inf")
 
 _ARC_ARRAYS = ("src", "dst", "word", "ilabel", "t0", "t1", "graph_cost", "acoustic_cost")
+#: What :meth:`Lattice.from_arcs` allocates per arc at its peak (renumbering, trimming, the arrays kept), with
+#: room to spare: the size the memory budget is asked for before a lattice is built.
+_BUILD_BYTES_PER_ARC = 128
 
 
 class _FrozenAttrs(dict):
@@ -164,6 +168,11 @@ class Lattice:
                                    ilabel=ilabel, t0=t0, t1=t1, graph_cost=graph_cost, acoustic_cost=acoustic_cost,
                                    key=key, attrs=attrs)
         n_arcs = len(src)
+        # every reader builds its lattices here: under a memory budget, one that cannot fit is refused before
+        # its arrays are built (measured: ~110 bytes per arc at the peak of this method)
+        check_allocation(_BUILD_BYTES_PER_ARC * n_arcs + 64 * num_states,
+                         f"building the lattice {key!r} ({n_arcs:,} arcs)" if key else
+                         f"building a lattice of {n_arcs:,} arcs", key=key or None)
         order = topological_order(num_states, src, dst, start, key=key)
         live = coreachable_mask(num_states, src, dst, np.isfinite(final_graph_cost))
         if not live[start]:

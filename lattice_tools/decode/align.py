@@ -71,33 +71,13 @@ class AlignedUtterance:
 
 
 def read_transcripts(path: str, encoding: str = "utf-8") -> dict[str, str]:
-    """``key -> text`` from a NIST trn file (``words (key)``) or a Kaldi ``text`` file (``key words``).
+    """``key -> text`` from a NIST trn file (``words (key)``), a Kaldi ``text`` file (``key words``) or an STM
+    (keyed by recording file), read as ``score`` reads a reference (:mod:`lattice_tools.scoring.inputs`: the one
+    format detection, an empty file refused; a key given twice with different words is a MismatchError
+    naming both lines)."""
+    from ..scoring.inputs import read_reference, reference_transcripts
 
-    The format is decided by the first non-blank line (trn lines end with ``)``).  A key given twice
-    is a MismatchError naming both lines."""
-    from ..core.files import read_text_lines
-    from ..io.transcripts.trn import parse_trn_line
-
-    out: dict[str, str] = {}
-    where: dict[str, int] = {}
-    trn = None
-    for lineno, line in read_text_lines(path, encoding):
-        if not line.strip() or line.lstrip().startswith(";;"):
-            continue
-        if trn is None:
-            trn = line.rstrip().endswith(")")
-        if trn:
-            utt = parse_trn_line(line, path, lineno)
-            assert utt is not None  # blank and ';;' lines are skipped above
-            key, text = utt.utt_id, utt.text
-        else:
-            parts = line.split(None, 1)
-            key, text = parts[0], parts[1].strip() if len(parts) > 1 else ""
-        if key in out:
-            raise MismatchError(f"utterance listed twice (lines {where[key]} and {lineno})", path=path, key=key)
-        out[key] = text
-        where[key] = lineno
-    return out
+    return reference_transcripts(read_reference(path, encoding=encoding))
 
 
 def align_audio(paths: Sequence[str] | str, transcripts: Mapping[str, str] | str, *, model: str | None = None,

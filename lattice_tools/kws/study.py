@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..core._budget import DEFAULT_MAX_MEMORY, budgeted
 from ..core.errors import BudgetExceededError, LatticeToolsError, MismatchError
 from ..core.files import atomic_write, write_json
 from ..core.lattice import Lattice
@@ -294,10 +295,12 @@ def run_kws_study(lattices: Iterable[Lattice], references: Sequence[RttmRecord],
     return KwsStudyResult(rows, invariants, files)
 
 
+@budgeted
 def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None, ctm: str | None = None,
                     ecf: str | None = None, kwlist: str | None = None, num_terms: int = 100, seed: int = 0,
                     representations: Sequence[str] = (), format: str | None = None, words: str | None = None,
                     frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+                    keys: str | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY,
                     encoding: str = "utf-8", allow_overlapping_reference: bool = False,
                     max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
                     normalization: str = "none", threshold: float = 0.5, duptime: float = 0.5,
@@ -309,7 +312,9 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
     excerpt per lattice) and a ``kwlist`` (NIST KWlist XML; default: ``num_terms``
     keywords drawn from the reference with ``seed`` by :func:`lattice_tools.kws.kwlist_make.make_kwlist`,
     written to ``out/kwlist.xml``).  ``representations``: specs for :func:`parse_representation` (default:
-    :data:`DEFAULT_REPRESENTATIONS`).  The other arguments are :func:`run_kws_study`'s."""
+    :data:`DEFAULT_REPRESENTATIONS`).  ``keys``: a file naming the lattices in input order; ``max_memory``: bytes
+    of resident memory every step may use (None: no bound; BudgetExceededError past it).  The other arguments
+    are :func:`run_kws_study`'s."""
     from ..io import read_lattice_inputs
     from ..io.keyword_search.ecf import read_ecf
     from ..io.keyword_search.kwlist import read_kwlist_file, write_kwlist
@@ -333,7 +338,7 @@ def kws_study_files(inputs: Sequence[str], out: str, *, rttm: str | None = None,
         kwl = read_kwlist_file(kwlist, encoding=encoding)
         terms, compare = list(kwl.terms), kwl.compare_normalize
     lattices = list(read_lattice_inputs(list(inputs), format=format, words=words, frame_shift=frame_shift,
-                                        frame_subsampling_factor=frame_subsampling_factor))
+                                        frame_subsampling_factor=frame_subsampling_factor, keys=keys))
     the_ecf = read_ecf(ecf, encoding=enc) if ecf else ecf_from_lattices(lattices, channel)
     _check_inputs(lattices, refs, terms, the_ecf, channel)  # before anything is written
     if kwlist is None:

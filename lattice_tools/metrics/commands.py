@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from ..core.alternatives_network import Alternative, Slot
 from ..core.errors import LatticeToolsError, MismatchError
@@ -14,7 +15,7 @@ from ..io.transcripts.altctm import read_alternatives_ctm
 from .alternatives import CoverageRow, alternative_coverage, oracle_path, plot_coverage
 from .entities import entity_units
 from .evaluate import EvalConfig, by_language, composite_of, evaluate_system, summarize
-from .io import check_keys, read_annotations, read_transcripts
+from .io import read_annotations, read_hypotheses, read_references
 from .leaderboard import build_leaderboard, render_markdown
 from .results import normalizer_for
 from .script import SPACELESS_LANGUAGES
@@ -47,21 +48,31 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
             fmt: str = "auto", normalizer: str = "auto", lang: str | None = None, orthography: bool = True,
             resamples: int = 10_000, seed: int = 42, ci_method: str = "percentile",
             alternatives: Sequence[tuple[str, str]] = (), ks: Sequence[int | None] = DEFAULT_KS,
-            coverage_plot: str | None = None, progress: bool = False, encoding: str = "utf-8") -> dict:
+            coverage_plot: str | None = None, progress: bool = False, encoding: str = "utf-8",
+            glms: Sequence[str] = (), allow_missing: bool = False) -> dict:
     """Score one system: JSON summary (all + per language, CIs, composite; with ``alternatives``
     also the oracle summary and the alternative-coverage rows per representation) to ``output``,
     per-utterance JSON lines to ``per_utterance``, the alternative-coverage figure to
-    ``coverage_plot`` (png/pdf/svg).  Returns the summary."""
-    refs = read_transcripts(ref, fmt, encoding)
-    hyps = read_transcripts(hyp, fmt, encoding)
-    check_keys(refs, hyps, hyp)
+    ``coverage_plot`` (png/pdf/svg).  Returns the summary.
+
+    ``ref`` and ``hyp`` are read as ``score`` reads them (:mod:`lattice_tools.metrics.io`): the same format
+    detection (``fmt``: ``auto``, ``stm``, ``trn``, ``text``), the GLMs ``glms`` applied to both sides like
+    csrfilt, and the same matching: an utterance on one side only is an error unless ``allow_missing``
+    (then a hypothesis without reference is left out and a reference utterance without hypothesis is not
+    covered; against an STM it is scored as all deletions); the summary's ``warnings`` say what was left out."""
+    warnings: list[str] = []
+    reference, refs = read_references(ref, fmt, glms=glms, encoding=encoding)
+    hyps = read_hypotheses(hyp, reference, refs, fmt, glms=glms, encoding=encoding, allow_missing=allow_missing,
+                           warnings=warnings)
     anns = read_annotations(annotations, encoding) if annotations else {}
     config = _config(normalizer, lang, orthography)
     results = evaluate_system(refs, hyps, anns, config, progress=progress)
-    summary = {"all": summarize(results, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()}
+    summary: dict[str, Any] = {"all": summarize(results, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()}
     summary["languages"] = {lg: summarize(g, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()
                             for lg, g in sorted(by_language(results).items())}
     summary["composite"] = composite_of(summary["all"]["metrics"])
+    if warnings:
+        summary["warnings"] = warnings
     if alternatives:
         summary["alternatives"] = _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed,
                                                         ci_method, encoding=encoding)
@@ -110,23 +121,28 @@ def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples,
 def leaderboard(ref: str, systems: Sequence[tuple[str, str]], annotations: str | None = None,
                 markdown: str | None = None, output: str = "-", fmt: str = "auto", normalizer: str = "auto",
                 lang: str | None = None, orthography: bool = True, resamples: int = 10_000, seed: int = 42,
-                ci_method: str = "percentile", progress: bool = False, encoding: str = "utf-8") -> dict:
+                ci_method: str = "percentile", progress: bool = False, encoding: str = "utf-8",
+                glms: Sequence[str] = (), allow_missing: bool = False) -> dict:
     """Score several systems against one reference; JSON report to ``output``, Markdown to
-    ``markdown``.  Returns the report."""
+    ``markdown``.  Returns the report.  The transcripts are read, GLM-filtered and matched as
+    :func:`metrics` reads them (``glms``, ``allow_missing``)."""
     if len(systems) < 1:
         raise LatticeToolsError("leaderboard needs at least one --system NAME=PATH")
     names = [n for n, _ in systems]
     if len(set(names)) != len(names):
         raise LatticeToolsError(f"system names must be unique, got {names}")
-    refs = read_transcripts(ref, fmt, encoding)
+    reference, refs = read_references(ref, fmt, glms=glms, encoding=encoding)
     anns = read_annotations(annotations, encoding) if annotations else {}
     config = _config(normalizer, lang, orthography)
     results = {}
+    warnings: list[str] = []
     for name, path in systems:
-        hyps = read_transcripts(path, fmt, encoding)
-        check_keys(refs, hyps, path)
+        hyps = read_hypotheses(path, reference, refs, fmt, glms=glms, encoding=encoding, allow_missing=allow_missing,
+                               warnings=warnings)
         results[name] = evaluate_system(refs, hyps, anns, config, progress=progress)
     report = build_leaderboard(results, resamples=resamples, seed=seed, ci_method=ci_method)
+    if warnings:
+        report["warnings"] = warnings
     write_json(output, report, indent=1, sort_keys=False, ensure_ascii=False)  # strict: undefined -> null
     if markdown:
         with atomic_write(markdown) as f:

@@ -1,10 +1,10 @@
 """Inputs of the metrics commands: transcripts and per-utterance annotations.
 
-Transcripts (``read_transcripts``), one utterance per line, gzip allowed, ``-`` = stdin:
-
-* ``text``: ``utterance-id<whitespace>words ...`` (Kaldi ``text``; an id alone = empty transcript);
-* ``trn``:  ``words ... (utterance-id)`` (sclite trn, read by :func:`lattice_tools.io.transcripts.trn.read_trn`);
-* ``auto``: ``trn`` if every non-blank, non-``;;`` line ends with ``)`` and has a ``(``, else ``text``.
+Transcripts come through the scorer's one door (:mod:`lattice_tools.scoring.inputs`), as ``score`` reads
+them: :func:`read_references` (an STM, trn or Kaldi ``text``; gzip allowed, ``-`` = stdin; the format
+detected by :func:`lattice_tools.io.transcripts.detect.detect_transcript_format` unless given; GLMs on
+both sides) and :func:`read_hypotheses` (trn or Kaldi ``text``, matched to the reference with the one
+meaning of ``allow_missing``).
 
 Annotations (``read_annotations``), keyed by utterance id, fields all optional:
 
@@ -20,46 +20,53 @@ by `` | ``) and ``cs``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import FormatError, MismatchError
+from ..core.errors import FormatError
 from ..core.files import read_text_lines
-from ..io.transcripts.detect import detect_transcript_format
-from ..io.transcripts.trn import parse_trn_line
 
 
-def read_transcripts(path: str, fmt: str = "auto", encoding: str = "utf-8") -> dict[str, str]:
-    """``{utterance_id: text}`` in file order; duplicate ids are an error naming both lines.  ``auto``:
-    the toolkit's one detection rule (:func:`lattice_tools.io.transcripts.detect.detect_transcript_format`; an STM
-    or CTM is refused rather than read as text).  ``encoding``: the file's text encoding."""
-    if fmt in ("auto", "trn", "text"):  # (an explicit 'text' is checked too: an STM is never read as text)
-        fmt = detect_transcript_format(path, None if fmt == "auto" else fmt, allowed=("trn", "text"),
-                                       role="transcript", option="--format", empty="text", encoding=encoding)
-    lines = [(n, ln) for n, ln in read_text_lines(path, encoding) if ln.strip() and not ln.lstrip().startswith(";;")]
-    out: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    if fmt == "trn":
-        for n, ln in lines:
-            utt = parse_trn_line(ln, str(path), n)
-            if utt is None:
-                continue
-            if utt.utt_id in seen:
-                raise FormatError(f"duplicate utterance id {utt.utt_id!r} (first on line {seen[utt.utt_id]})",
-                                  path=path, line=n)
-            seen[utt.utt_id] = n
-            out[utt.utt_id] = " ".join(utt.text.split())
-        return out
-    if fmt != "text":
-        raise FormatError(f"unknown transcript format {fmt!r} (expected auto, text or trn)", path=path)
-    for n, ln in lines:
-        parts = ln.strip().split(maxsplit=1)
-        key = parts[0]
-        if key in seen:
-            raise FormatError(f"duplicate utterance id {key!r} (first on line {seen[key]})", path=path, line=n)
-        seen[key] = n
-        out[key] = parts[1] if len(parts) > 1 else ""
-    return out
+def read_references(path: str, fmt: str = "auto", *, glms: Sequence[str] = (), encoding: str = "utf-8"):
+    """The reference as ``(Reference, {key: transcript})``, read through the scorer's door
+    (:func:`lattice_tools.scoring.inputs.read_reference`: the one format detection, STM/trn/Kaldi text, the
+    GLMs applied as csrfilt does, an empty reference refused; :func:`~lattice_tools.scoring.inputs.reference_transcripts`:
+    trn/text keyed by utterance id, an STM by recording file).  ``fmt``: ``auto`` (detected), ``stm``,
+    ``trn`` or ``text``."""
+    from ..scoring.inputs import read_reference, reference_transcripts
+
+    reference = read_reference(path, None if fmt == "auto" else fmt, glms=glms, encoding=encoding)
+    return reference, {k: " ".join(v.split()) for k, v in reference_transcripts(reference).items()}
+
+
+def read_hypotheses(path: str, reference, refs: dict, fmt: str = "auto", *, glms: Sequence[str] = (),
+                    encoding: str = "utf-8", allow_missing: bool = False, warnings: list | None = None) -> dict:
+    """One system's ``{key: transcript}`` (trn or Kaldi text, detected as ``score`` detects it), filtered by
+    the same ``glms`` as the reference, matched to ``refs`` as ``score`` matches
+    (:func:`lattice_tools.scoring.inputs.match_keys`): a hypothesis without reference, or a reference
+    without hypothesis, is a MismatchError unless ``allow_missing``; then the former is left out and the
+    latter is not covered (trn/text: left out of every error rate, counted in ``coverage``) or, against an
+    STM, scored as all deletions (an empty hypothesis), as ``score --allow-missing`` does; ``warnings``
+    gets what was left out."""
+    from ..scoring.inputs import hypothesis_format, hypothesis_transcripts, match_keys, read_hypothesis
+
+    hfmt = hypothesis_format(path, None if fmt in ("auto", "stm") else fmt, reference=reference.format,
+                             encoding=encoding)
+    if hfmt == "ctm":
+        raise FormatError("metrics compare transcripts utterance by utterance: give the hypothesis as trn or Kaldi "
+                          "text ('lattice-tools score' scores a CTM against an STM)", path=path)
+    records, notes = read_hypothesis(path, hfmt, glms=glms, encoding=encoding)
+    hyps = {k: " ".join(v.split()) for k, v in hypothesis_transcripts(records, path).items()}
+    notes = list(notes)
+    missing = match_keys(hyps, refs, allow_missing=allow_missing, warnings=notes, hyp_name=path,
+                         ref_name=reference.path, ref_format=reference.format, show=repr)
+    hyps = {k: v for k, v in hyps.items() if k in refs}
+    if reference.format == "stm":
+        hyps.update({k: "" for k in missing})
+    if warnings is not None:
+        warnings.extend(notes)
+    return hyps
 
 
 @dataclass(frozen=True)
@@ -140,10 +147,3 @@ def read_annotations(path: str, encoding: str = "utf-8") -> dict[str, Annotation
             raise FormatError(f"duplicate annotation for {key!r}", path=path, line=n, key=key)
         out[key] = _annotation({k: v for k, v in row.items() if v != ""}, path, n, key)
     return out
-
-
-def check_keys(refs: dict, hyps: dict, path: str):
-    """Hypothesis ids must be reference ids (a hypothesis for an unknown utterance is a mistake)."""
-    extra = [k for k in hyps if k not in refs]
-    if extra:
-        raise MismatchError(f"{len(extra)} hypothesis ids are not in the reference, e.g. {extra[0]!r}", path=path)

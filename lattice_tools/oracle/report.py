@@ -113,7 +113,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequen
                lm_scale: float = 1.0, word_penalty: float = 0.0, bootstrap: int = 0, seed: int = 0,
                json_out: str | None = None, progress: bool | None = None, ref_format: str | None = None,
                format: str | None = None, words: str | None = None, frame_shift: float | None = None,
-               frame_subsampling_factor: int | None = None, allow_missing: bool = False,
+               frame_subsampling_factor: int | None = None, keys: str | None = None, allow_missing: bool = False,
                allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8",
                segments: str | None = None, segment_free: bool = False, collar: float | None = None, executor=None,
                shard_dir: str | None = None) -> OracleReport:
@@ -131,6 +131,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequen
       glm: one GLM file or several, applied like csrfilt to *both* sides, as ``score --glm`` does:
         to the reference and to the words of the alt-CTM or of the alternatives built from the
         lattices (refused with ``representation="lattice"``: a whole lattice is no transcript).
+      keys: a file naming the lattices in input order, one key per line (e.g. the icefall cut ids of a
+        k2 ``.pt`` file): :func:`lattice_tools.io.read_lattice_inputs`.
       allow_missing: lattices (or CTM files/channels) without reference are left out, and
         references without any hypothesis are scored as all deletions (STM) or left out
         (trn/text) -- what ``score --allow-missing`` does -- each with a warning in the report's
@@ -180,6 +182,8 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequen
     is_ctm = [_is_ctm(x, format, encoding) for x in specs]
     if any(is_ctm) and len(specs) > 1:
         raise LatticeToolsError("an alt-CTM input is scored on its own: give one CTM file, or lattices")
+    if is_ctm[0] and keys:
+        raise LatticeToolsError("keys name the lattices of the inputs; a CTM names its recordings already")
     if is_ctm[0] and segments:
         raise LatticeToolsError("segments map the keys of lattices; a CTM names its recordings already "
                                 "(convert-ctm maps an utterance-keyed CTM)")
@@ -193,7 +197,7 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequen
             raise LatticeToolsError("--segment-free takes whole-side lattices; --segments maps utterance lattices")
         results = _segment_free(specs, is_ctm[0], rfmt, str(reference), glms, representation, collar, warnings,
                                 dict(format=format, words=words, frame_shift=frame_shift,
-                                     frame_subsampling_factor=frame_subsampling_factor),
+                                     frame_subsampling_factor=frame_subsampling_factor, keys=keys),
                                 dict(n=n, posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale,
                                      lm_scale=lm_scale, word_penalty=word_penalty),
                                 allow_missing=allow_missing, encoding=encoding, max_memory=max_memory, **opts)
@@ -233,8 +237,9 @@ def oracle_wer(inputs: str | Sequence[str], reference: str, *, glm: str | Sequen
                                    n=n, posterior_threshold=posterior_threshold, acoustic_scale=acoustic_scale,
                                    lm_scale=lm_scale, word_penalty=word_penalty, glms=glms, encoding=encoding,
                                    format=format, words=words, frame_shift=frame_shift,
-                                   frame_subsampling_factor=frame_subsampling_factor, allow_missing=allow_missing,
-                                   allow_untimed=allow_untimed, max_memory=max_memory, progress=progress, opts=opts,
+                                   frame_subsampling_factor=frame_subsampling_factor, keys=keys,
+                                   allow_missing=allow_missing, allow_untimed=allow_untimed, max_memory=max_memory,
+                                   progress=progress, opts=opts,
                                    executor=executor, shard_dir=shard_dir)
         what = representation
     if not results:
@@ -299,7 +304,7 @@ def oracle_of_shard(job: OracleJob, items) -> list[OracleResult]:
 def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, n, posterior_threshold,
                      acoustic_scale, lm_scale, word_penalty, glms, encoding, format, words, frame_shift,
                      frame_subsampling_factor, allow_missing, allow_untimed, max_memory, progress,
-                     opts, executor=None, shard_dir=None) -> list[OracleResult]:
+                     opts, keys=None, executor=None, shard_dir=None) -> list[OracleResult]:
     """The oracle of every lattice of ``specs`` matched to its reference (``match_keys``: the same
     errors and ``allow_missing`` as ``score``), under the memory budget ``max_memory`` (every
     step: reading, building the alternatives, the oracle DP), computed in shards of utterances
@@ -319,13 +324,13 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
                     encoding, opts["mode"], opts["optional_deletable"], max_memory)
     store = ShardStore(shard_dir) if shard_dir else None
     results: list[OracleResult] = []
-    keys: list[str] = []
+    seen: list[str] = []
     text_refs = is_text(refs.values())
     id_refs = is_word_ids(refs.values())
 
     def matched(lats):
         for lat in lats:
-            keys.append(lat.key)
+            seen.append(lat.key)
             if lat.key not in refs:
                 if not allow_missing:
                     match_keys([lat.key], [], **{**match, "warnings": []})
@@ -338,12 +343,12 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
 
     with memory_budget(max_memory), tqdm(desc="oracle", unit="utt", delay=2, disable=disable) as bar:  # after ~2 s
         lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
-                                   frame_subsampling_factor=frame_subsampling_factor)
+                                   frame_subsampling_factor=frame_subsampling_factor, keys=keys)
         shards = with_companions(shard_lattices(matched(lats), repr(job)), refs.__getitem__)
         for _shard, shard_results in run_shards(oracle_of_shard, shards, executor=executor, args=(job,), store=store,
                                                 progress=lambda s: bar.update(len(s.keys))):
             results.extend(shard_results)
-        missing = match_keys(keys, refs, **match)
+        missing = match_keys(seen, refs, **match)
         if missing and ref.format == "stm":
             results += deletions_only(missing, refs, **opts)
     if store:
@@ -373,8 +378,8 @@ def _segment_free(specs, is_ctm, rfmt, reference, glms, representation, collar, 
         raise LatticeToolsError("--segment-free needs an STM reference (its segments are what the whole-side "
                                 "alignment crosses)", path=reference)
     refuse_glm_on_lattice(glms, [representation])   # a GLM on the reference side only would be a wrong number
-    lats = read_lattice_inputs(specs, **lattice_options)
     with memory_budget(max_memory):
+        lats = read_lattice_inputs(specs, **lattice_options)
         if representation == "lattice":
             stm = read_reference(reference, "stm", encoding=encoding).records
             return segment_free_oracle(lats, stm, collar=collar, mode=mode, optional_deletable=optional_deletable,

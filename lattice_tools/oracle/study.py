@@ -143,7 +143,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
               inf_max_pops: int = 200_000, plots: bool = True, progress: bool | None = None,
               ref_format: str | None = None, format: str | None = None, words: str | None = None,
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
-              allow_untimed: bool = False, title: str | None = None,
+              keys: str | None = None, allow_untimed: bool = False, title: str | None = None,
               baselines: list | None = None, encoding: str = "utf-8", allow_missing: bool = False,
               glm=None, max_memory: int | None = None, segments: str | None = None,
               segment_free: bool = False, collar: float | None = None, executor=None) -> StudyResult:
@@ -167,8 +167,9 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
       mode: ``"sclite"`` (sclite weights and tie rules, as for an alt-CTM) or ``"levenshtein"``.
       bootstrap, seed: utterance-bootstrap replications (0 = no intervals) and its seed.
       ref_format: ``stm``/``trn``/``text`` (default: detected, see :func:`load_references`).
-      format, words, frame_shift, frame_subsampling_factor: how lattice specs are read
-        (:func:`lattice_tools.io.read_lattice_inputs`).
+      format, words, frame_shift, frame_subsampling_factor, keys: how lattice specs are read
+        (:func:`lattice_tools.io.read_lattice_inputs`; ``keys`` names the lattices of every set, in input
+        order: the sets are densities of the same utterances).
       allow_untimed: accept lattices without word times although the study writes alt-CTMs (every
         time 0.00) and phrase cells (one phrase per utterance); otherwise FormatError.
       title: what the data is, for the table and plot titles (default: the set names and the
@@ -213,7 +214,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                                    lm_scale=lm_scale, word_penalty=word_penalty, max_pops=max_pops,
                                    inf_max_pops=inf_max_pops, collar=collar, format=format, words=words,
                                    frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                                   title=title, encoding=encoding, allow_missing=allow_missing, glm=glm,
+                                   keys=keys, title=title, encoding=encoding, allow_missing=allow_missing, glm=glm,
                                    max_memory=max_memory, segments=segments)
     if collar is not None:
         raise LatticeToolsError("a collar applies to the segment-free study only (segment_free=True)")
@@ -280,7 +281,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                 if set_name not in loaded:
                     loaded[set_name] = _load_set(lattice_sets[set_name], set_name, format=format, words=words,
                                                  frame_shift=frame_shift,
-                                                 frame_subsampling_factor=frame_subsampling_factor)
+                                                 frame_subsampling_factor=frame_subsampling_factor, keys=keys)
                 base = loaded[set_name]
                 uncovered: list = []
                 no_lattice = match_keys([lat.key for lat in base], references, allow_missing=allow_missing,
@@ -804,7 +805,8 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                         word_penalty: float = 0.0, max_pops: int = 2_000_000, inf_max_pops: int = 200_000,
                         collar: float | None = None, format: str | None = None, words: str | None = None,
                         frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
-                        title: str | None = None, encoding: str = "utf-8", allow_missing: bool = False,
+                        keys: str | None = None, title: str | None = None, encoding: str = "utf-8",
+                        allow_missing: bool = False,
                         glm=None, max_memory: int | None = None, segments: str | None = None) -> StudyResult:
     """The oracle study on whole-side lattices, scored both ways on the same alternatives.
 
@@ -873,7 +875,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     with memory_budget(max_memory):
         for set_name, spec in lattice_sets.items():
             base = _load_set(spec, set_name, format=format, words=words, frame_shift=frame_shift,
-                             frame_subsampling_factor=frame_subsampling_factor)
+                             frame_subsampling_factor=frame_subsampling_factor, keys=keys)
             located = {}
             for lat in base:
                 check_times(lat, what="the study both ways (alt-CTMs scored against the STM's segments)")

@@ -1,8 +1,10 @@
 """Kaldi ``latbin`` jobs with Kaldi's answers, over whole archives (see ``docs/kaldi.md``).
 
 Each function reads lattices (any format :func:`lattice_tools.io.read_lattices` reads; Kaldi
-archives keep their stored state order), runs one job per lattice and writes Kaldi's text tables
-(:mod:`lattice_tools.io.lattices.kaldi_tables`).  Every output is written atomically: a failure leaves no
+archives keep their stored state order; ``keys``: a file naming them, see
+:func:`~lattice_tools.io.lattices.inputs.read_lattice_inputs`), runs one job per lattice and writes Kaldi's text
+tables (:mod:`lattice_tools.io.lattices.kaldi_tables`), within ``max_memory`` bytes of resident memory (None: no
+bound; past it BudgetExceededError naming the lattice, and no output is left).  Every output is written atomically: a failure leaves no
 half-written file.  The ``lattice-tools`` commands of the same names are thin wrappers.
 """
 from __future__ import annotations
@@ -11,6 +13,7 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
+from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..core.files import atomic_write
 from ..io.lattices import kaldi_tables as T
 from ..io.lattices.inputs import read_lattice_inputs
@@ -23,7 +26,8 @@ def _open_all(stack: contextlib.ExitStack, **paths):
 def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_risk: str | None = None,
                sausage_stats: str | None = None, times: str | None = None, one_best_times: bool = False,
                ctm: str | None = None, confidence_digits: int = 2, format: str | None = None, words: str | None = None,
-               frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+               frame_shift: float | None = None, frame_subsampling_factor: int | None = None, keys: str | None = None,
+               max_memory: int | None = DEFAULT_MAX_MEMORY,
                acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> dict:
     """Kaldi's ``lattice-mbr-decode`` (``tra``, ``bayes_risk``, ``sausage_stats``, ``times``, with
     ``--one-best-times``) and ``lattice-to-ctm-conf`` (``ctm``: the MBR words with their
@@ -34,9 +38,10 @@ def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_r
     n_done = n_words = 0
     total_risk = 0.0
     with contextlib.ExitStack() as stack:
+        stack.enter_context(memory_budget(max_memory))
         out = _open_all(stack, tra=tra, bayes_risk=bayes_risk, sausage_stats=sausage_stats, times=times, ctm=ctm)
         for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             r = decode_one(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
             key = lat.key
             if out["tra"]:
@@ -61,7 +66,8 @@ def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_r
 
 def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str | None = None,
               costs: str | None = None, format: str | None = None, words: str | None = None,
-              frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+              frame_shift: float | None = None, frame_subsampling_factor: int | None = None, keys: str | None = None,
+              max_memory: int | None = DEFAULT_MAX_MEMORY,
               acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> dict:
     """Kaldi's ``lattice-best-path`` (``tra``: word ids), ``lattice-1best | nbest-to-ctm`` (``ctm``:
     the best path's words with their frames, in seconds) and the costs ``lattice-best-path`` logs
@@ -74,9 +80,10 @@ def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str
     n_done = n_frames = 0
     tot_g = tot_a = np.float32(0.0)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(memory_budget(max_memory))
         out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
         for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             bp = best_path_kaldi(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
             key = lat.key
             if out["tra"]:
@@ -102,7 +109,8 @@ def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str
 
 def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None, ctm: str | None = None,
                 costs: str | None = None, format: str | None = None, words: str | None = None,
-                frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
+                frame_shift: float | None = None, frame_subsampling_factor: int | None = None, keys: str | None = None,
+                max_memory: int | None = DEFAULT_MAX_MEMORY,
                 acoustic_scale: float = 1.0, lm_scale: float = 1.0) -> dict:
     """Kaldi's ``lattice-determinize | lattice-to-nbest --n`` (tropical N-best: the ``n`` distinct
     word sequences with the cheapest best path, best first), keyed ``utt-1 .. utt-n`` as Kaldi
@@ -114,9 +122,10 @@ def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None
 
     n_lat = n_ent = 0
     with contextlib.ExitStack() as stack:
+        stack.enter_context(memory_budget(max_memory))
         out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
         for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             entries = nbest_kaldi(lat, n, acoustic_scale=acoustic_scale, lm_scale=lm_scale)
             dur = (lat.t1 - lat.t0) if lat.has_times else np.zeros(lat.num_arcs, np.int64)
             for i, e in enumerate(entries, 1):
@@ -139,7 +148,8 @@ def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None
 
 def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = None, errors: str | None = None,
            wildcard_symbols: Iterable[int] = (), format: str | None = None, words: str | None = None,
-           frame_shift: float | None = None, frame_subsampling_factor: int | None = None) -> dict:
+           frame_shift: float | None = None, frame_subsampling_factor: int | None = None, keys: str | None = None,
+           max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Kaldi's ``lattice-oracle``: for every lattice, the path with the fewest word errors
     (Levenshtein, unit costs, lattice weights ignored) against ``reference`` (Kaldi's int table
     ``utt id id ...``); ``wildcard_symbols`` (ids) are removed from the lattice and the reference
@@ -156,9 +166,10 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
     per_utt = {}
     n_missing = 0
     with contextlib.ExitStack() as stack:
+        stack.enter_context(memory_budget(max_memory))
         out = _open_all(stack, tra=tra, errors=errors)
         for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             if lat.key not in refs:
                 n_missing += 1
                 continue
@@ -188,49 +199,56 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
     return tot
 
 
-def _rewrite(lattices, out: str, fn, *, out_format, **inputs) -> int:
+def _rewrite(lattices, out: str, fn, *, out_format, max_memory, **inputs) -> int:
     from ..io import write_lattices
 
-    return write_lattices((fn(lat) for lat in read_lattice_inputs(lattices, **inputs)), out, format=out_format)
+    with memory_budget(max_memory):
+        return write_lattices((fn(lat) for lat in read_lattice_inputs(lattices, **inputs)), out, format=out_format)
 
 
 def scale(lattices: Iterable[str] | str, out: str, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
           format: str | None = None, words: str | None = None, frame_shift: float | None = None,
-          frame_subsampling_factor: int | None = None, out_format: str | None = None) -> int:
+          frame_subsampling_factor: int | None = None, keys: str | None = None,
+          max_memory: int | None = DEFAULT_MAX_MEMORY, out_format: str | None = None) -> int:
     """Kaldi's ``lattice-scale``: every lattice with scaled weights, written to ``out`` (a Kaldi
     wspecifier or any lattice output :func:`lattice_tools.io.write_lattices` takes)."""
     from ..algorithms.kaldi_ops import scale as scale_one
 
     return _rewrite(lattices, out, lambda lat: scale_one(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale),
                     format=format, words=words, frame_shift=frame_shift,
-                    frame_subsampling_factor=frame_subsampling_factor, out_format=out_format)
+                    frame_subsampling_factor=frame_subsampling_factor, keys=keys, max_memory=max_memory,
+                    out_format=out_format)
 
 
 def add_penalty(lattices: Iterable[str] | str, out: str, *, word_penalty: float, format: str | None = None,
                 words: str | None = None, frame_shift: float | None = None,
-                frame_subsampling_factor: int | None = None, out_format: str | None = None) -> int:
+                frame_subsampling_factor: int | None = None, keys: str | None = None,
+                max_memory: int | None = DEFAULT_MAX_MEMORY, out_format: str | None = None) -> int:
     """Kaldi's ``lattice-add-penalty --word-ins-penalty``: the penalty added to every word arc's graph cost."""
     from ..algorithms.kaldi_ops import add_word_penalty
 
     return _rewrite(lattices, out, lambda lat: add_word_penalty(lat, word_penalty), format=format, words=words,
-                    frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, out_format=out_format)
+                    frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, keys=keys,
+                    max_memory=max_memory, out_format=out_format)
 
 
 def prune(lattices: Iterable[str] | str, out: str, *, beam: float = 10.0, acoustic_scale: float = 1.0,
           format: str | None = None, words: str | None = None, frame_shift: float | None = None,
-          frame_subsampling_factor: int | None = None, out_format: str | None = None) -> int:
+          frame_subsampling_factor: int | None = None, keys: str | None = None,
+          max_memory: int | None = DEFAULT_MAX_MEMORY, out_format: str | None = None) -> int:
     """Kaldi's ``lattice-prune --beam --acoustic-scale``: arcs and final weights off every path within
     ``beam`` of the best path (costs with the acoustic scale) removed, weights written unscaled."""
     from ..algorithms.kaldi_ops import prune_beam
 
     return _rewrite(lattices, out, lambda lat: prune_beam(lat, beam, acoustic_scale=acoustic_scale), format=format,
                     words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor,
-                    out_format=out_format)
+                    keys=keys, max_memory=max_memory, out_format=out_format)
 
 
 def depth(lattices: Iterable[str] | str, *, out: str | None = None, format: str | None = None,
           words: str | None = None, frame_shift: float | None = None,
-          frame_subsampling_factor: int | None = None) -> dict:
+          frame_subsampling_factor: int | None = None, keys: str | None = None,
+          max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Kaldi's ``lattice-depth``: per lattice the average number of arcs crossing a frame (table
     ``utt depth`` to ``out``); returns the overall density (frame-weighted) and the frames."""
     from ..algorithms import lattice_depth
@@ -238,9 +256,10 @@ def depth(lattices: Iterable[str] | str, *, out: str | None = None, format: str 
     total = frames = 0.0
     n = 0
     with contextlib.ExitStack() as stack:
+        stack.enter_context(memory_budget(max_memory))
         o = _open_all(stack, out=out)["out"]
         for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             d = lattice_depth(lat)
             t = lat.num_frames
             if o:

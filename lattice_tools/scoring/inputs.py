@@ -1,4 +1,4 @@
-"""The one door through which references and hypotheses reach ``score``, ``oracle`` and ``study``.
+"""The one door through which references and hypotheses reach ``score``, ``oracle``, ``study`` and ``metrics``.
 
 Every command that compares a hypothesis with a reference reads, checks and matches its inputs
 here, so that the same file gives the same words, the same errors and the same number everywhere:
@@ -11,7 +11,8 @@ here, so that the same file gives the same words, the same errors and the same n
   ALT blocks, trn, text); the GLMs are applied to the hypothesis as to the reference, never to one
   side only;
 * :func:`reference_transcripts` -- a reference as ``{key: transcript}`` for per-utterance inputs
-  (lattices, an alt-CTM against a trn): trn/text by utterance id, STM by recording file;
+  (lattices, an alt-CTM against a trn, the metrics' transcripts): trn/text by utterance id, STM by
+  recording file; :func:`hypothesis_transcripts` the same of a trn/text hypothesis;
 * :func:`match_keys` -- which hypothesis keys have no reference and which references have no
   hypothesis, with one meaning of ``allow_missing`` in both directions: without it both are a
   :class:`~lattice_tools.core.errors.MismatchError`; with it a hypothesis without reference is left
@@ -153,6 +154,20 @@ def read_hypothesis(path: str, fmt: str, *, glms: Sequence[str] = (), encoding: 
             warnings.append(note)
     records, more = filter_hypothesis_items(records, glms, fmt=fmt, encoding=encoding, nested=nested, path=str(path))
     return records, warnings + more
+
+
+def hypothesis_transcripts(records, path: str = "") -> dict:
+    """``{utterance id: transcript}`` of a trn/text hypothesis (:func:`read_hypothesis`'s records), in file
+    order; an id given twice is refused, naming both lines (it would be scored twice, as sclite refuses)."""
+    out: dict = {}
+    lines: dict = {}
+    for u in records:
+        if u.utt_id in lines:
+            raise MismatchError(f"utterance id {u.utt_id!r} appears twice in the hypothesis (lines {lines[u.utt_id]} "
+                                f"and {u.lineno})", path=path or None, line=u.lineno, key=u.utt_id)
+        lines[u.utt_id] = u.lineno
+        out[u.utt_id] = u.text
+    return out
 
 
 def _ctm_words(item) -> list:
@@ -323,5 +338,5 @@ def match_keys(hyp_keys: Iterable, ref_keys: Iterable, *, allow_missing: bool, w
 
 
 __all__ = ["HYPOTHESIS_FORMATS", "REFERENCE_FORMATS", "Reference", "check_encoding", "filter_hypothesis_items",
-           "hypothesis_format", "match_keys", "read_hypothesis", "read_reference", "reference_format",
+           "hypothesis_format", "hypothesis_transcripts", "match_keys", "read_hypothesis", "read_reference", "reference_format",
            "reference_transcripts", "select_ctm_types", "without_rt_fields"]

@@ -387,7 +387,8 @@ def score_trn(ref_utts: Iterable, hyp_utts: Iterable, *, optional_deletable: boo
         if uid in seen:
             # it would be scored twice (sclite refuses it)
             raise MismatchError(f"utterance id '{u.utt_id}' appears twice in the hypothesis (lines "
-                                f"{seen[uid].lineno} and {u.lineno})", path=hyp_name or None, key=u.utt_id)
+                                f"{seen[uid].lineno} and {u.lineno})", path=hyp_name or None, line=u.lineno,
+                                key=u.utt_id)
         seen[uid] = u
         if uid in refs:
             jobs.append((uid, refs[uid], u))

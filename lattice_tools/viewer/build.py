@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..core._budget import memory_budget
+from ..core._budget import budgeted
 from ..core.counts import ErrorCounts
 from ..core.errors import LatticeToolsError, MismatchError
 from .utterances import (
@@ -22,6 +22,7 @@ from .utterances import (
 REPRESENTATIONS = ("nbest", "sausage", "phrase", "lattice")
 
 
+@budgeted
 def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequence[str] = (),
          reference: str | None = None, ref_format: str | None = None, glm: str | Sequence[str] | None = None,
          kwslist: str | None = None, kwlist: str | None = None, index: str | None = None,
@@ -30,7 +31,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
          optional_deletable: bool = False, mode: str = "sclite", max_arcs: int = 5000, top_k: int = 300,
          max_alternatives: int = 10, title: str | None = None, format: str | None = None,
          words: str | None = None, frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
-         allow_untimed: bool = False, max_memory: int | None = None, encoding: str = "utf-8") -> dict:
+         keys: str | None = None, allow_untimed: bool = False, max_memory: int | None = None,
+         encoding: str = "utf-8") -> dict:
     """Write ``out``: ONE self-contained HTML file (inline JavaScript, SVG and CSS; no request of any kind
     leaves it, so it opens from ``file://`` offline) showing, per utterance, the 1-best aligned with the
     reference, the alternatives with their posteriors and the oracle's choice, the lattice on a time axis
@@ -38,7 +40,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
 
     Args:
       inputs: lattice specs (:func:`lattice_tools.io.read_lattice_inputs` with ``format``, ``words``,
-        ``frame_shift``, ``frame_subsampling_factor``).
+        ``frame_shift``, ``frame_subsampling_factor``, ``keys``).
       alt_ctm: (alt-)CTM files, each one more representation (named by its file name); an utterance is a
         CTM file id.  Without lattices the 1-best is the first alternative of every slot.
       reference, ref_format: STM, trn or Kaldi text (optional).  Utterances match it by key as in
@@ -60,7 +62,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
       max_alternatives: alternatives per slot listed (the oracle's choice is added when deeper).
       allow_untimed: accept lattices without word times for phrases and STM references (as ``oracle`` does);
         their lattice is not drawn.
-      max_memory: memory budget (bytes) of the N-best/phrase searches (None: their node/state counts).
+      max_memory: memory budget (bytes of resident memory) of every step: reading, the searches, the page
+        (None: none).
     Returns:
       a summary: ``{"out", "utterances", "bytes", "totals": {"1best": counts, <representation>: counts}}``.
     """
@@ -116,7 +119,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         text_refs = refs is not None and is_text(refs.values())
         id_refs = refs is not None and is_word_ids(refs.values())
         for lat in read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor):
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
             if refs is not None and lat.key not in refs:
                 raise MismatchError(f"lattice {lat.key!r} has no reference (references are keyed by utterance id "
                                     "(trn/text) or recording file (stm))", path=str(reference), key=lat.key)
@@ -135,11 +138,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
                     if refs is not None:
                         lattice_results[lat.key] = lattice_oracle(lat, refs[lat.key], **opts)
                     continue
-                # (the searches keep their node/state budgets under a memory budget, as `oracle` does: their
-                # compiled loops do not measure every structure they grow)
                 kw = {"posterior_threshold": posterior_threshold} if r == "phrase" else {}
-                with memory_budget(max_memory):
-                    rep_alts.setdefault(r, {})[lat.key] = make_alternatives(lat, r, n, **scales, **kw)
+                rep_alts.setdefault(r, {})[lat.key] = make_alternatives(lat, r, n, **scales, **kw)
     ctm_names = []
     for path in alt_ctm:
         from ..io.transcripts.altctm import read_alternatives_ctm
@@ -162,8 +162,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         raise LatticeToolsError("nothing to show: the inputs hold no utterance")
 
     # the 1-best, scored like `lattice-tools score`
-    keys = list(utts)
-    for key in keys:
+    order = list(utts)
+    for key in order:
         ob = best_alts[key]
         record = utts[key]
         record["onebest"] = {"words": [w for s in ob.slots for a in s.alternatives[:1] for w in a.words],
@@ -175,23 +175,23 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         record["dur"] = round(max(ends), 2) if ends else 0.0
     totals: dict = {}
     if refs is not None:
-        scored = score_one_best(str(reference), str(rfmt), [best_alts[k] for k in keys], glms, encoding=encoding,
+        scored = score_one_best(str(reference), str(rfmt), [best_alts[k] for k in order], glms, encoding=encoding,
                                 **opts)
-        missing = [k for k in keys if k not in scored]
+        missing = [k for k in order if k not in scored]
         if missing:
             raise MismatchError(f"the scorer found no reference segment for {missing[0]!r}", path=str(reference),
                                 key=missing[0])
-        for key in keys:
+        for key in order:
             utts[key]["onebest"].update(scored[key])
             utts[key]["ref"] = refs[key]
-        totals["1best"] = _total([utts[k]["onebest"]["counts"] for k in keys])
+        totals["1best"] = _total([utts[k]["onebest"]["counts"] for k in order])
 
     # the alternatives and their oracles
     names = [r for r in reps if r != "lattice" and r in rep_alts] + ctm_names
     for name in names:
         nonword = (lambda w: False) if name in ctm_names else is_nonword
         by_key = rep_alts[name]
-        have = [k for k in keys if k in by_key]
+        have = [k for k in order if k in by_key]
         # the oracle of the alternatives with the GLM applied to their words as to a hypothesis alt-CTM (what
         # `oracle` scores); the page lists them as computed
         results = alternatives_oracle_many(filter_alternatives([by_key[k] for k in have], glms, encoding=encoding),
@@ -224,7 +224,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
                 "recovered": [i for i, f in enumerate(recovered) if f]}
         totals["lattice"] = _total([utts[k]["reps"]["lattice"]["counts"] for k in lattice_results])
 
-    for key in keys:
+    for key in order:
         record = utts[key]
         base = record["onebest"].get("counts")
         oracle_errors = [r["counts"]["E"] for r in record["reps"].values() if "counts" in r]
@@ -239,7 +239,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         if unplaced:
             notes.append(f"{unplaced} detection(s) of {os.path.basename(str(kwslist or index))} are on files not shown")
 
-    data = {"title": title or "lattice-tools view", "utterances": [utts[k] for k in keys], "totals": totals,
+    data = {"title": title or "lattice-tools view", "utterances": [utts[k] for k in order], "totals": totals,
             "notes": notes,
             "representations": [r for r in ["1best", *names, "lattice"] if r in totals or r in names],
             "settings": {"n": n, "posterior_threshold": posterior_threshold, "mode": mode,
@@ -248,7 +248,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
                          "glm": ", ".join(os.path.basename(str(g)) for g in glms) or None,
                          "kwslist": os.path.basename(str(kwslist or index)) if kwslist or index else None}}
     size = write_page(out, data)
-    return {"out": str(out), "utterances": len(keys), "bytes": size, "totals": totals}
+    return {"out": str(out), "utterances": len(order), "bytes": size, "totals": totals}
 
 
 def _total(counts: list[dict]) -> dict:

@@ -96,9 +96,12 @@ PyObject *py_best_paths(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_ssize_t m, n_rows, n_off, n_lab, n_arcs_total;
+    long long max_bytes = -1;
     PyObject *o_off, *o_dlab, *o_dst, *o_bc, *o_arc, *o_xbc, *o_soff, *o_slab;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOn", &o_off, &o_dlab, &o_dst, &o_bc, &o_arc, &o_xbc, &o_soff, &o_slab, &m))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOn|L", &o_off, &o_dlab, &o_dst, &o_bc, &o_arc, &o_xbc, &o_soff, &o_slab, &m,
+                          &max_bytes))
         return NULL;
+    budget_begin(max_bytes);
     Views vs = {.n = 0, .fn = "best_paths"};
     PathScratch ps;
     memset(&ps, 0, sizeof(ps));
@@ -160,6 +163,8 @@ PyObject *py_best_paths(PyObject *self, PyObject *args)
                           arcs + seq_off[i]) < 0)
             goto done;
     }
+    if (budget_take(8 * (n_seq + n_arcs_total)) < 0) /* (the output copies) */
+        goto done;
     result = Py_BuildValue("(NN)", out_array(cost, n_seq, 8), out_array(arcs, n_arcs_total, 8));
 done:
     views_release(&vs);
@@ -169,5 +174,6 @@ done:
                   ps.new_v.p, ps.best_from, ps.best_k, ps.best_v};
     for (size_t i = 0; i < sizeof(pp) / sizeof(pp[0]); i++)
         free(pp[i]);
+    budget_begin(-1);
     return result;
 }

@@ -48,9 +48,11 @@ PyObject *py_best_word_bound(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_ssize_t m, num_labels;
+    long long max_bytes = -1;
     PyObject *o_off, *o_dlab, *o_dst, *o_lc, *o_xlc;
-    if (!PyArg_ParseTuple(args, "nOOOOOn", &m, &o_off, &o_dlab, &o_dst, &o_lc, &o_xlc, &num_labels))
+    if (!PyArg_ParseTuple(args, "nOOOOOn|L", &m, &o_off, &o_dlab, &o_dst, &o_lc, &o_xlc, &num_labels, &max_bytes))
         return NULL;
+    budget_begin(max_bytes);
     Views vs = {.n = 0, .fn = "best_word_bound"};
     Rows r;
     PyObject *result = NULL;
@@ -90,6 +92,7 @@ done:
     free(h);
     free(acc);
     free(touched);
+    budget_begin(-1);
     return result;
 }
 
@@ -291,9 +294,11 @@ PyObject *py_suffix_list_bound(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_ssize_t m, num_labels, k;
+    long long max_bytes = -1;
     PyObject *o_off, *o_dlab, *o_dst, *o_lc, *o_xlc;
-    if (!PyArg_ParseTuple(args, "nOOOOOnn", &m, &o_off, &o_dlab, &o_dst, &o_lc, &o_xlc, &num_labels, &k))
+    if (!PyArg_ParseTuple(args, "nOOOOOnn|L", &m, &o_off, &o_dlab, &o_dst, &o_lc, &o_xlc, &num_labels, &k, &max_bytes))
         return NULL;
+    budget_begin(max_bytes);
     if (k < 0)
         return PyErr_Format(PyExc_ValueError, "nbest: k must be >= 0, not %zd", k);
     Views vs = {.n = 0, .fn = "suffix_list_bound"};
@@ -313,5 +318,6 @@ done:
                   w.top_q, w.l_c, w.u, w.h, w.unl, w.c_v, w.top_c, w.seen};
     for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
         free(ps[i]);
+    budget_begin(-1);
     return result;
 }

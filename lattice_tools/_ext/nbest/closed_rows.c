@@ -116,7 +116,8 @@ static PyObject *rows_result(RowsWork *w)
     i64 *w_off = NULL, *w_arc = NULL;
     double *w_lc = NULL, *w_bc = NULL;
     PyObject *result = NULL;
-    if (ALLOC(w_off, m + 1) && ALLOC(w_arc, used) && ALLOC(w_lc, used) && ALLOC(w_bc, used)) {
+    if (ALLOC(w_off, m + 1) && ALLOC(w_arc, used) && ALLOC(w_lc, used) && ALLOC(w_bc, used) &&
+        budget_take(8 * (3 * m + 1 + 3 * used)) == 0) { /* (the output copies) */
         w_off[0] = 0;
         for (i64 s = 0; s < m; s++) {
             w_off[s + 1] = w_off[s] + w->row_len[s];
@@ -143,9 +144,11 @@ PyObject *py_closed_rows(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_ssize_t m, n_arcs;
+    long long max_bytes = -1;
     PyObject *os, *od, *ol, *oc, *of;
-    if (!PyArg_ParseTuple(args, "nOOOOO", &m, &os, &od, &ol, &oc, &of))
+    if (!PyArg_ParseTuple(args, "nOOOOO|L", &m, &os, &od, &ol, &oc, &of, &max_bytes))
         return NULL;
+    budget_begin(max_bytes);
     if (m < 0)
         return PyErr_Format(PyExc_ValueError, "nbest: num_states must be >= 0, not %zd", m);
     Views vs = {.n = 0, .fn = "closed_rows"};
@@ -185,5 +188,6 @@ done:
     void *ps[] = {w.off, w.row_lo, w.row_len, w.r_arc, w.slot, w.r_lc, w.r_bc, w.x_lc, w.x_bc, w.t, w.t2};
     for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
         free(ps[i]);
+    budget_begin(-1);
     return result;
 }

@@ -22,6 +22,10 @@
  * lattices): the same terms summed in another order, so the same lists with costs equal to ~1e-15
  * relative.
  *
+ * Every kernel takes an optional last argument max_bytes (default -1: none): what it may allocate (its
+ * outputs included); past it bounded_search returns TOO_MANY_BYTES, the others raise MemoryError with the
+ * message BUDGET_EXCEEDED (buffers.c counts the allocations).
+ *
  * Arrays cross as buffers (int64 'l'/'q', float64 'd', bool '?'), checked on entry; results are
  * returned as bytearrays (numpy.frombuffer views them).  Long loops poll PyErr_CheckSignals.
  */
@@ -73,29 +77,30 @@ int check_arcs(i64 m, const i64 *src, const i64 *dst, i64 n_arcs)
 /* ------------------------------------------------------------------------------------------------ */
 static PyMethodDef methods[] = {
     {"closed_rows", py_closed_rows, METH_VARARGS,
-     "closed_rows($module, m, src, dst, lab, cost, final, /)\n--\n\n"
+     "closed_rows($module, m, src, dst, lab, cost, final, max_bytes=-1, /)\n--\n\n"
      "-> (w_off, w_arc, w_lc, w_bc, x_lc, x_bc) as bytearrays\n\n"
      "Every state's closed row of an m-state lattice numbered topologically: the word arcs reachable from it "
      "through epsilon paths (arcs src -> dst, int64 sorted by src; lab int64, 0 = epsilon; cost float64 per arc; "
      "final float64 per state, inf = not final).  Row s is w_arc[w_off[s]:w_off[s + 1]] (arc ids, sorted), with "
      "the log sum (w_lc) and the minimum (w_bc) of the epsilon-path-plus-arc costs; x_lc / x_bc: each state's "
-     "exit cost through epsilon paths, log sum and minimum."},
+     "exit cost through epsilon paths, log sum and minimum.  max_bytes (every kernel): what it may allocate "
+     "(-1: no limit; past it MemoryError BUDGET_EXCEEDED, or bounded_search's status TOO_MANY_BYTES)."},
     {"best_word_bound", py_best_word_bound, METH_VARARGS,
-     "best_word_bound($module, m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, /)\n--\n\n"
+     "best_word_bound($module, m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, max_bytes=-1, /)\n--\n\n"
      "-> h (float64 bytearray)\n\n"
      "The admissible, consistent best-completion bound of every state: h[s] = min(x_lc[s], min over words w of "
      "the log sum over s's closed w entries of (w_lc + h[w_dst])), in reverse topological order.  The closed rows "
      "as closed_rows returns them (w_off int64, m + 1), with w_dlab (int64, the entries' dense word labels in "
      "[0, num_labels)) and w_dst (int64, their destinations)."},
     {"suffix_list_bound", py_suffix_list_bound, METH_VARARGS,
-     "suffix_list_bound($module, m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k, /)\n--\n\n"
+     "suffix_list_bound($module, m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k, max_bytes=-1, /)\n--\n\n"
      "-> h (float64 bytearray)\n\n"
      "A tighter admissible (not consistent) bound than best_word_bound, from the same closed rows: per state "
      "the k best completions are listed (sums over their alignments) and one bound covers every other; k = 0 "
      "gives best_word_bound."},
     {"bounded_search", py_bounded_search, METH_VARARGS,
      "bounded_search($module, m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, "
-     "max_members, margin, resolution, /)\n--\n\n"
+     "max_members, margin, resolution, max_bytes=-1, /)\n--\n\n"
      "-> (status, found_link, found_cost, t_parent, t_label)\n\n"
      "The n best distinct word sequences (n < 0: every one) of an m-state lattice (arcs src -> dst, int64 "
      "sorted by src; dlab int64 dense word label per arc, -1 = epsilon, < num_labels; cost float64 per arc; "
@@ -107,7 +112,7 @@ static PyMethodDef methods[] = {
      "with costs found_cost (float64); the trie is t_parent / t_label (int64, node 0 the empty prefix); all "
      "bytearrays."},
     {"best_paths", py_best_paths, METH_VARARGS,
-     "best_paths($module, w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m, /)\n--\n\n"
+     "best_paths($module, w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m, max_bytes=-1, /)\n--\n\n"
      "-> (cost, arcs)\n\n"
      "The best single path reading each output sequence (tropical, for word times), over the closed rows of "
      "closed_rows (w_bc, x_bc: the minimum costs) with dense labels w_dlab and destinations w_dst: sequence q "
@@ -127,7 +132,9 @@ PyMODINIT_FUNC PyInit_nbest(void)
         return NULL;
     if (PyModule_AddIntConstant(mod, "OK", ST_OK) < 0 || PyModule_AddIntConstant(mod, "TOO_MANY_POPS", ST_TOO_MANY_POPS) < 0 ||
         PyModule_AddIntConstant(mod, "TOO_MANY_STATES", ST_TOO_MANY_STATES) < 0 ||
-        PyModule_AddIntConstant(mod, "TOO_MANY_MEMBERS", ST_TOO_MANY_MEMBERS) < 0) {
+        PyModule_AddIntConstant(mod, "TOO_MANY_MEMBERS", ST_TOO_MANY_MEMBERS) < 0 ||
+        PyModule_AddIntConstant(mod, "TOO_MANY_BYTES", ST_TOO_MANY_BYTES) < 0 ||
+        PyModule_AddStringConstant(mod, "BUDGET_EXCEEDED", BUDGET_EXCEEDED) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

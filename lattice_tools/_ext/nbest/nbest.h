@@ -20,7 +20,7 @@ typedef int64_t i64;
 #define INF HUGE_VAL
 #define SIGNAL_EVERY 65536
 
-enum { ST_OK = 0, ST_TOO_MANY_POPS = 1, ST_TOO_MANY_STATES = 2, ST_TOO_MANY_MEMBERS = 3 };
+enum { ST_OK = 0, ST_TOO_MANY_POPS = 1, ST_TOO_MANY_STATES = 2, ST_TOO_MANY_MEMBERS = 3, ST_TOO_MANY_BYTES = 4 };
 
 /* ------------------------------------------------------------------------------------------------ */
 /* buffers in, bytearrays out (module.c)                                                             */
@@ -60,6 +60,18 @@ static inline int grow_(void **p, i64 *cap, i64 need, size_t size, int zero)
 
 void *alloc_(size_t count, size_t size);
 #define ALLOC(p, count) ((p) = alloc_((size_t)(count), sizeof(*(p))))
+
+/* The byte budget of one kernel call (buffers.c): budget_begin(max_bytes) at its start (-1: none); every
+ * allocation of grow_realloc and alloc_ counts against it (freed blocks are not given back, except a grown
+ * block's old copy), and one that would pass it fails with MemoryError and budget_exceeded() true.
+ * budget_take(bytes): count an allocation made otherwise (or the kernel's outputs before it builds them):
+ * 0, or -1 with that MemoryError (its message: BUDGET_EXCEEDED, the module's constant of that name). */
+#define BUDGET_EXCEEDED "nbest: the byte budget of the call is exceeded"
+void budget_begin(i64 max_bytes);
+int budget_take(i64 bytes);
+void budget_give(i64 bytes);
+int budget_exceeded(void);
+i64 budget_held_bytes(void);
 
 /* Growable arrays of int64, float64 and bytes with their capacities (the search's and the best paths'). */
 typedef struct {

@@ -177,12 +177,12 @@ static int search_init(Search *s, i64 m, i64 num_labels)
     st->nds = 1;
     st->n_ch = 0;
     Scratch *sc = &s->sc;
-    if (!(sc->lab_cnt = calloc((size_t)num_labels + 1, sizeof(i64))) ||
-        !(sc->lab_fill = calloc((size_t)num_labels + 1, sizeof(i64))) || !ALLOC(sc->dslot, m) ||
-        !(sc->e_mark = calloc((size_t)m, sizeof(i64))) || !ALLOC(sc->alpha, m)) {
-        PyErr_NoMemory();
+    if (!ALLOC(sc->lab_cnt, num_labels + 1) || !ALLOC(sc->lab_fill, num_labels + 1) || !ALLOC(sc->dslot, m) ||
+        !ALLOC(sc->e_mark, m) || !ALLOC(sc->alpha, m))
         return -1;
-    }
+    memset(sc->lab_cnt, 0, (size_t)(num_labels + 1) * sizeof(i64));
+    memset(sc->lab_fill, 0, (size_t)(num_labels + 1) * sizeof(i64));
+    memset(sc->e_mark, 0, (size_t)m * sizeof(i64));
     for (i64 i = 0; i < m; i++)
         sc->dslot[i] = -1;
     sc->expand_no = 0;
@@ -428,11 +428,11 @@ PyObject *py_bounded_search(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_ssize_t m, num_labels;
-    long long n, max_pops, max_states, max_members;
+    long long n, max_pops, max_states, max_members, max_bytes = -1;
     double margin, resolution;
     PyObject *o_src, *o_dst, *o_dlab, *o_cost, *o_final, *o_hb;
-    if (!PyArg_ParseTuple(args, "nOOOOOOnLLLLdd", &m, &o_src, &o_dst, &o_dlab, &o_cost, &o_final, &o_hb, &num_labels,
-                          &n, &max_pops, &max_states, &max_members, &margin, &resolution))
+    if (!PyArg_ParseTuple(args, "nOOOOOOnLLLLdd|L", &m, &o_src, &o_dst, &o_dlab, &o_cost, &o_final, &o_hb, &num_labels,
+                          &n, &max_pops, &max_states, &max_members, &margin, &resolution, &max_bytes))
         return NULL;
     if (!(resolution > 0.0) || !(margin >= 0.0))
         return PyErr_Format(PyExc_ValueError, "nbest: resolution must be > 0 and margin >= 0 (got %g, %g)", resolution,
@@ -442,22 +442,33 @@ PyObject *py_bounded_search(PyObject *self, PyObject *args)
     Search s;
     memset(&s, 0, sizeof(s));
     PyObject *result = NULL;
+    budget_begin(max_bytes);
     if (get_arcs(&vs, &rows, m, o_src, o_dst, o_dlab, o_cost, o_final, num_labels) < 0)
         goto done;
     const double *hb = view(&vs, o_hb, "hb", K_F64, m, NULL);
     if (!hb)
         goto done;
     int status = run_search(&s, &rows, hb, n, max_pops, max_states, max_members, margin, resolution);
+    if (status < 0 && budget_exceeded()) { /* the byte budget, not the machine: a status, not an exception */
+        PyErr_Clear();
+        status = ST_TOO_MANY_BYTES;
+    }
     if (status < 0)
         goto done;
     i64 nf = s.n_found, nt = s.n_trie;
     if (status != ST_OK && status != ST_TOO_MANY_POPS)
         nf = nt = 0;
+    if (budget_take(16 * (nf + nt)) < 0) { /* the outputs are copied while the search still holds its arrays */
+        PyErr_Clear();
+        status = ST_TOO_MANY_BYTES;
+        nf = nt = 0;
+    }
     result = Py_BuildValue("(iNNNN)", status, out_array(s.f_link.p, nf, 8), out_array(s.f_cost.p, nf, 8),
                            out_array(s.t_parent.p, nt, 8), out_array(s.t_label.p, nt, 8));
 done:
     views_release(&vs);
     search_free(&s);
     free(rows.off);
+    budget_begin(-1);
     return result;
 }

@@ -87,11 +87,9 @@ static i64 reduce_pairs(Scratch *sc, i64 ne, i64 *ng_out)
 static int rehash(Store *st)
 {
     i64 size = 2 * st->table_size;
-    i64 *t = malloc((size_t)size * sizeof(i64));
-    if (!t) {
-        PyErr_NoMemory();
+    i64 *t;
+    if (!ALLOC(t, size))
         return -1;
-    }
     for (i64 i = 0; i < size; i++)
         t[i] = -1;
     const i64 *off = st->off.p;
@@ -102,6 +100,7 @@ static int rehash(Store *st)
         t[i] = j;
     }
     free(st->table.p);
+    budget_give(st->table_size * (i64)sizeof(i64));
     st->table.p = t;
     st->table.cap = size;
     st->table_size = size;

@@ -35,6 +35,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 
+from ...core._budget import check_memory
 from ...core.errors import FormatError, MismatchError
 from ...core.files import read_text_lines
 from ...core.lattice import Lattice
@@ -157,6 +158,10 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
     ``keys``: a file of keys (:func:`read_keys`) that name the lattices in order instead of their own keys;
     it must hold exactly one key per lattice (:class:`MismatchError` naming the file and both counts).
 
+    Under a memory budget (:func:`lattice_tools.core._budget.memory_budget`, the commands' ``--max-memory``) every
+    lattice is built only if it fits (:meth:`Lattice.from_arcs`) and reading stops with BudgetExceededError naming
+    the lattice once the process is past the budget.
+
     Raises:
       MismatchError when a key appears twice (within one input or across inputs), naming both;
       FormatError when a key contains whitespace (it would split every CTM, STM or archive line).
@@ -194,6 +199,7 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
             seen[lat.key] = spec
             if fmt == "slf":
                 slf_table = lat.symbols        # later SLF inputs extend this table
+            check_memory("reading the lattices", lat.key, advice="")  # (the memory budget in force, if any)
             yield lat
     if names is not None and count != len(names):
         raise MismatchError(f"{keys} has {len(names)} keys but the inputs hold {count} lattices (one key per "

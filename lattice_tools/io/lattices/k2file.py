@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...core._budget import check_allocation
 from ...core.errors import FormatError, LatticeError, SymbolError, require
 from ...core.files import atomic_write, open_binary_input
 from ...core.lattice import Lattice, connect_with_maps
@@ -272,6 +273,10 @@ def _load_torch(path: str) -> dict:
     return obj
 
 
+#: What loading a k2 file and building its lattices allocates per byte of the file at its peak, with room.
+_LOAD_BYTES_PER_BYTE = 6
+
+
 def load_k2_dict(path: str, *, engine: str = "numpy") -> dict:
     """Load a k2 ``as_dict()`` file into ``{name: numpy array | Ragged}`` without k2.
 
@@ -288,6 +293,11 @@ def load_k2_dict(path: str, *, engine: str = "numpy") -> dict:
     truncated/corrupt archive, a global outside the allow-list, a missing storage record.
     """
     path = str(path)
+    if os.path.isfile(path) and not path.endswith(".gz"):
+        # under a memory budget (--max-memory) a file whose lattices cannot fit is refused before it is loaded
+        # (measured: ~5.5 bytes per byte of the file at the peak of loading it and building its lattices)
+        check_allocation(_LOAD_BYTES_PER_BYTE * os.path.getsize(path),
+                         f"loading the k2 file {path} ({os.path.getsize(path):,} bytes)")
     if engine == "numpy":
         obj = _load_zip(path)
     elif engine == "torch":
@@ -719,7 +729,9 @@ def write_k2_lattice(lattices: Lattice | Sequence[Lattice], path: str, *, aux_la
         arcs.  Otherwise a super-final state is added, entered from each final state by a -1 arc
         carrying the final cost (``frame`` = ``num_frames``, ``tokens`` = -1, other attrs 0).
       * An acceptor (``ilabel == word`` on every arc) is written without ``aux_labels``.
-      * Labels are ``ilabel``; every ``attrs`` array is written as a per-arc tensor.
+      * Labels are ``ilabel``; every numeric ``attrs`` array is written as a per-arc tensor.  An attribute
+        of Python objects (the pool of transition-id strings of a lattice read from a Kaldi archive) has no
+        tensor form and is not written: words, times and costs are, so a Kaldi lattice converts to k2.
     """
     torch = require("torch", "torch")
     if aux_labels not in ("tensor", "ragged"):
@@ -757,6 +769,8 @@ def write_k2_lattice(lattices: Lattice | Sequence[Lattice], path: str, *, aux_la
             out["aux_labels"] = _RaggedOut(torch.from_numpy(row_splits),
                                            torch.from_numpy(words[words > 0].astype(np.int32)))
     for name in sorted(names - {"lm_scores"}):
+        if any(np.asarray(lat.attrs[name]).dtype == object for lat in lats):
+            continue  # (Kaldi's pool of transition-id strings: no tensor form in a k2 file; see the docstring)
         out[name] = torch.from_numpy(np.ascontiguousarray(np.concatenate([p[8][name] for p in parts])))
     if write_lm:
         lm = np.concatenate([p[5] if p[5] is not None else np.zeros(len(p[1]), np.float32) for p in parts])

@@ -20,6 +20,7 @@ import re
 
 import numpy as np
 
+from ...core._budget import check_memory
 from ...core.errors import FormatError, LatticeError, SymbolError
 from ...core.files import atomic_write, read_text_lines
 from ...core.lattice import Lattice
@@ -60,6 +61,10 @@ def _weight(s: str, path: str, lineno: int) -> tuple[float, float]:
     return g, a
 
 
+#: Lines read between two checks of the memory budget.
+_CHECK_EVERY_LINES = 8192
+
+
 def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: SymbolTable | None = None,
                  acceptor: bool | None = None, frame_shift: float = 0.01, key: str | None = None,
                  word_aligned: bool | None = None) -> Lattice:
@@ -78,8 +83,13 @@ def read_openfst(path: str, symbols: SymbolTable | None = None, *, isymbols: Sym
       FormatError naming file:line for malformed lines, NaN weights, infinite arc weights,
       unknown words (when ``symbols`` is given); LatticeError for cycles or no final state.
     """
-    rows = [(n, line.split()) for n, line in read_text_lines(path)]
-    rows = [(n, c) for n, c in rows if c]
+    rows = []
+    for n, line in read_text_lines(path):
+        cols = line.split()
+        if cols:
+            rows.append((n, cols))
+        if n % _CHECK_EVERY_LINES == 0:  # the memory budget in force (--max-memory), if any: ~200 bytes a line
+            check_memory(f"reading {path} (line {n:,})", advice="")
     if not rows:
         raise FormatError("empty file: expected OpenFst text lines", path=path, line=1)
     for n, c in rows:
