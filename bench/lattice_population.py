@@ -274,6 +274,9 @@ def _cli() -> list:
     return [sys.executable, "-m", "lattice_tools"]
 
 
+#: wall-clock seconds after which a measured process is killed (--timeout)
+TIMEOUT = [900.0]
+
 #: the lattice-tools source tree whose commands are measured (--tree; default: this checkout)
 TREE = [str(REPO)]
 
@@ -291,47 +294,61 @@ def _summary(values: list) -> str:
     return f"worst {v[-1]:8.3f}  p95 {p95:8.3f}  median {statistics.median(v):8.3f}"
 
 
-def bench_phrases(cache: str, thetas: list, n: int, label: str, rounds: int, names: list | None) -> None:
+def _measure(cache: str, label: str, rounds: int, names: list | None, settings: list, command) -> list:
+    """Run ``command(path, out, setting)`` (the CLI arguments after ``lattice-tools``) on every population file
+    and setting; print and return the rows (best of ``rounds`` fresh processes per file and setting)."""
     env = _env()
     outdir = os.path.join(cache, "out", label)
     os.makedirs(outdir, exist_ok=True)
     rows = []
     pop = [p for p in population(cache) if not names or any(o in p[0] for o in names)]
-    print(f"{'lattice':<28} {'s audio':>7} {'theta':>6} {'CPU s':>7} {'info s':>7} {'compute':>8} {'RSS MB':>7}")
+    print(f"{'lattice':<28} {'s audio':>7} {'setting':>8} {'CPU s':>7} {'info s':>7} {'compute':>8} {'RSS MB':>7}")
     for name, path, extra, secs in pop:
         info = min(run_measured([*_cli(), "info", path, *extra], env)[1] for _ in range(rounds))
-        for theta in thetas:
-            out = os.path.join(outdir, f"{name}.theta{theta}.ctm")
-            cmd = [*_cli(), "phrases", path, "-n", str(n), "--posterior-threshold", str(theta), "-o", out, *extra]
+        for setting in settings:
+            out = os.path.join(outdir, f"{name}.{setting}.ctm")
+            cmd = [*_cli(), *command(path, out, setting), *extra]
             best = None
             for _ in range(rounds):
-                rc, cpu, rss, err = run_measured(cmd, env)
+                rc, cpu, rss, err = run_measured(cmd, env, TIMEOUT[0])
                 if rc != 0:
-                    print(f"{name:<28} theta {theta}: exit {rc}: {err}", flush=True)
+                    print(f"{name:<28} {setting}: exit {rc} after {cpu:.1f} s CPU, {rss:.0f} MB: {err}", flush=True)
                     break
                 if best is None or cpu < best[0]:
                     best = (cpu, rss)
             if best is None:
-                rows.append(dict(name=name, theta=theta, failed=True))
+                rows.append(dict(name=name, setting=setting, failed=True, cpu=cpu, rss=rss, error=err))
                 continue
             cpu, rss = best
-            rows.append(dict(name=name, theta=theta, cpu=cpu, info=info, compute=max(0.0, cpu - info), rss=rss,
+            rows.append(dict(name=name, setting=setting, cpu=cpu, info=info, compute=max(0.0, cpu - info), rss=rss,
                              secs=secs))
-            print(f"{name:<28} {secs if secs else float('nan'):7.1f} {theta:>6} {cpu:7.3f} {info:7.3f} "
+            print(f"{name:<28} {secs if secs else float('nan'):7.1f} {setting:>8} {cpu:7.3f} {info:7.3f} "
                   f"{max(0.0, cpu - info):8.3f} {rss:7.0f}", flush=True)
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    print(f"\ncommand: {' '.join(_cli())} phrases FILE -n {n} --posterior-threshold THETA -o OUT [--words W]")
-    print(f"per file: best of {rounds} fresh processes; compute = CPU of phrases - CPU of info on the same file")
-    for theta in thetas:
-        ok = [r for r in rows if r["theta"] == theta and not r.get("failed")]
-        failed = [r["name"] for r in rows if r["theta"] == theta and r.get("failed")]
+    print(f"per file: best of {rounds} fresh processes; compute = CPU of the command - CPU of info on the same file")
+    for setting in settings:
+        ok = [r for r in rows if r["setting"] == setting and not r.get("failed")]
+        failed = [r["name"] for r in rows if r["setting"] == setting and r.get("failed")]
         if not ok:
             continue
-        print(f"theta {theta} ({len(ok)} files{', FAILED: ' + ', '.join(failed) if failed else ''}):")
+        print(f"{setting} ({len(ok)} files{', FAILED: ' + ', '.join(failed) if failed else ''}):")
         for key, unit in (("compute", "s"), ("cpu", "s"), ("rss", "MB")):
             worst = max(ok, key=lambda r: r[key])
             print(f"  {key + ' ' + unit:<12} {_summary([r[key] for r in ok])}   (worst: {worst['name']})")
+    return rows
+
+
+def bench_phrases(cache: str, thetas: list, n: int, label: str, rounds: int, names: list | None) -> None:
+    print(f"command: {' '.join(_cli())} phrases FILE -n {n} --posterior-threshold THETA -o OUT [--words W]")
+    _measure(cache, label, rounds, names, [f"theta{t}" for t in thetas],
+             lambda path, out, s: ["phrases", path, "-n", str(n), "--posterior-threshold", s[len("theta"):], "-o", out])
+
+
+def bench_nbest(cache: str, ns: list, label: str, rounds: int, names: list | None, extra: list) -> None:
+    print(f"command: {' '.join(_cli())} nbest FILE -n N -o OUT --json OUT.json {' '.join(extra)} [--words W]")
+    _measure(cache, label, rounds, names, [f"n{n}" for n in ns],
+             lambda path, out, s: ["nbest", path, "-n", s[1:], "-o", out, "--json", out + ".json", *extra])
 
 
 def compare(cache: str, a: str, b: str) -> int:
@@ -374,6 +391,8 @@ def main() -> int:
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--phrases", action="store_true")
     ap.add_argument("--startup", action="store_true")
+    ap.add_argument("--nbest", type=int, nargs="+", metavar="N", help="exact N-best lists of these depths")
+    ap.add_argument("--nbest-args", default="", help="more arguments of the nbest command (e.g. '--best-effort')")
     ap.add_argument("--compare", nargs=2, metavar=("LABEL_A", "LABEL_B"))
     ap.add_argument("--theta", type=float, nargs="+", default=[0.1, 0.01])
     ap.add_argument("--n", type=int, default=1000)
@@ -382,7 +401,9 @@ def main() -> int:
     ap.add_argument("--only", nargs="+", help="only the population names containing one of these")
     ap.add_argument("--tree", default=str(REPO), help="measure the lattice-tools of this source tree (e.g. an "
                     "export of an older commit with its compiled kernels) instead of this checkout")
+    ap.add_argument("--timeout", type=float, default=900.0, help="kill a measured process after this many s")
     args = ap.parse_args()
+    TIMEOUT[0] = args.timeout
     TREE[0] = os.path.abspath(args.tree)
     if args.generate:
         generate(args.cache, args.only)
@@ -391,6 +412,8 @@ def main() -> int:
             print(f"{name:<28} {secs if secs else float('nan'):6.1f} s  {os.path.getsize(path) / 1e6:8.2f} MB  {path}")
     if args.phrases:
         bench_phrases(args.cache, args.theta, args.n, args.label, args.rounds, args.only)
+    if args.nbest:
+        bench_nbest(args.cache, args.nbest, args.label, args.rounds, args.only, args.nbest_args.split())
     if args.startup:
         startup(args.cache, max(args.rounds, 5))
     if args.compare:

@@ -80,7 +80,7 @@ static PyMethodDef methods[] = {
      "suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k) -> h (float64 bytearray)"},
     {"bounded_search", py_bounded_search, METH_VARARGS,
      "bounded_search(m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, max_members, "
-     "margin, resolution) -> (status, found_link, found_cost, t_parent, t_label)"},
+     "margin, resolution, anytime, time_limit) -> (status, found_link, found_cost, t_parent, t_label, lower)"},
     {"best_paths", py_best_paths, METH_VARARGS,
      "best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m) -> (cost, arcs)"},
     {NULL, NULL, 0, NULL},
@@ -96,7 +96,8 @@ PyMODINIT_FUNC PyInit_nbest(void)
         return NULL;
     if (PyModule_AddIntConstant(mod, "OK", ST_OK) < 0 || PyModule_AddIntConstant(mod, "TOO_MANY_POPS", ST_TOO_MANY_POPS) < 0 ||
         PyModule_AddIntConstant(mod, "TOO_MANY_STATES", ST_TOO_MANY_STATES) < 0 ||
-        PyModule_AddIntConstant(mod, "TOO_MANY_MEMBERS", ST_TOO_MANY_MEMBERS) < 0) {
+        PyModule_AddIntConstant(mod, "TOO_MANY_MEMBERS", ST_TOO_MANY_MEMBERS) < 0 ||
+        PyModule_AddIntConstant(mod, "TIME_LIMIT", ST_TIME_LIMIT) < 0) {
         Py_DECREF(mod);
         return NULL;
     }

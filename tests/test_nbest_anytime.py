@@ -1,0 +1,131 @@
+"""The anytime exact N-best search (``best_effort=True``): when a budget stops the search, the sequences it
+lists are exact, the ones it calls proven are the top of the lattice in order, and its certified bound is at
+least as low as the cost of every sequence it does not list -- all checked against brute-force enumeration
+of every path of small random lattices.  The CLI: ``--best-effort`` turns the budget error (exit 2) into the
+list with a ``;;`` line in the alt-CTM and a ``best_effort`` entry in the JSON (exit 0)."""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from _alt_helpers import brute_force_sequences, lattice_strategy
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lattice_tools.alternatives._common import prepare
+from lattice_tools.alternatives.nbest_lists import nbest_search, nbest_sequences
+from lattice_tools.cli import main
+from lattice_tools.core.errors import BudgetExceededError
+from lattice_tools.io.transcripts.altctm import read_alternatives_ctm
+
+DATA = Path(__file__).parent / "data"
+TOL = 1e-9
+
+
+def _check_certificate(lat, n, found, bf):
+    results, cert = found.results, found.certificate
+    ranked = sorted(bf.values())
+    assert len(results) == cert.found <= (len(bf) if n is None else min(n, len(bf)))
+    assert len({r.labels for r in results}) == len(results)
+    costs = [r.cost for r in results]
+    assert costs == sorted(costs)
+    for r in results:  # every listed sequence is exact
+        assert r.cost == pytest.approx(bf[r.labels], abs=TOL)
+    # the proven ones are the top of the brute force, in order (up to exchanges among ties)
+    assert 0 <= cert.proven <= len(results)
+    for r, c in zip(results[:cert.proven], ranked, strict=False):
+        assert r.cost == pytest.approx(c, abs=TOL)
+    for r in results[:cert.proven]:
+        assert r.cost <= cert.bound_cost + TOL
+    for r in results[cert.proven:]:
+        assert r.cost > cert.bound_cost
+    # the certificate: no sequence outside the list costs less than the bound
+    listed = {r.labels for r in results}
+    for labels, c in bf.items():
+        if labels not in listed:
+            assert c >= cert.bound_cost - TOL, (labels, c, cert)
+    if not cert.complete:
+        assert cert.stopped_by in ("states", "pops")
+    if results and math.isfinite(cert.bound_cost):
+        assert cert.gap_nats(results) == pytest.approx(results[-1].cost - cert.bound_cost)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lattice_strategy(max_states=8, max_arcs=18), st.sampled_from([1, 2, 4, 8, None]),
+       st.integers(1, 8), st.sampled_from([1, 2, 5, 40, 2_000_000]))
+def test_certificate_against_brute_force(lat, n, max_states, max_pops):
+    labels, cost, final = prepare(lat)
+    bf = brute_force_sequences(lat, labels, cost, final)
+    try:
+        found = nbest_search(lat, n, max_states=max_states, max_pops=max_pops, best_effort=True)
+    except BudgetExceededError as e:  # only when nothing was listed
+        assert "none proven" in str(e) or "search nodes after 0" in str(e)
+        return
+    _check_certificate(lat, n, found, bf)
+    if found.certificate.complete:  # then the exact list
+        exact = nbest_sequences(lat, n)[0]
+        assert [r.cost for r in found.results] == pytest.approx([r.cost for r in exact], abs=TOL)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lattice_strategy(max_states=8, max_arcs=18), st.sampled_from([1, 3, None]))
+def test_without_budget_stop_the_list_is_complete_and_exact(lat, n):
+    labels, cost, final = prepare(lat)
+    bf = brute_force_sequences(lat, labels, cost, final)
+    found = nbest_search(lat, n, best_effort=True)
+    assert found.certificate.complete and found.certificate.stopped_by is None
+    assert found.certificate.proven == found.certificate.found == (len(bf) if n is None else min(n, len(bf)))
+    _check_certificate(lat, n, found, bf)
+
+
+def test_budget_error_stays_without_best_effort():
+    from _io_helpers import small_word_lattice
+
+    lat = small_word_lattice()
+    with pytest.raises(BudgetExceededError, match="determinized states"):
+        nbest_search(lat, 5, max_states=1)
+    with pytest.raises(ValueError, match="time_limit"):
+        nbest_search(lat, 5, time_limit=0)
+
+
+def _cards_lattice(tmp_path) -> str:
+    """The vendored pocketsphinx SLF (tests/data/slf, see its PROVENANCE.md), decompressed."""
+    out = tmp_path / "cards.slf"
+    with gzip.open(DATA / "slf" / "pocketsphinx_cards_002.lat.gz", "rb") as f, open(out, "wb") as g:
+        shutil.copyfileobj(f, g)
+    return str(out)
+
+
+def test_cli_best_effort(tmp_path):
+    """A time limit too short for any search (the clock is read after the first expansion): exit 2 with one line
+    without --best-effort; with it, exit 0, the list, a ';;' line and the JSON entry."""
+    lat = _cards_lattice(tmp_path)
+    ctm, js = str(tmp_path / "o.ctm"), str(tmp_path / "o.json")
+    args = ["nbest", lat, "-n", "20", "-o", ctm, "--json", js, "--time-limit", "1e-9"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2, r.output
+    assert "time limit" in r.output and "Traceback" not in r.output
+    assert not Path(ctm).exists()
+    r = CliRunner().invoke(main, [*args, "--best-effort"])
+    assert r.exit_code == 0, r.output
+    stats = json.loads(Path(js).read_text())
+    (entry,) = stats["best_effort"]
+    assert entry["stopped_by"] == "time" and not entry["complete"]
+    assert 1 <= entry["found"] <= 20 and 0 <= entry["proven"] <= entry["found"]
+    text = Path(ctm).read_text()
+    assert text.startswith(";; best-effort N-best of ")
+    alts = read_alternatives_ctm(ctm)
+    assert len(alts[0].slots[0].alternatives) == entry["found"]
+    # the proven ones are the exact list's first ones
+    full = str(tmp_path / "full.ctm")
+    r = CliRunner().invoke(main, ["nbest", lat, "-n", "20", "-o", full, "--best-effort"])
+    assert r.exit_code == 0
+    assert not Path(full).read_text().startswith(";;")
+    exact = read_alternatives_ctm(full)[0].slots[0].alternatives
+    got = alts[0].slots[0].alternatives
+    assert [a.words for a in got[:entry["proven"]]] == [a.words for a in exact[:entry["proven"]]]
