@@ -22,10 +22,17 @@ Anytime search (``best_effort=True``)
 -------------------------------------
 When a budget stops the search (the memory budget, ``max_states``, ``max_pops`` or ``time_limit``),
 step 3 runs once more over the region built so far, and a prefix that needs a state outside the region
-is *set aside* instead of growing it.  What that returns is certified:
+is *set aside* instead of growing it.  The set-aside prefixes are then completed into candidates until N
+are listed: best first by an *estimate* (prefix cost + the log sum over its open partial paths of their
+residual + the best single path's cost from their state), each popped prefix followed greedily by that
+estimate to an end (expanding determinized states outside the region), the choices not taken waiting as
+prefixes of their own.  Under a memory budget a best-effort search stops growing the region at three
+quarters of the resident memory left when it starts, and the final pass and the candidates at nine
+tenths (the compiled search reads ``/proc/self/statm``).  What that returns is certified:
 
 * Every sequence it lists is exact: its cost is the sum of the determinized transitions along its
-  prefix (each the log sum of the lattice paths that read it), as in the complete search.
+  prefix (each the log sum of the lattice paths that read it), as in the complete search; and distinct
+  (the prefixes set aside and those waiting stand for disjoint sets of sequences).
 * Every heap entry of step 3 ("choice ``r`` of determinized state ``j`` after a prefix of cost ``g``")
   stands for the sequences through choices ``r, r+1, ...`` of ``j``; its key ``g + key(r)`` is a lower
   bound on all of their costs, because the choices are ranked by their keys and a key is either the
@@ -38,10 +45,11 @@ is *set aside* instead of growing it.  What that returns is certified:
   every sequence of the lattice (a pop replaces its entry by its next choice and its successor's first
   choice; an end is listed).  So ``bound_cost``, the smallest key among the heap and the set-aside
   entries, is at most the cost of every sequence *not listed*: its posterior is at most
-  ``exp(-(bound_cost - total))``.
+  ``exp(-(bound_cost - total))``.  (Completing set-aside prefixes into candidates lists some of their
+  sequences; the key of the prefix still bounds the rest.)
 
-The listed sequences come in order of cost (keys never decrease along the search inside the region);
-those with cost <= ``bound_cost`` are *proven* (no unlisted sequence is more probable, so they are the
+The sequences found inside the region come in order of cost (keys never decrease along the search
+there); with the candidates, the list is sorted by cost.  Those with cost <= ``bound_cost`` are *proven* (no unlisted sequence is more probable, so they are the
 top-k of the lattice, in order), the rest are candidates whose probabilities are exact but whose ranks are
 not proven.  :class:`SearchCertificate` carries this; ``gap_nats`` = (cost of the last listed of the N) -
 ``bound_cost``, the log-posterior by which an unlisted sequence could beat it (<= 0: the list is the
@@ -57,7 +65,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..algorithms.forward_backward import ForwardBackward
-from ..core._budget import bytes_left, check_memory, refuse_growth
+from ..core._budget import budget_limit, bytes_left, check_memory, refuse_growth
 from ..core.alternatives_network import Alternative, Alternatives, Slot
 from ..core.errors import BudgetExceededError
 from ..core.lattice import Lattice
@@ -185,7 +193,8 @@ def nbest_search(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm
     status, f_link, f_cost, t_parent, t_label, lower = kernel.bounded_search(
         rows.m, src, dst, dlab, cost, final, np.ascontiguousarray(h, np.float64), max(len(rows.lab_values), 1),
         -1 if n is None else int(n), int(max_pops), int(max_states), _member_budget(), float(margin),
-        float(resolution), bool(best_effort), math.inf if time_limit is None else float(time_limit))
+        float(resolution), bool(best_effort), math.inf if time_limit is None else float(time_limit),
+        _dive_guide(lat, cost, final, fb) if best_effort else None, _rss_limit())
     f_link, t_parent, t_label = (np.frombuffer(a, np.int64) for a in (f_link, t_parent, t_label))
     f_cost = np.frombuffer(f_cost, np.float64)
     stopped_by = {kernel.TOO_MANY_POPS: "pops", kernel.TOO_MANY_STATES: "states", kernel.TOO_MANY_MEMBERS: "memory",
@@ -228,6 +237,13 @@ def nbest_search(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm
 
 
 
+def _dive_guide(lat: Lattice, cost, final, fb: ForwardBackward) -> np.ndarray:
+    """Per lattice state the cost of its best single completion (tropical backward): what the candidates
+    of a best-effort search estimate completions with (an estimate to rank them, never a bound)."""
+    tropical = ForwardBackward(lat.num_states, lat.src, lat.dst, cost, final, log=False, plan=fb.plan)
+    return np.ascontiguousarray(tropical.beta, np.float64)
+
+
 def _kernels():
     """The compiled module (lattice_tools/_ext/nbest/)."""
     from .._ext import native
@@ -254,6 +270,13 @@ def _trace_labels(links: np.ndarray, parent: np.ndarray, label: np.ndarray, key:
 #: How many sequences the Python loops after the search handle between two reads of the memory budget
 #: (a few hundred kilobytes apart on long utterances).
 _CHECK_EVERY = 256
+
+
+def _rss_limit() -> int:
+    """The memory budget in bytes of resident memory, which the compiled search reads (/proc/self/statm)
+    every 64 expansions (-1: none)."""
+    limit = budget_limit()
+    return -1 if limit is None else int(limit)
 
 
 def _member_budget() -> int:

@@ -80,7 +80,7 @@ static PyMethodDef methods[] = {
      "suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k) -> h (float64 bytearray)"},
     {"bounded_search", py_bounded_search, METH_VARARGS,
      "bounded_search(m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, max_members, "
-     "margin, resolution, anytime, time_limit) -> (status, found_link, found_cost, t_parent, t_label, lower)"},
+     "margin, resolution, anytime, time_limit, guide, max_rss) -> (status, found_link, found_cost, t_parent, t_label, lower)"},
     {"best_paths", py_best_paths, METH_VARARGS,
      "best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m) -> (cost, arcs)"},
     {NULL, NULL, 0, NULL},

@@ -3,7 +3,21 @@
  * the rounds). */
 #include "region.h"
 
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
+
+/* Resident memory of the process in bytes (/proc/self/statm; -1 where it cannot be read). */
+static i64 resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long size, res;
+    if (!f)
+        return -1;
+    int ok = fscanf(f, "%lld %lld", &size, &res) == 2;
+    fclose(f);
+    return ok ? (i64)res * (i64)sysconf(_SC_PAGESIZE) : -1;
+}
 
 /* Seconds on the monotonic clock (the time limit's). */
 static double now_seconds(void)
@@ -20,8 +34,10 @@ static double now_seconds(void)
 /* The most prefixes the final pass of an anytime search pops (~100 bytes each): inside a region that holds
  * few ends, prefixes that reach the same states again multiply without listing anything. */
 #define FINAL_POPS 1000000
-/* The most dives of a final pass that lists every sequence (n < 0). */
+/* The most candidates a final pass lists by diving when it lists every sequence (n < 0), and the most
+ * candidate entries it keeps (~40 bytes each). */
 #define MAX_DIVES 1000
+#define MAX_CANDIDATES 4000000
 
 /* A binary heap of entry ids ordered by (key[e], e): an older entry goes first among equal keys. */
 static int heap_push(IA *heap, i64 *size, const double *key, i64 e)
@@ -164,9 +180,16 @@ typedef struct {
     i64 n_found, n_trie;
     /* the dives of the final anytime pass (see dive): the lattice, bounds, resolution and member limit */
     const Arcs *rows;
-    const double *hb;
+    const double *hb, *guide;
     double resolution;
-    i64 dive_members, dives_left;
+    i64 dive_members, dives_left, dive_steps;
+    /* resident memory past which step 1 stops (rss_search) and past which the final pass and the dives stop
+     * (rss_final); INT64_MAX: no memory budget */
+    i64 rss_search, rss_final;
+    /* the candidate entries of the final pass (see dive_candidates) */
+    FA c_f, c_g;
+    IA c_j, c_link, c_heap;
+    i64 n_c, c_size;
 } Search;
 
 static void search_free(Search *s)
@@ -179,7 +202,7 @@ static void search_free(Search *s)
                   sc->g_sum.p, sc->g_bound.p, sc->lab_cnt, sc->lab_fill, sc->dslot, sc->cl.p, sc->e_mark, sc->alpha, s->a_f.p, s->a_g.p, s->a_j.p,
                   s->a_heap.p, s->reg.p, s->stamp.p, s->best.p, s->ex_key.p, s->ex_perm.p, s->perm_tmp.p, s->st_j.p,
                   s->st_r.p, s->p_f.p, s->p_g.p, s->f_cost.p, s->p_j.p, s->p_r.p, s->p_link.p, s->p_heap.p,
-                  s->t_parent.p, s->t_label.p, s->f_link.p};
+                  s->t_parent.p, s->t_label.p, s->f_link.p, s->c_f.p, s->c_g.p, s->c_j.p, s->c_link.p, s->c_heap.p};
     for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
         free(ps[i]);
 }
@@ -290,56 +313,144 @@ static int push_prefix(Search *s, i64 *n_p, i64 *p_size, double f, i64 j, i64 r,
     return 0;
 }
 
-/* A dive of the final anytime pass: from determinized state j (outside the region) after the prefix
- * ``link`` of cost g, follow at each state the choice of smallest bound (expanding the states on the
- * way, outside the region) down to an end, and list that sequence: a candidate with its exact cost, of
- * unproven rank (the entry it came from stays set aside: its key still bounds the rest of its
- * sequences).  Stops diving (s->dives_left = 0) when an expansion would pass s->dive_members.  -1 on
- * error. */
-static int dive(Search *s, i64 j, double g, i64 link)
+/* The candidates of the final anytime pass.  Every prefix the pass sets aside (it needs a state outside
+ * the region) becomes a candidate entry, ordered by an *estimate* of its best completion: the transition
+ * costs so far + the log sum of its state's members' residuals + ``guide`` (the lattice's best single
+ * path cost from each state: an estimate, not a bound).  Popping an entry dives from it: at each state
+ * (expanded on the way, outside the region) it follows the choice of smallest estimate and keeps the
+ * other choices as entries; the end of the dive is listed, with its exact cost, as a candidate of
+ * unproven rank (the entries set aside still bound the rest: see nbest_lists.py).  So the candidates
+ * come roughly best first, each listed sequence distinct (the entries stand for disjoint sets of
+ * sequences).  Stops at n listed (s->dives_left), when the store passes s->dive_members (no more
+ * expansions) or when no entry is left.  Entries: c_j (-1: a complete sequence), c_g (its cost so far;
+ * of a complete one, its exact cost), c_link (its trie node), c_f (the estimate). */
+static double completion_estimate(const Search *s, i64 nj)
+{
+    const Store *st = &s->st;
+    i64 m0 = st->off.p[nj], m1 = st->off.p[nj + 1];
+    double mn = INF, sum = 0.0;
+    for (i64 q = m0; q < m1; q++) {
+        double y = st->resid.p[q] + s->guide[st->state.p[q]];
+        if (y < mn)
+            mn = y;
+    }
+    if (!(mn < INF))
+        return INF;
+    for (i64 q = m0; q < m1; q++)
+        sum += exp(mn - (st->resid.p[q] + s->guide[st->state.p[q]]));
+    return mn - log(sum);
+}
+
+static int trie_add(Search *s, i64 link, i64 label)
+{
+    i64 t = s->n_trie;
+    if (IGROW(s->t_parent, t + 1) < 0 || IGROW(s->t_label, t + 1) < 0)
+        return -1;
+    s->t_parent.p[t] = link;
+    s->t_label.p[t] = label;
+    s->n_trie = t + 1;
+    return 0;
+}
+
+static int push_candidate(Search *s, double f, i64 j, double g, i64 link)
+{
+    i64 k = s->n_c;
+    if (FGROW(s->c_f, k + 1) < 0 || FGROW(s->c_g, k + 1) < 0 || IGROW(s->c_j, k + 1) < 0 || IGROW(s->c_link, k + 1) < 0)
+        return -1;
+    s->c_f.p[k] = f;
+    s->c_g.p[k] = g;
+    s->c_j.p[k] = j;
+    s->c_link.p[k] = link;
+    if (heap_push(&s->c_heap, &s->c_size, s->c_f.p, k) < 0)
+        return -1;
+    s->n_c = k + 1;
+    return 0;
+}
+
+static int list_found(Search *s, i64 link, double cost)
+{
+    if (IGROW(s->f_link, s->n_found + 1) < 0 || FGROW(s->f_cost, s->n_found + 1) < 0)
+        return -1;
+    s->f_link.p[s->n_found] = link;
+    s->f_cost.p[s->n_found] = cost;
+    s->n_found++;
+    s->dives_left--;
+    return 0;
+}
+
+static int dive_candidates(Search *s, i64 n)
 {
     Store *st = &s->st;
-    for (;;) {
-        if (st->ch_n.p[j] < 0) {
-            if (st->off.p[st->nds] > s->dive_members) {
+    while (s->c_size > 0 && s->dives_left > 0 && (n < 0 || s->n_found < n)) {
+        i64 e = heap_pop(s->c_heap.p, &s->c_size, s->c_f.p);
+        i64 j = s->c_j.p[e], link = s->c_link.p[e];
+        double g = s->c_g.p[e];
+        if (j < 0) {
+            if (list_found(s, link, g) < 0)
+                return -1;
+            continue;
+        }
+        for (;;) {
+            if (st->ch_n.p[j] < 0) {
+                if (st->off.p[st->nds] > s->dive_members) {
+                    s->dives_left = 0;
+                    return 0;
+                }
+                if (expand(j, st, &s->sc, s->rows, s->hb, s->resolution) < 0 || BGROWZ(s->reg, st->nds) < 0)
+                    return -1;
+                if ((++s->dive_steps & (SIGNAL_EVERY - 1)) == 0 && PyErr_CheckSignals() < 0)
+                    return -1;
+                if ((s->dive_steps & (CLOCK_EVERY_EXPANSIONS - 1)) == 0 && s->rss_final < INT64_MAX &&
+                    resident_bytes() > s->rss_final) {
+                    s->dives_left = 0;
+                    return 0;
+                }
+            }
+            i64 lo = st->ch_lo.p[j], hi = lo + st->ch_n.p[j], best = -1;
+            double bk = INF;
+            for (i64 c = lo; c < hi; c++) { /* the end first, then label order: ties go to the earlier */
+                i64 nj = st->ch_next.p[c];
+                double k = st->ch_cost.p[c] + (nj >= 0 ? completion_estimate(s, nj) : 0.0);
+                if (best < 0 || k < bk) {
+                    best = c;
+                    bk = k;
+                }
+            }
+            if (best < 0) { /* (no completion: cannot happen for a state reached with a finite bound) */
                 s->dives_left = 0;
                 return 0;
             }
-            if (expand(j, st, &s->sc, s->rows, s->hb, s->resolution) < 0 || BGROWZ(s->reg, st->nds) < 0)
-                return -1;
-        }
-        i64 lo = st->ch_lo.p[j], hi = lo + st->ch_n.p[j], best = -1;
-        double bk = INF;
-        for (i64 c = lo; c < hi; c++) { /* the end first, then label order: ties go to the earlier */
-            double k = st->ch_next.p[c] < 0 ? st->ch_cost.p[c] : st->ch_bound.p[c];
-            if (best < 0 || k < bk) {
-                best = c;
-                bk = k;
+            if (s->n_c < MAX_CANDIDATES) { /* the other choices wait as entries */
+                for (i64 c = lo; c < hi; c++) {
+                    if (c == best)
+                        continue;
+                    i64 nj = st->ch_next.p[c];
+                    double gc = g + st->ch_cost.p[c];
+                    if (nj < 0) {
+                        if (push_candidate(s, gc, -1, gc, link) < 0)
+                            return -1;
+                        continue;
+                    }
+                    double est = completion_estimate(s, nj);
+                    if (!(est < INF))
+                        continue;
+                    if (trie_add(s, link, st->ch_lab.p[c]) < 0 || push_candidate(s, gc + est, nj, gc, s->n_trie - 1) < 0)
+                        return -1;
+                }
             }
-        }
-        if (best < 0) { /* (no completion: cannot happen for a state reached with a finite bound) */
-            s->dives_left = 0;
-            return 0;
-        }
-        if (st->ch_next.p[best] < 0) {
-            if (IGROW(s->f_link, s->n_found + 1) < 0 || FGROW(s->f_cost, s->n_found + 1) < 0)
+            g += st->ch_cost.p[best];
+            if (st->ch_next.p[best] < 0) {
+                if (list_found(s, link, g) < 0)
+                    return -1;
+                break;
+            }
+            if (trie_add(s, link, st->ch_lab.p[best]) < 0)
                 return -1;
-            s->f_link.p[s->n_found] = link;
-            s->f_cost.p[s->n_found] = g + st->ch_cost.p[best];
-            s->n_found++;
-            s->dives_left--;
-            return 0;
+            link = s->n_trie - 1;
+            j = st->ch_next.p[best];
         }
-        i64 t = s->n_trie;
-        if (IGROW(s->t_parent, t + 1) < 0 || IGROW(s->t_label, t + 1) < 0)
-            return -1;
-        s->t_parent.p[t] = link;
-        s->t_label.p[t] = st->ch_lab.p[best];
-        s->n_trie = t + 1;
-        link = t;
-        g += st->ch_cost.p[best];
-        j = st->ch_next.p[best];
     }
+    return 0;
 }
 
 /* Best-first search over word prefixes with the exact keys: a heap entry is "choice r of state j after
@@ -387,6 +498,11 @@ static int rank_prefixes(Search *s, i64 n, i64 max_pops, int set_aside, double d
             *status = ST_TIME_LIMIT;
             break;
         }
+        if (set_aside && s->rss_final < INT64_MAX && (pops & (CLOCK_EVERY_POPS - 1)) == 0 && pops &&
+            resident_bytes() > s->rss_final) {
+            *status = ST_TOO_MANY_MEMBERS;
+            break;
+        }
         i64 e = heap_pop(s->p_heap.p, &p_size, s->p_f.p);
         pops++;
         if ((pops & (SIGNAL_EVERY - 1)) == 0 && PyErr_CheckSignals() < 0)
@@ -409,19 +525,11 @@ static int rank_prefixes(Search *s, i64 n, i64 max_pops, int set_aside, double d
             if (set_aside) {
                 if (s->p_f.p[e] < unresolved)
                     unresolved = s->p_f.p[e];
-                if (s->dives_left > 0) {
-                    i64 t = s->n_trie; /* the prefix through choice c, then the dive from nj */
-                    if (IGROW(s->t_parent, t + 1) < 0 || IGROW(s->t_label, t + 1) < 0)
+                if (s->dives_left > 0 && s->n_c < MAX_CANDIDATES) { /* a candidate entry for the dives */
+                    double gc = g + ch_cost[c], est = completion_estimate(s, nj);
+                    if (est < INF && (trie_add(s, link, ch_lab[c]) < 0 ||
+                                      push_candidate(s, gc + est, nj, gc, s->n_trie - 1) < 0))
                         return -1;
-                    s->t_parent.p[t] = link;
-                    s->t_label.p[t] = ch_lab[c];
-                    s->n_trie = t + 1;
-                    if (dive(s, nj, g + ch_cost[c], t) < 0)
-                        return -1;
-                    /* (the expansions may have moved the store's arrays) */
-                    ch_lo = st->ch_lo.p, ch_n = st->ch_n.p, ch_lab = st->ch_lab.p, ch_next = st->ch_next.p;
-                    ch_cost = st->ch_cost.p;
-                    reg = s->reg.p;
                 }
                 continue;
             }
@@ -485,19 +593,28 @@ static int rank_region(Search *s, i64 *round_no, i64 n, i64 max_pops, int set_as
  * state outside it: the sequences found are exact (their costs too) and *lower bounds the rest (the
  * status stays the budget's).  Otherwise a budget stop returns no sequence (except after max_pops: those
  * found before are proven). */
-static int run_search(Search *s, const Arcs *rows, const double *hb, i64 n, i64 max_pops, i64 max_states,
-                      i64 max_members, double margin, double resolution, int anytime, double time_limit, double *lower)
+static int run_search(Search *s, const Arcs *rows, const double *hb, const double *guide, i64 n, i64 max_pops, i64 max_states,
+                      i64 max_members, double margin, double resolution, int anytime, double time_limit,
+                      i64 max_rss, double *lower)
 {
     Store *st = &s->st;
     i64 n_a = 0, a_size = 0, n_reg = 0, round_no = 0, steps = 0;
     double deadline = time_limit < INF ? now_seconds() + time_limit : INF;
-    /* an anytime search keeps a quarter of the members for the dives of its final pass */
+    /* an anytime search keeps a quarter of the members (and of the resident memory left) for its final pass */
     i64 search_members = anytime ? max_members - max_members / 4 : max_members;
     s->rows = rows;
     s->hb = hb;
+    s->guide = guide;
     s->resolution = resolution;
     s->dive_members = max_members;
     s->dives_left = 0;
+    s->rss_search = s->rss_final = INT64_MAX;
+    i64 rss0 = max_rss >= 0 ? resident_bytes() : -1;
+    if (rss0 >= 0) { /* an anytime search keeps a quarter of what is left for its final pass */
+        i64 left = max_rss > rss0 ? max_rss - rss0 : 0;
+        s->rss_search = anytime ? rss0 + left - left / 4 : max_rss;
+        s->rss_final = rss0 + left - left / 10;
+    }
     *lower = INF;
     if (search_init(s, rows->m, rows->num_labels) < 0 || push_astar(s, &n_a, &a_size, 0.0, 0.0, 0) < 0 ||
         BGROWZ(s->reg, 1024) < 0)
@@ -549,7 +666,9 @@ static int run_search(Search *s, const Arcs *rows, const double *hb, i64 n, i64 
                 if (push_astar(s, &n_a, &a_size, f, g + st->ch_cost.p[c], nj) < 0)
                     return -1;
             }
-            if (st->off.p[st->nds] > search_members) {
+            if (st->off.p[st->nds] > search_members ||
+                (s->rss_search < INT64_MAX && (n_reg & (CLOCK_EVERY_EXPANSIONS - 1)) == 0 &&
+                 resident_bytes() > s->rss_search)) {
                 stop = ST_TOO_MANY_MEMBERS;
                 break;
             }
@@ -567,7 +686,8 @@ static int run_search(Search *s, const Arcs *rows, const double *hb, i64 n, i64 
             int status;
             i64 outside;
             s->dives_left = n >= 0 ? n : MAX_DIVES;
-            if (rank_region(s, &round_no, n, max_pops, 1, last, &status, &outside, lower) < 0)
+            if (rank_region(s, &round_no, n, max_pops, 1, last, &status, &outside, lower) < 0 ||
+                dive_candidates(s, n) < 0)
                 return -1;
             return stop;
         }
@@ -603,10 +723,11 @@ PyObject *py_bounded_search(PyObject *self, PyObject *args)
     long long n, max_pops, max_states, max_members;
     double margin, resolution, time_limit = INF;
     int anytime = 0;
-    PyObject *o_src, *o_dst, *o_dlab, *o_cost, *o_final, *o_hb;
-    if (!PyArg_ParseTuple(args, "nOOOOOOnLLLLdd|pd", &m, &o_src, &o_dst, &o_dlab, &o_cost, &o_final, &o_hb,
+    long long max_rss = -1;
+    PyObject *o_src, *o_dst, *o_dlab, *o_cost, *o_final, *o_hb, *o_guide = NULL;
+    if (!PyArg_ParseTuple(args, "nOOOOOOnLLLLdd|pdOL", &m, &o_src, &o_dst, &o_dlab, &o_cost, &o_final, &o_hb,
                           &num_labels, &n, &max_pops, &max_states, &max_members, &margin, &resolution, &anytime,
-                          &time_limit))
+                          &time_limit, &o_guide, &max_rss))
         return NULL;
     if (!(resolution > 0.0) || !(margin >= 0.0) || !(time_limit > 0.0))
         return PyErr_Format(PyExc_ValueError, "nbest: resolution, time_limit must be > 0 and margin >= 0 (got %g, %g, "
@@ -621,9 +742,12 @@ PyObject *py_bounded_search(PyObject *self, PyObject *args)
     const double *hb = view(&vs, o_hb, "hb", K_F64, m, NULL);
     if (!hb)
         goto done;
+    const double *guide = o_guide && o_guide != Py_None ? view(&vs, o_guide, "guide", K_F64, m, NULL) : hb;
+    if (!guide)
+        goto done;
     double lower;
-    int status = run_search(&s, &rows, hb, n, max_pops, max_states, max_members, margin, resolution, anytime,
-                            time_limit, &lower);
+    int status = run_search(&s, &rows, hb, guide, n, max_pops, max_states, max_members, margin, resolution, anytime,
+                            time_limit, (i64)max_rss, &lower);
     if (status < 0)
         goto done;
     i64 nf = s.n_found, nt = s.n_trie;
