@@ -46,7 +46,8 @@ tenths (the compiled search reads ``/proc/self/statm``).  What that returns is c
   choice; an end is listed).  So ``bound_cost``, the smallest key among the heap and the set-aside
   entries, is at most the cost of every sequence *not listed*: its posterior is at most
   ``exp(-(bound_cost - total))``.  (Completing set-aside prefixes into candidates lists some of their
-  sequences; the key of the prefix still bounds the rest.)
+  sequences; the key of the prefix still bounds the rest.)  So does the probability not listed,
+  ``1 - sum of the listed posteriors`` (+ 1e-9 for rounding): ``bound_cost`` is the tighter of the two.
 
 The sequences found inside the region come in order of cost (keys never decrease along the search
 there); with the candidates, the list is sorted by cost.  Those with cost <= ``bound_cost`` are *proven* (no unlisted sequence is more probable, so they are the
@@ -229,12 +230,20 @@ def nbest_search(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm
         arcs = best_arcs[seq_off[i]:seq_off[i + 1]]
         arcs = tuple(arcs.tolist()) if len(arcs) and arcs[0] >= 0 else ()
         results.append(SequenceResult(tuple(names[q].tolist()), float(f_cost[i]), float(best_cost[i]), arcs))
+    if stopped_by is not None and results:  # the mass not listed bounds every unlisted sequence too
+        listed = math.fsum(math.exp(-(r.cost - fb.total)) for r in results)
+        lower = max(lower, fb.total - math.log(max(1.0 - listed, 0.0) + _MASS_SLACK))
     proven = len(results)
     if stopped_by is not None:  # (the costs come in order: the proven ones are a prefix)
         proven = next((i for i, r in enumerate(results) if not r.cost <= lower), len(results))
     certificate = SearchCertificate(stopped_by is None, stopped_by, proven, len(results), float(lower))
     return NBestSearch(results, fb.total, labels, certificate)
 
+
+
+#: what the bound from the probability not listed (1 - the listed posteriors) adds for the rounding of the
+#: posteriors' sum (N terms of relative error ~1e-16 each; the total's own error is of the same order)
+_MASS_SLACK = 1e-9
 
 
 def _dive_guide(lat: Lattice, cost, final, fb: ForwardBackward) -> np.ndarray:
