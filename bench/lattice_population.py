@@ -43,7 +43,7 @@ Usage::
     nice python bench/lattice_population.py --phrases --label before --tree /tmp/before  # an older version
     nice python bench/lattice_population.py --compare before current  # alt-CTMs byte-identical?
     nice python bench/lattice_population.py --startup               # --help and info, CPU ms
-    nice python bench/lattice_population.py --nbest 100 [--nbest-args '--best-effort'] --label NAME  # exact N-best
+    nice python bench/lattice_population.py --nbest 100 [--nbest-args=--best-effort] --label NAME  # exact N-best
 
 Population as generated on 2026-11-29 (``--list``): 32 files, 52 lattices -- 23 pocketsphinx lattices
 (3-30 s of audio, SLF 0.09-7.7 MB; the wide-beam conversations 83,289 and 101,473 links, the concatenated
@@ -363,8 +363,26 @@ def bench_phrases(cache: str, thetas: list, n: int, label: str, rounds: int, nam
 
 def bench_nbest(cache: str, ns: list, label: str, rounds: int, names: list | None, extra: list) -> None:
     print(f"command: {' '.join(_cli())} nbest FILE -n N -o OUT --json OUT.json {' '.join(extra)} [--words W]")
-    _measure(cache, label, rounds, names, [f"n{n}" for n in ns],
-             lambda path, out, s: ["nbest", path, "-n", s[1:], "-o", out, "--json", out + ".json", *extra])
+    rows = _measure(cache, label, rounds, names, [f"n{n}" for n in ns],
+                    lambda path, out, s: ["nbest", path, "-n", s[1:], "-o", out, "--json", out + ".json", *extra])
+    if "--best-effort" not in extra:
+        return
+    # what the anytime search proved: per lattice of every file, from the JSON statistics
+    outdir = os.path.join(cache, "out", label)
+    for n in ns:
+        lattices, stopped = 0, []
+        for r in rows:
+            if r["setting"] != f"n{n}" or r.get("failed"):
+                continue
+            with open(os.path.join(outdir, f"{r['name']}.n{n}.ctm.json")) as f:
+                stats = json.load(f)
+            lattices += stats["utterances"]
+            stopped += [dict(e, file=r["name"]) for e in stats["best_effort"]]
+        print(f"n{n}: {lattices} lattices, {len(stopped)} stopped by a budget")
+        for e in stopped:
+            gap = "none" if e["gap_nats"] is None else f"{e['gap_nats']:.3f}"
+            print(f"  {e['file']:<26} {e['key'][:24]:<24} by {e['stopped_by']:<6} found {e['found']:>4} proven "
+                  f"{e['proven']:>4}  gap {gap} nats")
 
 
 def compare(cache: str, a: str, b: str) -> int:

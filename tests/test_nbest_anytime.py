@@ -50,19 +50,22 @@ def _check_certificate(lat, n, found, bf):
         if labels not in listed:
             assert c >= cert.bound_cost - TOL, (labels, c, cert)
     if not cert.complete:
-        assert cert.stopped_by in ("states", "pops")
+        assert cert.stopped_by in ("states", "pops", "time")
     if results and math.isfinite(cert.bound_cost):
         assert cert.gap_nats(results) == pytest.approx(results[-1].cost - cert.bound_cost)
 
 
 @settings(max_examples=300, deadline=None)
 @given(lattice_strategy(max_states=8, max_arcs=18), st.sampled_from([1, 2, 4, 8, None]),
-       st.integers(1, 8), st.sampled_from([1, 2, 5, 40, 2_000_000]))
-def test_certificate_against_brute_force(lat, n, max_states, max_pops):
+       st.integers(1, 8), st.sampled_from([1, 2, 5, 40, 2_000_000]), st.sampled_from([None, None, 1e-9]))
+def test_certificate_against_brute_force(lat, n, max_states, max_pops, time_limit):
+    """Stopped by the region's size, the prefix pops or the clock (a limit of 1e-9 s stops the search when
+    the clock is first read, after the first expansion), wherever that falls."""
     labels, cost, final = prepare(lat)
     bf = brute_force_sequences(lat, labels, cost, final)
     try:
-        found = nbest_search(lat, n, max_states=max_states, max_pops=max_pops, best_effort=True)
+        found = nbest_search(lat, n, max_states=max_states, max_pops=max_pops, time_limit=time_limit,
+                             best_effort=True)
     except BudgetExceededError as e:  # only when nothing was listed
         assert "none proven" in str(e) or "search nodes after 0" in str(e)
         return
