@@ -266,5 +266,5 @@ def test_help_imports_only_click_and_the_command_table():
     code = _AS_THE_PROGRAM.format(what=what, argv=["--help"])
     heavy, ours = eval(_run(code).splitlines()[-1])  # noqa: S307 - our own repr of two lists
     assert heavy == []
-    assert ours == ["lattice_tools", "lattice_tools.core._exports", "lattice_tools.cli", "lattice_tools.cli._lazy",
-                    "lattice_tools.core.errors"]
+    assert ours == ["lattice_tools", "lattice_tools.cli", "lattice_tools.cli._lazy", "lattice_tools.core",
+                    "lattice_tools.core._exports", "lattice_tools.core.errors"]
