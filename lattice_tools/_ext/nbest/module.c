@@ -5,7 +5,8 @@
  * best_word_bound    the admissible, consistent best-completion bound per state
  * suffix_list_bound  the tighter (admissible, not consistent) suffix-list bound per state
  * bounded_search     A* over log-determinized states builds the region that can hold the n best
- *                    sequences; exact best completions inside it; best-first search over word prefixes
+ *                    sequences; exact best completions inside it; best-first search over word prefixes;
+ *                    anytime: what it found when a budget stopped it, with a bound on the rest
  * best_paths         the best single path reading each output sequence (for word times)
  *
  * The files: module.c (this one: the method table and the argument glue), buffers.c (growable arrays),
@@ -80,7 +81,8 @@ static PyMethodDef methods[] = {
      "suffix_list_bound(m, w_off, w_dlab, w_dst, w_lc, x_lc, num_labels, k) -> h (float64 bytearray)"},
     {"bounded_search", py_bounded_search, METH_VARARGS,
      "bounded_search(m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, max_members, "
-     "margin, resolution, anytime, time_limit, guide, max_rss) -> (status, found_link, found_cost, t_parent, t_label, lower)"},
+     "margin, resolution, anytime, time_limit, guide, max_rss) -> (status, found_link, found_cost, t_parent, "
+     "t_label, lower)"},
     {"best_paths", py_best_paths, METH_VARARGS,
      "best_paths(w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m) -> (cost, arcs)"},
     {NULL, NULL, 0, NULL},

@@ -1,6 +1,7 @@
 /* bounded_search: A* over log-determinized states builds the region that can hold the n best sequences;
  * exact best completions inside it; best-first search over word prefixes (nbest_lists.py describes
- * the rounds). */
+ * the rounds); when a budget stops it and ``anytime`` is set, the final pass over the region built so far,
+ * its candidates and the bound on everything else (nbest_lists.py, "Anytime search"). */
 #include "region.h"
 
 #include <stdio.h>
@@ -27,7 +28,8 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* How many expansions (step 1; also after the first) / prefix pops (step 3) between two reads of the clock. */
+/* How many expansions (step 1: also after the first; the candidates) / prefix pops (step 3) between two reads
+ * of the clock and of the resident memory. */
 #define CLOCK_EVERY_EXPANSIONS 64
 #define CLOCK_EVERY_POPS 4096
 
@@ -178,7 +180,8 @@ typedef struct {
     FA p_f, p_g, f_cost;
     IA p_j, p_r, p_link, p_heap, t_parent, t_label, f_link;
     i64 n_found, n_trie;
-    /* the dives of the final anytime pass (see dive): the lattice, bounds, resolution and member limit */
+    /* what the candidates of the final anytime pass need (see dive_candidates): the lattice, bounds, guide,
+     * resolution, member limit and how many more to list */
     const Arcs *rows;
     const double *hb, *guide;
     double resolution;
