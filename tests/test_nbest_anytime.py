@@ -132,3 +132,24 @@ def test_cli_best_effort(tmp_path):
     exact = read_alternatives_ctm(full)[0].slots[0].alternatives
     got = alts[0].slots[0].alternatives
     assert [a.words for a in got[:entry["proven"]]] == [a.words for a in exact[:entry["proven"]]]
+
+
+def test_sclite_skips_the_comment(tmp_path):
+    """sclite reads the best-effort alt-CTM as if the ';;' line were not there (the same counts)."""
+    from _oracle_helpers import run_sclite
+    from _recipe_helpers import sclite_binary
+
+    sclite = sclite_binary()
+    if sclite is None:
+        pytest.skip("sclite (Debian sctk) is not installed")
+    lat = _cards_lattice(tmp_path)
+    ctm = tmp_path / "o.ctm"
+    r = CliRunner().invoke(main, ["nbest", lat, "-n", "5", "-o", str(ctm), "--time-limit", "1e-9", "--best-effort"])
+    assert r.exit_code == 0, r.output
+    text = ctm.read_text()
+    assert text.startswith(";;")
+    bare = tmp_path / "bare.ctm"
+    bare.write_text("".join(line for line in text.splitlines(keepends=True) if not line.startswith(";;")))
+    stm = tmp_path / "ref.stm"
+    stm.write_text(f"{read_alternatives_ctm(str(bare))[0].file} 1 spk 0.0 5.0 one two three\n")
+    assert run_sclite(sclite, str(stm), str(ctm)) == run_sclite(sclite, str(stm), str(bare))
