@@ -28,7 +28,8 @@ residual + the best single path's cost from their state), each popped prefix fol
 estimate to an end (expanding determinized states outside the region), the choices not taken waiting as
 prefixes of their own.  Under a memory budget a best-effort search stops growing the region at three
 quarters of the resident memory left when it starts, and the final pass and the candidates at nine
-tenths (the compiled search reads ``/proc/self/statm``).  What that returns is certified:
+tenths (the compiled search reads ``/proc/self/statm``); under ``time_limit``, the final pass and the
+candidates may take a quarter of the limit more (the first candidate is completed in any case).  What that returns is certified:
 
 * Every sequence it lists is exact: its cost is the sum of the determinized transitions along its
   prefix (each the log sum of the lattice paths that read it), as in the complete search; and distinct

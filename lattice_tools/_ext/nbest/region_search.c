@@ -324,8 +324,9 @@ static int push_prefix(Search *s, i64 *n_p, i64 *p_size, double f, i64 j, i64 r,
  * other choices as entries; the end of the dive is listed, with its exact cost, as a candidate of
  * unproven rank (the entries set aside still bound the rest: see nbest_lists.py).  So the candidates
  * come roughly best first, each listed sequence distinct (the entries stand for disjoint sets of
- * sequences).  Stops at n listed (s->dives_left), when the store passes s->dive_members (no more
- * expansions) or when no entry is left.  Entries: c_j (-1: a complete sequence), c_g (its cost so far;
+ * sequences).  Stops at n listed (s->dives_left), when the store passes s->dive_members or the resident
+ * memory s->rss_final (no more expansions), at ``deadline`` once something is listed, or when no entry is
+ * left.  Entries: c_j (-1: a complete sequence), c_g (its cost so far;
  * of a complete one, its exact cost), c_link (its trie node), c_f (the estimate). */
 static double completion_estimate(const Search *s, i64 nj)
 {
@@ -381,10 +382,12 @@ static int list_found(Search *s, i64 link, double cost)
     return 0;
 }
 
-static int dive_candidates(Search *s, i64 n)
+static int dive_candidates(Search *s, i64 n, double deadline)
 {
     Store *st = &s->st;
     while (s->c_size > 0 && s->dives_left > 0 && (n < 0 || s->n_found < n)) {
+        if (deadline < INF && s->n_found > 0 && now_seconds() > deadline)
+            return 0;
         i64 e = heap_pop(s->c_heap.p, &s->c_size, s->c_f.p);
         i64 j = s->c_j.p[e], link = s->c_link.p[e];
         double g = s->c_g.p[e];
@@ -684,13 +687,14 @@ static int run_search(Search *s, const Arcs *rows, const double *hb, const doubl
                 *lower = hb[0];
                 return stop;
             }
-            /* the final pass is bounded by n (and max_pops); listing every sequence, by a tenth of the limit */
-            double last = n >= 0 || deadline == INF ? INF : now_seconds() + 0.1 * time_limit;
+            /* the final pass and its candidates may take a quarter of the time limit more (at least one
+             * candidate is completed, so that something is listed) */
+            double last = deadline == INF ? INF : deadline + 0.25 * time_limit;
             int status;
             i64 outside;
             s->dives_left = n >= 0 ? n : MAX_DIVES;
             if (rank_region(s, &round_no, n, max_pops, 1, last, &status, &outside, lower) < 0 ||
-                dive_candidates(s, n) < 0)
+                dive_candidates(s, n, last) < 0)
                 return -1;
             return stop;
         }
