@@ -112,7 +112,8 @@ def alternative_from_path(lat: Lattice, labels, arcs: Iterable[int], posterior: 
 class SearchCertificate(NamedTuple):
     """What an N-best search proved (see "Anytime search" in the module docstring).
 
-    ``complete``: the search finished (every listed sequence is proven; ``bound_cost`` bounds the rest).
+    ``complete``: the list is the exact answer (the search finished, or a budget stopped it after it had
+    proven all N it was asked for); every listed sequence is proven and ``bound_cost`` bounds the rest.
     ``stopped_by``: the budget that stopped it (``"memory"``, ``"states"``, ``"pops"``, ``"time"``) or None.
     ``proven``: the first ``proven`` sequences listed are the most probable of the lattice, in order; the
     others listed are exact candidates of unproven rank.  ``bound_cost``: a lower bound on the cost of every
@@ -237,7 +238,9 @@ def nbest_search(lat: Lattice, n: int | None, *, acoustic_scale: float = 1.0, lm
     proven = len(results)
     if stopped_by is not None:  # (the costs come in order: the proven ones are a prefix)
         proven = next((i for i, r in enumerate(results) if not r.cost <= lower), len(results))
-    certificate = SearchCertificate(stopped_by is None, stopped_by, proven, len(results), float(lower))
+    # a stopped search that proved all N it was asked for has the exact answer all the same
+    complete = stopped_by is None or (n is not None and proven >= n)
+    certificate = SearchCertificate(complete, stopped_by, proven, len(results), float(lower))
     return NBestSearch(results, fb.total, labels, certificate)
 
 
