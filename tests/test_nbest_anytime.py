@@ -155,3 +155,37 @@ def test_sclite_skips_the_comment(tmp_path):
     stm = tmp_path / "ref.stm"
     stm.write_text(f"{read_alternatives_ctm(str(bare))[0].file} 1 spk 0.0 5.0 one two three\n")
     assert run_sclite(sclite, str(stm), str(ctm)) == run_sclite(sclite, str(stm), str(bare))
+
+
+def test_memory_budget_stop_on_a_real_lattice():
+    """Under a memory budget a few tens of kilobytes above what the process holds, the search of a real
+    pocketsphinx lattice (tests/data/slf) stops for memory; the list it returns is certified against the
+    exact 100-best: its proven prefix is the exact list's, every listed cost is exact, and every sequence of
+    the exact list it does not list costs at least the bound."""
+    from lattice_tools.core._budget import memory_budget, resident_bytes
+    from lattice_tools.io.lattices.lattice_files import read_lattices
+
+    (lat,) = read_lattices(str(DATA / "slf" / "pocketsphinx_cards_002.lat.gz"))
+    exact = nbest_search(lat, 100).results
+    by_labels = {r.labels: r.cost for r in exact}
+    stops = 0
+    for extra in (48 << 10, 64 << 10, 96 << 10, 128 << 10):
+        with memory_budget(resident_bytes() + extra):
+            try:
+                found = nbest_search(lat, 100, best_effort=True)
+            except BudgetExceededError:  # the process grew past the budget before the search began
+                continue
+        cert = found.certificate
+        if cert.stopped_by != "memory":
+            continue
+        stops += 1
+        results = found.results
+        assert [r.labels for r in results[:cert.proven]] == [r.labels for r in exact[:cert.proven]]
+        for r in results:
+            if r.labels in by_labels:
+                assert r.cost == pytest.approx(by_labels[r.labels], abs=TOL)
+            else:  # outside the exact 100-best: no better than its 100th
+                assert r.cost >= exact[-1].cost - TOL
+        listed = {r.labels for r in results}
+        assert all(c >= cert.bound_cost - TOL for labels, c in by_labels.items() if labels not in listed)
+    assert stops >= 1
