@@ -16,6 +16,31 @@ Usage::
     python bench/bench_startup.py [--rounds 10] [--workdir /tmp/bench_startup]
 
 Measured 2026-11-26 (2 shared cores, --rounds 10): see docs/kaldi.md ("Where the time of a small job goes").
+
+Measured 2026-11-29 (2 shared cores under load, ``--rounds 8``, CPU s, best of 8)::
+
+    0.009  python -S -c pass (no site module)
+    0.039  python -c pass
+    0.108  python -c 'import numpy'
+    0.115  python -c 'import numpy, click'
+    0.058  python -c 'import click'
+    0.059  lattice-tools --help
+    0.063  lattice-tools --help, no .pyc
+    0.138  imports of info
+    0.137  info on a small SLF
+    0.172  info on a small SLF, no .pyc
+
+``--help`` is at its floor: it costs what ``python -c 'import click'`` costs (58-59 ms; it imports click,
+``lattice_tools.core.errors`` and the lazy command table, no command module; click itself pulls ``uuid``,
+``platform``, ``datetime`` and ``inspect``).  30 ms of that floor are this machine's ``site`` hooks (the
+``.pth`` files of an editable install and a CA bundle: ``python -S -c pass`` 9 ms, ``python -c pass``
+39 ms); where no ``.pyc`` files can be written (``PYTHONDONTWRITEBYTECODE=1``, as in this machine's shells)
+it is 63-75 ms.  ``info`` cannot reach 60 ms: importing numpy alone costs 69 ms on top of ``python -c
+pass`` (``python -X importtime``: its largest own costs are ``numpy._core._add_newdocs`` and the typing
+modules ``numpy._typing._dtype_like`` / ``_array_like`` that ``numpy.lib`` and ``numpy.linalg`` import),
+so its floor is python + numpy + click = 115 ms; lattice-tools' modules for ``info`` (the SLF reader,
+the Lattice type, the statistics) and the work add 22 ms.  Avoiding numpy in ``info`` would need a second,
+pure-Python lattice reader and Lattice type: not done (one engine per format).
 """
 from __future__ import annotations
 
@@ -29,6 +54,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 ARCHIVE = f"ark:{REPO / 'tests/data/kaldi/lats/kgraph_lat.1'}"
 PY = sys.executable
+#: a small real lattice (Sphinx-III's AN4 SLF, 3 kB; tests/data/slf/PROVENANCE.md)
+SMALL = str(REPO / "tests/data/slf/sphinx3_pittsburgh.slf")
 
 # (label, command): python -c snippets and lattice-tools jobs
 ROWS = [
@@ -36,7 +63,13 @@ ROWS = [
     ("python -c pass", [PY, "-c", "pass"]),
     ("python -c 'import numpy'", [PY, "-c", "import numpy"]),
     ("python -c 'import numpy, click'", [PY, "-c", "import numpy, click"]),
+    ("python -c 'import click'", [PY, "-c", "import click"]),
     ("lattice-tools --help", [PY, "-m", "lattice_tools.cli", "--help"]),
+    ("lattice-tools --help, no .pyc", [PY, "-m", "lattice_tools.cli", "--help"]),
+    ("imports of info", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.lattices, lattice_tools.io.lattices.slf, "
+                         "lattice_tools.algorithms.statistics"]),
+    ("info on a small SLF", [PY, "-m", "lattice_tools.cli", "info", SMALL]),
+    ("info on a small SLF, no .pyc", [PY, "-m", "lattice_tools.cli", "info", SMALL]),
     ("imports of best-path", [PY, "-c", "import lattice_tools.cli, lattice_tools.cli.latbin, lattice_tools.pipelines.latbin, "
                               "lattice_tools.io.lattices.kaldi, lattice_tools.algorithms.kaldi_ops"]),
     ("best-path on kGraph", [PY, "-m", "lattice_tools.cli", "best-path", ARCHIVE, "--acoustic-scale", "0.1",

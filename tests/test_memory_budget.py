@@ -48,7 +48,10 @@ def test_nbest_unbounded_search_holds_the_budget_in_the_compiled_search(tmp_path
     result = run_capped(["nbest", "-n", "inf", "--max-memory", "100M", DATA / "kaldi/lats/bundled.ark.gz", "-o", out],
                         cap=budget + BASE_MARGIN, timeout=120)
     assert_budget_refusal(result)
-    assert "exact N-best search" in result.stderr and "[005]" in result.stderr
+    # the utterance it stops on depends on what the process already holds (005 alone would need 800 MB; on a
+    # busy machine an earlier one can meet the budget first): the error names one of the archive's keys
+    assert "exact N-best search" in result.stderr
+    assert any(f"[{key}]" in result.stderr for key in ("001", "002", "003", "004", "005"))
     assert result.peak_rss <= budget * 1.25, result.peak_rss / MB
     assert not list(tmp_path.iterdir())
 

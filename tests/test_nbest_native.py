@@ -4,6 +4,7 @@ the region search's costs (same lists; see test_bounded_search_is_the_reference)
 checks, and Ctrl-C during a long search."""
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -204,11 +205,13 @@ def test_byte_budget_stops_the_kernels_and_holds_their_allocations():
     hb = _f(C.best_word_bound(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl))
     dlab = np.searchsorted(rows.lab_values, lab).astype(np.int64)
     tail = (hb, nl, -1, 10**7, 10**6, 10**12, 1.0, 1e-9)
-    small = C.bounded_search(m, src, dst, dlab, cost, final, *tail, 1 << 20)
-    assert small[0] == C.TOO_MANY_BYTES and all(len(a) == 0 for a in small[1:])
+    exact = (False, math.inf, None, -1)   # anytime, time_limit, guide, max_rss: an exact search, no other limit
+    for anytime in (False, True):   # an allocation refused mid-step leaves no list, anytime or not
+        small = C.bounded_search(m, src, dst, dlab, cost, final, *tail, anytime, *exact[1:], 1 << 20)
+        assert small[0] == C.TOO_MANY_BYTES and all(len(a) == 0 for a in small[1:5])
     free = C.bounded_search(m, src, dst, dlab, cost, final, *tail[:2], 1000, *tail[3:])
-    held = C.bounded_search(m, src, dst, dlab, cost, final, *tail[:2], 1000, *tail[3:], 1 << 30)
-    assert free[0] == held[0] == C.OK and [bytes(a) for a in free[1:]] == [bytes(a) for a in held[1:]]
+    held = C.bounded_search(m, src, dst, dlab, cost, final, *tail[:2], 1000, *tail[3:], *exact, 1 << 30)
+    assert free[0] == held[0] == C.OK and [bytes(a) for a in free[1:5]] == [bytes(a) for a in held[1:5]]
     for call in (lambda b: C.closed_rows(m, src, dst, lab, cost, final, b),
                  lambda b: C.best_word_bound(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl, b),
                  lambda b: C.suffix_list_bound(m, rows.w_off, rows.w_dlab, rows.w_dst, rows.w_lc, rows.x_lc, nl, 4, b)):

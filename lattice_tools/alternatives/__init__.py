@@ -14,13 +14,13 @@ if TYPE_CHECKING:
     from ..core.alternatives_network import Alternative, Alternatives, Slot, depth_statistics
     from ..io.transcripts.altctm import write_alternatives_ctm
     from .determinization import determinize
-    from .nbest_lists import nbest, nbest_sequences
+    from .nbest_lists import nbest, nbest_search, nbest_sequences
     from .phrase_alternatives import PhraseDecomposition, phrases
     from .sausages import sausage
     from .word_alignment import word_align
 
 __all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", "word_align",
-           "determinize", "nbest", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]
+           "determinize", "nbest", "nbest_search", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]
 
 
 # name -> the module it is imported from on first use: importing every algorithm costs ~50 ms that a
@@ -30,6 +30,7 @@ __all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alt
 _LAZY = {
     "Alternative": "..core.alternatives_network", "Alternatives": "..core.alternatives_network", "Slot": "..core.alternatives_network", "depth_statistics": "..core.alternatives_network",
     "determinize": ".determinization", "nbest": ".nbest_lists", "nbest_sequences": ".nbest_lists",
+    "nbest_search": ".nbest_lists",
     "phrases": ".phrase_alternatives", "PhraseDecomposition": ".phrase_alternatives", "sausage": ".sausages",
     "word_align": ".word_alignment", "write_alternatives_ctm": "..io.transcripts.altctm",
 }

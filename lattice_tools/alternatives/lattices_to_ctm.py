@@ -34,10 +34,14 @@ class AlternativesJob:
     lm_scale: float = 1.0
     word_penalty: float = 0.0
     max_memory: int | None = DEFAULT_MAX_MEMORY
+    time_limit: float | None = None
+    best_effort: bool = False
 
     def __post_init__(self):
         if self.kind not in ("nbest", "sausage", "phrases"):
             raise ValueError(f"unknown kind {self.kind!r}")
+        if self.kind != "nbest" and (self.best_effort or self.time_limit is not None):
+            raise ValueError("time_limit and best_effort apply to the exact N-best search only")
 
     def compute(self, lat):
         """The alternatives of one lattice."""
@@ -47,7 +51,7 @@ class AlternativesJob:
         if self.kind == "nbest":
             from .nbest_lists import nbest
 
-            return nbest(lat, self.n, **kw, **unbounded)
+            return nbest(lat, self.n, **kw, **unbounded, time_limit=self.time_limit, best_effort=self.best_effort)
         if self.kind == "sausage":
             from .sausages import sausage
 
@@ -55,6 +59,17 @@ class AlternativesJob:
         from .phrase_alternatives import phrases
 
         return phrases(lat, self.n, self.posterior_threshold, **kw, **unbounded)
+
+
+def best_effort_comment(key: str, search: dict) -> str:
+    """The alt-CTM comment of a lattice whose N-best search a budget stopped (``search``: the
+    certificate summary of :func:`~lattice_tools.alternatives.nbest_lists.certificate_summary`)."""
+    bound = search["bound_log_posterior"]
+    gap = search["gap_nats"]
+    return (f"best-effort N-best of {key}: stopped by the {search['stopped_by']} budget; {search['found']} of "
+            f"{search['requested']} sequences found, the first {search['proven']} proven; every sequence not "
+            f"listed has log-posterior <= {'none' if bound is None else f'{bound:.6g}'} (gap "
+            f"{'none' if gap is None else f'{gap:.6g}'} nats above the last listed)")
 
 
 def alternatives_of_shard(job: AlternativesJob, lattices) -> list:
@@ -70,8 +85,8 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
                           frame_subsampling_factor: int | None = None, keys: str | None = None,
                           channel: str = DEFAULT_CHANNEL,
                           allow_untimed: bool = False, progress: bool | None = None,
-                          max_memory: int | None = DEFAULT_MAX_MEMORY, executor=None,
-                          shard_dir: str | None = None) -> dict:
+                          max_memory: int | None = DEFAULT_MAX_MEMORY, time_limit: float | None = None,
+                          best_effort: bool = False, executor=None, shard_dir: str | None = None) -> dict:
     """Compute ``kind`` (``nbest``/``sausage``/``phrases``) alternatives of every lattice, write them as
     an alt-CTM ``out`` cut to depth ``n`` (None = all) and return the statistics (also written as JSON to
     ``json_out`` when given).
@@ -86,11 +101,19 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
     determinized states; past it they stop with :class:`~lattice_tools.core.errors.BudgetExceededError`
     naming ``max_memory`` (the CLI says ``--max-memory``).
 
+    N-best only: ``time_limit`` seconds per lattice bound the search too; with ``best_effort``, a lattice
+    whose search a budget stopped gets the sequences found with a certified bound on the rest instead of
+    the error (:func:`~lattice_tools.alternatives.nbest_lists.nbest_search`): a ``;;`` comment line before
+    its block in the alt-CTM says so, and the statistics list it under ``best_effort`` (key, found, proven,
+    ``bound_log_posterior``, ``gap_nats``, ``stopped_by``).
+
     ``executor``: None computes here; a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``
     computes shards of utterances on its workers (:mod:`lattice_tools.core.parallel`); the file is the same
     bytes either way.  ``shard_dir``: finished shards are kept there, so that a killed run started again
     recomputes only the rest; removed when the file is complete."""
-    job = AlternativesJob(kind, n, posterior_threshold, acoustic_scale, lm_scale, word_penalty, max_memory)
+    job = AlternativesJob(kind, n, posterior_threshold, acoustic_scale, lm_scale, word_penalty, max_memory,
+                          time_limit, best_effort)
+    incomplete: list[dict] = []
     bare: list[str] = []
     seg = read_segments(segments, channel) if segments else None
     store = ShardStore(shard_dir) if shard_dir else None
@@ -114,7 +137,12 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
                     alts = alts.with_location(*seg[key])
                 elif alts.channel != channel:
                     alts = alts.with_location(alts.file, channel, 0.0)
-                writer.write(alts)
+                search = alts.meta.get("search") or {}
+                comment = None
+                if search and not search["complete"]:
+                    incomplete.append({"key": key, **search})
+                    comment = best_effort_comment(key, search)
+                writer.write(alts, comment=comment)
     if store:
         store.remove()
     result = writer.stats()
@@ -125,6 +153,8 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
                               "table): the CTM has ids, not words; pass --words words.txt"]
     if kind == "phrases":
         result["posterior_threshold"] = posterior_threshold
+    if best_effort:
+        result["best_effort"] = incomplete
     if json_out:
         write_json(json_out, result)
     return result

@@ -38,20 +38,32 @@ def _options(f):
 def _report(result: dict, json_out: str | None) -> None:
     for w in result.get("warnings", ()):
         click.echo(f"lattice-tools: warning: {w}", err=True)
+    stopped = result.get("best_effort", ())
+    if stopped:
+        click.echo(f"lattice-tools: warning: {len(stopped)} lattice(s) (first: {stopped[0]['key']!r}) have a "
+                   "best-effort N-best list: a budget stopped the search (see the ';;' lines of the alt-CTM)",
+                   err=True)
     if json_out != "-":
         click.echo(json_text(result, indent=None), err=True, nl=False)
 
 
 @click.command("nbest")
 @_options
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds (wall clock) the search of one lattice may take (default: no limit).")
+@click.option("--best-effort", is_flag=True,
+              help="When a budget (--max-memory, --time-limit) stops the search of a lattice, write the sequences "
+                   "found with a certified bound on the rest (a ';;' line in the alt-CTM, 'best_effort' in the "
+                   "JSON) and exit 0, instead of the error.")
 def nbest_command(lattices, n, out, json_out, segments, format, acoustic_scale, lm_scale, word_penalty, max_memory,
-                  jobs, scheduler, **inputs):
+                  time_limit, best_effort, jobs, scheduler, **inputs):
     """Exact N-best lists (utterance-level alternatives) of LATTICES as alt-CTM."""
     check_one_stdout(**{"-o/--out": out, "--json": json_out})
     with open_executor(jobs=jobs, scheduler=scheduler) as executor:
         result = make_alternatives_ctm(lattices, "nbest", n, out, json_out=json_out, segments=segments,
                                        format=format, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
-                                       word_penalty=word_penalty, max_memory=max_memory, executor=executor,
+                                       word_penalty=word_penalty, max_memory=max_memory, time_limit=time_limit,
+                                       best_effort=best_effort, executor=executor,
                                        shard_dir=shard_dir_for(out, executor), **inputs)
     _report(result, json_out)
 

@@ -5,7 +5,8 @@
  * best_word_bound    the admissible, consistent best-completion bound per state
  * suffix_list_bound  the tighter (admissible, not consistent) suffix-list bound per state
  * bounded_search     A* over log-determinized states builds the region that can hold the n best
- *                    sequences; exact best completions inside it; best-first search over word prefixes
+ *                    sequences; exact best completions inside it; best-first search over word prefixes;
+ *                    anytime: what it found when a budget stopped it, with a bound on the rest
  * best_paths         the best single path reading each output sequence (for word times)
  *
  * The files: module.c (this one: the method table and the argument glue), buffers.c (growable arrays),
@@ -100,17 +101,21 @@ static PyMethodDef methods[] = {
      "gives best_word_bound."},
     {"bounded_search", py_bounded_search, METH_VARARGS,
      "bounded_search($module, m, src, dst, dlab, cost, final, hb, num_labels, n, max_pops, max_states, "
-     "max_members, margin, resolution, max_bytes=-1, /)\n--\n\n"
-     "-> (status, found_link, found_cost, t_parent, t_label)\n\n"
+     "max_members, margin, resolution, anytime=False, time_limit=None, guide=None, max_rss=-1, max_bytes=-1, /)"
+     "\n--\n\n"
+     "-> (status, found_link, found_cost, t_parent, t_label, lower)\n\n"
      "The n best distinct word sequences (n < 0: every one) of an m-state lattice (arcs src -> dst, int64 "
      "sorted by src; dlab int64 dense word label per arc, -1 = epsilon, < num_labels; cost float64 per arc; "
      "final float64 per state): A* over log-determinized states with the bound hb (float64 per state) builds "
      "the region that can hold them (first reaching margin nats past the best sequence), exact best "
      "completions inside it, then a best-first search over word prefixes.  max_pops, max_states, max_members: "
-     "budgets (status TOO_MANY_POPS, TOO_MANY_STATES, TOO_MANY_MEMBERS past them, else OK); resolution: residual "
-     "costs closer than this identify determinized states.  The sequences are trie nodes found_link (int64) "
-     "with costs found_cost (float64); the trie is t_parent / t_label (int64, node 0 the empty prefix); all "
-     "bytearrays."},
+     "budgets (status TOO_MANY_POPS, TOO_MANY_STATES, TOO_MANY_MEMBERS past them, TOO_MANY_BYTES past "
+     "max_bytes, TIME_LIMIT past time_limit seconds, TOO_MANY_MEMBERS past max_rss bytes of resident memory, "
+     "else OK); resolution: residual costs closer than this identify determinized states.  anytime: a search "
+     "stopped by a budget still returns what it found (candidates completed best first by the estimate guide, "
+     "float64 per state; default hb), and lower, a lower bound on the cost of every sequence it did not "
+     "return.  time_limit: seconds (None or omitted: none).  The sequences are trie nodes found_link (int64) with costs found_cost (float64); the trie is "
+     "t_parent / t_label (int64, node 0 the empty prefix); all bytearrays."},
     {"best_paths", py_best_paths, METH_VARARGS,
      "best_paths($module, w_off, w_dlab, w_dst, w_bc, w_arc, x_bc, seq_off, seq_lab, m, max_bytes=-1, /)\n--\n\n"
      "-> (cost, arcs)\n\n"
@@ -134,6 +139,7 @@ PyMODINIT_FUNC PyInit_nbest(void)
         PyModule_AddIntConstant(mod, "TOO_MANY_STATES", ST_TOO_MANY_STATES) < 0 ||
         PyModule_AddIntConstant(mod, "TOO_MANY_MEMBERS", ST_TOO_MANY_MEMBERS) < 0 ||
         PyModule_AddIntConstant(mod, "TOO_MANY_BYTES", ST_TOO_MANY_BYTES) < 0 ||
+        PyModule_AddIntConstant(mod, "TIME_LIMIT", ST_TIME_LIMIT) < 0 ||
         PyModule_AddStringConstant(mod, "BUDGET_EXCEEDED", BUDGET_EXCEEDED) < 0) {
         Py_DECREF(mod);
         return NULL;

@@ -20,7 +20,8 @@ typedef int64_t i64;
 #define INF HUGE_VAL
 #define SIGNAL_EVERY 65536
 
-enum { ST_OK = 0, ST_TOO_MANY_POPS = 1, ST_TOO_MANY_STATES = 2, ST_TOO_MANY_MEMBERS = 3, ST_TOO_MANY_BYTES = 4 };
+enum { ST_OK = 0, ST_TOO_MANY_POPS = 1, ST_TOO_MANY_STATES = 2, ST_TOO_MANY_MEMBERS = 3, ST_TOO_MANY_BYTES = 4,
+       ST_TIME_LIMIT = 5 };
 
 /* ------------------------------------------------------------------------------------------------ */
 /* buffers in, bytearrays out (module.c)                                                             */

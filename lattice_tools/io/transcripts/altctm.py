@@ -112,11 +112,13 @@ class AlternativesCtmWriter:
         self._gz_bytes += len(self._gz.flush())
         return self._ctx.__exit__(*exc)
 
-    def write(self, alts: Alternatives) -> None:
+    def write(self, alts: Alternatives, comment: str | None = None) -> None:
+        """Write ``alts`` (cut to depth ``n``), after a ``;;`` comment line ``comment`` when given (a note
+        that sclite and :func:`read_alternatives_ctm` skip; one line: newlines become spaces)."""
         cut = alts.truncated(self.n)
         self._depths.extend(cut.depths)
         self._utts += 1
-        lines: list = []
+        lines: list = [";; " + " ".join(comment.split())] if comment else []
         for line in _alternatives_ctm_lines(cut, self.time_format, self.conf_format):
             lines.append(line)
             if len(lines) >= 65536:  # in pieces: an utterance's text can be hundreds of MB
