@@ -26,6 +26,7 @@ import re
 
 import numpy as np
 
+from .._ext import native
 from ..core._threads import thread_call, thread_map
 from .ctm_items import HypItems
 from .ctm_numbers import MASK, parse_numbers
@@ -329,7 +330,22 @@ def _file_bytes(path: str):
 def _data_lines(data: bytearray, n_bytes: int, encoding: str, tuning: EngineTuning):
     """The data lines of a CTM file's bytes, as columns: (data line numbers (0-based), comment line
     numbers, file/channel id per line, distinct (file, channel) pairs, word id per line, vocabulary,
-    start times, durations, confidences (NaN: none)); None when the exact reader must decide."""
+    start times, durations, confidences (NaN: none)); None when the exact reader must decide.
+
+    An ASCII file is read in one pass by the compiled scanner (``lattice_tools/_ext/ctm_scan.c``); what it
+    does not read exactly (non-ASCII text, unusual white space or numbers) goes through the numpy
+    tokenizer (:func:`_data_lines_numpy`), which hands what it does not read exactly to the line reader."""
+    got = native("ctm_scan").scan(data, n_bytes)
+    if got is None:
+        return _data_lines_numpy(data, n_bytes, encoding, tuning)
+    lines, comments, fc_id, fc_pairs, word_id, vocab, start, dur, conf = got
+    return (np.frombuffer(lines, np.int64), np.frombuffer(comments, np.int64), np.frombuffer(fc_id, np.int32),
+            fc_pairs, np.frombuffer(word_id, np.int32), vocab, np.frombuffer(start, np.float64),
+            np.frombuffer(dur, np.float64), np.frombuffer(conf, np.float64))
+
+
+def _data_lines_numpy(data: bytearray, n_bytes: int, encoding: str, tuning: EngineTuning):
+    """:func:`_data_lines` of any file (numpy on its bytes), or None when the exact reader must decide."""
     body = memoryview(data)[:n_bytes]
     buf = np.frombuffer(data, np.uint8)
     # white space exactly as str.split() sees it and lines exactly as the text reader splits them:
