@@ -514,13 +514,13 @@ def _items_of_lines(fold, lines, comment_lines, fc_id, fc_texts, word_id, vocab,
     pw = item_start[~item_is_block]
     pi = np.flatnonzero(~item_is_block)
     t_sort[pi] = start[pw]
-    mid[pi] = np.nan_to_num(start[pw], nan=0.0) + np.nan_to_num(dur[pw], nan=0.0) / 2.0
+    mid[pi] = _nan_to_zero(start[pw]) + _nan_to_zero(dur[pw]) / 2.0
     # block time lines: its words (None -> 0.0) and its '@' lines whose times are both numbers
     bw = np.flatnonzero(block_word | (at_line & ~np.isnan(start) & ~np.isnan(dur)))
     if len(bw):
         b_item = item_of_row[bw]                                 # non-decreasing
-        t1 = np.nan_to_num(start[bw], nan=0.0)
-        m = t1 + np.nan_to_num(dur[bw], nan=0.0) / 2.0
+        t1 = _nan_to_zero(start[bw])
+        m = t1 + _nan_to_zero(dur[bw]) / 2.0
         seg = np.flatnonzero(np.r_[True, b_item[1:] != b_item[:-1]])
         owners = b_item[seg]
         t_sort[owners] = np.minimum.reduceat(t1, seg)
@@ -537,6 +537,12 @@ def _items_of_lines(fold, lines, comment_lines, fc_id, fc_texts, word_id, vocab,
     chans, item_chan = _channels(fold, fc_texts, fc_id[item_start] if n_items else np.zeros(0, np.int64))
     return HypItems(chans, item_chan, t_sort, mid, lines[item_start] + 1, n_alts, alt0, drops, alt_len,
                     alt_arc0, arc_word, arc_conf, vocab, item_is_block)
+
+
+def _nan_to_zero(x):
+    """``x`` with NaN ('*') as 0.0: ``np.nan_to_num(x, nan=0.0)`` for the scanners' numbers, which are never
+    infinite (digits only), at a quarter of its cost."""
+    return np.where(np.isnan(x), 0.0, x)
 
 
 def _channels(fold, fc_texts: list, item_fc):
