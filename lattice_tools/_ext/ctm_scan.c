@@ -55,14 +55,45 @@ static int table_init(Table *t, size_t size)
     return 0;
 }
 
+/* 8 bytes at a time (memcpy: unaligned reads), then the tail byte by byte */
+static inline uint64_t hash_bytes(uint64_t h, const unsigned char *p, uint32_t len)
+{
+    uint32_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 32;
+    }
+    for (; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* a == b over len bytes (tokens are short: inline, instead of a call to memcmp) */
+static inline int same_bytes(const unsigned char *a, const unsigned char *b, uint32_t len)
+{
+    uint32_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return 0;
+    }
+    for (; i < len; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 static uint64_t hash_key(const unsigned char *p1, uint32_t len1, const unsigned char *p2, uint32_t len2)
 {
-    uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)len1 << 32 | len2);
-    for (uint32_t i = 0; i < len1; i++)
-        h = (h ^ p1[i]) * 0x100000001b3ULL;
-    for (uint32_t i = 0; i < len2; i++)
-        h = (h ^ p2[i]) * 0x100000001b3ULL;
-    return h ^ (h >> 29);
+    uint64_t h = hash_bytes(0xcbf29ce484222325ULL ^ ((uint64_t)len1 << 32 | len2), p1, len1);
+    h = hash_bytes(h, p2, len2);
+    h ^= h >> 29;
+    h *= 0xC2B2AE3D27D4EB4FULL;
+    return h ^ (h >> 32);
 }
 
 static int table_grow(Table *t)
@@ -95,7 +126,7 @@ static int32_t table_intern(Table *t, const unsigned char *p1, uint32_t len1, co
         Slot *s = &t->slots[i];
         if (s->id < 0)
             break;
-        if (s->len1 == len1 && s->len2 == len2 && memcmp(s->p1, p1, len1) == 0 && memcmp(s->p2, p2, len2) == 0)
+        if (s->len1 == len1 && s->len2 == len2 && same_bytes(s->p1, p1, len1) && same_bytes(s->p2, p2, len2))
             return s->id;
     }
     Slot *s = &t->slots[i];
@@ -168,6 +199,9 @@ typedef struct {
     double *start, *dur, *conf;
     size_t n_data, n_comments, comments_cap;
     Table pairs, vocab;
+    int32_t last_pair; /* the pair of the last data line (-1: none yet) and its tokens */
+    const unsigned char *last_tok[2];
+    uint32_t last_len[2];
 } Scan;
 
 /* 1: read; 0: not for this reader (None); -1: out of memory.  Runs without the GIL. */
@@ -176,22 +210,23 @@ static int scan_lines(Scan *sc, const unsigned char *buf, size_t n_bytes)
     const unsigned char *p = buf, *end = buf + n_bytes;
     int64_t line_no = 0;
     for (; p < end; line_no++) {
-        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (nl - p > MAX_LINE)
-            return 0;
+        /* tokens up to the line's '\n' (the data end with one); bytes > 32 and < 128 are token bytes */
         const unsigned char *tok[6];
         uint32_t tlen[6];
         int nt = 0;
-        for (const unsigned char *q = p; q < nl;) {
+        const unsigned char *q = p;
+        for (;;) {
             unsigned char b = *q;
-            if (b == ' ' || b == '\t' || (b == '\r' && q + 1 == nl)) { /* CR only in CRLF */
+            if (b == '\n')
+                break;
+            if (b == ' ' || b == '\t' || (b == '\r' && q[1] == '\n')) { /* CR only in CRLF */
                 q++;
                 continue;
             }
             if (b <= 32 || b >= 128) /* control bytes, non-ASCII: the numpy reader decides */
                 return 0;
             const unsigned char *t = q;
-            while (q < nl && *q > 32 && *q < 128)
+            while (*q > 32 && *q < 128)
                 q++;
             if (q - t > MAX_TOKEN)
                 return 0;
@@ -203,7 +238,9 @@ static int scan_lines(Scan *sc, const unsigned char *buf, size_t n_bytes)
             tok[nt] = t;
             tlen[nt++] = (uint32_t)(q - t);
         }
-        p = nl + 1;
+        if (q - p > MAX_LINE)
+            return 0;
+        p = q + 1;
         if (nt == 0)
             continue; /* blank line */
         if (tlen[0] >= 2 && tok[0][0] == ';' && tok[0][1] == ';') {
@@ -226,7 +263,17 @@ static int scan_lines(Scan *sc, const unsigned char *buf, size_t n_bytes)
             return 0;
         if (nt == 6 && (parse_number(tok[5], tlen[5], &c) < 0 || isnan(c)))
             return 0;
-        int32_t pair = table_intern(&sc->pairs, tok[0], tlen[0], tok[1], tlen[1]);
+        /* the file and channel of the line before, most of the time: no lookup */
+        int32_t pair = sc->last_pair;
+        if (pair < 0 || tlen[0] != sc->last_len[0] || tlen[1] != sc->last_len[1]
+            || !same_bytes(tok[0], sc->last_tok[0], tlen[0]) || !same_bytes(tok[1], sc->last_tok[1], tlen[1])) {
+            pair = table_intern(&sc->pairs, tok[0], tlen[0], tok[1], tlen[1]);
+            sc->last_pair = pair;
+            for (int j = 0; j < 2; j++) {
+                sc->last_tok[j] = tok[j];
+                sc->last_len[j] = tlen[j];
+            }
+        }
         int32_t w = table_intern(&sc->vocab, tok[4], tlen[4], NULL, 0);
         if (pair < 0 || w < 0)
             return -1;
@@ -272,6 +319,7 @@ static PyObject *scan(PyObject *self, PyObject *args)
     static const size_t item[N_COLUMNS] = {8, 4, 4, 8, 8, 8};
     PyObject *col[N_COLUMNS] = {0}, *result = NULL;
     Scan sc = {0};
+    sc.last_pair = -1;
     int got = -1;
     for (int k = 0; k < N_COLUMNS; k++)
         if (!(col[k] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(cap * item[k]))))
