@@ -22,7 +22,8 @@ ours, ratio; counts identical in every run):
 
     case                                 before                  this version            target
     2,000 segments / 20k words           0.22 / 0.28  (1.27x)    0.25 / 0.33  (1.32x)    0.5x: MISSED
-    2,000 segments x 100-best ALT block  CASE3_BEFORE   32.43 / 1.56  (0.048x)  (peak 369 -> 269 MB)
+    2,000 segments x 100-best ALT block  31.13 / 2.82 (0.091x)   32.43 / 1.56 (0.048x)   0.02x: MISSED
+    (peak memory of ours: 369 -> 269 MB; sclite 5.1 GB)
 
 Where the 20k-word case goes (target: <= 0.5x sclite's CPU time, i.e. <= ~0.08-0.12 s here): it is not met,
 and cannot be while ``score`` imports numpy.  Best of 7 whole processes at load 11, CPU seconds: ``python -c
