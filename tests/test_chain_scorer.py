@@ -431,3 +431,34 @@ def test_ctm_types_apply_whatever_reader_reads_the_file(tmp_path):
     for hp in (canonical, unusual):
         assert score_files(str(rp), str(hp), ctm_types=("frag",)).total.deletions == 3
         assert score_files(str(rp), str(hp), ctm_types=("lex",)).total.correct == 3
+
+
+def test_compiled_scanner_on_random_bytes():
+    """Any bytes: the compiled scanner does not crash, and what it reads equals the numpy tokenizer's columns."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from lattice_tools._ext import native
+    from lattice_tools.scoring import ctm_columns as C
+
+    pieces = st.sampled_from(["f", "A", "B", " ", "  ", "\t", "\n", "\r\n", "\r", "0.5", "-1", "*", "1e3", ";;",
+                              "<ALT_BEGIN>", "<ALT>", "<ALT_END>", "@", "w", "\xe9", "\x00", "\x0b", "12345678",
+                              "123456789", ".5", "x" * 300])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(pieces, max_size=60))
+    def check(parts):
+        body = ("".join(parts) + "\n").encode()
+        data = bytearray(body + bytes(137))
+        got = native("ctm_scan").scan(data, len(body))
+        if got is None:
+            return
+        want = C._data_lines_numpy(data, len(body), "utf-8", C.DEFAULT_TUNING)
+        assert want is not None
+        import numpy as np
+
+        a, b = _columns_as_text(C._data_lines(data, len(body), "utf-8", C.DEFAULT_TUNING)), _columns_as_text(want)
+        assert a[:4] == b[:4]
+        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a[4:], b[4:], strict=True))
+
+    check()
