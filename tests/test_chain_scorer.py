@@ -183,6 +183,87 @@ def test_columnar_reader_equals_object_reader(seed):
     _same(via_file, via_objects)
 
 
+def _columns_as_text(cols):
+    """The columns of ctm_columns._data_lines with ids replaced by their texts (the two scanners number
+    words and file/channel pairs differently)."""
+    import numpy as np
+
+    lines, comments, fc_id, fc_pairs, word_id, vocab, start, dur, conf = cols
+    return (lines.tolist(), comments.tolist(), [tuple(fc_pairs[i]) for i in fc_id.tolist()],
+            [vocab[i] for i in word_id.tolist()], np.asarray(start), np.asarray(dur), np.asarray(conf))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_scanner_equals_numpy_scanner(seed):
+    """ctm_columns: the compiled one-pass scanner gives the numpy tokenizer's columns (as texts), reads
+    every ASCII file of canonical numbers, and leaves to the numpy tokenizer what it does not read."""
+    import numpy as np
+
+    from lattice_tools._ext import native
+    from lattice_tools.scoring import ctm_columns as C
+
+    rng = random.Random(5000 + seed)
+    stm, ctm = random_chain_case(rng, n_files=rng.randint(1, 3), n_segs=rng.randint(0, 6),
+                                 conf=rng.random() < 0.4, stars=rng.random() < 0.3, shuffle=rng.random() < 0.2)
+    text = "\n".join(_decorate(rng, ctm)) + "\n"
+    if seed % 5 == 0:
+        text = text.replace("\n", "\r\n")
+    variants = [(text, True)]
+    if ctm:
+        variants += [(text.replace(ctm[0].split()[4], "s\u00e9", 1), False),  # non-ASCII: the numpy scanner
+                     (text + "f A 1e-1 0.2 w\n", False),                       # unusual number
+                     (text + "f A 0.1 0.2 w\rf A 0.3 0.2 x\n", False)]        # lone CR
+    for body, compiled_reads in variants:
+        data = bytearray(body.encode() + bytes(137))
+        n = len(body.encode())
+        got = native("ctm_scan").scan(data, n)
+        assert (got is not None) == compiled_reads
+        want = C._data_lines_numpy(data, n, "utf-8", C.DEFAULT_TUNING)
+        if got is None:
+            assert C._data_lines(data, n, "utf-8", C.DEFAULT_TUNING) is None if want is None else True
+            continue
+        assert want is not None
+        a = _columns_as_text(C._data_lines(data, n, "utf-8", C.DEFAULT_TUNING))
+        b = _columns_as_text(want)
+        assert a[:4] == b[:4]
+        for x, y in zip(a[4:], b[4:], strict=True):
+            assert np.array_equal(x, y, equal_nan=True) and np.array_equal(np.signbit(x), np.signbit(y))
+
+
+def test_compiled_scanner_numbers_equal_float():
+    """Start times, durations and confidences as float() reads them (sign of zero included); any other
+    form of number leaves the file to the numpy tokenizer."""
+    import numpy as np
+
+    from lattice_tools._ext import native
+
+    rng = random.Random(4)
+    toks = [f"{rng.uniform(-999, 9999):.{rng.randint(0, 4)}f}"[:8].rstrip(".") for _ in range(5000)]
+    toks += ["0", "-0", "007", "12345678", "0.000001", "-1.5", "99999.99", "-0.0"]
+    body = "".join(f"f A {t} {t} w {t.lstrip('-')}\n" for t in toks).encode()
+    got = native("ctm_scan").scan(body, len(body))
+    want = np.array([float(t) for t in toks])
+    for col, w in ((6, want), (7, want), (8, np.abs(want))):
+        x = np.frombuffer(got[col], np.float64)
+        assert np.array_equal(x, w) and np.array_equal(np.signbit(x), np.signbit(w))
+    for bad in ["1e5", "+1", ".5", "5.", "1.2.3", "--1", "1-", "nan", "inf", "0x1", "123456789", "-"]:
+        line = f"f A {bad} 1 w\n".encode()
+        assert native("ctm_scan").scan(line, len(line)) is None, bad
+    line = b"f A 1 1 w *\n"                                      # a '*' confidence
+    assert native("ctm_scan").scan(line, len(line)) is None
+
+
+def test_compiled_scanner_refuses_bad_lengths():
+    from lattice_tools._ext import native
+
+    scan = native("ctm_scan").scan
+    with pytest.raises(ValueError, match="n_bytes"):
+        scan(b"f A 0 1 w", 9)                                     # does not end with a newline
+    with pytest.raises(ValueError, match="n_bytes"):
+        scan(b"f A 0 1 w\n", 11)
+    assert scan(b"", 0)[0] == b""
+
+
 BAD_CTMS = [
     "f A 0.1 0.2",                                              # 4 fields
     "f A x 0.2 w",                                              # bad number
@@ -350,3 +431,34 @@ def test_ctm_types_apply_whatever_reader_reads_the_file(tmp_path):
     for hp in (canonical, unusual):
         assert score_files(str(rp), str(hp), ctm_types=("frag",)).total.deletions == 3
         assert score_files(str(rp), str(hp), ctm_types=("lex",)).total.correct == 3
+
+
+def test_compiled_scanner_on_random_bytes():
+    """Any bytes: the compiled scanner does not crash, and what it reads equals the numpy tokenizer's columns."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from lattice_tools._ext import native
+    from lattice_tools.scoring import ctm_columns as C
+
+    pieces = st.sampled_from(["f", "A", "B", " ", "  ", "\t", "\n", "\r\n", "\r", "0.5", "-1", "*", "1e3", ";;",
+                              "<ALT_BEGIN>", "<ALT>", "<ALT_END>", "@", "w", "\xe9", "\x00", "\x0b", "12345678",
+                              "123456789", ".5", "x" * 300])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(pieces, max_size=60))
+    def check(parts):
+        body = ("".join(parts) + "\n").encode()
+        data = bytearray(body + bytes(137))
+        got = native("ctm_scan").scan(data, len(body))
+        if got is None:
+            return
+        want = C._data_lines_numpy(data, len(body), "utf-8", C.DEFAULT_TUNING)
+        assert want is not None
+        import numpy as np
+
+        a, b = _columns_as_text(C._data_lines(data, len(body), "utf-8", C.DEFAULT_TUNING)), _columns_as_text(want)
+        assert a[:4] == b[:4]
+        assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a[4:], b[4:], strict=True))
+
+    check()

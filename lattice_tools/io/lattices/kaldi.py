@@ -60,6 +60,7 @@ from typing import IO
 
 import numpy as np
 
+from ..._ext import native
 from ...core._budget import check_allocation, check_memory
 from ...core.errors import FormatError, LatticeError, MismatchError
 from ...core.files import atomic_write, open_binary_input
@@ -275,6 +276,33 @@ _CHECK_EVERY_ARCS = 8192
 _TEXT_PARSE_BYTES_PER_BYTE = 12
 
 
+def _compact_body(r: _Reader, num_states: int, fsize: int):
+    """The arrays of a binary CompactLattice's body read by the compiled kernel (``lattice_tools/_ext/
+    kaldi_binary.c``) from the reader's buffer, which grows until it holds the body: (src, dst, ilabel, olabel,
+    w1, w2, final_w1, final_w2, tids, tid_offsets, final strings); None when the body is truncated or holds a
+    corrupt count, which the per-state reading below then reports with its state."""
+    kernel = native("kaldi_binary")
+    while True:
+        got = kernel.compact_body(r.buf, r.pos, num_states, fsize)
+        if got is None:
+            return None
+        if isinstance(got, int):
+            # at least what the kernel needs, and twice what it had: a long body is parsed O(log) times
+            if not r._fill(max(got, 2 * (len(r.buf) - r.pos))) and len(r.buf) - r.pos < got:
+                return None
+            continue
+        consumed, *cols = got
+        r.pos += consumed
+        i64, f64, i32 = (lambda b: np.frombuffer(b, np.int64)), (lambda b: np.frombuffer(b, np.float64)), \
+            (lambda b: np.frombuffer(b, np.int32))
+        src, dst, il, ol, w1, w2, fw1, fw2, tids, tid_offsets, f_state, f_off, f_tids = cols
+        f_tids = i32(f_tids)
+        bounds = i64(f_off).tolist()
+        finals = {s: f_tids[a:b] for s, a, b in zip(i64(f_state).tolist(), bounds[:-1], bounds[1:], strict=True)}
+        return (i64(src), i64(dst), i64(il), i64(ol), f64(w1), f64(w2), f64(fw1), f64(fw2), i32(tids),
+                i64(tid_offsets), finals)
+
+
 def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     """Read one OpenFst binary ``vector`` FST of a lattice arc type from the reader."""
     at = r.tell()
@@ -312,8 +340,11 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     if kind != "compact":
         arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4")] + [(f"w{i}", "<" + ff + str(fsize)) for i in range(nw)]
                              + [("ns", "<i4")])
+    body = _compact_body(r, num_states, fsize) if kind == "compact" else None
+    if body is not None:  # the compiled reader allocated the arrays of the whole body: the budget, if any, now
+        check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key, advice="")
     read_since_check = 0
-    for s in range(num_states):
+    for s in range(num_states if body is None else 0):
         if read_since_check >= _CHECK_EVERY_ARCS:  # the memory budget in force (--max-memory), if any
             check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key, advice="")
             read_since_check = 0
@@ -352,22 +383,29 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
                 strings.append(np.frombuffer(r.read(4 * n, f"arc of state {s}", key), dtype="<i4").astype(np.int32))
                 (ns,) = _INT32.unpack(r.read(4, f"arc of state {s}", key))
                 compact_arcs.append((s, ns, il, ol, g, ac))
-    if kind == "compact":
+    if body is not None:
+        raw = body
+    elif kind == "compact":
         cols = list(zip(*compact_arcs, strict=True)) if compact_arcs else [()] * 6
         srcs, dsts, ils, ols = ([np.array(c, np.int64)] for c in cols[:4])
         w1s, w2s = ([np.array(c, np.float64)] for c in cols[4:])
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
-    raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
-                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), np.array(fw1, np.float64),
-                 np.array(fw2, np.float64),
-                 final_strings=final_strings, props=props)
-    if strings is not None:
-        raw.set_strings(strings)
+    if body is None:
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+        final1, final2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
+        raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
+                     cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), final1, final2,
+                     final_strings=final_strings, props=props)
+        if strings is not None:
+            raw.set_strings(strings)
+    else:
+        src, dst, il, ol, w1, w2, final1, final2, tids, tid_offsets, final_strings = body
+        raw = RawFst(kind, start, num_states, src, dst, il, ol, w1, w2, final1, final2, tids=tids,
+                     tid_offsets=tid_offsets, final_strings=final_strings, props=props)
     for name in ("w1", "w2"):
         arr = getattr(raw, name)
         if not np.all(np.isfinite(arr)):
             raise FormatError("arc with a non-finite weight (NaN or Zero)", path=r.name, key=key)
-    if np.isnan(fw1).any() or np.isnan(fw2).any():
+    if np.isnan(raw.final_w1).any() or np.isnan(raw.final_w2).any():
         raise FormatError("NaN final weight", path=r.name, key=key)
     if len(raw.dst) and (raw.dst.min() < 0 or raw.dst.max() >= num_states):
         raise FormatError(f"arc to state {raw.dst.max()} outside 0..{num_states - 1}", path=r.name, key=key)
