@@ -287,3 +287,22 @@ def test_other_lattice_files_stop_at_the_budget_while_read(form, wide_lattice, t
     result = run_capped(["info", spec, "--max-memory", "60M"], cap=(60 << 20) + BASE_MARGIN, timeout=60)
     assert_budget_refusal(result)
     assert result.peak_rss <= 60 * MB * 1.25, result.peak_rss / MB
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_the_ctm_column_reader_refuses_a_file_the_budget_cannot_hold(tmp_path, compressed):
+    """The columnar CTM reader (what score and oracle read a CTM with) checks the budget before it reads the
+    file: about 10 bytes per byte of the file at its peak."""
+    import gzip
+
+    from lattice_tools.core._budget import memory_budget, resident_bytes
+    from lattice_tools.core.errors import BudgetExceededError
+    from lattice_tools.scoring.ctm_columns import read_ctm_columns
+
+    text = "".join(f"f A {i / 10:.2f} 0.10 w{i % 97}\n" for i in range(200_000)).encode()   # ~4.5 MB
+    path = tmp_path / ("x.ctm.gz" if compressed else "x.ctm")
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    with memory_budget(resident_bytes() + 8 * MB), pytest.raises(BudgetExceededError, match="reading the CTM"):
+        read_ctm_columns(str(path), str.lower)
+    with memory_budget(resident_bytes() + 400 * MB):
+        assert read_ctm_columns(str(path), str.lower) is not None
