@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -106,10 +108,11 @@ def test_generic_errors_name_the_line(tmp_path, text, message):
 def test_sherpa_results():
     lists = list(read_nbest(os.path.join(DATA, "sherpa.jsonl")))
     assert guess_nbest_format(os.path.join(DATA, "sherpa.jsonl")) == "sherpa"
-    assert [a.key for a in lists] == ["test_wavs/0.wav", "test_wavs/1.wav"]
+    assert [a.key for a in lists] == ["test_wavs/0.wav", "test_wavs/1.wav", "test_wavs/2.wav", "test_wavs/3.wav"]
     one = lists[0].slots[0].alternatives
     assert len(one) == 1 and one[0].posterior == 1.0
     assert one[0].words == ("the", "tribal", "chieftain", "called")
+    assert lists[0].meta["scores"] == pytest.approx((-0.972,))  # the sum of ys_log_probs
     # words start at their first token; the last ends a median token gap after its last token
     assert one[0].starts == pytest.approx((0.90, 1.26, 1.80, 2.46))
     assert one[0].durations[-1] == pytest.approx(0.30)
@@ -118,6 +121,38 @@ def test_sherpa_results():
     assert scores == pytest.approx((-0.6, -1.5, -2.5))  # sums of ys_log_probs
     p = nbest_posteriors(list(scores), "logprob")
     assert [a.posterior for a in many] == pytest.approx(p)
+    # a TDT result: the last word ends at its last token's timestamp plus that token's duration
+    tdt = lists[2].slots[0].alternatives[0]
+    assert tdt.words == ("good", "morning")
+    assert [s + d for s, d in zip(tdt.starts, tdt.durations, strict=True)] == pytest.approx([0.64, 0.88 + 0.32])
+    # a streaming result: ys_probs are its token log-probabilities, times count from its segment's start_time
+    online = lists[3]
+    assert online.meta["scores"] == pytest.approx((-0.65,))
+    assert online.slots[0].alternatives[0].starts == pytest.approx((5.32, 5.72, 5.92))
+    assert guess_nbest_format(os.path.join(DATA, "sherpa.jsonl")) == "sherpa"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build sherpa-onnx's JSON writers")
+def test_sherpa_file_is_what_sherpa_onnx_writes(tmp_path):
+    """The vendored results are the output of sherpa-onnx's own AsJsonString functions (copied verbatim from
+    its sources into tests/data/nbest/sherpa_writer/), built and run here."""
+    exe = tmp_path / "writer"
+    src = os.path.join(DATA, "sherpa_writer")
+    subprocess.run(["g++", "-std=c++17", "-o", str(exe), os.path.join(src, "writer.cc")], check=True, cwd=src)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    with open(os.path.join(DATA, "sherpa.jsonl"), encoding="utf-8") as f:
+        assert out == f.read()
+
+
+def test_sherpa_errors(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"key": "u", "text": "a b", "tokens": [" a", " b"], "timestamps": [0.1, 0.2], '
+                   '"ys_probs": [-0.1, "x"]}\n')
+    with pytest.raises(FormatError, match=r"bad.jsonl:1: .*ys_probs"):
+        list(read_nbest(str(bad)))
+    bad.write_text('{"key": "u", "text": "a", "tokens": [" a"], "timestamps": [0.1], "start_time": "late"}\n')
+    with pytest.raises(FormatError, match="start_time"):
+        list(read_nbest(str(bad)))
 
 
 def test_espnet_directory():
