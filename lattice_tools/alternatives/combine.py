@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
+from ..core._budget import DEFAULT_MAX_MEMORY, check_memory, memory_budget
 from ..core.alternatives_network import DEFAULT_CHANNEL, Alternatives
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.symbols import SymbolTable
@@ -36,11 +37,20 @@ COMBINE_METHODS = ("posterior", "rover")
 def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, out_format: str | None = None,
                       join: str = "paths", score_kind: str = "logprob", score_scale: float = 1.0,
                       words: str | None = None, acoustic_scale: float = 1.0, frame_shift: float = 0.01,
-                      write_words: str | None = None, nemo_manifest: str | None = None) -> dict:
+                      write_words: str | None = None, nemo_manifest: str | None = None,
+                      max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Write the lattice of every N-best list of ``nbest`` to ``out`` (a lattice spec, e.g. ``ark:x.ark``,
     an SLF directory, ``x.pt``); returns ``{"utterances": n}``.  The word table is ``words`` (a
     ``words.txt``; Kaldi input needs it) extended with the new words of the lists; ``write_words``
-    writes it (the ids of Kaldi, k2 and OpenFst output)."""
+    writes it (the ids of Kaldi, k2 and OpenFst output).  ``max_memory``: bytes of resident memory that
+    reading, merging and writing may hold (None: no budget); past it BudgetExceededError, and no output."""
+    with memory_budget(max_memory):
+        return _nbest_to_lattices(nbest, out, nbest_format, out_format, join, score_kind, score_scale, words,
+                                  acoustic_scale, frame_shift, write_words, nemo_manifest)
+
+
+def _nbest_to_lattices(nbest, out, nbest_format, out_format, join, score_kind, score_scale, words, acoustic_scale,
+                       frame_shift, write_words, nemo_manifest) -> dict:
     table = SymbolTable.read(words) if words else None
 
     def lattices():
@@ -49,6 +59,7 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, nemo_manifest=nemo_manifest):
             lat = nbest_lattice(nb, join=join, symbols=table, frame_shift=frame_shift)
             table = lat.symbols
+            check_memory("nbest-to-lattices", lat.key)
             yield lat
 
     n = write_lattices(lattices(), out, out_format)
@@ -86,6 +97,7 @@ def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind:
         for nb in _system_lists(spec, nbest_format, score_kind, score_scale, symbols, acoustic_scale, frame_shift,
                                 lattice_nbest, nemo_manifest):
             lists[nb.key] = nb
+            check_memory("reading the systems' lists (all are held to match their utterances)", nb.key)
         per_system.append((spec, lists))
     first_spec, first = per_system[0]
     for spec, lists in per_system[1:]:
@@ -104,7 +116,8 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
                     score_scale: float = 1.0, words: str | None = None, acoustic_scale: float = 1.0,
                     frame_shift: float = 0.01, channel: str = DEFAULT_CHANNEL, allow_untimed: bool = False,
                     rover_method: str = "meth1", alpha: float = 1.0, null_conf: float = 0.0,
-                    use_times: bool = False, lattice_nbest: int = 100, nemo_manifest: str | None = None) -> dict:
+                    use_times: bool = False, lattice_nbest: int = 100, nemo_manifest: str | None = None,
+                    max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Combine several systems' outputs of the same utterances into one (alt-)CTM ``out``.
 
     ``method="posterior"``: N-best lists, see the module docstring; with ``nbest_format="lattice"``
@@ -114,9 +127,20 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
     (rover's ``-m``), ``alpha`` (``-a``), ``null_conf`` (``-c``) and ``use_times`` (``-T``); the
     N-best options do not apply.  ``weights``: one per system (default equal).
     ``n``: alternatives kept per slot (None = all).  ``allow_untimed``: accept lists without word
-    times (every CTM time is then 0); otherwise they raise FormatError.  Returns the alt-CTM writer's statistics plus
-    ``systems`` and ``utterances``.
+    times (every CTM time is then 0); otherwise they raise FormatError.  ``max_memory``: bytes of resident
+    memory that every step (reading, merging, the confusion networks, rover) may hold (None: no budget);
+    past it BudgetExceededError, and no output.  Returns the alt-CTM writer's statistics plus ``systems``
+    and ``utterances``.
     """
+    with memory_budget(max_memory):
+        return _combine_systems(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words,
+                                acoustic_scale, frame_shift, channel, allow_untimed, rover_method, alpha, null_conf,
+                                use_times, lattice_nbest, nemo_manifest)
+
+
+def _combine_systems(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words, acoustic_scale,
+                     frame_shift, channel, allow_untimed, rover_method, alpha, null_conf, use_times, lattice_nbest,
+                     nemo_manifest) -> dict:
     if method not in COMBINE_METHODS:
         raise LatticeToolsError(f"unknown combination method {method!r} (expected one of {', '.join(COMBINE_METHODS)})")
     if len(systems) < 2:
@@ -140,6 +164,7 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
             table = lat.symbols
             count += 1
             confusion = sausage(lat)
+            check_memory("combine", lat.key)
             if not lat.has_times:
                 if not allow_untimed:
                     raise FormatError("the N-best lists have no word times, a CTM needs them "

@@ -46,6 +46,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..core._budget import check_memory
 from ..core.alternatives_network import Alternative, Alternatives
 from ..core.errors import LatticeError
 from ..core.lattice import Lattice
@@ -55,6 +56,9 @@ from .rover import NetworkWord, align_into_network, rover_distance
 __all__ = ["nbest_lattice", "JOINS", "combine_nbests"]
 
 JOINS = ("paths", "times", "align")
+
+#: what the memory budget's error (``--max-memory``) calls the merge
+MERGING = "merging the N-best list into a lattice"
 
 
 def _entries(nbest: Alternatives) -> list[Alternative]:
@@ -117,7 +121,9 @@ def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
     frames_of = [_frames(alt, frame_shift, key) for alt in entries]
     timed = all(f is not None for f, alt in zip(frames_of, entries, strict=True) if alt.words)
     word_id = table.id
-    for alt, frames in zip(entries, frames_of, strict=True):
+    for i, (alt, frames) in enumerate(zip(entries, frames_of, strict=True)):
+        if not i & 1023:
+            check_memory(MERGING, key or None)
         p = alt.posterior / total
         node = 0
         mass[0] += p
@@ -195,7 +201,9 @@ def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
     # states: the start (frame `first`), every word boundary frame, the end (frame `last`)
     gamma_arc: dict[tuple[int, int, int], float] = {}  # (word id or 0, t0, t1) -> gamma
     gamma_state: dict[int, float] = {}
-    for alt, frames in zip(entries, spans, strict=True):
+    for i, (alt, frames) in enumerate(zip(entries, spans, strict=True)):
+        if not i & 1023:
+            check_memory(MERGING, key or None)
         p = alt.posterior / total
         t = first
         gamma_state[t] = gamma_state.get(t, 0.0) + p
@@ -280,6 +288,8 @@ def _aligned_lattice(key: str, entries: Sequence[Alternative], table: SymbolTabl
     null_alt = NetworkWord("@", 0.0, 0.0, -1.0)
     slots: list[list] = [[None], *[[NetworkWord(w, 0.0, 0.0, entries[0].posterior / total)] for w in entries[0].words]]
     for it, alt in enumerate(entries[1:], 1):
+        if not it & 255:
+            check_memory(MERGING, key or None)
         align_into_network(slots, [NetworkWord(w, 0.0, 0.0, alt.posterior / total) for w in alt.words], rover_distance, null_alt, it)
     src, dst, word, cost = [], [], [], []
     for k, slot in enumerate(slots[1:]):

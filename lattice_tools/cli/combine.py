@@ -6,7 +6,7 @@ import click
 
 from ..core.files import json_text
 from ._inputs import allow_untimed_option, channel_option
-from ._options import DEPTH, LATTICE_FORMATS, out_option
+from ._options import DEPTH, LATTICE_FORMATS, SIZE, out_option
 
 NBEST_FORMATS = ("tsv", "jsonl", "sherpa", "espnet", "kaldi", "nemo")
 #: what combine reads: the N-best formats, or lattices (each lattice's exact N-best list)
@@ -14,6 +14,9 @@ SYSTEM_FORMATS = (*NBEST_FORMATS, "lattice")
 
 
 def _nbest_options(f, formats=NBEST_FORMATS):
+    f = click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+                     help="Memory budget of every step: reading the lists, merging them, writing (resident memory: "
+                          "2G, 500M; 'inf' = none): a clean error past it, and no output.")(f)
     f = click.option("--nemo-manifest", type=click.Path(dir_okay=False, exists=True), default=None,
                      help="NeMo input: the manifest whose utterances the predictions are (their keys).")(f)
     f = click.option("--frame-shift", type=float, default=0.01, show_default=True,
@@ -46,14 +49,14 @@ def _nbest_options(f, formats=NBEST_FORMATS):
               help="Write the output's words.txt here (ids used in Kaldi/k2/OpenFst output).")
 @out_option("Output lattices (ark:x.ark, a directory of SLF files, x.pt, ...).", required=True)
 def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_kind, score_scale, words,
-                              acoustic_scale, frame_shift, write_words, nemo_manifest):
+                              acoustic_scale, frame_shift, write_words, nemo_manifest, max_memory):
     """N-best lists (sherpa-onnx, ESPnet, Kaldi lattice-to-nbest, generic TSV/JSONL) as word lattices."""
     from ..alternatives.combine import nbest_to_lattices
 
     result = nbest_to_lattices(nbest, out, nbest_format=nbest_format, out_format=out_format, join=join,
                                score_kind=score_kind, score_scale=score_scale, words=words,
                                acoustic_scale=acoustic_scale, frame_shift=frame_shift, write_words=write_words,
-                               nemo_manifest=nemo_manifest)
+                               nemo_manifest=nemo_manifest, max_memory=max_memory)
     click.echo(json_text(result, indent=None), err=True)
 
 
@@ -82,7 +85,7 @@ def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_
             type=click.Path(dir_okay=False, allow_dash=True))
 def combine_command(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words, acoustic_scale,
                     frame_shift, channel, allow_untimed, rover_method, alpha, null_conf, use_times, lattice_nbest,
-                    nemo_manifest):
+                    nemo_manifest, max_memory):
     """Combine several SYSTEMS (same utterances) into one CTM/alt-CTM: N-best lists (posterior) or CTMs (rover)."""
     from ..alternatives.combine import combine_systems
 
@@ -91,6 +94,6 @@ def combine_command(systems, out, method, weights, n, nbest_format, score_kind, 
                              acoustic_scale=acoustic_scale, frame_shift=frame_shift, channel=channel,
                              allow_untimed=allow_untimed, rover_method=rover_method, alpha=alpha,
                              null_conf=null_conf, use_times=use_times, lattice_nbest=lattice_nbest,
-                             nemo_manifest=nemo_manifest)
+                             nemo_manifest=nemo_manifest, max_memory=max_memory)
     if out != "-":
         click.echo(json_text(result, indent=None), err=True)

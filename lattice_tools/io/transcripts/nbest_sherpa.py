@@ -42,10 +42,11 @@ import math
 import statistics
 from collections.abc import Iterator
 
+from ...core._budget import check_memory
 from ...core.alternatives_network import Alternatives
 from ...core.errors import FormatError, MismatchError
 from ...core.files import read_text_lines
-from .nbest import MAX_ENTRIES, NbestHypothesis, make_nbest, optional_score, parse_json_line
+from .nbest import MAX_ENTRIES, READING, NbestHypothesis, make_nbest, optional_score, parse_json_line
 
 __all__ = ["read_sherpa_nbest"]
 
@@ -112,6 +113,7 @@ def read_sherpa_nbest(path: str, *, score_scale: float = 1.0) -> Iterator[Altern
     for lineno, line in read_text_lines(path):
         if not line.strip() or line.startswith("#"):
             continue
+        check_memory(READING)
         obj = parse_json_line(line, path, lineno)
         key = next((obj[f] for f in _KEY_FIELDS if isinstance(obj.get(f), str) and obj[f]), None)
         if key is None:
