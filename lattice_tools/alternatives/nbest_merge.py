@@ -53,7 +53,7 @@ from ..core.lattice import Lattice
 from ..core.symbols import SymbolTable
 from .rover import NetworkWord, align_into_network, rover_distance
 
-__all__ = ["nbest_lattice", "JOINS", "combine_nbests"]
+__all__ = ["nbest_lattice", "JOINS", "combine_nbests", "confidence_lattice", "mix_lattices"]
 
 JOINS = ("paths", "times", "align")
 
@@ -349,3 +349,89 @@ def combine_nbests(nbests: Sequence[Alternatives], weights: Sequence[float] | No
     end = max(nb.slots[0].end for nb in nbests)
     return replace(nbests[0], slots=(replace(first, start=start, end=end, alternatives=alts),),
                    meta={"systems": len(nbests), "weights": tuple(x / tw for x in w)})
+
+
+def confidence_lattice(key: str, words: Sequence[tuple[str, float, float, float]], *,
+                       symbols: SymbolTable | None = None, frame_shift: float = 0.01) -> Lattice:
+    """The lattice of a 1-best system with word confidences: ``words`` are ``(word, start, end, confidence)``
+    in seconds, in time order, each confidence in [0, 1].
+
+    **A confidence is read as the posterior of its word**, independently of the others: word *i* is one arc of
+    probability ``c_i`` beside an epsilon arc of probability ``1 - c_i`` over the same frames (the
+    probability that the word is not there), so the lattice is a confusion network with one bin per word,
+    and the probability of a word sequence is the product over the bins.  A word without a confidence is
+    given 1.  Gaps between words (and from time 0 to the first word) are epsilon arcs; a word that starts
+    before the previous one ends is moved to start there.  No words: one epsilon path.  Nothing is mutated;
+    O(words).
+    """
+    if not frame_shift > 0:
+        raise LatticeError(f"frame_shift must be > 0, got {frame_shift!r}")
+    table = _symbols(symbols, (Alternative(tuple(w for w, *_ in words)),))
+    src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
+    state, frame = 0, 0
+    for w, start, end, conf in words:
+        if not 0.0 <= conf <= 1.0:
+            raise LatticeError(f"confidence {conf!r} of {w!r} is not in [0, 1]", key=key or None)
+        if not (0 <= start <= end <= _MAX_FRAME * frame_shift):
+            raise LatticeError(f"word time {start!r} .. {end!r} s of {w!r} is not within 0 .. {_MAX_FRAME} frames",
+                               key=key or None)
+        a = max(int(round(start / frame_shift)), frame)
+        b = max(int(round(end / frame_shift)), a)
+        if a > frame:  # the gap before the word
+            src.append(state), dst.append(state + 1), word.append(0), t0s.append(frame), t1s.append(a)
+            cost.append(0.0)
+            state += 1
+        for wid, p in ((table.id(w), conf), (0, 1.0 - conf)):
+            if p > 0:
+                src.append(state), dst.append(state + 1), word.append(wid), t0s.append(a), t1s.append(b)
+                cost.append(-math.log(p))
+        state, frame = state + 1, b
+    if state == 0:
+        src, dst, word, t0s, t1s, cost = [0], [1], [0], [0], [0], [0.0]
+        state = 1
+    final = np.full(state + 1, np.inf)
+    final[state] = 0.0
+    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
+                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=final,
+                             num_states=state + 1, start=0, t0=np.asarray(t0s, np.int64), t1=np.asarray(t1s, np.int64),
+                             graph_cost=np.asarray(cost), frame_shift=frame_shift, key=key)
+
+
+def mix_lattices(parts: Sequence[tuple[Lattice, float]], *, key: str | None = None) -> Lattice:
+    """The weighted union of lattices of one utterance: a new start state with an epsilon arc of probability
+    ``w / sum(w)`` to each part's start, so a word sequence's probability is the weighted mean of its
+    probabilities in the parts (a mixture).  Parts of weight 0 are left out.  The word table is the last
+    part's, which must extend the others' (what building the parts with one shared table gives).  Times are
+    kept when every part has them (else every arc is untimed).  Costs are graph costs: a part's acoustic
+    costs are added to its graph costs.  Nothing is mutated; O(arcs).
+    """
+    kept = [(lat, float(w)) for lat, w in parts if w > 0]
+    if not kept or any(not math.isfinite(w) for _, w in kept):
+        raise LatticeError("the lattices to mix need finite weights >= 0, not all 0", key=key)
+    table = kept[-1][0].symbols
+    for lat, _ in kept:
+        if lat.symbols is not table and any(table.get_id(w) != i for w, i in lat.symbols):
+            raise LatticeError("the lattices to mix were not numbered with one word table", key=key)
+    total = math.fsum(w for _, w in kept)
+    timed = all(lat.has_times for lat, _ in kept)
+    src, dst, word, t0, t1, cost, final = [], [], [], [], [], [], [np.array([np.inf])]
+    offset = 1
+    for lat, w in kept:
+        src.append(np.array([0], np.int64)), dst.append(np.array([offset + lat.start], np.int64))
+        word.append(np.array([0], np.int64)), t0.append(np.array([0], np.int64)), t1.append(np.array([0], np.int64))
+        cost.append(np.array([-math.log(w / total)]))
+        src.append(lat.src.astype(np.int64) + offset), dst.append(lat.dst.astype(np.int64) + offset)
+        word.append(lat.word.astype(np.int64))
+        t0.append(lat.t0.astype(np.int64)), t1.append(lat.t1.astype(np.int64))
+        cost.append(lat.graph_cost + lat.acoustic_cost)
+        final.append(lat.final_graph_cost + lat.final_acoustic_cost)
+        offset += lat.num_states
+    t0a, t1a = np.concatenate(t0), np.concatenate(t1)
+    if not timed:
+        t0a[:] = -1
+        t1a[:] = -1
+    frame_shift = kept[0][0].frame_shift
+    return Lattice.from_arcs(src=np.concatenate(src), dst=np.concatenate(dst), word=np.concatenate(word),
+                             symbols=table, final_graph_cost=np.concatenate(final), num_states=offset, start=0,
+                             t0=t0a, t1=t1a, graph_cost=np.concatenate(cost), frame_shift=frame_shift,
+                             key=kept[0][0].key if key is None else key)
