@@ -12,7 +12,7 @@ import os
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_nbest_lists_io import lattice_paths
 
@@ -49,7 +49,7 @@ def _words(raw):
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(timed_words)
 def test_confidence_lattice_paths_are_the_independent_word_model(raw):
     words = _words(raw)
@@ -59,7 +59,7 @@ def test_confidence_lattice_paths_are_the_independent_word_model(raw):
     assert got == pytest.approx(independent_words(words), abs=1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(timed_words, timed_words, st.floats(0.0, 3.0), st.floats(0.1, 3.0))
 def test_mixed_lattice_paths_are_the_weighted_mean(raw1, raw2, w1, w2):
     one = confidence_lattice("u", _words(raw1))

@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives.nbest_merge import combine_nbests, nbest_lattice
@@ -234,6 +234,42 @@ def test_paths_join_is_the_nbest_exactly(entries):
     assert lattice_paths(lat) == pytest.approx(expected, rel=1e-9, abs=1e-12)
     ref = ["a", "b", "c"]
     assert lattice_oracle(lat, ref).cost == min(sequence_oracle(tuple(w), ref).cost for w, _ in entries)
+
+
+@st.composite
+def any_entries(draw):
+    """N-best entries of every kind the merge meets: untimed, timed with gaps, overlaps, zero-length and
+    repeated words, an entry whose times are unknown (NaN), equal posteriors."""
+    untimed = draw(st.booleans())
+    out = []
+    for _ in range(draw(st.integers(1, 10))):
+        n = draw(st.integers(0, 5))
+        words = [draw(st.sampled_from(["a", "b", "c"])) for _ in range(n)]
+        if untimed or (n and draw(st.integers(0, 9)) == 0):
+            times = (tuple([float("nan")] * n), tuple([float("nan")] * n)) if not untimed else None
+        else:
+            starts = tuple(draw(st.integers(0, 24)) / 20 for _ in range(n))
+            times = (starts, tuple(draw(st.integers(0, 8)) / 20 for _ in range(n)))
+        out.append((words, draw(st.sampled_from([0.05, 0.1, 0.25, 0.5, 1.0])), times))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_entries())
+def test_compiled_paths_merge_equals_its_python_transcription(entries):
+    """The compiled prefix-tree merge gives the arrays of tests/_reference/nbest_paths_lattice.py, bit for bit."""
+    from _reference.nbest_paths_lattice import paths_lattice
+
+    from lattice_tools.alternatives.nbest_merge import _entries, _symbols
+
+    nb = nbest_of(entries)
+    got = nbest_lattice(nb, frame_shift=0.05)
+    kept = _entries(nb)
+    expected = paths_lattice(nb.key, kept, _symbols(None, kept), 0.05)
+    assert got.num_states == expected.num_states
+    for name in ("src", "dst", "word", "t0", "t1", "graph_cost", "final_graph_cost"):
+        assert np.array_equal(getattr(got, name), getattr(expected, name)), name
+    assert list(got.symbols) == list(expected.symbols)
 
 
 @st.composite

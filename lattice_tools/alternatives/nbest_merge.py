@@ -46,7 +46,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..core._budget import check_memory
+from .._ext import native
+from ..core._budget import check_allocation, check_memory
 from ..core.alternatives_network import Alternative, Alternatives
 from ..core.errors import LatticeError
 from ..core.lattice import Lattice
@@ -112,78 +113,51 @@ def _symbols(symbols: SymbolTable | None, entries: Iterable[Alternative]) -> Sym
 
 
 def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
+    """The prefix tree of the entries, its weights pushed, states with the same weighted future merged (the
+    module docstring; the loops in C: ``lattice_tools/_ext/nbest_tree.c``, whose Python transcription
+    ``tests/_reference/nbest_paths_lattice.py`` is the differential oracle of the tests)."""
     total = math.fsum(a.posterior for a in entries)
-    # prefix tree: node 0 = root; per node its children (word id, t0, t1, child), mass, end mass
-    children: list[list[tuple[int, int, int, int]]] = [[]]
-    mass = [0.0]
-    end_mass = [0.0]
-    node_time = [0]  # frame at which each tree node is reached (with times; 0 otherwise)
-    frames_of = [_frames(alt, frame_shift, key) for alt in entries]
-    timed = all(f is not None for f, alt in zip(frames_of, entries, strict=True) if alt.words)
+    lengths = [len(a.words) for a in entries]
+    offsets = np.zeros(len(entries) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    n_words = int(offsets[-1])
     word_id = table.id
-    for i, (alt, frames) in enumerate(zip(entries, frames_of, strict=True)):
-        if not i & 1023:
-            check_memory(MERGING, key or None)
-        p = alt.posterior / total
-        node = 0
-        mass[0] += p
-        for wid, span in _tokens(alt, frames if timed else None, word_id):
-            nxt = -1
-            for cw, ct0, ct1, child in children[node]:
-                if cw == wid and (ct0 < 0 or (span[0] < ct1 and ct0 < span[1]) or (ct0, ct1) == span):
-                    nxt = child
-                    break
-            if nxt < 0:
-                if span[0] >= 0:
-                    # a path reaches each state at one frame: a new arc starts where its source is reached
-                    span = (node_time[node], max(span[1], node_time[node]))
-                nxt = len(mass)
-                children[node].append((wid, span[0], span[1], nxt))
-                children.append([])
-                mass.append(0.0)
-                end_mass.append(0.0)
-                node_time.append(span[1] if span[1] >= 0 else 0)
-            mass[nxt] += p
-            node = nxt
-        end_mass[node] += p
-    n = len(mass)
-    # weights pushed to the front: arc cost -log(mass(child)/mass(parent)), final -log(end/mass)
-    log_mass = [math.log(m) for m in mass]
-    # merge states with the same weighted future, leaves first (children have larger ids than parents)
-    cls = [-1] * n
-    signatures: dict[tuple, int] = {}
-    for v in range(n - 1, -1, -1):
-        kids = children[v]
-        lv = log_mass[v]
-        if not kids:
-            arcs: tuple = ()
-        elif len(kids) == 1:
-            w, t0, t1, c = kids[0]
-            arcs = ((w, t0, t1, lv - log_mass[c], cls[c]),)
-        else:
-            arcs = tuple(sorted((w, t0, t1, lv - log_mass[c], cls[c]) for w, t0, t1, c in kids))
-        final = lv - math.log(end_mass[v]) if end_mass[v] > 0 else math.inf
-        sig = (final, arcs, node_time[v])  # the frame too: a state is reached at one frame
-        c = signatures.get(sig)
-        if c is None:
-            c = signatures[sig] = len(signatures)
-        cls[v] = c
-    src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
-    final_cost = [math.inf] * len(signatures)
-    for sig, c in signatures.items():
-        final_cost[c] = sig[0]
-        for w, t0, t1, arc_cost, target in sig[1]:
-            src.append(c)
-            dst.append(target)
-            word.append(w)
-            t0s.append(t0)
-            t1s.append(t1)
-            cost.append(arc_cost)
-    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
-                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=np.asarray(final_cost),
-                             num_states=len(signatures), start=cls[0], t0=np.asarray(t0s, np.int64),
-                             t1=np.asarray(t1s, np.int64), graph_cost=np.asarray(cost), frame_shift=frame_shift,
-                             key=key)
+    ids = np.fromiter((word_id(w) for a in entries for w in a.words), np.int64, count=n_words)
+    starts = np.fromiter((s for a in entries for s in a.starts), np.float64, count=n_words)
+    ends = starts + np.fromiter((d for a in entries for d in a.durations), np.float64, count=n_words)
+    unknown = np.isnan(starts) | np.isnan(ends)
+    # an entry is untimed from its first unknown time on (_frames); a bad time before that is an error
+    in_range = (starts >= 0) & (ends >= 0) & (ends <= _MAX_FRAME * frame_shift)
+    if not (in_range | unknown).all():
+        for alt in entries:  # the first offending word, in the order and words of _frames' error
+            _frames(alt, frame_shift, key)
+    entry_of = np.repeat(np.arange(len(entries)), lengths)
+    untimed_entries = np.unique(entry_of[unknown])
+    timed = not any(lengths[e] for e in untimed_entries)
+    if not timed:
+        f0 = f1 = ids  # not read
+    else:
+        f0 = np.rint(starts / frame_shift).astype(np.int64)
+        f1 = np.maximum(np.rint(ends / frame_shift).astype(np.int64), f0)
+    probs = np.fromiter((a.posterior / total for a in entries), np.float64, count=len(entries))
+    # the tree has at most one node per word and gap (+ the root): its arrays, the classes and the output
+    check_allocation((2 * n_words + 1) * _BYTES_PER_TREE_NODE, MERGING, key or None)
+    src, dst, word, t0s, t1s, cost, final, start = _merge_kernel().paths_lattice(ids, f0, f1, offsets, probs, timed)
+    def as_ints(b):
+        return np.frombuffer(b, np.int64)
+
+    return Lattice.from_arcs(src=as_ints(src), dst=as_ints(dst), word=as_ints(word), symbols=table,
+                             final_graph_cost=np.frombuffer(final, np.float64), num_states=len(final) // 8,
+                             start=start, t0=as_ints(t0s), t1=as_ints(t1s), graph_cost=np.frombuffer(cost, np.float64),
+                             frame_shift=frame_shift, key=key)
+
+
+#: what the compiled merge allocates per tree node (its arrays, the classes' table and arcs, the output)
+_BYTES_PER_TREE_NODE = 240
+
+
+def _merge_kernel():
+    return native("nbest_tree")
 
 
 def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
