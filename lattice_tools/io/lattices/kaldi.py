@@ -543,33 +543,101 @@ def format_binary_fst(raw: RawFst, double: bool = False) -> bytes:
     parts.append(struct.pack("<iiQqqq", 2, 0, 3, 0, raw.num_states, len(raw.src)))
     order = np.argsort(raw.src, kind="stable")
     offsets = np.searchsorted(raw.src[order], np.arange(raw.num_states + 1))
+    if raw.kind == "compact":  # one pass in numpy (tests/_reference/kaldi_binary_writer.py: the same bytes)
+        parts.append(_compact_body(raw, order, offsets, double))
+        return b"".join(parts)
     inf = float("inf")
-    if raw.kind != "compact":
-        arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4"), ("g", "<" + ff), ("a", "<" + ff), ("ns", "<i4")])
-        arcs = np.zeros(len(order), dtype=arc_dtype)
-        arcs["il"] = raw.ilabel[order]
-        arcs["ol"] = raw.olabel[order]
-        arcs["g"] = raw.w1[order]
-        arcs["a"] = raw.w2[order]
-        arcs["ns"] = raw.dst[order]
+    arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4"), ("g", "<" + ff), ("a", "<" + ff), ("ns", "<i4")])
+    arcs = np.zeros(len(order), dtype=arc_dtype)
+    arcs["il"] = raw.ilabel[order]
+    arcs["ol"] = raw.olabel[order]
+    arcs["g"] = raw.w1[order]
+    arcs["a"] = raw.w2[order]
+    arcs["ns"] = raw.dst[order]
     wfmt = struct.Struct("<" + ff + ff)
     for s in range(raw.num_states):
         fin = np.isfinite(raw.final_w1[s])
         parts.append(wfmt.pack(raw.final_w1[s], raw.final_w2[s]) if fin else wfmt.pack(inf, inf))
-        if raw.kind == "compact":
-            t = raw.final_strings.get(s) if fin else None
-            t = np.zeros(0, np.int32) if t is None else np.asarray(t, "<i4")
-            parts.append(struct.pack("<i", len(t)) + t.astype("<i4").tobytes())
         a, b = offsets[s], offsets[s + 1]
         parts.append(struct.pack("<q", b - a))
-        if raw.kind != "compact":
-            parts.append(arcs[a:b].tobytes())
-        else:
-            for i in order[a:b].tolist():
-                t = np.asarray(raw.string(i), "<i4")
-                parts.append(struct.pack("<ii" + ff + ff + "i", raw.olabel[i], raw.olabel[i], raw.w1[i], raw.w2[i], len(t))
-                             + t.tobytes() + struct.pack("<i", raw.dst[i]))
+        parts.append(arcs[a:b].tobytes())
     return b"".join(parts)
+
+
+def _halves(values: np.ndarray, double: bool) -> np.ndarray:
+    """Weights as the 32-bit words of their little-endian float32 (one column) or float64 (two) form; a
+    finite value beyond float32's range raises struct's OverflowError (what packing it one by one did)."""
+    values = np.asarray(values, np.float64)
+    if double:
+        return values.astype("<f8").view("<i4").reshape(-1, 2)
+    with np.errstate(over="ignore"):
+        single = values.astype("<f4")
+    if (np.isinf(single) & np.isfinite(values)).any():
+        raise OverflowError("float too large to pack with f format")
+    return single.view("<i4").reshape(-1, 1)
+
+
+def _compact_body(raw: RawFst, order: np.ndarray, offsets: np.ndarray, double: bool) -> bytes:
+    """The states and arcs of a CompactLattice in OpenFst's binary layout, built as one array of 32-bit
+    words: per state its final weight (inf, inf when not final), its final tid string (length, tids), its
+    arc count (int64), then per arc (by source state, stable) olabel, olabel, weight, string length,
+    tids, next state."""
+    wsz = 2 if double else 1
+    n = raw.num_states
+    fin = np.isfinite(np.asarray(raw.final_w1, np.float64))
+    final_strings = [np.zeros(0, np.int32)] * n
+    for st, t in raw.final_strings.items():
+        if fin[st] and t is not None:
+            final_strings[st] = np.asarray(t, "<i4")
+    final_len = np.fromiter((len(t) for t in final_strings), np.int64, count=n)
+    counts = np.diff(offsets).astype(np.int64)
+    lengths = (raw.tid_offsets[1:] - raw.tid_offsets[:-1])[order].astype(np.int64)
+    arc_words = 4 + 2 * wsz + lengths
+    head_words = 2 * wsz + 1 + final_len + 2
+    # each state's block: its header, then its arcs
+    arc_cum = np.zeros(len(order) + 1, np.int64)
+    np.cumsum(arc_words, out=arc_cum[1:])
+    block = head_words + (arc_cum[offsets[1:]] - arc_cum[offsets[:-1]])
+    state_pos = np.zeros(n + 1, np.int64)
+    np.cumsum(block, out=state_pos[1:])
+    out = np.zeros(int(state_pos[-1]), "<i4")
+    pos = state_pos[:-1]
+    w1 = np.where(fin, raw.final_w1, np.inf)
+    w2 = np.where(fin, raw.final_w2, np.inf)
+    h1, h2 = _halves(w1, double), _halves(w2, double)
+    for k in range(wsz):
+        out[pos + k] = h1[:, k]
+        out[pos + wsz + k] = h2[:, k]
+    out[pos + 2 * wsz] = final_len
+    for st in np.flatnonzero(final_len):
+        p = int(pos[st]) + 2 * wsz + 1
+        out[p:p + final_len[st]] = final_strings[st]
+    count_at = pos + 2 * wsz + 1 + final_len
+    halves = counts.astype("<i8").view("<i4").reshape(-1, 2)
+    out[count_at] = halves[:, 0]
+    out[count_at + 1] = halves[:, 1]
+    if len(order):
+        # an arc's position: its state's arcs start after the header; arcs of a state are consecutive
+        state_of = np.repeat(np.arange(n), counts)
+        arc_pos = pos[state_of] + head_words[state_of] + arc_cum[:-1] - arc_cum[offsets[:-1]][state_of]
+        ol = raw.olabel[order].astype(np.int64)
+        out[arc_pos] = ol
+        out[arc_pos + 1] = ol
+        a1, a2 = _halves(raw.w1[order], double), _halves(raw.w2[order], double)
+        for k in range(wsz):
+            out[arc_pos + 2 + k] = a1[:, k]
+            out[arc_pos + 2 + wsz + k] = a2[:, k]
+        out[arc_pos + 2 + 2 * wsz] = lengths
+        total = int(lengths.sum())
+        if total:
+            before = np.zeros(len(order), np.int64)
+            np.cumsum(lengths[:-1], out=before[1:])
+            step = np.arange(total) - np.repeat(before, lengths)
+            src_idx = np.repeat(raw.tid_offsets[:-1][order].astype(np.int64), lengths) + step
+            dst_idx = np.repeat(arc_pos + 3 + 2 * wsz, lengths) + step
+            out[dst_idx] = raw.tids[src_idx]
+        out[arc_pos + 3 + 2 * wsz + lengths] = raw.dst[order]
+    return out.tobytes()
 
 
 def write_kaldi_lattices(lattices: Iterable[Lattice], wspecifier: str, *, lattice_type: str = "auto",
