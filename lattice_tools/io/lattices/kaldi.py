@@ -60,6 +60,7 @@ from typing import IO
 
 import numpy as np
 
+from ..._ext import native
 from ...core.errors import FormatError, LatticeError, MismatchError
 from ...core.files import atomic_write, open_binary_input
 from ...core.lattice import Lattice
@@ -265,7 +266,6 @@ def _read_string(r: _Reader, key) -> str:
     return r.read(n, "FST header string", key).decode("latin-1")
 
 
-_INT32 = struct.Struct("<i")
 
 
 def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
@@ -290,6 +290,10 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
                           path=r.name, key=key)
     if num_states >= 1 << 31:
         raise FormatError(f"corrupt FST header ({num_states} states)", path=r.name, key=key)
+    if kind == "compact":
+        raw = _read_compact_body(r, key, start, num_states, fsize, props)
+        _check_raw(raw, r, key)
+        return raw
     ff = "f" if fsize == 4 else "d"
     nw = 1 if kind == "standard" else 2
     wfmt = "<" + ff * nw
@@ -297,70 +301,83 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     # Lists, not arrays of num_states: a corrupt count then fails at end of file, not in malloc.
     fw1: list[float] = []
     fw2: list[float] = []
-    final_strings = {}
     srcs, dsts, ils, ols, w1s, w2s = [], [], [], [], [], []
-    strings = [] if kind == "compact" else None
-    compact_arcs: list[tuple] = []  # (src, dst, ilabel, olabel, graph, acoustic) of a CompactLattice
-    head = struct.Struct("<ii" + ff + ff + "i")  # a CompactLattice arc up to its tid string
-    if kind != "compact":
-        arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4")] + [(f"w{i}", "<" + ff + str(fsize)) for i in range(nw)]
-                             + [("ns", "<i4")])
+    arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4")] + [(f"w{i}", "<" + ff + str(fsize)) for i in range(nw)]
+                         + [("ns", "<i4")])
     for s in range(num_states):
         w = struct.unpack(wfmt, r.read(wsize, f"final weight of state {s}", key))
-        if kind == "compact":
-            (n,) = struct.unpack("<i", r.read(4, f"final string of state {s}", key))
-            if not 0 <= n < 1 << 24:
-                raise FormatError(f"corrupt string length {n} at state {s}", path=r.name, key=key)
-            tids = np.frombuffer(r.read(4 * n, f"final string of state {s}", key), dtype="<i4").astype(np.int32)
         if not math.isinf(w[0]):
             fw1.append(w[0])
             fw2.append(w[1] if nw == 2 else 0.0)
-            if kind == "compact" and n:
-                final_strings[s] = tids
         else:
             fw1.append(math.inf)
             fw2.append(math.inf)
         (narcs,) = struct.unpack("<q", r.read(8, f"arc count of state {s}", key))
         if not 0 <= narcs < 1 << 31:
             raise FormatError(f"corrupt arc count {narcs} at state {s}", path=r.name, key=key)
-        if kind != "compact":
-            a = np.frombuffer(r.read(narcs * arc_dtype.itemsize, f"arcs of state {s}", key), dtype=arc_dtype)
-            srcs.append(np.full(narcs, s, np.int64))
-            dsts.append(a["ns"].astype(np.int64))
-            ils.append(a["il"].astype(np.int64))
-            ols.append(a["ol"].astype(np.int64))
-            w1s.append(a["w0"].astype(np.float64))
-            w2s.append(a["w1"].astype(np.float64) if nw == 2 else np.zeros(narcs))
-        else:  # variable-length arcs: one at a time, into lists of Python numbers (one array each at the end)
-            for _ in range(narcs):
-                il, ol, g, ac, n = head.unpack(r.read(head.size, f"arc of state {s}", key))
-                if not 0 <= n < 1 << 24:
-                    raise FormatError(f"corrupt string length {n} in an arc of state {s}", path=r.name, key=key)
-                strings.append(np.frombuffer(r.read(4 * n, f"arc of state {s}", key), dtype="<i4").astype(np.int32))
-                (ns,) = _INT32.unpack(r.read(4, f"arc of state {s}", key))
-                compact_arcs.append((s, ns, il, ol, g, ac))
-    if kind == "compact":
-        cols = list(zip(*compact_arcs, strict=True)) if compact_arcs else [()] * 6
-        srcs, dsts, ils, ols = ([np.array(c, np.int64)] for c in cols[:4])
-        w1s, w2s = ([np.array(c, np.float64)] for c in cols[4:])
+        a = np.frombuffer(r.read(narcs * arc_dtype.itemsize, f"arcs of state {s}", key), dtype=arc_dtype)
+        srcs.append(np.full(narcs, s, np.int64))
+        dsts.append(a["ns"].astype(np.int64))
+        ils.append(a["il"].astype(np.int64))
+        ols.append(a["ol"].astype(np.int64))
+        w1s.append(a["w0"].astype(np.float64))
+        w2s.append(a["w1"].astype(np.float64) if nw == 2 else np.zeros(narcs))
     cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
     fw1, fw2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
     raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
-                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2,
-                 final_strings=final_strings, props=props)
-    if strings is not None:
-        raw.set_strings(strings)
+                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), fw1, fw2, props=props)
+    _check_raw(raw, r, key)
+    return raw
+
+
+#: what the compiled parse of a CompactLattice was reading when the input ended (its ``what`` codes)
+_SHORT_READS = ("final weight of state {}", "final string of state {}", "arc count of state {}", "arc of state {}")
+_CORRUPT_LENGTHS = ("corrupt string length {1} at state {0}", "corrupt arc count {1} at state {0}",
+                    "corrupt string length {1} in an arc of state {0}")
+
+
+def _read_compact_body(r: _Reader, key: str | None, start: int, num_states: int, fsize: int, props: int) -> RawFst:
+    """The states and arcs of a binary CompactLattice, parsed in C (``lattice_tools/_ext/kaldi_binary.c``) from
+    the reader's buffer, which grows (doubling) until the FST is in it; the errors of the reads one by one."""
+    parse = native("kaldi_binary").compact_body
+    at_end = False
+    while True:
+        res = parse(r.buf, r.pos, num_states, fsize)
+        if res[0] == 0:
+            break
+        if res[0] == 2:
+            raise FormatError(_CORRUPT_LENGTHS[res[2]].format(res[1], res[3]), path=r.name, key=key)
+        if at_end:
+            _, state, what, at = res
+            raise FormatError(f"truncated archive: end of file reading {_SHORT_READS[what].format(state)} "
+                              f"(byte {r.tell() + at})", path=r.name, key=key)
+        have = len(r.buf) - r.pos
+        at_end = not r._fill(have + max(have, 1 << 20))
+    (_, consumed, fw1, fw2, finals, src, dst, il, ol, w1, w2, tids, offsets) = res
+    r.pos += consumed
+    ints = (lambda b: np.frombuffer(b, np.int64).copy())  # noqa: E731  (writable, as the arrays read before)
+    reals = (lambda b: np.frombuffer(b, np.float64).copy())  # noqa: E731
+    raw = RawFst("compact", start, num_states, ints(src), ints(dst), ints(il), ints(ol), reals(w1), reals(w2),
+                 reals(fw1), reals(fw2), final_strings={s: np.frombuffer(t, "<i4").astype(np.int32) for s, t in finals},
+                 props=props)
+    raw.tids = np.frombuffer(tids, "<i4").astype(np.int32)
+    raw.tid_offsets = ints(offsets)
+    return raw
+
+
+def _check_raw(raw: RawFst, r: _Reader, key: str | None) -> None:
+    """What every binary lattice must satisfy: finite arc weights, no NaN final weight, states in range."""
+    num_states, start = raw.num_states, raw.start
     for name in ("w1", "w2"):
         arr = getattr(raw, name)
         if not np.all(np.isfinite(arr)):
             raise FormatError("arc with a non-finite weight (NaN or Zero)", path=r.name, key=key)
-    if np.isnan(fw1).any() or np.isnan(fw2).any():
+    if np.isnan(raw.final_w1).any() or np.isnan(raw.final_w2).any():
         raise FormatError("NaN final weight", path=r.name, key=key)
     if len(raw.dst) and (raw.dst.min() < 0 or raw.dst.max() >= num_states):
         raise FormatError(f"arc to state {raw.dst.max()} outside 0..{num_states - 1}", path=r.name, key=key)
     if num_states and not 0 <= start < num_states:
         raise FormatError(f"start state {start} outside 0..{num_states - 1}", path=r.name, key=key)
-    return raw
 
 
 def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
