@@ -67,8 +67,10 @@ def test_mixed_lattice_paths_are_the_weighted_mean(raw1, raw2, w1, w2):
     mixed = mix_lattices([(one, w1), (two, w2)])
     p1, p2 = lattice_paths(one), lattice_paths(two)
     expected = {k: (w1 * p1.get(k, 0.0) + w2 * p2.get(k, 0.0)) / (w1 + w2) for k in set(p1) | set(p2)}
-    expected = {k: v for k, v in expected.items() if v > 0}
-    assert lattice_paths(mixed) == pytest.approx(expected, abs=1e-12)
+    got = lattice_paths(mixed)
+    assert set(got) <= set(expected)  # (a part of tiny weight can leave a path of probability 0)
+    for k in expected:
+        assert got.get(k, 0.0) == pytest.approx(expected[k], abs=1e-12), k
 
 
 def test_mix_refuses_bad_weights_and_foreign_tables():
