@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -339,45 +338,3 @@ def _raws(data: bytes, path):
         return list(iter_raw(f"ark:{path}"))
     except FormatError as exc:
         return str(exc)
-
-
-def test_compiled_compact_body_equals_per_state_reader(monkeypatch, tmp_path):
-    """The compiled body reader of binary CompactLattices (lattice_tools/_ext/kaldi_binary.c) gives the arrays
-    of the per-state reader on kGraph's real archive (float32 weights) and the same errors on truncated and
-    corrupt copies of it (the per-state reader names the state)."""
-    import lattice_tools.io.lattices.kaldi as K
-
-    data = (Path(__file__).parent / "data/kaldi/lats/kgraph_lat.1").read_bytes()
-    variants = [data, data[:len(data) // 2], data[:1000], data[:-3]]
-    corrupt = bytearray(data)
-    at = data.index(b"compactlattice44") + len("compactlattice44") + 40 + 8   # state 0: after its final weight
-    corrupt[at:at + 4] = (1 << 25).to_bytes(4, "little")                      # its final string's length
-    variants.append(bytes(corrupt))
-    compiled = [_raws(v, tmp_path / "a.ark") for v in variants]
-    monkeypatch.setattr(K, "_compact_body", lambda r, n, f: None)
-    per_state = [_raws(v, tmp_path / "a.ark") for v in variants]
-    assert isinstance(compiled[0], list) and len(compiled[0]) == 10
-    assert all(isinstance(c, str) for c in compiled[1:])
-    for a, b in zip(compiled, per_state, strict=True):
-        if isinstance(a, str) or isinstance(b, str):
-            assert a == b
-            continue
-        for (ka, ra), (kb, rb) in zip(a, b, strict=True):
-            assert ka == kb and ra.kind == rb.kind == "compact" and ra.start == rb.start and ra.props == rb.props
-            for name in ("src", "dst", "ilabel", "olabel", "w1", "w2", "final_w1", "final_w2", "tids", "tid_offsets"):
-                x, y = getattr(ra, name), getattr(rb, name)
-                assert x.dtype == y.dtype and np.array_equal(x, y), name
-            assert ra.final_strings.keys() == rb.final_strings.keys()
-            assert all(np.array_equal(ra.final_strings[s], rb.final_strings[s]) for s in ra.final_strings)
-
-
-def test_compiled_compact_body_arguments():
-    from lattice_tools._ext import native
-
-    body = native("kaldi_binary").compact_body
-    assert body(b"", 0, 1, 4) == 12                                            # the first state needs 12 bytes
-    assert body(b"", 0, 0, 4)[0] == 0
-    with pytest.raises(ValueError, match="float_size"):
-        body(b"", 0, 1, 2)
-    with pytest.raises(TypeError, match="data"):
-        body([1, 2], 0, 1, 4)

@@ -306,3 +306,43 @@ def test_the_ctm_column_reader_refuses_a_file_the_budget_cannot_hold(tmp_path, c
         read_ctm_columns(str(path), str.lower)
     with memory_budget(resident_bytes() + 400 * MB):
         assert read_ctm_columns(str(path), str.lower) is not None
+
+
+@pytest.fixture(scope="module")
+def long_nbest_list(tmp_path_factory) -> Path:
+    """One utterance with a 12,000-best list of 30 timed words each (6 MB of TSV; the merge into a lattice
+    needs several hundred MB resident without a budget)."""
+    import random
+
+    rng = random.Random(1)
+    path = tmp_path_factory.mktemp("nbest") / "long.tsv"
+    times = " ".join(f"{0.3 * i:.2f}:{0.3 * i + 0.25:.2f}" for i in range(30))
+    with open(path, "w") as f:
+        for rank in range(1, 12001):
+            words = " ".join(f"w{rng.randrange(5000)}" for _ in range(30))
+            f.write(f"u1\t{rank}\t{-0.01 * rank:.3f}\t{words}\t{times}\n")
+    return path
+
+
+@pytest.mark.parametrize("command", ["nbest-to-lattices", "combine"])
+def test_nbest_paths_stop_at_the_budget(command, long_nbest_list, tmp_path):
+    budget = 80 * MB
+    if command == "nbest-to-lattices":
+        out = tmp_path / "lats.ark"
+        args = ["nbest-to-lattices", long_nbest_list, "-o", f"ark:{out}", "--write-words", tmp_path / "words.txt"]
+    else:
+        out = tmp_path / "combined.ctm"
+        args = ["combine", long_nbest_list, long_nbest_list, "-o", out]
+    result = run_capped([*args, "--max-memory", "80M"], cap=budget + BASE_MARGIN, timeout=120)
+    assert_budget_refusal(result)
+    assert result.peak_rss <= budget * 1.25, result.peak_rss / MB
+    assert not list(tmp_path.iterdir())  # no output, no temporary
+
+
+def test_nbest_to_lattices_within_its_budget(tmp_path):
+    """A small file runs under a small budget (the check does not refuse what fits)."""
+    out = tmp_path / "lats.ark"
+    result = run_capped(["nbest-to-lattices", DATA / "nbest/generic.tsv", "-o", f"ark:{out}", "--max-memory", "150M"],
+                        cap=(150 * MB) + BASE_MARGIN, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 0

@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lattice_tools.alternatives.nbest_merge import combine_nbests, nbest_lattice
@@ -106,10 +108,11 @@ def test_generic_errors_name_the_line(tmp_path, text, message):
 def test_sherpa_results():
     lists = list(read_nbest(os.path.join(DATA, "sherpa.jsonl")))
     assert guess_nbest_format(os.path.join(DATA, "sherpa.jsonl")) == "sherpa"
-    assert [a.key for a in lists] == ["test_wavs/0.wav", "test_wavs/1.wav"]
+    assert [a.key for a in lists] == ["test_wavs/0.wav", "test_wavs/1.wav", "test_wavs/2.wav", "test_wavs/3.wav"]
     one = lists[0].slots[0].alternatives
     assert len(one) == 1 and one[0].posterior == 1.0
     assert one[0].words == ("the", "tribal", "chieftain", "called")
+    assert lists[0].meta["scores"] == pytest.approx((-0.972,))  # the sum of ys_log_probs
     # words start at their first token; the last ends a median token gap after its last token
     assert one[0].starts == pytest.approx((0.90, 1.26, 1.80, 2.46))
     assert one[0].durations[-1] == pytest.approx(0.30)
@@ -118,6 +121,38 @@ def test_sherpa_results():
     assert scores == pytest.approx((-0.6, -1.5, -2.5))  # sums of ys_log_probs
     p = nbest_posteriors(list(scores), "logprob")
     assert [a.posterior for a in many] == pytest.approx(p)
+    # a TDT result: the last word ends at its last token's timestamp plus that token's duration
+    tdt = lists[2].slots[0].alternatives[0]
+    assert tdt.words == ("good", "morning")
+    assert [s + d for s, d in zip(tdt.starts, tdt.durations, strict=True)] == pytest.approx([0.64, 0.88 + 0.32])
+    # a streaming result: ys_probs are its token log-probabilities, times count from its segment's start_time
+    online = lists[3]
+    assert online.meta["scores"] == pytest.approx((-0.65,))
+    assert online.slots[0].alternatives[0].starts == pytest.approx((5.32, 5.72, 5.92))
+    assert guess_nbest_format(os.path.join(DATA, "sherpa.jsonl")) == "sherpa"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build sherpa-onnx's JSON writers")
+def test_sherpa_file_is_what_sherpa_onnx_writes(tmp_path):
+    """The vendored results are the output of sherpa-onnx's own AsJsonString functions (copied verbatim from
+    its sources into tests/data/nbest/sherpa_writer/), built and run here."""
+    exe = tmp_path / "writer"
+    src = os.path.join(DATA, "sherpa_writer")
+    subprocess.run(["g++", "-std=c++17", "-o", str(exe), os.path.join(src, "writer.cc")], check=True, cwd=src)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    with open(os.path.join(DATA, "sherpa.jsonl"), encoding="utf-8") as f:
+        assert out == f.read()
+
+
+def test_sherpa_errors(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"key": "u", "text": "a b", "tokens": [" a", " b"], "timestamps": [0.1, 0.2], '
+                   '"ys_probs": [-0.1, "x"]}\n')
+    with pytest.raises(FormatError, match=r"bad.jsonl:1: .*ys_probs"):
+        list(read_nbest(str(bad)))
+    bad.write_text('{"key": "u", "text": "a", "tokens": [" a"], "timestamps": [0.1], "start_time": "late"}\n')
+    with pytest.raises(FormatError, match="start_time"):
+        list(read_nbest(str(bad)))
 
 
 def test_espnet_directory():
@@ -199,6 +234,42 @@ def test_paths_join_is_the_nbest_exactly(entries):
     assert lattice_paths(lat) == pytest.approx(expected, rel=1e-9, abs=1e-12)
     ref = ["a", "b", "c"]
     assert lattice_oracle(lat, ref).cost == min(sequence_oracle(tuple(w), ref).cost for w, _ in entries)
+
+
+@st.composite
+def any_entries(draw):
+    """N-best entries of every kind the merge meets: untimed, timed with gaps, overlaps, zero-length and
+    repeated words, an entry whose times are unknown (NaN), equal posteriors."""
+    untimed = draw(st.booleans())
+    out = []
+    for _ in range(draw(st.integers(1, 10))):
+        n = draw(st.integers(0, 5))
+        words = [draw(st.sampled_from(["a", "b", "c"])) for _ in range(n)]
+        if untimed or (n and draw(st.integers(0, 9)) == 0):
+            times = (tuple([float("nan")] * n), tuple([float("nan")] * n)) if not untimed else None
+        else:
+            starts = tuple(draw(st.integers(0, 24)) / 20 for _ in range(n))
+            times = (starts, tuple(draw(st.integers(0, 8)) / 20 for _ in range(n)))
+        out.append((words, draw(st.sampled_from([0.05, 0.1, 0.25, 0.5, 1.0])), times))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_entries())
+def test_compiled_paths_merge_equals_its_python_transcription(entries):
+    """The compiled prefix-tree merge gives the arrays of tests/_reference/nbest_paths_lattice.py, bit for bit."""
+    from _reference.nbest_paths_lattice import paths_lattice
+
+    from lattice_tools.alternatives.nbest_merge import _entries, _symbols
+
+    nb = nbest_of(entries)
+    got = nbest_lattice(nb, frame_shift=0.05)
+    kept = _entries(nb)
+    expected = paths_lattice(nb.key, kept, _symbols(None, kept), 0.05)
+    assert got.num_states == expected.num_states
+    for name in ("src", "dst", "word", "t0", "t1", "graph_cost", "final_graph_cost"):
+        assert np.array_equal(getattr(got, name), getattr(expected, name)), name
+    assert list(got.symbols) == list(expected.symbols)
 
 
 @st.composite

@@ -11,6 +11,15 @@
   sausage engine (Kaldi's MBR confusion network) -> an alt-CTM whose 1-best is the sausage's MBR
   words, whose alternatives are the bins' words with their posteriors and whose oracle is that of
   the confusion network.
+
+  Systems may also be CTMs (1-best output with word confidences; ``*.ctm`` or ``nbest_format="ctm"``):
+  a CTM's utterance key is its file field, and its words of an utterance become a confusion network in
+  which **each word's confidence is its posterior** (an arc of probability ``c`` beside an epsilon arc of
+  ``1 - c``; no confidence = 1; :func:`~.nbest_merge.confidence_lattice`).  The utterance's lattice is
+  then the mixture of the N-best systems' lattice (weight: the sum of their weights) and each CTM's
+  network (its weight) (:func:`~.nbest_merge.mix_lattices`), whose sausage is written as above.  A
+  CTM without lines for an utterance that other systems have is an empty output there (its network is
+  one epsilon path).  Without CTM systems nothing changes.
 """
 from __future__ import annotations
 
@@ -18,14 +27,15 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from ..core._budget import DEFAULT_MAX_MEMORY, budgeted, check_memory
+from ..core._budget import DEFAULT_MAX_MEMORY, check_memory, memory_budget
 from ..core.alternatives_network import DEFAULT_CHANNEL, Alternatives
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.symbols import SymbolTable
 from ..io.lattices.lattice_files import write_lattices
 from ..io.transcripts.altctm import write_alternatives_ctm
+from ..io.transcripts.ctm import CtmAltBlock, read_ctm
 from ..io.transcripts.nbest_files import read_nbest
-from .nbest_merge import combine_nbests, nbest_lattice
+from .nbest_merge import combine_nbests, confidence_lattice, mix_lattices, nbest_lattice
 from .rover import rover_combine
 from .sausages import sausage
 
@@ -34,7 +44,6 @@ __all__ = ["nbest_to_lattices", "combine_systems", "COMBINE_METHODS"]
 COMBINE_METHODS = ("posterior", "rover")
 
 
-@budgeted
 def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, out_format: str | None = None,
                       join: str = "paths", score_kind: str = "logprob", score_scale: float = 1.0,
                       words: str | None = None, acoustic_scale: float = 1.0, frame_shift: float = 0.01,
@@ -43,8 +52,15 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
     """Write the lattice of every N-best list of ``nbest`` to ``out`` (a lattice spec, e.g. ``ark:x.ark``,
     an SLF directory, ``x.pt``); returns ``{"utterances": n}``.  The word table is ``words`` (a
     ``words.txt``; Kaldi input needs it) extended with the new words of the lists; ``write_words``
-    writes it (the ids of Kaldi, k2 and OpenFst output).  ``max_memory``: bytes of resident memory every
-    step may use (None: no bound; BudgetExceededError past it, and nothing is written)."""
+    writes it (the ids of Kaldi, k2 and OpenFst output).  ``max_memory``: bytes of resident memory that
+    reading, merging and writing may hold (None: no budget); past it BudgetExceededError, and no output."""
+    with memory_budget(max_memory):
+        return _nbest_to_lattices(nbest, out, nbest_format, out_format, join, score_kind, score_scale, words,
+                                  acoustic_scale, frame_shift, write_words, nemo_manifest)
+
+
+def _nbest_to_lattices(nbest, out, nbest_format, out_format, join, score_kind, score_scale, words, acoustic_scale,
+                       frame_shift, write_words, nemo_manifest) -> dict:
     table = SymbolTable.read(words) if words else None
 
     def lattices():
@@ -83,20 +99,71 @@ def _system_lists(spec: str, nbest_format: str | None, score_kind: str, score_sc
         yield nbest(lat, lattice_nbest, acoustic_scale=acoustic_scale)
 
 
+#: a CTM system's words of one utterance: (word, start, end, confidence), in time order
+CtmWords = list[tuple[str, float, float, float]]
+
+
+def is_ctm_system(spec: str, nbest_format: str | None) -> bool:
+    """Whether a system of ``combine`` is a CTM: ``nbest_format="ctm"``, or no format and a ``.ctm``
+    (``.ctm.gz``) name."""
+    if nbest_format is not None:
+        return nbest_format == "ctm"
+    name = spec[:-3] if spec.endswith(".gz") else spec
+    return name.endswith(".ctm")
+
+
+def read_ctm_system(path: str) -> dict[str, CtmWords]:
+    """A CTM system's words per utterance (its file field), in time order.  Refused (FormatError naming
+    the line): ALT blocks, words without times (``*``), confidences outside [0, 1], a file with words on
+    two channels.  A word without a confidence gets 1."""
+    words: dict[str, CtmWords] = {}
+    channels: dict[str, str] = {}
+    for item in read_ctm(path):
+        if isinstance(item, CtmAltBlock):
+            raise FormatError("an ALT block in a CTM system (posterior combination takes 1-best CTMs; "
+                              "give N-best lists instead)", path=path, line=item.lineno)
+        if item.start is None or item.duration is None:
+            raise FormatError(f"the word {item.word!r} has no time ('*'); posterior combination needs word times",
+                              path=path, line=item.lineno)
+        conf = 1.0 if item.confidence is None else item.confidence
+        if not 0.0 <= conf <= 1.0:
+            raise FormatError(f"confidence {conf!r} is not in [0, 1] (it is read as the word's posterior)",
+                              path=path, line=item.lineno)
+        if channels.setdefault(item.file, item.channel) != item.channel:
+            raise FormatError(f"file {item.file!r} has words on channels {channels[item.file]!r} and "
+                              f"{item.channel!r}; one channel per utterance", path=path, line=item.lineno)
+        words.setdefault(item.file, []).append((item.word, item.start, item.start + item.duration, conf))
+        if not len(words[item.file]) & 1023:
+            check_memory("reading the CTM systems", item.file)
+    for ws in words.values():
+        ws.sort(key=lambda w: (w[1], w[2]))
+    return words
+
+
 def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind: str, score_scale: float,
                    symbols: SymbolTable | None, acoustic_scale: float,
                    frame_shift: float, lattice_nbest: int,
-                   nemo_manifest: str | None, keys: str | None = None) -> Iterator[list[Alternatives]]:
-    """The systems' lists of each utterance, in the first system's order; every system must have the
-    same utterances (MismatchError naming the first one missing)."""
+                   nemo_manifest: str | None, keys: str | None = None
+                   ) -> Iterator[tuple[str, list[Alternatives | CtmWords]]]:
+    """``(key, the systems' lists)`` of each utterance, in the first N-best system's order (with only CTM systems:
+    their utterances sorted); every N-best system must have the same utterances (MismatchError naming the
+    first one missing); a CTM system may lack an utterance (an empty output), not have one of its own."""
+    ctms = {i: read_ctm_system(spec) for i, spec in enumerate(systems) if is_ctm_system(spec, nbest_format)}
     per_system = []
-    for spec in systems:
+    for i, spec in enumerate(systems):
+        if i in ctms:
+            continue
         lists: dict[str, Alternatives] = {}
         for nb in _system_lists(spec, nbest_format, score_kind, score_scale, symbols, acoustic_scale, frame_shift,
                                 lattice_nbest, nemo_manifest, keys):
             lists[nb.key] = nb
+            check_memory("reading the systems' lists (all are held to match their utterances)", nb.key)
         per_system.append((spec, lists))
-    first_spec, first = per_system[0]
+    if per_system:
+        first_spec, first = per_system[0]
+        utterances: Sequence[str] = list(first)
+    else:
+        first_spec, utterances = systems[0], sorted({k for words in ctms.values() for k in words})
     for spec, lists in per_system[1:]:
         for key in first:
             if key not in lists:
@@ -104,11 +171,18 @@ def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind:
         for key in lists:
             if key not in first:
                 raise MismatchError(f"utterance {key!r} is not in {first_spec}", path=spec, key=key)
-    for key in first:
-        yield [lists[key] for _, lists in per_system]
+    known = set(utterances)
+    for i, words in ctms.items():
+        for key in words:
+            if key not in known:
+                raise MismatchError(f"utterance {key!r} (a file of the CTM) is not in {first_spec}", path=systems[i],
+                                    key=key)
+    lists_of = iter(per_system)
+    order = [ctms[i] if i in ctms else next(lists_of)[1] for i in range(len(systems))]
+    for key in utterances:
+        yield key, [system.get(key, []) if i in ctms else system[key] for i, system in enumerate(order)]
 
 
-@budgeted
 def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterior", weights: Sequence[float] = (),
                     n: int | None = None, nbest_format: str | None = None, score_kind: str = "logprob",
                     score_scale: float = 1.0, words: str | None = None, acoustic_scale: float = 1.0,
@@ -127,9 +201,19 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
     ``n``: alternatives kept per slot (None = all).  ``allow_untimed``: accept lists without word
     times (every CTM time is then 0); otherwise they raise FormatError.  ``keys``: a file naming the lattices
     of every system in input order (lattice inputs: the systems hold the same utterances).  ``max_memory``:
-    bytes of resident memory every step may use (None: no bound; BudgetExceededError past it, no output left).
-    Returns the alt-CTM writer's statistics plus ``systems`` and ``utterances``.
+    bytes of resident memory that every step (reading, merging, the confusion networks, rover) may hold (None:
+    no budget); past it BudgetExceededError, and no output.  Returns the alt-CTM writer's statistics plus
+    ``systems`` and ``utterances``.
     """
+    with memory_budget(max_memory):
+        return _combine_systems(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words,
+                                acoustic_scale, frame_shift, channel, allow_untimed, rover_method, alpha, null_conf,
+                                use_times, lattice_nbest, nemo_manifest, keys)
+
+
+def _combine_systems(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words, acoustic_scale,
+                     frame_shift, channel, allow_untimed, rover_method, alpha, null_conf, use_times, lattice_nbest,
+                     nemo_manifest, keys) -> dict:
     if method not in COMBINE_METHODS:
         raise LatticeToolsError(f"unknown combination method {method!r} (expected one of {', '.join(COMBINE_METHODS)})")
     if len(systems) < 2:
@@ -146,13 +230,31 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
 
     def sausages():
         nonlocal table, count
-        for lists in _aligned_lists(systems, nbest_format, score_kind, score_scale, table, acoustic_scale,
-                                    frame_shift, lattice_nbest, nemo_manifest, keys):
-            merged = combine_nbests(lists, list(weights) if weights else None)
-            lat = nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift)
+        ctm = [is_ctm_system(spec, nbest_format) for spec in systems]
+        w = list(weights) if weights else [1.0] * len(systems)
+        nbest_weight = math.fsum(x for x, c in zip(w, ctm, strict=True) if not c)
+        for key, lists in _aligned_lists(systems, nbest_format, score_kind, score_scale, table, acoustic_scale,
+                                         frame_shift, lattice_nbest, nemo_manifest, keys):
+            if not any(ctm):  # N-best lists only: their merged list's lattice
+                merged = combine_nbests(lists, list(weights) if weights else None)
+                lat = nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift)
+            else:  # the mixture of the N-best lists' lattice and the CTMs' confusion networks
+                parts = []
+                if nbest_weight > 0:
+                    nbests = [x for x, c in zip(lists, ctm, strict=True) if not c]
+                    merged = combine_nbests(nbests, [x for x, c in zip(w, ctm, strict=True) if not c])
+                    parts.append((nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift),
+                                  nbest_weight))
+                    table = parts[-1][0].symbols
+                for words_of, wt, c in zip(lists, w, ctm, strict=True):
+                    if c and wt > 0:
+                        parts.append((confidence_lattice(key, words_of, symbols=table, frame_shift=frame_shift), wt))
+                        table = parts[-1][0].symbols
+                lat = mix_lattices(parts, key=key)
             table = lat.symbols
             count += 1
             confusion = sausage(lat)
+            check_memory("combine", lat.key)
             if not lat.has_times:
                 if not allow_untimed:
                     raise FormatError("the N-best lists have no word times, a CTM needs them "

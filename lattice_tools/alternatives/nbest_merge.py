@@ -46,15 +46,20 @@ from dataclasses import replace
 
 import numpy as np
 
+from .._ext import native
+from ..core._budget import check_allocation, check_memory
 from ..core.alternatives_network import Alternative, Alternatives
 from ..core.errors import LatticeError
 from ..core.lattice import Lattice
 from ..core.symbols import SymbolTable
 from .rover import NetworkWord, align_into_network, rover_distance
 
-__all__ = ["nbest_lattice", "JOINS", "combine_nbests"]
+__all__ = ["nbest_lattice", "JOINS", "combine_nbests", "confidence_lattice", "mix_lattices"]
 
 JOINS = ("paths", "times", "align")
+
+#: what the memory budget's error (``--max-memory``) calls the merge
+MERGING = "merging the N-best list into a lattice"
 
 
 def _entries(nbest: Alternatives) -> list[Alternative]:
@@ -108,76 +113,51 @@ def _symbols(symbols: SymbolTable | None, entries: Iterable[Alternative]) -> Sym
 
 
 def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
+    """The prefix tree of the entries, its weights pushed, states with the same weighted future merged (the
+    module docstring; the loops in C: ``lattice_tools/_ext/nbest_tree.c``, whose Python transcription
+    ``tests/_reference/nbest_paths_lattice.py`` is the differential oracle of the tests)."""
     total = math.fsum(a.posterior for a in entries)
-    # prefix tree: node 0 = root; per node its children (word id, t0, t1, child), mass, end mass
-    children: list[list[tuple[int, int, int, int]]] = [[]]
-    mass = [0.0]
-    end_mass = [0.0]
-    node_time = [0]  # frame at which each tree node is reached (with times; 0 otherwise)
-    frames_of = [_frames(alt, frame_shift, key) for alt in entries]
-    timed = all(f is not None for f, alt in zip(frames_of, entries, strict=True) if alt.words)
+    lengths = [len(a.words) for a in entries]
+    offsets = np.zeros(len(entries) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    n_words = int(offsets[-1])
     word_id = table.id
-    for alt, frames in zip(entries, frames_of, strict=True):
-        p = alt.posterior / total
-        node = 0
-        mass[0] += p
-        for wid, span in _tokens(alt, frames if timed else None, word_id):
-            nxt = -1
-            for cw, ct0, ct1, child in children[node]:
-                if cw == wid and (ct0 < 0 or (span[0] < ct1 and ct0 < span[1]) or (ct0, ct1) == span):
-                    nxt = child
-                    break
-            if nxt < 0:
-                if span[0] >= 0:
-                    # a path reaches each state at one frame: a new arc starts where its source is reached
-                    span = (node_time[node], max(span[1], node_time[node]))
-                nxt = len(mass)
-                children[node].append((wid, span[0], span[1], nxt))
-                children.append([])
-                mass.append(0.0)
-                end_mass.append(0.0)
-                node_time.append(span[1] if span[1] >= 0 else 0)
-            mass[nxt] += p
-            node = nxt
-        end_mass[node] += p
-    n = len(mass)
-    # weights pushed to the front: arc cost -log(mass(child)/mass(parent)), final -log(end/mass)
-    log_mass = [math.log(m) for m in mass]
-    # merge states with the same weighted future, leaves first (children have larger ids than parents)
-    cls = [-1] * n
-    signatures: dict[tuple, int] = {}
-    for v in range(n - 1, -1, -1):
-        kids = children[v]
-        lv = log_mass[v]
-        if not kids:
-            arcs: tuple = ()
-        elif len(kids) == 1:
-            w, t0, t1, c = kids[0]
-            arcs = ((w, t0, t1, lv - log_mass[c], cls[c]),)
-        else:
-            arcs = tuple(sorted((w, t0, t1, lv - log_mass[c], cls[c]) for w, t0, t1, c in kids))
-        final = lv - math.log(end_mass[v]) if end_mass[v] > 0 else math.inf
-        sig = (final, arcs, node_time[v])  # the frame too: a state is reached at one frame
-        klass = signatures.get(sig)
-        if klass is None:
-            klass = signatures[sig] = len(signatures)
-        cls[v] = klass
-    src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
-    final_cost = [math.inf] * len(signatures)
-    for sig, c in signatures.items():
-        final_cost[c] = sig[0]
-        for w, t0, t1, arc_cost, target in sig[1]:
-            src.append(c)
-            dst.append(target)
-            word.append(w)
-            t0s.append(t0)
-            t1s.append(t1)
-            cost.append(arc_cost)
-    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
-                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=np.asarray(final_cost),
-                             num_states=len(signatures), start=cls[0], t0=np.asarray(t0s, np.int64),
-                             t1=np.asarray(t1s, np.int64), graph_cost=np.asarray(cost), frame_shift=frame_shift,
-                             key=key)
+    ids = np.fromiter((word_id(w) for a in entries for w in a.words), np.int64, count=n_words)
+    starts = np.fromiter((s for a in entries for s in a.starts), np.float64, count=n_words)
+    ends = starts + np.fromiter((d for a in entries for d in a.durations), np.float64, count=n_words)
+    unknown = np.isnan(starts) | np.isnan(ends)
+    # an entry is untimed from its first unknown time on (_frames); a bad time before that is an error
+    in_range = (starts >= 0) & (ends >= 0) & (ends <= _MAX_FRAME * frame_shift)
+    if not (in_range | unknown).all():
+        for alt in entries:  # the first offending word, in the order and words of _frames' error
+            _frames(alt, frame_shift, key)
+    entry_of = np.repeat(np.arange(len(entries)), lengths)
+    untimed_entries = np.unique(entry_of[unknown])
+    timed = not any(lengths[e] for e in untimed_entries)
+    if not timed:
+        f0 = f1 = ids  # not read
+    else:
+        f0 = np.rint(starts / frame_shift).astype(np.int64)
+        f1 = np.maximum(np.rint(ends / frame_shift).astype(np.int64), f0)
+    probs = np.fromiter((a.posterior / total for a in entries), np.float64, count=len(entries))
+    # the tree has at most one node per word and gap (+ the root): its arrays, the classes and the output
+    check_allocation((2 * n_words + 1) * _BYTES_PER_TREE_NODE, MERGING, key or None)
+    src, dst, word, t0s, t1s, cost, final, start = _merge_kernel().paths_lattice(ids, f0, f1, offsets, probs, timed)
+    def as_ints(b):
+        return np.frombuffer(b, np.int64)
+
+    return Lattice.from_arcs(src=as_ints(src), dst=as_ints(dst), word=as_ints(word), symbols=table,
+                             final_graph_cost=np.frombuffer(final, np.float64), num_states=len(final) // 8,
+                             start=start, t0=as_ints(t0s), t1=as_ints(t1s), graph_cost=np.frombuffer(cost, np.float64),
+                             frame_shift=frame_shift, key=key)
+
+
+#: what the compiled merge allocates per tree node (its arrays, the classes' table and arcs, the output)
+_BYTES_PER_TREE_NODE = 240
+
+
+def _merge_kernel():
+    return native("nbest_tree")
 
 
 def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
@@ -195,7 +175,9 @@ def _times_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
     # states: the start (frame `first`), every word boundary frame, the end (frame `last`)
     gamma_arc: dict[tuple[int, int, int], float] = {}  # (word id or 0, t0, t1) -> gamma
     gamma_state: dict[int, float] = {}
-    for alt, frames in zip(entries, spans, strict=True):
+    for i, (alt, frames) in enumerate(zip(entries, spans, strict=True)):
+        if not i & 1023:
+            check_memory(MERGING, key or None)
         p = alt.posterior / total
         t = first
         gamma_state[t] = gamma_state.get(t, 0.0) + p
@@ -280,6 +262,8 @@ def _aligned_lattice(key: str, entries: Sequence[Alternative], table: SymbolTabl
     null_alt = NetworkWord("@", 0.0, 0.0, -1.0)
     slots: list[list] = [[None], *[[NetworkWord(w, 0.0, 0.0, entries[0].posterior / total)] for w in entries[0].words]]
     for it, alt in enumerate(entries[1:], 1):
+        if not it & 255:
+            check_memory(MERGING, key or None)
         align_into_network(slots, [NetworkWord(w, 0.0, 0.0, alt.posterior / total) for w in alt.words], rover_distance, null_alt, it)
     src, dst, word, cost = [], [], [], []
     for k, slot in enumerate(slots[1:]):
@@ -339,3 +323,102 @@ def combine_nbests(nbests: Sequence[Alternatives], weights: Sequence[float] | No
     end = max(nb.slots[0].end for nb in nbests)
     return replace(nbests[0], slots=(replace(first, start=start, end=end, alternatives=alts),),
                    meta={"systems": len(nbests), "weights": tuple(x / tw for x in w)})
+
+
+def confidence_lattice(key: str, words: Sequence[tuple[str, float, float, float]], *,
+                       symbols: SymbolTable | None = None, frame_shift: float = 0.01) -> Lattice:
+    """The lattice of a 1-best system with word confidences: ``words`` are ``(word, start, end, confidence)``
+    in seconds, in time order, each confidence in [0, 1].
+
+    **A confidence is read as the posterior of its word**, independently of the others: word *i* is one arc of
+    probability ``c_i`` beside an epsilon arc of probability ``1 - c_i`` over the same frames (the
+    probability that the word is not there), so the lattice is a confusion network with one bin per word,
+    and the probability of a word sequence is the product over the bins.  A word without a confidence is
+    given 1.  Gaps between words (and from time 0 to the first word) are epsilon arcs; a word that starts
+    before the previous one ends is moved to start there.  No words: one epsilon path.  Nothing is mutated;
+    O(words).
+    """
+    if not frame_shift > 0:
+        raise LatticeError(f"frame_shift must be > 0, got {frame_shift!r}")
+    table = _symbols(symbols, (Alternative(tuple(w for w, *_ in words)),))
+    src, dst, word, t0s, t1s, cost = [], [], [], [], [], []
+    state, frame = 0, 0
+    for w, start, end, conf in words:
+        if not 0.0 <= conf <= 1.0:
+            raise LatticeError(f"confidence {conf!r} of {w!r} is not in [0, 1]", key=key or None)
+        if not (0 <= start <= end <= _MAX_FRAME * frame_shift):
+            raise LatticeError(f"word time {start!r} .. {end!r} s of {w!r} is not within 0 .. {_MAX_FRAME} frames",
+                               key=key or None)
+        a = max(int(round(start / frame_shift)), frame)
+        b = max(int(round(end / frame_shift)), a)
+        if a > frame:  # the gap before the word
+            src.append(state)
+            dst.append(state + 1)
+            word.append(0)
+            t0s.append(frame)
+            t1s.append(a)
+            cost.append(0.0)
+            state += 1
+        for wid, p in ((table.id(w), conf), (0, 1.0 - conf)):
+            if p > 0:
+                src.append(state)
+                dst.append(state + 1)
+                word.append(wid)
+                t0s.append(a)
+                t1s.append(b)
+                cost.append(-math.log(p))
+        state, frame = state + 1, b
+    if state == 0:
+        src, dst, word, t0s, t1s, cost = [0], [1], [0], [0], [0], [0.0]
+        state = 1
+    final = np.full(state + 1, np.inf)
+    final[state] = 0.0
+    return Lattice.from_arcs(src=np.asarray(src, np.int64), dst=np.asarray(dst, np.int64),
+                             word=np.asarray(word, np.int64), symbols=table, final_graph_cost=final,
+                             num_states=state + 1, start=0, t0=np.asarray(t0s, np.int64), t1=np.asarray(t1s, np.int64),
+                             graph_cost=np.asarray(cost), frame_shift=frame_shift, key=key)
+
+
+def mix_lattices(parts: Sequence[tuple[Lattice, float]], *, key: str | None = None) -> Lattice:
+    """The weighted union of lattices of one utterance: a new start state with an epsilon arc of probability
+    ``w / sum(w)`` to each part's start, so a word sequence's probability is the weighted mean of its
+    probabilities in the parts (a mixture).  Parts of weight 0 are left out.  The word table is the last
+    part's, which must extend the others' (what building the parts with one shared table gives).  Times are
+    kept when every part has them (else every arc is untimed).  Costs are graph costs: a part's acoustic
+    costs are added to its graph costs.  Nothing is mutated; O(arcs).
+    """
+    kept = [(lat, float(w)) for lat, w in parts if w > 0]
+    if not kept or any(not math.isfinite(w) for _, w in kept):
+        raise LatticeError("the lattices to mix need finite weights >= 0, not all 0", key=key)
+    table = kept[-1][0].symbols
+    for lat, _ in kept:
+        if lat.symbols is not table and any(table.get_id(w) != i for w, i in lat.symbols):
+            raise LatticeError("the lattices to mix were not numbered with one word table", key=key)
+    total = math.fsum(w for _, w in kept)
+    timed = all(lat.has_times for lat, _ in kept)
+    src, dst, word, t0, t1, cost, final = [], [], [], [], [], [], [np.array([np.inf])]
+    offset = 1
+    for lat, w in kept:
+        src.append(np.array([0], np.int64))
+        dst.append(np.array([offset + lat.start], np.int64))
+        word.append(np.array([0], np.int64))
+        t0.append(np.array([0], np.int64))
+        t1.append(np.array([0], np.int64))
+        cost.append(np.array([-math.log(w / total)]))
+        src.append(lat.src.astype(np.int64) + offset)
+        dst.append(lat.dst.astype(np.int64) + offset)
+        word.append(lat.word.astype(np.int64))
+        t0.append(lat.t0.astype(np.int64))
+        t1.append(lat.t1.astype(np.int64))
+        cost.append(lat.graph_cost + lat.acoustic_cost)
+        final.append(lat.final_graph_cost + lat.final_acoustic_cost)
+        offset += lat.num_states
+    t0a, t1a = np.concatenate(t0), np.concatenate(t1)
+    if not timed:
+        t0a[:] = -1
+        t1a[:] = -1
+    frame_shift = kept[0][0].frame_shift
+    return Lattice.from_arcs(src=np.concatenate(src), dst=np.concatenate(dst), word=np.concatenate(word),
+                             symbols=table, final_graph_cost=np.concatenate(final), num_states=offset, start=0,
+                             t0=t0a, t1=t1a, graph_cost=np.concatenate(cost), frame_shift=frame_shift,
+                             key=kept[0][0].key if key is None else key)

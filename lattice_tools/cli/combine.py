@@ -9,8 +9,8 @@ from ._inputs import allow_untimed_option, channel_option
 from ._options import DEPTH, LATTICE_FORMATS, max_memory_option, out_option
 
 NBEST_FORMATS = ("tsv", "jsonl", "sherpa", "espnet", "kaldi", "nemo")
-#: what combine reads: the N-best formats, or lattices (each lattice's exact N-best list)
-SYSTEM_FORMATS = (*NBEST_FORMATS, "lattice")
+#: what combine reads: the N-best formats, lattices (each lattice's exact N-best list) or CTMs (1-best with confidences)
+SYSTEM_FORMATS = (*NBEST_FORMATS, "lattice", "ctm")
 
 
 def _nbest_options(f, formats=NBEST_FORMATS):
@@ -28,7 +28,8 @@ def _nbest_options(f, formats=NBEST_FORMATS):
                      help="What the scores of the generic tsv/jsonl formats are (other formats know theirs).")(f)
     f = click.option("--nbest-format", type=click.Choice(formats), default=None,
                      help="N-best input format (default: from the name; a directory is ESPnet's)"
-                          + ("; 'lattice': lattice files, each lattice's exact N-best list." if "lattice" in formats
+                          + ("; 'lattice': lattice files, each lattice's exact N-best list; 'ctm': 1-best CTMs, "
+                             "each confidence a word posterior (*.ctm are CTMs by default)." if "lattice" in formats
                              else "."))(f)
     return f
 
@@ -61,8 +62,9 @@ def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_
 @click.command("combine")
 @click.argument("systems", nargs=-1, required=True)
 @click.option("--method", type=click.Choice(("posterior", "rover")), default="posterior", show_default=True,
-              help="posterior: the systems' N-best posteriors (weighted) merged into one lattice, then its "
-                   "confusion network; rover: CTMs combined exactly as NIST rover does.")
+              help="posterior: the systems' N-best posteriors (weighted) merged into one lattice (CTM systems: "
+                   "their confidences as word posteriors, mixed in), then its confusion network; rover: CTMs "
+                   "combined exactly as NIST rover does.")
 @click.option("--rover-method", type=click.Choice(("meth1", "maxconf", "avgconf", "oracle")), default="meth1",
               show_default=True, help="rover's -m: the vote (oracle: every word of a slot in an ALT block).")
 @click.option("--alpha", type=float, default=1.0, show_default=True,

@@ -267,7 +267,6 @@ def _read_string(r: _Reader, key) -> str:
     return r.read(n, "FST header string", key).decode("latin-1")
 
 
-_INT32 = struct.Struct("<i")
 
 
 #: Arcs read between two checks of the memory budget (a few megabytes of arrays and lists at most).
@@ -276,31 +275,6 @@ _CHECK_EVERY_ARCS = 8192
 _TEXT_PARSE_BYTES_PER_BYTE = 12
 
 
-def _compact_body(r: _Reader, num_states: int, fsize: int):
-    """The arrays of a binary CompactLattice's body read by the compiled kernel (``lattice_tools/_ext/
-    kaldi_binary.c``) from the reader's buffer, which grows until it holds the body: (src, dst, ilabel, olabel,
-    w1, w2, final_w1, final_w2, tids, tid_offsets, final strings); None when the body is truncated or holds a
-    corrupt count, which the per-state reading below then reports with its state."""
-    kernel = native("kaldi_binary")
-    while True:
-        got = kernel.compact_body(r.buf, r.pos, num_states, fsize)
-        if got is None:
-            return None
-        if isinstance(got, int):
-            # at least what the kernel needs, and twice what it had: a long body is parsed O(log) times
-            if not r._fill(max(got, 2 * (len(r.buf) - r.pos))) and len(r.buf) - r.pos < got:
-                return None
-            continue
-        consumed, *cols = got
-        r.pos += consumed
-        i64, f64, i32 = (lambda b: np.frombuffer(b, np.int64)), (lambda b: np.frombuffer(b, np.float64)), \
-            (lambda b: np.frombuffer(b, np.int32))
-        src, dst, il, ol, w1, w2, fw1, fw2, tids, tid_offsets, f_state, f_off, f_tids = cols
-        f_tids = i32(f_tids)
-        bounds = i64(f_off).tolist()
-        finals = {s: f_tids[a:b] for s, a, b in zip(i64(f_state).tolist(), bounds[:-1], bounds[1:], strict=True)}
-        return (i64(src), i64(dst), i64(il), i64(ol), f64(w1), f64(w2), f64(fw1), f64(fw2), i32(tids),
-                i64(tid_offsets), finals)
 
 
 def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
@@ -325,6 +299,12 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
                           path=r.name, key=key)
     if num_states >= 1 << 31:
         raise FormatError(f"corrupt FST header ({num_states} states)", path=r.name, key=key)
+    if kind == "compact":
+        raw = _read_compact_body(r, key, start, num_states, fsize, props)
+        # the compiled parse allocated the arrays of the whole body: the budget in force, if any, now
+        check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key, advice="")
+        _check_raw(raw, r, key)
+        return raw
     ff = "f" if fsize == 4 else "d"
     nw = 1 if kind == "standard" else 2
     wfmt = "<" + ff * nw
@@ -332,33 +312,18 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     # Lists, not arrays of num_states: a corrupt count then fails at end of file, not in malloc.
     fw1: list[float] = []
     fw2: list[float] = []
-    final_strings = {}
     srcs, dsts, ils, ols, w1s, w2s = [], [], [], [], [], []
-    strings: list[np.ndarray] | None = [] if kind == "compact" else None
-    compact_arcs: list[tuple] = []  # (src, dst, ilabel, olabel, graph, acoustic) of a CompactLattice
-    head = struct.Struct("<ii" + ff + ff + "i")  # a CompactLattice arc up to its tid string
-    if kind != "compact":
-        arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4")] + [(f"w{i}", "<" + ff + str(fsize)) for i in range(nw)]
-                             + [("ns", "<i4")])
-    body = _compact_body(r, num_states, fsize) if kind == "compact" else None
-    if body is not None:  # the compiled reader allocated the arrays of the whole body: the budget, if any, now
-        check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key, advice="")
+    arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4")] + [(f"w{i}", "<" + ff + str(fsize)) for i in range(nw)]
+                         + [("ns", "<i4")])
     read_since_check = 0
-    for s in range(num_states if body is None else 0):
+    for s in range(num_states):
         if read_since_check >= _CHECK_EVERY_ARCS:  # the memory budget in force (--max-memory), if any
             check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key, advice="")
             read_since_check = 0
         w = struct.unpack(wfmt, r.read(wsize, f"final weight of state {s}", key))
-        if kind == "compact":
-            (n,) = struct.unpack("<i", r.read(4, f"final string of state {s}", key))
-            if not 0 <= n < 1 << 24:
-                raise FormatError(f"corrupt string length {n} at state {s}", path=r.name, key=key)
-            tids = np.frombuffer(r.read(4 * n, f"final string of state {s}", key), dtype="<i4").astype(np.int32)
         if not math.isinf(w[0]):
             fw1.append(w[0])
             fw2.append(w[1] if nw == 2 else 0.0)
-            if kind == "compact" and n:
-                final_strings[s] = tids
         else:
             fw1.append(math.inf)
             fw2.append(math.inf)
@@ -366,41 +331,61 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
         if not 0 <= narcs < 1 << 31:
             raise FormatError(f"corrupt arc count {narcs} at state {s}", path=r.name, key=key)
         read_since_check += narcs + 1
-        if kind != "compact":
-            a = np.frombuffer(r.read(narcs * arc_dtype.itemsize, f"arcs of state {s}", key), dtype=arc_dtype)
-            srcs.append(np.full(narcs, s, np.int64))
-            dsts.append(a["ns"].astype(np.int64))
-            ils.append(a["il"].astype(np.int64))
-            ols.append(a["ol"].astype(np.int64))
-            w1s.append(a["w0"].astype(np.float64))
-            w2s.append(a["w1"].astype(np.float64) if nw == 2 else np.zeros(narcs))
-        else:  # variable-length arcs: one at a time, into lists of Python numbers (one array each at the end)
-            for _ in range(narcs):
-                il, ol, g, ac, n = head.unpack(r.read(head.size, f"arc of state {s}", key))
-                if not 0 <= n < 1 << 24:
-                    raise FormatError(f"corrupt string length {n} in an arc of state {s}", path=r.name, key=key)
-                assert strings is not None
-                strings.append(np.frombuffer(r.read(4 * n, f"arc of state {s}", key), dtype="<i4").astype(np.int32))
-                (ns,) = _INT32.unpack(r.read(4, f"arc of state {s}", key))
-                compact_arcs.append((s, ns, il, ol, g, ac))
-    if body is not None:
-        raw = body
-    elif kind == "compact":
-        cols = list(zip(*compact_arcs, strict=True)) if compact_arcs else [()] * 6
-        srcs, dsts, ils, ols = ([np.array(c, np.int64)] for c in cols[:4])
-        w1s, w2s = ([np.array(c, np.float64)] for c in cols[4:])
-    if body is None:
-        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
-        final1, final2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
-        raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
-                     cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), final1, final2,
-                     final_strings=final_strings, props=props)
-        if strings is not None:
-            raw.set_strings(strings)
-    else:
-        src, dst, il, ol, w1, w2, final1, final2, tids, tid_offsets, final_strings = body
-        raw = RawFst(kind, start, num_states, src, dst, il, ol, w1, w2, final1, final2, tids=tids,
-                     tid_offsets=tid_offsets, final_strings=final_strings, props=props)
+        a = np.frombuffer(r.read(narcs * arc_dtype.itemsize, f"arcs of state {s}", key), dtype=arc_dtype)
+        srcs.append(np.full(narcs, s, np.int64))
+        dsts.append(a["ns"].astype(np.int64))
+        ils.append(a["il"].astype(np.int64))
+        ols.append(a["ol"].astype(np.int64))
+        w1s.append(a["w0"].astype(np.float64))
+        w2s.append(a["w1"].astype(np.float64) if nw == 2 else np.zeros(narcs))
+    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+    final1, final2 = np.array(fw1, np.float64), np.array(fw2, np.float64)
+    raw = RawFst(kind, start, num_states, cat(srcs, np.int64), cat(dsts, np.int64), cat(ils, np.int64),
+                 cat(ols, np.int64), cat(w1s, np.float64), cat(w2s, np.float64), final1, final2, props=props)
+    _check_raw(raw, r, key)
+    return raw
+
+
+#: what the compiled parse of a CompactLattice was reading when the input ended (its ``what`` codes)
+_SHORT_READS = ("final weight of state {}", "final string of state {}", "arc count of state {}", "arc of state {}")
+
+
+_CORRUPT_LENGTHS = ("corrupt string length {1} at state {0}", "corrupt arc count {1} at state {0}",
+                    "corrupt string length {1} in an arc of state {0}")
+
+
+def _read_compact_body(r: _Reader, key: str | None, start: int, num_states: int, fsize: int, props: int) -> RawFst:
+    """The states and arcs of a binary CompactLattice, parsed in C (``lattice_tools/_ext/kaldi_binary.c``) from
+    the reader's buffer, which grows (doubling) until the FST is in it; the errors of the reads one by one."""
+    parse = native("kaldi_binary").compact_body
+    at_end = False
+    while True:
+        res = parse(r.buf, r.pos, num_states, fsize)
+        if res[0] == 0:
+            break
+        if res[0] == 2:
+            raise FormatError(_CORRUPT_LENGTHS[res[2]].format(res[1], res[3]), path=r.name, key=key)
+        if at_end:
+            _, state, what, at = res
+            raise FormatError(f"truncated archive: end of file reading {_SHORT_READS[what].format(state)} "
+                              f"(byte {r.tell() + at})", path=r.name, key=key)
+        have = len(r.buf) - r.pos
+        at_end = not r._fill(have + max(have, 1 << 20))
+    (_, consumed, fw1, fw2, finals, src, dst, il, ol, w1, w2, tids, offsets) = res
+    r.pos += consumed
+    ints = (lambda b: np.frombuffer(b, np.int64).copy())  # noqa: E731  (writable, as the arrays read before)
+    reals = (lambda b: np.frombuffer(b, np.float64).copy())  # noqa: E731
+    raw = RawFst("compact", start, num_states, ints(src), ints(dst), ints(il), ints(ol), reals(w1), reals(w2),
+                 reals(fw1), reals(fw2), final_strings={s: np.frombuffer(t, "<i4").astype(np.int32) for s, t in finals},
+                 props=props)
+    raw.tids = np.frombuffer(tids, "<i4").astype(np.int32)
+    raw.tid_offsets = ints(offsets)
+    return raw
+
+
+def _check_raw(raw: RawFst, r: _Reader, key: str | None) -> None:
+    """What every binary lattice must satisfy: finite arc weights, no NaN final weight, states in range."""
+    num_states, start = raw.num_states, raw.start
     for name in ("w1", "w2"):
         arr = getattr(raw, name)
         if not np.all(np.isfinite(arr)):
@@ -411,7 +396,6 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
         raise FormatError(f"arc to state {raw.dst.max()} outside 0..{num_states - 1}", path=r.name, key=key)
     if num_states and not 0 <= start < num_states:
         raise FormatError(f"start state {start} outside 0..{num_states - 1}", path=r.name, key=key)
-    return raw
 
 
 def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
@@ -593,39 +577,108 @@ def format_binary_fst(raw: RawFst, double: bool = False) -> bytes:
         ("lattice8" if double else "lattice4")
     parts = [struct.pack("<i", FST_MAGIC)]
     for name in ("vector", arc_type):
-        b = name.encode()
-        parts.append(struct.pack("<i", len(b)) + b)
+        text = name.encode()
+        parts.append(struct.pack("<i", len(text)) + text)
     # version 2 (VectorFst), no flags, properties = kExpanded|kMutable (nothing else claimed)
     parts.append(struct.pack("<iiQqqq", 2, 0, 3, 0, raw.num_states, len(raw.src)))
     order = np.argsort(raw.src, kind="stable")
     offsets = np.searchsorted(raw.src[order], np.arange(raw.num_states + 1))
+    if raw.kind == "compact":  # one pass in numpy (tests/_reference/kaldi_binary_writer.py: the same bytes)
+        parts.append(_compact_body(raw, order, offsets, double))
+        return b"".join(parts)
     inf = float("inf")
-    if raw.kind != "compact":
-        arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4"), ("g", "<" + ff), ("a", "<" + ff), ("ns", "<i4")])
-        arcs = np.zeros(len(order), dtype=arc_dtype)
-        arcs["il"] = raw.ilabel[order]
-        arcs["ol"] = raw.olabel[order]
-        arcs["g"] = raw.w1[order]
-        arcs["a"] = raw.w2[order]
-        arcs["ns"] = raw.dst[order]
+    arc_dtype = np.dtype([("il", "<i4"), ("ol", "<i4"), ("g", "<" + ff), ("a", "<" + ff), ("ns", "<i4")])
+    arcs = np.zeros(len(order), dtype=arc_dtype)
+    arcs["il"] = raw.ilabel[order]
+    arcs["ol"] = raw.olabel[order]
+    arcs["g"] = raw.w1[order]
+    arcs["a"] = raw.w2[order]
+    arcs["ns"] = raw.dst[order]
     wfmt = struct.Struct("<" + ff + ff)
     for s in range(raw.num_states):
         fin = np.isfinite(raw.final_w1[s])
         parts.append(wfmt.pack(raw.final_w1[s], raw.final_w2[s]) if fin else wfmt.pack(inf, inf))
-        if raw.kind == "compact":
-            t = raw.final_strings.get(s) if fin else None
-            t = np.zeros(0, np.int32) if t is None else np.asarray(t, "<i4")
-            parts.append(struct.pack("<i", len(t)) + t.astype("<i4").tobytes())
-        a, b = offsets[s], offsets[s + 1]
-        parts.append(struct.pack("<q", b - a))
-        if raw.kind != "compact":
-            parts.append(arcs[a:b].tobytes())
-        else:
-            for i in order[a:b].tolist():
-                t = np.asarray(raw.string(i), "<i4")
-                parts.append(struct.pack("<ii" + ff + ff + "i", raw.olabel[i], raw.olabel[i], raw.w1[i], raw.w2[i], len(t))
-                             + t.tobytes() + struct.pack("<i", raw.dst[i]))
+        lo, hi = offsets[s], offsets[s + 1]
+        parts.append(struct.pack("<q", hi - lo))
+        parts.append(arcs[lo:hi].tobytes())
     return b"".join(parts)
+
+
+def _halves(values: np.ndarray, double: bool) -> np.ndarray:
+    """Weights as the 32-bit words of their little-endian float32 (one column) or float64 (two) form; a
+    finite value beyond float32's range raises struct's OverflowError (what packing it one by one did)."""
+    values = np.asarray(values, np.float64)
+    if double:
+        return values.astype("<f8").view("<i4").reshape(-1, 2)
+    with np.errstate(over="ignore"):
+        single = values.astype("<f4")
+    if (np.isinf(single) & np.isfinite(values)).any():
+        raise OverflowError("float too large to pack with f format")
+    return single.view("<i4").reshape(-1, 1)
+
+
+def _compact_body(raw: RawFst, order: np.ndarray, offsets: np.ndarray, double: bool) -> bytes:
+    """The states and arcs of a CompactLattice in OpenFst's binary layout, built as one array of 32-bit
+    words: per state its final weight (inf, inf when not final), its final tid string (length, tids), its
+    arc count (int64), then per arc (by source state, stable) olabel, olabel, weight, string length,
+    tids, next state."""
+    wsz = 2 if double else 1
+    n = raw.num_states
+    fin = np.isfinite(np.asarray(raw.final_w1, np.float64))
+    final_strings = [np.zeros(0, np.int32)] * n
+    for st, t in raw.final_strings.items():
+        if fin[st] and t is not None:
+            final_strings[st] = np.asarray(t, "<i4")
+    final_len = np.fromiter((len(t) for t in final_strings), np.int64, count=n)
+    counts = np.diff(offsets).astype(np.int64)
+    assert raw.tid_offsets is not None and raw.tids is not None, "a CompactLattice has its strings"
+    lengths = (raw.tid_offsets[1:] - raw.tid_offsets[:-1])[order].astype(np.int64)
+    arc_words = 4 + 2 * wsz + lengths
+    head_words = 2 * wsz + 1 + final_len + 2
+    # each state's block: its header, then its arcs
+    arc_cum = np.zeros(len(order) + 1, np.int64)
+    np.cumsum(arc_words, out=arc_cum[1:])
+    block = head_words + (arc_cum[offsets[1:]] - arc_cum[offsets[:-1]])
+    state_pos = np.zeros(n + 1, np.int64)
+    np.cumsum(block, out=state_pos[1:])
+    out = np.zeros(int(state_pos[-1]), "<i4")
+    pos = state_pos[:-1]
+    w1 = np.where(fin, raw.final_w1, np.inf)
+    w2 = np.where(fin, raw.final_w2, np.inf)
+    h1, h2 = _halves(w1, double), _halves(w2, double)
+    for k in range(wsz):
+        out[pos + k] = h1[:, k]
+        out[pos + wsz + k] = h2[:, k]
+    out[pos + 2 * wsz] = final_len
+    for st in np.flatnonzero(final_len):
+        p = int(pos[st]) + 2 * wsz + 1
+        out[p:p + final_len[st]] = final_strings[st]
+    count_at = pos + 2 * wsz + 1 + final_len
+    halves = counts.astype("<i8").view("<i4").reshape(-1, 2)
+    out[count_at] = halves[:, 0]
+    out[count_at + 1] = halves[:, 1]
+    if len(order):
+        # an arc's position: its state's arcs start after the header; arcs of a state are consecutive
+        state_of = np.repeat(np.arange(n), counts)
+        arc_pos = pos[state_of] + head_words[state_of] + arc_cum[:-1] - arc_cum[offsets[:-1]][state_of]
+        ol = raw.olabel[order].astype(np.int64)
+        out[arc_pos] = ol
+        out[arc_pos + 1] = ol
+        a1, a2 = _halves(raw.w1[order], double), _halves(raw.w2[order], double)
+        for k in range(wsz):
+            out[arc_pos + 2 + k] = a1[:, k]
+            out[arc_pos + 2 + wsz + k] = a2[:, k]
+        out[arc_pos + 2 + 2 * wsz] = lengths
+        total = int(lengths.sum())
+        if total:
+            before = np.zeros(len(order), np.int64)
+            np.cumsum(lengths[:-1], out=before[1:])
+            step = np.arange(total) - np.repeat(before, lengths)
+            src_idx = np.repeat(raw.tid_offsets[:-1][order].astype(np.int64), lengths) + step
+            dst_idx = np.repeat(arc_pos + 3 + 2 * wsz, lengths) + step
+            out[dst_idx] = raw.tids[src_idx]
+        out[arc_pos + 3 + 2 * wsz + lengths] = raw.dst[order]
+    return out.tobytes()
 
 
 def format_kaldi_record(lat: Lattice, *, binary: bool, lattice_type: str = "auto", placeholder_tid: int = 1,

@@ -34,6 +34,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from ...core._budget import check_memory
 from ...core.alternatives_network import Alternative, Alternatives, Slot
 from ...core.errors import FormatError, MismatchError
 from ...core.files import atomic_write, read_text_lines
@@ -43,7 +44,10 @@ SCORE_KINDS = ("logprob", "cost", "none")
 #: the most hypotheses one utterance may have (a reader refuses more, naming the key)
 MAX_ENTRIES = 100_000
 
-__all__ = ["SCORE_KINDS", "MAX_ENTRIES", "NbestHypothesis", "make_nbest", "nbest_posteriors", "read_nbest_tsv",
+#: what the memory budget's error calls the readers (``--max-memory``: :mod:`lattice_tools.core._budget`)
+READING = "reading the N-best lists"
+
+__all__ = ["SCORE_KINDS", "MAX_ENTRIES", "READING", "NbestHypothesis", "make_nbest", "nbest_posteriors", "read_nbest_tsv",
            "read_nbest_jsonl", "write_nbest_tsv", "group_by_key"]
 
 
@@ -94,6 +98,7 @@ def make_nbest(key: str, hyps: Sequence[NbestHypothesis], score_kind: str, *, sc
     """
     if not hyps:
         raise FormatError("an N-best list needs at least one hypothesis", key=key)
+    check_memory(READING, key)
     if len(hyps) > MAX_ENTRIES:
         raise FormatError(f"{len(hyps)} hypotheses in one N-best list (at most {MAX_ENTRIES})", key=key)
     ranks: set[int] = set()
@@ -166,6 +171,8 @@ def group_by_key(items: Iterable[tuple[str, NbestHypothesis]], path: str) -> Ite
             key, group = k, []
         if len(group) >= MAX_ENTRIES:
             raise FormatError(f"more than {MAX_ENTRIES} hypotheses in one N-best list", path=path, line=h.line, key=k)
+        if not len(group) & 1023:  # a long list is held until its last line: the budget counts it as it grows
+            check_memory(READING, k)
         group.append(h)
     if key is not None:
         yield key, group

@@ -19,10 +19,11 @@ import os
 import re
 from collections.abc import Iterator
 
+from ...core._budget import check_memory
 from ...core.alternatives_network import Alternatives
 from ...core.errors import FormatError, MismatchError
 from ...core.files import read_text_lines
-from .nbest import NbestHypothesis, make_nbest
+from .nbest import READING, NbestHypothesis, make_nbest
 
 __all__ = ["read_espnet_nbest", "espnet_output_dirs"]
 
@@ -58,6 +59,8 @@ def _table(path: str, parse) -> dict[str, tuple]:
     """``utt-id value`` lines of a text table as {key: (parsed value, line)}."""
     table: dict[str, tuple] = {}
     for lineno, line in read_text_lines(path):
+        if not lineno & 4095:  # the tables are held whole: the memory budget counts them as they grow
+            check_memory(READING)
         if not line.strip():
             continue
         key, _, value = line.strip().partition(" ")

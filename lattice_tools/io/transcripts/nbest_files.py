@@ -12,7 +12,7 @@ a directory                 espnet     :mod:`lattice_tools.io.transcripts.nbest_
 ==========================  =========  ==============================================
 
 A JSON-lines file is read as sherpa-onnx results when its first object has ``hypotheses``,
-``tokens`` or ``ys_log_probs``; give ``format`` to override any guess.
+``tokens``, ``ys_log_probs`` or ``ys_probs``; give ``format`` to override any guess.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from .nbest import SCORE_KINDS, read_nbest_jsonl, read_nbest_tsv
 __all__ = ["NBEST_FORMATS", "guess_nbest_format", "read_nbest"]
 
 NBEST_FORMATS = ("tsv", "jsonl", "sherpa", "espnet", "kaldi", "nemo")
-_SHERPA_FIELDS = ("hypotheses", "tokens", "ys_log_probs")
+_SHERPA_FIELDS = ("hypotheses", "tokens", "ys_log_probs", "ys_probs")
 
 
 def _first_object(path: str) -> dict | None:

@@ -16,10 +16,11 @@ import os
 import re
 from collections.abc import Iterator
 
+from ...core._budget import check_memory
 from ...core.alternatives_network import Alternatives
 from ...core.errors import FormatError, MismatchError
 from ...core.files import read_text_lines
-from .nbest import MAX_ENTRIES, NbestHypothesis, make_nbest, parse_json_line
+from .nbest import MAX_ENTRIES, READING, NbestHypothesis, make_nbest, parse_json_line
 
 __all__ = ["read_nemo_nbest", "nemo_manifest_keys"]
 
@@ -70,6 +71,8 @@ def read_nemo_nbest(path: str, manifest: str, *, beam_width: int | None = None,
         if utt >= len(keys):
             raise MismatchError(f"more lines than {len(keys)} utterances x {beam_width} beams of the manifest",
                                 path=path, line=lineno)
+        if not len(hyps) & 1023:
+            check_memory(READING, keys[utt])
         hyps.append(NbestHypothesis(tuple(text.split()), score, len(hyps) + 1, (), (), path, lineno))
         if len(hyps) == beam_width:
             yield make_nbest(keys[utt], hyps, "logprob", score_scale=score_scale, source="nemo")
