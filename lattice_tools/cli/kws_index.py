@@ -231,9 +231,10 @@ def read_keywords(path: str, encoding: str = "utf-8") -> list:
 @lattice_input_options
 @click.option("--json", "json_out", default=None,
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
+@parallel_options
 def search_command(index, kwlist, out, out_format, utter_map, segments, normalization, threshold, duration,
                    ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language, lattices,
-                   format, words, frame_shift, frame_subsampling_factor, json_out):
+                   format, words, frame_shift, frame_subsampling_factor, json_out, jobs, scheduler):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions."""
     import os
 
@@ -278,9 +279,12 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, normaliz
         tuning = {"ntrue_scale": ntrue_scale, "atwv_by_scale": table}
         click.echo(f"lattice-tools: KST tuned on the dev set: ntrue-scale {ntrue_scale:.4g} "
                    f"(ATWV {max(a for _, a in table):.4f})", err=True)
-    res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
-                 ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
-                 lattices=None if lattice_stream is None else lattice_stream())
+    from ..core.parallel import open_executor
+
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
+                     ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
+                     lattices=None if lattice_stream is None else lattice_stream(), executor=executor)
     if out_format == "kaldi":
         from ..io.keyword_search.kaldi_kws import write_kaldi_results
         write_kaldi_results(out, res.detections, utterance_ids, frame_shift=kaldi_frame_shift, offsets=offsets)
