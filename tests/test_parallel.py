@@ -566,7 +566,14 @@ def test_kws_search_on_workers_equals_the_serial_search(kws_search_case, dask_cl
     assert serial.oov == ["KW-00005"] and serial.no_hits == ["KW-00006"]
     assert not serial.too_long and len({d.kwid for d in serial.detections}) > 50
     assert any(len(terms[int(d.kwid[3:])].words) == 3 for d in serial.detections)   # long terms answered
-    monkeypatch.setattr(kws_search, "SEARCH_SHARD_TERMS", 7)   # many shards of terms
+    monkeypatch.setattr(kws_search, "SEARCH_SHARD_TERMS", 7)   # many shards of terms, of 1 to 20 terms
+    monkeypatch.setattr(kws_search, "SEARCH_MAX_SHARD_TERMS", 20)
+    sizes = kws_search._ShardSizes()
+    assert [len(s.items) for s in sizes.shards(terms[:30], terms[:30])][:2] == [7, 7]
+    sizes.record(10, 1e-9)   # cheap terms: the largest shards
+    assert sizes.next_size() == 20
+    sizes.record(10, 1e3)    # dear ones: the smallest
+    assert sizes.next_size() == 1
     for workers in (1, 2, 3):
         with concurrent.futures.ProcessPoolExecutor(workers) as pool:
             assert kws_search.search(str(root / "max2.db"), terms, lattices=iter(lattices), executor=pool,

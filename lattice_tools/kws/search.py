@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -204,7 +205,8 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
     Raises MismatchError on duplicate keyword ids or empty terms.
 
     ``executor`` (a :class:`concurrent.futures.Executor` or a ``dask.distributed.Client``; None = here): the
-    terms are cut into shards of :data:`SEARCH_SHARD_TERMS` consecutive terms, each searched by a worker that
+    terms are cut into shards of consecutive terms, sized from the measured CPU seconds per term so that a
+    task is ~:data:`SEARCH_TASK_SECONDS` of work (see :data:`SEARCH_SHARD_TERMS`), each searched by a worker that
     opens the index read-only (on a cluster the index must be on a shared file system); the long terms'
     hits are found here first (the lattices are read in this process) and sent with their shard.  The
     shards' results are joined in term order: the result, hence every file written from it, equals the
@@ -235,26 +237,35 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
             long_terms = [tuple(t.words) for t in terms
                           if len(t.words) > idx.max_length and not _oov_words(idx, t)]
             long_hits = long_term_hits(idx, long_terms, lattices) if long_terms and lattices is not None else {}
-        from ..core.parallel import run_shards, shard_items
+        from ..core.parallel import run_shards
 
         here = long_hits
 
         def search_here(items):
-            return _search_terms(idx, items, here, **options)
+            t0 = time.thread_time()
+            return _search_terms(idx, items, here, **options), time.thread_time() - t0
 
         # the same shards as on workers, one engine: run here, one after the other
-        return _joined(run_shards(search_here, shard_items(terms, [t.kwid for t in terms], SEARCH_SHARD_TERMS)))
+        sizes = _ShardSizes()
+        return _joined(run_shards(search_here, sizes.shards(terms, terms)), sizes)
     finally:
         if own:
             idx.close()
 
 
-#: Terms per task of a search on workers.  A term costs one indexed look-up plus its hits' checks, duplicate
+#: How many terms a search task takes.  A term costs one indexed look-up plus its hits' checks, duplicate
 #: removal and normalization: 22 µs for a term with a few hits (the bundled recordings' index: 56,433 terms in
-#: 1.27 s on this project's 2-core machine), more with more hits.  8,192 terms are thus at least ~0.18 s of
-#: work per task, against a task's round trip of a few milliseconds through a local Dask cluster; a list of
-#: at most this many terms is searched in the calling process (no cluster is started for it).
-SEARCH_SHARD_TERMS = 8192
+#: 1.27 s on this project's 2-core machine), 2.4 ms for one with a hundred times as many (the same lattices
+#: copied to 1,000 utterances): the cost follows the hits, which only the search finds.  So the size is
+#: measured as the search goes: the first shards take :data:`SEARCH_SHARD_TERMS` terms; every finished shard
+#: reports its CPU seconds, and each later shard takes as many terms as :data:`SEARCH_TASK_SECONDS` of work at
+#: the CPU seconds per term measured so far (within ``SEARCH_SHARD_TERMS // 16`` and
+#: :data:`SEARCH_MAX_SHARD_TERMS`), against a task's round trip of a few milliseconds through a local Dask
+#: cluster; it also bounds a task's detections, hence the memory of its result.  A list of at most
+#: :data:`SEARCH_SHARD_TERMS` terms is searched in the calling process (no cluster is started for it).
+SEARCH_SHARD_TERMS = 1024
+SEARCH_MAX_SHARD_TERMS = 65536
+SEARCH_TASK_SECONDS = 0.25
 
 
 def _oov_words(idx: TermIndex, term: KeywordTerm) -> list[str]:
@@ -292,31 +303,64 @@ def _search_terms(idx: TermIndex, terms: Sequence[KeywordTerm], long_hits: dict[
 
 
 def search_terms_of_shard(job: tuple[str, dict], items: Sequence[tuple[KeywordTerm, list[IndexHit] | None]]
-                          ) -> SearchResult:
+                          ) -> tuple[SearchResult, float]:
     """A worker's task: open the index ``job[0]`` read-only and search the shard's terms (each with its hits
-    when it is a long term answered from the lattices) with the options ``job[1]``."""
+    when it is a long term answered from the lattices) with the options ``job[1]``; with the CPU seconds
+    it took (they size the next shards)."""
+    t0 = time.thread_time()
     path, options = job
     long_hits = {tuple(t.words): hits for t, hits in items if hits is not None}
     with TermIndex(path) as idx:
-        return _search_terms(idx, [t for t, _ in items], long_hits, **options)
+        return _search_terms(idx, [t for t, _ in items], long_hits, **options), time.thread_time() - t0
 
 
 def _search_on_workers(path: str, terms: Sequence[KeywordTerm], options: dict,
                        long_hits: dict[tuple[str, ...], list[IndexHit]], executor) -> SearchResult:
-    """The terms cut into shards of :data:`SEARCH_SHARD_TERMS`, searched on ``executor``'s workers (each opens the
+    """The terms cut into shards (sized as :data:`SEARCH_SHARD_TERMS` says), searched on ``executor``'s workers (each opens the
     index itself: on a cluster, ``path`` must be on a file system the workers share); the shards' results are
     joined in term order, so the result equals the serial search's."""
-    from ..core.parallel import run_shards, shard_items
+    from ..core.parallel import run_shards
 
     items = [(t, long_hits.get(tuple(t.words))) for t in terms]
-    return _joined(run_shards(search_terms_of_shard, shard_items(items, [t.kwid for t in terms], SEARCH_SHARD_TERMS),
-                              executor=executor, args=((os.path.abspath(path), options),)))
+    sizes = _ShardSizes()
+    return _joined(run_shards(search_terms_of_shard, sizes.shards(items, terms), executor=executor,
+                              args=((os.path.abspath(path), options),)), sizes)
 
 
-def _joined(parts) -> SearchResult:
-    """The results of consecutive shards of terms (``(shard, result)`` pairs, in term order) as one."""
+class _ShardSizes:
+    """Shards of consecutive terms sized from the CPU seconds per term measured so far (see
+    :data:`SEARCH_SHARD_TERMS`)."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.terms = 0
+
+    def record(self, terms: int, seconds: float) -> None:
+        self.terms += terms
+        self.seconds += seconds
+
+    def next_size(self) -> int:
+        if self.terms == 0 or self.seconds <= 0:
+            return SEARCH_SHARD_TERMS
+        wanted = int(SEARCH_TASK_SECONDS * self.terms / self.seconds)
+        return max(max(1, SEARCH_SHARD_TERMS // 16), min(SEARCH_MAX_SHARD_TERMS, wanted))
+
+    def shards(self, items: Sequence, terms: Sequence[KeywordTerm]):
+        from ..core.parallel import Shard
+
+        start = index = 0
+        while start < len(items):
+            end = min(len(items), start + self.next_size())
+            yield Shard(index, tuple(items[start:end]), tuple(t.kwid for t in terms[start:end]), "")
+            start, index = end, index + 1
+
+
+def _joined(parts, sizes: _ShardSizes) -> SearchResult:
+    """The results of consecutive shards of terms (``(shard, (result, CPU seconds))`` pairs, in term order) as
+    one; each shard's seconds go to ``sizes``."""
     result = SearchResult()
-    for _shard, part in parts:
+    for shard, (part, seconds) in parts:
+        sizes.record(len(shard.items), seconds)
         result.detections.extend(part.detections)
         result.oov.extend(part.oov)
         result.too_long.extend(part.too_long)
