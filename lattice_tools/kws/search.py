@@ -243,7 +243,7 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
 
         def search_here(items):
             t0 = time.thread_time()
-            return _search_terms(idx, items, here, **options), time.thread_time() - t0
+            return _search_terms(idx, items, here, **options), None, time.thread_time() - t0
 
         # the same shards as on workers, one engine: run here, one after the other
         sizes = _ShardSizes()
@@ -303,15 +303,24 @@ def _search_terms(idx: TermIndex, terms: Sequence[KeywordTerm], long_hits: dict[
 
 
 def search_terms_of_shard(job: tuple[str, dict], items: Sequence[tuple[KeywordTerm, list[IndexHit] | None]]
-                          ) -> tuple[SearchResult, float]:
+                          ) -> tuple[SearchResult, tuple[list, ...], float]:
     """A worker's task: open the index ``job[0]`` read-only and search the shard's terms (each with its hits
     when it is a long term answered from the lattices) with the options ``job[1]``; with the CPU seconds
-    it took (they size the next shards)."""
+    it took (they size the next shards).  The result's detections come apart, as columns."""
     t0 = time.thread_time()
     path, options = job
     long_hits = {tuple(t.words): hits for t, hits in items if hits is not None}
     with TermIndex(path) as idx:
-        return _search_terms(idx, [t for t, _ in items], long_hits, **options), time.thread_time() - t0
+        result = _search_terms(idx, [t for t, _ in items], long_hits, **options)
+    # the detections travel as columns of shared strings: unpickling a million Detection objects in the
+    # calling process cost more than the search itself
+    shared: dict[str, str] = {}
+    columns = tuple(list(c) for c in zip(*((d.kwid, shared.setdefault(d.file, d.file),
+                                            shared.setdefault(d.channel, d.channel), d.tbeg, d.dur, d.score,
+                                            d.decision, shared.setdefault(d.utterance or "", d.utterance or ""))
+                                           for d in result.detections), strict=True))
+    result.detections = []
+    return result, columns, time.thread_time() - t0
 
 
 def _search_on_workers(path: str, terms: Sequence[KeywordTerm], options: dict,
@@ -356,12 +365,15 @@ class _ShardSizes:
 
 
 def _joined(parts, sizes: _ShardSizes) -> SearchResult:
-    """The results of consecutive shards of terms (``(shard, (result, CPU seconds))`` pairs, in term order) as
-    one; each shard's seconds go to ``sizes``."""
+    """The results of consecutive shards of terms (``(shard, (result, detections as columns or None, CPU
+    seconds))``, in term order) as one; each shard's seconds go to ``sizes``."""
     result = SearchResult()
-    for shard, (part, seconds) in parts:
+    for shard, (part, columns, seconds) in parts:
         sizes.record(len(shard.items), seconds)
         result.detections.extend(part.detections)
+        if columns:
+            result.detections.extend(Detection(k, f, c, tb, d, s, y, utterance=u or None)
+                                     for k, f, c, tb, d, s, y, u in zip(*columns, strict=True))
         result.oov.extend(part.oov)
         result.too_long.extend(part.too_long)
         result.no_hits.extend(part.no_hits)
