@@ -58,6 +58,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -125,7 +126,9 @@ def run(cmd: list[str], cpu_log: Path | None = None) -> dict:
         env["LATTICE_TOOLS_SHARD_CPU"] = str(cpu_log)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    # stderr goes to a file: a pipe read only at the end fills with progress output and blocks the command
+    err_file = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file, text=True, env=env)
     driver_peak = worker_peak = 0
     while proc.poll() is None:
         rss = _tree_rss(proc.pid)
@@ -133,7 +136,9 @@ def run(cmd: list[str], cpu_log: Path | None = None) -> dict:
         worker_peak = max([worker_peak] + [v for p, v in rss.items() if p != proc.pid])
         time.sleep(0.2)
     wall = time.perf_counter() - t0
-    err = proc.stderr.read()
+    err_file.seek(0)
+    err = err_file.read()[-2000:]
+    err_file.close()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {err}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
