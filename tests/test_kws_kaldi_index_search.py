@@ -77,8 +77,14 @@ def test_own_index_and_kaldi_index_give_the_same_detections(tmp_path):
 
 def test_memory_budget_and_errors(tmp_path):
     r = run(INDEX, "--kwlist", FSTS, "--utter-map", UMAP, "--max-memory", "1M", "-o", tmp_path / "x.txt")
-    assert r.exit_code == 2 and "memory budget" in r.output and "max_memory" in r.output and "small.index" in r.output
+    # one budget for the whole command (its inputs read in turn): refused on one line naming the option
+    assert r.exit_code == 2 and "memory budget" in r.output and "--max-memory" in r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
     assert not (tmp_path / "x.txt").exists()
+    from lattice_tools.core.errors import BudgetExceededError
+    from lattice_tools.kws.kaldi_index import KaldiIndex
+    with pytest.raises(BudgetExceededError, match="small.index"):   # the index reader's own refusal
+        KaldiIndex(str(INDEX), {"002": 2}, max_memory=1 << 20)
     r = run(INDEX, "--kwlist", FSTS, "-o", tmp_path / "x.txt")
     assert r.exit_code == 2 and "--utter-map" in r.output
     cut = tmp_path / "cut.index"

@@ -530,3 +530,79 @@ def test_writing_on_workers_refuses_a_duplicate_key_and_writes_nothing(tmp_path)
     with concurrent.futures.ProcessPoolExecutor(2) as pool, pytest.raises(MismatchError, match="duplicate"):
         write_lattices([*lats, lats[3]], f"ark:{tmp_path / 'x.ark'}", executor=pool)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def kws_search_case(tmp_path_factory):
+    """A max-length-3 and a max-length-2 index of the bundled lattices, and a keyword list of every 25th term
+    of the first (1-, 2- and 3-word terms; the 3-word ones are long terms of the second index), an
+    out-of-vocabulary term and an in-vocabulary term without hits."""
+    import sqlite3
+
+    from lattice_tools.io import read_lattice_inputs
+    from lattice_tools.io.keyword_search.kwlist import KeywordTerm
+
+    root = tmp_path_factory.mktemp("kws_search")
+    _kws_index(root / "max3.db")
+    _kws_index(root / "max2.db", max_length=2)
+    with sqlite3.connect(f"file:{root / 'max3.db'}?mode=ro", uri=True) as conn:
+        all_terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM hits ORDER BY term")]
+    texts = all_terms[::25]
+    vocabulary = sorted({w for t in all_terms for w in t.split()})
+    texts[5:5] = ["zzz-not-a-word", f"{vocabulary[0]} {vocabulary[0]} {vocabulary[0]} {vocabulary[0]}"]
+    terms = [KeywordTerm(f"KW-{i:05d}", t) for i, t in enumerate(texts)]
+    assert {len(t.words) for t in terms} >= {1, 2, 3}
+    lattices = [lat[0] if isinstance(lat, tuple) else lat
+                for lat in read_lattice_inputs(BUNDLED, words=str(KALDI / "bundled.words.txt"))]
+    return root, terms, all_terms, lattices
+
+
+def test_kws_search_on_workers_equals_the_serial_search(kws_search_case, dask_client, monkeypatch):
+    import lattice_tools.kws.search as kws_search
+
+    root, terms, _all, lattices = kws_search_case
+    options = dict(normalization="kst", duration=300.0, duptime=0.5)
+    serial = kws_search.search(str(root / "max2.db"), terms, lattices=iter(lattices), **options)
+    assert serial.oov == ["KW-00005"] and serial.no_hits == ["KW-00006"]
+    assert not serial.too_long and len({d.kwid for d in serial.detections}) > 50
+    assert any(len(terms[int(d.kwid[3:])].words) == 3 for d in serial.detections)   # long terms answered
+    monkeypatch.setattr(kws_search, "SEARCH_SHARD_TERMS", 7)   # many shards of terms, of 1 to 20 terms
+    monkeypatch.setattr(kws_search, "SEARCH_MAX_SHARD_TERMS", 20)
+    sizes = kws_search._ShardSizes()
+    assert [len(s.items) for s in sizes.shards(terms[:30], terms[:30])][:2] == [7, 7]
+    sizes.record(10, 1e-9)   # cheap terms: the largest shards
+    assert sizes.next_size() == 20
+    sizes.record(10, 1e3)    # dear ones: the smallest
+    assert sizes.next_size() == 1
+    for workers in (1, 3):   # (2: the Dask cluster below)
+        with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+            assert kws_search.search(str(root / "max2.db"), terms, lattices=iter(lattices), executor=pool,
+                                     **options) == serial, workers
+    assert kws_search.search(str(root / "max2.db"), terms, lattices=iter(lattices), executor=dask_client,
+                             **options) == serial
+    # without the lattices, the long terms are reported too long on workers as here
+    short = kws_search.search(str(root / "max2.db"), terms, **options)
+    assert short.too_long and kws_search.search(str(root / "max2.db"), terms, executor=dask_client,
+                                                **options) == short
+
+
+def test_cli_kws_search_jobs_writes_the_serial_bytes(kws_search_case, tmp_path):
+    root, _terms, all_terms, _lattices = kws_search_case
+    kwlist = tmp_path / "terms.txt"   # every term of the index: several shards of the default size
+    kwlist.write_text("".join(f"KW-{i:06d} {t}\n" for i, t in enumerate(all_terms)))
+
+    def search(out, *more):
+        return subprocess.run([sys.executable, "-m", "lattice_tools", "kws", "search", str(root / "max3.db"),
+                               "--kwlist", str(kwlist), "-o", str(out), *more], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    from lattice_tools.kws.search import SEARCH_SHARD_TERMS
+
+    assert len(all_terms) > 3 * SEARCH_SHARD_TERMS
+    r = search(tmp_path / "jobs.xml", "--jobs", "2")
+    if r.returncode == 2 and "needs Dask" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    assert search(tmp_path / "serial.xml").returncode == 0
+    assert (tmp_path / "jobs.xml").read_bytes() == (tmp_path / "serial.xml").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["jobs.xml", "serial.xml", "terms.txt"]

@@ -268,10 +268,11 @@ def read_keywords(path: str, encoding: str = "utf-8", words: str | None = None) 
 @lattice_input_options
 @click.option("--json", "json_out", default=None,
               help="Write the summary and the out-of-vocabulary / too-long / no-hit keyword ids as JSON (PATH or -).")
+@parallel_options
 def search_command(index, kwlist, out, out_format, utter_map, segments, normalization, threshold, duration,
                    ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language,
                    kwlist_filename, lattices, format, words, frame_shift, frame_subsampling_factor, keys, max_memory,
-                   json_out):
+                   json_out, jobs, scheduler):
     """Search the keywords of --kwlist in INDEX; write detections with scores and YES/NO decisions.
 
     INDEX is a term index of 'lattice-tools kws index' (SQLite) or a Kaldi KWS index (lattice-to-kws-index /
@@ -281,12 +282,13 @@ def search_command(index, kwlist, out, out_format, utter_map, segments, normaliz
     with memory_budget(max_memory):
         _search(index, kwlist, out, out_format, utter_map, segments, max_memory, normalization, threshold, duration,
                 ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language,
-                kwlist_filename, lattices, format, words, frame_shift, frame_subsampling_factor, keys, json_out)
+                kwlist_filename, lattices, format, words, frame_shift, frame_subsampling_factor, keys, json_out,
+                jobs, scheduler)
 
 
 def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, normalization, threshold, duration,
             ntrue_scale, beta, duptime, tune_ecf, tune_rttm, tune_ctm, encoding, system_id, language, kwlist_filename,
-            lattices, format, words, frame_shift, frame_subsampling_factor, keys, json_out):
+            lattices, format, words, frame_shift, frame_subsampling_factor, keys, json_out, jobs, scheduler):
     import os
 
     from ..io.keyword_search.kaldi_kws import is_kaldi_fst_archive
@@ -346,9 +348,12 @@ def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, nor
         tuning = {"ntrue_scale": ntrue_scale, "atwv_by_scale": table}
         click.echo(f"lattice-tools: KST tuned on the dev set: ntrue-scale {ntrue_scale:.4g} "
                    f"(ATWV {max(a for _, a in table):.4f})", err=True)
-    res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
-                 ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
-                 lattices=None if lattice_stream is None else lattice_stream())
+    from ..core.parallel import open_executor
+
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
+        res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
+                     ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
+                     lattices=None if lattice_stream is None else lattice_stream(), executor=executor)
     if out_format == "kaldi":
         from ..io.keyword_search.kaldi_kws import write_kaldi_results
         write_kaldi_results(out, res.detections, utterance_ids, frame_shift=frame_time, offsets=offsets)

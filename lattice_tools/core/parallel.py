@@ -22,6 +22,12 @@ utterance keys of the shard in the message.
 Resuming: with a ``state_dir``, every finished shard is kept there (written atomically, named by its index
 and the fingerprint of its input lattices and parameters); a run killed halfway and started again with
 the same inputs and parameters recomputes only the shards that are missing.
+
+Measuring: when the environment variable ``LATTICE_TOOLS_SHARD_CPU`` names a file, every task's CPU seconds
+(its thread's CPU time inside the job's function, measured where it runs: the worker, or this process in a
+serial run) are summed here, and at exit this process appends one JSON line to that file:
+``{"task_cpu": seconds, "tasks": count, "process_cpu": this process's CPU seconds}``.
+``bench/bench_parallel.py`` computes the scheduling overhead from it; the results are the same either way.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ import contextlib
 import hashlib
 import os
 import pickle
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -156,6 +163,47 @@ class ShardStore:
                 os.rmdir(self.directory)
 
 
+#: see *Measuring* in the module docstring
+SHARD_CPU_ENV = "LATTICE_TOOLS_SHARD_CPU"
+_task_cpu = {"task_cpu": 0.0, "tasks": 0}
+_task_cpu_report_registered = False
+
+
+def _timed_call(fn, *args):
+    """``(fn(*args), CPU seconds of this thread during the call)``: run where the task runs."""
+    t0 = time.thread_time()
+    result = fn(*args)
+    return result, time.thread_time() - t0
+
+
+def _report_task_cpu(path: str) -> None:
+    import json
+
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({**_task_cpu, "process_cpu": time.process_time()}) + "\n")
+
+
+def _measuring():
+    """``True`` when this process reports its tasks' CPU seconds (and registers that report once)."""
+    global _task_cpu_report_registered
+    path = os.environ.get(SHARD_CPU_ENV)
+    if not path:
+        return False
+    if not _task_cpu_report_registered:
+        import atexit
+
+        atexit.register(_report_task_cpu, path)
+        _task_cpu_report_registered = True
+    return True
+
+
+def _untimed(pair):
+    result, seconds = pair
+    _task_cpu["task_cpu"] += seconds
+    _task_cpu["tasks"] += 1
+    return result
+
+
 def _submit(executor, fn, *args):
     if hasattr(executor, "scheduler_info") and hasattr(executor, "gather"):  # a dask.distributed Client
         return executor.submit(fn, *args, pure=False)
@@ -176,6 +224,29 @@ def run_shards(fn: Callable, shards: Iterable[Shard], *, executor=None, args: Se
     shards (default: twice the executor's workers, at least 4) are submitted ahead.  ``fn`` must be a
     module-level function (it is pickled to the workers).  ``store``: finished results are kept there and
     a shard found there is not computed again.  ``progress`` is called once per finished shard."""
+    if _measuring():
+        yield from ((shard, _untimed(pair)) for shard, pair in
+                    _run_shards(_timed_call, shards, executor=executor, args=(fn, *args), window=window,
+                                store=_TimedStore(store) if store else None, progress=progress))
+        return
+    yield from _run_shards(fn, shards, executor=executor, args=args, window=window, store=store, progress=progress)
+
+
+class _TimedStore:
+    """A :class:`ShardStore` seen through :func:`_timed_call`'s pairs: a stored shard counts 0 CPU seconds."""
+
+    def __init__(self, store: ShardStore):
+        self.store = store
+
+    def get(self, shard):
+        found, result = self.store.get(shard)
+        return found, ((result, 0.0) if found else None)
+
+    def put(self, shard, pair):
+        self.store.put(shard, pair[0])
+
+
+def _run_shards(fn, shards, *, executor, args, window, store, progress):
     if executor is None:
         for shard in shards:
             found, result = store.get(shard) if store else (False, None)
