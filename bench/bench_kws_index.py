@@ -170,6 +170,83 @@ def load_set(args):
     return lats, sum(lat.duration for lat in lats), args.set
 
 
+def _measured(cmd: list, env: dict, cpu_limit: float, log: str) -> tuple:
+    """(exit code, CPU s user+sys, peak RSS MB) of one whole process, its stderr in ``log``; stopped by the
+    kernel after ``cpu_limit`` s of CPU (RLIMIT_CPU: SIGXCPU, exit code -24) -- CPU, not wall time, because the
+    shared machine's load makes wall times meaningless."""
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit), int(cpu_limit) + 5))
+
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit)
+        _, status, ru = os.wait4(proc.pid, 0)
+    return os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only: list | None,
+                     timeout: float) -> None:
+    """Whole processes on every pocketsphinx lattice of bench/lattice_population.py: ``lattice-tools kws index
+    FILE --max-length N`` (CPU, peak RSS, hits, file size) and, with ``kaldi``, Kaldi's ``lattice-to-kws-index``
+    on the same lattice (a CompactLattice text archive written beforehand, untimed)."""
+    import json
+
+    import lattice_population as pop
+
+    from lattice_tools.alternatives._common import word_labels
+    from lattice_tools.io import write_lattices
+
+    env = pop._env()
+    outdir = os.path.join(cache, "kws", label)
+    os.makedirs(outdir, exist_ok=True)
+    rows = []
+    files = [p for p in pop.population(cache) if p[0].startswith("ps-") and (not only or any(o in p[0] for o in only))]
+    print(f"{'lattice':<26} {'links':>7} {'ours CPU s':>10} {'RSS MB':>7} {'hits':>9} {'MB':>7}"
+          f"{'  Kaldi CPU s  RSS MB  partial' if kaldi else ''}", flush=True)
+    for name, path, extra, _secs in files:
+        db = os.path.join(outdir, name + ".db")
+        js = os.path.join(outdir, name + ".json")
+        log = os.path.join(outdir, name + ".log")
+        rc, cpu, rss = _measured([*pop._cli(), "kws", "index", path, *extra, "-o", db, "--max-length",
+                                  str(max_length), "--json", js], env, timeout, log)
+        if rc != 0:
+            print(f"{name:<26} ours: exit {rc} after {cpu:.1f} s CPU, {rss:.0f} MB: "
+                  f"{(Path(log).read_text().strip().splitlines() or [''])[-1]}", flush=True)
+            rows.append(dict(name=name, failed=True))
+            continue
+        lat = read_slf_lattice(path, name)
+        row = dict(name=name, links=lat.num_arcs, cpu=cpu, rss=rss, hits=json.load(open(js))["hits"],
+                   mb=os.path.getsize(db) / 1e6)
+        line = (f"{name:<26} {lat.num_arcs:7d} {cpu:10.2f} {rss:7.0f} {row['hits']:9d} {row['mb']:7.1f}")
+        if kaldi:
+            tool = kaldi_bin("lattice-to-kws-index")
+            ark, umap, index = (os.path.join(outdir, name + x) for x in (".ark", ".utter.map", ".kaldi.index"))
+            # silence and fillers (<sil>, !NULL, <s>, </s>) are epsilons for both indexes
+            write_lattices([lat.replace(word=word_labels(lat), ilabel=word_labels(lat))], f"ark,t:{ark}",
+                           format="kaldi")
+            Path(umap).write_text(f"{name} 1\n")
+            log = os.path.join(outdir, name + ".kaldi.log")
+            krc, kcpu, krss = _measured([tool, "--max-states-scale=4", "--max-silence-frames=50", f"ark:{umap}",
+                                         f"ark:{ark}", f"ark:{index}"], env, timeout, log)
+            partial = "partial results" in Path(log).read_text()
+            row.update(kaldi_cpu=kcpu, kaldi_rss=krss, kaldi_rc=krc, kaldi_partial=partial)
+            line += (f"  {kcpu:11.2f} {krss:7.0f}  {'yes' if partial else 'no'}"
+                     f"{'' if krc == 0 else f' (exit {krc}: stopped, no index)'}")
+        rows.append(row)
+        print(line, flush=True)
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    ok = [r for r in rows if not r.get("failed")]
+    print(f"\n{len(ok)} lattices, lattice-tools kws index FILE --max-length {max_length} (whole process):")
+    for key, unit in (("cpu", "CPU s"), ("rss", "peak RSS MB"), ("mb", "file MB")):
+        worst = max(ok, key=lambda r: r[key])
+        print(f"  ours  {unit:<12} {pop._summary([r[key] for r in ok])}   (worst: {worst['name']})")
+    if kaldi:
+        for key, unit in (("kaldi_cpu", "CPU s"), ("kaldi_rss", "peak RSS MB")):
+            worst = max(ok, key=lambda r: r[key])
+            print(f"  Kaldi {unit:<12} {pop._summary([r[key] for r in ok])}   (worst: {worst['name']})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--set", choices=("big", "synth"), default="big")
@@ -181,7 +258,21 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-kaldi", action="store_true")
     ap.add_argument("--kaldi-timeout", type=float, default=None, help="stop Kaldi's indexing after this many seconds")
+    ap.add_argument("--population", action="store_true",
+                    help="whole processes on the pocketsphinx lattices of bench/lattice_population.py")
+    ap.add_argument("--cache", default=os.environ.get("LATTICE_POPULATION_CACHE", "/tmp/lattice_population"))
+    ap.add_argument("--label", default="current")
+    ap.add_argument("--only", nargs="+", help="--population: only the names containing one of these")
+    ap.add_argument("--tree", default=None, help="--population: measure the lattice-tools of this source tree")
+    ap.add_argument("--timeout", type=float, default=900.0, help="--population: CPU seconds per process")
     args = ap.parse_args()
+    if args.population:
+        if args.tree:
+            import lattice_population
+
+            lattice_population.TREE[0] = os.path.abspath(args.tree)
+        population_bench(args.cache, args.label, not args.no_kaldi, args.max_length, args.only, args.timeout)
+        return
     lats, seconds, tag = load_set(args)
     hours = seconds / 3600
     print(f"{tag}: {len(lats)} lattice(s), {sum(lat.num_arcs for lat in lats)} links, "
