@@ -62,9 +62,9 @@ def kaldi_bin(name: str) -> str | None:
 
 def keyword_list(db: str, n_words: int = 700, n_pairs: int = 300, seed: int = 0) -> list[KeywordTerm]:
     with TermIndex(db) as idx:
-        words = sorted(t for (t,) in idx.conn.execute("SELECT DISTINCT term FROM hits WHERE term NOT LIKE '% %'"))
-        pairs = sorted(t for (t,) in idx.conn.execute(
-            "SELECT DISTINCT term FROM hits WHERE term LIKE '% %' AND term NOT LIKE '% % %'"))
+        terms = idx.terms()
+    words = [t for t in terms if len(t.split()) == 1]
+    pairs = [t for t in terms if len(t.split()) == 2]
     rng = random.Random(seed)
     chosen = rng.sample(words, min(n_words, len(words))) + rng.sample(pairs, min(n_pairs, len(pairs)))
     return [KeywordTerm(f"KW-{i:04d}", t) for i, t in enumerate(chosen)]
@@ -179,7 +179,9 @@ def _measured(cmd: list, env: dict, cpu_limit: float, log: str) -> tuple:
         resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit), int(cpu_limit) + 5))
 
     with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit)
+        # cwd: ``python -m`` puts the working directory first on sys.path, before PYTHONPATH (--tree)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit,
+                                cwd=env["PYTHONPATH"].split(os.pathsep)[0])
         _, status, ru = os.wait4(proc.pid, 0)
     return os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 

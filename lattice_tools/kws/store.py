@@ -322,6 +322,22 @@ def _check_shard(conn: sqlite3.Connection, path: str) -> None:
                 shown = f"<{len(shown)} bytes>"
             raise FormatError(f"table {table!r}, row of {name} {_quote(row[1])}: {column} "
                               f"{_quote(shown)} {kinds[columns[column]][1]}", path=path)
+    from .postings import decode_postings, first_bad_posting
+
+    cur = conn.execute("SELECT term, count, tick, data FROM shard.postings")
+    while True:
+        batch = cur.fetchmany(20_000)
+        if not batch:
+            break
+        bad = first_bad_posting([r[1] for r in batch], [r[2] for r in batch], [r[3] for r in batch])
+        if bad is not None:
+            term, count, tick, data = batch[bad]
+            try:
+                decode_postings(count, tick, data)
+                problem = "a damaged posting list"  # pragma: no cover - both checks refuse the same lists
+            except ValueError as exc:
+                problem = str(exc)
+            raise FormatError(f"table 'postings', row of term {_quote(term)}: {problem}", path=path)
     row = conn.execute("SELECT h.term, h.utterance_id FROM shard.postings h LEFT JOIN shard.utterances u "
                        "ON u.id = h.utterance_id WHERE u.id IS NULL LIMIT 1").fetchone()
     if row is not None:
