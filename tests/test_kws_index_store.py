@@ -255,3 +255,19 @@ def test_memory_is_bounded_by_one_utterance(tmp_path):
     with TermIndex(str(tmp_path / "m3.db")) as idx:
         assert idx.counts()["utterances"] == 9
     assert peaks[1] < 1.3 * peaks[0], peaks
+
+
+def test_memory_budget_holds_on_the_build(tmp_path):
+    """--max-memory bounds the index build: under a budget the process already exceeds, the build stops with
+    a BudgetExceededError naming the budget, and leaves no index and no temporary; within it, it completes."""
+    from lattice_tools.core._budget import resident_bytes
+    from lattice_tools.core.errors import BudgetExceededError
+
+    lats = bundled()
+    path = tmp_path / "idx.db"
+    with pytest.raises(BudgetExceededError, match="memory budget"):
+        build_lattice_index(lats, str(path), max_length=3, max_memory=resident_bytes() // 2)
+    assert sorted(os.listdir(tmp_path)) == []
+    limit = resident_bytes() + (1 << 30)
+    stats = build_lattice_index(lats, str(path), max_length=3, max_memory=limit)
+    assert stats["utterances"] == 10 and resident_bytes() < limit

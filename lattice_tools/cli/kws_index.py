@@ -15,7 +15,7 @@ import click
 from ..core.errors import FormatError, MismatchError
 from ..core.files import atomic_write
 from ._inputs import channel_option, lattice_input_options
-from ._options import parallel_options
+from ._options import SIZE, parallel_options
 
 _REPRESENTATIONS = ("lattice", "1best", "nbest", "sausage", "phrase")
 
@@ -96,11 +96,13 @@ def _write_json(result: dict, json_out: str | None) -> None:
 @click.option("--word-penalty", type=float, default=0.0, show_default=True)
 @click.option("--append", is_flag=True, help="Add the inputs' utterances to an existing index (same settings).")
 @click.option("--json", "json_out", default=None, help="Write the counts as JSON (PATH or - for stdout).")
+@click.option("--max-memory", type=SIZE, default="4G", show_default=True,
+              help="Memory budget of the build, in each worker too (resident memory: 2G, 500M; 'inf' = none).")
 @parallel_options
 def index_command(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule,
                   min_posterior, format,
                   words, frame_shift, frame_subsampling_factor, channel, segments, acoustic_scale, lm_scale,
-                  word_penalty, append, json_out, jobs, scheduler):
+                  word_penalty, append, json_out, max_memory, jobs, scheduler):
     """Index every word sequence (up to --max-length words) of INPUTS into an SQLite term index.
 
     --words is also the vocabulary of the out-of-vocabulary check (default: the lattices' words, or
@@ -127,7 +129,8 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
         with open_executor(jobs=jobs, scheduler=scheduler) as executor:
             result = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel,
                                          silence_rule=silence_rule, executor=executor,
-                                         shard_dir=shard_dir_for(out, executor), **scales, **common)
+                                         shard_dir=shard_dir_for(out, executor), max_memory=max_memory, **scales,
+                                         **common)
     else:
         if silence_rule != "gap":
             raise click.UsageError("--silence-rule kaldi bounds a lattice's silence arcs: it needs --from lattice")
@@ -142,7 +145,7 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
         alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales,
                              channel, frame_shift, frame_subsampling_factor)
         result = build_alternatives_index(_progress(alts, f"kws index ({representation})"), out, representation,
-                                          vocabulary=vocab, **common)
+                                          vocabulary=vocab, max_memory=max_memory, **common)
     result.update(representation=representation, index=out)
     click.echo(json.dumps(result, sort_keys=True), err=True)
     _write_json(result, json_out)

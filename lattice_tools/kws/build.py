@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..alternatives._common import is_silence
+from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..core.alternatives_network import Alternatives
 from ..core.errors import LatticeToolsError, MismatchError
 from ..core.lattice import Lattice
@@ -36,7 +37,7 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                         silence_words: Iterable[str] | None = None,
                         segments: Mapping[str, tuple[str, str, float]] | None = None, channel: str = "1",
                         append: bool = False, progress=None, silence_rule: str = "gap", executor=None,
-                        shard_dir: str | None = None, max_memory: int | None = None) -> dict:
+                        shard_dir: str | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
 
     ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
@@ -50,22 +51,21 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     None: here) and written here in input order, so the index file is the serial build's, byte for byte.
     ``shard_dir``: the finished shards' hits are kept there, so a killed build started again recomputes only
     the rest; removed when the index is complete.
-    ``max_memory``: bytes of resident memory the build may use (None: no budget); the extension of each chunk
-    of partial terms checks it (:mod:`lattice_tools.core._budget`): over it, a BudgetExceededError and no index.
+    ``max_memory``: bytes of resident memory the build may use, here and in each worker (None: no budget);
+    checked before each chunk of partial terms is extended and after each utterance's posting lists are
+    encoded (:mod:`lattice_tools.core._budget`): over it, a BudgetExceededError and no index.
     """
-    from ..core._budget import memory_budget
-
     with memory_budget(max_memory):
         return _build_lattice_index(lattices, path, max_length=max_length, max_silence=max_silence,
                                     min_posterior=min_posterior, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                                     word_penalty=word_penalty, silence_words=silence_words, segments=segments,
                                     channel=channel, append=append, progress=progress, silence_rule=silence_rule,
-                                    executor=executor, shard_dir=shard_dir)
+                                    executor=executor, shard_dir=shard_dir, max_memory=max_memory)
 
 
 def _build_lattice_index(lattices, path, *, max_length, max_silence, min_posterior, acoustic_scale, lm_scale,
                          word_penalty, silence_words, segments, channel, append, progress, silence_rule, executor,
-                         shard_dir) -> dict:
+                         shard_dir, max_memory) -> dict:
     from .index import SILENCE_RULES
 
     if silence_rule not in SILENCE_RULES:
@@ -75,7 +75,7 @@ def _build_lattice_index(lattices, path, *, max_length, max_silence, min_posteri
     seen_tables: set[int] = set()
     pruned = 0.0
     job = LatticeIndexJob(max_length, max_silence, min_posterior, acoustic_scale, lm_scale, word_penalty,
-                          None if silence is None else tuple(sorted(silence)), silence_rule)
+                          None if silence is None else tuple(sorted(silence)), silence_rule, max_memory)
     # recorded so that a term longer than max_length can be searched in the same lattices, read the same way
     lattice_search = {"acoustic_scale": acoustic_scale, "lm_scale": lm_scale, "word_penalty": word_penalty,
                       "silence_words": None if silence is None else sorted(silence)}
@@ -110,6 +110,7 @@ class LatticeIndexJob:
     word_penalty: float
     silence_words: tuple | None
     silence_rule: str = "gap"
+    max_memory: int | None = DEFAULT_MAX_MEMORY
 
 
 def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
@@ -117,14 +118,15 @@ def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
     ``(hits as HitColumns, pruned posterior mass)`` of each (numpy columns: no Python object per hit, so
     they pickle fast and take about 36 bytes per hit)."""
     out = []
-    for lat, (_file, _chan, offset) in items:
-        stats: dict = {}
-        columns = lattice_hit_columns(lat, max_length=job.max_length, max_silence=job.max_silence,
-                                      min_posterior=job.min_posterior, acoustic_scale=job.acoustic_scale,
-                                      lm_scale=job.lm_scale, word_penalty=job.word_penalty,
-                                      silence_words=job.silence_words, offset=offset, stats=stats,
-                                      silence_rule=job.silence_rule)
-        out.append((columns, stats.get("pruned_mass", 0.0)))
+    with memory_budget(job.max_memory):  # in a worker process too
+        for lat, (_file, _chan, offset) in items:
+            stats: dict = {}
+            columns = lattice_hit_columns(lat, max_length=job.max_length, max_silence=job.max_silence,
+                                          min_posterior=job.min_posterior, acoustic_scale=job.acoustic_scale,
+                                          lm_scale=job.lm_scale, word_penalty=job.word_penalty,
+                                          silence_words=job.silence_words, offset=offset, stats=stats,
+                                          silence_rule=job.silence_rule)
+            out.append((columns, stats.get("pruned_mass", 0.0)))
     return out
 
 
@@ -152,12 +154,23 @@ def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, execut
 def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, representation: str, *,
                              max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
                              min_posterior: float = 0.0, silence_words: Iterable[str] | None = None,
-                             vocabulary: Iterable[str] | None = None, append: bool = False) -> dict:
+                             vocabulary: Iterable[str] | None = None, append: bool = False,
+                             max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
     """Index alternatives (``representation``: ``1best``, ``nbest``, ``sausage`` or ``phrase``) into
     the SQLite index ``path``; each :class:`Alternatives` is one utterance (its ``key``), already
     placed in its ``file``/``channel``.  The vocabulary is ``vocabulary`` if given (e.g. the
     recognizer's words.txt), else each Alternatives' ``meta["vocabulary"]`` (e.g. the words of the
-    lattice it was computed from), else the words the alternatives contain."""
+    lattice it was computed from), else the words the alternatives contain.  ``max_memory``: as for
+    :func:`build_lattice_index` (it also bounds the alternatives' searches when ``alternatives`` computes
+    them as it is read)."""
+    with memory_budget(max_memory):
+        return _build_alternatives_index(alternatives, path, representation, max_length=max_length,
+                                         max_silence=max_silence, min_posterior=min_posterior,
+                                         silence_words=silence_words, vocabulary=vocabulary, append=append)
+
+
+def _build_alternatives_index(alternatives, path, representation, *, max_length, max_silence, min_posterior,
+                              silence_words, vocabulary, append) -> dict:
     settings = _settings(max_length, max_silence, min_posterior, representation)
     silence = None if silence_words is None else frozenset(silence_words)
     pruned = 0.0

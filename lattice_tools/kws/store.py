@@ -60,6 +60,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 
+from ..core._budget import check_memory
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
 from .index import IndexHit
@@ -506,6 +507,7 @@ class IndexWriter:
             starts = np.flatnonzero(np.r_[True, np.any(seq[1:] != seq[:-1], axis=1)])
             count, tick, data, offs = encode_postings(starts, tbi, dui, sc)
             encoded.append((seq[starts], count, tick, data, offs))
+            check_memory("the term index", key=utterance)
         with _sqlite_errors(self.path):
             try:
                 cur = self.conn.execute("INSERT INTO utterances (utterance, file, channel, pruned_mass) "
