@@ -17,8 +17,17 @@
    the whole processes; whether Kaldi's determinization stopped early (partial index); and how many of
    Kaldi's hits ours has at the same frames and with the same score (within Kaldi's 2^-10 quantization).
 
+3. ``--population``: whole processes on each pocketsphinx lattice of bench/lattice_population.py (23 files,
+   1-31.5 s, 1k-138k links; ``--only`` picks some): ``lattice-tools kws index FILE --max-length N`` (user+sys
+   CPU and peak RSS from ``wait4``, hits, file size) and Kaldi's ``lattice-to-kws-index
+   --max-states-scale=4 --max-silence-frames=50`` on the same lattice (written beforehand as a
+   CompactLattice text archive, silence and fillers as epsilon), each stopped after ``--timeout`` s of CPU.
+   ``--tree DIR`` measures another source tree (an export of an older commit with its compiled kernels).
+
 Usage::
 
+    nice python bench/bench_kws_index.py --population [--only concat-wide] [--label NAME] [--tree DIR] \
+        [--max-length 3] [--no-kaldi] [--timeout 900]
     nice python bench/bench_kws_index.py [--set big|synth] [--workdir /tmp/bench_phrases] \\
         [--lattice-list exp/lattices/lattices.list] [--acoustic-scale 1.0] [--max-length 2] \\
         [--min-posterior 0] [--no-kaldi]
@@ -220,6 +229,8 @@ def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only:
         row = dict(name=name, links=lat.num_arcs, cpu=cpu, rss=rss, hits=json.load(open(js))["hits"],
                    mb=os.path.getsize(db) / 1e6)
         line = (f"{name:<26} {lat.num_arcs:7d} {cpu:10.2f} {rss:7.0f} {row['hits']:9d} {row['mb']:7.1f}")
+        print(line, end="", flush=True)
+        line = ""
         if kaldi:
             tool = kaldi_bin("lattice-to-kws-index")
             ark, umap, index = (os.path.join(outdir, name + x) for x in (".ark", ".utter.map", ".kaldi.index"))

@@ -81,7 +81,7 @@ SILENCE_RULES = ("gap", "kaldi")
 _TIME_EPS = 1e-9
 #: Candidate extensions held at once (each needs ~60 bytes while it is merged): a level with more is
 #: extended in chunks of partial terms (see :func:`factor_hit_arrays`), so this bounds memory, not the index.
-DEFAULT_MAX_CANDIDATES = 4_000_000
+DEFAULT_MAX_CANDIDATES = 2_000_000
 #: With min_posterior > 0, single extensions below min_posterior * CANDIDATE_FRACTION are dropped
 #: before merging (their mass is counted in the pruned mass).
 CANDIDATE_FRACTION = 1e-2

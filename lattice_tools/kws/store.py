@@ -100,6 +100,8 @@ TERM_QUERY = ("SELECT u.utterance, u.file, u.channel, p.count, p.tick, p.data FR
               "JOIN utterances u ON u.id = p.utterance_id WHERE p.term = ? ORDER BY p.utterance_id")
 #: Rows of posting lists inserted per ``executemany`` (bounds the memory of one utterance's rows).
 _BATCH = 50_000
+#: Hits encoded at once (the encoder's temporaries take tens of bytes a hit).
+_SLICE_HITS = 250_000
 _QUOTE = 80  # characters of a bad value an error message quotes
 
 
@@ -488,7 +490,18 @@ class IndexWriter:
         if bad_word is not None:
             raise FormatError(f"word {_quote(bad_word)} is empty or holds white space: a term of it could not be "
                               "told from other words", key=utterance)
-        encoded = []
+        with _sqlite_errors(self.path):
+            try:
+                cur = self.conn.execute("INSERT INTO utterances (utterance, file, channel, pruned_mass) "
+                                        "VALUES (?, ?, ?, ?)", (utterance, file, channel, pruned_mass))
+            except sqlite3.IntegrityError:
+                raise MismatchError(f"utterance {_quote(utterance)} is already in the index", path=self.path,
+                                    key=utterance) from None
+            uid = cur.lastrowid
+            if self.lattice_search is not None and offset != 0:
+                self.conn.execute("INSERT INTO meta VALUES (?, ?)", (OFFSET_KEY_PREFIX + utterance,
+                                                                     json.dumps(float(offset))))
+        n_hits = 0
         for seq, tb, du, sc in columns.levels:
             if not len(tb):
                 continue
@@ -501,35 +514,29 @@ class IndexWriter:
                     "a time beyond 2^53 microseconds")
                 raise FormatError(f"hit {_quote(' '.join(names[w] for w in seq[i]))}: {problem} (check the input's "
                                   "times and the segments' offsets)", key=utterance)
-            tbi, dui = tb.astype(np.int64), du.astype(np.int64)
-            order = np.lexsort((sc, dui, tbi, *(seq[:, k] for k in range(seq.shape[1] - 1, -1, -1))))
-            seq, tbi, dui, sc = seq[order], tbi[order], dui[order], sc[order]
+            del ok
+            order = np.lexsort((sc, du, tb, *(seq[:, k] for k in range(seq.shape[1] - 1, -1, -1))))
+            seq, tbi, dui, sc = seq[order], tb[order].astype(np.int64), du[order].astype(np.int64), sc[order]
+            del order
             starts = np.flatnonzero(np.r_[True, np.any(seq[1:] != seq[:-1], axis=1)])
-            count, tick, data, offs = encode_postings(starts, tbi, dui, sc)
-            encoded.append((seq[starts], count, tick, data, offs))
-            check_memory("the term index", key=utterance)
-        with _sqlite_errors(self.path):
-            try:
-                cur = self.conn.execute("INSERT INTO utterances (utterance, file, channel, pruned_mass) "
-                                        "VALUES (?, ?, ?, ?)", (utterance, file, channel, pruned_mass))
-            except sqlite3.IntegrityError:
-                raise MismatchError(f"utterance {_quote(utterance)} is already in the index", path=self.path,
-                                    key=utterance) from None
-            uid = cur.lastrowid
-            if self.lattice_search is not None and offset != 0:
-                self.conn.execute("INSERT INTO meta VALUES (?, ?)", (OFFSET_KEY_PREFIX + utterance,
-                                                                     json.dumps(float(offset))))
-            n_hits = 0
-            for terms, count, tick, data, offs in encoded:
-                view = memoryview(data)
-                offs = offs.tolist()
-                for lo in range(0, len(terms), _BATCH):
-                    hi = min(lo + _BATCH, len(terms))
-                    words = [" ".join([names[w] for w in t]) for t in terms[lo:hi].tolist()]
+            ends = np.r_[starts[1:], len(seq)]
+            # encoded and inserted in slices of about _BATCH posting lists and at most _SLICE_HITS hits: the
+            # encoder's temporaries (tens of bytes a hit) stay small whatever the utterance
+            lo = 0
+            while lo < len(starts):
+                hi = min(lo + _BATCH, int(np.searchsorted(ends, ends[lo] - 1 + _SLICE_HITS, side="right")))
+                hi = max(hi, lo + 1)
+                a, b = int(starts[lo]), int(ends[hi - 1])
+                count, tick, data, offs = encode_postings(starts[lo:hi] - a, tbi[a:b], dui[a:b], sc[a:b])
+                view, offs = memoryview(data), offs.tolist()
+                words = [" ".join([names[w] for w in t]) for t in seq[starts[lo:hi]].tolist()]
+                with _sqlite_errors(self.path):
                     self.conn.executemany("INSERT INTO temp.staged_postings VALUES (?, ?, ?, ?, ?)",
-                                          zip(words, [uid] * (hi - lo), count[lo:hi].tolist(), tick[lo:hi].tolist(),
-                                              [view[offs[i]:offs[i + 1]] for i in range(lo, hi)], strict=True))
-                n_hits += int(count.sum())
+                                          zip(words, [uid] * (hi - lo), count.tolist(), tick.tolist(),
+                                              [view[offs[i]:offs[i + 1]] for i in range(hi - lo)], strict=True))
+                n_hits += b - a
+                lo = hi
+                check_memory("the term index", key=utterance)
         self.num_utterances += 1
         self.num_hits += n_hits
 
