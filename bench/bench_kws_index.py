@@ -32,7 +32,16 @@ Usage::
         [--lattice-list exp/lattices/lattices.list] [--acoustic-scale 1.0] [--max-length 2] \\
         [--min-posterior 0] [--no-kaldi]
 
-Measured figures are in docs/kws-index.md ("Performance"), with the command that produced them.
+Measured figures are in docs/kws-index.md ("Performance"), with the command that produced them.  The exact
+3-word index, whole processes, 2026-11-29 (2-core machine at load 14-16; ``--population`` and ``/usr/bin/time -v
+lattice-tools kws index FILE --max-length 3``)::
+
+    lattice            links    ours CPU  peak RSS  file      hits  | before CPU  peak RSS  file     | Kaldi CPU
+    ps-concat-wide   138,343    14.8 s    909 MB   90.7 MB 3,465,841 | 60.3 s   2,623 MB  240.7 MB | > 122 s, unfinished
+    ps-convB-wide    101,473    13.2 s    896 MB   85.2 MB 3,655,104 |                              |
+    ps-convA-wide     83,289     7.1 s    481 MB   47.3 MB 1,847,578 | 62.0 s   1,448 MB  126.3 MB | > 196 s, unfinished
+    ps-convA-mid      18,798     0.80 s   101 MB    4.3 MB   143,830 |  2.5 s     283 MB    9.8 MB | 2.46 s (partial)
+    ps-convA-default  11,763     0.55 s    78 MB    1.9 MB    60,202 |  1.6 s     136 MB    4.0 MB | 0.65 s
 """
 from __future__ import annotations
 
