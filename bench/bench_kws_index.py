@@ -37,11 +37,14 @@ Measured figures are in docs/kws-index.md ("Performance"), with the command that
 lattice-tools kws index FILE --max-length 3``)::
 
     lattice            links    ours CPU  peak RSS  file      hits  | before CPU  peak RSS  file     | Kaldi CPU
-    ps-concat-wide   138,343    14.8 s    909 MB   90.7 MB 3,465,841 | 60.3 s   2,623 MB  240.7 MB | > 122 s, unfinished
+    ps-concat-wide   138,343    14.8 s    909 MB   90.7 MB 3,465,841 | 60.3 s   2,623 MB  240.7 MB | > 188 s, unfinished
     ps-convB-wide    101,473    13.2 s    896 MB   85.2 MB 3,655,104 |                              |
-    ps-convA-wide     83,289     7.1 s    481 MB   47.3 MB 1,847,578 | 62.0 s   1,448 MB  126.3 MB | > 196 s, unfinished
+    ps-convA-wide     83,289     7.1 s    481 MB   47.3 MB 1,847,578 | 62.0 s   1,448 MB  126.3 MB | > 261 s, unfinished
     ps-convA-mid      18,798     0.80 s   101 MB    4.3 MB   143,830 |  2.5 s     283 MB    9.8 MB | 2.46 s (partial)
     ps-convA-default  11,763     0.55 s    78 MB    1.9 MB    60,202 |  1.6 s     136 MB    4.0 MB | 0.65 s
+    all 23 pocketsphinx lattices (--population --no-kaldi): CPU worst 15.3 s, p95 13.2 s, median 0.65 s;
+    peak RSS worst 896 MB, p95 884 MB, median 83 MB; file worst 90.7 MB, p95 85.2 MB, median 2.3 MB.
+    Kaldi over the whole population: not measured (its wide-lattice runs did not finish in time).
 """
 from __future__ import annotations
 
