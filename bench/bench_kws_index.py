@@ -17,13 +17,34 @@
    the whole processes; whether Kaldi's determinization stopped early (partial index); and how many of
    Kaldi's hits ours has at the same frames and with the same score (within Kaldi's 2^-10 quantization).
 
+3. ``--population``: whole processes on each pocketsphinx lattice of bench/lattice_population.py (23 files,
+   1-31.5 s, 1k-138k links; ``--only`` picks some): ``lattice-tools kws index FILE --max-length N`` (user+sys
+   CPU and peak RSS from ``wait4``, hits, file size) and Kaldi's ``lattice-to-kws-index
+   --max-states-scale=4 --max-silence-frames=50`` on the same lattice (written beforehand as a
+   CompactLattice text archive, silence and fillers as epsilon), each stopped after ``--timeout`` s of CPU.
+   ``--tree DIR`` measures another source tree (an export of an older commit with its compiled kernels).
+
 Usage::
 
+    nice python bench/bench_kws_index.py --population [--only concat-wide] [--label NAME] [--tree DIR] \
+        [--max-length 3] [--no-kaldi] [--timeout 900]
     nice python bench/bench_kws_index.py [--set big|synth] [--workdir /tmp/bench_phrases] \\
         [--lattice-list exp/lattices/lattices.list] [--acoustic-scale 1.0] [--max-length 2] \\
         [--min-posterior 0] [--no-kaldi]
 
-Measured figures are in docs/kws-index.md ("Performance"), with the command that produced them.
+Measured figures are in docs/kws-index.md ("Performance"), with the command that produced them.  The exact
+3-word index, whole processes, 2026-11-29 (2-core machine at load 14-16; ``--population`` and ``/usr/bin/time -v
+lattice-tools kws index FILE --max-length 3``)::
+
+    lattice            links    ours CPU  peak RSS  file      hits  | before CPU  peak RSS  file     | Kaldi CPU
+    ps-concat-wide   138,343    14.8 s    909 MB   90.7 MB 3,465,841 | 60.3 s   2,623 MB  240.7 MB | > 188 s, unfinished
+    ps-convB-wide    101,473    13.2 s    896 MB   85.2 MB 3,655,104 |                              |
+    ps-convA-wide     83,289     7.1 s    481 MB   47.3 MB 1,847,578 | 62.0 s   1,448 MB  126.3 MB | > 261 s, unfinished
+    ps-convA-mid      18,798     0.80 s   101 MB    4.3 MB   143,830 |  2.5 s     283 MB    9.8 MB | 2.46 s (partial)
+    ps-convA-default  11,763     0.55 s    78 MB    1.9 MB    60,202 |  1.6 s     136 MB    4.0 MB | 0.65 s
+    all 23 pocketsphinx lattices (--population --no-kaldi): CPU worst 15.3 s, p95 13.2 s, median 0.65 s;
+    peak RSS worst 896 MB, p95 884 MB, median 83 MB; file worst 90.7 MB, p95 85.2 MB, median 2.3 MB.
+    Kaldi over the whole population: not measured (its wide-lattice runs did not finish in time).
 """
 from __future__ import annotations
 
@@ -62,9 +83,9 @@ def kaldi_bin(name: str) -> str | None:
 
 def keyword_list(db: str, n_words: int = 700, n_pairs: int = 300, seed: int = 0) -> list[KeywordTerm]:
     with TermIndex(db) as idx:
-        words = sorted(t for (t,) in idx.conn.execute("SELECT DISTINCT term FROM hits WHERE term NOT LIKE '% %'"))
-        pairs = sorted(t for (t,) in idx.conn.execute(
-            "SELECT DISTINCT term FROM hits WHERE term LIKE '% %' AND term NOT LIKE '% % %'"))
+        terms = idx.terms()
+    words = [t for t in terms if len(t.split()) == 1]
+    pairs = [t for t in terms if len(t.split()) == 2]
     rng = random.Random(seed)
     chosen = rng.sample(words, min(n_words, len(words))) + rng.sample(pairs, min(n_pairs, len(pairs)))
     return [KeywordTerm(f"KW-{i:04d}", t) for i, t in enumerate(chosen)]
@@ -170,6 +191,87 @@ def load_set(args):
     return lats, sum(lat.duration for lat in lats), args.set
 
 
+def _measured(cmd: list, env: dict, cpu_limit: float, log: str) -> tuple:
+    """(exit code, CPU s user+sys, peak RSS MB) of one whole process, its stderr in ``log``; stopped by the
+    kernel after ``cpu_limit`` s of CPU (RLIMIT_CPU: SIGXCPU, exit code -24) -- CPU, not wall time, because the
+    shared machine's load makes wall times meaningless."""
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_limit), int(cpu_limit) + 5))
+
+    with open(log, "wb") as err:
+        # cwd: ``python -m`` puts the working directory first on sys.path, before PYTHONPATH (--tree)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit,
+                                cwd=env["PYTHONPATH"].split(os.pathsep)[0])
+        _, status, ru = os.wait4(proc.pid, 0)
+    return os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
+def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only: list | None,
+                     timeout: float) -> None:
+    """Whole processes on every pocketsphinx lattice of bench/lattice_population.py: ``lattice-tools kws index
+    FILE --max-length N`` (CPU, peak RSS, hits, file size) and, with ``kaldi``, Kaldi's ``lattice-to-kws-index``
+    on the same lattice (a CompactLattice text archive written beforehand, untimed)."""
+    import json
+
+    import lattice_population as pop
+
+    from lattice_tools.alternatives._common import word_labels
+    from lattice_tools.io import write_lattices
+
+    env = pop._env()
+    outdir = os.path.join(cache, "kws", label)
+    os.makedirs(outdir, exist_ok=True)
+    rows = []
+    files = [p for p in pop.population(cache) if p[0].startswith("ps-") and (not only or any(o in p[0] for o in only))]
+    print(f"{'lattice':<26} {'links':>7} {'ours CPU s':>10} {'RSS MB':>7} {'hits':>9} {'MB':>7}"
+          f"{'  Kaldi CPU s  RSS MB  partial' if kaldi else ''}", flush=True)
+    for name, path, extra, _secs in files:
+        db = os.path.join(outdir, name + ".db")
+        js = os.path.join(outdir, name + ".json")
+        log = os.path.join(outdir, name + ".log")
+        rc, cpu, rss = _measured([*pop._cli(), "kws", "index", path, *extra, "-o", db, "--max-length",
+                                  str(max_length), "--json", js], env, timeout, log)
+        if rc != 0:
+            print(f"{name:<26} ours: exit {rc} after {cpu:.1f} s CPU, {rss:.0f} MB: "
+                  f"{(Path(log).read_text().strip().splitlines() or [''])[-1]}", flush=True)
+            rows.append(dict(name=name, failed=True))
+            continue
+        lat = read_slf_lattice(path, name)
+        row = dict(name=name, links=lat.num_arcs, cpu=cpu, rss=rss, hits=json.load(open(js))["hits"],
+                   mb=os.path.getsize(db) / 1e6)
+        line = (f"{name:<26} {lat.num_arcs:7d} {cpu:10.2f} {rss:7.0f} {row['hits']:9d} {row['mb']:7.1f}")
+        print(line, end="", flush=True)
+        line = ""
+        if kaldi:
+            tool = kaldi_bin("lattice-to-kws-index")
+            ark, umap, index = (os.path.join(outdir, name + x) for x in (".ark", ".utter.map", ".kaldi.index"))
+            # silence and fillers (<sil>, !NULL, <s>, </s>) are epsilons for both indexes
+            write_lattices([lat.replace(word=word_labels(lat), ilabel=word_labels(lat))], f"ark,t:{ark}",
+                           format="kaldi")
+            Path(umap).write_text(f"{name} 1\n")
+            log = os.path.join(outdir, name + ".kaldi.log")
+            krc, kcpu, krss = _measured([tool, "--max-states-scale=4", "--max-silence-frames=50", f"ark:{umap}",
+                                         f"ark:{ark}", f"ark:{index}"], env, timeout, log)
+            partial = "partial results" in Path(log).read_text()
+            row.update(kaldi_cpu=kcpu, kaldi_rss=krss, kaldi_rc=krc, kaldi_partial=partial)
+            line += (f"  {kcpu:11.2f} {krss:7.0f}  {'yes' if partial else 'no'}"
+                     f"{'' if krc == 0 else f' (exit {krc}: stopped, no index)'}")
+        rows.append(row)
+        print(line, flush=True)
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    ok = [r for r in rows if not r.get("failed")]
+    print(f"\n{len(ok)} lattices, lattice-tools kws index FILE --max-length {max_length} (whole process):")
+    for key, unit in (("cpu", "CPU s"), ("rss", "peak RSS MB"), ("mb", "file MB")):
+        worst = max(ok, key=lambda r: r[key])
+        print(f"  ours  {unit:<12} {pop._summary([r[key] for r in ok])}   (worst: {worst['name']})")
+    if kaldi:
+        for key, unit in (("kaldi_cpu", "CPU s"), ("kaldi_rss", "peak RSS MB")):
+            worst = max(ok, key=lambda r: r[key])
+            print(f"  Kaldi {unit:<12} {pop._summary([r[key] for r in ok])}   (worst: {worst['name']})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--set", choices=("big", "synth"), default="big")
@@ -181,7 +283,21 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-kaldi", action="store_true")
     ap.add_argument("--kaldi-timeout", type=float, default=None, help="stop Kaldi's indexing after this many seconds")
+    ap.add_argument("--population", action="store_true",
+                    help="whole processes on the pocketsphinx lattices of bench/lattice_population.py")
+    ap.add_argument("--cache", default=os.environ.get("LATTICE_POPULATION_CACHE", "/tmp/lattice_population"))
+    ap.add_argument("--label", default="current")
+    ap.add_argument("--only", nargs="+", help="--population: only the names containing one of these")
+    ap.add_argument("--tree", default=None, help="--population: measure the lattice-tools of this source tree")
+    ap.add_argument("--timeout", type=float, default=900.0, help="--population: CPU seconds per process")
     args = ap.parse_args()
+    if args.population:
+        if args.tree:
+            import lattice_population
+
+            lattice_population.TREE[0] = os.path.abspath(args.tree)
+        population_bench(args.cache, args.label, not args.no_kaldi, args.max_length, args.only, args.timeout)
+        return
     lats, seconds, tag = load_set(args)
     hours = seconds / 3600
     print(f"{tag}: {len(lats)} lattice(s), {sum(lat.num_arcs for lat in lats)} links, "

@@ -145,3 +145,11 @@ def test_kwlist_xml_in_kwslist_xml_out_and_kst_tuning(tmp_path):
     assert dict(map(tuple, tuning["atwv_by_scale"]))[tuning["ntrue_scale"]] == best
     r = run("search", idx, "--kwlist", kw, "-o", tmp_path / "t.xml", "--tune-ecf", ecf)
     assert r.exit_code == 2 and "tuning needs" in r.output
+
+
+def test_max_memory_stops_the_build_on_one_line(tmp_path):
+    out = tmp_path / "x.db"
+    r = subprocess.run([sys.executable, "-m", "lattice_tools", "kws", "index", ARK, "--words", WORDS, "-o", str(out),
+                        "--max-memory", "1M"], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "memory budget" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and sorted(os.listdir(tmp_path)) == []

@@ -53,8 +53,8 @@ def test_term_query_uses_the_index_not_a_scan(full_index):
     conn = sqlite3.connect(str(full_index))
     plan = " | ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + TERM_QUERY, ("of clubs",)))
     conn.close()
-    assert "USING INDEX hits_by_term" in plan or "USING COVERING INDEX hits_by_term" in plan, plan
-    assert "SCAN h" not in plan and "SCAN hits" not in plan, plan
+    assert "SEARCH p USING PRIMARY KEY (term=?)" in plan, plan
+    assert "SCAN" not in plan, plan
 
 
 def test_thousand_term_query_touches_only_their_rows(full_index):
@@ -84,6 +84,18 @@ def test_shards_merge_to_the_whole(tmp_path, full_index):
     build_lattice_index(lats[4:], b, max_length=3)
     out = str(tmp_path / "merged.db")
     counts = merge_indexes(out, [a, b])
+    # any order of the shards gives the same file, byte for byte
+    c, d = str(tmp_path / "c3.db"), str(tmp_path / "d3.db")
+    build_lattice_index(lats[4:7], c, max_length=3)
+    build_lattice_index(lats[7:], d, max_length=3)
+    orders = [[a, c, d], [d, a, c], [c, d, a]]
+    merged_bytes = set()
+    for k, order in enumerate(orders):
+        merge_indexes(str(tmp_path / f"order{k}.db"), order)
+        merged_bytes.add((tmp_path / f"order{k}.db").read_bytes())
+    assert len(merged_bytes) == 1
+    with TermIndex(str(tmp_path / "order0.db")) as three, TermIndex(out) as two:
+        assert three.counts() == two.counts()
     with TermIndex(str(full_index)) as whole, TermIndex(out) as merged:
         assert counts == whole.counts()
         for t in keyword_list():
@@ -243,3 +255,19 @@ def test_memory_is_bounded_by_one_utterance(tmp_path):
     with TermIndex(str(tmp_path / "m3.db")) as idx:
         assert idx.counts()["utterances"] == 9
     assert peaks[1] < 1.3 * peaks[0], peaks
+
+
+def test_memory_budget_holds_on_the_build(tmp_path):
+    """--max-memory bounds the index build: under a budget the process already exceeds, the build stops with
+    a BudgetExceededError naming the budget, and leaves no index and no temporary; within it, it completes."""
+    from lattice_tools.core._budget import resident_bytes
+    from lattice_tools.core.errors import BudgetExceededError
+
+    lats = bundled()
+    path = tmp_path / "idx.db"
+    with pytest.raises(BudgetExceededError, match="memory budget"):
+        build_lattice_index(lats, str(path), max_length=3, max_memory=resident_bytes() // 2)
+    assert sorted(os.listdir(tmp_path)) == []
+    limit = resident_bytes() + (1 << 30)
+    stats = build_lattice_index(lats, str(path), max_length=3, max_memory=limit)
+    assert stats["utterances"] == 10 and resident_bytes() < limit

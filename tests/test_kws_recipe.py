@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 
 import pytest
 from _recipe_helpers import RECIPES, REPO, have_cli, mtimes, run
@@ -24,9 +23,11 @@ SLICE = ["--max-utts", "3", "--num-terms", "12", "--index-opts", "--max-length 2
 
 
 def _rows(db) -> list:
-    with sqlite3.connect(db) as conn:
-        return sorted(conn.execute("SELECT h.term, u.utterance, u.file, h.tbeg, h.dur, h.score FROM hits h "
-                                   "JOIN utterances u ON u.id = h.utterance_id"))
+    from lattice_tools.kws.store import TermIndex
+
+    with TermIndex(str(db)) as idx:
+        return sorted((" ".join(h.words), h.utterance, h.file, h.tbeg, h.dur, h.score)
+                      for term in idx.terms() for h in idx.lookup(term.split()))
 
 
 @pytest.fixture(scope="module")

@@ -113,12 +113,12 @@ def index_command(inputs, out, representation, n, posterior_threshold, max_lengt
     with memory_budget(max_memory):
         _index(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule,
                min_posterior, format, words, frame_shift, frame_subsampling_factor, keys, channel, segments,
-               acoustic_scale, lm_scale, word_penalty, append, json_out, jobs, scheduler)
+               acoustic_scale, lm_scale, word_penalty, append, json_out, jobs, scheduler, max_memory)
 
 
 def _index(inputs, out, representation, n, posterior_threshold, max_length, max_silence, silence_rule, min_posterior,
            format, words, frame_shift, frame_subsampling_factor, keys, channel, segments, acoustic_scale, lm_scale,
-           word_penalty, append, json_out, jobs, scheduler):
+           word_penalty, append, json_out, jobs, scheduler, max_memory):
     from ..alternatives.lattices_to_ctm import read_segments
     from ..io import read_lattice_inputs
     from ..kws.build import build_alternatives_index, build_lattice_index
@@ -140,7 +140,8 @@ def _index(inputs, out, representation, n, posterior_threshold, max_length, max_
         with open_executor(jobs=jobs, scheduler=scheduler) as executor:
             summary = build_lattice_index(_progress(lattices(), "kws index"), out, segments=seg, channel=channel,
                                           silence_rule=silence_rule, executor=executor,
-                                          shard_dir=shard_dir_for(out, executor), **scales, **common)
+                                          shard_dir=shard_dir_for(out, executor), max_memory=max_memory,
+                                          **scales, **common)
     else:
         if silence_rule != "gap":
             raise click.UsageError("--silence-rule kaldi bounds a lattice's silence arcs: it needs --from lattice")
@@ -155,7 +156,7 @@ def _index(inputs, out, representation, n, posterior_threshold, max_length, max_
         alts = _alternatives(inputs, representation, _depth(n), posterior_threshold, format, words, seg, scales,
                              channel, frame_shift, frame_subsampling_factor, keys)
         summary = build_alternatives_index(_progress(alts, f"kws index ({representation})"), out, representation,
-                                           vocabulary=vocab, **common)
+                                           vocabulary=vocab, max_memory=max_memory, **common)
     result = {**summary.to_dict(), "representation": representation, "index": out}
     click.echo(json.dumps(result, sort_keys=True), err=True)
     _write_json(result, json_out)

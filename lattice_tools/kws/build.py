@@ -7,10 +7,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..alternatives._common import is_silence
+from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..core.alternatives_network import Alternatives
 from ..core.errors import LatticeToolsError, MismatchError
 from ..core.lattice import Lattice
-from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, IndexHit, index_alternatives, index_lattice
+from .index import DEFAULT_MAX_LENGTH, DEFAULT_MAX_SILENCE, alternatives_hit_columns, lattice_hit_columns
 from .store import IndexWriter, normalized_settings, settings_problem
 
 
@@ -50,7 +51,7 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
                         silence_words: Iterable[str] | None = None,
                         segments: Mapping[str, tuple[str, str, float]] | None = None, channel: str = "1",
                         append: bool = False, progress=None, silence_rule: str = "gap", executor=None,
-                        shard_dir: str | None = None) -> IndexSummary:
+                        shard_dir: str | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> IndexSummary:
     """Index every lattice of ``lattices`` (streamed) into the SQLite index ``path``.
 
     ``segments`` maps a lattice key to ``(file, channel, offset seconds)`` (Kaldi ``segments``);
@@ -64,7 +65,21 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     None: here) and written here in input order, so the index file is the serial build's, byte for byte.
     ``shard_dir``: the finished shards' hits are kept there, so a killed build started again recomputes only
     the rest; removed when the index is complete.
+    ``max_memory``: bytes of resident memory the build may use, here and in each worker (None: no budget);
+    checked before each chunk of partial terms is extended and after each utterance's posting lists are
+    encoded (:mod:`lattice_tools.core._budget`): over it, a BudgetExceededError and no index.
     """
+    with memory_budget(max_memory):
+        return _build_lattice_index(lattices, path, max_length=max_length, max_silence=max_silence,
+                                    min_posterior=min_posterior, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                    word_penalty=word_penalty, silence_words=silence_words, segments=segments,
+                                    channel=channel, append=append, progress=progress, silence_rule=silence_rule,
+                                    executor=executor, shard_dir=shard_dir, max_memory=max_memory)
+
+
+def _build_lattice_index(lattices, path, *, max_length, max_silence, min_posterior, acoustic_scale, lm_scale,
+                         word_penalty, silence_words, segments, channel, append, progress, silence_rule, executor,
+                         shard_dir, max_memory) -> IndexSummary:
     from .index import SILENCE_RULES
 
     if silence_rule not in SILENCE_RULES:
@@ -74,17 +89,18 @@ def build_lattice_index(lattices: Iterable[Lattice], path: str, *, max_length: i
     seen_tables: set[int] = set()
     pruned = 0.0
     job = LatticeIndexJob(max_length, max_silence, min_posterior, acoustic_scale, lm_scale, word_penalty,
-                          None if silence is None else tuple(sorted(silence)), silence_rule)
+                          None if silence is None else tuple(sorted(silence)), silence_rule, max_memory)
     # recorded so that a term longer than max_length can be searched in the same lattices, read the same way
     lattice_search = {"acoustic_scale": acoustic_scale, "lm_scale": lm_scale, "word_penalty": word_penalty,
                       "silence_words": None if silence is None else sorted(silence)}
     with IndexWriter(path, settings, append=append, lattice_search=lattice_search) as writer:
-        for lat, (file, chan, offset), hits, pruned_mass in _lattice_hits(lattices, job, segments, channel, executor,
-                                                                          shard_dir):
+        for lat, (file, chan, offset), columns, pruned_mass in _lattice_hits(lattices, job, segments, channel,
+                                                                             executor, shard_dir):
             if id(lat.symbols) not in seen_tables:
                 seen_tables.add(id(lat.symbols))
                 writer.add_vocabulary(w for w, _ in lat.symbols if not is_silence(w, silence))
-            writer.add_utterance(lat.key, file, chan, hits, pruned_mass, offset=offset)
+            writer.add_hit_columns(lat.key, file, chan, columns, pruned_mass, offset=offset)
+            del columns
             pruned += pruned_mass
             if progress is not None:
                 progress(lat.key)
@@ -108,31 +124,29 @@ class LatticeIndexJob:
     word_penalty: float
     silence_words: tuple | None
     silence_rule: str = "gap"
+    max_memory: int | None = DEFAULT_MAX_MEMORY
 
 
 def lattice_hits_of_shard(job: LatticeIndexJob, items) -> list:
     """What a worker computes for the ``(lattice, (file, channel, offset))`` pairs of a shard:
-    ``(hits as columns, pruned posterior mass)`` of each (columns: word tuples and float64 arrays of
-    tbeg, dur, score; they pickle ten times faster than the hit objects, measured on the bundled
-    recordings' 86,347 hits: 0.03 s against 0.28 s)."""
-    import numpy as np
-
+    ``(hits as HitColumns, pruned posterior mass)`` of each (numpy columns: no Python object per hit, so
+    they pickle fast and take about 36 bytes per hit)."""
     out = []
-    for lat, (file, chan, offset) in items:
-        stats: dict = {}
-        hits = index_lattice(lat, max_length=job.max_length, max_silence=job.max_silence,
-                             min_posterior=job.min_posterior, acoustic_scale=job.acoustic_scale, lm_scale=job.lm_scale,
-                             word_penalty=job.word_penalty, silence_words=job.silence_words, file=file, channel=chan,
-                             offset=offset, stats=stats, silence_rule=job.silence_rule)
-        columns = ([h.words for h in hits], np.array([h.tbeg for h in hits], np.float64),
-                   np.array([h.dur for h in hits], np.float64), np.array([h.score for h in hits], np.float64))
-        out.append((columns, stats.get("pruned_mass", 0.0)))
+    with memory_budget(job.max_memory):  # in a worker process too
+        for lat, (_file, _chan, offset) in items:
+            stats: dict = {}
+            columns = lattice_hit_columns(lat, max_length=job.max_length, max_silence=job.max_silence,
+                                          min_posterior=job.min_posterior, acoustic_scale=job.acoustic_scale,
+                                          lm_scale=job.lm_scale, word_penalty=job.word_penalty,
+                                          silence_words=job.silence_words, offset=offset, stats=stats,
+                                          silence_rule=job.silence_rule)
+            out.append((columns, stats.get("pruned_mass", 0.0)))
     return out
 
 
 def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, executor,
                   shard_dir: str | None = None) -> Iterator[tuple]:
-    """``(lattice, (file, channel, offset), hits, pruned mass)`` of every lattice, in input order, computed in
+    """``(lattice, (file, channel, offset), hit columns, pruned mass)`` of every lattice, in input order, computed in
     shards (:mod:`lattice_tools.core.parallel`) here or on the workers of ``executor``."""
     from ..core.parallel import ShardStore, run_shards, shard_lattices, with_companions
 
@@ -147,22 +161,30 @@ def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, execut
     shards = with_companions(shard_lattices(lattices, repr(job), max_utterances=1 if executor is None else None), place)
     store = ShardStore(shard_dir) if shard_dir else None
     for shard, results in run_shards(lattice_hits_of_shard, shards, executor=executor, args=(job,), store=store):
-        for (lat, where), ((words, tbeg, dur, score), pruned_mass) in zip(shard.items, results, strict=True):
-            file, chan, _offset = where
-            hits = [IndexHit(w, lat.key, file, chan, b, d, s)
-                    for w, b, d, s in zip(words, tbeg.tolist(), dur.tolist(), score.tolist(), strict=True)]
-            yield lat, where, hits, pruned_mass
+        for (lat, where), (columns, pruned_mass) in zip(shard.items, results, strict=True):
+            yield lat, where, columns, pruned_mass
 
 
 def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, representation: str, *,
                              max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
                              min_posterior: float = 0.0, silence_words: Iterable[str] | None = None,
-                             vocabulary: Iterable[str] | None = None, append: bool = False) -> IndexSummary:
+                             vocabulary: Iterable[str] | None = None, append: bool = False,
+                             max_memory: int | None = DEFAULT_MAX_MEMORY) -> IndexSummary:
     """Index alternatives (``representation``: ``1best``, ``nbest``, ``sausage`` or ``phrase``) into
     the SQLite index ``path``; each :class:`Alternatives` is one utterance (its ``key``), already
     placed in its ``file``/``channel``.  The vocabulary is ``vocabulary`` if given (e.g. the
     recognizer's words.txt), else each Alternatives' ``meta["vocabulary"]`` (e.g. the words of the
-    lattice it was computed from), else the words the alternatives contain.  Returns an :class:`IndexSummary`."""
+    lattice it was computed from), else the words the alternatives contain.  ``max_memory``: as for
+    :func:`build_lattice_index` (it also bounds the alternatives' searches when ``alternatives`` computes
+    them as it is read).  Returns an :class:`IndexSummary`."""
+    with memory_budget(max_memory):
+        return _build_alternatives_index(alternatives, path, representation, max_length=max_length,
+                                         max_silence=max_silence, min_posterior=min_posterior,
+                                         silence_words=silence_words, vocabulary=vocabulary, append=append)
+
+
+def _build_alternatives_index(alternatives, path, representation, *, max_length, max_silence, min_posterior,
+                              silence_words, vocabulary, append) -> IndexSummary:
     settings = _settings(max_length, max_silence, min_posterior, representation)
     silence = None if silence_words is None else frozenset(silence_words)
     pruned = 0.0
@@ -176,8 +198,8 @@ def build_alternatives_index(alternatives: Iterable[Alternatives], path: str, re
                                                       for w in a.words}
                 writer.add_vocabulary({w for w in own if not is_silence(w, silence)})
             stats: dict = {}
-            hits = index_alternatives(alts, max_length=max_length, max_silence=max_silence,
-                                      min_posterior=min_posterior, silence_words=silence_words, stats=stats)
-            writer.add_utterance(alts.key, alts.file, alts.channel, hits, stats.get("pruned_mass", 0.0))
+            columns = alternatives_hit_columns(alts, max_length=max_length, max_silence=max_silence,
+                                               min_posterior=min_posterior, silence_words=silence_words, stats=stats)
+            writer.add_hit_columns(alts.key, alts.file, alts.channel, columns, stats.get("pruned_mass", 0.0))
             pruned += stats.get("pruned_mass", 0.0)
         return IndexSummary(writer.num_utterances, writer.num_hits, pruned)

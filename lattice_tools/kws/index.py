@@ -49,10 +49,10 @@ Differences to Kaldi's index (on purpose): the default silence rule is the gap r
 is minimized with delta 1/1024 and quantizes scores to multiples of 2^-10, and its determinization
 stops after ``--max-states-scale`` x the lattice's states, leaving a partial index); sequences are
 limited to ``max_length`` words (Kaldi indexes every factor); a longer term is answered exactly by
-a search of that one term in the utterance's network (``factor_hits(..., term=...)``,
+a search of that one term in the utterance's network (``factor_hit_arrays(..., term=...)``,
 :func:`lattice_term_hits`).
 
-Levels too large for memory are extended in chunks of partial terms (:func:`factor_hits`).  All
+Levels too large for memory are extended in chunks of partial terms (:func:`factor_hit_arrays`).  All
 sums are exact (no pruning) unless ``min_posterior`` > 0: then partial chains whose total mass
 (an upper bound of every extension's posterior) is below it are not extended, and hits below it
 are dropped.
@@ -67,6 +67,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..alternatives._common import dense_codes, is_silence, word_labels
+from ..core._budget import check_memory
 from ..core.alternatives_network import Alternatives
 from ..core.errors import BudgetExceededError, FormatError, LatticeError
 from ..core.lattice import Lattice
@@ -79,8 +80,8 @@ DEFAULT_MAX_SILENCE = 0.5
 SILENCE_RULES = ("gap", "kaldi")
 _TIME_EPS = 1e-9
 #: Candidate extensions held at once (each needs ~60 bytes while it is merged): a level with more is
-#: extended in chunks of partial terms (see :func:`factor_hits`), so this bounds memory, not the index.
-DEFAULT_MAX_CANDIDATES = 10_000_000
+#: extended in chunks of partial terms (see :func:`factor_hit_arrays`), so this bounds memory, not the index.
+DEFAULT_MAX_CANDIDATES = 2_000_000
 #: With min_posterior > 0, single extensions below min_posterior * CANDIDATE_FRACTION are dropped
 #: before merging (their mass is counted in the pruned mass).
 CANDIDATE_FRACTION = 1e-2
@@ -343,16 +344,29 @@ def _epsilon_word_steps(net: WordNetwork, max_gap: float | None):
     return sd[order], arcs[order], sw[order]
 
 
-def _chunks(deg: np.ndarray, max_candidates: int) -> list[tuple[int, int]]:
+def _chunks(deg: np.ndarray, max_candidates: int, group: np.ndarray | None = None) -> list[tuple[int, int]]:
     """Cut the partial terms into ranges ``[lo, hi)`` of at most ``max_candidates`` extension
-    candidates each (``deg`` = candidates per partial term; a range holds at least one term)."""
+    candidates each (``deg`` = candidates per partial term; a range holds at least one term).
+
+    ``group`` (sorted, one value per partial term: its term id): a range then never splits a group --
+    a cut falls back to the start of the group it would split, or, when that group alone exceeds
+    ``max_candidates``, forward to its end -- so that no extended term comes from two ranges."""
     n = len(deg)
     csum = np.cumsum(deg)
     if not n or int(csum[-1]) <= max_candidates:
         return [(0, n)]
+    starts = None
+    if group is not None:
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])  # first row of each group
     out, lo, base = [], 0, 0
     while lo < n:
         hi = max(int(np.searchsorted(csum, base + max_candidates, side="right")), lo + 1)
+        if starts is not None and hi < n:
+            g = int(np.searchsorted(starts, hi, side="right")) - 1  # the group of row hi
+            if starts[g] > lo:
+                hi = int(starts[g])                                  # back to its start
+            else:                                                    # one group from lo past hi: all of it
+                hi = int(starts[g + 1]) if g + 1 < len(starts) else n
         out.append((lo, hi))
         base, lo = int(csum[hi - 1]), hi
     return out
@@ -382,30 +396,68 @@ def _extend_chunk(net: WordNetwork, lab_code, end_code, end_time, end_state, ste
     ends = end_code[arcs]
     if len(ext) and int(ext.max()) >= np.iinfo(np.int64).max // max(n_end, 1):  # pragma: no cover
         raise BudgetExceededError("too many distinct terms to number (more than 2^63 / number of end states)")
-    uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
-    if per_term:  # then per term, in the same order of sums as the per-level hits
-        ext_u, (m,), (tb,), (te,) = _group_sum(uniq // n_end, sums=(m,), mins=(tb,), maxs=(end_time[uniq % n_end],))
+    if per_term:  # the last level: only the terms' sums are kept, so the candidates are merged per term at once
+        ext_u, (m,), (tb,), (te,) = _group_sum(ext, sums=(new_mass,), mins=(ent_tbeg[rep],), maxs=(end_time[ends],))
         return ext_u, None, m, tb, te, pruned
+    uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(new_mass,), mins=(ent_tbeg[rep],))
     return uniq // n_end, uniq % n_end, m, tb, None, pruned
 
 
+def _end_label_table(net: WordNetwork, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off, L: int,
+                     max_silence, next_word: int | None):
+    """The steps from every end code, summed per (end, label of the word arc reached): ``(offsets, label,
+    weight, tend)`` -- the rows of end ``e`` are ``offsets[e]:offsets[e + 1]``, ``weight`` the summed weight of
+    the epsilon paths and word arcs of that label within ``max_silence`` of the end's time, ``tend`` the
+    latest end of those arcs.  On the last level of an exact index only the terms' sums are kept, so an entry
+    (term, end) is extended by these rows instead of by every step: on the 138k-link bench lattice 61k rows
+    instead of 1.29M steps (200 M candidates become 10 M).  Only for ``min_posterior`` = 0: the pruning of
+    single extensions needs the steps one by one."""
+    n_end = len(end_state)
+    deg = step_off[end_state + 1] - step_off[end_state]
+    e = np.repeat(np.arange(n_end, dtype=np.int64), deg)
+    j = np.repeat(step_off[end_state] - (np.cumsum(deg) - deg), deg) + np.arange(len(e))
+    arcs, w = step_arc[j], step_w[j]
+    ok = w > 0
+    if max_silence is not None:
+        ok &= net.t0[arcs] - end_time[e] <= max_silence + _TIME_EPS
+    if next_word is not None:
+        ok &= net.word[arcs] == next_word
+    e, arcs, w = e[ok], arcs[ok], w[ok]
+    uniq, (ws,), _, (te,) = _group_sum(e * L + lab_code[arcs], sums=(w,), maxs=(end_time[end_code[arcs]],))
+    offsets = np.searchsorted(uniq // L, np.arange(n_end + 1))
+    return offsets, uniq % L, ws, te
+
+
+def _extend_last_chunk(table, ent_term, ent_end, ent_mass, ent_tbeg, deg, L: int):
+    """The last level's hits of a range of partial terms (merged per term), by the rows of
+    :func:`_end_label_table`: ``(ext, None, mass, tbeg, tend)``."""
+    offsets, label, weight, tend = table
+    total = int(deg.sum())
+    rep = np.repeat(np.arange(len(ent_term)), deg)
+    j = np.repeat(offsets[ent_end] - (np.cumsum(deg) - deg), deg) + np.arange(total)
+    new_mass = ent_mass[rep] * weight[j]
+    ok = new_mass > 0
+    rep, j, new_mass = rep[ok], j[ok], new_mass[ok]
+    ext_u, (m,), (tb,), (te,) = _group_sum(ent_term[rep] * L + label[j], sums=(new_mass,), mins=(ent_tbeg[rep],),
+                                           maxs=(tend[j],))
+    return ext_u, None, m, tb, te
+
+
 def _merge_chunks(parts: list, n_end: int, per_term: bool):
-    """Concatenate the chunks' ``(ext, end, mass, tbeg, tend)`` and merge the keys that several chunks
-    produced (a term whose partial terms were cut between chunks).  One chunk is returned as is."""
+    """Concatenate the chunks' ``(ext, end, mass, tbeg, tend)``.  The chunks never split a partial term
+    (:func:`_chunks` with ``group``), so an extended term comes from one chunk only, and the chunks are in
+    the order of their terms: the concatenation is sorted and merged already.  One chunk is returned as is."""
     if len(parts) == 1:
         return parts[0]
-    ext = np.concatenate([p[0] for p in parts])
-    m, tb = np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
-    if per_term:
-        te = np.concatenate([p[4] for p in parts])
-        ext_u, (m,), (tb,), (te,) = _group_sum(ext, sums=(m,), mins=(tb,), maxs=(te,))
-        return ext_u, None, m, tb, te
-    ends = np.concatenate([p[1] for p in parts])
-    uniq, (m,), (tb,), _ = _group_sum(ext * n_end + ends, sums=(m,), mins=(tb,))
-    return uniq // n_end, uniq % n_end, m, tb, None
+    cat = [None if parts[0][i] is None else np.concatenate([p[i] for p in parts]) for i in range(5)]
+    ext = cat[0]
+    assert ext is not None, "every chunk has its extension keys"
+    if len(ext) > 1 and not np.all(ext[1:] >= ext[:-1]):  # pragma: no cover - _chunks guarantees it
+        raise AssertionError("chunks of partial terms overlap")
+    return tuple(cat)
 
 
-def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
+def factor_hit_arrays(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
                 max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
                 max_candidates: int = DEFAULT_MAX_CANDIDATES, stats: dict | None = None,
                 term: tuple[int, ...] | None = None):
@@ -419,17 +471,19 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
     closure of the network (as for any index) plus, per level, the partial occurrences of the term's
     prefix -- at most (word arcs of the prefix's last word) x (their epsilon-reachable successors).
 
-    Returns a list of ``(word ids tuple, tbeg, tend, score)`` (times in seconds, as in ``net``), in
-    no particular order.  See the module docstring for the definitions.  With ``min_posterior`` > 0,
+    Returns one ``(words, tbeg, tend, score)`` per level that has hits: ``words`` an (n, level) array of
+    word ids (of ``net.words``), the others float arrays of n (times in seconds, as in ``net``).  See the module docstring for the definitions.  With ``min_posterior`` > 0,
     ``stats["pruned_mass"]`` gets the posterior mass left out (a bound on the total under-count of
     the longer terms' scores).
 
     Memory: a level whose partial terms have more than ``max_candidates`` extension candidates
-    (about 60 bytes each while they are merged) is extended in chunks of partial terms; each chunk's
-    candidates are merged per (term, end) -- per term on the last level, whose per-end entries are
-    never kept -- and the chunks' merged rows are merged once more (a term can come from several
-    chunks).  The hits are those of one pass up to float summation order; memory is one chunk of
-    candidates plus the merged rows, so no index is refused for its size.
+    (about 60 bytes each while they are merged) is extended in chunks of partial terms that never split
+    a term's entries (so an extended term comes from one chunk and the chunks' rows are only
+    concatenated); each chunk's candidates are merged per (term, end) -- per term on the last level,
+    whose per-end entries are never kept.  The hits are those of one pass up to float summation order;
+    memory is one chunk of
+    candidates plus the merged rows, so no index is refused for its size (the memory budget,
+    :mod:`lattice_tools.core._budget`, is checked before each chunk).
     """
     if term is not None:
         term = tuple(int(w) for w in term)
@@ -497,15 +551,26 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
             step_d, step_arc, step_w = _epsilon_word_steps(net, max_silence)
             step_w = step_w * net.weight[step_arc]
             step_off = np.searchsorted(step_d, np.arange(net.num_states + 1))
-        st = end_state[ent_end]
-        deg = step_off[st + 1] - step_off[st]
         last = level + 1 == max_length
+        next_word = None if term is None else term[level]
+        # the last level of an exact index: the steps are first summed per (end, next label)
+        table = _end_label_table(net, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off, L,
+                                 max_silence, next_word) if last and cand_floor == 0 else None
+        if table is None:
+            st = end_state[ent_end]
+            deg = step_off[st + 1] - step_off[st]
+        else:
+            deg = table[0][ent_end + 1] - table[0][ent_end]
         parts = []
-        for lo, hi in _chunks(deg, max_candidates):
+        for lo, hi in _chunks(deg, max_candidates, ent_term):
+            check_memory("the term index", key=None)
+            if table is not None:
+                parts.append(_extend_last_chunk(table, ent_term[lo:hi], ent_end[lo:hi], ent_mass[lo:hi],
+                                                ent_tbeg[lo:hi], deg[lo:hi], L))
+                continue
             *part, pm = _extend_chunk(net, lab_code, end_code, end_time, end_state, step_arc, step_w, step_off,
                                       ent_term[lo:hi], ent_end[lo:hi], ent_mass[lo:hi], ent_tbeg[lo:hi], deg[lo:hi],
-                                      L, n_end, max_silence, cand_floor, last,
-                                      None if term is None else term[level])
+                                      L, n_end, max_silence, cand_floor, last, next_word)
             pruned += pm
             parts.append(part)
         ext_u, ends_u, m, tb, te = _merge_chunks(parts, n_end, last)
@@ -521,31 +586,67 @@ def factor_hits(net: WordNetwork, *, max_length: int = DEFAULT_MAX_LENGTH,
         stats["pruned_mass"] = stats.get("pruned_mass", 0.0) + pruned
     out = []
     for level, hterm, hb, he, hm in results:
-        # label sequences of the term ids, back through the parents
-        seq = np.empty((len(hterm), level), dtype=np.int64)
+        # word sequences of the term ids, back through the parents
+        seq = np.empty((len(hterm), level), dtype=np.int32 if len(net.words) < 2**31 else np.int64)
         t = hterm
         for lv in range(level - 1, -1, -1):
             seq[:, lv] = lab_word[last_label[lv][t]]
             t = parent[lv][t]
-        for row, b, e, m in zip(seq.tolist(), hb.tolist(), he.tolist(), hm.tolist(), strict=False):
-            out.append((tuple(row), b, e, m))
+        out.append((seq, hb, he, hm))
+    return out
+
+
+def factor_hits(net: WordNetwork, **options):
+    """The hits of :func:`factor_hit_arrays` (same ``options``) as a list of ``(word ids tuple, tbeg, tend,
+    score)`` (times in seconds, as in ``net``), in no particular order."""
+    out = []
+    for seq, hb, he, hm in factor_hit_arrays(net, **options):
+        for row, b, e, m in zip(map(tuple, seq.tolist()), hb.tolist(), he.tolist(), hm.tolist(), strict=True):
+            out.append((row, b, e, m))
     return out
 
 
 # ----------------------------------------------------------------------------------------------
 # Public entry points
 
-def _hits(net: WordNetwork, utterance: str, file: str, channel: str, offset: float, max_length: int,
-          max_silence: float | None, min_posterior: float, max_candidates: int, stats: dict | None) -> list[IndexHit]:
-    names = net.words
+class HitColumns(NamedTuple):
+    """The hits of one utterance as columns -- what the index stores, without a Python object per hit.
+
+    ``words`` names the word ids; ``levels`` holds, per term length that has hits, ``(ids, tbeg, dur,
+    score)``: ``ids`` an (n, length) integer array of word ids, ``tbeg``/``dur`` float64 arrays of whole
+    microseconds (start in the recording, duration), ``score`` the posteriors.  :func:`column_hits` turns
+    them into :class:`IndexHit` (seconds = microseconds / 10^6)."""
+
+    words: tuple[str, ...]
+    levels: list
+
+
+def _micro(seconds):
+    """Whole microseconds (float64) of times in seconds: the index's time unit."""
+    return np.rint(np.asarray(seconds, dtype=np.float64) * 1e6)
+
+
+def _columns(net: WordNetwork, offset: float, max_length: int, max_silence: float | None, min_posterior: float,
+             max_candidates: int, stats: dict | None) -> HitColumns:
     # A term across sausage bins can be time-inverted: a later bin's word may end before an earlier bin's
     # word starts (the bins' words come from different paths).  Such a hit spans from the earlier to the
     # later of the first word's start and the last word's end (docs/kws-index.md); a lattice whose times are
     # consistent never gives one.
-    return [IndexHit(tuple(names[w] for w in ws), utterance, file, channel, round(min(b, e) + offset, 6),
-                     round(abs(e - b), 6), m)
-            for ws, b, e, m in factor_hits(net, max_length=max_length, max_silence=max_silence,
-                                           min_posterior=min_posterior, max_candidates=max_candidates, stats=stats)]
+    levels = []
+    for seq, b, e, m in factor_hit_arrays(net, max_length=max_length, max_silence=max_silence,
+                                          min_posterior=min_posterior, max_candidates=max_candidates, stats=stats):
+        levels.append((seq, _micro(np.minimum(b, e) + offset), _micro(np.abs(e - b)), m))
+    return HitColumns(net.words, levels)
+
+
+def column_hits(columns: HitColumns, utterance: str, file: str, channel: str) -> list[IndexHit]:
+    """The hits of ``columns`` as :class:`IndexHit` objects of ``utterance`` in ``file``/``channel``."""
+    names = columns.words
+    out = []
+    for seq, tb, d, m in columns.levels:
+        for ws, b, du, s in zip(seq.tolist(), (tb / 1e6).tolist(), (d / 1e6).tolist(), m.tolist(), strict=True):
+            out.append(IndexHit(tuple(names[w] for w in ws), utterance, file, channel, b, du, s))
+    return out
 
 
 def kaldi_silence_network(net: WordNetwork, max_silence: float | None) -> WordNetwork:
@@ -563,6 +664,22 @@ def kaldi_silence_network(net: WordNetwork, max_silence: float | None) -> WordNe
                        np.where(long_eps, 0.0, net.weight), net.start_mass, net.words, net.time_unit)
 
 
+def lattice_hit_columns(lat: Lattice, *, max_length: int = DEFAULT_MAX_LENGTH,
+                        max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
+                        acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                        silence_words: Iterable[str] | None = None, offset: float = 0.0,
+                        max_candidates: int = DEFAULT_MAX_CANDIDATES, stats: dict | None = None,
+                        silence_rule: str = "gap") -> HitColumns:
+    """The hits of :func:`index_lattice` as :class:`HitColumns` (what the index build stores)."""
+    if silence_rule not in SILENCE_RULES:
+        raise ValueError(f"unknown silence rule {silence_rule!r} (expected one of {', '.join(SILENCE_RULES)})")
+    net = lattice_network(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                          silence_words=silence_words)
+    if silence_rule == "kaldi":
+        net, max_silence = kaldi_silence_network(net, max_silence), None
+    return _columns(net, offset, max_length, max_silence, min_posterior, max_candidates, stats)
+
+
 def index_lattice(lat: Lattice, *, max_length: int = DEFAULT_MAX_LENGTH, max_silence: float | None = DEFAULT_MAX_SILENCE,
                   min_posterior: float = 0.0, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
                   word_penalty: float = 0.0, silence_words: Iterable[str] | None = None, file: str | None = None,
@@ -570,17 +687,14 @@ def index_lattice(lat: Lattice, *, max_length: int = DEFAULT_MAX_LENGTH, max_sil
                   stats: dict | None = None, silence_rule: str = "gap") -> list[IndexHit]:
     """Hits of every word sequence of up to ``max_length`` words in ``lat`` (exact lattice posteriors,
     Kaldi's time clustering; see the module docstring).  Times are ``offset`` + lattice time, in the
-    recording ``file`` (default: the lattice key) / ``channel``.  ``stats`` (a dict) receives the
-    ``pruned_mass`` (0 when ``min_posterior`` is 0); ``max_candidates``: see :func:`factor_hits`;
-    ``silence_rule``: ``gap`` or ``kaldi`` (module docstring, "Silence rules")."""
-    if silence_rule not in SILENCE_RULES:
-        raise ValueError(f"unknown silence rule {silence_rule!r} (expected one of {', '.join(SILENCE_RULES)})")
-    net = lattice_network(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                          silence_words=silence_words)
-    if silence_rule == "kaldi":
-        net, max_silence = kaldi_silence_network(net, max_silence), None
-    return _hits(net, lat.key, file if file is not None else lat.key, channel, offset, max_length, max_silence,
-                 min_posterior, max_candidates, stats)
+    recording ``file`` (default: the lattice key) / ``channel``, in whole microseconds.  ``stats`` (a dict)
+    receives the ``pruned_mass`` (0 when ``min_posterior`` is 0); ``max_candidates``: see
+    :func:`factor_hit_arrays`; ``silence_rule``: ``gap`` or ``kaldi`` (module docstring, "Silence rules")."""
+    columns = lattice_hit_columns(lat, max_length=max_length, max_silence=max_silence, min_posterior=min_posterior,
+                                  acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
+                                  silence_words=silence_words, offset=offset, max_candidates=max_candidates,
+                                  stats=stats, silence_rule=silence_rule)
+    return column_hits(columns, lat.key, file if file is not None else lat.key, channel)
 
 
 def index_alternatives(alts: Alternatives, *, max_length: int = DEFAULT_MAX_LENGTH,
@@ -590,9 +704,19 @@ def index_alternatives(alts: Alternatives, *, max_length: int = DEFAULT_MAX_LENG
     """Hits of every word sequence of up to ``max_length`` words in alternatives (1-best, N-best,
     sausage, phrases; terms match across adjacent slots; see the module docstring for the score).
     Times are the alternatives' own (already in ``alts.file``/``alts.channel``)."""
+    return column_hits(alternatives_hit_columns(alts, max_length=max_length, max_silence=max_silence,
+                                                min_posterior=min_posterior, silence_words=silence_words,
+                                                max_candidates=max_candidates, stats=stats),
+                       alts.key, alts.file, alts.channel)
+
+
+def alternatives_hit_columns(alts: Alternatives, *, max_length: int = DEFAULT_MAX_LENGTH,
+                             max_silence: float | None = DEFAULT_MAX_SILENCE, min_posterior: float = 0.0,
+                             silence_words: Iterable[str] | None = None, max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                             stats: dict | None = None) -> HitColumns:
+    """The hits of :func:`index_alternatives` as :class:`HitColumns` (what the index build stores)."""
     net = alternatives_network(alts, silence_words)
-    return _hits(net, alts.key, alts.file, alts.channel, 0.0, max_length, max_silence, min_posterior,
-                 max_candidates, stats)
+    return _columns(net, 0.0, max_length, max_silence, min_posterior, max_candidates, stats)
 
 
 def lattice_terms_hits(lat: Lattice, terms, *, max_silence: float | None = DEFAULT_MAX_SILENCE,
@@ -602,7 +726,7 @@ def lattice_terms_hits(lat: Lattice, terms, *, max_silence: float | None = DEFAU
                        ) -> dict[tuple[str, ...], list[IndexHit]]:
     """The hits of each word sequence of ``terms`` (any lengths) in ``lat``, one network for all: for
     each, exactly the hits an index of ``lat`` built with ``max_length`` = its length and the same
-    settings holds for it (see :func:`factor_hits` with ``term``).  A term with a word the lattice
+    settings holds for it (see :func:`factor_hit_arrays` with ``term``).  A term with a word the lattice
     does not have gets no hits."""
     net = lattice_network(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
                           silence_words=silence_words)
@@ -615,10 +739,11 @@ def lattice_terms_hits(lat: Lattice, terms, *, max_silence: float | None = DEFAU
         if not words or any(w not in ids for w in words):
             out[words] = []
             continue
-        out[words] = [IndexHit(words, lat.key, file if file is not None else lat.key, channel,
-                               round(min(b, e) + offset, 6), round(abs(e - b), 6), m)
-                      for _, b, e, m in factor_hits(net, max_silence=max_silence, min_posterior=min_posterior,
-                                                    max_candidates=max_candidates, term=tuple(ids[w] for w in words))]
+        levels = factor_hit_arrays(net, max_silence=max_silence, min_posterior=min_posterior,
+                                   max_candidates=max_candidates, term=tuple(ids[w] for w in words))
+        cols = HitColumns(net.words, [(seq, _micro(np.minimum(b, e) + offset), _micro(np.abs(e - b)), m)
+                                      for seq, b, e, m in levels])
+        out[words] = column_hits(cols, lat.key, file if file is not None else lat.key, channel)
     return out
 
 

@@ -5,17 +5,19 @@ Schema (``sqlite3 index.db .schema``)::
     meta(key TEXT PRIMARY KEY, value TEXT)           -- how the index was built (see META_KEYS, LATTICE_SEARCH_KEY)
     utterances(id INTEGER PRIMARY KEY, utterance TEXT UNIQUE, file TEXT, channel TEXT, pruned_mass REAL)
     vocabulary(word TEXT PRIMARY KEY)                -- words a term may use (out-of-vocabulary check)
-    hits(term TEXT, utterance_id INTEGER, tbeg REAL, dur REAL, score REAL)
-    INDEX hits_by_term ON hits(term)
+    postings(term TEXT, utterance_id INTEGER, count INTEGER, tick INTEGER, data BLOB,
+             PRIMARY KEY (term, utterance_id)) WITHOUT ROWID
 
-``term`` is the hit's words joined by one space; ``tbeg``/``dur`` are seconds in the recording
-``file``/``channel`` of the utterance; ``score`` is the hit's posterior (see
-:mod:`lattice_tools.kws.index`); ``pruned_mass`` is the posterior mass an index built with
-``min_posterior`` > 0 left out of the utterance (0 = exact).  A query of one term is one search of ``hits_by_term``: no query
-scans the hits (``EXPLAIN QUERY PLAN`` in the tests).  For example::
+One row per term and utterance: ``term`` is the words joined by one space, ``count`` its hits in the
+utterance, ``tick`` and ``data`` their posting list (:mod:`lattice_tools.kws.postings`: starts delta-coded
+and durations in ticks of ``tick`` microseconds, as varints, then the exact float64 scores).  A hit's start
+and duration are whole microseconds in the recording ``file``/``channel`` of the utterance; its score is its
+posterior (see :mod:`lattice_tools.kws.index`); ``pruned_mass`` is the posterior mass an index built with
+``min_posterior`` > 0 left out of the utterance (0 = exact).  A query of one term is one search of the
+primary key: no query scans the postings (``EXPLAIN QUERY PLAN`` in the tests).  For example::
 
-    sqlite3 index.db "SELECT u.file, h.tbeg, h.dur, h.score FROM hits h JOIN utterances u
-                      ON u.id = h.utterance_id WHERE h.term = 'of clubs' ORDER BY h.score DESC"
+    sqlite3 index.db "SELECT u.file, p.count FROM postings p JOIN utterances u ON u.id = p.utterance_id
+                      WHERE p.term = 'of clubs'"
 
 **Atomic writes.**  Every build, add and merge writes a temporary file next to the target
 (named as every atomic write of the toolkit names its temporaries, :func:`lattice_tools.core.files.make_temporary`)
@@ -24,13 +26,16 @@ no file) untouched, SIGTERM removes the temporary, and the next write of the sam
 killed process left.  Adding to an index copies it first, under a lock of the directory: concurrent
 ``--append`` runs add one after the other.
 
-**Bounded memory.**  :class:`IndexWriter` takes one utterance's hits at a time and inserts them in
-one ``executemany``; the term index is built once at the end (``CREATE INDEX`` after the bulk insert
-is faster than maintaining it).  Memory is one utterance's hits, whatever the archive size.
+**Bounded memory.**  :class:`IndexWriter` takes one utterance's hits at a time (as columns,
+:class:`~lattice_tools.kws.index.HitColumns`), encodes its posting lists with numpy and inserts them in
+batches into a temporary staging table (SQLite's temporary database, on disk); the commit copies them into
+``postings`` in key order (one sorted b-tree build instead of random inserts per utterance).  Memory is one
+utterance's hits and one batch of rows, whatever the archive size.
 
 **Shards and merge** (Kaldi's ``kws-index-union``): one index per job, then :func:`merge_indexes`.
 Indexes merge only if built with the same settings (``META_KEYS``), and an utterance may be in only
-one shard.
+one shard.  The merge numbers the utterances by name and writes every table in key order, so the merged
+file is the same, byte for byte, for any order of the shards.
 
 **What a term search needs.**  A lattice index also records, in ``meta``, how its lattices were read
 (``lattice_search``: the acoustic and LM scales, the word penalty, the silence words) and the offset of
@@ -55,11 +60,13 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 
+from ..core._budget import check_memory
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
 from .index import IndexHit
 
-SCHEMA_VERSION = "1"
+#: 2: one row of posting lists per term and utterance (:mod:`lattice_tools.kws.postings`); 1: one row per hit.
+SCHEMA_VERSION = "2"
 #: Settings that must agree for two indexes to be merged or added to.
 META_KEYS = ("max_length", "max_silence", "min_posterior", "representation")
 #: Meta key of the lattice-reading settings a term search re-reads lattices with (optional; see the module
@@ -78,15 +85,23 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE utterances (id INTEGER PRIMARY KEY, utterance TEXT NOT NULL UNIQUE, file TEXT NOT NULL,
                          channel TEXT NOT NULL, pruned_mass REAL NOT NULL DEFAULT 0);
 CREATE TABLE vocabulary (word TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE hits (term TEXT NOT NULL, utterance_id INTEGER NOT NULL, tbeg REAL NOT NULL, dur REAL NOT NULL,
-                   score REAL NOT NULL);
+CREATE TABLE postings (term TEXT NOT NULL, utterance_id INTEGER NOT NULL, count INTEGER NOT NULL,
+                       tick INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (term, utterance_id)) WITHOUT ROWID;
+"""
+#: Where a build collects its rows before the commit writes them in key order (SQLite's temporary database).
+_STAGING = """
+CREATE TEMP TABLE staged_postings (term TEXT NOT NULL, utterance_id INTEGER NOT NULL, count INTEGER NOT NULL,
+                                   tick INTEGER NOT NULL, data BLOB NOT NULL)
 """
 #: The columns every table must have (an index of another version or another program lacks some).
 _COLUMNS = {"meta": ("key", "value"), "utterances": ("id", "utterance", "file", "channel", "pruned_mass"),
-            "vocabulary": ("word",), "hits": ("term", "utterance_id", "tbeg", "dur", "score")}
-_TERM_INDEX = "CREATE INDEX IF NOT EXISTS hits_by_term ON hits(term)"
-TERM_QUERY = ("SELECT u.utterance, u.file, u.channel, h.tbeg, h.dur, h.score FROM hits h "
-              "JOIN utterances u ON u.id = h.utterance_id WHERE h.term = ?")
+            "vocabulary": ("word",), "postings": ("term", "utterance_id", "count", "tick", "data")}
+TERM_QUERY = ("SELECT u.utterance, u.file, u.channel, p.count, p.tick, p.data FROM postings p "
+              "JOIN utterances u ON u.id = p.utterance_id WHERE p.term = ? ORDER BY p.utterance_id")
+#: Rows of posting lists inserted per ``executemany`` (bounds the memory of one utterance's rows).
+_BATCH = 50_000
+#: Hits encoded at once (the encoder's temporaries take tens of bytes a hit).
+_SLICE_HITS = 250_000
 _QUOTE = 80  # characters of a bad value an error message quotes
 
 
@@ -162,15 +177,18 @@ def _not_json_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _settings_of(meta: dict, path: str) -> dict:
-    """The build settings of a ``meta`` table, each checked (type and range), else a FormatError
-    naming the key and quoting the bad value."""
-    version = meta.get("schema_version")
+def _check_version(version, path: str) -> None:
     if version != SCHEMA_VERSION:
         if version is None:
             raise FormatError("no schema_version in the meta table: not a lattice-tools term index", path=path)
         raise FormatError(f"term index schema version {_quote(version)}, expected {SCHEMA_VERSION!r} "
                           "(an index of another version of lattice-tools: rebuild it)", path=path)
+
+
+def _settings_of(meta: dict, path: str) -> dict:
+    """The build settings of a ``meta`` table, each checked (type and range), else a FormatError
+    naming the key and quoting the bad value."""
+    _check_version(meta.get("schema_version"), path)
     settings = {}
     for k in META_KEYS:
         if k not in meta:
@@ -222,8 +240,14 @@ def normalized_settings(settings: dict) -> dict:
 
 
 def _read_settings(conn: sqlite3.Connection, path: str, schema: str = "main") -> dict:
-    """Check the tables and the meta of an open index; its build settings."""
+    """Check the schema version, the tables and the meta of an open index; its build settings.  The version
+    is checked first, so an index of another version is refused as such, whatever its tables."""
     with _sqlite_errors(path):
+        have = {row[1] for row in conn.execute(f"PRAGMA {schema}.table_info(meta)")}
+        if {"key", "value"} <= have:
+            row = conn.execute(f"SELECT value FROM {schema}.meta WHERE key = 'schema_version'").fetchone()
+            if row is not None:
+                _check_version(row[0], path)
         _check_tables(conn, path, schema)
         rows = conn.execute(f"SELECT key, value FROM {schema}.meta").fetchall()
     return _settings_of(dict(rows), path)
@@ -277,11 +301,16 @@ def _check_shard(conn: sqlite3.Connection, path: str) -> None:
     and pruned masses, every hit's utterance present (one pass over each table)."""
     number = "typeof({c}) IN ('real', 'integer') AND {c} >= 0 AND {c} <= 1.7976931348623157e308"
     kinds = {"text": ("typeof({c}) = 'text'", "is not text"), "id": ("typeof({c}) = 'integer'", "is not an integer"),
-             "number": (number, "is not a finite number >= 0")}
+             "number": (number, "is not a finite number >= 0"),
+             "count": ("typeof({c}) = 'integer' AND {c} >= 1", "is not an integer >= 1"),
+             "tick": ("typeof({c}) = 'integer' AND {c} >= 1 AND {c} <= 9007199254740992",
+                      "is not an integer in [1, 2^53]"),
+             # at least one byte per start and per duration and 8 per score (decode_postings checks the rest)
+             "data": ("typeof({c}) = 'blob' AND length({c}) >= 10 * count", "is not a blob of 10 bytes or more per hit")}
     checks = [("utterances", "utterance", {"utterance": "text", "file": "text", "channel": "text",
                                            "pruned_mass": "number"}),
-              ("hits", "term", {"term": "text", "utterance_id": "id", "tbeg": "number", "dur": "number",
-                                "score": "number"}),
+              ("postings", "term", {"term": "text", "utterance_id": "id", "count": "count", "tick": "tick",
+                                    "data": "data"}),
               ("vocabulary", "word", {"word": "text"})]
     for table, name, columns in checks:
         good = {c: kinds[kind][0].format(c=c) for c, kind in columns.items()}
@@ -291,9 +320,28 @@ def _check_shard(conn: sqlite3.Connection, path: str) -> None:
         if row is not None:
             column = row[0]
             value = conn.execute(f"SELECT {column} FROM shard.{table} WHERE NOT ({good[column]}) LIMIT 1").fetchone()
+            shown = value[0] if value else None
+            if isinstance(shown, bytes):
+                shown = f"<{len(shown)} bytes>"
             raise FormatError(f"table {table!r}, row of {name} {_quote(row[1])}: {column} "
-                              f"{_quote(value[0] if value else None)} {kinds[columns[column]][1]}", path=path)
-    row = conn.execute("SELECT h.term, h.utterance_id FROM shard.hits h LEFT JOIN shard.utterances u "
+                              f"{_quote(shown)} {kinds[columns[column]][1]}", path=path)
+    from .postings import decode_postings, first_bad_posting
+
+    cur = conn.execute("SELECT term, count, tick, data FROM shard.postings")
+    while True:
+        batch = cur.fetchmany(20_000)
+        if not batch:
+            break
+        bad = first_bad_posting([r[1] for r in batch], [r[2] for r in batch], [r[3] for r in batch])
+        if bad is not None:
+            term, count, tick, data = batch[bad]
+            try:
+                decode_postings(count, tick, data)
+                problem = "a damaged posting list"  # pragma: no cover - both checks refuse the same lists
+            except ValueError as exc:
+                problem = str(exc)
+            raise FormatError(f"table 'postings', row of term {_quote(term)}: {problem}", path=path)
+    row = conn.execute("SELECT h.term, h.utterance_id FROM shard.postings h LEFT JOIN shard.utterances u "
                        "ON u.id = h.utterance_id WHERE u.id IS NULL LIMIT 1").fetchone()
     if row is not None:
         raise FormatError(f"hit of term {_quote(row[0])} names utterance id {_quote(row[1])}, which the index does "
@@ -387,6 +435,7 @@ class IndexWriter:
                     if self.lattice_search is not None:
                         meta[LATTICE_SEARCH_KEY] = json.dumps(self.lattice_search, sort_keys=True, allow_nan=False)
                     self.conn.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+                self.conn.execute(_STAGING)
         except BaseException:
             self._discard()
             raise
@@ -401,21 +450,46 @@ class IndexWriter:
 
     def add_utterance(self, utterance: str, file: str, channel: str, hits: Iterable[IndexHit],
                       pruned_mass: float = 0.0, offset: float = 0.0) -> None:
-        """Add one utterance and its hits (an utterance already in the index, a negative or
-        non-finite time or score is an error); ``offset`` (seconds of the utterance in its recording)
-        is recorded when the index records its lattice settings."""
+        """Add one utterance and its hits (IndexHit objects: their times are rounded to whole microseconds);
+        see :meth:`add_hit_columns`."""
+        import numpy as np
+
+        from .index import HitColumns
+
+        hits = list(hits)
+        names = sorted({w for h in hits for w in h.words})
+        code = {w: i for i, w in enumerate(names)}
+        levels = []
+        for n in sorted({len(h.words) for h in hits}):
+            hs = [h for h in hits if len(h.words) == n]
+            with np.errstate(invalid="ignore", over="ignore"):
+                tb = np.rint(np.array([float(h.tbeg) if isinstance(h.tbeg, (int, float)) else math.nan for h in hs]) * 1e6)
+                du = np.rint(np.array([float(h.dur) if isinstance(h.dur, (int, float)) else math.nan for h in hs]) * 1e6)
+            sc = np.array([float(h.score) if isinstance(h.score, (int, float)) else math.nan for h in hs])
+            levels.append((np.array([[code[w] for w in h.words] for h in hs], dtype=np.int64).reshape(len(hs), n),
+                           tb, du, sc))
+        self.add_hit_columns(utterance, file, channel, HitColumns(tuple(names), levels), pruned_mass, offset)
+
+    def add_hit_columns(self, utterance: str, file: str, channel: str, columns, pruned_mass: float = 0.0,
+                        offset: float = 0.0) -> None:
+        """Add one utterance and its hits (:class:`~lattice_tools.kws.index.HitColumns`); an utterance already
+        in the index, a negative or non-finite time or score is an error.  ``offset`` (seconds of the
+        utterance in its recording) is recorded when the index records its lattice settings.  The posting
+        lists are encoded with numpy and inserted in batches of rows."""
+        import numpy as np
+
+        from .postings import MAX_MICROSECONDS, encode_postings
+
         if not (isinstance(offset, (int, float)) and math.isfinite(offset)):
             raise FormatError(f"offset {_quote(offset)} is not a finite number", key=utterance)
-        rows = []
-        for h in hits:
-            problem = check_hit(h.tbeg, h.dur, h.score)
-            if problem is not None:
-                raise FormatError(f"hit {_quote(term_key(h.words))}: {problem} (check the input's times and the "
-                                  "segments' offsets)", key=utterance)
-            rows.append((term_key(h.words), h.tbeg, h.dur, h.score))
         if not _finite_at_least_zero(pruned_mass):
             raise FormatError(f"pruned posterior mass {_quote(pruned_mass)} is not a finite number >= 0",
                               key=utterance)
+        names = columns.words
+        bad_word = next((w for w in names if not w or w != w.strip() or len(w.split()) != 1), None)
+        if bad_word is not None:
+            raise FormatError(f"word {_quote(bad_word)} is empty or holds white space: a term of it could not be "
+                              "told from other words", key=utterance)
         with _sqlite_errors(self.path):
             try:
                 cur = self.conn.execute("INSERT INTO utterances (utterance, file, channel, pruned_mass) "
@@ -427,16 +501,53 @@ class IndexWriter:
             if self.lattice_search is not None and offset != 0:
                 self.conn.execute("INSERT INTO meta VALUES (?, ?)", (OFFSET_KEY_PREFIX + utterance,
                                                                      json.dumps(float(offset))))
-            self.conn.executemany("INSERT INTO hits VALUES (?, ?, ?, ?, ?)",
-                                  [(term, uid, tb, d, s) for term, tb, d, s in rows])
+        n_hits = 0
+        for seq, tb, du, sc in columns.levels:
+            if not len(tb):
+                continue
+            with np.errstate(invalid="ignore"):
+                ok = (np.isfinite(tb) & (tb >= 0) & (tb <= MAX_MICROSECONDS) & np.isfinite(du) & (du >= 0)
+                      & (du <= MAX_MICROSECONDS) & np.isfinite(sc) & (sc >= 0))
+            if not ok.all():
+                i = int(np.flatnonzero(~ok)[0])
+                problem = check_hit(float(tb[i] / 1e6), float(du[i] / 1e6), float(sc[i])) or (
+                    "a time beyond 2^53 microseconds")
+                raise FormatError(f"hit {_quote(' '.join(names[w] for w in seq[i]))}: {problem} (check the input's "
+                                  "times and the segments' offsets)", key=utterance)
+            del ok
+            order = np.lexsort((sc, du, tb, *(seq[:, k] for k in range(seq.shape[1] - 1, -1, -1))))
+            seq, tbi, dui, sc = seq[order], tb[order].astype(np.int64), du[order].astype(np.int64), sc[order]
+            del order
+            starts = np.flatnonzero(np.r_[True, np.any(seq[1:] != seq[:-1], axis=1)])
+            ends = np.r_[starts[1:], len(seq)]
+            # encoded and inserted in slices of about _BATCH posting lists and at most _SLICE_HITS hits: the
+            # encoder's temporaries (tens of bytes a hit) stay small whatever the utterance
+            lo = 0
+            while lo < len(starts):
+                hi = min(lo + _BATCH, int(np.searchsorted(ends, ends[lo] - 1 + _SLICE_HITS, side="right")))
+                hi = max(hi, lo + 1)
+                a, b = int(starts[lo]), int(ends[hi - 1])
+                count, tick, data, offs = encode_postings(starts[lo:hi] - a, tbi[a:b], dui[a:b], sc[a:b])
+                view, offs = memoryview(data), offs.tolist()
+                words = [" ".join([names[w] for w in t]) for t in seq[starts[lo:hi]].tolist()]
+                with _sqlite_errors(self.path):
+                    self.conn.executemany("INSERT INTO temp.staged_postings VALUES (?, ?, ?, ?, ?)",
+                                          zip(words, [uid] * (hi - lo), count.tolist(), tick.tolist(),
+                                              [view[offs[i]:offs[i + 1]] for i in range(hi - lo)], strict=True))
+                n_hits += b - a
+                lo = hi
+                check_memory("the term index", key=utterance)
         self.num_utterances += 1
-        self.num_hits += len(rows)
+        self.num_hits += n_hits
 
     def commit(self) -> None:
         """Build the term index, close and rename the file into place."""
         assert self._tmp is not None
         with _sqlite_errors(self.path):
-            self.conn.execute(_TERM_INDEX)
+            # in key order: the b-tree is written once, sorted, and its bytes depend only on the rows
+            self.conn.execute("INSERT INTO main.postings SELECT term, utterance_id, count, tick, data "
+                              "FROM temp.staged_postings ORDER BY term, utterance_id")
+            self.conn.execute("DROP TABLE temp.staged_postings")
             self.conn.execute("COMMIT")
             self.conn.execute("ANALYZE")
             self.conn.close()
@@ -530,23 +641,37 @@ class TermIndex:
         """Every hit of the word sequence (an index search, never a scan)."""
         with _sqlite_errors(self.path):
             rows = self.conn.execute(TERM_QUERY, (term_key(words),)).fetchall()
-        hits = []
-        for u, f, c, tb, d, s in rows:
-            problem = check_hit(tb, d, s)
-            if problem is None and not (type(u) is str and type(f) is str and type(c) is str):
+        from .postings import decode_postings
+
+        hits: list[IndexHit] = []
+        words = tuple(words)
+        for u, f, c, count, tick, data in rows:
+            problem = None
+            if not (type(u) is str and type(f) is str and type(c) is str):
                 problem = f"utterance, file or channel is not text: {_quote((u, f, c))}"
+            else:
+                try:
+                    tb, d, s = decode_postings(count, tick, data)
+                except ValueError as exc:
+                    problem = str(exc)
             if problem is not None:
-                raise FormatError(f"hit of term {_quote(term_key(words))} in utterance {_quote(u)}: {problem}",
+                raise FormatError(f"hits of term {_quote(term_key(words))} in utterance {_quote(u)}: {problem}",
                                   path=self.path)
-            hits.append(IndexHit(tuple(words), u, f, c, tb, d, s))
+            hits.extend(IndexHit(words, u, f, c, b, du, x)
+                        for b, du, x in zip((tb / 1e6).tolist(), (d / 1e6).tolist(), s.tolist(), strict=True))
         return hits
+
+    def terms(self) -> list[str]:
+        """Every term the index holds (sorted)."""
+        with _sqlite_errors(self.path):
+            return [t for (t,) in self.conn.execute("SELECT DISTINCT term FROM postings ORDER BY term")]
 
     def counts(self) -> dict:
         q = self.conn.execute
         with _sqlite_errors(self.path):
             return {"utterances": q("SELECT count(*) FROM utterances").fetchone()[0],
-                    "hits": q("SELECT count(*) FROM hits").fetchone()[0],
-                    "terms": q("SELECT count(DISTINCT term) FROM hits").fetchone()[0],
+                    "hits": q("SELECT coalesce(sum(count), 0) FROM postings").fetchone()[0],
+                    "terms": q("SELECT count(DISTINCT term) FROM postings").fetchone()[0],
                     "vocabulary": q("SELECT count(*) FROM vocabulary").fetchone()[0],
                     "pruned_mass": q("SELECT coalesce(sum(pruned_mass), 0) FROM utterances").fetchone()[0]}
 
@@ -580,8 +705,16 @@ def merge_indexes(out: str, shards: Sequence[str]) -> dict:
     with IndexWriter(out, settings[0], lattice_search=search) as w:
         conn = w.conn
         with _sqlite_errors(out):
+            # the shards' rows are collected in temporary tables, then written in key order with the utterances
+            # numbered by name: the merged file does not depend on the order of the shards
+            conn.execute("CREATE TEMP TABLE merge_utterances (utterance TEXT PRIMARY KEY, file, channel, pruned_mass,"
+                         " shard INTEGER, shard_id INTEGER)")
+            conn.execute("CREATE INDEX temp.merge_utterances_by_id ON merge_utterances(shard, shard_id)")
+            conn.execute("CREATE TEMP TABLE merge_postings (term, shard INTEGER, shard_id INTEGER, count, tick, data)")
+            conn.execute("CREATE TEMP TABLE merge_vocabulary (word TEXT PRIMARY KEY) WITHOUT ROWID")
+            conn.execute("CREATE TEMP TABLE merge_meta (key TEXT PRIMARY KEY, value)")
             conn.execute("COMMIT")  # ATTACH runs outside a transaction
-        for s in paths:
+        for number, s in enumerate(paths):
             if not os.path.exists(s):  # ATTACH would create an empty database
                 raise FormatError("no such index file", path=s)
             with _sqlite_errors(s):
@@ -591,21 +724,20 @@ def merge_indexes(out: str, shards: Sequence[str]) -> dict:
                 with _sqlite_errors(s):
                     _check_tables(conn, s, "shard")
                     _check_shard(conn, s)
-                    dup = conn.execute("SELECT s.utterance FROM shard.utterances s JOIN main.utterances m "
+                    dup = conn.execute("SELECT s.utterance FROM shard.utterances s JOIN temp.merge_utterances m "
                                        "ON m.utterance = s.utterance LIMIT 1").fetchone()
                 if dup:
                     raise MismatchError(f"utterance {_quote(dup[0])} is in more than one shard", path=s,
                                         key=dup[0])
                 with _sqlite_errors(s, output=os.fspath(out)):
                     conn.execute("BEGIN")
-                    offset = conn.execute("SELECT coalesce(max(id), 0) FROM main.utterances").fetchone()[0]
-                    conn.execute("INSERT INTO main.utterances SELECT id + ?, utterance, file, channel, pruned_mass "
-                                 "FROM shard.utterances", (offset,))
-                    conn.execute("INSERT INTO main.hits SELECT term, utterance_id + ?, tbeg, dur, score "
-                                 "FROM shard.hits", (offset,))
-                    conn.execute("INSERT OR IGNORE INTO main.vocabulary SELECT word FROM shard.vocabulary")
+                    conn.execute("INSERT INTO temp.merge_utterances SELECT utterance, file, channel, pruned_mass, ?, id "
+                                 "FROM shard.utterances", (number,))
+                    conn.execute("INSERT INTO temp.merge_postings SELECT term, ?, utterance_id, count, tick, data "
+                                 "FROM shard.postings", (number,))
+                    conn.execute("INSERT OR IGNORE INTO temp.merge_vocabulary SELECT word FROM shard.vocabulary")
                     if search is not None:
-                        conn.execute("INSERT INTO main.meta SELECT key, value FROM shard.meta "
+                        conn.execute("INSERT INTO temp.merge_meta SELECT key, value FROM shard.meta "
                                      "WHERE substr(key, 1, ?) = ?", (len(OFFSET_KEY_PREFIX), OFFSET_KEY_PREFIX))
                     conn.execute("COMMIT")
             finally:
@@ -615,5 +747,15 @@ def merge_indexes(out: str, shards: Sequence[str]) -> dict:
                     conn.execute("DETACH DATABASE shard")
         with _sqlite_errors(out):
             conn.execute("BEGIN")
+            conn.execute("INSERT INTO main.utterances (utterance, file, channel, pruned_mass) "
+                         "SELECT utterance, file, channel, pruned_mass FROM temp.merge_utterances ORDER BY utterance")
+            conn.execute("INSERT INTO main.postings SELECT p.term, m.id, p.count, p.tick, p.data "
+                         "FROM temp.merge_postings p JOIN temp.merge_utterances s "
+                         "ON s.shard = p.shard AND s.shard_id = p.shard_id "
+                         "JOIN main.utterances m ON m.utterance = s.utterance ORDER BY p.term, m.id")
+            conn.execute("INSERT INTO main.vocabulary SELECT word FROM temp.merge_vocabulary ORDER BY word")
+            conn.execute("INSERT INTO main.meta SELECT key, value FROM temp.merge_meta ORDER BY key")
+            for table in ("merge_utterances", "merge_postings", "merge_vocabulary", "merge_meta"):
+                conn.execute(f"DROP TABLE temp.{table}")
     with TermIndex(out) as idx:
         return idx.counts()

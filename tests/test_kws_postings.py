@@ -1,0 +1,70 @@
+"""The posting lists of the term index (lattice_tools.kws.postings): lossless, and every damaged list refused
+the same way by the one-list decoder and the many-list check of a merge."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lattice_tools.kws.postings import MAX_MICROSECONDS, decode_postings, encode_postings, first_bad_posting
+
+_HIT = st.tuples(st.integers(0, 10**11), st.integers(0, 10**7), st.floats(0, 2, allow_nan=False))
+_LISTS = st.lists(st.lists(_HIT, min_size=1, max_size=6), min_size=1, max_size=6)
+
+
+def _encode(lists, scale=1):
+    rows = [sorted((b * scale, d * scale, s) for b, d, s in hits) for hits in lists]
+    flat = [h for r in rows for h in r]
+    starts = np.cumsum([0] + [len(r) for r in rows[:-1]])
+    count, tick, data, offs = encode_postings(starts, np.array([h[0] for h in flat], dtype=np.int64),
+                                              np.array([h[1] for h in flat], dtype=np.int64),
+                                              np.array([h[2] for h in flat]))
+    return rows, count.tolist(), tick.tolist(), [data[offs[i]:offs[i + 1]] for i in range(len(rows))]
+
+
+@settings(max_examples=100, deadline=None)
+@given(lists=_LISTS, scale=st.sampled_from([1, 3, 10_000]))
+def test_round_trip_is_exact(lists, scale):
+    rows, count, tick, blobs = _encode(lists, scale)
+    for r, c, t, b in zip(rows, count, tick, blobs, strict=True):
+        tb, du, sc = decode_postings(c, t, b)
+        assert [(int(x), int(y), float(z)) for x, y, z in zip(tb, du, sc, strict=True)] == r
+        assert t % scale == 0 or not any(h[0] or h[1] for h in r)  # the tick takes out the common factor
+    assert first_bad_posting(count, tick, blobs) is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(lists=_LISTS, edits=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 400), st.integers(0, 255)),
+                                    min_size=1, max_size=4),
+       cut=st.integers(-3, 3), bump=st.integers(-1, 1), tick=st.sampled_from([None, 1, 2**40, MAX_MICROSECONDS]))
+def test_damaged_lists_are_refused_by_both_checks(lists, edits, cut, bump, tick):
+    _, count, ticks, blobs = _encode(lists)
+    blobs = [bytearray(b) for b in blobs]
+    for row, pos, value in edits:
+        b = blobs[row % len(blobs)]
+        b[pos % len(b)] = value
+    blobs[0] = blobs[0][:len(blobs[0]) + cut] if cut < 0 else blobs[0] + bytes(cut)
+    count[-1] = max(1, count[-1] + bump)
+    if tick is not None:
+        ticks[0] = tick
+    blobs = [bytes(b) for b in blobs]
+    first_bad = None
+    for i, (c, t, b) in enumerate(zip(count, ticks, blobs, strict=True)):
+        try:
+            tb, du, sc = decode_postings(c, t, b)
+        except ValueError:
+            first_bad = i
+            break
+        assert np.all(tb >= 0) and np.all(tb <= MAX_MICROSECONDS) and np.all(du <= MAX_MICROSECONDS)
+        assert np.all(np.isfinite(sc) & (sc >= 0))
+    assert first_bad_posting(count, ticks, blobs) == first_bad
+
+
+@pytest.mark.parametrize("count, tick, data, words", [
+    (0, 1, b"\0" * 10, "count"), (1, 0, b"\0" * 10, "tick"), (1, 1, "text", "blob"),
+    (2, 1, b"\0" * 10, "too short"), (1, 1, b"\x80\x80" + b"\0" * 8, "does not hold"),
+    (1, 1, b"\0\0" + np.array([np.inf]).tobytes(), "score"), (1, 1, b"\0\0" + np.array([-1.0]).tobytes(), "score")])
+def test_each_fault_says_what_is_wrong(count, tick, data, words):
+    with pytest.raises(ValueError, match=words):
+        decode_postings(count, tick, data)
