@@ -270,4 +270,4 @@ def test_memory_budget_holds_on_the_build(tmp_path):
     assert sorted(os.listdir(tmp_path)) == []
     limit = resident_bytes() + (1 << 30)
     stats = build_lattice_index(lats, str(path), max_length=3, max_memory=limit)
-    assert stats["utterances"] == 10 and resident_bytes() < limit
+    assert stats.utterances == 10 and resident_bytes() < limit

@@ -546,7 +546,7 @@ def kws_search_case(tmp_path_factory):
     _kws_index(root / "max3.db")
     _kws_index(root / "max2.db", max_length=2)
     with sqlite3.connect(f"file:{root / 'max3.db'}?mode=ro", uri=True) as conn:
-        all_terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM hits ORDER BY term")]
+        all_terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM postings ORDER BY term")]
     texts = all_terms[::25]
     vocabulary = sorted({w for t in all_terms for w in t.split()})
     texts[5:5] = ["zzz-not-a-word", f"{vocabulary[0]} {vocabulary[0]} {vocabulary[0]} {vocabulary[0]}"]

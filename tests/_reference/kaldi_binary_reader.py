@@ -10,14 +10,25 @@ import struct
 import numpy as np
 
 from lattice_tools.core.errors import FormatError
-from lattice_tools.io.lattices._kaldi_text import RawFst
-from lattice_tools.io.lattices.kaldi import _ARC_TYPES, FST_MAGIC, _read_string, _Reader
+from lattice_tools.io.lattices.kaldi import FST_MAGIC, RawFst
 
 _INT32 = struct.Struct("<i")
+# OpenFst's arc type names of Kaldi's lattices: (kind, bytes per float)
+_ARC_TYPES = {"lattice4": ("lattice", 4), "lattice8": ("lattice", 8), "compactlattice44": ("compact", 4),
+              "compactlattice84": ("compact", 8), "standard": ("standard", 4)}
 
 
-def read_binary_fst_by_item(r: _Reader, key: str | None) -> RawFst:
-    """Read one OpenFst binary ``vector`` FST of a lattice arc type from the reader."""
+def _read_string(r, key) -> str:
+    """An FST header string: int32 length (0 .. 256), then its bytes."""
+    (n,) = struct.unpack("<i", r.read(4, "FST header string length", key))
+    if not 0 <= n <= 256:
+        raise FormatError(f"corrupt FST header (string length {n}) at byte {r.tell() - 4}", path=r.name, key=key)
+    return r.read(n, "FST header string", key).decode("latin-1")
+
+
+def read_binary_fst_by_item(r, key: str | None) -> RawFst:
+    """Read one OpenFst binary ``vector`` FST of a lattice arc type from ``r`` (the archive reader: ``read(n,
+    what, key)``, ``tell()``, ``name``)."""
     at = r.tell()
     (magic,) = struct.unpack("<i", r.read(4, "FST magic number", key))
     if magic != FST_MAGIC:

@@ -7,8 +7,7 @@ import struct
 
 import numpy as np
 
-from lattice_tools.io.lattices._kaldi_text import RawFst
-from lattice_tools.io.lattices.kaldi import FST_MAGIC
+from lattice_tools.io.lattices.kaldi import FST_MAGIC, RawFst
 
 
 def format_binary_fst_by_arc(raw: RawFst, double: bool = False) -> bytes:

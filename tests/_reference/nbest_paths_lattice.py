@@ -9,10 +9,39 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lattice_tools.alternatives.nbest_merge import _frames, _tokens
 from lattice_tools.core.alternatives_network import Alternative
+from lattice_tools.core.errors import LatticeError
 from lattice_tools.core.lattice import Lattice
 from lattice_tools.core.symbols import SymbolTable
+
+# The entries' arcs, written here again from their definition (lattice_tools/alternatives/nbest_merge.py has
+# its own): each word's (first frame, end frame) rounded from its times, and an epsilon arc over each gap.
+_MAX_FRAME = 2**31 - 1  # the lattice's frame arrays are int32
+
+
+def _frames(alt: Alternative, frame_shift: float, key: str = "") -> list[tuple[int, int]] | None:
+    out = []
+    for s, d in zip(alt.starts, alt.durations, strict=True):
+        if s != s or d != d:  # NaN: no times
+            return None
+        if not (0 <= s and 0 <= s + d <= _MAX_FRAME * frame_shift):
+            raise LatticeError(f"word time {s!r} + {d!r} s is outside 0 .. {_MAX_FRAME} frames of {frame_shift} s",
+                               key=key or None)
+        t0, t1 = int(round(s / frame_shift)), int(round((s + d) / frame_shift))
+        out.append((t0, max(t1, t0)))
+    return out or None
+
+
+def _tokens(alt: Alternative, frames: list[tuple[int, int]] | None, word_id):
+    if frames is None:
+        return [(word_id(w), (-1, -1)) for w in alt.words]
+    out, t = [], 0
+    for w, (a, b) in zip(alt.words, frames, strict=True):
+        if a > t:
+            out.append((0, (t, a)))
+        out.append((word_id(w), (a, b)))
+        t = max(t, b)
+    return out
 
 
 def paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable, frame_shift: float) -> Lattice:
