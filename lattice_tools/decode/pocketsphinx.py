@@ -34,11 +34,18 @@ SAMPLE_RATE = 16000
 _VARIANT = re.compile(r"\(\d+\)$")
 
 
-def bundled_audio(corpus: str = "librivox") -> list[str]:
-    """Paths of the bundled recordings (``librivox`` or ``cards``), sorted."""
-    base = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", corpus)
+def bundled_corpus_dir(corpus: str = "librivox") -> str:
+    """The folder of a bundled corpus (``librivox`` or ``cards``) in the package's ``data/``: its recordings
+    and ``transcription.trn``."""
+    base = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", corpus)
     if not os.path.isdir(base):
         raise FormatError(f"no bundled corpus {corpus!r} (expected 'librivox' or 'cards')", path=base)
+    return base
+
+
+def bundled_audio(corpus: str = "librivox") -> list[str]:
+    """Paths of the bundled recordings (``librivox`` or ``cards``), sorted."""
+    base = bundled_corpus_dir(corpus)
     return sorted(os.path.join(base, f) for f in os.listdir(base) if f.endswith(".wav"))
 
 

@@ -41,10 +41,9 @@ KWS_MARKER = "<!-- kws study -->"
 
 
 def _bundled(corpus: str) -> tuple[list[str], str]:
-    from ..decode.pocketsphinx import bundled_audio
+    from ..decode.pocketsphinx import bundled_audio, bundled_corpus_dir
 
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", corpus)
-    return bundled_audio(corpus), os.path.join(here, "transcription.trn")
+    return bundled_audio(corpus), os.path.join(bundled_corpus_dir(corpus), "transcription.trn")
 
 
 def _stm_for(paths: Sequence[str], trn_paths: Sequence[str], out: str) -> None:
