@@ -291,6 +291,7 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
         raise FormatError(f"arc type {arc_type!r} is not a Kaldi lattice type (expected one of "
                           f"{', '.join(_ARC_TYPES)})", path=r.name, key=key)
     kind, fsize = _ARC_TYPES[arc_type]
+    reading = f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}"  # what a budget refusal names
     version, flags, props, start, num_states, _num_arcs = struct.unpack("<iiQqqq", r.read(40, "FST header", key))
     if flags & 3:
         raise FormatError("FSTs with embedded symbol tables are not supported", path=r.name, key=key)
@@ -302,7 +303,7 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     if kind == "compact":
         raw = _read_compact_body(r, key, start, num_states, fsize, props)
         # the compiled parse allocated the arrays of the whole body: the budget in force, if any, now
-        check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key, advice="")
+        check_memory(reading, key, advice="")
         _check_raw(raw, r, key)
         return raw
     ff = "f" if fsize == 4 else "d"
@@ -318,7 +319,7 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
     read_since_check = 0
     for s in range(num_states):
         if read_since_check >= _CHECK_EVERY_ARCS:  # the memory budget in force (--max-memory), if any
-            check_memory(f"reading the lattice {key!r} of {r.name}" if key else f"reading {r.name}", key, advice="")
+            check_memory(reading, key, advice="")
             read_since_check = 0
         w = struct.unpack(wfmt, r.read(wsize, f"final weight of state {s}", key))
         if not math.isinf(w[0]):
