@@ -1,6 +1,6 @@
 """k2 as an independent reference (skipped without k2).
 
-* ``from_k2``/``to_k2`` against the k2-free file reader/writer and round trips;
+* ``from_k2``/``from_k2_batch``/``to_k2`` against the k2-free file reader/writer and round trips;
 * our total scores, arc posteriors, best paths (lattice_tools.algorithms), exact N-best
   (lattice_tools.alternatives.nbest) and Levenshtein lattice oracle (lattice_tools.oracle) against
   k2's ``get_tot_scores``, ``get_arc_post``, ``shortest_path``, per-sequence intersection scores and
@@ -25,8 +25,17 @@ from _algo_helpers import random_lattice  # noqa: E402
 
 from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob  # noqa: E402
 from lattice_tools.core.lattice import Lattice  # noqa: E402
-from lattice_tools.interop.k2 import from_k2, load_k2, save_k2, to_k2  # noqa: E402
-from lattice_tools.io.lattices.k2file import read_k2_lattices  # noqa: E402
+from lattice_tools.interop.k2 import (  # noqa: E402
+    MappedLattice,
+    from_k2,
+    from_k2_batch,
+    from_k2_batch_with_maps,
+    from_k2_with_maps,
+    load_k2,
+    save_k2,
+    to_k2,
+)
+from lattice_tools.io.lattices.k2file import read_k2_lattices, read_k2_lattices_with_maps  # noqa: E402
 
 pytestmark = pytest.mark.k2
 FILES = ["hlg_lattice.pt", "ctc_lattice.pt", "word_lattice.pt"]
@@ -76,8 +85,7 @@ def _random_lattices(n, seed=0):
 @pytest.mark.parametrize("name", FILES)
 def test_from_k2_equals_k2_free_reader(fx, name):
     fsa = _load_fsa(fx / name)
-    ours = from_k2(fsa, words=_table(fx, name))
-    ours = [ours] if isinstance(ours, Lattice) else ours
+    ours = from_k2_batch(fsa, words=_table(fx, name))
     ref = read_k2_lattices(fx / name, symbols=_table(fx, name))
     assert len(ours) == len(ref)
     for a, b in zip(ours, ref, strict=False):
@@ -91,19 +99,19 @@ def test_from_k2_equals_k2_free_reader(fx, name):
 @pytest.mark.parametrize("name", FILES)
 def test_round_trip_k2_hub_k2(fx, name, tmp_path):
     fsa = _load_fsa(fx / name)
-    lats = from_k2(fsa, words=_table(fx, name))
+    lats = from_k2_batch(fsa, words=_table(fx, name))
     back = to_k2(lats, aux_labels="ragged" if name == "hlg_lattice.pt" else "tensor")
     # same totals as the original k2 object, computed by k2
     for use_log in (True, False):
         np.testing.assert_allclose(_vec(back).get_tot_scores(use_double_scores=True, log_semiring=use_log).numpy(),
                                    _vec(fsa).get_tot_scores(use_double_scores=True, log_semiring=use_log).numpy(),
                                    atol=TOL)
-    again = from_k2(back, words=_table(fx, name))
-    for a, b in zip([again] if isinstance(again, Lattice) else again, [lats] if isinstance(lats, Lattice) else lats, strict=False):
+    again = from_k2_batch(back, words=_table(fx, name))
+    assert len(again) == len(lats)
+    for a, b in zip(again, lats, strict=True):
         assert _equal_but_chain_times(a, b)
     save_k2(lats, tmp_path / "x.pt")
-    for a, b in zip(load_k2(tmp_path / "x.pt", words=_table(fx, name)),
-                    [lats] if isinstance(lats, Lattice) else lats, strict=False):
+    for a, b in zip(load_k2(tmp_path / "x.pt", words=_table(fx, name)), lats, strict=True):
         assert _equal_but_chain_times(a, b)
 
 
@@ -125,12 +133,39 @@ def test_round_trip_hub_k2_hub_random():
         z = from_k2(to_k2(y), words=x.symbols)
         assert z.equals(y)
     fsa_vec = to_k2(_random_lattices(3, seed=5))
-    assert fsa_vec.shape[0] == 3 and len(from_k2(fsa_vec)) == 3
+    assert fsa_vec.shape[0] == 3 and len(from_k2_batch(fsa_vec)) == 3
+
+
+def test_each_conversion_returns_one_type(fx):
+    """from_k2 gives one Lattice for one Fsa, from_k2_batch a list for any input; the *_with_maps variants give
+    (lattice, arc_map) pairs equal to the k2-free reader's."""
+    vec = _load_fsa(fx / "hlg_lattice.pt")
+    words = _table(fx, "hlg_lattice.pt")
+    ref = read_k2_lattices_with_maps(fx / "hlg_lattice.pt", symbols=words, keys=["a", "b", "c"])
+    single = from_k2(vec[1], words=words, key="b")
+    assert isinstance(single, Lattice) and single.key == "b" and single.equals(ref[1].lattice)
+    mapped = from_k2_with_maps(vec[1], words=words, key="b")
+    assert isinstance(mapped, MappedLattice) and mapped.lattice.equals(ref[1].lattice)
+    np.testing.assert_array_equal(mapped.arc_map, ref[1].arc_map)
+    batch = from_k2_batch_with_maps(vec, words=words, keys=["a", "b", "c"])
+    assert [m.lattice.key for m in batch] == ["a", "b", "c"]
+    for got, want in zip(batch, ref, strict=True):
+        assert got.lattice.equals(want.lattice)
+        np.testing.assert_array_equal(got.arc_map, want.arc_map)
+    listed = from_k2_batch([vec[0], vec[2]], words=words)
+    assert [lat.key for lat in listed] == ["0", "1"] and listed[1].equals(ref[2].lattice.replace(key="1"))
+    one = from_k2_batch(vec[0], words=words)
+    assert isinstance(one, list) and len(one) == 1 and one[0].equals(ref[0].lattice.replace(key="0"))
+    for several in (vec, [vec[0], vec[1]]):
+        with pytest.raises(TypeError, match="from_k2_batch"):
+            from_k2(several, words=words)
+    with pytest.raises(TypeError, match="return_arc_maps"):
+        from_k2(vec[0], words=words, return_arc_maps=True)  # type: ignore[call-arg]  # the removed flag
 
 
 def test_subsampling_scales_frame_shift(fx):
     fsa = _load_fsa(fx / "ctc_lattice.pt")
-    lat = from_k2(fsa, frame_shift=0.01, subsampling=4)[0]
+    (lat,) = from_k2_batch(fsa, frame_shift=0.01, subsampling=4)
     assert lat.frame_shift == pytest.approx(0.04)
     assert lat.duration == pytest.approx(26 * 0.04)
 
@@ -143,7 +178,7 @@ def _hub_and_k2():
     out = []
     for lat in _random_lattices(25, seed=11):
         fsa = to_k2(_f32(lat))
-        hub, amap = from_k2(fsa, words=lat.symbols, return_arc_maps=True)
+        hub, amap = from_k2_with_maps(fsa, words=lat.symbols)
         out.append((hub, _vec(fsa), amap))
     return out
 
@@ -152,12 +187,8 @@ def _fixture_hub_and_k2(fx):
     out = []
     for name in FILES:
         fsa = _load_fsa(fx / name)
-        lats, maps = from_k2(fsa, words=_table(fx, name), return_arc_maps=True)
-        if isinstance(lats, Lattice):
-            out.append((lats, _vec(fsa), maps))
-        else:
-            for i, (lat, m) in enumerate(zip(lats, maps, strict=False)):
-                out.append((lat, _vec(fsa[i]), m))
+        for i, (lat, m) in enumerate(from_k2_batch_with_maps(fsa, words=_table(fx, name))):
+            out.append((lat, _vec(fsa[i] if len(fsa.shape) == 3 else fsa), m))
     return out
 
 

@@ -20,7 +20,13 @@ from _algo_helpers import random_lattice
 from lattice_tools.algorithms import arc_posteriors, best_path, lattice_depth, total_log_prob
 from lattice_tools.core.errors import FormatError, SymbolError
 from lattice_tools.core.symbols import SymbolTable
-from lattice_tools.io.lattices.k2file import Ragged, load_k2_dict, read_k2_lattices, write_k2_lattice
+from lattice_tools.io.lattices.k2file import (
+    Ragged,
+    load_k2_dict,
+    read_k2_lattices,
+    read_k2_lattices_with_maps,
+    write_k2_lattice,
+)
 
 LATTICE_FILES = ["hlg_lattice.pt", "ctc_lattice.pt", "word_lattice.pt"]
 ENGINES = ["numpy", "torch"]
@@ -95,7 +101,8 @@ def test_raw_dict_equals_k2_decoding_bit_for_bit(k2dir, decoded, name, engine):
 def test_hub_lattices_match_k2_arcs_and_values(k2dir, decoded, expected, name, engine):
     ref = decoded[name]
     exp = expected[name]
-    lats, maps = read_k2_lattices(k2dir / name, symbols=_symbols(k2dir, name), return_arc_maps=True, engine=engine)
+    mapped = read_k2_lattices_with_maps(k2dir / name, symbols=_symbols(k2dir, name), engine=engine)
+    lats, maps = [m.lattice for m in mapped], [m.arc_map for m in mapped]
     assert len(lats) == len(exp["utterances"])
     ragged = isinstance(ref.get("aux_labels", [None])[0], list)
     chained = 0  # k2 arcs on complete paths that carry 2+ words
@@ -431,7 +438,7 @@ def test_non_topological_k2_numbering_is_renumbered(tmp_path):
     rows[:, 3] = scores.view(np.int32)
     p = tmp_path / "nontop.pt"
     torch.save({"arcs": torch.from_numpy(rows)}, p)
-    (lat,), (arc_map,) = read_k2_lattices(p, return_arc_maps=True)
+    ((lat, arc_map),) = read_k2_lattices_with_maps(p)
     assert np.all(lat.src < lat.dst)
     assert sorted(arc_map.tolist()) == [0, 1, 2, 3]
     assert np.array_equal(-(lat.graph_cost + lat.acoustic_cost), scores[arc_map].astype(np.float64))

@@ -45,3 +45,33 @@ def test_flag_dependent_results_have_one_type_per_call(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(snippet)],
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+# The k2 conversions return one type each (a lattice, a list, or with the arc maps): mypy accepts each result as
+# its one type and refuses it as the other (an unannotated result would be Any and accepted as both).
+_K2_CALLS = """
+from lattice_tools.core.lattice import Lattice
+from lattice_tools.interop.k2 import from_k2, from_k2_batch, from_k2_batch_with_maps, from_k2_with_maps, load_k2
+from lattice_tools.io.lattices.k2file import MappedLattice, read_k2_lattices, read_k2_lattices_with_maps
+
+a: {one} = from_k2(None)
+b: {mapped} = from_k2_with_maps(None)
+c: list[{one}] = from_k2_batch(None)
+d: list[{mapped}] = from_k2_batch_with_maps(None)
+e: list[{one}] = load_k2("x.pt")
+f: list[{one}] = read_k2_lattices("x.pt")
+g: list[{mapped}] = read_k2_lattices_with_maps("x.pt")
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (pip install mypy)")
+def test_k2_conversions_have_one_type_each(tmp_path):
+    right = tmp_path / "right.py"
+    right.write_text(_K2_CALLS.format(one="Lattice", mapped="MappedLattice"), encoding="utf-8")
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(_K2_CALLS.format(one="MappedLattice", mapped="Lattice"), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(right),
+                           str(wrong)], cwd=REPO, capture_output=True, text=True)
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert all(line.startswith(str(wrong)) and line.endswith("[assignment]") for line in errors), proc.stdout[-4000:]
+    assert len(errors) == 7, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -9,7 +9,7 @@
   ``graph_cost`` = graph cost, ``acoustic_cost`` = ``-log_prob`` of the emitted token.
 * ``backend="k2"`` (needs k2): ``k2.intersect_dense_pruned`` on a k2 ``HLG.pt`` with icefall's
   conventions (``HLG.lm_scores = HLG.scores``, ``frame_idx_name="frame"``); the lattice goes
-  through :func:`lattice_tools.interop.k2.from_k2` (the conventions of
+  through :func:`lattice_tools.interop.k2.from_k2_batch` (the conventions of
   :func:`lattice_tools.io.lattices.k2file.read_k2_lattices`: ``ilabel`` = token id, 0 = blank).
 
 In both, ``total cost = graph_cost + acoustic_cost`` of a path = ``-(graph log-prob + sum of
@@ -241,7 +241,7 @@ def _decode_k2(g: CtcGraph, key: str, lp: np.ndarray, beam: float, lattice_beam:
                min_active: int, frame_shift: float) -> Lattice:
     k2 = _require_k2()
     torch = require("torch", "k2")
-    from ..interop.k2 import from_k2
+    from ..interop.k2 import from_k2_batch
 
     nnet_output = torch.from_numpy(np.ascontiguousarray(lp, dtype=np.float32)).unsqueeze(0)
     segs = torch.tensor([[0, 0, lp.shape[0]]], dtype=torch.int32)
@@ -251,8 +251,8 @@ def _decode_k2(g: CtcGraph, key: str, lp: np.ndarray, beam: float, lattice_beam:
                                         frame_idx_name="frame")
     if lattice.shape[0] != 1 or lattice[0].num_arcs == 0:
         raise LatticeError("k2 found no path reaching a final state of the graph", key=key)
-    lats = from_k2(lattice, words=g.words, frame_shift=frame_shift, keys=[key])
-    return lats[0]
+    (lat,) = from_k2_batch(lattice, words=g.words, frame_shift=frame_shift, keys=[key])
+    return lat
 
 
 def _kaldi_lattice_to_raw(lat, key: str):

@@ -9,7 +9,8 @@ conventions of :func:`lattice_tools.io.lattices.k2file.read_k2_lattices` (scores
 ``aux_labels`` as int tensor or ragged, ``tokens``, ``frame``, k2's super-final state) and
 :func:`lattice_tools.io.lattices.k2file.write_k2_lattice`:
 
-* ``from_k2(fsa)`` = ``read_k2_lattices(torch.save(fsa.as_dict()))``
+* ``from_k2_batch(fsa)`` = ``read_k2_lattices(torch.save(fsa.as_dict()))``; ``from_k2(fsa)`` is its one
+  lattice for a single Fsa; the ``*_with_maps`` variants add the k2 arc of each hub arc
 * ``to_k2(lat)``   = ``k2.Fsa.from_dict(torch.load(write_k2_lattice(lat)))``
 
 so ``from_k2(to_k2(x))`` equals ``x`` whenever ``x`` has the shape those functions produce
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 
 from ..core.errors import LatticeToolsError, MissingDependencyError, require
 from ..core.lattice import Lattice
+from ..io.lattices.k2file import MappedLattice, read_k2_lattices_with_maps, write_k2_lattice
 
 
 def _k2():
@@ -41,47 +43,67 @@ def _is_fsa_vec(fsa) -> bool:
     return len(fsa.shape) == 3
 
 
-def from_k2(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *, keys: Sequence[str] | None = None,
-            return_arc_maps: bool = False):
-    """Convert a k2 ``Fsa`` (single or FsaVec) or a list of single Fsas to hub lattices.
+def from_k2(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *, key: str = "0") -> Lattice:
+    """Convert one k2 ``Fsa`` (2-D, a single FSA) to a hub lattice.
 
     Args:
-      fsa: a k2 ``Fsa``: 2-D (single) or 3-D (FsaVec), or a list of single Fsas.
+      fsa: a single k2 ``Fsa``; an FsaVec or a list of Fsas goes to :func:`from_k2_batch`.
       words: word table (:class:`SymbolTable` or a ``words.txt`` path) for the word ids
         (``aux_labels``, or the labels of an acceptor); ``None`` names ids by their decimal string.
       frame_shift: seconds per frame of the network *input* features times ``subsampling``; the
         hub lattice gets ``frame_shift * subsampling`` seconds per k2 frame (k2 frame indices are
         kept, so :func:`to_k2` gives them back).
-      keys: one key per FSA (default ``"0"``, ``"1"``, ...).
-      return_arc_maps: also return, per lattice, the k2 arc index (local to its FSA) of each hub arc.
-
-    Returns:
-      A :class:`Lattice` for a single Fsa, a list for an FsaVec or a list input (plus arc maps).
+      key: the lattice's key.
 
     Conventions are those of :func:`lattice_tools.io.lattices.k2file.read_k2_lattices`: ``graph_cost =
     -lm_scores``, ``acoustic_cost = -(scores - lm_scores)``, ``ilabel`` = k2 label (token id),
     ``word`` = aux label, ``t0 = frame``, ``t1 = frame + 1``, other attributes in ``attrs``.
     """
+    return from_k2_with_maps(fsa, words, frame_shift, subsampling, key=key).lattice
+
+
+def from_k2_with_maps(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *,
+                      key: str = "0") -> MappedLattice:
+    """:func:`from_k2` plus the k2 arc index of each hub arc (:class:`MappedLattice` ``(lattice, arc_map)``)."""
+    _k2()  # a missing k2 is reported before the argument is looked at
+    if isinstance(fsa, (list, tuple)) or _is_fsa_vec(fsa):
+        raise TypeError("from_k2 converts one Fsa (2-D); for an FsaVec or a list of Fsas use from_k2_batch, "
+                        "which returns a list of lattices")
+    (mapped,) = _convert(fsa, words, frame_shift, subsampling, [str(key)])
+    return mapped
+
+
+def from_k2_batch(fsas, words=None, frame_shift: float = 0.04, subsampling: int = 1, *,
+                  keys: Sequence[str] | None = None) -> list[Lattice]:
+    """Convert an FsaVec (3-D), a list of single Fsas or one single Fsa to a list of hub lattices (one per FSA).
+
+    ``keys``: one key per FSA (default ``"0"``, ``"1"``, ...); the other arguments and the conventions are
+    those of :func:`from_k2`.
+    """
+    return [m.lattice for m in from_k2_batch_with_maps(fsas, words, frame_shift, subsampling, keys=keys)]
+
+
+def from_k2_batch_with_maps(fsas, words=None, frame_shift: float = 0.04, subsampling: int = 1, *,
+                            keys: Sequence[str] | None = None) -> list[MappedLattice]:
+    """:func:`from_k2_batch` plus, per lattice, the k2 arc index (local to its FSA) of each hub arc."""
+    return _convert(fsas, words, frame_shift, subsampling, keys)
+
+
+def _convert(fsa, words, frame_shift: float, subsampling: int, keys: Sequence[str] | None) -> list[MappedLattice]:
     k2 = _k2()
     torch = require("torch", "torch")
-    from ..io.lattices.k2file import read_k2_lattices
 
     if int(subsampling) < 1:
         raise LatticeToolsError(f"subsampling must be a positive integer, got {subsampling}")
-    single = not isinstance(fsa, (list, tuple)) and not _is_fsa_vec(fsa)
     if isinstance(fsa, (list, tuple)):
         if not fsa:
-            raise LatticeToolsError("from_k2 got an empty list")
+            raise LatticeToolsError("from_k2_batch got an empty list")
         fsa = k2.create_fsa_vec(list(fsa))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "fsa.pt")
         torch.save(fsa.as_dict(), path)
-        res = read_k2_lattices(path, symbols=words, frame_shift=float(frame_shift) * int(subsampling), keys=keys,
-                               return_arc_maps=return_arc_maps)
-    if return_arc_maps:
-        lats, maps = res
-        return (lats[0], maps[0]) if single else (lats, maps)
-    return res[0] if single else res
+        return read_k2_lattices_with_maps(path, symbols=words, frame_shift=float(frame_shift) * int(subsampling),
+                                          keys=keys)
 
 
 def to_k2(lattice, *, aux_labels: str = "tensor"):
@@ -93,8 +115,6 @@ def to_k2(lattice, *, aux_labels: str = "tensor"):
     """
     k2 = _k2()
     torch = require("torch", "torch")
-    from ..io.lattices.k2file import write_k2_lattice
-
     if not isinstance(lattice, Lattice):
         lattice = list(lattice)
         if not lattice:
@@ -106,14 +126,13 @@ def to_k2(lattice, *, aux_labels: str = "tensor"):
     return k2.Fsa.from_dict(d)
 
 
-def load_k2(path, words=None, frame_shift: float = 0.04, subsampling: int = 1):
+def load_k2(path, words=None, frame_shift: float = 0.04, subsampling: int = 1) -> list[Lattice]:
     """Read an icefall-style ``torch.save(fsa.as_dict())`` file with k2 (``k2.Fsa.from_dict``) and
-    convert it with :func:`from_k2` (a single Fsa gives a list of one lattice)."""
+    convert it with :func:`from_k2_batch` (a single Fsa gives a list of one lattice)."""
     k2 = _k2()
     torch = require("torch", "torch")
     fsa = k2.Fsa.from_dict(torch.load(str(path), map_location="cpu", weights_only=False))
-    out = from_k2(fsa, words=words, frame_shift=frame_shift, subsampling=subsampling)
-    return [out] if isinstance(out, Lattice) else out
+    return from_k2_batch(fsa, words=words, frame_shift=frame_shift, subsampling=subsampling)
 
 
 def save_k2(lattices, path, *, aux_labels: str = "tensor") -> None:
@@ -126,4 +145,5 @@ def save_k2(lattices, path, *, aux_labels: str = "tensor") -> None:
         torch.save(fsa.as_dict(), f)
 
 
-__all__ = ["from_k2", "to_k2", "load_k2", "save_k2"]
+__all__ = ["MappedLattice", "from_k2", "from_k2_with_maps", "from_k2_batch", "from_k2_batch_with_maps", "to_k2",
+           "load_k2", "save_k2"]

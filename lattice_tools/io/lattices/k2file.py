@@ -29,6 +29,7 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,10 +39,22 @@ from ...core.files import atomic_write, open_binary_input
 from ...core.lattice import Lattice, connect_with_maps
 from ...core.symbols import SymbolTable
 
-__all__ = ["Ragged", "load_k2_dict", "read_k2_lattices", "write_k2_lattice"]
+__all__ = ["MappedLattice", "Ragged", "load_k2_dict", "read_k2_lattices", "read_k2_lattices_with_maps",
+           "write_k2_lattice"]
 
 # 2**24 frames = 186 hours at icefall's 40 ms: no lattice is longer.
 MAX_FRAMES = 1 << 24
+
+
+class MappedLattice(NamedTuple):
+    """A hub lattice converted from one k2 FSA, with the k2 arc of each of its arcs.
+
+    ``arc_map[i]`` (int64) is the index, *local to its FSA*, of the k2 arc that hub arc ``i`` comes from
+    (``arc_offset`` + that index is the FsaVec-global one); the pieces of a split multi-word arc share it.
+    """
+
+    lattice: Lattice
+    arc_map: np.ndarray
 
 
 class Ragged:
@@ -368,8 +381,18 @@ def _check_num_states(num_states: int, num_arcs: int, num_fsas: int, path: str) 
 
 
 def read_k2_lattices(path: str, symbols: SymbolTable | str | None = None, frame_shift: float = 0.04,
-                     keys: Sequence[str] | None = None, *, return_arc_maps: bool = False, engine: str = "numpy"):
+                     keys: Sequence[str] | None = None, *, engine: str = "numpy") -> list[Lattice]:
     """Read a k2 lattice file (one Fsa or an FsaVec) into hub :class:`Lattice` objects, without k2.
+
+    The same as :func:`read_k2_lattices_with_maps` without the arc maps; its docstring has the arguments
+    and the conversion rules.
+    """
+    return [m.lattice for m in read_k2_lattices_with_maps(path, symbols, frame_shift, keys, engine=engine)]
+
+
+def read_k2_lattices_with_maps(path: str, symbols: SymbolTable | str | None = None, frame_shift: float = 0.04,
+                               keys: Sequence[str] | None = None, *, engine: str = "numpy") -> list[MappedLattice]:
+    """Read a k2 lattice file (one Fsa or an FsaVec) into hub lattices with their arc maps, without k2.
 
     Args:
       path: a ``torch.save(fsa.as_dict())`` file.
@@ -378,12 +401,12 @@ def read_k2_lattices(path: str, symbols: SymbolTable | str | None = None, frame_
         each id by its decimal string.  Every word id must be in the table (:class:`SymbolError`).
       frame_shift: seconds per k2 frame (0.04 = icefall's 10 ms x subsampling 4).
       keys: one key per FSA (default ``"0"``, ``"1"``, ...).
-      return_arc_maps: also return, per lattice, an int64 array giving for each hub arc the index
-        of its k2 arc *local to its FSA* (``arc_offset`` + that index is the FsaVec-global one).
       engine: see :func:`load_k2_dict`.
 
     Returns:
-      ``list[Lattice]`` (and the list of arc maps if ``return_arc_maps``).
+      one :class:`MappedLattice` ``(lattice, arc_map)`` per FSA, in the file's order: ``arc_map`` gives for
+      each hub arc the index of its k2 arc *local to its FSA* (``arc_offset`` + that index is the
+      FsaVec-global one).
 
     Conversion rules:
       * Scores: k2 scores are log-probs (higher is better).  ``graph_cost = -lm_scores`` and
@@ -489,8 +512,7 @@ def read_k2_lattices(path: str, symbols: SymbolTable | str | None = None, frame_
                 if w not in symbols:
                     arc = int(np.nonzero(lat.word == w)[0][0])
                     raise SymbolError(f"word id {w} (hub arc {arc}) is not in the symbol table", path=path, key=lat.key)
-    lattices = [lat.with_symbols(symbols) for lat in lattices]
-    return (lattices, arc_maps) if return_arc_maps else lattices
+    return [MappedLattice(lat.with_symbols(symbols), arc_map) for lat, arc_map in zip(lattices, arc_maps, strict=True)]
 
 
 def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word_aligned):
