@@ -163,6 +163,23 @@ def test_each_conversion_returns_one_type(fx):
         from_k2(vec[0], words=words, return_arc_maps=True)  # type: ignore[call-arg]  # the removed flag
 
 
+def test_keys_travel_with_the_fsas_through_k2(tmp_path):
+    """A file written by save_k2 (or write_k2_lattice) names its FSAs: k2 loads it, and the keys follow the FSAs
+    through k2's indexing and reordering (they are read through each arc's key_index, not by position)."""
+    lats = [_f32(lat) for lat in _random_lattices(3, seed=9)]
+    save_k2(lats, tmp_path / "x.pt")
+    assert [lat.key for lat in load_k2(tmp_path / "x.pt", words=lats[0].symbols)] == ["r0", "r1", "r2"]
+    vec = _load_fsa(tmp_path / "x.pt")
+    assert from_k2(vec[1], words=lats[0].symbols).key == "r1"
+    assert from_k2(vec[1], words=lats[0].symbols, key="mine").key == "mine"
+    picked = k2.index_fsa(vec, torch.tensor([2, 0], dtype=torch.int32))
+    assert [lat.key for lat in from_k2_batch(picked, words=lats[0].symbols)] == ["r2", "r0"]
+    assert [lat.key for lat in from_k2_batch([vec[2], vec[1]], words=lats[0].symbols)] == ["r2", "r1"]
+    # to_k2 gives FSAs without keys, so k2 puts FSAs of different lattices into one FsaVec
+    joined = k2.create_fsa_vec([to_k2(lats[0]), to_k2(lats[2])])
+    assert [lat.key for lat in from_k2_batch(joined)] == ["0", "1"]
+
+
 def test_subsampling_scales_frame_shift(fx):
     fsa = _load_fsa(fx / "ctc_lattice.pt")
     (lat,) = from_k2_batch(fsa, frame_shift=0.01, subsampling=4)

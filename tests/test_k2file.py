@@ -560,8 +560,8 @@ def test_info_counts_the_trimmed_arcs(k2dir, expected):
 
 def test_a_kaldi_archive_converts_to_k2_and_back_by_its_keys(tmp_path):
     """Lattices read from a Kaldi archive carry the pool of their transition-id strings (Python objects, no
-    tensor form): converting them to a k2 file writes their words, times and costs, and read back with --keys
-    (a .pt stores no utterance ids) they have the archive's keys, best paths and total probabilities."""
+    tensor form): converting them to a k2 file writes their words, times, costs and keys, and read back they
+    have the archive's keys, best paths and total probabilities; --keys still renames them."""
     pytest.importorskip("torch")
     from pathlib import Path
 
@@ -573,14 +573,104 @@ def test_a_kaldi_archive_converts_to_k2_and_back_by_its_keys(tmp_path):
     archive = str(Path(__file__).resolve().parent / "data" / "kaldi" / "lats" / "bundled.ark.gz")
     lats = list(read_lattice_inputs([archive]))
     assert any(lat.attrs["tid_pool"].dtype == object for lat in lats)
-    keys = tmp_path / "keys.txt"
-    keys.write_text("".join(f"{lat.key}\n" for lat in lats))
     r = CliRunner().invoke(main, ["convert", archive, "-o", str(tmp_path / "lats.pt")])
     assert r.exit_code == 0, r.output
-    back = list(read_lattice_inputs([str(tmp_path / "lats.pt")], keys=str(keys), frame_shift=0.01,
-                                    frame_subsampling_factor=1))
+    back = list(read_lattice_inputs([str(tmp_path / "lats.pt")], frame_shift=0.01, frame_subsampling_factor=1))
     assert [lat.key for lat in back] == [lat.key for lat in lats]
     for a, b in zip(lats, back, strict=True):
         assert [a.symbols.word(int(a.word[i])) for i in best_path(a) if a.word[i] != 0] == \
             [b.symbols.word(int(b.word[i])) for i in best_path(b) if b.word[i] != 0]
         assert total_log_prob(b) == pytest.approx(total_log_prob(a), abs=1e-4)
+    keys = tmp_path / "keys.txt"
+    keys.write_text("".join(f"new-{lat.key}\n" for lat in lats))
+    renamed = list(read_lattice_inputs([str(tmp_path / "lats.pt")], keys=str(keys)))
+    assert [lat.key for lat in renamed] == [f"new-{lat.key}" for lat in lats]
+
+
+def test_oracle_of_a_converted_k2_file_equals_the_archives(tmp_path):
+    """`convert x.ark -o x.pt` then `oracle x.pt` scores every utterance by its key, as `oracle x.ark` does."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from lattice_tools.cli import main
+
+    lats_dir = Path(__file__).resolve().parent / "data" / "kaldi" / "lats"
+    archive = str(lats_dir / "bundled.ark.gz")
+    ref = str(lats_dir / "bundled.ref.txt")
+    pt = str(tmp_path / "lats.pt")
+    assert CliRunner().invoke(main, ["convert", archive, "-o", pt]).exit_code == 0
+    reports = []
+    for spec in (archive, pt):
+        out = tmp_path / f"{len(reports)}.json"
+        r = CliRunner().invoke(main, ["oracle", spec, "-r", ref, "--ref-format", "text", "--json", str(out)])
+        assert r.exit_code == 0, r.output
+        report = json.loads(out.read_text())
+        assert report.pop("input") == spec
+        reports.append(report)
+    assert reports[0] == reports[1]
+
+
+def test_keys_are_written_and_read_back(tmp_path, no_k2):
+    """write_k2_lattice stores the keys (``keys`` + per-arc ``key_index``) and every reader gives them back; a
+    key given to the reader wins; lattices without keys are written without them and numbered 0, 1, ..."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    lats = [random_lattice(rng, 6, 12, key=f"utt-{i}") for i in range(3)]
+    out = tmp_path / "keyed.pt"
+    write_k2_lattice(lats, out)
+    for engine in ENGINES:
+        back = read_k2_lattices(out, symbols=lats[0].symbols, engine=engine)
+        assert [lat.key for lat in back] == ["utt-0", "utt-1", "utt-2"]
+        assert all("key_index" not in lat.attrs and "keys" not in lat.attrs for lat in back)
+    d = torch.load(out, weights_only=True)  # a list of str and an int tensor: what k2 users load
+    assert d["keys"] == ["utt-0", "utt-1", "utt-2"] and d["key_index"].dtype == torch.int32
+    assert [lat.key for lat in read_k2_lattices(out, keys=["a", "b", "c"])] == ["a", "b", "c"]
+    write_k2_lattice(lats[1], tmp_path / "one.pt")
+    assert read_k2_lattices(tmp_path / "one.pt")[0].key == "utt-1"
+    write_k2_lattice([lat.with_key("") for lat in lats], tmp_path / "unnamed.pt")
+    assert "keys" not in load_k2_dict(tmp_path / "unnamed.pt")
+    assert [lat.key for lat in read_k2_lattices(tmp_path / "unnamed.pt")] == ["0", "1", "2"]
+    from lattice_tools.core.errors import MismatchError
+
+    with pytest.raises(MismatchError, match="'utt-0' is given twice"):
+        write_k2_lattice([lats[0], lats[0]], tmp_path / "twice.pt")
+    assert not (tmp_path / "twice.pt").exists()
+
+
+def test_bad_keys_entries_are_refused(tmp_path, no_k2):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    out = tmp_path / "keyed.pt"
+    write_k2_lattice([random_lattice(rng, 5, 10, key=f"u{i}") for i in range(2)], out)
+    good = torch.load(out, weights_only=True)
+
+    def variant(**changes):
+        d = dict(good)
+        for name, value in changes.items():
+            if value is None:
+                del d[name]
+            else:
+                d[name] = value
+        p = tmp_path / f"bad{len(list(tmp_path.iterdir()))}.pt"
+        torch.save(d, p)
+        return p
+
+    index = good["key_index"]
+    cases = [
+        (variant(key_index=None), "has a 'keys' entry but no 'key_index'"),
+        (variant(keys=None), "has a 'key_index' entry but no 'keys'"),
+        (variant(key_index=index[:-1]), "one entry per arc"),
+        (variant(key_index=torch.where(torch.arange(len(index)) == 0, 1, index)), "do not name one key"),
+        (variant(key_index=index + 5), "outside the 2 keys"),
+        (variant(key_index=torch.zeros_like(index)), "have the same key 'u0'"),
+        (variant(keys=["u 0", "u1"]), "empty or contains whitespace"),
+    ]
+    for path, message in cases:
+        with pytest.raises(FormatError, match=message):
+            read_k2_lattices(path)
+        # keys given for every FSA replace the file's
+        assert [lat.key for lat in read_k2_lattices(path, keys=["x", "y"])] == ["x", "y"]
+    with pytest.raises(FormatError, match="expected a list of str"):
+        read_k2_lattices(variant(keys=[1, 2]), keys=["x", "y"])

@@ -43,7 +43,7 @@ def _is_fsa_vec(fsa) -> bool:
     return len(fsa.shape) == 3
 
 
-def from_k2(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *, key: str = "0") -> Lattice:
+def from_k2(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *, key: str | None = None) -> Lattice:
     """Convert one k2 ``Fsa`` (2-D, a single FSA) to a hub lattice.
 
     Args:
@@ -53,7 +53,9 @@ def from_k2(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *,
       frame_shift: seconds per frame of the network *input* features times ``subsampling``; the
         hub lattice gets ``frame_shift * subsampling`` seconds per k2 frame (k2 frame indices are
         kept, so :func:`to_k2` gives them back).
-      key: the lattice's key.
+      key: the lattice's key; default: the key the Fsa holds (``keys`` and ``key_index``, as in a file
+        :func:`save_k2` or :func:`lattice_tools.io.lattices.k2file.write_k2_lattice` wrote and
+        ``k2.Fsa.from_dict`` read), else ``"0"``.
 
     Conventions are those of :func:`lattice_tools.io.lattices.k2file.read_k2_lattices`: ``graph_cost =
     -lm_scores``, ``acoustic_cost = -(scores - lm_scores)``, ``ilabel`` = k2 label (token id),
@@ -63,13 +65,13 @@ def from_k2(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *,
 
 
 def from_k2_with_maps(fsa, words=None, frame_shift: float = 0.04, subsampling: int = 1, *,
-                      key: str = "0") -> MappedLattice:
+                      key: str | None = None) -> MappedLattice:
     """:func:`from_k2` plus the k2 arc index of each hub arc (:class:`MappedLattice` ``(lattice, arc_map)``)."""
     _k2()  # a missing k2 is reported before the argument is looked at
     if isinstance(fsa, (list, tuple)) or _is_fsa_vec(fsa):
         raise TypeError("from_k2 converts one Fsa (2-D); for an FsaVec or a list of Fsas use from_k2_batch, "
                         "which returns a list of lattices")
-    (mapped,) = _convert(fsa, words, frame_shift, subsampling, [str(key)])
+    (mapped,) = _convert(fsa, words, frame_shift, subsampling, None if key is None else [str(key)])
     return mapped
 
 
@@ -77,8 +79,8 @@ def from_k2_batch(fsas, words=None, frame_shift: float = 0.04, subsampling: int 
                   keys: Sequence[str] | None = None) -> list[Lattice]:
     """Convert an FsaVec (3-D), a list of single Fsas or one single Fsa to a list of hub lattices (one per FSA).
 
-    ``keys``: one key per FSA (default ``"0"``, ``"1"``, ...); the other arguments and the conventions are
-    those of :func:`from_k2`.
+    ``keys``: one key per FSA (default: the keys the FSAs hold, as for :func:`from_k2`, else ``"0"``, ``"1"``,
+    ...); the other arguments and the conventions are those of :func:`from_k2`.
     """
     return [m.lattice for m in from_k2_batch_with_maps(fsas, words, frame_shift, subsampling, keys=keys)]
 
@@ -111,14 +113,22 @@ def to_k2(lattice, *, aux_labels: str = "tensor"):
 
     ``aux_labels``: ``"tensor"`` (int32, -1 on final arcs) or ``"ragged"`` (icefall HLG-lattice
     style).  Conventions are those of :func:`lattice_tools.io.lattices.k2file.write_k2_lattice` (costs rounded
-    to float32; a super-final state is added unless the lattice already has k2's shape).
+    to float32; a super-final state is added unless the lattice already has k2's shape), except that the Fsa
+    carries no keys: k2 refuses to put FSAs with different non-tensor attributes into one FsaVec
+    (``k2.create_fsa_vec``), so the keys stay with the caller (:func:`save_k2` writes them to the file).
     """
+    return _to_k2(lattice, aux_labels, with_keys=False)
+
+
+def _to_k2(lattice, aux_labels: str, *, with_keys: bool):
     k2 = _k2()
     torch = require("torch", "torch")
     if not isinstance(lattice, Lattice):
         lattice = list(lattice)
         if not lattice:
             raise LatticeToolsError("to_k2 got an empty list")
+    if not with_keys:  # (lattices without keys are written without them)
+        lattice = lattice.with_key("") if isinstance(lattice, Lattice) else [lat.with_key("") for lat in lattice]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "fsa.pt")
         write_k2_lattice(lattice, path, aux_labels=aux_labels)
@@ -128,7 +138,8 @@ def to_k2(lattice, *, aux_labels: str = "tensor"):
 
 def load_k2(path, words=None, frame_shift: float = 0.04, subsampling: int = 1) -> list[Lattice]:
     """Read an icefall-style ``torch.save(fsa.as_dict())`` file with k2 (``k2.Fsa.from_dict``) and
-    convert it with :func:`from_k2_batch` (a single Fsa gives a list of one lattice)."""
+    convert it with :func:`from_k2_batch` (a single Fsa gives a list of one lattice; the keys the file holds
+    name the lattices)."""
     k2 = _k2()
     torch = require("torch", "torch")
     fsa = k2.Fsa.from_dict(torch.load(str(path), map_location="cpu", weights_only=False))
@@ -136,11 +147,12 @@ def load_k2(path, words=None, frame_shift: float = 0.04, subsampling: int = 1) -
 
 
 def save_k2(lattices, path, *, aux_labels: str = "tensor") -> None:
-    """Write lattices through k2: ``torch.save(to_k2(lattices).as_dict(), path)`` (atomically)."""
+    """Write lattices through k2: ``torch.save(fsa.as_dict(), path)`` (atomically) of the Fsa :func:`to_k2` makes,
+    with the lattices' keys as :func:`lattice_tools.io.lattices.k2file.write_k2_lattice` writes them."""
     torch = require("torch", "torch")
     from ..core.files import atomic_write
 
-    fsa = to_k2(lattices, aux_labels=aux_labels)
+    fsa = _to_k2(lattices, aux_labels, with_keys=True)
     with atomic_write(str(path), "wb", compress=False) as f:
         torch.save(fsa.as_dict(), f)
 

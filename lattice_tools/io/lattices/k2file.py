@@ -18,6 +18,12 @@ Layout of an ``as_dict()`` (see tests/data/k2-fixtures/README.md):
   bit-cast to int32.  The final state is the highest-numbered state; only arcs labelled -1 enter it.
 * ``aux_labels``: int32 tensor (-1 on final arcs) or ragged ``[arc][word]`` (empty on final arcs).
 * any other per-arc tensor (``lm_scores``, ``tokens``, ``frame``...).
+* the lattices' keys, which k2 FSAs do not have (written by :func:`write_k2_lattice`, read back by
+  :func:`read_k2_lattices`): ``keys``, a list of str (a non-tensor attribute to k2, so ``torch.load`` with
+  ``weights_only=True`` and ``k2.Fsa.from_dict`` accept it), and ``key_index``, an int32 per-arc tensor: the
+  position in ``keys`` of the FSA the arc belongs to.  k2 carries a per-arc tensor through indexing, ``index_fsa``
+  and the other operations that keep arcs, but copies a non-tensor attribute unchanged to every FSA it makes, so
+  each FSA's key is read through its arcs' ``key_index``, never from its position.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...core._budget import check_allocation
-from ...core.errors import FormatError, LatticeError, SymbolError, require
+from ...core.errors import FormatError, LatticeError, MismatchError, SymbolError, require
 from ...core.files import atomic_write, open_binary_input
 from ...core.lattice import Lattice, connect_with_maps
 from ...core.symbols import SymbolTable
@@ -44,6 +50,10 @@ __all__ = ["MappedLattice", "Ragged", "load_k2_dict", "read_k2_lattices", "read_
 
 # 2**24 frames = 186 hours at icefall's 40 ms: no lattice is longer.
 MAX_FRAMES = 1 << 24
+
+#: The entries that hold the lattices' keys (see the module docstring): the keys, and per arc its FSA's key's index.
+KEYS_ENTRY = "keys"
+KEY_INDEX_ENTRY = "key_index"
 
 
 class MappedLattice(NamedTuple):
@@ -300,7 +310,8 @@ def load_k2_dict(path: str, *, engine: str = "numpy") -> dict:
 
     Returns:
       The raw dict: ``arcs`` int32 (2-D or 1-D layout as stored), tensors as numpy arrays of
-      their stored dtype, ragged tensors as :class:`Ragged` (numpy ``row_splits``/``values``).
+      their stored dtype, ragged tensors as :class:`Ragged` (numpy ``row_splits``/``values``), the
+      lattices' keys (``keys``) as a list of str.
 
     Raises :class:`FormatError` (naming the file) for anything that is not such a dict: a
     truncated/corrupt archive, a global outside the allow-list, a missing storage record.
@@ -327,9 +338,13 @@ def load_k2_dict(path: str, *, engine: str = "numpy") -> dict:
             if not (isinstance(rs, np.ndarray) and isinstance(vals, np.ndarray) and rs.ndim == 1 and vals.ndim == 1
                     and len(rs) >= 1 and rs[0] == 0 and rs[-1] == len(vals) and np.all(np.diff(rs) >= 0)):
                 raise FormatError(f"ragged attribute {name!r} has inconsistent row_splits/values", path=path)
+        elif name == KEYS_ENTRY:
+            if not (isinstance(value, list) and all(isinstance(k, str) for k in value)):
+                raise FormatError(f"the {KEYS_ENTRY!r} entry is a {type(value).__name__}, expected a list of str "
+                                  "(the lattices' keys)", path=path, key=KEYS_ENTRY)
         elif not isinstance(value, np.ndarray):
-            raise FormatError(f"attribute {name!r} is a {type(value).__name__}; only tensors and ragged tensors "
-                              "are supported", path=path)
+            raise FormatError(f"attribute {name!r} is a {type(value).__name__}; only tensors, ragged tensors and the "
+                              f"list of keys ({KEYS_ENTRY!r}) are supported", path=path)
     if "arcs" not in obj:
         raise FormatError("no 'arcs' entry: not a k2 Fsa.as_dict() file", path=path)
     return dict(obj)
@@ -400,7 +415,8 @@ def read_k2_lattices_with_maps(path: str, symbols: SymbolTable | str | None = No
         (the ``aux_labels``, or the ``labels`` of an acceptor).  ``None`` makes a table naming
         each id by its decimal string.  Every word id must be in the table (:class:`SymbolError`).
       frame_shift: seconds per k2 frame (0.04 = icefall's 10 ms x subsampling 4).
-      keys: one key per FSA (default ``"0"``, ``"1"``, ...).
+      keys: one key per FSA; default: the keys the file holds (``keys`` and ``key_index``, as
+        :func:`write_k2_lattice` writes them), else ``"0"``, ``"1"``, ... by position.
       engine: see :func:`load_k2_dict`.
 
     Returns:
@@ -450,12 +466,12 @@ def read_k2_lattices_with_maps(path: str, symbols: SymbolTable | str | None = No
         if len(keys) != len(fsas):
             raise FormatError(f"{len(keys)} keys given for {len(fsas)} FSAs", path=path)
     else:
-        keys = [str(i) for i in range(len(fsas))]
+        keys = _stored_keys(d, arc_splits, path)
 
     aux = d.get("aux_labels")
     attrs_all = {}
     for name, value in d.items():
-        if name in ("arcs", "aux_labels"):
+        if name in ("arcs", "aux_labels", KEYS_ENTRY, KEY_INDEX_ENTRY):
             continue
         if isinstance(value, Ragged):
             raise FormatError(f"ragged attribute {name!r} is not supported (only aux_labels may be ragged)",
@@ -513,6 +529,41 @@ def read_k2_lattices_with_maps(path: str, symbols: SymbolTable | str | None = No
                     arc = int(np.nonzero(lat.word == w)[0][0])
                     raise SymbolError(f"word id {w} (hub arc {arc}) is not in the symbol table", path=path, key=lat.key)
     return [MappedLattice(lat.with_symbols(symbols), arc_map) for lat, arc_map in zip(lattices, arc_maps, strict=True)]
+
+
+def _stored_keys(d: dict, arc_splits: list[int], path: str) -> list[str]:
+    """The FSAs' keys the file holds (``keys`` + ``key_index``, see the module docstring), else ``"0"``, ``"1"``..."""
+    num_fsas = len(arc_splits) - 1
+    stored, index = d.get(KEYS_ENTRY), d.get(KEY_INDEX_ENTRY)
+    if stored is None and index is None:
+        return [str(i) for i in range(num_fsas)]
+    if stored is None or index is None:
+        missing, present = (KEYS_ENTRY, KEY_INDEX_ENTRY) if stored is None else (KEY_INDEX_ENTRY, KEYS_ENTRY)
+        raise FormatError(f"the file has a {present!r} entry but no {missing!r}: the lattices' keys need both "
+                          "(or name the lattices with keys / --keys FILE)", path=path, key=missing)
+    if not isinstance(index, np.ndarray) or index.shape != (arc_splits[-1],) or index.dtype.kind not in "iu":
+        raise FormatError(f"{KEY_INDEX_ENTRY!r} must be an int tensor with one entry per arc ({arc_splits[-1]})",
+                          path=path, key=KEY_INDEX_ENTRY)
+    keys: list[str] = []
+    first: dict[str, int] = {}
+    for i in range(num_fsas):
+        ids = index[arc_splits[i]:arc_splits[i + 1]]
+        if len(ids) == 0 or np.any(ids != ids[0]):
+            raise FormatError(f"the arcs of FSA {i} do not name one key ({KEY_INDEX_ENTRY!r} values "
+                              f"{np.unique(ids)[:4].tolist()})", path=path, key=KEY_INDEX_ENTRY)
+        k = int(ids[0])
+        if not 0 <= k < len(stored):
+            raise FormatError(f"FSA {i} has {KEY_INDEX_ENTRY} {k}, outside the {len(stored)} keys of the file",
+                              path=path, key=KEY_INDEX_ENTRY)
+        key = stored[k]
+        if not key or any(c.isspace() for c in key):
+            raise FormatError(f"key {key!r} of FSA {i} is empty or contains whitespace", path=path, key=KEYS_ENTRY)
+        if key in first:
+            raise FormatError(f"FSAs {first[key]} and {i} have the same key {key!r} (the same FSA taken twice out of "
+                              "an FsaVec?): name the lattices with keys / --keys FILE", path=path, key=key)
+        first[key] = i
+        keys.append(key)
+    return keys
 
 
 def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word_aligned):
@@ -751,6 +802,9 @@ def write_k2_lattice(lattices: Lattice | Sequence[Lattice], path: str, *, aux_la
         arcs.  Otherwise a super-final state is added, entered from each final state by a -1 arc
         carrying the final cost (``frame`` = ``num_frames``, ``tokens`` = -1, other attrs 0).
       * An acceptor (``ilabel == word`` on every arc) is written without ``aux_labels``.
+      * The keys: when every lattice has one (``Lattice.key``), ``keys`` (the list of keys, in order) and
+        ``key_index`` (per arc, its FSA's position in ``keys``), which :func:`read_k2_lattices` reads back and
+        ``k2.Fsa.from_dict`` keeps (see the module docstring).  Keys must then be unique.
       * Labels are ``ilabel``; every numeric ``attrs`` array is written as a per-arc tensor.  An attribute
         of Python objects (the pool of transition-id strings of a lattice read from a Kaldi archive) has no
         tensor form and is not written: words, times and costs are, so a Kaldi lattice converts to k2.
@@ -763,10 +817,21 @@ def write_k2_lattice(lattices: Lattice | Sequence[Lattice], path: str, *, aux_la
     if not lats:
         raise LatticeError("write_k2_lattice needs at least one lattice")
     names = set(lats[0].attrs)
+    if names & {KEYS_ENTRY, KEY_INDEX_ENTRY}:
+        raise LatticeError(f"the arc attributes {sorted(names & {KEYS_ENTRY, KEY_INDEX_ENTRY})} have the names of the "
+                           "entries that hold the lattices' keys in a k2 file", key=lats[0].key or None)
     for lat in lats[1:]:
         if set(lat.attrs) != names:
             raise LatticeError(f"all lattices of an FsaVec must have the same attributes: {sorted(names)} vs "
                                f"{sorted(lat.attrs)}", key=lat.key or None)
+    write_keys = all(lat.key for lat in lats)
+    if write_keys:
+        seen: set[str] = set()
+        for lat in lats:
+            if lat.key in seen:
+                raise MismatchError(f"lattice key {lat.key!r} is given twice; the keys of a k2 file must be unique",
+                                    key=lat.key)
+            seen.add(lat.key)
     parts = [_lattice_to_k2(lat) for lat in lats]
     acceptor = all(np.array_equal(lat.ilabel, lat.word) for lat in lats)
     write_lm = any(p[5] is not None for p in parts)
@@ -797,6 +862,10 @@ def write_k2_lattice(lattices: Lattice | Sequence[Lattice], path: str, *, aux_la
     if write_lm:
         lm = np.concatenate([p[5] if p[5] is not None else np.zeros(len(p[1]), np.float32) for p in parts])
         out["lm_scores"] = torch.from_numpy(lm.astype(np.float32))
+    if write_keys:
+        out[KEYS_ENTRY] = [lat.key for lat in lats]
+        out[KEY_INDEX_ENTRY] = torch.from_numpy(np.concatenate([np.full(len(p[1]), i, dtype=np.int32)
+                                                                for i, p in enumerate(parts)]))
     buf = io.BytesIO()
     torch.save(out, buf, pickle_module=_K2PickleModule, pickle_protocol=2)
     with atomic_write(str(path), "wb", compress=False) as f:
