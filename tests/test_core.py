@@ -203,3 +203,63 @@ def test_the_plain_constructor_checks_attrs_lengths():
         dataclasses.replace(lat, attrs={"conf": np.zeros(3)})
     with pytest.raises(LatticeError, match=r"arc attribute 'conf' has 5 entries, expected 4"):
         lat.replace(attrs={"conf": np.zeros(5)})
+
+
+def _arrays():
+    """The arrays of a 3-state, 3-arc lattice in the dtypes a Lattice stores (int32 ids and frames, float64 costs)."""
+    return dict(num_states=3, src=np.array([0, 0, 1], np.int32), dst=np.array([1, 2, 2], np.int32),
+                word=np.array([1, 2, 1], np.int32), ilabel=np.array([1, 2, 1], np.int32),
+                t0=np.array([0, 0, 2], np.int32), t1=np.array([2, 4, 4], np.int32),
+                graph_cost=np.array([0.5, 1.0, 0.25]), acoustic_cost=np.array([1.0, 2.0, 3.0]),
+                final_graph_cost=np.array([INF, INF, 0.0]), final_acoustic_cost=np.zeros(3))
+
+
+def test_constructor_adopts_and_freezes_the_callers_arrays_in_place():
+    """As the docstring says: arrays of the stored dtype are kept (no copy) and made read-only in place, the
+    caller's too; other dtypes are converted and the caller's stay writable; attrs are copied."""
+    arrays = _arrays()
+    conf = np.array([0.5, 0.25, 1.0])
+    lat = Lattice(symbols=SYMS, attrs={"conf": conf}, **arrays)
+    for name in ("src", "dst", "word", "ilabel", "t0", "t1", "graph_cost", "acoustic_cost", "final_graph_cost",
+                 "final_acoustic_cost"):
+        assert getattr(lat, name) is arrays[name] and not arrays[name].flags.writeable, name
+    with pytest.raises(ValueError, match="read-only"):
+        arrays["graph_cost"][0] = 7.0
+    assert conf.flags.writeable and not np.shares_memory(conf, lat.attrs["conf"])
+    conf[0] = 9.0
+    assert lat.attrs["conf"][0] == 0.5
+    wide = {**_arrays(), "src": np.array([0, 0, 1], np.int64), "graph_cost": [0.5, 1.0, 0.25]}
+    lat = Lattice(symbols=SYMS, **wide)
+    assert lat.src.dtype == np.int32 and wide["src"].flags.writeable and not np.shares_memory(lat.src, wide["src"])
+
+
+def test_constructor_copies_a_writable_view():
+    """A slice of a writable array is copied: writing through its base cannot change a validated lattice."""
+    base = np.array([0, 0, 1, 9], np.int32)
+    costs = np.array([0.5, 1.0, 0.25, 7.0])
+    lat = Lattice(symbols=SYMS, **{**_arrays(), "src": base[:3], "graph_cost": costs[:3]})
+    base[1] = 1  # would put two arcs out of source order
+    costs[0] = np.nan
+    assert lat.src.tolist() == [0, 0, 1] and lat.graph_cost.tolist() == [0.5, 1.0, 0.25]
+    assert base.flags.writeable and costs.flags.writeable
+    frozen = np.array([0, 0, 1], np.int32)
+    frozen.setflags(write=False)
+    assert Lattice(symbols=SYMS, **{**_arrays(), "src": frozen}).src is frozen  # read-only: nothing to protect
+
+
+def test_attrs_are_checked_and_stay_valid_after_construction():
+    with pytest.raises(LatticeError, match="'conf' is a scalar"):
+        Lattice(symbols=SYMS, attrs={"conf": np.float64(1.0)}, **_arrays())
+    with pytest.raises(LatticeError, match="'conf' has 2 entries, expected 3"):
+        Lattice(symbols=SYMS, attrs={"conf": np.ones(2)}, **_arrays())
+    lat = Lattice(symbols=SYMS, attrs={"conf": np.ones(3)}, **_arrays())
+    for change in (lambda a: a.__setitem__("x", np.ones(5)), lambda a: a.update(x=np.ones(5)),
+                   lambda a: a.pop("conf"), lambda a: a.setdefault("x", np.ones(5)), lambda a: a.clear()):
+        with pytest.raises(TypeError, match="read-only"):
+            change(lat.attrs)
+    with pytest.raises(ValueError, match="read-only"):
+        lat.attrs["conf"][0] = 2.0
+    assert list(lat.attrs) == ["conf"] and lat.attrs["conf"].tolist() == [1.0, 1.0, 1.0]
+    lat.validate()
+    with pytest.raises(LatticeError, match="'conf' has 5 entries"):
+        lat.replace(attrs={"conf": np.ones(5)})

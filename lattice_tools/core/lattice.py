@@ -74,8 +74,23 @@ class _FrozenAttrs(dict):
 class Lattice:
     """An immutable, acyclic, weighted word lattice (see the module docstring for conventions).
 
-    Build one with :meth:`Lattice.from_arcs` (which sorts states topologically and validates);
-    the plain constructor expects arrays that already follow the conventions and validates them.
+    Build one with :meth:`Lattice.from_arcs` (which sorts states topologically and validates, and never
+    shares or freezes the caller's arrays); the plain constructor expects arrays that already follow the
+    conventions and validates them.
+
+    What the plain constructor does to the arrays it is given (readers and algorithms build their arrays for
+    the lattice, so it adopts them instead of copying):
+
+    * An arc or state array that already has its stored dtype (int32 ids and frames, float64 costs) and is
+      C-contiguous is *kept, not copied, and made read-only in place*: ``lat.src is src`` and the caller's
+      ``src`` refuses writes afterwards (``ValueError``).  Like k2's ``Fsa`` attributes ("we save a reference
+      to value; if you need to change value afterwards, please consider passing a copy of it"), pass a copy
+      (``src.copy()``) to keep a writable array.
+    * A writable view (a slice of a bigger array, a buffer of a ``bytearray``...) is copied: writing through
+      its base would otherwise change the lattice after it was validated.
+    * An array of another dtype or layout is converted into a new array; the caller's stays as it was.
+    * ``attrs`` arrays are always copied (read-only copies); ``attrs`` itself refuses changes
+      (``TypeError``): a lattice's arrays cannot change after :meth:`validate` checked them.
     """
 
     num_states: int
@@ -119,6 +134,8 @@ class Lattice:
                 "final_graph_cost": np.float64, "final_acoustic_cost": np.float64}
         for name, dtype in conv.items():
             arr = np.ascontiguousarray(getattr(self, name), dtype=dtype)
+            if arr.flags.writeable and not arr.flags.owndata:
+                arr = arr.copy()  # a writable view: its base could still change the lattice's arcs
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
         attrs = {}
@@ -213,6 +230,8 @@ class Lattice:
             if getattr(self, name).shape != (n,):
                 raise LatticeError(f"arc array {name!r} has shape {getattr(self, name).shape}, expected ({n},)", key=key)
         for name, a in self.attrs.items():
+            if np.ndim(a) == 0:
+                raise LatticeError(f"arc attribute {name!r} is a scalar, expected {n} entries (one per arc)", key=key)
             if len(a) != n:
                 raise LatticeError(f"arc attribute {name!r} has {len(a)} entries, expected {n}", key=key)
         if self.num_states < 1:
