@@ -62,6 +62,20 @@ def test_alignment_agrees_with_the_decoders_one_best(aligned):
     assert shifted["start_abs_median"] >= 0.28
 
 
+def test_check_ctm_words_without_a_time_are_left_out(tmp_path):
+    """`kws align --check-ctm` compares the CTM's timed words: a `*` start or duration leaves the word out (a `*`
+    duration used to reach `start + None` and end the command with a TypeError)."""
+    from lattice_tools.decode.align import ctm_word_times, word_time_agreement
+
+    ctm = tmp_path / "hyp.ctm"
+    ctm.write_text("u 1 0.50 0.20 THE\nu 1 0.70 * RED\nu 1 * * SAND\nu 1 1.10 0.30 SEED\n")
+    hyp = ctm_word_times(str(ctm))
+    assert hyp == [("u", 0.5, 0.2, "THE"), ("u", 1.1, 0.3, "SEED")]
+    ref = [("u", 0.5, 0.2, "THE"), ("u", 0.7, 0.3, "RED"), ("u", 1.0, 0.4, "SEED")]
+    check = word_time_agreement(ref, hyp)
+    assert check["pairs"] == 2 and check["start_abs_max"] == pytest.approx(0.1)
+
+
 @pytest.mark.skipif(not have_cli(), reason="the lattice-tools entry point is not installed")
 def test_cli_writes_ctm_rttm_ecf(transcripts, tmp_path, aligned):
     from lattice_tools.io.keyword_search.ecf import read_ecf

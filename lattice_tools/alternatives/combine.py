@@ -235,19 +235,20 @@ def _combine_systems(systems, out, method, weights, n, nbest_format, score_kind,
         nbest_weight = math.fsum(x for x, c in zip(w, ctm, strict=True) if not c)
         for key, lists in _aligned_lists(systems, nbest_format, score_kind, score_scale, table, acoustic_scale,
                                          frame_shift, lattice_nbest, nemo_manifest, keys):
+            # an N-best system's list is an Alternatives, a CTM system's the words of the utterance
+            nbests = [(x, wt) for x, wt in zip(lists, w, strict=True) if isinstance(x, Alternatives)]
             if not any(ctm):  # N-best lists only: their merged list's lattice
-                merged = combine_nbests(lists, list(weights) if weights else None)
+                merged = combine_nbests([x for x, _ in nbests], list(weights) if weights else None)
                 lat = nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift)
             else:  # the mixture of the N-best lists' lattice and the CTMs' confusion networks
                 parts = []
                 if nbest_weight > 0:
-                    nbests = [x for x, c in zip(lists, ctm, strict=True) if not c]
-                    merged = combine_nbests(nbests, [x for x, c in zip(w, ctm, strict=True) if not c])
+                    merged = combine_nbests([x for x, _ in nbests], [wt for _, wt in nbests])
                     parts.append((nbest_lattice(merged, join="paths", symbols=table, frame_shift=frame_shift),
                                   nbest_weight))
                     table = parts[-1][0].symbols
-                for words_of, wt, c in zip(lists, w, ctm, strict=True):
-                    if c and wt > 0:
+                for words_of, wt in zip(lists, w, strict=True):
+                    if not isinstance(words_of, Alternatives) and wt > 0:
                         parts.append((confidence_lattice(key, words_of, symbols=table, frame_shift=frame_shift), wt))
                         table = parts[-1][0].symbols
                 lat = mix_lattices(parts, key=key)

@@ -45,20 +45,22 @@ class AlternativesJob:
 
     def compute(self, lat):
         """The alternatives of one lattice."""
-        kw = dict(acoustic_scale=self.acoustic_scale, lm_scale=self.lm_scale, word_penalty=self.word_penalty)
-        # the memory budget replaces the node/state counts (which a user cannot relate to the machine)
-        unbounded = dict(max_pops=sys.maxsize, max_states=sys.maxsize)
+        a, g, p = self.acoustic_scale, self.lm_scale, self.word_penalty
+        # the memory budget replaces the node/state counts (which a user cannot relate to the machine): max_pops
+        # and max_states unbounded
         if self.kind == "nbest":
             from .nbest_lists import nbest
 
-            return nbest(lat, self.n, **kw, **unbounded, time_limit=self.time_limit, best_effort=self.best_effort)
+            return nbest(lat, self.n, acoustic_scale=a, lm_scale=g, word_penalty=p, max_pops=sys.maxsize,
+                         max_states=sys.maxsize, time_limit=self.time_limit, best_effort=self.best_effort)
         if self.kind == "sausage":
             from .sausages import sausage
 
-            return sausage(lat, self.n, **kw)
+            return sausage(lat, self.n, acoustic_scale=a, lm_scale=g, word_penalty=p)
         from .phrase_alternatives import phrases
 
-        return phrases(lat, self.n, self.posterior_threshold, **kw, **unbounded)
+        return phrases(lat, self.n, self.posterior_threshold, acoustic_scale=a, lm_scale=g, word_penalty=p,
+                       max_pops=sys.maxsize, max_states=sys.maxsize)
 
 
 def best_effort_comment(key: str, search: dict) -> str:

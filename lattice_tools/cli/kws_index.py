@@ -300,7 +300,10 @@ def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, nor
     kaldi_index = is_kaldi_fst_archive(index)
     # Kaldi's frames are lattice frames: --frame-shift x --frame-subsampling-factor seconds (10 ms when not given)
     frame_time = (0.01 if frame_shift is None else frame_shift) * (frame_subsampling_factor or 1)
-    utterance_ids = offsets = places = None
+    # Kaldi's utterance -> integer map, read when a Kaldi index or Kaldi output needs it (--utter-map)
+    utterance_ids: dict[str, int] = {}
+    offsets: dict[str, float] | None = None
+    places = None
     if out_format == "kaldi" or kaldi_index:
         from ..alternatives.lattices_to_ctm import read_segments
         from ..io.keyword_search.kaldi_kws import read_utterance_map
@@ -342,13 +345,13 @@ def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, nor
         if not kwlist.endswith((".xml", ".xml.gz")):
             raise click.UsageError("tuning scores the dev set against a KWlist XML: give --kwlist as the KWlist "
                                    "(*.xml; with --words to search a Kaldi index for its words)")
-        ntrue_scale, table = tune_ntrue_scale(index, terms, atwv_metric(tune_ecf, kwlist, rttm=tune_rttm, ctm=tune_ctm,
-                                                                       encoding=encoding),
-                                              duration=duration, threshold=threshold, beta=beta, duptime=duptime,
-                                              lattices=None if lattice_stream is None else lattice_stream())
-        tuning = {"ntrue_scale": ntrue_scale, "atwv_by_scale": table}
+        ntrue_scale, atwv_by_scale = tune_ntrue_scale(
+            index, terms, atwv_metric(tune_ecf, kwlist, rttm=tune_rttm, ctm=tune_ctm, encoding=encoding),
+            duration=duration, threshold=threshold, beta=beta, duptime=duptime,
+            lattices=None if lattice_stream is None else lattice_stream())
+        tuning = {"ntrue_scale": ntrue_scale, "atwv_by_scale": atwv_by_scale}
         click.echo(f"lattice-tools: KST tuned on the dev set: ntrue-scale {ntrue_scale:.4g} "
-                   f"(ATWV {max(a for _, a in table):.4f})", err=True)
+                   f"(ATWV {max(a for _, a in atwv_by_scale):.4f})", err=True)
     from ..core.parallel import open_executor
 
     with open_executor(jobs=jobs, scheduler=scheduler) as executor:
@@ -407,7 +410,7 @@ def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, nor
 def align_command(audio, transcript, out, rttm, ecf, channel, model, dictionary, check_ctm, encoding, json_out):
     """Reference word times by forced alignment of AUDIO (files or directories) to their transcripts
     with pocketsphinx: a CTM, an RTTM and an ECF for keyword search scoring."""
-    from ..decode.align import align_audio, word_time_agreement, write_alignment
+    from ..decode.align import align_audio, ctm_word_times, word_time_agreement, write_alignment
 
     if not (out or rttm or ecf):
         raise click.UsageError("give at least one output: -o/--out CTM, --rttm or --ecf")
@@ -418,12 +421,8 @@ def align_command(audio, transcript, out, rttm, ecf, channel, model, dictionary,
               "seconds": round(sum(u.duration for u in utts), 3),
               "aligned_without_silences": [u.key for u in utts if not u.with_silences]}
     if check_ctm:
-        from ..io.transcripts.ctm import CtmWord, read_ctm
-
-        hyp = [(w.file, w.start, w.duration, w.word) for w in read_ctm(check_ctm, encoding)
-               if isinstance(w, CtmWord) and w.start is not None]
         ref = [(w.key, w.start, w.dur, w.word) for u in utts for w in u.words]
-        result["check"] = word_time_agreement(ref, hyp)
+        result["check"] = word_time_agreement(ref, ctm_word_times(check_ctm, encoding))
     click.echo(json.dumps(result, sort_keys=True), err=True)
     _write_json(result, json_out)
 

@@ -22,8 +22,8 @@ def _pairs(values, what):
     return out
 
 
-def _ks(value):
-    out = []
+def _ks(value: str) -> tuple[int | None, ...]:
+    out: list[int | None] = []  # None: every alternative
     for p in value.split(","):
         p = p.strip()
         if p in ("all", "inf", ""):

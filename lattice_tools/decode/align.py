@@ -245,6 +245,15 @@ def ecf_for_audio(paths: Sequence[str] | str, *, channel: str = "1", language: s
     return Ecf(excerpts, round(sum(e.dur for e in excerpts), 3), language)
 
 
+def ctm_word_times(path: str, encoding: str = "utf-8") -> list[tuple[str, float, float, str]]:
+    """``(file, start, duration, word)`` of the CTM's words that have both times (a ``*`` start or duration
+    leaves a word out): the timings :func:`word_time_agreement` compares."""
+    from ..io.transcripts.ctm import CtmWord, read_ctm
+
+    return [(w.file, w.start, w.duration, w.word) for w in read_ctm(path, encoding)
+            if isinstance(w, CtmWord) and w.start is not None and w.duration is not None]
+
+
 def word_time_agreement(reference: Iterable[tuple[str, float, float, str]],
                         hypothesis: Iterable[tuple[str, float, float, str]]) -> dict:
     """How well two word timings agree where their words agree (e.g. the forced alignment against
@@ -279,4 +288,4 @@ def word_time_agreement(reference: Iterable[tuple[str, float, float, str]],
 
 
 __all__ = ["AlignedWord", "AlignedUtterance", "align_audio", "write_alignment", "read_transcripts",
-           "word_time_agreement", "audio_duration", "ecf_for_audio"]
+           "ctm_word_times", "word_time_agreement", "audio_duration", "ecf_for_audio"]

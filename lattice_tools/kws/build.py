@@ -19,7 +19,7 @@ def _settings(max_length, max_silence, min_posterior, representation):
     import math
     import numbers
 
-    if isinstance(max_silence, numbers.Real) and math.isinf(max_silence) and max_silence > 0:
+    if isinstance(max_silence, numbers.Real) and float(max_silence) == math.inf:
         max_silence = None  # an infinite limit is no limit
     settings = {"max_length": int(max_length) if isinstance(max_length, numbers.Integral) else max_length,
                 "max_silence": max_silence, "representation": representation,

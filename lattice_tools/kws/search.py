@@ -53,6 +53,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ..core.errors import LatticeToolsError, MismatchError
 from ..core.lattice import Lattice
@@ -63,6 +64,17 @@ from .store import TermIndex
 
 NORMALIZATIONS = ("none", "kst", "sum-to-one")
 DEFAULT_BETA = 999.9
+
+
+class _SearchOptions(TypedDict):
+    """The options of one search, as :func:`_search_terms` takes them (sent to the workers as they are)."""
+
+    normalization: str
+    threshold: float
+    duration: float | None
+    ntrue_scale: float
+    beta: float
+    duptime: float
 
 
 @dataclass
@@ -222,8 +234,8 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
         if not t.words:
             raise MismatchError(f"keyword {t.kwid!r} has an empty term", key=t.kwid)
         seen.add(t.kwid)
-    options = dict(normalization=normalization, threshold=threshold, duration=duration, ntrue_scale=ntrue_scale,
-                   beta=beta, duptime=duptime)
+    options = _SearchOptions(normalization=normalization, threshold=threshold, duration=duration,
+                            ntrue_scale=ntrue_scale, beta=beta, duptime=duptime)
     # a path is opened (and closed) here; anything else is an open index (a TermIndex, or an object with its
     # look-ups such as kaldi_index.KaldiIndex)
     own = isinstance(index, (str, bytes, os.PathLike))
@@ -305,7 +317,7 @@ def _search_terms(idx: TermIndex, terms: Sequence[KeywordTerm], long_hits: dict[
     return result
 
 
-def search_terms_of_shard(job: tuple[str, dict], items: Sequence[tuple[KeywordTerm, list[IndexHit] | None]]
+def search_terms_of_shard(job: tuple[str, _SearchOptions], items: Sequence[tuple[KeywordTerm, list[IndexHit] | None]]
                           ) -> tuple[SearchResult, tuple[list, ...], float]:
     """A worker's task: open the index ``job[0]`` read-only and search the shard's terms (each with its hits
     when it is a long term answered from the lattices) with the options ``job[1]``; with the CPU seconds
@@ -326,7 +338,7 @@ def search_terms_of_shard(job: tuple[str, dict], items: Sequence[tuple[KeywordTe
     return result, columns, time.thread_time() - t0
 
 
-def _search_on_workers(path: str, terms: Sequence[KeywordTerm], options: dict,
+def _search_on_workers(path: str, terms: Sequence[KeywordTerm], options: _SearchOptions,
                        long_hits: dict[tuple[str, ...], list[IndexHit]], executor) -> SearchResult:
     """The terms cut into shards (sized as :data:`SEARCH_SHARD_TERMS` says), searched on ``executor``'s workers (each opens the
     index itself: on a cluster, ``path`` must be on a file system the workers share); the shards' results are

@@ -16,7 +16,7 @@ every path picks one alternative per slot.  Here:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.alternatives_network import Alternatives
@@ -123,11 +123,11 @@ class CoverageRow:
                 "entity_recovery": self.entity_recovery}
 
 
-def alternative_coverage(representation: str, refs: dict[str, Sequence[str]], networks: dict[str, Alternatives],
-                         ks: Iterable[int | None] = (1, 2, 5, 10, None),
-                         entities: dict[str, Sequence[Sequence[str]]] | None = None,
-                         one_best: dict[str, Sequence[str]] | None = None,
-                         spaceless: dict[str, bool] | None = None) -> list[CoverageRow]:
+def alternative_coverage(representation: str, refs: Mapping[str, Sequence[str]],
+                         networks: Mapping[str, Alternatives], ks: Iterable[int | None] = (1, 2, 5, 10, None),
+                         entities: Mapping[str, Sequence[Sequence[str]]] | None = None,
+                         one_best: Mapping[str, Sequence[str]] | None = None,
+                         spaceless: Mapping[str, bool] | None = None) -> list[CoverageRow]:
     """Coverage rows for one representation.
 
     ``refs``/``networks`` map utterance ids to reference units and networks (utterances without a

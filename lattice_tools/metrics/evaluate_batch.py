@@ -364,7 +364,7 @@ class _Chunk:
         self.r_ids, self.r_off, self.h_ids, self.h_off = r_ids, r_off, h_ids, h_off
         self.ref_chars, self.hyp_chars = ref_chars, hyp_chars
         self.cmis, self.ref_points, self.hyp_points = code_switching
-        self.tag_table = None
+        self.tag_table: list = []  # the tag per word id of the current code-switch pair's tagger (reference_tags)
 
     def reference_tags(self, u: int, cs: str | None):
         """``(tagger, reference tags, CMI)``; tagger and tags only for a tagger other than

@@ -238,7 +238,7 @@ class _Tables:
         list of ``(utterances, i, j, op)`` arrays, one per route step."""
         n = self.n
         Df, Sf, delf = (np.concatenate(x) for x in (self.D, self.S, self.dels))
-        self.D = self.S = self.dels = None
+        self.D, self.S, self.dels = [], [], []     # (the per-block tables are no longer needed: freed)
         has_comp = None
         if self.comp_cells:
             has_comp = np.zeros(len(Df), dtype=bool)
@@ -260,11 +260,10 @@ class _Tables:
             sc = Sf.take(s_base + (i - 1) * s_row + (j - 1) * col, mode="clip")
             ok = diag & (sc == 0) & (dg == cur)
             rest = ~ok
-            comp_moves = ()
+            comp_moves: list[tuple[int, int, int]] = []
             if has_comp is not None:
                 cand = np.flatnonzero(rest & has_comp[lin])
                 if len(cand):
-                    comp_moves = []
                     for q in cand.tolist():
                         u, ii, jj = int(a[q]), int(i[q]), int(j[q])
                         base, row, c = int(d_base[q]), int(d_row[q]), int(col[q])

@@ -263,6 +263,7 @@ def hyp_graph_from_alternatives(alts, *, n: int | None = None, null_for_empty: b
     table = _LabelTable()
 
     def label_of(word):
+        key: tuple[str, ...]
         if word is None:
             key = ("@",) if null_for_empty else ("",)
         elif word == "" or nonword(word):

@@ -606,7 +606,8 @@ def _run_batch(refs, hyps, opts: AlignOptions, index: list[int], out: list) -> N
     V = np.full(total, np.inf, dtype=np.float32)
     code = np.zeros(total, dtype=np.int8)          # 0 sub, 1 del, 2 ins, 3 stored back-pointer
     V[pos_of[cell_off[:-1]]] = 0.0
-    BA = BB = None
+    # back-pointers of the cells with several predecessors (category 3), allocated when the first one comes
+    BA = BB = np.empty(0, dtype=np.int64)
     for k in range(1, n_keys):
         lo, hi = int(bounds[4 * k]), int(bounds[4 * k + 1])          # category 0
         if hi > lo:
@@ -630,7 +631,7 @@ def _run_batch(refs, hyps, opts: AlignOptions, index: list[int], out: list) -> N
             code[lo:hi] = 1
         lo, hi = hi, int(bounds[4 * k + 4])                          # category 3: several predecessors
         if hi > lo:
-            if BA is None:
+            if BA.size == 0:
                 BA = np.full(total, -1, dtype=np.int64)
                 BB = np.full(total, -1, dtype=np.int64)
             _complex_cells(lo, hi, order, pos_of, A, B, V, BA, BB, ao, bo, nbp, gA, gB, cost_ins, cost_del,

@@ -82,11 +82,13 @@ def _intern(buf, u64, starts, lens, encoding, runs=True, sample_min=DEFAULT_TUNI
     if n > 1 and runs:
         np.any(rows[:, 1:] != rows[:, :-1], axis=0, out=change[1:])
     n_heads = int(np.count_nonzero(change))
+    run_starts: np.ndarray | None                             # where runs start; None: no compression
     if n_heads > n // 4:                                      # few runs (word column): no compression
-        change = None
+        run_starts = None
         heads = np.arange(n)
         hrows = rows
     else:
+        run_starts = change
         heads = np.flatnonzero(change)
         hrows = rows[:, heads]
     if hrows.shape[0] == 1:
@@ -105,7 +107,7 @@ def _intern(buf, u64, starts, lens, encoding, runs=True, sample_min=DEFAULT_TUNI
         except UnicodeDecodeError:
             return None
         inv = inv.astype(np.int32)
-        return (inv if change is None else inv[np.cumsum(change) - 1]), texts
+        return (inv if run_starts is None else inv[np.cumsum(run_starts) - 1]), texts
     first = np.empty(len(uniq), np.int64)
     first[inv] = np.arange(len(inv))                          # some occurrence of each distinct token
     if hrows.shape[0] > 1 and not np.array_equal(hrows[:, first[inv]], hrows):
@@ -118,7 +120,7 @@ def _intern(buf, u64, starts, lens, encoding, runs=True, sample_min=DEFAULT_TUNI
     except UnicodeDecodeError:
         return None
     inv = inv.astype(np.int32)
-    return (inv if change is None else inv[np.cumsum(change) - 1]), texts
+    return (inv if run_starts is None else inv[np.cumsum(run_starts) - 1]), texts
 
 
 def _unique_inverse(keys, sample_min: int = DEFAULT_TUNING.ctm_sample_min):
@@ -249,7 +251,7 @@ class _EveryLine:
         self.width = width
 
 
-def _field(tok_start, tok_len, t0, k):
+def _field(tok_start, tok_len, t0, k) -> tuple[np.ndarray, np.ndarray]:
     """(start, length) of field ``k`` of every line whose first token is ``t0`` (or of every line
     when ``t0`` is an :class:`_EveryLine`: strided views, no gather)."""
     if isinstance(t0, _EveryLine):

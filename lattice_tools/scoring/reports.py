@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import math
 import os
+from typing import TYPE_CHECKING
 
 from ..core.counts import ErrorCounts
 from ..core.files import discard_temporary, json_text, make_temporary, output_mode, remove_stale_temporaries
 from .network import upper_case
+
+if TYPE_CHECKING:
+    from .align import AlignedPair
 
 
 def kaldi_line(counts: ErrorCounts, label: str = "%WER") -> str:
@@ -241,20 +245,24 @@ def sys_report(result, raw: bool = False, speaker_stats: str = "sclite") -> str:
     return text
 
 
-def _column(p, language=None, encoding="utf-8"):
+def _column(p: AlignedPair, language: str | None = None,
+            encoding: str = "utf-8") -> tuple[str | None, str | None, str, int]:
     """(ref text, hyp text, eval letter, column width) of one aligned pair as sclite prints it:
     error words upper-cased, ``None`` for the empty side; the width (UTF-8 bytes, as sclite counts)
     is that of the words *before* upper-casing."""
-    r = p.ref if p.ref is not None else None
-    h = p.hyp if p.hyp is not None else None
+    r, h = p.ref, p.hyp
     width = max(_nbytes(r or "", encoding), _nbytes(h or "", encoding), 0 if p.op == "C" else 1)
     if p.op == "C":
         return r or "", h or "", "", width
+
+    def upper(word: str | None) -> str | None:
+        return None if word is None else upper_case(word, language)
+
     if p.op == "S":
-        return upper_case(r, language), upper_case(h, language), "S", width
+        return upper(r), upper(h), "S", width
     if p.op == "D":
-        return upper_case(r, language), None, "D", width
-    return None, upper_case(h, language), "I", width
+        return upper(r), None, "D", width
+    return None, upper(h), "I", width
 
 
 def _nbytes(s: str, encoding: str = "utf-8") -> int:

@@ -20,11 +20,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import FormatError
 from ...core.files import atomic_write
 from ._xml import check_channel, decode_xml, read_xml_bytes, run_parser_on_text, safe_parser, xml_escape, xsd_decimal
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ class DetectionColumns:
                  score: list[float], decision: list[bool]):
         self.kwid, self.file, self.channel = kwid, file, channel
         self.tbeg, self.dur, self.score, self.decision = tbeg, dur, score, decision
-        self._arrays = None
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def of(cls, detections: Iterable[Detection]) -> DetectionColumns:
@@ -83,7 +86,7 @@ class DetectionColumns:
     def __len__(self) -> int:
         return len(self.kwid)
 
-    def arrays(self):
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(tbeg, dur, score, decision)`` as numpy arrays (made once)."""
         if self._arrays is None:
             import numpy as np
@@ -136,7 +139,8 @@ class _KwLines(Sequence):
 
     def __init__(self, path: str, encoding: str | None, count: int):
         # (not ``self.count``: that would hide Sequence.count)
-        self.path, self.encoding, self._count, self._lines = path, encoding, count, None
+        self.path, self.encoding, self._count = path, encoding, count
+        self._lines: Sequence[int] | None = None
 
     def __len__(self) -> int:
         return self._count

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ...core._budget import check_allocation
 from ...core.errors import FormatError, LatticeError, MismatchError, SymbolError, require
@@ -73,9 +74,9 @@ class Ragged:
     Unpickling sets it from k2's pickled state ``(row_splits1, 'row_ids1', values)``.
     """
 
-    def __init__(self, row_splits=None, values=None):
-        self.row_splits = None if row_splits is None else np.asarray(row_splits)
-        self.values = None if values is None else np.asarray(values)
+    def __init__(self, row_splits: ArrayLike, values: ArrayLike):
+        self.row_splits: np.ndarray = np.asarray(row_splits)
+        self.values: np.ndarray = np.asarray(values)
 
     def __setstate__(self, state):
         # k2 pickles (row_splits1, 'row_ids1', values) for 2 axes; 3+ axes give a longer tuple.
@@ -646,7 +647,10 @@ def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word
         per_state = np.bincount(src, weights=extra, minlength=num_states).astype(np.int64)
         new_id = np.arange(num_states) + np.cumsum(per_state) - per_state
         n_src, n_dst = new_id[src], new_id[dst]
-        pieces_src, pieces_dst, pieces_word, pieces_arc = [], [], [], []
+        pieces_src: list[int] = []
+        pieces_dst: list[int] = []
+        pieces_word: list[int] = []
+        arc_of_piece: list[int] = []
         for a, ws in sorted(extra_words.items()):
             first = int(src[a]) + 1 + int(before_arc[a])
             chain = list(range(first, first + len(ws)))
@@ -655,8 +659,8 @@ def _fsa_to_lattice(path, key, num_states, arcs, words, attrs, frame_shift, word
             pieces_src.extend(chain)
             pieces_dst.extend(chain[1:] + [orig_dst])
             pieces_word.extend(ws.tolist())
-            pieces_arc.extend([a] * len(ws))
-        pieces_arc = np.array(pieces_arc, dtype=np.int64)
+            arc_of_piece.extend([a] * len(ws))
+        pieces_arc = np.array(arc_of_piece, dtype=np.int64)
         k = len(pieces_arc)
         src = np.concatenate([n_src, pieces_src]).astype(np.int64)
         dst = np.concatenate([n_dst, pieces_dst]).astype(np.int64)
@@ -761,19 +765,21 @@ class _RaggedOut:
     def __reduce_ex__(self, protocol):
         import copyreg
 
-        return copyreg.__newobj__, (_RaggedOut,), self.state
+        # (copyreg.__newobj__ makes pickle write NEWOBJ, as for any new-style class; typeshed does not declare it)
+        return copyreg.__newobj__, (_RaggedOut,), self.state  # type: ignore[attr-defined]
 
 
 class _K2Pickler(pickle._Pickler):
     """Pure-Python pickler that writes the ragged stand-in as the global ``_k2.ragged.RaggedTensor``
     (so k2's ``Fsa.from_dict(torch.load(...))`` gets a real ragged tensor) without importing k2."""
 
+    # pickle._Pickler (the pure-Python pickler) has write, memoize and save_global; typeshed declares none of them
     def save_global(self, obj, name=None):
         if obj is _RaggedOut:
-            self.write(pickle.GLOBAL + b"_k2.ragged\nRaggedTensor\n")
-            self.memoize(obj)
+            self.write(pickle.GLOBAL + b"_k2.ragged\nRaggedTensor\n")  # type: ignore[attr-defined]
+            self.memoize(obj)  # type: ignore[attr-defined]
             return
-        super().save_global(obj, name)
+        super().save_global(obj, name)  # type: ignore[misc]
 
 
 class _K2PickleModule:

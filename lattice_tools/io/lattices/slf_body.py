@@ -14,6 +14,7 @@ general one.  Both give the same columns (tests/test_slf.py compares them).
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -178,8 +179,10 @@ def split_body_numpy(block: Block, base: int):
 
 def parse_body_lines(node_items, link_items, path):
     """Line-by-line parse with precise errors (file:line); same output as the fast parse."""
-    nodes = {"I": [], "t": [], "W": [], "v": [], "a": [], "r": []}
-    seen_node = {k: None for k in ("t", "W", "a", "r")}
+    # a column's values: word strings (W), version strings (v) or numbers
+    nodes: dict[str, list[Any]] = {"I": [], "t": [], "W": [], "v": [], "a": [], "r": []}
+    # per optional field: None until the first node, then whether the nodes have it
+    seen_node: dict[str, bool | None] = {k: None for k in ("t", "W", "a", "r")}
     for lineno, line in node_items:
         f = split_fields(line, path, lineno)
         if "L" in f:
@@ -206,8 +209,8 @@ def parse_body_lines(node_items, link_items, path):
         if "v" in f:
             nodes["v"].append(f["v"])
     link_keys = ("W",) + SCORE_KEYS + ("p",)
-    links = {k: [] for k in ("S", "E") + link_keys}
-    seen = {k: None for k in link_keys}
+    links: dict[str, list[Any]] = {k: [] for k in ("S", "E") + link_keys}
+    seen: dict[str, bool | None] = {k: None for k in link_keys}
     for lineno, line in link_items:
         f = split_fields(line, path, lineno)
         for k in ("J", "S", "E"):

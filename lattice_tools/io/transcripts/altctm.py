@@ -24,6 +24,7 @@ the empty alternative ``@`` (which has no confidence field) gets ``1 - sum(other
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import zlib
 from collections.abc import Iterable, Iterator
@@ -100,17 +101,16 @@ class AlternativesCtmWriter:
         self._gz = zlib.compressobj(9, zlib.DEFLATED, 31)
         self._gz_bytes = 0
         self._utts = 0
-        self._ctx = None
+        self._stack = contextlib.ExitStack()  # holds the atomic write between __enter__ and __exit__
         self._out: IO[str] | None = None
 
     def __enter__(self):
-        self._ctx = atomic_write(self.path, "w")
-        self._out = self._ctx.__enter__()
+        self._out = self._stack.enter_context(atomic_write(self.path, "w"))
         return self
 
     def __exit__(self, *exc):
         self._gz_bytes += len(self._gz.flush())
-        return self._ctx.__exit__(*exc)
+        return self._stack.__exit__(*exc)
 
     def write(self, alts: Alternatives, comment: str | None = None) -> None:
         """Write ``alts`` (cut to depth ``n``), after a ``;;`` comment line ``comment`` when given (a note
