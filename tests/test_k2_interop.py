@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 from _algo_helpers import random_lattice  # noqa: E402
 
 from lattice_tools.algorithms import arc_posteriors, best_path, total_log_prob  # noqa: E402
+from lattice_tools.core.errors import MismatchError  # noqa: E402
 from lattice_tools.core.lattice import Lattice  # noqa: E402
 from lattice_tools.interop.k2 import (  # noqa: E402
     MappedLattice,
@@ -178,6 +179,21 @@ def test_keys_travel_with_the_fsas_through_k2(tmp_path):
     # to_k2 gives FSAs without keys, so k2 puts FSAs of different lattices into one FsaVec
     joined = k2.create_fsa_vec([to_k2(lats[0]), to_k2(lats[2])])
     assert [lat.key for lat in from_k2_batch(joined)] == ["0", "1"]
+    # FSAs of two files: k2.create_fsa_vec refuses them (different keys lists); from_k2_batch keeps each key and
+    # gives the lattices one word table
+    save_k2([lats[2]], tmp_path / "y.pt")
+    other = _load_fsa(tmp_path / "y.pt")
+    with pytest.raises(AssertionError):
+        k2.create_fsa_vec([vec[0], other[0]])
+    mixed = from_k2_batch([vec[0], other[0]])
+    assert [lat.key for lat in mixed] == ["r0", "r2"] and mixed[0].symbols is mixed[1].symbols
+    ids = {int(w) for lat in mixed for w in lat.word if w}
+    assert dict(mixed[0].symbols) == {"<eps>": 0, **{str(w): w for w in ids}}
+    with pytest.raises(TypeError, match="list of single Fsas"):
+        from_k2_batch([vec, other])
+    with pytest.raises(MismatchError, match="FSAs 0 and 1 of the list have the same key 'r1'"):
+        from_k2_batch([vec[1], vec[1]])
+    assert [lat.key for lat in from_k2_batch([vec[1], vec[1]], keys=["a", "b"])] == ["a", "b"]
 
 
 def test_subsampling_scales_frame_shift(fx):

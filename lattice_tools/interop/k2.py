@@ -24,9 +24,12 @@ import os
 import tempfile
 from collections.abc import Sequence
 
-from ..core.errors import LatticeToolsError, MissingDependencyError, require
+import numpy as np
+
+from ..core.errors import LatticeToolsError, MismatchError, MissingDependencyError, require
 from ..core.lattice import Lattice
-from ..io.lattices.k2file import MappedLattice, read_k2_lattices_with_maps, write_k2_lattice
+from ..core.symbols import SymbolTable
+from ..io.lattices.k2file import KEYS_ENTRY, MappedLattice, read_k2_lattices_with_maps, write_k2_lattice
 
 
 def _k2():
@@ -91,8 +94,13 @@ def from_k2_batch_with_maps(fsas, words=None, frame_shift: float = 0.04, subsamp
     return _convert(fsas, words, frame_shift, subsampling, keys)
 
 
+def _holds_keys(fsa) -> bool:
+    """Whether a k2 Fsa holds the keys of a lattice-tools file (see :mod:`lattice_tools.io.lattices.k2file`)."""
+    return any(name == KEYS_ENTRY for name, _ in fsa.named_non_tensor_attr())
+
+
 def _convert(fsa, words, frame_shift: float, subsampling: int, keys: Sequence[str] | None) -> list[MappedLattice]:
-    k2 = _k2()
+    _k2()
     torch = require("torch", "torch")
 
     if int(subsampling) < 1:
@@ -100,7 +108,29 @@ def _convert(fsa, words, frame_shift: float, subsampling: int, keys: Sequence[st
     if isinstance(fsa, (list, tuple)):
         if not fsa:
             raise LatticeToolsError("from_k2_batch got an empty list")
-        fsa = k2.create_fsa_vec(list(fsa))
+        if keys is not None and len(keys) != len(fsa):
+            raise LatticeToolsError(f"{len(keys)} keys given for {len(fsa)} FSAs")
+        if any(_is_fsa_vec(one) for one in fsa):
+            raise TypeError("from_k2_batch takes an FsaVec or a list of single Fsas, not a list of FsaVecs")
+        if isinstance(words, (str, os.PathLike)):
+            words = SymbolTable.read(os.fspath(words))  # (read once: the lattices share one table)
+        # one at a time, not through k2.create_fsa_vec: it refuses FSAs whose non-tensor attributes differ (the
+        # keys of FSAs from different files), and each FSA keeps the key it holds
+        out: list[MappedLattice] = []
+        for i, one in enumerate(fsa):
+            # the key given, else the key the FSA holds, else its position in the list
+            key = keys[i] if keys is not None else None if _holds_keys(one) else str(i)
+            out += _convert(one, words, frame_shift, subsampling, None if key is None else [key])
+        first: dict[str, int] = {}
+        for i, m in enumerate(out):
+            if first.setdefault(m.lattice.key, i) != i:
+                raise MismatchError(f"FSAs {first[m.lattice.key]} and {i} of the list have the same key "
+                                    f"{m.lattice.key!r}: give keys", key=m.lattice.key)
+        if words is None:  # one table for all, as the reader makes for an FsaVec: each id named by its decimal string
+            ids = sorted({int(w) for m in out for w in np.unique(m.lattice.word) if w != 0})
+            table = SymbolTable({str(w): w for w in ids})
+            out = [MappedLattice(m.lattice.with_symbols(table), m.arc_map) for m in out]
+        return out
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "fsa.pt")
         torch.save(fsa.as_dict(), path)

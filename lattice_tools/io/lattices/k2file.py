@@ -23,7 +23,9 @@ Layout of an ``as_dict()`` (see tests/data/k2-fixtures/README.md):
   ``weights_only=True`` and ``k2.Fsa.from_dict`` accept it), and ``key_index``, an int32 per-arc tensor: the
   position in ``keys`` of the FSA the arc belongs to.  k2 carries a per-arc tensor through indexing, ``index_fsa``
   and the other operations that keep arcs, but copies a non-tensor attribute unchanged to every FSA it makes, so
-  each FSA's key is read through its arcs' ``key_index``, never from its position.
+  each FSA's key is read through its arcs' ``key_index``, never from its position.  A ``key_index`` without
+  ``keys`` names nothing (``k2.create_fsa_vec`` refuses FSAs whose non-tensor attributes differ, so k2 users
+  joining FSAs of several files delete ``keys``): the lattices are then numbered by position.
 """
 from __future__ import annotations
 
@@ -536,12 +538,11 @@ def _stored_keys(d: dict, arc_splits: list[int], path: str) -> list[str]:
     """The FSAs' keys the file holds (``keys`` + ``key_index``, see the module docstring), else ``"0"``, ``"1"``..."""
     num_fsas = len(arc_splits) - 1
     stored, index = d.get(KEYS_ENTRY), d.get(KEY_INDEX_ENTRY)
-    if stored is None and index is None:
+    if stored is None:  # (a key_index alone names nothing: k2 users delete the keys to join FSAs of several files)
         return [str(i) for i in range(num_fsas)]
-    if stored is None or index is None:
-        missing, present = (KEYS_ENTRY, KEY_INDEX_ENTRY) if stored is None else (KEY_INDEX_ENTRY, KEYS_ENTRY)
-        raise FormatError(f"the file has a {present!r} entry but no {missing!r}: the lattices' keys need both "
-                          "(or name the lattices with keys / --keys FILE)", path=path, key=missing)
+    if index is None:
+        raise FormatError(f"the file has a {KEYS_ENTRY!r} entry but no {KEY_INDEX_ENTRY!r}: which FSA has which key "
+                          "is unknown (name the lattices with keys / --keys FILE)", path=path, key=KEY_INDEX_ENTRY)
     if not isinstance(index, np.ndarray) or index.shape != (arc_splits[-1],) or index.dtype.kind not in "iu":
         raise FormatError(f"{KEY_INDEX_ENTRY!r} must be an int tensor with one entry per arc ({arc_splits[-1]})",
                           path=path, key=KEY_INDEX_ENTRY)
