@@ -21,11 +21,16 @@ from lattice_tools.metrics.io import read_annotations, read_hypotheses, read_ref
 DATA = Path(__file__).resolve().parent / "data" / "metrics_summary"
 
 
-def _run(*args, out: Path) -> bytes:
+def _process(*args, out: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(DATA.parents[2]), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-m", "lattice_tools", *args, "-o", str(out)], cwd=DATA,
                           capture_output=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr.decode()
+    return proc
+
+
+def _run(*args, out: Path) -> bytes:
+    _process(*args, out=out)
     return out.read_bytes()
 
 
@@ -39,6 +44,27 @@ def test_leaderboard_json_is_byte_identical(tmp_path):
                "--allow-missing",
                out=tmp_path / "l.json")
     assert got == (DATA / "leaderboard.json").read_bytes()
+
+
+def test_leaderboard_markdown_and_warnings_are_byte_identical(tmp_path):
+    proc = _process("leaderboard", "ref.txt", "-s", "A=a.txt", "-s", "B=b.trn", "-a", "ann.tsv", "--resamples", "200",
+                    "--allow-missing", "-m", str(tmp_path / "l.md"), out=tmp_path / "l.json")
+    assert (tmp_path / "l.json").read_bytes() == (DATA / "leaderboard.json").read_bytes()
+    assert (tmp_path / "l.md").read_bytes() == (DATA / "leaderboard.md").read_bytes()
+    assert proc.stderr == (DATA / "leaderboard.stderr").read_bytes()
+
+
+def test_metrics_with_alternatives_is_byte_identical(tmp_path):
+    got = _run("metrics", "ref_en.txt", "hyp_en.txt", "-a", "ann_en.json", "--resamples", "50", "--alternatives",
+               "sausage=sausage_en.ctm", "--ks", "1,2,all", out=tmp_path / "m.json")
+    assert got == (DATA / "metrics-alternatives.json").read_bytes()
+
+
+def test_metrics_warnings_are_byte_identical(tmp_path):
+    proc = _process("metrics", "ref.txt", "b.trn", "-a", "ann.tsv", "--resamples", "100", "--allow-missing",
+                    out=tmp_path / "m.json")
+    assert (tmp_path / "m.json").read_bytes() == (DATA / "metrics-missing.json").read_bytes()
+    assert proc.stderr == (DATA / "metrics-missing.stderr").read_bytes()
 
 
 def test_summary_is_typed_and_frozen():

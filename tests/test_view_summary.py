@@ -1,0 +1,33 @@
+"""``view`` returns a typed, frozen ``ViewSummary``; what ``lattice-tools view`` prints and writes with ``--json``
+is byte-identical to its output when ``view`` returned a plain dict (goldens in tests/data/view_summary, see its
+PROVENANCE.md)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parent / "data"
+GOLDEN = DATA / "view_summary"
+LATTICES = [str(DATA / "inputs" / "003.lat"), str(DATA / "inputs" / "004.lat")]
+REFERENCE = ["-r", str(DATA / "oracle_report" / "cards.stm")]
+
+
+def _view(*args, cwd) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(DATA.parent.parent), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "lattice_tools", "view", *LATTICES, *args, "-o", "view.html"],
+                          cwd=cwd, capture_output=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc
+
+
+@pytest.mark.parametrize("name, args", [("view", REFERENCE), ("view-noref", [])])
+def test_json_is_byte_identical(tmp_path, name, args):
+    assert _view(*args, "--json", "-", cwd=tmp_path).stdout == (GOLDEN / f"{name}.json").read_bytes()
+
+
+def test_printed_line_is_unchanged(tmp_path):
+    assert _view(*REFERENCE, cwd=tmp_path).stdout == (GOLDEN / "view.stdout").read_bytes()
