@@ -81,3 +81,32 @@ def test_summary_is_typed_and_frozen():
         s.covered = 3  # type: ignore[misc]
     empty = summarize([], resamples=0)
     assert empty.coverage is None and empty.word_counts is None and "word_counts" not in empty.to_dict()
+
+
+def test_reports_are_typed_and_frozen(tmp_path):
+    from lattice_tools.metrics.commands import leaderboard, metrics
+    from lattice_tools.metrics.leaderboard import LeaderboardReport, PairedComparison
+    from lattice_tools.metrics.results import AlternativesMetrics, CompositeRating, MetricsReport, SystemMetrics
+    from lattice_tools.metrics.stats import PairedTest
+
+    m = metrics(str(DATA / "ref_en.txt"), str(DATA / "hyp_en.txt"), annotations=str(DATA / "ann_en.json"),
+                output=str(tmp_path / "m.json"), resamples=50, alternatives=[("sausage", str(DATA / "sausage_en.ctm"))],
+                ks=(1, 2, None))
+    assert isinstance(m, MetricsReport) and isinstance(m.all, MetricsSummary)
+    assert isinstance(m.composite, CompositeRating) and m.composite.factors == ("wer", "sfr")
+    alt = m.alternatives["sausage"]
+    assert isinstance(alt, AlternativesMetrics) and [r.k for r in alt.coverage] == [1, 2, None]
+    assert alt.oracle.metrics["wer"].value == 0.0 and m.warnings == ()
+    assert (tmp_path / "m.json").read_bytes() == (DATA / "metrics-alternatives.json").read_bytes()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.warnings = ("x",)  # type: ignore[misc]
+    b = leaderboard(str(DATA / "ref.txt"), [("A", str(DATA / "a.txt")), ("B", str(DATA / "b.trn"))],
+                    annotations=str(DATA / "ann.tsv"), output=str(tmp_path / "l.json"), resamples=200,
+                    allow_missing=True)
+    assert isinstance(b, LeaderboardReport) and list(b.systems) == ["A", "B"]
+    assert all(isinstance(s, SystemMetrics) for s in b.systems.values())
+    assert b.languages == ("en", "hi", "hin-eng", "ml")
+    assert all(isinstance(t, PairedComparison) and isinstance(t.test, PairedTest)
+               for tests in b.paired_tests.values() for t in tests)
+    assert len(b.warnings) == 1 and "u3" in b.warnings[0]
+    assert b.systems["B"].all.covered == 3 and b.systems["A"].all.covered == 4
