@@ -73,6 +73,27 @@ def test_kws_merge_outputs_are_byte_identical(tmp_path):
         assert got == (GOLDEN / name).read_bytes(), name
 
 
+def test_merge_returns_frozen_index_counts(tmp_path):
+    import dataclasses
+
+    import pytest
+
+    from lattice_tools.kws.store import IndexCounts, TermIndex, merge_indexes
+
+    merge_outputs(tmp_path)
+    shards = [str(tmp_path / "a.db"), str(tmp_path / "b.db")]
+    counts = merge_indexes(str(tmp_path / "again.db"), shards)
+    assert isinstance(counts, IndexCounts)
+    with TermIndex(shards[0]) as a, TermIndex(shards[1]) as b, TermIndex(str(tmp_path / "m.db")) as m:
+        assert m.counts() == counts
+        assert counts.utterances == a.counts().utterances + b.counts().utterances == 2
+        assert counts.hits == a.counts().hits + b.counts().hits
+        assert counts.pruned_mass == pytest.approx(a.counts().pruned_mass + b.counts().pruned_mass)
+    assert json.loads((GOLDEN / "merge.json").read_text()) == counts.to_dict()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        counts.hits = 0  # type: ignore[misc]
+
+
 if __name__ == "__main__":  # writes the goldens (see tests/data/kws_results/PROVENANCE.md)
     import tempfile
 

@@ -100,7 +100,7 @@ def test_rows_agree_with_the_files(study, setup):
     write_kwlist(kwl_path, terms, compare_normalize="lowercase")
     for row in result.rows:
         with TermIndex(row["index"]) as idx:
-            assert idx.counts()["hits"] == row["entries"]
+            assert idx.counts().hits == row["entries"]
         ev = score_kws_files(ecf_path, kwl_path, row["kwslist"], rttm=rttm_path).overall
         assert (ev.atwv.twv, ev.mtwv.twv, ev.otwv.twv, ev.stwv.twv) == (row["atwv"], row["mtwv"], row["otwv"],
                                                                       row["stwv"])
