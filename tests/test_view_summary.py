@@ -31,3 +31,20 @@ def test_json_is_byte_identical(tmp_path, name, args):
 
 def test_printed_line_is_unchanged(tmp_path):
     assert _view(*REFERENCE, cwd=tmp_path).stdout == (GOLDEN / "view.stdout").read_bytes()
+
+
+def test_view_returns_a_frozen_typed_summary(tmp_path):
+    import dataclasses
+    import json
+
+    from lattice_tools.core.counts import ErrorCounts
+    from lattice_tools.viewer import ViewSummary, view
+
+    s = view(LATTICES, str(tmp_path / "view.html"), reference=REFERENCE[1])
+    assert isinstance(s, ViewSummary) and s.utterances == 2 and s.bytes == (tmp_path / "view.html").stat().st_size
+    assert list(s.totals) == ["1best", "nbest", "sausage", "phrase", "lattice"]
+    assert all(isinstance(c, ErrorCounts) and c.ref_words == 5 for c in s.totals.values())
+    golden = json.loads((GOLDEN / "view.json").read_text())
+    assert {**s.to_dict(), "out": "view.html"} == golden
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.bytes = 0  # type: ignore[misc]

@@ -235,7 +235,7 @@ def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: 
     summary = view([files[f"lattices/{name}"]], page, reference=stm_path, optional_deletable=True,
                    kwslist=kwslist if have_kws else None, kwlist=kwlist if have_kws else None,
                    title=f"lattice-tools demo: {name}-beam lattices", max_memory=max_memory)
-    echo(f"[demo] browser view ({summary['utterances']} utterances, {summary['bytes'] / 2**20:.1f} MB) -> {page}")
+    echo(f"[demo] browser view ({summary.utterances} utterances, {summary.bytes / 2**20:.1f} MB) -> {page}")
     if os.path.exists(md):
         link_view(md, page, f"the {name}-beam lattices, their alternatives, oracles and keyword hits")
     return page
