@@ -202,7 +202,7 @@ def test_measure_ctm_matches_the_alt_ctm_writer(tmp_path):
             for i in range(200)]
     stats = write_alternatives_ctm(str(tmp_path / "x.ctm.gz"), alts, 10)
     measured = recipe.measure_ctm(str(tmp_path / "x.ctm.gz"))
-    assert (measured.bytes, measured.gzip_bytes, measured.MB) == (stats["bytes"], stats["gzip_bytes"], stats["MB"])
+    assert (measured.bytes, measured.gzip_bytes, measured.MB) == (stats.bytes, stats.gzip_bytes, stats.MB)
     # and it is the size of a real gzip stream of the text
     text = gzip.decompress((tmp_path / "x.ctm.gz").read_bytes())
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)

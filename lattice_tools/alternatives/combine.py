@@ -263,4 +263,4 @@ def _combine_systems(systems, out, method, weights, n, nbest_format, score_kind,
             yield confusion.with_location(lat.key, channel)
 
     stats = write_alternatives_ctm(out, sausages(), n)
-    return {**stats, "systems": len(systems), "utterances": count}
+    return {**stats.to_dict(), "systems": len(systems), "utterances": count}
