@@ -313,9 +313,9 @@ def main():
         best_total = min(best_total, time.process_time() - t)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"ours: index_lattice (max_length {args.max_length}, min_posterior {args.min_posterior:g}, pruned mass "
-          f"{stats['pruned_mass']:.3g}) {best_idx:.2f} s CPU, "
+          f"{stats.pruned_mass:.3g}) {best_idx:.2f} s CPU, "
           f"with SQLite {best_total:.2f} s CPU (best of {args.repeat}) = {best_total / hours:.0f} s per hour of audio; "
-          f"{stats['hits']} hits, {os.path.getsize(db) / 1e6:.1f} MB; peak RSS {peak:.0f} MB")
+          f"{stats.hits} hits, {os.path.getsize(db) / 1e6:.1f} MB; peak RSS {peak:.0f} MB")
     terms = keyword_list(db)
     best_q = math.inf
     for _ in range(args.repeat):

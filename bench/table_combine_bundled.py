@@ -99,7 +99,7 @@ def main() -> None:
     err = sum(r.counts.errors for r in orc)
     n_ref = sum(r.counts.ref_words for r in orc)
     rows.append(("posterior combination (A+B+C)", wer(comb1), saus_oracle + " (confusion network)",
-                 f"{stats['N_max']} (max bin)"))
+                 f"{stats.statistics.n_max} (max bin)"))
     rows.append(("union of the three N-best lists", "", f"{100 * err / n_ref:.1f} ({err}/{n_ref})",
                  f"{sum(len(a.slots[0].alternatives) for a in union) / len(union):.0f}"))
     print("| system | WER % (1-best) | oracle WER % | N (mean) |\n|---|---|---|---|")

@@ -39,7 +39,7 @@ def test_flat_blocks_and_round_trip(tmp_path):
     assert lines[0] == "utt 1 * * <ALT_BEGIN>"
     assert "utt 1 * * @" in lines and lines.count("utt 1 * * <ALT_BEGIN>") == 1
     assert lines[-1] == "utt 1 0.50 0.40 d 1.0000"  # single-alternative slot: plain line
-    assert stats["N_max"] == 3 and stats["blocks"] == 2 and stats["alt_blocks"] == 1
+    assert stats.n_max == 3 and stats.blocks == 2 and stats.alt_blocks == 1 and stats.depths == (3, 1)
     back = read_alternatives_ctm(str(path))
     assert len(back) == 1
     for s1, s2 in zip(back[0].slots, _toy().slots, strict=False):
@@ -69,9 +69,9 @@ def test_gzip_and_stats(tmp_path):
     st = write_alternatives_ctm(str(tmp_path / "p.ctm.gz"), [a], n=10)
     import gzip
     text = gzip.open(tmp_path / "p.ctm.gz", "rt").read()
-    assert text.count("<ALT_BEGIN>") == st["alt_blocks"]
-    assert st["N_max"] == max(a.depths) and st["blocks"] == len(a.slots)
-    assert 0 < st["gzip_bytes"] < st["bytes"]
+    assert text.count("<ALT_BEGIN>") == st.alt_blocks
+    assert st.n_max == max(a.depths) and st.blocks == len(a.slots)
+    assert 0 < st.gzip_bytes < st.bytes
 
 
 def _sclite_err(ref, hyp, tmp_path):

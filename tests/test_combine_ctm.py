@@ -96,7 +96,7 @@ def test_a_ctm_alone_gives_its_confidences_back(tmp_path):
                                        "utt2 1 0.00 0.50 hello 1.0\nutt2 1 0.60 0.20 there\n")
     out = str(tmp_path / "out.ctm")
     stats = combine_systems([ctm, ctm], out)
-    assert stats["utterances"] == 2
+    assert stats.utterances == 2 and stats.systems == 2 and stats.statistics.utterances == 2
     blocks = [item for item in read_ctm(out)]
     words = []
     for item in blocks:

@@ -168,7 +168,7 @@ def test_oracle_error_counts_equal_lattice_oracle(tmp_path, wildcards, log, err)
                         wildcard_symbols=wildcards, words=str(LATS / "bundled.words.txt"))
     assert errors.read_text() == (exp / err).read_text()
     _, (errs, nref) = _kaldi_oracle_log(exp / log)
-    assert (res["errors"], res["words"]) == (errs, nref)
+    assert (res.errors, res.words) == (errs, nref)
 
 
 def _close(a, b):
@@ -212,7 +212,7 @@ def test_depth_equals_lattice_depth(tmp_path, name):
     for lat in read_lattices(INPUTS[name]):
         assert lattice_depth(lat) == pytest.approx(want[lat.key], rel=1e-6)
     overall = float(re.search(r"Overall density is (\S+)", (EXPECTED / name / "ops" / "depth.log").read_text())[1])
-    assert latbin.depth(INPUTS[name], out=str(tmp_path / "d"))["density"] == pytest.approx(overall, rel=1e-5)
+    assert latbin.depth(INPUTS[name], out=str(tmp_path / "d")).density == pytest.approx(overall, rel=1e-5)
 
 
 def test_cli_commands_write_kaldi_tables(tmp_path):

@@ -42,7 +42,7 @@ def full_index(tmp_path_factory):
 def test_index_holds_what_index_lattice_computes(full_index):
     lats = bundled()
     with TermIndex(str(full_index)) as idx:
-        assert idx.counts()["utterances"] == 10
+        assert idx.counts().utterances == 10
         for lat in lats[:3]:
             for h in index_lattice(lat, max_length=3)[:200]:
                 got = [g for g in idx.lookup(h.words) if g.utterance == lat.key and g.tbeg == h.tbeg and g.dur == h.dur]
@@ -61,7 +61,7 @@ def test_thousand_term_query_touches_only_their_rows(full_index):
     """1,000 terms: the SQLite virtual machine steps stay proportional to the hits returned, far
     below the size of the hits table (no scan)."""
     with TermIndex(str(full_index)) as idx:
-        n_hits = idx.counts()["hits"]
+        n_hits = idx.counts().hits
         words = [w for (w,) in idx.conn.execute("SELECT word FROM vocabulary ORDER BY word LIMIT 1000")]
         steps = [0]
 
@@ -253,7 +253,7 @@ def test_memory_is_bounded_by_one_utterance(tmp_path):
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     with TermIndex(str(tmp_path / "m3.db")) as idx:
-        assert idx.counts()["utterances"] == 9
+        assert idx.counts().utterances == 9
     assert peaks[1] < 1.3 * peaks[0], peaks
 
 

@@ -2,6 +2,7 @@
 on real pocketsphinx lattices: the bundled recordings' lattices vendored in tests/data/kaldi/lats."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from lattice_tools.kws.score import score_kws_files
 from lattice_tools.kws.store import TermIndex
 from lattice_tools.kws.study import (
     DEFAULT_REPRESENTATIONS,
+    KwsStudyRow,
     Representation,
     check_invariants,
     ecf_from_lattices,
@@ -76,15 +78,15 @@ def test_reference_times_are_a_valid_reference(setup):
 
 def test_invariants_hold_on_real_lattices(study):
     result, _ = study
-    rules = {inv["rule"] for inv in result.invariants}
+    rules = {inv.rule for inv in result.invariants}
     assert {"lattice>=phrase", "phrase>=1best", "lattice>=1best", "lattice>=nbest", "nbest_rises",
             "phrase_rises"} <= rules
-    failed = [inv["check"] for inv in result.invariants if not inv["holds"]]
+    failed = [inv.check for inv in result.invariants if not inv.holds]
     assert not failed, failed
-    by = {r["slug"]: r for r in result.rows}
+    by = {r.representation.slug: r for r in result.rows}
     # lattice recall strictly above the 1-best's on this slice (otherwise the check would be vacuous)
-    assert by["lattice"]["stwv"] > by["1best"]["stwv"]
-    assert by["nbest-100"]["stwv"] > by["nbest-1"]["stwv"]
+    assert by["lattice"].stwv > by["1best"].stwv
+    assert by["nbest-100"].stwv > by["nbest-1"].stwv
 
 
 def test_rows_agree_with_the_files(study, setup):
@@ -99,12 +101,12 @@ def test_rows_agree_with_the_files(study, setup):
     write_rttm(rttm_path, refs)
     write_kwlist(kwl_path, terms, compare_normalize="lowercase")
     for row in result.rows:
-        with TermIndex(row["index"]) as idx:
-            assert idx.counts()["hits"] == row["entries"]
-        ev = score_kws_files(ecf_path, kwl_path, row["kwslist"], rttm=rttm_path).overall
-        assert (ev.atwv.twv, ev.mtwv.twv, ev.otwv.twv, ev.stwv.twv) == (row["atwv"], row["mtwv"], row["otwv"],
-                                                                      row["stwv"])
-        assert row["bytes"] == os.path.getsize(row["index"]) and row["search_seconds"] >= 0
+        with TermIndex(row.index) as idx:
+            assert idx.counts().hits == row.entries
+        ev = score_kws_files(ecf_path, kwl_path, row.kwslist, rttm=rttm_path).overall
+        assert (ev.atwv.twv, ev.mtwv.twv, ev.otwv.twv, ev.stwv.twv) == (row.atwv, row.mtwv, row.otwv, row.stwv)
+        assert row.bytes == os.path.getsize(row.index) and row.search_seconds >= 0
+        assert row.n_corr == ev.counts()["n_corr"] and row.to_dict()["n_true"] == ev.counts()["n_true"]
 
 
 def test_outputs_written(study):
@@ -114,16 +116,20 @@ def test_outputs_written(study):
     assert "| lattice |" in md and "invariants hold" in md
     data = json.load(open(result.files["json"], encoding="utf-8"))
     assert [r["slug"] for r in data["rows"]] == [r.slug for r in REPS]
+    assert data["rows"] == [r.to_dict() for r in result.rows]
+    assert data["invariants"] == [i.to_dict() for i in result.invariants]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.rows[0].stwv = 1.0  # type: ignore[misc]
     with open(result.files["plot"], "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
 def test_invariant_checker_reports_failures():
-    rows = [{"kind": "1best", "n": None, "theta": None, "representation": "1-best", "stwv": 0.7},
-            {"kind": "nbest", "n": 10, "theta": None, "representation": "N-best N=10", "stwv": 0.6},
-            {"kind": "nbest", "n": 100, "theta": None, "representation": "N-best N=100", "stwv": 0.5},
-            {"kind": "lattice", "n": None, "theta": None, "representation": "lattice", "stwv": 0.65}]
-    checks = {inv["check"]: inv["holds"] for inv in check_invariants(rows)}
+    rows = [KwsStudyRow(parse_representation(spec), stwv=stwv)
+            for spec, stwv in (("1best", 0.7), ("nbest:10", 0.6), ("nbest:100", 0.5), ("lattice", 0.65))]
+    rows.append(KwsStudyRow(parse_representation("nbest:1000"), skipped="over the memory budget"))
+    checks = {inv.check: inv.holds for inv in check_invariants(rows)}
+    assert not any("1000" in check for check in checks)  # a skipped row is in no check
     assert checks["STWV(N-best N=100) ≥ STWV(N-best N=10)"] is False
     assert checks["STWV(lattice) ≥ STWV(1-best)"] is False
     assert checks["STWV(lattice) ≥ STWV(N-best N=10)"] is True

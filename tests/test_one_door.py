@@ -569,12 +569,12 @@ def test_metrics_wer_equals_score_on_sclite_test_data(glm, tmp_path):
     summary = metrics(str(DEMO_REF), str(DEMO_HYP), output=str(tmp_path / "m.json"), normalizer="plain",
                       orthography=False, resamples=0, glms=glms)
     assert t.ref_words == 46
-    assert summary["all"]["metrics"]["wer"]["value"] == pytest.approx(
+    assert summary.all.metrics["wer"].value == pytest.approx(
         (t.substitutions + t.deletions + t.insertions) / t.ref_words, abs=1e-12)
     r = _cli("metrics", DEMO_REF, DEMO_HYP, "--normalizer", "plain", "--no-orthography", "--resamples", "0",
              *(("--glm", RT03_GLM) if glm else ()), "--json", tmp_path / "cli.json")
     assert r.exit_code == 0, r.output
-    assert json.loads((tmp_path / "cli.json").read_text())["all"]["metrics"]["wer"] == summary["all"]["metrics"]["wer"]
+    assert json.loads((tmp_path / "cli.json").read_text())["all"]["metrics"]["wer"] == summary.all.metrics["wer"].to_dict()
 
 
 def _bad_pairs(d: Path) -> dict:

@@ -202,11 +202,11 @@ def test_measure_ctm_matches_the_alt_ctm_writer(tmp_path):
             for i in range(200)]
     stats = write_alternatives_ctm(str(tmp_path / "x.ctm.gz"), alts, 10)
     measured = recipe.measure_ctm(str(tmp_path / "x.ctm.gz"))
-    assert (measured["bytes"], measured["gzip_bytes"], measured["MB"]) == (stats["bytes"], stats["gzip_bytes"], stats["MB"])
+    assert (measured.bytes, measured.gzip_bytes, measured.MB) == (stats.bytes, stats.gzip_bytes, stats.MB)
     # and it is the size of a real gzip stream of the text
     text = gzip.decompress((tmp_path / "x.ctm.gz").read_bytes())
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
-    assert len(comp.compress(text) + comp.flush()) == measured["gzip_bytes"]
+    assert len(comp.compress(text) + comp.flush()) == measured.gzip_bytes
 
 
 def test_convert_ctm(tmp_path):
@@ -309,7 +309,7 @@ def test_make_alternatives_outputs_and_stats(decoded, alternatives_nj1):
         stats = json.loads((d / "stats.json").read_text())
         assert stats["kind"] == kind and stats["N"] == 2 and stats["utterances"] == 3 and stats["N_max"] <= 2
         assert stats["bytes"] == len(text.encode())  # measured on the delivered file
-        assert (stats["gzip_bytes"], stats["MB"]) == (recipe.measure_ctm(str(d / "alt.ctm.gz"))["gzip_bytes"],
+        assert (stats["gzip_bytes"], stats["MB"]) == (recipe.measure_ctm(str(d / "alt.ctm.gz")).gzip_bytes,
                                                       stats["gzip_bytes"] / 1e6)
     # the alt-CTM equals a direct single-process run of the CLI on the same lattices
     lats = (decoded / "nj2" / "lattices.list").read_text().split()

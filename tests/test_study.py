@@ -340,10 +340,10 @@ def test_demo_appends_the_study_both_ways(tmp_path):
     pytest.importorskip("lattice_tools.decode.pocketsphinx")
     from lattice_tools.pipelines.demo import run_demo
 
-    files = run_demo(str(tmp_path / "demo"), corpora=("cards",), densities=("default",), ns=(1, 2), bootstrap=0,
-                     kws=False, echo=lambda *a: None)
-    text = open(files["study/markdown"]).read()
+    outputs = run_demo(str(tmp_path / "demo"), corpora=("cards",), densities=("default",), ns=(1, 2), bootstrap=0,
+                       kws=False, echo=lambda *a: None)
+    text = open(outputs.study["markdown"]).read()
     assert "## Oracle WER study both ways" in text and "segment-free WER" in text
-    both = json.loads(open(files["study-both-ways/json"]).read())
+    both = json.loads(open(outputs.both_ways["json"]).read())
     assert all(i["holds"] for i in both["invariants"])
     assert {r["representation"] for r in both["rows"]} == {"1best", "nbest", "sausage", "phrase", "lattice"}

@@ -168,7 +168,7 @@ def test_without_reference_the_page_still_shows_alternatives_and_lattice(tmp_pat
     from lattice_tools import view
 
     s = view([str(DATA / "004.lat")], str(tmp_path / "v.html"), representations=("sausage",), max_arcs=50)
-    assert s["utterances"] == 1 and s["totals"] == {}
+    assert s.utterances == 1 and s.totals == {} and s.to_dict()["totals"] == {}
     html = (tmp_path / "v.html").read_text(encoding="utf-8")
     data = json.loads(html.split('id="view-data">', 1)[1].split("</script>", 1)[0])
     u = data["utterances"][0]
@@ -425,7 +425,7 @@ def test_trn_reference_counts_are_scores_and_oracles(tmp_path):
         extra = ["-n", "10"] if rep == "sausage" else []
         o = json.loads(_run("oracle", *lats, "-r", tmp_path / "ref.trn", "--representation", rep, *extra,
                             "--json", "-"))
-        assert s["totals"][rep]["E"] == o["counts"]["errors"]
+        assert s.totals[rep].errors == o["counts"]["errors"]
         by_key = {u["key"]: u for u in o["utterances"]}
         for u in data["utterances"]:
             assert u["reps"][rep]["counts"]["E"] == by_key[u["key"]]["errors"], (rep, u["key"])
@@ -441,12 +441,12 @@ def test_alt_ctm_inputs_are_shown_with_their_oracles(tmp_path):
 
     s = view((), str(tmp_path / "v.html"), alt_ctm=[str(tmp_path / "sausage.ctm")], reference=str(tmp_path / "ref.stm"))
     o = json.loads(_run("oracle", tmp_path / "sausage.ctm", "-r", tmp_path / "ref.stm", "--json", "-"))
-    assert s["totals"]["sausage.ctm"]["E"] == o["counts"]["errors"]
-    assert s["totals"]["sausage.ctm"]["N"] == o["counts"]["ref_words"]
+    assert s.totals["sausage.ctm"].errors == o["counts"]["errors"]
+    assert s.totals["sausage.ctm"].ref_words == o["counts"]["ref_words"]
     # the 1-best of an alt-CTM is its first alternatives: scored as `score` scores that CTM
     _run("sausage", *lats, "-n", "1", "-o", tmp_path / "first.ctm")
     sc = json.loads(_run("score", "-r", tmp_path / "ref.stm", "-h", tmp_path / "first.ctm", "--json", "-"))
-    assert s["totals"]["1best"]["E"] == sc["overall"]["errors"]
+    assert s.totals["1best"].errors == sc["overall"]["errors"]
 
 
 def test_study_links_its_view(tmp_path):

@@ -12,15 +12,15 @@ from ..core._exports import lazy_exports
 
 if TYPE_CHECKING:
     from ..core.alternatives_network import Alternative, Alternatives, Slot, depth_statistics
-    from ..io.transcripts.altctm import write_alternatives_ctm
+    from ..io.transcripts.altctm import AltCtmStatistics, write_alternatives_ctm
     from .determinization import determinize
     from .nbest_lists import nbest, nbest_search, nbest_sequences
     from .phrase_alternatives import PhraseDecomposition, phrases
     from .sausages import sausage
     from .word_alignment import word_align
 
-__all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", "word_align",
-           "determinize", "nbest", "nbest_search", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]
+__all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", "AltCtmStatistics",
+           "word_align", "determinize", "nbest", "nbest_search", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]
 
 
 # name -> the module it is imported from on first use: importing every algorithm costs ~50 ms that a
@@ -33,6 +33,7 @@ _LAZY = {
     "nbest_search": ".nbest_lists",
     "phrases": ".phrase_alternatives", "PhraseDecomposition": ".phrase_alternatives", "sausage": ".sausages",
     "word_align": ".word_alignment", "write_alternatives_ctm": "..io.transcripts.altctm",
+    "AltCtmStatistics": "..io.transcripts.altctm",
 }
 
 

@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..core._budget import DEFAULT_MAX_MEMORY, check_memory, memory_budget
 from ..core.alternatives_network import DEFAULT_CHANNEL, Alternatives
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.symbols import SymbolTable
 from ..io.lattices.lattice_files import write_lattices
-from ..io.transcripts.altctm import write_alternatives_ctm
+from ..io.transcripts.altctm import AltCtmStatistics, write_alternatives_ctm
 from ..io.transcripts.ctm import CtmAltBlock, read_ctm
 from ..io.transcripts.nbest_files import read_nbest
 from .nbest_merge import combine_nbests, confidence_lattice, mix_lattices, nbest_lattice
-from .rover import rover_combine
+from .rover import RoverSummary, rover_combine
 from .sausages import sausage
 
 __all__ = ["nbest_to_lattices", "combine_systems", "COMBINE_METHODS"]
@@ -48,9 +48,9 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
                       join: str = "paths", score_kind: str = "logprob", score_scale: float = 1.0,
                       words: str | None = None, acoustic_scale: float = 1.0, frame_shift: float = 0.01,
                       write_words: str | None = None, nemo_manifest: str | None = None,
-                      max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
+                      max_memory: int | None = DEFAULT_MAX_MEMORY) -> int:
     """Write the lattice of every N-best list of ``nbest`` to ``out`` (a lattice spec, e.g. ``ark:x.ark``,
-    an SLF directory, ``x.pt``); returns ``{"utterances": n}``.  The word table is ``words`` (a
+    an SLF directory, ``x.pt``); returns the number of lattices (utterances) written.  The word table is ``words`` (a
     ``words.txt``; Kaldi input needs it) extended with the new words of the lists; ``write_words``
     writes it (the ids of Kaldi, k2 and OpenFst output).  ``max_memory``: bytes of resident memory that
     reading, merging and writing may hold (None: no budget); past it BudgetExceededError, and no output."""
@@ -60,7 +60,7 @@ def nbest_to_lattices(nbest: str, out: str, *, nbest_format: str | None = None, 
 
 
 def _nbest_to_lattices(nbest, out, nbest_format, out_format, join, score_kind, score_scale, words, acoustic_scale,
-                       frame_shift, write_words, nemo_manifest) -> dict:
+                       frame_shift, write_words, nemo_manifest) -> int:
     table = SymbolTable.read(words) if words else None
 
     def lattices():
@@ -75,7 +75,7 @@ def _nbest_to_lattices(nbest, out, nbest_format, out_format, join, score_kind, s
     n = write_lattices(lattices(), out, out_format)
     if write_words:
         (table if table is not None else SymbolTable()).write(write_words)
-    return {"utterances": n}
+    return n
 
 
 def _system_lists(spec: str, nbest_format: str | None, score_kind: str, score_scale: float,
@@ -183,13 +183,34 @@ def _aligned_lists(systems: Sequence[str], nbest_format: str | None, score_kind:
         yield key, [system.get(key, []) if i in ctms else system[key] for i, system in enumerate(order)]
 
 
+@dataclass(frozen=True)
+class CombineSummary:
+    """What :func:`combine_systems` wrote: the ``method`` and the number of ``systems``; ``posterior``: the
+    alt-CTM's ``statistics`` and the ``utterances`` combined; ``rover``: ``rover`` (the CTM lines written).  The
+    fields of the other method are None."""
+
+    method: str
+    systems: int
+    statistics: AltCtmStatistics | None = None
+    utterances: int | None = None
+    rover: RoverSummary | None = None
+
+    def to_dict(self) -> dict:
+        """The summary as JSON values (what ``lattice-tools combine`` prints): the alt-CTM's statistics with
+        ``systems`` and ``utterances``, or rover's ``systems`` and ``lines``."""
+        if self.rover is not None:
+            return self.rover.to_dict()
+        assert self.statistics is not None, "a posterior combination has the statistics of its alt-CTM"
+        return {**self.statistics.to_dict(), "systems": self.systems, "utterances": self.utterances}
+
+
 def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterior", weights: Sequence[float] = (),
                     n: int | None = None, nbest_format: str | None = None, score_kind: str = "logprob",
                     score_scale: float = 1.0, words: str | None = None, acoustic_scale: float = 1.0,
                     frame_shift: float = 0.01, channel: str = DEFAULT_CHANNEL, allow_untimed: bool = False,
                     rover_method: str = "meth1", alpha: float = 1.0, null_conf: float = 0.0,
                     use_times: bool = False, lattice_nbest: int = 100, nemo_manifest: str | None = None,
-                    keys: str | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
+                    keys: str | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> CombineSummary:
     """Combine several systems' outputs of the same utterances into one (alt-)CTM ``out``.
 
     ``method="posterior"``: N-best lists, see the module docstring; with ``nbest_format="lattice"``
@@ -202,8 +223,7 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
     times (every CTM time is then 0); otherwise they raise FormatError.  ``keys``: a file naming the lattices
     of every system in input order (lattice inputs: the systems hold the same utterances).  ``max_memory``:
     bytes of resident memory that every step (reading, merging, the confusion networks, rover) may hold (None:
-    no budget); past it BudgetExceededError, and no output.  Returns the alt-CTM writer's statistics plus
-    ``systems`` and ``utterances``.
+    no budget); past it BudgetExceededError, and no output.  Returns the :class:`CombineSummary`.
     """
     with memory_budget(max_memory):
         return _combine_systems(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words,
@@ -213,14 +233,15 @@ def combine_systems(systems: Sequence[str], out: str, *, method: str = "posterio
 
 def _combine_systems(systems, out, method, weights, n, nbest_format, score_kind, score_scale, words, acoustic_scale,
                      frame_shift, channel, allow_untimed, rover_method, alpha, null_conf, use_times, lattice_nbest,
-                     nemo_manifest, keys) -> dict:
+                     nemo_manifest, keys) -> CombineSummary:
     if method not in COMBINE_METHODS:
         raise LatticeToolsError(f"unknown combination method {method!r} (expected one of {', '.join(COMBINE_METHODS)})")
     if len(systems) < 2:
         raise LatticeToolsError("combination needs at least two systems")
     if method == "rover":
-        return rover_combine(systems, out, rover_method=rover_method, alpha=alpha, null_conf=null_conf,
-                             use_times=use_times)
+        rover = rover_combine(systems, out, rover_method=rover_method, alpha=alpha, null_conf=null_conf,
+                              use_times=use_times)
+        return CombineSummary(method, len(systems), rover=rover)
     if weights and len(weights) != len(systems):
         raise LatticeToolsError(f"{len(weights)} weights for {len(systems)} systems")
     if weights and any(not math.isfinite(w) or w < 0 for w in weights):
@@ -264,4 +285,4 @@ def _combine_systems(systems, out, method, weights, n, nbest_format, score_kind,
             yield confusion.with_location(lat.key, channel)
 
     stats = write_alternatives_ctm(out, sausages(), n)
-    return {**stats, "systems": len(systems), "utterances": count}
+    return CombineSummary(method, len(systems), statistics=stats, utterances=count)

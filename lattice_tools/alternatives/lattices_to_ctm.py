@@ -5,7 +5,7 @@ Streams the lattices one utterance at a time (memory bounded by one lattice plus
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
@@ -14,8 +14,36 @@ from ..core.errors import MismatchError
 from ..core.files import progress_bar, write_json
 from ..core.parallel import ShardStore, run_shards, shard_lattices
 from ..io.lattices.inputs import check_times, has_bare_word_ids, read_lattice_inputs
-from ..io.transcripts.altctm import AlternativesCtmWriter
+from ..io.transcripts.altctm import AltCtmStatistics, AlternativesCtmWriter
 from ..io.transcripts.kaldi_data import read_segments as read_kaldi_segments
+
+
+@dataclass(frozen=True)
+class AlternativesCtmSummary:
+    """What :func:`make_alternatives_ctm` wrote: the alt-CTM's ``statistics``, the ``kind`` of alternatives,
+    the phrase boundary ``posterior_threshold`` (phrases only, else None), ``warnings`` (lattices with bare
+    integer word ids), and with ``best_effort`` the lattices whose N-best search a budget stopped
+    (``best_effort``: one entry per lattice, its key and the search's certificate as the N-best search reports it
+    -- found, proven, bound_log_posterior, gap_nats, stopped_by, complete; None without ``best_effort``)."""
+
+    statistics: AltCtmStatistics
+    kind: str
+    posterior_threshold: float | None = None
+    warnings: tuple[str, ...] = ()
+    best_effort: tuple[Mapping, ...] | None = None
+
+    def to_dict(self) -> dict:
+        """The summary as JSON values (what ``lattice-tools nbest|sausage|phrases`` print and write with
+        ``--json``): the statistics' fields, ``kind``, and ``warnings``, ``posterior_threshold`` and
+        ``best_effort`` when there are."""
+        out = {**self.statistics.to_dict(), "kind": self.kind}
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.posterior_threshold is not None:
+            out["posterior_threshold"] = self.posterior_threshold
+        if self.best_effort is not None:
+            out["best_effort"] = [dict(entry) for entry in self.best_effort]
+        return out
 
 
 def read_segments(path: str, channel: str = DEFAULT_CHANNEL) -> dict[str, tuple[str, str, float]]:
@@ -88,10 +116,11 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
                           channel: str = DEFAULT_CHANNEL,
                           allow_untimed: bool = False, progress: bool | None = None,
                           max_memory: int | None = DEFAULT_MAX_MEMORY, time_limit: float | None = None,
-                          best_effort: bool = False, executor=None, shard_dir: str | None = None) -> dict:
+                          best_effort: bool = False, executor=None,
+                          shard_dir: str | None = None) -> AlternativesCtmSummary:
     """Compute ``kind`` (``nbest``/``sausage``/``phrases``) alternatives of every lattice, write them as
-    an alt-CTM ``out`` cut to depth ``n`` (None = all) and return the statistics (also written as JSON to
-    ``json_out`` when given).
+    an alt-CTM ``out`` cut to depth ``n`` (None = all) and return what was written
+    (:class:`AlternativesCtmSummary`; its ``to_dict()`` is also written as JSON to ``json_out`` when given).
 
     Each lattice goes to CTM file = its key (or its recording with ``segments``) and ``channel``.
     ``keys``: a file naming the lattices in input order (:func:`~lattice_tools.io.lattices.inputs.read_lattice_inputs`).
@@ -147,16 +176,12 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
                 writer.write(alts, comment=comment)
     if store:
         store.remove()
-    result = writer.stats()
-    result["kind"] = kind
-    if bare:
-        # ids in a CTM score as 100 % errors against any text reference
-        result["warnings"] = [f"{len(bare)} lattice(s) (first: {bare[0]!r}) have bare integer word ids (no word "
-                              "table): the CTM has ids, not words; pass --words words.txt"]
-    if kind == "phrases":
-        result["posterior_threshold"] = posterior_threshold
-    if best_effort:
-        result["best_effort"] = incomplete
+    # ids in a CTM score as 100 % errors against any text reference
+    warnings = (f"{len(bare)} lattice(s) (first: {bare[0]!r}) have bare integer word ids (no word table): the CTM "
+                "has ids, not words; pass --words words.txt",) if bare else ()
+    result = AlternativesCtmSummary(writer.stats(), kind,
+                                    posterior_threshold=posterior_threshold if kind == "phrases" else None,
+                                    warnings=warnings, best_effort=tuple(incomplete) if best_effort else None)
     if json_out:
-        write_json(json_out, result)
+        write_json(json_out, result.to_dict())
     return result

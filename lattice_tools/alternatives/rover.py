@@ -40,7 +40,7 @@ from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.files import atomic_write
 from ..io.transcripts.ctm import CtmWord, read_ctm
 
-__all__ = ["ROVER_METHODS", "rover_combine", "rover_lines", "NetworkWord", "align_into_network", "rover_distance",
+__all__ = ["ROVER_METHODS", "RoverSummary", "rover_combine", "rover_lines", "NetworkWord", "align_into_network", "rover_distance",
            "rover_time_distance"]
 
 ROVER_METHODS = ("meth1", "maxconf", "avgconf", "oracle")
@@ -394,12 +394,23 @@ def rover_lines(systems: Sequence[str], *, rover_method: str = "meth1", alpha: f
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class RoverSummary:
+    """What :func:`rover_combine` wrote: the number of ``systems`` combined and the CTM ``lines`` written."""
+
+    systems: int
+    lines: int
+
+    def to_dict(self) -> dict:
+        return {"systems": self.systems, "lines": self.lines}
+
+
 def rover_combine(systems: Sequence[str], out: str, *, rover_method: str = "meth1", alpha: float = 1.0,
-                  null_conf: float = 0.0, use_times: bool = False, case_sensitive: bool = False) -> dict:
-    """Write rover's combination of the CTMs ``systems`` to ``out`` (module docstring); returns
-    ``{"systems": n, "words": lines written}``."""
+                  null_conf: float = 0.0, use_times: bool = False, case_sensitive: bool = False) -> RoverSummary:
+    """Write rover's combination of the CTMs ``systems`` to ``out`` (module docstring); returns the
+    :class:`RoverSummary` (systems, lines written)."""
     lines = rover_lines(systems, rover_method=rover_method, alpha=alpha, null_conf=null_conf, use_times=use_times,
                         case_sensitive=case_sensitive)
     with atomic_write(out) as f:
         f.write("".join(line + "\n" for line in lines))
-    return {"systems": len(systems), "lines": len(lines)}
+    return RoverSummary(len(systems), len(lines))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from ..alternatives.lattices_to_ctm import make_alternatives_ctm
+from ..alternatives.lattices_to_ctm import AlternativesCtmSummary, make_alternatives_ctm
 from ..core.files import json_text
 from ..core.parallel import open_executor, shard_dir_for
 from ._inputs import allow_untimed_option, channel_option, lattice_input_options
@@ -35,16 +35,16 @@ def _options(f):
     return f
 
 
-def _report(result: dict, json_out: str | None) -> None:
-    for w in result.get("warnings", ()):
+def _report(result: AlternativesCtmSummary, json_out: str | None) -> None:
+    for w in result.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)
-    stopped = result.get("best_effort", ())
+    stopped = result.best_effort or ()
     if stopped:
         click.echo(f"lattice-tools: warning: {len(stopped)} lattice(s) (first: {stopped[0]['key']!r}) have a "
                    "best-effort N-best list: a budget stopped the search (see the ';;' lines of the alt-CTM)",
                    err=True)
     if json_out != "-":
-        click.echo(json_text(result, indent=None), err=True, nl=False)
+        click.echo(json_text(result.to_dict(), indent=None), err=True, nl=False)
 
 
 @click.command("nbest")

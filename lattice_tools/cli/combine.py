@@ -52,11 +52,11 @@ def nbest_to_lattices_command(nbest, out, out_format, join, nbest_format, score_
     """N-best lists (sherpa-onnx, ESPnet, Kaldi lattice-to-nbest, generic TSV/JSONL) as word lattices."""
     from ..alternatives.combine import nbest_to_lattices
 
-    result = nbest_to_lattices(nbest, out, nbest_format=nbest_format, out_format=out_format, join=join,
-                               score_kind=score_kind, score_scale=score_scale, words=words,
-                               acoustic_scale=acoustic_scale, frame_shift=frame_shift, write_words=write_words,
-                               nemo_manifest=nemo_manifest, max_memory=max_memory)
-    click.echo(json_text(result, indent=None), err=True)
+    n = nbest_to_lattices(nbest, out, nbest_format=nbest_format, out_format=out_format, join=join,
+                          score_kind=score_kind, score_scale=score_scale, words=words, acoustic_scale=acoustic_scale,
+                          frame_shift=frame_shift, write_words=write_words, nemo_manifest=nemo_manifest,
+                          max_memory=max_memory)
+    click.echo(json_text({"utterances": n}, indent=None), err=True)
 
 
 @click.command("combine")
@@ -100,4 +100,4 @@ def combine_command(systems, out, method, weights, n, nbest_format, score_kind, 
                              null_conf=null_conf, use_times=use_times, lattice_nbest=lattice_nbest,
                              nemo_manifest=nemo_manifest, keys=keys, max_memory=max_memory)
     if out != "-":
-        click.echo(json_text(result, indent=None), err=True)
+        click.echo(json_text(result.to_dict(), indent=None), err=True)

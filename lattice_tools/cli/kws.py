@@ -248,7 +248,7 @@ def study_command(inputs, out, rttm, ctm, ecf, kwlist, num_terms, seed, represen
     with open(result.files["markdown"], encoding="utf-8") as f:
         click.echo(f.read(), nl=False)
     if json_out:
-        text = json.dumps({"rows": result.rows, "invariants": result.invariants}, indent=2, sort_keys=True) + "\n"
+        text = json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n"
         if json_out == "-":
             click.echo(text, nl=False)
         else:

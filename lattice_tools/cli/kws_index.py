@@ -179,7 +179,7 @@ def merge_command(shards, out, json_out):
     """Merge shard indexes (one per job) into one (Kaldi's kws-index-union)."""
     from ..kws.store import merge_indexes
 
-    result = merge_indexes(out, list(shards))
+    result = merge_indexes(out, list(shards)).to_dict()
     click.echo(json.dumps(result, sort_keys=True), err=True)
     _write_json(result, json_out)
 

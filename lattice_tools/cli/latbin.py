@@ -54,7 +54,7 @@ def mbr_decode_command(lattices, format, words, frame_shift, frame_subsampling_f
                         max_memory=max_memory,
                         acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                         word_penalty=word_penalty)
-    click.echo(json.dumps(result, sort_keys=True), err=True)
+    click.echo(json.dumps(result.to_dict(), sort_keys=True), err=True)
 
 
 @click.command("best-path")
@@ -76,7 +76,7 @@ def best_path_command(lattices, format, words, frame_shift, frame_subsampling_fa
                        max_memory=max_memory,
                        acoustic_scale=acoustic_scale, lm_scale=lm_scale,
                        word_penalty=word_penalty)
-    click.echo(json.dumps(result, sort_keys=True), err=True)
+    click.echo(json.dumps(result.to_dict(), sort_keys=True), err=True)
 
 
 @click.command("nbest-paths")
@@ -98,7 +98,7 @@ def nbest_paths_command(lattices, format, words, frame_shift, frame_subsampling_
                          frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, keys=keys,
                          max_memory=max_memory,
                          acoustic_scale=acoustic_scale, lm_scale=lm_scale)
-    click.echo(json.dumps(result, sort_keys=True), err=True)
+    click.echo(json.dumps(result.to_dict(), sort_keys=True), err=True)
 
 
 def _out_options(f):
@@ -163,10 +163,9 @@ def depth_command(lattices, format, words, frame_shift, frame_subsampling_factor
     """Kaldi's lattice-depth on LATTICES: average number of arcs crossing each frame."""
     from ..pipelines.latbin import depth
 
-    click.echo(json.dumps(depth(list(lattices), out=out, format=format, words=words, frame_shift=frame_shift,
-                                frame_subsampling_factor=frame_subsampling_factor, keys=keys,
-                                max_memory=max_memory),
-                          sort_keys=True), err=True)
+    summary = depth(list(lattices), out=out, format=format, words=words, frame_shift=frame_shift,
+                    frame_subsampling_factor=frame_subsampling_factor, keys=keys, max_memory=max_memory)
+    click.echo(json.dumps(summary.to_dict(), sort_keys=True), err=True)
 
 
 @click.command("oracle-path")
@@ -193,11 +192,10 @@ def oracle_path_command(lattices, format, words, frame_shift, frame_subsampling_
     result = oracle(list(lattices), reference, tra=tra, errors=errors, wildcard_symbols=wild, format=format,
                     words=words, frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, keys=keys,
                     max_memory=max_memory)
-    summary = {k: v for k, v in result.items() if k != "utterances"}
-    click.echo(f"%WER {result['wer']:.4f} [ {result['errors']} / {result['words']} ]", err=True)
+    click.echo(f"%WER {result.wer:.4f} [ {result.errors} / {result.words} ]", err=True)
     if json_out:
         with atomic_write(json_out) as f:
-            json.dump(result, f, indent=1, sort_keys=True)
+            json.dump(result.to_dict(), f, indent=1, sort_keys=True)
             f.write("\n")
     else:
-        click.echo(json.dumps(summary, sort_keys=True), err=True)
+        click.echo(json.dumps(result.totals(), sort_keys=True), err=True)

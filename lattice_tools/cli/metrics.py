@@ -93,12 +93,12 @@ def metrics_command(ref, hyp, annotations, fmt, glms, allow_missing, normalizer,
     from ..metrics.commands import metrics
 
     check_one_stdout(**{"--json": json_out, "--per-utterance": per_utterance})
-    summary = metrics(ref, hyp, annotations=annotations, output=json_out, per_utterance=per_utterance, fmt=fmt,
+    report = metrics(ref, hyp, annotations=annotations, output=json_out, per_utterance=per_utterance, fmt=fmt,
                       normalizer=normalizer, lang=lang, orthography=orthography, resamples=resamples, seed=seed,
                       ci_method=ci_method, alternatives=_pairs(alternatives, "--alternatives"), ks=_ks(ks),
                       coverage_plot=coverage_plot, progress=sys.stderr.isatty(), encoding=encoding, glms=list(glms),
                       allow_missing=allow_missing)
-    for w in summary.get("warnings", ()):
+    for w in report.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)
 
 
@@ -120,5 +120,5 @@ def leaderboard_command(ref, systems, annotations, fmt, glms, allow_missing, nor
                          output=json_out, fmt=fmt, normalizer=normalizer, lang=lang, orthography=orthography,
                          resamples=resamples, seed=seed, ci_method=ci_method, progress=sys.stderr.isatty(),
                          encoding=encoding, glms=list(glms), allow_missing=allow_missing)
-    for w in report.get("warnings", ()):
+    for w in report.warnings:
         click.echo(f"lattice-tools: warning: {w}", err=True)

@@ -69,6 +69,6 @@ def view_command(inputs, out, alt_ctm, reference, ref_format, glm, kwslist, kwli
                    frame_shift=frame_shift, frame_subsampling_factor=frame_subsampling_factor, keys=keys,
                    allow_untimed=allow_untimed, max_memory=max_memory, encoding=encoding)
     if json_out:
-        write_json(json_out, summary, indent=1, sort_keys=False)
+        write_json(json_out, summary.to_dict(), indent=1, sort_keys=False)
     if json_out != "-":
-        click.echo(f"wrote {summary['out']}: {summary['utterances']} utterance(s), {summary['bytes']} bytes")
+        click.echo(f"wrote {summary.out}: {summary.utterances} utterance(s), {summary.bytes} bytes")

@@ -59,6 +59,7 @@ import shutil
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
+from dataclasses import dataclass
 
 from ..core._budget import check_memory
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
@@ -586,6 +587,24 @@ class IndexWriter:
             self._discard()
 
 
+@dataclass(frozen=True, slots=True)
+class IndexCounts:
+    """What an index file holds (:meth:`TermIndex.counts`, :func:`merge_indexes`): its ``utterances``, ``hits``
+    (word-sequence occurrences), distinct ``terms``, ``vocabulary`` words and the posterior mass its builds left
+    out (``pruned_mass``)."""
+
+    utterances: int
+    hits: int
+    terms: int
+    vocabulary: int
+    pruned_mass: float
+
+    def to_dict(self) -> dict:
+        """The counts as JSON values (what ``lattice-tools kws merge`` prints)."""
+        return {"utterances": self.utterances, "hits": self.hits, "terms": self.terms, "vocabulary": self.vocabulary,
+                "pruned_mass": self.pruned_mass}
+
+
 class TermIndex:
     """A term index opened for search (read-only).  Opening checks its tables and build settings;
     every hit read is checked (finite times and score >= 0), so a damaged or hand-edited index gives
@@ -666,14 +685,15 @@ class TermIndex:
         with _sqlite_errors(self.path):
             return [t for (t,) in self.conn.execute("SELECT DISTINCT term FROM postings ORDER BY term")]
 
-    def counts(self) -> dict:
+    def counts(self) -> IndexCounts:
+        """What the index holds (:class:`IndexCounts`)."""
         q = self.conn.execute
         with _sqlite_errors(self.path):
-            return {"utterances": q("SELECT count(*) FROM utterances").fetchone()[0],
-                    "hits": q("SELECT coalesce(sum(count), 0) FROM postings").fetchone()[0],
-                    "terms": q("SELECT count(DISTINCT term) FROM postings").fetchone()[0],
-                    "vocabulary": q("SELECT count(*) FROM vocabulary").fetchone()[0],
-                    "pruned_mass": q("SELECT coalesce(sum(pruned_mass), 0) FROM utterances").fetchone()[0]}
+            return IndexCounts(utterances=q("SELECT count(*) FROM utterances").fetchone()[0],
+                               hits=q("SELECT coalesce(sum(count), 0) FROM postings").fetchone()[0],
+                               terms=q("SELECT count(DISTINCT term) FROM postings").fetchone()[0],
+                               vocabulary=q("SELECT count(*) FROM vocabulary").fetchone()[0],
+                               pruned_mass=q("SELECT coalesce(sum(pruned_mass), 0) FROM utterances").fetchone()[0])
 
     def close(self) -> None:
         self.conn.close()
@@ -685,11 +705,11 @@ class TermIndex:
         self.close()
 
 
-def merge_indexes(out: str, shards: Sequence[str]) -> dict:
+def merge_indexes(out: str, shards: Sequence[str]) -> IndexCounts:
     """Merge shard indexes into one (Kaldi's ``kws-index-union``), atomically.  ``out`` may be one
     of the shards.  Every shard is checked first (schema version, tables, build settings: their
     types and ranges, and that all shards agree); its rows while it is merged (types, finite times
-    and scores >= 0, hits of utterances it holds).  Returns the merged counts."""
+    and scores >= 0, hits of utterances it holds).  Returns what the merged index holds (:class:`IndexCounts`)."""
     if not shards:
         raise MismatchError("no index to merge")
     paths = [os.fspath(s) for s in shards]

@@ -135,13 +135,100 @@ def ecf_from_lattices(lattices: Sequence[Lattice], channel: str = "1") -> Ecf:
     return Ecf(tuple(out))
 
 
-@dataclass
-class KwsStudyResult:
-    """One row per representation, the invariant checks and the files written."""
+@dataclass(frozen=True, slots=True)
+class KwsStudyRow:
+    """One representation's row of the study.
 
-    rows: list
-    invariants: list
-    files: dict = field(default_factory=dict)
+    A row whose index build exceeded the memory budget says why in ``skipped`` and has no measure (every other
+    field None).  Otherwise: the F4DE-exact scores of the written kwslist (``atwv``, ``mtwv`` and its threshold,
+    ``otwv``, ``stwv``; None when no keyword has a reference occurrence; ``p_miss``/``p_fa`` at the ATWV
+    threshold), the scorer's trial counts (``keywords`` evaluated, ``n_true``, ``n_nontarg``, ``n_sys``,
+    ``n_corr``, ``n_corr_nondet``, ``n_fa``, ``n_miss``), the index size (``entries`` = hits, ``bytes`` of the
+    SQLite file), the CPU seconds of deriving the alternatives, indexing and searching (``ms_per_query``: search
+    per keyword), the search's ``detections``, ``oov``, ``no_hits`` and ``too_long`` keyword counts, and the paths
+    of the ``index`` and the ``kwslist``."""
+
+    representation: Representation
+    skipped: str | None = None
+    atwv: float | None = None
+    mtwv: float | None = None
+    mtwv_threshold: float | str | None = None  # F4DE's "NaN" when no keyword has a reference occurrence
+    otwv: float | None = None
+    stwv: float | None = None
+    p_miss: float | None = None
+    p_fa: float | None = None
+    keywords: int | None = None
+    n_true: int | None = None
+    n_nontarg: int | None = None
+    n_sys: int | None = None
+    n_corr: int | None = None
+    n_corr_nondet: int | None = None
+    n_fa: int | None = None
+    n_miss: int | None = None
+    entries: int | None = None
+    bytes: int | None = None
+    derive_seconds: float | None = None
+    index_seconds: float | None = None
+    search_seconds: float | None = None
+    ms_per_query: float | None = None
+    detections: int | None = None
+    oov: int | None = None
+    no_hits: int | None = None
+    too_long: int | None = None
+    index: str | None = None
+    kwslist: str | None = None
+
+    def to_dict(self) -> dict:
+        """The row as JSON values (a line of ``kws_study.json`` and of ``kws study --json``): the representation's
+        ``representation`` (label), ``kind``, ``slug``, ``n``, ``theta``, then ``skipped`` or every measure."""
+        rep = self.representation
+        out: dict[str, Any] = {"representation": rep.label, "kind": rep.kind, "slug": rep.slug, "n": rep.n,
+                               "theta": rep.theta}
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
+            return out
+        out.update((name, getattr(self, name)) for name in _MEASURES)
+        return out
+
+
+#: The measures of a row that ran, in the order of its dict.
+_MEASURES = ("atwv", "mtwv", "mtwv_threshold", "otwv", "stwv", "p_miss", "p_fa", "keywords", "n_true", "n_nontarg",
+             "n_sys", "n_corr", "n_corr_nondet", "n_fa", "n_miss", "entries", "bytes", "derive_seconds",
+             "index_seconds", "search_seconds", "ms_per_query", "detections", "oov", "no_hits", "too_long", "index",
+             "kwslist")
+
+
+@dataclass(frozen=True, slots=True)
+class KwsInvariant:
+    """One STWV ordering between two rows (:func:`check_invariants`): its ``rule`` (e.g. ``lattice>=nbest``),
+    the ``check`` as text, the two sides ``lhs`` >= ``rhs``, whether it ``holds`` (to 1e-12) and what
+    ``guarantee`` stands behind it (a theorem, or empirical)."""
+
+    rule: str
+    check: str
+    lhs: float
+    rhs: float
+    holds: bool
+    guarantee: str
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "check": self.check, "lhs": self.lhs, "rhs": self.rhs, "holds": self.holds,
+                "guarantee": self.guarantee}
+
+
+@dataclass(frozen=True)
+class KwsStudyResult:
+    """What :func:`run_kws_study` found: one :class:`KwsStudyRow` per representation (in the order given), the
+    :class:`KwsInvariant` checks, and the files written by name (``markdown``, ``json``, ``plot`` when drawn: a
+    mapping of output name to path, as the demo lists every output)."""
+
+    rows: tuple[KwsStudyRow, ...]
+    invariants: tuple[KwsInvariant, ...]
+    files: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The rows and invariants as JSON values (what ``lattice-tools kws study --json`` writes)."""
+        return {"rows": [r.to_dict() for r in self.rows], "invariants": [i.to_dict() for i in self.invariants]}
 
 
 def _check_settings(max_length: int, normalization: str) -> None:
@@ -202,7 +289,7 @@ def _build(rep, lattices, path, *, max_length, max_silence, scales, channel, tic
     return built, derive[0], time.process_time() - t0 - derive[0]
 
 
-def _study_row(rep, lattices, references, terms, ecf, out_dir, opts, tick) -> dict:
+def _study_row(rep, lattices, references, terms, ecf, out_dir, opts, tick) -> KwsStudyRow:
     from ..io.keyword_search.kwslist import read_kwslist, write_kwslist
     from .score import score_kws
     from .search import search
@@ -213,8 +300,7 @@ def _study_row(rep, lattices, references, terms, ecf, out_dir, opts, tick) -> di
                                  max_silence=opts["max_silence"], scales=opts["scales"], channel=opts["channel"],
                                  tick=tick)
     except BudgetExceededError as e:
-        return {"representation": rep.label, "kind": rep.kind, "slug": rep.slug, "n": rep.n, "theta": rep.theta,
-                "skipped": str(e)}
+        return KwsStudyRow(rep, skipped=str(e))
     t0 = time.process_time()
     res = search(idx_path, terms, normalization=opts["normalization"], threshold=opts["threshold"],
                  duration=ecf.total_duration(), duptime=opts["duptime"])
@@ -228,14 +314,15 @@ def _study_row(rep, lattices, references, terms, ecf, out_dir, opts, tick) -> di
     def tw(p):
         return None if p.twv is None else float(p.twv)
 
-    return {"representation": rep.label, "kind": rep.kind, "slug": rep.slug, "n": rep.n, "theta": rep.theta,
-            "atwv": tw(s.atwv), "mtwv": tw(s.mtwv), "mtwv_threshold": s.mtwv.threshold, "otwv": tw(s.otwv),
-            "stwv": tw(s.stwv), "p_miss": s.atwv.p_miss, "p_fa": s.atwv.p_fa, **s.counts(),
-            "entries": built.hits, "bytes": os.path.getsize(idx_path), "derive_seconds": derive_s,
-            "index_seconds": index_s, "search_seconds": search_s,
-            "ms_per_query": 1000 * search_s / len(terms), "detections": len(res.detections),
-            "oov": len(res.oov), "no_hits": len(res.no_hits), "too_long": len(res.too_long),
-            "index": idx_path, "kwslist": kws_path}
+    c = s.counts()
+    return KwsStudyRow(rep, atwv=tw(s.atwv), mtwv=tw(s.mtwv), mtwv_threshold=s.mtwv.threshold, otwv=tw(s.otwv),
+                       stwv=tw(s.stwv), p_miss=s.atwv.p_miss, p_fa=s.atwv.p_fa, keywords=c["keywords"],
+                       n_true=c["n_true"], n_nontarg=c["n_nontarg"], n_sys=c["n_sys"], n_corr=c["n_corr"],
+                       n_corr_nondet=c["n_corr_nondet"], n_fa=c["n_fa"], n_miss=c["n_miss"],
+                       entries=built.hits, bytes=os.path.getsize(idx_path), derive_seconds=derive_s,
+                       index_seconds=index_s, search_seconds=search_s, ms_per_query=1000 * search_s / len(terms),
+                       detections=len(res.detections), oov=len(res.oov), no_hits=len(res.no_hits),
+                       too_long=len(res.too_long), index=idx_path, kwslist=kws_path)
 
 
 def run_kws_study(lattices: Iterable[Lattice], references: Sequence[RttmRecord], terms: Sequence[KeywordTerm], *,
@@ -292,7 +379,7 @@ def run_kws_study(lattices: Iterable[Lattice], references: Sequence[RttmRecord],
                 "threshold": threshold, "duptime": duptime, "lattices": len(lattices), "keywords": len(terms),
                 "multiword_keywords": sum(1 for t in terms if len(t.words) > 1), "ecf_seconds": ecf.total_duration()}
     files = write_study(rows, invariants, out_dir, settings=settings, title=title, plots=plots)
-    return KwsStudyResult(rows, invariants, files)
+    return KwsStudyResult(tuple(rows), tuple(invariants), files)
 
 
 @budgeted
@@ -371,24 +458,23 @@ _GUARANTEE = {
 }
 
 
-def check_invariants(rows: Sequence[dict]) -> list[dict]:
-    """STWV orderings between the study's rows (skipped rows are left out); one dict per check."""
-    done = [r for r in rows if "skipped" not in r]
+def check_invariants(rows: Sequence[KwsStudyRow]) -> list[KwsInvariant]:
+    """STWV orderings between the study's rows (skipped rows are left out); one :class:`KwsInvariant` per check."""
+    done = [r for r in rows if r.skipped is None]
 
     def by(kind):
-        return [r for r in done if r["kind"] == kind]
+        return [r for r in done if r.representation.kind == kind]
 
     def order(r):
-        return math.inf if r["n"] is None else r["n"]
+        return math.inf if r.representation.n is None else r.representation.n
 
     out = []
 
     def add(rule, hi, lo):
-        if hi["stwv"] is None or lo["stwv"] is None:  # no keyword with a reference occurrence
+        if hi.stwv is None or lo.stwv is None:  # no keyword with a reference occurrence
             return
-        out.append({"rule": rule, "check": f"STWV({hi['representation']}) ≥ STWV({lo['representation']})",
-                    "lhs": hi["stwv"], "rhs": lo["stwv"], "holds": bool(hi["stwv"] >= lo["stwv"] - 1e-12),
-                    "guarantee": _GUARANTEE[rule]})
+        out.append(KwsInvariant(rule, f"STWV({hi.representation.label}) ≥ STWV({lo.representation.label})",
+                                hi.stwv, lo.stwv, bool(hi.stwv >= lo.stwv - 1e-12), _GUARANTEE[rule]))
 
     lattice, best = by("lattice"), by("1best")
     for lat in lattice:
@@ -404,8 +490,8 @@ def check_invariants(rows: Sequence[dict]) -> list[dict]:
     nb = sorted(by("nbest"), key=order)
     for lo, hi in zip(nb, nb[1:], strict=False):
         add("nbest_rises", hi, lo)
-    for theta in sorted({r["theta"] for r in by("phrase")}):
-        ph = sorted((r for r in by("phrase") if r["theta"] == theta), key=order)
+    for theta in sorted({r.representation.theta for r in by("phrase")}):
+        ph = sorted((r for r in by("phrase") if r.representation.theta == theta), key=order)
         for lo, hi in zip(ph, ph[1:], strict=False):
             add("phrase_rises", hi, lo)
     return out
@@ -418,10 +504,10 @@ _COLUMNS = (("representation", "representation"), ("ATWV", "atwv"), ("MTWV", "mt
             ("derive s", "derive_seconds"), ("index s", "index_seconds"), ("search ms/query", "ms_per_query"))
 
 
-def _cell(row: dict, key: str | None) -> str:
+def _cell(row: KwsStudyRow, key: str | None) -> str:
     if key is None:
-        return f"{row['n_corr']}/{row['n_true']}"
-    v = row.get(key)
+        return f"{row.n_corr}/{row.n_true}"
+    v = row.representation.label if key == "representation" else getattr(row, key)
     if v is None:
         return "–"
     if key in ("atwv", "mtwv", "otwv", "stwv"):
@@ -433,27 +519,27 @@ def _cell(row: dict, key: str | None) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
-def markdown_table(rows: Sequence[dict]) -> str:
+def markdown_table(rows: Sequence[KwsStudyRow]) -> str:
     """The study table (one line per representation; skipped rows say why)."""
     lines = ["| " + " | ".join(c for c, _ in _COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     for r in rows:
-        if "skipped" in r:
-            lines.append(f"| {r['representation']} | skipped: {r['skipped']} |" + " |" * (len(_COLUMNS) - 2))
+        if r.skipped is not None:
+            lines.append(f"| {r.representation.label} | skipped: {r.skipped} |" + " |" * (len(_COLUMNS) - 2))
         else:
             lines.append("| " + " | ".join(_cell(r, k) for _, k in _COLUMNS) + " |")
     return "\n".join(lines) + "\n"
 
 
-def invariants_markdown(invariants: Sequence[dict]) -> str:
+def invariants_markdown(invariants: Sequence[KwsInvariant]) -> str:
     lines = []
     for inv in invariants:
-        mark = "holds" if inv["holds"] else "FAILS"
-        lines.append(f"- {inv['check']}: {inv['lhs']:.4f} vs {inv['rhs']:.4f} — **{mark}** ({inv['guarantee']})")
-    held = sum(inv["holds"] for inv in invariants)
+        mark = "holds" if inv.holds else "FAILS"
+        lines.append(f"- {inv.check}: {inv.lhs:.4f} vs {inv.rhs:.4f} — **{mark}** ({inv.guarantee})")
+    held = sum(inv.holds for inv in invariants)
     return f"{held} of {len(invariants)} invariants hold.\n\n" + "\n".join(lines) + "\n"
 
 
-def study_markdown(rows: Sequence[dict], invariants: Sequence[dict], settings: Mapping, *,
+def study_markdown(rows: Sequence[KwsStudyRow], invariants: Sequence[KwsInvariant], settings: Mapping, *,
                    title: str | None = None, heading: str = "#") -> str:
     s = settings
     sil = "none" if s["max_silence"] is None else f"{s['max_silence']:g} s"
@@ -469,24 +555,24 @@ def study_markdown(rows: Sequence[dict], invariants: Sequence[dict], settings: M
     return "\n".join(parts)
 
 
-def _plot(rows: Sequence[dict], path: str, title: str | None) -> None:
+def _plot(rows: Sequence[KwsStudyRow], path: str, title: str | None) -> None:
     from ..core._optional import pyplot
 
     plt = pyplot()
 
-    done = [r for r in rows if "skipped" not in r]
+    done = [r for r in rows if r.skipped is None]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, key, name in ((axes[0], "stwv", "STWV (recall)"), (axes[1], "mtwv", "MTWV")):
         for kind, marker in (("nbest", "o-"), ("phrase", "s-"), ("sausage", "D-"), ("1best", "*"), ("lattice", "P")):
             groups: dict = {}
             for r in done:
-                if r["kind"] == kind and r[key] is not None:
-                    groups.setdefault(r["theta"], []).append(r)
+                if r.representation.kind == kind and getattr(r, key) is not None:
+                    groups.setdefault(r.representation.theta, []).append(r)
             for theta, rs in groups.items():
-                rs.sort(key=lambda r: r["entries"])
+                rs.sort(key=lambda r: r.entries)
                 label = {"nbest": "N-best", "phrase": f"phrases θ={theta:g}" if theta is not None else "phrases",
                          "sausage": "sausage", "1best": "1-best", "lattice": "lattice"}[kind]
-                ax.plot([max(r["entries"], 1) for r in rs], [r[key] for r in rs], marker, label=label, ms=7)
+                ax.plot([max(r.entries, 1) for r in rs], [getattr(r, key) for r in rs], marker, label=label, ms=7)
         ax.set_xscale("log")
         ax.set_xlabel("index size (entries)")
         ax.set_ylabel(name)
@@ -501,13 +587,15 @@ def _plot(rows: Sequence[dict], path: str, title: str | None) -> None:
         plt.close(fig)
 
 
-def write_study(rows: Sequence[dict], invariants: Sequence[dict], out_dir: str, *, settings: Mapping,
-                title: str | None = None, plots: bool = True) -> dict:
+def write_study(rows: Sequence[KwsStudyRow], invariants: Sequence[KwsInvariant], out_dir: str, *,
+                settings: Mapping, title: str | None = None, plots: bool = True) -> dict[str, str]:
+    """Write ``kws_study.md``, ``kws_study.json`` and (``plots``) ``kws_study.png`` under ``out_dir``; returns
+    their paths by name (``markdown``, ``json``, ``plot``)."""
     files = {"markdown": os.path.join(out_dir, "kws_study.md"), "json": os.path.join(out_dir, "kws_study.json")}
     with atomic_write(files["markdown"]) as f:
         f.write(study_markdown(rows, invariants, settings, title=title))
-    write_json(files["json"], {"title": title, "settings": dict(settings), "rows": list(rows),
-                               "invariants": list(invariants)}, indent=1)
+    write_json(files["json"], {"title": title, "settings": dict(settings), "rows": [r.to_dict() for r in rows],
+                               "invariants": [i.to_dict() for i in invariants]}, indent=1)
     if plots:
         files["plot"] = os.path.join(out_dir, "kws_study.png")
         _plot(rows, files["plot"], title)
@@ -515,5 +603,5 @@ def write_study(rows: Sequence[dict], invariants: Sequence[dict], out_dir: str, 
 
 
 __all__ = ["Representation", "parse_representation", "DEFAULT_REPRESENTATIONS", "representation_alternatives",
-           "ecf_from_lattices", "run_kws_study", "kws_study_files", "KwsStudyResult", "check_invariants", "markdown_table",
-           "study_markdown", "write_study"]
+           "ecf_from_lattices", "run_kws_study", "kws_study_files", "KwsStudyResult", "KwsStudyRow", "KwsInvariant",
+           "check_invariants", "markdown_table", "study_markdown", "write_study"]

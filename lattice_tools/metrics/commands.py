@@ -6,18 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from ..core.alternatives_network import Alternative, Slot
 from ..core.errors import LatticeToolsError, MismatchError
 from ..core.files import atomic_write, json_text, write_json
 from ..io.transcripts.altctm import read_alternatives_ctm
-from .alternatives import CoverageRow, alternative_coverage, oracle_path, plot_coverage
+from .alternatives import alternative_coverage, oracle_path, plot_coverage
 from .entities import entity_units
-from .evaluate import EvalConfig, by_language, composite_of, evaluate_system, summarize
+from .evaluate import EvalConfig, evaluate_system, summarize, system_metrics
 from .io import read_annotations, read_hypotheses, read_references
-from .leaderboard import build_leaderboard, render_markdown
-from .results import normalizer_for
+from .leaderboard import LeaderboardReport, build_leaderboard, render_markdown
+from .results import AlternativesMetrics, MetricsReport, normalizer_for
 from .script import SPACELESS_LANGUAGES
 from .text import normalize_language_code
 
@@ -49,11 +48,12 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
             resamples: int = 10_000, seed: int = 42, ci_method: str = "percentile",
             alternatives: Sequence[tuple[str, str]] = (), ks: Sequence[int | None] = DEFAULT_KS,
             coverage_plot: str | None = None, progress: bool = False, encoding: str = "utf-8",
-            glms: Sequence[str] = (), allow_missing: bool = False) -> dict:
+            glms: Sequence[str] = (), allow_missing: bool = False) -> MetricsReport:
     """Score one system: JSON summary (all + per language, CIs, composite; with ``alternatives``
     also the oracle summary and the alternative-coverage rows per representation) to ``output``,
     per-utterance JSON lines to ``per_utterance``, the alternative-coverage figure to
-    ``coverage_plot`` (png/pdf/svg).  Returns the summary.
+    ``coverage_plot`` (png/pdf/svg).  Returns the :class:`~lattice_tools.metrics.results.MetricsReport` (its
+    ``to_dict()`` is the JSON written).
 
     ``ref`` and ``hyp`` are read as ``score`` reads them (:mod:`lattice_tools.metrics.io`): the same format
     detection (``fmt``: ``auto``, ``stm``, ``trn``, ``text``), the GLMs ``glms`` applied to both sides like
@@ -67,28 +67,26 @@ def metrics(ref: str, hyp: str, annotations: str | None = None, output: str = "-
     anns = read_annotations(annotations, encoding) if annotations else {}
     config = _config(normalizer, lang, orthography)
     results = evaluate_system(refs, hyps, anns, config, progress=progress)
-    summary: dict[str, Any] = {"all": summarize(results, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()}
-    summary["languages"] = {lg: summarize(g, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()
-                            for lg, g in sorted(by_language(results).items())}
-    summary["composite"] = composite_of(summary["all"]["metrics"])
-    if warnings:
-        summary["warnings"] = warnings
+    system = system_metrics(results, resamples=resamples, seed=seed, ci_method=ci_method)
+    alternatives_metrics: dict[str, AlternativesMetrics] = {}
     if alternatives:
-        summary["alternatives"] = _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed,
-                                                        ci_method, encoding=encoding)
+        alternatives_metrics = _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed,
+                                                     ci_method, encoding=encoding)
         if coverage_plot:
-            rows = [CoverageRow(**{k: v for k, v in row.items() if k in CoverageRow.__dataclass_fields__})
-                    for sec in summary["alternatives"].values() for row in sec["coverage"]]
-            plot_coverage(rows, coverage_plot)
-    write_json(output, summary, indent=1, sort_keys=False, ensure_ascii=False)  # strict: undefined -> null
+            plot_coverage([row for sec in alternatives_metrics.values() for row in sec.coverage], coverage_plot)
+    report = MetricsReport(system.all, system.languages, system.composite, warnings=tuple(warnings),
+                           alternatives=alternatives_metrics)
+    # strict: undefined -> null
+    write_json(output, report.to_dict(), indent=1, sort_keys=False, ensure_ascii=False)
     if per_utterance:
         with atomic_write(per_utterance) as f:
             for r in results:
                 f.write(json_text(r.as_dict(), indent=None, sort_keys=False, ensure_ascii=False))
-    return summary
+    return report
 
 
-def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed, ci_method, encoding="utf-8"):
+def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples, seed, ci_method,
+                          encoding="utf-8") -> dict[str, AlternativesMetrics]:
     cache: dict = {}
     out = {}
     for label, path in alternatives:
@@ -96,7 +94,8 @@ def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples,
         unknown = [k for k in nets_raw if k not in refs]
         if unknown:
             raise MismatchError(f"{len(unknown)} alternative keys are not reference ids, e.g. {unknown[0]!r}", path=path)
-        nets, ref_units, ents, spaceless, one_best = {}, {}, {}, {}, {}
+        nets, ref_units, spaceless, one_best = {}, {}, {}, {}
+        ents: dict[str, Sequence[Sequence[str]]] = {}
         for key, net in nets_raw.items():
             ann = anns.get(key)
             lg = (ann.lang if ann else None) or config.default_lang
@@ -113,8 +112,8 @@ def _alternatives_section(refs, hyps, anns, config, alternatives, ks, resamples,
         oracle_hyps = {k: " ".join(oracle_path(ref_units[k], nets[k], None)[1]) for k in nets}
         oracle_results = evaluate_system({k: refs[k] for k in nets}, oracle_hyps, anns,
                                          replace(config, orthography=False))
-        out[label] = {"coverage": [r.as_dict() for r in rows],
-                      "oracle": summarize(oracle_results, resamples=resamples, seed=seed, ci_method=ci_method).to_dict()}
+        out[label] = AlternativesMetrics(tuple(rows), summarize(oracle_results, resamples=resamples, seed=seed,
+                                                                ci_method=ci_method))
     return out
 
 
@@ -122,9 +121,10 @@ def leaderboard(ref: str, systems: Sequence[tuple[str, str]], annotations: str |
                 markdown: str | None = None, output: str = "-", fmt: str = "auto", normalizer: str = "auto",
                 lang: str | None = None, orthography: bool = True, resamples: int = 10_000, seed: int = 42,
                 ci_method: str = "percentile", progress: bool = False, encoding: str = "utf-8",
-                glms: Sequence[str] = (), allow_missing: bool = False) -> dict:
+                glms: Sequence[str] = (), allow_missing: bool = False) -> LeaderboardReport:
     """Score several systems against one reference; JSON report to ``output``, Markdown to
-    ``markdown``.  Returns the report.  The transcripts are read, GLM-filtered and matched as
+    ``markdown``.  Returns the :class:`~lattice_tools.metrics.leaderboard.LeaderboardReport` (its ``to_dict()`` is
+    the JSON written).  The transcripts are read, GLM-filtered and matched as
     :func:`metrics` reads them (``glms``, ``allow_missing``)."""
     if len(systems) < 1:
         raise LatticeToolsError("leaderboard needs at least one --system NAME=PATH")
@@ -140,10 +140,9 @@ def leaderboard(ref: str, systems: Sequence[tuple[str, str]], annotations: str |
         hyps = read_hypotheses(path, reference, refs, fmt, glms=glms, encoding=encoding, allow_missing=allow_missing,
                                warnings=warnings)
         results[name] = evaluate_system(refs, hyps, anns, config, progress=progress)
-    report = build_leaderboard(results, resamples=resamples, seed=seed, ci_method=ci_method)
-    if warnings:
-        report["warnings"] = warnings
-    write_json(output, report, indent=1, sort_keys=False, ensure_ascii=False)  # strict: undefined -> null
+    report = replace(build_leaderboard(results, resamples=resamples, seed=seed, ci_method=ci_method),
+                     warnings=tuple(warnings))
+    write_json(output, report.to_dict(), indent=1, sort_keys=False, ensure_ascii=False)  # strict: undefined -> null
     if markdown:
         with atomic_write(markdown) as f:
             f.write(render_markdown(report))

@@ -18,7 +18,7 @@ bootstrap CI (:mod:`lattice_tools.metrics.stats`).  Failure taxonomy (Lin, Bhara
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -26,13 +26,22 @@ from ..core.counts import ErrorCounts
 from .codeswitch import CMI_BUCKETS, composite
 from .evaluate_batch import evaluate_many
 from .io import Annotation
-from .results import CATEGORIES, CmiBucket, EvalConfig, MetricsSummary, MetricValue, UtteranceResult
+from .results import (
+    CATEGORIES,
+    CmiBucket,
+    CompositeRating,
+    EvalConfig,
+    MetricsSummary,
+    MetricValue,
+    SystemMetrics,
+    UtteranceResult,
+)
 from .stats import bootstrap_many
 
 DEFAULT_CONFIG = EvalConfig()   # frozen: one shared default
 
-__all__ = ["CATEGORIES", "EvalConfig", "MetricValue", "MetricsSummary", "UtteranceResult", "by_language",
-           "composite_of", "evaluate_system", "summarize"]
+__all__ = ["CATEGORIES", "CompositeRating", "EvalConfig", "MetricValue", "MetricsSummary", "SystemMetrics",
+           "UtteranceResult", "by_language", "composite_of", "evaluate_system", "summarize", "system_metrics"]
 
 
 def evaluate_system(refs: dict[str, str], hyps: dict[str, str], annotations: dict[str, Annotation] | None = None,
@@ -154,19 +163,29 @@ def summarize(results: Sequence[UtteranceResult], *, resamples: int = 10_000, se
                           wer_by_cmi=buckets or None, substitution_classes=dict(sorted(cls.items())) or None)
 
 
-def composite_of(metrics: dict) -> dict:
-    """Lin's (BharatVoice-Bench) composite ``(1-WER)*SFR*(1-WER_CS)`` from summary metrics.  WER is the
+def composite_of(metrics: Mapping[str, MetricValue]) -> CompositeRating:
+    """Lin's (BharatVoice-Bench) composite ``(1-WER)*SFR*(1-WER_CS)`` from a summary's metrics.  WER is the
     monolingual (non code-switched) WER when there are such utterances; a factor whose metric is
     undefined is left out and ``factors`` says which were used."""
     def val(k):
         m = metrics.get(k)
-        return None if m is None else m["value"]
+        return None if m is None else m.value
     wer = val("wer_mono") if val("wer_mono") is not None else val("wer")
     sfr, wcs = val("sfr"), val("wer_cs")
-    factors = [n for n, v in (("wer", wer), ("sfr", sfr), ("wer_cs", wcs)) if v is not None]
+    factors = tuple(n for n, v in (("wer", wer), ("sfr", sfr), ("wer_cs", wcs)) if v is not None)
     if wer is None:
-        return {"value": None, "factors": factors}
-    return {"value": composite(wer, 1.0 if sfr is None else sfr, 0.0 if wcs is None else wcs), "factors": factors}
+        return CompositeRating(None, factors)
+    return CompositeRating(composite(wer, 1.0 if sfr is None else sfr, 0.0 if wcs is None else wcs), factors)
+
+
+def system_metrics(results: Sequence[UtteranceResult], *, resamples: int = 10_000, seed: int = 42,
+                   ci_method: str = "percentile") -> SystemMetrics:
+    """One system's :class:`SystemMetrics`: :func:`summarize` over all ``results`` and over each language group
+    (:func:`by_language`, sorted), and the composite rating of all."""
+    overall = summarize(results, resamples=resamples, seed=seed, ci_method=ci_method)
+    languages = {lg: summarize(g, resamples=resamples, seed=seed, ci_method=ci_method)
+                 for lg, g in sorted(by_language(results).items())}
+    return SystemMetrics(overall, languages, composite_of(overall.metrics))
 
 
 def by_language(results: Sequence[UtteranceResult]) -> dict[str, list[UtteranceResult]]:

@@ -1,7 +1,10 @@
-"""Per-utterance results of the 1-best metrics and the options that produce them.
+"""Results of the 1-best metrics and the options that produce them.
 
 :class:`UtteranceResult` is what :func:`lattice_tools.metrics.evaluate.evaluate_system` returns per
-reference utterance; :class:`EvalConfig` holds its options.
+reference utterance; :class:`EvalConfig` holds its options; :class:`MetricsSummary` is what
+:func:`~lattice_tools.metrics.evaluate.summarize` finds over a set of them; :class:`SystemMetrics` one system's
+summaries (all utterances, per language, composite) and :class:`MetricsReport` what
+:func:`lattice_tools.metrics.commands.metrics` reports.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Any
 
 from ..core.counts import ErrorCounts
 from ..core.errors import LatticeToolsError
+from .alternatives import CoverageRow
 from .codeswitch import ScriptTagger, SwitchPointCounts, cmi_bucket
 from .entities import EntityCounts
 from .orthography_rules import OrthographicCounts
@@ -83,6 +87,63 @@ class MetricsSummary:
             out["wer_by_cmi"] = {k: b.to_dict() for k, b in self.wer_by_cmi.items()}
         if self.substitution_classes is not None:
             out["substitution_classes"] = dict(self.substitution_classes)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeRating:
+    """Lin's (BharatVoice-Bench) composite ``(1-WER)*SFR*(1-WER_CS)`` (:func:`~lattice_tools.metrics.evaluate.composite_of`):
+    ``value`` (None without a WER) and the ``factors`` it used (``wer``, ``sfr``, ``wer_cs``: those defined)."""
+
+    value: float | None
+    factors: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"value": self.value, "factors": list(self.factors)}
+
+
+@dataclass(frozen=True)
+class SystemMetrics:
+    """One system's metrics: the summary over ``all`` utterances, one per language group (``languages``, by
+    :func:`~lattice_tools.metrics.evaluate.by_language`, sorted) and the composite rating of ``all``."""
+
+    all: MetricsSummary
+    languages: Mapping[str, MetricsSummary]
+    composite: CompositeRating
+
+    def to_dict(self) -> dict:
+        return {"all": self.all.to_dict(), "languages": {lg: s.to_dict() for lg, s in self.languages.items()},
+                "composite": self.composite.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class AlternativesMetrics:
+    """What one system's alternatives (an alt-CTM) recover: the alternative-coverage ``coverage`` rows (one per
+    depth k) and the ``oracle`` summary (the metrics of the oracle path through every network)."""
+
+    coverage: tuple[CoverageRow, ...]
+    oracle: MetricsSummary
+
+    def to_dict(self) -> dict:
+        return {"coverage": [r.as_dict() for r in self.coverage], "oracle": self.oracle.to_dict()}
+
+
+@dataclass(frozen=True)
+class MetricsReport(SystemMetrics):
+    """What :func:`lattice_tools.metrics.commands.metrics` found for one system: its :class:`SystemMetrics`,
+    the ``warnings`` of reading it (what was left out under ``allow_missing``) and, per label of
+    ``alternatives``, an :class:`AlternativesMetrics` (empty without alternatives)."""
+
+    warnings: tuple[str, ...] = ()
+    alternatives: Mapping[str, AlternativesMetrics] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The report as JSON values (what ``lattice-tools metrics`` writes)."""
+        out = super().to_dict()
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.alternatives:
+            out["alternatives"] = {label: a.to_dict() for label, a in self.alternatives.items()}
         return out
 
 

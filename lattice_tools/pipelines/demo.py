@@ -21,6 +21,7 @@ import math
 import os
 import wave
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
@@ -38,6 +39,36 @@ KWS_NUM_TERMS = 60
 KWS_SEED = 0
 # study.md's KWS section starts here (a rerun replaces it).
 KWS_MARKER = "<!-- kws study -->"
+
+
+@dataclass(frozen=True)
+class DemoOutputs:
+    """Where :func:`run_demo` wrote what: the ``reference`` STM; per lattice density the ``lattices`` directory
+    and the sclite reports of the decoder's 1-best (``scores``); the files of the oracle ``study``, of the study
+    ``both_ways`` (empty without ``segment_free``) and of the ``kws`` study (empty without it), each by name as
+    that study names them; the ``view`` page (None without it)."""
+
+    reference: str
+    lattices: Mapping[str, str]
+    scores: Mapping[str, str]
+    study: Mapping[str, str] = field(default_factory=dict)
+    both_ways: Mapping[str, str] = field(default_factory=dict)
+    kws: Mapping[str, str] = field(default_factory=dict)
+    view: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        """Every output by one name (``reference``, ``lattices/<density>``, ``score/<density>.1best``,
+        ``study/<name>``, ``study-both-ways/<name>``, ``kws/<name>``, ``view``), as the demo lists them."""
+        out = {"reference": self.reference}
+        for density, directory in self.lattices.items():
+            out[f"lattices/{density}"] = directory
+            if density in self.scores:
+                out[f"score/{density}.1best"] = self.scores[density]
+        for prefix, files in (("study", self.study), ("study-both-ways", self.both_ways), ("kws", self.kws)):
+            out.update({f"{prefix}/{k}": v for k, v in files.items()})
+        if self.view is not None:
+            out["view"] = self.view
+        return out
 
 
 def _bundled(corpus: str) -> tuple[list[str], str]:
@@ -115,7 +146,7 @@ def concatenated_side(paths: Sequence[str], trn_paths: Sequence[str], out_dir: s
 def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "cards"), ns: Sequence[int] = DEMO_NS,
              densities: Sequence[str] = ("default", "dense"), bootstrap: int = 1000, seed: int = 0,
              progress: bool | None = None, kws: bool = True, view_page: bool = True, segment_free: bool = True,
-             echo=print, max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
+             echo=print, max_memory: int | None = DEFAULT_MAX_MEMORY) -> DemoOutputs:
     """Run decode -> 1-best scoring -> alternatives -> oracle study -> KWS study on the bundled speech.
 
     ``kws``: run the spoken-term-detection study too (on the default-beam lattices, when decoded).
@@ -128,8 +159,8 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
     ``max_memory``: bytes of resident memory every search and table of the run may use (None: no
     bound); a study cell past it (N = inf of a dense lattice) is recorded as skipped with the reason.
 
-    Returns a dict of the files written (tables, plots, CTMs, lattices).  Everything lands under
-    ``out``; finished study cells are reused on a rerun.
+    Returns the :class:`DemoOutputs` (where the tables, plots, CTMs and lattices were written).  Everything lands
+    under ``out``; finished study cells are reused on a rerun.
     """
     with memory_budget(max_memory):
         return _run_demo(out, corpora=corpora, ns=ns, densities=densities, bootstrap=bootstrap, seed=seed,
@@ -138,7 +169,7 @@ def run_demo(out: str = "demo-out", *, corpora: Sequence[str] = ("librivox", "ca
 
 
 def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kws, view_page, segment_free,
-              echo, max_memory) -> dict:
+              echo, max_memory) -> DemoOutputs:
     # (every step that sets a budget of its own -- the studies, the view -- is given the run's: their
     # default, None, would lift it)
     from ..decode.pocketsphinx import decode_audio
@@ -159,7 +190,8 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
         trns.append(t)
     stm_path = os.path.join(out, "reference.stm")
     _stm_for(paths, trns, stm_path)
-    files = {"reference": stm_path}
+    lattice_dirs: dict[str, str] = {}
+    score_dirs: dict[str, str] = {}
 
     lattice_sets = {}
     baselines = []  # the decoder's own 1-best per density, shown beside the lattice's best path
@@ -168,7 +200,7 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
         ctm = os.path.join(out, "lattices", f"{name}.1best.ctm")
         echo(f"[demo] decoding {len(paths)} recordings ({name} beams) -> {lat_dir}")
         lattice_sets[name] = decode_audio(paths, out_dir=lat_dir, ctm=ctm, progress=progress, **DENSITIES[name])
-        files[f"lattices/{name}"] = lat_dir
+        lattice_dirs[name] = lat_dir
         result = score_stm_ctm(read_stm(stm_path), read_ctm(ctm), optional_deletable=True)
         score_dir = os.path.join(out, "score", f"{name}.1best")
         write_reports(result, score_dir)
@@ -177,7 +209,7 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
         baselines.append({"density": name, "name": "decoder hypothesis (pocketsphinx hyp())", "wer": 100 * total.wer,
                           "C": total.correct, "S": total.substitutions, "D": total.deletions, "I": total.insertions,
                           "ref_words": total.ref_words})
-        files[f"score/{name}.1best"] = score_dir
+        score_dirs[name] = score_dir
 
     echo("[demo] alternatives + oracle study (N-best, sausage, phrase, whole lattice)")
     study_dir = os.path.join(out, "study")
@@ -185,19 +217,20 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
     study = run_study(lattice_sets, stm_path, ns=ns, out_dir=study_dir, bootstrap=bootstrap, seed=seed,
                       progress=progress, title=f"bundled speech ({data}), pocketsphinx lattices",
                       baselines=baselines, max_memory=max_memory)
-    files.update({f"study/{k}": v for k, v in study.files.items()})
     # Error counts are what the invariants promise; the sclite alignment cost also charges 0.001 per
     # '@' (empty alternative) chosen, so costs can differ by such amounts with equal errors.
     failed = [inv for inv in study.invariants if not inv.get("holds_on_errors", inv.get("holds", True))]
     if failed:
         raise LatticeToolsError(f"oracle invariants violated: {failed}")
     md = study.files.get("markdown") or os.path.join(study_dir, "study.md")
+    both_ways: Mapping[str, str] = {}
     if segment_free and densities:
         both = run_demo_both_ways(paths, trns, out, ns=ns, density=densities[0], progress=progress, echo=echo,
                                   max_memory=max_memory)
-        files.update({f"study-both-ways/{k}": v for k, v in both.files.items()})
+        both_ways = both.files
         if os.path.exists(md):
             _append_both_ways_section(md, both.files["markdown"])
+    kws_files: Mapping[str, str] = {}
     if kws and "default" in lattice_sets:
         from ..oracle.representations import load_references
 
@@ -205,23 +238,25 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
         timing = lattice_sets.get("dense", lattice_sets["default"])
         kws_result = run_demo_kws(lattice_sets["default"], timing, load_references(stm_path), paths, kws_dir,
                                   progress=progress, echo=echo)
-        files.update({f"kws/{k}": v for k, v in kws_result.files.items()})
+        kws_files = kws_result.files
         if os.path.exists(md):
             _append_kws_section(md, kws_result, kws_dir)
     elif kws:
         echo("[demo] KWS study skipped: it runs on the default-beam lattices (--density default)")
-    if view_page and lattice_sets:
-        files["view"] = _write_view(out, lattice_sets, stm_path, md, files, echo, max_memory)
+    page = _write_view(out, lattice_sets, lattice_dirs, stm_path, md, echo, max_memory) if view_page and lattice_sets \
+        else None
     if os.path.exists(md):
         with open(md, encoding="utf-8") as f:
             echo(f.read())
+    outputs = DemoOutputs(stm_path, lattice_dirs, score_dirs, study=study.files, both_ways=both_ways, kws=kws_files,
+                          view=page)
     echo("[demo] outputs:")
-    for k, v in files.items():
+    for k, v in outputs.to_dict().items():
         echo(f"  {k:28s} {v}")
-    return files
+    return outputs
 
 
-def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: Mapping, echo,
+def _write_view(out: str, lattice_sets: Mapping, lattice_dirs: Mapping[str, str], stm_path: str, md: str, echo,
                 max_memory: int | None) -> str:
     """The demo's browser view: one density's lattices against the reference, with the whole-lattice
     index's keyword hits when the KWS study ran; linked from study.md."""
@@ -232,10 +267,10 @@ def _write_view(out: str, lattice_sets: Mapping, stm_path: str, md: str, files: 
     kwslist = os.path.join(out, "kws", "kwslist", "lattice.kwslist.xml")
     kwlist = os.path.join(out, "kws", "kwlist.xml")
     have_kws = os.path.exists(kwslist) and os.path.exists(kwlist)
-    summary = view([files[f"lattices/{name}"]], page, reference=stm_path, optional_deletable=True,
+    summary = view([lattice_dirs[name]], page, reference=stm_path, optional_deletable=True,
                    kwslist=kwslist if have_kws else None, kwlist=kwlist if have_kws else None,
                    title=f"lattice-tools demo: {name}-beam lattices", max_memory=max_memory)
-    echo(f"[demo] browser view ({summary['utterances']} utterances, {summary['bytes'] / 2**20:.1f} MB) -> {page}")
+    echo(f"[demo] browser view ({summary.utterances} utterances, {summary.bytes / 2**20:.1f} MB) -> {page}")
     if os.path.exists(md):
         link_view(md, page, f"the {name}-beam lattices, their alternatives, oracles and keyword hits")
     return page

@@ -5,18 +5,115 @@ archives keep their stored state order; ``keys``: a file naming them, see
 :func:`~lattice_tools.io.lattices.inputs.read_lattice_inputs`), runs one job per lattice and writes Kaldi's text
 tables (:mod:`lattice_tools.io.lattices.kaldi_tables`), within ``max_memory`` bytes of resident memory (None: no
 bound; past it BudgetExceededError naming the lattice, and no output is left).  Every output is written atomically: a failure leaves no
-half-written file.  The ``lattice-tools`` commands of the same names are thin wrappers.
+half-written file.  The jobs that Kaldi ends with a summary line return it as a frozen record
+(:class:`MbrDecodeSummary`, :class:`BestPathSummary`, :class:`NbestPathsSummary`, :class:`DepthSummary`,
+:class:`OraclePathSummary`; ``to_dict()`` is what the command prints); the lattice rewrites return the number of
+lattices written.  The ``lattice-tools`` commands of the same names are thin wrappers.
 """
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..core.files import atomic_write
 from ..io.lattices import kaldi_tables as T
 from ..io.lattices.inputs import read_lattice_inputs
+
+
+@dataclass(frozen=True, slots=True)
+class MbrDecodeSummary:
+    """What ``lattice-mbr-decode`` logs at the end: the ``lattices`` decoded, the MBR ``words``, the Bayes risk
+    per lattice (``average_bayes_risk``) and per word (``bayes_risk_per_word``; 0 without lattices or words)."""
+
+    lattices: int
+    words: int
+    average_bayes_risk: float
+    bayes_risk_per_word: float
+
+    def to_dict(self) -> dict:
+        return {"lattices": self.lattices, "words": self.words, "average_bayes_risk": self.average_bayes_risk,
+                "bayes_risk_per_word": self.bayes_risk_per_word}
+
+
+@dataclass(frozen=True, slots=True)
+class BestPathSummary:
+    """What ``lattice-best-path`` logs at the end: the ``lattices``, their ``frames`` and the best paths' costs
+    per frame (total, graph and acoustic, after scaling, summed in float as Kaldi sums them; 0 without frames)."""
+
+    lattices: int
+    frames: int
+    cost_per_frame: float
+    graph_per_frame: float
+    acoustic_per_frame: float
+
+    def to_dict(self) -> dict:
+        return {"lattices": self.lattices, "frames": self.frames, "cost_per_frame": self.cost_per_frame,
+                "graph_per_frame": self.graph_per_frame, "acoustic_per_frame": self.acoustic_per_frame}
+
+
+@dataclass(frozen=True, slots=True)
+class NbestPathsSummary:
+    """What ``lattice-to-nbest`` logs: the ``lattices`` and the N-best ``entries`` written (at most n each)."""
+
+    lattices: int
+    entries: int
+
+    def to_dict(self) -> dict:
+        return {"lattices": self.lattices, "entries": self.entries}
+
+
+@dataclass(frozen=True, slots=True)
+class DepthSummary:
+    """What ``lattice-depth`` logs at the end: the ``lattices``, their ``frames`` and the overall ``density``
+    (arcs crossing a frame, frame-weighted over all lattices; 0 without frames)."""
+
+    lattices: int
+    frames: int
+    density: float
+
+    def to_dict(self) -> dict:
+        return {"lattices": self.lattices, "frames": self.frames, "density": self.density}
+
+
+@dataclass(frozen=True, slots=True)
+class UtteranceErrors:
+    """One utterance of :class:`OraclePathSummary`: the oracle path's word ``errors`` against its reference
+    ``words``."""
+
+    errors: int
+    words: int
+
+    def to_dict(self) -> dict:
+        return {"errors": self.errors, "words": self.words}
+
+
+@dataclass(frozen=True)
+class OraclePathSummary:
+    """What ``lattice-oracle`` logs: the total ``errors`` against the reference ``words`` and ``wer`` (percent; 0
+    without words); ``insertions``, ``deletions``, ``substitutions`` of one optimal alignment per utterance;
+    ``missing_references``: lattices without a reference (left out); ``utterances``: the errors of every
+    utterance scored, by key (a mapping: one entry per lattice, in input order)."""
+
+    errors: int
+    words: int
+    insertions: int
+    deletions: int
+    substitutions: int
+    wer: float
+    missing_references: int
+    utterances: Mapping[str, UtteranceErrors]
+
+    def totals(self) -> dict:
+        """The totals as JSON values (what ``lattice-tools oracle-path`` prints without ``--json``)."""
+        return {"errors": self.errors, "words": self.words, "insertions": self.insertions,
+                "deletions": self.deletions, "substitutions": self.substitutions, "wer": self.wer,
+                "missing_references": self.missing_references}
+
+    def to_dict(self) -> dict:
+        """The totals and every utterance's errors as JSON values (what ``oracle-path --json`` writes)."""
+        return {**self.totals(), "utterances": {k: u.to_dict() for k, u in self.utterances.items()}}
 
 
 def _open_all(stack: contextlib.ExitStack, **paths):
@@ -28,11 +125,11 @@ def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_r
                ctm: str | None = None, confidence_digits: int = 2, format: str | None = None, words: str | None = None,
                frame_shift: float | None = None, frame_subsampling_factor: int | None = None, keys: str | None = None,
                max_memory: int | None = DEFAULT_MAX_MEMORY,
-               acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> dict:
+               acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> MbrDecodeSummary:
     """Kaldi's ``lattice-mbr-decode`` (``tra``, ``bayes_risk``, ``sausage_stats``, ``times``, with
     ``--one-best-times``) and ``lattice-to-ctm-conf`` (``ctm``: the MBR words with their
-    confidences; times are seconds = frames x the lattices' frame shift).  Returns
-    ``{"lattices", "words", "average_bayes_risk", "bayes_risk_per_word"}`` as Kaldi logs them."""
+    confidences; times are seconds = frames x the lattices' frame shift).  Returns the
+    :class:`MbrDecodeSummary` Kaldi logs."""
     from ..alternatives.sausages import mbr_decode as decode_one
 
     n_done = n_words = 0
@@ -59,20 +156,20 @@ def mbr_decode(lattices: Iterable[str] | str, *, tra: str | None = None, bayes_r
             n_done += 1
             n_words += len(r.words)
             total_risk += r.bayes_risk
-    return {"lattices": n_done, "words": n_words,
-            "average_bayes_risk": total_risk / n_done if n_done else 0.0,
-            "bayes_risk_per_word": total_risk / n_words if n_words else 0.0}
+    return MbrDecodeSummary(lattices=n_done, words=n_words,
+                            average_bayes_risk=total_risk / n_done if n_done else 0.0,
+                            bayes_risk_per_word=total_risk / n_words if n_words else 0.0)
 
 
 def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str | None = None,
               costs: str | None = None, format: str | None = None, words: str | None = None,
               frame_shift: float | None = None, frame_subsampling_factor: int | None = None, keys: str | None = None,
               max_memory: int | None = DEFAULT_MAX_MEMORY,
-              acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> dict:
+              acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0) -> BestPathSummary:
     """Kaldi's ``lattice-best-path`` (``tra``: word ids), ``lattice-1best | nbest-to-ctm`` (``ctm``:
     the best path's words with their frames, in seconds) and the costs ``lattice-best-path`` logs
     (``costs``: ``key graph acoustic total frames``, after scaling).  Returns Kaldi's summary
-    (``lattices``, ``frames``, ``cost_per_frame``, ``graph_per_frame``, ``acoustic_per_frame``)."""
+    (:class:`BestPathSummary`)."""
     import numpy as np
 
     from ..algorithms.kaldi_ops import best_path_kaldi
@@ -103,19 +200,20 @@ def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str
     def per_frame(x):
         return float(x) / n_frames if n_frames else 0.0
 
-    return {"lattices": n_done, "frames": n_frames, "cost_per_frame": per_frame(tot_g + tot_a),
-            "graph_per_frame": per_frame(tot_g), "acoustic_per_frame": per_frame(tot_a)}
+    return BestPathSummary(lattices=n_done, frames=n_frames, cost_per_frame=per_frame(tot_g + tot_a),
+                           graph_per_frame=per_frame(tot_g), acoustic_per_frame=per_frame(tot_a))
 
 
 def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None, ctm: str | None = None,
                 costs: str | None = None, format: str | None = None, words: str | None = None,
                 frame_shift: float | None = None, frame_subsampling_factor: int | None = None, keys: str | None = None,
                 max_memory: int | None = DEFAULT_MAX_MEMORY,
-                acoustic_scale: float = 1.0, lm_scale: float = 1.0) -> dict:
+                acoustic_scale: float = 1.0, lm_scale: float = 1.0) -> NbestPathsSummary:
     """Kaldi's ``lattice-determinize | lattice-to-nbest --n`` (tropical N-best: the ``n`` distinct
     word sequences with the cheapest best path, best first), keyed ``utt-1 .. utt-n`` as Kaldi
     keys them: ``tra`` (word ids), ``ctm`` (``nbest-to-ctm``: each entry's best path) and ``costs``
-    (``key graph acoustic total frames``, unscaled as the N-best lattices store them)."""
+    (``key graph acoustic total frames``, unscaled as the N-best lattices store them).  Returns the
+    :class:`NbestPathsSummary`."""
     import numpy as np
 
     from ..algorithms.kaldi_ops import nbest_kaldi
@@ -143,28 +241,28 @@ def nbest_paths(lattices: Iterable[str] | str, n: int, *, tra: str | None = None
                                                             [int(dur[a]) for a in arcs], lat.frame_shift))
             n_lat += 1
             n_ent += len(entries)
-    return {"lattices": n_lat, "entries": n_ent}
+    return NbestPathsSummary(lattices=n_lat, entries=n_ent)
 
 
 def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = None, errors: str | None = None,
            wildcard_symbols: Iterable[int] = (), format: str | None = None, words: str | None = None,
            frame_shift: float | None = None, frame_subsampling_factor: int | None = None, keys: str | None = None,
-           max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
+           max_memory: int | None = DEFAULT_MAX_MEMORY) -> OraclePathSummary:
     """Kaldi's ``lattice-oracle``: for every lattice, the path with the fewest word errors
     (Levenshtein, unit costs, lattice weights ignored) against ``reference`` (Kaldi's int table
     ``utt id id ...``); ``wildcard_symbols`` (ids) are removed from the lattice and the reference
     first, as ``--wildcard-symbols`` does.  Writes ``tra`` (the oracle word ids) and ``errors``
     (``utt errors``, Kaldi's edit-distance table).  Returns the totals Kaldi logs (errors,
     reference words, %WER; insertions/deletions/substitutions of one optimal alignment -- Kaldi
-    may split the same total differently when alignments tie) and per-utterance errors."""
+    may split the same total differently when alignments tie) and per-utterance errors
+    (:class:`OraclePathSummary`)."""
     from ..core.errors import MismatchError
     from ..oracle.api import lattice_oracle
 
     refs = T.read_int_vectors(reference)
     wild = {int(w) for w in wildcard_symbols}
-    tot: dict[str, Any] = {"errors": 0, "words": 0, "insertions": 0, "deletions": 0, "substitutions": 0}
-    per_utt = {}
-    n_missing = 0
+    per_utt: dict[str, UtteranceErrors] = {}
+    n_missing = n_errors = n_words = n_ins = n_del = n_sub = 0
     with contextlib.ExitStack() as stack:
         stack.enter_context(memory_budget(max_memory))
         out = _open_all(stack, tra=tra, errors=errors)
@@ -185,18 +283,17 @@ def oracle(lattices: Iterable[str] | str, reference: str, *, tra: str | None = N
                 out["tra"].write(T.int_vector_line(lat.key, ids))
             if out["errors"]:
                 out["errors"].write(f"{lat.key} {errs} \n")
-            per_utt[lat.key] = {"errors": errs, "words": len(ref_words)}
-            tot["errors"] += errs
-            tot["words"] += len(ref_words)
-            tot["insertions"] += c.insertions
-            tot["deletions"] += c.deletions
-            tot["substitutions"] += c.substitutions
+            per_utt[lat.key] = UtteranceErrors(errs, len(ref_words))
+            n_errors += errs
+            n_words += len(ref_words)
+            n_ins += c.insertions
+            n_del += c.deletions
+            n_sub += c.substitutions
     if not per_utt:
         raise MismatchError(f"no lattice has a reference in {reference}")
-    tot["wer"] = 100.0 * tot["errors"] / tot["words"] if tot["words"] else 0.0
-    tot["missing_references"] = n_missing
-    tot["utterances"] = per_utt
-    return tot
+    return OraclePathSummary(errors=n_errors, words=n_words, insertions=n_ins, deletions=n_del,
+                             substitutions=n_sub, wer=100.0 * n_errors / n_words if n_words else 0.0,
+                             missing_references=n_missing, utterances=per_utt)
 
 
 def _rewrite(lattices, out: str, fn, *, out_format, max_memory, **inputs) -> int:
@@ -248,9 +345,10 @@ def prune(lattices: Iterable[str] | str, out: str, *, beam: float = 10.0, acoust
 def depth(lattices: Iterable[str] | str, *, out: str | None = None, format: str | None = None,
           words: str | None = None, frame_shift: float | None = None,
           frame_subsampling_factor: int | None = None, keys: str | None = None,
-          max_memory: int | None = DEFAULT_MAX_MEMORY) -> dict:
+          max_memory: int | None = DEFAULT_MAX_MEMORY) -> DepthSummary:
     """Kaldi's ``lattice-depth``: per lattice the average number of arcs crossing a frame (table
-    ``utt depth`` to ``out``); returns the overall density (frame-weighted) and the frames."""
+    ``utt depth`` to ``out``); returns the overall density (frame-weighted) and the frames
+    (:class:`DepthSummary`)."""
     from ..algorithms import lattice_depth
 
     total = frames = 0.0
@@ -267,4 +365,4 @@ def depth(lattices: Iterable[str] | str, *, out: str | None = None, format: str 
             total += d * t
             frames += t
             n += 1
-    return {"lattices": n, "frames": int(frames), "density": total / frames if frames else 0.0}
+    return DepthSummary(lattices=n, frames=int(frames), density=total / frames if frames else 0.0)

@@ -13,6 +13,7 @@ import json
 import os
 import zlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.files import atomic_write, open_binary_input, read_text_lines, write_json
@@ -123,7 +124,21 @@ def merge_files(parts: Sequence[str], out: str) -> None:
             dst.write(block)
 
 
-def measure_ctm(path: str) -> dict:
+@dataclass(frozen=True, slots=True)
+class CtmSize:
+    """The size of a CTM's text (:func:`measure_ctm`): ``bytes``, ``gzip_bytes`` (zlib level 9, gzip wrapper, no
+    header mtime) and ``MB`` = gzip_bytes / 10^6 rounded to 6 decimals (Faria et al., Tables 3-6)."""
+
+    bytes: int
+    gzip_bytes: int
+    MB: float
+
+    def to_dict(self) -> dict:
+        """The size as the statistics JSON holds it (``bytes``, ``gzip_bytes``, ``MB``)."""
+        return {"bytes": self.bytes, "gzip_bytes": self.gzip_bytes, "MB": self.MB}
+
+
+def measure_ctm(path: str) -> CtmSize:
     """Size of a (possibly gzipped) CTM's text: ``bytes`` and ``gzip_bytes`` exactly as
     :class:`lattice_tools.io.transcripts.altctm.AlternativesCtmWriter` measures them (zlib level 9, gzip
     wrapper, no header mtime), and ``MB`` = gzip_bytes / 10^6 (Faria et al., Tables 3-6)."""
@@ -133,7 +148,7 @@ def measure_ctm(path: str) -> dict:
         raw += len(block)
         gz += len(comp.compress(block))
     gz += len(comp.flush())
-    return {"bytes": raw, "gzip_bytes": gz, "MB": round(gz / 1e6, 6)}
+    return CtmSize(raw, gz, round(gz / 1e6, 6))
 
 
 # Fields of the per-job statistics JSON (lattice-tools nbest|sausage|phrases --json) and how they merge.
@@ -155,7 +170,9 @@ def merge_json_stats(parts: Sequence[str], out: str, measure: str | None = None)
     * ``measure``: the merged CTM actually delivered; its ``bytes``/``gzip_bytes``/``MB`` are
       measured (:func:`measure_ctm`) instead of summed, so MB is exact and independent of nj.
 
-    Returns the merged dictionary (also written to ``out``, sorted keys).
+    Returns the merged dictionary (also written to ``out``, sorted keys).  It stays a plain mapping: it is the
+    statistics document the alternatives commands write (``AlternativesCtmWriter.stats``), whose fields it
+    carries over, not a record of its own.
     """
     from ..core.alternatives_network import depth_statistics
 
@@ -199,7 +216,7 @@ def merge_json_stats(parts: Sequence[str], out: str, measure: str | None = None)
         merged["note"] = ("N_.9/N_.5 need the per-slot 'depths' list in each job's statistics JSON "
                           "(written by lattice-tools nbest|sausage|phrases --json)")
     if measure is not None:
-        merged.update(measure_ctm(measure))
+        merged.update(measure_ctm(measure).to_dict())
     elif "gzip_bytes" in merged:
         merged["MB"] = round(merged["gzip_bytes"] / 1e6, 6)
     write_json(out, merged, indent=1)

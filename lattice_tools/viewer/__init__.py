@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from ..core._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from .build import view
+    from .build import ViewSummary, view
 
-__all__ = ["view"]
+__all__ = ["ViewSummary", "view"]
 
-__getattr__, __dir__ = lazy_exports(__name__, {"view": "build"}, globals())
+__getattr__, __dir__ = lazy_exports(__name__, {"ViewSummary": "build", "view": "build"}, globals())

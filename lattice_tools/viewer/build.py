@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..core._budget import budgeted
@@ -22,6 +23,24 @@ from .utterances import (
 REPRESENTATIONS = ("nbest", "sausage", "phrase", "lattice")
 
 
+@dataclass(frozen=True, slots=True)
+class ViewSummary:
+    """What :func:`view` wrote: the page's path ``out``, its ``utterances`` and ``bytes``, and with a reference
+    the ``totals``: the error counts summed over the utterances, of the 1-best (``1best``) and of every
+    representation's oracle (by name, as the page lists them; empty without a reference)."""
+
+    out: str
+    utterances: int
+    bytes: int
+    totals: Mapping[str, ErrorCounts]
+
+    def to_dict(self) -> dict:
+        """The summary as JSON values (what ``lattice-tools view --json`` writes; counts as the page shows them:
+        ``C``, ``S``, ``D``, ``I``, ``N``, ``E`` and ``wer``)."""
+        return {"out": self.out, "utterances": self.utterances, "bytes": self.bytes,
+                "totals": {name: counts_dict(c) for name, c in self.totals.items()}}
+
+
 @budgeted
 def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequence[str] = (),
          reference: str | None = None, ref_format: str | None = None, glm: str | Sequence[str] | None = None,
@@ -32,7 +51,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
          max_alternatives: int = 10, title: str | None = None, format: str | None = None,
          words: str | None = None, frame_shift: float | None = None, frame_subsampling_factor: int | None = None,
          keys: str | None = None, allow_untimed: bool = False, max_memory: int | None = None,
-         encoding: str = "utf-8") -> dict:
+         encoding: str = "utf-8") -> ViewSummary:
     """Write ``out``: ONE self-contained HTML file (inline JavaScript, SVG and CSS; no request of any kind
     leaves it, so it opens from ``file://`` offline) showing, per utterance, the 1-best aligned with the
     reference, the alternatives with their posteriors and the oracle's choice, the lattice on a time axis
@@ -65,7 +84,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
       max_memory: memory budget (bytes of resident memory) of every step: reading, the searches, the page
         (None: none).
     Returns:
-      a summary: ``{"out", "utterances", "bytes", "totals": {"1best": counts, <representation>: counts}}``.
+      a :class:`ViewSummary` (the page's path, utterances, bytes and the total error counts of the 1-best and of
+      every representation's oracle).
     """
     from ..algorithms import arc_posteriors, best_path
     from ..oracle import lattice_oracle
@@ -173,7 +193,7 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         if lat and lat["f0"]:
             ends.append(max(f + d for f, d in zip(lat["f0"], lat["d"], strict=True)) * lat["fs"])
         record["dur"] = round(max(ends), 2) if ends else 0.0
-    totals: dict = {}
+    totals: dict[str, ErrorCounts] = {}
     if refs is not None:
         scored = score_one_best(str(reference), str(rfmt), [best_alts[k] for k in order], glms, encoding=encoding,
                                 **opts)
@@ -239,7 +259,8 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
         if unplaced:
             notes.append(f"{unplaced} detection(s) of {os.path.basename(str(kwslist or index))} are on files not shown")
 
-    data = {"title": title or "lattice-tools view", "utterances": [utts[k] for k in order], "totals": totals,
+    data = {"title": title or "lattice-tools view", "utterances": [utts[k] for k in order],
+            "totals": {name: counts_dict(c) for name, c in totals.items()},
             "notes": notes,
             "representations": [r for r in ["1best", *names, "lattice"] if r in totals or r in names],
             "settings": {"n": n, "posterior_threshold": posterior_threshold, "mode": mode,
@@ -248,14 +269,14 @@ def view(inputs: Sequence[str] = (), out: str = "view.html", *, alt_ctm: Sequenc
                          "glm": ", ".join(os.path.basename(str(g)) for g in glms) or None,
                          "kwslist": os.path.basename(str(kwslist or index)) if kwslist or index else None}}
     size = write_page(out, data)
-    return {"out": str(out), "utterances": len(order), "bytes": size, "totals": totals}
+    return ViewSummary(str(out), len(order), size, totals)
 
 
-def _total(counts: list[dict]) -> dict:
-    total = ErrorCounts(correct=sum(c["C"] for c in counts), substitutions=sum(c["S"] for c in counts),
-                        deletions=sum(c["D"] for c in counts), insertions=sum(c["I"] for c in counts),
-                        ref_words=sum(c["N"] for c in counts))
-    return counts_dict(total)
+def _total(counts: list[dict]) -> ErrorCounts:
+    """The sum of the page's per-utterance counts (:func:`counts_dict`'s short names)."""
+    return ErrorCounts(correct=sum(c["C"] for c in counts), substitutions=sum(c["S"] for c in counts),
+                       deletions=sum(c["D"] for c in counts), insertions=sum(c["I"] for c in counts),
+                       ref_words=sum(c["N"] for c in counts))
 
 
 def _round(x: float) -> float | None:

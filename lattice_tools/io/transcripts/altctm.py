@@ -28,6 +28,7 @@ import contextlib
 import math
 import zlib
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import IO
 
 from ...core._budget import check_memory
@@ -84,6 +85,35 @@ def _alternatives_ctm_lines(alts: Alternatives, time_format: str, conf_format: s
         yield f"{tag} {ALT_END}"
 
 
+@dataclass(frozen=True, slots=True)
+class AltCtmStatistics:
+    """The statistics of an alt-CTM file (Faria et al., Tables 3-6) that :class:`AlternativesCtmWriter` collects:
+    the depth ``n`` it was cut to (None: every alternative), its ``blocks`` (slots), the deepest block
+    (``n_max``, the paper's N_max), the block depth at the 90th percentile and the median (``n_90``, ``n_50``:
+    N_.9 and N_.5, nearest-rank over blocks), the ``alt_blocks`` (slots with several alternatives), the
+    ``utterances``, the text's ``bytes``, its ``gzip_bytes`` (zlib level 9) and ``MB`` = gzip_bytes / 10^6, and
+    every block's depth in output order (``depths``: per-job statistics merge exactly from them)."""
+
+    n: int | None
+    blocks: int
+    n_max: int
+    n_90: int
+    n_50: int
+    alt_blocks: int
+    utterances: int
+    bytes: int
+    gzip_bytes: int
+    MB: float
+    depths: tuple[int, ...]
+
+    def to_dict(self) -> dict:
+        """The statistics as JSON values, under the paper's names (``N``: ``"inf"`` for every alternative,
+        ``N_max``, ``N_.9``, ``N_.5``)."""
+        return {"N": self.n if self.n is not None else "inf", "blocks": self.blocks, "N_max": self.n_max,
+                "N_.9": self.n_90, "N_.5": self.n_50, "alt_blocks": self.alt_blocks, "utterances": self.utterances,
+                "bytes": self.bytes, "gzip_bytes": self.gzip_bytes, "MB": self.MB, "depths": list(self.depths)}
+
+
 class AlternativesCtmWriter:
     """Streaming alt-CTM writer that also collects the statistics of Faria et al., Tables 3-6.
 
@@ -135,21 +165,22 @@ class AlternativesCtmWriter:
         self._bytes += len(data)
         self._gz_bytes += len(self._gz.compress(data))
 
-    def stats(self) -> dict:
+    def stats(self) -> AltCtmStatistics:
+        """The statistics of what was written (complete once the writer is closed)."""
         st = depth_statistics(self._depths)
-        return {"N": self.n if self.n is not None else "inf", **st,
-                "alt_blocks": sum(1 for d in self._depths if d > 1), "utterances": self._utts,
-                "bytes": self._bytes, "gzip_bytes": self._gz_bytes, "MB": round(self._gz_bytes / 1e6, 6),
-                # per-slot depths, in output order: lets per-job statistics be merged exactly
-                # (N_.9 and N_.5 are percentiles, which cannot be combined from summaries)
-                "depths": list(self._depths)}
+        return AltCtmStatistics(n=self.n, blocks=st["blocks"], n_max=st["N_max"], n_90=st["N_.9"], n_50=st["N_.5"],
+                                alt_blocks=sum(1 for d in self._depths if d > 1), utterances=self._utts,
+                                bytes=self._bytes, gzip_bytes=self._gz_bytes, MB=round(self._gz_bytes / 1e6, 6),
+                                # per-slot depths, in output order: lets per-job statistics be merged exactly
+                                # (N_.9 and N_.5 are percentiles, which cannot be combined from summaries)
+                                depths=tuple(self._depths))
 
 
 def write_alternatives_ctm(path: str, alternatives: Iterable[Alternatives], n: int | None = None, *,
-                           time_format: str = "%.2f", conf_format: str = "%.4f") -> dict:
+                           time_format: str = "%.2f", conf_format: str = "%.4f") -> AltCtmStatistics:
     """Write alternatives (one :class:`Alternatives` per utterance) as an alt-CTM cut to depth
     ``n`` (``None`` = all; ``1`` = plain 1-best CTM).  ``.gz`` paths are gzip-compressed, ``-`` is
-    stdout.  Returns the statistics of :class:`AlternativesCtmWriter`."""
+    stdout.  Returns the :class:`AltCtmStatistics` of :class:`AlternativesCtmWriter`."""
     with AlternativesCtmWriter(path, n, time_format=time_format, conf_format=conf_format) as writer:
         for alts in alternatives:
             writer.write(alts)
