@@ -33,7 +33,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ...core._budget import check_memory
 from ...core.errors import FormatError, MismatchError
@@ -152,8 +152,13 @@ def expand_lattice_specs(specs: Iterable[str]) -> list[str]:
 def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None,
                         words: SymbolTable | str | None = None, frame_shift: float | None = None,
                         frame_subsampling_factor: int | None = None, keys: str | None = None,
-                        **options) -> Iterator[Lattice]:
+                        kaldi_compact: Callable | None = None, **options) -> Iterator[Lattice]:
     """Yield the lattices of every spec in ``specs``, in order (see the module docstring).
+
+    ``kaldi_compact``: for the Kaldi inputs, a compiled reader of binary CompactLattices (``compact`` of
+    :func:`lattice_tools.io.lattices.kaldi.read_kaldi_lattices`), whose results come as
+    :class:`~lattice_tools.io.lattices.kaldi.CompiledRecord` objects in place of the lattices, keyed, checked
+    and budgeted as the lattices are.
 
     ``keys``: a file of keys (:func:`read_keys`) that name the lattices in order instead of their own keys;
     it must hold exactly one key per lattice (:class:`MismatchError` naming the file and both counts).
@@ -180,7 +185,8 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
         fmt = format or guess_format(spec)
         fs = effective_frame_shift(fmt, frame_shift, frame_subsampling_factor)
         table = slf_table if fmt == "slf" else words
-        for lat in read_lattices(spec, format=fmt, symbols=table, frame_shift=fs, **options):
+        extra = {"compact": kaldi_compact} if kaldi_compact is not None and fmt == "kaldi" else {}
+        for lat in read_lattices(spec, format=fmt, symbols=table, frame_shift=fs, **options, **extra):
             if isinstance(lat, tuple):          # readers that return (lattice, header)
                 lat = lat[0]
             if names is not None:
