@@ -222,3 +222,41 @@ def test_best_path_holds_the_memory_budget(tmp_path):
     with pytest.raises(BudgetExceededError, match="utt0000"), memory_budget(1 << 20):
         latbin.best_path(spec, tra=str(tmp_path / "o.tra"), max_memory=1 << 20)
     assert not (tmp_path / "o.tra").exists()
+
+
+def _results(spec, table=None, compiled=True, **scales):
+    """[(key, (words, starts, durations, graph, acoustic, frames))] of every lattice of spec, or the error."""
+    def run():
+        out = []
+        reader = compact_best_path_reader(table, **scales) if compiled else None
+        for item in read_kaldi_lattices(spec, table, compact=reader):
+            out.append((item.key, item.value if isinstance(item, CompiledRecord) else _reference(item, scales)))
+        return out
+    return _outcome(run)
+
+
+def test_archive_oddities_read_as_the_reader_reads_them(tmp_path):
+    """Records the compiled reader leaves to the reader (a text lattice, a binary marker, a key that is not
+    ASCII, an unusual lattice) between usual ones; repeated keys (the same line named); scp offsets."""
+    spec = _random_archive(tmp_path / "a.ark", 12, 8)
+    data = (tmp_path / "a.ark").read_bytes()
+    starts = [data.index(f"utt{i:04d} ".encode()) for i in range(12)]
+    text = next(read_kaldi_lattices(spec))
+    from lattice_tools.io.lattices.kaldi import format_kaldi_record
+
+    odd = (data[:starts[3]] + b"\n\ntexty " + format_kaldi_record(text.with_key("texty"), binary=False)
+           + data[starts[3]:starts[5]] + b"marked \0B" + data[starts[5] + 8:starts[7]]
+           + "ütf ".encode() + data[starts[7] + 8:])
+    (tmp_path / "odd.ark").write_bytes(odd)
+    want = _results(f"ark:{tmp_path / 'odd.ark'}", compiled=False)
+    assert len(want) == 13 and want[3][0] == "texty"
+    assert _results(f"ark:{tmp_path / 'odd.ark'}") == want
+    dup = data[:starts[4]] + b"\n\n" + data[starts[2]:starts[3]] + data[starts[4]:]
+    (tmp_path / "dup.ark").write_bytes(dup)
+    want = _results(f"ark:{tmp_path / 'dup.ark'}", compiled=False)
+    assert want[0] == "MismatchError" and ":3" in want[1] and "utt0002" in want[1]
+    assert _results(f"ark:{tmp_path / 'dup.ark'}") == want
+    scp = tmp_path / "a.scp"
+    scp.write_text("".join(f"k{i} {tmp_path / 'a.ark'}:{starts[i] + 8}\n" for i in (5, 1, 9)))
+    want = _results(f"scp:{scp}", compiled=False)
+    assert len(want) == 3 and _results(f"scp:{scp}") == want

@@ -751,33 +751,24 @@ done:
  * does for every other input. */
 enum { CB_OK = 0, CB_SHORT = 1, CB_GENERAL = 2 };
 
-PyDoc_STRVAR(compact_best_path_doc,
-"compact_best_path($module, acoustic_scale, lm_scale, word_penalty, known_words, buf, pos, num_states, fsize,\n"
-"                  start, /)\n--\n\n"
-"-> tuple\n\n"
-"best_path on a binary CompactLattice parsed from buf[pos:] (the body after its FST header; fsize 4 or 8;\n"
-"start: the header's start state), as lattice_tools.io.lattices.kaldi reads it into the hub Lattice: the\n"
-"final strings' frames, the states trimmed to those on a path from the start to a final state (stored\n"
-"order kept).  known_words: None, or a uint8 array, non-zero at the word ids of the word table.\n"
-"(0, consumed, words, starts, durations, graph, acoustic, frames): the path's word ids (epsilons left out)\n"
-"with each word's first frame and frames; (1, state, what, at): the buffer ends inside the lattice\n"
-"(as compact_body reports it: read more and call again); (2,): a lattice for the general reader (a corrupt\n"
-"length, a negative label, a word not in known_words, a non-finite weight, a state out of range, paths\n"
-"reaching a state at different frames, a cycle, no complete path).");
-
-static PyObject *compact_best_path(PyObject *self, PyObject *args)
-{
-    (void)self;
+/* The options of a compiled best path reader: scales, penalty and the known word ids (kw: n_known bytes, NULL:
+ * any id). */
+typedef struct {
     double ac, lm, pen;
-    PyObject *o_known;
-    Py_buffer view = {0}, known = {0};
-    Py_ssize_t pos;
-    long long num_states, start;
-    int fsize;
-    if (!PyArg_ParseTuple(args, "dddOy*nLiL:compact_best_path", &ac, &lm, &pen, &o_known, &view, &pos, &num_states,
-                          &fsize, &start))
-        return NULL;
-    PyObject *result = NULL, *words = NULL, *starts = NULL, *durs = NULL;
+    const unsigned char *kw;
+    Py_ssize_t n_known;
+} BestPathOptions;
+
+/* compact_best_path on the body at base[0 .. end - base): CB_OK with *value = (words, starts, durations, graph,
+ * acoustic, frames) and stop->consumed; CB_SHORT with stop (where the buffer ended); CB_GENERAL; -1 with a
+ * Python error set. */
+static int compact_best_path_body(const unsigned char *base, const unsigned char *end, long long num_states,
+                                  int fsize, long long start, const BestPathOptions *opt, PyObject **value,
+                                  BodyStop *stop)
+{
+    const double ac = opt->ac, lm = opt->lm, pen = opt->pen;
+    int result = -1;
+    PyObject *words = NULL, *starts = NULL, *durs = NULL;
     CompactBody body;
     compact_body_init(&body);
     BestPath bp = {0};
@@ -785,27 +776,18 @@ static PyObject *compact_best_path(PyObject *self, PyObject *args)
     int64_t *k_src = NULL, *k_dst = NULL, *k_word = NULL, *k_dur = NULL, *k_raw = NULL, *k_fdur = NULL;
     double *k_g = NULL, *k_a = NULL, *k_fg = NULL, *k_fa = NULL;
     unsigned char *live = NULL;
-    if (o_known != Py_None && buffer_get(&known, o_known, "compact_best_path", "known_words", 'B', BUF_FLAT, -1) < 0)
-        goto done;
-    if ((fsize != 4 && fsize != 8) || pos < 0 || pos > view.len || num_states < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "compact_best_path: fsize must be 4 or 8, pos within the buffer, num_states >= 0");
-        goto done;
-    }
-    BodyStop stop = {0};
-    const unsigned char *base = (const unsigned char *)view.buf + pos, *end = (const unsigned char *)view.buf + view.len;
-    const int parsed = compact_parse(base, end, num_states, fsize, 0, &body, &stop);
+    const int parsed = compact_parse(base, end, num_states, fsize, 0, &body, stop);
     if (parsed == BODY_NOMEM) {
         PyErr_NoMemory();
         goto done;
     }
     if (parsed == BODY_SHORT) {
-        result = Py_BuildValue("(iLin)", CB_SHORT, stop.state, stop.what, stop.at);
+        result = CB_SHORT;
         goto done;
     }
 #define GENERAL()                                                                                                   \
     {                                                                                                               \
-        result = Py_BuildValue("(i)", CB_GENERAL);                                                                  \
+        result = CB_GENERAL;                                                                                        \
         goto done;                                                                                                  \
     }
     if (parsed == BODY_CORRUPT)
@@ -816,15 +798,15 @@ static PyObject *compact_best_path(PyObject *self, PyObject *args)
     const int64_t *toff = (const int64_t *)body.tid_offsets.data, *flen = (const int64_t *)body.final_len.data;
     const double *w1 = (const double *)body.w1.data, *w2 = (const double *)body.w2.data;
     const double *fw1 = (const double *)body.final_w1.data, *fw2 = (const double *)body.final_w2.data;
-    const unsigned char *kw = known.buf;
-    const Py_ssize_t n_known = known.obj ? known.len : 0;
+    const unsigned char *kw = opt->kw;
+    const Py_ssize_t n_known = opt->n_known;
     /* what the reader and Lattice.from_arcs refuse (the general reader says which) */
     if (n == 0 || start < 0 || start >= n)
         GENERAL()
     for (Py_ssize_t i = 0; i < m; i++) {
         if (dst[i] < 0 || dst[i] >= n || il[i] < 0 || ol[i] < 0 || !isfinite(w1[i]) || !isfinite(w2[i]))
             GENERAL()
-        if (known.obj && ol[i] != 0 && (ol[i] >= n_known || !kw[ol[i]]))
+        if (kw && ol[i] != 0 && (ol[i] >= n_known || !kw[ol[i]]))
             GENERAL()
     }
     for (Py_ssize_t s = 0; s < n; s++)
@@ -994,14 +976,186 @@ static PyObject *compact_best_path(PyObject *self, PyObject *args)
         PyTuple_SET_ITEM(words, w, x), PyTuple_SET_ITEM(starts, w, y), PyTuple_SET_ITEM(durs, w, z);
         w++;
     }
-    result = Py_BuildValue("(inOOOddL)", CB_OK, stop.consumed, words, starts, durs, (double)bp.graph,
-                           (double)bp.acoustic, (long long)bp.frames);
+    if (!(*value = Py_BuildValue("(OOOddL)", words, starts, durs, (double)bp.graph, (double)bp.acoustic,
+                                 (long long)bp.frames)))
+        goto done;
+    result = CB_OK;
 done:
     Py_XDECREF(words), Py_XDECREF(starts), Py_XDECREF(durs);
     compact_body_free(&body);
     free(bp.arcs), free(frame), free(stack), free(in_first), free(in_arcs), free(indeg), free(new_of), free(live);
     free(k_src), free(k_dst), free(k_word), free(k_dur), free(k_raw), free(k_fdur), free(k_g), free(k_a);
     free(k_fg), free(k_fa);
+    return result;
+}
+
+
+/* The known word ids argument: None, or a uint8 array.  0, or -1 with the error set. */
+static int known_words(PyObject *obj, const char *fn, Py_buffer *view, BestPathOptions *opt)
+{
+    opt->kw = NULL;
+    opt->n_known = 0;
+    if (obj == Py_None)
+        return 0;
+    if (buffer_get(view, obj, fn, "known_words", 'B', BUF_FLAT, -1) < 0)
+        return -1;
+    opt->kw = view->buf;
+    opt->n_known = view->len;
+    return 0;
+}
+
+PyDoc_STRVAR(compact_best_path_doc,
+"compact_best_path($module, acoustic_scale, lm_scale, word_penalty, known_words, buf, pos, num_states, fsize,\n"
+"                  start, /)\n--\n\n"
+"-> tuple\n\n"
+"best_path on a binary CompactLattice parsed from buf[pos:] (the body after its FST header; fsize 4 or 8;\n"
+"start: the header's start state), as lattice_tools.io.lattices.kaldi reads it into the hub Lattice: the\n"
+"final strings' frames, the states trimmed to those on a path from the start to a final state (stored\n"
+"order kept).  known_words: None, or a uint8 array, non-zero at the word ids of the word table.\n"
+"(0, consumed, (words, starts, durations, graph, acoustic, frames)): the path's word ids (epsilons left out)\n"
+"with each word's first frame and frames, its scaled costs and frames; (1, state, what, at): the buffer ends\n"
+"inside the lattice (as compact_body reports it: read more and call again); (2,): a lattice for the general\n"
+"reader (a corrupt length, a negative label, a word not in known_words, a non-finite weight, a state out of\n"
+"range, paths reaching a state at different frames, a cycle, no complete path).");
+
+static PyObject *compact_best_path(PyObject *self, PyObject *args)
+{
+    (void)self;
+    BestPathOptions opt;
+    PyObject *o_known, *value = NULL, *result = NULL;
+    Py_buffer view = {0}, known = {0};
+    Py_ssize_t pos;
+    long long num_states, start;
+    int fsize;
+    if (!PyArg_ParseTuple(args, "dddOy*nLiL:compact_best_path", &opt.ac, &opt.lm, &opt.pen, &o_known, &view, &pos,
+                          &num_states, &fsize, &start))
+        return NULL;
+    if (known_words(o_known, "compact_best_path", &known, &opt) < 0)
+        goto done;
+    if ((fsize != 4 && fsize != 8) || pos < 0 || pos > view.len || num_states < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "compact_best_path: fsize must be 4 or 8, pos within the buffer, num_states >= 0");
+        goto done;
+    }
+    BodyStop stop = {0};
+    const unsigned char *base = (const unsigned char *)view.buf + pos, *end = (const unsigned char *)view.buf + view.len;
+    const int status = compact_best_path_body(base, end, num_states, fsize, start, &opt, &value, &stop);
+    if (status == CB_OK)
+        result = Py_BuildValue("(inO)", CB_OK, stop.consumed, value);
+    else if (status == CB_SHORT)
+        result = Py_BuildValue("(iLin)", CB_SHORT, stop.state, stop.what, stop.at);
+    else if (status == CB_GENERAL)
+        result = Py_BuildValue("(i)", CB_GENERAL);
+done:
+    Py_XDECREF(value);
+    buffer_release(&known);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* The archive records compact_best_path_records takes: a key of printable ASCII (no whitespace, at most
+ * MAX_KEY bytes) after ASCII whitespace, one space or tab, then a binary CompactLattice whose header is the
+ * usual one (OpenFst magic, "vector", "compactlattice44" or "compactlattice84", no symbol tables, a known
+ * number of states below 2^31).  Anything else is left to the reader in Python. */
+#define MAX_KEY 65536
+
+static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+static int string_is(const unsigned char *p, const char *text)
+{
+    const size_t n = strlen(text);
+    return body_i32(p) == (int32_t)n && memcmp(p + 4, text, n) == 0;
+}
+
+PyDoc_STRVAR(compact_best_path_records_doc,
+"compact_best_path_records($module, acoustic_scale, lm_scale, word_penalty, known_words, buf, pos, /)\n--\n\n"
+"-> (int, int, list)\n\n"
+"compact_best_path on the archive records at buf[pos:], one after the other, while they are usual (a key of\n"
+"printable ASCII after whitespace, a space, a binary CompactLattice with the usual header -- see the comment\n"
+"above -- that compact_best_path does not leave to the reader): (stopped, consumed, records), records a list\n"
+"of (key bytes, newlines before the key, (words, starts, durations, graph, acoustic, frames)); stopped 0: the\n"
+"buffer ends before the next record does (read more and call again), 1: the next record is for the reader.");
+
+static PyObject *compact_best_path_records(PyObject *self, PyObject *args)
+{
+    (void)self;
+    BestPathOptions opt;
+    PyObject *o_known, *records = NULL, *result = NULL;
+    Py_buffer view = {0}, known = {0};
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "dddOy*n:compact_best_path_records", &opt.ac, &opt.lm, &opt.pen, &o_known, &view,
+                          &pos))
+        return NULL;
+    if (known_words(o_known, "compact_best_path_records", &known, &opt) < 0)
+        goto done;
+    if (pos < 0 || pos > view.len) {
+        PyErr_SetString(PyExc_ValueError, "compact_best_path_records: pos must be within the buffer");
+        goto done;
+    }
+    if (!(records = PyList_New(0)))
+        goto done;
+    const unsigned char *const base = (const unsigned char *)view.buf + pos, *const end = base + (view.len - pos);
+    const unsigned char *p = base;
+    int stopped = 0;
+    for (;;) {
+        const unsigned char *q = p;
+        long long newlines = 0;
+        while (q < end && is_space(*q))
+            newlines += *q++ == '\n';
+        const unsigned char *key = q;
+        while (q < end && !is_space(*q)) {
+            if (*q < 0x21 || *q > 0x7e || q - key >= MAX_KEY) {  /* NUL, control, non-ASCII: the reader's */
+                stopped = 1;
+                break;
+            }
+            q++;
+        }
+        if (stopped || q == end)
+            break;
+        const Py_ssize_t key_len = q - key;
+        if (key_len == 0 || (*q != ' ' && *q != '\t')) {
+            stopped = 1;
+            break;
+        }
+        q++;
+        /* magic, "vector", arc type, version, flags, properties, start, states, arcs */
+        const size_t head = 4 + 4 + 6 + 4 + 16 + 4 + 4 + 8 + 8 + 8 + 8;
+        if ((size_t)(end - q) < head)
+            break;
+        if (body_i32(q) != 2125659606 || !string_is(q + 4, "vector")) {
+            stopped = 1;
+            break;
+        }
+        const int fsize = string_is(q + 14, "compactlattice44") ? 4 : string_is(q + 14, "compactlattice84") ? 8 : 0;
+        const int32_t flags = body_i32(q + 38);
+        const long long start = body_i64(q + 50), num_states = body_i64(q + 58);
+        if (!fsize || (flags & 3) || num_states < 0 || num_states >= (long long)1 << 31) {
+            stopped = 1;
+            break;
+        }
+        q += head;
+        PyObject *value = NULL;
+        BodyStop stop = {0};
+        const int status = compact_best_path_body(q, end, num_states, fsize, start, &opt, &value, &stop);
+        if (status < 0)
+            goto done;
+        if (status == CB_SHORT)
+            break;
+        if (status == CB_GENERAL) {
+            stopped = 1;
+            break;
+        }
+        PyObject *item = Py_BuildValue("(y#LN)", (const char *)key, key_len, newlines, value);
+        if (!item || PyList_Append(records, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+        p = q + stop.consumed;
+    }
+    result = Py_BuildValue("(inO)", stopped, (Py_ssize_t)(p - base), records);
+done:
+    Py_XDECREF(records);
     buffer_release(&known);
     PyBuffer_Release(&view);
     return result;
@@ -1014,6 +1168,7 @@ static PyMethodDef methods[] = {
     {"compact_shortest_path", compact_shortest_path, METH_VARARGS, compact_shortest_path_doc},
     {"best_path", best_path, METH_VARARGS, best_path_doc},
     {"compact_best_path", compact_best_path, METH_VARARGS, compact_best_path_doc},
+    {"compact_best_path_records", compact_best_path_records, METH_VARARGS, compact_best_path_records_doc},
     {NULL, NULL, 0, NULL},
 };
 

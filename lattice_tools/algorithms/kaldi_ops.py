@@ -12,8 +12,8 @@ holding float32 values).  Each returns a new :class:`~lattice_tools.core.lattice
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from .._ext import native
 from ..core.errors import LatticeError
 from ..core.lattice import Lattice
 from ..core.symbols import SymbolTable
+
+if TYPE_CHECKING:
+    from ..io.lattices.kaldi import CompiledReader
 
 
 def _f32(x) -> np.ndarray:
@@ -142,7 +145,7 @@ _MAX_KNOWN_WORD_ID = 1 << 24
 
 
 def compact_best_path_reader(symbols: SymbolTable | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
-                             word_penalty: float = 0.0) -> Callable | None:
+                             word_penalty: float = 0.0) -> CompiledReader | None:
     """:func:`best_path_kaldi` of every binary CompactLattice of a Kaldi archive, computed from its bytes as
     the archive is read (``compact=`` of :func:`lattice_tools.io.lattices.kaldi.read_kaldi_lattices`): the
     same compiled engine, without building the hub lattice.  The reader yields a
@@ -158,8 +161,11 @@ def compact_best_path_reader(symbols: SymbolTable | None, *, acoustic_scale: flo
             return None
         known = np.zeros(int(ids.max()) + 1 if len(ids) else 1, np.uint8)
         known[ids] = 1
-    return functools.partial(native("kaldi_order").compact_best_path, float(acoustic_scale), float(lm_scale),
-                             float(word_penalty), known)
+    from ..io.lattices.kaldi import CompiledReader
+
+    kernel, args = native("kaldi_order"), (float(acoustic_scale), float(lm_scale), float(word_penalty), known)
+    return CompiledReader(functools.partial(kernel.compact_best_path, *args),
+                          functools.partial(kernel.compact_best_path_records, *args))
 
 
 def _int64(values) -> np.ndarray:

@@ -33,7 +33,8 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from ...core._budget import check_memory
 from ...core.errors import FormatError, MismatchError
@@ -41,6 +42,9 @@ from ...core.files import read_text_lines
 from ...core.lattice import Lattice
 from ...core.symbols import SymbolTable
 from .lattice_files import _is_kaldi_specifier, guess_format, read_lattices
+
+if TYPE_CHECKING:
+    from .kaldi import CompiledReader
 
 #: Seconds per input frame when neither ``frame_shift`` nor the format says otherwise.
 DEFAULT_FRAME_SHIFT = 0.01
@@ -152,7 +156,7 @@ def expand_lattice_specs(specs: Iterable[str]) -> list[str]:
 def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None,
                         words: SymbolTable | str | None = None, frame_shift: float | None = None,
                         frame_subsampling_factor: int | None = None, keys: str | None = None,
-                        kaldi_compact: Callable | None = None, **options) -> Iterator[Lattice]:
+                        kaldi_compact: CompiledReader | None = None, **options) -> Iterator[Lattice]:
     """Yield the lattices of every spec in ``specs``, in order (see the module docstring).
 
     ``kaldi_compact``: for the Kaldi inputs, a compiled reader of binary CompactLattices (``compact`` of

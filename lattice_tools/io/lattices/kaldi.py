@@ -56,7 +56,7 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 import numpy as np
 
@@ -277,7 +277,7 @@ _TEXT_PARSE_BYTES_PER_BYTE = 12
 
 
 
-def read_binary_fst(r: _Reader, key: str | None, compact: Callable | None = None) -> RawFst | tuple:
+def read_binary_fst(r: _Reader, key: str | None, compact: CompiledReader | None = None) -> RawFst | tuple:
     """Read one OpenFst binary ``vector`` FST of a lattice arc type from the reader.  ``compact``: a compiled
     reader of CompactLattice bodies (see :func:`read_kaldi_lattices`); what it made of a CompactLattice is
     returned (a tuple) in place of the RawFst, unless it leaves the lattice to this reader."""
@@ -303,9 +303,8 @@ def read_binary_fst(r: _Reader, key: str | None, compact: Callable | None = None
     if num_states >= 1 << 31:
         raise FormatError(f"corrupt FST header ({num_states} states)", path=r.name, key=key)
     if kind == "compact" and compact is not None:
-        made = _compiled_compact_body(r, compact, start, num_states, fsize)
-        if made is not None:
-            check_memory(reading, key, advice="")
+        made = _compiled_compact_body(r, compact.body, start, num_states, fsize)
+        if made is not None:  # (what it allocated is freed: the readers' callers check the budget per lattice)
             return made
     if kind == "compact":
         raw = _read_compact_body(r, key, start, num_states, fsize, props)
@@ -362,17 +361,16 @@ _CORRUPT_LENGTHS = ("corrupt string length {1} at state {0}", "corrupt arc count
                     "corrupt string length {1} in an arc of state {0}")
 
 
-def _compiled_compact_body(r: _Reader, compact: Callable, start: int, num_states: int, fsize: int) -> tuple | None:
-    """``compact(buf, pos, num_states, fsize, start)`` on the body of a binary CompactLattice at the reader's
-    position, the buffer growing (doubling) until the body is in it: its result without the status and the
-    bytes consumed (the reader moved past the body), or None -- the reader left where it was -- for a
-    lattice it leaves to :func:`_read_compact_body` (which reports what is wrong with it, the truncation of
-    the archive included)."""
+def _compiled_compact_body(r: _Reader, body: Callable, start: int, num_states: int, fsize: int) -> tuple | None:
+    """``body(buf, pos, num_states, fsize, start)`` (:class:`CompiledReader`) on the body of a binary CompactLattice
+    at the reader's position, the buffer growing (doubling) until the body is in it: its result (the reader moved
+    past the body), or None -- the reader left where it was -- for a lattice it leaves to
+    :func:`_read_compact_body` (which reports what is wrong with it, the truncation of the archive included)."""
     while True:
-        res = compact(r.buf, r.pos, num_states, fsize, start)
+        res = body(r.buf, r.pos, num_states, fsize, start)
         if res[0] == 0:
             r.pos += res[1]
-            return res[2:]
+            return res[2]
         if res[0] != 1:
             return None
         have = len(r.buf) - r.pos
@@ -424,7 +422,8 @@ def _check_raw(raw: RawFst, r: _Reader, key: str | None) -> None:
         raise FormatError(f"start state {start} outside 0..{num_states - 1}", path=r.name, key=key)
 
 
-def _read_object(r: _Reader, key: str | None, lattice_type: str, compact: Callable | None = None) -> RawFst | tuple:
+def _read_object(r: _Reader, key: str | None, lattice_type: str, compact: CompiledReader | None = None
+                 ) -> RawFst | tuple:
     """Read one lattice (text or binary, detected as Kaldi does) from the reader's position (``compact``: see
     :func:`read_binary_fst`)."""
     c = r.peek(2)
@@ -480,14 +479,18 @@ def _open_input(path: str, gz_pipe: bool) -> IO[bytes]:
 
 
 def iter_archive_raw(path: str, *, gz_pipe: bool = False, lattice_type: str = "auto",
-                     compact: Callable | None = None) -> Iterator[tuple[str, RawFst | tuple]]:
+                     compact: CompiledReader | None = None) -> Iterator[tuple[str, RawFst | tuple]]:
     """Yield ``(key, RawFst)`` from a Kaldi archive, one object at a time (``compact``: see
-    :func:`read_binary_fst`)."""
+    :func:`read_kaldi_lattices`; its results come as tuples in place of RawFst objects)."""
     f = _open_input(path, gz_pipe)
+    if lattice_type not in ("auto", "compact"):
+        compact = None
     try:
         r = _Reader(f, path)
         seen = set()
         while True:
+            if compact is not None:  # the usual records, as many as the buffer holds, in one compiled call each
+                yield from _compiled_records(r, compact, seen)
             r.skip_whitespace()
             if not r.peek(1):
                 return
@@ -509,6 +512,29 @@ def iter_archive_raw(path: str, *, gz_pipe: bool = False, lattice_type: str = "a
     finally:
         if f is not sys.stdin.buffer:
             f.close()
+
+
+def _compiled_records(r: _Reader, compact: CompiledReader, seen: set) -> Iterator[tuple[str, tuple]]:
+    """``compact.records`` on the archive from the reader's position, the buffer refilled (1 MB more, or
+    doubled) until it stops at a record it leaves to the reader, or the input ends: ``(key, result)`` of each
+    record it took, keys checked for repeats as the reader checks them; the reader is left at the next record."""
+    at_end = False
+    while True:
+        stopped, consumed, records = compact.records(r.buf, r.pos)
+        line = r.lineno
+        for key_bytes, newlines, value in records:
+            line += newlines
+            key = key_bytes.decode("ascii")
+            if key in seen:
+                raise MismatchError(f"duplicate key {key!r} in archive", path=r.name, line=line, key=key)
+            seen.add(key)
+            yield key, value
+        r.pos += consumed
+        r.lineno = line
+        if stopped or at_end:
+            return
+        have = len(r.buf) - r.pos
+        at_end = not r._fill(have + max(have, 1 << 20))
 
 
 def _skip_to(f: IO[bytes], offset: int, target: str, path: str, lineno: int, key: str) -> None:
@@ -536,7 +562,8 @@ def _skip_to(f: IO[bytes], offset: int, target: str, path: str, lineno: int, key
     f.seek(offset)
 
 
-def _iter_scp(path: str, lattice_type: str, compact: Callable | None = None) -> Iterator[tuple[str, RawFst | tuple]]:
+def _iter_scp(path: str, lattice_type: str, compact: CompiledReader | None = None
+              ) -> Iterator[tuple[str, RawFst | tuple]]:
     from ...core.files import read_text_lines
 
     seen = set()
@@ -589,7 +616,7 @@ def _iter_scp(path: str, lattice_type: str, compact: Callable | None = None) -> 
         yield key, raw
 
 
-def iter_raw(spec: str, lattice_type: str = "auto", compact: Callable | None = None
+def iter_raw(spec: str, lattice_type: str = "auto", compact: CompiledReader | None = None
              ) -> Iterator[tuple[str, RawFst | tuple]]:
     """Yield ``(key, RawFst)`` for an rspecifier (``compact``: see :func:`read_binary_fst`)."""
     sp = parse_specifier(spec)
@@ -787,6 +814,19 @@ def write_kaldi_lattices(lattices: Iterable[Lattice], wspecifier: str, *, lattic
     return count
 
 
+class CompiledReader(NamedTuple):
+    """A compiled reader of binary CompactLattices (``compact`` of :func:`read_kaldi_lattices`): ``body(buffer,
+    position, num_states, float_size, start)`` on the body of one (the bytes after its FST header), returning
+    ``(0, bytes consumed, result)``, ``(1, ...)`` when the buffer ends inside the lattice (called again with
+    more) or ``(2,)`` to leave the lattice to the reader; ``records(buffer, position)`` on the archive's records
+    from ``position`` on, returning ``(stopped, bytes consumed, [(key bytes, newlines before the key, result),
+    ...])`` for the records it takes, ``stopped`` true when it stops at a record it leaves to the reader (else
+    at the end of the buffer)."""
+
+    body: Callable
+    records: Callable
+
+
 @dataclass(frozen=True)
 class CompiledRecord:
     """What a compiled reader of CompactLattice bodies (``compact`` of :func:`read_kaldi_lattices`) made of one
@@ -801,7 +841,8 @@ class CompiledRecord:
 
 
 def read_kaldi_lattices(rspecifier: str, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
-                        lattice_type: str = "auto", compact: Callable | None = None) -> Iterator[Lattice | CompiledRecord]:
+                        lattice_type: str = "auto", compact: CompiledReader | None = None
+                        ) -> Iterator[Lattice | CompiledRecord]:
     """Read lattices from a Kaldi rspecifier, one utterance at a time.
 
     Args:
@@ -810,13 +851,10 @@ def read_kaldi_lattices(rspecifier: str, symbols: SymbolTable | None = None, fra
         (the word of id 17 is ``"17"``).
       frame_shift: seconds per frame of the hub lattices.
       lattice_type: ``"auto"`` (as stored), ``"lattice"`` or ``"compact"`` (error if different).
-      compact: a compiled reader of binary CompactLattice bodies, called as ``compact(buffer, position,
-        num_states, float_size, start)`` on the bytes after the FST header; it returns ``(0, bytes consumed,
-        ...)`` with its result, ``(1, ...)`` when the buffer ends inside the lattice (called again with more)
-        or ``(2,)`` to leave the lattice to this reader (e.g.
-        :func:`lattice_tools.algorithms.kaldi_ops.compact_best_path_reader`, which checks the lattice as
-        this reader does).  Its results come as :class:`CompiledRecord` objects (the memory budget checked
-        after each, as after every lattice read).
+      compact: a compiled reader of binary CompactLattices (:class:`CompiledReader`, e.g.
+        :func:`lattice_tools.algorithms.kaldi_ops.compact_best_path_reader`, which takes only the lattices this
+        reader would keep as they are and leaves the others to it); its results come as
+        :class:`CompiledRecord` objects in place of the lattices.
     Yields:
       hub :class:`Lattice` objects with ``key`` = archive key (see module docstring for the
       conversion).  Duplicate keys raise MismatchError.
