@@ -34,7 +34,7 @@ static PyObject *compact_body(PyObject *self, PyObject *args) {
     }
     const unsigned char *base = (const unsigned char *)view.buf + pos, *end = (const unsigned char *)view.buf + view.len;
     BodyStop stop = {0};
-    int status = compact_parse(base, end, num_states, fsize, 1, &b, &stop);
+    int status = compact_parse(base, end, num_states, fsize, 1, -1, &b, &stop);
     if (status == BODY_NOMEM) {
         PyErr_NoMemory();
         goto done;

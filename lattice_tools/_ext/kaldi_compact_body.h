@@ -23,7 +23,7 @@
 #include <string.h>
 
 /* what compact_parse returns */
-enum { BODY_OK = 0, BODY_SHORT = 1, BODY_CORRUPT = 2, BODY_NOMEM = 3 };
+enum { BODY_OK = 0, BODY_SHORT = 1, BODY_CORRUPT = 2, BODY_NOMEM = 3, BODY_TOO_BIG = 4 };
 /* what a BODY_SHORT parse was reading */
 enum { BODY_AT_FINAL_WEIGHT = 0, BODY_AT_FINAL_STRING = 1, BODY_AT_ARC_COUNT = 2, BODY_AT_ARC = 3 };
 /* what a BODY_CORRUPT parse found */
@@ -122,9 +122,10 @@ static inline double body_real(const unsigned char *p, int fsize)
     return d;
 }
 
-/* Parses num_states states from base[0 .. end - base) into b (compact_body_init'ed); fsize 4 or 8. */
+/* Parses num_states states from base[0 .. end - base) into b (compact_body_init'ed); fsize 4 or 8.  max_items
+ * >= 0: BODY_TOO_BIG as soon as the states and arcs read exceed it (a caller's memory budget). */
 static int compact_parse(const unsigned char *base, const unsigned char *end, long long num_states, int fsize,
-                         int keep_ids, CompactBody *b, BodyStop *stop)
+                         int keep_ids, long long max_items, CompactBody *b, BodyStop *stop)
 {
     const unsigned char *p = base;
     int64_t zero = 0;
@@ -143,6 +144,8 @@ static int compact_parse(const unsigned char *base, const unsigned char *end, lo
     }
     for (long long s = 0; s < num_states; s++) {
         const unsigned char *at = p;
+        if (max_items >= 0 && s + (long long)b->src.len > max_items)
+            return BODY_TOO_BIG;
         NEED(2 * fsize, BODY_AT_FINAL_WEIGHT)
         double fa = body_real(p, fsize), fb = body_real(p + fsize, fsize);
         p += 2 * fsize;
@@ -176,6 +179,8 @@ static int compact_parse(const unsigned char *base, const unsigned char *end, lo
         p += 8;
         if (narcs < 0 || narcs >= (int64_t)1 << 31)
             CORRUPT(BODY_BAD_ARC_COUNT, narcs)
+        if (max_items >= 0 && s + (long long)b->src.len + narcs > max_items)
+            return BODY_TOO_BIG;
         for (int64_t a = 0; a < narcs; a++) {
             at = p;
             size_t head = 12 + 2 * (size_t)fsize;

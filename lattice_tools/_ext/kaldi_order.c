@@ -751,13 +751,19 @@ done:
  * does for every other input. */
 enum { CB_OK = 0, CB_SHORT = 1, CB_GENERAL = 2 };
 
-/* The options of a compiled best path reader: scales, penalty and the known word ids (kw: n_known bytes, NULL:
- * any id). */
+/* The options of a compiled best path reader: scales, penalty, the known word ids (kw: n_known bytes, NULL:
+ * any id) and the bytes it may allocate (limit; -1: no limit). */
 typedef struct {
     double ac, lm, pen;
     const unsigned char *kw;
     Py_ssize_t n_known;
+    long long limit;
 } BestPathOptions;
+
+/* What compact_best_path allocates at most per state and arc (the parse's arrays with their growth, the trimmed
+ * copy, the search's arrays: about 220 bytes): a lattice whose states and arcs times this exceed the limit is
+ * left to the reader (which refuses it under the memory budget, naming it). */
+#define BEST_PATH_BYTES_PER_ITEM 256
 
 /* compact_best_path on the body at base[0 .. end - base): CB_OK with *value = (words, starts, durations, graph,
  * acoustic, frames) and stop->consumed; CB_SHORT with stop (where the buffer ended); CB_GENERAL; -1 with a
@@ -776,7 +782,8 @@ static int compact_best_path_body(const unsigned char *base, const unsigned char
     int64_t *k_src = NULL, *k_dst = NULL, *k_word = NULL, *k_dur = NULL, *k_raw = NULL, *k_fdur = NULL;
     double *k_g = NULL, *k_a = NULL, *k_fg = NULL, *k_fa = NULL;
     unsigned char *live = NULL;
-    const int parsed = compact_parse(base, end, num_states, fsize, 0, &body, stop);
+    const int parsed = compact_parse(base, end, num_states, fsize, 0,
+                                     opt->limit < 0 ? -1 : opt->limit / BEST_PATH_BYTES_PER_ITEM, &body, stop);
     if (parsed == BODY_NOMEM) {
         PyErr_NoMemory();
         goto done;
@@ -790,7 +797,7 @@ static int compact_best_path_body(const unsigned char *base, const unsigned char
         result = CB_GENERAL;                                                                                        \
         goto done;                                                                                                  \
     }
-    if (parsed == BODY_CORRUPT)
+    if (parsed == BODY_CORRUPT || parsed == BODY_TOO_BIG)
         GENERAL()
     const Py_ssize_t n = (Py_ssize_t)num_states, m = (Py_ssize_t)body.src.len;
     const int64_t *src = (const int64_t *)body.src.data, *dst = (const int64_t *)body.dst.data;
@@ -1006,12 +1013,13 @@ static int known_words(PyObject *obj, const char *fn, Py_buffer *view, BestPathO
 
 PyDoc_STRVAR(compact_best_path_doc,
 "compact_best_path($module, acoustic_scale, lm_scale, word_penalty, known_words, buf, pos, num_states, fsize,\n"
-"                  start, /)\n--\n\n"
+"                  start, limit, /)\n--\n\n"
 "-> tuple\n\n"
 "best_path on a binary CompactLattice parsed from buf[pos:] (the body after its FST header; fsize 4 or 8;\n"
 "start: the header's start state), as lattice_tools.io.lattices.kaldi reads it into the hub Lattice: the\n"
 "final strings' frames, the states trimmed to those on a path from the start to a final state (stored\n"
-"order kept).  known_words: None, or a uint8 array, non-zero at the word ids of the word table.\n"
+"order kept).  known_words: None, or a uint8 array, non-zero at the word ids of the word table; limit: the\n"
+"bytes it may allocate (-1: no limit; a larger lattice is left to the reader).\n"
 "(0, consumed, (words, starts, durations, graph, acoustic, frames)): the path's word ids (epsilons left out)\n"
 "with each word's first frame and frames, its scaled costs and frames; (1, state, what, at): the buffer ends\n"
 "inside the lattice (as compact_body reports it: read more and call again); (2,): a lattice for the general\n"
@@ -1027,8 +1035,8 @@ static PyObject *compact_best_path(PyObject *self, PyObject *args)
     Py_ssize_t pos;
     long long num_states, start;
     int fsize;
-    if (!PyArg_ParseTuple(args, "dddOy*nLiL:compact_best_path", &opt.ac, &opt.lm, &opt.pen, &o_known, &view, &pos,
-                          &num_states, &fsize, &start))
+    if (!PyArg_ParseTuple(args, "dddOy*nLiLL:compact_best_path", &opt.ac, &opt.lm, &opt.pen, &o_known, &view, &pos,
+                          &num_states, &fsize, &start, &opt.limit))
         return NULL;
     if (known_words(o_known, "compact_best_path", &known, &opt) < 0)
         goto done;
@@ -1068,13 +1076,14 @@ static int string_is(const unsigned char *p, const char *text)
 }
 
 PyDoc_STRVAR(compact_best_path_records_doc,
-"compact_best_path_records($module, acoustic_scale, lm_scale, word_penalty, known_words, buf, pos, /)\n--\n\n"
+"compact_best_path_records($module, acoustic_scale, lm_scale, word_penalty, known_words, buf, pos, limit, /)\n--\n\n"
 "-> (int, int, list)\n\n"
 "compact_best_path on the archive records at buf[pos:], one after the other, while they are usual (a key of\n"
 "printable ASCII after whitespace, a space, a binary CompactLattice with the usual header -- see the comment\n"
 "above -- that compact_best_path does not leave to the reader): (stopped, consumed, records), records a list\n"
 "of (key bytes, newlines before the key, (words, starts, durations, graph, acoustic, frames)); stopped 0: the\n"
-"buffer ends before the next record does (read more and call again), 1: the next record is for the reader.");
+"buffer ends before the next record does (read more and call again), 1: the next record is for the reader.\n"
+"limit: as for compact_best_path.");
 
 static PyObject *compact_best_path_records(PyObject *self, PyObject *args)
 {
@@ -1083,8 +1092,8 @@ static PyObject *compact_best_path_records(PyObject *self, PyObject *args)
     PyObject *o_known, *records = NULL, *result = NULL;
     Py_buffer view = {0}, known = {0};
     Py_ssize_t pos;
-    if (!PyArg_ParseTuple(args, "dddOy*n:compact_best_path_records", &opt.ac, &opt.lm, &opt.pen, &o_known, &view,
-                          &pos))
+    if (!PyArg_ParseTuple(args, "dddOy*nL:compact_best_path_records", &opt.ac, &opt.lm, &opt.pen, &o_known, &view,
+                          &pos, &opt.limit))
         return NULL;
     if (known_words(o_known, "compact_best_path_records", &known, &opt) < 0)
         goto done;

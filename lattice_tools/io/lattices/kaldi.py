@@ -61,7 +61,7 @@ from typing import IO, NamedTuple
 import numpy as np
 
 from ..._ext import native
-from ...core._budget import check_allocation, check_memory
+from ...core._budget import bytes_left, check_allocation, check_memory
 from ...core.errors import FormatError, LatticeError, MismatchError
 from ...core.files import atomic_write, open_binary_input
 from ...core.lattice import Lattice
@@ -361,13 +361,19 @@ _CORRUPT_LENGTHS = ("corrupt string length {1} at state {0}", "corrupt arc count
                     "corrupt string length {1} in an arc of state {0}")
 
 
+def _limit() -> int:
+    """What a compiled reader may allocate: what the memory budget leaves (-1: no budget)."""
+    left = bytes_left()
+    return -1 if left is None else left
+
+
 def _compiled_compact_body(r: _Reader, body: Callable, start: int, num_states: int, fsize: int) -> tuple | None:
     """``body(buf, pos, num_states, fsize, start)`` (:class:`CompiledReader`) on the body of a binary CompactLattice
     at the reader's position, the buffer growing (doubling) until the body is in it: its result (the reader moved
     past the body), or None -- the reader left where it was -- for a lattice it leaves to
     :func:`_read_compact_body` (which reports what is wrong with it, the truncation of the archive included)."""
     while True:
-        res = body(r.buf, r.pos, num_states, fsize, start)
+        res = body(r.buf, r.pos, num_states, fsize, start, _limit())
         if res[0] == 0:
             r.pos += res[1]
             return res[2]
@@ -520,7 +526,7 @@ def _compiled_records(r: _Reader, compact: CompiledReader, seen: set) -> Iterato
     record it took, keys checked for repeats as the reader checks them; the reader is left at the next record."""
     at_end = False
     while True:
-        stopped, consumed, records = compact.records(r.buf, r.pos)
+        stopped, consumed, records = compact.records(r.buf, r.pos, _limit())
         line = r.lineno
         for key_bytes, newlines, value in records:
             line += newlines
@@ -816,12 +822,13 @@ def write_kaldi_lattices(lattices: Iterable[Lattice], wspecifier: str, *, lattic
 
 class CompiledReader(NamedTuple):
     """A compiled reader of binary CompactLattices (``compact`` of :func:`read_kaldi_lattices`): ``body(buffer,
-    position, num_states, float_size, start)`` on the body of one (the bytes after its FST header), returning
+    position, num_states, float_size, start, limit)`` on the body of one (the bytes after its FST header), returning
     ``(0, bytes consumed, result)``, ``(1, ...)`` when the buffer ends inside the lattice (called again with
-    more) or ``(2,)`` to leave the lattice to the reader; ``records(buffer, position)`` on the archive's records
+    more) or ``(2,)`` to leave the lattice to the reader; ``records(buffer, position, limit)`` on the archive's records
     from ``position`` on, returning ``(stopped, bytes consumed, [(key bytes, newlines before the key, result),
     ...])`` for the records it takes, ``stopped`` true when it stops at a record it leaves to the reader (else
-    at the end of the buffer)."""
+    at the end of the buffer).  ``limit``: the bytes it may allocate (what the memory budget leaves; -1: no
+    budget): a lattice that needs more is left to the reader, which refuses it naming it."""
 
     body: Callable
     records: Callable
