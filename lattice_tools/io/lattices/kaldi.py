@@ -493,7 +493,7 @@ def iter_archive_raw(path: str, *, gz_pipe: bool = False, lattice_type: str = "a
         compact = None
     try:
         r = _Reader(f, path)
-        seen = set()
+        seen: set[str] = set()
         while True:
             if compact is not None:  # the usual records, as many as the buffer holds, in one compiled call each
                 yield from _compiled_records(r, compact, seen)
