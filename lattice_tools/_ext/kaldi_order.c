@@ -840,85 +840,123 @@ static int compact_best_path_body(const unsigned char *base, const unsigned char
     }
     for (Py_ssize_t s = 0; s <= n; s++)
         frame[s] = -1;
-    int consistent = 1;
-    Py_ssize_t top = 0;
-    frame[start] = 0;
-    stack[top++] = start;
-    while (top && consistent) {
-        const int64_t s = stack[--top];
-        for (int64_t i = first[s]; i <= first[s + 1] && consistent; i++) {
-            int64_t d, t;
-            if (i < first[s + 1]) {
-                d = dst[i], t = frame[s] + (toff[i + 1] - toff[i]);
-            } else if (flen[s] > 0) {  /* the final string: an arc to state n */
-                d = n, t = frame[s] + flen[s];
-            } else {
-                break;
-            }
-            if (frame[d] < 0) {
-                frame[d] = t;
-                if (d < n)
-                    stack[top++] = d;
-            } else if (frame[d] != t) {
-                consistent = 0;
-            }
-        }
-    }
-    if (!consistent) {
-        free(first);
-        GENERAL()
-    }
-    /* a cycle among the reachable states (Kahn's count), then the states that reach a final state (the
-     * reversed arcs from every final state) */
-    indeg = calloc((size_t)n + 1, sizeof(int64_t));
     live = calloc((size_t)n + 1, 1);
-    in_first = calloc((size_t)n + 2, sizeof(int64_t));
-    in_arcs = malloc(sizeof(int64_t) * ((size_t)m + 1));
-    if (!indeg || !live || !in_first || !in_arcs) {
+    if (!live) {
         free(first);
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t n_reached = 0;
-    for (Py_ssize_t s = 0; s < n; s++)
-        n_reached += frame[s] >= 0;
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (frame[src[i]] >= 0)
-            indeg[dst[i]]++;
-    top = 0;
-    for (Py_ssize_t s = 0; s < n; s++)
-        if (frame[s] >= 0 && indeg[s] == 0)
-            stack[top++] = s;
-    Py_ssize_t n_sorted = 0;
-    while (top) {
-        const int64_t s = stack[--top];
-        n_sorted++;
-        for (int64_t i = first[s]; i < first[s + 1]; i++)
-            if (--indeg[dst[i]] == 0)
-                stack[top++] = dst[i];
-    }
-    free(first);
-    if (n_sorted != n_reached)
-        GENERAL()
-    for (Py_ssize_t i = 0; i < m; i++)
-        in_first[dst[i] + 2]++;
-    for (Py_ssize_t s = 0; s < n; s++)
-        in_first[s + 2] += in_first[s + 1];
-    for (Py_ssize_t i = 0; i < m; i++)
-        in_arcs[in_first[dst[i] + 1]++] = i;
-    top = 0;
-    for (Py_ssize_t s = 0; s < n; s++)
-        if (isfinite(fw1[s])) {
-            live[s] = 1;
-            stack[top++] = s;
+    int consistent = 1, topological = start == 0;
+    for (Py_ssize_t i = 0; i < m && topological; i++)
+        topological = dst[i] > src[i];
+    if (topological) {
+        /* (the usual archive: the same frames, no cycle and the same live states in two passes over the arcs) */
+        frame[0] = 0;
+        for (Py_ssize_t s = 0; s < n && consistent; s++) {
+            if (frame[s] < 0)
+                continue;
+            for (int64_t i = first[s]; i < first[s + 1]; i++) {
+                const int64_t d = dst[i], t = frame[s] + (toff[i + 1] - toff[i]);
+                if (frame[d] < 0)
+                    frame[d] = t;
+                else if (frame[d] != t)
+                    consistent = 0;
+            }
+            if (flen[s] > 0) {
+                const int64_t t = frame[s] + flen[s];
+                if (frame[n] < 0)
+                    frame[n] = t;
+                else if (frame[n] != t)
+                    consistent = 0;
+            }
         }
-    while (top) {
-        const int64_t s = stack[--top];
-        for (int64_t j = in_first[s]; j < in_first[s + 1]; j++) {
-            const int64_t p = src[in_arcs[j]];
-            if (!live[p]) {
-                live[p] = 1;
-                stack[top++] = p;
+        free(first);
+        if (!consistent)
+            GENERAL()
+        for (Py_ssize_t s = 0; s < n; s++)
+            live[s] = isfinite(fw1[s]);
+        for (Py_ssize_t i = m - 1; i >= 0; i--)
+            if (live[dst[i]])
+                live[src[i]] = 1;
+    } else {
+        Py_ssize_t top = 0;
+        frame[start] = 0;
+        stack[top++] = start;
+        while (top && consistent) {
+            const int64_t s = stack[--top];
+            for (int64_t i = first[s]; i <= first[s + 1] && consistent; i++) {
+                int64_t d, t;
+                if (i < first[s + 1]) {
+                    d = dst[i], t = frame[s] + (toff[i + 1] - toff[i]);
+                } else if (flen[s] > 0) {  /* the final string: an arc to state n */
+                    d = n, t = frame[s] + flen[s];
+                } else {
+                    break;
+                }
+                if (frame[d] < 0) {
+                    frame[d] = t;
+                    if (d < n)
+                        stack[top++] = d;
+                } else if (frame[d] != t) {
+                    consistent = 0;
+                }
+            }
+        }
+        if (!consistent) {
+            free(first);
+            GENERAL()
+        }
+        /* a cycle among the reachable states (Kahn's count), then the states that reach a final state (the
+         * reversed arcs from every final state) */
+        indeg = calloc((size_t)n + 1, sizeof(int64_t));
+        in_first = calloc((size_t)n + 2, sizeof(int64_t));
+        in_arcs = malloc(sizeof(int64_t) * ((size_t)m + 1));
+        if (!indeg || !in_first || !in_arcs) {
+            free(first);
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_ssize_t n_reached = 0;
+        for (Py_ssize_t s = 0; s < n; s++)
+            n_reached += frame[s] >= 0;
+        for (Py_ssize_t i = 0; i < m; i++)
+            if (frame[src[i]] >= 0)
+                indeg[dst[i]]++;
+        top = 0;
+        for (Py_ssize_t s = 0; s < n; s++)
+            if (frame[s] >= 0 && indeg[s] == 0)
+                stack[top++] = s;
+        Py_ssize_t n_sorted = 0;
+        while (top) {
+            const int64_t s = stack[--top];
+            n_sorted++;
+            for (int64_t i = first[s]; i < first[s + 1]; i++)
+                if (--indeg[dst[i]] == 0)
+                    stack[top++] = dst[i];
+        }
+        free(first);
+        if (n_sorted != n_reached)
+            GENERAL()
+        for (Py_ssize_t i = 0; i < m; i++)
+            in_first[dst[i] + 2]++;
+        for (Py_ssize_t s = 0; s < n; s++)
+            in_first[s + 2] += in_first[s + 1];
+        for (Py_ssize_t i = 0; i < m; i++)
+            in_arcs[in_first[dst[i] + 1]++] = i;
+        top = 0;
+        for (Py_ssize_t s = 0; s < n; s++)
+            if (isfinite(fw1[s])) {
+                live[s] = 1;
+                stack[top++] = s;
+            }
+        while (top) {
+            const int64_t s = stack[--top];
+            for (int64_t j = in_first[s]; j < in_first[s + 1]; j++) {
+                const int64_t p = src[in_arcs[j]];
+                if (!live[p]) {
+                    live[p] = 1;
+                    stack[top++] = p;
+                }
             }
         }
     }
@@ -926,18 +964,26 @@ static int compact_best_path_body(const unsigned char *base, const unsigned char
         live[s] = live[s] && frame[s] >= 0;
     if (!live[start])
         GENERAL()
-    /* the live states in stored order, the arcs between them in stored order */
+    /* the live states in stored order, the arcs between them in stored order (the parsed arrays themselves when
+     * every state is live, as in the usual archive) */
+    Py_ssize_t kn = 0, km = 0;
+    for (Py_ssize_t s = 0; s < n; s++)
+        kn += live[s];
+    const int all_live = kn == n;
     new_of = malloc(sizeof(int64_t) * (size_t)n);
     k_fg = malloc(sizeof(double) * (size_t)n), k_fa = malloc(sizeof(double) * (size_t)n);
     k_fdur = malloc(sizeof(int64_t) * (size_t)n);
     const size_t mm = (size_t)m + 1;
-    k_src = malloc(8 * mm), k_dst = malloc(8 * mm), k_word = malloc(8 * mm), k_dur = malloc(8 * mm);
-    k_raw = malloc(8 * mm), k_g = malloc(8 * mm), k_a = malloc(8 * mm);
-    if (!new_of || !k_fg || !k_fa || !k_fdur || !k_src || !k_dst || !k_word || !k_dur || !k_raw || !k_g || !k_a) {
+    k_dur = malloc(8 * mm);
+    if (!all_live)
+        k_src = malloc(8 * mm), k_dst = malloc(8 * mm), k_word = malloc(8 * mm), k_raw = malloc(8 * mm),
+        k_g = malloc(8 * mm), k_a = malloc(8 * mm);
+    if (!new_of || !k_fg || !k_fa || !k_fdur || !k_dur ||
+        (!all_live && (!k_src || !k_dst || !k_word || !k_raw || !k_g || !k_a))) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t kn = 0, km = 0;
+    kn = 0;
     for (Py_ssize_t s = 0; s < n; s++) {
         new_of[s] = live[s] ? kn : -1;
         if (!live[s])
@@ -949,14 +995,21 @@ static int compact_best_path_body(const unsigned char *base, const unsigned char
         }
         kn++;
     }
-    for (Py_ssize_t i = 0; i < m; i++) {
-        if (!live[src[i]] || !live[dst[i]])
-            continue;
-        k_src[km] = new_of[src[i]], k_dst[km] = new_of[dst[i]], k_word[km] = ol[i];
-        k_dur[km] = toff[i + 1] - toff[i], k_g[km] = w1[i], k_a[km] = w2[i], k_raw[km] = i;
-        km++;
+    if (all_live) {
+        for (Py_ssize_t i = 0; i < m; i++)
+            k_dur[i] = toff[i + 1] - toff[i];
+        km = m;
+    } else {
+        for (Py_ssize_t i = 0; i < m; i++) {
+            if (!live[src[i]] || !live[dst[i]])
+                continue;
+            k_src[km] = new_of[src[i]], k_dst[km] = new_of[dst[i]], k_word[km] = ol[i];
+            k_dur[km] = toff[i + 1] - toff[i], k_g[km] = w1[i], k_a[km] = w2[i], k_raw[km] = i;
+            km++;
+        }
     }
-    StoredLattice L = {kn, km, new_of[start], k_src, k_dst, k_word, k_dur, k_g, k_a, k_fg, k_fa, k_fdur};
+    StoredLattice L = {kn, km, new_of[start], all_live ? src : k_src, all_live ? dst : k_dst, all_live ? ol : k_word,
+                       k_dur, all_live ? w1 : k_g, all_live ? w2 : k_a, k_fg, k_fa, k_fdur};
     const int status = best_path_core(&L, ac, lm, pen, &bp);
     if (status == BP_NOMEM) {
         PyErr_NoMemory();
@@ -967,11 +1020,11 @@ static int compact_best_path_body(const unsigned char *base, const unsigned char
 #undef GENERAL
     Py_ssize_t n_words = 0;
     for (Py_ssize_t i = 0; i < bp.len; i++)
-        n_words += k_word[bp.arcs[i]] != 0;
+        n_words += L.word[bp.arcs[i]] != 0;
     if (!(words = PyTuple_New(n_words)) || !(starts = PyTuple_New(n_words)) || !(durs = PyTuple_New(n_words)))
         goto done;
     for (Py_ssize_t i = 0, w = 0; i < bp.len; i++) {
-        const int64_t raw = k_raw[bp.arcs[i]];
+        const int64_t raw = all_live ? bp.arcs[i] : k_raw[bp.arcs[i]];
         if (ol[raw] == 0)
             continue;
         PyObject *x = PyLong_FromLongLong((long long)ol[raw]), *y = PyLong_FromLongLong((long long)frame[src[raw]]);
