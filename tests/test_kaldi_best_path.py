@@ -303,3 +303,21 @@ def test_corrupted_archives_read_the_same_with_and_without_the_compiled_reader(t
         assert _results(f"ark:{path}", acoustic_scale=0.1) == want
         same += isinstance(want, list)
     assert same > 10  # (some mutations leave archives that read)
+
+
+def test_the_compiled_reader_stays_within_the_bytes_it_is_given(tmp_path):
+    """limit: a lattice whose states and arcs need more than the bytes left (256 a state or arc) is left to the
+    reader (records: stopped before it; body: (2,)); -1 or enough: computed."""
+    spec = _random_archive(tmp_path / "a.ark", 1, 5)
+    data = (tmp_path / "a.ark").read_bytes()
+    lat = next(read_kaldi_lattices(spec))
+    items = lat.num_states + lat.num_arcs
+    reader = compact_best_path_reader(None)
+    assert reader.records(data, 0, items * 256 // 2) == (1, 0, [])
+    for limit in (-1, 2 * items * 256):
+        stopped, consumed, records = reader.records(data, 0, limit)
+        assert (stopped, consumed, len(records)) == (0, len(data), 1)
+        assert records[0][2] == _reference(lat, {})
+    at = len(b"utt0000 ") + 74  # the body after the key and the FST header
+    assert reader.body(data, at, lat.num_states, 4, 0, 256) == (2,)
+    assert reader.body(data, at, lat.num_states, 4, 0, -1)[:2] == (0, len(data) - at)
