@@ -455,8 +455,9 @@ def main():
             kc_cpu, kc_wall = min(t[0] for t in tk), min(t[1] for t in tk)
             same = all(a.read_bytes() == b.read_bytes() for a, b in compare)
             verdict = ("identical" if same else "DIFFERENT") if compare else "-"
+            ratios = sorted(o[0] / k[0] for k, o in zip(tk, to, strict=True))  # the spread: each interleaved round's ratio
             print(f"{name:8s} {job:7s} {kc_cpu:11.2f} {oc_cpu:10.2f} {oc_cpu / kc_cpu:5.2f}x   {kc_wall:10.2f} "
-                  f"{oc_wall:9.2f}  {verdict}", flush=True)
+                  f"{oc_wall:9.2f}  {verdict}  (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}x)", flush=True)
     if args.breakdown:
         breakdown(archives, args.archives.split(","), args.jobs.split(","), kd, env, args.acoustic_scale,
                   args.rounds)
