@@ -41,14 +41,29 @@ CPU seconds Kaldi / ours, ratio; every output identical to Kaldi's):
     kgraph     best   -                         0.01 / 0.16              (10 utterances: the start-up floor)
     kgraph     mbr    -                         0.01 / 0.20
 
-Binary archives were read by a Python loop of ~4 reads per arc: 9 of the 11 s.  Where the remaining time goes
-(cProfile of ``best-path`` on real1025, CPU clock, per lattice): start-up (interpreter, numpy, imports) ~0.12 s
-once; the compiled body reader 0.13-0.17 ms; the rest of reading (header, Python buffer refills) ~0.4 ms;
+Binary archives were read by a Python loop of ~4 reads per arc: 9 of the 11 s.  What remained then (cProfile of
+``best-path`` on real1025, CPU clock, per lattice): start-up (interpreter, numpy, imports) ~0.12 s once; the
+compiled body reader 0.13-0.17 ms; the rest of reading (header, Python buffer refills) ~0.4 ms;
 ``raw_to_lattice`` (frames, ``Lattice.from_arcs``, symbols, validation: ~30 numpy calls on arrays of 1-3k
 items) ~1.1 ms; ``best_path_kaldi`` (Kaldi's state order view, the search) ~0.7 ms -- against Kaldi's ~0.9 ms
-per lattice for everything.  The per-lattice cost is numpy call overhead on small arrays, not arithmetic:
-0.30x needs the whole read -> hub -> best path chain of one lattice in a few compiled calls.
+per lattice for everything.
 
+Then (same day) the best path became one compiled engine run straight from the archive's bytes
+(``compact_best_path_reader``: one C call per buffer of records: key, FST header, body, trimming, Kaldi's order,
+the search; no hub lattice), and the memory budget's check (one per lattice) reads /proc/self/statm with pread
+(2.5 us instead of 18 us).  ``--rounds 5 --jobs best,mbr --archives real1025,kgraph --breakdown``, load 15-19:
+
+    archive    job    Kaldi / ours CPU s   ratio    target
+    real1025   best   0.81 / 0.24          0.29x    0.30x: met (per round, interleaved: 0.30-0.34x)
+    real1025   mbr    2.55 / 2.00          0.78x    0.31x: MISSED
+    kgraph     best   0.01 / 0.14                   (10 utterances: the start-up floor)
+
+Best path breakdown: interpreter 0.036, numpy 0.052, lattice-tools imports 0.024, reading the archive with every
+best path 0.112 (Kaldi's lattice-copy of the archive: 1.18).  The start-up alone is 0.14x of Kaldi's job;
+``perf`` of the whole process: the compiled reader ~16 %, the kernel's copy of the file and Python's buffer
+refills ~12 %, the interpreter (start-up imports included) ~36 %.  MBR: reading 0.71 (a hub lattice per
+utterance), computation 1.04 (its C recursion 0.17), formatting 0.08: ~1.7 ms of Python and numpy per lattice;
+0.31x needs MBR computed from the archive's bytes as the best path is.
 
 ``--breakdown`` also prints, for ``mbr`` and ``best``, the CPU time of each phase of our side (interpreter,
 numpy, imports -- for MBR also the sausages module with its C kernel --, reading, computation and for MBR its
@@ -330,9 +345,9 @@ if job == "mbr":
     from lattice_tools.alternatives.sausages import mbr_decode
     K = native("mbr")
     t["MBR imports (sausages, C kernel)"] = cpu()
-lats = list(read_lattices(spec))
-t["read archive"] = cpu()
 if job == "mbr":
+    lats = list(read_lattices(spec))
+    t["read archive"] = cpu()
     kernel = [0.0]
     compiled = K.acc_stats  # (sausages looks the kernel up in the module at every call)
     def timed_kernel(*a):
@@ -344,10 +359,13 @@ if job == "mbr":
     res = [mbr_decode(lat, acoustic_scale=scale) for lat in lats]
     t["compute"] = cpu()
     lines = [T.posterior_line(lat.key, r.bins) + T.int_vector_line(lat.key, r.words) for lat, r in zip(lats, res)]
-else:
-    res = [best_path_kaldi(lat, acoustic_scale=scale) for lat in lats]
-    t["compute"] = cpu()
-    lines = [T.int_vector_line(lat.key, r.words) for lat, r in zip(lats, res)]
+else:  # as best-path runs: the compiled reader computes each best path from the archive's bytes
+    from lattice_tools.algorithms.kaldi_ops import compact_best_path_reader
+    from lattice_tools.io.lattices.kaldi import read_kaldi_lattices
+    items = list(read_kaldi_lattices(spec, compact=compact_best_path_reader(None, acoustic_scale=scale)))
+    t["read archive + best paths"] = cpu()
+    lines = [T.int_vector_line(it.key, (it.value[0] if hasattr(it, "value") else
+                                        best_path_kaldi(it, acoustic_scale=scale).words)) for it in items]
 t["format output"] = cpu()
 names, prev, out = list(t), 0.0, {}
 for n in names:
@@ -437,8 +455,9 @@ def main():
             kc_cpu, kc_wall = min(t[0] for t in tk), min(t[1] for t in tk)
             same = all(a.read_bytes() == b.read_bytes() for a, b in compare)
             verdict = ("identical" if same else "DIFFERENT") if compare else "-"
+            ratios = sorted(o[0] / k[0] for k, o in zip(tk, to, strict=True))  # the spread: each interleaved round's ratio
             print(f"{name:8s} {job:7s} {kc_cpu:11.2f} {oc_cpu:10.2f} {oc_cpu / kc_cpu:5.2f}x   {kc_wall:10.2f} "
-                  f"{oc_wall:9.2f}  {verdict}", flush=True)
+                  f"{oc_wall:9.2f}  {verdict}  (rounds {ratios[0]:.2f}-{ratios[-1]:.2f}x)", flush=True)
     if args.breakdown:
         breakdown(archives, args.archives.split(","), args.jobs.split(","), kd, env, args.acoustic_scale,
                   args.rounds)

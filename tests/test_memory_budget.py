@@ -234,6 +234,11 @@ def test_reading_lattices_holds_the_budget(name, wide_lattice, tmp_path):
     out.mkdir()
     result = run_capped([*_args(name, wide_lattice, out), "--max-memory", "60M"], cap=budget + BASE_MARGIN,
                         timeout=60)
+    if name == "best-path" and result.returncode == 0:
+        # best-path computes from the archive's bytes without building the lattice (~256 bytes an arc at most,
+        # within what the budget leaves, else the lattice goes to the reader, which refuses it): it may fit
+        assert result.peak_rss <= budget, result.peak_rss / MB
+        return
     assert_budget_refusal(result)
     assert "[wide]" in result.stderr
     assert result.peak_rss <= budget * 1.25, result.peak_rss / MB

@@ -11,12 +11,19 @@ holding float32 values).  Each returns a new :class:`~lattice_tools.core.lattice
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._ext import native
 from ..core.errors import LatticeError
 from ..core.lattice import Lattice
+from ..core.symbols import SymbolTable
+
+if TYPE_CHECKING:
+    from ..io.lattices.kaldi import CompiledReader
 
 
 def _f32(x) -> np.ndarray:
@@ -117,30 +124,56 @@ def best_path_kaldi(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: floa
     paths go the same way: costs are double sums of the float32 scaled weights, a state keeps the
     first predecessor state that strictly improves it, and between two states the cheapest arc
     (the first one on a tie).  ``word_penalty`` is added to word arcs after scaling
-    (``lattice-1best --word-ins-penalty``)."""
-    from .kaldi_order import compact_shortest_path, stored_order_view
+    (``lattice-1best --word-ins-penalty``).  Tropical semiring; nothing is mutated; O(states + arcs), in C
+    (``best_path`` of ``lattice_tools/_ext/kaldi_order.c``, which :func:`compact_best_path_reader` runs on an
+    archive's bytes)."""
+    from .kaldi_order import stored_arrays
 
-    v = stored_order_view(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty,
-                          resort_only_if_unsorted=True)
-    n = v.num_states
-    cost = v.graph.astype(np.float64) + v.acoustic.astype(np.float64)
-    fcost = v.final_graph.astype(np.float64) + v.final_acoustic.astype(np.float64)
-    offs = np.searchsorted(v.src, np.arange(n + 1))
-    path, last = compact_shortest_path(n, offs, v.dst, cost, fcost)
-    if last < 0:
-        raise LatticeError("lattice has no complete path from the start to a final state", key=lat.key or None)
-    arcs = path
-    g = np.float32(0.0)
-    ac = np.float32(0.0)
-    for a in arcs:
-        g = np.float32(g + v.graph[a])
-        ac = np.float32(ac + v.acoustic[a])
-    g = np.float32(g + v.final_graph[last])
-    ac = np.float32(ac + v.final_acoustic[last])
-    frames = int(v.dur[arcs].sum()) + int(v.final_dur[last]) if arcs else int(v.final_dur[last])
-    hub = v.hub_arc[arcs] if arcs else np.zeros(0, np.int64)
-    return KaldiBestPath(tuple(int(w) for w in v.word[arcs] if w != 0), tuple(int(x) for x in hub), float(g),
-                         float(ac), frames)
+    st = stored_arrays(lat)
+    status, arcs, g, ac, frames = native("kaldi_order").best_path(
+        st.start, _int64(st.src), _int64(st.dst), _int64(st.word), _int64(st.dur), _float64(st.graph),
+        _float64(st.acoustic), _float64(st.final_graph), _float64(st.final_acoustic), _int64(st.final_dur),
+        float(acoustic_scale), float(lm_scale), float(word_penalty))
+    if status:
+        raise LatticeError(arcs, key=lat.key or None)
+    return KaldiBestPath(tuple(int(w) for w in st.word[arcs] if w != 0), tuple(int(x) for x in st.hub_arc[arcs]),
+                         g, ac, frames)
+
+
+#: The largest word id :func:`compact_best_path_reader` takes a table of known ids for (a byte per id).
+_MAX_KNOWN_WORD_ID = 1 << 24
+
+
+def compact_best_path_reader(symbols: SymbolTable | None, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0,
+                             word_penalty: float = 0.0) -> CompiledReader | None:
+    """:func:`best_path_kaldi` of every binary CompactLattice of a Kaldi archive, computed from its bytes as
+    the archive is read (``compact=`` of :func:`lattice_tools.io.lattices.kaldi.read_kaldi_lattices`): the
+    same compiled engine, without building the hub lattice.  The reader yields a
+    :class:`~lattice_tools.io.lattices.kaldi.CompiledRecord` whose ``value`` is ``(words, starts, durations,
+    graph_cost, acoustic_cost, num_frames)`` (the path's word ids with their first frame and frames); a
+    lattice the reader would refuse or change (see ``compact_best_path`` in ``lattice_tools/_ext/kaldi_order.c``)
+    comes as a :class:`Lattice` as usual.  ``symbols``: the word table the reader checks ids against (None:
+    any id).  None when the table's ids are too large for the compiled check (then every lattice is built)."""
+    known = None
+    if symbols is not None:
+        ids = np.fromiter((i for _, i in symbols), np.int64)
+        if len(ids) and (ids.max() >= _MAX_KNOWN_WORD_ID or ids.min() < 0):
+            return None
+        known = np.zeros(int(ids.max()) + 1 if len(ids) else 1, np.uint8)
+        known[ids] = 1
+    from ..io.lattices.kaldi import CompiledReader
+
+    kernel, args = native("kaldi_order"), (float(acoustic_scale), float(lm_scale), float(word_penalty), known)
+    return CompiledReader(functools.partial(kernel.compact_best_path, *args),
+                          functools.partial(kernel.compact_best_path_records, *args))
+
+
+def _int64(values) -> np.ndarray:
+    return np.ascontiguousarray(values, np.int64)
+
+
+def _float64(values) -> np.ndarray:
+    return np.ascontiguousarray(values, np.float64)
 
 
 @dataclass(frozen=True)

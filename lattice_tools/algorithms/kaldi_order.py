@@ -95,16 +95,31 @@ class StoredOrderView:
     resorted: bool
 
 
-def stored_order_view(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
-                      labels: np.ndarray | None = None, super_final: bool = False,
-                      resort_only_if_unsorted: bool = False) -> StoredOrderView:
-    """The lattice in the order Kaldi visits it (see the module docstring).
+@dataclass(frozen=True)
+class StoredArrays:
+    """A lattice's arcs and states in Kaldi's stored order, as read (before ``ScaleLattice``): the states
+    Kaldi holds (stored ids compacted, order kept), the arcs in stored order, weights as stored (float64), per-state final weights (``inf`` = not final) with the frames of
+    their final strings; ``hub_arc``: the lattice arc each arc comes from; ``sorted_prop``: whether Kaldi's
+    cached property says the stored numbering is topologically sorted."""
 
-    ``super_final``: add Kaldi's ``CreateSuperFinal`` state (MBR).  Re-sorting (OpenFst's
-    depth-first ``TopSort``): when the stored numbering is not topological, and -- unless
-    ``resort_only_if_unsorted`` (tools that test the property, such as ``lattice-best-path``) --
-    also when Kaldi's cached property is unknown: the archive said so, or the weights were
-    rewritten (a scale other than 1 or a word penalty), as ``lattice-mbr-decode`` does."""
+    num_states: int
+    start: int
+    src: np.ndarray
+    dst: np.ndarray
+    word: np.ndarray
+    dur: np.ndarray
+    graph: np.ndarray
+    acoustic: np.ndarray
+    hub_arc: np.ndarray
+    final_graph: np.ndarray
+    final_acoustic: np.ndarray
+    final_dur: np.ndarray
+    sorted_prop: bool
+
+
+def stored_arrays(lat: Lattice, labels: np.ndarray | None = None) -> StoredArrays:
+    """The lattice's stored order (see the module docstring), unscaled: what :func:`stored_order_view` and the
+    compiled best path (:func:`lattice_tools.algorithms.kaldi_ops.best_path_kaldi`) start from."""
     labels = lat.word.astype(np.int64) if labels is None else np.asarray(labels, np.int64)
     dur = (lat.t1 - lat.t0).astype(np.int64) if lat.has_times else np.zeros(lat.num_arcs, np.int64)
     fin_hub = np.flatnonzero(np.isfinite(lat.final_graph_cost))
@@ -141,6 +156,23 @@ def stored_order_view(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: fl
         f_g, f_a = lat.final_graph_cost.copy(), lat.final_acoustic_cost.copy()
         f_dur = np.zeros(n_states, np.int64)
         hub = np.arange(lat.num_arcs, dtype=np.int64)
+    return StoredArrays(n_states, start, src, dst, w, d, g, ac, hub, f_g, f_a, f_dur, sorted_prop)
+
+
+def stored_order_view(lat: Lattice, *, acoustic_scale: float = 1.0, lm_scale: float = 1.0, word_penalty: float = 0.0,
+                      labels: np.ndarray | None = None, super_final: bool = False,
+                      resort_only_if_unsorted: bool = False) -> StoredOrderView:
+    """The lattice in the order Kaldi visits it (see the module docstring).
+
+    ``super_final``: add Kaldi's ``CreateSuperFinal`` state (MBR).  Re-sorting (OpenFst's
+    depth-first ``TopSort``): when the stored numbering is not topological, and -- unless
+    ``resort_only_if_unsorted`` (tools that test the property, such as ``lattice-best-path``) --
+    also when Kaldi's cached property is unknown: the archive said so, or the weights were
+    rewritten (a scale other than 1 or a word penalty), as ``lattice-mbr-decode`` does."""
+    st = stored_arrays(lat, labels)
+    n_states, start, sorted_prop = st.num_states, st.start, st.sorted_prop
+    src, dst, w, d, g, ac, hub = st.src, st.dst, st.word, st.dur, st.graph, st.acoustic, st.hub_arc
+    f_g, f_a, f_dur = st.final_graph, st.final_acoustic, st.final_dur
     g, ac, f_g, f_a = _f32(g), _f32(ac), _f32(f_g), _f32(f_a)
     if (lm_scale, acoustic_scale) != (1.0, 1.0):
         g, ac = _scaled(g, lm_scale), _scaled(ac, acoustic_scale)

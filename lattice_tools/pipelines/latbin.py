@@ -13,6 +13,7 @@ lattices written.  The ``lattice-tools`` commands of the same names are thin wra
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -172,31 +173,45 @@ def best_path(lattices: Iterable[str] | str, *, tra: str | None = None, ctm: str
     (:class:`BestPathSummary`)."""
     import numpy as np
 
-    from ..algorithms.kaldi_ops import best_path_kaldi
+    from ..algorithms.kaldi_ops import best_path_kaldi, compact_best_path_reader
+    from ..core.symbols import SymbolTable
+    from ..io.lattices.kaldi import CompiledRecord
 
+    table = SymbolTable.read(os.fspath(words)) if isinstance(words, (str, os.PathLike)) else words
+    # binary CompactLattices: the best path computed as the archive is read (the same engine, no hub lattice)
+    compact = compact_best_path_reader(table, acoustic_scale=acoustic_scale, lm_scale=lm_scale,
+                                       word_penalty=word_penalty)
     n_done = n_frames = 0
     tot_g = tot_a = np.float32(0.0)
     with contextlib.ExitStack() as stack:
         stack.enter_context(memory_budget(max_memory))
         out = _open_all(stack, tra=tra, ctm=ctm, costs=costs)
-        for lat in read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
-                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys):
-            bp = best_path_kaldi(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+        for lat in read_lattice_inputs(lattices, format=format, words=table, frame_shift=frame_shift,
+                                       frame_subsampling_factor=frame_subsampling_factor, keys=keys,
+                                       kaldi_compact=compact):
+            if isinstance(lat, CompiledRecord):
+                words_, starts, durations, graph_cost, acoustic_cost, num_frames = lat.value
+                symbols, frame_shift_ = table, lat.frame_shift
+            else:
+                bp = best_path_kaldi(lat, acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
+                arcs = [a for a in bp.arcs if lat.word[a] != 0]
+                words_, graph_cost, acoustic_cost, num_frames = bp.words, bp.graph_cost, bp.acoustic_cost, bp.num_frames
+                starts = [int(lat.t0[a]) for a in arcs]
+                durations = [int(lat.t1[a] - lat.t0[a]) for a in arcs]
+                symbols, frame_shift_ = lat.symbols, lat.frame_shift
             key = lat.key
             if out["tra"]:
-                out["tra"].write(T.int_vector_line(key, bp.words))
+                out["tra"].write(T.int_vector_line(key, words_))
             if out["costs"]:
-                out["costs"].write(f"{key} {bp.graph_cost:.6g} {bp.acoustic_cost:.6g} "
-                                   f"{float(np.float32(bp.graph_cost + bp.acoustic_cost)):.6g} {bp.num_frames}\n")
+                out["costs"].write(f"{key} {graph_cost:.6g} {acoustic_cost:.6g} "
+                                   f"{float(np.float32(graph_cost + acoustic_cost)):.6g} {num_frames}\n")
             if out["ctm"]:
-                arcs = [a for a in bp.arcs if lat.word[a] != 0]
-                names = [lat.symbols.word(int(lat.word[a])) for a in arcs]
-                out["ctm"].writelines(T.nbest_ctm_lines(key, names, [int(lat.t0[a]) for a in arcs],
-                                                        [int(lat.t1[a] - lat.t0[a]) for a in arcs], lat.frame_shift))
+                names = [symbols.word(w) if symbols is not None else str(w) for w in words_]
+                out["ctm"].writelines(T.nbest_ctm_lines(key, names, starts, durations, frame_shift_))
             n_done += 1
-            n_frames += bp.num_frames
-            tot_g = np.float32(tot_g + np.float32(bp.graph_cost))
-            tot_a = np.float32(tot_a + np.float32(bp.acoustic_cost))
+            n_frames += num_frames
+            tot_g = np.float32(tot_g + np.float32(graph_cost))
+            tot_a = np.float32(tot_a + np.float32(acoustic_cost))
     def per_frame(x):
         return float(x) / n_frames if n_frames else 0.0
 

@@ -34,6 +34,7 @@ import glob
 import os
 import re
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from ...core._budget import check_memory
 from ...core.errors import FormatError, MismatchError
@@ -41,6 +42,9 @@ from ...core.files import read_text_lines
 from ...core.lattice import Lattice
 from ...core.symbols import SymbolTable
 from .lattice_files import _is_kaldi_specifier, guess_format, read_lattices
+
+if TYPE_CHECKING:
+    from .kaldi import CompiledReader
 
 #: Seconds per input frame when neither ``frame_shift`` nor the format says otherwise.
 DEFAULT_FRAME_SHIFT = 0.01
@@ -152,8 +156,13 @@ def expand_lattice_specs(specs: Iterable[str]) -> list[str]:
 def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None,
                         words: SymbolTable | str | None = None, frame_shift: float | None = None,
                         frame_subsampling_factor: int | None = None, keys: str | None = None,
-                        **options) -> Iterator[Lattice]:
+                        kaldi_compact: CompiledReader | None = None, **options) -> Iterator[Lattice]:
     """Yield the lattices of every spec in ``specs``, in order (see the module docstring).
+
+    ``kaldi_compact``: for the Kaldi inputs, a compiled reader of binary CompactLattices (``compact`` of
+    :func:`lattice_tools.io.lattices.kaldi.read_kaldi_lattices`), whose results come as
+    :class:`~lattice_tools.io.lattices.kaldi.CompiledRecord` objects in place of the lattices, keyed, checked
+    and budgeted as the lattices are.
 
     ``keys``: a file of keys (:func:`read_keys`) that name the lattices in order instead of their own keys;
     it must hold exactly one key per lattice (:class:`MismatchError` naming the file and both counts).
@@ -180,7 +189,8 @@ def read_lattice_inputs(specs: Iterable[str] | str, *, format: str | None = None
         fmt = format or guess_format(spec)
         fs = effective_frame_shift(fmt, frame_shift, frame_subsampling_factor)
         table = slf_table if fmt == "slf" else words
-        for lat in read_lattices(spec, format=fmt, symbols=table, frame_shift=fs, **options):
+        extra = {"compact": kaldi_compact} if kaldi_compact is not None and fmt == "kaldi" else {}
+        for lat in read_lattices(spec, format=fmt, symbols=table, frame_shift=fs, **options, **extra):
             if isinstance(lat, tuple):          # readers that return (lattice, header)
                 lat = lat[0]
             if names is not None:

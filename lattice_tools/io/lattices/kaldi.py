@@ -54,14 +54,14 @@ import re
 import struct
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 import numpy as np
 
 from ..._ext import native
-from ...core._budget import check_allocation, check_memory
+from ...core._budget import bytes_left, check_allocation, check_memory
 from ...core.errors import FormatError, LatticeError, MismatchError
 from ...core.files import atomic_write, open_binary_input
 from ...core.lattice import Lattice
@@ -277,8 +277,10 @@ _TEXT_PARSE_BYTES_PER_BYTE = 12
 
 
 
-def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
-    """Read one OpenFst binary ``vector`` FST of a lattice arc type from the reader."""
+def read_binary_fst(r: _Reader, key: str | None, compact: CompiledReader | None = None) -> RawFst | tuple:
+    """Read one OpenFst binary ``vector`` FST of a lattice arc type from the reader.  ``compact``: a compiled
+    reader of CompactLattice bodies (see :func:`read_kaldi_lattices`); what it made of a CompactLattice is
+    returned (a tuple) in place of the RawFst, unless it leaves the lattice to this reader."""
     at = r.tell()
     (magic,) = struct.unpack("<i", r.read(4, "FST magic number", key))
     if magic != FST_MAGIC:
@@ -300,6 +302,10 @@ def read_binary_fst(r: _Reader, key: str | None) -> RawFst:
                           path=r.name, key=key)
     if num_states >= 1 << 31:
         raise FormatError(f"corrupt FST header ({num_states} states)", path=r.name, key=key)
+    if kind == "compact" and compact is not None:
+        made = _compiled_compact_body(r, compact.body, start, num_states, fsize)
+        if made is not None:  # (what it allocated is freed: the readers' callers check the budget per lattice)
+            return made
     if kind == "compact":
         raw = _read_compact_body(r, key, start, num_states, fsize, props)
         # the compiled parse allocated the arrays of the whole body: the budget in force, if any, now
@@ -355,6 +361,29 @@ _CORRUPT_LENGTHS = ("corrupt string length {1} at state {0}", "corrupt arc count
                     "corrupt string length {1} in an arc of state {0}")
 
 
+def _limit() -> int:
+    """What a compiled reader may allocate: what the memory budget leaves (-1: no budget)."""
+    left = bytes_left()
+    return -1 if left is None else left
+
+
+def _compiled_compact_body(r: _Reader, body: Callable, start: int, num_states: int, fsize: int) -> tuple | None:
+    """``body(buf, pos, num_states, fsize, start)`` (:class:`CompiledReader`) on the body of a binary CompactLattice
+    at the reader's position, the buffer growing (doubling) until the body is in it: its result (the reader moved
+    past the body), or None -- the reader left where it was -- for a lattice it leaves to
+    :func:`_read_compact_body` (which reports what is wrong with it, the truncation of the archive included)."""
+    while True:
+        res = body(r.buf, r.pos, num_states, fsize, start, _limit())
+        if res[0] == 0:
+            r.pos += res[1]
+            return res[2]
+        if res[0] != 1:
+            return None
+        have = len(r.buf) - r.pos
+        if not r._fill(have + max(have, 1 << 20)):
+            return None
+
+
 def _read_compact_body(r: _Reader, key: str | None, start: int, num_states: int, fsize: int, props: int) -> RawFst:
     """The states and arcs of a binary CompactLattice, parsed in C (``lattice_tools/_ext/kaldi_binary.c``) from
     the reader's buffer, which grows (doubling) until the FST is in it; the errors of the reads one by one."""
@@ -399,8 +428,10 @@ def _check_raw(raw: RawFst, r: _Reader, key: str | None) -> None:
         raise FormatError(f"start state {start} outside 0..{num_states - 1}", path=r.name, key=key)
 
 
-def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
-    """Read one lattice (text or binary, detected as Kaldi does) from the reader's position."""
+def _read_object(r: _Reader, key: str | None, lattice_type: str, compact: CompiledReader | None = None
+                 ) -> RawFst | tuple:
+    """Read one lattice (text or binary, detected as Kaldi does) from the reader's position (``compact``: see
+    :func:`read_binary_fst`)."""
     c = r.peek(2)
     if c == b"\0B":
         r.read(2, "binary marker", key)
@@ -408,7 +439,9 @@ def _read_object(r: _Reader, key: str | None, lattice_type: str) -> RawFst:
     if not c:
         raise FormatError("unexpected end of file: expected a lattice", path=r.name, key=key)
     if c[:1] == _MAGIC_BYTES[:1]:
-        raw = read_binary_fst(r, key)
+        raw = read_binary_fst(r, key, compact if lattice_type in ("auto", "compact") else None)
+        if isinstance(raw, tuple):
+            return raw
     elif c[:1].isspace():
         # text: rest of the key line, then lines up to an empty line
         while r.peek(1) in (b" ", b"\t", b"\r"):
@@ -451,13 +484,19 @@ def _open_input(path: str, gz_pipe: bool) -> IO[bytes]:
     return f
 
 
-def iter_archive_raw(path: str, *, gz_pipe: bool = False, lattice_type: str = "auto") -> Iterator[tuple[str, RawFst]]:
-    """Yield ``(key, RawFst)`` from a Kaldi archive, one object at a time."""
+def iter_archive_raw(path: str, *, gz_pipe: bool = False, lattice_type: str = "auto",
+                     compact: CompiledReader | None = None) -> Iterator[tuple[str, RawFst | tuple]]:
+    """Yield ``(key, RawFst)`` from a Kaldi archive, one object at a time (``compact``: see
+    :func:`read_kaldi_lattices`; its results come as tuples in place of RawFst objects)."""
     f = _open_input(path, gz_pipe)
+    if lattice_type not in ("auto", "compact"):
+        compact = None
     try:
         r = _Reader(f, path)
-        seen = set()
+        seen: set[str] = set()
         while True:
+            if compact is not None:  # the usual records, as many as the buffer holds, in one compiled call each
+                yield from _compiled_records(r, compact, seen)
             r.skip_whitespace()
             if not r.peek(1):
                 return
@@ -475,10 +514,33 @@ def iter_archive_raw(path: str, *, gz_pipe: bool = False, lattice_type: str = "a
                 r.pos += 1
             elif c != b"\n":
                 raise FormatError(f"expected a space after key {key!r}", path=path, line=line_of_key, key=key)
-            yield key, _read_object(r, key, lattice_type)
+            yield key, _read_object(r, key, lattice_type, compact)
     finally:
         if f is not sys.stdin.buffer:
             f.close()
+
+
+def _compiled_records(r: _Reader, compact: CompiledReader, seen: set) -> Iterator[tuple[str, tuple]]:
+    """``compact.records`` on the archive from the reader's position, the buffer refilled (1 MB more, or
+    doubled) until it stops at a record it leaves to the reader, or the input ends: ``(key, result)`` of each
+    record it took, keys checked for repeats as the reader checks them; the reader is left at the next record."""
+    at_end = False
+    while True:
+        stopped, consumed, records = compact.records(r.buf, r.pos, _limit())
+        line = r.lineno
+        for key_bytes, newlines, value in records:
+            line += newlines
+            key = key_bytes.decode("ascii")
+            if key in seen:
+                raise MismatchError(f"duplicate key {key!r} in archive", path=r.name, line=line, key=key)
+            seen.add(key)
+            yield key, value
+        r.pos += consumed
+        r.lineno = line
+        if stopped or at_end:
+            return
+        have = len(r.buf) - r.pos
+        at_end = not r._fill(have + max(have, 1 << 20))
 
 
 def _skip_to(f: IO[bytes], offset: int, target: str, path: str, lineno: int, key: str) -> None:
@@ -506,7 +568,8 @@ def _skip_to(f: IO[bytes], offset: int, target: str, path: str, lineno: int, key
     f.seek(offset)
 
 
-def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
+def _iter_scp(path: str, lattice_type: str, compact: CompiledReader | None = None
+              ) -> Iterator[tuple[str, RawFst | tuple]]:
     from ...core.files import read_text_lines
 
     seen = set()
@@ -543,7 +606,7 @@ def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
             if c and c[:1].isspace():
                 raw = _read_object(r, key, lattice_type)
             elif c == _MAGIC_BYTES[:1] or r.peek(2) == b"\0B":
-                raw = _read_object(r, key, lattice_type)
+                raw = _read_object(r, key, lattice_type, compact)
             else:
                 # a whole file holding "key lattice" is not Kaldi's convention; a text FST file is
                 first, lines = r.lineno, []
@@ -559,13 +622,14 @@ def _iter_scp(path: str, lattice_type: str) -> Iterator[tuple[str, RawFst]]:
         yield key, raw
 
 
-def iter_raw(spec: str, lattice_type: str = "auto") -> Iterator[tuple[str, RawFst]]:
-    """Yield ``(key, RawFst)`` for an rspecifier."""
+def iter_raw(spec: str, lattice_type: str = "auto", compact: CompiledReader | None = None
+             ) -> Iterator[tuple[str, RawFst | tuple]]:
+    """Yield ``(key, RawFst)`` for an rspecifier (``compact``: see :func:`read_binary_fst`)."""
     sp = parse_specifier(spec)
     if sp.kind == "ark":
-        yield from iter_archive_raw(sp.path, gz_pipe=sp.gzip_pipe, lattice_type=lattice_type)
+        yield from iter_archive_raw(sp.path, gz_pipe=sp.gzip_pipe, lattice_type=lattice_type, compact=compact)
     else:
-        yield from _iter_scp(sp.path, lattice_type)
+        yield from _iter_scp(sp.path, lattice_type, compact)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -756,8 +820,36 @@ def write_kaldi_lattices(lattices: Iterable[Lattice], wspecifier: str, *, lattic
     return count
 
 
+class CompiledReader(NamedTuple):
+    """A compiled reader of binary CompactLattices (``compact`` of :func:`read_kaldi_lattices`): ``body(buffer,
+    position, num_states, float_size, start, limit)`` on the body of one (the bytes after its FST header), returning
+    ``(0, bytes consumed, result)``, ``(1, ...)`` when the buffer ends inside the lattice (called again with
+    more) or ``(2,)`` to leave the lattice to the reader; ``records(buffer, position, limit)`` on the archive's records
+    from ``position`` on, returning ``(stopped, bytes consumed, [(key bytes, newlines before the key, result),
+    ...])`` for the records it takes, ``stopped`` true when it stops at a record it leaves to the reader (else
+    at the end of the buffer).  ``limit``: the bytes it may allocate (what the memory budget leaves; -1: no
+    budget): a lattice that needs more is left to the reader, which refuses it naming it."""
+
+    body: Callable
+    records: Callable
+
+
+@dataclass(frozen=True)
+class CompiledRecord:
+    """What a compiled reader of CompactLattice bodies (``compact`` of :func:`read_kaldi_lattices`) made of one
+    lattice, in place of the lattice: its archive key, the reader's result and the lattices' frame shift."""
+
+    key: str
+    value: tuple
+    frame_shift: float
+
+    def with_key(self, key: str) -> CompiledRecord:
+        return CompiledRecord(key, self.value, self.frame_shift)
+
+
 def read_kaldi_lattices(rspecifier: str, symbols: SymbolTable | None = None, frame_shift: float = 0.01, *,
-                        lattice_type: str = "auto") -> Iterator[Lattice]:
+                        lattice_type: str = "auto", compact: CompiledReader | None = None
+                        ) -> Iterator[Lattice | CompiledRecord]:
     """Read lattices from a Kaldi rspecifier, one utterance at a time.
 
     Args:
@@ -766,11 +858,18 @@ def read_kaldi_lattices(rspecifier: str, symbols: SymbolTable | None = None, fra
         (the word of id 17 is ``"17"``).
       frame_shift: seconds per frame of the hub lattices.
       lattice_type: ``"auto"`` (as stored), ``"lattice"`` or ``"compact"`` (error if different).
+      compact: a compiled reader of binary CompactLattices (:class:`CompiledReader`, e.g.
+        :func:`lattice_tools.algorithms.kaldi_ops.compact_best_path_reader`, which takes only the lattices this
+        reader would keep as they are and leaves the others to it); its results come as
+        :class:`CompiledRecord` objects in place of the lattices.
     Yields:
       hub :class:`Lattice` objects with ``key`` = archive key (see module docstring for the
       conversion).  Duplicate keys raise MismatchError.
     """
     sp = parse_specifier(rspecifier)
     name = sp.path
-    for key, raw in iter_raw(rspecifier, lattice_type):
-        yield raw_to_lattice(raw, key, symbols, frame_shift, name=name)
+    for key, raw in iter_raw(rspecifier, lattice_type, compact):
+        if isinstance(raw, tuple):
+            yield CompiledRecord(key, raw, frame_shift)
+        else:
+            yield raw_to_lattice(raw, key, symbols, frame_shift, name=name)

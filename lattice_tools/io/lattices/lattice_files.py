@@ -121,8 +121,9 @@ def read_lattices(spec: str, format: str | None = None, symbols: SymbolTable | s
         from .kaldi import read_kaldi_lattices
 
         fs = 0.01 if frame_shift is None else frame_shift
-        for lat in read_kaldi_lattices(kaldi_specifier(spec), symbols, fs, **options):
-            yield check(lat, spec)
+        for item in read_kaldi_lattices(kaldi_specifier(spec), symbols, fs, **options):
+            # (a CompiledRecord, keyed as a lattice, takes a lattice's place only for a caller that passed compact=)
+            yield check(item, spec)  # type: ignore[arg-type]
     elif fmt == "openfst":
         from .openfst import read_openfst
 
