@@ -1,0 +1,277 @@
+"""Run the same public ``lattice-tools`` command lines with two source trees and diff every output byte for byte.
+
+A change meant to leave the numbers alone (a layout move, a faster kernel) is checked by running what the
+benches and the demo write with the version before and with this one, on the same inputs, and comparing
+every file.  Each tree runs as a whole process, ``python -m lattice_tools ...`` with ``PYTHONPATH`` set to
+that tree (its C kernels built in place: ``python setup.py build_ext --inplace -q`` in it), in its own
+output directory ``WORK/old`` or ``WORK/new``; the commands use paths relative to that directory, so an
+output that names its own path names it the same way in both.
+
+Groups (``--groups``, default all but ``demo``):
+
+* ``population`` -- every file of ``bench/lattice_population.py``'s population (``--cache``; generate it with
+  ``lattice_population.py --generate``): ``phrases FILE -n 1000 --posterior-threshold 0.1`` (the population
+  bench's command), ``nbest FILE -n 100 --json`` and ``sausage FILE --json``, alt-CTMs and statistics.
+* ``kaldi`` -- ``mbr-decode`` (``--tra``, ``--sausage-stats``, ``--ctm``) and ``best-path`` (``--tra``) at
+  acoustic scale 0.1, as ``bench/bench_kaldi.py`` runs them, on the vendored Kaldi archives (kGraph's binary
+  nnet lattices, the bundled recordings' text archive) and on ``--kaldi-archive`` (e.g. bench_kaldi's
+  1,025-lattice ``real1025.ark``); ``nbest-paths -n 10`` and ``oracle-path`` against the reference on the
+  bundled archive.
+* ``oracle`` -- ``oracle`` of the bundled archive against its reference for each representation (lattice,
+  1best, nbest -n 10, sausage -n 10, phrase -n 10; the reference: the bundled transcriptions), text report
+  and ``--json``.
+* ``score`` -- ``bench/bench_score.py``'s synthetic cases 1 (2,000 segments, 1-best CTM) and 3 (2,000
+  segments x 100-best ALT blocks): ``score -r ref.stm -h hyp.ctm -o DIR --json`` (sclite's report set) and
+  ``oracle hyp.ctm -r ref.stm --json``.
+* ``kws`` -- ``kws index --max-length 3 --json`` of the five default-beam LibriVox clips of the population and
+  of the bundled Kaldi archive, then ``kws search`` of a keyword list (the words and word pairs of the
+  bundled transcriptions) as a kwslist XML and as TSV, with ``--json``.
+* ``demo`` -- ``demo --out demo`` (decodes the bundled speech with pocketsphinx; ~75 s of CPU per tree).
+
+Every command's stdout and stderr are kept too (``NAME.stdout``/``NAME.stderr``) and compared; stderr is
+reported apart (warnings, progress).  An SQLite index is compared as bytes and, when the bytes differ, as
+its ``.dump`` text.  The result: every file identical, different (with the first differing line) or
+present in one tree only, and ``WORK/compare.json``.
+
+Usage::
+
+    git worktree add /work/wt/before COMMIT && (cd /work/wt/before && python setup.py build_ext --inplace -q)
+    python bench/compare_trees.py --old /work/wt/before [--new .] --work /tmp/compare \\
+        [--kaldi-archive /tmp/bench_kaldi/real1025.ark] [--groups population,kaldi,oracle,score,kws,demo]
+    python bench/compare_trees.py --old /work/wt/before --work /tmp/compare --diff-only   # compare again
+
+Exit status 0 when every output is byte-identical, 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
+DATA = REPO / "tests" / "data"
+GROUPS = ("population", "kaldi", "oracle", "score", "kws", "demo")
+
+
+def _lattice_population():
+    sys.path.insert(0, str(BENCH))
+    import lattice_population
+
+    return lattice_population
+
+
+def _commands(groups: set, cache: str, inputs: Path, kaldi_archive: str | None) -> list:
+    """(name, CLI arguments after ``python -m lattice_tools``) of every command, in order.  Input paths are
+    absolute (the same files for both trees); output paths relative to the tree's output directory."""
+    cmds = []
+    if "population" in groups:
+        pop = _lattice_population().population(cache)
+        if not pop:
+            sys.exit(f"no population in {cache}: run bench/lattice_population.py --generate first")
+        for name, path, extra, _secs in pop:
+            cmds.append((f"population/{name}.phrases", ["phrases", path, "-n", "1000", "--posterior-threshold", "0.1",
+                                                         "-o", f"population/{name}.phrases.ctm", *extra]))
+            cmds.append((f"population/{name}.nbest", ["nbest", path, "-n", "100", "-o", f"population/{name}.nbest.ctm",
+                                                      "--json", f"population/{name}.nbest.json", *extra]))
+            cmds.append((f"population/{name}.sausage", ["sausage", path, "-o", f"population/{name}.sausage.ctm",
+                                                        "--json", f"population/{name}.sausage.json", *extra]))
+    bundled = [str(DATA / "kaldi/lats/bundled.ark.gz"), "--words", str(DATA / "kaldi/lats/bundled.words.txt")]
+    bundled_ids = str(DATA / "kaldi/lats/bundled.ref.txt")
+    bundled_trn = str(inputs / "bundled.trn")
+    if "kaldi" in groups:
+        archives = [("kgraph", [str(DATA / "kaldi/lats/kgraph_lat.1")]), ("bundled", bundled)]
+        if kaldi_archive:
+            archives.append((Path(kaldi_archive).stem, [kaldi_archive]))
+        for name, spec in archives:
+            d = f"kaldi/{name}"
+            cmds.append((f"{d}.mbr", ["mbr-decode", *spec, "--acoustic-scale", "0.1", "--tra", f"{d}.mbr.tra",
+                                      "--sausage-stats", f"{d}.mbr.saus", "--ctm", f"{d}.mbr.ctm",
+                                      "--bayes-risk", f"{d}.mbr.risk", "--times", f"{d}.mbr.times"]))
+            cmds.append((f"{d}.best", ["best-path", *spec, "--acoustic-scale", "0.1", "--tra", f"{d}.best.tra",
+                                       "--ctm", f"{d}.best.ctm", "--costs", f"{d}.best.costs"]))
+        cmds.append(("kaldi/bundled.nbest-paths", ["nbest-paths", *bundled, "-n", "10", "--acoustic-scale", "0.1",
+                                                   "--tra", "kaldi/bundled.nbest-paths.tra", "--ctm",
+                                                   "kaldi/bundled.nbest-paths.ctm", "--costs",
+                                                   "kaldi/bundled.nbest-paths.costs"]))
+        cmds.append(("kaldi/bundled.oracle-path", ["oracle-path", *bundled, "-r", bundled_ids, "--tra",
+                                                   "kaldi/bundled.oracle-path.tra", "--errors",
+                                                   "kaldi/bundled.oracle-path.err"]))
+    if "oracle" in groups:
+        for rep, extra in (("lattice", []), ("1best", []), ("nbest", ["-n", "10"]), ("sausage", ["-n", "10"]),
+                           ("phrase", ["-n", "10"])):
+            cmds.append((f"oracle/bundled.{rep}", ["oracle", *bundled, "-r", bundled_trn, "--representation", rep,
+                                                   *extra, "--json", f"oracle/bundled.{rep}.json"]))
+    if "score" in groups:
+        for case in ("case1", "case3"):
+            stm, ctm = str(inputs / case / "ref.stm"), str(inputs / case / "hyp.ctm")
+            cmds.append((f"score/{case}.score", ["score", "-r", stm, "-h", ctm, "-o", f"score/{case}.report",
+                                                 "--json", f"score/{case}.score.json"]))
+            cmds.append((f"score/{case}.oracle", ["oracle", ctm, "-r", stm, "--json", f"score/{case}.oracle.json"]))
+    if "kws" in groups:
+        clips = [os.path.join(cache, "lat", f"ps-clip{c}-default.slf") for c in ("0870", "0880", "0890", "0920", "0930")]
+        kwlist = str(inputs / "kws" / "keywords.txt")
+        for name, spec in (("clips", clips), ("bundled", bundled)):
+            d = f"kws/{name}"
+            cmds.append((f"{d}.index", ["kws", "index", *spec, "--max-length", "3", "-o", f"{d}.db",
+                                        "--json", f"{d}.index.json"]))
+            cmds.append((f"{d}.search-xml", ["kws", "search", f"{d}.db", "--kwlist", kwlist, "-o", f"{d}.kwslist.xml",
+                                             "--json", f"{d}.search.json"]))
+            cmds.append((f"{d}.search-tsv", ["kws", "search", f"{d}.db", "--kwlist", kwlist, "-o", f"{d}.hits.tsv"]))
+    if "demo" in groups:
+        cmds.append(("demo/demo", ["demo", "--out", "demo/out"]))
+    return cmds
+
+
+def _make_inputs(inputs: Path, groups: set) -> None:
+    """The generated inputs, written once and shared by both trees."""
+    inputs.mkdir(parents=True, exist_ok=True)
+    trn = b"".join((REPO / "lattice_tools" / "data" / c / "transcription.trn").read_bytes() for c in ("cards", "librivox"))
+    (inputs / "bundled.trn").write_bytes(trn)
+    if "score" in groups:
+        sys.path.insert(0, str(BENCH))
+        import bench_score
+
+        for case, kw in (("case1", dict(n_segments=2000, words_per_seg=10)),
+                         ("case3", dict(n_segments=2000, words_per_seg=10, nbest=100))):
+            d = inputs / case
+            if not (d / "hyp.ctm").exists():
+                d.mkdir(parents=True, exist_ok=True)
+                bench_score.make_case(str(d), **kw)
+    if "kws" in groups:
+        d = inputs / "kws"
+        if not (d / "keywords.txt").exists():
+            d.mkdir(parents=True, exist_ok=True)
+            terms = []
+            for corpus in ("librivox", "cards"):
+                for line in (REPO / "lattice_tools" / "data" / corpus / "transcription.trn").read_text().splitlines():
+                    words = line.rsplit("(", 1)[0].lower().split()
+                    terms += words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+            unique = list(dict.fromkeys(terms))
+            (d / "keywords.txt").write_text("".join(t + "\n" for t in unique))
+
+
+def run_tree(tree: str, out: Path, cmds: list, timeout: float) -> list:
+    """Run every command with ``tree``'s lattice-tools in ``out``; (name, exit code, CPU s) of each."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.abspath(tree)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    rows = []
+    for name, args in cmds:
+        for sub in {os.path.dirname(name)} | {os.path.dirname(a) for a in args if not os.path.isabs(a) and "/" in a}:
+            if sub:
+                (out / sub).mkdir(parents=True, exist_ok=True)
+        with open(out / f"{name}.stdout", "wb") as so, open(out / f"{name}.stderr", "wb") as se:
+            r0 = os.times()
+            try:
+                rc = subprocess.run([sys.executable, "-m", "lattice_tools", *args], cwd=out, env=env, stdout=so,
+                                    stderr=se, timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout"
+            r1 = os.times()
+        cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+        rows.append((name, rc, round(cpu, 2)))
+        print(f"  {tree}: {name}: exit {rc}, {cpu:.2f} s CPU", flush=True)
+    return rows
+
+
+def _files(root: Path) -> set:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def _sqlite_dump(path: Path) -> list:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return list(con.iterdump())
+    finally:
+        con.close()
+
+
+def _first_difference(a: Path, b: Path) -> str:
+    if a.suffix == ".db":
+        try:
+            da, db = _sqlite_dump(a), _sqlite_dump(b)
+        except sqlite3.Error as e:
+            return f"SQLite dump failed: {e}"
+        if da == db:
+            return "SQLite bytes differ, .dump identical"
+        la, lb = da, db
+    else:
+        ta, tb = a.read_bytes(), b.read_bytes()
+        try:
+            la, lb = ta.decode().splitlines(), tb.decode().splitlines()
+        except UnicodeDecodeError:
+            return f"binary, {len(ta)} vs {len(tb)} bytes"
+    diff = list(difflib.unified_diff(la, lb, "old", "new", n=0, lineterm=""))
+    changed = sum(1 for d in diff if d[:1] in "+-" and d[:3] not in ("+++", "---"))
+    return f"{changed} lines differ; first: " + " | ".join(d[:200] for d in diff[2:6])
+
+
+def compare(work: Path) -> dict:
+    old, new = work / "old", work / "new"
+    fo, fn = _files(old), _files(new)
+    result = dict(identical=[], different={}, only_old=sorted(fo - fn), only_new=sorted(fn - fo))
+    for f in sorted(fo & fn):
+        if (old / f).read_bytes() == (new / f).read_bytes():
+            result["identical"].append(f)
+        else:
+            result["different"][f] = _first_difference(old / f, new / f)
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--old", required=True, help="the source tree of the version before")
+    ap.add_argument("--new", default=str(REPO), help="the source tree of the version after (default: this one)")
+    ap.add_argument("--work", default="/tmp/compare_trees")
+    ap.add_argument("--cache", default=os.environ.get("LATTICE_POPULATION_CACHE", "/tmp/lattice_population"),
+                    help="bench/lattice_population.py's cache (the population's lattices)")
+    ap.add_argument("--kaldi-archive", default=None, help="one more Kaldi archive for the kaldi group "
+                    "(e.g. bench_kaldi.py's real1025.ark)")
+    ap.add_argument("--groups", default=",".join(g for g in GROUPS if g != "demo"))
+    ap.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per command")
+    ap.add_argument("--diff-only", action="store_true", help="compare the outputs already in WORK")
+    args = ap.parse_args(argv)
+    groups = set(args.groups.split(","))
+    unknown = groups - set(GROUPS)
+    if unknown:
+        ap.error(f"unknown groups {sorted(unknown)}; known: {', '.join(GROUPS)}")
+    work = Path(args.work).resolve()
+    runs = {}
+    if not args.diff_only:
+        inputs = work / "inputs"
+        _make_inputs(inputs, groups)
+        cmds = _commands(groups, args.cache, inputs, args.kaldi_archive)
+        print(f"{len(cmds)} commands per tree, e.g.: python -m lattice_tools {' '.join(cmds[0][1])}", flush=True)
+        for side, tree in (("old", args.old), ("new", args.new)):
+            (work / side).mkdir(parents=True, exist_ok=True)
+            t = time.time()
+            runs[side] = run_tree(tree, work / side, cmds, args.timeout)
+            print(f"{side} ({tree}): {time.time() - t:.0f} s", flush=True)
+    result = compare(work)
+    result["runs"] = runs
+    with open(work / "compare.json", "w") as f:
+        json.dump(result, f, indent=1)
+    for side in ("old", "new"):
+        for name, rc, _cpu in runs.get(side, []):
+            if rc != 0:
+                print(f"{side}: {name} exited {rc}")
+    n = len(result["identical"]) + len(result["different"]) + len(result["only_old"]) + len(result["only_new"])
+    print(f"{len(result['identical'])} of {n} files byte-identical ({work}/old vs {work}/new)")
+    for f, why in result["different"].items():
+        print(f"DIFFERENT {f}: {why}")
+    for f in result["only_old"]:
+        print(f"ONLY OLD  {f}")
+    for f in result["only_new"]:
+        print(f"ONLY NEW  {f}")
+    return 0 if n == len(result["identical"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
