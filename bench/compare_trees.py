@@ -26,7 +26,11 @@ Groups (``--groups``, default all but ``demo``):
 * ``kws`` -- ``kws index --max-length 3 --json`` of the five default-beam LibriVox clips of the population and
   of the bundled Kaldi archive, then ``kws search`` of a keyword list (the words and word pairs of the
   bundled transcriptions) as a kwslist XML and as TSV, with ``--json``.
-* ``demo`` -- ``demo --out demo`` (decodes the bundled speech with pocketsphinx; ~75 s of CPU per tree).
+* ``kws-score`` -- ``kws score -e ECF -r RTTM -s KWSLIST -t KWLIST --no-otwv --no-stwv -o DIR`` on
+  ``bench/bench_kws_score.py``'s synthetic case (40 recordings, 400 keywords): its reports.
+* ``nbest-lists`` -- ``bench/bench_nbest_lists.py``'s pipeline on its synthetic N-best lists (200 utterances x
+  100-best): ``nbest-to-lattices`` (Kaldi archive and words.txt) and ``oracle`` of that archive.
+* ``demo`` -- ``demo --out demo/out`` (decodes the bundled speech with pocketsphinx; ~75 s of CPU per tree).
 
 Every command's stdout and stderr are kept too (``NAME.stdout``/``NAME.stderr``) and compared; stderr is
 reported apart (warnings, progress).  An SQLite index is compared as bytes and, when the bytes differ, as
@@ -48,6 +52,7 @@ import argparse
 import difflib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -57,7 +62,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 DATA = REPO / "tests" / "data"
-GROUPS = ("population", "kaldi", "oracle", "score", "kws", "demo")
+GROUPS = ("population", "kaldi", "oracle", "score", "kws", "kws-score", "nbest-lists", "demo")
 
 
 def _lattice_population():
@@ -124,8 +129,19 @@ def _commands(groups: set, cache: str, inputs: Path, kaldi_archive: str | None) 
             cmds.append((f"{d}.search-xml", ["kws", "search", f"{d}.db", "--kwlist", kwlist, "-o", f"{d}.kwslist.xml",
                                              "--json", f"{d}.search.json"]))
             cmds.append((f"{d}.search-tsv", ["kws", "search", f"{d}.db", "--kwlist", kwlist, "-o", f"{d}.hits.tsv"]))
+    if "kws-score" in groups:
+        c = inputs / "kws-score"
+        cmds.append(("kws-score/score", ["kws", "score", "-e", str(c / "bench.ecf.xml"), "-r", str(c / "bench.rttm"),
+                                         "-s", str(c / "bench.kwslist.xml"), "-t", str(c / "bench.kwlist.xml"),
+                                         "--no-otwv", "--no-stwv", "-o", "kws-score/report"]))
+    if "nbest-lists" in groups:
+        n = inputs / "nbest-lists"
+        cmds.append(("nbest-lists/merge", ["nbest-to-lattices", str(n / "nbest.tsv"), "-o", "ark:nbest-lists/nbest.ark",
+                                           "--write-words", "nbest-lists/words.txt"]))
+        cmds.append(("nbest-lists/oracle", ["oracle", "ark:nbest-lists/nbest.ark", "--words", "nbest-lists/words.txt",
+                                            "-r", str(n / "ref.stm"), "--json", "nbest-lists/oracle.json"]))
     if "demo" in groups:
-        cmds.append(("demo/demo", ["demo", "--out", "demo/out"]))
+        cmds.append(("demo/demo", ["demo", "--out", "demo/out", "--no-progress"]))
     return cmds
 
 
@@ -144,6 +160,18 @@ def _make_inputs(inputs: Path, groups: set) -> None:
             if not (d / "hyp.ctm").exists():
                 d.mkdir(parents=True, exist_ok=True)
                 bench_score.make_case(str(d), **kw)
+    if "kws-score" in groups and not (inputs / "kws-score" / "bench.kwslist.xml").exists():
+        sys.path.insert(0, str(BENCH))
+        import bench_kws_score
+
+        (inputs / "kws-score").mkdir(parents=True, exist_ok=True)
+        bench_kws_score.make_case(inputs / "kws-score", 40, 400)
+    if "nbest-lists" in groups and not (inputs / "nbest-lists" / "nbest.tsv").exists():
+        sys.path.insert(0, str(BENCH))
+        import bench_nbest_lists
+
+        (inputs / "nbest-lists").mkdir(parents=True, exist_ok=True)
+        bench_nbest_lists.make_data(inputs / "nbest-lists", 200, 100)
     if "kws" in groups:
         d = inputs / "kws"
         if not (d / "keywords.txt").exists():
@@ -154,7 +182,7 @@ def _make_inputs(inputs: Path, groups: set) -> None:
                     words = line.rsplit("(", 1)[0].lower().split()
                     terms += words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
             unique = list(dict.fromkeys(terms))
-            (d / "keywords.txt").write_text("".join(t + "\n" for t in unique))
+            (d / "keywords.txt").write_text("".join(f"KW-{i:04d} {t}\n" for i, t in enumerate(unique, 1)))
 
 
 def run_tree(tree: str, out: Path, cmds: list, timeout: float) -> list:
@@ -164,9 +192,7 @@ def run_tree(tree: str, out: Path, cmds: list, timeout: float) -> list:
     env.setdefault("OMP_NUM_THREADS", "1")
     rows = []
     for name, args in cmds:
-        for sub in {os.path.dirname(name)} | {os.path.dirname(a) for a in args if not os.path.isabs(a) and "/" in a}:
-            if sub:
-                (out / sub).mkdir(parents=True, exist_ok=True)
+        (out / os.path.dirname(name)).mkdir(parents=True, exist_ok=True)  # every output goes under it
         with open(out / f"{name}.stdout", "wb") as so, open(out / f"{name}.stderr", "wb") as se:
             r0 = os.times()
             try:
@@ -193,7 +219,39 @@ def _sqlite_dump(path: Path) -> list:
         con.close()
 
 
+#: keys of JSON reports that hold measured times or sizes, which differ from run to run or by design
+TIMING_KEY = re.compile(r"seconds|time|cpu|wall|rss|ms_per|bytes", re.I)
+
+
+def _flat(obj, path=""):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _flat(v, f"{path}/{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _flat(v, f"{path}[{i}]")
+    else:
+        yield path, obj
+
+
+def _json_difference(ta: bytes, tb: bytes) -> str | None:
+    """The JSON keys whose values differ (lists indexed), saying whether they are all measured times/sizes."""
+    try:
+        fa, fb = dict(_flat(json.loads(ta))), dict(_flat(json.loads(tb)))
+    except ValueError:
+        return None
+    keys = sorted(k for k in fa.keys() | fb.keys() if fa.get(k, "<absent>") != fb.get(k, "<absent>"))
+    kind = "only measured times/sizes" if all(TIMING_KEY.search(k) for k in keys) else "VALUES"
+    other = [k for k in keys if not TIMING_KEY.search(k)] or keys
+    shown = "; ".join(f"{k}: {fa.get(k, '<absent>')!r} -> {fb.get(k, '<absent>')!r}" for k in other[:4])
+    return f"JSON, {len(keys)} values differ ({kind}); e.g. {shown}"
+
+
 def _first_difference(a: Path, b: Path) -> str:
+    if a.suffix == ".json":
+        found = _json_difference(a.read_bytes(), b.read_bytes())
+        if found:
+            return found
     if a.suffix == ".db":
         try:
             da, db = _sqlite_dump(a), _sqlite_dump(b)
