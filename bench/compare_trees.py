@@ -35,7 +35,9 @@ Groups (``--groups``, default all but ``demo``):
 Every command's stdout and stderr are kept too (``NAME.stdout``/``NAME.stderr``) and compared; stderr is
 reported apart (warnings, progress).  An SQLite index is compared as bytes and, when the bytes differ, as
 its ``.dump`` text.  The result: every file identical, different (with the first differing line) or
-present in one tree only, and ``WORK/compare.json``.
+present in one tree only, and ``WORK/compare.json``.  Every index is also read back through each tree's
+own ``TermIndex`` into ``X.db.hits.txt`` (one line per hit), compared as text: indexes of two storage schemas
+compare by their hits, and when only scores differ the report says how many and by how much.
 
 Usage::
 
@@ -207,6 +209,48 @@ def run_tree(tree: str, out: Path, cmds: list, timeout: float) -> list:
     return rows
 
 
+#: run with a tree's lattice-tools: every hit of an index, one line each (term, utterance, file, channel, tbeg,
+#: dur, score), read through that tree's own TermIndex, so that indexes of two storage schemas compare
+_DUMP_HITS = """
+import sys
+from lattice_tools.kws.store import TermIndex
+idx = TermIndex(sys.argv[1])
+terms = idx.terms() if hasattr(idx, "terms") else [t for (t,) in idx.conn.execute("SELECT DISTINCT term FROM hits")]
+rows = []
+for t in terms:
+    for h in idx.lookup(t.split(" ")):
+        rows.append("\\t".join([" ".join(h.words), h.utterance, h.file, h.channel, repr(h.tbeg), repr(h.dur),
+                                repr(h.score)]))
+with open(sys.argv[2], "w") as f:
+    f.write("".join(r + "\\n" for r in sorted(rows)))
+"""
+
+
+def dump_index_hits(tree: str, out: Path) -> None:
+    """``X.db.hits.txt`` beside every index ``X.db`` under ``out``, written by ``tree``'s lattice-tools."""
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+    for db in sorted(out.rglob("*.db")):
+        subprocess.run([sys.executable, "-c", _DUMP_HITS, str(db), f"{db}.hits.txt"], env=env, check=True, cwd=out)
+
+
+def _hits_difference(a: Path, b: Path) -> str | None:
+    """For two index dumps with the same hits but scores apart: how many scores differ and by how much."""
+    la, lb = a.read_text().splitlines(), b.read_text().splitlines()
+    if len(la) != len(lb):
+        return None
+    n, worst = 0, 0.0
+    for x, y in zip(la, lb, strict=True):
+        *ka, sa = x.split("\t")
+        *kb, sb = y.split("\t")
+        if ka != kb:
+            return None
+        if sa != sb:
+            fa, fb = float(sa), float(sb)
+            n += 1
+            worst = max(worst, abs(fa - fb) / max(abs(fa), abs(fb)))
+    return f"the same {len(la)} hits (terms, utterances, times); {n} scores differ, by at most {worst:.2g} relative"
+
+
 def _files(root: Path) -> set:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
@@ -250,6 +294,10 @@ def _json_difference(ta: bytes, tb: bytes) -> str | None:
 def _first_difference(a: Path, b: Path) -> str:
     if a.suffix == ".json":
         found = _json_difference(a.read_bytes(), b.read_bytes())
+        if found:
+            return found
+    if a.name.endswith(".db.hits.txt"):
+        found = _hits_difference(a, b)
         if found:
             return found
     if a.suffix == ".db":
@@ -311,7 +359,11 @@ def main(argv=None) -> int:
             (work / side).mkdir(parents=True, exist_ok=True)
             t = time.time()
             runs[side] = run_tree(tree, work / side, cmds, args.timeout)
+            dump_index_hits(tree, work / side)
             print(f"{side} ({tree}): {time.time() - t:.0f} s", flush=True)
+    else:
+        for side, tree in (("old", args.old), ("new", args.new)):
+            dump_index_hits(tree, work / side)
     result = compare(work)
     result["runs"] = runs
     with open(work / "compare.json", "w") as f:
