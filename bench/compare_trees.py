@@ -26,6 +26,12 @@ Groups (``--groups``, default all but ``demo``):
 * ``kws`` -- ``kws index --max-length 3 --json`` of the five default-beam LibriVox clips of the population and
   of the bundled Kaldi archive, then ``kws search`` of a keyword list (the words and word pairs of the
   bundled transcriptions) as a kwslist XML and as TSV, with ``--json``.
+* ``segment-free`` -- ``bench/bench_segment_free.py``'s synthetic sides (80 sides x 300 words, ALT blocks over
+  segment boundaries): ``score --json`` with the reference segmentation, ``--segment-free``, ``--segment-free
+  --collar 5`` and against one STM segment per side.
+* ``glm`` -- the RT-03 GLM (``tests/data/sctk/glm/en20030506.glm``) as ``bench/bench_glm_filter.py`` uses it:
+  ``filter --glm GLM -i stm -dh`` of a seeded 2,000-segment STM of the GLM's words, and ``score --glm GLM``
+  of the score group's case 1.
 * ``kws-score`` -- ``kws score -e ECF -r RTTM -s KWSLIST -t KWLIST --no-otwv --no-stwv -o DIR`` on
   ``bench/bench_kws_score.py``'s synthetic case (40 recordings, 400 keywords): its reports.
 * ``nbest-lists`` -- ``bench/bench_nbest_lists.py``'s pipeline on its synthetic N-best lists (200 utterances x
@@ -64,7 +70,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 DATA = REPO / "tests" / "data"
-GROUPS = ("population", "kaldi", "oracle", "score", "kws", "kws-score", "nbest-lists", "demo")
+GROUPS = ("population", "kaldi", "oracle", "score", "segment-free", "glm", "kws", "kws-score", "nbest-lists", "demo")
 
 
 def _lattice_population():
@@ -131,6 +137,20 @@ def _commands(groups: set, cache: str, inputs: Path, kaldi_archive: str | None) 
             cmds.append((f"{d}.search-xml", ["kws", "search", f"{d}.db", "--kwlist", kwlist, "-o", f"{d}.kwslist.xml",
                                              "--json", f"{d}.search.json"]))
             cmds.append((f"{d}.search-tsv", ["kws", "search", f"{d}.db", "--kwlist", kwlist, "-o", f"{d}.hits.tsv"]))
+    if "segment-free" in groups:
+        sf = inputs / "segment-free"
+        for name, extra in (("segmented", []), ("segment-free", ["--segment-free"]),
+                            ("collar5", ["--segment-free", "--collar", "5"])):
+            cmds.append((f"segment-free/{name}", ["score", "-r", str(sf / "ref.stm"), "-h", str(sf / "hyp.ctm"), *extra,
+                                                  "--json", f"segment-free/{name}.json"]))
+        cmds.append(("segment-free/merged", ["score", "-r", str(sf / "merged.stm"), "-h", str(sf / "hyp.ctm"),
+                                             "--json", "segment-free/merged.json"]))
+    if "glm" in groups:
+        glm = str(DATA / "sctk/glm/en20030506.glm")
+        cmds.append(("glm/filter", ["filter", "--glm", glm, "-i", "stm", "-dh", str(inputs / "glm" / "in.stm"),
+                                    "glm/filtered.stm"]))
+        cmds.append(("glm/score", ["score", "-r", str(inputs / "case1" / "ref.stm"), "-h",
+                                   str(inputs / "case1" / "hyp.ctm"), "--glm", glm, "--json", "glm/score.json"]))
     if "kws-score" in groups:
         c = inputs / "kws-score"
         cmds.append(("kws-score/score", ["kws", "score", "-e", str(c / "bench.ecf.xml"), "-r", str(c / "bench.rttm"),
@@ -152,7 +172,31 @@ def _make_inputs(inputs: Path, groups: set) -> None:
     inputs.mkdir(parents=True, exist_ok=True)
     trn = b"".join((REPO / "lattice_tools" / "data" / c / "transcription.trn").read_bytes() for c in ("cards", "librivox"))
     (inputs / "bundled.trn").write_bytes(trn)
-    if "score" in groups:
+    if "segment-free" in groups and not (inputs / "segment-free" / "hyp.ctm").exists():
+        sys.path.insert(0, str(BENCH))
+        import bench_segment_free
+
+        stm, ctm, _stats = bench_segment_free.sides(0, 80, 300)
+        (inputs / "segment-free").mkdir(parents=True, exist_ok=True)
+        for name, lines in (("ref.stm", stm), ("merged.stm", bench_segment_free.merged_stm(stm)), ("hyp.ctm", ctm)):
+            (inputs / "segment-free" / name).write_text("\n".join(lines) + "\n")
+    if "glm" in groups and not (inputs / "glm" / "in.stm").exists():
+        import random
+
+        from lattice_tools.io.transcripts.glm import read_glm
+
+        rules = read_glm(str(DATA / "sctk/glm/en20030506.glm"))
+        lhs = sorted({r.lhs for r in rules.rules if r.section is None})
+        plain = [f"w{i}" for i in range(300)] + ["the", "a", "and", "i", "uh", "um", "mhm"]
+        vocab = [w.lower() for w in lhs if w.isascii() and "[" not in w and "{" not in w] or plain
+        rng = random.Random(0)
+        (inputs / "glm").mkdir(parents=True, exist_ok=True)
+        with open(inputs / "glm" / "in.stm", "w") as f:
+            for k in range(2000):
+                words = [rng.choice(vocab) if rng.random() < 0.3 else rng.choice(plain) for _ in range(12)]
+                f.write(f"file{k // 100:04d} A spk{k // 100:04d} {k % 100 * 10:.2f} {k % 100 * 10 + 9:.2f} "
+                        f"<o,f0,male> {' '.join(words)}\n")
+    if "score" in groups or "glm" in groups:
         sys.path.insert(0, str(BENCH))
         import bench_score
 
