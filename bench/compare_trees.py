@@ -42,7 +42,7 @@ Every command's stdout and stderr are kept too (``NAME.stdout``/``NAME.stderr``)
 reported apart (warnings, progress).  An SQLite index is compared as bytes and, when the bytes differ, as
 its ``.dump`` text.  The result: every file identical, different (with the first differing line) or
 present in one tree only, and ``WORK/compare.json``.  Every index is also read back through each tree's
-own ``TermIndex`` into ``X.db.hits.txt`` (one line per hit), compared as text: indexes of two storage schemas
+own ``TermIndex`` into ``X.db.hits.txt`` (its settings, vocabulary, utterances, one line per hit), compared as text: indexes of two storage schemas
 compare by their hits, and when only scores differ the report says how many and by how much.
 
 Usage::
@@ -253,20 +253,25 @@ def run_tree(tree: str, out: Path, cmds: list, timeout: float) -> list:
     return rows
 
 
-#: run with a tree's lattice-tools: every hit of an index, one line each (term, utterance, file, channel, tbeg,
-#: dur, score), read through that tree's own TermIndex, so that indexes of two storage schemas compare
+#: run with a tree's lattice-tools: an index's settings (all but the schema version), vocabulary, utterances and
+#: every hit, one line each (hits: term, utterance, file, channel, tbeg, dur, score), the hits read through that
+#: tree's own TermIndex, so that indexes of two storage schemas compare
 _DUMP_HITS = """
 import sys
 from lattice_tools.kws.store import TermIndex
 idx = TermIndex(sys.argv[1])
-terms = idx.terms() if hasattr(idx, "terms") else [t for (t,) in idx.conn.execute("SELECT DISTINCT term FROM hits")]
-rows = []
+q = idx.conn.execute
+rows = ["meta\\t%s\\t%s" % kv for kv in q("SELECT key, value FROM meta WHERE key != 'schema_version' ORDER BY key")]
+rows += ["vocabulary\\t" + w for (w,) in q("SELECT word FROM vocabulary ORDER BY word")]
+rows += ["utterance\\t" + "\\t".join(map(repr, r)) for r in q("SELECT * FROM utterances ORDER BY 1")]
+terms = idx.terms() if hasattr(idx, "terms") else [t for (t,) in q("SELECT DISTINCT term FROM hits")]
+hits = []
 for t in terms:
     for h in idx.lookup(t.split(" ")):
-        rows.append("\\t".join([" ".join(h.words), h.utterance, h.file, h.channel, repr(h.tbeg), repr(h.dur),
-                                repr(h.score)]))
+        hits.append("\\t".join(["hit", " ".join(h.words), h.utterance, h.file, h.channel, repr(h.tbeg), repr(h.dur),
+                                 repr(h.score)]))
 with open(sys.argv[2], "w") as f:
-    f.write("".join(r + "\\n" for r in sorted(rows)))
+    f.write("".join(r + "\\n" for r in rows + sorted(hits)))
 """
 
 
@@ -278,12 +283,18 @@ def dump_index_hits(tree: str, out: Path) -> None:
 
 
 def _hits_difference(a: Path, b: Path) -> str | None:
-    """For two index dumps with the same hits but scores apart: how many scores differ and by how much."""
+    """For two index dumps with the same settings, vocabulary, utterances and hits but scores apart: how many
+    scores differ and by how much (None when anything else differs)."""
     la, lb = a.read_text().splitlines(), b.read_text().splitlines()
     if len(la) != len(lb):
         return None
-    n, worst = 0, 0.0
+    n_hits, n, worst = 0, 0, 0.0
     for x, y in zip(la, lb, strict=True):
+        if not x.startswith("hit\t"):
+            if x != y:
+                return None
+            continue
+        n_hits += 1
         *ka, sa = x.split("\t")
         *kb, sb = y.split("\t")
         if ka != kb:
@@ -292,7 +303,8 @@ def _hits_difference(a: Path, b: Path) -> str | None:
             fa, fb = float(sa), float(sb)
             n += 1
             worst = max(worst, abs(fa - fb) / max(abs(fa), abs(fb)))
-    return f"the same {len(la)} hits (terms, utterances, times); {n} scores differ, by at most {worst:.2g} relative"
+    return (f"the same settings, vocabulary, utterances and {n_hits} hits (terms, utterances, times); "
+            f"{n} scores differ, by at most {worst:.2g} relative")
 
 
 def _files(root: Path) -> set:
