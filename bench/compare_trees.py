@@ -53,6 +53,30 @@ Usage::
     python bench/compare_trees.py --old /work/wt/before --work /tmp/compare --diff-only   # compare again
 
 Exit status 0 when every output is byte-identical, 1 otherwise.
+
+Run on 2026-11-29 (load average 4-17) between the version before the layout move (``core/``, the ``io/``
+split, ``pipelines/``; commit 39d5d56, the parent of the layout commit) and the version after it and the
+speed work that followed (31e2f08); ``--kaldi-archive`` the 1,025-lattice binary ``real1025.ark`` of
+bench_kaldi.py (179 MB); population: the 32 files (52 lattices) of lattice_population.py's cache:
+
+* population, kaldi, oracle, score, segment-free, glm, kws-score, nbest-lists: every file byte-identical
+  (96 alt-CTMs and 64 JSON of the population; MBR tra/sausage stats/CTM/Bayes risk/times and best-path
+  tra/CTM/costs of kgraph, bundled and real1025, nbest-paths and oracle-path; 5 oracle reports and JSON;
+  score report sets and JSON of cases 1 and 3 and their oracles; 4 segment-free scorings; the GLM filter
+  and score --glm; kws score reports; the N-best lists' archive, words.txt and oracle; every stdout and
+  stderr).
+* kws: index JSON, kwslist XML, TSV and search JSON byte-identical; the index files differ by design (the
+  posting-list storage, schema 2) and read back to the same settings, vocabulary, utterances, hits and
+  times, with 27,109 of 78,732 (clips) and 29,883 of 86,347 (bundled) scores apart by at most 7.9e-16
+  relative -- all of them 3-word hits: the last level is summed in another order (docs/kws-index.md,
+  "The last level is summed per (end, next label) first").  With ``--max-length 4`` the 3-word hits are
+  bit-identical and only the 4-word ones move.
+* demo: 107 of 186 files byte-identical; the others differ only in measured times (36 study cells'
+  ``seconds``, the seconds columns of study.csv/json and study-both-ways), the index sizes and times of the
+  keyword-search table (kws_study.md/json, study.md, stdout), the 14 indexes (storage, as above: the same
+  hits, scores apart by at most 8.5e-16 relative on 3-word hits) and, from those scores, the last digit of
+  19 detection scores in 8 kwslists, of 3 hit scores in view.html and of one MTWV threshold in
+  kws_study.json (0.9609960543321869 -> 0.960996054332187); every decision, count and TWV is equal.
 """
 from __future__ import annotations
 
