@@ -17,6 +17,9 @@ Groups (``--groups``, default all but ``demo``):
   nnet lattices, the bundled recordings' text archive) and on ``--kaldi-archive`` (e.g. bench_kaldi's
   1,025-lattice ``real1025.ark``); ``nbest-paths -n 10`` and ``oracle-path`` against the reference on the
   bundled archive.
+* ``convert`` -- ``convert`` of the bundled Kaldi archive to an SLF directory, of kGraph's binary archive to a
+  text and a binary archive, and of the five wide-beam LibriVox clips of the population (SLF) to a text and
+  a binary Kaldi archive.
 * ``oracle`` -- ``oracle`` of the bundled archive against its reference for each representation (lattice,
   1best, nbest -n 10, sausage -n 10, phrase -n 10; the reference: the bundled transcriptions), text report
   and ``--json``.
@@ -59,12 +62,15 @@ split, ``pipelines/``; commit 39d5d56, the parent of the layout commit) and the 
 speed work that followed (31e2f08); ``--kaldi-archive`` the 1,025-lattice binary ``real1025.ark`` of
 bench_kaldi.py (179 MB); population: the 32 files (52 lattices) of lattice_population.py's cache:
 
-* population, kaldi, oracle, score, segment-free, glm, kws-score, nbest-lists: every file byte-identical
+* population, kaldi, convert, oracle, score, segment-free, glm, kws-score, nbest-lists: every file byte-identical
   (96 alt-CTMs and 64 JSON of the population; MBR tra/sausage stats/CTM/Bayes risk/times and best-path
-  tra/CTM/costs of kgraph, bundled and real1025, nbest-paths and oracle-path; 5 oracle reports and JSON;
+  tra/CTM/costs of kgraph, bundled and real1025, nbest-paths and oracle-path; 5 conversions (10 SLF files,
+  text and binary Kaldi archives); 5 oracle reports and JSON;
   score report sets and JSON of cases 1 and 3 and their oracles; 4 segment-free scorings; the GLM filter
   and score --glm; kws score reports; the N-best lists' archive, words.txt and oracle; every stdout and
-  stderr).
+  stderr).  Outside this script, this version's worker paths against the version before run serially:
+  ``convert ... --jobs 2`` (the bundled archive to SLF, the clips to a text archive), ``phrases`` of two
+  clips ``--jobs 2`` and ``kws search --jobs 2``: byte-identical.
 * kws: index JSON, kwslist XML, TSV and search JSON byte-identical; the index files differ by design (the
   posting-list storage, schema 2) and read back to the same settings, vocabulary, utterances, hits and
   times, with 27,109 of 78,732 (clips) and 29,883 of 86,347 (bundled) scores apart by at most 7.9e-16
@@ -94,7 +100,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 DATA = REPO / "tests" / "data"
-GROUPS = ("population", "kaldi", "oracle", "score", "segment-free", "glm", "kws", "kws-score", "nbest-lists", "demo")
+GROUPS = ("population", "kaldi", "convert", "oracle", "score", "segment-free", "glm", "kws", "kws-score", "nbest-lists", "demo")
 
 
 def _lattice_population():
@@ -140,6 +146,15 @@ def _commands(groups: set, cache: str, inputs: Path, kaldi_archive: str | None) 
         cmds.append(("kaldi/bundled.oracle-path", ["oracle-path", *bundled, "-r", bundled_ids, "--tra",
                                                    "kaldi/bundled.oracle-path.tra", "--errors",
                                                    "kaldi/bundled.oracle-path.err"]))
+    if "convert" in groups:
+        kgraph = str(DATA / "kaldi/lats/kgraph_lat.1")
+        wide = [os.path.join(cache, "lat", f"ps-clip{c}-wide.slf") for c in ("0870", "0880", "0890", "0920", "0930")]
+        for name, args in (("bundled-slf", [*bundled, "-o", "convert/bundled.slf.d", "--out-format", "slf"]),
+                           ("kgraph-text", [kgraph, "-o", "ark,t:convert/kgraph.txt.ark"]),
+                           ("kgraph-binary", [kgraph, "-o", "ark:convert/kgraph.ark"]),
+                           ("clips-text", [*wide, "-o", "ark,t:convert/clips.txt.ark"]),
+                           ("clips-binary", [*wide, "-o", "ark:convert/clips.ark"])):
+            cmds.append((f"convert/{name}", ["convert", *args]))
     if "oracle" in groups:
         for rep, extra in (("lattice", []), ("1best", []), ("nbest", ["-n", "10"]), ("sausage", ["-n", "10"]),
                            ("phrase", ["-n", "10"])):
