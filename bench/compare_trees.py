@@ -39,6 +39,10 @@ Groups (``--groups``, default all but ``demo``):
   ``bench/bench_kws_score.py``'s synthetic case (40 recordings, 400 keywords): its reports.
 * ``nbest-lists`` -- ``bench/bench_nbest_lists.py``'s pipeline on its synthetic N-best lists (200 utterances x
   100-best): ``nbest-to-lattices`` (Kaldi archive and words.txt) and ``oracle`` of that archive.
+* ``combine`` -- system combination of two N-best systems made from the nbest-lists group's lists (the lists
+  as they are, and the same entries with their preference reversed): ``combine --method posterior`` (equal
+  weights; 0.7/0.3 with ``-n 5``) of the TSV lists, and ``combine --method rover`` (meth1; avgconf with
+  alpha 0.5) of three 1-best CTMs taken from them (the top entry of each system and the second of the first).
 * ``demo`` -- ``demo --out demo/out`` (decodes the bundled speech with pocketsphinx; ~75 s of CPU per tree).
 
 Every command's stdout and stderr are kept too (``NAME.stdout``/``NAME.stderr``) and compared; stderr is
@@ -62,12 +66,12 @@ split, ``pipelines/``; commit 39d5d56, the parent of the layout commit) and the 
 speed work that followed (31e2f08); ``--kaldi-archive`` the 1,025-lattice binary ``real1025.ark`` of
 bench_kaldi.py (179 MB); population: the 32 files (52 lattices) of lattice_population.py's cache:
 
-* population, kaldi, convert, oracle, score, segment-free, glm, kws-score, nbest-lists: every file byte-identical
-  (96 alt-CTMs and 64 JSON of the population; MBR tra/sausage stats/CTM/Bayes risk/times and best-path
-  tra/CTM/costs of kgraph, bundled and real1025, nbest-paths and oracle-path; 5 conversions (10 SLF files,
-  text and binary Kaldi archives); 5 oracle reports and JSON;
-  score report sets and JSON of cases 1 and 3 and their oracles; 4 segment-free scorings; the GLM filter
-  and score --glm; kws score reports; the N-best lists' archive, words.txt and oracle; every stdout and
+* population, kaldi, convert, oracle, score, segment-free, glm, kws-score, nbest-lists, combine: every file
+  byte-identical (96 alt-CTMs and 64 JSON of the population; MBR tra/sausage stats/CTM/Bayes risk/times and
+  best-path tra/CTM/costs of kgraph, bundled and real1025, nbest-paths and oracle-path; 5 conversions (10 SLF
+  files, text and binary Kaldi archives); 5 oracle reports and JSON; score report sets and JSON of cases 1
+  and 3 and their oracles; 4 segment-free scorings; the GLM filter and score --glm; kws score reports; the
+  N-best lists' archive, words.txt and oracle; 4 combinations; every stdout and
   stderr).  Outside this script, this version's worker paths against the version before run serially:
   ``convert ... --jobs 2`` (the bundled archive to SLF, the clips to a text archive), ``phrases`` of two
   clips ``--jobs 2`` and ``kws search --jobs 2``: byte-identical.
@@ -100,7 +104,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 DATA = REPO / "tests" / "data"
-GROUPS = ("population", "kaldi", "convert", "oracle", "score", "segment-free", "glm", "kws", "kws-score", "nbest-lists", "demo")
+GROUPS = ("population", "kaldi", "convert", "oracle", "score", "segment-free", "glm", "kws", "kws-score", "nbest-lists", "combine",
+          "demo")
 
 
 def _lattice_population():
@@ -201,6 +206,16 @@ def _commands(groups: set, cache: str, inputs: Path, kaldi_archive: str | None) 
                                            "--write-words", "nbest-lists/words.txt"]))
         cmds.append(("nbest-lists/oracle", ["oracle", "ark:nbest-lists/nbest.ark", "--words", "nbest-lists/words.txt",
                                             "-r", str(n / "ref.stm"), "--json", "nbest-lists/oracle.json"]))
+    if "combine" in groups:
+        c = inputs / "combine"
+        a, b = str(c / "a.tsv"), str(c / "b.tsv")
+        ctms = [str(c / f"{x}.ctm") for x in ("a1", "b1", "a2")]
+        cmds.append(("combine/posterior", ["combine", a, b, "--method", "posterior", "-o", "combine/posterior.ctm"]))
+        cmds.append(("combine/posterior-weighted", ["combine", a, b, "--method", "posterior", "-n", "5", "--weights",
+                                                    "0.7", "--weights", "0.3", "-o", "combine/posterior-weighted.ctm"]))
+        cmds.append(("combine/rover", ["combine", *ctms, "--method", "rover", "-o", "combine/rover.ctm"]))
+        cmds.append(("combine/rover-avgconf", ["combine", *ctms, "--method", "rover", "--rover-method", "avgconf",
+                                               "--alpha", "0.5", "-o", "combine/rover-avgconf.ctm"]))
     if "demo" in groups:
         cmds.append(("demo/demo", ["demo", "--out", "demo/out", "--no-progress"]))
     return cmds
@@ -257,6 +272,27 @@ def _make_inputs(inputs: Path, groups: set) -> None:
 
         (inputs / "nbest-lists").mkdir(parents=True, exist_ok=True)
         bench_nbest_lists.make_data(inputs / "nbest-lists", 200, 100)
+    if "combine" in groups and not (inputs / "combine" / "a2.ctm").exists():
+        sys.path.insert(0, str(BENCH))
+        import bench_nbest_lists
+
+        c = inputs / "combine"
+        c.mkdir(parents=True, exist_ok=True)
+        bench_nbest_lists.make_data(c, 200, 20)
+        os.replace(c / "nbest.tsv", c / "a.tsv")
+        entries = [line.rstrip("\n").split("\t") for line in (c / "a.tsv").read_text().splitlines(True)]
+        with open(c / "b.tsv", "w") as f:  # the same entries, the last one the most probable
+            for key, rank, _score, words, times in entries:
+                f.write(f"{key}\t{rank}\t{-(21 - int(rank)) * 0.5:.4f}\t{words}\t{times}\n")
+        for name, rank in (("a1", "1"), ("b1", "20"), ("a2", "2")):
+            with open(c / f"{name}.ctm", "w") as f:
+                for key, r, _score, words, times in entries:
+                    if r != rank:
+                        continue
+                    conf = 0.9 if name == "a1" else 0.6 if name == "b1" else 0.3
+                    for w, t in zip(words.split(), times.split(), strict=True):
+                        t0, t1 = (float(x) for x in t.split(":"))
+                        f.write(f"{key} 1 {t0:.2f} {t1 - t0:.2f} {w} {conf}\n")
     if "kws" in groups:
         d = inputs / "kws"
         if not (d / "keywords.txt").exists():
