@@ -12,8 +12,8 @@ Groups (``--groups``, default all but ``demo``):
 * ``population`` -- every file of ``bench/lattice_population.py``'s population (``--cache``; generate it with
   ``lattice_population.py --generate``): ``phrases FILE -n 1000 --posterior-threshold 0.1`` (the population
   bench's command), ``nbest FILE -n 100 --json`` and ``sausage FILE --json``, alt-CTMs and statistics.
-* ``kaldi`` -- ``mbr-decode`` (``--tra``, ``--sausage-stats``, ``--ctm``) and ``best-path`` (``--tra``) at
-  acoustic scale 0.1, as ``bench/bench_kaldi.py`` runs them, on the vendored Kaldi archives (kGraph's binary
+* ``kaldi`` -- ``mbr-decode`` (``--tra``, ``--sausage-stats``, ``--ctm``, ``--bayes-risk``, ``--times``) and
+  ``best-path`` (``--tra``, ``--ctm``, ``--costs``) at acoustic scale 0.1, as ``bench/bench_kaldi.py`` runs them, on the vendored Kaldi archives (kGraph's binary
   nnet lattices, the bundled recordings' text archive) and on ``--kaldi-archive`` (e.g. bench_kaldi's
   1,025-lattice ``real1025.ark``); ``nbest-paths -n 10`` and ``oracle-path`` against the reference on the
   bundled archive.
@@ -39,24 +39,26 @@ Groups (``--groups``, default all but ``demo``):
   ``bench/bench_kws_score.py``'s synthetic case (40 recordings, 400 keywords): its reports.
 * ``nbest-lists`` -- ``bench/bench_nbest_lists.py``'s pipeline on its synthetic N-best lists (200 utterances x
   100-best): ``nbest-to-lattices`` (Kaldi archive and words.txt) and ``oracle`` of that archive.
-* ``combine`` -- system combination of two N-best systems made from the nbest-lists group's lists (the lists
-  as they are, and the same entries with their preference reversed): ``combine --method posterior`` (equal
+* ``combine`` -- system combination of two N-best systems made by ``bench/bench_nbest_lists.py``'s generator
+  (200 utterances x 20-best; the lists as they are, and the same entries with their preference reversed): ``combine --method posterior`` (equal
   weights; 0.7/0.3 with ``-n 5``) of the TSV lists, and ``combine --method rover`` (meth1; avgconf with
   alpha 0.5) of three 1-best CTMs taken from them (the top entry of each system and the second of the first).
 * ``demo`` -- ``demo --out demo/out`` (decodes the bundled speech with pocketsphinx; ~75 s of CPU per tree).
 
-Every command's stdout and stderr are kept too (``NAME.stdout``/``NAME.stderr``) and compared; stderr is
-reported apart (warnings, progress).  An SQLite index is compared as bytes and, when the bytes differ, as
-its ``.dump`` text.  The result: every file identical, different (with the first differing line) or
-present in one tree only, and ``WORK/compare.json``.  Every index is also read back through each tree's
-own ``TermIndex`` into ``X.db.hits.txt`` (its settings, vocabulary, utterances, one line per hit), compared as text: indexes of two storage schemas
-compare by their hits, and when only scores differ the report says how many and by how much.
+Every command's stdout and stderr are kept too (``NAME.stdout``/``NAME.stderr``) and compared like any output
+(a new warning is a difference).  An SQLite index is compared as bytes and, when the bytes differ, as its
+``.dump`` text; it is also read back through each tree's own ``TermIndex`` into ``X.db.hits.txt`` (its
+settings, vocabulary, utterances, one line per hit), so indexes of two storage schemas compare by their
+hits.  The result: every file identical, different or present in one tree only, and ``WORK/compare.json``.
+A difference is described: JSON by the keys whose values differ (saying when they are only measured times
+or sizes), index dumps and kwslists with the same hits or detections by how many scores differ and by how
+much, other text by its first differing lines.
 
 Usage::
 
     git worktree add /work/wt/before COMMIT && (cd /work/wt/before && python setup.py build_ext --inplace -q)
     python bench/compare_trees.py --old /work/wt/before [--new .] --work /tmp/compare \\
-        [--kaldi-archive /tmp/bench_kaldi/real1025.ark] [--groups population,kaldi,oracle,score,kws,demo]
+        [--kaldi-archive /tmp/bench_kaldi/real1025.ark] [--groups population,kaldi,...,demo]
     python bench/compare_trees.py --old /work/wt/before --work /tmp/compare --diff-only   # compare again
 
 Exit status 0 when every output is byte-identical, 1 otherwise.
