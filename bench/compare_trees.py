@@ -13,10 +13,10 @@ Groups (``--groups``, default all but ``demo``):
   ``lattice_population.py --generate``): ``phrases FILE -n 1000 --posterior-threshold 0.1`` (the population
   bench's command), ``nbest FILE -n 100 --json`` and ``sausage FILE --json``, alt-CTMs and statistics.
 * ``kaldi`` -- ``mbr-decode`` (``--tra``, ``--sausage-stats``, ``--ctm``, ``--bayes-risk``, ``--times``) and
-  ``best-path`` (``--tra``, ``--ctm``, ``--costs``) at acoustic scale 0.1, as ``bench/bench_kaldi.py`` runs them, on the vendored Kaldi archives (kGraph's binary
-  nnet lattices, the bundled recordings' text archive) and on ``--kaldi-archive`` (e.g. bench_kaldi's
-  1,025-lattice ``real1025.ark``); ``nbest-paths -n 10`` and ``oracle-path`` against the reference on the
-  bundled archive.
+  ``best-path`` (``--tra``, ``--ctm``, ``--costs``) at acoustic scale 0.1, as ``bench/bench_kaldi.py`` runs
+  them, on the vendored Kaldi archives (kGraph's binary nnet lattices, the bundled recordings' text
+  archive) and on ``--kaldi-archive`` (e.g. bench_kaldi's 1,025-lattice ``real1025.ark``); ``nbest-paths -n
+  10`` and ``oracle-path`` against the reference on the bundled archive.
 * ``convert`` -- ``convert`` of the bundled Kaldi archive to an SLF directory, of kGraph's binary archive to a
   text and a binary archive, and of the five wide-beam LibriVox clips of the population (SLF) to a text and
   a binary Kaldi archive.
@@ -40,9 +40,10 @@ Groups (``--groups``, default all but ``demo``):
 * ``nbest-lists`` -- ``bench/bench_nbest_lists.py``'s pipeline on its synthetic N-best lists (200 utterances x
   100-best): ``nbest-to-lattices`` (Kaldi archive and words.txt) and ``oracle`` of that archive.
 * ``combine`` -- system combination of two N-best systems made by ``bench/bench_nbest_lists.py``'s generator
-  (200 utterances x 20-best; the lists as they are, and the same entries with their preference reversed): ``combine --method posterior`` (equal
-  weights; 0.7/0.3 with ``-n 5``) of the TSV lists, and ``combine --method rover`` (meth1; avgconf with
-  alpha 0.5) of three 1-best CTMs taken from them (the top entry of each system and the second of the first).
+  (200 utterances x 20-best; the lists as they are, and the same entries with their preference reversed):
+  ``combine --method posterior`` (equal weights; 0.7/0.3 with ``-n 5``) of the TSV lists, and ``combine
+  --method rover`` (meth1; avgconf with alpha 0.5) of three 1-best CTMs taken from them (the top entry of
+  each system and the second of the first).
 * ``demo`` -- ``demo --out demo/out`` (decodes the bundled speech with pocketsphinx; ~75 s of CPU per tree).
 
 Every command's stdout and stderr are kept too (``NAME.stdout``/``NAME.stderr``) and compared like any output
@@ -114,8 +115,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 DATA = REPO / "tests" / "data"
-GROUPS = ("population", "kaldi", "convert", "oracle", "score", "segment-free", "glm", "kws", "kws-score", "nbest-lists", "combine",
-          "demo")
+GROUPS = ("population", "kaldi", "convert", "oracle", "score", "segment-free", "glm", "kws", "kws-score",
+          "nbest-lists", "combine", "demo")
 
 
 def _lattice_population():
