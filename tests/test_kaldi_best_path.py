@@ -189,7 +189,7 @@ def test_best_path_outputs_are_the_same_bytes_with_and_without_the_compiled_read
     monkeypatch.setattr(kaldi_ops, "compact_best_path_reader", lambda *a, **k: None)
     old = latbin.best_path(spec, tra=str(tmp_path / "o.tra"), ctm=str(tmp_path / "o.ctm"),
                            costs=str(tmp_path / "o.costs"), **opts)
-    assert new == old and new["lattices"] == 400
+    assert new == old and new.lattices == 400
     for x in ("tra", "ctm", "costs"):
         assert (tmp_path / f"n.{x}").read_bytes() == (tmp_path / f"o.{x}").read_bytes(), x
 
