@@ -24,29 +24,31 @@ Usage: python bench/bench_nbest_lists.py [--utts 1000] [--nbest 10 100] [--sourc
 With an extrapolated sclite time, the table's sclite error rate is that of the first ``--sclite-utts``
 utterances and the oracle WER that of all of them.
 
-Measured 2026-11-29 on the shared 2-core machine under a load average of 9-16 (seven engineers' jobs; CPU
+Measured 2026-11-29 on the shared 2-core machine under a load average of 9-13 (seven engineers' jobs; CPU
 seconds of each process, which the load also inflates, so only runs made side by side compare):
 
-* The default population (1,000 utterances x 10- and 100-best, TSV and JSON lines, two rounds; load 9.6 at the
-  start, 15.3 at the end): 10-best: lattice-tools 4.45-4.94 s, sclite 0.82-0.87 s, ratio 5.36-5.82;
-  100-best: lattice-tools 9.39-11.20 s, sclite 15.54-16.94 s, ratio 0.60-0.68.  Over the 8 runs: worst 5.817,
-  p95 5.768, median 3.019.  Both tools give the same error rate (10-best 8.58% / 8.6%, 100-best 7.13% / 7.1%).
+* The default population (1,000 utterances x 10- and 100-best, TSV and JSON lines, two rounds; load 10.2 at
+  the start): 10-best: lattice-tools 4.23-4.58 s, sclite 0.87-0.93 s, ratio 4.66-5.26; 100-best:
+  lattice-tools 9.02-11.99 s, sclite 12.33-19.93 s, ratio 0.515-0.913.  Over the 8 runs: worst 5.264, p95
+  5.113, median 2.785.  Both tools give the same error rate (10-best 8.58% / 8.6%, 100-best 7.13% / 7.1%).
   sclite's time grows with the ALT blocks' size, lattice-tools' mostly with the utterances: on short lists
   the two Python processes' start (imports: 0.27 s each) and the oracle's per-lattice work dominate.
-* 10,000 utterances x 100-best TSV (load 15 -> 11): ``nbest-to-lattices`` 42.2 s + ``oracle`` 58.3 s = 100.5 s;
-  sclite 13.37 s on the first 1,000 utterances (133.7 s extrapolated): ratio 0.752 (the same command measured
-  1.12-1.17 before this version's changes to the Kaldi writer, the TSV reader and the merge).
-* Side by side with the tree before those changes (1,000 x 100-best TSV, three rounds alternating, load 14-20):
-  ``nbest-to-lattices`` 6.81 / 6.98 / 7.07 s -> 4.76 / 4.71 / 4.92 s, ``oracle`` 6.68 / 6.16 / 6.50 s ->
-  5.76 / 5.70 / 6.29 s; the archive and words.txt byte-identical, the oracle's JSON report identical apart
-  from its ``input`` field.
-* Where the time goes now (one process per stage, 1,000 x 100-best, load ~15): reading the TSV into N-best
+* 10,000 utterances x 100-best TSV (load 9-12): ``nbest-to-lattices`` 46.7 s + ``oracle`` 54.9 s = 101.6 s;
+  sclite 16.58 s on the first 1,000 utterances (165.8 s extrapolated): ratio 0.613 (the same command measured
+  1.12-1.17 before this version's changes to the Kaldi writer, the TSV reader, the merge and the oracle's
+  tie rules, under other loads).
+* Side by side with the tree before those changes (1,000 x 100-best TSV, three rounds alternating, load
+  10-13): ``nbest-to-lattices`` 7.26 / 7.29 / 7.46 s -> 4.77 / 5.18 / 4.94 s, ``oracle`` 6.57 / 7.34 / 6.90 s
+  -> 5.46 / 5.94 / 5.66 s, together 13.8-14.6 s -> 10.2-11.1 s (1.3-1.4x); the archive and words.txt
+  byte-identical, and the oracle's JSON report identical apart from its ``input`` field (the archive's name).
+* Where the time goes now (one stage at a time in one process, 1,000 x 100-best): reading the TSV into N-best
   lists 2.1 s, merging them 0.9 s, the Kaldi records 0.6 s (110 MB of archive: word alignments frame by
-  frame); reading the archive 0.8 s, the oracle DP (numpy, one step per level of the lattice) 2.6 s, the rest
-  of the oracle (graphs, sclite's tie rules) 1.4 s.  **The target of 0.1x is not met**: at 100-best it is
-  missed by about 7x, at 10-best by about 55x.  Python's per-line and per-level work (reader, DP) would have to
-  be compiled, and even then the archive between the two processes (written 0.6 s, read 0.8 s per 1,000
-  utterances) and the two starts (0.55 s) alone are 0.12-0.18x of sclite's 100-best time.
+  frame; load ~15); reading the archive 0.7 s, the oracle DP (numpy, one step per level of the lattice)
+  2.4 s, the rest of the oracle (graphs, traceback, sclite's tie rules in one batched call) 0.5 s (load ~7).  **The target of 0.1x is not met**: at
+  100-best it is missed by about 6x, at 10-best by about 50x.  Python's per-line and per-level work (the
+  reader, the DP) would have to be compiled, and even then the archive between the two processes (written
+  0.6 s, read 0.7 s per 1,000 utterances) and the two starts (0.55 s) alone are 0.1-0.15x of sclite's
+  100-best time (12-20 s per 1,000 utterances).
 """
 from __future__ import annotations
 
