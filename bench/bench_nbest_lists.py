@@ -47,7 +47,7 @@ seconds of each process, which the load also inflates, so only runs made side by
   2.4 s, the rest of the oracle (graphs, traceback, sclite's tie rules in one batched call) 0.5 s (load ~7).  **The target of 0.1x is not met**: at
   100-best it is missed by about 6x, at 10-best by about 50x.  Python's per-line and per-level work (the
   reader, the DP) would have to be compiled, and even then the archive between the two processes (written
-  0.6 s, read 0.7 s per 1,000 utterances) and the two starts (0.55 s) alone are 0.1-0.15x of sclite's
+  0.6 s, read 0.7 s per 1,000 utterances) and the two starts (0.55 s) alone are 0.09-0.15x of sclite's
   100-best time (12-20 s per 1,000 utterances).
 """
 from __future__ import annotations
