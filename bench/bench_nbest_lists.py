@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark: N-best lists read, merged into lattices and scored, side by side with sclite on their alt-CTM.
 
-Synthetic data (seeded): ``--utts`` utterances, each a ``--nbest``-best list in the generic TSV format
-(a random 12-word reference over a 2,000-word vocabulary; every entry is that reference with 1-4 random
-substitutions, deletions or insertions, word times 0.3 s apart, log-probability scores) and an STM
+Synthetic data (seeded): a population of members, each ``U`` utterances x ``N``-best lists (``--utts``,
+``--nbest``) in one of the generic N-best formats (``--sources``: TSV and JSON lines, the same lists): per
+utterance a random 12-word reference over a 2,000-word vocabulary; every entry is that reference with 1-4
+random substitutions, deletions or insertions, word times 0.3 s apart, log-probability scores; an STM
 reference.  Two whole-process pipelines compute the same number, the oracle WER of the N-best lists:
 
 * lattice-tools: ``nbest-to-lattices`` (read and merge, ``join=paths``: the lattice's paths are the
@@ -11,38 +12,43 @@ reference.  Two whole-process pipelines compute the same number, the oracle WER 
 * sclite: ``sclite -h nbest.ctm ctm -r ref.stm stm -o sum`` on the N-best alt-CTM (one ALT block per
   utterance with every entry), which scores the best-matching alternative of each block.
 
-Usage: python bench/bench_nbest_lists.py [--utts 10000] [--nbest 100] [--sclite-utts 500] [--workdir DIR]
+Every member runs ``--rounds`` times, each run of lattice-tools followed by its own sclite run (A B A B ...);
+the script prints each run's CPU seconds (user + system of the processes) and peak RSS, the ratio
+lattice-tools / sclite, and the worst case, p95 and median of the ratios over the population.  sclite's
+time grows with the block size; beyond ``--sclite-utts`` utterances it runs on the first ``--sclite-utts``
+only and its time is extrapolated linearly (marked in the table).
 
-sclite's time grows with the block size; when ``--sclite-utts`` is below ``--utts`` it runs on the
-first ``--sclite-utts`` utterances only and the script prints its time per utterance and the ratio
-at equal utterance counts (a linear extrapolation, marked as such), after checking that both tools
-give the same errors on that subset.
+Usage: python bench/bench_nbest_lists.py [--utts 1000] [--nbest 10 100] [--sources tsv jsonl] [--rounds 2]
+       [--sclite-utts 1000] [--workdir DIR]
 
-Measured 2026-11-29 on the shared 2-core machine, loaded by seven other engineers' jobs (CPU seconds of each
-process; the load inflates CPU time too, by up to 2x between runs, so only runs made side by side compare):
+With an extrapolated sclite time, the table's sclite error rate is that of the first ``--sclite-utts``
+utterances and the oracle WER that of all of them.
 
-* Side by side on 1,000 utterances x 100-best (``/tmp/nbest_1k``, made by ``make_data``), two rounds
-  alternating with the same commands run on a tree whose N-best merge, Kaldi binary writer and Kaldi binary
-  reader are the Python transcriptions kept as the tests' oracles (``tests/_reference/nbest_paths_lattice.py``,
-  ``kaldi_binary_writer.py``, ``kaldi_binary_reader.py``): ``nbest-to-lattices`` 18.7 / 14.1 s with them,
-  7.0 / 8.0 s with the compiled merge (``lattice_tools/_ext/nbest_tree.c``), the numpy writer and the
-  compiled reader (``lattice_tools/_ext/kaldi_binary.c``); ``oracle`` 16.1 / 15.7 s with them, 6.6 / 9.1 s
-  without; whole pipeline 34.8 / 29.8 s -> 13.6 / 17.1 s.  The archive and words.txt are byte-identical,
-  and so is the oracle's JSON report apart from its ``input`` field (the archive's name).  In one process
-  (the bench's 300-list sample): the merge 1.72 -> 0.35 s, the Kaldi writer 3.89 -> 0.86 s per 1,000 lattices.
-* 10,000 utterances x 100-best (1,000,000 entries, 209 MB TSV), run while the test suites of this change
-  ran beside it: ``nbest-to-lattices`` 137.9 s + ``oracle`` 86.9 s = 224.7 s, and sclite on the alt-CTM of
-  the first 500 utterances 10.0 s (200 s extrapolated to 10,000): ratio 1.12.  Again under a lighter load:
-  64.3 s + 65.1 s = 129.4 s, sclite 5.5 s on the 500 (110 s extrapolated): ratio 1.17.  (sclite on all
-  10,000, measured earlier the same day: 176.0 s; run again after the 129.4 s run, it was killed by signal 9
-  -- not by this script -- after 214.0 s of CPU, so no full-set ratio of this version was measured.)  **The target of 0.1x is not met**, and the ratio
-  moved less than the side-by-side speed-up because the load changes both tools' times: per utterance, the pipeline still runs Python for every list (parsing and checking the
-  TSV lines, the N-best posteriors, building the Lattice and its Kaldi form, the oracle's graph and DP), and
-  the 1.1 GB Kaldi archive (word alignments written frame by frame) sits between the two processes.
-* Both tools find the same number of errors (500 utterances: 435 / 6,000 = 7.25%, sclite 7.2%; 10,000:
-  8,616 / 120,000 = 7.18%) but split them differently (lattice-tools 373 deletions and 62 insertions on the
-  500): deletions and insertions cost the same (3), so several entries tie, and the lattice oracle and
-  sclite's ALT-block choice pick different ones.
+Measured 2026-11-29 on the shared 2-core machine under a load average of 9-13 (seven engineers' jobs; CPU
+seconds of each process, which the load also inflates, so only runs made side by side compare):
+
+* The default population (1,000 utterances x 10- and 100-best, TSV and JSON lines, two rounds; load 10.2 at
+  the start): 10-best: lattice-tools 4.23-4.58 s, sclite 0.87-0.93 s, ratio 4.66-5.26; 100-best:
+  lattice-tools 9.02-11.99 s, sclite 12.33-19.93 s, ratio 0.515-0.913.  Over the 8 runs: worst 5.264, p95
+  5.113, median 2.785.  Both tools give the same error rate (10-best 8.58% / 8.6%, 100-best 7.13% / 7.1%).
+  sclite's time grows with the ALT blocks' size, lattice-tools' mostly with the utterances: on short lists
+  the two Python processes' start (imports: 0.27 s each) and the oracle's per-lattice work dominate.
+* 10,000 utterances x 100-best TSV (load 9-12): ``nbest-to-lattices`` 46.7 s + ``oracle`` 54.9 s = 101.6 s;
+  sclite 16.58 s on the first 1,000 utterances (165.8 s extrapolated): ratio 0.613 (the same command measured
+  1.12-1.17 before this version's changes to the Kaldi writer, the TSV reader, the merge and the oracle's
+  tie rules, under other loads).
+* Side by side with the tree before those changes (1,000 x 100-best TSV, three rounds alternating, load
+  10-13): ``nbest-to-lattices`` 7.26 / 7.29 / 7.46 s -> 4.77 / 5.18 / 4.94 s, ``oracle`` 6.57 / 7.34 / 6.90 s
+  -> 5.46 / 5.94 / 5.66 s, together 13.8-14.6 s -> 10.2-11.1 s (1.3-1.4x); the archive and words.txt
+  byte-identical, and the oracle's JSON report identical apart from its ``input`` field (the archive's name).
+* Where the time goes now (one stage at a time in one process, 1,000 x 100-best): reading the TSV into N-best
+  lists 2.1 s, merging them 0.9 s, the Kaldi records 0.6 s (110 MB of archive: word alignments frame by
+  frame; load ~15); reading the archive 0.7 s, the oracle DP (numpy, one step per level of the lattice)
+  2.4 s, the rest of the oracle (graphs, traceback, sclite's tie rules in one batched call) 0.5 s (load ~7).  **The target of 0.1x is not met**: at
+  100-best it is missed by about 6x, at 10-best by about 50x.  Python's per-line and per-level work (the
+  reader, the DP) would have to be compiled, and even then the archive between the two processes (written
+  0.6 s, read 0.7 s per 1,000 utterances) and the two starts (0.55 s) alone are 0.09-0.15x of sclite's
+  100-best time (12-20 s per 1,000 utterances).
 """
 from __future__ import annotations
 
@@ -51,20 +57,22 @@ import json
 import os
 import random
 import re
-import resource
 import shutil
+import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+SOURCES = ("tsv", "jsonl")
 
 
 def make_data(workdir: Path, utts: int, nbest: int, seed: int = 0) -> None:
+    """``nbest.tsv``, ``nbest.jsonl`` (the same lists in the two generic formats) and ``ref.stm``."""
     rng = random.Random(seed)
     vocab = [f"w{i}" for i in range(2000)]
-    with open(workdir / "nbest.tsv", "w") as tsv, open(workdir / "ref.stm", "w") as stm:
+    with open(workdir / "nbest.tsv", "w") as tsv, open(workdir / "nbest.jsonl", "w") as jsonl, \
+            open(workdir / "ref.stm", "w") as stm:
         for u in range(utts):
             key = f"utt{u:05d}"
             ref = [rng.choice(vocab) for _ in range(12)]
@@ -85,8 +93,13 @@ def make_data(workdir: Path, utts: int, nbest: int, seed: int = 0) -> None:
                     continue
                 seen.add(tuple(words))
                 rank += 1
-                times = " ".join(f"{0.3 * i:.2f}:{0.3 * i + 0.25:.2f}" for i in range(len(words)))
-                tsv.write(f"{key}\t{rank}\t{-rank * 0.5 - rng.random():.4f}\t{' '.join(words)}\t{times}\n")
+                score = f"{-rank * 0.5 - rng.random():.4f}"
+                starts = [f"{0.3 * i:.2f}" for i in range(len(words))]
+                ends = [f"{0.3 * i + 0.25:.2f}" for i in range(len(words))]
+                times = " ".join(f"{a}:{b}" for a, b in zip(starts, ends, strict=True))
+                tsv.write(f"{key}\t{rank}\t{score}\t{' '.join(words)}\t{times}\n")
+                jsonl.write(f'{{"key": "{key}", "rank": {rank}, "score": {score}, "words": {json.dumps(words)}, '
+                            f'"starts": [{", ".join(starts)}], "ends": [{", ".join(ends)}]}}\n')
 
 
 def write_altctm(workdir: Path, utts: int) -> Path:
@@ -104,23 +117,22 @@ def write_altctm(workdir: Path, utts: int) -> Path:
     return out
 
 
-def timed(cmd: list[str], env=None) -> tuple[float, str]:
-    """CPU seconds (user + system) of the child process, and its output.  CPU time, not wall time: the
-    benchmark machine is shared, and wall time there measures the other jobs too."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+def timed(cmd: list[str], env=None) -> tuple[float, int, str]:
+    """CPU seconds (user + system) of the child process, its peak RSS (kB) and its output.  CPU time, not wall
+    time: the benchmark machine is shared, and wall time there measures the other jobs too."""
+    proc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *cmd], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    print(f"  [{cpu:.1f} s CPU, {wall:.1f} s wall] {' '.join(os.path.basename(c) for c in cmd[:4])} ...", flush=True)
-    return cpu, proc.stdout + proc.stderr
+    *err, last = proc.stderr.rstrip("\n").split("\n")
+    user, system, rss = last.split()
+    cpu = float(user) + float(system)
+    print(f"  [{cpu:.2f} s CPU, {int(rss) / 1024:.0f} MB] {' '.join(os.path.basename(c) for c in cmd[:4])} ...",
+          flush=True)
+    return cpu, int(rss), proc.stdout + "\n".join(err)
 
 
-def sclite_errors(out: str) -> tuple[int, int]:
-    """(#Wrd, Err) of the Sum/Avg line of sclite's sum report."""
+def sclite_errors(out: str) -> tuple[int, float]:
+    """(#Wrd, Err %) of the Sum/Avg line of sclite's sum report."""
     for line in out.splitlines():
         if "Sum/Avg" in line:
             nums = re.findall(r"[0-9.]+", line)
@@ -129,55 +141,72 @@ def sclite_errors(out: str) -> tuple[int, int]:
     raise SystemExit("no Sum/Avg line in sclite's report")
 
 
+def ours(work: Path, source: str, env) -> tuple[float, int, float]:
+    """The lattice-tools pipeline on ``nbest.<source>``: (CPU seconds of both processes, peak RSS kB, oracle WER)."""
+    lt = [sys.executable, "-m", "lattice_tools"]
+    t_merge, m_merge, _ = timed(lt + ["nbest-to-lattices", str(work / f"nbest.{source}"), "-o",
+                                      f"ark:{work / 'nbest.ark'}", "--write-words", str(work / "words.txt")], env)
+    t_oracle, m_oracle, _ = timed(lt + ["oracle", f"ark:{work / 'nbest.ark'}", "--words", str(work / "words.txt"),
+                                        "-r", str(work / "ref.stm"), "--json", str(work / "oracle.json")], env)
+    with open(work / "oracle.json") as f:
+        wer = 100 * json.load(f)["wer"]
+    (work / "nbest.ark").unlink()
+    return t_merge + t_oracle, max(m_merge, m_oracle), wer
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-quantile (0..1) by linear interpolation between the sorted values."""
+    v = sorted(values)
+    pos = q * (len(v) - 1)
+    lo = int(pos)
+    return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (pos - lo)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--utts", type=int, default=10000)
-    ap.add_argument("--nbest", type=int, default=100)
-    ap.add_argument("--sclite-utts", type=int, default=500)
+    ap.add_argument("--utts", type=int, nargs="+", default=[1000], help="utterances of each population member")
+    ap.add_argument("--nbest", type=int, nargs="+", default=[10, 100], help="entries per list of each member")
+    ap.add_argument("--sources", nargs="+", default=list(SOURCES), choices=SOURCES)
+    ap.add_argument("--rounds", type=int, default=2, help="runs of each member, each beside its own sclite run")
+    ap.add_argument("--sclite-utts", type=int, default=1000,
+                    help="sclite runs on at most this many utterances (its time extrapolated linearly beyond)")
     ap.add_argument("--workdir", default="/tmp/bench_nbest_lists")
     ap.add_argument("--sclite", default=shutil.which("sclite") or "/usr/lib/sctk/bin/sclite")
     args = ap.parse_args()
-    work = Path(args.workdir)
-    work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
-    lt = [sys.executable, "-m", "lattice_tools"]
-    if not (work / "nbest.tsv").exists():
-        make_data(work, args.utts, args.nbest)
-
-    t_merge, _ = timed(lt + ["nbest-to-lattices", str(work / "nbest.tsv"), "-o", f"ark:{work / 'nbest.ark'}",
-                             "--write-words", str(work / "words.txt")], env)
-    t_oracle, out = timed(lt + ["oracle", f"ark:{work / 'nbest.ark'}", "--words", str(work / "words.txt"),
-                                "-r", str(work / "ref.stm"), "--json", str(work / "oracle.json")], env)
-    ours = t_merge + t_oracle
-    print(f"lattice-tools, {args.utts} utterances x {args.nbest}-best: nbest-to-lattices {t_merge:.1f} s + "
-          f"oracle {t_oracle:.1f} s = {ours:.1f} s CPU")
-
-    m = min(args.sclite_utts, args.utts)
-    ctm = write_altctm(work, m)
-    t_sclite, rep = timed([args.sclite, "-h", str(ctm), "ctm", "-r", str(work / f"ref{m}.stm"), "stm", "-o", "sum",
-                           "stdout"])
-    wrd, err = sclite_errors(rep)
-    print(f"sclite on the alt-CTM of {m} utterances: {t_sclite:.1f} s CPU (#Wrd {wrd}, Err {err}%)")
-    if m == args.utts:
-        with open(work / "oracle.json") as f:
-            print(f"lattice-tools oracle WER on the same utterances: {100 * json.load(f)['wer']:.2f}%")
-    else:  # the same subset through lattice-tools, to check that the numbers agree
-        sub_tsv = work / f"nbest{m}.tsv"
-        keep = {f"utt{u:05d}" for u in range(m)}
-        with open(work / "nbest.tsv") as f, open(sub_tsv, "w") as g:
-            g.writelines(line for line in f if line.split("\t", 1)[0] in keep)
-        timed(lt + ["nbest-to-lattices", str(sub_tsv), "-o", f"ark:{work / 'sub.ark'}", "--write-words",
-                    str(work / "sub.words.txt")], env)
-        _, sub = timed(lt + ["oracle", f"ark:{work / 'sub.ark'}", "--words", str(work / "sub.words.txt"), "-r",
-                             str(work / f"ref{m}.stm")], env)
-        print("lattice-tools oracle on the same subset:\n" + "\n".join(
-            line for line in sub.splitlines() if line.strip())[-600:])
-    per_utt_sclite = t_sclite / m
-    if m < args.utts:
-        print(f"ratio lattice-tools / sclite at {args.utts} utterances (sclite extrapolated linearly from {m}): "
-              f"{ours / (per_utt_sclite * args.utts):.4f}")
-    else:
-        print(f"ratio lattice-tools / sclite: {ours / t_sclite:.4f}")
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min)")
+    rows = []
+    for utts in args.utts:
+        for nbest in args.nbest:
+            work = Path(args.workdir) / f"{utts}x{nbest}"
+            work.mkdir(parents=True, exist_ok=True)
+            if not (work / "nbest.jsonl").exists():
+                make_data(work, utts, nbest)
+            m = min(args.sclite_utts, utts)
+            ctm = work / f"nbest{m}.ctm"
+            if not ctm.exists():
+                write_altctm(work, m)
+            for rnd in range(args.rounds):
+                for source in args.sources:  # ours and sclite alternate: A B A B ...
+                    cpu, rss, wer = ours(work, source, env)
+                    t_sclite, rss_sclite, rep = timed([args.sclite, "-h", str(ctm), "ctm", "-r",
+                                                       str(work / f"ref{m}.stm"), "stm", "-o", "sum", "stdout"])
+                    wrd, err = sclite_errors(rep)
+                    sclite_cpu = t_sclite * utts / m
+                    rows.append((f"{utts} x {nbest}-best {source}", rnd, cpu, rss, wer, sclite_cpu, rss_sclite,
+                                 err, m < utts))
+    print(f"\nload: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min)")
+    print("| member | round | lattice-tools CPU s | peak MB | oracle WER % | sclite CPU s | peak MB | sclite Err % | "
+          "ratio |\n|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for name, rnd, cpu, rss, wer, sclite_cpu, rss_sclite, err, extrapolated in rows:
+        ratio = cpu / sclite_cpu
+        ratios.append(ratio)
+        mark = " (extrapolated)" if extrapolated else ""
+        print(f"| {name} | {rnd + 1} | {cpu:.2f} | {rss / 1024:.0f} | {wer:.2f} | {sclite_cpu:.2f}{mark} | "
+              f"{rss_sclite / 1024:.0f} | {err:.1f} | {ratio:.3f} |")
+    print(f"\nratio lattice-tools / sclite (CPU) over {len(ratios)} runs: worst {max(ratios):.3f}, "
+          f"p95 {percentile(ratios, 0.95):.3f}, median {statistics.median(ratios):.3f}; target <= 0.1")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,10 @@ scorer against the clips' transcripts:
 * the posterior combination (``combine --method posterior``, equal weights): the WER of its
   1-best (the confusion network's MBR words) and the oracle WER of its alt-CTM (the best path
   through the confusion network's bins, as sclite scores an alt-CTM);
+* the posterior combination of CTM systems (``combine --method posterior`` with ``.ctm`` systems: each word's
+  confidence read as its posterior, a confusion network per CTM): each system's MBR 1-best CTM (its lattice's
+  confusion-network words, their bins' posteriors as confidences), the three together and system A's N-best
+  list beside B's and C's;
 * NIST ROVER over the three 1-best CTMs (``combine --method rover``, identical to SCTK's ``rover``):
   voting alone (``meth1``, alpha 1) and with confidences (``avgconf``, alpha 0.5);
 * the oracle of the three lists together (the combined N-best list).
@@ -40,7 +44,9 @@ def main() -> None:
     from lattice_tools.alternatives.combine import combine_systems
     from lattice_tools.alternatives.nbest_lists import nbest
     from lattice_tools.alternatives.nbest_merge import combine_nbests
+    from lattice_tools.alternatives.sausages import sausage
     from lattice_tools.decode.pocketsphinx import decode_audio
+    from lattice_tools.io.lattices.lattice_files import read_lattices
     from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
     from lattice_tools.io.transcripts.ctm import read_ctm
     from lattice_tools.io.transcripts.nbest import write_nbest_tsv
@@ -63,7 +69,7 @@ def main() -> None:
     refs = {seg.file: seg.text for seg in stm.segments}
 
     def wer(ctm: str) -> str:
-        total = score_stm_ctm(stm, read_ctm(ctm)).total
+        total = score_stm_ctm(stm, read_ctm(ctm), allow_missing=True).total  # no words: deletions, as sclite
         return f"{100 * total.wer:.1f} ({total.errors}/{total.ref_words})"
 
     rows, tsvs = [], []
@@ -100,6 +106,21 @@ def main() -> None:
     n_ref = sum(r.counts.ref_words for r in orc)
     rows.append(("posterior combination (A+B+C)", wer(comb1), saus_oracle + " (confusion network)",
                  f"{stats.statistics.n_max} (max bin)"))
+    # CTM systems (1-best with word confidences): each system's MBR 1-best, the words of its lattice's confusion
+    # network with their bins' posteriors as confidences, read back as a confusion network per CTM (each
+    # confidence is its word's posterior); alone, and beside system A's N-best list
+    mbr = []
+    for i in range(len(SYSTEMS)):
+        mbr.append(str(work / f"sys{i}.mbr.ctm"))
+        write_alternatives_ctm(mbr[-1], (sausage(lat) for lat in read_lattices(str(work / f"sys{i}"))), 1)
+    for label, tag, inputs in (("posterior combination of the MBR 1-best CTMs (A+B+C)", "ctms", mbr),
+                               ("posterior combination, A's N-best list + B, C MBR CTMs", "mixed",
+                                [tsvs[0], *mbr[1:]])):
+        out = str(work / f"combined_{tag}.ctm")
+        ctm_stats = combine_systems(inputs, out)
+        combine_systems(inputs, str(work / f"combined_{tag}.1best.ctm"), n=1)
+        rows.append((label, wer(str(work / f"combined_{tag}.1best.ctm")), wer(out) + " (confusion network)",
+                     f"{ctm_stats.statistics.n_max} (max bin)"))
     rows.append(("union of the three N-best lists", "", f"{100 * err / n_ref:.1f} ({err}/{n_ref})",
                  f"{sum(len(a.slots[0].alternatives) for a in union) / len(union):.0f}"))
     print("| system | WER % (1-best) | oracle WER % | N (mean) |\n|---|---|---|---|")

@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from itertools import chain
 
 import numpy as np
 
@@ -108,7 +109,7 @@ def _tokens(alt: Alternative, frames: list[tuple[int, int]] | None, word_id):
 
 def _symbols(symbols: SymbolTable | None, entries: Iterable[Alternative]) -> SymbolTable:
     table = symbols if symbols is not None else SymbolTable()
-    new = sorted({w for a in entries for w in a.words if w not in table})
+    new = sorted(w for w in set(chain.from_iterable(a.words for a in entries)) if w not in table)
     return table.with_words(new) if new else table
 
 
@@ -121,10 +122,12 @@ def _paths_lattice(key: str, entries: Sequence[Alternative], table: SymbolTable,
     offsets = np.zeros(len(entries) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     n_words = int(offsets[-1])
-    word_id = table.id
-    ids = np.fromiter((word_id(w) for a in entries for w in a.words), np.int64, count=n_words)
-    starts = np.fromiter((s for a in entries for s in a.starts), np.float64, count=n_words)
-    ends = starts + np.fromiter((d for a in entries for d in a.durations), np.float64, count=n_words)
+    # (chain.from_iterable and map over a dict of the list's words: the per-word loops stay in C)
+    id_of = {w: table.id(w) for w in set(chain.from_iterable(a.words for a in entries))}
+    ids = np.fromiter(map(id_of.__getitem__, chain.from_iterable(a.words for a in entries)), np.int64,
+                      count=n_words)
+    starts = np.fromiter(chain.from_iterable(a.starts for a in entries), np.float64, count=n_words)
+    ends = starts + np.fromiter(chain.from_iterable(a.durations for a in entries), np.float64, count=n_words)
     unknown = np.isnan(starts) | np.isnan(ends)
     # an entry is untimed from its first unknown time on (_frames); a bad time before that is an error
     in_range = (starts >= 0) & (ends >= 0) & (ends <= _MAX_FRAME * frame_shift)

@@ -42,7 +42,7 @@ class Alternative:
         object.__setattr__(self, "words", tuple(self.words))
         n = len(self.words)
         for name in ("starts", "durations", "confidences"):
-            v = tuple(float(x) for x in getattr(self, name))
+            v = tuple(map(float, getattr(self, name)))
             if not v:
                 v = (math.nan,) * n if name != "confidences" else (self.posterior,) * n
             if len(v) != n:

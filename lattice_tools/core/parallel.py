@@ -70,7 +70,7 @@ def lattice_digest(lat, h=None):
     for name in ("src", "dst", "word", "ilabel", "t0", "t1", "graph_cost", "acoustic_cost", "final_graph_cost",
                  "final_acoustic_cost"):
         h.update(memoryview(getattr(lat, name)).cast("B"))
-    for word_id in sorted(set(int(w) for w in lat.word)):
+    for word_id in sorted(set(lat.word.tolist())):
         h.update(f"{word_id}={lat.symbols.word(word_id) if word_id else ''}\0".encode("utf-8", "surrogatepass"))
     return h
 

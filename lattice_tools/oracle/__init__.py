@@ -1,6 +1,7 @@
 """Exact oracle error rates over lattices and every alternatives representation (see docs/oracle.md).
 
-* :func:`lattice_oracle` -- the exact full-lattice oracle (DP over lattice x reference network);
+* :func:`lattice_oracle` -- the exact full-lattice oracle (DP over lattice x reference network),
+  :func:`lattice_oracle_many` batched;
 * :func:`alternatives_oracle` -- the oracle of an N-best list, sausage or phrase alternatives
   (best joint choice per slot, sclite's semantics), :func:`alternatives_oracle_many` batched;
 * :func:`ctm_oracle` -- an alt-CTM against an STM, as Debian sclite scores it;
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 from ..core._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from .api import alternatives_oracle, alternatives_oracle_many, lattice_oracle, sequence_oracle
+    from .api import alternatives_oracle, alternatives_oracle_many, lattice_oracle, lattice_oracle_many, sequence_oracle
     from .bootstrap import Interval, bootstrap_systems, bootstrap_wer
     from .costs import LEVENSHTEIN_ORACLE_COSTS, SCLITE_ORACLE_COSTS, OracleCosts
     from .dp import OracleAlignmentStep, OracleResult, oracle_graph
@@ -45,6 +46,7 @@ __all__ = [
     "bootstrap_wer",
     "ctm_oracle",
     "lattice_oracle",
+    "lattice_oracle_many",
     "load_references",
     "make_alternatives",
     "oracle_graph",
@@ -56,7 +58,7 @@ __all__ = [
 
 # exported name -> submodule defining it
 _SOURCE = {
-    "lattice_oracle": "api", "alternatives_oracle": "api", "alternatives_oracle_many": "api",
+    "lattice_oracle": "api", "lattice_oracle_many": "api", "alternatives_oracle": "api", "alternatives_oracle_many": "api",
     "sequence_oracle": "api",
     "Interval": "bootstrap", "bootstrap_systems": "bootstrap", "bootstrap_wer": "bootstrap",
     "LEVENSHTEIN_ORACLE_COSTS": "costs", "SCLITE_ORACLE_COSTS": "costs", "OracleCosts": "costs",

@@ -20,12 +20,19 @@ from typing import Any
 
 import numpy as np
 
+from ..core._budget import check_memory
 from ..scoring.network import WordNetwork, linear_network
 from .batch import candidate_sequences, first_best, linear_costs, linear_reference
 from .costs import OracleCosts, oracle_costs
 from .dp import OracleResult, optimal_arcs, oracle_graph
 from .graphs import hyp_graph_from_alternatives, hyp_graph_from_lattice, hyp_graph_from_words, is_nonword, ref_graph
-from .sclite_ties import alternatives_network, sclite_counts_many, scorer_network, with_sclite_ties
+from .sclite_ties import (
+    alternatives_network,
+    sclite_counts_many,
+    scorer_network,
+    with_sclite_ties,
+    with_sclite_ties_many,
+)
 
 # Alternatives networks up to this many arcs go to the scorer whole; larger ones are first cut to
 # their optimal branches (the default of network_alternatives_oracle's ``scorer_direct_arcs``).
@@ -48,16 +55,37 @@ def lattice_oracle(lat, reference, *, mode: str | OracleCosts = "sclite", nonwor
       :class:`~lattice_tools.oracle.dp.OracleResult` with the oracle words and times (seconds, from
       the word arcs).
     """
-    hyp = hyp_graph_from_lattice(lat, nonword=nonword, case_sensitive=case_sensitive)
-    res = oracle_graph(hyp, reference, mode=mode, key=lat.key, case_sensitive=case_sensitive,
-                       optional_deletable=optional_deletable, fragments=fragments)
-    if sclite_ties and oracle_costs(mode).name == "sclite":
-        ref_net = scorer_network(reference, case_sensitive)
-        if ref_net is not None:
-            hyp_net = linear_network(list(res.words), starts=list(res.starts), durations=list(res.durations),
-                                     case_sensitive=case_sensitive)
-            res = with_sclite_ties(res, ref_net, hyp_net, optional_deletable, fragments, shown_words=res.words)
-    return res
+    return lattice_oracle_many([lat], [reference], mode=mode, nonword=nonword, case_sensitive=case_sensitive,
+                               optional_deletable=optional_deletable, fragments=fragments,
+                               sclite_ties=sclite_ties)[0]
+
+
+def lattice_oracle_many(lats: Sequence, references: Sequence, *, mode: str | OracleCosts = "sclite",
+                        nonword: Callable[[str], bool] = is_nonword, case_sensitive: bool = False,
+                        optional_deletable: bool = False, fragments: bool = False,
+                        sclite_ties: bool = True) -> list[OracleResult]:
+    """:func:`lattice_oracle` of each ``(lats[i], references[i])``, in order: the DP of each lattice, then
+    sclite's tie rules for all of them in one batched scorer call (the same results as one at a time, with
+    the scorer's fixed cost paid once).  The memory budget is checked before each lattice's DP."""
+    if len(lats) != len(references):
+        raise ValueError("lats and references must have the same length")
+    results = []
+    for lat, reference in zip(lats, references, strict=True):
+        check_memory("the oracle", lat.key)
+        hyp = hyp_graph_from_lattice(lat, nonword=nonword, case_sensitive=case_sensitive)
+        results.append(oracle_graph(hyp, reference, mode=mode, key=lat.key, case_sensitive=case_sensitive,
+                                    optional_deletable=optional_deletable, fragments=fragments))
+    if not (sclite_ties and oracle_costs(mode).name == "sclite"):
+        return results
+    tie = [(i, ref_net) for i, ref_net in enumerate(scorer_network(r, case_sensitive) for r in references)
+           if ref_net is not None]
+    hyp_nets = [linear_network(list(results[i].words), starts=list(results[i].starts),
+                               durations=list(results[i].durations), case_sensitive=case_sensitive) for i, _ in tie]
+    tied = with_sclite_ties_many([results[i] for i, _ in tie], [net for _, net in tie], hyp_nets,
+                                 optional_deletable, fragments, [results[i].words for i, _ in tie])
+    for (i, _), res in zip(tie, tied, strict=True):
+        results[i] = res
+    return results
 
 
 def alternatives_oracle(alts, reference, *, n: int | None = None, mode: str | OracleCosts = "sclite",

@@ -8,6 +8,7 @@ by source state, which is what the DP (:mod:`lattice_tools.oracle.dp`) relies on
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ def _own_is_nonword(word: str) -> bool:
                             or (w.startswith("++") and w.endswith("++")))
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function of the word, asked once per word id of every lattice
 def is_nonword(word: str) -> bool:
     """Default test for lattice labels that are not words (scored as epsilon, never as insertions).
 

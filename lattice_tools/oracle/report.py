@@ -11,7 +11,7 @@ from ..core._budget import check_memory, memory_budget
 from ..core.counts import ErrorCounts
 from ..core.errors import LatticeToolsError, MismatchError
 from ..core.files import write_json
-from .api import alternatives_oracle_many, lattice_oracle
+from .api import alternatives_oracle_many, lattice_oracle_many
 from .bootstrap import Interval, bootstrap_wer
 from .dp import OracleResult
 from .representations import (
@@ -280,11 +280,7 @@ def oracle_of_shard(job: OracleJob, items) -> list[OracleResult]:
     opts: dict[str, Any] = dict(mode=job.mode, optional_deletable=job.optional_deletable)
     with memory_budget(job.max_memory):
         if job.representation == "lattice":
-            out = []
-            for lat, reference in items:
-                check_memory("the oracle", lat.key)
-                out.append(lattice_oracle(lat, reference, **opts))
-            return out
+            return lattice_oracle_many([lat for lat, _ in items], [reference for _, reference in items], **opts)
         # (the searches keep their node/state budgets under a memory budget: their compiled loops
         # do not measure every structure they grow, and without those budgets an N-best search with
         # no N reached 8 GB under a 500M budget)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..core.counts import ErrorCounts
 from ..io.transcripts.ctm import CtmAltBlock, CtmWord
-from ..scoring.align import Alignment, AlignOptions, align_batch, align_networks
+from ..scoring.align import Alignment, AlignOptions, align_batch
 from ..scoring.network import WordNetwork, from_ctm_items, linear_network, parse_transcript
 from .dp import OracleAlignmentStep, OracleResult
 
@@ -62,8 +62,22 @@ def with_sclite_ties(result: OracleResult, ref_net, hyp_net, optional_deletable:
     of sclite's ``net_dp`` (its tie rules: first-listed alternative, substitution before deletion
     before insertion).  The optimal cost is the same as the exact DP's (checked in the tests); only
     the choice among equal-cost alignments -- and hence C/S/D/I -- can differ."""
-    a = align_networks(ref_net, hyp_net, AlignOptions(mode="sclite", optional_deletable=optional_deletable,
-                                                       fragments=fragments))
+    return with_sclite_ties_many([result], [ref_net], [hyp_net], optional_deletable, fragments,
+                                 [shown_words])[0]
+
+
+def with_sclite_ties_many(results: Sequence[OracleResult], ref_nets: Sequence, hyp_nets: Sequence,
+                          optional_deletable: bool, fragments: bool,
+                          shown_words: Sequence[Sequence[str] | None]) -> list[OracleResult]:
+    """:func:`with_sclite_ties` of each ``(results[i], ref_nets[i], hyp_nets[i], shown_words[i])``, the
+    alignments in one batched scorer call (:func:`~lattice_tools.scoring.align.align_batch`: each pair's
+    alignment is the one it has alone)."""
+    aligned = align_batch(ref_nets, hyp_nets, AlignOptions(mode="sclite", optional_deletable=optional_deletable,
+                                                           fragments=fragments))
+    return [_tied(r, a, h, shown) for r, a, h, shown in zip(results, aligned, hyp_nets, shown_words, strict=True)]
+
+
+def _tied(result: OracleResult, a: Alignment, hyp_net, shown_words: Sequence[str] | None) -> OracleResult:
     steps = []
     for p in a.pairs:
         t = du = math.nan

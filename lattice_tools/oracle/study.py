@@ -45,7 +45,7 @@ from ..core.counts import ErrorCounts
 from ..core.errors import BudgetExceededError, LatticeError, LatticeToolsError
 from ..core.files import atomic_write, write_json
 from ..io.lattices.inputs import check_times, check_word_table, is_text, is_word_ids
-from .api import alternatives_oracle_many, lattice_oracle
+from .api import alternatives_oracle_many, lattice_oracle_many
 from .bootstrap import bootstrap_systems
 from .representations import (
     deletions_only,
@@ -421,7 +421,7 @@ def study_cells_of_shard(job: StudyCellsJob, items) -> tuple:
         refs = [reference for _lat, reference in items]
         if job.representation == "lattice":
             t = time.time()
-            res = [lattice_oracle(lat, reference, **job.opts) for lat, reference in items]
+            res = lattice_oracle_many([lat for lat, _reference in items], refs, **job.opts)
             return None, [res], [time.time() - t]
         t = time.time()
         alts_list = [make_alternatives(lat, job.representation, job.deepest, **job.scales, **job.search)

@@ -169,23 +169,39 @@ def _expand_by_frame(lat: Lattice, dur: np.ndarray) -> Lattice:
 
 
 def _state_frames(lat: Lattice) -> np.ndarray | None:
+    """Each state's frame (-1: not reached), or LatticeError naming the first arc, in arc order, that starts
+    at another frame than its source state or reaches its target at another frame than an earlier arc.
+
+    The arcs are walked in order: state 0 is at frame 0 and a state is at the end frame of the first arc that
+    enters it.  In one pass of numpy: an arc is consistent when its source is state 0 or entered by an earlier
+    arc, at the arc's start frame, and its target is at the arc's end frame; the loop below runs only to name
+    the first inconsistent arc."""
     if not lat.has_times or lat.num_arcs == 0:
         return None
+    src, dst = lat.src.astype(np.int64), lat.dst.astype(np.int64)
+    t0, t1 = lat.t0.astype(np.int64), lat.t1.astype(np.int64)
+    targets, first_in = np.unique(dst, return_index=True)
+    entered = np.full(lat.num_states, lat.num_arcs, np.int64)
+    entered[targets] = first_in
     fr = np.full(lat.num_states, -1, np.int64)
+    fr[targets] = t1[first_in]
     fr[0] = 0
-    dur = (lat.t1 - lat.t0).tolist()
-    s_arr, d_arr, t0 = lat.src.tolist(), lat.dst.tolist(), lat.t0.tolist()
-    f = fr.tolist()
-    for i in range(lat.num_arcs):
-        if f[s_arr[i]] != t0[i]:
-            raise LatticeError(f"arc {i} starts at frame {t0[i]} but its source state is at frame {f[s_arr[i]]} "
+    entered[0] = -1
+    ok = (entered[src] < np.arange(lat.num_arcs)) & (fr[src] == t0) & (fr[dst] == t1)
+    if ok.all():
+        return fr
+    f = [-1] * lat.num_states
+    f[0] = 0
+    for i in range(int(np.argmin(ok)) + 1):
+        s, d, t = int(src[i]), int(dst[i]), int(t1[i])
+        if f[s] != t0[i]:
+            raise LatticeError(f"arc {i} starts at frame {t0[i]} but its source state is at frame {f[s]} "
                                "(Kaldi lattices count frames from 0 along every path)", key=lat.key or None)
-        t = t0[i] + dur[i]
-        if f[d_arr[i]] < 0:
-            f[d_arr[i]] = t
-        elif f[d_arr[i]] != t:
-            raise LatticeError(f"paths reach state {d_arr[i]} at frames {f[d_arr[i]]} and {t}", key=lat.key or None)
-    return np.array(f, np.int64)
+        if f[d] < 0:
+            f[d] = t
+        elif f[d] != t:
+            raise LatticeError(f"paths reach state {d} at frames {f[d]} and {t}", key=lat.key or None)
+    raise AssertionError("unreachable: the arc the check found is inconsistent")  # pragma: no cover
 
 
 def _frame_level_mismatch(lat: Lattice) -> int | None:
@@ -228,17 +244,17 @@ def lattice_to_raw(lat: Lattice, lattice_type: str = "auto", placeholder_tid: in
     if kind == "compact":
         raw.ilabel = raw.olabel.copy()
         tids = transition_ids(lat)
-        strings = []
         if lat.has_times and lat.num_arcs:
             _state_frames(lat)  # consistency check
-            dur = lat.t1 - lat.t0
-            for i in range(lat.num_arcs):
-                t = tids[i] if tids is not None else None
-                if t is not None and len(t) == dur[i]:
-                    strings.append(np.asarray(t, np.int32))
-                else:
-                    strings.append(np.full(int(dur[i]), placeholder_tid, np.int32))
+            dur = (lat.t1 - lat.t0).astype(np.int64)
+            if tids is None:  # every arc's string is `placeholder_tid` once per frame: built in one pass
+                raw.tid_offsets = np.zeros(lat.num_arcs + 1, np.int64)
+                np.cumsum(dur, out=raw.tid_offsets[1:])
+                raw.tids = np.full(int(raw.tid_offsets[-1]), placeholder_tid, np.int32)
+            else:
+                raw.set_strings([np.asarray(t, np.int32) if len(t) == d else np.full(d, placeholder_tid, np.int32)
+                                 for t, d in zip(tids, dur.tolist(), strict=True)])
         else:
-            strings = [np.zeros(0, np.int32) for _ in range(lat.num_arcs)]
-        raw.set_strings(strings)
+            raw.tid_offsets = np.zeros(lat.num_arcs + 1, np.int64)
+            raw.tids = np.zeros(0, np.int32)
     return raw

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from ...core._budget import check_memory
 from ...core.alternatives_network import Alternative, Alternatives, Slot
@@ -114,15 +116,19 @@ def make_nbest(key: str, hyps: Sequence[NbestHypothesis], score_kind: str, *, sc
         if h.score is not None and not math.isfinite(h.score):
             raise FormatError(f"hypothesis {h.rank} has a non-finite score {h.score!r}",
                               path=h.path or None, line=h.line, key=key)
-        for name in ("starts", "ends"):
-            times = getattr(h, name)
-            if times and len(times) != len(h.words):
+        for name, times in (("starts", h.starts), ("ends", h.ends)):
+            if not times:
+                continue
+            if len(times) != len(h.words):
                 raise FormatError(f"hypothesis {h.rank} has {len(times)} {name} for {len(h.words)} words",
                                   path=h.path or None, line=h.line, key=key)
-            if any(not math.isfinite(t) or t < 0 for t in times):
+            if not (all(map(math.isfinite, times)) and min(times) >= 0):
                 raise FormatError(f"hypothesis {h.rank} has a negative or non-finite time", path=h.path or None,
                                   line=h.line, key=key)
-        if h.starts and any(e < s for s, e in zip(h.starts, h.ends, strict=True)):
+        if bool(h.starts) != bool(h.ends):
+            raise FormatError(f"hypothesis {h.rank} has word {'starts' if h.starts else 'ends'} without "
+                              f"{'ends' if h.starts else 'starts'}", path=h.path or None, line=h.line, key=key)
+        if h.starts and any(map(operator.lt, h.ends, h.starts)):
             raise FormatError(f"hypothesis {h.rank} has a word that ends before it starts",
                               path=h.path or None, line=h.line, key=key)
     ordered = sorted(hyps, key=lambda h: h.rank)
@@ -142,7 +148,7 @@ def make_nbest(key: str, hyps: Sequence[NbestHypothesis], score_kind: str, *, sc
     starts_all, ends_all = [], []
     for total, _, h in entries:
         if h.starts:
-            durs = tuple(e - s for s, e in zip(h.starts, h.ends, strict=True))
+            durs = tuple(map(operator.sub, h.ends, h.starts))
             alts.append(Alternative(h.words, h.starts, durs, posterior=total))
             starts_all.extend(h.starts)
             ends_all.extend(h.ends)
@@ -229,15 +235,29 @@ def _tsv_items(path: str) -> Iterator[tuple[str, NbestHypothesis]]:
             pairs = fields[4].split()
             if len(pairs) != len(words):
                 raise FormatError(f"{len(pairs)} word times for {len(words)} words", path=path, line=lineno)
-            st, en = [], []
-            for pair in pairs:
-                a, sep, b = pair.partition(":")
-                if not sep:
-                    raise FormatError(f"word time {pair!r} is not start:end", path=path, line=lineno)
-                st.append(_number(a, "start time", path, lineno))
-                en.append(_number(b, "end time", path, lineno))
-            starts, ends = tuple(st), tuple(en)
+            starts, ends = _word_times(pairs, path, lineno)
         yield key, NbestHypothesis(words, score, rank, starts, ends, path, lineno)
+
+
+def _word_times(pairs: list[str], path: str, lineno: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The starts and ends of ``start:end`` pairs (one ``:`` each, finite numbers), else FormatError naming the
+    first bad pair.  All pairs are converted at once (the numbers of a line in one ``map``); when that fails,
+    the pairs are checked one by one for the message."""
+    if set(map(str.count, pairs, repeat(":"))) == {1}:
+        numbers = ":".join(pairs).split(":")
+        try:
+            values = tuple(map(float, numbers))
+        except ValueError:
+            values = ()
+        if values and all(map(math.isfinite, values)):
+            return values[0::2], values[1::2]
+    for pair in pairs:  # the first bad pair, for the message
+        a, sep, b = pair.partition(":")
+        if not sep:
+            raise FormatError(f"word time {pair!r} is not start:end", path=path, line=lineno)
+        _number(a, "start time", path, lineno)
+        _number(b, "end time", path, lineno)
+    raise AssertionError("unreachable: a pair of the line is bad")  # pragma: no cover
 
 
 def _float_list(value, what: str, path: str, lineno: int) -> tuple[float, ...]:
