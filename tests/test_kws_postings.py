@@ -2,6 +2,9 @@
 the same way by the one-list decoder and the many-list check of a merge."""
 from __future__ import annotations
 
+import math
+import struct
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -56,8 +59,8 @@ def test_damaged_lists_are_refused_by_both_checks(lists, edits, cut, bump, tick)
         except ValueError:
             first_bad = i
             break
-        assert np.all(tb >= 0) and np.all(tb <= MAX_MICROSECONDS) and np.all(du <= MAX_MICROSECONDS)
-        assert np.all(np.isfinite(sc) & (sc >= 0))
+        assert all(0 <= x <= MAX_MICROSECONDS for x in tb) and all(0 <= x <= MAX_MICROSECONDS for x in du)
+        assert all(math.isfinite(x) and x >= 0 for x in sc)
     assert first_bad_posting(count, ticks, blobs) == first_bad
 
 
@@ -68,3 +71,33 @@ def test_damaged_lists_are_refused_by_both_checks(lists, edits, cut, bump, tick)
 def test_each_fault_says_what_is_wrong(count, tick, data, words):
     with pytest.raises(ValueError, match=words):
         decode_postings(count, tick, data)
+
+
+def _leb128(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+@pytest.mark.parametrize("deltas, good", [
+    ([MAX_MICROSECONDS - 1, 1], True), ([MAX_MICROSECONDS, 0], True),
+    # 2^53 + 1 as a float sum is 2^53: the bound is on the exact sum of the starts
+    ([MAX_MICROSECONDS, 1], False), ([MAX_MICROSECONDS // 2, MAX_MICROSECONDS // 2 + 1], False)])
+def test_the_time_bound_is_exact(deltas, good):
+    data = b"".join(map(_leb128, deltas)) + _leb128(0) * 2 + struct.pack("<2d", 0.5, 0.25)
+    assert first_bad_posting([2], [1], [data]) == (None if good else 0)
+    if good:
+        assert decode_postings(2, 1, data) == ([deltas[0], sum(deltas)], [0, 0], [0.5, 0.25])
+    else:
+        with pytest.raises(ValueError, match="beyond 2"):
+            decode_postings(2, 1, data)
+
+
+def test_a_long_run_of_continuation_bytes_is_refused_quickly():
+    data = b"\xff" * 2_000_000 + b"\x01\x00" + bytes(8)
+    with pytest.raises(ValueError, match="too large"):
+        decode_postings(1, 1, data)
+    assert first_bad_posting([1], [1], [data]) == 0

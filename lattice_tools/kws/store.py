@@ -64,6 +64,7 @@ from ..core._budget import check_memory
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
 from .index import IndexHit
+from .postings import decode_postings
 
 #: 2: one row of posting lists per term and utterance (:mod:`lattice_tools.kws.postings`); 1: one row per hit.
 SCHEMA_VERSION = "2"
@@ -325,7 +326,7 @@ def _check_shard(conn: sqlite3.Connection, path: str) -> None:
                 shown = f"<{len(shown)} bytes>"
             raise FormatError(f"table {table!r}, row of {name} {_quote(row[1])}: {column} "
                               f"{_quote(shown)} {kinds[columns[column]][1]}", path=path)
-    from .postings import decode_postings, first_bad_posting
+    from .postings import first_bad_posting
 
     cur = conn.execute("SELECT term, count, tick, data FROM shard.postings")
     while True:
@@ -641,8 +642,6 @@ class TermIndex:
         """Every hit of the word sequence (an index search, never a scan)."""
         with _sqlite_errors(self.path):
             rows = self.conn.execute(TERM_QUERY, (term_key(words),)).fetchall()
-        from .postings import decode_postings
-
         hits: list[IndexHit] = []
         words = tuple(words)
         for u, f, c, count, tick, data in rows:
@@ -657,8 +656,7 @@ class TermIndex:
             if problem is not None:
                 raise FormatError(f"hits of term {_quote(term_key(words))} in utterance {_quote(u)}: {problem}",
                                   path=self.path)
-            hits.extend(IndexHit(words, u, f, c, b, du, x)
-                        for b, du, x in zip((tb / 1e6).tolist(), (d / 1e6).tolist(), s.tolist(), strict=True))
+            hits.extend(IndexHit(words, u, f, c, b / 1e6, du / 1e6, x) for b, du, x in zip(tb, d, s, strict=True))
         return hits
 
     def terms(self) -> list[str]:
