@@ -101,3 +101,55 @@ def test_a_long_run_of_continuation_bytes_is_refused_quickly():
     with pytest.raises(ValueError, match="too large"):
         decode_postings(1, 1, data)
     assert first_bad_posting([1], [1], [data]) == 0
+
+
+def _reference_decode(count, tick, data):
+    """The posting format decoded in plain Python, byte by byte (the oracle of the compiled decoder)."""
+    nv = len(data) - 8 * count
+    if nv < 2 * count:
+        raise ValueError("too short")
+    values, value, shift, too_long = [], 0, 0, False
+    for byte in data[:nv]:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            too_long |= shift > 56
+            values.append(value)
+            value = shift = 0
+    if len(values) != 2 * count or shift:
+        raise ValueError("does not hold")
+    if too_long:
+        raise ValueError("too large")
+    starts = [sum(values[:i + 1]) for i in range(count)]
+    if max(starts + values[count:]) * tick > MAX_MICROSECONDS:
+        raise ValueError("beyond 2")
+    scores = list(struct.unpack(f"<{count}d", data[nv:]))
+    for x in scores:
+        if not (math.isfinite(x) and x >= 0):
+            raise ValueError("score")
+    return [t * tick for t in starts], [d * tick for d in values[count:]], scores
+
+
+@settings(max_examples=400, deadline=None)
+@given(lists=_LISTS, edits=st.lists(st.tuples(st.integers(0, 400), st.sampled_from([0, 1, 0x7F, 0x80, 0xFF, 0xF0])),
+                                    max_size=3),
+       raw=st.one_of(st.none(), st.binary(min_size=0, max_size=60)), count=st.integers(1, 6),
+       tick=st.sampled_from([1, 10_000, 2**40, MAX_MICROSECONDS]))
+def test_the_decoder_agrees_with_a_byte_by_byte_reference(lists, edits, raw, count, tick):
+    """Every list, good or damaged (bytes edited, or random bytes), decodes to the reference's hits or is
+    refused for the same reason."""
+    if raw is None:
+        _, counts, _, blobs = _encode(lists[:1])
+        count, data = counts[0], bytearray(blobs[0])
+        for pos, value in edits:
+            data[pos % len(data)] = value
+        data = bytes(data)
+    else:
+        data = raw
+    try:
+        expected = _reference_decode(count, tick, data)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc)):
+            decode_postings(count, tick, data)
+    else:
+        assert decode_postings(count, tick, data) == expected

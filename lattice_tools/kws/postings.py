@@ -13,20 +13,20 @@ the posting list gives back every hit bit for bit.  On the 138k-link bench latti
 takes about 11 bytes per hit instead of about 70 as a row of (term, utterance, start, duration, score).
 
 :func:`encode_postings` encodes the posting lists of many terms at once (numpy, no Python loop per hit);
-:func:`decode_postings` decodes one, checking every byte: a damaged blob is a ValueError saying what is
+:func:`decode_postings` decodes one (compiled: a look-up decodes a list of one or two hits, where numpy's
+fixed cost per call was most of the time), checking every byte: a damaged blob is a ValueError saying what is
 wrong (the store turns it into a FormatError naming the index).
 """
 from __future__ import annotations
 
-from itertools import accumulate
-from struct import unpack_from
-
 import numpy as np
+
+from .._ext import native
 
 #: Largest time in microseconds a posting list holds (2^53: every such integer is an exact float64).
 MAX_MICROSECONDS = 2 ** 53
 _SCORE = np.dtype("<f8")
-_INF = float("inf")
+_decode = native("postings").decode
 #: Below this a float sum of a list's times is surely within :data:`MAX_MICROSECONDS` (relative error far
 #: below 1e-6 for any list a blob can hold); above it the exact check decides.
 _NEAR_LIMIT = MAX_MICROSECONDS * (1 - 1e-6)
@@ -102,52 +102,16 @@ def decode_postings(count, tick, data) -> tuple[list[int], list[int], list[float
     """``(tbeg, dur, score)`` of one posting list as lists (times in whole microseconds), every field
     checked: a ValueError says what is wrong with a damaged one.
 
-    Plain Python (a loop over the bytes, ``struct`` for the scores), not numpy: nearly every list of a
-    term index holds one or two hits, where numpy's fixed cost per call is many times the work; a long
-    list costs a few tenths of a microsecond per hit, less than the hit objects a search makes of it."""
+    The bytes are decoded by a compiled kernel (``lattice_tools/_ext/postings.c``) for lists of every size:
+    nearly every list of a term index holds one or two hits, where numpy's fixed cost per call (or a Python
+    loop over the bytes) was most of a look-up."""
     if type(count) is not int or count < 1:
         raise ValueError(f"hit count {count!r} is not an integer >= 1")
     if type(tick) is not int or not 1 <= tick <= MAX_MICROSECONDS:
         raise ValueError(f"time tick {tick!r} is not an integer in [1, 2^53]")
     if not isinstance(data, bytes):
         raise ValueError(f"posting data is {type(data).__name__}, not a blob")
-    nv = len(data) - 8 * count
-    if nv < 2 * count:
-        raise ValueError(f"posting data of {len(data)} bytes is too short for {count} hits")
-    values: list[int] = []
-    value = shift = 0
-    too_long = False  # a varint of more than 8 bytes = 56 bits (a time is below 2^53)
-    for byte in data[:nv]:
-        if byte >= 0x80:
-            if shift < 56:  # past that the value is refused anyway: a damaged blob never grows a huge integer
-                value |= (byte & 0x7F) << shift
-            shift += 7
-        elif shift:  # the last byte of a varint of several bytes
-            if shift > 49:
-                too_long = True
-                values.append(0)  # counted as a varint; the list is refused below
-            else:
-                values.append(value | byte << shift)
-            value = shift = 0
-        else:
-            values.append(byte)
-    if len(values) != 2 * count or shift:
-        raise ValueError(f"posting data does not hold {count} hits (damaged blob)")
-    if too_long:
-        raise ValueError("posting data holds a number too large for a time (damaged blob)")
-    tbeg = list(accumulate(values[:count]))  # in ticks
-    dur = values[count:]
-    # exact integers (the last start is the greatest: the deltas are >= 0)
-    if tbeg[-1] * tick > MAX_MICROSECONDS or max(dur) * tick > MAX_MICROSECONDS:
-        raise ValueError("posting data holds a time beyond 2^53 microseconds (damaged blob)")
-    if tick != 1:
-        tbeg = [t * tick for t in tbeg]
-        dur = [d * tick for d in dur]
-    score = list(unpack_from(f"<{count}d", data, nv))
-    for x in score:
-        if not (x >= 0 and x != _INF):  # NaN fails the first test
-            raise ValueError(f"score {x!r} is not a finite number >= 0")
-    return tbeg, dur, score
+    return _decode(count, tick, data)
 
 
 def first_bad_posting(counts, ticks, blobs) -> int | None:

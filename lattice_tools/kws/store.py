@@ -133,11 +133,16 @@ def _sqlite_errors(path: str, output: str | None = None) -> Iterator[None]:
     (a failed write: ``output``, when the statement reads ``path`` and writes ``output``)."""
     try:
         yield
-    except sqlite3.Error as exc:
-        raise _sqlite_error(exc, path, output) from None
-    except UnicodeDecodeError as exc:  # a TEXT value that is not UTF-8 (a damaged page, another program)
-        raise FormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start]:#04x}): a damaged index",
-                          path=path) from None
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        raise _read_failure(exc, path, output) from None
+
+
+def _read_failure(exc: sqlite3.Error | UnicodeDecodeError, path: str, output: str | None = None) -> LatticeToolsError:
+    """The one-line error of :func:`_sqlite_errors` for ``exc``."""
+    if isinstance(exc, UnicodeDecodeError):  # a TEXT value that is not UTF-8 (a damaged page, another program)
+        return FormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start]:#04x}): a damaged index",
+                           path=path)
+    return _sqlite_error(exc, path, output)
 
 
 def _file_uri(path: str, readonly: bool = False) -> str:
@@ -640,8 +645,10 @@ class TermIndex:
 
     def lookup(self, words: Sequence[str]) -> list[IndexHit]:
         """Every hit of the word sequence (an index search, never a scan)."""
-        with _sqlite_errors(self.path):
+        try:  # _sqlite_errors without a context manager's cost: a search looks up every term
             rows = self.conn.execute(TERM_QUERY, (term_key(words),)).fetchall()
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise _read_failure(exc, self.path) from None
         hits: list[IndexHit] = []
         words = tuple(words)
         for u, f, c, count, tick, data in rows:
