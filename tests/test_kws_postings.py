@@ -66,7 +66,7 @@ def test_damaged_lists_are_refused_by_both_checks(lists, edits, cut, bump, tick)
 
 @pytest.mark.parametrize("count, tick, data, words", [
     (0, 1, b"\0" * 10, "count"), (1, 0, b"\0" * 10, "tick"), (1, 1, "text", "blob"),
-    (2, 1, b"\0" * 10, "too short"), (1, 1, b"\x80\x80" + b"\0" * 8, "does not hold"),
+    (2, 1, b"\0" * 10, "too short"), (2 ** 70, 1, b"\0" * 10, "too short"), (1, 1, b"\x80\x80" + b"\0" * 8, "does not hold"),
     (1, 1, b"\0\0" + np.array([np.inf]).tobytes(), "score"), (1, 1, b"\0\0" + np.array([-1.0]).tobytes(), "score")])
 def test_each_fault_says_what_is_wrong(count, tick, data, words):
     with pytest.raises(ValueError, match=words):

@@ -28,14 +28,20 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "decode() takes count, tick and data");
         return NULL;
     }
-    Py_ssize_t count = PyLong_AsSsize_t(args[0]);
-    if (count == -1 && PyErr_Occurred()) return NULL;
-    long long tick = PyLong_AsLongLong(args[1]);
-    if (tick == -1 && PyErr_Occurred()) return NULL;
     if (!PyBytes_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError, "decode(): data must be bytes");
         return NULL;
     }
+    Py_ssize_t count = PyLong_AsSsize_t(args[0]);
+    if (count == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* (a count beyond Py_ssize_t: possible from SQLite on a 32-bit build) */
+        PyErr_Format(PyExc_ValueError, "posting data of %zd bytes is too short for %R hits",
+                     PyBytes_GET_SIZE(args[2]), args[0]);
+        return NULL;
+    }
+    long long tick = PyLong_AsLongLong(args[1]);
+    if (tick == -1 && PyErr_Occurred()) return NULL;
     if (count < 1 || tick < 1 || tick > MAX_MICROSECONDS) {
         PyErr_SetString(PyExc_ValueError, "decode(): count must be >= 1 and tick in [1, 2^53]");
         return NULL;
