@@ -19,6 +19,9 @@ Measured on the shared 2-core machine (CPU time, runs interleaved, 3 runs each):
       peer 2.69 / 2.33 / 2.36 s, ours 2.51 / 2.05 / 2.35 s (best 2.33 vs 2.05); 80 MB peak RSS both
   peer = posting lists decoded with numpy (31e2f08), load 6.6-7.1:
       peer 5.21 / 4.73 / 5.72 s, ours 2.20 / 2.33 / 2.62 s (best 4.73 vs 2.20)
+  load 1.5-1.7 (CPU times higher than at load 7 on this machine, for both), the same two peers:
+      row-per-hit: peer 2.96 / 2.86 / 2.80 s, ours 2.77 / 2.86 / 2.67 s (best 2.80 vs 2.67)
+      numpy:       peer 5.85 / 6.14 / 6.99 s, ours 2.61 / 3.04 / 2.73 s (best 5.85 vs 2.61)
   Detections identical in every run (59,257 lines).  With numpy each look-up decoded its one- or
   two-hit lists with some twenty numpy calls, most of its time.
 
