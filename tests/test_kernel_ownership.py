@@ -23,7 +23,7 @@ from lattice_tools._ext import native
 TESTS = Path(__file__).resolve().parent
 
 #: The compiled modules (setup.py builds each) and their types that keep arrays beyond a call.
-MODULES = ["banded_align", "kaldi_frames", "kaldi_order", "kaldi_text", "lattice_order", "mbr", "nbest", "search"]
+MODULES = ["banded_align", "kaldi_frames", "kaldi_order", "kaldi_text", "lattice_order", "mbr", "nbest", "postings", "search"]
 KEEPING_TYPES = {"search.Expander", "search.WordTimes"}
 
 _SETUP = """

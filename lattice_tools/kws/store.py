@@ -65,6 +65,7 @@ from ..core._budget import check_memory
 from ..core.errors import FormatError, LatticeToolsError, MismatchError
 from ..core.files import discard_temporary, make_temporary, output_mode, remove_stale_temporaries
 from .index import IndexHit
+from .postings import decode_postings
 
 #: 2: one row of posting lists per term and utterance (:mod:`lattice_tools.kws.postings`); 1: one row per hit.
 SCHEMA_VERSION = "2"
@@ -133,11 +134,16 @@ def _sqlite_errors(path: str, output: str | None = None) -> Iterator[None]:
     (a failed write: ``output``, when the statement reads ``path`` and writes ``output``)."""
     try:
         yield
-    except sqlite3.Error as exc:
-        raise _sqlite_error(exc, path, output) from None
-    except UnicodeDecodeError as exc:  # a TEXT value that is not UTF-8 (a damaged page, another program)
-        raise FormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start]:#04x}): a damaged index",
-                          path=path) from None
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        raise _read_failure(exc, path, output) from None
+
+
+def _read_failure(exc: sqlite3.Error | UnicodeDecodeError, path: str, output: str | None = None) -> LatticeToolsError:
+    """The one-line error of :func:`_sqlite_errors` for ``exc``."""
+    if isinstance(exc, UnicodeDecodeError):  # a TEXT value that is not UTF-8 (a damaged page, another program)
+        return FormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start]:#04x}): a damaged index",
+                           path=path)
+    return _sqlite_error(exc, path, output)
 
 
 def _file_uri(path: str, readonly: bool = False) -> str:
@@ -326,7 +332,7 @@ def _check_shard(conn: sqlite3.Connection, path: str) -> None:
                 shown = f"<{len(shown)} bytes>"
             raise FormatError(f"table {table!r}, row of {name} {_quote(row[1])}: {column} "
                               f"{_quote(shown)} {kinds[columns[column]][1]}", path=path)
-    from .postings import decode_postings, first_bad_posting
+    from .postings import first_bad_posting
 
     cur = conn.execute("SELECT term, count, tick, data FROM shard.postings")
     while True:
@@ -658,10 +664,10 @@ class TermIndex:
 
     def lookup(self, words: Sequence[str]) -> list[IndexHit]:
         """Every hit of the word sequence (an index search, never a scan)."""
-        with _sqlite_errors(self.path):
+        try:  # _sqlite_errors without a context manager's cost: a search looks up every term
             rows = self.conn.execute(TERM_QUERY, (term_key(words),)).fetchall()
-        from .postings import decode_postings
-
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise _read_failure(exc, self.path) from None
         hits: list[IndexHit] = []
         words = tuple(words)
         for u, f, c, count, tick, data in rows:
@@ -676,8 +682,7 @@ class TermIndex:
             if problem is not None:
                 raise FormatError(f"hits of term {_quote(term_key(words))} in utterance {_quote(u)}: {problem}",
                                   path=self.path)
-            hits.extend(IndexHit(words, u, f, c, b, du, x)
-                        for b, du, x in zip((tb / 1e6).tolist(), (d / 1e6).tolist(), s.tolist(), strict=True))
+            hits.extend(IndexHit(words, u, f, c, b / 1e6, du / 1e6, x) for b, du, x in zip(tb, d, s, strict=True))
         return hits
 
     def terms(self) -> list[str]:
