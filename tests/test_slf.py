@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from lattice_tools.core.errors import FormatError
 from lattice_tools.core.lattice import Lattice
 from lattice_tools.core.symbols import SymbolTable
-from lattice_tools.io.lattices.slf import format_slf, iter_slf, read_slf, write_slf
+from lattice_tools.io.lattices.slf import format_slf, iter_slf, read_slf, read_slf_with_header, write_slf
 from lattice_tools.io.lattices.slf_body import parse_body_lines, split_body, split_body_numpy
 from lattice_tools.io.lattices.slf_text import Block, load_text, split_blocks
 
@@ -49,7 +49,7 @@ J=4 S=3 E=4 a=-20.0 l=0.0
 
 
 def test_htk_words_on_nodes_take_the_end_node_word_and_time():
-    lat, hdr = read_slf(HTK_WORDS_ON_NODES, with_header=True, scales="raw")
+    lat, hdr = read_slf_with_header(HTK_WORDS_ON_NODES, scales="raw")
     assert hdr.variant == "htk" and hdr.lmscale == 12.0 and hdr.wdpenalty == -5.0 and hdr.utterance == "s1"
     assert lat.key == "s1"
     arcs = canonical_arcs(lat)
@@ -65,7 +65,7 @@ def test_header_scales_reproduce_htk_total_score():
     # whose word is not !NULL.  By default the reader applies it; scales="raw" leaves it to the caller.
     raw = {("the", 0): (-100.5, -2.0), ("a", 0): (-110.0, -3.0), ("cat", 25): None, (None, 60): (-20.0, 0.0)}
     for mode in ("header", "raw"):
-        lat, hdr = read_slf(text, with_header=True, scales=mode)
+        lat, hdr = read_slf_with_header(text, scales=mode)
         assert hdr.applied == (mode == "header")
         costs = lat.arc_costs(**hdr.scales())
         for i in range(lat.num_arcs):
@@ -99,7 +99,7 @@ J=0\tS=3\tE=2\ta=-10.0\tp=1
 J=1\tS=2\tE=1\ta=-20.0\tp=0.75
 J=2\tS=1\tE=0\ta=-30.0\tp=0
 """
-    lat, hdr = read_slf(text, with_header=True, weights="raw")
+    lat, hdr = read_slf_with_header(text, weights="raw")
     assert hdr.variant == "pocketsphinx"
     arcs = canonical_arcs(lat)
     assert arcs == sorted([("<eps>", 0, 10, 0.0, 10.0), ("hello", 10, 40, 0.0, 20.0), ("world", 40, 90, 0.0, 30.0)])
@@ -191,7 +191,7 @@ def test_round_trip_with_several_finals_keeps_paths_and_totals():
     assert set(seq_a) == set(seq_b)
     for k in seq_a:
         assert seq_b[k] == pytest.approx(seq_a[k], abs=1e-12)
-    _, hdr = read_slf(format_slf(lat, lmscale=10.0, wdpenalty=-2.5), with_header=True)
+    _, hdr = read_slf_with_header(format_slf(lat, lmscale=10.0, wdpenalty=-2.5))
     assert (hdr.lmscale, hdr.wdpenalty) == (10.0, -2.5)
 
 

@@ -19,7 +19,7 @@ from lattice_tools.alternatives.sausages import sausage
 from lattice_tools.cli import main
 from lattice_tools.core.errors import FormatError, LatticeToolsError
 from lattice_tools.io import read_lattices
-from lattice_tools.io.lattices.slf import SlfWarning, is_filler, read_slf
+from lattice_tools.io.lattices.slf import SlfWarning, is_filler, read_slf, read_slf_with_header
 
 DATA = Path(__file__).parent / "data" / "slf"
 PITTSBURGH = list("PITTSBURGH")
@@ -37,7 +37,7 @@ def test_sphinx3_lattice_without_end_takes_the_latest_dead_end():
     them final (the old reading) gave "P I" as the certain best path; the decoder says PITTSBURGH."""
     path = DATA / "sphinx3_pittsburgh.slf"
     with pytest.warns(SlfWarning, match=r"7 nodes without outgoing links; node 0 at t=3\.29"):
-        lat, hdr = read_slf(path, with_header=True)
+        lat, hdr = read_slf_with_header(path)
     assert hdr.variant == "sphinx3"
     assert _words(lat, best_path(lat)) == PITTSBURGH
     # every complete path is the decoder's answer: posterior 1 on each letter
@@ -140,7 +140,7 @@ def test_header_scales_are_applied_as_htk_does():
     """lmscale/wdpenalty apply by default (HTK LArcTotLike, SRILM readHTK): here they decide the best
     path; !ENTER/!EXIT/!NULL are not words."""
     path = DATA / "htk_lmscale.slf"
-    lat, hdr = read_slf(path, with_header=True)
+    lat, hdr = read_slf_with_header(path)
     assert hdr.applied and hdr.lmscale == 12.0 and hdr.wdpenalty == -10.0
     assert _words(lat, best_path(lat)) == ["OH", "HOW", "ARE", "YOU"]
     assert set(lat.words()) == {"OH", "HOW", "ARE", "YOU", "EWE"}
@@ -154,7 +154,7 @@ def test_header_scales_are_applied_as_htk_does():
     first = int(np.argmin(lat.t0))  # the !NULL -> !ENTER link: !ENTER is a word for HTK's penalty
     assert -lat.graph_cost[first] == pytest.approx(-10.0)
     # scales="raw" is the old reading: raw scores, header left to the caller
-    raw, rhdr = read_slf(path, with_header=True, scales="raw")
+    raw, rhdr = read_slf_with_header(path, scales="raw")
     assert _words(raw, best_path(raw)) == ["OH", "HOW", "ARE", "EWE"]
     assert _words(raw, best_path(raw, **rhdr.scales())) == ["OH", "HOW", "ARE", "YOU"]
 
@@ -194,7 +194,7 @@ def test_log_bases_and_time_scale():
 def test_sphinx3_wdpenalty_is_a_probability():
     """Sphinx-III writes its -wip (a probability, 0.7) as wdpenalty=; its score is ln(0.7) a word."""
     with pytest.warns(SlfWarning):
-        lat, hdr = read_slf(DATA / "sphinx3_pittsburgh.slf", with_header=True)
+        lat, hdr = read_slf_with_header(DATA / "sphinx3_pittsburgh.slf")
     assert hdr.wdpenalty == 0.7 and hdr.lmscale == 9.5
     p = [i for i in range(lat.num_arcs) if lat.word[i] and lat.symbols.word(int(lat.word[i])) == "P"][0]
     assert -lat.graph_cost[p] == pytest.approx(9.5 * -4.65 + math.log(0.7))

@@ -21,30 +21,34 @@ def test_mypy_is_clean():
     assert "Success: no issues found" in proc.stdout, proc.stdout[-2000:]
 
 
-# A return type that depends on a flag is spelled with overloads, so a caller's variable gets the one type the call
-# returns (a union would make every caller narrow it).  Annotated assignments fail under mypy when it does not.
-_FLAG_TYPED_CALLS = '''
+# A reader that can also give what the file said beside the lattice has a second function for it, so each
+# function has one result type: mypy accepts each result as its type and refuses it as the other's (an
+# unannotated result would be Any and accepted as both).
+_SLF_CALLS = """
 from lattice_tools.core.files import make_temporary
 from lattice_tools.core.lattice import Lattice
-from lattice_tools.io.lattices.slf import SlfHeader, iter_slf, read_slf
+from lattice_tools.io.lattices.slf import SlfHeader, iter_slf, iter_slf_with_headers, read_slf, read_slf_with_header
 from collections.abc import Iterator
 
 fd: int = make_temporary("out.txt")[0]
-no_fd: None = make_temporary("out.d", directory=True)[0]
-lattice: Lattice = read_slf("x.lat")
-with_header: tuple[Lattice, SlfHeader] = read_slf("x.lat", with_header=True)
-lattices: Iterator[Lattice] = iter_slf("x.lat")
-with_headers: Iterator[tuple[Lattice, SlfHeader]] = iter_slf("x.lat", with_header=True)
-'''
+a: {one} = read_slf("x.lat")
+b: {pair} = read_slf_with_header("x.lat")
+c: Iterator[{one}] = iter_slf("x.lat")
+d: Iterator[{pair}] = iter_slf_with_headers("x.lat")
+"""
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (pip install mypy)")
-def test_flag_dependent_results_have_one_type_per_call(tmp_path):
-    snippet = tmp_path / "calls.py"
-    snippet.write_text(_FLAG_TYPED_CALLS, encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(snippet)],
-                          cwd=REPO, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+def test_slf_readers_have_one_type_each(tmp_path):
+    right = tmp_path / "right.py"
+    right.write_text(_SLF_CALLS.format(one="Lattice", pair="tuple[Lattice, SlfHeader]"), encoding="utf-8")
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(_SLF_CALLS.format(one="tuple[Lattice, SlfHeader]", pair="Lattice"), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(right),
+                           str(wrong)], cwd=REPO, capture_output=True, text=True)
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert all(line.startswith(str(wrong)) and line.endswith("[assignment]") for line in errors), proc.stdout[-4000:]
+    assert len(errors) == 4, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
 # The k2 conversions return one type each (a lattice, a list, or with the arc maps): mypy accepts each result as

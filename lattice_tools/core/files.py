@@ -9,7 +9,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
-from typing import IO, Literal, cast, overload
+from typing import IO, cast
 
 from .errors import FormatError
 
@@ -254,22 +254,13 @@ def output_mode(path: str) -> int:
     return 0o666 & ~mask
 
 
-@overload
-def make_temporary(path: str, directory: Literal[False] = False) -> tuple[int, str]: ...
-@overload
-def make_temporary(path: str, directory: Literal[True]) -> tuple[None, str]: ...
-@overload
-def make_temporary(path: str, directory: bool) -> tuple[int | None, str]: ...
-def make_temporary(path: str, directory: bool = False) -> tuple[int | None, str]:
-    """A temporary file (``fd``, name) or directory (None, name) beside ``path``, named so that
-    :func:`remove_stale_temporaries` recognises it, registered for removal on SIGTERM/SIGINT."""
+def make_temporary(path: str) -> tuple[int, str]:
+    """A temporary file (``fd``, name) beside ``path``, named so that :func:`remove_stale_temporaries`
+    recognises it, registered for removal on SIGTERM/SIGINT."""
     parent = os.path.dirname(os.path.abspath(path))
     prefix = f"{_TMP_PREFIX}{_host_tag()}.{os.getpid()}."
     suffix = "." + os.path.basename(path)
-    if directory:
-        fd, tmp = None, tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent)
-    else:
-        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=parent)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=parent)
     _LIVE_TEMPS.add(tmp)
     return fd, tmp
 
