@@ -98,7 +98,7 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
                   similarity_threshold, trials_per_second, prob_of_term, cost, value, char_split, not_ascii,
                   delete_hyphens, source_types, queries, term_sets, file_channels, pooled, segment_based, ignore_outside_ecf, allow_overlapping_reference,
                   xml_correct, otwv, stwv, block, out, alignment, det, json_out):
-    """Score a kwslist against reference occurrences exactly like NIST F4DE KWSEval (occurrence scoring).
+    """Score a kwslist against reference occurrences exactly like NIST F4DE KWSEval (occurrence or segment scoring).
 
     Prints F4DE's summary table (and the per-keyword block table); numbers are F4DE's to the last digit."""
     import os
