@@ -25,9 +25,9 @@ COMMON = DATA / "common"
 
 
 def _options(args: list[str]) -> dict:
-    """score_kws keywords of KWSEval's -T/-N/-P/-inc/-Y/-g arguments."""
+    """score_kws keywords of KWSEval's -T/-N/-P/-inc/-Y/-g/-j arguments."""
     out: dict = {"term_sets": {}, "file_channels": [], "pooled": False, "include_no_targets": False,
-                 "source_type_groups": {}, "segment_based": False}
+                 "source_type_groups": {}, "segment_based": False, "just_system_terms": False}
     i = 0
     while i < len(args):
         a = args[i]
@@ -46,8 +46,8 @@ def _options(args: list[str]) -> dict:
         elif a == "-inc":
             out["include_no_targets"] = True
             i += 1
-        elif a == "-g":
-            out["segment_based"] = True
+        elif a in ("-g", "-j"):
+            out["segment_based" if a == "-g" else "just_system_terms"] = True
             i += 1
         else:
             i += 1
@@ -299,7 +299,8 @@ def _crosscheck_segments(seeds, tmp_path):
         d = tmp_path / f"seg{seed}"
         c = random_case(seed, d, segment=True)
         rng = random.Random(seed)
-        args = ["-g", *_random_args(rng, c["ecf"], c["kwlist"], segment=True)] + (["-inc"] if c["inc"] else [])
+        args = ["-g", *_random_args(rng, c["ecf"], c["kwlist"], segment=True)] + (["-inc"] if c["inc"] else []) \
+            + (["-j"] if rng.random() < 0.3 else [])
         try:
             ev = _ours(c["ecf"], c["rttm"], c["kwslist"], c["kwlist"], args)
         except MismatchError as exc:
@@ -327,7 +328,7 @@ def _crosscheck_segments(seeds, tmp_path):
         assert not problems, (seed, args, problems[:5])
         totals.update(stats)
         totals["cases"] += 1
-        totals.update(k for k in ("-N", "-T", "-P") if k in args)
+        totals.update(k for k in ("-N", "-T", "-P", "-j") if k in args)
     return totals
 
 

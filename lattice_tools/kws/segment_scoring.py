@@ -3,7 +3,7 @@ ECF excerpts (F4DE's ``KWSSegAlign``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -53,6 +53,23 @@ def _segments_of(speakers: list[RttmRecord], by_spkr: dict, file: str, chan: str
     if last_et() < et:
         segs.append(_Segment("NONSPEECH", file, chan, last_et(), et))
     return segs
+
+
+class _KeywordBlocks:
+    """Where one keyword's trials go: its overall block (``Pooled`` when pooled) and its block in each of its
+    term sets (``condition`` gives a set's trials), made at its first trial as F4DE's ``addTrial`` makes them."""
+
+    def __init__(self, main: Trials, name: str, kwid: str, text: str, groups: list[str],
+                 condition: Callable[[str], Trials]):
+        self.main, self.name, self.kwid, self.text, self.groups, self.condition = main, name, kwid, text, groups, condition
+        self.blocks: list[Block] = []
+
+    def add(self, score: float | None, decision: bool | None, is_targ: bool) -> None:
+        if not self.blocks:
+            self.blocks = [self.main.block(self.name, self.text),
+                           *(self.condition(g).block(self.kwid, self.text) for g in self.groups)]
+        for b in self.blocks:
+            b.add(score, decision, is_targ)
 
 
 def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwslist: KwsList,
@@ -109,7 +126,7 @@ def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwsl
     sets = term_sets or {}
     conditions: dict[str, Trials] = {}
 
-    def condition(group: str) -> Trials:
+    def condition(group: str) -> Trials:   # made when first needed, as F4DE does
         tr = conditions.get(group)
         if tr is None:
             tr = conditions[group] = Trials(group, 0.0, 1.0, include_no_targets, tot_trials=len(segments))
@@ -130,14 +147,7 @@ def score_segments(ecf: Ecf, references: Sequence[RttmRecord], kwl: KwList, kwsl
     for kwid in order:
         text = "" if pooled else texts[kwid]
         groups = [g for g, patterns in sets.items() if any(p.fullmatch(kwid) for p in patterns)]
-        blocks: list[Block] = []   # made at the first trial, as F4DE's addTrial does
-
-        def add(score: float | None, decision: bool | None, is_targ: bool) -> None:
-            if not blocks:
-                blocks.append(main.block("Pooled" if pooled else kwid, text))
-                blocks.extend(condition(g).block(kwid, text) for g in groups)
-            for b in blocks:
-                b.add(score, decision, is_targ)
+        add = _KeywordBlocks(main, "Pooled" if pooled else kwid, kwid, text, groups, condition).add
 
         best: dict[int, tuple[_Segment, Detection]] = {}
         for d in dets_by_kw.get(kwid, ()):
