@@ -208,7 +208,7 @@ def _measured(cmd: list, env: dict, cpu_limit: float, log: str) -> tuple:
 
 
 def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only: list | None,
-                     timeout: float) -> None:
+                     timeout: float, kaldi_timeout: float | None = None) -> None:
     """Whole processes on every pocketsphinx lattice of bench/lattice_population.py: ``lattice-tools kws index
     FILE --max-length N`` (CPU, peak RSS, hits, file size) and, with ``kaldi``, Kaldi's ``lattice-to-kws-index``
     on the same lattice (a CompactLattice text archive written beforehand, untimed)."""
@@ -224,8 +224,9 @@ def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only:
     os.makedirs(outdir, exist_ok=True)
     rows = []
     files = [p for p in pop.population(cache) if p[0].startswith("ps-") and (not only or any(o in p[0] for o in only))]
+    kaldi_limit = timeout if kaldi_timeout is None else kaldi_timeout
     print(f"{'lattice':<26} {'links':>7} {'ours CPU s':>10} {'RSS MB':>7} {'hits':>9} {'MB':>7}"
-          f"{'  Kaldi CPU s  RSS MB  partial' if kaldi else ''}", flush=True)
+          f"{'  Kaldi CPU s  RSS MB      MB  partial' if kaldi else ''}", flush=True)
     for name, path, extra, _secs in files:
         db = os.path.join(outdir, name + ".db")
         js = os.path.join(outdir, name + ".json")
@@ -250,26 +251,47 @@ def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only:
             write_lattices([lat.replace(word=word_labels(lat), ilabel=word_labels(lat))], f"ark,t:{ark}",
                            format="kaldi")
             Path(umap).write_text(f"{name} 1\n")
+            if os.path.exists(index):
+                os.remove(index)
             log = os.path.join(outdir, name + ".kaldi.log")
             krc, kcpu, krss = _measured([tool, "--max-states-scale=4", "--max-silence-frames=50", f"ark:{umap}",
-                                         f"ark:{ark}", f"ark:{index}"], env, timeout, log)
+                                         f"ark:{ark}", f"ark:{index}"], env, kaldi_limit, log)
             partial = "partial results" in Path(log).read_text()
-            row.update(kaldi_cpu=kcpu, kaldi_rss=krss, kaldi_rc=krc, kaldi_partial=partial)
-            line += (f"  {kcpu:11.2f} {krss:7.0f}  {'yes' if partial else 'no'}"
-                     f"{'' if krc == 0 else f' (exit {krc}: stopped, no index)'}")
+            finished = krc == 0
+            row.update(kaldi_cpu=kcpu, kaldi_rss=krss, kaldi_rc=krc, kaldi_partial=partial, kaldi_finished=finished,
+                       kaldi_mb=os.path.getsize(index) / 1e6 if finished else None)
+            if finished:
+                line += f"  {kcpu:11.2f} {krss:7.0f} {row['kaldi_mb']:7.1f}  {'yes' if partial else 'no'}"
+            else:
+                line += (f"  did not finish within {kaldi_limit:.0f} s of CPU (exit {krc} after {kcpu:.1f} s, "
+                         f"{krss:.0f} MB): no index")
         rows.append(row)
         print(line, flush=True)
-    with open(os.path.join(outdir, "results.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+        with open(os.path.join(outdir, "results.json"), "w") as f:  # after every lattice: a stopped run keeps its rows
+            json.dump(rows, f, indent=1)
     ok = [r for r in rows if not r.get("failed")]
     print(f"\n{len(ok)} lattices, lattice-tools kws index FILE --max-length {max_length} (whole process):")
     for key, unit in (("cpu", "CPU s"), ("rss", "peak RSS MB"), ("mb", "file MB")):
         worst = max(ok, key=lambda r: r[key])
         print(f"  ours  {unit:<12} {pop._summary([r[key] for r in ok])}   (worst: {worst['name']})")
     if kaldi:
-        for key, unit in (("kaldi_cpu", "CPU s"), ("kaldi_rss", "peak RSS MB")):
-            worst = max(ok, key=lambda r: r[key])
-            print(f"  Kaldi {unit:<12} {pop._summary([r[key] for r in ok])}   (worst: {worst['name']})")
+        done = [r for r in ok if r["kaldi_finished"]]
+        stopped = [r for r in ok if not r["kaldi_finished"]]
+        n_partial = sum(r["kaldi_partial"] for r in done)
+        print(f"Kaldi lattice-to-kws-index --max-states-scale=4 --max-silence-frames=50: {len(done)} of {len(ok)} "
+              f"lattices finished within {kaldi_limit:.0f} s of CPU ({n_partial} of them with a partial index: "
+              f"its determinization stopped early)")
+        for r in stopped:
+            print(f"  {r['name']}: did not finish within {kaldi_limit:.0f} s of CPU ({r['kaldi_rss']:.0f} MB when "
+                  f"stopped)")
+        if done:
+            print(f"  over the {len(done)} finished lattices (so the statistics leave out the {len(stopped)} "
+                  f"stopped, the hardest):")
+            for key, unit in (("kaldi_cpu", "CPU s"), ("kaldi_rss", "peak RSS MB"), ("kaldi_mb", "index MB")):
+                worst = max(done, key=lambda r: r[key])
+                print(f"  Kaldi {unit:<12} {pop._summary([r[key] for r in done])}   (worst: {worst['name']})")
+            for key, unit in (("cpu", "CPU s"), ("rss", "peak RSS MB"), ("mb", "file MB")):
+                print(f"  ours  {unit:<12} {pop._summary([r[key] for r in done])}   (the same lattices)")
 
 
 def main():
@@ -282,7 +304,8 @@ def main():
     ap.add_argument("--min-posterior", type=float, default=0.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-kaldi", action="store_true")
-    ap.add_argument("--kaldi-timeout", type=float, default=None, help="stop Kaldi's indexing after this many seconds")
+    ap.add_argument("--kaldi-timeout", type=float, default=None, help="stop Kaldi's indexing after this many seconds (--population: of CPU, per lattice; "
+                    "default --timeout)")
     ap.add_argument("--population", action="store_true",
                     help="whole processes on the pocketsphinx lattices of bench/lattice_population.py")
     ap.add_argument("--cache", default=os.environ.get("LATTICE_POPULATION_CACHE", "/tmp/lattice_population"))
@@ -291,12 +314,14 @@ def main():
     ap.add_argument("--tree", default=None, help="--population: measure the lattice-tools of this source tree")
     ap.add_argument("--timeout", type=float, default=900.0, help="--population: CPU seconds per process")
     args = ap.parse_args()
+    args.cache = os.path.abspath(args.cache)   # the measured processes run in the tree's folder (--tree)
     if args.population:
         if args.tree:
             import lattice_population
 
             lattice_population.TREE[0] = os.path.abspath(args.tree)
-        population_bench(args.cache, args.label, not args.no_kaldi, args.max_length, args.only, args.timeout)
+        population_bench(args.cache, args.label, not args.no_kaldi, args.max_length, args.only, args.timeout,
+                         args.kaldi_timeout)
         return
     lats, seconds, tag = load_set(args)
     hours = seconds / 3600
