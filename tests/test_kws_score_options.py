@@ -397,6 +397,8 @@ def test_cli_options(tmp_path):
     assert r.exit_code == 0, r.output
     got = json.loads(r.output)
     assert got["overall"]["T"] == 10 and got["conditions"]["A"]["counts"]["n_true"] == 20
+    r = CliRunner().invoke(main, [*seg, "--alignment", str(tmp_path / "a.csv")])
+    assert r.exit_code == 2 and "not available with --segment-based" in r.output and not (tmp_path / "a.csv").exists()
     r = CliRunner().invoke(main, [*seg, "--pooled"])
     assert r.exit_code == 2 and "pooled trials have 35 target segments" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, [*base, "--term-set", "A:TERM-01", "--source-type", "BN:bnews"])

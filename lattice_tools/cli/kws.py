@@ -110,6 +110,10 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     if sum(bool(x) for x in (source_types, queries, term_sets)) > 1:
         raise click.UsageError("--source-type, --query and --term-set cannot be combined (one condition at a time, "
                                "as in F4DE)")
+    if alignment and segment_based:
+        # (the segment alignment's CSV is not written: refused rather than an empty file)
+        raise click.UsageError("--alignment is not available with --segment-based (only the occurrence alignment "
+                               "is written)")
     ev = score_kws_files(ecf, kwlist, kwslist, rttm=rttm, ctm=ctm, encoding=encoding,
                          check_reference_overlaps=not allow_overlapping_reference,
                          include_no_targets=include_no_targets, just_system_terms=just_system_terms,
