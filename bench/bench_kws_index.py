@@ -27,24 +27,25 @@
 Usage::
 
     nice python bench/bench_kws_index.py --population [--only concat-wide] [--label NAME] [--tree DIR] \
-        [--max-length 3] [--no-kaldi] [--timeout 900]
+        [--max-length 3] [--no-kaldi] [--timeout 900] [--kaldi-timeout 300]
+    nice python bench/bench_kws_index.py --population --max-length 3 --summary LABEL [LABEL ...]
     nice python bench/bench_kws_index.py [--set big|synth] [--workdir /tmp/bench_phrases] \\
         [--lattice-list exp/lattices/lattices.list] [--acoustic-scale 1.0] [--max-length 2] \\
         [--min-posterior 0] [--no-kaldi]
 
-Measured figures are in docs/kws-index.md ("Performance"), with the command that produced them.  The exact
-3-word index, whole processes, 2026-11-29 (2-core machine at load 14-16; ``--population`` and ``/usr/bin/time -v
-lattice-tools kws index FILE --max-length 3``)::
+Measured figures are in docs/kws-index.md ("Performance"), with the commands that produced them.  The exact
+3-word index against Kaldi over the 23 pocketsphinx lattices, whole processes, 2026-11-29 (2-core machine at
+load 9-19; ``--population --max-length 3 --timeout 300``, split with ``--only`` and joined with ``--summary``)::
 
-    lattice            links    ours CPU  peak RSS  file      hits  | before CPU  peak RSS  file     | Kaldi CPU
-    ps-concat-wide   138,343    14.8 s    909 MB   90.7 MB 3,465,841 | 60.3 s   2,623 MB  240.7 MB | > 188 s, unfinished
-    ps-convB-wide    101,473    13.2 s    896 MB   85.2 MB 3,655,104 |                              |
-    ps-convA-wide     83,289     7.1 s    481 MB   47.3 MB 1,847,578 | 62.0 s   1,448 MB  126.3 MB | > 261 s, unfinished
-    ps-convA-mid      18,798     0.80 s   101 MB    4.3 MB   143,830 |  2.5 s     283 MB    9.8 MB | 2.46 s (partial)
-    ps-convA-default  11,763     0.55 s    78 MB    1.9 MB    60,202 |  1.6 s     136 MB    4.0 MB | 0.65 s
-    all 23 pocketsphinx lattices (--population --no-kaldi): CPU worst 15.3 s, p95 13.2 s, median 0.65 s;
-    peak RSS worst 896 MB, p95 884 MB, median 83 MB; file worst 90.7 MB, p95 85.2 MB, median 2.3 MB.
-    Kaldi over the whole population: not measured (its wide-lattice runs did not finish in time).
+    lattice            links    ours CPU  peak RSS  file      hits      | Kaldi CPU                  peak RSS  index
+    ps-concat-wide   138,343    13.05 s   845 MB   90.7 MB 3,465,841 | did not finish within 289 s  (342 MB)
+    ps-convB-wide    101,473    12.68 s   811 MB   85.2 MB 3,655,104 | did not finish within 290 s  (270 MB)
+    ps-convA-wide     83,289     6.93 s   472 MB   47.3 MB 1,847,578 | did not finish within 286 s  (327 MB)
+    ps-clip0890-wide  28,559     2.80 s   257 MB   19.1 MB   701,108 | 227.42 s (partial)    382 MB   1.4 MB
+    ps-short-numbers-wide 8,418  0.57 s    87 MB    2.3 MB   107,499 | did not finish within 293 s   (91 MB)
+    all 23, ours: CPU worst 13.05 s, p95 12.68 s, median 0.57 s; peak RSS 845 / 811 / 81 MB; file 90.7 / 85.2 / 2.3 MB
+    Kaldi finished 19 of 23 (10 partial): CPU worst and p95 did not finish, median 0.41 s; over the 19 it
+    finished worst 227.4 s, p95 16.0 s, median 0.19 s; peak RSS 382 / 145 / 39 MB; index 6.6 / 5.0 / 0.4 MB
 """
 from __future__ import annotations
 
