@@ -27,24 +27,25 @@
 Usage::
 
     nice python bench/bench_kws_index.py --population [--only concat-wide] [--label NAME] [--tree DIR] \
-        [--max-length 3] [--no-kaldi] [--timeout 900]
+        [--max-length 3] [--no-kaldi] [--timeout 900] [--kaldi-timeout 300]
+    nice python bench/bench_kws_index.py --population --max-length 3 --summary LABEL [LABEL ...]
     nice python bench/bench_kws_index.py [--set big|synth] [--workdir /tmp/bench_phrases] \\
         [--lattice-list exp/lattices/lattices.list] [--acoustic-scale 1.0] [--max-length 2] \\
         [--min-posterior 0] [--no-kaldi]
 
-Measured figures are in docs/kws-index.md ("Performance"), with the command that produced them.  The exact
-3-word index, whole processes, 2026-11-29 (2-core machine at load 14-16; ``--population`` and ``/usr/bin/time -v
-lattice-tools kws index FILE --max-length 3``)::
+Measured figures are in docs/kws-index.md ("Performance"), with the commands that produced them.  The exact
+3-word index against Kaldi over the 23 pocketsphinx lattices, whole processes, 2026-11-29 (2-core machine at
+load 9-19; ``--population --max-length 3 --timeout 300``, split with ``--only`` and joined with ``--summary``)::
 
-    lattice            links    ours CPU  peak RSS  file      hits  | before CPU  peak RSS  file     | Kaldi CPU
-    ps-concat-wide   138,343    14.8 s    909 MB   90.7 MB 3,465,841 | 60.3 s   2,623 MB  240.7 MB | > 188 s, unfinished
-    ps-convB-wide    101,473    13.2 s    896 MB   85.2 MB 3,655,104 |                              |
-    ps-convA-wide     83,289     7.1 s    481 MB   47.3 MB 1,847,578 | 62.0 s   1,448 MB  126.3 MB | > 261 s, unfinished
-    ps-convA-mid      18,798     0.80 s   101 MB    4.3 MB   143,830 |  2.5 s     283 MB    9.8 MB | 2.46 s (partial)
-    ps-convA-default  11,763     0.55 s    78 MB    1.9 MB    60,202 |  1.6 s     136 MB    4.0 MB | 0.65 s
-    all 23 pocketsphinx lattices (--population --no-kaldi): CPU worst 15.3 s, p95 13.2 s, median 0.65 s;
-    peak RSS worst 896 MB, p95 884 MB, median 83 MB; file worst 90.7 MB, p95 85.2 MB, median 2.3 MB.
-    Kaldi over the whole population: not measured (its wide-lattice runs did not finish in time).
+    lattice            links    ours CPU  peak RSS  file      hits      | Kaldi CPU                  peak RSS  index
+    ps-concat-wide   138,343    13.05 s   845 MB   90.7 MB 3,465,841 | did not finish within 289 s  (342 MB)
+    ps-convB-wide    101,473    12.68 s   811 MB   85.2 MB 3,655,104 | did not finish within 290 s  (270 MB)
+    ps-convA-wide     83,289     6.93 s   472 MB   47.3 MB 1,847,578 | did not finish within 286 s  (327 MB)
+    ps-clip0890-wide  28,559     2.80 s   257 MB   19.1 MB   701,108 | 227.42 s (partial)    382 MB   1.4 MB
+    ps-short-numbers-wide 8,418  0.57 s    87 MB    2.3 MB   107,499 | did not finish within 293 s   (91 MB)
+    all 23, ours: CPU worst 13.05 s, p95 12.68 s, median 0.57 s; peak RSS 845 / 811 / 81 MB; file 90.7 / 85.2 / 2.3 MB
+    Kaldi finished 19 of 23 (10 partial): CPU worst and p95 did not finish, median 0.41 s; over the 19 it
+    finished worst 227.4 s, p95 16.0 s, median 0.19 s; peak RSS 382 / 145 / 39 MB; index 6.6 / 5.0 / 0.4 MB
 """
 from __future__ import annotations
 
@@ -208,7 +209,7 @@ def _measured(cmd: list, env: dict, cpu_limit: float, log: str) -> tuple:
 
 
 def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only: list | None,
-                     timeout: float) -> None:
+                     timeout: float, kaldi_timeout: float | None = None) -> None:
     """Whole processes on every pocketsphinx lattice of bench/lattice_population.py: ``lattice-tools kws index
     FILE --max-length N`` (CPU, peak RSS, hits, file size) and, with ``kaldi``, Kaldi's ``lattice-to-kws-index``
     on the same lattice (a CompactLattice text archive written beforehand, untimed)."""
@@ -224,8 +225,9 @@ def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only:
     os.makedirs(outdir, exist_ok=True)
     rows = []
     files = [p for p in pop.population(cache) if p[0].startswith("ps-") and (not only or any(o in p[0] for o in only))]
+    kaldi_limit = timeout if kaldi_timeout is None else kaldi_timeout
     print(f"{'lattice':<26} {'links':>7} {'ours CPU s':>10} {'RSS MB':>7} {'hits':>9} {'MB':>7}"
-          f"{'  Kaldi CPU s  RSS MB  partial' if kaldi else ''}", flush=True)
+          f"{'  Kaldi CPU s  RSS MB      MB  partial' if kaldi else ''}", flush=True)
     for name, path, extra, _secs in files:
         db = os.path.join(outdir, name + ".db")
         js = os.path.join(outdir, name + ".json")
@@ -250,26 +252,79 @@ def population_bench(cache: str, label: str, kaldi: bool, max_length: int, only:
             write_lattices([lat.replace(word=word_labels(lat), ilabel=word_labels(lat))], f"ark,t:{ark}",
                            format="kaldi")
             Path(umap).write_text(f"{name} 1\n")
+            if os.path.exists(index):
+                os.remove(index)
             log = os.path.join(outdir, name + ".kaldi.log")
             krc, kcpu, krss = _measured([tool, "--max-states-scale=4", "--max-silence-frames=50", f"ark:{umap}",
-                                         f"ark:{ark}", f"ark:{index}"], env, timeout, log)
+                                         f"ark:{ark}", f"ark:{index}"], env, kaldi_limit, log)
             partial = "partial results" in Path(log).read_text()
-            row.update(kaldi_cpu=kcpu, kaldi_rss=krss, kaldi_rc=krc, kaldi_partial=partial)
-            line += (f"  {kcpu:11.2f} {krss:7.0f}  {'yes' if partial else 'no'}"
-                     f"{'' if krc == 0 else f' (exit {krc}: stopped, no index)'}")
+            finished = krc == 0
+            row.update(kaldi_cpu=kcpu, kaldi_rss=krss, kaldi_rc=krc, kaldi_partial=partial, kaldi_finished=finished,
+                       kaldi_mb=os.path.getsize(index) / 1e6 if finished else None)
+            if finished:
+                line += f"  {kcpu:11.2f} {krss:7.0f} {row['kaldi_mb']:7.1f}  {'yes' if partial else 'no'}"
+            else:
+                line += (f"  did not finish within {kcpu:.0f} s of CPU (exit {krc}; limit {kaldi_limit:.0f} s; "
+                         f"{krss:.0f} MB): no index")
         rows.append(row)
         print(line, flush=True)
-    with open(os.path.join(outdir, "results.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+        with open(os.path.join(outdir, "results.json"), "w") as f:  # after every lattice: a stopped run keeps its rows
+            json.dump(rows, f, indent=1)
+    population_summary(rows, max_length, kaldi_limit if kaldi else None)
+
+
+def population_summary(rows: list, max_length: int, kaldi_limit: float | None) -> None:
+    """Worst / p95 / median of ours (and, with ``kaldi_limit``, of Kaldi's runs that finished within it)."""
+    import lattice_population as pop
+
     ok = [r for r in rows if not r.get("failed")]
     print(f"\n{len(ok)} lattices, lattice-tools kws index FILE --max-length {max_length} (whole process):")
     for key, unit in (("cpu", "CPU s"), ("rss", "peak RSS MB"), ("mb", "file MB")):
         worst = max(ok, key=lambda r: r[key])
         print(f"  ours  {unit:<12} {pop._summary([r[key] for r in ok])}   (worst: {worst['name']})")
-    if kaldi:
-        for key, unit in (("kaldi_cpu", "CPU s"), ("kaldi_rss", "peak RSS MB")):
-            worst = max(ok, key=lambda r: r[key])
-            print(f"  Kaldi {unit:<12} {pop._summary([r[key] for r in ok])}   (worst: {worst['name']})")
+    if kaldi_limit is not None:
+        done = [r for r in ok if r["kaldi_finished"]]
+        # SIGXCPU: the CPU limit; SIGKILL: its hard limit; SIGTERM: stopped from outside (a bounded run)
+        stopped = [r for r in ok if r["kaldi_rc"] in (-24, -9, -15)]
+        failed = [r for r in ok if not r["kaldi_finished"] and r not in stopped]
+        n_partial = sum(r["kaldi_partial"] for r in done)
+        print(f"Kaldi lattice-to-kws-index --max-states-scale=4 --max-silence-frames=50: {len(done)} of {len(ok)} "
+              f"lattices finished ({n_partial} of them with a partial index: its determinization stopped early); "
+              f"limit {kaldi_limit:.0f} s of CPU per lattice")
+        for r in stopped:
+            print(f"  {r['name']}: did not finish within {r['kaldi_cpu']:.0f} s of CPU (stopped "
+                  f"{'at the limit' if r['kaldi_rc'] != -15 else 'from outside'}; {r['kaldi_rss']:.0f} MB then; "
+                  f"ours {r['cpu']:.1f} s, {r['rss']:.0f} MB)")
+        for r in failed:
+            print(f"  {r['name']}: FAILED (exit {r['kaldi_rc']} after {r['kaldi_cpu']:.1f} s)")
+        if failed:
+            return
+        # CPU over every lattice, a stopped run counting as more than the CPU it had: valid ranks only while every
+        # stopped run had more CPU than any finished one; a statistic that lands on one is a lower bound
+        finished_max = max((r["kaldi_cpu"] for r in done), default=0.0)
+        if stopped and min(r["kaldi_cpu"] for r in stopped) <= finished_max:
+            print("  (a run was stopped before the slowest finished one: no ranks over all lattices)")
+        else:
+            floor = min((r["kaldi_cpu"] for r in stopped), default=0.0)
+            cpus = sorted(math.inf if r in stopped else r["kaldi_cpu"] for r in ok)
+            p95 = cpus[min(len(cpus) - 1, max(0, int(round(0.95 * len(cpus))) - 1))]
+            n = len(cpus)
+            med = cpus[(n - 1) // 2] if n % 2 else (cpus[n // 2 - 1] + cpus[n // 2]) / 2
+
+            def show(v):
+                return f"> {floor:.0f}" if math.isinf(v) else f"{v:.3f}"
+
+            print(f"  Kaldi CPU s        worst {show(cpus[-1])}  p95 {show(p95)}  median {show(med)}   (all {n} "
+                  f"lattices; a stopped run counts as more than it had)")
+        if done:
+            print(f"  over the {len(done)} lattices Kaldi finished (leaving out the {len(stopped)} stopped, the "
+                  f"hardest):")
+            for key, unit in (("kaldi_cpu", "CPU s"), ("kaldi_rss", "peak RSS MB"), ("kaldi_mb", "index MB")):
+                worst = max(done, key=lambda r: r[key])
+                print(f"  Kaldi {unit:<12} {pop._summary([r[key] for r in done])}   (worst: {worst['name']})")
+            for key, unit in (("cpu", "CPU s"), ("rss", "peak RSS MB"), ("mb", "file MB")):
+                worst = max(done, key=lambda r: r[key])
+                print(f"  ours  {unit:<12} {pop._summary([r[key] for r in done])}   (worst: {worst['name']})")
 
 
 def main():
@@ -282,7 +337,8 @@ def main():
     ap.add_argument("--min-posterior", type=float, default=0.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-kaldi", action="store_true")
-    ap.add_argument("--kaldi-timeout", type=float, default=None, help="stop Kaldi's indexing after this many seconds")
+    ap.add_argument("--kaldi-timeout", type=float, default=None, help="stop Kaldi's indexing after this many seconds (--population: of CPU, per lattice; "
+                    "default --timeout)")
     ap.add_argument("--population", action="store_true",
                     help="whole processes on the pocketsphinx lattices of bench/lattice_population.py")
     ap.add_argument("--cache", default=os.environ.get("LATTICE_POPULATION_CACHE", "/tmp/lattice_population"))
@@ -290,13 +346,32 @@ def main():
     ap.add_argument("--only", nargs="+", help="--population: only the names containing one of these")
     ap.add_argument("--tree", default=None, help="--population: measure the lattice-tools of this source tree")
     ap.add_argument("--timeout", type=float, default=900.0, help="--population: CPU seconds per process")
+    ap.add_argument("--summary", nargs="+", metavar="LABEL",
+                    help="--population: print the statistics of the saved results of these labels together (runs "
+                         "split over several processes, e.g. with --only); a lattice counts once, from the first "
+                         "label that has it")
     args = ap.parse_args()
+    args.cache = os.path.abspath(args.cache)   # the measured processes run in the tree's folder (--tree)
+    if args.population and args.summary:
+        import json
+
+        rows, seen = [], set()
+        for label in args.summary:
+            for r in json.load(open(os.path.join(args.cache, "kws", label, "results.json"))):
+                if r["name"] not in seen:
+                    seen.add(r["name"])
+                    rows.append(r)
+        print(f"{len(rows)} lattices from {', '.join(args.summary)}")
+        population_summary(rows, args.max_length, None if args.no_kaldi else
+                           (args.timeout if args.kaldi_timeout is None else args.kaldi_timeout))
+        return
     if args.population:
         if args.tree:
             import lattice_population
 
             lattice_population.TREE[0] = os.path.abspath(args.tree)
-        population_bench(args.cache, args.label, not args.no_kaldi, args.max_length, args.only, args.timeout)
+        population_bench(args.cache, args.label, not args.no_kaldi, args.max_length, args.only, args.timeout,
+                         args.kaldi_timeout)
         return
     lats, seconds, tag = load_set(args)
     hours = seconds / 3600

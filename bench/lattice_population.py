@@ -285,11 +285,13 @@ def population(cache: str) -> list:
 
 def run_measured(cmd: list, env: dict, timeout: float = 900.0) -> tuple:
     """(exit code, CPU s user+sys, peak RSS MB, stderr tail) of one whole process ``cmd`` (killed after
-    ``timeout`` s of wall time: exit code -9)."""
+    ``timeout`` s of wall time: exit code -9), run in the measured tree (``--tree``): ``python -m`` puts its
+    working directory first on sys.path, before PYTHONPATH, so from a checkout it would import the checkout's
+    lattice_tools whatever ``--tree`` says.  Paths in ``cmd`` must therefore be absolute."""
     import threading
 
     with tempfile.TemporaryFile() as errf:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=errf)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=errf, cwd=TREE[0])
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         _, status, ru = os.wait4(proc.pid, 0)
@@ -451,6 +453,7 @@ def main() -> int:
                     "export of an older commit with its compiled kernels) instead of this checkout")
     ap.add_argument("--timeout", type=float, default=900.0, help="kill a measured process after this many s")
     args = ap.parse_args()
+    args.cache = os.path.abspath(args.cache)   # the measured processes run in the tree's folder
     TIMEOUT[0] = args.timeout
     TREE[0] = os.path.abspath(args.tree)
     if args.generate:

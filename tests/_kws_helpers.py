@@ -41,18 +41,21 @@ def run_kwseval(root: Path, args: list[str], cwd: Path) -> subprocess.CompletedP
 VOCAB = ["yes", "no", "why", "not", "sure", "hello", "Hello", "world", "the", "cat", "sat", "on", "mat", "a"]
 
 
-def random_case(seed: int, directory: Path, *, size: int = 1) -> dict:
+def random_case(seed: int, directory: Path, *, size: int = 1, segment: bool | None = None) -> dict:
     """Write a random ECF, RTTM, KWlist and kwslist into ``directory``; return their paths and flags.
 
     Scores carry 3 decimals (ties happen), decisions follow one global threshold (F4DE refuses other
     outputs), words of one speaker never overlap, some hits fall outside the ECF or into files it does not
-    name, some terms have no reference occurrence and some are missing from the system output."""
+    name, some terms have no reference occurrence and some are missing from the system output.  ``segment``
+    (default: a quarter of the seeds) makes a case for segment scoring (F4DE -g: excerpts that do not
+    overlap); the random draws are the same either way."""
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
     n_files = rng.randint(1, 3) * size
     # Segment scoring (F4DE -g) on overlapping excerpts keeps an arbitrary one (Perl hash order) of two hits
     # on one target segment, so its cases have excerpts that do not overlap.
-    segment = rng.random() < 0.25
+    drawn = rng.random() < 0.25
+    segment = drawn if segment is None else segment
     ecf_lines, rttm_lines, words_by_chan = [], [], {}
     for f in range(n_files):
         file = f"F{f:02d}"

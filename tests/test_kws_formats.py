@@ -2,6 +2,7 @@
 and line; the ``lattice-tools kws`` commands exit 2 without leaving partial output."""
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -53,11 +54,39 @@ def test_round_trips(tmp_path):
     dets = [Detection("KW-1", "F1", "1", 0.1 + 0.2, 0.33, 1 / 3, True), Detection("KW-1", "F1", "1", 5.0, 0.2, 0.01, False)]
     write_kwslist(tmp_path / "s.xml", dets, kwlist_filename="k.xml", kwids=["KW-1", "KW-2", "KW-3"], oov_kwids=["KW-3"])
     kws = read_kwslist(tmp_path / "s.xml")
-    assert list(kws.detections) == dets
+    # times: the intended decimal (0.1 + 0.2 is 0.30000000000000004 as a double); scores: every digit
+    assert list(kws.detections) == [dataclasses.replace(dets[0], tbeg=0.3), dets[1]]
+    assert 'tbeg="0.3" dur="0.33" score="0.3333333333333333"' in (tmp_path / "s.xml").read_text()
     assert kws.kwids == ["KW-1", "KW-2", "KW-3"] and kws.oov_kwids == {"KW-3"}
     recs = read_rttm(COMMON / "test6.rttm")
     write_rttm(tmp_path / "r.rttm", recs)
     assert (tmp_path / "r.rttm").read_text() == (COMMON / "test6.rttm").read_text()
+
+
+def test_kwslist_times_are_written_as_their_intended_decimals(tmp_path):
+    """Frame times (Kaldi's frame k: k * 0.01 s, e.g. 0.6900000000000001 for frame 69) are written with the
+    digits Kaldi's write_kwslist.pl prints (sprintf "%.2f", trailing zeros aside); a time given with at most
+    15 significant digits is written back as given; any time reads back within 15 significant digits."""
+    import random
+    from decimal import Decimal
+
+    from lattice_tools.io.keyword_search._xml import decimal_time
+
+    for k in range(0, 400_000, 7):
+        assert Decimal(decimal_time(k * 0.01)) == Decimal(f"{k * 0.01:.2f}"), k
+    assert decimal_time(69 * 0.01) == "0.69" and repr(69 * 0.01) == "0.6900000000000001"
+    rng = random.Random(5)
+    for _ in range(20_000):
+        digits = rng.randint(1, 15)
+        text = str(Decimal(rng.randrange(10 ** digits)).scaleb(-rng.randint(0, digits + 3)))
+        assert Decimal(decimal_time(float(text))) == Decimal(text), text     # as given
+        x = rng.uniform(0, 10 ** rng.randint(-6, 6))
+        assert abs(float(decimal_time(x)) - x) <= 5e-15 * x, x               # 15 significant digits
+        assert "e" not in decimal_time(x).lower()                             # an xsd:decimal
+    dets = [Detection("K", "F", "1", k * 0.01, (k + 31) * 0.01 - k * 0.01, 0.1 + 0.2, True) for k in (69, 57, 1001)]
+    write_kwslist(tmp_path / "s.xml", dets, kwlist_filename="k.xml")
+    text = (tmp_path / "s.xml").read_text()
+    assert 'tbeg="0.69" dur="0.31" score="0.30000000000000004"' in text and 'tbeg="10.01"' in text
 
 
 BOMB = """<?xml version="1.0"?>

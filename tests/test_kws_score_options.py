@@ -25,9 +25,9 @@ COMMON = DATA / "common"
 
 
 def _options(args: list[str]) -> dict:
-    """score_kws keywords of KWSEval's -T/-N/-P/-inc/-Y arguments."""
+    """score_kws keywords of KWSEval's -T/-N/-P/-inc/-Y/-g/-j arguments."""
     out: dict = {"term_sets": {}, "file_channels": [], "pooled": False, "include_no_targets": False,
-                 "source_type_groups": {}}
+                 "source_type_groups": {}, "segment_based": False, "just_system_terms": False}
     i = 0
     while i < len(args):
         a = args[i]
@@ -45,6 +45,9 @@ def _options(args: list[str]) -> dict:
             i += 1
         elif a == "-inc":
             out["include_no_targets"] = True
+            i += 1
+        elif a in ("-g", "-j"):
+            out["segment_based" if a == "-g" else "just_system_terms"] = True
             i += 1
         else:
             i += 1
@@ -147,13 +150,90 @@ def test_term_sets_and_their_errors():
         _ours(ecf, rttm, kws, kwl, ["-T", "a:TERM-01", "-Y", "BN:BNEWS"])
 
 
-def _random_args(rng: random.Random, ecf: Path, kwlist: Path) -> list[str]:
+def test_segment_file_channel_filter_equals_f4de_on_the_restricted_ecf(monkeypatch):
+    """-g -N FILE01/1 on test5's two-recording ECF: F4DE's own expected output of -g on test5.short.ecf.xml,
+    the same ECF with only FILE01/1 (F4DE's golden test 6b).  F4DE itself dies on -g -N whenever a keyword
+    has a reference occurrence (its filter reads a file name from an occurrence's list of words)."""
+    text = (DATA / "expected" / "res_test6b.txt").read_text(encoding="utf-8")
+    expected = text.split("[[STDOUT]]\n", 1)[1].split("[[STDERR]]")[0]
+    monkeypatch.chdir(DATA / "expected")
+    args = ["-g", "-N", "FILE01/1"]
+    ev = _ours("../common/test5.ecf.xml", "../common/test5.rttm", "../common/test5.kwslist.xml",
+               "../common/test5.kwlist.xml", args)
+    got = f4de_stdout(ev, ecf="../common/test5.short.ecf.xml", rttm="../common/test5.rttm",
+                      kwslist="../common/test5.kwslist.xml", kwlist="../common/test5.kwlist.xml", summary=True,
+                      block=True)
+    assert got + "\n" == expected     # (F4DE's test harness adds a blank line)
+    whole = _ours("../common/test5.ecf.xml", "../common/test5.rttm", "../common/test5.kwslist.xml",
+                  "../common/test5.kwlist.xml", ["-g"])
+    assert (ev.overall.tot_trials, whole.overall.tot_trials) == (10, 20)
+    with pytest.raises(MismatchError, match="matches none of the ECF's recordings"):
+        _ours("../common/test5.ecf.xml", "../common/test5.rttm", "../common/test5.kwslist.xml",
+              "../common/test5.kwlist.xml", ["-g", "-N", "FILE01/2"])
+
+
+def test_segment_pooled_with_more_targets_than_segments_is_refused():
+    """test5 -g -P: 35 target segments over all keywords against T = 20 segments: F4DE prints P_FA -0.667
+    and TWV 667.09; ours refuses.  The same trials per keyword (no pooling) are scored."""
+    files = (COMMON / "test5.ecf.xml", COMMON / "test5.rttm", COMMON / "test5.kwslist.xml", COMMON / "test5.kwlist.xml")
+    with pytest.raises(MismatchError, match="pooled trials have 35 target segments.*T = 20"):
+        _ours(*files, ["-g", "-P"])
+    ev = _ours(*files, ["-g"])
+    assert sum(b.n_true for b in ev.overall.blocks.values()) == 35 and ev.overall.tot_trials == 20
+
+
+def test_segment_pooled_and_term_sets_by_hand():
+    """test9 -g -P -T: the pooled block sums the keywords' segment trials; every keyword is also an empty
+    overall block (F4DE's segment alignment), so with -inc the keyword averages count them."""
+    files = (COMMON / "test9.ecf.xml", COMMON / "test9.rttm", COMMON / "test9.kwslist.xml", COMMON / "test9.kwlist.xml")
+    per_kw = _ours(*files, ["-g"])
+    pooled = _ours(*files, ["-g", "-P"])
+    blocks = pooled.overall.blocks
+    assert sorted(blocks) == ["Pooled", "TERM-01", "TERM-02", "TERM-03"]
+    assert all(b.n_true == b.n_sys == 0 for k, b in blocks.items() if k != "Pooled")
+    for attr in ("n_true", "n_corr", "n_fa", "n_miss", "n_sys"):
+        assert getattr(blocks["Pooled"], attr) == sum(getattr(b, attr) for b in per_kw.overall.blocks.values())
+    T, beta = 8, 999.9
+    b = blocks["Pooled"]
+    assert pooled.overall.atwv.twv == pytest.approx(1 - b.n_miss / b.n_true - beta * b.n_fa / (T - b.n_true))
+    inc = _ours(*files, ["-g", "-P", "-inc"])
+    assert inc.overall.atwv.p_fa == pytest.approx(b.n_fa / (T - b.n_true) / 4)   # averaged with 3 empty blocks
+    sets = _ours(*files, ["-g", "-T", "A:TERM-0[12]"])
+    assert sorted(sets.conditions["A"].blocks) == ["TERM-01", "TERM-02"]
+    assert sets.conditions["A"].blocks["TERM-01"] == per_kw.overall.blocks["TERM-01"]
+    # pooled, no keyword has an overall block of its own: each is added (empty) to every set, as F4DE does
+    pooled_sets = _ours(*files, ["-g", "-P", "-T", "A:TERM-0[12]"])
+    a = pooled_sets.conditions["A"].blocks
+    assert sorted(a) == ["TERM-01", "TERM-02", "TERM-03"] and a["TERM-03"].n_true == a["TERM-03"].n_sys == 0
+    assert (a["TERM-01"].n_true, a["TERM-01"].n_corr) == (per_kw.overall.blocks["TERM-01"].n_true,
+                                                         per_kw.overall.blocks["TERM-01"].n_corr)
+
+
+def _restricted_ecf(ecf: Path, patterns: list[str], out: Path) -> Path:
+    """``ecf`` with only the excerpts of the recordings whose FILE/CHANNEL one of ``patterns`` matches."""
+    import re
+
+    lines = ecf.read_text().splitlines(keepends=True)
+    kept = []
+    for line in lines:
+        m = re.search(r'audio_filename="([^"]+)" channel="([^"]+)"', line)
+        if m:
+            name = f'{m.group(1).split("/")[-1].rsplit(".", 1)[0]}/{m.group(2)}'
+            if not any(re.fullmatch(p, name, re.IGNORECASE) for p in patterns):
+                continue
+        kept.append(line)
+    out.write_text("".join(kept))
+    return out
+
+
+def _random_args(rng: random.Random, ecf: Path, kwlist: Path, segment: bool = False) -> list[str]:
     text = ecf.read_text()
     chans = sorted({(f.split("/")[-1].rsplit(".", 1)[0], c) for f, c in
                     __import__("re").findall(r'audio_filename="([^"]+)" channel="([^"]+)"', text)})
     kwids = __import__("re").findall(r'kwid="([^"]+)"', kwlist.read_text())
     args: list[str] = []
-    kind = rng.choice(["T", "N", "P", "NT", "NP", "TP", "NYP", "YP"])
+    kinds = ["T", "N", "P", "NT", "NP", "TP", "NTP"] if segment else ["T", "N", "P", "NT", "NP", "TP", "NYP", "YP"]
+    kind = rng.choice(kinds)
     if "N" in kind:
         picked = rng.sample(chans, rng.randint(1, len(chans)))
         for f, c in picked:
@@ -210,6 +290,71 @@ def _crosscheck(seeds, tmp_path):
     return totals
 
 
+def _crosscheck_segments(seeds, tmp_path):
+    """Segment scoring (-g) with -T/-N/-P against F4DE.  F4DE dies on -g -N when a keyword has a reference
+    occurrence, so -N is checked against F4DE's -g on the ECF restricted to the matching recordings."""
+    root = f4de_root()
+    totals: Counter = Counter()
+    for seed in seeds:
+        d = tmp_path / f"seg{seed}"
+        c = random_case(seed, d, segment=True)
+        rng = random.Random(seed)
+        args = ["-g", *_random_args(rng, c["ecf"], c["kwlist"], segment=True)] + (["-inc"] if c["inc"] else []) \
+            + (["-j"] if rng.random() < 0.3 else [])
+        try:
+            ev = _ours(c["ecf"], c["rttm"], c["kwslist"], c["kwlist"], args)
+        except MismatchError as exc:
+            # pooled trials with at least T target segments: F4DE prints a negative or undefined P_FA
+            assert "pooled trials have" in str(exc) and "-P" in args, (seed, args, exc)
+            totals["refused"] += 1
+            continue
+        patterns = [args[i + 1] for i, a in enumerate(args) if a == "-N"]
+        f4_args = [a for i, a in enumerate(args) if a != "-N" and (i == 0 or args[i - 1] != "-N")]
+        ecf = _restricted_ecf(c["ecf"], patterns, d / "restricted.ecf.xml") if patterns else c["ecf"]
+        f4 = ["-e", str(ecf), "-r", str(c["rttm"]), "-s", str(c["kwslist"]), "-t", str(c["kwlist"]),
+              "-o", "-b", "-f", "-", "-zG", "Supremum"] + f4_args
+        if "-T" in args:
+            f4 += ["-O", "-B"]
+        p = run_kwseval(root, f4, d)
+        assert p.returncode == 0, (seed, args, p.stdout[-2000:], p.stderr[-2000:])
+        got = _stdout(ev, ecf, c["rttm"], c["kwslist"], c["kwlist"], f4)
+        expected = p.stdout
+        if any(not s.evaluated_blocks for s in ev.conditions.values()):
+            # (column order of a set without a scored keyword: Perl hash order, as in _crosscheck)
+            expected = expected.split("Conditional Block Summary Report")[0]
+            got = got.split("Conditional Block Summary Report")[0]
+            totals["conditional"] += 1
+        problems, stats = compare_reports(expected, got)
+        assert not problems, (seed, args, problems[:5])
+        totals.update(stats)
+        totals["cases"] += 1
+        totals.update(k for k in ("-N", "-T", "-P", "-j") if k in args)
+    return totals
+
+
+@pytest.mark.skipif(f4de_root() is None, reason=f4de_skip_reason())
+def test_random_segment_cases_against_f4de(tmp_path):
+    totals = _crosscheck_segments(range(7000, 7030), tmp_path)
+    assert totals["cases"] >= 20 and min(totals["-N"], totals["-T"], totals["-P"]) >= 5, dict(totals)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(f4de_root() is None, reason=f4de_skip_reason())
+def test_random_segment_cases_against_f4de_300(tmp_path):
+    totals = _crosscheck_segments(range(7100, 7400), tmp_path)
+    assert totals["cases"] >= 200, dict(totals)
+    print(dict(totals))
+
+
+@pytest.mark.skipif(f4de_root() is None, reason=f4de_skip_reason())
+def test_f4de_dies_on_segment_file_channel_filter(tmp_path):
+    """Why -g -N is checked against F4DE on a restricted ECF: F4DE 3.5.0 itself stops with a Perl error."""
+    p = run_kwseval(f4de_root(), ["-e", str(COMMON / "test5.ecf.xml"), "-r", str(COMMON / "test5.rttm"),
+                                  "-s", str(COMMON / "test5.kwslist.xml"), "-t", str(COMMON / "test5.kwlist.xml"),
+                                  "-g", "-N", "FILE01/1", "-o", "-f", "-"], tmp_path)
+    assert p.returncode != 0 and "Not a HASH reference" in p.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(f4de_root() is None, reason=f4de_skip_reason())
 def test_random_cases_against_f4de_200(tmp_path):
@@ -246,6 +391,16 @@ def test_cli_options(tmp_path):
     assert r.exit_code == 0, r.output
     got = json.loads(r.output)
     assert got["overall"]["T"] == 50 and list(got["conditions"]) == ["A"]
+    seg = ["kws", "score", "-e", str(COMMON / "test5.ecf.xml"), "-r", str(COMMON / "test5.rttm"),
+           "-s", str(COMMON / "test5.kwslist.xml"), "-t", str(COMMON / "test5.kwlist.xml"), "--segment-based"]
+    r = CliRunner().invoke(main, [*seg, "--file-channel", "FILE01/1", "--term-set", "A:TERM-0[12]", "--json", "-"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    assert got["overall"]["T"] == 10 and got["conditions"]["A"]["counts"]["n_true"] == 20
+    r = CliRunner().invoke(main, [*seg, "--alignment", str(tmp_path / "a.csv")])
+    assert r.exit_code == 2 and "not available with --segment-based" in r.output and not (tmp_path / "a.csv").exists()
+    r = CliRunner().invoke(main, [*seg, "--pooled"])
+    assert r.exit_code == 2 and "pooled trials have 35 target segments" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, [*base, "--term-set", "A:TERM-01", "--source-type", "BN:bnews"])
     assert r.exit_code == 2 and "cannot be combined" in r.output
     r = CliRunner().invoke(main, [*base, "--file-channel", "FILE01/(1"])

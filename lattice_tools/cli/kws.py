@@ -98,7 +98,7 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
                   similarity_threshold, trials_per_second, prob_of_term, cost, value, char_split, not_ascii,
                   delete_hyphens, source_types, queries, term_sets, file_channels, pooled, segment_based, ignore_outside_ecf, allow_overlapping_reference,
                   xml_correct, otwv, stwv, block, out, alignment, det, json_out):
-    """Score a kwslist against reference occurrences exactly like NIST F4DE KWSEval (occurrence scoring).
+    """Score a kwslist against reference occurrences exactly like NIST F4DE KWSEval (occurrence or segment scoring).
 
     Prints F4DE's summary table (and the per-keyword block table); numbers are F4DE's to the last digit."""
     import os
@@ -110,6 +110,10 @@ def score_command(ecf, kwlist, kwslist, rttm, ctm, encoding, include_no_targets,
     if sum(bool(x) for x in (source_types, queries, term_sets)) > 1:
         raise click.UsageError("--source-type, --query and --term-set cannot be combined (one condition at a time, "
                                "as in F4DE)")
+    if alignment and segment_based:
+        # (the segment alignment's CSV is not written: refused rather than an empty file)
+        raise click.UsageError("--alignment is not available with --segment-based (only the occurrence alignment "
+                               "is written)")
     ev = score_kws_files(ecf, kwlist, kwslist, rttm=rttm, ctm=ctm, encoding=encoding,
                          check_reference_overlaps=not allow_overlapping_reference,
                          include_no_targets=include_no_targets, just_system_terms=just_system_terms,

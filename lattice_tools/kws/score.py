@@ -144,6 +144,11 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
       segment_based: F4DE ``-g``: the trials are the speech/non-speech segments of the ECF excerpts (from the
         RTTM's SPEAKER turns, which ``references`` must then include); a keyword is a target of a segment
         holding a whole occurrence; the best-scoring hit whose midpoint falls in a segment is its detection.
+        T is the number of segments.  ``term_sets``, ``file_channels`` and ``pooled`` work as F4DE's segment
+        alignment makes them (:func:`~lattice_tools.kws.segment_scoring.score_segments`): the filter keeps the
+        segments of the matching recordings; with ``pooled`` every keyword is also an empty block (counted with
+        ``include_no_targets``), and pooled trials with as many targets as segments are a MismatchError.  Not
+        with ``source_type_groups`` or ``attribute_queries``.
       xml_correct: read the texts as the XML and Unicode standards say instead of as F4DE does (the default,
         for the numbers people publish): a ``<kwtext>``'s entities decoded (F4DE keeps ``&amp;`` as it is,
         :func:`~lattice_tools.kws.references.f4de_kwtext`) and Python's lowercasing (F4DE's Perl ``lc`` makes
@@ -200,16 +205,21 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
     tot_dur = scored_ecf.total_duration()
     metric_args = (cost, value, prob_of_term)
     if segment_based:
-        if source_type_groups or attribute_queries or term_sets or file_channels or pooled:
-            raise MismatchError("conditional reports, file/channel filters and pooled trials are not supported "
-                                "with segment-based scoring")
-        main = score_segments(ecf, references, kwl, kwslist, refs, texts, find_threshold, include_no_targets,
-                               just_system_terms)
+        if source_type_groups or attribute_queries:
+            raise MismatchError("source-type groups and attribute queries are not supported with segment-based "
+                                "scoring")
+        main, cond = score_segments(ecf, references, kwl, kwslist, refs, texts, find_threshold, include_no_targets,
+                                    just_system_terms, term_sets=term_patterns, channel_patterns=channel_patterns,
+                                    pooled=pooled)
+        if pooled:
+            _check_trials(main, ecf, "segments")
+        params = {"cost": cost, "value": value, "prob_of_term": prob_of_term, "trials_per_second": trials_per_second}
         overall = evaluate(main, Metric(main.tot_trials, *metric_args), kws_path)
-        overall.params = {"cost": cost, "value": value, "prob_of_term": prob_of_term,
-                          "trials_per_second": trials_per_second}
-        overall.segment_based = True
-        return KwsEvaluation(overall, {}, None, kwl.language, kwslist.system_id, kwslist, texts)
+        conditions = {g: evaluate(cond[g], Metric(cond[g].tot_trials, *metric_args), kws_path) for g in sorted(cond)}
+        for sc in [overall, *conditions.values()]:
+            sc.params = params
+            sc.segment_based = True
+        return KwsEvaluation(overall, conditions, None, kwl.language, kwslist.system_id, kwslist, texts)
     main = Trials("Occurrence", tot_dur, trials_per_second, include_no_targets)
     conds = _Conditions(ecf, kwl, source_type_groups, attribute_queries, trials_per_second, include_no_targets,
                         term_sets=term_patterns, scored_ecf=scored_ecf)
@@ -225,13 +235,7 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         conds.add_all(al, texts, cols, refs, pooled=pooled)
 
     for tr in [main, *conds.trials.values()]:
-        for b in tr.blocks.values():
-            if b.n_true >= tr.tot_trials and (tr.include or b.n_true > 0):
-                # P_FA = N_FA / (T - N_true) is meaningless here (F4DE dies dividing by zero, or goes negative).
-                raise MismatchError(f"keyword {b.kwid!r} has {b.n_true} reference occurrences in the ECF excerpts, "
-                                    f"not fewer than the number of trials T = {tr.tot_trials} (total excerpt "
-                                    f"duration x trials per second); give a longer ECF or more trials per second",
-                                    path=ecf.path or None, key=b.kwid)
+        _check_trials(tr, ecf, "occurrences")
     cond = conds.trials
     overall = evaluate(main, Metric(main.tot_trials, *metric_args), kws_path)
     conditions = {g: evaluate(cond[g], Metric(cond[g].tot_trials, *metric_args), kws_path) for g in sorted(cond)}
@@ -241,6 +245,25 @@ def score_kws(ecf: Ecf, references: Sequence[RttmRecord], kwlist: KwList | Seque
         c.params = params
     return KwsEvaluation(overall, conditions, lambda: alignment_rows(al, cols, refs), kwl.language,
                          kwslist.system_id, kwslist, texts)
+
+
+def _check_trials(tr: Trials, ecf: Ecf, kind: str) -> None:
+    """MismatchError for an evaluated block with at least T targets: P_FA = N_FA / (T - N_true) is meaningless
+    there (F4DE dies dividing by zero, or prints a negative rate).  With occurrence scoring T counts trials per
+    second of the excerpts; with segment scoring (checked for the pooled block only: one keyword has at most
+    one target per segment, so its P_FA is undefined only when it occurs in every segment, which F4DE prints
+    as NA) T is the number of segments."""
+    for b in tr.blocks.values():
+        if b.n_true >= tr.tot_trials and (tr.include or b.n_true > 0):
+            if kind == "occurrences":
+                raise MismatchError(f"keyword {b.kwid!r} has {b.n_true} reference occurrences in the ECF excerpts, "
+                                    f"not fewer than the number of trials T = {tr.tot_trials} (total excerpt "
+                                    f"duration x trials per second); give a longer ECF or more trials per second",
+                                    path=ecf.path or None, key=b.kwid)
+            raise MismatchError(f"the pooled trials have {b.n_true} target segments (over all keywords), not fewer "
+                                f"than the number of trials T = {tr.tot_trials} (segments of the ECF excerpts): the "
+                                f"pooled false-alarm rate N_FA / (T - N_true) is meaningless (F4DE prints a negative "
+                                f"or undefined rate); score without pooling", path=ecf.path or None, key=b.kwid)
 
 
 def _anchored(pattern: str, what: str) -> re.Pattern:

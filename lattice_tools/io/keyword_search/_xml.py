@@ -203,12 +203,16 @@ def float_attr(el: XmlElement, name: str, path: str) -> float:
 _XSD_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-def xsd_decimal(x: float) -> str:
-    """``x`` as an XML Schema ``decimal`` (no exponent, unlike ``repr``): the shortest digits that read
-    back as the same double, written out positionally (``1e-05`` -> ``0.00001``)."""
+def decimal_time(x: float) -> str:
+    """A time in seconds as an XML Schema ``decimal`` (no exponent: ``1e-05`` -> ``0.00001``): the shortest
+    decimal of its value to 15 significant digits, which is what Perl prints for a number (F4DE writes
+    times so, and Kaldi's ``write_kwslist.pl`` prints frame times to 2 decimals).  A double holds 15
+    significant digits exactly, so only the binary rounding error of a computed time is dropped --
+    ``69 * 0.01`` (Kaldi's frame 69) is ``0.6900000000000001`` as a double and written ``0.69`` -- and a
+    time read from a file with at most 15 digits is written back as it was."""
     from decimal import Decimal
 
-    text = format(Decimal(repr(float(x))), "f")
+    text = format(Decimal(format(float(x), ".15g")).normalize(), "f")
     return text if "." in text else text + ".0"
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.errors import FormatError
 from ...core.files import atomic_write
-from ._xml import check_channel, decode_xml, read_xml_bytes, run_parser_on_text, safe_parser, xml_escape, xsd_decimal
+from ._xml import check_channel, decimal_time, decode_xml, read_xml_bytes, run_parser_on_text, safe_parser, xml_escape
 
 if TYPE_CHECKING:
     import numpy as np
@@ -462,8 +462,9 @@ def _read_events(path: str, text: str, xml_correct: bool = False) -> KwsList:
 
 
 def _num(x: float) -> str:
-    # Shortest text that reads back as the same double (so a write/read round trip is exact); an
-    # exponent is valid in the schema's xsd:float (the score), not in its xsd:decimal (times: xsd_decimal).
+    # Shortest text that reads back as the same double (a score is no decimal quantity: every digit of it
+    # may decide a threshold); an exponent is valid in the schema's xsd:float (the score), not in its
+    # xsd:decimal (times: decimal_time).
     return repr(float(x))
 
 
@@ -493,7 +494,7 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
                     f'oov_count="{1 if kwid in oov else 0}">\n')
             for d in dets:
                 f.write(f'    <kw file="{xml_escape(d.file)}" channel="{xml_escape(d.channel)}" '
-                        f'tbeg="{xsd_decimal(d.tbeg)}" dur="{xsd_decimal(d.dur)}" score="{_num(d.score)}" decision="{"YES" if d.decision else "NO"}"/>\n')
+                        f'tbeg="{decimal_time(d.tbeg)}" dur="{decimal_time(d.dur)}" score="{_num(d.score)}" decision="{"YES" if d.decision else "NO"}"/>\n')
             f.write("  </detected_kwlist>\n")
         f.write("</kwslist>\n")
 
