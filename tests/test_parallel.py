@@ -401,6 +401,36 @@ def test_score_on_a_dask_cluster_equals_the_serial_reports(dask_client, tmp_path
         assert _score_reports(ref, hyp, options, tmp_path / f"dask{i}", executor=dask_client) == serial, (ref, hyp)
 
 
+def test_the_sharded_job_writes_what_the_plain_functions_write(tmp_path):
+    """The job sends its workers the Kaldi lattices without their transition-id strings and gets text back: the
+    file is still what the algorithms' own functions and the alt-CTM writer give (the sausage follows Kaldi's
+    stored order of states, which the lattices keep)."""
+    from lattice_tools.alternatives.sausages import sausage
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
+
+    words = str(KALDI / "bundled.words.txt")
+    expected = write_alternatives_ctm(str(tmp_path / "plain.ctm"),
+                                      (sausage(lat, 4) for lat in read_lattices(BUNDLED[0], symbols=words)), 4)
+    stats = make_alternatives_ctm(BUNDLED, "sausage", 4, str(tmp_path / "job.ctm"), words=words, progress=False)
+    assert (tmp_path / "job.ctm").read_bytes() == (tmp_path / "plain.ctm").read_bytes()
+    assert {k: v for k, v in stats.items() if k != "kind"} == expected
+
+
+@pytest.mark.parametrize("command", [
+    ["score", "-r", str(SCTK / "lvc_ref.stm"), "-h", str(SCTK / "lvc_hyp.ctm"), "-F", "--json", "OUT"],
+    ["sausage", LATTICES[0], LATTICES[1], "-n", "4", "-o", "OUT"]])
+def test_a_serial_run_reports_its_tasks_cpu_seconds(command, tmp_path):
+    """bench/bench_parallel.py's scheduling overhead needs the serial run's task CPU seconds: every command goes
+    through run_shards serially too (score aligns its segments as one shard)."""
+    log = tmp_path / "cpu.jsonl"
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in command]
+    r = subprocess.run([sys.executable, "-m", "lattice_tools", *args], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO), parallel.SHARD_CPU_ENV: str(log)})
+    assert r.returncode == 0, r.stderr
+    (report,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert report["tasks"] >= 1 and 0 < report["task_cpu"] <= report["process_cpu"]
+
+
 # ---- kws index: the hits in shards, written in input order -------------------------------------------------
 def _kws_index(path, **kw):
     from lattice_tools.io import read_lattice_inputs
