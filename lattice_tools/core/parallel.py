@@ -8,7 +8,11 @@ How work is cut: the lattices are read here, one at a time, and gathered into *s
 utterances; a shard closes at :data:`SHARD_ARCS` arcs or :data:`SHARD_UTTERANCES` utterances, whichever
 comes first.  At the searches' speeds on this project's 2-core machine (0.3-3 µs per arc) a shard is
 0.05-0.5 s of work while its round trip through a local Dask cluster costs ~3-5 ms, so scheduling stays
-around 1 % of the work, and a shard's pickled lattices (~40 bytes per arc) stay under 5 MB.
+around 1 % of the work, and a shard's pickled lattices stay under ~8 MB (~40 bytes per arc; 75 for a Kaldi
+lattice, whose stored order of states travels with it: the sausage follows it).  What a job does not read stays
+behind (``drop_attrs``: a Kaldi lattice's transition-id strings, which would more than double it), and a job
+sends back what its output needs (the alt-CTM jobs: the text, not :class:`Alternatives` objects, which cost
+the driver more to unpickle than a sausage costs a worker).
 
 How results stay identical: shards are submitted in input order, at most ``window`` at once, and their
 results are consumed in that order however the workers finish, so an output written from them is the
