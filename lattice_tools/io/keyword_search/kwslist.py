@@ -497,8 +497,8 @@ class KwslistWriter:
         self.path = path
         self._head = (f'<kwslist kwlist_filename="{xml_escape(kwlist_filename)}" language="{xml_escape(language)}" '
                       f'system_id="{xml_escape(system_id)}">\n')
-        self._ctx = None
-        self._out = None
+        self._ctx: Any = None
+        self._out: Any = None
 
     def __enter__(self) -> KwslistWriter:
         self._ctx = atomic_write(self.path)
