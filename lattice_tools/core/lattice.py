@@ -302,7 +302,7 @@ class Lattice:
     def without_attrs(self, names: Iterable[str]) -> Lattice:
         """The same lattice without the ``attrs`` called ``names``, sharing its read-only arrays (nothing to
         validate again): what a job that reads none of them sends to its workers (a Kaldi lattice's
-        transition-id strings are 2/3 of its bytes)."""
+        transition-id strings are more than half of its pickled bytes)."""
         drop = [name for name in names if name in self.attrs]
         if not drop:
             return self

@@ -90,7 +90,7 @@ def shard_lattices(lattices: Iterable, parameters: str = "", *, max_arcs: int | 
     ``parameters``: a text naming everything else the result depends on (the job, its options), part of
     every shard's fingerprint.  ``drop_attrs``: the shards hold the lattices without these ``attrs``
     (:meth:`~lattice_tools.core.lattice.Lattice.without_attrs`), which the job does not read: a Kaldi
-    lattice's transition-id strings are 2/3 of what a worker would otherwise be sent."""
+    lattice's transition-id strings are more than half of what a worker would otherwise be sent."""
     max_arcs = SHARD_ARCS if max_arcs is None else max_arcs
     max_utterances = SHARD_UTTERANCES if max_utterances is None else max_utterances
     batch: list = []
