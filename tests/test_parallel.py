@@ -592,6 +592,33 @@ def kws_search_case(tmp_path_factory):
     return root, terms, all_terms, lattices
 
 
+def test_kws_search_parts_come_in_term_order_and_join_to_the_search(kws_search_case, monkeypatch):
+    """kws search writes the parts as they come: they hold consecutive runs of the terms, each term's detections
+    in its own part, and joined they are search()'s result."""
+    import lattice_tools.kws.search as kws_search
+
+    root, terms, _all, lattices = kws_search_case
+    options = dict(normalization="kst", duration=300.0, duptime=0.5)
+    whole = kws_search.search(str(root / "max2.db"), terms, lattices=iter(lattices), **options)
+    monkeypatch.setattr(kws_search, "SEARCH_SHARD_TERMS", 7)
+    monkeypatch.setattr(kws_search, "SEARCH_MAX_SHARD_TERMS", 20)
+    parts = list(kws_search.search_parts(str(root / "max2.db"), terms, lattices=iter(lattices), **options))
+    assert len(parts) > 3
+    assert [k for kwids, _ in parts for k in kwids] == [t.kwid for t in terms]
+    for kwids, part in parts:
+        assert {d.kwid for d in part.detections} <= set(kwids)
+        assert set(part.oov) | set(part.no_hits) | set(part.too_long) <= set(kwids)
+    joined = kws_search.SearchResult()
+    for _kwids, part in parts:
+        joined.detections += part.detections
+        joined.oov += part.oov
+        joined.no_hits += part.no_hits
+        joined.too_long += part.too_long
+        joined.kst_unnormalized += part.kst_unnormalized
+        joined.oov_words.update(part.oov_words)
+    assert joined == whole
+
+
 def test_kws_search_on_workers_equals_the_serial_search(kws_search_case, dask_client, monkeypatch):
     import lattice_tools.kws.search as kws_search
 
