@@ -158,7 +158,7 @@ def make_kwlist(index: Path, path: Path, stride: int) -> int:
     import sqlite3
 
     with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as conn:
-        terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM hits ORDER BY term")][::stride]
+        terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM postings ORDER BY term")][::stride]
     path.write_text("".join(f"KW-{i:06d} {t}\n" for i, t in enumerate(terms)))
     return len(terms)
 

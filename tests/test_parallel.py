@@ -401,6 +401,36 @@ def test_score_on_a_dask_cluster_equals_the_serial_reports(dask_client, tmp_path
         assert _score_reports(ref, hyp, options, tmp_path / f"dask{i}", executor=dask_client) == serial, (ref, hyp)
 
 
+def test_the_sharded_job_writes_what_the_plain_functions_write(tmp_path):
+    """The job sends its workers the Kaldi lattices without their transition-id strings and gets text back: the
+    file is still what the algorithms' own functions and the alt-CTM writer give (the sausage follows Kaldi's
+    stored order of states, which the lattices keep)."""
+    from lattice_tools.alternatives.sausages import sausage
+    from lattice_tools.io.transcripts.altctm import write_alternatives_ctm
+
+    words = str(KALDI / "bundled.words.txt")
+    expected = write_alternatives_ctm(str(tmp_path / "plain.ctm"),
+                                      (sausage(lat, 4) for lat in read_lattices(BUNDLED[0], symbols=words)), 4)
+    stats = make_alternatives_ctm(BUNDLED, "sausage", 4, str(tmp_path / "job.ctm"), words=words, progress=False)
+    assert (tmp_path / "job.ctm").read_bytes() == (tmp_path / "plain.ctm").read_bytes()
+    assert {k: v for k, v in stats.items() if k != "kind"} == expected
+
+
+@pytest.mark.parametrize("command", [
+    ["score", "-r", str(SCTK / "lvc_ref.stm"), "-h", str(SCTK / "lvc_hyp.ctm"), "-F", "--json", "OUT"],
+    ["sausage", LATTICES[0], LATTICES[1], "-n", "4", "-o", "OUT"]])
+def test_a_serial_run_reports_its_tasks_cpu_seconds(command, tmp_path):
+    """bench/bench_parallel.py's scheduling overhead needs the serial run's task CPU seconds: every command goes
+    through run_shards serially too (score aligns its segments as one shard)."""
+    log = tmp_path / "cpu.jsonl"
+    args = [str(tmp_path / "out") if a == "OUT" else a for a in command]
+    r = subprocess.run([sys.executable, "-m", "lattice_tools", *args], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO), parallel.SHARD_CPU_ENV: str(log)})
+    assert r.returncode == 0, r.stderr
+    (report,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert report["tasks"] >= 1 and 0 < report["task_cpu"] <= report["process_cpu"]
+
+
 # ---- kws index: the hits in shards, written in input order -------------------------------------------------
 def _kws_index(path, **kw):
     from lattice_tools.io import read_lattice_inputs
@@ -560,6 +590,33 @@ def kws_search_case(tmp_path_factory):
     lattices = [lat[0] if isinstance(lat, tuple) else lat
                 for lat in read_lattice_inputs(BUNDLED, words=str(KALDI / "bundled.words.txt"))]
     return root, terms, all_terms, lattices
+
+
+def test_kws_search_parts_come_in_term_order_and_join_to_the_search(kws_search_case, monkeypatch):
+    """kws search writes the parts as they come: they hold consecutive runs of the terms, each term's detections
+    in its own part, and joined they are search()'s result."""
+    import lattice_tools.kws.search as kws_search
+
+    root, terms, _all, lattices = kws_search_case
+    options = dict(normalization="kst", duration=300.0, duptime=0.5)
+    whole = kws_search.search(str(root / "max2.db"), terms, lattices=iter(lattices), **options)
+    monkeypatch.setattr(kws_search, "SEARCH_SHARD_TERMS", 7)
+    monkeypatch.setattr(kws_search, "SEARCH_MAX_SHARD_TERMS", 20)
+    parts = list(kws_search.search_parts(str(root / "max2.db"), terms, lattices=iter(lattices), **options))
+    assert len(parts) > 3
+    assert [k for kwids, _ in parts for k in kwids] == [t.kwid for t in terms]
+    for kwids, part in parts:
+        assert {d.kwid for d in part.detections} <= set(kwids)
+        assert set(part.oov) | set(part.no_hits) | set(part.too_long) <= set(kwids)
+    joined = kws_search.SearchResult()
+    for _kwids, part in parts:
+        joined.detections += part.detections
+        joined.oov += part.oov
+        joined.no_hits += part.no_hits
+        joined.too_long += part.too_long
+        joined.kst_unnormalized += part.kst_unnormalized
+        joined.oov_words.update(part.oov_words)
+    assert joined == whole
 
 
 def test_kws_search_on_workers_equals_the_serial_search(kws_search_case, dask_client, monkeypatch):

@@ -12,9 +12,10 @@ from ..core._budget import DEFAULT_MAX_MEMORY, memory_budget
 from ..core.alternatives_network import DEFAULT_CHANNEL
 from ..core.errors import MismatchError
 from ..core.files import progress_bar, write_json
-from ..core.parallel import ShardStore, run_shards, shard_lattices
+from ..core.parallel import ShardStore, run_shards, shard_lattices, with_companions
 from ..io.lattices.inputs import check_times, has_bare_word_ids, read_lattice_inputs
-from ..io.transcripts.altctm import AltCtmStatistics, AlternativesCtmWriter
+from ..io.lattices.kaldi import TRANSITION_ID_ATTRS
+from ..io.transcripts.altctm import AltCtmStatistics, AlternativesCtmWriter, alternatives_ctm_text
 from ..io.transcripts.kaldi_data import read_segments as read_kaldi_segments
 
 
@@ -64,6 +65,7 @@ class AlternativesJob:
     max_memory: int | None = DEFAULT_MAX_MEMORY
     time_limit: float | None = None
     best_effort: bool = False
+    channel: str = DEFAULT_CHANNEL     # of an utterance the segments do not place
 
     def __post_init__(self):
         if self.kind not in ("nbest", "sausage", "phrases"):
@@ -102,10 +104,29 @@ def best_effort_comment(key: str, search: dict) -> str:
             f"{'none' if gap is None else f'{gap:.6g}'} nats above the last listed)")
 
 
-def alternatives_of_shard(job: AlternativesJob, lattices) -> list:
-    """The alternatives of each lattice of a shard (what a worker runs), under the job's memory budget."""
+def alternatives_ctm_of_shard(job: AlternativesJob, items) -> tuple[str, list[int], list[dict]]:
+    """What a worker runs: the alt-CTM text of a shard's ``(lattice, location)`` pairs (``location``: the
+    ``(file, channel, offset)`` of the utterance in its recording, or None: file = key, ``job.channel``), under
+    the job's memory budget; with the slot depths written and the N-best searches a budget stopped
+    (``{"key": ..., **summary}``).  Text, not :class:`Alternatives` objects, comes back: a shard's objects cost
+    the driver more to unpickle than the searches cost a worker (sausages)."""
+    text: list[str] = []
+    depths: list[int] = []
+    incomplete: list[dict] = []
     with memory_budget(job.max_memory):
-        return [job.compute(lat) for lat in lattices]
+        for lat, location in items:
+            alts = job.compute(lat)
+            if location is not None:
+                alts = alts.with_location(*location)
+            elif alts.channel != job.channel:
+                alts = alts.with_location(alts.file, job.channel, 0.0)
+            search = alts.meta.get("search") or {}
+            comment = None
+            if search and not search["complete"]:
+                incomplete.append({"key": lat.key, **search})
+                comment = best_effort_comment(lat.key, search)
+            text.extend(alternatives_ctm_text(alts, job.n, comment, depths))
+    return "".join(text), depths, incomplete
 
 
 def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out: str, *, json_out: str | None = None,
@@ -143,7 +164,7 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
     bytes either way.  ``shard_dir``: finished shards are kept there, so that a killed run started again
     recomputes only the rest; removed when the file is complete."""
     job = AlternativesJob(kind, n, posterior_threshold, acoustic_scale, lm_scale, word_penalty, max_memory,
-                          time_limit, best_effort)
+                          time_limit, best_effort, channel)
     incomplete: list[dict] = []
     bare: list[str] = []
     seg = read_segments(segments, channel) if segments else None
@@ -156,24 +177,22 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
                 bare.append(lat.key)
             yield lat
 
+    def location(key: str):
+        if seg is None:
+            return None
+        if key not in seg:
+            raise MismatchError(f"utterance {key!r} is not in the segments file {segments}", key=key)
+        return seg[key]
+
     with memory_budget(max_memory), AlternativesCtmWriter(out, n) as writer:
         lats = read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
                                    frame_subsampling_factor=frame_subsampling_factor, keys=keys)
-        shards = shard_lattices(checked(progress_bar(lats, desc=kind, unit="lat", progress=progress)), repr(job))
-        for shard, results in run_shards(alternatives_of_shard, shards, executor=executor, args=(job,), store=store):
-            for key, alts in zip(shard.keys, results, strict=True):
-                if seg is not None:
-                    if key not in seg:
-                        raise MismatchError(f"utterance {key!r} is not in the segments file {segments}", key=key)
-                    alts = alts.with_location(*seg[key])
-                elif alts.channel != channel:
-                    alts = alts.with_location(alts.file, channel, 0.0)
-                search = alts.meta.get("search") or {}
-                comment = None
-                if search and not search["complete"]:
-                    incomplete.append({"key": key, **search})
-                    comment = best_effort_comment(key, search)
-                writer.write(alts, comment=comment)
+        shards = with_companions(shard_lattices(checked(progress_bar(lats, desc=kind, unit="lat", progress=progress)),
+                                                repr(job), drop_attrs=TRANSITION_ID_ATTRS), location)
+        for shard, (text, depths, stopped) in run_shards(alternatives_ctm_of_shard, shards, executor=executor,
+                                                         args=(job,), store=store):
+            writer.write_text(text, depths, len(shard.keys))
+            incomplete.extend(stopped)
     if store:
         store.remove()
     # ids in a CTM score as 100 % errors against any text reference

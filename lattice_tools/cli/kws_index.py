@@ -293,7 +293,7 @@ def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, nor
     import os
 
     from ..io.keyword_search.kaldi_kws import is_kaldi_fst_archive
-    from ..kws.search import atwv_metric, search, tune_ntrue_scale
+    from ..kws.search import atwv_metric, search_parts, tune_ntrue_scale
 
     if out_format == "auto":
         out_format = "kwslist" if out.endswith(".xml") else "tsv"
@@ -353,25 +353,27 @@ def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, nor
         click.echo(f"lattice-tools: KST tuned on the dev set: ntrue-scale {ntrue_scale:.4g} "
                    f"(ATWV {max(a for _, a in atwv_by_scale):.4f})", err=True)
     from ..core.parallel import open_executor
+    from ..kws.search import SearchResult
 
-    with open_executor(jobs=jobs, scheduler=scheduler) as executor:
-        res = search(index, terms, normalization=normalization, threshold=threshold, duration=duration,
-                     ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
-                     lattices=None if lattice_stream is None else lattice_stream(), executor=executor)
-    if out_format == "kaldi":
-        from ..io.keyword_search.kaldi_kws import write_kaldi_results
-        write_kaldi_results(out, res.detections, utterance_ids, frame_shift=frame_time, offsets=offsets)
-    elif out_format == "kwslist":
-        from ..io.keyword_search.kwslist import write_kwslist
-        write_kwslist(out, res.detections, kwlist_filename=kwlist_filename or os.path.basename(kwlist),
-                      language=language,
-                      system_id=system_id, kwids=[t.kwid for t in terms], oov_kwids=res.oov)
-    else:
-        with atomic_write(out, "w") as f:
-            for d in res.detections:
-                f.write(f"{d.kwid}\t{d.file}\t{d.channel}\t{d.tbeg:.2f}\t{d.dur:.2f}\t{d.score:.6g}\t"
-                        f"{'YES' if d.decision else 'NO'}\n")
-    summary = res.summary()
+    res = SearchResult()   # every list but the detections, which go to the file part by part
+    yes = detections = 0
+    with open_executor(jobs=jobs, scheduler=scheduler) as executor, \
+            _DetectionsWriter(out, out_format, kwlist_filename=kwlist_filename or os.path.basename(kwlist),
+                              language=language, system_id=system_id, utterance_ids=utterance_ids,
+                              frame_shift=frame_time, offsets=offsets) as writer:
+        for kwids, part in search_parts(index, terms, normalization=normalization, threshold=threshold,
+                                        duration=duration, ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
+                                        lattices=None if lattice_stream is None else lattice_stream(),
+                                        executor=executor):
+            writer.write(kwids, part)
+            detections += len(part.detections)
+            yes += sum(d.decision for d in part.detections)
+            res.oov.extend(part.oov)
+            res.too_long.extend(part.too_long)
+            res.no_hits.extend(part.no_hits)
+            res.kst_unnormalized.extend(part.kst_unnormalized)
+            res.oov_words.update(part.oov_words)
+    summary = {**res.summary(), "detections": detections, "yes": yes}
     click.echo(json.dumps(summary, sort_keys=True), err=True)
     for what, kwids, hint in (("out of vocabulary", res.oov, ""),
                               ("longer than the index's max length", res.too_long,
@@ -384,6 +386,50 @@ def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, nor
     if tuning is not None:
         summary["tuning"] = tuning
     _write_json(summary, json_out)
+
+
+class _DetectionsWriter:
+    """The detections of ``kws search`` written as the search's parts come (term order), in one of the formats:
+    ``tsv``, ``kwslist`` (every searched term gets its element) or ``kaldi`` (result lines); atomically."""
+
+    def __init__(self, out, out_format, *, kwlist_filename, language, system_id, utterance_ids, frame_shift,
+                 offsets):
+        self.out, self.out_format = out, out_format
+        self.kwslist = dict(kwlist_filename=kwlist_filename, language=language, system_id=system_id)
+        self.kaldi = dict(utterance_ids=utterance_ids, frame_shift=frame_shift, offsets=offsets)
+        self._ctx = None
+        self._f = None
+
+    def __enter__(self):
+        if self.out_format == "kwslist":
+            from ..io.keyword_search.kwslist import KwslistWriter
+
+            self._ctx = KwslistWriter(self.out, **self.kwslist)
+        else:
+            self._ctx = atomic_write(self.out, "w")
+        self._f = self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
+
+    def write(self, kwids, part) -> None:
+        if self.out_format == "kwslist":
+            by_kwid: dict = {k: [] for k in kwids}
+            for d in part.detections:
+                by_kwid[d.kwid].append(d)
+            oov = set(part.oov)
+            for kwid, dets in by_kwid.items():
+                self._f.write_term(kwid, dets, oov=kwid in oov)
+        elif self.out_format == "kaldi":
+            from ..io.keyword_search.kaldi_kws import kaldi_result_lines
+
+            self._f.writelines(kaldi_result_lines(part.detections, self.kaldi["utterance_ids"],
+                                                  frame_shift=self.kaldi["frame_shift"],
+                                                  offsets=self.kaldi["offsets"]))
+        else:
+            self._f.write("".join(f"{d.kwid}\t{d.file}\t{d.channel}\t{d.tbeg:.2f}\t{d.dur:.2f}\t{d.score:.6g}\t"
+                                  f"{'YES' if d.decision else 'NO'}\n" for d in part.detections))
 
 
 @click.command("align")

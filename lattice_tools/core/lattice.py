@@ -37,7 +37,7 @@ Conventions
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -317,6 +317,18 @@ class Lattice:
     def replace(self, **changes) -> Lattice:
         """A copy with some fields replaced (validated again)."""
         return dataclasses.replace(self, **changes)
+
+    def without_attrs(self, names: Iterable[str]) -> Lattice:
+        """The same lattice without the ``attrs`` called ``names``, sharing its read-only arrays (nothing to
+        validate again): what a job that reads none of them sends to its workers (a Kaldi lattice's
+        transition-id strings are more than half of its pickled bytes)."""
+        drop = [name for name in names if name in self.attrs]
+        if not drop:
+            return self
+        lat = object.__new__(type(self))
+        lat.__dict__.update(self.__dict__)
+        object.__setattr__(lat, "attrs", _FrozenAttrs({k: v for k, v in self.attrs.items() if k not in drop}))
+        return lat
 
     def with_key(self, key: str) -> Lattice:
         return self.replace(key=key)

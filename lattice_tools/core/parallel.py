@@ -8,7 +8,11 @@ How work is cut: the lattices are read here, one at a time, and gathered into *s
 utterances; a shard closes at :data:`SHARD_ARCS` arcs or :data:`SHARD_UTTERANCES` utterances, whichever
 comes first.  At the searches' speeds on this project's 2-core machine (0.3-3 µs per arc) a shard is
 0.05-0.5 s of work while its round trip through a local Dask cluster costs ~3-5 ms, so scheduling stays
-around 1 % of the work, and a shard's pickled lattices (~40 bytes per arc) stay under 5 MB.
+around 1 % of the work, and a shard's pickled lattices stay under ~8 MB (~40 bytes per arc; 75 for a Kaldi
+lattice, whose stored order of states travels with it: the sausage follows it).  What a job does not read stays
+behind (``drop_attrs``: a Kaldi lattice's transition-id strings, which would more than double it), and a job
+sends back what its output needs (the alt-CTM jobs: the text, not :class:`Alternatives` objects, which cost
+the driver more to unpickle than a sausage costs a worker).
 
 How results stay identical: shards are submitted in input order, at most ``window`` at once, and their
 results are consumed in that order however the workers finish, so an output written from them is the
@@ -41,6 +45,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .errors import LatticeToolsError, MissingDependencyError
 
 __all__ = ["SHARD_ARCS", "SHARD_UTTERANCES", "Shard", "ShardStore", "open_executor", "run_shards", "shard_dir_for",
@@ -70,18 +76,21 @@ def lattice_digest(lat, h=None):
     for name in ("src", "dst", "word", "ilabel", "t0", "t1", "graph_cost", "acoustic_cost", "final_graph_cost",
                  "final_acoustic_cost"):
         h.update(memoryview(getattr(lat, name)).cast("B"))
-    for word_id in sorted(set(lat.word.tolist())):
-        h.update(f"{word_id}={lat.symbols.word(word_id) if word_id else ''}\0".encode("utf-8", "surrogatepass"))
+    symbols = lat.symbols
+    h.update("".join(f"{word_id}={symbols.word(word_id) if word_id else ''}\0"
+                     for word_id in np.unique(lat.word).tolist()).encode("utf-8", "surrogatepass"))
     return h
 
 
 def shard_lattices(lattices: Iterable, parameters: str = "", *, max_arcs: int | None = None,
-                   max_utterances: int | None = None) -> Iterator[Shard]:
+                   max_utterances: int | None = None, drop_attrs: Sequence[str] = ()) -> Iterator[Shard]:
     """Cut a stream of lattices into shards of consecutive utterances (see the module docstring); the
     limits default to :data:`SHARD_ARCS` and :data:`SHARD_UTTERANCES`.
 
     ``parameters``: a text naming everything else the result depends on (the job, its options), part of
-    every shard's fingerprint."""
+    every shard's fingerprint.  ``drop_attrs``: the shards hold the lattices without these ``attrs``
+    (:meth:`~lattice_tools.core.lattice.Lattice.without_attrs`), which the job does not read: a Kaldi
+    lattice's transition-id strings are more than half of what a worker would otherwise be sent."""
     max_arcs = SHARD_ARCS if max_arcs is None else max_arcs
     max_utterances = SHARD_UTTERANCES if max_utterances is None else max_utterances
     batch: list = []
@@ -95,7 +104,7 @@ def shard_lattices(lattices: Iterable, parameters: str = "", *, max_arcs: int | 
         return Shard(index, tuple(batch), tuple(lat.key for lat in batch), h.hexdigest())
 
     for lat in lattices:
-        batch.append(lat)
+        batch.append(lat.without_attrs(drop_attrs) if drop_attrs else lat)
         arcs += lat.num_arcs
         if arcs >= max_arcs or len(batch) >= max_utterances:
             yield close()

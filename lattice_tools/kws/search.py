@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -222,7 +222,31 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
     opens the index read-only (on a cluster the index must be on a shared file system); the long terms'
     hits are found here first (the lattices are read in this process) and sent with their shard.  The
     shards' results are joined in term order: the result, hence every file written from it, equals the
-    serial search's.  A list of at most :data:`SEARCH_SHARD_TERMS` terms is searched here."""
+    serial search's.  A list of at most :data:`SEARCH_SHARD_TERMS` terms is searched here.
+
+    :func:`search_parts` gives the same result in parts, for writing detections without holding them all."""
+    result = SearchResult()
+    for _kwids, part in search_parts(index, terms, normalization=normalization, threshold=threshold,
+                                     duration=duration, ntrue_scale=ntrue_scale, beta=beta, duptime=duptime,
+                                     lattices=lattices, long_hits=long_hits, executor=executor):
+        result.detections.extend(part.detections)
+        result.oov.extend(part.oov)
+        result.too_long.extend(part.too_long)
+        result.no_hits.extend(part.no_hits)
+        result.kst_unnormalized.extend(part.kst_unnormalized)
+        result.oov_words.update(part.oov_words)
+    return result
+
+
+def search_parts(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalization: str = "none",
+                 threshold: float = 0.5, duration: float | None = None, ntrue_scale: float = 1.0,
+                 beta: float = DEFAULT_BETA, duptime: float = 0.5, lattices: Iterable[Lattice] | None = None,
+                 long_hits: dict[tuple[str, ...], list[IndexHit]] | None = None, executor=None
+                 ) -> Iterator[tuple[tuple[str, ...], SearchResult]]:
+    """:func:`search` (same parameters) in parts, in term order: ``(kwids, result)`` for each run of consecutive
+    terms (a shard: see :data:`SEARCH_SHARD_TERMS`), ``result`` holding those terms' detections and lists.  The
+    parts joined are :func:`search`'s result; a writer that consumes them as they come holds one shard's
+    detections at a time instead of all of them."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r} (expected one of {', '.join(NORMALIZATIONS)})")
     if not 0 < threshold < 1 and normalization == "kst":
@@ -247,7 +271,8 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
                 oov_words = {t.kwid: _oov_words(idx, t) for t in terms}
                 long_terms = [tuple(t.words) for t in terms if not oov_words[t.kwid] and len(t.words) > idx.max_length]
                 long_hits = long_term_hits(idx, long_terms, lattices) if long_terms else {}
-            return _search_on_workers(idx.path, terms, options, long_hits or {}, executor)
+            yield from _search_on_workers(idx.path, terms, options, long_hits or {}, executor)
+            return
         if long_hits is None:
             long_terms = [tuple(t.words) for t in terms
                           if len(t.words) > idx.max_length and not _oov_words(idx, t)]
@@ -262,7 +287,7 @@ def search(index: TermIndex | str, terms: Sequence[KeywordTerm], *, normalizatio
 
         # the same shards as on workers, one engine: run here, one after the other
         sizes = _ShardSizes()
-        return _joined(run_shards(search_here, sizes.shards(terms, terms)), sizes)
+        yield from _parts(run_shards(search_here, sizes.shards(terms, terms)), sizes)
     finally:
         if own:
             idx.close()
@@ -339,15 +364,16 @@ def search_terms_of_shard(job: tuple[str, _SearchOptions], items: Sequence[tuple
 
 
 def _search_on_workers(path: str, terms: Sequence[KeywordTerm], options: _SearchOptions,
-                       long_hits: dict[tuple[str, ...], list[IndexHit]], executor) -> SearchResult:
+                       long_hits: dict[tuple[str, ...], list[IndexHit]],
+                       executor) -> Iterator[tuple[tuple[str, ...], SearchResult]]:
     """The terms cut into shards (sized as :data:`SEARCH_SHARD_TERMS` says), searched on ``executor``'s workers (each opens the
     index itself: on a cluster, ``path`` must be on a file system the workers share); the shards' results are
-    joined in term order, so the result equals the serial search's."""
+    given in term order, so that joined they equal the serial search's."""
     from ..core.parallel import run_shards
 
     items = [(t, long_hits.get(tuple(t.words))) for t in terms]
     sizes = _ShardSizes()
-    return _joined(run_shards(search_terms_of_shard, sizes.shards(items, terms), executor=executor,
+    yield from _parts(run_shards(search_terms_of_shard, sizes.shards(items, terms), executor=executor,
                               args=((os.path.abspath(path), options),)), sizes)
 
 
@@ -379,22 +405,16 @@ class _ShardSizes:
             start, index = end, index + 1
 
 
-def _joined(parts, sizes: _ShardSizes) -> SearchResult:
+def _parts(done, sizes: _ShardSizes) -> Iterator[tuple[tuple[str, ...], SearchResult]]:
     """The results of consecutive shards of terms (``(shard, (result, detections as columns or None, CPU
-    seconds))``, in term order) as one; each shard's seconds go to ``sizes``."""
-    result = SearchResult()
-    for shard, (part, columns, seconds) in parts:
+    seconds))``, in term order) as ``(kwids, result)`` with the detections as objects; each shard's seconds go to
+    ``sizes``."""
+    for shard, (part, columns, seconds) in done:
         sizes.record(len(shard.items), seconds)
-        result.detections.extend(part.detections)
         if columns:
-            result.detections.extend(Detection(k, f, c, tb, d, s, y, utterance=u or None)
-                                     for k, f, c, tb, d, s, y, u in zip(*columns, strict=True))
-        result.oov.extend(part.oov)
-        result.too_long.extend(part.too_long)
-        result.no_hits.extend(part.no_hits)
-        result.kst_unnormalized.extend(part.kst_unnormalized)
-        result.oov_words.update(part.oov_words)
-    return result
+            part.detections.extend(Detection(k, f, c, tb, d, s, y, utterance=u or None)
+                                   for k, f, c, tb, d, s, y, u in zip(*columns, strict=True))
+        yield shard.keys, part
 
 
 def tune_ntrue_scale(index: TermIndex | str, terms: Sequence[KeywordTerm], metric: Callable[[list[Detection]], float],

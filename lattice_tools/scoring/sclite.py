@@ -326,14 +326,15 @@ def segment_confidences(aligned: list) -> list | None:
 
 def align_segments(aligner: SegmentAligner, items: list, keys: list, executor=None) -> list:
     """:func:`aligned_of_shard` of every item, in order: here in one batch, or on the workers of ``executor``
-    in shards of :data:`SHARD_SEGMENTS` (the same alignments: each segment is aligned on its own)."""
-    if executor is None:
-        return aligned_of_shard(dataclasses.replace(aligner, max_memory=budget_limit()), items)
+    in shards of :data:`SHARD_SEGMENTS` (the same alignments: each segment is aligned on its own).  Both go
+    through :func:`~lattice_tools.core.parallel.run_shards` (here: one shard), which measures the work's CPU
+    seconds for ``bench/bench_parallel.py``."""
     from ..core.parallel import run_shards, shard_items
 
     aligner = dataclasses.replace(aligner, max_memory=budget_limit())   # (workers have no budget of their own)
+    per_shard = SHARD_SEGMENTS if executor is not None else max(1, len(items))
     out: list = []
-    for _shard, aligned in run_shards(aligned_of_shard, shard_items(items, keys, SHARD_SEGMENTS), executor=executor,
+    for _shard, aligned in run_shards(aligned_of_shard, shard_items(items, keys, per_shard), executor=executor,
                                       args=(aligner,)):
         out.extend(aligned)
     return out

@@ -477,26 +477,58 @@ def write_kwslist(path: str, detections: Iterable[Detection], *, kwlist_filename
     order of first appearance."""
     groups: OrderedDict[str, list[Detection]] = OrderedDict((k, []) for k in kwids)
     for d in detections:
-        if not (math.isfinite(d.tbeg) and math.isfinite(d.dur) and math.isfinite(d.score)):
-            raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} has a non-finite time or score",
-                              path=str(path))
-        check_channel(d.channel, f"detection of {d.kwid[:40]!r} in {d.file[:40]!r}", str(path))
-        if d.dur < 0:  # what read_kwslist (and F4DE) refuse is never written
-            raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} at {d.tbeg} has a negative duration "
-                              f"({d.dur})", path=str(path))
         groups.setdefault(d.kwid, []).append(d)
     oov = set(oov_kwids)
-    with atomic_write(path) as f:
-        f.write(f'<kwslist kwlist_filename="{xml_escape(kwlist_filename)}" language="{xml_escape(language)}" '
-                f'system_id="{xml_escape(system_id)}">\n')
+    with KwslistWriter(path, kwlist_filename=kwlist_filename, language=language, system_id=system_id) as writer:
         for kwid, dets in groups.items():
-            f.write(f'  <detected_kwlist kwid="{xml_escape(kwid)}" search_time="0" '
-                    f'oov_count="{1 if kwid in oov else 0}">\n')
-            for d in dets:
-                f.write(f'    <kw file="{xml_escape(d.file)}" channel="{xml_escape(d.channel)}" '
-                        f'tbeg="{decimal_time(d.tbeg)}" dur="{decimal_time(d.dur)}" score="{_num(d.score)}" decision="{"YES" if d.decision else "NO"}"/>\n')
-            f.write("  </detected_kwlist>\n")
-        f.write("</kwslist>\n")
+            writer.write_term(kwid, dets, oov=kwid in oov)
 
 
-__all__ = ["KwsList", "DetectedList", "DetectionColumns", "read_kwslist", "write_kwslist", "kwslist_file_id"]
+def _check_detection(d: Detection, path: str) -> None:
+    if not (math.isfinite(d.tbeg) and math.isfinite(d.dur) and math.isfinite(d.score)):
+        raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} has a non-finite time or score",
+                          path=str(path))
+    check_channel(d.channel, f"detection of {d.kwid[:40]!r} in {d.file[:40]!r}", str(path))
+    if d.dur < 0:  # what read_kwslist (and F4DE) refuse is never written
+        raise FormatError(f"detection of {d.kwid!r} in {d.file}/{d.channel} at {d.tbeg} has a negative duration "
+                          f"({d.dur})", path=str(path))
+
+
+class KwslistWriter:
+    """A kwslist written one term at a time (what :func:`write_kwslist` writes, without holding every detection):
+    use as a context manager; the file appears only when the block ends without an exception."""
+
+    def __init__(self, path: str, *, kwlist_filename: str, language: str = "", system_id: str = "lattice-tools"):
+        self.path = path
+        self._head = (f'<kwslist kwlist_filename="{xml_escape(kwlist_filename)}" language="{xml_escape(language)}" '
+                      f'system_id="{xml_escape(system_id)}">\n')
+        self._ctx: Any = None
+        self._out: Any = None
+
+    def __enter__(self) -> KwslistWriter:
+        self._ctx = atomic_write(self.path)
+        self._out = self._ctx.__enter__()
+        self._out.write(self._head)
+        return self
+
+    def __exit__(self, *exc):
+        assert self._ctx is not None and self._out is not None
+        if exc[0] is None:
+            self._out.write("</kwslist>\n")
+        return self._ctx.__exit__(*exc)
+
+    def write_term(self, kwid: str, detections: Sequence[Detection], *, oov: bool = False) -> None:
+        """The ``<detected_kwlist>`` of ``kwid`` with ``detections`` (its own, in the order given)."""
+        assert self._out is not None, "written inside its with block"
+        for d in detections:
+            _check_detection(d, self.path)
+        lines = [f'  <detected_kwlist kwid="{xml_escape(kwid)}" search_time="0" oov_count="{1 if oov else 0}">\n']
+        lines.extend(f'    <kw file="{xml_escape(d.file)}" channel="{xml_escape(d.channel)}" '
+                     f'tbeg="{decimal_time(d.tbeg)}" dur="{decimal_time(d.dur)}" score="{_num(d.score)}" '
+                     f'decision="{"YES" if d.decision else "NO"}"/>\n' for d in detections)
+        lines.append("  </detected_kwlist>\n")
+        self._out.write("".join(lines))
+
+
+__all__ = ["KwsList", "DetectedList", "DetectionColumns", "KwslistWriter", "read_kwslist", "write_kwslist",
+           "kwslist_file_id"]

@@ -29,6 +29,10 @@ def _symbols_for(ids: np.ndarray, symbols: SymbolTable | None, key: str, name: s
     return symbols
 
 
+#: The ``attrs`` holding a Kaldi lattice's transition-id strings: only writing a Kaldi archive reads them.
+TRANSITION_ID_ATTRS = ("tid_span", "tid_pool")
+
+
 def transition_ids(lat: Lattice) -> list[np.ndarray] | None:
     """The transition-id string of each arc of a lattice read from a Kaldi ``CompactLattice``
     (int32 arrays; read-only views), or None if it has none.

@@ -66,6 +66,7 @@ from ...core.errors import FormatError, LatticeError, MismatchError
 from ...core.files import atomic_write, open_binary_input
 from ...core.lattice import Lattice
 from ...core.symbols import SymbolTable
+from ._kaldi_lattice import TRANSITION_ID_ATTRS as TRANSITION_ID_ATTRS  # (public: part of this module's API)
 from ._kaldi_lattice import lattice_to_raw, raw_to_lattice
 from ._kaldi_lattice import transition_ids as transition_ids  # (public: part of this module's API)
 from ._kaldi_text import RawFst, format_text_fst, parse_text_block

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -114,6 +114,25 @@ class AltCtmStatistics:
                 "bytes": self.bytes, "gzip_bytes": self.gzip_bytes, "MB": self.MB, "depths": list(self.depths)}
 
 
+def alternatives_ctm_text(alts: Alternatives, n: int | None, comment: str | None = None,
+                          depths: list[int] | None = None, *, time_format: str = "%.2f",
+                          conf_format: str = "%.4f") -> Iterator[str]:
+    """The alt-CTM text of ``alts`` cut to depth ``n`` (after a ``;;`` line ``comment`` when given), in pieces of
+    at most 65,536 lines (an utterance's text can be hundreds of MB; the memory budget is checked between
+    pieces); the slot depths written are appended to ``depths``.  What :class:`AlternativesCtmWriter` writes."""
+    cut = alts.truncated(n)
+    if depths is not None:
+        depths.extend(cut.depths)
+    lines: list = [";; " + " ".join(comment.split())] if comment else []
+    for line in _alternatives_ctm_lines(cut, time_format, conf_format):
+        lines.append(line)
+        if len(lines) >= 65536:
+            yield "".join(line + "\n" for line in lines)
+            lines = []
+            check_memory("writing the alt-CTM", cut.key or None)
+    yield "".join(line + "\n" for line in lines)
+
+
 class AlternativesCtmWriter:
     """Streaming alt-CTM writer that also collects the statistics of Faria et al., Tables 3-6.
 
@@ -145,20 +164,21 @@ class AlternativesCtmWriter:
     def write(self, alts: Alternatives, comment: str | None = None) -> None:
         """Write ``alts`` (cut to depth ``n``), after a ``;;`` comment line ``comment`` when given (a note
         that sclite and :func:`read_alternatives_ctm` skip; one line: newlines become spaces)."""
-        cut = alts.truncated(self.n)
-        self._depths.extend(cut.depths)
+        depths: list[int] = []
+        for text in alternatives_ctm_text(alts, self.n, comment, depths, time_format=self.time_format,
+                                          conf_format=self.conf_format):
+            self._emit(text)
+        self._depths.extend(depths)
         self._utts += 1
-        lines: list = [";; " + " ".join(comment.split())] if comment else []
-        for line in _alternatives_ctm_lines(cut, self.time_format, self.conf_format):
-            lines.append(line)
-            if len(lines) >= 65536:  # in pieces: an utterance's text can be hundreds of MB
-                self._emit(lines)
-                lines = []
-                check_memory("writing the alt-CTM", cut.key or None)
-        self._emit(lines)
 
-    def _emit(self, lines: list) -> None:
-        text = "".join(line + "\n" for line in lines)
+    def write_text(self, text: str, depths: Sequence[int], utterances: int) -> None:
+        """Write the text :func:`alternatives_ctm_text` made of ``utterances`` utterances (elsewhere: a worker
+        process) with its slot ``depths``: the file and the statistics are those :meth:`write` gives."""
+        self._emit(text)
+        self._depths.extend(depths)
+        self._utts += utterances
+
+    def _emit(self, text: str) -> None:
         assert self._out is not None, "written inside its with block"
         self._out.write(text)
         data = text.encode("utf-8")
