@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import click
 
@@ -375,12 +376,12 @@ def _search(index, kwlist, out, out_format, utter_map, segments, max_memory, nor
             res.oov_words.update(part.oov_words)
     summary = {**res.summary(), "detections": detections, "yes": yes}
     click.echo(json.dumps(summary, sort_keys=True), err=True)
-    for what, kwids, hint in (("out of vocabulary", res.oov, ""),
-                              ("longer than the index's max length", res.too_long,
-                               " (answer them with --lattices: the lattices the index was built from)"),
-                              ("without hits", res.no_hits, "")):
-        if kwids:
-            click.echo(f"lattice-tools: {len(kwids)} keyword(s) {what}: {' '.join(kwids)}{hint}", err=True)
+    for what, listed, hint in (("out of vocabulary", res.oov, ""),
+                               ("longer than the index's max length", res.too_long,
+                                " (answer them with --lattices: the lattices the index was built from)"),
+                               ("without hits", res.no_hits, "")):
+        if listed:
+            click.echo(f"lattice-tools: {len(listed)} keyword(s) {what}: {' '.join(listed)}{hint}", err=True)
     summary.update(oov=res.oov, oov_words=res.oov_words, too_long=res.too_long, no_hits=res.no_hits,
                    kst_unnormalized=res.kst_unnormalized)
     if tuning is not None:
@@ -397,8 +398,9 @@ class _DetectionsWriter:
         self.out, self.out_format = out, out_format
         self.kwslist = dict(kwlist_filename=kwlist_filename, language=language, system_id=system_id)
         self.kaldi = dict(utterance_ids=utterance_ids, frame_shift=frame_shift, offsets=offsets)
-        self._ctx = None
-        self._f = None
+        # a KwslistWriter (kwslist) or an atomic_write context (text formats), and what it opened
+        self._ctx: Any = None
+        self._f: Any = None
 
     def __enter__(self):
         if self.out_format == "kwslist":
