@@ -94,6 +94,58 @@ def test_a_cell_stopped_by_the_search_budget_is_byte_identical(tmp_path, monkeyp
         assert (tmp_path / "out" / file).read_bytes() == _golden("skipped", file), file
 
 
+def test_the_rows_are_frozen_and_typed(tmp_path, monkeypatch):
+    import dataclasses
+    import json
+
+    from lattice_tools.oracle import StudyRow
+
+    _freeze_clock(monkeypatch)
+    res = _run_skipped(tmp_path / "out")
+    assert all(isinstance(r, StudyRow) for r in res.rows)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.rows[0].wer = 0.0  # type: ignore[misc]
+    written = json.loads((tmp_path / "out" / "study.json").read_text())["rows"]
+    assert [r.to_dict() for r in res.rows] == written == res.to_dict()["rows"]
+    assert [list(r.to_dict()) for r in res.rows][0][:6] == ["representation", "N", "density", "set", "prune",
+                                                            "utterances"]
+    assert [StudyRow.from_dict(d) for d in written] == list(res.rows)
+    assert res.rows[0].cell == ("1best", "1") and res.rows[0].errors == 2 and res.rows[0].n_max == 1
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda d: d.update(colour="red"), "colour"),
+    (lambda d: d.pop("wer"), "wer"),
+    (lambda d: d.pop("per_utterance"), "per_utterance"),
+    (lambda d: d["per_utterance"][0].pop("deletions"), "deletions"),
+    (lambda d: d.update(C="4"), "C"),
+])
+def test_a_damaged_cached_cell_is_refused_naming_file_and_key(tmp_path, edit, key):
+    """A cached cell another version wrote (or an edited one) is a FormatError naming the file and the key; the
+    CLI prints it on one line and exits 2."""
+    import json
+
+    from lattice_tools.cli import main
+    from lattice_tools.core.errors import FormatError
+    from lattice_tools.oracle.study import run_study
+
+    args = ["-n", "1,3", "--representations", "nbest,lattice", "--bootstrap", "0", "--no-plots", "--no-view",
+            "--no-infinity"]
+    r = CliRunner().invoke(main, ["study", *LATTICES, "-r", str(GOLDEN / "ref.trn"), "-o", str(tmp_path), *args])
+    assert r.exit_code == 0, r.output
+    cell = tmp_path / "cells" / "cards" / "nbest-1.json"
+    d = json.loads(cell.read_text())
+    edit(d)
+    cell.write_text(json.dumps(d))
+    with pytest.raises(FormatError) as err:  # the same settings as the command's: its cached cells are read
+        run_study({"cards": [str(INPUTS / "003.lat"), str(INPUTS / "004.lat")]}, str(GOLDEN / "ref.trn"), ns=(1, 3),
+                  representations=("nbest", "lattice"), include_infinity=False, out_dir=str(tmp_path), bootstrap=0,
+                  plots=False, progress=False)
+    assert err.value.path == str(cell) and err.value.key == key
+    r = CliRunner().invoke(main, ["study", *LATTICES, "-r", str(GOLDEN / "ref.trn"), "-o", str(tmp_path), *args])
+    assert r.exit_code == 2 and str(cell) in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
 def _keep(out: Path, printed: str, golden: Path) -> None:
     golden.mkdir(exist_ok=True)
     (golden / "printed.txt").write_text(printed)
