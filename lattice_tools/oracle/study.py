@@ -720,8 +720,8 @@ def _cell(rep, n, density, set_name, thr, keys, results, depths, mb, seconds, ar
                     cost=float(sum(r.cost for r in results)), wer=100 * counts.wer, precision=counts.precision,
                     recall=counts.recall, correct=counts.correct, substitutions=counts.substitutions,
                     deletions=counts.deletions, insertions=counts.insertions, ref_words=counts.ref_words, MB=mb,
-                    seconds=seconds, n_max=st["N_max"] if st else None, n_90=st["N_.9"] if st else None,
-                    n_50=st["N_.5"] if st else None, blocks=st["blocks"] if st else None,
+                    seconds=seconds, n_max=st.n_max if st else None, n_90=st.n_90 if st else None,
+                    n_50=st.n_50 if st else None, blocks=st.blocks if st else None,
                     per_utterance=per_utterance)
 
 
