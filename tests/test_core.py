@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lattice_tools import Alternative, Alternatives, ErrorCounts, Lattice, Slot, SymbolTable
-from lattice_tools.core.alternatives_network import depth_statistics
+from lattice_tools.core.alternatives_network import DepthStatistics, depth_statistics
 from lattice_tools.core.errors import FormatError, LatticeError, SymbolError
 from lattice_tools.core.files import atomic_write, read_text_lines
 from lattice_tools.core.lattice import connect, connect_with_maps
@@ -132,7 +132,10 @@ def test_alternatives_and_depth_statistics():
     assert moved.slots[1].alternatives[0].starts == (11.2,) and alts.slots[1].alternatives[0].starts == (1.2,)
     assert alts.truncated(1).depths == [1, 1]
     st = depth_statistics(list(range(1, 11)))
-    assert st == {"blocks": 10, "N_max": 10, "N_.9": 9, "N_.5": 5}
+    assert st == DepthStatistics(blocks=10, n_max=10, n_90=9, n_50=5)
+    assert list(st.to_dict().items()) == [("blocks", 10), ("N_max", 10), ("N_.9", 9), ("N_.5", 5)]
+    assert depth_statistics([]).to_dict() == {"blocks": 0, "N_max": 0, "N_.9": 0, "N_.5": 0}
+    assert depth_statistics([3]) == DepthStatistics(1, 3, 3, 3)
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):

@@ -157,7 +157,7 @@ def test_study_cells_equal_oracle_and_score(cards, tmp_path, ref):
 
     res = run_study({"cards": [LAT3, LAT4]}, str(cards / ref), ns=(1, 3), representations=("nbest", "lattice"),
                     include_infinity=False, out_dir=str(tmp_path / "study"), bootstrap=0, plots=False, progress=False)
-    rows = {(r["representation"], r["N"]): r for r in res.rows}
+    rows = {r.cell: r.to_dict() for r in res.rows}
     ctm, txt = _one_best_files(cards)
     scored = score_files(str(cards / ref), ctm if ref == "ref.stm" else txt, id_type="sp",
                          hyp_format="ctm" if ref == "ref.stm" else "text")
@@ -172,7 +172,7 @@ def test_study_cells_equal_oracle_and_score(cards, tmp_path, ref):
              "--no-infinity", "--representations", "nbest,lattice", "--bootstrap", "0", "--no-plots")
     assert r.exit_code == 0, r.output
     cli_rows = json.loads((tmp_path / "cli" / "study.json").read_text())["rows"]
-    assert _timeless(cli_rows) == _timeless(res.rows)
+    assert _timeless(cli_rows) == _timeless([r.to_dict() for r in res.rows])
 
 
 def _timeless(rows: list) -> list:
@@ -328,7 +328,7 @@ def test_a_rerun_with_other_settings_recomputes_the_cells(cards, tmp_path):
     (cards / "bad.trn").write_text("nine of hearts (003)\nsix six (004)\n")
     good = run_study({"cards": [LAT3, LAT4]}, str(cards / "ref.trn"), **kw)
     bad = run_study({"cards": [LAT3, LAT4]}, str(cards / "bad.trn"), **kw)
-    assert [r["wer"] for r in good.rows] != [r["wer"] for r in bad.rows]
+    assert [r.wer for r in good.rows] != [r.wer for r in bad.rows]
 
 
 def test_study_refuses_tables_it_cannot_check(cards, tmp_path):

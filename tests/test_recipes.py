@@ -180,7 +180,7 @@ def test_merge_json_stats(tmp_path):
     da, db = [1, 2, 4], [9, 1]
     pa.write_text(json.dumps({**a, "depths": da})), pb.write_text(json.dumps({**b, "depths": db}))
     m = recipe.merge_json_stats([str(pa), str(pb)], str(tmp_path / "m2.json"))
-    stats = depth_statistics(da + db)
+    stats = depth_statistics(da + db).to_dict()
     assert {k: m[k] for k in stats} == stats and m["depths"] == da + db and "note" not in m
     assert json.loads((tmp_path / "m2.json").read_text()) == m
     pb.write_text(json.dumps({**b, "kind": "nbest"}))

@@ -42,7 +42,7 @@ def test_study_on_real_speech(real_lattices, tmp_path):
         assert os.path.getsize(res.files[f]) > 0
     bad = [i for i in res.invariants if not i["holds"]]
     assert not bad and len(res.invariants) >= 2 * 12
-    rows = {(r["density"], r["representation"], r["N"]): r for r in res.rows if "wer" in r}
+    rows = {(r.density, r.representation, r.n): r.to_dict() for r in res.rows if r.skipped is None}
     for density in ("ps", "ps@0.01"):
         lat = rows[(density, "lattice", "inf")]
         assert lat["wer"] <= rows[(density, "1best", "1")]["wer"]
@@ -59,7 +59,7 @@ def test_study_on_real_speech(real_lattices, tmp_path):
     cells = sorted(os.listdir(tmp_path / "study" / "cells" / "ps"))
     mtimes = {c: os.path.getmtime(tmp_path / "study" / "cells" / "ps" / c) for c in cells}
     res2 = run_study({"ps": "/nonexistent-never-read"}, trn, **kw)
-    assert [r["wer"] for r in res2.rows if "wer" in r] == [r["wer"] for r in res.rows if "wer" in r]
+    assert res2.rows == res.rows
     assert mtimes == {c: os.path.getmtime(tmp_path / "study" / "cells" / "ps" / c) for c in cells}
 
 
@@ -84,7 +84,7 @@ def test_study_altctm_cells_equal_debian_sclite(real_lattices, tmp_path):
     stm = [f"{u.utt_id} 1 spk 0.00 100.00 {u.text}" for u in read_trn(trn) if u.utt_id in keys]
     (tmp_path / "ref.stm").write_text("\n".join(sorted(stm)) + "\n")
     checked = 0
-    for r in res.rows:
+    for r in (row.to_dict() for row in res.rows):
         ctm_gz = out / "altctm" / "ps" / f"{r['representation']}-{r['N']}.ctm.gz"
         import gzip
         lines = gzip.decompress(ctm_gz.read_bytes()).decode().splitlines()
@@ -191,7 +191,7 @@ def test_study_both_ways_on_a_joined_side(side_lattice, tmp_path, mode):
     assert [lat.key for lat in lats] == ["bundled"] and len(open(stm).read().splitlines()) == 2
     res = run_study({"ps": lats}, stm, ns=(1, 2, 10), out_dir=str(tmp_path / "both"), mode=mode,
                     segment_free=True, progress=False, bootstrap=0)
-    rows = {(r["representation"], r["N"]): r for r in res.rows if "skipped" not in r}
+    rows = {r.cell: r.to_dict() for r in res.rows if r.skipped is None}
     assert {("1best", "1"), ("nbest", "2"), ("sausage", "inf"), ("phrase", "10"), ("lattice", "inf")} <= set(rows)
     assert res.invariants and all(i["holds"] for i in res.invariants)
     for (rep, _n), r in rows.items():
@@ -237,7 +237,7 @@ def test_study_both_ways_equals_debian_sclite(side_lattice, tmp_path):
     merged = f"{lines[0][0]} 1 {lines[0][2]} {lines[0][3]} {lines[-1][4]} " + " ".join(x[5] for x in lines)
     (tmp_path / "merged.stm").write_text(merged + "\n")
     checked = 0
-    for r in res.rows:
+    for r in (row.to_dict() for row in res.rows):
         ctm = tmp_path / "h.ctm"
         ctm.write_bytes(gzip.decompress((out / "altctm" / "ps" / f"{r['representation']}-{r['N']}.ctm.gz").read_bytes()))
         seg = run_sclite(SCLITE, stm, str(ctm))
@@ -278,11 +278,11 @@ def test_study_both_ways_with_segments_equals_the_per_utterance_study(real_latti
     both = run_study({"ps": lats}, stm, out_dir=str(tmp_path / "both"), segment_free=True,
                      segments=str(tmp_path / "segments"), **kw)
     per_utt = run_study({"ps": lats}, trn, out_dir=str(tmp_path / "per"), allow_missing=True, **kw)
-    cells = {(r["representation"], r["N"]): r for r in per_utt.rows}
+    cells = {r.cell: r.to_dict() for r in per_utt.rows}
     assert all(i["holds"] for i in both.invariants)
-    assert {r["representation"] for r in both.rows} == {"1best", "nbest", "sausage", "phrase"}
+    assert {r.representation for r in both.rows} == {"1best", "nbest", "sausage", "phrase"}
     assert "no whole-lattice row" in open(both.files["markdown"]).read()
-    for r in both.rows:
+    for r in (row.to_dict() for row in both.rows):
         c = cells[(r["representation"], r["N"])]
         assert (r["seg_C"], r["seg_S"], r["seg_D"], r["seg_I"], r["ref_words"]) == \
             (c["C"], c["S"], c["D"], c["I"], c["ref_words"]), r

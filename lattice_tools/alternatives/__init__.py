@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..core._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from ..core.alternatives_network import Alternative, Alternatives, Slot, depth_statistics
+    from ..core.alternatives_network import Alternative, Alternatives, DepthStatistics, Slot, depth_statistics
     from ..io.transcripts.altctm import AltCtmStatistics, write_alternatives_ctm
     from .determinization import determinize
     from .nbest_lists import nbest, nbest_search, nbest_sequences
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .sausages import sausage
     from .word_alignment import word_align
 
-__all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alternatives_ctm", "AltCtmStatistics",
+__all__ = ["Alternative", "Alternatives", "Slot", "DepthStatistics", "depth_statistics", "write_alternatives_ctm", "AltCtmStatistics",
            "word_align", "determinize", "nbest", "nbest_search", "nbest_sequences", "sausage", "phrases", "PhraseDecomposition"]
 
 
@@ -29,6 +29,7 @@ __all__ = ["Alternative", "Alternatives", "Slot", "depth_statistics", "write_alt
 # shadows a function.  io.transcripts.altctm imports this package, hence its writer is lazy too.
 _LAZY = {
     "Alternative": "..core.alternatives_network", "Alternatives": "..core.alternatives_network", "Slot": "..core.alternatives_network", "depth_statistics": "..core.alternatives_network",
+    "DepthStatistics": "..core.alternatives_network",
     "determinize": ".determinization", "nbest": ".nbest_lists", "nbest_sequences": ".nbest_lists",
     "nbest_search": ".nbest_lists",
     "phrases": ".phrase_alternatives", "PhraseDecomposition": ".phrase_alternatives", "sausage": ".sausages",

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .dp import OracleAlignmentStep, OracleResult, oracle_graph
     from .report import OracleReport, oracle_wer
     from .representations import ctm_oracle, load_references, make_alternatives, utterance_oracle
-    from .study import StudyResult, run_study
+    from .study import StudyBothWaysRow, StudyResult, StudyRow, StudyUtterance, run_study
 
 __all__ = [
     "LEVENSHTEIN_ORACLE_COSTS",
@@ -39,7 +39,10 @@ __all__ = [
     "OracleCosts",
     "OracleReport",
     "OracleResult",
+    "StudyBothWaysRow",
     "StudyResult",
+    "StudyRow",
+    "StudyUtterance",
     "alternatives_oracle",
     "alternatives_oracle_many",
     "bootstrap_systems",
@@ -66,7 +69,8 @@ _SOURCE = {
     "OracleReport": "report", "oracle_wer": "report",
     "ctm_oracle": "representations", "load_references": "representations", "make_alternatives": "representations",
     "utterance_oracle": "representations",
-    "StudyResult": "study", "run_study": "study",
+    "StudyResult": "study", "StudyRow": "study", "StudyBothWaysRow": "study", "StudyUtterance": "study",
+    "run_study": "study",
 }
 
 

@@ -36,13 +36,13 @@ import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core._budget import memory_budget
 from ..core.alternatives_network import depth_statistics
 from ..core.counts import ErrorCounts
-from ..core.errors import BudgetExceededError, LatticeError, LatticeToolsError
+from ..core.errors import BudgetExceededError, FormatError, LatticeError, LatticeToolsError
 from ..core.files import atomic_write, write_json
 from ..io.lattices.inputs import check_times, check_word_table, is_text, is_word_ids
 from .api import alternatives_oracle_many, lattice_oracle_many
@@ -68,16 +68,251 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]", "_", name)
 
 
-@dataclass
-class StudyResult:
-    """Rows (one per cell), invariant checks and the written file paths."""
+@dataclass(frozen=True, slots=True)
+class StudyUtterance:
+    """One utterance of a study cell: its key, the oracle's optimal alignment cost and its error counts (what
+    the bootstrap draws and what says two cells are over the same utterances)."""
 
-    rows: list
+    key: str
+    cost: float
+    counts: ErrorCounts
+
+    def to_dict(self) -> dict:
+        c = self.counts
+        return {"key": self.key, "cost": self.cost, "correct": c.correct, "substitutions": c.substitutions,
+                "deletions": c.deletions, "insertions": c.insertions, "ref_words": c.ref_words}
+
+
+#: JSON key -> attribute of a :class:`StudyRow`, in the order of its dict: the cell's name, then (a computed cell)
+#: its numbers, then its block depths; ``skipped`` stands for the numbers of a cell a search budget stopped.
+_ROW_HEAD = (("representation", "representation"), ("N", "n"), ("density", "density"), ("set", "lattice_set"),
+             ("prune", "prune"))
+_ROW_NUMBERS = (("utterances", "utterances"), ("arcs", "arcs"), ("cost", "cost"), ("wer", "wer"),
+                ("precision", "precision"), ("recall", "recall"), ("C", "correct"), ("S", "substitutions"),
+                ("D", "deletions"), ("I", "insertions"), ("ref_words", "ref_words"), ("MB", "MB"),
+                ("seconds", "seconds"))
+_ROW_DEPTHS = (("N_max", "n_max"), ("N_.9", "n_90"), ("N_.5", "n_50"), ("blocks", "blocks"))
+_ROW_INTERVAL = (("wer_low", "wer_low"), ("wer_high", "wer_high"))
+_ROW_TYPES = {"representation": "str", "N": "str", "density": "str", "set": "str", "prune": "number", "skipped": "str",
+              "utterances": "int", "arcs": "int", "cost": "number", "wer": "number?", "precision": "number?",
+              "recall": "number?", "C": "int", "S": "int", "D": "int", "I": "int", "ref_words": "int", "MB": "number",
+              "seconds": "number", "N_max": "int?", "N_.9": "int?", "N_.5": "int?", "blocks": "int?",
+              "wer_low": "number?", "wer_high": "number?"}
+_UTTERANCE_KEYS = ("key", "cost", "correct", "substitutions", "deletions", "insertions", "ref_words")
+
+
+@dataclass(frozen=True, slots=True)
+class StudyRow:
+    """One cell of :func:`run_study`: a ``representation`` (``1best``, ``nbest``, ``sausage``, ``phrase``,
+    ``lattice``) at depth ``n`` (``"1"``, ``"2"``, ... or ``"inf"``) on one ``density`` (the lattice set
+    ``lattice_set`` posterior-pruned at ``prune``, 0 = as given).
+
+    A computed cell has its exact oracle: the summed optimal alignment ``cost``, ``wer`` (%), ``precision``,
+    ``recall``, C/S/D/I, ``ref_words``, the ``utterances`` and lattice ``arcs`` it covers, ``MB`` (gzip-compressed
+    alt-CTM, for the lattice its SLF), ``seconds`` measured, the block depths N_max / N_.9 / N_.5 and ``blocks``
+    (:class:`~lattice_tools.core.alternatives_network.DepthStatistics`; None for the whole lattice), the 95%
+    utterance-bootstrap interval ``wer_low``/``wer_high`` (None without a bootstrap) and ``per_utterance`` (the
+    cached cell's, while the study runs; not in :meth:`to_dict`).  A cell a search budget stopped has
+    ``skipped`` (why) and no numbers."""
+
+    representation: str
+    n: str
+    density: str
+    lattice_set: str
+    prune: float
+    skipped: str | None = None
+    utterances: int | None = None
+    arcs: int | None = None
+    cost: float | None = None
+    wer: float | None = None
+    precision: float | None = None
+    recall: float | None = None
+    correct: int | None = None
+    substitutions: int | None = None
+    deletions: int | None = None
+    insertions: int | None = None
+    ref_words: int | None = None
+    MB: float | None = None
+    seconds: float | None = None
+    n_max: int | None = None
+    n_90: int | None = None
+    n_50: int | None = None
+    blocks: int | None = None
+    wer_low: float | None = None
+    wer_high: float | None = None
+    per_utterance: tuple[StudyUtterance, ...] | None = None
+
+    @property
+    def cell(self) -> tuple[str, str]:
+        """``(representation, n)``: which cell of its density this is."""
+        return self.representation, self.n
+
+    @property
+    def errors(self) -> int:
+        """S + D + I of a computed cell."""
+        assert self.skipped is None, "a stopped cell has no counts"
+        return int(self.substitutions or 0) + int(self.deletions or 0) + int(self.insertions or 0)
+
+    def to_dict(self) -> dict:
+        """The row of ``study.json``: the cell's name, then ``skipped`` or its numbers and block depths, then the
+        bootstrap interval when drawn."""
+        out = {key: getattr(self, attr) for key, attr in _ROW_HEAD}
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
+            return out
+        out.update((key, getattr(self, attr)) for key, attr in _ROW_NUMBERS + _ROW_DEPTHS)
+        if self.wer_low is not None or self.wer_high is not None:
+            out.update((key, getattr(self, attr)) for key, attr in _ROW_INTERVAL)
+        return out
+
+    def cache_dict(self) -> dict:
+        """What the cell's cache file holds (besides the settings it was computed with): :meth:`to_dict` with
+        ``per_utterance`` after ``seconds`` (read back by :meth:`from_dict`)."""
+        out = self.to_dict()
+        if self.per_utterance is None:
+            return out
+        head = {k: v for k, v in out.items() if k not in dict(_ROW_DEPTHS)}
+        return {**head, "per_utterance": [u.to_dict() for u in self.per_utterance],
+                **{k: out[k] for k, _ in _ROW_DEPTHS}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping, path: str | None = None) -> StudyRow:
+        """The row of a cached cell (:meth:`cache_dict`) or of :meth:`to_dict` (``per_utterance`` is optional).
+        Raises FormatError naming
+        ``path`` and the key when a key is missing, unknown or of the wrong type (a cache another version
+        wrote, or an edited one)."""
+        if not isinstance(d, Mapping):
+            raise FormatError("a study cell must be a JSON object", path=path)
+        skipped = "skipped" in d
+        required = [k for k, _ in _ROW_HEAD] + (["skipped"] if skipped else [k for k, _ in _ROW_NUMBERS + _ROW_DEPTHS])
+        allowed = set(required) | ({"per_utterance"} | {k for k, _ in _ROW_INTERVAL} if not skipped else set())
+        for key in required:
+            if key not in d:
+                raise FormatError(f"study cell without {key!r}", path=path, key=key)
+        for key in d:
+            if key not in allowed:
+                raise FormatError(f"unknown key {key!r} in a study cell" +
+                                  (" stopped by the search budget" if skipped else ""), path=path, key=str(key))
+        for key, value in d.items():
+            if key != "per_utterance":
+                _check_type(key, value, _ROW_TYPES[key], path)
+        values: dict[str, Any] = {attr: d.get(key) for key, attr in _ROW_HEAD + _ROW_NUMBERS + _ROW_DEPTHS + _ROW_INTERVAL}
+        return cls(**values, skipped=d.get("skipped"),
+                   per_utterance=None if d.get("per_utterance") is None else
+                   tuple(_utterance_from_dict(u, path) for u in _as_list(d["per_utterance"], path)))
+
+
+def _as_list(value, path) -> list:
+    if not isinstance(value, list):
+        raise FormatError("'per_utterance' of a study cell must be a list", path=path, key="per_utterance")
+    return value
+
+
+def _utterance_from_dict(u, path) -> StudyUtterance:
+    if not isinstance(u, Mapping):
+        raise FormatError("an utterance of 'per_utterance' must be a JSON object", path=path, key="per_utterance")
+    for key in _UTTERANCE_KEYS:
+        if key not in u:
+            raise FormatError(f"an utterance of 'per_utterance' without {key!r}", path=path, key=key)
+    for key in u:
+        if key not in _UTTERANCE_KEYS:
+            raise FormatError(f"unknown key {key!r} in an utterance of 'per_utterance'", path=path, key=str(key))
+    _check_type("key", u["key"], "str", path)
+    _check_type("cost", u["cost"], "number", path)
+    for key in _UTTERANCE_KEYS[2:]:
+        _check_type(key, u[key], "int", path)
+    return StudyUtterance(u["key"], u["cost"], ErrorCounts(**{k: u[k] for k in _UTTERANCE_KEYS[2:]}))
+
+
+def _check_type(key: str, value, kind: str, path) -> None:
+    """``value`` of ``key`` is of ``kind``: ``str``, ``int`` or ``number``, with ``?``: or null."""
+    if value is None and kind.endswith("?"):
+        return
+    base = kind.rstrip("?")
+    if base == "str":
+        ok = isinstance(value, str)
+    else:
+        ok = isinstance(value, int if base == "int" else (int, float)) and not isinstance(value, bool)
+    if not ok:
+        what = {"number": "a number", "int": "a whole number", "str": "a string"}[base]
+        raise FormatError(f"{key!r} of a study cell must be {what}, not {value!r}"[:200], path=path, key=key)
+
+
+#: JSON key -> attribute of a :class:`StudyBothWaysRow` (the JSON key is the attribute but for the ``N`` and ``set``).
+_BOTH_HEAD = ("density", "set", "prune", "sides", "arcs", "representation", "N")
+_BOTH_SEGMENTED = ("seg_wer", "seg_C", "seg_S", "seg_D", "seg_I", "ref_words")
+_BOTH_FREE = ("free_wer", "free_C", "free_S", "free_D", "free_I", "ref_words")
+_BOTH_ATTR = {"set": "lattice_set", "N": "n"}
+
+
+@dataclass(frozen=True, slots=True)
+class StudyBothWaysRow:
+    """One cell of :func:`run_study_both_ways`: a ``representation`` at depth ``n`` on one ``density`` (the
+    lattice set ``lattice_set`` pruned at ``prune``; ``sides`` lattices of ``arcs`` arcs), its alt-CTM scored
+    *segmented* (``seg_*``: WER in %, C/S/D/I, the summed alignment cost) and *segment-free* (``free_*``),
+    ``ref_words``, the words ``moved`` across a segment boundary out of ``paired``, ``MB`` and ``seconds``.  The
+    whole lattice has the segment-free numbers only (the ``seg_*``, ``paired`` and ``moved`` are None); a cell a
+    search budget stopped has ``skipped`` (why) and no numbers."""
+
+    density: str
+    lattice_set: str
+    prune: float
+    sides: int
+    arcs: int
+    representation: str
+    n: str
+    skipped: str | None = None
+    seg_wer: float | None = None
+    seg_C: int | None = None
+    seg_S: int | None = None
+    seg_D: int | None = None
+    seg_I: int | None = None
+    free_wer: float | None = None
+    free_C: int | None = None
+    free_S: int | None = None
+    free_D: int | None = None
+    free_I: int | None = None
+    ref_words: int | None = None
+    seg_cost: float | None = None
+    free_cost: float | None = None
+    paired: int | None = None
+    moved: int | None = None
+    MB: float | None = None
+    seconds: float | None = None
+
+    @property
+    def cell(self) -> tuple[str, str]:
+        return self.representation, self.n
+
+    def to_dict(self) -> dict:
+        """The row of ``study.json`` (both ways): the cell's name, then ``skipped`` or its numbers."""
+        keys: tuple = _BOTH_HEAD
+        if self.skipped is not None:
+            keys += ("skipped",)
+        elif self.seg_cost is not None:
+            keys += _BOTH_SEGMENTED + _BOTH_FREE[:-1] + ("seg_cost", "free_cost", "paired", "moved", "MB", "seconds")
+        else:
+            keys += _BOTH_FREE + ("free_cost", "MB", "seconds")
+        return {k: getattr(self, _BOTH_ATTR.get(k, k)) for k in keys}
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What :func:`run_study` found: one row per cell (:class:`StudyRow`; :class:`StudyBothWaysRow` for the study
+    both ways), the invariant checks (one dict per check, as in ``study.json``) and the files written by name
+    (a mapping of output name to path)."""
+
+    rows: tuple[StudyRow, ...] | tuple[StudyBothWaysRow, ...]
     invariants: list
     files: dict = field(default_factory=dict)
 
     def table(self, representation: str) -> list:
-        return [r for r in self.rows if r["representation"] == representation]
+        """The rows of one representation, in study order."""
+        return [r for r in self.rows if r.representation == representation]
+
+    def to_dict(self) -> dict:
+        """The rows and invariants as JSON values (the ``rows`` and ``invariants`` of ``study.json``)."""
+        return {"rows": [r.to_dict() for r in self.rows], "invariants": list(self.invariants)}
 
 
 def _load_set(spec, name: str, **inputs) -> list:
@@ -120,6 +355,22 @@ def _slf_gzip_mb(lats: list) -> float:
 
 def _cell_path(out_dir: str, density: str, rep: str, n) -> str:
     return os.path.join(out_dir, "cells", _safe(density), f"{rep}-{_n_label(n)}.json")
+
+
+def _read_cell(path: str) -> StudyRow:
+    """The row of a cached cell (its settings left out); FormatError naming the file and key if it is not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except ValueError as exc:
+        raise FormatError(f"not a study cell ({exc}; remove it to recompute)", path=path) from None
+    if not isinstance(d, dict):
+        raise FormatError("a study cell must be a JSON object", path=path)
+    d.pop("settings", None)
+    row = StudyRow.from_dict(d, path)
+    if row.skipped is None and row.per_utterance is None:
+        raise FormatError("study cell without 'per_utterance'", path=path, key="per_utterance")
+    return row
 
 
 def _cell_current(path: str, settings: dict) -> bool:
@@ -270,7 +521,8 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                 "allow_missing": bool(allow_missing),
                 "posterior_threshold": float(posterior_threshold), **{k: float(v) for k, v in scales.items()},
                 "max_pops": int(max_pops), "inf_max_pops": int(inf_max_pops)}
-    rows, notes = [], {}
+    rows: list[StudyRow] = []
+    notes: dict = {}
     loaded: dict = {}
     with memory_budget(max_memory):
         for set_name, thr, density in densities:
@@ -309,17 +561,14 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                 for r, n in rep_cells:
                     path = _cell_path(out_dir, density, r, n)
                     if os.path.exists(path):
-                        with open(path, encoding="utf-8") as f:
-                            rows.append(json.load(f))
+                        rows.append(_read_cell(path))
                     bar.update(1)
     bar.close()
 
-    _add_intervals(rows, bootstrap, seed)
+    rows = _add_intervals(rows, bootstrap, seed)
     invariants = check_invariants(rows)
     refuse_unchecked(rows, invariants)
-    for r in rows:
-        r.pop("per_utterance", None)
-        r.pop("settings", None)
+    rows = [replace(r, per_utterance=None) for r in rows]
     if title is None:  # name the data: the lattice sets and the reference
         ref_name = os.path.basename(str(reference_name)) if reference_name else "references"
         title = f"{', '.join(map(str, lattice_sets))} against {ref_name}"
@@ -327,7 +576,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                          glms=[os.path.basename(str(g)) for g in glms])
     if plots:
         files.update(plot_study(rows, out_dir, title=title, baselines=baselines))
-    return StudyResult(rows=rows, invariants=invariants, files=files)
+    return StudyResult(rows=tuple(rows), invariants=invariants, files=files)
 
 
 def _isatty() -> bool:
@@ -349,9 +598,8 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
     the workers of ``executor``, each under the memory budget ``max_memory``; the cells are the same."""
     from ..io.transcripts.altctm import write_alternatives_ctm
 
-    def write(n, cell):
-        cell["settings"] = settings
-        _write_json(_cell_path(out_dir, density, rep, n), cell)
+    def write(n, cell: StudyRow):
+        _write_json(_cell_path(out_dir, density, rep, n), {**cell.cache_dict(), "settings": settings})
 
     keys = [lat.key for lat in lats] + list(absent)
     arcs = [int(lat.num_arcs) for lat in lats]
@@ -382,8 +630,8 @@ def _compute_cells(rep, todo, lats, references, density, set_name, thr, out_dir,
         if deepest is not None:
             raise
         # N=inf is out of budget (e.g. N-best of a dense lattice): record it as not computable.
-        write(None, {"representation": rep, "N": "inf", "density": density, "set": set_name, "prune": thr,
-                     "skipped": f"N=inf exceeds the search budget ({exc.message})"})
+        write(None, StudyRow(rep, "inf", density, set_name, thr,
+                             skipped=f"N=inf exceeds the search budget ({exc.message})"))
         return
     for n, res, cell_seconds in zip(ns, results, seconds, strict=True):
         t = time.time()
@@ -461,55 +709,52 @@ def _located(alts):
     return alts if (alts.file == alts.key and alts.channel == "1") else alts.with_location(alts.key, "1", 0.0)
 
 
-def _cell(rep, n, density, set_name, thr, keys, results, depths, mb, seconds, arcs) -> dict:
+def _cell(rep, n, density, set_name, thr, keys, results, depths, mb, seconds, arcs) -> StudyRow:
     counts = ErrorCounts.sum(r.counts for r in results)
-    d = {"representation": rep, "N": _n_label(n), "density": density, "set": set_name, "prune": thr,
-         "utterances": len(results), "arcs": int(sum(arcs)), "cost": float(sum(r.cost for r in results)),
-         "wer": 100 * counts.wer, "precision": counts.precision, "recall": counts.recall,
-         "C": counts.correct, "S": counts.substitutions, "D": counts.deletions, "I": counts.insertions,
-         "ref_words": counts.ref_words, "MB": mb, "seconds": seconds,
-         "per_utterance": [{"key": k, "cost": r.cost, **{f: getattr(r.counts, f) for f in
-                                                          ("correct", "substitutions", "deletions", "insertions",
-                                                           "ref_words")}} for k, r in zip(keys, results, strict=False)]}
-    if depths is not None:
-        st = depth_statistics(depths)
-        d.update({"N_max": st["N_max"], "N_.9": st["N_.9"], "N_.5": st["N_.5"], "blocks": st["blocks"]})
-    else:
-        d.update({"N_max": None, "N_.9": None, "N_.5": None, "blocks": None})
-    return d
+    per_utterance = tuple(StudyUtterance(k, r.cost, ErrorCounts(r.counts.correct, r.counts.substitutions,
+                                                                r.counts.deletions, r.counts.insertions,
+                                                                r.counts.ref_words))
+                          for k, r in zip(keys, results, strict=False))
+    st = depth_statistics(depths) if depths is not None else None
+    return StudyRow(rep, _n_label(n), density, set_name, thr, utterances=len(results), arcs=int(sum(arcs)),
+                    cost=float(sum(r.cost for r in results)), wer=100 * counts.wer, precision=counts.precision,
+                    recall=counts.recall, correct=counts.correct, substitutions=counts.substitutions,
+                    deletions=counts.deletions, insertions=counts.insertions, ref_words=counts.ref_words, MB=mb,
+                    seconds=seconds, n_max=st.n_max if st else None, n_90=st.n_90 if st else None,
+                    n_50=st.n_50 if st else None, blocks=st.blocks if st else None,
+                    per_utterance=per_utterance)
 
 
-def _add_intervals(rows: list, replications: int, seed: int) -> None:
-    """95% utterance-bootstrap intervals; cells of one density share the draws (paired)."""
+def _add_intervals(rows: list[StudyRow], replications: int, seed: int) -> list[StudyRow]:
+    """``rows`` with their 95% utterance-bootstrap intervals; cells of one density share the draws (paired)."""
     if replications <= 0:
-        return
+        return rows
     by_density: dict = {}
     for r in rows:
-        if "per_utterance" in r:
-            by_density.setdefault(r["density"], []).append(r)
+        if r.per_utterance is not None:
+            by_density.setdefault(r.density, []).append(r)
+    interval: dict = {}
     for rs in by_density.values():
-        systems = {}
-        for r in rs:
-            pu = sorted(r["per_utterance"], key=lambda x: x["key"])
-            systems[(r["representation"], r["N"])] = [ErrorCounts(**{k: v for k, v in u.items() if k not in ("key", "cost")})
-                                                       for u in pu]
+        systems = {r.cell: [u.counts for u in sorted(r.per_utterance, key=lambda u: u.key)] for r in rs}
         ivs = bootstrap_systems(systems, replications=replications, seed=seed)
         for r in rs:
-            iv = ivs[(r["representation"], r["N"])]["wer"]
-            r["wer_low"], r["wer_high"] = 100 * iv.low, 100 * iv.high
+            iv = ivs[r.cell]["wer"]
+            interval[id(r)] = (100 * iv.low, 100 * iv.high)
+    return [replace(r, wer_low=interval[id(r)][0], wer_high=interval[id(r)][1]) if id(r) in interval else r
+            for r in rows]
 
 
-def refuse_unchecked(rows: list, invariants: list) -> None:
+def refuse_unchecked(rows: Sequence[StudyRow], invariants: list) -> None:
     """No table whose numbers the invariants could not vouch for: every cell of a density must be
     over the same utterances (else their comparison means nothing), at least one invariant must be
     checkable, and every invariant on the optimal cost must hold (a violation is a wrong number
     somewhere).  Raises LatticeToolsError naming what failed; the cached cells stay for a rerun."""
     by_density: dict = {}
     for r in rows:
-        if "per_utterance" in r:
-            by_density.setdefault(r["density"], []).append(r)
+        if r.per_utterance is not None:
+            by_density.setdefault(r.density, []).append(r)
     for density, cells in by_density.items():
-        keys = {(c["representation"], c["N"]): sorted(u["key"] for u in c["per_utterance"]) for c in cells}
+        keys = {c.cell: sorted(u.key for u in c.per_utterance) for c in cells}
         (first, first_keys), *rest = keys.items()
         for cell, ks in rest:
             if ks != first_keys:
@@ -529,28 +774,28 @@ def refuse_unchecked(rows: list, invariants: list) -> None:
                                 "the tables are not written", key=i["density"])
 
 
-def check_invariants(rows: list) -> list:
+def check_invariants(rows: Sequence[StudyRow]) -> list:
     """The invariants of Faria et al.'s tables on every density (see the module docstring); one dict per check."""
     out = []
     by_density: dict = {}
     for r in rows:
-        if "cost" in r:
-            by_density.setdefault(r["density"], {})[(r["representation"], r["N"])] = r
+        if r.cost is not None:
+            by_density.setdefault(r.density, {})[r.cell] = r
 
     def order(nlabel):
         return math.inf if nlabel == "inf" else int(nlabel)
 
     for density, cells in by_density.items():
-        def add(name, lhs, rhs, density=density):
+        def add(name, lhs: StudyRow | None, rhs: StudyRow | None, density=density):
             if lhs is None or rhs is None:
                 return
             # sclite prices skipping a NULL word '@' (an empty alternative) at 0.001 while a lattice
             # epsilon is free, so costs are compared on their integer part (real edits cost 2-4).
-            out.append({"density": density, "check": name, "lhs_cost": lhs["cost"], "rhs_cost": rhs["cost"],
-                        "holds": bool(math.floor(lhs["cost"] + 1e-9) <= math.floor(rhs["cost"] + 1e-9)),
-                        "lhs_errors": lhs["S"] + lhs["D"] + lhs["I"],
-                        "rhs_errors": rhs["S"] + rhs["D"] + rhs["I"],
-                        "holds_on_errors": bool(lhs["S"] + lhs["D"] + lhs["I"] <= rhs["S"] + rhs["D"] + rhs["I"])})
+            assert lhs.cost is not None and rhs.cost is not None, "computed cells"
+            out.append({"density": density, "check": name, "lhs_cost": lhs.cost, "rhs_cost": rhs.cost,
+                        "holds": bool(math.floor(lhs.cost + 1e-9) <= math.floor(rhs.cost + 1e-9)),
+                        "lhs_errors": lhs.errors, "rhs_errors": rhs.errors,
+                        "holds_on_errors": bool(lhs.errors <= rhs.errors)})
 
         lat = cells.get(("lattice", "inf"))
         one = cells.get(("1best", "1"))
@@ -595,7 +840,7 @@ def _fmt(v, col):
     return str(v)
 
 
-def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "sclite", notes: dict | None = None,
+def write_tables(rows: Sequence[StudyRow], invariants: list, out_dir: str, *, mode: str = "sclite", notes: dict | None = None,
                  title: str | None = None, baselines: list | None = None, glms: list | None = None) -> dict:
     """``study.md`` (tables shaped like Faria et al., Tables 3-6, plus CI, C/S/D/I and precision/recall),
     ``study.csv`` and ``study.json``.  ``title`` names the data; ``baselines``: extra 1-best rows
@@ -616,10 +861,10 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
                "|---|---|---|---|---|---|---|---|"]
         found = [(b["density"], 0, b["name"], b) for b in baselines]
         for r in rows:
-            if r.get("representation") == "1best" and "wer" in r:
-                found.append((r["density"], 1, "lattice best path", r))
-            if r.get("representation") == "nbest" and r.get("N") == "1" and "wer" in r:
-                found.append((r["density"], 2, "most probable word sequence (N-best, N=1)", r))
+            if r.representation == "1best" and r.skipped is None:
+                found.append((r.density, 1, "lattice best path", r.to_dict()))
+            if r.cell == ("nbest", "1") and r.skipped is None:
+                found.append((r.density, 2, "most probable word sequence (N-best, N=1)", r.to_dict()))
         order = {d: i for i, d in enumerate(dict.fromkeys(d for d, *_ in found))}
         for density, _, name, b in sorted(found, key=lambda x: (order[x[0]], x[1])):
             md.append(f"| {density} | {name} | {_fmt(b.get('wer'), 'wer')} | {b.get('C', '')} | {b.get('S', '')} | "
@@ -644,8 +889,10 @@ def write_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "scl
         w = csv.writer(f, lineterminator="\n")
         w.writerow(_COLUMNS + ["skipped"])
         for r in rows:
-            w.writerow([_fmt(r.get(c), c) for c in _COLUMNS] + [r.get("skipped", "")])
-    _write_json(files["json"], {"mode": mode, "glm": list(glms or []), "title": title, "rows": rows, "invariants": invariants,
+            d = r.to_dict()
+            w.writerow([_fmt(d.get(c), c) for c in _COLUMNS] + [d.get("skipped", "")])
+    _write_json(files["json"], {"mode": mode, "glm": list(glms or []), "title": title,
+                                "rows": [r.to_dict() for r in rows], "invariants": invariants,
                                 "baselines": baselines or [], "notes": notes or {}})
     return files
 
@@ -662,25 +909,28 @@ def _write_markdown(md: list, notes: dict | None, out_dir: str) -> dict:
     return files
 
 
-def _representation_tables(md: list, rows: list, titles: dict, heads: list, show: list, fmt, notes) -> dict | None:
-    """Append one Markdown table per representation (columns ``show``, headed ``heads``, cells by ``fmt``) to
-    ``md``; a cell a search budget stopped is a row saying so, and its reason joins the returned ``notes``."""
+def _representation_tables(md: list, rows: Sequence[StudyRow] | Sequence[StudyBothWaysRow], titles: dict, heads: list,
+                           show: list, fmt, notes) -> dict | None:
+    """Append one Markdown table per representation (columns ``show``: keys of the rows' dicts, headed ``heads``,
+    cells by ``fmt``) to ``md``; a cell a search budget stopped is a row saying so, and its reason joins the
+    returned ``notes``."""
     for rep in ("1best", "nbest", "sausage", "phrase", "lattice"):
-        rs = [r for r in rows if r.get("representation") == rep]
+        rs = [r for r in rows if r.representation == rep]
         if not rs:
             continue
         md += [f"## {titles[rep]}", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
         for r in rs:
-            if "skipped" in r:
-                md.append(f"| {r['density']} | {r['N']} | *stopped by the search budget* |" + " |" * (len(show) - 3))
-                notes = {**(notes or {}), f"{r['density']} {rep} N={r['N']}": r["skipped"]}
+            if r.skipped is not None:
+                md.append(f"| {r.density} | {r.n} | *stopped by the search budget* |" + " |" * (len(show) - 3))
+                notes = {**(notes or {}), f"{r.density} {rep} N={r.n}": r.skipped}
                 continue
-            md.append("| " + " | ".join(fmt(r.get(c), c) for c in show) + " |")
+            d = r.to_dict()
+            md.append("| " + " | ".join(fmt(d.get(c), c) for c in show) + " |")
         md.append("")
     return notes
 
 
-def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: list | None = None) -> dict:
+def plot_study(rows: Sequence[StudyRow], out_dir: str, title: str | None = None, baselines: list | None = None) -> dict:
     """``oracle_vs_n.png`` and ``oracle_vs_mb.png`` (matplotlib, Agg backend): oracle WER with its
     95% bootstrap interval (error bars) against N and against MB, one line per representation, one
     panel per density.  N = inf is its own labelled point beyond a gap (not on the line of finite
@@ -692,83 +942,90 @@ def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: li
 
     plt = pyplot()
 
-    densities = list(dict.fromkeys(r["density"] for r in rows if "wer" in r or "skipped" in r))
+    densities = list(dict.fromkeys(r.density for r in rows))
     if not densities:
         return {}
     colors = {"nbest": "C0", "sausage": "C1", "phrase": "C2", "lattice": "C3", "1best": "k", "decoder": "C4"}
     names = {"nbest": "N-best", "sausage": "sausage", "phrase": "phrase", "lattice": "whole lattice (MB: gzip SLF)",
              "1best": "1-best: lattice best path", "decoder": "1-best: decoder hypothesis"}
-    finite = [int(r["N"]) for r in rows if r.get("N") not in (None, "inf")]
+    finite = [int(r.n) for r in rows if r.n != "inf"]
     max_finite = max(finite + [10])
     inf_x = 10 ** (math.ceil(math.log10(max_finite)) + 1)  # a decade beyond the largest finite N
 
-    def n_of(r):
-        return inf_x if r["N"] == "inf" else int(r["N"])
+    def n_of(r: StudyRow) -> int:
+        return inf_x if r.n == "inf" else int(r.n)
+
+    def wer_of(r) -> float:  # a computed row or a baseline's dict
+        return _drawn(r["wer"] if isinstance(r, dict) else r.wer, "wer")
+
+    def mb_of(r: StudyRow) -> float:
+        return _drawn(r.MB, "MB")
 
     def err(pts):
-        lo = [r["wer"] - r["wer_low"] if r.get("wer_low") is not None else 0.0 for r in pts]
-        hi = [r["wer_high"] - r["wer"] if r.get("wer_high") is not None else 0.0 for r in pts]
+        lo = [wer_of(r) - _drawn(_low(r), "wer_low") if _low(r) is not None else 0.0 for r in pts]
+        hi = [_drawn(_high(r), "wer_high") - wer_of(r) if _high(r) is not None else 0.0 for r in pts]
         return [lo, hi] if any(lo) or any(hi) else None
 
     files = {}
     for kind in ("n", "mb"):
         fig, axes = plt.subplots(1, len(densities), figsize=(4.8 * len(densities), 4.2), squeeze=False, sharey=True)
-        top = max([r.get("wer_high") or r["wer"] for r in rows if "wer" in r] + [1.0])
+        top = max([r.wer_high or wer_of(r) for r in rows if r.skipped is None] + [1.0])
         for ax, density in zip(axes[0], densities, strict=False):
-            rs = [r for r in rows if r["density"] == density]
+            rs = [r for r in rows if r.density == density]
             for rep in ("nbest", "sausage", "phrase"):
-                pts = [r for r in rs if r["representation"] == rep and "wer" in r]
-                stopped = [r for r in rs if r["representation"] == rep and "skipped" in r]
+                pts = [r for r in rs if r.representation == rep and r.skipped is None]
+                stopped = [r for r in rs if r.representation == rep and r.skipped is not None]
                 c = colors[rep]
                 if kind == "n":
-                    line = sorted((r for r in pts if r["N"] != "inf"), key=n_of)
+                    line = sorted((r for r in pts if r.n != "inf"), key=n_of)
                     if line:
-                        ax.errorbar([n_of(r) for r in line], [r["wer"] for r in line], yerr=err(line), fmt="o-",
+                        ax.errorbar([n_of(r) for r in line], [wer_of(r) for r in line], yerr=err(line), fmt="o-",
                                     color=c, capsize=3, label=names[rep])
-                    infs = [r for r in pts if r["N"] == "inf"]
+                    infs = [r for r in pts if r.n == "inf"]
                     if infs:
-                        ax.errorbar([inf_x], [infs[0]["wer"]], yerr=err(infs), fmt="D", color=c, capsize=3,
+                        ax.errorbar([inf_x], [wer_of(infs[0])], yerr=err(infs), fmt="D", color=c, capsize=3,
                                     mfc="white", label=None if line else names[rep])
                 else:
-                    line = sorted(pts, key=lambda r: r["MB"])
+                    line = sorted(pts, key=mb_of)
                     if line:
-                        ax.errorbar([r["MB"] for r in line], [r["wer"] for r in line], yerr=err(line), fmt="o-",
+                        ax.errorbar([mb_of(r) for r in line], [wer_of(r) for r in line], yerr=err(line), fmt="o-",
                                     color=c, capsize=3, label=names[rep])
                         same: dict = {}  # points that coincide (e.g. N=100 and N=inf) share one label
                         for r in line:
-                            same.setdefault((round(r["MB"], 7), round(r["wer"], 6)), []).append(r["N"])
+                            same.setdefault((round(mb_of(r), 7), round(wer_of(r), 6)), []).append(r.n)
                         for (mb, w), labels_ in same.items():
                             ax.annotate("N=" + ",".join(labels_), (mb, w), textcoords="offset points",
                                         xytext=(4, 4), fontsize=6.5, color=c)
                 for r in stopped:  # a search budget stopped this cell: say so where its point would be
-                    x = n_of(r) if kind == "n" else max([p["MB"] for p in rs if "MB" in p] + [1e-3])
+                    x = n_of(r) if kind == "n" else max([p.MB for p in rs if p.MB is not None] + [1e-3])
                     ax.plot([x], [top * 1.02], marker="x", ms=9, mew=2, color=c, ls="none")
-                    ax.annotate(f"{names[rep]} N={r['N']}:\nstopped by the\nsearch budget", (x, top * 1.02),
+                    ax.annotate(f"{names[rep]} N={r.n}:\nstopped by the\nsearch budget", (x, top * 1.02),
                                 textcoords="offset points", xytext=(-4, -30), ha="right", fontsize=6.5, color=c)
-            one = [r for r in rs if r["representation"] == "1best" and "wer" in r]
-            lat = [r for r in rs if r["representation"] == "lattice" and "wer" in r]
-            dec = [b for b in (baselines or []) if b.get("density") == density and b.get("wer") is not None]
+            one: list = [r for r in rs if r.representation == "1best" and r.skipped is None]
+            lat: list = [r for r in rs if r.representation == "lattice" and r.skipped is None]
+            dec: list = [b for b in (baselines or []) if b.get("density") == density and b.get("wer") is not None]
             for rep, pts, style, marker in (("lattice", lat, "--", "s"), ("1best", one, ":", "x"),
                                             ("decoder", dec, "-.", "+")):
                 for r in pts:
+                    mb = r.get("MB") if isinstance(r, dict) else r.MB
                     if kind == "n":  # a line across, its interval as an error bar beside "inf"
-                        ax.axhline(r["wer"], ls=style, color=colors[rep], label=names[rep], lw=1)
+                        ax.axhline(wer_of(r), ls=style, color=colors[rep], label=names[rep], lw=1)
                         ax.errorbar([inf_x * 10 ** (0.25 + 0.12 * ("lattice", "1best", "decoder").index(rep))],
-                                    [r["wer"]], yerr=err([r]), fmt=marker, color=colors[rep], capsize=3)
-                    elif r.get("MB") is not None:
-                        ax.errorbar([r["MB"]], [r["wer"]], yerr=err([r]), fmt=marker, color=colors[rep], capsize=3,
+                                    [wer_of(r)], yerr=err([r]), fmt=marker, color=colors[rep], capsize=3)
+                    elif mb is not None:
+                        ax.errorbar([mb], [wer_of(r)], yerr=err([r]), fmt=marker, color=colors[rep], capsize=3,
                                     label=names[rep])
                     else:
-                        ax.axhline(r["wer"], ls=style, color=colors[rep], label=names[rep])
+                        ax.axhline(wer_of(r), ls=style, color=colors[rep], label=names[rep])
             ax.set_xscale("log")
             if kind == "n":
                 ticks = [10 ** k for k in range(0, int(math.log10(inf_x)))] + [inf_x]
                 ax.set_xticks(ticks)
                 ax.set_xticklabels([f"{t:g}" for t in ticks[:-1]] + ["inf"])
                 ax.axvspan(10 ** (math.log10(inf_x) - 0.6), 10 ** (math.log10(inf_x) - 0.4), color="0.85", lw=0)
-            sized = next((r for r in rs if "utterances" in r), None)
-            what = f"{density}" + (f": {sized['utterances']} utt., {sized['ref_words']} ref. words, "
-                                   f"{sized['arcs']} arcs" if sized else "")
+            sized = next((r for r in rs if r.utterances is not None), None)
+            what = f"{density}" + (f": {sized.utterances} utt., {sized.ref_words} ref. words, "
+                                   f"{sized.arcs} arcs" if sized else "")
             ax.set_title(what, fontsize=9)
             ax.set_xlabel("N (alternatives per slot; 'inf' = all)" if kind == "n"
                           else "gzip-compressed alt-CTM size (MB); labels: N")
@@ -792,6 +1049,23 @@ def plot_study(rows: list, out_dir: str, title: str | None = None, baselines: li
             f.write(buf.getvalue())
         files[f"plot_{kind}"] = path
     return files
+
+
+def _drawn(value: float | None, what: str) -> float:
+    """A number the plot draws: an undefined one (an infinite WER: errors but no reference word) is refused."""
+    if value is None:
+        raise LatticeToolsError(f"cannot plot an undefined {what} (errors against no reference word); "
+                                "the tables are written, rerun with plots=False / --no-plots")
+    return value
+
+
+def _low(r) -> float | None:
+    """The interval's low end of a row or of a baseline's dict (None: not drawn)."""
+    return r.get("wer_low") if isinstance(r, dict) else r.wer_low
+
+
+def _high(r) -> float | None:
+    return r.get("wer_high") if isinstance(r, dict) else r.wer_high
 
 
 # ----------------------------------------------------------------------------------------------
@@ -870,7 +1144,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     os.makedirs(out_dir, exist_ok=True)
     scales = dict(acoustic_scale=acoustic_scale, lm_scale=lm_scale, word_penalty=word_penalty)
     score_opts: dict[str, Any] = dict(mode=mode, optional_deletable=optional_deletable, allow_missing=allow_missing)
-    rows: list = []
+    rows: list[StudyBothWaysRow] = []
     notes: dict = {}
     with memory_budget(max_memory):
         for set_name, spec in lattice_sets.items():
@@ -898,8 +1172,8 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                 if note:
                     notes[density] = note
                 arcs = int(sum(int(lat.num_arcs) for lat in lats))
-                common: dict[str, Any] = {"density": density, "set": set_name, "prune": float(thr),
-                                          "sides": len(lats), "arcs": arcs}
+                common: dict[str, Any] = dict(density=density, lattice_set=set_name, prune=float(thr),
+                                              sides=len(lats), arcs=arcs)
                 for rep in ["1best"] + [r for r in reps if r != "lattice"]:
                     cells = [1] if rep == "1best" else depths
                     stopped = None
@@ -917,8 +1191,8 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                         if deepest is not None:
                             raise
                         # N=inf out of the search budget: the finite depths on their own, N=inf recorded as stopped
-                        stopped = {**common, "representation": rep, "N": "inf",
-                                   "skipped": f"N=inf exceeds the search budget ({exc.message})"}
+                        stopped = StudyBothWaysRow(**common, representation=rep, n="inf",
+                                                   skipped=f"N=inf exceeds the search budget ({exc.message})")
                         cells = [n for n in cells if n is not None]
                         if not cells:
                             rows.append(stopped)
@@ -938,8 +1212,8 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                         segmented = score_stm_ctm(stm, items, **score_opts)
                         moved: list = []
                         free = score_segment_free(stm, items, collar=collar, moved=moved, **score_opts)
-                        rows.append({**common, **_both_ways_row(rep, n, segmented, free, moved),
-                                     "MB": os.path.getsize(ctm_path) / 1e6, "seconds": time.time() - t + build})
+                        rows.append(_both_ways_row(common, rep, n, segmented, free, moved,
+                                                   MB=os.path.getsize(ctm_path) / 1e6, seconds=time.time() - t + build))
                     if stopped:
                         rows.append(stopped)
                 if "lattice" in reps and utterances is not None:
@@ -951,9 +1225,10 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                                               optional_deletable=optional_deletable, allow_missing=allow_missing,
                                               ref_name=str(reference))
                     counts = ErrorCounts.sum(r.counts for r in res)
-                    rows.append({**common, "representation": "lattice", "N": "inf", **_wer_fields("free", counts),
-                                 "free_cost": float(sum(r.cost for r in res)), "MB": _slf_gzip_mb(lats),
-                                 "seconds": time.time() - t})
+                    rows.append(StudyBothWaysRow(**common, representation="lattice", n="inf",
+                                                 **_wer_fields("free", counts),
+                                                 free_cost=float(sum(r.cost for r in res)), MB=_slf_gzip_mb(lats),
+                                                 seconds=time.time() - t))
     invariants = check_both_ways(rows, mode=mode, collar=collar)
     bad = [i for i in invariants if not i["holds"]]
     if bad:
@@ -963,7 +1238,7 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
     if title is None:
         title = f"{', '.join(map(str, lattice_sets))} against {os.path.basename(str(reference))}"
     files = write_both_ways_tables(rows, invariants, out_dir, mode=mode, collar=collar, notes=notes, title=title)
-    return StudyResult(rows=rows, invariants=invariants, files=files)
+    return StudyResult(rows=tuple(rows), invariants=invariants, files=files)
 
 
 def _wer_fields(prefix: str, counts: ErrorCounts) -> dict:
@@ -971,18 +1246,20 @@ def _wer_fields(prefix: str, counts: ErrorCounts) -> dict:
             f"{prefix}_D": counts.deletions, f"{prefix}_I": counts.insertions, "ref_words": counts.ref_words}
 
 
-def _both_ways_row(rep: str, n, segmented, free, moved: list) -> dict:
+def _both_ways_row(common: dict, rep: str, n, segmented, free, moved: list, *, MB: float,
+                   seconds: float) -> StudyBothWaysRow:
     """One cell: the segmented and the segment-free scores of one alt-CTM and the words moved."""
     if segmented.total.ref_words != free.total.ref_words:
         raise AssertionError("the two scorings counted different reference words")
-    return {"representation": rep, "N": _n_label(n), **_wer_fields("seg", segmented.total),
-            **_wer_fields("free", free.total),
-            "seg_cost": float(sum(s.alignment.cost for s in segmented.segments)),
-            "free_cost": float(sum(s.alignment.cost for s in free.segments)),
-            "paired": int(sum(m["paired"] for m in moved)), "moved": int(sum(m["moved"] for m in moved))}
+    scores = {**_wer_fields("seg", segmented.total), **_wer_fields("free", free.total)}  # one ref_words
+    return StudyBothWaysRow(**common, representation=rep, n=_n_label(n), **scores,
+                            seg_cost=float(sum(s.alignment.cost for s in segmented.segments)),
+                            free_cost=float(sum(s.alignment.cost for s in free.segments)),
+                            paired=int(sum(m["paired"] for m in moved)), moved=int(sum(m["moved"] for m in moved)),
+                            MB=MB, seconds=seconds)
 
 
-def check_both_ways(rows: list, *, mode: str = "sclite", collar: float | None = None) -> list:
+def check_both_ways(rows: Sequence[StudyBothWaysRow], *, mode: str = "sclite", collar: float | None = None) -> list:
     """The invariants of :func:`run_study_both_ways` (see its docstring); one dict per check."""
     out: list = []
 
@@ -995,27 +1272,27 @@ def check_both_ways(rows: list, *, mode: str = "sclite", collar: float | None = 
         return math.floor(cost + 1e-6)
 
     for r in rows:
-        if "seg_cost" not in r or collar is not None:
+        if r.seg_cost is None or r.free_cost is None or collar is not None:
             continue  # a collar constrains the segment-free alignment: it may be worse than the segmented one
-        cell = f"{r['representation']}(N={r['N']})"
-        add(r["density"], f"{cell}: segment-free cost <= segmented cost", r["free_cost"], r["seg_cost"],
-            whole(r["free_cost"]) <= whole(r["seg_cost"]))
+        cell = f"{r.representation}(N={r.n})"
+        add(r.density, f"{cell}: segment-free cost <= segmented cost", r.free_cost, r.seg_cost,
+            whole(r.free_cost) <= whole(r.seg_cost))
         if mode == "levenshtein":
-            e_free = r["free_S"] + r["free_D"] + r["free_I"]
-            e_seg = r["seg_S"] + r["seg_D"] + r["seg_I"]
-            add(r["density"], f"{cell}: segment-free errors <= segmented errors", e_free, e_seg, e_free <= e_seg)
-        if r["moved"] == 0:
-            add(r["density"], f"{cell}: no word moved, so equal costs", r["free_cost"], r["seg_cost"],
-                whole(r["free_cost"]) == whole(r["seg_cost"]))
-    for density in dict.fromkeys(r["density"] for r in rows):
-        cells = {(r["representation"], r["N"]): r for r in rows if r["density"] == density and "free_cost" in r}
+            e_free = int(r.free_S or 0) + int(r.free_D or 0) + int(r.free_I or 0)
+            e_seg = int(r.seg_S or 0) + int(r.seg_D or 0) + int(r.seg_I or 0)
+            add(r.density, f"{cell}: segment-free errors <= segmented errors", e_free, e_seg, e_free <= e_seg)
+        if r.moved == 0:
+            add(r.density, f"{cell}: no word moved, so equal costs", r.free_cost, r.seg_cost,
+                whole(r.free_cost) == whole(r.seg_cost))
+    for density in dict.fromkeys(r.density for r in rows):
+        cells = {r.cell: r for r in rows if r.density == density and r.free_cost is not None}
         lat = cells.get(("lattice", "inf"))
-        if lat is None:
+        if lat is None or lat.free_cost is None:
             continue
         for (rep, n), r in cells.items():
-            if rep in ("1best", "nbest"):
-                add(density, f"segment-free: lattice <= {rep}(N={n})", lat["free_cost"], r["free_cost"],
-                    whole(lat["free_cost"]) <= whole(r["free_cost"]))
+            if rep in ("1best", "nbest") and r.free_cost is not None:
+                add(density, f"segment-free: lattice <= {rep}(N={n})", lat.free_cost, r.free_cost,
+                    whole(lat.free_cost) <= whole(r.free_cost))
     return out
 
 
@@ -1024,7 +1301,7 @@ _BOTH_TITLES = {"1best": "1-best: the lattice's best path", "nbest": "Utterance-
                 "lattice": "Whole lattice (segment-free oracle only)"}
 
 
-def write_both_ways_tables(rows: list, invariants: list, out_dir: str, *, mode: str = "sclite",
+def write_both_ways_tables(rows: Sequence[StudyBothWaysRow], invariants: list, out_dir: str, *, mode: str = "sclite",
                            collar: float | None = None, notes: dict | None = None, title: str | None = None) -> dict:
     """``study.md``, ``study.csv`` and ``study.json`` of :func:`run_study_both_ways`."""
     how = "without collar" if collar is None else f"collar {collar:g} s"
@@ -1052,8 +1329,9 @@ def write_both_ways_tables(rows: list, invariants: list, out_dir: str, *, mode: 
         w = csv.writer(f, lineterminator="\n")
         w.writerow(columns + ["skipped"])
         for r in rows:
-            w.writerow([_both_fmt(r.get(c), c) for c in columns] + [r.get("skipped", "")])
-    _write_json(files["json"], {"mode": mode, "collar": collar, "title": title, "rows": rows,
+            d = r.to_dict()
+            w.writerow([_both_fmt(d.get(c), c) for c in columns] + [d.get("skipped", "")])
+    _write_json(files["json"], {"mode": mode, "collar": collar, "title": title, "rows": [r.to_dict() for r in rows],
                                 "invariants": invariants, "notes": notes or {}})
     return files
 

@@ -208,7 +208,7 @@ def merge_json_stats(parts: Sequence[str], out: str, measure: str | None = None)
                 merged[k] = v
     if have_depths:
         depths = [int(x) for _, d in loaded for x in d["depths"]]
-        merged.update(depth_statistics(depths))
+        merged.update(depth_statistics(depths).to_dict())
         merged["depths"] = depths
     else:
         for k in _PERCENTILES:

@@ -188,7 +188,7 @@ class AlternativesCtmWriter:
     def stats(self) -> AltCtmStatistics:
         """The statistics of what was written (complete once the writer is closed)."""
         st = depth_statistics(self._depths)
-        return AltCtmStatistics(n=self.n, blocks=st["blocks"], n_max=st["N_max"], n_90=st["N_.9"], n_50=st["N_.5"],
+        return AltCtmStatistics(n=self.n, blocks=st.blocks, n_max=st.n_max, n_90=st.n_90, n_50=st.n_50,
                                 alt_blocks=sum(1 for d in self._depths if d > 1), utterances=self._utts,
                                 bytes=self._bytes, gzip_bytes=self._gz_bytes, MB=round(self._gz_bytes / 1e6, 6),
                                 # per-slot depths, in output order: lets per-job statistics be merged exactly
