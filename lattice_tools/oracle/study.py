@@ -373,6 +373,29 @@ def _read_cell(path: str) -> StudyRow:
     return row
 
 
+def _notes_path(out_dir: str, density: str) -> str:
+    return os.path.join(out_dir, "cells", _safe(density), "notes.json")
+
+
+def _read_notes(path: str, settings: dict) -> list[tuple[str, str]]:
+    """The notes a density's lattices gave when its cells were computed with ``settings`` (none if the cache has
+    no current notes file); FormatError naming the file if it is not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except OSError:
+        return []
+    except ValueError as exc:
+        raise FormatError(f"not a study notes file ({exc}; remove it to recompute)", path=path) from None
+    if not isinstance(d, dict) or d.get("settings") != settings:
+        return []
+    pairs = d.get("notes")
+    if not (isinstance(pairs, list) and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                            for p in pairs)):
+        raise FormatError("study notes must be a list of [name, note] pairs", path=path, key="notes")
+    return [(name, note) for name, note in pairs]
+
+
 def _cell_current(path: str, settings: dict) -> bool:
     """A cached cell that exists and was computed with ``settings``."""
     try:
@@ -529,6 +552,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
             plan = [("1best", 1)] + [(r, n) for r in reps for n in cells_for(r)]
             missing = [(r, n) for r, n in plan if not _cell_current(_cell_path(out_dir, density, r, n), settings)]
             lats, absent = None, []
+            density_notes: list[tuple[str, str]] = []  # what this density adds to the notes, in order
             if missing:
                 if set_name not in loaded:
                     loaded[set_name] = _load_set(lattice_sets[set_name], set_name, format=format, words=words,
@@ -541,7 +565,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                                      ref_name=reference_name or "references", ref_format=reference_format, show=repr)
                 base = [lat for lat in base if lat.key in references]
                 if uncovered:
-                    notes[set_name] = "; ".join(uncovered)
+                    density_notes.append((set_name, "; ".join(uncovered)))
                 absent = no_lattice if reference_format == "stm" else []
                 text_refs = is_text(references[lat.key] for lat in base)
                 id_refs = is_word_ids(references[lat.key] for lat in base)
@@ -550,7 +574,14 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                     check_times(lat, allow_untimed=allow_untimed, what="the study (alt-CTMs, phrase cells)")
                 lats, note = _density_lattices(base, thr, acoustic_scale, lm_scale)
                 if note:
-                    notes[density] = note
+                    density_notes.append((density, note))
+                os.makedirs(os.path.dirname(_notes_path(out_dir, density)), exist_ok=True)
+                _write_json(_notes_path(out_dir, density), {"settings": settings, "notes": density_notes})
+            else:
+                # every cell comes from the cache: so do the notes its lattices gave (a cache without them
+                # gives none)
+                density_notes = _read_notes(_notes_path(out_dir, density), settings)
+            notes.update(density_notes)
             for rep in ["1best"] + reps:
                 rep_cells = [(r, n) for r, n in plan if r == rep]
                 todo = [(r, n) for r, n in rep_cells if (r, n) in missing]
