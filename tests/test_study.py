@@ -40,7 +40,7 @@ def test_study_on_real_speech(real_lattices, tmp_path):
     assert len(res.rows) == 2 * 14
     for f in ("markdown", "csv", "json", "plot_n", "plot_mb"):
         assert os.path.getsize(res.files[f]) > 0
-    bad = [i for i in res.invariants if not i["holds"]]
+    bad = [i for i in res.invariants if not i.holds]
     assert not bad and len(res.invariants) >= 2 * 12
     rows = {(r.density, r.representation, r.n): r.to_dict() for r in res.rows if r.skipped is None}
     for density in ("ps", "ps@0.01"):
@@ -193,7 +193,7 @@ def test_study_both_ways_on_a_joined_side(side_lattice, tmp_path, mode):
                     segment_free=True, progress=False, bootstrap=0)
     rows = {r.cell: r.to_dict() for r in res.rows if r.skipped is None}
     assert {("1best", "1"), ("nbest", "2"), ("sausage", "inf"), ("phrase", "10"), ("lattice", "inf")} <= set(rows)
-    assert res.invariants and all(i["holds"] for i in res.invariants)
+    assert res.invariants and all(i.holds for i in res.invariants)
     for (rep, _n), r in rows.items():
         if rep == "lattice":
             assert r["free_wer"] <= rows[("1best", "1")]["free_wer"] and "seg_wer" not in r
@@ -279,7 +279,7 @@ def test_study_both_ways_with_segments_equals_the_per_utterance_study(real_latti
                      segments=str(tmp_path / "segments"), **kw)
     per_utt = run_study({"ps": lats}, trn, out_dir=str(tmp_path / "per"), allow_missing=True, **kw)
     cells = {r.cell: r.to_dict() for r in per_utt.rows}
-    assert all(i["holds"] for i in both.invariants)
+    assert all(i.holds for i in both.invariants)
     assert {r.representation for r in both.rows} == {"1best", "nbest", "sausage", "phrase"}
     assert "no whole-lattice row" in open(both.files["markdown"]).read()
     for r in (row.to_dict() for row in both.rows):

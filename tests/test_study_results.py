@@ -100,7 +100,7 @@ def test_the_rows_are_frozen_and_typed(tmp_path, monkeypatch):
     import dataclasses
     import json
 
-    from lattice_tools.oracle import StudyRow
+    from lattice_tools.oracle import StudyInvariant, StudyRow
 
     _freeze_clock(monkeypatch)
     res = _run_skipped(tmp_path / "out")
@@ -113,6 +113,11 @@ def test_the_rows_are_frozen_and_typed(tmp_path, monkeypatch):
                                                             "utterances"]
     assert [StudyRow.from_dict(d) for d in written] == list(res.rows)
     assert res.rows[0].cell == ("1best", "1") and res.rows[0].errors == 2 and res.rows[0].n_max == 1
+    assert res.invariants and all(isinstance(i, StudyInvariant) for i in res.invariants)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.invariants[0].holds = False  # type: ignore[misc]
+    assert [i.to_dict() for i in res.invariants] == json.loads((tmp_path / "out" / "study.json").read_text())[
+        "invariants"] == res.to_dict()["invariants"]
 
 
 @pytest.mark.parametrize("edit, key", [

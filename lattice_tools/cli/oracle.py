@@ -173,7 +173,7 @@ def study_command(lattice_sets, reference, ref_format, format, words, frame_shif
              representations=[r.strip() for r in representations.split(",")])
         link_view(result.files["markdown"], page, f"the lattice set {first!r}, its alternatives and oracles")
         result.files["view"] = page
-    held = sum(i["holds"] for i in result.invariants)
+    held = sum(i.holds for i in result.invariants)
     click.echo(f"{len(result.rows)} cells; invariants: {held}/{len(result.invariants)} hold")
     for k, v in result.files.items():
         click.echo(f"{k}: {v}")

@@ -29,7 +29,15 @@ if TYPE_CHECKING:
     from .dp import OracleAlignmentStep, OracleResult, oracle_graph
     from .report import OracleReport, oracle_wer
     from .representations import ctm_oracle, load_references, make_alternatives, utterance_oracle
-    from .study import StudyBothWaysRow, StudyResult, StudyRow, StudyUtterance, run_study
+    from .study import (
+        BothWaysInvariant,
+        StudyBothWaysRow,
+        StudyInvariant,
+        StudyResult,
+        StudyRow,
+        StudyUtterance,
+        run_study,
+    )
 
 __all__ = [
     "LEVENSHTEIN_ORACLE_COSTS",
@@ -42,6 +50,8 @@ __all__ = [
     "StudyBothWaysRow",
     "StudyResult",
     "StudyRow",
+    "StudyInvariant",
+    "BothWaysInvariant",
     "StudyUtterance",
     "alternatives_oracle",
     "alternatives_oracle_many",
@@ -69,7 +79,7 @@ _SOURCE = {
     "OracleReport": "report", "oracle_wer": "report",
     "ctm_oracle": "representations", "load_references": "representations", "make_alternatives": "representations",
     "utterance_oracle": "representations",
-    "StudyResult": "study", "StudyRow": "study", "StudyBothWaysRow": "study", "StudyUtterance": "study",
+    "StudyResult": "study", "StudyRow": "study", "StudyBothWaysRow": "study", "StudyUtterance": "study", "StudyInvariant": "study", "BothWaysInvariant": "study",
     "run_study": "study",
 }
 

@@ -296,14 +296,52 @@ class StudyBothWaysRow:
         return {k: getattr(self, _BOTH_ATTR.get(k, k)) for k in keys}
 
 
+@dataclass(frozen=True, slots=True)
+class StudyInvariant:
+    """One check of :func:`check_invariants` on a ``density``: the ``check`` as text (e.g. ``lattice <= 1best``),
+    the two cells' sclite costs (``lhs_cost`` <= ``rhs_cost`` on their integer part: sclite prices skipping an
+    empty alternative's ``@`` at 0.001, a lattice epsilon is free) and error counts, and whether each ``holds``."""
+
+    density: str
+    check: str
+    lhs_cost: float
+    rhs_cost: float
+    holds: bool
+    lhs_errors: int
+    rhs_errors: int
+    holds_on_errors: bool
+
+    def to_dict(self) -> dict:
+        """The check as in ``study.json``."""
+        return {"density": self.density, "check": self.check, "lhs_cost": self.lhs_cost, "rhs_cost": self.rhs_cost,
+                "holds": self.holds, "lhs_errors": self.lhs_errors, "rhs_errors": self.rhs_errors,
+                "holds_on_errors": self.holds_on_errors}
+
+
+@dataclass(frozen=True, slots=True)
+class BothWaysInvariant:
+    """One check of :func:`check_both_ways` on a ``density``: the ``check`` as text, its two sides (costs or error
+    counts, ``lhs`` against ``rhs``) and whether it ``holds``."""
+
+    density: str
+    check: str
+    lhs: float
+    rhs: float
+    holds: bool
+
+    def to_dict(self) -> dict:
+        """The check as in the both-ways ``study.json``."""
+        return {"density": self.density, "check": self.check, "lhs": self.lhs, "rhs": self.rhs, "holds": self.holds}
+
+
 @dataclass(frozen=True)
 class StudyResult:
     """What :func:`run_study` found: one row per cell (:class:`StudyRow`; :class:`StudyBothWaysRow` for the study
-    both ways), the invariant checks (one dict per check, as in ``study.json``) and the files written by name
-    (a mapping of output name to path)."""
+    both ways), the invariant checks (:class:`StudyInvariant`; :class:`BothWaysInvariant` for the study both
+    ways) and the files written by name (a mapping of output name to path)."""
 
     rows: tuple[StudyRow, ...] | tuple[StudyBothWaysRow, ...]
-    invariants: list
+    invariants: tuple[StudyInvariant, ...] | tuple[BothWaysInvariant, ...]
     files: dict = field(default_factory=dict)
 
     def table(self, representation: str) -> list:
@@ -312,7 +350,7 @@ class StudyResult:
 
     def to_dict(self) -> dict:
         """The rows and invariants as JSON values (the ``rows`` and ``invariants`` of ``study.json``)."""
-        return {"rows": [r.to_dict() for r in self.rows], "invariants": list(self.invariants)}
+        return {"rows": [r.to_dict() for r in self.rows], "invariants": [i.to_dict() for i in self.invariants]}
 
 
 def _load_set(spec, name: str, **inputs) -> list:
@@ -607,7 +645,7 @@ def run_study(lattice_sets: Mapping[str, object], references, *, ns: Sequence = 
                          glms=[os.path.basename(str(g)) for g in glms])
     if plots:
         files.update(plot_study(rows, out_dir, title=title, baselines=baselines))
-    return StudyResult(rows=tuple(rows), invariants=invariants, files=files)
+    return StudyResult(rows=tuple(rows), invariants=tuple(invariants), files=files)
 
 
 def _isatty() -> bool:
@@ -775,7 +813,7 @@ def _add_intervals(rows: list[StudyRow], replications: int, seed: int) -> list[S
             for r in rows]
 
 
-def refuse_unchecked(rows: Sequence[StudyRow], invariants: list) -> None:
+def refuse_unchecked(rows: Sequence[StudyRow], invariants: Sequence[StudyInvariant]) -> None:
     """No table whose numbers the invariants could not vouch for: every cell of a density must be
     over the same utterances (else their comparison means nothing), at least one invariant must be
     checkable, and every invariant on the optimal cost must hold (a violation is a wrong number
@@ -797,17 +835,17 @@ def refuse_unchecked(rows: Sequence[StudyRow], invariants: list) -> None:
         raise LatticeToolsError("the study has no two comparable cells, so none of its invariants can be checked "
                                 "(lattice <= 1best, deeper N never worse, ...): add the lattice representation or "
                                 "a second depth N")
-    bad = [i for i in invariants if not i["holds"]]
+    bad = [i for i in invariants if not i.holds]
     if bad:
         i = bad[0]
-        raise LatticeToolsError(f"study invariant violated on {i['density']!r}: {i['check']} "
-                                f"(cost {i['lhs_cost']} > {i['rhs_cost']}; {len(bad)} of {len(invariants)} fail); "
-                                "the tables are not written", key=i["density"])
+        raise LatticeToolsError(f"study invariant violated on {i.density!r}: {i.check} "
+                                f"(cost {i.lhs_cost} > {i.rhs_cost}; {len(bad)} of {len(invariants)} fail); "
+                                "the tables are not written", key=i.density)
 
 
-def check_invariants(rows: Sequence[StudyRow]) -> list:
-    """The invariants of Faria et al.'s tables on every density (see the module docstring); one dict per check."""
-    out = []
+def check_invariants(rows: Sequence[StudyRow]) -> list[StudyInvariant]:
+    """The invariants of Faria et al.'s tables on every density (see the module docstring)."""
+    out: list[StudyInvariant] = []
     by_density: dict = {}
     for r in rows:
         if r.cost is not None:
@@ -823,10 +861,10 @@ def check_invariants(rows: Sequence[StudyRow]) -> list:
             # sclite prices skipping a NULL word '@' (an empty alternative) at 0.001 while a lattice
             # epsilon is free, so costs are compared on their integer part (real edits cost 2-4).
             assert lhs.cost is not None and rhs.cost is not None, "computed cells"
-            out.append({"density": density, "check": name, "lhs_cost": lhs.cost, "rhs_cost": rhs.cost,
-                        "holds": bool(math.floor(lhs.cost + 1e-9) <= math.floor(rhs.cost + 1e-9)),
-                        "lhs_errors": lhs.errors, "rhs_errors": rhs.errors,
-                        "holds_on_errors": bool(lhs.errors <= rhs.errors)})
+            out.append(StudyInvariant(density=density, check=name, lhs_cost=lhs.cost, rhs_cost=rhs.cost,
+                                      holds=bool(math.floor(lhs.cost + 1e-9) <= math.floor(rhs.cost + 1e-9)),
+                                      lhs_errors=lhs.errors, rhs_errors=rhs.errors,
+                                      holds_on_errors=bool(lhs.errors <= rhs.errors)))
 
         lat = cells.get(("lattice", "inf"))
         one = cells.get(("1best", "1"))
@@ -871,7 +909,7 @@ def _fmt(v, col):
     return str(v)
 
 
-def write_tables(rows: Sequence[StudyRow], invariants: list, out_dir: str, *, mode: str = "sclite", notes: dict | None = None,
+def write_tables(rows: Sequence[StudyRow], invariants: Sequence[StudyInvariant], out_dir: str, *, mode: str = "sclite", notes: dict | None = None,
                  title: str | None = None, baselines: list | None = None, glms: list | None = None) -> dict:
     """``study.md`` (tables shaped like Faria et al., Tables 3-6, plus CI, C/S/D/I and precision/recall),
     ``study.csv`` and ``study.json``.  ``title`` names the data; ``baselines``: extra 1-best rows
@@ -905,15 +943,15 @@ def write_tables(rows: Sequence[StudyRow], invariants: list, out_dir: str, *, mo
             "precision", "recall", "arcs"]
     notes = _representation_tables(md, rows, _TITLES, show, show, _fmt, notes)
     if invariants:
-        bad = [i for i in invariants if not i["holds"]]
+        bad = [i for i in invariants if not i.holds]
         md += ["## Invariants (on the optimal alignment cost)", "",
                f"{len(invariants) - len(bad)} of {len(invariants)} hold." + ("" if not bad else " Violations:"), ""]
         for i in bad:
-            md.append(f"- {i['density']}: {i['check']}: {i['lhs_cost']} > {i['rhs_cost']}")
-        err_bad = [i for i in invariants if not i["holds_on_errors"]]
+            md.append(f"- {i.density}: {i.check}: {i.lhs_cost} > {i.rhs_cost}")
+        err_bad = [i for i in invariants if not i.holds_on_errors]
         md += ["", f"On error counts: {len(invariants) - len(err_bad)} of {len(invariants)} hold."]
         for i in err_bad:
-            md.append(f"- {i['density']}: {i['check']}: {i['lhs_errors']} > {i['rhs_errors']} errors")
+            md.append(f"- {i.density}: {i.check}: {i.lhs_errors} > {i.rhs_errors} errors")
         md.append("")
     files = _write_markdown(md, notes, out_dir)
     with atomic_write(files["csv"]) as f:
@@ -923,7 +961,7 @@ def write_tables(rows: Sequence[StudyRow], invariants: list, out_dir: str, *, mo
             d = r.to_dict()
             w.writerow([_fmt(d.get(c), c) for c in _COLUMNS] + [d.get("skipped", "")])
     _write_json(files["json"], {"mode": mode, "glm": list(glms or []), "title": title,
-                                "rows": [r.to_dict() for r in rows], "invariants": invariants,
+                                "rows": [r.to_dict() for r in rows], "invariants": [i.to_dict() for i in invariants],
                                 "baselines": baselines or [], "notes": notes or {}})
     return files
 
@@ -1261,15 +1299,15 @@ def run_study_both_ways(lattice_sets: Mapping[str, object], reference: str, *, n
                                                  free_cost=float(sum(r.cost for r in res)), MB=_slf_gzip_mb(lats),
                                                  seconds=time.time() - t))
     invariants = check_both_ways(rows, mode=mode, collar=collar)
-    bad = [i for i in invariants if not i["holds"]]
+    bad = [i for i in invariants if not i.holds]
     if bad:
-        raise LatticeToolsError(f"study invariant violated on {bad[0]['density']!r}: {bad[0]['check']} "
-                                f"({bad[0]['lhs']} > {bad[0]['rhs']}; {len(bad)} of {len(invariants)} fail); "
-                                "the tables are not written", key=bad[0]["density"])
+        raise LatticeToolsError(f"study invariant violated on {bad[0].density!r}: {bad[0].check} "
+                                f"({bad[0].lhs} > {bad[0].rhs}; {len(bad)} of {len(invariants)} fail); "
+                                "the tables are not written", key=bad[0].density)
     if title is None:
         title = f"{', '.join(map(str, lattice_sets))} against {os.path.basename(str(reference))}"
     files = write_both_ways_tables(rows, invariants, out_dir, mode=mode, collar=collar, notes=notes, title=title)
-    return StudyResult(rows=tuple(rows), invariants=invariants, files=files)
+    return StudyResult(rows=tuple(rows), invariants=tuple(invariants), files=files)
 
 
 def _wer_fields(prefix: str, counts: ErrorCounts) -> dict:
@@ -1290,12 +1328,13 @@ def _both_ways_row(common: dict, rep: str, n, segmented, free, moved: list, *, M
                             MB=MB, seconds=seconds)
 
 
-def check_both_ways(rows: Sequence[StudyBothWaysRow], *, mode: str = "sclite", collar: float | None = None) -> list:
-    """The invariants of :func:`run_study_both_ways` (see its docstring); one dict per check."""
-    out: list = []
+def check_both_ways(rows: Sequence[StudyBothWaysRow], *, mode: str = "sclite",
+                    collar: float | None = None) -> list[BothWaysInvariant]:
+    """The invariants of :func:`run_study_both_ways` (see its docstring)."""
+    out: list[BothWaysInvariant] = []
 
     def add(density, name, lhs, rhs, holds):
-        out.append({"density": density, "check": name, "lhs": lhs, "rhs": rhs, "holds": bool(holds)})
+        out.append(BothWaysInvariant(density=density, check=name, lhs=lhs, rhs=rhs, holds=bool(holds)))
 
     def whole(cost):
         # sclite prices skipping a NULL word '@' (an empty alternative) at 0.001 and the two scorings may skip
@@ -1332,7 +1371,7 @@ _BOTH_TITLES = {"1best": "1-best: the lattice's best path", "nbest": "Utterance-
                 "lattice": "Whole lattice (segment-free oracle only)"}
 
 
-def write_both_ways_tables(rows: Sequence[StudyBothWaysRow], invariants: list, out_dir: str, *, mode: str = "sclite",
+def write_both_ways_tables(rows: Sequence[StudyBothWaysRow], invariants: Sequence[BothWaysInvariant], out_dir: str, *, mode: str = "sclite",
                            collar: float | None = None, notes: dict | None = None, title: str | None = None) -> dict:
     """``study.md``, ``study.csv`` and ``study.json`` of :func:`run_study_both_ways`."""
     how = "without collar" if collar is None else f"collar {collar:g} s"
@@ -1349,7 +1388,7 @@ def write_both_ways_tables(rows: Sequence[StudyBothWaysRow], invariants: list, o
     heads = ["density", "N", "segmented WER", "segment-free WER", "moved", "paired", "C", "S", "D", "I",
              "C (free)", "S (free)", "D (free)", "I (free)", "ref words", "MB"]
     notes = _representation_tables(md, rows, _BOTH_TITLES, heads, show, _both_fmt, notes)
-    bad = [i for i in invariants if not i["holds"]]
+    bad = [i for i in invariants if not i.holds]
     md += ["## Invariants", "", f"{len(invariants) - len(bad)} of {len(invariants)} hold" +
            (" (none checked with a collar but lattice <= 1-best and N-best)." if collar is not None else "."), ""]
     files = _write_markdown(md, notes, out_dir)
@@ -1363,7 +1402,7 @@ def write_both_ways_tables(rows: Sequence[StudyBothWaysRow], invariants: list, o
             d = r.to_dict()
             w.writerow([_both_fmt(d.get(c), c) for c in columns] + [d.get("skipped", "")])
     _write_json(files["json"], {"mode": mode, "collar": collar, "title": title, "rows": [r.to_dict() for r in rows],
-                                "invariants": invariants, "notes": notes or {}})
+                                "invariants": [i.to_dict() for i in invariants], "notes": notes or {}})
     return files
 
 

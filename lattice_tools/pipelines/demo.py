@@ -219,9 +219,9 @@ def _run_demo(out: str, *, corpora, ns, densities, bootstrap, seed, progress, kw
                       baselines=baselines, max_memory=max_memory)
     # Error counts are what the invariants promise; the sclite alignment cost also charges 0.001 per
     # '@' (empty alternative) chosen, so costs can differ by such amounts with equal errors.
-    failed = [inv for inv in study.invariants if not inv.get("holds_on_errors", inv.get("holds", True))]
+    failed = [inv for inv in study.invariants if not getattr(inv, "holds_on_errors", inv.holds)]
     if failed:
-        raise LatticeToolsError(f"oracle invariants violated: {failed}")
+        raise LatticeToolsError(f"oracle invariants violated: {[inv.to_dict() for inv in failed]}")
     md = study.files.get("markdown") or os.path.join(study_dir, "study.md")
     both_ways: Mapping[str, str] = {}
     if segment_free and densities:
