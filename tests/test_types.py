@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ def test_mypy_is_clean():
     proc = subprocess.run([sys.executable, "-m", "mypy", "lattice_tools"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert "Success: no issues found" in proc.stdout, proc.stdout[-2000:]
+
+
+def _snippet(tmp_path, name: str):
+    """A snippet file whose module name is new on every run: mypy's incremental cache (in the repository) keys
+    results by module name and replays a cached module's errors with the path it had then, when the text is
+    the same."""
+    return tmp_path / f"{name}_{uuid.uuid4().hex}.py"
 
 
 # A reader that can also give what the file said beside the lattice has a second function for it, so each
@@ -40,9 +48,9 @@ d: Iterator[{pair}] = iter_slf_with_headers("x.lat")
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (pip install mypy)")
 def test_slf_readers_have_one_type_each(tmp_path):
-    right = tmp_path / "right.py"
+    right = _snippet(tmp_path, "right")
     right.write_text(_SLF_CALLS.format(one="Lattice", pair="tuple[Lattice, SlfHeader]"), encoding="utf-8")
-    wrong = tmp_path / "wrong.py"
+    wrong = _snippet(tmp_path, "wrong")
     wrong.write_text(_SLF_CALLS.format(one="tuple[Lattice, SlfHeader]", pair="Lattice"), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(right),
                            str(wrong)], cwd=REPO, capture_output=True, text=True)
@@ -70,9 +78,9 @@ g: list[{mapped}] = read_k2_lattices_with_maps("x.pt")
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (pip install mypy)")
 def test_k2_conversions_have_one_type_each(tmp_path):
-    right = tmp_path / "right.py"
+    right = _snippet(tmp_path, "right")
     right.write_text(_K2_CALLS.format(one="Lattice", mapped="MappedLattice"), encoding="utf-8")
-    wrong = tmp_path / "wrong.py"
+    wrong = _snippet(tmp_path, "wrong")
     wrong.write_text(_K2_CALLS.format(one="MappedLattice", mapped="Lattice"), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(right),
                            str(wrong)], cwd=REPO, capture_output=True, text=True)
