@@ -351,3 +351,48 @@ def test_nbest_to_lattices_within_its_budget(tmp_path):
                         cap=(150 * MB) + BASE_MARGIN, timeout=60)
     assert result.returncode == 0, result.stderr
     assert out.stat().st_size > 0
+
+
+def test_resident_bytes_reads_its_own_process_and_asks_the_page_size_once(monkeypatch):
+    import os
+    import sys
+
+    from lattice_tools.core import _budget
+
+    if not os.path.exists("/proc/self/statm") or not hasattr(os, "fork"):
+        pytest.skip("needs /proc and fork (Linux)")
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    first = _budget.resident_bytes()
+    assert first > 0 and abs(first - pages * os.sysconf("SC_PAGE_SIZE")) < 64 << 20
+
+    def refused(name):
+        raise AssertionError(f"sysconf({name!r}) asked again")
+
+    monkeypatch.setattr(_budget.os, "sysconf", refused)   # the page size was asked with the first reading
+    assert _budget.resident_bytes() > 0
+    monkeypatch.undo()
+    # a forked worker reads its own figures: it grows by what it allocates, its parent does not
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the worker
+        status = 1
+        try:
+            os.close(read_end)
+            before = _budget.resident_bytes()
+            block = bytearray(96 << 20)   # zero pages: touched below so that they are resident
+            block[::4096] = b"\1" * len(block[::4096])
+            grown = _budget.resident_bytes() - before
+            target = os.readlink(f"/proc/self/fd/{_budget._statm[1]}")
+            os.write(write_end, f"{_budget._statm[0] == os.getpid()} {target} {grown}".encode())
+            status = 0
+        finally:
+            sys.stdout.flush()
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as f:
+        same_pid, target, grown = f.read().decode().split()
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    assert same_pid == "True" and target == f"/proc/{pid}/statm"
+    assert int(grown) >= 90 << 20
+    assert os.readlink(f"/proc/self/fd/{_budget._statm[1]}") == f"/proc/{os.getpid()}/statm"

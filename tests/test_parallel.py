@@ -103,9 +103,48 @@ def test_shards_close_at_the_arc_and_utterance_limits():
     by_arcs = list(shard_lattices(lats, max_arcs=1, max_utterances=100))
     assert [len(s.keys) for s in by_arcs] == [1] * len(lats)
     # the fingerprint follows the lattices and the parameters, nothing else
-    again = list(shard_lattices(list(read_lattices(LATTICES[0])), "p"))
-    assert again[0].fingerprint == list(shard_lattices(list(read_lattices(LATTICES[0])), "p"))[0].fingerprint
-    assert again[0].fingerprint != list(shard_lattices(list(read_lattices(LATTICES[0])), "q"))[0].fingerprint
+    def fingerprint(parameters, path=LATTICES[0]):
+        return list(shard_lattices(list(read_lattices(path)), parameters, fingerprint=True))[0].fingerprint
+
+    assert len(fingerprint("p")) == 64 and fingerprint("p") == fingerprint("p")
+    assert fingerprint("p") != fingerprint("q") and fingerprint("p") != fingerprint("p", LATTICES[1])
+    # ... and is computed only when asked for (a store names its files by it; nothing else reads it)
+    assert {s.fingerprint for s in by_count} == {""}
+
+
+def test_fingerprints_are_computed_only_for_a_store(tmp_path, monkeypatch):
+    from lattice_tools.core.parallel import with_companions
+
+    lats = [lat for path in LATTICES for lat in read_lattices(path)]
+    plain = list(with_companions(shard_lattices(lats, "p", max_utterances=2), "ref of {}".format))
+    hashed = list(with_companions(shard_lattices(lats, "p", max_utterances=2, fingerprint=True),
+                                  "ref of {}".format))
+    assert [(s.items, s.keys) for s in plain] == [(s.items, s.keys) for s in hashed]
+    assert {s.fingerprint for s in plain} == {""} and all(len(s.fingerprint) == 64 for s in hashed)
+    # the companions' texts are part of a fingerprint
+    other = list(with_companions(shard_lattices(lats, "p", max_utterances=2, fingerprint=True),
+                                 "other ref of {}".format))
+    assert all(a.fingerprint != b.fingerprint for a, b in zip(hashed, other, strict=True))
+    # a store refuses a shard without one: named by its index alone, another input's result would be taken for it
+    store = ShardStore(str(tmp_path / "s"))
+    with pytest.raises(ValueError, match="no fingerprint"):
+        store.get(plain[0])
+    with pytest.raises(ValueError, match="no fingerprint"):
+        store.put(plain[0], 1)
+    assert not (tmp_path / "s").exists()
+
+    # the commands hash no lattice when nothing is stored (serially, or on workers without a shard_dir)
+    def refused(*args):
+        raise AssertionError("a fingerprint nobody reads")
+
+    monkeypatch.setattr(parallel, "lattice_digest", refused)
+    make_alternatives_ctm(LATTICES, "sausage", 4, str(tmp_path / "a.ctm"), progress=False)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        make_alternatives_ctm(LATTICES, "sausage", 4, str(tmp_path / "b.ctm"), executor=pool, progress=False)
+    assert (tmp_path / "a.ctm").read_bytes() == (tmp_path / "b.ctm").read_bytes()
+    with pytest.raises(AssertionError, match="nobody reads"):
+        make_alternatives_ctm(LATTICES, "sausage", 4, str(tmp_path / "c.ctm"), shard_dir=str(tmp_path / "s"),
+                              progress=False)
 
 
 def test_a_killed_run_resumes_with_the_finished_shards(tmp_path):

@@ -188,7 +188,8 @@ def make_alternatives_ctm(lattices: Iterable[str], kind: str, n: int | None, out
         lats = read_lattice_inputs(lattices, format=format, words=words, frame_shift=frame_shift,
                                    frame_subsampling_factor=frame_subsampling_factor, keys=keys)
         shards = with_companions(shard_lattices(checked(progress_bar(lats, desc=kind, unit="lat", progress=progress)),
-                                                repr(job), drop_attrs=TRANSITION_ID_ATTRS), location)
+                                                repr(job), fingerprint=store is not None,
+                                                drop_attrs=TRANSITION_ID_ATTRS), location)
         for shard, (text, depths, stopped) in run_shards(alternatives_ctm_of_shard, shards, executor=executor,
                                                          args=(job,), store=store):
             writer.write_text(text, depths, len(shard.keys))

@@ -25,10 +25,12 @@ _limit: int | None = None
 _option: str = "max_memory"
 
 
-#: (process id, descriptor of its /proc/self/statm): kept open, read again with pread (2.5 us a reading, 18 us
-#: opening it each time: checked once per lattice on a 1,000-lattice archive, that was 30 ms).  A forked worker
-#: opens its own (/proc/self names the process that opened it).
-_statm: tuple[int, int] | None = None
+#: (process id, descriptor of its /proc/self/statm, page size in bytes): kept open, read again with pread (2.5 us a
+#: reading, 18 us opening it each time: checked once per lattice on a 1,000-lattice archive, that was 30 ms); the
+#: page size asked once with it.  A forked worker opens its own: the descriptor it inherits reads its parent's
+#: figures (/proc/self names the process that opened it).  The inherited one is left open, not closed: its
+#: number may have been reused by the time the worker first asks.
+_statm: tuple[int, int, int] | None = None
 
 
 def resident_bytes() -> int:
@@ -37,8 +39,9 @@ def resident_bytes() -> int:
     try:
         pid = os.getpid()
         if _statm is None or _statm[0] != pid:
-            _statm = (pid, os.open("/proc/self/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
-        return int(os.pread(_statm[1], 256, 0).split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            _statm = (pid, os.open("/proc/self/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)),
+                      os.sysconf("SC_PAGE_SIZE"))
+        return int(os.pread(_statm[1], 256, 0).split()[1]) * _statm[2]
     except (OSError, ValueError, IndexError, AttributeError):  # pragma: no cover - not Linux
         try:
             import resource

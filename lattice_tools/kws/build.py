@@ -158,8 +158,9 @@ def _lattice_hits(lattices, job: LatticeIndexJob, segments, channel: str, execut
         return tuple(segments[key])
 
     # serially one utterance at a time: the build then holds one lattice and its hits, as it always has
-    shards = with_companions(shard_lattices(lattices, repr(job), max_utterances=1 if executor is None else None), place)
     store = ShardStore(shard_dir) if shard_dir else None
+    shards = with_companions(shard_lattices(lattices, repr(job), fingerprint=store is not None,
+                                            max_utterances=1 if executor is None else None), place)
     for shard, results in run_shards(lattice_hits_of_shard, shards, executor=executor, args=(job,), store=store):
         for (lat, where), (columns, pruned_mass) in zip(shard.items, results, strict=True):
             yield lat, where, columns, pruned_mass

@@ -340,7 +340,8 @@ def _lattice_results(specs, ref, refs: dict, warnings: list, *, representation, 
     with memory_budget(max_memory), tqdm(desc="oracle", unit="utt", delay=2, disable=disable) as bar:  # after ~2 s
         lats = read_lattice_inputs(specs, format=format, words=words, frame_shift=frame_shift,
                                    frame_subsampling_factor=frame_subsampling_factor, keys=keys)
-        shards = with_companions(shard_lattices(matched(lats), repr(job)), refs.__getitem__)
+        shards = with_companions(shard_lattices(matched(lats), repr(job), fingerprint=store is not None),
+                                 refs.__getitem__)
         for _shard, shard_results in run_shards(oracle_of_shard, shards, executor=executor, args=(job,), store=store,
                                                 progress=lambda s: bar.update(len(s.keys))):
             results.extend(shard_results)
