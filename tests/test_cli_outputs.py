@@ -383,14 +383,17 @@ def _study_rows():
         d = {"representation": rep, "N": n, "density": "dense", "set": "dense", "prune": 0.0, "utterances": 5,
              "arcs": 3458, "cost": wer, "wer": wer, "wer_low": max(wer - 5, 0), "wer_high": wer + 5, "MB": mb,
              "C": 15, "S": 6, "D": 0, "I": 0, "ref_words": 21, "precision": float("nan"), "recall": 0.7,
-             "N_max": None, "N_.9": None, "N_.5": None}
+             "N_max": None, "N_.9": None, "N_.5": None, "seconds": 0.5, "blocks": None}
         d.update(kw)
         return d
-    return [row("1best", "1", 28.6, 2e-4), row("nbest", "1", 23.8, 3e-4), row("nbest", "10", 19.0, 1e-3),
-            {"representation": "nbest", "N": "inf", "density": "dense", "set": "dense", "prune": 0.0,
-             "skipped": "N=inf exceeds the search budget (exact sequence search exceeded 200000 search nodes)"},
-            row("phrase", "1", 23.8, 3e-4), row("phrase", "10", 0.0, 2e-3), row("phrase", "inf", 0.0, 2e-3),
-            row("lattice", "inf", 0.0, 0.07)]
+    from lattice_tools.oracle.study import StudyRow
+
+    return [StudyRow.from_dict(d) for d in (
+        row("1best", "1", 28.6, 2e-4), row("nbest", "1", 23.8, 3e-4), row("nbest", "10", 19.0, 1e-3),
+        {"representation": "nbest", "N": "inf", "density": "dense", "set": "dense", "prune": 0.0,
+         "skipped": "N=inf exceeds the search budget (exact sequence search exceeded 200000 search nodes)"},
+        row("phrase", "1", 23.8, 3e-4), row("phrase", "10", 0.0, 2e-3), row("phrase", "inf", 0.0, 2e-3),
+        row("lattice", "inf", 0.0, 0.07))]
 
 
 def test_study_table_names_the_1bests_marks_budget_cells_and_the_data(tmp_path):
