@@ -332,27 +332,25 @@ def _check_shard(conn: sqlite3.Connection, path: str) -> None:
                 shown = f"<{len(shown)} bytes>"
             raise FormatError(f"table {table!r}, row of {name} {_quote(row[1])}: {column} "
                               f"{_quote(shown)} {kinds[columns[column]][1]}", path=path)
-    from .postings import first_bad_posting
-
-    cur = conn.execute("SELECT term, count, tick, data FROM shard.postings")
-    while True:
-        batch = cur.fetchmany(20_000)
-        if not batch:
-            break
-        bad = first_bad_posting([r[1] for r in batch], [r[2] for r in batch], [r[3] for r in batch])
-        if bad is not None:
-            term, count, tick, data = batch[bad]
-            try:
-                decode_postings(count, tick, data)
-                problem = "a damaged posting list"  # pragma: no cover - both checks refuse the same lists
-            except ValueError as exc:
-                problem = str(exc)
-            raise FormatError(f"table 'postings', row of term {_quote(term)}: {problem}", path=path)
+    # every posting list by the compiled check of the decoder, run by SQLite on each row: no row is fetched into
+    # Python (the connection has the function: :func:`_with_posting_check`)
+    row = conn.execute("SELECT term, posting_problem(count, tick, data) FROM shard.postings "
+                       "WHERE posting_problem(count, tick, data) IS NOT NULL LIMIT 1").fetchone()
+    if row is not None:
+        raise FormatError(f"table 'postings', row of term {_quote(row[0])}: {row[1]}", path=path)
     row = conn.execute("SELECT h.term, h.utterance_id FROM shard.postings h LEFT JOIN shard.utterances u "
                        "ON u.id = h.utterance_id WHERE u.id IS NULL LIMIT 1").fetchone()
     if row is not None:
         raise FormatError(f"hit of term {_quote(row[0])} names utterance id {_quote(row[1])}, which the index does "
                           "not hold", path=path)
+
+
+def _with_posting_check(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` the SQL function ``posting_problem(count, tick, data)``: :func:`~lattice_tools.kws.postings.
+    posting_problem`, the decoder's check (NULL when the posting list is good, else what is wrong)."""
+    from .postings import posting_problem
+
+    conn.create_function("posting_problem", 3, posting_problem, deterministic=True)
 
 
 def _check_compatible(ours: dict, theirs: dict, what: str) -> None:
@@ -729,6 +727,7 @@ def merge_indexes(out: str, shards: Sequence[str]) -> IndexCounts:
     search = searches[0] if all(x == searches[0] for x in searches) else None
     with IndexWriter(out, settings[0], lattice_search=search) as w:
         conn = w.conn
+        _with_posting_check(conn)
         with _sqlite_errors(out):
             # the shards' rows are collected in temporary tables, then written in key order with the utterances
             # numbered by name: the merged file does not depend on the order of the shards
