@@ -128,6 +128,40 @@ def test_each_fault_is_a_one_line_error_naming_the_file(fault, small_index, tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.db"]  # no temporary left
 
 
+# one term's posting rows damaged, the others good: a merge checks every row as it copies it, and names the row
+_ONE_TERM = "UPDATE postings SET {} WHERE term = (SELECT term FROM postings ORDER BY term LIMIT 1 " \
+    "OFFSET (SELECT count(*) / 2 FROM postings))"
+ROW_FAULTS = {
+    "score +inf": ("data = CAST(substr(data, 1, length(data) - 8) || x'000000000000f07f' AS BLOB)", "score inf"),
+    "score NaN": ("data = CAST(substr(data, 1, length(data) - 8) || x'000000000000f87f' AS BLOB)", "score nan"),
+    "hit count too large": ("count = count + 1", "hit"),
+    "hit count a real": ("count = count + 0.5", "count"),
+    "time tick zero": ("tick = 0", "tick"),
+    "time beyond 2^53": ("tick = 9007199254740992", "2^53"),
+    "data stored as text": ("data = 'high'", "blob"),
+    "truncated data": ("data = substr(data, 2)", "hit"),
+    "term not text": ("term = CAST(term AS BLOB)", "term"),
+    "utterance id a real": ("utterance_id = utterance_id + 0.5", "utterance_id"),
+    "missing utterance": ("utterance_id = utterance_id + 99999", "which the index does not hold"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(ROW_FAULTS))
+def test_merge_names_the_one_damaged_row(fault, small_index, tmp_path):
+    sql, words = ROW_FAULTS[fault]
+    bad = tmp_path / "bad.db"
+    shutil.copyfile(small_index, bad)
+    with sqlite3.connect(bad) as c:
+        c.execute(_ONE_TERM.format(sql))
+        assert c.total_changes >= 1
+    with pytest.raises(LatticeToolsError) as info:
+        merge_indexes(str(tmp_path / "merged.db"), [str(bad)])
+    _assert_one_line(info.value, bad)
+    text = str(info.value)
+    assert words in text and ("row of term" in text or "hit of term" in text), text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.db"]
+
+
 def test_cli_faults_exit_2_on_one_line(small_index, tmp_path):
     bad = tmp_path / "bad.db"
     shutil.copyfile(small_index, bad)

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lattice_tools.kws.postings import MAX_MICROSECONDS, decode_postings, encode_postings, first_bad_posting
+from lattice_tools.kws.postings import (
+    MAX_MICROSECONDS,
+    decode_postings,
+    encode_postings,
+    first_bad_posting,
+    posting_problem,
+)
 
 _HIT = st.tuples(st.integers(0, 10**11), st.integers(0, 10**7), st.floats(0, 2, allow_nan=False))
 _LISTS = st.lists(st.lists(_HIT, min_size=1, max_size=6), min_size=1, max_size=6)
@@ -149,7 +155,30 @@ def test_the_decoder_agrees_with_a_byte_by_byte_reference(lists, edits, raw, cou
     try:
         expected = _reference_decode(count, tick, data)
     except ValueError as exc:
-        with pytest.raises(ValueError, match=str(exc)):
+        with pytest.raises(ValueError, match=str(exc)) as refused:
             decode_postings(count, tick, data)
+        assert posting_problem(count, tick, data) == str(refused.value)  # the merge's check: the same words
     else:
         assert decode_postings(count, tick, data) == expected
+        assert posting_problem(count, tick, data) is None
+
+
+@pytest.mark.parametrize("count, tick, data", [
+    (1, 1, b"\0" * 10), (1.0, 1, b"\0" * 10), ("1", 1, b"\0" * 10), (None, 1, b"\0" * 10), (0, 1, b"\0" * 10),
+    (2 ** 63 - 1, 1, b"\0" * 10), (1, 1.0, b"\0" * 10), (1, "1", b"\0" * 10), (1, None, b"\0" * 10),
+    (1, 0, b"\0" * 10), (1, MAX_MICROSECONDS + 1, b"\0" * 10), (1, 1, "0" * 10), (1, 1, None), (1, 1, 5),
+    (1, 1, b"\0\0" + struct.pack("<d", math.nan))])
+def test_the_sql_function_says_what_the_decoder_says(count, tick, data):
+    """``posting_problem`` run by SQLite on values of every SQLite type (what a merge does with a shard's rows)
+    refuses what ``decode_postings`` refuses, in its words."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    conn.create_function("posting_problem", 3, posting_problem, deterministic=True)
+    (problem,) = conn.execute("SELECT posting_problem(?, ?, ?)", (count, tick, data)).fetchone()
+    try:
+        decode_postings(count, tick, data)
+    except ValueError as exc:
+        assert problem == str(exc)
+    else:
+        assert problem is None

@@ -22,6 +22,84 @@ static const char DECODE_DOC[] =
     "is damaged: too short, not 2 * count varints, a varint of more than 8 bytes, a time beyond 2^53,\n"
     "a score that is not a finite number >= 0.";
 
+/* What parse() found wrong with a posting list (in the order decode() has always reported them). */
+enum fault { GOOD = 0, SHORT, NOT_COUNT_HITS, TOO_LARGE, BEYOND, BAD_SCORE };
+
+/* The one check of a posting list's bytes, shared by decode() and problem(): every varint parsed, the times
+ * bounded with exact integers, every score tested.  `values` (2 * count slots, or NULL) receives the starts
+ * (summed) and the durations in ticks; `bad_score` the first score refused. */
+static enum fault parse(Py_ssize_t count, long long tick, const unsigned char *p, Py_ssize_t len, uint64_t *values,
+                        double *bad_score) {
+    if (count > len / 10 || len - 8 * count < 2 * count) return SHORT;
+    Py_ssize_t nv = len - 8 * count, want = 2 * count, got = 0;
+    /* exact integers: start * tick <= 2^53  <=>  start <= 2^53 / tick (rounded down) */
+    uint64_t limit = (uint64_t)(MAX_MICROSECONDS / tick), start = 0, value = 0;
+    int shift = 0, too_long = 0, beyond = 0;
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        unsigned b = p[i];
+        if (b >= 0x80) {
+            if (shift < 56) value |= (uint64_t)(b & 0x7F) << shift; /* past 8 bytes the list is refused */
+            else too_long = 1;
+            if (shift < 63) shift += 7;
+        } else {
+            if (shift > 49) too_long = 1; /* a ninth byte */
+            else if (got < want) {
+                value |= (uint64_t)b << shift;
+                if (got < count) {
+                    /* each value < 2^56 and the sum stays <= 2^53 until it is refused: no overflow */
+                    if (!beyond) start += value;
+                    if (start > limit) beyond = 1;
+                    if (values) values[got] = start;
+                } else {
+                    if (value > limit) beyond = 1;
+                    if (values) values[got] = value;
+                }
+            }
+            got++;
+            value = 0;
+            shift = 0;
+        }
+    }
+    if (got != want || shift) return NOT_COUNT_HITS;
+    if (too_long) return TOO_LARGE;
+    if (beyond) return BEYOND;
+    for (Py_ssize_t h = 0; h < count; h++) {
+        const unsigned char *s = p + nv + 8 * h;
+        uint64_t bits = 0;
+        for (int k = 7; k >= 0; k--) bits = bits << 8 | s[k];
+        double x;
+        memcpy(&x, &bits, sizeof x);
+        if (!(x >= 0 && isfinite(x))) {
+            *bad_score = x;
+            return BAD_SCORE;
+        }
+    }
+    return GOOD;
+}
+
+/* The message of a fault (a new str), as decode_postings words it. */
+static PyObject *fault_text(enum fault f, Py_ssize_t count, Py_ssize_t len, double bad_score) {
+    switch (f) {
+    case SHORT:
+        return PyUnicode_FromFormat("posting data of %zd bytes is too short for %zd hits", len, count);
+    case NOT_COUNT_HITS:
+        return PyUnicode_FromFormat("posting data does not hold %zd hits (damaged blob)", count);
+    case TOO_LARGE:
+        return PyUnicode_FromString("posting data holds a number too large for a time (damaged blob)");
+    case BEYOND:
+        return PyUnicode_FromString("posting data holds a time beyond 2^53 microseconds (damaged blob)");
+    case BAD_SCORE: {
+        PyObject *xo = PyFloat_FromDouble(bad_score);
+        if (!xo) return NULL;
+        PyObject *text = PyUnicode_FromFormat("score %R is not a finite number >= 0", xo);
+        Py_DECREF(xo);
+        return text;
+    }
+    default:
+        Py_RETURN_NONE;
+    }
+}
+
 static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 3) {
@@ -48,48 +126,23 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(args[2]);
     Py_ssize_t len = PyBytes_GET_SIZE(args[2]);
-    if (count > len / 10 || len - 8 * count < 2 * count) {
-        PyErr_Format(PyExc_ValueError, "posting data of %zd bytes is too short for %zd hits", len, count);
-        return NULL;
-    }
-    Py_ssize_t nv = len - 8 * count, want = 2 * count, got = 0;
-    uint64_t *values = PyMem_Malloc((size_t)want * sizeof *values);
-    if (!values) return PyErr_NoMemory();
-    uint64_t value = 0;
-    int shift = 0, too_long = 0;
-    for (Py_ssize_t i = 0; i < nv; i++) {
-        unsigned b = p[i];
-        if (b >= 0x80) {
-            if (shift < 56) value |= (uint64_t)(b & 0x7F) << shift; /* past 8 bytes the list is refused */
-            else too_long = 1;
-            if (shift < 63) shift += 7;
-        } else {
-            if (shift > 49) too_long = 1; /* a ninth byte */
-            else if (got < want) values[got] = value | (uint64_t)b << shift;
-            got++;
-            value = 0;
-            shift = 0;
-        }
-    }
+    uint64_t *values = NULL;
     PyObject *tbeg = NULL, *dur = NULL, *score = NULL, *res = NULL;
-    if (got != want || shift) {
-        PyErr_Format(PyExc_ValueError, "posting data does not hold %zd hits (damaged blob)", count);
-        goto done;
+    if (count <= len / 10) {
+        values = PyMem_Malloc((size_t)(2 * count) * sizeof *values);
+        if (!values) return PyErr_NoMemory();
     }
-    if (too_long) {
-        PyErr_SetString(PyExc_ValueError, "posting data holds a number too large for a time (damaged blob)");
-        goto done;
-    }
-    /* exact integers: start * tick <= 2^53  <=>  start <= 2^53 / tick (rounded down) */
-    uint64_t limit = (uint64_t)(MAX_MICROSECONDS / tick), start = 0;
-    for (Py_ssize_t h = 0; h < count; h++) {
-        start += values[h]; /* each value < 2^56 and the sum stays <= 2^53 until it is refused: no overflow */
-        if (start > limit || values[count + h] > limit) {
-            PyErr_SetString(PyExc_ValueError, "posting data holds a time beyond 2^53 microseconds (damaged blob)");
-            goto done;
+    double bad_score = 0;
+    enum fault f = parse(count, tick, p, len, values, &bad_score);
+    if (f != GOOD) {
+        PyObject *text = fault_text(f, count, len, bad_score);
+        if (text) {
+            PyErr_SetObject(PyExc_ValueError, text);
+            Py_DECREF(text);
         }
-        values[h] = start;
+        goto done;
     }
+    Py_ssize_t nv = len - 8 * count;
     tbeg = PyList_New(count);
     dur = PyList_New(count);
     score = PyList_New(count);
@@ -103,10 +156,6 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *xo = PyFloat_FromDouble(x);
         if (!xo) goto done;
         PyList_SET_ITEM(score, h, xo);
-        if (!(x >= 0 && isfinite(x))) {
-            PyErr_Format(PyExc_ValueError, "score %R is not a finite number >= 0", xo);
-            goto done;
-        }
         PyObject *t = PyLong_FromLongLong((long long)values[h] * tick);
         if (!t) goto done;
         PyList_SET_ITEM(tbeg, h, t);
@@ -123,8 +172,49 @@ done:
     return res;
 }
 
+static const char PROBLEM_DOC[] =
+    "problem($module, count, tick, data, /)\n--\n\n"
+    "-> str | None\n\n"
+    "What is wrong with the posting list (count, tick, data), in the words of decode_postings, or None when\n"
+    "nothing: the same check as decode() without building its lists.  Any argument types (the values of an\n"
+    "SQLite row): a count that is not an int >= 1, a tick not an int in [1, 2^53] or data not bytes is a problem.";
+
+static PyObject *problem(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "problem() takes count, tick and data");
+        return NULL;
+    }
+    PyObject *co = args[0], *to = args[1], *data = args[2];
+    Py_ssize_t count = -1;
+    if (PyLong_CheckExact(co)) {
+        int overflow = 0;
+        long long c = PyLong_AsLongLongAndOverflow(co, &overflow);
+        if (c == -1 && PyErr_Occurred()) return NULL;
+        count = overflow > 0 ? PY_SSIZE_T_MAX : (c < 1 ? -1 : (c > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)c));
+    }
+    if (count < 1) return PyUnicode_FromFormat("hit count %R is not an integer >= 1", co);
+    long long tick = -1;
+    if (PyLong_CheckExact(to)) {
+        int overflow = 0;
+        tick = PyLong_AsLongLongAndOverflow(to, &overflow);
+        if (tick == -1 && PyErr_Occurred()) return NULL;
+        if (overflow) tick = -1;
+    }
+    if (tick < 1 || tick > MAX_MICROSECONDS) return PyUnicode_FromFormat("time tick %R is not an integer in [1, 2^53]", to);
+    if (!PyBytes_Check(data))
+        return PyUnicode_FromFormat("posting data is %s, not a blob", Py_TYPE(data)->tp_name);
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
+    if (count == PY_SSIZE_T_MAX) /* beyond any length */
+        return PyUnicode_FromFormat("posting data of %zd bytes is too short for %R hits", len, co);
+    double bad_score = 0;
+    enum fault f = parse(count, tick, (const unsigned char *)PyBytes_AS_STRING(data), len, NULL, &bad_score);
+    return fault_text(f, count, len, bad_score);
+}
+
 static PyMethodDef methods[] = {
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL, DECODE_DOC},
+    {"problem", (PyCFunction)(void (*)(void))problem, METH_FASTCALL, PROBLEM_DOC},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,7 +15,8 @@ takes about 11 bytes per hit instead of about 70 as a row of (term, utterance, s
 :func:`encode_postings` encodes the posting lists of many terms at once (numpy, no Python loop per hit);
 :func:`decode_postings` decodes one (compiled: a look-up decodes a list of one or two hits, where numpy's
 fixed cost per call was most of the time), checking every byte: a damaged blob is a ValueError saying what is
-wrong (the store turns it into a FormatError naming the index).
+wrong (the store turns it into a FormatError naming the index); :func:`posting_problem` is the same check
+without the decoding (what a merge runs on every row of its shards).
 """
 from __future__ import annotations
 
@@ -27,9 +28,6 @@ from .._ext import native
 MAX_MICROSECONDS = 2 ** 53
 _SCORE = np.dtype("<f8")
 _decode = native("postings").decode
-#: Below this a float sum of a list's times is surely within :data:`MAX_MICROSECONDS` (relative error far
-#: below 1e-6 for any list a blob can hold); above it the exact check decides.
-_NEAR_LIMIT = MAX_MICROSECONDS * (1 - 1e-6)
 
 
 def _varint_lengths(values: np.ndarray) -> np.ndarray:
@@ -114,60 +112,16 @@ def decode_postings(count, tick, data) -> tuple[list[int], list[int], list[float
     return _decode(count, tick, data)
 
 
+#: ``posting_problem(count, tick, data) -> str | None``: what :func:`decode_postings` would refuse in one posting
+#: list, in its words, or None when nothing -- the same compiled check, without building the lists.  It takes
+#: any values (those of an SQLite row: a count or tick that is not an integer in range, or data that is not a
+#: blob, is a problem).  The compiled function itself, with no Python frame around it: a merge registers it
+#: as an SQL function (``sqlite3.Connection.create_function``) that SQLite runs on every row of a shard.
+posting_problem = native("postings").problem
+
+
 def first_bad_posting(counts, ticks, blobs) -> int | None:
     """The index of the first of many posting lists that :func:`decode_postings` refuses (None: all are
-    good), checked at once with numpy (a merge checks every row of a shard this way, about a microsecond
-    per hit).  ``counts`` and ``ticks`` must already be integers >= 1 and ``blobs`` bytes (the merge's
-    SQL checks them first)."""
-    n = len(blobs)
-    if not n:
-        return None
-    cnt = np.array(counts, dtype=np.int64)
-    tick = np.array(ticks, dtype=np.int64)
-    lens = np.fromiter(map(len, blobs), dtype=np.int64, count=n)
-    nv = lens - 8 * cnt
-    short = nv < 2 * cnt
-    if short.any():  # the first short one, unless one before it is bad otherwise
-        k = int(np.flatnonzero(short)[0])
-        before = first_bad_posting(counts[:k], ticks[:k], blobs[:k]) if k else None
-        return k if before is None else before
-    big = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    off = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=off[1:])
-    rows = np.arange(n)
-
-    def region(starts, sizes):
-        owner = np.repeat(rows, sizes)
-        return owner, starts[owner] + np.arange(len(owner)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-
-    _, spos = region(off[:-1] + nv, 8 * cnt)
-    scores = big[spos].view(_SCORE)
-    vown, vpos = region(off[:-1], nv)
-    vb = big[vpos]
-    term = vb < 0x80
-    broken = (np.bincount(vown[term], minlength=n) != 2 * cnt) | ~term[np.cumsum(nv) - 1]
-    if broken.any():  # the first list whose varints do not parse, unless one before it is bad otherwise
-        k = int(np.flatnonzero(broken)[0])
-        before = first_bad_posting(counts[:k], ticks[:k], blobs[:k]) if k else None
-        return k if before is None else before
-    bad = np.zeros(n, dtype=bool)
-    bad[np.repeat(rows, cnt)[~(np.isfinite(scores) & (scores >= 0))]] = True
-    last = np.flatnonzero(term)
-    first = np.r_[0, last[:-1] + 1]
-    tok_row = vown[last]
-    bad[tok_row[(last - first) > 7]] = True  # more than 8 bytes: beyond any time
-    k = np.minimum(np.arange(len(vb)) - np.repeat(first, last - first + 1), 8).astype(np.uint64)
-    values = np.add.reduceat((vb & 0x7F).astype(np.uint64) << (np.uint64(7) * k), first).astype(np.float64)
-    in_row = np.arange(len(last)) - np.repeat(np.cumsum(2 * cnt) - 2 * cnt, 2 * cnt)
-    is_delta = in_row < cnt[tok_row]
-    total = np.bincount(tok_row[is_delta], weights=values[is_delta], minlength=n)
-    longest = np.zeros(n)
-    np.maximum.at(longest, tok_row[~is_delta], values[~is_delta])
-    # the float sums round: a list near the limit is decided by the decoder's exact integers
-    near = ~bad & ((total * tick > _NEAR_LIMIT) | (longest * tick > _NEAR_LIMIT))
-    for k in np.flatnonzero(near).tolist():
-        try:
-            decode_postings(int(cnt[k]), int(tick[k]), blobs[k])
-        except ValueError:
-            bad[k] = True
-    return int(np.flatnonzero(bad)[0]) if bad.any() else None
+    good), by :func:`posting_problem`."""
+    rows = enumerate(zip(counts, ticks, blobs, strict=True))
+    return next((i for i, row in rows if posting_problem(*row) is not None), None)

@@ -46,7 +46,8 @@ such terms with an error naming what is missing.
 
 **Checked on read.**  An index comes from a file anyone can edit: opening one checks its tables, schema
 version and settings (:func:`settings_problem`, the rule the writer applies too); every hit read is checked
-(:func:`check_hit`); a merge checks each shard's rows in SQL.  Every SQLite, JSON or text fault is a one-line
+(:func:`check_hit`); a merge checks each shard's rows inside SQLite as it copies them, the posting lists by the
+decoder's own compiled check (:func:`~lattice_tools.kws.postings.posting_problem`), and names the first bad row.  Every SQLite, JSON or text fault is a one-line
 :class:`~lattice_tools.core.errors.FormatError` naming the file and quoting at most 80 characters of the value.
 """
 from __future__ import annotations
@@ -303,24 +304,47 @@ def check_hit(tbeg, dur, score) -> str | None:
     return None
 
 
-def _check_shard(conn: sqlite3.Connection, path: str) -> None:
+_NUMBER = "typeof({c}) IN ('real', 'integer') AND {c} >= 0 AND {c} <= 1.7976931348623157e308"
+#: What each kind of column of a shard must hold (an SQL condition) and how a bad value is described.
+_KINDS = {"text": ("typeof({c}) = 'text'", "is not text"), "id": ("typeof({c}) = 'integer'", "is not an integer"),
+          "number": (_NUMBER, "is not a finite number >= 0"),
+          "count": ("typeof({c}) = 'integer' AND {c} >= 1", "is not an integer >= 1"),
+          "tick": ("typeof({c}) = 'integer' AND {c} >= 1 AND {c} <= 9007199254740992",
+                   "is not an integer in [1, 2^53]"),
+          # at least one byte per start and per duration and 8 per score (posting_problem checks the rest)
+          "data": ("typeof({c}) = 'blob' AND length({c}) >= 10 * count", "is not a blob of 10 bytes or more per hit")}
+#: The tables of a shard a merge checks: (table, the column an error names the row by, {column: kind}).
+_ROW_CHECKS = (("utterances", "utterance", {"utterance": "text", "file": "text", "channel": "text",
+                                            "pruned_mass": "number"}),
+               ("postings", "term", {"term": "text", "utterance_id": "id", "count": "count", "tick": "tick",
+                                     "data": "data"}),
+               ("vocabulary", "word", {"word": "text"}))
+
+
+def _good_row(table: str) -> dict[str, str]:
+    """{column: the SQL condition its values must meet} of a shard's ``table``."""
+    columns = next(c for t, _, c in _ROW_CHECKS if t == table)
+    return {c: _KINDS[kind][0].format(c=c) for c, kind in columns.items()}
+
+
+#: The condition every good posting row of a shard meets, all the checks of :func:`_check_shard` but the
+#: utterance's presence (the merge's join to the shard's utterances drops those rows): what the merge copies.
+#: The types and ranges of ``count``, ``tick`` and ``data`` are in ``posting_problem`` (in SQL they would double
+#: the cost of the pass).
+_GOOD_POSTING = " AND ".join(f"({g})" for c, g in _good_row("postings").items() if c in ("term", "utterance_id")) + \
+    " AND posting_problem(count, tick, data) IS NULL"
+
+
+def _check_shard(conn: sqlite3.Connection, path: str, postings: bool = True) -> None:
     """The rows of an attached shard: texts where texts belong, finite numbers >= 0 for times, scores
-    and pruned masses, every hit's utterance present (one pass over each table)."""
-    number = "typeof({c}) IN ('real', 'integer') AND {c} >= 0 AND {c} <= 1.7976931348623157e308"
-    kinds = {"text": ("typeof({c}) = 'text'", "is not text"), "id": ("typeof({c}) = 'integer'", "is not an integer"),
-             "number": (number, "is not a finite number >= 0"),
-             "count": ("typeof({c}) = 'integer' AND {c} >= 1", "is not an integer >= 1"),
-             "tick": ("typeof({c}) = 'integer' AND {c} >= 1 AND {c} <= 9007199254740992",
-                      "is not an integer in [1, 2^53]"),
-             # at least one byte per start and per duration and 8 per score (decode_postings checks the rest)
-             "data": ("typeof({c}) = 'blob' AND length({c}) >= 10 * count", "is not a blob of 10 bytes or more per hit")}
-    checks = [("utterances", "utterance", {"utterance": "text", "file": "text", "channel": "text",
-                                           "pruned_mass": "number"}),
-              ("postings", "term", {"term": "text", "utterance_id": "id", "count": "count", "tick": "tick",
-                                    "data": "data"}),
-              ("vocabulary", "word", {"word": "text"})]
-    for table, name, columns in checks:
-        good = {c: kinds[kind][0].format(c=c) for c, kind in columns.items()}
+    and pruned masses, every posting list good (:func:`~lattice_tools.kws.postings.posting_problem`), every
+    hit's utterance present (one pass over each table); a FormatError names the first bad row.  Without
+    ``postings``, the other tables only (the merge checks the posting rows as it copies them, and calls this
+    to name the bad row when it finds one)."""
+    for table, name, columns in _ROW_CHECKS:
+        if table == "postings" and not postings:
+            continue
+        good = _good_row(table)
         first_bad = "CASE " + " ".join(f"WHEN NOT ({g}) THEN '{c}'" for c, g in good.items()) + " END"
         where = " OR ".join(f"NOT ({g})" for g in good.values())
         row = conn.execute(f"SELECT {first_bad}, {name} FROM shard.{table} WHERE {where} LIMIT 1").fetchone()
@@ -331,28 +355,28 @@ def _check_shard(conn: sqlite3.Connection, path: str) -> None:
             if isinstance(shown, bytes):
                 shown = f"<{len(shown)} bytes>"
             raise FormatError(f"table {table!r}, row of {name} {_quote(row[1])}: {column} "
-                              f"{_quote(shown)} {kinds[columns[column]][1]}", path=path)
-    from .postings import first_bad_posting
-
-    cur = conn.execute("SELECT term, count, tick, data FROM shard.postings")
-    while True:
-        batch = cur.fetchmany(20_000)
-        if not batch:
-            break
-        bad = first_bad_posting([r[1] for r in batch], [r[2] for r in batch], [r[3] for r in batch])
-        if bad is not None:
-            term, count, tick, data = batch[bad]
-            try:
-                decode_postings(count, tick, data)
-                problem = "a damaged posting list"  # pragma: no cover - both checks refuse the same lists
-            except ValueError as exc:
-                problem = str(exc)
-            raise FormatError(f"table 'postings', row of term {_quote(term)}: {problem}", path=path)
+                              f"{_quote(shown)} {_KINDS[columns[column]][1]}", path=path)
+    if not postings:
+        return
+    # every posting list by the compiled check of the decoder, run by SQLite on each row: no row is fetched into
+    # Python (the connection has the function: :func:`_with_posting_check`)
+    row = conn.execute("SELECT term, posting_problem(count, tick, data) FROM shard.postings "
+                       "WHERE posting_problem(count, tick, data) IS NOT NULL LIMIT 1").fetchone()
+    if row is not None:
+        raise FormatError(f"table 'postings', row of term {_quote(row[0])}: {row[1]}", path=path)
     row = conn.execute("SELECT h.term, h.utterance_id FROM shard.postings h LEFT JOIN shard.utterances u "
                        "ON u.id = h.utterance_id WHERE u.id IS NULL LIMIT 1").fetchone()
     if row is not None:
         raise FormatError(f"hit of term {_quote(row[0])} names utterance id {_quote(row[1])}, which the index does "
                           "not hold", path=path)
+
+
+def _with_posting_check(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` the SQL function ``posting_problem(count, tick, data)``: :func:`~lattice_tools.kws.postings.
+    posting_problem`, the decoder's check (NULL when the posting list is good, else what is wrong)."""
+    from .postings import posting_problem
+
+    conn.create_function("posting_problem", 3, posting_problem, deterministic=True)
 
 
 def _check_compatible(ours: dict, theirs: dict, what: str) -> None:
@@ -710,6 +734,23 @@ class TermIndex:
         self.close()
 
 
+@contextlib.contextmanager
+def _attached(conn: sqlite3.Connection, path: str) -> Iterator[None]:
+    """The index ``path`` attached to ``conn`` as ``shard``, read-only (a merge never changes a shard, nor leaves
+    a journal beside it), for the block; detached after it, any transaction it left rolled back."""
+    if not os.path.exists(path):  # ATTACH would create an empty database
+        raise FormatError("no such index file", path=path)
+    with _sqlite_errors(path):
+        conn.execute("ATTACH DATABASE ? AS shard", (_file_uri(path, readonly=True),))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute("DETACH DATABASE shard")
+
+
 def merge_indexes(out: str, shards: Sequence[str]) -> IndexCounts:
     """Merge shard indexes into one (Kaldi's ``kws-index-union``), atomically.  ``out`` may be one
     of the shards.  Every shard is checked first (schema version, tables, build settings: their
@@ -727,60 +768,87 @@ def merge_indexes(out: str, shards: Sequence[str]) -> IndexCounts:
         _check_compatible(settings[0], m, s)
     # the lattice settings (and the utterances' offsets) carry over only when every shard has the same
     search = searches[0] if all(x == searches[0] for x in searches) else None
+    output = os.fspath(out)
     with IndexWriter(out, settings[0], lattice_search=search) as w:
         conn = w.conn
+        _with_posting_check(conn)
         with _sqlite_errors(out):
             # the shards' rows are collected in temporary tables, then written in key order with the utterances
             # numbered by name: the merged file does not depend on the order of the shards
-            conn.execute("CREATE TEMP TABLE merge_utterances (utterance TEXT PRIMARY KEY, file, channel, pruned_mass,"
-                         " shard INTEGER, shard_id INTEGER)")
-            conn.execute("CREATE INDEX temp.merge_utterances_by_id ON merge_utterances(shard, shard_id)")
-            conn.execute("CREATE TEMP TABLE merge_postings (term, shard INTEGER, shard_id INTEGER, count, tick, data)")
+            conn.execute("CREATE TEMP TABLE merge_utterances (utterance TEXT PRIMARY KEY, file, channel, pruned_mass)")
+            conn.execute("CREATE TEMP TABLE merge_numbered (id INTEGER PRIMARY KEY, utterance TEXT NOT NULL UNIQUE, file,"
+                         " channel, pruned_mass)")
+            conn.execute("CREATE TEMP TABLE merge_postings (term, utterance_id, count, tick, data)")
+            # a shard's utterance ids -> the merged index's (refilled for each shard)
+            conn.execute("CREATE TEMP TABLE merge_ids (shard_id INTEGER PRIMARY KEY, id INTEGER NOT NULL)")
             conn.execute("CREATE TEMP TABLE merge_vocabulary (word TEXT PRIMARY KEY) WITHOUT ROWID")
             conn.execute("CREATE TEMP TABLE merge_meta (key TEXT PRIMARY KEY, value)")
             conn.execute("COMMIT")  # ATTACH runs outside a transaction
+        # first every shard's tables but its postings: checked, and the utterances numbered by name
+        # (an utterance in two shards is reported after the second shard's postings are checked: a damaged copy
+        # of a shard is named as damaged)
+        duplicate: tuple[int, str] | None = None
         for number, s in enumerate(paths):
-            if not os.path.exists(s):  # ATTACH would create an empty database
-                raise FormatError("no such index file", path=s)
-            with _sqlite_errors(s):
-                # read-only: a merge never changes a shard (nor leaves a journal beside it)
-                conn.execute("ATTACH DATABASE ? AS shard", (_file_uri(s, readonly=True),))
-            try:
+            with _attached(conn, s):
                 with _sqlite_errors(s):
                     _check_tables(conn, s, "shard")
-                    _check_shard(conn, s)
-                    dup = conn.execute("SELECT s.utterance FROM shard.utterances s JOIN temp.merge_utterances m "
-                                       "ON m.utterance = s.utterance LIMIT 1").fetchone()
-                if dup:
-                    raise MismatchError(f"utterance {_quote(dup[0])} is in more than one shard", path=s,
-                                        key=dup[0])
-                with _sqlite_errors(s, output=os.fspath(out)):
+                    _check_shard(conn, s, postings=False)
+                    if duplicate is None:
+                        dup = conn.execute("SELECT s.utterance FROM shard.utterances s JOIN temp.merge_utterances m "
+                                           "ON m.utterance = s.utterance LIMIT 1").fetchone()
+                        duplicate = None if dup is None else (number, dup[0])
+                with _sqlite_errors(s, output=output):
                     conn.execute("BEGIN")
-                    conn.execute("INSERT INTO temp.merge_utterances SELECT utterance, file, channel, pruned_mass, ?, id "
-                                 "FROM shard.utterances", (number,))
-                    conn.execute("INSERT INTO temp.merge_postings SELECT term, ?, utterance_id, count, tick, data "
-                                 "FROM shard.postings", (number,))
+                    conn.execute("INSERT OR IGNORE INTO temp.merge_utterances SELECT utterance, file, channel, "
+                                 "pruned_mass FROM shard.utterances")
                     conn.execute("INSERT OR IGNORE INTO temp.merge_vocabulary SELECT word FROM shard.vocabulary")
                     if search is not None:
                         conn.execute("INSERT INTO temp.merge_meta SELECT key, value FROM shard.meta "
                                      "WHERE substr(key, 1, ?) = ?", (len(OFFSET_KEY_PREFIX), OFFSET_KEY_PREFIX))
                     conn.execute("COMMIT")
-            finally:
-                with contextlib.suppress(sqlite3.Error):
-                    if conn.in_transaction:
+        with _sqlite_errors(out):
+            # numbered here as the merged table will number them (the main file is written in one transaction)
+            conn.execute("BEGIN")
+            conn.execute("INSERT INTO temp.merge_numbered (utterance, file, channel, pruned_mass) "
+                         "SELECT utterance, file, channel, pruned_mass FROM temp.merge_utterances ORDER BY utterance")
+            conn.execute("COMMIT")
+        # then their postings, checked as they are copied (one pass over each shard, in SQLite): a row that
+        # fails a check is not copied, and a shard whose rows are not all copied is checked again, row by row,
+        # to name the first bad one
+        for number, s in enumerate(paths):
+            with _attached(conn, s):
+                with _sqlite_errors(s, output=output):
+                    conn.execute("BEGIN")
+                    conn.execute("DELETE FROM temp.merge_ids")
+                    conn.execute("INSERT INTO temp.merge_ids SELECT s.id, m.id FROM shard.utterances s "
+                                 "JOIN temp.merge_numbered m ON m.utterance = s.utterance")
+                    (rows,) = conn.execute("SELECT count(*) FROM shard.postings").fetchone()
+                    # CROSS JOIN: the shard's postings are the outer loop (one look-up of the id per row)
+                    copied = conn.execute(f"INSERT INTO temp.merge_postings SELECT p.term, m.id, p.count, p.tick, "
+                                          f"p.data FROM shard.postings p CROSS JOIN temp.merge_ids m "
+                                          f"ON m.shard_id = p.utterance_id WHERE {_GOOD_POSTING}").rowcount
+                    if copied == rows:
+                        conn.execute("COMMIT")
+                    else:
                         conn.execute("ROLLBACK")
-                    conn.execute("DETACH DATABASE shard")
+                if copied == rows:
+                    if duplicate is not None and duplicate[0] == number:
+                        raise MismatchError(f"utterance {_quote(duplicate[1])} is in more than one shard", path=s,
+                                            key=duplicate[1])
+                    continue
+                with _sqlite_errors(s):
+                    _check_shard(conn, s)  # names the first bad row
+                raise FormatError(f"{rows - copied} of its {rows} posting rows are damaged",  # pragma: no cover
+                                  path=s)  # (the row-by-row check refuses every row the copy leaves out)
         with _sqlite_errors(out):
             conn.execute("BEGIN")
-            conn.execute("INSERT INTO main.utterances (utterance, file, channel, pruned_mass) "
-                         "SELECT utterance, file, channel, pruned_mass FROM temp.merge_utterances ORDER BY utterance")
-            conn.execute("INSERT INTO main.postings SELECT p.term, m.id, p.count, p.tick, p.data "
-                         "FROM temp.merge_postings p JOIN temp.merge_utterances s "
-                         "ON s.shard = p.shard AND s.shard_id = p.shard_id "
-                         "JOIN main.utterances m ON m.utterance = s.utterance ORDER BY p.term, m.id")
+            conn.execute("INSERT INTO main.utterances SELECT id, utterance, file, channel, pruned_mass "
+                         "FROM temp.merge_numbered ORDER BY id")
+            conn.execute("INSERT INTO main.postings SELECT term, utterance_id, count, tick, data "
+                         "FROM temp.merge_postings ORDER BY term, utterance_id")
             conn.execute("INSERT INTO main.vocabulary SELECT word FROM temp.merge_vocabulary ORDER BY word")
             conn.execute("INSERT INTO main.meta SELECT key, value FROM temp.merge_meta ORDER BY key")
-            for table in ("merge_utterances", "merge_postings", "merge_vocabulary", "merge_meta"):
-                conn.execute(f"DROP TABLE temp.{table}")
+            # the temporary tables are not dropped (freeing their pages took half a second): SQLite's temporary
+            # database goes when the connection closes, and ANALYZE skips it
     with TermIndex(out) as idx:
         return idx.counts()
