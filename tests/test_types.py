@@ -46,17 +46,24 @@ d: Iterator[{pair}] = iter_slf_with_headers("x.lat")
 """
 
 
+def _one_type_each(tmp_path, calls: str, right: dict, wrong: dict, n_calls: int) -> None:
+    """mypy accepts ``calls`` formatted with the ``right`` types and refuses each of the ``n_calls`` lines
+    formatted with the ``wrong`` ones (an assignment error per line, and no other error)."""
+    files = []
+    for name, types in (("right", right), ("wrong", wrong)):
+        files.append(_snippet(tmp_path, name))
+        files[-1].write_text(calls.format(**types), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
+                           *map(str, files)], cwd=REPO, capture_output=True, text=True)
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert all(line.startswith(str(files[1])) and line.endswith("[assignment]") for line in errors), proc.stdout[-4000:]
+    assert len(errors) == n_calls, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (pip install mypy)")
 def test_slf_readers_have_one_type_each(tmp_path):
-    right = _snippet(tmp_path, "right")
-    right.write_text(_SLF_CALLS.format(one="Lattice", pair="tuple[Lattice, SlfHeader]"), encoding="utf-8")
-    wrong = _snippet(tmp_path, "wrong")
-    wrong.write_text(_SLF_CALLS.format(one="tuple[Lattice, SlfHeader]", pair="Lattice"), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(right),
-                           str(wrong)], cwd=REPO, capture_output=True, text=True)
-    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
-    assert all(line.startswith(str(wrong)) and line.endswith("[assignment]") for line in errors), proc.stdout[-4000:]
-    assert len(errors) == 4, proc.stdout[-4000:] + proc.stderr[-2000:]
+    _one_type_each(tmp_path, _SLF_CALLS, dict(one="Lattice", pair="tuple[Lattice, SlfHeader]"),
+                   dict(one="tuple[Lattice, SlfHeader]", pair="Lattice"), 4)
 
 
 # The k2 conversions return one type each (a lattice, a list, or with the arc maps): mypy accepts each result as
@@ -78,12 +85,5 @@ g: list[{mapped}] = read_k2_lattices_with_maps("x.pt")
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed (pip install mypy)")
 def test_k2_conversions_have_one_type_each(tmp_path):
-    right = _snippet(tmp_path, "right")
-    right.write_text(_K2_CALLS.format(one="Lattice", mapped="MappedLattice"), encoding="utf-8")
-    wrong = _snippet(tmp_path, "wrong")
-    wrong.write_text(_K2_CALLS.format(one="MappedLattice", mapped="Lattice"), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), str(right),
-                           str(wrong)], cwd=REPO, capture_output=True, text=True)
-    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
-    assert all(line.startswith(str(wrong)) and line.endswith("[assignment]") for line in errors), proc.stdout[-4000:]
-    assert len(errors) == 7, proc.stdout[-4000:] + proc.stderr[-2000:]
+    _one_type_each(tmp_path, _K2_CALLS, dict(one="Lattice", mapped="MappedLattice"),
+                   dict(one="MappedLattice", mapped="Lattice"), 7)

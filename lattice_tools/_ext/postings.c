@@ -14,6 +14,15 @@
 
 #define MAX_MICROSECONDS (((int64_t)1) << 53)
 
+/* The little-endian IEEE double at s (a hit's score). */
+static double le_double(const unsigned char *s) {
+    uint64_t bits = 0;
+    for (int k = 7; k >= 0; k--) bits = bits << 8 | s[k];
+    double x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
 static const char DECODE_DOC[] =
     "decode($module, count, tick, data, /)\n--\n\n"
     "-> (list[int], list[int], list[float])\n\n"
@@ -64,11 +73,7 @@ static enum fault parse(Py_ssize_t count, long long tick, const unsigned char *p
     if (too_long) return TOO_LARGE;
     if (beyond) return BEYOND;
     for (Py_ssize_t h = 0; h < count; h++) {
-        const unsigned char *s = p + nv + 8 * h;
-        uint64_t bits = 0;
-        for (int k = 7; k >= 0; k--) bits = bits << 8 | s[k];
-        double x;
-        memcpy(&x, &bits, sizeof x);
+        double x = le_double(p + nv + 8 * h);
         if (!(x >= 0 && isfinite(x))) {
             *bad_score = x;
             return BAD_SCORE;
@@ -148,11 +153,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     score = PyList_New(count);
     if (!tbeg || !dur || !score) goto done;
     for (Py_ssize_t h = 0; h < count; h++) {
-        const unsigned char *s = p + nv + 8 * h;
-        uint64_t bits = 0;
-        for (int k = 7; k >= 0; k--) bits = bits << 8 | s[k];
-        double x;
-        memcpy(&x, &bits, sizeof x);
+        double x = le_double(p + nv + 8 * h);
         PyObject *xo = PyFloat_FromDouble(x);
         if (!xo) goto done;
         PyList_SET_ITEM(score, h, xo);
