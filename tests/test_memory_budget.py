@@ -40,18 +40,17 @@ def test_nbest_deep_list_stops_at_the_budget(long_lattice, tmp_path):
     assert not list(tmp_path.iterdir())  # and no temporary left beside it
 
 
-def test_nbest_unbounded_search_holds_the_budget_in_the_compiled_search(tmp_path):
-    """N = inf on the whole vendored archive: the compiled search itself would grow past 800 MB on utterance
-    005; it counts the bytes it allocates against what the budget leaves, so it stops there, not after."""
+def test_nbest_unbounded_search_holds_the_budget_in_the_compiled_search(tmp_path, long_lattice):
+    """N = inf on utterance 005 of the vendored archive: the compiled search itself would grow past 800 MB; it
+    counts the bytes it allocates against what the budget leaves, so it stops there, not after.  (On the whole
+    archive an earlier utterance's search may finish within the budget and its alt-CTM text, hundreds of
+    thousands of lines, meet the budget first: a refusal too, but not the search's.)"""
     budget = 100 * MB
     out = tmp_path / "nbest.ctm"
-    result = run_capped(["nbest", "-n", "inf", "--max-memory", "100M", DATA / "kaldi/lats/bundled.ark.gz", "-o", out],
+    result = run_capped(["nbest", "-n", "inf", "--max-memory", "100M", long_lattice, "-o", out],
                         cap=budget + BASE_MARGIN, timeout=120)
     assert_budget_refusal(result)
-    # the utterance it stops on depends on what the process already holds (005 alone would need 800 MB; on a
-    # busy machine an earlier one can meet the budget first): the error names one of the archive's keys
-    assert "exact N-best search" in result.stderr
-    assert any(f"[{key}]" in result.stderr for key in ("001", "002", "003", "004", "005"))
+    assert "exact N-best search" in result.stderr and "[005]" in result.stderr, result.stderr
     assert result.peak_rss <= budget * 1.25, result.peak_rss / MB
     assert not list(tmp_path.iterdir())
 
