@@ -277,17 +277,22 @@ def _crosscheck(seeds, tmp_path):
         got = _stdout(ev, c["ecf"], c["rttm"], c["kwslist"], c["kwlist"], f4)
         # F4DE's warnings (e.g. "No ECF segments available for group") are printed among the reports
         expected = "".join(line for line in p.stdout.splitlines(keepends=True) if not line.startswith("[Warning]"))
-        if any(not s.evaluated_blocks for s in ev.conditions.values()):
-            # F4DE's conditional block table (-B) orders the columns of a set without a scored keyword by Perl
-            # hash order: the reports before it (with every condition's summary) are compared.
-            expected = expected.split("Conditional Block Summary Report")[0]
-            got = got.split("Conditional Block Summary Report")[0]
-            totals["conditional"] += 1
-        problems, stats = compare_reports(expected, got)
-        assert not problems, (seed, args, problems[:5])
-        totals.update(stats)
-        totals["cases"] += 1
+        _compare_with_f4de(ev, expected, got, totals, (seed, args))
     return totals
+
+
+def _compare_with_f4de(ev, expected: str, got: str, totals: Counter, case) -> None:
+    """Our report ``got`` equals F4DE's ``expected`` line by line; counted in ``totals``."""
+    if any(not s.evaluated_blocks for s in ev.conditions.values()):
+        # F4DE's conditional block table (-B) orders the columns of a set without a scored keyword by Perl
+        # hash order: the reports before it (with every condition's summary) are compared.
+        expected = expected.split("Conditional Block Summary Report")[0]
+        got = got.split("Conditional Block Summary Report")[0]
+        totals["conditional"] += 1
+    problems, stats = compare_reports(expected, got)
+    assert not problems, (*case, problems[:5])
+    totals.update(stats)
+    totals["cases"] += 1
 
 
 def _crosscheck_segments(seeds, tmp_path):
@@ -318,16 +323,7 @@ def _crosscheck_segments(seeds, tmp_path):
         p = run_kwseval(root, f4, d)
         assert p.returncode == 0, (seed, args, p.stdout[-2000:], p.stderr[-2000:])
         got = _stdout(ev, ecf, c["rttm"], c["kwslist"], c["kwlist"], f4)
-        expected = p.stdout
-        if any(not s.evaluated_blocks for s in ev.conditions.values()):
-            # (column order of a set without a scored keyword: Perl hash order, as in _crosscheck)
-            expected = expected.split("Conditional Block Summary Report")[0]
-            got = got.split("Conditional Block Summary Report")[0]
-            totals["conditional"] += 1
-        problems, stats = compare_reports(expected, got)
-        assert not problems, (seed, args, problems[:5])
-        totals.update(stats)
-        totals["cases"] += 1
+        _compare_with_f4de(ev, p.stdout, got, totals, (seed, args))
         totals.update(k for k in ("-N", "-T", "-P", "-j") if k in args)
     return totals
 
